@@ -1,0 +1,53 @@
+// The probe in a CUDA build: asks the runtime for every device and where it sits
+// (PCI bus id, and that device's NUMA node from sysfs).
+#include <cuda_runtime.h>
+
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gpu_probe.h"
+
+namespace kiln {
+
+static std::string numa_node_of(const char* bus_id) {
+  std::string id(bus_id);
+  for (auto& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // sysfs names PCI devices with a 4-digit domain; CUDA gives 8 digits.
+  if (id.size() > 12 && id.find(':') == 8) id = id.substr(4);
+  std::ifstream f("/sys/bus/pci/devices/" + id + "/numa_node");
+  int node = -1;
+  if (f) f >> node;
+  return std::to_string(node);
+}
+
+std::string gpu_unavailable_reason() {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return std::string("CUDA runtime: ") + cudaGetErrorString(err);
+  if (count == 0) return "no CUDA device found";
+  return "";
+}
+
+std::string gpu_profile_json() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) return "[]";
+  std::string out = "[";
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop {};
+    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
+    char bus[32];
+    cudaDeviceGetPCIBusId(bus, sizeof bus, d);
+    char item[512];
+    std::snprintf(item, sizeof item,
+                  "%s{\"index\":%d,\"name\":\"%s\",\"sm_count\":%d,\"compute_capability\":\"%d.%d\","
+                  "\"memory_bytes\":%llu,\"pci_bus_id\":\"%s\",\"numa_node\":%s}",
+                  d ? "," : "", d, prop.name, prop.multiProcessorCount, prop.major, prop.minor,
+                  static_cast<unsigned long long>(prop.totalGlobalMem), bus, numa_node_of(bus).c_str());
+    out += item;
+  }
+  return out + "]";
+}
+
+}  // namespace kiln

@@ -1,0 +1,46 @@
+// Back ends turn one module's bitcode into an x86-64 ELF relocatable object.
+// A Backend instance is used by one thread at a time (replay keeps one per worker).
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace kiln {
+
+enum class Profile { fast, balanced, release };
+Profile parse_profile(const std::string& name);  // throws KilnError(kExitUsage)
+const char* profile_name(Profile p);
+
+struct StageTimes {
+  double read = 0, parse = 0, verify = 0, codegen = 0, write = 0;
+  double total() const { return read + parse + verify + codegen + write; }
+};
+
+// What a back end emitted, counted per function: the receipt records it.
+struct EmitCounts {
+  uint64_t functions_stamp = 0, functions_llvm = 0;
+  uint64_t instructions_stamp = 0, instructions_llvm = 0;
+};
+
+struct EmitResult {
+  std::string object;  // the ELF bytes
+  StageTimes stages;
+  EmitCounts counts;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // `label` names the input in error messages (a path or a module id).
+  virtual EmitResult emit(std::string_view bitcode, const std::string& label) = 0;
+};
+
+// spec: "llvm" or "cmd:TEMPLATE" (TEMPLATE runs through /bin/sh with {in} and {out}
+// replaced by file paths). Throws KilnError(kExitUsage) for an unknown back end.
+std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile);
+
+// Checks that bytes form an x86-64 ELF relocatable object; empty when fine.
+std::string object_problem(std::string_view object);
+
+}  // namespace kiln

@@ -1,0 +1,101 @@
+#include "backend_llvm.h"
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <mutex>
+
+#include "bitcode.h"
+#include "error.h"
+#include "timeutil.h"
+
+namespace kiln {
+
+void initialize_llvm_x86() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+    LLVMInitializeX86AsmParser();
+  });
+}
+
+static llvm::CodeGenOptLevel opt_level_for(Profile p) {
+  // fast: what a debug build's code generator does (-O0); balanced: -O1; release: -O2.
+  switch (p) {
+    case Profile::fast: return llvm::CodeGenOptLevel::None;
+    case Profile::balanced: return llvm::CodeGenOptLevel::Less;
+    case Profile::release: return llvm::CodeGenOptLevel::Default;
+  }
+  return llvm::CodeGenOptLevel::None;
+}
+
+LlvmBackend::LlvmBackend(Profile profile) : profile_(profile), context_(std::make_unique<llvm::LLVMContext>()) {
+  initialize_llvm_x86();
+  llvm::Triple triple("x86_64-unknown-linux-gnu");
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) throw KilnError(kExitInternal, "", "LLVM has no x86-64 target: " + error);
+  llvm::TargetOptions options;
+  // rustc emits one section per function and datum so that the linker can drop
+  // unused ones; clang's objects accept it too.
+  options.FunctionSections = true;
+  options.DataSections = true;
+  options.UniqueSectionNames = true;
+  machine_.reset(target->createTargetMachine(triple, "x86-64", "", options, llvm::Reloc::PIC_,
+                                             llvm::CodeModel::Small, opt_level_for(profile)));
+  if (!machine_) throw KilnError(kExitInternal, "", "cannot create the x86-64 target machine");
+}
+
+LlvmBackend::~LlvmBackend() = default;
+
+std::unique_ptr<llvm::Module> LlvmBackend::parse(std::string_view bitcode, const std::string& label) {
+  return parse_bitcode(*context_, bitcode, label);
+}
+
+std::string LlvmBackend::codegen(llvm::Module& module, const std::string& label) {
+  std::string problem = triple_problem(module.getTargetTriple().str());
+  if (!problem.empty()) throw KilnError(kExitBadInput, label, problem);
+  module.setDataLayout(machine_->createDataLayout());
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (machine_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    throw KilnError(kExitInternal, label, "LLVM cannot emit objects for this target");
+  pm.run(module);
+  return std::string(buffer.data(), buffer.size());
+}
+
+void count_module(const llvm::Module& module, uint64_t& functions, uint64_t& instructions) {
+  for (const auto& f : module) {
+    if (f.isDeclaration()) continue;
+    ++functions;
+    instructions += f.getInstructionCount();
+  }
+}
+
+EmitResult LlvmBackend::emit(std::string_view bitcode, const std::string& label) {
+  EmitResult result;
+  Stopwatch clock;
+  auto module = parse(bitcode, label);
+  result.stages.parse = clock.lap();
+  std::string problem = verify_problem(*module);
+  if (!problem.empty()) throw KilnError(kExitBadInput, label, problem);
+  result.stages.verify = clock.lap();
+  count_module(*module, result.counts.functions_llvm, result.counts.instructions_llvm);
+  result.object = codegen(*module, label);
+  result.stages.codegen = clock.lap();
+  return result;
+}
+
+}  // namespace kiln

@@ -1,0 +1,226 @@
+#include "capture.h"
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <llvm/Config/llvm-config.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "backend.h"
+#include "bitcode.h"
+#include "corpus.h"
+#include "emit.h"
+#include "error.h"
+#include "fs.h"
+#include "hash.h"
+#include "hwprofile.h"
+#include "kiln_config.h"
+#include "process.h"
+#include "timeutil.h"
+
+namespace kiln {
+
+WrapperSettings WrapperSettings::from_environment() {
+  WrapperSettings s;
+  const char* corpus = std::getenv(kEnvCorpus);
+  if (!corpus || !*corpus) throw KilnError(kExitUsage, "", std::string(kEnvCorpus) + " is not set (run the build through kiln-capture)");
+  s.corpus_dir = corpus;
+  const char* backend = std::getenv(kEnvBackend);
+  s.backend = backend && *backend ? backend : "native";
+  const char* profile = std::getenv(kEnvProfile);
+  s.profile = profile && *profile ? profile : "fast";
+  const char* fallback = std::getenv(kEnvFallback);
+  s.fallback = fallback && std::string(fallback) == "1";
+  return s;
+}
+
+std::string args_hash(const std::vector<std::string>& args) {
+  std::string joined;
+  for (const auto& a : args) {
+    joined += a;
+    joined.push_back('\0');
+  }
+  return xxh3_128_hex(joined);
+}
+
+std::string new_invocation_id(const std::vector<std::string>& args) {
+  auto now = std::chrono::system_clock::now().time_since_epoch().count();
+  return args_hash(args).substr(0, 16) + "-" + std::to_string(::getpid()) + "-" + std::to_string(now % 1000000007);
+}
+
+std::string current_directory() {
+  char buf[4096];
+  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
+}
+
+std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes, const std::string& id,
+                             const std::string& label) {
+  Profile profile = parse_profile(s.profile);
+  auto backend = make_backend(s.backend, profile);
+  EmitResult r = backend->emit(bytes, label);
+  Corpus corpus = Corpus::open(s.corpus_dir);
+  corpus.append_receipt(receipt_json({id, label, backend->name(), profile_name(profile), "kiln-capture"}, r));
+  return std::move(r.object);
+}
+
+static std::string first_line_of(const std::vector<std::string>& argv) {
+  try {
+    ProcessOptions o;
+    o.capture_stdout = true;
+    o.quiet = true;
+    ProcessResult r = run_process(argv, o);
+    std::string out = r.captured_stdout;
+    return out.substr(0, out.find('\n'));
+  } catch (const KilnError&) {
+    return "";
+  }
+}
+
+static std::string host_description() {
+  struct utsname u {};
+  if (::uname(&u) != 0) return "";
+  return std::string(u.sysname) + " " + u.release + " " + u.machine;
+}
+
+// Cargo profile settings for kiln's profiles, applied to dev and test builds
+// through cargo's environment overrides (see kiln-capture(1)).
+static void add_profile_environment(const std::string& profile, std::vector<std::string>& env) {
+  if (profile.empty() || profile == "release") return;  // release: the project's own release profile
+  const char* opt = profile == "fast" ? "1" : "2";
+  for (const char* p : {"DEV", "TEST"}) {
+    std::string prefix = std::string("CARGO_PROFILE_") + p + "_";
+    env.push_back(prefix + "OPT_LEVEL=" + opt);
+    env.push_back(prefix + "CODEGEN_UNITS=16");
+    env.push_back(prefix + "LTO=false");
+    env.push_back(prefix + "DEBUG=0");
+  }
+}
+
+int run_capture(const CaptureOptions& options) {
+  if (options.command.empty()) throw KilnError(kExitUsage, "", "no build command given after --");
+  if (options.backend != "native") {
+    if (options.backend == "stamp") make_backend("stamp", Profile::fast);  // clear message
+    make_backend(options.backend, parse_profile(options.profile.empty() ? "fast" : options.profile));
+  }
+  std::string corpus_dir = absolute_path(options.corpus_dir);
+  TopManifest m;
+  m.kiln_version = KILN_VERSION;
+  m.llvm_version = LLVM_VERSION_STRING;
+  m.rustc_version = first_line_of({"rustc", "-V"});
+  std::string real_cc = find_program("clang-22");
+  if (real_cc.empty()) real_cc = std::string(KILN_LLVM_BINDIR) + "/clang";
+  std::string real_cxx = find_program("clang++-22");
+  if (real_cxx.empty()) real_cxx = std::string(KILN_LLVM_BINDIR) + "/clang++";
+  m.clang_version = first_line_of({real_cc, "--version"});
+  m.host = host_description();
+  m.hardware_json = hardware_profile_json();
+  m.build_command = options.command;
+  m.build_cwd = current_directory();
+  m.profile = options.profile;
+  m.backend = options.backend;
+  m.origin = "capture";
+  Corpus corpus = Corpus::create_or_open(corpus_dir, m);
+  if (corpus.manifest().build_command.empty() || corpus.manifest().origin != "capture") {
+    // A corpus made by `add` gains the build's description.
+    TopManifest& cm = corpus.manifest();
+    cm.build_command = m.build_command;
+    cm.build_cwd = m.build_cwd;
+  }
+
+  // The wrappers: cargo calls RUSTC_WRAPPER with rustc's path first; make, ninja and
+  // cmake call CC and CXX, which are links to this binary named kiln-cc and kiln-c++.
+  std::string self = self_executable();
+  std::string link_dir = make_temp_dir("kiln-capture");
+  struct Cleanup {
+    std::string d;
+    ~Cleanup() { remove_tree(d); }
+  } cleanup{link_dir};
+  if (::symlink(self.c_str(), (link_dir + "/kiln-cc").c_str()) != 0 ||
+      ::symlink(self.c_str(), (link_dir + "/kiln-c++").c_str()) != 0)
+    throw KilnError(kExitIo, link_dir, "cannot create compiler wrapper links: " + errno_reason(errno));
+
+  ProcessOptions run;
+  run.set_env = {
+      std::string("RUSTC_WRAPPER=") + self,
+      std::string(kEnvRole) + "=rustc",
+      std::string(kEnvCorpus) + "=" + corpus_dir,
+      std::string(kEnvBackend) + "=" + options.backend,
+      std::string(kEnvProfile) + "=" + (options.profile.empty() ? "fast" : options.profile),
+      std::string(kEnvFallback) + "=" + (options.fallback ? "1" : "0"),
+      std::string(kEnvRealCc) + "=" + real_cc,
+      std::string(kEnvRealCxx) + "=" + real_cxx,
+      "CC=" + link_dir + "/kiln-cc",
+      "CXX=" + link_dir + "/kiln-c++",
+  };
+  if (const char* existing = std::getenv("RUSTC_WRAPPER"); existing && *existing)
+    std::fprintf(stderr, "kiln-capture: warning: replacing RUSTC_WRAPPER=%s for this build\n", existing);
+  add_profile_environment(options.profile, run.set_env);
+
+  Stopwatch clock;
+  ProcessResult result = run_process(options.command, run);
+  corpus = Corpus::open(corpus_dir);  // wrappers may not change the manifest, but re-read to be safe
+  TopManifest& cm = corpus.manifest();
+  cm.build_command = options.command;
+  cm.build_cwd = m.build_cwd;
+  cm.build_seconds = clock.seconds();
+  cm.build_exit_code = result.exit_code;
+  cm.backend = options.backend;
+  cm.profile = options.profile;
+  corpus.save_manifest();
+
+  size_t captured = 0, passed = 0, fell_back = 0, failed = 0;
+  for (const auto& inv : corpus.invocations()) {
+    if (inv.action == "captured") ++captured;
+    else if (inv.action == "passthrough") ++passed;
+    else if (inv.action == "fallback") ++fell_back;
+    else if (inv.action == "failed") ++failed;
+  }
+  if (::isatty(2))
+    std::fprintf(stderr, "kiln-capture: %s: %zu modules; invocations: %zu captured, %zu passed through, %zu fell back, %zu failed\n",
+                 corpus_dir.c_str(), corpus.modules().size(), captured, passed, fell_back, failed);
+  return result.exit_code;
+}
+
+size_t capture_add(const std::string& corpus_dir, const std::vector<std::string>& files) {
+  TopManifest m;
+  m.kiln_version = KILN_VERSION;
+  m.llvm_version = LLVM_VERSION_STRING;
+  m.host = host_description();
+  m.hardware_json = hardware_profile_json();
+  m.origin = "add";
+  Corpus corpus = Corpus::create_or_open(corpus_dir, m);
+  auto known = corpus.modules();
+  size_t added = 0;
+  // Check every file before storing any, so a bad file leaves the corpus unchanged.
+  std::vector<std::string> contents;
+  for (const auto& f : files) {
+    contents.push_back(read_file(f));
+    check_bitcode_magic(contents.back(), f);
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& bytes = contents[i];
+    ModuleRecord rec;
+    rec.id = corpus.store_blob(bytes);
+    rec.bytes = bytes.size();
+    rec.triple = bitcode_triple(bytes);
+    rec.producer = bitcode_producer(bytes);
+    rec.tool = "import";
+    rec.crate = basename_of(files[i]);
+    rec.cgu = basename_of(files[i]);
+    rec.args = {absolute_path(files[i])};
+    rec.args_hash = args_hash(rec.args);
+    rec.cwd = current_directory();
+    rec.invocation = new_invocation_id(rec.args);
+    rec.time = iso8601_now();
+    bool seen = false;
+    for (const auto& k : known) seen |= (k.id == rec.id);
+    if (!seen) ++added;
+    corpus.append_module(rec);
+  }
+  corpus.save_manifest();
+  return added;
+}
+
+}  // namespace kiln

@@ -1,0 +1,50 @@
+// kiln-capture: runs a real build with kiln installed as the compiler wrapper (cargo's
+// RUSTC_WRAPPER; CC and CXX for make, ninja and cmake), keeps the frontend bitcode of
+// every module in a corpus and, with --backend llvm or cmd:..., writes the objects
+// with that back end so that the build links and runs on it.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// Environment that the driver hands to the wrapper processes it installs.
+constexpr const char* kEnvRole = "KILN_CAPTURE_ROLE";          // rustc (cc/c++ go by argv[0])
+constexpr const char* kEnvCorpus = "KILN_CAPTURE_CORPUS";
+constexpr const char* kEnvBackend = "KILN_CAPTURE_BACKEND";    // native | llvm | cmd:...
+constexpr const char* kEnvProfile = "KILN_CAPTURE_PROFILE";    // fast | balanced | release
+constexpr const char* kEnvFallback = "KILN_CAPTURE_FALLBACK";  // 1: fall back to the native compiler
+constexpr const char* kEnvRealCc = "KILN_CAPTURE_REAL_CC";
+constexpr const char* kEnvRealCxx = "KILN_CAPTURE_REAL_CXX";
+
+struct CaptureOptions {
+  std::string corpus_dir;
+  std::string backend = "native";
+  std::string profile;  // empty: leave the build's own settings, code generator at "fast"
+  bool fallback = false;
+  std::vector<std::string> command;
+};
+
+// Runs the build and returns its exit status unchanged.
+int run_capture(const CaptureOptions& options);
+// Imports loose bitcode files; returns how many were new.
+size_t capture_add(const std::string& corpus_dir, const std::vector<std::string>& files);
+
+// The wrapper entry points (argv as the wrapper received it).
+int rustc_wrapper_main(int argc, char** argv);
+int cc_wrapper_main(int argc, char** argv, bool cxx);
+
+// Shared by both wrappers.
+struct WrapperSettings {
+  std::string corpus_dir, backend, profile;
+  bool fallback = false;
+  static WrapperSettings from_environment();
+};
+std::string new_invocation_id(const std::vector<std::string>& args);
+std::string args_hash(const std::vector<std::string>& args);
+std::string current_directory();
+// Emits bitcode with the configured back end (not native), records receipt; returns the object.
+std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes, const std::string& id,
+                             const std::string& label);
+
+}  // namespace kiln

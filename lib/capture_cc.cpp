@@ -1,0 +1,171 @@
+// The C/C++ compiler wrapper (CC=kiln-cc, CXX=kiln-c++ around clang-22). A compile-only
+// invocation (-c, one source) runs clang with -emit-llvm into the same output path,
+// stores that bitcode, and writes the object emitted by the selected back end over it,
+// so dependency files and output names stay exactly as the build expects.
+// Preprocessing, assembly, link and multi-source invocations pass through.
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+#include "bitcode.h"
+#include "capture.h"
+#include "corpus.h"
+#include "error.h"
+#include "fs.h"
+#include "process.h"
+#include "timeutil.h"
+
+namespace kiln {
+
+namespace {
+
+bool is_source(const std::string& a) {
+  static const char* const kExt[] = {".c", ".cc", ".cpp", ".cxx", ".c++", ".C", ".i", ".ii"};
+  for (const char* e : kExt) {
+    size_t n = std::strlen(e);
+    if (a.size() > n && a.compare(a.size() - n, n, e) == 0) return true;
+  }
+  return false;
+}
+
+// clang options whose value is the next argument.
+bool takes_value(const std::string& a) {
+  static const char* const kFlags[] = {"-o", "-I", "-D", "-U", "-include", "-isystem", "-iquote", "-idirafter", "-MF", "-MT",
+                                      "-MQ", "-x", "-arch", "-target", "--target", "-Xclang", "-Xlinker", "-Xassembler",
+                                      "-L", "-l", "-imacros", "-isysroot", "--sysroot", "-std", "-MJ"};
+  for (const char* f : kFlags)
+    if (a == f) return true;
+  return false;
+}
+
+struct CcCall {
+  std::vector<std::string> args;
+  std::vector<std::string> sources;
+  std::string output;
+  bool compile_only = false, other_mode = false, already_bitcode = false, language_override = false;
+  std::string opt_level = "0";
+  int debuginfo = 0;
+};
+
+CcCall parse_cc_args(const std::vector<std::string>& args) {
+  CcCall c;
+  c.args = args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-c") c.compile_only = true;
+    else if (a == "-E" || a == "-S" || a == "-M" || a == "-MM" || a == "-fsyntax-only") c.other_mode = true;
+    else if (a == "-emit-llvm" || a.rfind("-flto", 0) == 0) c.already_bitcode = true;
+    else if (a == "-o" && i + 1 < args.size()) c.output = args[++i];
+    else if (a.rfind("-o", 0) == 0 && a.size() > 2) c.output = a.substr(2);
+    else if (a == "-x") {
+      c.language_override = true;
+      ++i;
+    } else if (a.rfind("-O", 0) == 0) c.opt_level = a.size() > 2 ? a.substr(2) : "1";
+    else if (a == "-g0") c.debuginfo = 0;
+    else if (a == "-g1" || a == "-gline-tables-only") c.debuginfo = 1;
+    else if (a.rfind("-g", 0) == 0 && a.rfind("-gno", 0) != 0) c.debuginfo = 2;
+    else if (takes_value(a)) ++i;
+    else if (!a.empty() && a[0] != '-' && is_source(a)) c.sources.push_back(a);
+  }
+  return c;
+}
+
+std::string passthrough_reason(const CcCall& c) {
+  if (!c.compile_only) return c.sources.empty() ? "link or query" : "compile and link in one step";
+  if (c.other_mode) return "preprocess, assembly or dependency-only output";
+  if (c.already_bitcode) return "already emits bitcode (-emit-llvm or -flto)";
+  if (c.language_override) return "explicit -x language";
+  if (c.sources.size() != 1) return c.sources.empty() ? "no C or C++ source" : "several sources in one invocation";
+  return "";
+}
+
+std::string default_output(const std::string& source) {
+  std::string base = basename_of(source);
+  auto dot = base.find_last_of('.');
+  return base.substr(0, dot) + ".o";
+}
+
+void record(const WrapperSettings& s, const std::string& tool, const std::string& id, const std::string& action,
+            const std::string& reason, const std::vector<std::string>& args, int modules, double seconds) {
+  InvocationRecord r;
+  r.id = id;
+  r.tool = tool;
+  r.action = action;
+  r.reason = reason;
+  r.args = args;
+  r.cwd = current_directory();
+  r.time = iso8601_now();
+  r.modules = modules;
+  r.seconds = seconds;
+  Corpus::open(s.corpus_dir).append_invocation(r);
+}
+
+}  // namespace
+
+int cc_wrapper_main(int argc, char** argv, bool cxx) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const char* real_env = std::getenv(cxx ? kEnvRealCxx : kEnvRealCc);
+  std::string real = real_env && *real_env ? real_env : (cxx ? "clang++-22" : "clang-22");
+  std::string tool = cxx ? "clang++" : "clang";
+  WrapperSettings s = WrapperSettings::from_environment();
+  CcCall c = parse_cc_args(args);
+  std::string id = new_invocation_id(args);
+  std::string reason = passthrough_reason(c);
+  std::vector<std::string> native = args;
+  native.insert(native.begin(), real);
+  if (!reason.empty()) {
+    record(s, tool, id, "passthrough", reason, args, 0, 0);
+    exec_process(native);
+  }
+  Stopwatch clock;
+  std::string output = c.output.empty() ? default_output(c.sources[0]) : c.output;
+  std::vector<std::string> bitcode_args = native;
+  if (c.output.empty()) bitcode_args.insert(bitcode_args.end(), {"-o", output});
+  bitcode_args.push_back("-emit-llvm");
+  ProcessResult r = run_process(bitcode_args);
+  if (r.exit_code != 0) return r.exit_code;  // a compile error is the user's
+  std::string bytes = read_file(output);
+  Corpus corpus = Corpus::open(s.corpus_dir);
+  ModuleRecord m;
+  m.bytes = bytes.size();
+  m.triple = bitcode_triple(bytes);
+  m.producer = bitcode_producer(bytes);
+  m.tool = tool;
+  m.crate = c.sources[0];
+  m.cgu = basename_of(c.sources[0]);
+  m.args = args;
+  m.args_hash = args_hash(args);
+  m.opt_level = c.opt_level;
+  m.debuginfo = c.debuginfo;
+  m.cwd = current_directory();
+  m.invocation = id;
+  m.time = iso8601_now();
+  m.id = corpus.store_blob(bytes);
+  corpus.append_module(m);
+
+  if (s.backend == "native") {
+    // The build keeps clang's own object: compile again, unchanged.
+    int rc = run_process(native).exit_code;
+    record(s, tool, id, "captured", "", args, 1, clock.seconds());
+    return rc;
+  }
+  try {
+    std::string object = emit_for_capture(s, bytes, m.id, output);
+    write_file_atomic(output, object);
+  } catch (const KilnError& e) {
+    ::unlink(output.c_str());
+    if (!s.fallback) {
+      std::fprintf(stderr, "kiln-capture: error: %s (%s): %s\n", c.sources[0].c_str(), m.id.c_str(), e.what());
+      record(s, tool, id, "failed", e.what(), args, 1, clock.seconds());
+      return kExitFailed;
+    }
+    std::fprintf(stderr, "kiln-capture: warning: %s: %s; falling back to %s\n", c.sources[0].c_str(), e.what(), real.c_str());
+    int rc = run_process(native).exit_code;
+    record(s, tool, id, "fallback", e.what(), args, 1, clock.seconds());
+    return rc;
+  }
+  record(s, tool, id, "captured", "", args, 1, clock.seconds());
+  return 0;
+}
+
+}  // namespace kiln

@@ -1,0 +1,329 @@
+// The rustc wrapper. Cargo runs `WRAPPER RUSTC ARGS...`. For a crate to capture:
+//   1. rustc ARGS -Clinker-plugin-lto=yes -Clto=off -Zno-link  (RUSTC_BOOTSTRAP=1)
+//      leaves OUT/CRATE{extra}.*.rcgu.o as bitcode and OUT/CRATE{extra}.rlink, and
+//      runs no LLVM code generation;
+//   2. each bitcode file is stored in the corpus and replaced by an object that the
+//      selected back end emits;
+//   3. rustc ARGS(with the .rlink as input) -Zlink-only finishes the rlib or binary.
+// With --backend native, rustc runs unchanged plus -Csave-temps, and the kept
+// pre-codegen bitcode (*.rcgu.bc) is stored.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "bitcode.h"
+#include "capture.h"
+#include "corpus.h"
+#include "error.h"
+#include "fs.h"
+#include "process.h"
+#include "timeutil.h"
+
+namespace kiln {
+
+namespace {
+
+// rustc options whose value is the next argument when not attached.
+bool takes_value(const std::string& a) {
+  static const char* const kFlags[] = {"--crate-name", "--edition", "--error-format", "--json", "--crate-type", "--emit",
+                                      "-C", "--codegen", "--cfg", "--check-cfg", "-L", "-l", "--extern", "--out-dir",
+                                      "-o", "--target", "--cap-lints", "--explain", "-A", "-W", "-D", "-F", "--force-warn",
+                                      "--print", "--sysroot", "-Z", "--remap-path-prefix", "--diagnostic-width",
+                                      "--env-set", "--allow", "--warn", "--deny", "--forbid"};
+  for (const char* f : kFlags)
+    if (a == f) return true;
+  return false;
+}
+
+struct RustcCall {
+  std::vector<std::string> args;  // without the rustc path
+  std::string input;              // source file ("-" for stdin)
+  size_t input_index = std::string::npos;
+  std::string crate_name, out_dir, extra_filename, emit, opt_level = "0";
+  std::vector<std::string> crate_types;
+  int debuginfo = 0;
+  bool print = false, version = false;
+};
+
+// Value of "--flag X" or "--flag=X" at position i (advancing i past a separate value).
+bool option_value(const std::vector<std::string>& args, size_t& i, const std::string& flag, std::string& value) {
+  const std::string& a = args[i];
+  if (a == flag && i + 1 < args.size()) {
+    value = args[++i];
+    return true;
+  }
+  if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0 && a[flag.size()] == '=') {
+    value = a.substr(flag.size() + 1);
+    return true;
+  }
+  return false;
+}
+
+int debuginfo_level(const std::string& v) {
+  if (v == "0" || v == "none" || v == "false" || v == "n" || v == "no" || v == "off") return 0;
+  if (v == "1" || v == "limited" || v.rfind("line-", 0) == 0) return 1;
+  return 2;
+}
+
+RustcCall parse_rustc_args(const std::vector<std::string>& args) {
+  RustcCall c;
+  c.args = args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string v;
+    if (a == "-vV" || a == "-V" || a == "--version") c.version = true;
+    if (option_value(args, i, "--crate-name", v)) c.crate_name = v;
+    else if (option_value(args, i, "--out-dir", v)) c.out_dir = v;
+    else if (option_value(args, i, "--emit", v)) c.emit = v;
+    else if (option_value(args, i, "--crate-type", v)) c.crate_types.push_back(v);
+    else if (option_value(args, i, "--print", v)) c.print = true;
+    else if (a == "-C" || a == "--codegen" || (a.rfind("-C", 0) == 0 && a.size() > 2)) {
+      std::string setting = (a == "-C" || a == "--codegen") ? (i + 1 < args.size() ? args[++i] : "") : a.substr(2);
+      auto eq = setting.find('=');
+      std::string key = setting.substr(0, eq), val = eq == std::string::npos ? "" : setting.substr(eq + 1);
+      if (key == "extra-filename") c.extra_filename = val;
+      else if (key == "opt-level") c.opt_level = val;
+      else if (key == "debuginfo") c.debuginfo = debuginfo_level(val);
+    } else if (a == "-g") {
+      c.debuginfo = 2;
+    } else if (a == "-O") {
+      c.opt_level = "2";
+    } else if (takes_value(a)) {
+      ++i;
+    } else if (!a.empty() && (a[0] != '-' || a == "-") && c.input.empty()) {
+      c.input = a;
+      c.input_index = i;
+    }
+  }
+  return c;
+}
+
+// Why this invocation must run unchanged, or "" when kiln takes it.
+std::string passthrough_reason(const RustcCall& c) {
+  if (c.version) return "version query";
+  if (c.print) return "--print query";
+  if (c.input == "-") return "probe compiled from standard input";
+  if (c.input.empty()) return "no input file";
+  if (c.crate_name.rfind("build_script_", 0) == 0) return "build script";
+  for (const auto& t : c.crate_types)
+    if (t.find("proc-macro") != std::string::npos) return "proc-macro (loaded by rustc itself)";
+  if (c.emit.find("link") == std::string::npos && !c.emit.empty()) return "no object output (--emit=" + c.emit + ")";
+  if (c.out_dir.empty()) return "no --out-dir";
+  return "";
+}
+
+struct OutputFile {
+  std::string path, cgu;
+};
+
+// Files OUT/PREFIX.*SUFFIX written since `since` (this invocation's, by name).
+std::vector<OutputFile> list_outputs(const std::string& dir, const std::string& prefix, const std::string& suffix,
+                                     time_t since) {
+  std::vector<OutputFile> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) throw KilnError(kExitIo, dir, "cannot list the output directory: " + errno_reason(errno));
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (middle.find(".no-opt") != std::string::npos) continue;
+    struct stat st {};
+    std::string path = dir + "/" + name;
+    if (::stat(path.c_str(), &st) != 0 || st.st_mtime + 1 < since) continue;
+    out.push_back({path, middle});
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(), [](const OutputFile& a, const OutputFile& b) { return a.path < b.path; });
+  return out;
+}
+
+void record_invocation(const WrapperSettings& s, const std::string& id, const std::string& action, const std::string& reason,
+                       const std::vector<std::string>& args, int modules, double seconds) {
+  InvocationRecord r;
+  r.id = id;
+  r.tool = "rustc";
+  r.action = action;
+  r.reason = reason;
+  r.args = args;
+  r.cwd = current_directory();
+  r.time = iso8601_now();
+  r.modules = modules;
+  r.seconds = seconds;
+  Corpus::open(s.corpus_dir).append_invocation(r);
+}
+
+ModuleRecord module_record(const RustcCall& c, const std::string& bytes, const std::string& cgu, const std::string& invocation) {
+  ModuleRecord m;
+  m.bytes = bytes.size();
+  m.triple = bitcode_triple(bytes);
+  m.producer = bitcode_producer(bytes);
+  m.tool = "rustc";
+  m.crate = c.crate_name;
+  m.cgu = cgu;
+  m.args = c.args;
+  m.args_hash = args_hash(c.args);
+  m.opt_level = c.opt_level;
+  m.debuginfo = c.debuginfo;
+  m.cwd = current_directory();
+  m.invocation = invocation;
+  m.time = iso8601_now();
+  return m;
+}
+
+int run_child(const std::string& rustc, std::vector<std::string> args, std::vector<std::string> env = {}) {
+  args.insert(args.begin(), rustc);
+  ProcessOptions o;
+  o.set_env = std::move(env);
+  return run_process(args, o).exit_code;
+}
+
+// Removes the capture route's own leftovers so a native rerun starts clean.
+void remove_outputs(const std::vector<OutputFile>& files) {
+  for (const auto& f : files) ::unlink(f.path.c_str());
+}
+
+int capture_native(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id) {
+  Stopwatch clock;
+  time_t start = ::time(nullptr);
+  std::vector<std::string> args = c.args;
+  args.push_back("-Csave-temps");
+  int rc = run_child(rustc, args);
+  if (rc != 0) return rc;
+  std::string prefix = c.crate_name + c.extra_filename + ".";
+  Corpus corpus = Corpus::open(s.corpus_dir);
+  auto bitcode = list_outputs(c.out_dir, prefix, ".rcgu.bc", start);
+  for (const auto& f : bitcode) {
+    std::string bytes = read_file(f.path);
+    ModuleRecord m = module_record(c, bytes, f.cgu, id);
+    m.id = corpus.store_blob(bytes);
+    corpus.append_module(m);
+  }
+  // -Csave-temps keeps files that a normal build deletes; remove this crate's.
+  remove_outputs(bitcode);
+  remove_outputs(list_outputs(c.out_dir, prefix, ".rcgu.no-opt.bc", start));
+  for (const auto& f : list_outputs(c.out_dir, prefix, ".no-opt.bc", start)) ::unlink(f.path.c_str());
+  remove_outputs(list_outputs(c.out_dir, prefix, ".rcgu.o", start));
+  record_invocation(s, id, "captured", "", c.args, static_cast<int>(bitcode.size()), clock.seconds());
+  return 0;
+}
+
+int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id) {
+  Stopwatch clock;
+  time_t start = ::time(nullptr);
+  // Settings that conflict with the bitcode route are dropped from the first step;
+  // incremental reuse is off so every codegen unit is really produced.
+  std::vector<std::string> first;
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    const std::string& a = c.args[i];
+    std::string setting = a == "-C" && i + 1 < c.args.size() ? c.args[i + 1] : (a.rfind("-C", 0) == 0 ? a.substr(2) : "");
+    bool drop = setting.rfind("incremental=", 0) == 0 || setting.rfind("lto", 0) == 0 ||
+                setting.rfind("linker-plugin-lto", 0) == 0 || setting.rfind("embed-bitcode", 0) == 0;
+    if (drop) {
+      if (a == "-C") ++i;
+      continue;
+    }
+    first.push_back(a);
+  }
+  first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off", "-Zno-link"});
+  int rc = run_child(rustc, first, {"RUSTC_BOOTSTRAP=1"});
+  if (rc != 0) return rc;  // a compile error is the user's: rustc has said why
+
+  std::string prefix = c.crate_name + c.extra_filename + ".";
+  std::string rlink = c.out_dir + "/" + c.crate_name + c.extra_filename + ".rlink";
+  auto units = list_outputs(c.out_dir, prefix, ".rcgu.o", start);
+  Corpus corpus = Corpus::open(s.corpus_dir);
+  std::vector<std::string> ids(units.size());
+  std::vector<std::string> errors(units.size());
+  std::vector<std::string> contents(units.size());
+  for (size_t i = 0; i < units.size(); ++i) {
+    contents[i] = read_file(units[i].path);
+    try {
+      check_bitcode_magic(contents[i], units[i].path);
+      ModuleRecord m = module_record(c, contents[i], units[i].cgu, id);
+      ids[i] = m.id = corpus.store_blob(contents[i]);
+      corpus.append_module(m);
+    } catch (const KilnError& e) {
+      errors[i] = e.what();
+    }
+  }
+  // Emit the units in parallel, as rustc's own code generator would.
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < units.size();) {
+      if (!errors[i].empty()) continue;
+      try {
+        std::string object = emit_for_capture(s, contents[i], ids[i], units[i].path);
+        write_file_atomic(units[i].path, object);
+      } catch (const KilnError& e) {
+        errors[i] = e.what();
+      }
+    }
+  };
+  unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), static_cast<unsigned>(units.size()));
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+
+  std::string failure;
+  for (const auto& e : errors)
+    if (!e.empty() && failure.empty()) failure = e;
+  if (units.empty()) failure = c.out_dir + ": rustc left no " + prefix + "*.rcgu.o bitcode";
+  if (!failure.empty()) {
+    if (!s.fallback) {
+      remove_outputs(units);
+      ::unlink(rlink.c_str());
+      std::fprintf(stderr, "kiln-capture: error: crate %s (%s): %s\n", c.crate_name.c_str(), c.input.c_str(), failure.c_str());
+      record_invocation(s, id, "failed", failure, c.args, static_cast<int>(units.size()), clock.seconds());
+      return kExitFailed;
+    }
+    std::fprintf(stderr, "kiln-capture: warning: crate %s: %s; falling back to rustc's own code generator\n",
+                 c.crate_name.c_str(), failure.c_str());
+    remove_outputs(units);
+    ::unlink(rlink.c_str());
+    rc = run_child(rustc, c.args);
+    record_invocation(s, id, "fallback", failure, c.args, static_cast<int>(units.size()), clock.seconds());
+    return rc;
+  }
+
+  std::vector<std::string> link = c.args;
+  link[c.input_index] = rlink;
+  link.push_back("-Zlink-only");
+  rc = run_child(rustc, link, {"RUSTC_BOOTSTRAP=1"});
+  ::unlink(rlink.c_str());
+  if (rc != 0) {
+    record_invocation(s, id, "failed", "rustc -Zlink-only failed with status " + std::to_string(rc), c.args,
+                      static_cast<int>(units.size()), clock.seconds());
+    return rc;
+  }
+  record_invocation(s, id, "captured", "", c.args, static_cast<int>(units.size()), clock.seconds());
+  return 0;
+}
+
+}  // namespace
+
+int rustc_wrapper_main(int argc, char** argv) {
+  if (argc < 2) throw KilnError(kExitUsage, "", "the rustc wrapper expects the rustc path and its arguments");
+  std::string rustc = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  WrapperSettings s = WrapperSettings::from_environment();
+  RustcCall c = parse_rustc_args(args);
+  std::string reason = passthrough_reason(c);
+  std::string id = new_invocation_id(args);
+  if (!reason.empty()) {
+    record_invocation(s, id, "passthrough", reason, args, 0, 0);
+    args.insert(args.begin(), rustc);
+    exec_process(args);
+  }
+  if (s.backend == "native") return capture_native(s, rustc, c, id);
+  return capture_and_emit(s, rustc, c, id);
+}
+
+}  // namespace kiln

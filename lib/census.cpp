@@ -1,0 +1,289 @@
+#include "census.h"
+
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalAlias.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "bitcode.h"
+#include "error.h"
+#include "json.h"
+
+namespace kiln {
+
+static std::string calling_convention_name(unsigned cc) {
+  switch (cc) {
+    case llvm::CallingConv::C: return "c";
+    case llvm::CallingConv::Fast: return "fast";
+    case llvm::CallingConv::Cold: return "cold";
+    case llvm::CallingConv::PreserveMost: return "preserve_most";
+    case llvm::CallingConv::X86_64_SysV: return "x86_64_sysv";
+    case llvm::CallingConv::Win64: return "win64";
+    default: return "cc" + std::to_string(cc);
+  }
+}
+
+static bool is_atomic(const llvm::Instruction& inst) {
+  if (llvm::isa<llvm::AtomicRMWInst>(inst) || llvm::isa<llvm::AtomicCmpXchgInst>(inst) || llvm::isa<llvm::FenceInst>(inst))
+    return true;
+  if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst)) return load->isAtomic();
+  if (auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst)) return store->isAtomic();
+  return false;
+}
+
+static bool touches_vectors(const llvm::Instruction& inst) {
+  if (inst.getType()->isVectorTy()) return true;
+  for (const auto& op : inst.operands())
+    if (op->getType()->isVectorTy()) return true;
+  return false;
+}
+
+ModuleFacts collect_facts(const llvm::Module& module) {
+  ModuleFacts f;
+  f.triple = module.getTargetTriple().str();
+  f.module_asm_bytes = module.getModuleInlineAsm().size();
+  f.comdats = module.getComdatSymbolTable().size();
+  f.debug_info = module.debug_compile_units_begin() != module.debug_compile_units_end();
+  for (const auto& g : module.globals()) {
+    ++f.globals;
+    if (g.hasInitializer()) ++f.globals_with_initializer;
+    if (g.isThreadLocal()) ++f.tls_globals;
+  }
+  f.aliases = module.alias_size();
+  for (const auto& fn : module) {
+    if (fn.isDeclaration()) {
+      ++f.functions_declared;
+      continue;
+    }
+    ++f.functions_defined;
+    f.calling_conventions[calling_convention_name(fn.getCallingConv())]++;
+    if (fn.hasPersonalityFn()) ++f.personalities;
+    for (const auto& bb : fn) {
+      ++f.blocks;
+      for (const auto& inst : bb) {
+        ++f.instructions;
+        f.opcodes[inst.getOpcodeName()]++;
+        if (inst.getDebugLoc()) ++f.instructions_with_debug_location;
+        f.debug_records += static_cast<uint64_t>(std::distance(inst.getDbgRecordRange().begin(), inst.getDbgRecordRange().end()));
+        if (is_atomic(inst)) ++f.atomic_instructions;
+        if (touches_vectors(inst)) ++f.vector_instructions;
+        if (llvm::isa<llvm::InvokeInst>(inst)) ++f.invokes;
+        if (llvm::isa<llvm::LandingPadInst>(inst)) ++f.landingpads;
+        if (auto* call = llvm::dyn_cast<llvm::CallBase>(&inst)) {
+          if (call->isInlineAsm()) ++f.inline_asm_calls;
+          if (const llvm::Function* callee = call->getCalledFunction())
+            if (callee->isIntrinsic()) f.intrinsics[callee->getName().str()]++;
+        }
+      }
+    }
+  }
+  return f;
+}
+
+ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, const std::string& label) {
+  ModuleCensus c;
+  c.id = id;
+  c.label = label;
+  c.facts.bytes = bytes.size();
+  Verdict llvm_verdict{"llvm", "eligible", {}};
+  try {
+    llvm::LLVMContext ctx;
+    auto module = parse_bitcode(ctx, bytes, label);
+    c.facts = collect_facts(*module);
+    c.facts.bytes = bytes.size();
+    std::string problem = triple_problem(c.facts.triple);
+    if (!problem.empty()) llvm_verdict.reasons.push_back("target: " + problem);
+    problem = verify_problem(*module);
+    if (!problem.empty()) llvm_verdict.reasons.push_back("verify: " + problem);
+  } catch (const KilnError& e) {
+    std::string what = e.what();
+    llvm_verdict.reasons.push_back("read: " + what.substr(what.find(": ") == std::string::npos ? 0 : what.find(": ") + 2));
+  }
+  if (!llvm_verdict.reasons.empty()) llvm_verdict.verdict = "rejected";
+  c.verdicts.push_back(llvm_verdict);
+  // The stamp back end's contract arrives with the stamp back end; until then no
+  // module is ever reported as eligible for it.
+  c.verdicts.push_back({"stamp", "not-available", {"stamp: back end not built into this kiln"}});
+  return c;
+}
+
+static void write_count_map(JsonWriter& w, const char* key, const std::map<std::string, uint64_t>& m) {
+  w.key(key).begin_object();
+  for (const auto& [k, v] : m) w.field(k, v);
+  w.end_object();
+}
+
+std::string ModuleCensus::to_json() const {
+  const ModuleFacts& f = facts;
+  JsonWriter w;
+  w.begin_object().field("v", kCensusSchemaVersion).field("id", id).field("input", label).field("crate", crate);
+  w.key("facts").begin_object()
+      .field("bytes", f.bytes).field("triple", f.triple)
+      .field("functions_defined", f.functions_defined).field("functions_declared", f.functions_declared)
+      .field("blocks", f.blocks).field("instructions", f.instructions)
+      .field("globals", f.globals).field("globals_with_initializer", f.globals_with_initializer)
+      .field("aliases", f.aliases).field("comdats", f.comdats).field("tls_globals", f.tls_globals)
+      .field("inline_asm_calls", f.inline_asm_calls).field("module_asm_bytes", f.module_asm_bytes)
+      .field("invokes", f.invokes).field("landingpads", f.landingpads).field("personalities", f.personalities)
+      .field("vector_instructions", f.vector_instructions).field("atomic_instructions", f.atomic_instructions)
+      .field("debug_info", f.debug_info).field("instructions_with_debug_location", f.instructions_with_debug_location)
+      .field("debug_records", f.debug_records);
+  write_count_map(w, "opcodes", f.opcodes);
+  write_count_map(w, "intrinsics", f.intrinsics);
+  write_count_map(w, "calling_conventions", f.calling_conventions);
+  w.end_object();
+  w.key("verdicts").begin_object();
+  for (const auto& v : verdicts) {
+    w.key(v.backend).begin_object().field("verdict", v.verdict).string_array("reasons", v.reasons).end_object();
+  }
+  w.end_object().end_object();
+  return w.str();
+}
+
+namespace {
+struct Tally {
+  uint64_t modules = 0, functions = 0, instructions = 0;
+};
+void add(Tally& t, const ModuleFacts& f) {
+  t.modules++;
+  t.functions += f.functions_defined;
+  t.instructions += f.instructions;
+}
+std::string first_reason_key(const Verdict& v) {
+  if (v.reasons.empty()) return "(none)";
+  const std::string& r = v.reasons.front();
+  auto colon = r.find(':');
+  return colon == std::string::npos ? r : r.substr(0, colon);
+}
+std::string with_commas(uint64_t n) {
+  std::string s = std::to_string(n), out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i && (s.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(s[i]);
+  }
+  return out;
+}
+}  // namespace
+
+std::string census_summary_table(const std::vector<ModuleCensus>& all) {
+  std::string out;
+  char line[256];
+  Tally total;
+  std::map<std::string, uint64_t> opcodes;
+  for (const auto& c : all) {
+    add(total, c.facts);
+    for (const auto& [k, v] : c.facts.opcodes) opcodes[k] += v;
+  }
+  std::snprintf(line, sizeof line, "%s modules, %s functions defined, %s IR instructions\n\n",
+                with_commas(total.modules).c_str(), with_commas(total.functions).c_str(), with_commas(total.instructions).c_str());
+  out += line;
+  std::vector<std::string> backends;
+  for (const auto& c : all)
+    for (const auto& v : c.verdicts)
+      if (std::find(backends.begin(), backends.end(), v.backend) == backends.end()) backends.push_back(v.backend);
+  for (const auto& b : backends) {
+    std::map<std::string, Tally> by_verdict, by_reason;
+    for (const auto& c : all)
+      for (const auto& v : c.verdicts)
+        if (v.backend == b) {
+          add(by_verdict[v.verdict], c.facts);
+          if (!v.reasons.empty()) add(by_reason[first_reason_key(v)], c.facts);
+        }
+    out += "back end " + b + "\n";
+    std::snprintf(line, sizeof line, "  %-28s %10s %12s %14s\n", "verdict / first reason", "modules", "functions", "instructions");
+    out += line;
+    for (const auto& [k, t] : by_verdict) {
+      std::snprintf(line, sizeof line, "  %-28s %10s %12s %14s\n", k.c_str(), with_commas(t.modules).c_str(),
+                    with_commas(t.functions).c_str(), with_commas(t.instructions).c_str());
+      out += line;
+    }
+    for (const auto& [k, t] : by_reason) {
+      std::snprintf(line, sizeof line, "    reason %-19s %10s %12s %14s\n", k.c_str(), with_commas(t.modules).c_str(),
+                    with_commas(t.functions).c_str(), with_commas(t.instructions).c_str());
+      out += line;
+    }
+    out += "\n";
+  }
+  std::vector<std::pair<std::string, uint64_t>> sorted(opcodes.begin(), opcodes.end());
+  std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  out += "opcodes\n";
+  for (const auto& [k, v] : sorted) {
+    std::snprintf(line, sizeof line, "  %-16s %12s %6.2f%%\n", k.c_str(), with_commas(v).c_str(),
+                  total.instructions ? 100.0 * static_cast<double>(v) / static_cast<double>(total.instructions) : 0.0);
+    out += line;
+  }
+  return out;
+}
+
+std::string census_summary_json(const std::vector<ModuleCensus>& all) {
+  JsonWriter w;
+  w.begin_object().field("schema", "kiln-census-summary").field("v", kCensusSchemaVersion);
+  Tally total;
+  std::map<std::string, uint64_t> opcodes;
+  std::map<std::string, std::map<std::string, Tally>> verdicts, reasons;
+  for (const auto& c : all) {
+    add(total, c.facts);
+    for (const auto& [k, v] : c.facts.opcodes) opcodes[k] += v;
+    for (const auto& v : c.verdicts) {
+      add(verdicts[v.backend][v.verdict], c.facts);
+      if (!v.reasons.empty()) add(reasons[v.backend][first_reason_key(v)], c.facts);
+    }
+  }
+  w.field("modules", total.modules).field("functions", total.functions).field("instructions", total.instructions);
+  write_count_map(w, "opcodes", opcodes);
+  auto write_tallies = [&](const char* key, std::map<std::string, std::map<std::string, Tally>>& m) {
+    w.key(key).begin_object();
+    for (auto& [backend, inner] : m) {
+      w.key(backend).begin_object();
+      for (auto& [k, t] : inner)
+        w.key(k).begin_object().field("modules", t.modules).field("functions", t.functions).field("instructions", t.instructions).end_object();
+      w.end_object();
+    }
+    w.end_object();
+  };
+  write_tallies("verdicts", verdicts);
+  write_tallies("first_reasons", reasons);
+  w.end_object();
+  return w.str();
+}
+
+std::string census_explain(const ModuleCensus& c) {
+  const ModuleFacts& f = c.facts;
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "module %s\n  input %s\n  crate %s\n  triple %s, %s bytes\n", c.id.c_str(), c.label.c_str(),
+                c.crate.c_str(), f.triple.c_str(), with_commas(f.bytes).c_str());
+  out += line;
+  std::snprintf(line, sizeof line,
+                "  functions: %llu defined, %llu declared; %llu blocks; %llu instructions\n"
+                "  globals: %llu (%llu initialised), aliases %llu, comdats %llu, thread-local %llu\n"
+                "  exceptions: %llu invokes, %llu landingpads; inline asm: %llu calls, %llu bytes module asm\n"
+                "  vectors: %llu instructions; atomics: %llu; debug info: %s (%llu located instructions, %llu records)\n",
+                (unsigned long long)f.functions_defined, (unsigned long long)f.functions_declared, (unsigned long long)f.blocks,
+                (unsigned long long)f.instructions, (unsigned long long)f.globals, (unsigned long long)f.globals_with_initializer,
+                (unsigned long long)f.aliases, (unsigned long long)f.comdats, (unsigned long long)f.tls_globals,
+                (unsigned long long)f.invokes, (unsigned long long)f.landingpads, (unsigned long long)f.inline_asm_calls,
+                (unsigned long long)f.module_asm_bytes, (unsigned long long)f.vector_instructions,
+                (unsigned long long)f.atomic_instructions, f.debug_info ? "yes" : "no",
+                (unsigned long long)f.instructions_with_debug_location, (unsigned long long)f.debug_records);
+  out += line;
+  out += "  opcodes:";
+  for (const auto& [k, v] : f.opcodes) out += " " + k + "=" + std::to_string(v);
+  out += "\n  intrinsics:";
+  for (const auto& [k, v] : f.intrinsics) out += " " + k + "=" + std::to_string(v);
+  out += "\n";
+  for (const auto& v : c.verdicts) {
+    out += "  " + v.backend + ": " + v.verdict + "\n";
+    for (const auto& r : v.reasons) out += "    - " + r + "\n";
+  }
+  return out;
+}
+
+}  // namespace kiln

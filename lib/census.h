@@ -1,0 +1,53 @@
+// kiln-census: facts about a module and its verdict under each back end's contract,
+// with every reason found (not only the first).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+}
+
+namespace kiln {
+
+constexpr int kCensusSchemaVersion = 1;
+
+struct ModuleFacts {
+  uint64_t bytes = 0;
+  std::string triple;
+  uint64_t functions_defined = 0, functions_declared = 0, blocks = 0, instructions = 0;
+  std::map<std::string, uint64_t> opcodes, intrinsics, calling_conventions;
+  uint64_t globals = 0, globals_with_initializer = 0, aliases = 0, comdats = 0;
+  uint64_t tls_globals = 0, inline_asm_calls = 0, module_asm_bytes = 0;
+  uint64_t invokes = 0, landingpads = 0, personalities = 0;
+  uint64_t vector_instructions = 0, atomic_instructions = 0;
+  bool debug_info = false;
+  uint64_t instructions_with_debug_location = 0, debug_records = 0;
+};
+
+struct Verdict {
+  std::string backend;
+  std::string verdict;              // eligible | rejected | not-available
+  std::vector<std::string> reasons; // empty when eligible
+};
+
+struct ModuleCensus {
+  std::string id, label, crate;
+  ModuleFacts facts;
+  std::vector<Verdict> verdicts;
+  std::string to_json() const;
+};
+
+ModuleFacts collect_facts(const llvm::Module& module);
+// Census of raw bytes: reading or verifying failures become `llvm` reasons.
+ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, const std::string& label);
+
+struct CensusSummary;  // defined in census.cpp
+// Reads back census.jsonl-style records and prints summary tables (text) or JSON.
+std::string census_summary_table(const std::vector<ModuleCensus>& all);
+std::string census_summary_json(const std::vector<ModuleCensus>& all);
+std::string census_explain(const ModuleCensus& c);
+
+}  // namespace kiln

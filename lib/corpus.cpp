@@ -1,0 +1,291 @@
+#include "corpus.h"
+
+#include <cerrno>
+#include <cstdio>
+
+#include <algorithm>
+#include <set>
+#include <unordered_map>
+
+#include "error.h"
+#include "fs.h"
+#include "hash.h"
+#include "json.h"
+#include "timeutil.h"
+
+namespace kiln {
+
+static const char* const kModulesFile = "modules.jsonl";
+static const char* const kInvocationsFile = "invocations.jsonl";
+static const char* const kCensusFile = "census.jsonl";
+static const char* const kReceiptsFile = "receipts.jsonl";
+
+std::string ModuleRecord::to_json() const {
+  JsonWriter w;
+  w.begin_object()
+      .field("id", id).field("bytes", bytes).field("triple", triple).field("producer", producer)
+      .field("tool", tool).field("crate", crate).field("cgu", cgu)
+      .string_array("args", args)
+      .field("args_hash", args_hash).field("opt_level", opt_level).field("debuginfo", debuginfo)
+      .field("cwd", cwd).field("invocation", invocation).field("time", time)
+      .end_object();
+  return w.str();
+}
+
+std::string InvocationRecord::to_json() const {
+  JsonWriter w;
+  w.begin_object()
+      .field("id", id).field("tool", tool).field("action", action).field("reason", reason)
+      .string_array("args", args)
+      .field("cwd", cwd).field("time", time).field("modules", modules).field("seconds", seconds)
+      .end_object();
+  return w.str();
+}
+
+std::string manifest_to_json(const TopManifest& m) {
+  JsonWriter w;
+  w.begin_object()
+      .field("schema", "kiln-corpus").field("version", m.version)
+      .field("kiln", m.kiln_version).field("llvm", m.llvm_version)
+      .field("rustc", m.rustc_version).field("clang", m.clang_version)
+      .field("host", m.host).key("hardware").raw(m.hardware_json.empty() ? "{}" : m.hardware_json)
+      .key("build").begin_object().string_array("command", m.build_command).field("cwd", m.build_cwd)
+      .field("seconds", m.build_seconds).field("exit_code", m.build_exit_code).end_object()
+      .field("profile", m.profile).field("backend", m.backend).field("origin", m.origin)
+      .field("created", m.created).field("updated", m.updated)
+      .end_object();
+  return w.str() + "\n";
+}
+
+TopManifest manifest_from_json(const std::string& text, const std::string& path) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(text).get(doc) != simdjson::SUCCESS)
+    throw KilnError(kExitBadInput, path, "corrupt manifest: not valid JSON");
+  JsonContext ctx{path, 0};
+  if (get_string_or(doc, "schema", "") != "kiln-corpus")
+    throw KilnError(kExitBadInput, path, "not a kiln corpus manifest (schema is not \"kiln-corpus\")");
+  TopManifest m;
+  m.version = static_cast<int>(get_int(doc, "version", ctx));
+  if (m.version > kCorpusSchemaVersion)
+    throw KilnError(kExitNewerSchema, path,
+                    "corpus schema version " + std::to_string(m.version) + " is newer than this kiln reads (" +
+                        std::to_string(kCorpusSchemaVersion) + "); use a newer kiln");
+  if (m.version < 1) throw KilnError(kExitBadInput, path, "corrupt manifest: version " + std::to_string(m.version));
+  m.kiln_version = get_string_or(doc, "kiln", "");
+  m.llvm_version = get_string_or(doc, "llvm", "");
+  m.rustc_version = get_string_or(doc, "rustc", "");
+  m.clang_version = get_string_or(doc, "clang", "");
+  m.host = get_string_or(doc, "host", "");
+  simdjson::dom::element hw;
+  if (doc["hardware"].get(hw) == simdjson::SUCCESS) m.hardware_json = simdjson::minify(hw);
+  simdjson::dom::element build;
+  if (doc["build"].get(build) == simdjson::SUCCESS) {
+    m.build_command = get_string_array(build, "command");
+    m.build_cwd = get_string_or(build, "cwd", "");
+    m.build_seconds = get_double_or(build, "seconds", 0);
+    m.build_exit_code = static_cast<int>(get_int_or(build, "exit_code", 0));
+  }
+  m.profile = get_string_or(doc, "profile", "");
+  m.backend = get_string_or(doc, "backend", "");
+  m.origin = get_string_or(doc, "origin", "");
+  m.created = get_string_or(doc, "created", "");
+  m.updated = get_string_or(doc, "updated", "");
+  return m;
+}
+
+ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx) {
+  ModuleRecord m;
+  m.id = get_string(e, "id", ctx);
+  if (!is_content_id(m.id)) throw KilnError(kExitBadInput, ctx.where(), "module id is not a 32-digit xxh3-128: " + m.id);
+  m.bytes = static_cast<uint64_t>(get_int(e, "bytes", ctx));
+  m.triple = get_string_or(e, "triple", "");
+  m.producer = get_string_or(e, "producer", "");
+  m.tool = get_string_or(e, "tool", "");
+  m.crate = get_string_or(e, "crate", "");
+  m.cgu = get_string_or(e, "cgu", "");
+  m.args = get_string_array(e, "args");
+  m.args_hash = get_string_or(e, "args_hash", "");
+  m.opt_level = get_string_or(e, "opt_level", "");
+  m.debuginfo = static_cast<int>(get_int_or(e, "debuginfo", 0));
+  m.cwd = get_string_or(e, "cwd", "");
+  m.invocation = get_string_or(e, "invocation", "");
+  m.time = get_string_or(e, "time", "");
+  return m;
+}
+
+bool Corpus::looks_like_corpus(const std::string& dir) {
+  return path_exists(dir + "/" + kCorpusManifestName);
+}
+
+Corpus Corpus::create_or_open(const std::string& dir, const TopManifest& fresh) {
+  if (looks_like_corpus(dir)) return open(dir);
+  if (path_exists(dir) && !is_directory(dir)) throw KilnError(kExitIo, dir, "exists and is not a directory");
+  make_dirs(dir + "/blobs");
+  Corpus c(dir);
+  c.manifest_ = fresh;
+  if (c.manifest_.created.empty()) c.manifest_.created = iso8601_now();
+  c.save_manifest();
+  return c;
+}
+
+Corpus Corpus::open(const std::string& dir) {
+  std::string path = dir + "/" + kCorpusManifestName;
+  if (!is_directory(dir)) throw KilnError(kExitIo, dir, "no such corpus directory");
+  if (!path_exists(path)) throw KilnError(kExitBadInput, dir, std::string("not a kiln corpus (no ") + kCorpusManifestName + ")");
+  Corpus c(dir);
+  c.manifest_ = manifest_from_json(read_file(path), path);
+  return c;
+}
+
+void Corpus::save_manifest() {
+  manifest_.updated = iso8601_now();
+  write_file_atomic(dir_ + "/" + kCorpusManifestName, manifest_to_json(manifest_));
+}
+
+std::string Corpus::blob_path(const std::string& id) const {
+  return dir_ + "/blobs/" + id.substr(0, 2) + "/" + id + ".bc";
+}
+
+std::string Corpus::store_blob(std::string_view bytes) {
+  std::string id = xxh3_128_hex(bytes);
+  std::string path = blob_path(id);
+  if (!path_exists(path)) {
+    make_dirs(dirname_of(path));
+    write_file_atomic(path, bytes);  // racing writers write identical bytes; rename is atomic
+  }
+  return id;
+}
+
+std::string Corpus::load_blob(const std::string& id) const {
+  std::string path = blob_path(id);
+  std::string bytes = read_file(path);
+  if (xxh3_128_hex(bytes) != id) throw KilnError(kExitBadInput, path, "blob content does not match its id (corrupt corpus)");
+  return bytes;
+}
+
+void Corpus::append_module(const ModuleRecord& m) { append_line_locked(dir_ + "/" + kModulesFile, m.to_json()); }
+void Corpus::append_invocation(const InvocationRecord& r) { append_line_locked(dir_ + "/" + kInvocationsFile, r.to_json()); }
+void Corpus::append_census(const std::string& json_line) { append_line_locked(dir_ + "/" + kCensusFile, json_line); }
+void Corpus::append_receipt(const std::string& json_line) { append_line_locked(dir_ + "/" + kReceiptsFile, json_line); }
+
+void Corpus::for_each_line(const std::string& name, const std::function<void(const JsonLine&)>& visit) const {
+  std::string path = dir_ + "/" + name;
+  if (!path_exists(path)) return;
+  std::string text = read_file(path);
+  simdjson::dom::parser parser;
+  size_t pos = 0, line_no = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    ++line_no;
+    if (end == std::string::npos) {
+      // A last line without its newline is an append that was interrupted: the
+      // record never completed, so it is ignored rather than half-read.
+      std::fprintf(stderr, "kiln: warning: %s:%zu: ignoring an incomplete last record (interrupted write)\n",
+                   path.c_str(), line_no);
+      break;
+    }
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    if (line.empty()) continue;
+    simdjson::dom::element value;
+    if (parser.parse(line.data(), line.size()).get(value) != simdjson::SUCCESS || !value.is_object())
+      throw KilnError(kExitBadInput, path + ":" + std::to_string(line_no), "corrupt record: not a JSON object");
+    visit(JsonLine{path, line_no, value});
+  }
+}
+
+std::vector<ModuleRecord> Corpus::modules() const {
+  std::vector<ModuleRecord> out;
+  std::unordered_map<std::string, size_t> index;
+  for_each_line(kModulesFile, [&](const JsonLine& l) {
+    ModuleRecord m = module_from_json(l.value, JsonContext{l.file, l.line});
+    auto it = index.find(m.id);
+    if (it == index.end()) {
+      index.emplace(m.id, out.size());
+      m.invocations.push_back(m.invocation);
+      out.push_back(std::move(m));
+    } else {
+      ModuleRecord& first = out[it->second];
+      first.multiplicity++;
+      first.invocations.push_back(m.invocation);
+    }
+  });
+  return out;
+}
+
+std::vector<InvocationRecord> Corpus::invocations() const {
+  std::vector<InvocationRecord> out;
+  for_each_line(kInvocationsFile, [&](const JsonLine& l) {
+    InvocationRecord r;
+    r.id = get_string_or(l.value, "id", "");
+    r.tool = get_string_or(l.value, "tool", "");
+    r.action = get_string_or(l.value, "action", "");
+    r.reason = get_string_or(l.value, "reason", "");
+    r.args = get_string_array(l.value, "args");
+    r.cwd = get_string_or(l.value, "cwd", "");
+    r.time = get_string_or(l.value, "time", "");
+    r.modules = static_cast<int>(get_int_or(l.value, "modules", 0));
+    r.seconds = get_double_or(l.value, "seconds", 0);
+    out.push_back(std::move(r));
+  });
+  return out;
+}
+
+void merge_corpora(const std::vector<std::string>& sources, const std::string& out_dir,
+                   const CorpusFilter& filter, const std::string& origin) {
+  if (sources.empty()) throw KilnError(kExitUsage, out_dir, "no source corpus given");
+  if (Corpus::looks_like_corpus(out_dir))
+    throw KilnError(kExitIo, out_dir, "already holds a corpus; choose a new directory");
+  std::vector<Corpus> inputs;
+  for (const auto& s : sources) inputs.push_back(Corpus::open(s));
+  TopManifest m = inputs.front().manifest();
+  m.origin = origin;
+  m.created = iso8601_now();
+  // Write into a temporary sibling and rename at the end: an interrupted merge
+  // leaves no half corpus behind.
+  std::string tmp = out_dir + ".kiln-partial";
+  remove_tree(tmp);
+  Corpus out = Corpus::create_or_open(tmp, m);
+
+  std::set<std::string> want_ids(filter.ids.begin(), filter.ids.end());
+  std::set<std::string> want_crates(filter.crates.begin(), filter.crates.end());
+  for (auto& in : inputs) {
+    std::set<std::string> reason_ids;
+    if (!filter.reason.empty()) {
+      in.for_each_line(kCensusFile, [&](const JsonLine& l) {
+        simdjson::dom::object verdicts;
+        if (l.value["verdicts"].get(verdicts) != simdjson::SUCCESS) return;
+        for (auto [backend, verdict] : verdicts) {
+          if (!filter.backend.empty() && backend != filter.backend) continue;
+          for (const auto& r : get_string_array(verdict, "reasons"))
+            if (r.find(filter.reason) != std::string::npos) reason_ids.insert(get_string_or(l.value, "id", ""));
+        }
+      });
+    }
+    std::set<std::string> kept;
+    in.for_each_line(kModulesFile, [&](const JsonLine& l) {
+      ModuleRecord rec = module_from_json(l.value, JsonContext{l.file, l.line});
+      if (!want_ids.empty() && !want_ids.count(rec.id)) return;
+      if (!want_crates.empty() && !want_crates.count(rec.crate)) return;
+      if (!filter.reason.empty() && !reason_ids.count(rec.id)) return;
+      if (!kept.count(rec.id)) out.store_blob(in.load_blob(rec.id));
+      kept.insert(rec.id);
+      out.append_module(rec);
+    });
+    auto copy_selected = [&](const char* file, auto append) {
+      in.for_each_line(file, [&](const JsonLine& l) {
+        if (kept.count(get_string_or(l.value, "id", ""))) append(std::string(simdjson::minify(l.value)));
+      });
+    };
+    copy_selected(kCensusFile, [&](const std::string& s) { out.append_census(s); });
+    copy_selected(kReceiptsFile, [&](const std::string& s) { out.append_receipt(s); });
+    in.for_each_line(kInvocationsFile, [&](const JsonLine& l) {
+      append_line_locked(out.dir() + "/" + kInvocationsFile, simdjson::minify(l.value));
+    });
+  }
+  if (::rename(tmp.c_str(), out_dir.c_str()) != 0)
+    throw KilnError(kExitIo, out_dir, "cannot move the merged corpus into place: " + errno_reason(errno));
+}
+
+}  // namespace kiln

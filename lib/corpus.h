@@ -1,0 +1,129 @@
+// The corpus on disk (see kiln-corpus(5)):
+//   CORPUS/kiln-corpus.json   top manifest, versioned, rewritten atomically
+//   CORPUS/blobs/AB/ID.bc     bitcode, content-addressed by xxh3-128 of its bytes
+//   CORPUS/modules.jsonl      one line per captured module occurrence
+//   CORPUS/invocations.jsonl  one line per compiler invocation the wrapper saw
+//   CORPUS/census.jsonl       kiln-census verdicts, one line per module and back end
+//   CORPUS/receipts.jsonl     kiln-emit / kiln-capture emission receipts
+// JSON Lines files are only ever appended to, one locked write per line, so many
+// wrapper processes of one parallel build can record into the same corpus.
+#pragma once
+#include <simdjson.h>
+
+#include "json.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+constexpr int kCorpusSchemaVersion = 1;
+constexpr const char* kCorpusManifestName = "kiln-corpus.json";
+
+struct TopManifest {
+  int version = kCorpusSchemaVersion;
+  std::string kiln_version, llvm_version, rustc_version, clang_version;
+  std::string host;               // uname -srm
+  std::string hardware_json = "{}";  // hardware profile, as written by kiln-measure hw
+  std::vector<std::string> build_command;
+  std::string build_cwd;
+  std::string profile;            // fast | balanced | release | "" (the build's own)
+  std::string backend;            // native | llvm | cmd:...
+  std::string created, updated;
+  double build_seconds = 0;
+  int build_exit_code = 0;
+  std::string origin;             // how it was made: capture | add | merge | filter
+};
+
+struct ModuleRecord {
+  std::string id;                 // xxh3-128 of the bitcode bytes
+  uint64_t bytes = 0;
+  std::string triple, producer;
+  std::string tool;               // rustc | clang | import
+  std::string crate;              // crate name, or the C/C++ source file
+  std::string cgu;                // codegen-unit name (rustc), or the source's stem
+  std::vector<std::string> args;  // the compiler's exact arguments
+  std::string args_hash;          // xxh3-128 of the arguments joined by NUL
+  std::string opt_level;          // 0 1 2 3 s z
+  int debuginfo = 0;              // 0 1 2
+  std::string cwd;
+  std::string invocation;         // id of the invocation that produced it
+  std::string time;
+  // Filled by Corpus::modules(): how many occurrences share these bytes.
+  int multiplicity = 1;
+  std::vector<std::string> invocations;
+
+  std::string to_json() const;
+};
+
+struct InvocationRecord {
+  std::string id, tool, action;   // action: captured | passthrough | fallback | failed
+  std::string reason;             // why it passed through, fell back or failed
+  std::vector<std::string> args;
+  std::string cwd, time;
+  int modules = 0;
+  double seconds = 0;
+  std::string to_json() const;
+};
+
+// One parsed JSON Lines record together with where it came from.
+struct JsonLine {
+  std::string file;
+  size_t line = 0;
+  simdjson::dom::element value;
+};
+
+class Corpus {
+ public:
+  // Creates the directory layout and writes a fresh manifest. An existing corpus is
+  // opened and kept (captures add to it).
+  static Corpus create_or_open(const std::string& dir, const TopManifest& fresh);
+  // Opens an existing corpus; throws KilnError when missing, corrupt or newer.
+  static Corpus open(const std::string& dir);
+  static bool looks_like_corpus(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  TopManifest& manifest() { return manifest_; }
+  void save_manifest();
+
+  std::string blob_path(const std::string& id) const;
+  // Stores the bytes (temp + rename; a blob already there is left alone) and returns its id.
+  std::string store_blob(std::string_view bytes);
+  std::string load_blob(const std::string& id) const;
+
+  void append_module(const ModuleRecord& m);
+  void append_invocation(const InvocationRecord& r);
+  void append_census(const std::string& json_line);
+  void append_receipt(const std::string& json_line);
+
+  // Modules merged by id, in first-seen order, with multiplicity filled in.
+  std::vector<ModuleRecord> modules() const;
+  std::vector<InvocationRecord> invocations() const;
+  // Calls visit for every complete record of a JSON Lines file in the corpus.
+  void for_each_line(const std::string& name, const std::function<void(const JsonLine&)>& visit) const;
+
+ private:
+  explicit Corpus(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+  TopManifest manifest_;
+};
+
+ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx);
+std::string manifest_to_json(const TopManifest& m);
+TopManifest manifest_from_json(const std::string& text, const std::string& path);
+
+// Copies the selected modules (and their blobs, census and receipt lines) of the
+// sources into a new corpus at out_dir.
+struct CorpusFilter {
+  std::vector<std::string> ids;      // empty: any
+  std::vector<std::string> crates;   // empty: any
+  std::string reason;                // substring of a census reason; empty: any
+  std::string backend;               // back end whose census reason is matched
+};
+void merge_corpora(const std::vector<std::string>& sources, const std::string& out_dir,
+                   const CorpusFilter& filter, const std::string& origin);
+
+}  // namespace kiln

@@ -1,0 +1,38 @@
+// kiln-emit's work: one bitcode file to one object, or every module of a corpus to
+// a directory of objects, each with a receipt.
+#pragma once
+#include <string>
+
+#include "backend.h"
+
+namespace kiln {
+
+constexpr int kReceiptSchemaVersion = 1;
+
+struct ReceiptInput {
+  std::string id;        // the module's content id
+  std::string label;     // path or corpus/id, for people
+  std::string backend, profile;
+  std::string origin;    // kiln-emit | kiln-capture | kiln-replay
+};
+// One receipt line (JSON): back end, profile, LLVM version, input id, object xxh3
+// and bytes, per-stage times and per-back-end function/instruction counts.
+std::string receipt_json(const ReceiptInput& in, const EmitResult& r, const std::string& error = "");
+
+struct EmitFileResult {
+  std::string receipt;
+  EmitResult result;
+};
+EmitFileResult emit_file(const std::string& in_path, const std::string& out_path, const std::string& backend_spec,
+                         Profile profile);
+
+struct CorpusEmitSummary {
+  size_t modules = 0, emitted = 0, failed = 0;
+  double seconds = 0;
+};
+// Emits every module of the corpus into out_dir/ID.o with `jobs` threads, appending a
+// receipt per module to the corpus and to out_dir/receipts.jsonl.
+CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& out_dir,
+                              const std::string& backend_spec, Profile profile, unsigned jobs);
+
+}  // namespace kiln

@@ -1,0 +1,63 @@
+// A small JSON writer (kiln writes JSON Lines records and reports) and helpers over
+// simdjson's DOM for reading them back.
+#pragma once
+#include <simdjson.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+// Builds one JSON value as text. Keys and values are added in order; the writer
+// inserts commas itself, so callers only say what nests where.
+class JsonWriter {
+ public:
+  JsonWriter& begin_object();
+  JsonWriter& end_object();
+  JsonWriter& begin_array();
+  JsonWriter& end_array();
+  JsonWriter& key(std::string_view k);
+  JsonWriter& value(std::string_view s);
+  JsonWriter& value(const char* s) { return value(std::string_view(s)); }
+  JsonWriter& value(const std::string& s) { return value(std::string_view(s)); }
+  JsonWriter& value(int64_t v);
+  JsonWriter& value(uint64_t v);
+  JsonWriter& value(int v) { return value(static_cast<int64_t>(v)); }
+  JsonWriter& value(unsigned v) { return value(static_cast<uint64_t>(v)); }
+  JsonWriter& value(long long v) { return value(static_cast<int64_t>(v)); }
+  JsonWriter& value(unsigned long long v) { return value(static_cast<uint64_t>(v)); }
+  JsonWriter& value(double v);
+  JsonWriter& value(bool v);
+  JsonWriter& null();
+  JsonWriter& raw(std::string_view json);  // an already-serialised value
+  template <class T>
+  JsonWriter& field(std::string_view k, const T& v) { return key(k).value(v); }
+  JsonWriter& string_array(std::string_view k, const std::vector<std::string>& items);
+  const std::string& str() const { return out_; }
+
+ private:
+  void comma();
+  std::string out_;
+  std::vector<bool> first_;  // per open container: nothing written yet
+  bool after_key_ = false;
+};
+
+std::string json_escape(std::string_view s);
+
+// Reading: thin accessors that turn a missing or mistyped field into a KilnError
+// naming the file and line.
+struct JsonContext {
+  std::string path;
+  size_t line = 0;
+  std::string where() const { return line ? path + ":" + std::to_string(line) : path; }
+};
+std::string get_string(simdjson::dom::element e, const char* key, const JsonContext& ctx);
+std::string get_string_or(simdjson::dom::element e, const char* key, std::string fallback);
+int64_t get_int(simdjson::dom::element e, const char* key, const JsonContext& ctx);
+int64_t get_int_or(simdjson::dom::element e, const char* key, int64_t fallback);
+double get_double_or(simdjson::dom::element e, const char* key, double fallback);
+std::vector<std::string> get_string_array(simdjson::dom::element e, const char* key);
+
+}  // namespace kiln

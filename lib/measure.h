@@ -1,0 +1,146 @@
+// kiln-measure: does a candidate back end build faster, and how big is its code?
+//   build  times two build commands, interleaved, each in its own target directory
+//   size   compares section sizes of two stripped ELF files
+//   gate   turns a build or size report into a pass/fail verdict for CI
+// Each job is a library function returning plain data (so tests and other tools can
+// use it) plus a run_*_command that writes the report files and prints the table.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stats.h"
+
+namespace kiln {
+
+inline constexpr const char* kBuildReportSchema = "kiln-measure-build";
+inline constexpr const char* kSizeReportSchema = "kiln-measure-size";
+inline constexpr int64_t kMeasureReportVersion = 1;  // the newest version this kiln reads
+
+// Where run_*_command writes its report; an empty path writes nothing.
+struct ReportOutputs {
+  std::string json_path;
+  std::string markdown_path;
+  std::string svg_path;  // build only
+};
+
+// ---- build -------------------------------------------------------------------------
+
+struct BuildOptions {
+  std::string baseline_command;   // run with /bin/sh -c
+  std::string candidate_command;
+  std::string prepare_command;    // before every run, untimed; empty: none
+  int runs = 5;                   // timed runs per variant
+  int warmup = 1;                 // untimed runs per variant before the timed ones
+  std::string workdir;            // empty: a fresh temporary directory, removed on success
+  std::optional<uint64_t> seed;   // run-order seed; unset: drawn at random
+};
+
+struct BuildRun {
+  int order = 0;  // 1-based position among all timed runs
+  int pair = 0;   // 1-based; each pair holds one run of each variant, in random order
+  std::string variant;  // "baseline" or "candidate"
+  double wall_seconds = 0, user_seconds = 0, sys_seconds = 0;
+  long peak_rss_kib = 0;
+  int exit_status = 0;
+};
+
+struct VariantResult {
+  std::string name;
+  std::string command;
+  std::string target_dir;  // exported as CARGO_TARGET_DIR and KILN_MEASURE_TARGET_DIR
+  std::string log_path;    // the commands' stdout and stderr
+  Summary wall_seconds, cpu_seconds, peak_rss_kib;  // cpu = user + sys
+};
+
+struct BuildReport {
+  std::string timestamp;      // when the measurement started (UTC)
+  std::string hardware_json;  // hardware_profile_json()
+  std::string workdir;
+  bool workdir_kept = true;   // false when a temporary workdir was removed afterwards
+  std::string prepare_command;
+  uint64_t seed = 0;
+  int runs = 0, warmup = 0;
+  VariantResult baseline, candidate;
+  std::vector<BuildRun> timed_runs;  // in the order they ran
+  RatioInterval wall_ratio;          // candidate / baseline wall medians, 95% CI
+  RatioInterval speedup;             // baseline / candidate wall medians, 95% CI
+};
+
+// Runs the warm-ups and the interleaved timed runs. A run that exits non-zero (or
+// is killed) throws KilnError(kExitFailed) naming the variant, the command, its
+// status and the log file; a temporary workdir is then kept for inspection.
+BuildReport measure_build(const BuildOptions& options);
+std::string build_report_json(const BuildReport& report);
+std::string build_report_markdown(const BuildReport& report);
+std::string build_report_svg(const BuildReport& report);
+// measure_build, then the report files; prints the Markdown to stdout. Returns 0.
+int run_build_command(const BuildOptions& options, const ReportOutputs& outputs);
+
+// ---- size --------------------------------------------------------------------------
+
+struct SectionSizes {
+  uint64_t text = 0;      // all .text* sections
+  uint64_t data = 0;      // .data*
+  uint64_t rodata = 0;    // .rodata*
+  uint64_t eh_frame = 0;  // .eh_frame
+  uint64_t file = 0;      // the whole file
+};
+
+// Section sizes of an ELF object, executable, shared object or archive of objects, as
+// it is. Throws KilnError(kExitBadInput) naming the file when it is not ELF.
+SectionSizes read_section_sizes(const std::string& path);
+// The same after stripping a copy with `strip --strip-debug --discard-all`, so that
+// debug info and local symbols do not drown the code. No strip: kExitMissingTool.
+SectionSizes stripped_section_sizes(const std::string& path);
+
+struct SizeRow {
+  std::string section;  // ".text", ".data", ".rodata", ".eh_frame", "total"
+  uint64_t baseline = 0, candidate = 0;
+  double ratio = 0;     // candidate / baseline; NaN when the baseline has none
+};
+
+struct SizeReport {
+  std::string timestamp;
+  std::string baseline_path, candidate_path;
+  std::vector<SizeRow> rows;
+};
+
+SizeReport measure_size(const std::string& baseline_path, const std::string& candidate_path);
+std::string size_report_json(const SizeReport& report);
+std::string size_report_markdown(const SizeReport& report);
+int run_size_command(const std::string& baseline_path, const std::string& candidate_path,
+                     const ReportOutputs& outputs);
+
+// ---- gate --------------------------------------------------------------------------
+
+// "10%", "1.1x" and "0.1" all mean a speedup of at least 1.10; "-5%" allows a 5%
+// slowdown. Throws KilnError(kExitUsage) for anything else.
+double parse_min_speedup(const std::string& text);
+// "1.5", "1.5x" and "50%" (growth) all mean candidate/baseline <= 1.5.
+double parse_max_size_ratio(const std::string& text);
+
+struct GateThresholds {
+  double min_speedup = 1.10;     // applied to build reports
+  double max_size_ratio = 1.50;  // applied to size reports
+};
+
+struct GateCheck {
+  std::string report_path;
+  std::string name;   // "speedup" or "size .text" / "size total"
+  double value = 0;   // measured
+  double limit = 0;   // threshold
+  bool pass = false;
+  std::string detail; // the numbers behind value
+};
+
+// Reads one report of either schema. Throws KilnError(kExitBadInput) when it is not
+// JSON or not a kiln-measure report, KilnError(kExitNewerSchema) when its version is
+// newer than kMeasureReportVersion.
+std::vector<GateCheck> evaluate_gate(const std::string& report_path, const GateThresholds& thresholds);
+std::string format_gate_check(const GateCheck& check);  // "PASS speedup 1.23x >= 1.10x ..."
+// Prints every check of every report; 0 when all pass, 1 otherwise.
+int run_gate_command(const std::vector<std::string>& report_paths, const GateThresholds& thresholds);
+
+}  // namespace kiln

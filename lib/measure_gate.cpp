@@ -1,0 +1,178 @@
+// kiln-measure gate: a CI verdict from a build or size report. The report file is
+// the contract, so the gate reads only documented fields and refuses reports from a
+// newer kiln rather than guessing what their fields mean.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "error.h"
+#include "fs.h"
+#include "json.h"
+#include "measure.h"
+#include "report.h"
+
+namespace kiln {
+
+namespace {
+
+// A whole-string number, or nullopt ("1.1.1", "", "abc", "inf" are not thresholds).
+std::optional<double> strict_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::string trimmed(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  size_t e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+enum class Suffix { kNone, kPercent, kTimes };
+
+// Splits "10%" / "1.1x" / "0.1" into number and suffix; nullopt when malformed.
+std::optional<std::pair<double, Suffix>> split_threshold(const std::string& raw) {
+  std::string text = trimmed(raw);
+  Suffix suffix = Suffix::kNone;
+  if (!text.empty() && text.back() == '%') suffix = Suffix::kPercent;
+  else if (!text.empty() && (text.back() == 'x' || text.back() == 'X')) suffix = Suffix::kTimes;
+  if (suffix != Suffix::kNone) text.pop_back();
+  std::optional<double> v = strict_number(trimmed(text));
+  if (!v) return std::nullopt;
+  return std::make_pair(*v, suffix);
+}
+
+std::string times_text(double v) { return format_fixed(v, 3) + "x"; }
+
+simdjson::dom::element member(simdjson::dom::element e, const char* key, const std::string& path) {
+  simdjson::dom::element out;
+  if (e[key].get(out) != simdjson::SUCCESS)
+    throw KilnError(kExitBadInput, path, std::string("missing field '") + key + "'");
+  return out;
+}
+
+double number_member(simdjson::dom::element e, const char* key, const std::string& path) {
+  double v = get_double_or(e, key, NAN);
+  if (std::isnan(v)) throw KilnError(kExitBadInput, path, std::string("missing or non-numeric field '") + key + "'");
+  return v;
+}
+
+GateCheck check_build(simdjson::dom::element root, const std::string& path, double min_speedup) {
+  simdjson::dom::element variants = member(root, "variants", path);
+  double base = number_member(member(member(variants, "baseline", path), "wall_seconds", path), "median", path);
+  double cand = number_member(member(member(variants, "candidate", path), "wall_seconds", path), "median", path);
+  GateCheck check;
+  check.report_path = path;
+  check.name = "speedup";
+  check.value = base / cand;
+  check.limit = min_speedup;
+  check.pass = std::isfinite(check.value) && check.value >= min_speedup;
+  check.detail = "wall median " + format_fixed(base, 3) + " s -> " + format_fixed(cand, 3) + " s";
+  simdjson::dom::element interval;
+  if (root["speedup"].get(interval) == simdjson::SUCCESS) {
+    double low = get_double_or(interval, "low", NAN), high = get_double_or(interval, "high", NAN);
+    if (std::isfinite(low) && std::isfinite(high))
+      check.detail += ", 95% CI " + times_text(low) + "-" + times_text(high);
+  }
+  return check;
+}
+
+GateCheck check_size(simdjson::dom::element root, const std::string& path, double max_ratio) {
+  simdjson::dom::array rows;
+  if (root["rows"].get(rows) != simdjson::SUCCESS) throw KilnError(kExitBadInput, path, "missing array 'rows'");
+  // Code size is what a back end controls; the whole file stands in when there is no code.
+  std::optional<std::pair<double, double>> text, total;
+  for (auto row : rows) {
+    std::string section = get_string_or(row, "section", "");
+    double b = get_double_or(row, "baseline", NAN), c = get_double_or(row, "candidate", NAN);
+    if (std::isnan(b) || std::isnan(c)) throw KilnError(kExitBadInput, path, "a row without baseline/candidate sizes");
+    if (section == ".text" && b > 0) text = std::make_pair(b, c);
+    if (section == "total") total = std::make_pair(b, c);
+  }
+  if (!text && !total) throw KilnError(kExitBadInput, path, "neither a .text nor a total row");
+  auto [base, cand] = text ? *text : *total;
+  GateCheck check;
+  check.report_path = path;
+  check.name = text ? "size .text" : "size total";
+  check.value = base > 0 ? cand / base : INFINITY;
+  check.limit = max_ratio;
+  check.pass = check.value <= max_ratio;
+  check.detail = format_fixed(base, 0) + " -> " + format_fixed(cand, 0) + " bytes";
+  return check;
+}
+
+}  // namespace
+
+double parse_min_speedup(const std::string& text) {
+  auto parsed = split_threshold(text);
+  double speedup = 0;
+  if (parsed) {
+    auto [v, suffix] = *parsed;
+    if (suffix == Suffix::kPercent) speedup = 1 + v / 100;
+    else if (suffix == Suffix::kTimes) speedup = v;
+    // A bare number is a fraction; 1.1 could mean 1.1x or +110%, so it is refused.
+    else if (std::fabs(v) < 1) speedup = 1 + v;
+    else
+      throw KilnError(kExitUsage, "", "--min-speedup " + text + " is ambiguous: write " + text + "x or a percentage");
+  }
+  if (!parsed || speedup <= 0)
+    throw KilnError(kExitUsage, "", "--min-speedup expects e.g. 10%, 1.1x or 0.1, not '" + text + "'");
+  return speedup;
+}
+
+double parse_max_size_ratio(const std::string& text) {
+  auto parsed = split_threshold(text);
+  double ratio = 0;
+  if (parsed) ratio = parsed->second == Suffix::kPercent ? 1 + parsed->first / 100 : parsed->first;
+  if (!parsed || ratio <= 0)
+    throw KilnError(kExitUsage, "", "--max-size-ratio expects e.g. 1.5, 1.5x or 50%, not '" + text + "'");
+  return ratio;
+}
+
+std::vector<GateCheck> evaluate_gate(const std::string& report_path, const GateThresholds& thresholds) {
+  simdjson::padded_string text(read_file(report_path));
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (auto error = parser.parse(text).get(root))
+    throw KilnError(kExitBadInput, report_path, std::string("not JSON: ") + simdjson::error_message(error));
+  if (!root.is_object()) throw KilnError(kExitBadInput, report_path, "not a kiln-measure report (not a JSON object)");
+  std::string schema = get_string_or(root, "schema", "");
+  if (schema != kBuildReportSchema && schema != kSizeReportSchema)
+    throw KilnError(kExitBadInput, report_path,
+                    schema.empty() ? std::string("not a kiln-measure report (no schema field)")
+                                   : "not a kiln-measure report (schema '" + schema + "')");
+  int64_t version = get_int_or(root, "version", 0);
+  if (version > kMeasureReportVersion)
+    throw KilnError(kExitNewerSchema, report_path,
+                    schema + " version " + std::to_string(version) + " is newer than this kiln reads (" +
+                        std::to_string(kMeasureReportVersion) + "); use a newer kiln-measure");
+  if (version < 1) throw KilnError(kExitBadInput, report_path, "missing or invalid 'version'");
+
+  if (schema == kBuildReportSchema) return {check_build(root, report_path, thresholds.min_speedup)};
+  return {check_size(root, report_path, thresholds.max_size_ratio)};
+}
+
+std::string format_gate_check(const GateCheck& check) {
+  bool is_speedup = check.name == "speedup";
+  std::string comparison = is_speedup ? times_text(check.value) + " >= " + times_text(check.limit)
+                                      : times_text(check.value) + " <= " + times_text(check.limit);
+  return std::string(check.pass ? "PASS" : "FAIL") + "  " + check.name + " " + comparison + "  (" + check.detail +
+         ")  " + check.report_path;
+}
+
+int run_gate_command(const std::vector<std::string>& report_paths, const GateThresholds& thresholds) {
+  if (report_paths.empty()) throw KilnError(kExitUsage, "", "no report to check");
+  bool all_pass = true;
+  for (const std::string& path : report_paths) {
+    for (const GateCheck& check : evaluate_gate(path, thresholds)) {
+      std::printf("%s\n", format_gate_check(check).c_str());
+      all_pass = all_pass && check.pass;
+    }
+  }
+  std::fflush(stdout);
+  return all_pass ? kExitOk : kExitFailed;
+}
+
+}  // namespace kiln

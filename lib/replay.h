@@ -1,0 +1,68 @@
+// kiln-replay: emission services that stay alive across rounds over a corpus held in
+// memory, and the check that every module's object bytes are the same in every
+// round and on every worker. A GPU service joins by implementing EmissionService.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+
+namespace kiln {
+
+constexpr int kReplaySchemaVersion = 1;
+
+struct ReplayModule {
+  std::string id;
+  std::string bytes;
+};
+
+struct ModuleEmission {
+  std::string object_xxh3;
+  uint64_t object_bytes = 0;
+  uint64_t functions = 0, instructions = 0;
+  unsigned worker = 0;
+  double parse = 0, clone = 0, codegen = 0;  // parse is non-zero only the first time a worker sees the module
+  std::string error;
+};
+
+struct RoundResult {
+  std::string service;
+  int round = 0;
+  double wall_seconds = 0;
+  std::vector<ModuleEmission> emissions;  // indexed like the module list
+};
+
+class EmissionService {
+ public:
+  virtual ~EmissionService() = default;
+  virtual std::string name() const = 0;
+  virtual std::string backend() const = 0;
+  virtual unsigned workers() const = 0;
+  // Emits every module once; the service keeps its workers and their parsed modules.
+  virtual RoundResult run_round(int round) = 0;
+};
+
+// A pool of CPU threads, each with its own back end instance (for llvm: its own
+// LLVMContext and TargetMachine, and each module parsed once per worker).
+std::unique_ptr<EmissionService> make_cpu_service(const std::string& backend_spec, Profile profile, unsigned jobs,
+                                                  const std::vector<ReplayModule>& modules);
+
+struct ReplayOptions {
+  std::string corpus_dir;
+  std::vector<std::string> backends;  // each gets a CPU service
+  Profile profile = Profile::fast;
+  int rounds = 3;
+  unsigned jobs = 1;
+  std::string report_path;            // JSON report; empty: CORPUS/replay-report.json
+};
+
+struct ReplayOutcome {
+  std::string report_json;
+  std::string table;
+  size_t unstable_modules = 0, failed_modules = 0;
+};
+
+ReplayOutcome run_replay(const ReplayOptions& options);
+
+}  // namespace kiln

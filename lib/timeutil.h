@@ -1,0 +1,26 @@
+// Clocks: wall-clock stamps for manifests, a steady stopwatch for stage timing.
+#pragma once
+#include <chrono>
+#include <string>
+
+namespace kiln {
+
+std::string iso8601_now();  // UTC, e.g. 2026-11-30T19:48:53Z
+
+class Stopwatch {
+ public:
+  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  // Seconds since the last lap (or the start), then restarts the lap.
+  double lap() {
+    auto now = std::chrono::steady_clock::now();
+    double s = std::chrono::duration<double>(now - start_).count();
+    start_ = now;
+    return s;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace kiln

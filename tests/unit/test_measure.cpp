@@ -1,0 +1,401 @@
+// kiln-measure: statistics, report helpers, the gate, size and build measurement.
+// Builds are tiny shell commands and objects come from `cc -c`, so this stays fast.
+#include <catch2/catch.hpp>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "error.h"
+#include "fs.h"
+#include "hwprofile.h"
+#include "measure.h"
+#include "process.h"
+#include "report.h"
+#include "stats.h"
+
+using namespace kiln;
+
+namespace {
+
+struct ScratchDir {
+  std::string path = make_temp_dir("kiln-test-measure");
+  ~ScratchDir() { remove_tree(path); }
+};
+
+template <class F>
+std::optional<KilnError> error_of(F&& f) {
+  try {
+    f();
+  } catch (const KilnError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+// The exit code of the KilnError f throws; 0 when it throws none.
+template <class F>
+int error_code_of(F&& f) {
+  auto e = error_of(std::forward<F>(f));
+  return e ? static_cast<int>(e->code()) : 0;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+size_t line_count(const std::string& path) {
+  std::string text = read_file(path);
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+size_t occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// A build report with chosen wall medians, written as a real report file.
+std::string write_build_report(const std::string& dir, double baseline_median, double candidate_median) {
+  BuildReport report;
+  report.timestamp = "2026-01-01T00:00:00Z";
+  report.hardware_json = "{}";
+  report.runs = 1;
+  report.baseline.name = "baseline";
+  report.candidate.name = "candidate";
+  report.baseline.wall_seconds = {baseline_median, baseline_median, baseline_median, baseline_median};
+  report.candidate.wall_seconds = {candidate_median, candidate_median, candidate_median, candidate_median};
+  report.wall_ratio = {candidate_median / baseline_median, candidate_median / baseline_median,
+                       candidate_median / baseline_median};
+  report.speedup = {baseline_median / candidate_median, baseline_median / candidate_median,
+                    baseline_median / candidate_median};
+  std::string path = dir + "/build.json";
+  write_file_atomic(path, build_report_json(report));
+  return path;
+}
+
+std::string write_size_report(const std::string& dir, uint64_t text_base, uint64_t text_cand, uint64_t total_base,
+                              uint64_t total_cand) {
+  SizeReport report;
+  report.timestamp = "2026-01-01T00:00:00Z";
+  report.rows = {{".text", text_base, text_cand, 0}, {"total", total_base, total_cand, 0}};
+  std::string path = dir + "/size.json";
+  write_file_atomic(path, size_report_json(report));
+  return path;
+}
+
+void compile_c(const std::string& dir, const std::string& name, const std::string& source) {
+  write_file_atomic(dir + "/" + name + ".c", source);
+  ProcessResult r = run_process({"cc", "-g", "-O1", "-c", dir + "/" + name + ".c", "-o", dir + "/" + name + ".o"});
+  REQUIRE(r.exit_code == 0);
+}
+
+}  // namespace
+
+TEST_CASE("median, minimum, maximum and mean of samples", "[measure][stats]") {
+  CHECK(median({3, 1, 2}) == 2);
+  CHECK(median({4, 1, 3, 2}) == Approx(2.5));
+  CHECK(minimum({3, -1, 2}) == -1);
+  CHECK(maximum({3, -1, 2}) == 3);
+  CHECK(mean({1, 2, 3, 6}) == Approx(3));
+  Summary s = summarize({5, 1, 3});
+  CHECK(s.median == 3);
+  CHECK(s.min == 1);
+  CHECK(s.max == 5);
+  CHECK(quantile({0, 10}, 0.25) == Approx(2.5));
+  CHECK_THROWS_AS(median({}), std::invalid_argument);
+}
+
+TEST_CASE("bootstrap of identical samples gives ratio 1 with a zero-width interval", "[measure][stats]") {
+  std::vector<double> same(7, 1.25);
+  RatioInterval r = ratio_of_medians_bootstrap(same, same);
+  CHECK(r.ratio == 1.0);
+  CHECK(r.low == 1.0);
+  CHECK(r.high == 1.0);
+}
+
+TEST_CASE("bootstrap finds a candidate twice as slow, deterministically", "[measure][stats]") {
+  std::vector<double> baseline = {1.00, 1.03, 0.97, 1.01, 0.99, 1.02, 0.98, 1.00, 1.04, 0.96};
+  std::vector<double> candidate;
+  for (double v : baseline) candidate.push_back(2 * v);
+  RatioInterval r = ratio_of_medians_bootstrap(baseline, candidate, 4000, 7);
+  CHECK(r.ratio == Approx(2.0));
+  CHECK(r.low <= 2.0);
+  CHECK(r.high >= 2.0);
+  CHECK(r.low > 1.8);
+  CHECK(r.high < 2.2);
+  RatioInterval again = ratio_of_medians_bootstrap(baseline, candidate, 4000, 7);
+  CHECK(again.low == r.low);
+  CHECK(again.high == r.high);
+}
+
+TEST_CASE("markdown tables are aligned and escape pipes", "[measure][report]") {
+  std::string table = markdown_table({"name", "value"}, {{"a|b", "1"}, {"long name here", "12345"}},
+                                     {Align::kLeft, Align::kRight});
+  std::istringstream lines(table);
+  std::string line;
+  std::set<size_t> widths;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    widths.insert(line.size());
+    ++rows;
+  }
+  CHECK(rows == 4);
+  CHECK(widths.size() == 1);
+  CHECK(contains(table, "a\\|b"));
+  CHECK(contains(table, "---: |"));
+  CHECK(contains(table, "|     1 |"));
+}
+
+TEST_CASE("the strip chart draws one dot per value and a median per series", "[measure][report]") {
+  std::string svg = strip_chart_svg({{"baseline", {1.0, 1.1, 1.2}}, {"candidate <new>", {0.5, 0.6}}},
+                                    "Wall time", "seconds");
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(contains(svg, "</svg>"));
+  CHECK(occurrences(svg, "<circle") == 5);
+  CHECK(occurrences(svg, ">median ") == 2);
+  CHECK(contains(svg, "candidate &lt;new&gt;"));
+  CHECK(contains(svg, ">seconds<"));
+  CHECK(contains(svg, "median 1.10"));
+}
+
+TEST_CASE("gate thresholds accept percentages, factors and fractions", "[measure][gate]") {
+  CHECK(parse_min_speedup("10%") == Approx(1.10));
+  CHECK(parse_min_speedup("1.1x") == Approx(1.10));
+  CHECK(parse_min_speedup("0.1") == Approx(1.10));
+  CHECK(parse_min_speedup("-5%") == Approx(0.95));
+  CHECK(parse_max_size_ratio("1.5") == Approx(1.5));
+  CHECK(parse_max_size_ratio("1.5x") == Approx(1.5));
+  CHECK(parse_max_size_ratio("50%") == Approx(1.5));
+  for (const char* bad : {"1.1", "abc", "", "10%%", "-200%"}) {
+    auto e = error_of([&] { parse_min_speedup(bad); });
+    REQUIRE(e);
+    CHECK(e->code() == kExitUsage);
+  }
+  CHECK(error_code_of([] { parse_max_size_ratio("big"); }) == kExitUsage);
+}
+
+TEST_CASE("gate passes and fails build reports on the speedup", "[measure][gate]") {
+  ScratchDir dir;
+  std::string path = write_build_report(dir.path, 2.0, 1.0);  // candidate twice as fast
+  GateThresholds lenient;
+  lenient.min_speedup = parse_min_speedup("10%");
+  auto checks = evaluate_gate(path, lenient);
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].name == "speedup");
+  CHECK(checks[0].value == Approx(2.0));
+  CHECK(checks[0].pass);
+  CHECK(contains(format_gate_check(checks[0]), "PASS"));
+  CHECK(run_gate_command({path}, lenient) == kExitOk);
+
+  GateThresholds strict;
+  strict.min_speedup = parse_min_speedup("2.5x");
+  CHECK_FALSE(evaluate_gate(path, strict)[0].pass);
+  CHECK(run_gate_command({path}, strict) == kExitFailed);
+}
+
+TEST_CASE("gate checks .text of size reports, or the total without .text", "[measure][gate]") {
+  ScratchDir dir;
+  GateThresholds thresholds;  // max size ratio 1.5
+  std::string grown = write_size_report(dir.path, 100, 140, 1000, 5000);
+  auto checks = evaluate_gate(grown, thresholds);
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].name == "size .text");
+  CHECK(checks[0].value == Approx(1.4));
+  CHECK(checks[0].pass);
+  thresholds.max_size_ratio = 1.2;
+  CHECK(run_gate_command({grown}, thresholds) == kExitFailed);
+
+  std::string no_text = write_size_report(dir.path, 0, 0, 1000, 1100);
+  checks = evaluate_gate(no_text, thresholds);
+  CHECK(checks[0].name == "size total");
+  CHECK(checks[0].value == Approx(1.1));
+  CHECK(checks[0].pass);
+}
+
+TEST_CASE("gate refuses foreign, broken and newer reports", "[measure][gate]") {
+  ScratchDir dir;
+  GateThresholds thresholds;
+  auto code_for = [&](const std::string& text) {
+    std::string path = dir.path + "/report.json";
+    write_file_atomic(path, text);
+    return error_code_of([&] { evaluate_gate(path, thresholds); });
+  };
+  CHECK(code_for("not json at all") == kExitBadInput);
+  CHECK(code_for("[1, 2]") == kExitBadInput);
+  CHECK(code_for(R"({"schema":"kiln-census","version":1})") == kExitBadInput);
+  CHECK(code_for(R"({"schema":"kiln-measure-build"})") == kExitBadInput);
+  CHECK(code_for(R"({"schema":"kiln-measure-build","version":1})") == kExitBadInput);
+  CHECK(code_for(R"({"schema":"kiln-measure-build","version":2,"future":true})") == kExitNewerSchema);
+  CHECK(code_for(R"({"schema":"kiln-measure-size","version":99})") == kExitNewerSchema);
+  CHECK(error_code_of([&] { evaluate_gate(dir.path + "/missing.json", thresholds); }) == kExitIo);
+}
+
+TEST_CASE("size compares stripped sections of real objects", "[measure][size]") {
+  if (find_program("cc").empty() || find_program("strip").empty()) {
+    WARN("cc or strip is not installed; size measurement not exercised");
+    return;
+  }
+  ScratchDir dir;
+  compile_c(dir.path, "small", "int add_one(int x) { return x + 1; }\n");
+  compile_c(dir.path, "large",
+            "#include <stdio.h>\n"
+            "static const char *names[] = {\"alpha\", \"beta\", \"gamma\", \"delta\"};\n"
+            "int table[64] = {1, 2, 3};\n"
+            "int mix(int n) {\n"
+            "  int s = 0;\n"
+            "  for (int i = 0; i < n; i++) { s += (i * i) ^ (s >> 3); if (s % 7 == 3) printf(\"%s %d\\n\", names[i & 3], s); }\n"
+            "  return s;\n"
+            "}\n"
+            "int pick(int x) {\n"
+            "  switch (x) { case 1: return mix(3); case 2: return mix(5) * 2; case 3: return table[x]; default: return puts(\"x\"); }\n"
+            "}\n");
+  SectionSizes small = read_section_sizes(dir.path + "/small.o");
+  SectionSizes stripped = stripped_section_sizes(dir.path + "/small.o");
+  CHECK(small.text > 0);
+  CHECK(stripped.text == small.text);
+  CHECK(stripped.file < small.file);  // -g debug sections are gone
+
+  SizeReport report = measure_size(dir.path + "/small.o", dir.path + "/large.o");
+  REQUIRE(report.rows.size() == 5);
+  CHECK(report.rows[0].section == ".text");
+  CHECK(report.rows[0].ratio > 1.0);
+  CHECK(report.rows[1].section == ".data");
+  CHECK(report.rows[1].candidate >= 64 * sizeof(int));
+  CHECK(report.rows[4].section == "total");
+  CHECK(report.rows[4].ratio > 1.0);
+  CHECK(contains(size_report_markdown(report), "| .text"));
+
+  std::string json_path = dir.path + "/size.json";
+  write_file_atomic(json_path, size_report_json(report));
+  GateThresholds thresholds;
+  thresholds.max_size_ratio = 1000;
+  CHECK(evaluate_gate(json_path, thresholds)[0].pass);
+
+  write_file_atomic(dir.path + "/notes.txt", "not an object file\n");
+  auto e = error_of([&] { measure_size(dir.path + "/notes.txt", dir.path + "/large.o"); });
+  REQUIRE(e);
+  CHECK(e->code() == kExitBadInput);
+  CHECK(contains(e->what(), "notes.txt"));
+}
+
+TEST_CASE("build runs pairs in seeded random order in separate target dirs", "[measure][build]") {
+  ScratchDir dir;
+  BuildOptions options;
+  // Each run and prepare leaves a line in its own target dir, so the test can see
+  // which directory and environment every command got.
+  std::string record = "echo \"$KILN_MEASURE_VARIANT $CARGO_TARGET_DIR\" >> \"$KILN_MEASURE_TARGET_DIR/runs.txt\"";
+  options.baseline_command = "sleep 0.01; " + record;
+  options.candidate_command = "true; " + record;
+  options.prepare_command = "echo prepared >> \"$KILN_MEASURE_TARGET_DIR/prepare.txt\"";
+  options.runs = 3;
+  options.warmup = 1;
+  options.workdir = dir.path + "/work";
+  options.seed = 12345;
+  BuildReport report = measure_build(options);
+
+  REQUIRE(report.timed_runs.size() == 6);
+  std::mt19937_64 expected_order(12345);
+  for (int pair = 1; pair <= 3; ++pair) {
+    const BuildRun& first = report.timed_runs[static_cast<size_t>(2 * pair - 2)];
+    const BuildRun& second = report.timed_runs[static_cast<size_t>(2 * pair - 1)];
+    CHECK(first.pair == pair);
+    CHECK(second.pair == pair);
+    CHECK(first.order == 2 * pair - 1);
+    CHECK(second.order == 2 * pair);
+    CHECK(first.variant != second.variant);  // interleaved: one of each per pair
+    bool candidate_first = (expected_order() & 1) != 0;
+    CHECK(first.variant == (candidate_first ? "candidate" : "baseline"));
+    CHECK(first.exit_status == 0);
+    CHECK(first.wall_seconds > 0);
+  }
+
+  CHECK(report.baseline.target_dir != report.candidate.target_dir);
+  for (const VariantResult* v : {&report.baseline, &report.candidate}) {
+    REQUIRE(is_directory(v->target_dir));
+    CHECK(line_count(v->target_dir + "/runs.txt") == 4);     // 1 warm-up + 3 timed
+    CHECK(line_count(v->target_dir + "/prepare.txt") == 4);  // before every run
+    CHECK(contains(read_file(v->target_dir + "/runs.txt"), v->name + " " + v->target_dir + "\n"));
+  }
+  CHECK(report.baseline.wall_seconds.median >= 0.01);
+  CHECK(report.baseline.wall_seconds.min <= report.baseline.wall_seconds.median);
+  CHECK(report.speedup.ratio == Approx(1 / report.wall_ratio.ratio));
+  CHECK(report.wall_ratio.low <= report.wall_ratio.ratio);
+  CHECK(report.wall_ratio.ratio <= report.wall_ratio.high);
+
+  std::string json = build_report_json(report);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root = parser.parse(json);
+  CHECK(std::string_view(root["schema"]) == "kiln-measure-build");
+  CHECK(int64_t(root["version"]) == 1);
+  CHECK(uint64_t(root["order_seed"]) == 12345);
+  CHECK(simdjson::dom::array(root["runs"]).size() == 6);
+  CHECK(root["hardware"].is_object());
+  CHECK(contains(build_report_markdown(report), "| candidate"));
+  CHECK(occurrences(build_report_svg(report), "<circle") == 6);
+
+  write_file_atomic(dir.path + "/build.json", json);
+  auto checks = evaluate_gate(dir.path + "/build.json", GateThresholds{});
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].value == Approx(report.baseline.wall_seconds.median / report.candidate.wall_seconds.median));
+}
+
+TEST_CASE("build without a workdir uses a temporary one and removes it", "[measure][build]") {
+  BuildOptions options;
+  options.baseline_command = "true";
+  options.candidate_command = "true";
+  options.runs = 1;
+  options.warmup = 0;
+  BuildReport report = measure_build(options);
+  CHECK(report.timed_runs.size() == 2);
+  CHECK_FALSE(report.workdir_kept);
+  CHECK_FALSE(path_exists(report.workdir));
+}
+
+TEST_CASE("a failing build or prepare command is a hard error naming it", "[measure][build]") {
+  ScratchDir dir;
+  BuildOptions options;
+  options.baseline_command = "true";
+  options.candidate_command = "exit 7";
+  options.runs = 2;
+  options.workdir = dir.path;
+  auto e = error_of([&] { measure_build(options); });
+  REQUIRE(e);
+  CHECK(e->code() == kExitFailed);
+  CHECK(contains(e->what(), "candidate"));
+  CHECK(contains(e->what(), "'exit 7'"));
+  CHECK(contains(e->what(), "status 7"));
+  CHECK(contains(e->what(), dir.path + "/candidate.log"));
+
+  options.candidate_command = "true";
+  options.prepare_command = "exit 4";
+  e = error_of([&] { measure_build(options); });
+  REQUIRE(e);
+  CHECK(e->code() == kExitFailed);
+  CHECK(contains(e->what(), "prepare"));
+  CHECK(contains(e->what(), "status 4"));
+
+  options.prepare_command.clear();
+  options.runs = 0;
+  CHECK(error_code_of([&] { measure_build(options); }) == kExitUsage);
+}
+
+TEST_CASE("the hardware profile is a JSON object with a readable table", "[measure][hw]") {
+  std::string json = hardware_profile_json();
+  simdjson::dom::parser parser;
+  simdjson::dom::element root = parser.parse(json);
+  REQUIRE(root.is_object());
+  CHECK(int64_t(root["logical_cores"]) >= 1);
+  CHECK(root["gpus"].is_array());
+  CHECK(root["numa_nodes"].is_array());
+  CHECK(root["caches"].is_array());
+  CHECK(root["kernel"].is_object());
+  std::string table = hardware_profile_table(json);
+  CHECK(contains(table, "CPU"));
+  CHECK(contains(table, "Memory"));
+  CHECK(contains(table, "GPU"));
+  CHECK(error_code_of([] { hardware_profile_table("[]"); }) == kExitBadInput);
+}

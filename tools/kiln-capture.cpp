@@ -1,0 +1,97 @@
+// kiln-capture: capture a real build's bitcode into a corpus (and optionally emit its
+// objects with a kiln back end); also the compiler wrapper that the build calls.
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "capture.h"
+#include "corpus.h"
+#include "error.h"
+#include "fs.h"
+#include "version.h"
+
+static int body(int argc, char** argv) {
+  using namespace kiln;
+  // Called by the build as its compiler wrapper?
+  std::string self = basename_of(argv[0]);
+  if (self == "kiln-cc") return cc_wrapper_main(argc, argv, false);
+  if (self == "kiln-c++") return cc_wrapper_main(argc, argv, true);
+  const char* role = std::getenv(kEnvRole);
+  if (role && std::strcmp(role, "rustc") == 0 && argc >= 2 && std::string(argv[1]).find("rustc") != std::string::npos)
+    return rustc_wrapper_main(argc, argv);
+
+  CLI::App app{"Capture the LLVM bitcode of every module of a real build into a kiln corpus.\n"
+               "  kiln-capture -o CORPUS [--backend native|llvm|cmd:...] [--profile P] -- cargo build ...\n"
+               "  kiln-capture add -o CORPUS FILE.bc...\n"
+               "  kiln-capture merge -o OUT CORPUS...\n"
+               "  kiln-capture filter -o OUT CORPUS [--ids FILE] [--crate NAME] [--reason TEXT]",
+               "kiln-capture"};
+  app.set_version_flag("--version", version_line("kiln-capture"));
+  CaptureOptions options;
+  app.add_option("-o,--corpus", options.corpus_dir, "corpus directory to create or add to");
+  app.add_option("--backend", options.backend, "native (capture only), llvm, or 'cmd:TOOL {in} -o {out}'");
+  app.add_option("--profile", options.profile, "fast, balanced or release (see kiln-capture(1))")
+      ->check(CLI::IsMember({"fast", "balanced", "release"}));
+  app.add_flag("--fallback", options.fallback, "when kiln fails on a module, use the native compiler for it");
+  app.add_option("command", options.command, "the build command, after --");
+  app.allow_extras(false);
+
+  std::string add_corpus;
+  std::vector<std::string> add_files;
+  auto* add = app.add_subcommand("add", "import loose bitcode files");
+  add->add_option("-o,--corpus", add_corpus, "corpus directory")->required();
+  add->add_option("files", add_files, "bitcode files")->required();
+
+  std::string merge_out;
+  std::vector<std::string> merge_in;
+  auto* merge = app.add_subcommand("merge", "merge corpora into a new one");
+  merge->add_option("-o,--out", merge_out, "new corpus directory")->required();
+  merge->add_option("corpora", merge_in, "corpora to merge")->required();
+
+  std::string filter_out, filter_in, ids_file;
+  CorpusFilter filter;
+  auto* filt = app.add_subcommand("filter", "copy selected modules into a new corpus");
+  filt->add_option("-o,--out", filter_out, "new corpus directory")->required();
+  filt->add_option("corpus", filter_in, "source corpus")->required();
+  filt->add_option("--ids", ids_file, "file with one module id per line");
+  filt->add_option("--crate", filter.crates, "keep modules of this crate (repeatable)");
+  filt->add_option("--reason", filter.reason, "keep modules whose census reasons contain this text");
+  filt->add_option("--reason-backend", filter.backend, "only match reasons of this back end");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (*add) {
+    size_t added = capture_add(add_corpus, add_files);
+    std::printf("%zu new module(s) in %s\n", added, add_corpus.c_str());
+    return kExitOk;
+  }
+  if (*merge) {
+    merge_corpora(merge_in, merge_out, {}, "merge");
+    std::printf("merged %zu corpora into %s\n", merge_in.size(), merge_out.c_str());
+    return kExitOk;
+  }
+  if (*filt) {
+    if (!ids_file.empty()) {
+      std::string text = read_file(ids_file);
+      size_t pos = 0;
+      while (pos < text.size()) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        std::string id = text.substr(pos, end - pos);
+        if (!id.empty()) filter.ids.push_back(id);
+        pos = end + 1;
+      }
+    }
+    merge_corpora({filter_in}, filter_out, filter, "filter");
+    std::printf("%zu module(s) in %s\n", Corpus::open(filter_out).modules().size(), filter_out.c_str());
+    return kExitOk;
+  }
+  if (options.corpus_dir.empty()) throw KilnError(kExitUsage, "", "-o CORPUS is required (see --help)");
+  return run_capture(options);
+}
+
+int main(int argc, char** argv) { return kiln::run_tool("kiln-capture", body, argc, argv); }

@@ -1,0 +1,95 @@
+// kiln-measure: time builds, compare code sizes, and gate CI on the results.
+// Only the command line lives here; the jobs are in lib/measure*.cpp.
+#include <CLI/CLI.hpp>
+#include <llvm/Config/llvm-config.h>
+
+#include <cstdint>
+#include <cstdio>
+
+#include "error.h"
+#include "hwprofile.h"
+#include "kiln_config.h"
+#include "measure.h"
+
+namespace {
+
+int body(int argc, char** argv) {
+  CLI::App app{"kiln-measure: time a candidate build against a baseline, compare code sizes, gate CI"};
+  app.set_version_flag("--version", std::string("kiln-measure ") + KILN_VERSION + " (LLVM " + LLVM_VERSION_STRING + ")");
+  app.require_subcommand(1);
+  app.footer("See kiln-measure(1) for the report formats and exit statuses.");
+
+  kiln::BuildOptions build;
+  kiln::ReportOutputs build_outputs;
+  uint64_t seed = 0;
+  CLI::App* build_cmd = app.add_subcommand("build", "Time two build commands, interleaved, in separate target dirs");
+  build_cmd->add_option("--baseline", build.baseline_command, "Baseline build command (run with /bin/sh -c)")
+      ->required()->type_name("CMD");
+  build_cmd->add_option("--candidate", build.candidate_command, "Candidate build command")
+      ->required()->type_name("CMD");
+  build_cmd->add_option("--runs", build.runs, "Timed runs per variant")
+      ->required()->type_name("N")->check(CLI::Range(1, 1000000));
+  build_cmd->add_option("--warmup", build.warmup, "Untimed runs per variant first")
+      ->capture_default_str()->type_name("K")->check(CLI::Range(0, 1000000));
+  build_cmd->add_option("--prepare", build.prepare_command, "Command run before every run, untimed (e.g. a clean)")
+      ->type_name("CMD");
+  build_cmd->add_option("--workdir", build.workdir, "Keep the target dirs in DIR/baseline and DIR/candidate")
+      ->type_name("DIR");
+  CLI::Option* seed_option = build_cmd->add_option("--seed", seed, "Seed of the random run order (default: random)")
+      ->type_name("SEED");
+  build_cmd->add_option("--json", build_outputs.json_path, "Write the JSON report to FILE")->type_name("FILE");
+  build_cmd->add_option("--markdown", build_outputs.markdown_path, "Write the Markdown table to FILE")
+      ->type_name("FILE");
+  build_cmd->add_option("--svg", build_outputs.svg_path, "Write an SVG chart of the runs to FILE")
+      ->type_name("FILE");
+
+  std::string size_baseline, size_candidate;
+  kiln::ReportOutputs size_outputs;
+  CLI::App* size_cmd = app.add_subcommand("size", "Compare section sizes of two stripped ELF files");
+  size_cmd->add_option("--baseline", size_baseline, "Baseline object or executable")
+      ->required()->type_name("FILE");
+  size_cmd->add_option("--candidate", size_candidate, "Candidate object or executable")
+      ->required()->type_name("FILE");
+  size_cmd->add_option("--json", size_outputs.json_path, "Write the JSON report to FILE")->type_name("FILE");
+  size_cmd->add_option("--markdown", size_outputs.markdown_path, "Write the Markdown table to FILE")
+      ->type_name("FILE");
+
+  std::vector<std::string> gate_reports;
+  std::string min_speedup = "10%", max_size_ratio = "1.5";
+  CLI::App* gate_cmd = app.add_subcommand("gate", "Pass or fail a build or size report against thresholds");
+  gate_cmd->add_option("REPORT", gate_reports, "Build or size report(s) written with --json")->required();
+  gate_cmd->add_option("--min-speedup", min_speedup, "Least baseline/candidate wall median: 10%, 1.1x or 0.1")
+      ->capture_default_str()->type_name("SPEEDUP");
+  gate_cmd->add_option("--max-size-ratio", max_size_ratio, "Most candidate/baseline .text size: 1.5, 1.5x or 50%")
+      ->capture_default_str()->type_name("RATIO");
+
+  bool hw_json = false;
+  CLI::App* hw_cmd = app.add_subcommand("hw", "Show the hardware profile that reports embed");
+  hw_cmd->add_flag("--json", hw_json, "Print the profile as JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own codes are 100 and up; kiln documents 2 for every usage error.
+    return app.exit(e) == 0 ? kiln::kExitOk : kiln::kExitUsage;
+  }
+
+  if (build_cmd->parsed()) {
+    if (*seed_option) build.seed = seed;
+    return kiln::run_build_command(build, build_outputs);
+  }
+  if (size_cmd->parsed()) return kiln::run_size_command(size_baseline, size_candidate, size_outputs);
+  if (gate_cmd->parsed()) {
+    kiln::GateThresholds thresholds;
+    thresholds.min_speedup = kiln::parse_min_speedup(min_speedup);
+    thresholds.max_size_ratio = kiln::parse_max_size_ratio(max_size_ratio);
+    return kiln::run_gate_command(gate_reports, thresholds);
+  }
+  std::string profile = kiln::hardware_profile_json();
+  std::fputs((hw_json ? profile + "\n" : kiln::hardware_profile_table(profile)).c_str(), stdout);
+  return kiln::kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::run_tool("kiln-measure", body, argc, argv); }

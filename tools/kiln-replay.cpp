@@ -1,0 +1,45 @@
+// kiln-replay: persistent emission services, rounds over a corpus, byte stability.
+#include <CLI/CLI.hpp>
+
+#include <sstream>
+
+#include "error.h"
+#include "replay.h"
+#include "version.h"
+
+static int body(int argc, char** argv) {
+  using namespace kiln;
+  CLI::App app{"Replay a corpus through persistent emission services, round after round, and check that\n"
+               "every module's object bytes are identical in every round and on every worker.\n"
+               "  kiln-replay CORPUS [--backend llvm[,cmd:...]] [--rounds N] [-j N] [--report FILE]",
+               "kiln-replay"};
+  app.set_version_flag("--version", version_line("kiln-replay"));
+  ReplayOptions options;
+  std::string backends = "llvm", profile = "fast", device = "cpu";
+  app.add_option("corpus", options.corpus_dir, "corpus directory")->required();
+  app.add_option("--backend", backends, "comma-separated back ends (llvm, cmd:...)");
+  app.add_option("--profile", profile, "fast, balanced or release")->check(CLI::IsMember({"fast", "balanced", "release"}));
+  app.add_option("--rounds", options.rounds, "rounds over the corpus");
+  app.add_option("-j,--jobs", options.jobs, "CPU workers per service");
+  app.add_option("--device", device, "cpu (the GPU service arrives with the CUDA executor)");
+  app.add_option("--report", options.report_path, "JSON report path (default CORPUS/replay-report.json)");
+  bool json = false;
+  app.add_flag("--json", json, "print the JSON report instead of the table");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (device != "cpu")
+    throw KilnError(kExitNoDevice, "", "--device " + device + ": only the CPU service exists in this kiln");
+  options.profile = parse_profile(profile);
+  std::stringstream ss(backends);
+  for (std::string b; std::getline(ss, b, ',');)
+    if (!b.empty()) options.backends.push_back(b);
+  if (options.backends.empty()) throw KilnError(kExitUsage, "", "--backend names no back end");
+  ReplayOutcome out = run_replay(options);
+  std::fputs(json ? out.report_json.c_str() : out.table.c_str(), stdout);
+  return out.unstable_modules || out.failed_modules ? kExitFailed : kExitOk;
+}
+
+int main(int argc, char** argv) { return kiln::run_tool("kiln-replay", body, argc, argv); }
