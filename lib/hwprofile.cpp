@@ -86,7 +86,7 @@ std::vector<std::pair<int, std::string>> numbered_entries(const std::string& dir
     if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
     std::string digits = name.substr(prefix.size());
     if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    out.emplace_back(std::stoi(digits), entry.path().string());
+    out.emplace_back(std::atoi(digits.c_str()), entry.path().string());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -128,7 +128,7 @@ void write_caches(JsonWriter& w) {
     std::string level = read_small_file(dir + "/level");
     std::string size = read_small_file(dir + "/size");
     w.begin_object();
-    w.field("level", level.empty() ? 0 : std::stoi(level));
+    w.field("level", std::atoi(level.c_str()));
     w.field("type", read_small_file(dir + "/type"));
     w.field("size", size).field("size_bytes", size_text_bytes(size));
     w.field("shared_cpu_list", read_small_file(dir + "/shared_cpu_list"));
@@ -153,7 +153,7 @@ std::string gib_text(double bytes) {
   return buf;
 }
 
-std::string number_text(simdjson::dom::element e) {
+std::string scalar_text(simdjson::dom::element e) {
   int64_t i;
   if (e.get(i) == simdjson::SUCCESS) return std::to_string(i);
   uint64_t u;
@@ -166,6 +166,8 @@ std::string number_text(simdjson::dom::element e) {
   }
   std::string_view s;
   if (e.get(s) == simdjson::SUCCESS) return std::string(s);
+  bool b;
+  if (e.get(b) == simdjson::SUCCESS) return b ? "true" : "false";
   return "";
 }
 
@@ -181,7 +183,7 @@ std::string gpu_line(simdjson::dom::object gpu) {
   std::string_view name;
   if (gpu["name"].get(name) == simdjson::SUCCESS) add(std::string(name));
   for (auto [key, value] : gpu) {
-    std::string k(key), v = number_text(value);
+    std::string k(key), v = scalar_text(value);
     if (k == "name" || k == "index" || v.empty()) continue;
     if (k == "memory_bytes") add(gib_text(static_cast<double>(std::strtoull(v.c_str(), nullptr, 10))));
     else if (k == "compute_capability") add("compute " + v);

@@ -130,15 +130,22 @@ std::string strip_chart_svg(const std::vector<ChartSeries>& series, const std::s
   double lo = INFINITY, hi = -INFINITY;
   for (const auto& s : series)
     for (double v : s.values)
-      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+      if (std::isfinite(v)) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
   bool empty = !(lo <= hi);
-  if (empty) lo = 0, hi = 1;
+  if (empty) {
+    lo = 0;
+    hi = 1;
+  }
   // Start at zero unless that would squash every dot into a corner: from zero the
   // distance between the medians reads as their real ratio.
   if (lo >= 0 && lo < 0.5 * hi) lo = 0;
   if (hi - lo < 1e-12) {
     double margin = hi != 0 ? std::fabs(hi) * 0.1 : 1;
-    lo -= margin, hi += margin;
+    lo = (lo >= 0 && lo < margin) ? 0 : lo - margin;  // no negative axis for zeros
+    hi += margin;
   }
   Ticks ticks = nice_ticks(lo, hi, 6);
   double axis_lo = ticks.first, axis_hi = ticks.first + ticks.step * (ticks.count - 1);

@@ -1,21 +1,21 @@
 // kiln-measure: time builds, compare code sizes, and gate CI on the results.
 // Only the command line lives here; the jobs are in lib/measure*.cpp.
 #include <CLI/CLI.hpp>
-#include <llvm/Config/llvm-config.h>
 
 #include <cstdint>
 #include <cstdio>
 
 #include "error.h"
 #include "hwprofile.h"
-#include "kiln_config.h"
 #include "measure.h"
+#include "version.h"
 
 namespace {
 
 int body(int argc, char** argv) {
-  CLI::App app{"kiln-measure: time a candidate build against a baseline, compare code sizes, gate CI"};
-  app.set_version_flag("--version", std::string("kiln-measure ") + KILN_VERSION + " (LLVM " + LLVM_VERSION_STRING + ")");
+  CLI::App app{"Time a candidate build against a baseline, compare code sizes, gate CI on the results.",
+               "kiln-measure"};
+  app.set_version_flag("--version", kiln::version_line("kiln-measure"));
   app.require_subcommand(1);
   app.footer("See kiln-measure(1) for the report formats and exit statuses.");
 
@@ -58,7 +58,7 @@ int body(int argc, char** argv) {
   std::string min_speedup = "10%", max_size_ratio = "1.5";
   CLI::App* gate_cmd = app.add_subcommand("gate", "Pass or fail a build or size report against thresholds");
   gate_cmd->add_option("REPORT", gate_reports, "Build or size report(s) written with --json")->required();
-  gate_cmd->add_option("--min-speedup", min_speedup, "Least baseline/candidate wall median: 10%, 1.1x or 0.1")
+  gate_cmd->add_option("--min-speedup", min_speedup, "Least speedup (baseline/candidate wall median): 10%, 1.1x or 0.1")
       ->capture_default_str()->type_name("SPEEDUP");
   gate_cmd->add_option("--max-size-ratio", max_size_ratio, "Most candidate/baseline .text size: 1.5, 1.5x or 50%")
       ->capture_default_str()->type_name("RATIO");

@@ -1,1 +1,116 @@
 #include <catch2/catch.hpp>
+
+#include "census.h"
+#include "hash.h"
+#include "ir_helpers.h"
+
+using namespace kiln;
+
+static const char* kRichIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+@counter = global i64 0
+@tls = thread_local global i32 7
+@table = internal constant [2 x ptr] [ptr @counter, ptr @callee]
+@alias = alias i64, ptr @counter
+
+declare i32 @__gxx_personality_v0(...)
+declare void @callee()
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+
+define i64 @loop(i64 %n) {
+entry:
+  br label %head
+head:
+  %i = phi i64 [ 0, %entry ], [ %next, %head ]
+  %next = add i64 %i, 1
+  %done = icmp uge i64 %next, %n
+  br i1 %done, label %exit, label %head
+exit:
+  ret i64 %next
+}
+
+define void @eh(ptr %dst, ptr %src) personality ptr @__gxx_personality_v0 {
+entry:
+  call void @llvm.memcpy.p0.p0.i64(ptr %dst, ptr %src, i64 16, i1 false)
+  invoke void @callee() to label %ok unwind label %lp
+ok:
+  %old = atomicrmw add ptr @counter, i64 1 seq_cst
+  %v = load <4 x i32>, ptr %src
+  store <4 x i32> %v, ptr %dst
+  call void asm sideeffect "nop", ""()
+  ret void
+lp:
+  %l = landingpad { ptr, i32 } cleanup
+  resume { ptr, i32 } %l
+}
+
+define fastcc void @fast() {
+  ret void
+}
+)";
+
+TEST_CASE("census counts functions, blocks, opcodes, intrinsics and features", "[census]") {
+  std::string bytes = kiln_test::bitcode_from_ir(kRichIr);
+  ModuleCensus c = census_of_bytes(bytes, xxh3_128_hex(bytes), "rich.bc");
+  const ModuleFacts& f = c.facts;
+  CHECK(f.bytes == bytes.size());
+  CHECK(f.functions_defined == 3);
+  CHECK(f.functions_declared == 3);  // personality, callee, memcpy
+  CHECK(f.blocks == 3 + 3 + 1);
+  CHECK(f.instructions == 6 + 9 + 1);
+  CHECK(f.opcodes.at("phi") == 1);
+  CHECK(f.opcodes.at("invoke") == 1);
+  CHECK(f.opcodes.at("landingpad") == 1);
+  CHECK(f.intrinsics.at("llvm.memcpy.p0.p0.i64") == 1);
+  CHECK(f.calling_conventions.at("c") == 2);
+  CHECK(f.calling_conventions.at("fast") == 1);
+  CHECK(f.globals == 3);
+  CHECK(f.tls_globals == 1);
+  CHECK(f.aliases == 1);
+  CHECK(f.invokes == 1);
+  CHECK(f.landingpads == 1);
+  CHECK(f.personalities == 1);
+  CHECK(f.inline_asm_calls == 1);
+  CHECK(f.atomic_instructions == 1);
+  CHECK(f.vector_instructions == 2);
+  CHECK_FALSE(f.debug_info);
+}
+
+TEST_CASE("verdicts list every reason, and stamp is never reported eligible", "[census]") {
+  std::string good = kiln_test::bitcode_from_ir(kiln_test::kAddIr);
+  ModuleCensus ok = census_of_bytes(good, "id", "good.bc");
+  REQUIRE(ok.verdicts.size() == 2);
+  CHECK(ok.verdicts[0].backend == "llvm");
+  CHECK(ok.verdicts[0].verdict == "eligible");
+  CHECK(ok.verdicts[0].reasons.empty());
+  CHECK(ok.verdicts[1].backend == "stamp");
+  CHECK(ok.verdicts[1].verdict == "not-available");
+
+  std::string arm = kiln_test::bitcode_from_ir(R"(
+target triple = "aarch64-unknown-linux-gnu"
+define void @f() {
+  ret void
+}
+)");
+  ModuleCensus bad = census_of_bytes(arm, "id2", "arm.bc");
+  CHECK(bad.verdicts[0].verdict == "rejected");
+  REQUIRE(bad.verdicts[0].reasons.size() == 1);
+  CHECK(bad.verdicts[0].reasons[0].find("target: ") == 0);
+
+  ModuleCensus garbage = census_of_bytes("not bitcode at all", "id3", "junk.bc");
+  CHECK(garbage.verdicts[0].verdict == "rejected");
+  CHECK(garbage.verdicts[0].reasons.at(0).rfind("read: ", 0) == 0);
+}
+
+TEST_CASE("the census summary counts modules per verdict and first reason", "[census]") {
+  std::string good = kiln_test::bitcode_from_ir(kiln_test::kAddIr);
+  std::vector<ModuleCensus> all = {census_of_bytes(good, "a", "a.bc"), census_of_bytes(good, "b", "b.bc"),
+                                   census_of_bytes("junk", "c", "c.bc")};
+  std::string json = census_summary_json(all);
+  CHECK(json.find("\"modules\":3") != std::string::npos);
+  CHECK(json.find("\"eligible\":{\"modules\":2,\"functions\":2,\"instructions\":4}") != std::string::npos);
+  CHECK(json.find("\"read\":{\"modules\":1") != std::string::npos);
+  std::string table = census_summary_table(all);
+  CHECK(table.find("back end llvm") != std::string::npos);
+  CHECK(table.find("add") != std::string::npos);
+}

@@ -1,1 +1,209 @@
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <set>
+
+#include "corpus.h"
+#include "error.h"
+#include "fs.h"
+#include "hash.h"
+#include "ir_helpers.h"
+
+using namespace kiln;
+using kiln_test::ScratchDir;
+
+static ModuleRecord sample_module(const std::string& id, const std::string& crate) {
+  ModuleRecord m;
+  m.id = id;
+  m.bytes = 42;
+  m.triple = "x86_64-unknown-linux-gnu";
+  m.tool = "rustc";
+  m.crate = crate;
+  m.cgu = "cgu.0";
+  m.args = {"--crate-name", crate, "src/lib.rs", "--cfg", "feature=\"std\""};
+  m.args_hash = "h";
+  m.opt_level = "0";
+  m.debuginfo = 2;
+  m.invocation = "inv-" + crate;
+  return m;
+}
+
+TEST_CASE("xxh3-128 ids are 32 hex digits and content-addressed", "[hash]") {
+  std::string a = xxh3_128_hex(std::string("kiln")), b = xxh3_128_hex(std::string("kilm"));
+  CHECK(a.size() == 32);
+  CHECK(is_content_id(a));
+  CHECK(a != b);
+  CHECK(a == xxh3_128_hex(std::string("kiln")));
+  CHECK_FALSE(is_content_id("xyz"));
+  CHECK_FALSE(is_content_id(std::string(32, 'G')));
+}
+
+TEST_CASE("a corpus round-trips its manifest, blobs and module records", "[corpus]") {
+  ScratchDir dir;
+  std::string path = dir.path + "/c";
+  TopManifest m;
+  m.kiln_version = "0.1.0";
+  m.build_command = {"cargo", "build", "--release"};
+  m.profile = "fast";
+  Corpus c = Corpus::create_or_open(path, m);
+  std::string id = c.store_blob("bitcode bytes");
+  CHECK(id == xxh3_128_hex(std::string("bitcode bytes")));
+  CHECK(c.load_blob(id) == "bitcode bytes");
+  CHECK(c.store_blob("bitcode bytes") == id);  // storing again is harmless
+
+  c.append_module(sample_module(id, "regex"));
+  c.append_module(sample_module(id, "regex"));  // same bytes from another invocation
+  c.append_module(sample_module(xxh3_128_hex(std::string("other")), "memchr"));
+
+  Corpus again = Corpus::open(path);
+  CHECK(again.manifest().build_command == m.build_command);
+  CHECK(again.manifest().profile == "fast");
+  auto mods = again.modules();
+  REQUIRE(mods.size() == 2);
+  CHECK(mods[0].id == id);
+  CHECK(mods[0].multiplicity == 2);
+  CHECK(mods[0].args == sample_module(id, "regex").args);
+  CHECK(mods[0].debuginfo == 2);
+  CHECK(mods[1].crate == "memchr");
+  CHECK(mods[1].multiplicity == 1);
+}
+
+TEST_CASE("a blob whose bytes do not match its id is reported as corrupt", "[corpus]") {
+  ScratchDir dir;
+  Corpus c = Corpus::create_or_open(dir.path + "/c", {});
+  std::string id = c.store_blob("good");
+  write_file_atomic(c.blob_path(id), "evil");
+  try {
+    c.load_blob(id);
+    FAIL("expected an error");
+  } catch (const KilnError& e) {
+    CHECK(e.code() == kExitBadInput);
+    CHECK(std::string(e.what()).find("does not match") != std::string::npos);
+  }
+}
+
+TEST_CASE("many processes append to one corpus at once without losing or tearing a line", "[corpus]") {
+  ScratchDir dir;
+  std::string path = dir.path + "/c";
+  Corpus::create_or_open(path, {});
+  const int kProcesses = 8, kRecords = 200;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      Corpus c = Corpus::open(path);
+      for (int r = 0; r < kRecords; ++r) {
+        // Long argument lists make each line several kilobytes, larger than a pipe buffer.
+        ModuleRecord m = sample_module(xxh3_128_hex(std::to_string(p * 100000 + r)), "crate" + std::to_string(p));
+        m.args.assign(40, std::string(100, static_cast<char>('a' + p)));
+        c.append_module(m);
+      }
+      _exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+  }
+  auto mods = Corpus::open(path).modules();
+  CHECK(mods.size() == static_cast<size_t>(kProcesses * kRecords));
+  std::set<std::string> ids;
+  for (const auto& m : mods) {
+    ids.insert(m.id);
+    // Every line is whole: all of its arguments come from the same writer.
+    REQUIRE(m.args.size() == 40);
+    CHECK(m.args.front()[0] == 'a' + (m.crate.back() - '0'));
+  }
+  CHECK(ids.size() == mods.size());
+}
+
+TEST_CASE("a manifest from a newer kiln is refused with its own exit code", "[corpus]") {
+  ScratchDir dir;
+  std::string path = dir.path + "/c";
+  Corpus::create_or_open(path, {});
+  std::string manifest = read_file(path + "/kiln-corpus.json");
+  auto pos = manifest.find("\"version\":1");
+  REQUIRE(pos != std::string::npos);
+  manifest.replace(pos, 11, "\"version\":99");
+  write_file_atomic(path + "/kiln-corpus.json", manifest);
+  try {
+    Corpus::open(path);
+    FAIL("expected an error");
+  } catch (const KilnError& e) {
+    CHECK(e.code() == kExitNewerSchema);
+    CHECK(std::string(e.what()).find("kiln-corpus.json") != std::string::npos);
+    CHECK(std::string(e.what()).find("newer") != std::string::npos);
+  }
+}
+
+TEST_CASE("a corrupt manifest or record names the file and line", "[corpus]") {
+  ScratchDir dir;
+  std::string path = dir.path + "/c";
+  Corpus c = Corpus::create_or_open(path, {});
+  c.append_module(sample_module(xxh3_128_hex(std::string("x")), "a"));
+  append_line_locked(path + "/modules.jsonl", "{\"id\": \"not-json");
+  c.append_module(sample_module(xxh3_128_hex(std::string("y")), "b"));
+  try {
+    Corpus::open(path).modules();
+    FAIL("expected an error");
+  } catch (const KilnError& e) {
+    CHECK(e.code() == kExitBadInput);
+    CHECK(std::string(e.what()).find("modules.jsonl:2") != std::string::npos);
+  }
+  write_file_atomic(path + "/kiln-corpus.json", "{ truncated");
+  CHECK_THROWS_AS(Corpus::open(path), KilnError);
+}
+
+TEST_CASE("an interrupted last line is ignored and the records before it survive", "[corpus]") {
+  ScratchDir dir;
+  std::string path = dir.path + "/c";
+  Corpus c = Corpus::create_or_open(path, {});
+  c.append_module(sample_module(xxh3_128_hex(std::string("x")), "a"));
+  std::string line = sample_module(xxh3_128_hex(std::string("y")), "b").to_json();
+  std::string text = read_file(path + "/modules.jsonl") + line.substr(0, line.size() / 2);
+  write_file_atomic(path + "/modules.jsonl", text);
+  auto mods = Corpus::open(path).modules();
+  REQUIRE(mods.size() == 1);
+  CHECK(mods[0].crate == "a");
+}
+
+TEST_CASE("corpora merge, and filter by id and crate into new corpora", "[corpus]") {
+  ScratchDir dir;
+  Corpus a = Corpus::create_or_open(dir.path + "/a", {});
+  Corpus b = Corpus::create_or_open(dir.path + "/b", {});
+  std::string ia = a.store_blob("alpha"), ib = b.store_blob("beta"), ic = b.store_blob("gamma");
+  a.append_module(sample_module(ia, "regex"));
+  b.append_module(sample_module(ib, "memchr"));
+  b.append_module(sample_module(ic, "regex"));
+  b.append_census("{\"v\":1,\"id\":\"" + ic + "\",\"verdicts\":{\"llvm\":{\"verdict\":\"rejected\",\"reasons\":[\"target: wrong\"]}}}");
+
+  merge_corpora({dir.path + "/a", dir.path + "/b"}, dir.path + "/all", {}, "merge");
+  auto all = Corpus::open(dir.path + "/all");
+  CHECK(all.modules().size() == 3);
+  CHECK(all.load_blob(ib) == "beta");
+  CHECK(all.manifest().origin == "merge");
+
+  CorpusFilter by_crate;
+  by_crate.crates = {"regex"};
+  merge_corpora({dir.path + "/all"}, dir.path + "/regex", by_crate, "filter");
+  CHECK(Corpus::open(dir.path + "/regex").modules().size() == 2);
+
+  CorpusFilter by_reason;
+  by_reason.reason = "target";
+  merge_corpora({dir.path + "/all"}, dir.path + "/target", by_reason, "filter");
+  auto t = Corpus::open(dir.path + "/target").modules();
+  REQUIRE(t.size() == 1);
+  CHECK(t[0].id == ic);
+
+  CorpusFilter by_id;
+  by_id.ids = {ia};
+  merge_corpora({dir.path + "/all"}, dir.path + "/one", by_id, "filter");
+  CHECK(Corpus::open(dir.path + "/one").modules().at(0).id == ia);
+  // An existing corpus is never overwritten.
+  CHECK_THROWS_AS(merge_corpora({dir.path + "/a"}, dir.path + "/one", {}, "merge"), KilnError);
+  CHECK(Corpus::open(dir.path + "/one").modules().size() == 1);
+}
