@@ -241,7 +241,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   auto units = list_outputs(c.out_dir, prefix, ".rcgu.o", start);
   Corpus corpus = Corpus::open(s.corpus_dir);
   std::vector<std::string> ids(units.size());
-  std::vector<std::string> errors(units.size());
+  std::vector<std::string> errors(units.size()), fallbacks(units.size());
   std::vector<std::string> contents(units.size());
   for (size_t i = 0; i < units.size(); ++i) {
     contents[i] = read_file(units[i].path);
@@ -265,6 +265,19 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
       } catch (const KilnError& e) {
         errors[i] = e.what();
       }
+      if (!errors[i].empty() && s.fallback && s.backend != "llvm") {
+        // rustc's own code generator is LLVM: emitting this unit with it is what
+        // the native build would have done, and the crate's metadata stays valid.
+        try {
+          WrapperSettings native = s;
+          native.backend = "llvm";
+          write_file_atomic(units[i].path, emit_for_capture(native, contents[i], ids[i], units[i].path));
+          fallbacks[i] = errors[i];
+          errors[i].clear();
+        } catch (const KilnError& e) {
+          errors[i] += "; the llvm fallback failed too: " + std::string(e.what());
+        }
+      }
     }
   };
   unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), static_cast<unsigned>(units.size()));
@@ -272,25 +285,22 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
 
-  std::string failure;
-  for (const auto& e : errors)
-    if (!e.empty() && failure.empty()) failure = e;
+  std::string failure, fallback;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (!errors[i].empty() && failure.empty()) failure = errors[i];
+    if (!fallbacks[i].empty()) {
+      std::fprintf(stderr, "kiln-capture: warning: crate %s: %s; emitted with llvm instead\n", c.crate_name.c_str(),
+                   fallbacks[i].c_str());
+      if (fallback.empty()) fallback = fallbacks[i];
+    }
+  }
   if (units.empty()) failure = c.out_dir + ": rustc left no " + prefix + "*.rcgu.o bitcode";
   if (!failure.empty()) {
-    if (!s.fallback) {
-      remove_outputs(units);
-      ::unlink(rlink.c_str());
-      std::fprintf(stderr, "kiln-capture: error: crate %s (%s): %s\n", c.crate_name.c_str(), c.input.c_str(), failure.c_str());
-      record_invocation(s, id, "failed", failure, c.args, static_cast<int>(units.size()), clock.seconds());
-      return kExitFailed;
-    }
-    std::fprintf(stderr, "kiln-capture: warning: crate %s: %s; falling back to rustc's own code generator\n",
-                 c.crate_name.c_str(), failure.c_str());
     remove_outputs(units);
     ::unlink(rlink.c_str());
-    rc = run_child(rustc, c.args);
-    record_invocation(s, id, "fallback", failure, c.args, static_cast<int>(units.size()), clock.seconds());
-    return rc;
+    std::fprintf(stderr, "kiln-capture: error: crate %s (%s): %s\n", c.crate_name.c_str(), c.input.c_str(), failure.c_str());
+    record_invocation(s, id, "failed", failure, c.args, static_cast<int>(units.size()), clock.seconds());
+    return kExitFailed;
   }
 
   std::vector<std::string> link = c.args;
@@ -303,7 +313,8 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
                       static_cast<int>(units.size()), clock.seconds());
     return rc;
   }
-  record_invocation(s, id, "captured", "", c.args, static_cast<int>(units.size()), clock.seconds());
+  record_invocation(s, id, fallback.empty() ? "captured" : "fallback", fallback, c.args, static_cast<int>(units.size()),
+                    clock.seconds());
   return 0;
 }
 

@@ -62,7 +62,7 @@ static int body(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return cli_exit(app, e);
   }
   if (*add) {
     size_t added = capture_add(add_corpus, add_files);

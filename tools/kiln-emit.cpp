@@ -29,7 +29,7 @@ static int body(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return cli_exit(app, e);
   }
   Profile p = parse_profile(profile);
   if (is_directory(input)) {

@@ -28,7 +28,7 @@ static int body(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return cli_exit(app, e);
   }
   if (device != "cpu")
     throw KilnError(kExitNoDevice, "", "--device " + device + ": only the CPU service exists in this kiln");

@@ -1,1 +1,58 @@
-exit 0
+#!/usr/bin/env bash
+# Captures the example crate with cargo, rebuilds it and its tests on kiln's llvm back
+# end (object replacement), and compares the program's output and the test results
+# with a plain cargo build.
+source "$(dirname "$0")/lib.sh"
+
+example_crate "$T/crate"
+cd "$T/crate"
+cargo build -q 2>/dev/null && ./target/debug/kiln-example > "$T/native.out"
+cargo test -q 2>&1 | grep -E '^test result' > "$T/native.tests"
+check "plain cargo build and test ran" test -s "$T/native.out" -a -s "$T/native.tests"
+cargo clean -q
+
+kiln-capture -o "$T/C" --backend llvm -- cargo build -q
+check "capture --backend llvm: cargo build succeeds" test $? -eq 0
+./target/debug/kiln-example > "$T/kiln.out"
+check "the program built from kiln's objects prints the same output" cmp "$T/native.out" "$T/kiln.out"
+check "its objects came from kiln (receipts from kiln-capture)" grep -q '"origin":"kiln-capture"' "$T/C/receipts.jsonl"
+
+modules=$(jq -r .id "$T/C/modules.jsonl" | sort -u | wc -l)
+crates=$(jq -r .crate "$T/C/modules.jsonl" | sort -u | tr '\n' ' ')
+check "modules of the crate and its dependency are captured ($modules: $crates)" \
+  bash -c "[[ '$crates' == *kiln_example* && '$crates' == *memchr* && $modules -ge 3 ]]"
+check "every blob is stored under its xxh3-128 id" bash -c "
+  for id in \$(jq -r .id '$T/C/modules.jsonl'); do test -f '$T/C/blobs/'\${id:0:2}/\$id.bc || exit 1; done"
+check "build scripts pass through, counted with their reason" \
+  bash -c "jq -r 'select(.action==\"passthrough\") | .reason' '$T/C/invocations.jsonl' | grep -qx 'build script'"
+check "the manifest records the build command and its exit status" \
+  bash -c "jq -e '.build.command == [\"cargo\",\"build\",\"-q\"] and .build.exit_code == 0 and .version == 1' '$T/C/kiln-corpus.json' >/dev/null"
+
+cargo clean -q
+kiln-capture -o "$T/C" --backend llvm -- cargo test -q 2>&1 | grep -E '^test result' > "$T/kiln.tests"
+check "cargo test on kiln-emitted objects passes exactly the same tests" cmp "$T/native.tests" "$T/kiln.tests"
+
+cargo clean -q
+kiln-capture -o "$T/N" -- cargo build -q
+./target/debug/kiln-example > "$T/native2.out"
+check "--backend native keeps rustc's objects and still captures bitcode" \
+  bash -c "cmp -s '$T/native.out' '$T/native2.out' && [[ \$(wc -l < '$T/N/modules.jsonl') -ge 3 ]]"
+check "native capture leaves no -Csave-temps files behind" \
+  bash -c "! ls target/debug/deps | grep -E '\\.rcgu\\.(bc|o)$'"
+
+cargo clean -q
+kiln-capture -o "$T/L" --backend "cmd:$LLVM_BINDIR/llc -O0 -filetype=obj -relocation-model=pic {in} -o {out}" -- cargo build -q
+./target/debug/kiln-example > "$T/llc.out"
+check "a cmd: back end (llc-22) builds a working program" cmp "$T/native.out" "$T/llc.out"
+
+cargo clean -q
+kiln-capture -o "$T/F" --backend "cmd:false {in} {out}" -- cargo build -q 2> "$T/fail.err"
+rc=$?
+check "a failing back end fails the build (status $rc) and says which crate and module" \
+  bash -c "[[ $rc -ne 0 ]] && grep -Eq '^kiln-capture: error: crate [a-z_]+ \(.*\): .*rcgu\.o: back end command failed' '$T/fail.err' && grep -q '\"action\":\"failed\"' '$T/F/invocations.jsonl'"
+cargo clean -q
+kiln-capture -o "$T/F2" --fallback --backend "cmd:false {in} {out}" -- cargo build -q 2>/dev/null
+./target/debug/kiln-example > "$T/fallback.out"
+check "--fallback builds with rustc instead, and counts the fallback" \
+  bash -c "cmp -s '$T/native.out' '$T/fallback.out' && grep -q '\"action\":\"fallback\"' '$T/F2/invocations.jsonl'"
+finish

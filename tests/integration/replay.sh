@@ -1,1 +1,23 @@
-exit 0
+#!/usr/bin/env bash
+# Replay keeps its services alive across rounds, proves bytes stable, and reports a
+# back end whose output changes from one emission to the next.
+source "$(dirname "$0")/lib.sh"
+
+example_crate "$T/crate"
+(cd "$T/crate" && kiln-capture -o "$T/C" -- cargo build -q)
+check "replay --rounds 3 -j 2: stable bytes, exit 0" bash -c "kiln-replay '$T/C' --rounds 3 -j 2 > '$T/replay.txt'"
+cat "$T/replay.txt"
+r="$T/C/replay-report.json"
+check "the report has per-round stage times and throughput" \
+  jq -e '.rounds == 3 and (.services[0].rounds | length) == 3 and .services[0].rounds[0].stages.codegen > 0 and .services[0].rounds[2].instructions_per_second_wall > 0 and .unstable_modules == 0' "$r"
+check "modules are parsed once per worker: later rounds parse less" \
+  jq -e '.services[0].rounds[2].stages.parse < .services[0].rounds[0].stages.parse' "$r"
+
+# A back end that appends a changing byte to every object must be caught.
+flaky="cmd:$LLVM_BINDIR/llc -O0 -filetype=obj -relocation-model=pic {in} -o {out} && head -c 8 /dev/urandom >> {out}"
+kiln-capture filter -o "$T/S" "$T/C" --crate kiln_example >/dev/null
+kiln-replay "$T/S" --backend "$flaky" --rounds 2 -j 1 --report "$T/flaky.json" > "$T/flaky.txt"
+rc=$?
+check "an unstable back end fails replay (exit $rc) and is named with a reproduce command" \
+  bash -c "[[ $rc -eq 1 ]] && grep -q UNSTABLE '$T/flaky.txt' && jq -e '.unstable_modules > 0 and (.instability[0].reproduce | test(\"kiln-emit\"))' '$T/flaky.json' >/dev/null"
+finish
