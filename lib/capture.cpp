@@ -5,7 +5,12 @@
 
 #include <llvm/Config/llvm-config.h>
 
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <cerrno>
 #include <chrono>
+#include <set>
 #include <cstdlib>
 
 #include "backend.h"
@@ -121,13 +126,7 @@ int run_capture(const CaptureOptions& options) {
   m.profile = options.profile;
   m.backend = options.backend;
   m.origin = "capture";
-  Corpus corpus = Corpus::create_or_open(corpus_dir, m);
-  if (corpus.manifest().build_command.empty() || corpus.manifest().origin != "capture") {
-    // A corpus made by `add` gains the build's description.
-    TopManifest& cm = corpus.manifest();
-    cm.build_command = m.build_command;
-    cm.build_cwd = m.build_cwd;
-  }
+  Corpus::create_or_open(corpus_dir, m);
 
   // The wrappers: cargo calls RUSTC_WRAPPER with rustc's path first; make, ninja and
   // cmake call CC and CXX, which are links to this binary named kiln-cc and kiln-c++.
@@ -160,8 +159,16 @@ int run_capture(const CaptureOptions& options) {
 
   Stopwatch clock;
   ProcessResult result = run_process(options.command, run);
-  corpus = Corpus::open(corpus_dir);  // wrappers may not change the manifest, but re-read to be safe
+  // The manifest describes the latest build that added to the corpus.
+  Corpus corpus = Corpus::open(corpus_dir);
   TopManifest& cm = corpus.manifest();
+  cm.kiln_version = m.kiln_version;
+  cm.llvm_version = m.llvm_version;
+  cm.rustc_version = m.rustc_version;
+  cm.clang_version = m.clang_version;
+  cm.host = m.host;
+  cm.hardware_json = m.hardware_json;
+  cm.origin = "capture";
   cm.build_command = options.command;
   cm.build_cwd = m.build_cwd;
   cm.build_seconds = clock.seconds();
@@ -190,15 +197,18 @@ size_t capture_add(const std::string& corpus_dir, const std::vector<std::string>
   m.host = host_description();
   m.hardware_json = hardware_profile_json();
   m.origin = "add";
-  Corpus corpus = Corpus::create_or_open(corpus_dir, m);
-  auto known = corpus.modules();
-  size_t added = 0;
-  // Check every file before storing any, so a bad file leaves the corpus unchanged.
+  // Read every file in full before storing any, so that a bad or truncated file
+  // leaves the corpus (or its absence) unchanged.
   std::vector<std::string> contents;
   for (const auto& f : files) {
     contents.push_back(read_file(f));
-    check_bitcode_magic(contents.back(), f);
+    llvm::LLVMContext ctx;
+    parse_bitcode(ctx, contents.back(), f);
   }
+  Corpus corpus = Corpus::create_or_open(corpus_dir, m);
+  std::set<std::string> known;
+  for (const auto& k : corpus.modules()) known.insert(k.id);
+  size_t added = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string& bytes = contents[i];
     ModuleRecord rec;
@@ -214,9 +224,7 @@ size_t capture_add(const std::string& corpus_dir, const std::vector<std::string>
     rec.cwd = current_directory();
     rec.invocation = new_invocation_id(rec.args);
     rec.time = iso8601_now();
-    bool seen = false;
-    for (const auto& k : known) seen |= (k.id == rec.id);
-    if (!seen) ++added;
+    if (known.insert(rec.id).second) ++added;
     corpus.append_module(rec);
   }
   corpus.save_manifest();

@@ -123,7 +123,10 @@ int cc_wrapper_main(int argc, char** argv, bool cxx) {
   if (c.output.empty()) bitcode_args.insert(bitcode_args.end(), {"-o", output});
   bitcode_args.push_back("-emit-llvm");
   ProcessResult r = run_process(bitcode_args);
-  if (r.exit_code != 0) return r.exit_code;  // a compile error is the user's
+  if (r.exit_code != 0) {  // a compile error is the user's: clang has said why
+    record(s, tool, id, "failed", real + " exited with status " + std::to_string(r.exit_code), args, 0, clock.seconds());
+    return r.exit_code;
+  }
   std::string bytes = read_file(output);
   Corpus corpus = Corpus::open(s.corpus_dir);
   ModuleRecord m;
@@ -146,7 +149,8 @@ int cc_wrapper_main(int argc, char** argv, bool cxx) {
   if (s.backend == "native") {
     // The build keeps clang's own object: compile again, unchanged.
     int rc = run_process(native).exit_code;
-    record(s, tool, id, "captured", "", args, 1, clock.seconds());
+    record(s, tool, id, rc == 0 ? "captured" : "failed", rc == 0 ? "" : real + " exited with status " + std::to_string(rc),
+           args, 1, clock.seconds());
     return rc;
   }
   try {

@@ -7,6 +7,8 @@
 //   3. rustc ARGS(with the .rlink as input) -Zlink-only finishes the rlib or binary.
 // With --backend native, rustc runs unchanged plus -Csave-temps, and the kept
 // pre-codegen bitcode (*.rcgu.bc) is stored.
+// --fallback: a unit the selected back end cannot emit is emitted by `llvm` (rustc's
+// own code generator) instead, so the crate's metadata from step 1 stays valid.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -94,7 +96,7 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args) {
     } else if (a == "-g") {
       c.debuginfo = 2;
     } else if (a == "-O") {
-      c.opt_level = "2";
+      c.opt_level = "3";  // rustc's -O
     } else if (takes_value(a)) {
       ++i;
     } else if (!a.empty() && (a[0] != '-' || a == "-") && c.input.empty()) {
@@ -196,7 +198,10 @@ int capture_native(const WrapperSettings& s, const std::string& rustc, const Rus
   std::vector<std::string> args = c.args;
   args.push_back("-Csave-temps");
   int rc = run_child(rustc, args);
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    record_invocation(s, id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0, clock.seconds());
+    return rc;
+  }
   std::string prefix = c.crate_name + c.extra_filename + ".";
   Corpus corpus = Corpus::open(s.corpus_dir);
   auto bitcode = list_outputs(c.out_dir, prefix, ".rcgu.bc", start);
@@ -209,7 +214,6 @@ int capture_native(const WrapperSettings& s, const std::string& rustc, const Rus
   // -Csave-temps keeps files that a normal build deletes; remove this crate's.
   remove_outputs(bitcode);
   remove_outputs(list_outputs(c.out_dir, prefix, ".rcgu.no-opt.bc", start));
-  for (const auto& f : list_outputs(c.out_dir, prefix, ".no-opt.bc", start)) ::unlink(f.path.c_str());
   remove_outputs(list_outputs(c.out_dir, prefix, ".rcgu.o", start));
   record_invocation(s, id, "captured", "", c.args, static_cast<int>(bitcode.size()), clock.seconds());
   return 0;
@@ -234,7 +238,10 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   }
   first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off", "-Zno-link"});
   int rc = run_child(rustc, first, {"RUSTC_BOOTSTRAP=1"});
-  if (rc != 0) return rc;  // a compile error is the user's: rustc has said why
+  if (rc != 0) {  // a compile error is the user's: rustc has said why
+    record_invocation(s, id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0, clock.seconds());
+    return rc;
+  }
 
   std::string prefix = c.crate_name + c.extra_filename + ".";
   std::string rlink = c.out_dir + "/" + c.crate_name + c.extra_filename + ".rlink";

@@ -99,7 +99,8 @@ ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, co
     c.facts = collect_facts(*module);
     c.facts.bytes = bytes.size();
     std::string problem = triple_problem(c.facts.triple);
-    if (!problem.empty()) llvm_verdict.reasons.push_back("target: " + problem);
+    // triple_problem() says "target X is ..."; the reason's category is "target".
+    if (!problem.empty()) llvm_verdict.reasons.push_back("target: " + problem.substr(problem.rfind("target ", 0) == 0 ? 7 : 0));
     problem = verify_problem(*module);
     if (!problem.empty()) llvm_verdict.reasons.push_back("verify: " + problem);
   } catch (const KilnError& e) {

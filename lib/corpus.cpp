@@ -1,9 +1,12 @@
 #include "corpus.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 #include <unordered_map>
 
@@ -237,6 +240,8 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
   if (sources.empty()) throw KilnError(kExitUsage, out_dir, "no source corpus given");
   if (Corpus::looks_like_corpus(out_dir))
     throw KilnError(kExitIo, out_dir, "already holds a corpus; choose a new directory");
+  if (path_exists(out_dir) && !std::filesystem::is_empty(out_dir))
+    throw KilnError(kExitIo, out_dir, "exists and is not empty; choose a new directory");
   std::vector<Corpus> inputs;
   for (const auto& s : sources) inputs.push_back(Corpus::open(s));
   TopManifest m = inputs.front().manifest();
@@ -246,6 +251,13 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
   // leaves no half corpus behind.
   std::string tmp = out_dir + ".kiln-partial";
   remove_tree(tmp);
+  struct RemoveUnlessDone {
+    std::string dir;
+    bool done = false;
+    ~RemoveUnlessDone() {
+      if (!done) remove_tree(dir);
+    }
+  } partial{tmp};
   Corpus out = Corpus::create_or_open(tmp, m);
 
   std::set<std::string> want_ids(filter.ids.begin(), filter.ids.end());
@@ -263,7 +275,7 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
         }
       });
     }
-    std::set<std::string> kept;
+    std::set<std::string> kept, kept_invocations;
     in.for_each_line(kModulesFile, [&](const JsonLine& l) {
       ModuleRecord rec = module_from_json(l.value, JsonContext{l.file, l.line});
       if (!want_ids.empty() && !want_ids.count(rec.id)) return;
@@ -271,6 +283,7 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
       if (!filter.reason.empty() && !reason_ids.count(rec.id)) return;
       if (!kept.count(rec.id)) out.store_blob(in.load_blob(rec.id));
       kept.insert(rec.id);
+      kept_invocations.insert(rec.invocation);
       out.append_module(rec);
     });
     auto copy_selected = [&](const char* file, auto append) {
@@ -280,12 +293,17 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
     };
     copy_selected(kCensusFile, [&](const std::string& s) { out.append_census(s); });
     copy_selected(kReceiptsFile, [&](const std::string& s) { out.append_receipt(s); });
+    // A merge keeps every invocation; a filter only those that produced kept modules.
+    bool filtering = !want_ids.empty() || !want_crates.empty() || !filter.reason.empty();
     in.for_each_line(kInvocationsFile, [&](const JsonLine& l) {
-      append_line_locked(out.dir() + "/" + kInvocationsFile, simdjson::minify(l.value));
+      if (!filtering || kept_invocations.count(get_string_or(l.value, "id", "")))
+        append_line_locked(out.dir() + "/" + kInvocationsFile, simdjson::minify(l.value));
     });
   }
+  if (path_exists(out_dir)) ::rmdir(out_dir.c_str());  // an empty directory given as the target
   if (::rename(tmp.c_str(), out_dir.c_str()) != 0)
     throw KilnError(kExitIo, out_dir, "cannot move the merged corpus into place: " + errno_reason(errno));
+  partial.done = true;
 }
 
 }  // namespace kiln

@@ -3,9 +3,10 @@
 //   CORPUS/blobs/AB/ID.bc     bitcode, content-addressed by xxh3-128 of its bytes
 //   CORPUS/modules.jsonl      one line per captured module occurrence
 //   CORPUS/invocations.jsonl  one line per compiler invocation the wrapper saw
-//   CORPUS/census.jsonl       kiln-census verdicts, one line per module and back end
+//   CORPUS/census.jsonl       kiln-census facts and verdicts, one line per module
+//                             (every back end inside), rewritten whole by each census
 //   CORPUS/receipts.jsonl     kiln-emit / kiln-capture emission receipts
-// JSON Lines files are only ever appended to, one locked write per line, so many
+// The other JSON Lines files are only appended to, one locked write per line, so many
 // wrapper processes of one parallel build can record into the same corpus.
 #pragma once
 #include <simdjson.h>
@@ -42,11 +43,11 @@ struct ModuleRecord {
   std::string id;                 // xxh3-128 of the bitcode bytes
   uint64_t bytes = 0;
   std::string triple, producer;
-  std::string tool;               // rustc | clang | import
+  std::string tool;               // rustc | clang | clang++ | import
   std::string crate;              // crate name, or the C/C++ source file
-  std::string cgu;                // codegen-unit name (rustc), or the source's stem
+  std::string cgu;                // codegen-unit name (rustc), or the source's file name
   std::vector<std::string> args;  // the compiler's exact arguments
-  std::string args_hash;          // xxh3-128 of the arguments joined by NUL
+  std::string args_hash;          // xxh3-128 of the arguments, each followed by a NUL
   std::string opt_level;          // 0 1 2 3 s z
   int debuginfo = 0;              // 0 1 2
   std::string cwd;

@@ -83,7 +83,7 @@ CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& 
         write_file_atomic(out_dir + "/" + m.id + ".o", r.object);
         r.stages.write += clock.lap();
         emitted++;
-      } catch (const KilnError& e) {
+      } catch (const std::exception& e) {
         error = e.what();
         failed++;
         std::lock_guard<std::mutex> lock(first_error_mutex);

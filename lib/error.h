@@ -1,5 +1,5 @@
 // Errors and exit codes shared by every kiln tool. A KilnError carries the path it is
-// about and a reason, and maps to one documented exit code (see kiln(7) / man pages).
+// about and a reason, and maps to one documented exit code (EXIT STATUS in each man page).
 #pragma once
 #include <stdexcept>
 #include <string>

@@ -100,7 +100,10 @@ void append_line_locked(const std::string& path, std::string_view line) {
   buf.append(line);
   buf.push_back('\n');
   while (::flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) break;
+    if (errno == EINTR) continue;
+    int err = errno;
+    ::close(fd);
+    throw KilnError(kExitIo, path, "cannot lock for appending: " + errno_reason(err));
   }
   try {
     write_all(fd, buf, path);

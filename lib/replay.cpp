@@ -14,6 +14,8 @@
 #include <unordered_map>
 
 #include "backend_llvm.h"
+#include "bitcode.h"
+#include "process.h"
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
@@ -114,7 +116,11 @@ class CpuService : public EmissionService {
         Stopwatch clock;
         auto& slot = w.parsed[i];
         if (!slot) {
-          slot = w.llvm->parse(m.bytes, m.id);
+          auto parsed = w.llvm->parse(m.bytes, m.id);
+          // Invalid IR can crash the code generator: verify once, like kiln-emit does.
+          std::string problem = verify_problem(*parsed);
+          if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
+          slot = std::move(parsed);
           e.parse = clock.lap();
         }
         count_module(*slot, e.functions, e.instructions);
@@ -131,7 +137,7 @@ class CpuService : public EmissionService {
       }
       e.object_xxh3 = xxh3_128_hex(object);
       e.object_bytes = object.size();
-    } catch (const KilnError& err) {
+    } catch (const std::exception& err) {
       e.error = err.what();
     }
     return e;
@@ -202,7 +208,7 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
   JsonWriter w;
   w.begin_object().field("schema", "kiln-replay-report").field("v", kReplaySchemaVersion)
       .field("corpus", absolute_path(options.corpus_dir)).field("time", iso8601_now())
-      .field("profile", profile_name(options.profile)).field("rounds", options.rounds).field("jobs", options.jobs)
+      .field("profile", profile_name(options.profile)).field("rounds", options.rounds).field("jobs", std::max(1u, options.jobs))
       .field("modules", static_cast<uint64_t>(modules.size()));
   std::string table;
   char line[512];
@@ -252,10 +258,10 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
       }
       if (!error.empty()) outcome.failed_modules++;
       if (hashes.size() <= 1 && error.empty()) continue;
-      std::string reproduce = "kiln-emit " + corpus.blob_path(modules[i].id) + " -o /tmp/a.o --backend " +
-                              services[s]->backend() + " --profile " + profile_name(options.profile) + " && kiln-emit " +
-                              corpus.blob_path(modules[i].id) + " -o /tmp/b.o --backend " + services[s]->backend() +
-                              " --profile " + profile_name(options.profile) + " && cmp /tmp/a.o /tmp/b.o";
+      // Emits the module twice from its blob and compares: runs anywhere, offline.
+      std::string emit = "kiln-emit " + shell_quote(absolute_path(corpus.blob_path(modules[i].id))) + " --backend " +
+                         shell_quote(services[s]->backend()) + " --profile " + profile_name(options.profile);
+      std::string reproduce = "d=$(mktemp -d) && " + emit + " -o \"$d/a.o\" && " + emit + " -o \"$d/b.o\" && cmp \"$d/a.o\" \"$d/b.o\"";
       if (hashes.size() > 1) outcome.unstable_modules++;
       w.begin_object().field("module", modules[i].id).field("backend", services[s]->backend())
           .field("kind", hashes.size() > 1 ? "bytes differ" : "failed");

@@ -25,7 +25,7 @@ static int body(int argc, char** argv) {
                "  kiln-capture -o CORPUS [--backend native|llvm|cmd:...] [--profile P] -- cargo build ...\n"
                "  kiln-capture add -o CORPUS FILE.bc...\n"
                "  kiln-capture merge -o OUT CORPUS...\n"
-               "  kiln-capture filter -o OUT CORPUS [--ids FILE] [--crate NAME] [--reason TEXT]",
+               "  kiln-capture filter -o OUT CORPUS [--ids FILE] [--crate NAME] [--reason TEXT [--reason-backend B]]",
                "kiln-capture"};
   app.set_version_flag("--version", version_line("kiln-capture"));
   CaptureOptions options;

@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include "census.h"
@@ -42,29 +44,42 @@ static int body(int argc, char** argv) {
   Corpus corpus = Corpus::open(input);
   std::vector<ModuleRecord> modules = corpus.modules();
   if (!explain.empty()) {
+    std::vector<const ModuleRecord*> matches;
     for (const auto& m : modules)
-      if (m.id.rfind(explain, 0) == 0) {
-        ModuleCensus c = census_of_bytes(corpus.load_blob(m.id), m.id, corpus.blob_path(m.id));
-        c.crate = m.crate;
-        std::printf("%s\n", json ? c.to_json().c_str() : census_explain(c).c_str());
-        return kExitOk;
-      }
-    throw KilnError(kExitBadInput, input, "no module with id " + explain);
+      if (m.id.rfind(explain, 0) == 0) matches.push_back(&m);
+    if (matches.empty()) throw KilnError(kExitBadInput, input, "no module with id " + explain);
+    if (matches.size() > 1)
+      throw KilnError(kExitUsage, input, "id prefix " + explain + " matches " + std::to_string(matches.size()) + " modules; give more digits");
+    const ModuleRecord& m = *matches.front();
+    ModuleCensus c = census_of_bytes(corpus.load_blob(m.id), m.id, corpus.blob_path(m.id));
+    c.crate = m.crate;
+    std::printf("%s\n", json ? c.to_json().c_str() : census_explain(c).c_str());
+    return kExitOk;
   }
   std::vector<ModuleCensus> all(modules.size());
   std::atomic<size_t> next{0};
   Progress progress("kiln-census", modules.size());
+  std::mutex error_mutex;
+  std::unique_ptr<KilnError> first_error;
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < modules.size();) {
-      all[i] = census_of_bytes(corpus.load_blob(modules[i].id), modules[i].id, corpus.blob_path(modules[i].id));
-      all[i].crate = modules[i].crate;
+      try {
+        all[i] = census_of_bytes(corpus.load_blob(modules[i].id), modules[i].id, corpus.blob_path(modules[i].id));
+        all[i].crate = modules[i].crate;
+      } catch (const KilnError& e) {
+        // A missing or corrupt blob is the corpus's fault: stop with its error.
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!first_error) first_error = std::make_unique<KilnError>(e);
+        next = modules.size();
+      }
       progress.advance();
     }
   };
   std::vector<std::thread> threads;
-  for (unsigned t = 0; t < jobs; ++t) threads.emplace_back(worker);
+  for (unsigned t = 0; t < std::max(1u, jobs); ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
   progress.finish();
+  if (first_error) throw *first_error;
   std::string lines;
   for (const auto& c : all) lines += c.to_json() + "\n";
   // The census is one step's output: rewrite it whole, atomically.

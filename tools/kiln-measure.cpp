@@ -71,7 +71,7 @@ int body(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // CLI11's own codes are 100 and up; kiln documents 2 for every usage error.
-    return app.exit(e) == 0 ? kiln::kExitOk : kiln::kExitUsage;
+    return kiln::cli_exit(app, e);
   }
 
   if (build_cmd->parsed()) {

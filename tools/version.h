@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <llvm/Config/llvm-config.h>
 
+#include <cstdio>
 #include <string>
 
 #include "kiln_config.h"
@@ -11,10 +12,12 @@ namespace kiln {
 inline std::string version_line(const char* tool) {
   return std::string(tool) + " " + KILN_VERSION + " (LLVM " + LLVM_VERSION_STRING + (KILN_HAVE_CUDA ? ", CUDA executor" : "") + ")";
 }
-// CLI11 prints help, version or the parse error; kiln's documented code for any
-// command-line error is 2 (CLI11's own codes start at 100).
+// Help and --version print as CLI11 formats them; any command-line error becomes
+// one line "TOOL: error: ..." and kiln's documented code 2 (CLI11's own codes start
+// at 100).
 inline int cli_exit(const CLI::App& app, const CLI::ParseError& e) {
-  int code = app.exit(e);
-  return code == 0 ? 0 : 2;
+  if (e.get_exit_code() == 0) return app.exit(e);
+  std::fprintf(stderr, "%s: error: %s (see --help)\n", app.get_name().c_str(), e.what());
+  return 2;
 }
 }  // namespace kiln

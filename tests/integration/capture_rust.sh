@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 example_crate "$T/crate"
 cd "$T/crate"
 cargo build -q 2>/dev/null && ./target/debug/kiln-example > "$T/native.out"
-cargo test -q 2>&1 | grep -E '^test result' > "$T/native.tests"
+cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/native.tests"
 check "plain cargo build and test ran" test -s "$T/native.out" -a -s "$T/native.tests"
 cargo clean -q
 
@@ -29,7 +29,7 @@ check "the manifest records the build command and its exit status" \
   bash -c "jq -e '.build.command == [\"cargo\",\"build\",\"-q\"] and .build.exit_code == 0 and .version == 1' '$T/C/kiln-corpus.json' >/dev/null"
 
 cargo clean -q
-kiln-capture -o "$T/C" --backend llvm -- cargo test -q 2>&1 | grep -E '^test result' > "$T/kiln.tests"
+kiln-capture -o "$T/C" --backend llvm -- cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/kiln.tests"
 check "cargo test on kiln-emitted objects passes exactly the same tests" cmp "$T/native.tests" "$T/kiln.tests"
 
 cargo clean -q
