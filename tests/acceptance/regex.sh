@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Acceptance on a real crate: regex 1.7.1 from Debian's librust-regex-dev, with its
+# dependencies (aho-corasick, memchr, regex-syntax).
+#   1. kiln-capture -- cargo build        captures every codegen unit
+#   2. kiln-capture --backend llvm -- cargo test
+#                                          builds regex's own test suite from
+#                                          kiln-emitted objects; the same tests must
+#                                          pass as under a plain cargo test
+#   3. kiln-census, kiln-replay --rounds 3, kiln-measure build on that corpus
+# Usage: tests/acceptance/regex.sh [WORKDIR]   (tools from $KILN_BIN or PATH)
+# Set DEBUGINFO=0 or 2 to force the dev profile's debug info (default: cargo's own).
+set -euo pipefail
+[[ -n ${KILN_BIN:-} ]] && export PATH="$KILN_BIN:$PATH"
+W=${1:-${TMPDIR:-/tmp}/kiln-regex}
+SRC=/usr/share/cargo/registry/regex-1.7.1
+# regex's tests also need quickcheck, lazy_static and rand: librust-{quickcheck,lazy-static,rand}-dev.
+for dep in regex-1.7.1 quickcheck-1.0.3 lazy_static-1.4.0 rand-0.8.5; do
+  [[ -d /usr/share/cargo/registry/$dep ]] || { echo "regex.sh: /usr/share/cargo/registry/$dep: missing (install Debian's librust-*-dev packages)" >&2; exit 6; }
+done
+rm -rf "$W" && mkdir -p "$W"
+cp -r "$SRC" "$W/regex"
+cd "$W/regex"
+mkdir -p .cargo
+cat > .cargo/config.toml <<'TOML'
+[source.crates-io]
+replace-with = "debian"
+[source.debian]
+directory = "/usr/share/cargo/registry"
+[net]
+offline = true
+TOML
+if [[ -n ${DEBUGINFO:-} ]]; then export CARGO_PROFILE_DEV_DEBUG=$DEBUGINFO CARGO_PROFILE_TEST_DEBUG=$DEBUGINFO; fi
+
+summarize() { grep -E '^test result|^test .* \.\.\. (ok|FAILED|ignored)' | sed 's/; finished in .*//' | sort; }
+
+echo "== plain cargo test"
+cargo test --no-fail-fast 2>&1 | summarize > "$W/plain.tests" || true
+cargo clean -q
+
+echo "== capture: kiln-capture -o corpus -- cargo build"
+start=$(date +%s.%N)
+kiln-capture -o "$W/corpus" -- cargo build -q
+echo "   $(jq -r .id "$W/corpus/modules.jsonl" | sort -u | wc -l) distinct modules from crates: $(jq -r .crate "$W/corpus/modules.jsonl" | sort -u | tr '\n' ' ')"
+cargo clean -q
+
+echo "== kiln-capture --backend llvm -- cargo test"
+kiln-capture -o "$W/test-corpus" --backend llvm -- cargo test --no-fail-fast 2>&1 | summarize > "$W/kiln.tests" || true
+if cmp -s "$W/plain.tests" "$W/kiln.tests"; then
+  echo "   same test results: $(grep -c ' ok$' "$W/kiln.tests") tests ok, $(grep -c 'FAILED$' "$W/kiln.tests" || true) failed, in both builds"
+else
+  echo "   DIFFERENT test results:"; diff "$W/plain.tests" "$W/kiln.tests" | head -20; exit 1
+fi
+echo "   receipts from kiln-capture: $(grep -c '"origin":"kiln-capture"' "$W/test-corpus/receipts.jsonl")"
+
+echo "== kiln-census"
+kiln-census "$W/corpus" | head -40
+echo "== kiln-replay --rounds 3"
+kiln-replay "$W/corpus" --rounds 3 -j "$(nproc)"
+echo "== kiln-measure build (cargo build with and without kiln --backend llvm)"
+cargo build -q
+kiln-measure build --runs "${RUNS:-3}" --warmup 1 --json "$W/measure.json" --svg "$W/measure.svg" \
+  --prepare 'rm -rf "$CARGO_TARGET_DIR"' --baseline 'cargo build -q' \
+  --candidate 'kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend llvm -- cargo build -q'
