@@ -55,7 +55,9 @@ echo "   receipts from kiln-capture: $(grep -c '"origin":"kiln-capture"' "$W/tes
 echo "== kiln-census"
 kiln-census "$W/corpus" | head -40
 echo "== kiln-replay --rounds 3"
-kiln-replay "$W/corpus" --rounds 3 -j "$(nproc)"
+# Instability is reported, not fatal here: it is a finding about the back end (LLVM's
+# DWARF emission differs when code generators run concurrently in one process).
+kiln-replay "$W/corpus" --rounds 3 -j "$(nproc)" || echo "   kiln-replay exit status $?: see $W/corpus/replay-report.json"
 echo "== kiln-measure build (cargo build with and without kiln --backend llvm)"
 cargo build -q
 kiln-measure build --runs "${RUNS:-3}" --warmup 1 --json "$W/measure.json" --svg "$W/measure.svg" \

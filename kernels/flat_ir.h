@@ -1,0 +1,100 @@
+// Flat IR: a module as plain arrays, the only input of stamp's stages. Exported once
+// from LLVM IR (lib/flat_export.cpp); stages never see LLVM. Every semantic decision
+// that needs LLVM's DataLayout (sizes, field offsets, GEP strides, constant offsets) is
+// made by the exporter and stored here as numbers.
+#pragma once
+#include "portable.h"
+
+namespace kiln {
+
+// stamp's own opcode list (not LLVM's numbering, so the file format is stable).
+enum StampOp : uint16_t {
+  kOpNop = 0,        // no code: lifetime markers, assume, debug records
+  kOpCopy,           // result = op0 (zext, bitcast, freeze, inttoptr, llvm.expect)
+  kOpTrunc,          // result = op0 normalised to the result width
+  kOpSext,           // result = sign-extend op0 from aux bits
+  kOpAdd, kOpSub, kOpMul, kOpAnd, kOpOr, kOpXor, kOpShl, kOpLshr, kOpAshr,
+  kOpUdiv, kOpSdiv, kOpUrem, kOpSrem,
+  kOpIcmp,           // aux = predicate (kPred*), operand width in op0.width
+  kOpSelect,         // op0 = condition, op1 = true, op2 = false
+  kOpAlloca,         // result = address of its frame memory (aux32 = size, imm = align)
+  kOpLoad,           // result = *op0; width bits, or aux32 bytes for an aggregate
+  kOpStore,          // *op1 = op0; width in op0.width, or aux32 bytes for an aggregate
+  kOpGep,            // result = op0 + imm + sum(op[i] * op[i].imm) for i >= 1
+  kOpExtract,        // result = field of aggregate op0 at byte imm (width, or aux32 bytes)
+  kOpInsert,         // result = op0 with op1 stored at byte imm (op1.width, or aux32 bytes)
+  kOpPhi,            // pairs (value, block); result slot has a shadow slot after it
+  kOpCall,           // op0 = callee, then arguments; aux flags kCall*
+  kOpOverflow,       // {iN, i1} = op0 (aux: kOvf*) op1, result aggregate; field 1 at imm
+  kOpBr,             // op0 = target block
+  kOpCondBr,         // op0 = condition, op1 = true block, op2 = false block
+  kOpSwitch,         // op0 = value, op1 = default block, then pairs (case const, block)
+  kOpRet,            // op0 = value (if any)
+  kOpUnreachable,    // ud2
+  kOpCount
+};
+
+enum IcmpPredicate : uint8_t { kPredEq, kPredNe, kPredUgt, kPredUge, kPredUlt, kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle };
+enum OverflowKind : uint8_t { kOvfUadd, kOvfSadd, kOvfUsub, kOvfSsub, kOvfUmul, kOvfSmul };
+enum CallFlags : uint8_t { kCallVarargs = 1 };
+
+enum OperandKind : uint8_t {
+  kOperandValue = 1,   // result of instruction `index` (module-wide index)
+  kOperandArg,         // argument `index` (module-wide index into arg_widths)
+  kOperandConst,       // integer constant `imm` (already zero-extended to its width)
+  kOperandSymbol,      // address of module symbol `index`, plus `imm`
+  kOperandBlock,       // basic block `index` (module-wide index)
+  kOperandUndef,       // undef or poison: any value will do
+  kOperandZero,        // zeroinitializer of an aggregate of aux32 bytes
+};
+enum OperandFlags : uint8_t { kOperandSignExt = 1, kOperandZeroExt = 2 };
+
+struct FlatOperand {
+  uint8_t kind;
+  uint8_t width;      // scalar width in bits (1, 8, 16, 32, 64); 0 for aggregates
+  uint8_t flags;      // kOperand*Ext for call arguments
+  uint8_t pad;
+  uint32_t index;
+  int64_t imm;        // constant, symbol offset, or GEP stride
+};
+
+struct FlatInst {
+  uint16_t op;
+  uint8_t width;      // result scalar width; 0 for void or aggregate results
+  uint8_t aux;        // predicate, source width, overflow kind, call flags
+  uint32_t block;
+  uint32_t first_operand, operand_count;
+  uint32_t slot_size; // bytes of the result slot (0 for no result)
+  uint32_t aux32;     // aggregate byte size for loads, stores, extract, insert; alloca size
+  int64_t imm;        // GEP constant offset, field offset, alloca alignment
+};
+
+struct FlatBlock {
+  uint32_t first_inst, inst_count;
+};
+
+enum FunctionFlags : uint32_t { kFnRetSignExt = 1, kFnRetZeroExt = 2, kFnHasSret = 4, kFnRetPair = 8 };
+
+struct FlatFunction {
+  uint32_t symbol;              // its module symbol
+  uint32_t first_block, block_count;
+  uint32_t first_inst, inst_count;
+  uint32_t first_arg, arg_count;  // into FlatModule::arg_widths
+  uint32_t flags;
+  uint8_t ret_width;            // 0: void or aggregate
+  uint8_t pad[3];
+  uint32_t ret_size;            // bytes of an aggregate return (<= 16, returned in rax:rdx)
+  uint32_t sret_arg;            // argument holding the sret pointer (with kFnHasSret)
+};
+
+// A read-only view of a flat module's arrays (owned elsewhere: a FlatModuleData on
+// the host, or device buffers).
+struct FlatModuleView {
+  const FlatFunction* functions; uint32_t function_count;
+  const FlatBlock* blocks; uint32_t block_count;
+  const FlatInst* insts; uint32_t inst_count;
+  const FlatOperand* operands; uint32_t operand_count;
+  const uint8_t* arg_widths; uint32_t arg_count;
+};
+
+}  // namespace kiln

@@ -1,0 +1,10 @@
+// Lets stage code compile both as ordinary C++ (CPU threads) and as CUDA device code.
+// Stage functions: no virtual calls, no allocation, no std containers, no exceptions.
+#pragma once
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define KILN_HD __host__ __device__
+#else
+#define KILN_HD
+#endif

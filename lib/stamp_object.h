@@ -1,0 +1,52 @@
+// What the stamp back end hands to the ELF writer: one entry per function it emitted,
+// with the machine code, the relocations against named symbols, and the symbol's
+// binding. Every stamp function has the same fixed frame shape, so its unwind
+// information is derived, not described:
+//   offset 0: push rbp          (1 byte)   CFA = rsp+16, rbp saved at CFA-16
+//   offset 1: mov rbp, rsp      (3 bytes)  CFA = rbp+16
+//   ...     : body; every return is "leave; ret", which needs no CFI change for an
+//             unwinder because the CFA stays rbp-based until the final ret.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// x86-64 ELF relocation types stamp uses.
+enum StampRelocType : uint32_t {
+  kRelocPc32 = 2,             // R_X86_64_PC32
+  kRelocPlt32 = 4,            // R_X86_64_PLT32 (calls)
+  kRelocGotPcRelX = 41,       // R_X86_64_GOTPCRELX (mov reg, [rip+sym@GOTPCREL] without REX)
+  kRelocRexGotPcRelX = 42,    // R_X86_64_REX_GOTPCRELX (with a REX prefix)
+};
+
+struct StampRelocation {
+  uint32_t offset = 0;        // within the function's code
+  uint32_t type = kRelocPc32;
+  std::string symbol;         // a symbol name (defined in this object or undefined)
+  int64_t addend = 0;
+};
+
+enum class SymbolBinding : uint8_t { local, global, weak };
+enum class SymbolVisibility : uint8_t { default_, hidden, protected_ };
+
+struct StampFunction {
+  std::string name;
+  SymbolBinding binding = SymbolBinding::global;
+  SymbolVisibility visibility = SymbolVisibility::default_;
+  std::string section;        // e.g. ".text.NAME"; empty: ".text.NAME"
+  std::vector<uint8_t> code;
+  std::vector<StampRelocation> relocations;
+  // Where the body after the prologue starts and how big the frame is are fixed by
+  // the frame shape above; the FDE covers [0, code.size()).
+};
+
+// A relocatable x86-64 ELF object: one SHF_ALLOC|SHF_EXECINSTR section per function
+// (16-byte aligned), .rela for each, .eh_frame with one CIE and one FDE per function
+// (and its .rela.eh_frame), .symtab/.strtab/.shstrtab, and an empty .note.GNU-stack.
+// Symbols referenced by relocations but not defined here are undefined globals.
+// Deterministic: the same input gives the same bytes.
+std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name);
+
+}  // namespace kiln

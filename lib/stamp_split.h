@@ -1,0 +1,34 @@
+// Per-function fallback for the stamp back end. stamp emits only function bodies; the
+// `llvm` back end emits everything else (all global variables, aliases, and the
+// functions stamp cannot compile). The two objects are then combined into one
+// relocatable object.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+}
+
+namespace kiln {
+
+// Gives every symbol with local linkage (internal or private) that is defined in
+// the module a unique external name with hidden visibility, "<old>.kiln.<tag>", so
+// that the two halves can refer to each other's symbols; nothing outside the final
+// link unit can see them. Unnamed globals get a name too. Run on the module before
+// it is exported for stamp, so that stamp's relocations use the final names.
+// Returns how many symbols were renamed.
+size_t expose_local_symbols(llvm::Module& module, const std::string& tag);
+
+// A copy of the module for the llvm back end: the functions marked in
+// `emitted_by_stamp` (indexed like the module's function list, declarations
+// included) lose their bodies and become external declarations; all else stays.
+std::unique_ptr<llvm::Module> llvm_half(const llvm::Module& module, const std::vector<bool>& emitted_by_stamp);
+
+// Combines relocatable objects into one with `ld.lld -r` (LLVM 22's lld, from
+// KILN_LLVM_BINDIR). Throws KilnError(kExitMissingTool) when lld is missing and
+// KilnError(kExitFailed) naming `label` when it fails.
+std::string combine_objects(const std::vector<std::string>& objects, const std::string& label);
+
+}  // namespace kiln

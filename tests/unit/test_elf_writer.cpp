@@ -1,0 +1,507 @@
+// The stamp object writer: hand-assembled functions go in, and the object that comes
+// out is read back with LLVM's object library, llvm-readobj and llvm-dwarfdump, linked
+// with real C and C++ code by both GNU ld and lld, run, and unwound through.
+#include <catch2/catch.hpp>
+
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/ObjectFile.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "error.h"
+#include "fs.h"
+#include "kiln_config.h"
+#include "process.h"
+#include "stamp_object.h"
+
+namespace kiln {
+// Defined in lib/elf_writer.cpp: the .eh_frame bytes, and where each FDE's pc_begin is.
+std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::vector<uint32_t>& pc_begin_offsets);
+}  // namespace kiln
+
+using namespace kiln;
+
+namespace {
+
+struct Scratch {
+  std::string path = make_temp_dir("kiln-elf-writer");
+  ~Scratch() { remove_tree(path); }
+};
+
+template <typename T>
+T must(llvm::Expected<T> value) {
+  if (!value) throw std::runtime_error(llvm::toString(value.takeError()));
+  return std::move(*value);
+}
+
+// push rbp; mov rbp, rsp; BODY; leave; ret -- the fixed stamp frame shape.
+std::vector<uint8_t> framed(std::vector<uint8_t> body) {
+  std::vector<uint8_t> code = {0x55, 0x48, 0x89, 0xE5};
+  code.insert(code.end(), body.begin(), body.end());
+  code.push_back(0xC9);
+  code.push_back(0xC3);
+  return code;
+}
+
+StampFunction function(const std::string& name, std::vector<uint8_t> body, std::vector<StampRelocation> relocations = {}) {
+  StampFunction f;
+  f.name = name;
+  f.code = framed(std::move(body));
+  f.relocations = std::move(relocations);
+  return f;
+}
+
+// A call rel32 whose displacement (at offset 5 of the function) is relocated to SYMBOL.
+StampFunction caller(const std::string& name, const std::string& callee, uint32_t type = kRelocPlt32) {
+  return function(name, {0xE8, 0, 0, 0, 0}, {{5, type, callee, -4}});
+}
+
+// The functions the C test program calls:
+//   answer()       = 42                 (hidden, so the call to it binds locally)
+//   call_answer()  = answer()           (R_X86_64_PLT32)
+//   load_global()  = stamp_global       (mov rax, [rip+stamp_global@GOTPCREL]; mov eax, [rax])
+//   seven()        = 7                  (local)
+//   call_seven()   = seven()            (R_X86_64_PC32 to a local symbol)
+//   walk()         = count_frames()     (a C function that runs _Unwind_Backtrace)
+//   weak_answer()  = 5                  (weak, protected)
+std::vector<StampFunction> test_functions() {
+  std::vector<StampFunction> fs;
+  fs.push_back(function("answer", {0xB8, 42, 0, 0, 0}));
+  fs.back().visibility = SymbolVisibility::hidden;
+  fs.push_back(caller("call_answer", "answer"));
+  fs.push_back(function("load_global", {0x48, 0x8B, 0x05, 0, 0, 0, 0, 0x8B, 0x00},
+                        {{7, kRelocRexGotPcRelX, "stamp_global", -4}}));
+  fs.push_back(function("seven", {0xB8, 7, 0, 0, 0}));
+  fs.back().binding = SymbolBinding::local;
+  fs.push_back(caller("call_seven", "seven", kRelocPc32));
+  fs.push_back(caller("walk", "count_frames"));
+  fs.back().section = ".text.stamp_walk";
+  fs.push_back(function("weak_answer", {0xB8, 5, 0, 0, 0}));
+  fs.back().binding = SymbolBinding::weak;
+  fs.back().visibility = SymbolVisibility::protected_;
+  return fs;
+}
+
+const char* kMainC = R"(#include <stdint.h>
+#include <stdio.h>
+#include <unwind.h>
+int answer(void);
+int call_answer(void);
+int load_global(void);
+int call_seven(void);
+int walk(void);
+int weak_answer(void);
+int stamp_global = 1000;
+static int frames, walk_frame, main_frame;
+static _Unwind_Reason_Code step(struct _Unwind_Context* context, void* arg) {
+  (void)arg;
+  uintptr_t start = _Unwind_GetRegionStart(context);
+  ++frames;
+  if (start == (uintptr_t)&walk) walk_frame = frames;
+  if (start == (uintptr_t)&main) main_frame = frames;
+  return _URC_NO_REASON;
+}
+int count_frames(void) { return _Unwind_Backtrace(step, 0); }
+int main(void) {
+  int unwind = walk();
+  printf("values %d %d %d %d %d\n", call_answer(), load_global(), call_seven(), weak_answer(), answer());
+  printf("unwind %d end %d frames %d walk %d main %d\n", unwind, unwind == _URC_END_OF_STACK, frames,
+         walk_frame, main_frame);
+  return call_answer() + call_seven() == 49 ? 0 : 1;
+}
+)";
+
+const char* kThrowCpp = R"(#include <cstdio>
+#include <stdexcept>
+extern "C" int through(void);
+extern "C" int throw_it(void) { throw std::runtime_error("thrown through a stamp frame"); }
+int main() {
+  try {
+    through();
+  } catch (const std::runtime_error& e) {
+    std::printf("caught: %s\n", e.what());
+    return 0;
+  }
+  std::printf("not thrown\n");
+  return 1;
+}
+)";
+
+std::string tool(const char* name) { return std::string(KILN_LLVM_BINDIR) + "/" + name; }
+
+// Runs a command line; stdout and stderr together.
+ProcessResult shell(const std::string& command) {
+  ProcessOptions capture;
+  capture.capture_stdout = true;
+  return run_shell(command + " 2>&1", capture);
+}
+
+struct SymbolInfo {
+  std::string name;
+  uint8_t binding = 0, type = 0, other = 0;
+  uint64_t size = 0;
+  std::string section;  // empty: undefined or absolute
+};
+
+struct RelocationInfo {
+  std::string section;  // the section the relocations apply to
+  uint64_t offset = 0;
+  uint64_t type = 0;
+  std::string symbol;   // for section symbols, the section name
+  int64_t addend = 0;
+};
+
+struct ObjectInfo {
+  std::vector<std::string> sections;  // index order, [0] the null section
+  std::vector<SymbolInfo> symbols;    // symbol table order, without the null symbol
+  std::vector<RelocationInfo> relocations;
+  unsigned symtab_first_global = 0;
+};
+
+ObjectInfo read_object(const std::string& bytes) {
+  using namespace llvm::object;
+  auto object = must(ObjectFile::createObjectFile(llvm::MemoryBufferRef(bytes, "stamp.o")));
+  auto* elf = llvm::dyn_cast<ELF64LEObjectFile>(object.get());
+  if (!elf) throw std::runtime_error("not an ELF64LE object");
+  ObjectInfo info;
+  info.sections.push_back("");
+  for (const SectionRef& s : elf->sections()) info.sections.push_back(must(s.getName()).str());
+  for (const auto& header : must(elf->getELFFile().sections()))
+    if (header.sh_type == llvm::ELF::SHT_SYMTAB) info.symtab_first_global = header.sh_info;
+  for (const ELFSymbolRef& s : elf->symbols()) {
+    SymbolInfo sym;
+    sym.name = must(s.getName()).str();
+    sym.binding = s.getBinding();
+    sym.type = s.getELFType();
+    sym.other = s.getOther();
+    sym.size = s.getSize();
+    section_iterator section = must(s.getSection());
+    if (section != elf->section_end()) sym.section = must(section->getName()).str();
+    info.symbols.push_back(sym);
+  }
+  for (const SectionRef& s : elf->sections()) {
+    for (const RelocationRef& r : s.relocations()) {
+      RelocationInfo rel;
+      rel.section = must(must(s.getRelocatedSection())->getName()).str();
+      rel.offset = r.getOffset();
+      rel.type = r.getType();
+      symbol_iterator sym = r.getSymbol();
+      if (must(sym->getType()) == SymbolRef::ST_Debug)
+        rel.symbol = must(must(sym->getSection())->getName()).str();
+      else
+        rel.symbol = must(sym->getName()).str();
+      rel.addend = must(ELFRelocationRef(r).getAddend());
+      info.relocations.push_back(rel);
+    }
+  }
+  return info;
+}
+
+const SymbolInfo* find_symbol(const ObjectInfo& info, const std::string& name) {
+  for (const auto& s : info.symbols)
+    if (s.name == name && s.type != llvm::ELF::STT_SECTION) return &s;
+  return nullptr;
+}
+
+size_t symbol_position(const ObjectInfo& info, const std::string& name) {
+  for (size_t i = 0; i < info.symbols.size(); ++i)
+    if (info.symbols[i].name == name && info.symbols[i].type != llvm::ELF::STT_SECTION) return i + 1;
+  return 0;
+}
+
+bool has_relocation(const ObjectInfo& info, const std::string& section, uint64_t offset, uint64_t type,
+                    const std::string& symbol, int64_t addend) {
+  for (const auto& r : info.relocations)
+    if (r.section == section && r.offset == offset && r.type == type && r.symbol == symbol && r.addend == addend)
+      return true;
+  return false;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("the stamp .eh_frame has one CIE and one FDE per function with the frame shape's CFI", "[elf_writer]") {
+  std::vector<uint32_t> pc_begin;
+  std::string eh = build_stamp_eh_frame({11, 300}, pc_begin);
+  const std::string cie("\x14\x00\x00\x00"        // length 20
+                        "\x00\x00\x00\x00"        // CIE id
+                        "\x01" "zR\x00"           // version 1, augmentation "zR"
+                        "\x01\x78\x10"            // code align 1, data align -8, return address r16
+                        "\x01\x1b"                // augmentation data: pcrel|sdata4 FDE pointers
+                        "\x0c\x07\x08"            // DW_CFA_def_cfa rsp+8
+                        "\x90\x01"                // DW_CFA_offset rip at cfa-8
+                        "\x00\x00",               // nops to 8 bytes
+                        24);
+  auto fde = [](uint32_t cie_pointer, uint32_t range) {
+    std::string out("\x1c\x00\x00\x00", 4);       // length 28
+    for (uint32_t v : {cie_pointer, 0u, range})
+      for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    out += std::string("\x00"                     // augmentation data length 0
+                       "\x41\x0e\x10"             // advance 1; CFA = rsp+16
+                       "\x86\x02"                 // rbp at cfa-16
+                       "\x43\x0d\x06"             // advance 3; CFA = rbp+16
+                       "\x00\x00\x00\x00\x00\x00\x00",  // nops to 8 bytes
+                       16);
+    return out;
+  };
+  REQUIRE(eh.size() == 24 + 32 + 32);
+  CHECK(eh.substr(0, 24) == cie);
+  CHECK(eh.substr(24, 32) == fde(28, 11));
+  CHECK(eh.substr(56, 32) == fde(60, 300));
+  CHECK(pc_begin == std::vector<uint32_t>{32, 64});
+
+  CHECK(build_stamp_eh_frame({}, pc_begin) == cie);
+  CHECK(pc_begin.empty());
+}
+
+TEST_CASE("stamp objects read back with the right sections, symbols and relocations", "[elf_writer]") {
+  std::string bytes = write_stamp_object(test_functions(), "unit.c");
+  ObjectInfo info = read_object(bytes);
+
+  CHECK(info.sections == std::vector<std::string>{
+                             "", ".text.answer", ".text.call_answer", ".rela.text.call_answer", ".text.load_global",
+                             ".rela.text.load_global", ".text.seven", ".text.call_seven", ".rela.text.call_seven",
+                             ".text.stamp_walk", ".rela.text.stamp_walk", ".text.weak_answer", ".eh_frame",
+                             ".rela.eh_frame", ".note.GNU-stack", ".symtab", ".strtab", ".shstrtab"});
+
+  // Locals: the file, the section symbols, the local function; then the globals.
+  REQUIRE(info.symbols.size() >= 9);
+  CHECK(info.symbols[0].name == "unit.c");
+  CHECK(info.symbols[0].type == llvm::ELF::STT_FILE);
+  std::vector<std::string> section_symbols;
+  for (size_t i = 1; i <= 7; ++i) {
+    CHECK(info.symbols[i].type == llvm::ELF::STT_SECTION);
+    CHECK(info.symbols[i].binding == llvm::ELF::STB_LOCAL);
+    section_symbols.push_back(info.symbols[i].section);
+  }
+  CHECK(section_symbols == std::vector<std::string>{".text.answer", ".text.call_answer", ".text.load_global",
+                                                    ".text.seven", ".text.call_seven", ".text.stamp_walk",
+                                                    ".eh_frame"});
+  CHECK(info.symbols[8].name == "seven");
+  CHECK(info.symtab_first_global == 10);  // null, file, 7 section symbols, seven
+  for (size_t i = 0; i < info.symbols.size(); ++i)
+    CHECK((info.symbols[i].binding == llvm::ELF::STB_LOCAL) == (i + 1 < info.symtab_first_global));
+
+  const SymbolInfo* answer = find_symbol(info, "answer");
+  REQUIRE(answer);
+  CHECK(answer->type == llvm::ELF::STT_FUNC);
+  CHECK(answer->binding == llvm::ELF::STB_GLOBAL);
+  CHECK(answer->other == llvm::ELF::STV_HIDDEN);
+  CHECK(answer->size == 11);
+  CHECK(answer->section == ".text.answer");
+  const SymbolInfo* seven = find_symbol(info, "seven");
+  REQUIRE(seven);
+  CHECK(seven->binding == llvm::ELF::STB_LOCAL);
+  CHECK(seven->type == llvm::ELF::STT_FUNC);
+  const SymbolInfo* walk = find_symbol(info, "walk");
+  REQUIRE(walk);
+  CHECK(walk->section == ".text.stamp_walk");
+  CHECK(walk->other == llvm::ELF::STV_DEFAULT);
+  const SymbolInfo* weak = find_symbol(info, "weak_answer");
+  REQUIRE(weak);
+  CHECK(weak->binding == llvm::ELF::STB_WEAK);
+  CHECK(weak->other == llvm::ELF::STV_PROTECTED);
+  const SymbolInfo* load = find_symbol(info, "load_global");
+  REQUIRE(load);
+  CHECK(load->size == 15);
+  for (const char* undefined : {"stamp_global", "count_frames"}) {
+    const SymbolInfo* s = find_symbol(info, undefined);
+    REQUIRE(s);
+    CHECK(s->section.empty());
+    CHECK(s->binding == llvm::ELF::STB_GLOBAL);
+    CHECK(s->type == llvm::ELF::STT_NOTYPE);
+  }
+  // Undefined symbols come last, in the order the relocations first name them.
+  CHECK(symbol_position(info, "weak_answer") < symbol_position(info, "stamp_global"));
+  CHECK(symbol_position(info, "stamp_global") < symbol_position(info, "count_frames"));
+  CHECK(symbol_position(info, "count_frames") == info.symbols.size());
+
+  using namespace llvm::ELF;
+  CHECK(has_relocation(info, ".text.call_answer", 5, R_X86_64_PLT32, "answer", -4));
+  CHECK(has_relocation(info, ".text.load_global", 7, R_X86_64_REX_GOTPCRELX, "stamp_global", -4));
+  CHECK(has_relocation(info, ".text.call_seven", 5, R_X86_64_PC32, "seven", -4));
+  CHECK(has_relocation(info, ".text.stamp_walk", 5, R_X86_64_PLT32, "count_frames", -4));
+  CHECK(has_relocation(info, ".eh_frame", 24 + 8, R_X86_64_PC32, ".text.answer", 0));
+  CHECK(has_relocation(info, ".eh_frame", 24 + 5 * 32 + 8, R_X86_64_PC32, ".text.stamp_walk", 0));
+  CHECK(info.relocations.size() == 4 + 7);
+
+  Scratch dir;
+  write_file_atomic(dir.path + "/stamp.o", bytes);
+  auto readobj = shell(shell_join({tool("llvm-readobj"), "--sections", "--relocations", "--symbols", dir.path + "/stamp.o"}));
+  CHECK(readobj.exit_code == 0);
+  CHECK_FALSE(contains(readobj.captured_stdout, "warning"));
+  CHECK(contains(readobj.captured_stdout, "Type: SHT_X86_64_UNWIND (0x70000001)"));
+  CHECK(contains(readobj.captured_stdout, "0x5 R_X86_64_PLT32 answer 0xFFFFFFFFFFFFFFFC"));
+  CHECK(contains(readobj.captured_stdout, "0x7 R_X86_64_REX_GOTPCRELX stamp_global 0xFFFFFFFFFFFFFFFC"));
+  auto gnu = shell(shell_join({"readelf", "-a", "-W", dir.path + "/stamp.o"}));
+  CHECK(gnu.exit_code == 0);
+  CHECK_FALSE(contains(gnu.captured_stdout, "arning"));
+
+  auto dwarf = shell(shell_join({tool("llvm-dwarfdump"), "--eh-frame", dir.path + "/stamp.o"}));
+  CHECK(dwarf.exit_code == 0);
+  const std::string& eh = dwarf.captured_stdout;
+  CHECK_FALSE(contains(eh, "error"));
+  CHECK_FALSE(contains(eh, "warning"));
+  CHECK(contains(eh, "Augmentation:          \"zR\""));
+  CHECK(contains(eh, "DW_CFA_def_cfa: RSP +8"));
+  CHECK(contains(eh, "DW_CFA_offset: RIP -8"));
+  size_t fdes = 0, rows = 0;
+  for (size_t at = eh.find(" FDE cie=00000000 "); at != std::string::npos; at = eh.find(" FDE cie=00000000 ", at + 1)) ++fdes;
+  const std::string after_push = "0x1: CFA=RSP+16: RBP=[CFA-16], RIP=[CFA-8]";
+  const std::string after_mov = "0x4: CFA=RBP+16: RBP=[CFA-16], RIP=[CFA-8]";
+  for (size_t at = eh.find(after_mov); at != std::string::npos; at = eh.find(after_mov, at + 1)) ++rows;
+  CHECK(fdes == 7);
+  CHECK(rows == 7);
+  CHECK(contains(eh, after_push));
+  CHECK(contains(eh, "pc=00000000...0000000f"));  // load_global's 15 bytes
+}
+
+TEST_CASE("stamp objects link with C and C++, run, and unwind through stamp frames", "[elf_writer]") {
+  Scratch dir;
+  write_file_atomic(dir.path + "/stamp.o", write_stamp_object(test_functions(), "unit.c"));
+  write_file_atomic(dir.path + "/main.c", kMainC);
+  auto cc = shell(shell_join({"cc", "-c", "-O1", "-o", dir.path + "/main.o", dir.path + "/main.c"}));
+  INFO(cc.captured_stdout);
+  REQUIRE(cc.exit_code == 0);
+
+  std::vector<StampFunction> through = {caller("through", "throw_it")};
+  write_file_atomic(dir.path + "/through.o", write_stamp_object(through, "through.cc"));
+  write_file_atomic(dir.path + "/throw.cpp", kThrowCpp);
+  auto cxx = shell(shell_join({"c++", "-c", "-O1", "-o", dir.path + "/throw.o", dir.path + "/throw.cpp"}));
+  INFO(cxx.captured_stdout);
+  REQUIRE(cxx.exit_code == 0);
+
+  for (const char* linker : {"bfd", "lld"}) {
+    for (const char* pie : {"-pie", "-no-pie"}) {
+      INFO("linker " << linker << " " << pie);
+      std::string prog = dir.path + "/prog";
+      auto link = shell(shell_join({"cc", std::string("-fuse-ld=") + linker, pie, "-o", prog, dir.path + "/main.o",
+                                    dir.path + "/stamp.o"}));
+      INFO(link.captured_stdout);
+      REQUIRE(link.exit_code == 0);
+      CHECK_FALSE(contains(link.captured_stdout, "warning"));
+      auto run = shell(shell_join({prog}));
+      INFO(run.captured_stdout);
+      CHECK(run.exit_code == 0);
+      CHECK(contains(run.captured_stdout, "values 42 1000 7 5 42\n"));
+      // _Unwind_Backtrace reached the end of the stack, having passed through walk
+      // (a stamp frame) into main and beyond.
+      CHECK(contains(run.captured_stdout, "unwind 5 end 1 "));
+      auto number_after = [&](const std::string& key) {
+        size_t at = run.captured_stdout.find(" " + key + " ");
+        return at == std::string::npos ? -1 : std::stoi(run.captured_stdout.substr(at + key.size() + 2));
+      };
+      int frames = number_after("frames"), walk = number_after("walk"), main = number_after("main");
+      CHECK(walk > 0);
+      CHECK(main == walk + 1);
+      CHECK(frames > main);
+
+      std::string thrower = dir.path + "/thrower";
+      auto link_cxx = shell(shell_join({"c++", std::string("-fuse-ld=") + linker, pie, "-o", thrower,
+                                        dir.path + "/throw.o", dir.path + "/through.o"}));
+      INFO(link_cxx.captured_stdout);
+      REQUIRE(link_cxx.exit_code == 0);
+      auto caught = shell(shell_join({thrower}));
+      CHECK(caught.exit_code == 0);
+      CHECK(caught.captured_stdout == "caught: thrown through a stamp frame\n");
+    }
+  }
+}
+
+TEST_CASE("stamp objects are deterministic", "[elf_writer]") {
+  auto fs = test_functions();
+  std::string first = write_stamp_object(fs, "unit.c");
+  std::string second = write_stamp_object(test_functions(), "unit.c");
+  CHECK(first == second);
+  CHECK(write_stamp_object(fs, "unit.c") == first);
+  CHECK(write_stamp_object(fs, "other.c") != first);
+  // No functions: still a valid object (the CIE alone in .eh_frame).
+  ObjectInfo empty = read_object(write_stamp_object({}, "empty.c"));
+  CHECK(empty.sections == std::vector<std::string>{"", ".eh_frame", ".note.GNU-stack", ".symtab", ".strtab", ".shstrtab"});
+  CHECK(empty.relocations.empty());
+}
+
+TEST_CASE("objects with more than 65279 sections use extended section numbering", "[elf_writer]") {
+  // f0 returns 0, and each fN returns f(N-1) + 1: 2 sections per function.
+  const int count = 33000;
+  std::vector<StampFunction> fs;
+  fs.push_back(function("f0", {0x31, 0xC0}));  // xor eax, eax
+  for (int i = 1; i < count; ++i) {
+    fs.push_back(function("f" + std::to_string(i), {0xE8, 0, 0, 0, 0, 0x83, 0xC0, 0x01},  // call; add eax, 1
+                          {{5, kRelocPlt32, "f" + std::to_string(i - 1), -4}}));
+    fs.back().binding = i % 2 ? SymbolBinding::local : SymbolBinding::global;
+  }
+  fs.back().binding = SymbolBinding::global;
+  std::string bytes = write_stamp_object(fs, "many.c");
+  ObjectInfo info = read_object(bytes);
+  REQUIRE(info.sections.size() == 1 + 2 * count - 1 + 7);  // + .symtab_shndx
+  CHECK(info.sections[info.sections.size() - 4] == ".symtab_shndx");
+  const SymbolInfo* last = find_symbol(info, "f" + std::to_string(count - 1));
+  REQUIRE(last);
+  CHECK(last->section == ".text.f" + std::to_string(count - 1));
+  CHECK(has_relocation(info, ".eh_frame", 24 + uint64_t(count - 1) * 32 + 8, llvm::ELF::R_X86_64_PC32,
+                       ".text.f" + std::to_string(count - 1), 0));
+
+  Scratch dir;
+  write_file_atomic(dir.path + "/many.o", bytes);
+  write_file_atomic(dir.path + "/main.c",
+                    "#include <stdio.h>\nint f" + std::to_string(count - 1) +
+                        "(void);\nint main(void) { printf(\"%d\\n\", f" + std::to_string(count - 1) + "()); return 0; }\n");
+  auto readelf = shell(shell_join({"readelf", "-h", "-S", "-s", "-W", dir.path + "/many.o"}));
+  CHECK(readelf.exit_code == 0);
+  CHECK_FALSE(contains(readelf.captured_stdout, "arning"));
+  auto link = shell(shell_join({"cc", "-o", dir.path + "/many", dir.path + "/main.c", dir.path + "/many.o"}));
+  INFO(link.captured_stdout);
+  REQUIRE(link.exit_code == 0);
+  auto run = shell(shell_join({dir.path + "/many"}));
+  CHECK(run.exit_code == 0);
+  CHECK(run.captured_stdout == std::to_string(count - 1) + "\n");
+}
+
+TEST_CASE("impossible stamp input is an internal error", "[elf_writer]") {
+  auto fs = test_functions();
+  auto expect_internal = [](const std::vector<StampFunction>& input, const std::string& reason) {
+    try {
+      write_stamp_object(input, "bad.c");
+      FAIL("no error for: " << reason);
+    } catch (const KilnError& e) {
+      CHECK(e.code() == kExitInternal);
+      CHECK(e.path() == "bad.c");
+      CHECK(contains(e.what(), reason));
+    }
+  };
+  auto past_end = fs;
+  past_end[1].relocations[0].offset = static_cast<uint32_t>(past_end[1].code.size());
+  expect_internal(past_end, "past the end");
+  auto overhanging = fs;  // the 4-byte field would run past the end
+  overhanging[1].relocations[0].offset = static_cast<uint32_t>(overhanging[1].code.size() - 3);
+  expect_internal(overhanging, "past the end");
+  auto last_fits = fs;
+  last_fits[1].relocations[0].offset = static_cast<uint32_t>(last_fits[1].code.size() - 4);
+  CHECK_NOTHROW(write_stamp_object(last_fits, "bad.c"));
+  auto duplicate = fs;
+  duplicate.push_back(function("answer", {0x90}));
+  expect_internal(duplicate, "defined twice");
+  auto duplicate_local = fs;
+  duplicate_local.push_back(function("seven", {0x90}));
+  duplicate_local.back().binding = SymbolBinding::local;
+  expect_internal(duplicate_local, "defined twice");
+  auto unnamed = fs;
+  unnamed[0].name.clear();
+  expect_internal(unnamed, "no name");
+  auto no_symbol = fs;
+  no_symbol[1].relocations[0].symbol.clear();
+  expect_internal(no_symbol, "names no symbol");
+  auto unknown_type = fs;
+  unknown_type[1].relocations[0].type = 9999;
+  expect_internal(unknown_type, "unsupported relocation type");
+}

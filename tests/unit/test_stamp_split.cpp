@@ -1,0 +1,426 @@
+#include <catch2/catch.hpp>
+
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/IR/Comdat.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalAlias.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "backend_llvm.h"
+#include "error.h"
+#include "fs.h"
+#include "kiln_config.h"
+#include "process.h"
+#include "stamp_split.h"
+
+using namespace kiln;
+
+namespace {
+
+struct Scratch {
+  std::string path = make_temp_dir("kiln-test-split");
+  ~Scratch() { remove_tree(path); }
+};
+
+std::unique_ptr<llvm::Module> parse_ir(llvm::LLVMContext& ctx, const char* ir) {
+  llvm::SMDiagnostic diag;
+  auto module = llvm::parseAssemblyString(ir, diag, ctx);
+  if (!module) throw std::runtime_error("bad test IR: " + diag.getMessage().str());
+  return module;
+}
+
+std::string verifier_says(const llvm::Module& module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (!llvm::verifyModule(module, &os)) return "";
+  os.flush();
+  return text.empty() ? "broken" : text;
+}
+
+// Index of each function in module order (declarations included), by name.
+size_t function_index(const llvm::Module& module, const llvm::Function* wanted) {
+  size_t i = 0;
+  for (const llvm::Function& f : module) {
+    if (&f == wanted) return i;
+    ++i;
+  }
+  throw std::runtime_error("function not in module");
+}
+
+// What the stamp back end would emit, made with LLVM: only the marked functions keep
+// their bodies; every other function, variable and alias becomes an external
+// declaration of the same name.
+std::unique_ptr<llvm::Module> stamp_half_with_llvm(const llvm::Module& module, const std::vector<bool>& marked) {
+  auto half = llvm::CloneModule(module);
+  size_t i = 0;
+  for (llvm::Function& f : *half) {
+    bool keep = marked.at(i++);
+    if (f.isDeclaration()) continue;
+    f.setComdat(nullptr);  // stamp emits bare functions, not section groups
+    if (keep) continue;
+    f.deleteBody();
+    if (f.hasPersonalityFn()) f.setPersonalityFn(nullptr);
+  }
+  for (llvm::GlobalVariable& g : half->globals()) {
+    if (g.isDeclaration() || g.getName().starts_with("llvm.")) continue;
+    g.setInitializer(nullptr);
+    g.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    g.setComdat(nullptr);
+  }
+  std::vector<llvm::GlobalAlias*> aliases;
+  for (llvm::GlobalAlias& a : half->aliases()) aliases.push_back(&a);
+  for (llvm::GlobalAlias* a : aliases) {
+    llvm::GlobalValue* decl = nullptr;
+    if (auto* fty = llvm::dyn_cast<llvm::FunctionType>(a->getValueType()))
+      decl = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, a->getAddressSpace(), "", half.get());
+    else
+      decl = new llvm::GlobalVariable(*half, a->getValueType(), false, llvm::GlobalValue::ExternalLinkage, nullptr, "");
+    decl->takeName(a);
+    decl->setVisibility(a->getVisibility());
+    decl->setDSOLocal(a->isDSOLocal());
+    a->replaceAllUsesWith(decl);
+    a->eraseFromParent();
+  }
+  return half;
+}
+
+// Links an object with a C main and returns what the program prints.
+std::string link_and_run(const std::string& dir, const std::string& name, const std::string& object) {
+  const std::string obj = dir + "/" + name + ".o", prog = dir + "/" + name;
+  write_file_atomic(obj, object);
+  ProcessOptions capture;
+  capture.capture_stdout = true;
+  auto link = run_process({"cc", "-o", prog, dir + "/main.c", obj}, capture);
+  if (link.exit_code != 0) throw std::runtime_error("cannot link " + name);
+  auto run = run_process({prog}, capture);
+  if (run.exit_code != 0) throw std::runtime_error(name + " exited with " + std::to_string(run.exit_code));
+  return run.captured_stdout;
+}
+
+// An internal function, an unnamed internal function, a private unnamed_addr
+// string, an unnamed private constant, an internal counter, an internal vtable-like
+// table holding the internal function's address, an internal alias, a libc
+// declaration between the definitions, and a public entry point using them all.
+const char* kSplitIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+
+@.str = private unnamed_addr constant [6 x i8] c"kiln!\00"
+@counter = internal global i64 5
+@0 = private constant i64 1000
+@vtable = internal constant [2 x ptr] [ptr @helper, ptr @twice]
+@twice_alias = internal alias i64 (i64), ptr @twice
+
+define internal i64 @helper(i64 %x) {
+  %c = load i64, ptr @counter
+  %n = add i64 %c, 1
+  store i64 %n, ptr @counter
+  %r = mul i64 %x, %n
+  ret i64 %r
+}
+
+declare i64 @llabs(i64)
+
+define internal i64 @twice(i64 %x) {
+  %d = shl i64 %x, 1
+  %z = call i64 @helper(i64 0)
+  %r = add i64 %d, %z
+  ret i64 %r
+}
+
+define internal i64 @1() {
+  ret i64 7
+}
+
+define i64 @compute(i64 %x) {
+  %a = call i64 @helper(i64 %x)
+  %slot = getelementptr [2 x ptr], ptr @vtable, i64 0, i64 1
+  %fp = load ptr, ptr %slot
+  %b = call i64 %fp(i64 %a)
+  %first = load ptr, ptr @vtable
+  %e = call i64 %first(i64 1)
+  %ch = load i8, ptr @.str
+  %cz = zext i8 %ch to i64
+  %k = load i64, ptr @0
+  %h = call i64 @twice_alias(i64 1)
+  %neg = sub i64 0, %x
+  %abs = call i64 @llabs(i64 %neg)
+  %seven = call i64 @1()
+  %s1 = add i64 %b, %e
+  %s2 = add i64 %s1, %cz
+  %s3 = add i64 %s2, %k
+  %s4 = add i64 %s3, %h
+  %s5 = add i64 %s4, %abs
+  %s6 = mul i64 %s5, %seven
+  %c = load i64, ptr @counter
+  %s7 = add i64 %s6, %c
+  ret i64 %s7
+}
+)";
+
+const char* kMainC = R"(#include <stdio.h>
+long compute(long);
+int main(void) {
+  long a = compute(3);
+  long b = compute(4);
+  printf("%ld %ld\n", a, b);
+  return 0;
+}
+)";
+
+}  // namespace
+
+TEST_CASE("expose_local_symbols gives local symbols unique hidden external names", "[stamp_split]") {
+  llvm::LLVMContext ctx;
+  auto m = parse_ir(ctx, kSplitIr);
+  llvm::Function* helper = m->getFunction("helper");
+  llvm::Function* twice = m->getFunction("twice");
+  llvm::Function* compute = m->getFunction("compute");
+  llvm::Function* llabs = m->getFunction("llabs");
+  llvm::GlobalVariable* str = m->getNamedGlobal(".str");
+  llvm::GlobalVariable* counter = m->getNamedGlobal("counter");
+  llvm::GlobalVariable* vtable = m->getNamedGlobal("vtable");
+  llvm::GlobalAlias* alias = m->getNamedAlias("twice_alias");
+  llvm::Function* anon_fn = nullptr;
+  for (llvm::Function& f : *m)
+    if (!f.hasName()) anon_fn = &f;
+  llvm::GlobalVariable* anon_var = nullptr;
+  for (llvm::GlobalVariable& g : m->globals())
+    if (!g.hasName()) anon_var = &g;
+  REQUIRE(helper);
+  REQUIRE(twice);
+  REQUIRE(compute);
+  REQUIRE(llabs);
+  REQUIRE(str);
+  REQUIRE(counter);
+  REQUIRE(vtable);
+  REQUIRE(alias);
+  REQUIRE(anon_fn);
+  REQUIRE(anon_var);
+  REQUIRE(str->hasGlobalUnnamedAddr());
+
+  CHECK(expose_local_symbols(*m, "t1") == 8);
+  CHECK(verifier_says(*m).empty());
+
+  CHECK(helper->getName() == "helper.kiln.t1");
+  CHECK(twice->getName() == "twice.kiln.t1");
+  CHECK(str->getName() == ".str.kiln.t1");
+  CHECK(counter->getName() == "counter.kiln.t1");
+  CHECK(vtable->getName() == "vtable.kiln.t1");
+  CHECK(alias->getName() == "twice_alias.kiln.t1");
+  for (llvm::GlobalValue* gv : std::vector<llvm::GlobalValue*>{helper, twice, str, counter, vtable, alias, anon_fn, anon_var}) {
+    INFO(gv->getName().str());
+    CHECK(gv->hasExternalLinkage());
+    CHECK(gv->hasHiddenVisibility());
+    CHECK(gv->isDSOLocal());
+  }
+  // Unnamed symbols get distinct names of the documented shape.
+  std::string fn_name = anon_fn->getName().str(), var_name = anon_var->getName().str();
+  CHECK(fn_name.rfind("__kiln_anon.", 0) == 0);
+  CHECK(var_name.rfind("__kiln_anon.", 0) == 0);
+  CHECK(fn_name.size() > 8);
+  CHECK(fn_name.substr(fn_name.size() - 8) == ".kiln.t1");
+  CHECK(var_name.substr(var_name.size() - 8) == ".kiln.t1");
+  CHECK(fn_name != var_name);
+  // unnamed_addr survives, so does constness; public symbols and declarations are untouched.
+  CHECK(str->hasGlobalUnnamedAddr());
+  CHECK(str->isConstant());
+  CHECK(compute->getName() == "compute");
+  CHECK(compute->hasDefaultVisibility());
+  CHECK(llabs->getName() == "llabs");
+  CHECK(llabs->isDeclaration());
+  CHECK(llabs->hasDefaultVisibility());
+  // The vtable still points at the (renamed) helper, the alias at twice.
+  CHECK(alias->getAliasee() == twice);
+  // A second run finds nothing left to expose.
+  CHECK(expose_local_symbols(*m, "t1") == 0);
+}
+
+TEST_CASE("expose_local_symbols renames comdats keyed on local symbols", "[stamp_split]") {
+  llvm::LLVMContext ctx;
+  auto m = parse_ir(ctx, R"(
+target triple = "x86_64-unknown-linux-gnu"
+$keyed = comdat any
+$pub = comdat any
+@keyed_data = internal global i32 3, comdat($keyed)
+define internal i32 @keyed() comdat {
+  %v = load i32, ptr @keyed_data
+  ret i32 %v
+}
+define linkonce_odr i32 @pub() comdat {
+  ret i32 2
+}
+define internal void @pub_init() comdat($pub) {
+  ret void
+}
+define i32 @use() {
+  %a = call i32 @keyed()
+  %b = call i32 @pub()
+  call void @pub_init()
+  %s = add i32 %a, %b
+  ret i32 %s
+}
+)");
+  CHECK(expose_local_symbols(*m, "c") == 3);
+  CHECK(verifier_says(*m).empty());
+  llvm::Function* keyed = m->getFunction("keyed.kiln.c");
+  llvm::GlobalVariable* data = m->getNamedGlobal("keyed_data.kiln.c");
+  llvm::Function* init = m->getFunction("pub_init.kiln.c");
+  REQUIRE(keyed);
+  REQUIRE(data);
+  REQUIRE(init);
+  // The group keyed on the local function follows it to its new name, keeps its
+  // selection kind and its members, and the old name is gone.
+  REQUIRE(keyed->getComdat());
+  CHECK(keyed->getComdat()->getName() == "keyed.kiln.c");
+  CHECK(keyed->getComdat()->getSelectionKind() == llvm::Comdat::Any);
+  CHECK(data->getComdat() == keyed->getComdat());
+  CHECK(m->getComdatSymbolTable().count("keyed") == 0);
+  // A local member of a group keyed on a public symbol stays in that group.
+  REQUIRE(init->getComdat());
+  CHECK(init->getComdat()->getName() == "pub");
+  CHECK(m->getFunction("pub")->getComdat() == init->getComdat());
+  // LLVM still emits it, with an ELF section group of the new name.
+  LlvmBackend backend(Profile::fast);
+  std::string object = backend.codegen(*m, "comdat.ll");
+  CHECK(object_problem(object).empty());
+  Scratch dir;
+  write_file_atomic(dir.path + "/comdat.o", object);
+  ProcessOptions capture;
+  capture.capture_stdout = true;
+  auto groups = run_process({std::string(KILN_LLVM_BINDIR) + "/llvm-readelf", "--section-groups", dir.path + "/comdat.o"}, capture);
+  REQUIRE(groups.exit_code == 0);
+  CHECK(groups.captured_stdout.find("[keyed.kiln.c]") != std::string::npos);
+  CHECK(groups.captured_stdout.find("[pub]") != std::string::npos);
+}
+
+TEST_CASE("llvm_half keeps all but the functions stamp emits, and the halves link", "[stamp_split]") {
+  Scratch dir;
+  write_file_atomic(dir.path + "/main.c", kMainC);
+
+  // The unsplit module, emitted whole: the reference result.
+  LlvmBackend backend(Profile::fast);
+  std::string reference;
+  {
+    auto whole = parse_ir(backend.context(), kSplitIr);
+    reference = link_and_run(dir.path, "whole", backend.codegen(*whole, "whole.ll"));
+  }
+  REQUIRE(reference.find(' ') != std::string::npos);
+
+  auto m = parse_ir(backend.context(), kSplitIr);
+  expose_local_symbols(*m, "t1");
+  // Stamp takes helper, the unnamed function and compute; LLVM keeps twice (and the
+  // declaration of llabs, which nobody emits).
+  std::vector<bool> marked(m->size(), false);
+  llvm::Function* anon_fn = nullptr;
+  for (llvm::Function& f : *m)
+    if (f.getName().starts_with("__kiln_anon.")) anon_fn = &f;
+  REQUIRE(anon_fn);
+  marked[function_index(*m, m->getFunction("helper.kiln.t1"))] = true;
+  marked[function_index(*m, m->getFunction("compute"))] = true;
+  marked[function_index(*m, anon_fn)] = true;
+  const std::string anon_name = anon_fn->getName().str();
+
+  auto llvm_part = llvm_half(*m, marked);
+  REQUIRE(llvm_part);
+  CHECK(verifier_says(*llvm_part).empty());
+  CHECK(llvm_part->size() == m->size());
+  for (const char* name : {"helper.kiln.t1", "compute", anon_name.c_str()}) {
+    INFO(name);
+    llvm::Function* f = llvm_part->getFunction(name);
+    REQUIRE(f);
+    CHECK(f->isDeclaration());
+    CHECK(f->hasExternalLinkage());
+    CHECK(f->getComdat() == nullptr);
+    CHECK(f->getFunctionType() == m->getFunction(name)->getFunctionType());
+  }
+  CHECK(llvm_part->getFunction("helper.kiln.t1")->hasHiddenVisibility());
+  CHECK(llvm_part->getFunction("compute")->hasDefaultVisibility());
+  CHECK_FALSE(llvm_part->getFunction("twice.kiln.t1")->isDeclaration());
+  CHECK(llvm_part->getFunction("llabs")->isDeclaration());
+  // Every global variable and alias stays with its initializer.
+  for (const char* name : {".str.kiln.t1", "counter.kiln.t1", "vtable.kiln.t1"}) {
+    INFO(name);
+    REQUIRE(llvm_part->getNamedGlobal(name));
+    CHECK(llvm_part->getNamedGlobal(name)->hasInitializer());
+  }
+  CHECK(llvm_part->getNamedAlias("twice_alias.kiln.t1") != nullptr);
+  // The source module is untouched.
+  CHECK_FALSE(m->getFunction("compute")->isDeclaration());
+
+  auto stamp_part = stamp_half_with_llvm(*m, marked);
+  CHECK(verifier_says(*stamp_part).empty());
+  CHECK_FALSE(stamp_part->getFunction("compute")->isDeclaration());
+  CHECK(stamp_part->getFunction("twice.kiln.t1")->isDeclaration());
+
+  std::string llvm_object = backend.codegen(*llvm_part, "llvm-half");
+  std::string stamp_object = backend.codegen(*stamp_part, "stamp-half");
+  // Neither half links alone.
+  {
+    write_file_atomic(dir.path + "/alone.o", llvm_object);
+    ProcessOptions quiet;
+    quiet.quiet = true;
+    CHECK(run_process({"cc", "-o", dir.path + "/alone", dir.path + "/main.c", dir.path + "/alone.o"}, quiet).exit_code != 0);
+  }
+  std::string combined = combine_objects({llvm_object, stamp_object}, "split");
+  CHECK(object_problem(combined).empty());
+  CHECK(link_and_run(dir.path, "split", combined) == reference);
+  // The order of the inputs does not matter.
+  CHECK(link_and_run(dir.path, "split2", combine_objects({stamp_object, llvm_object}, "split")) == reference);
+}
+
+TEST_CASE("llvm_half reports marks that do not fit and halves that do not verify", "[stamp_split]") {
+  llvm::LLVMContext ctx;
+  auto m = parse_ir(ctx, kSplitIr);
+  expose_local_symbols(*m, "t1");
+  try {
+    llvm_half(*m, std::vector<bool>(m->size() + 1, false));
+    FAIL("expected an error");
+  } catch (const KilnError& e) {
+    CHECK(e.code() == kExitInternal);
+  }
+  // Nothing marked: a plain copy.
+  auto copy = llvm_half(*m, std::vector<bool>(m->size(), false));
+  CHECK_FALSE(copy->getFunction("compute")->isDeclaration());
+  // twice is an alias's target: without its body the alias has nothing to point at.
+  std::vector<bool> marked(m->size(), false);
+  marked[function_index(*m, m->getFunction("twice.kiln.t1"))] = true;
+  try {
+    llvm_half(*m, marked);
+    FAIL("expected an error");
+  } catch (const KilnError& e) {
+    CHECK(e.code() == kExitInternal);
+    CHECK(std::string(e.what()).find("does not verify") != std::string::npos);
+    CHECK(std::string(e.what()).find("Alias must point to a definition") != std::string::npos);
+  }
+}
+
+TEST_CASE("combine_objects fails with lld's reason on input that is not an object", "[stamp_split]") {
+  LlvmBackend backend(Profile::fast);
+  auto m = parse_ir(backend.context(), "target triple = \"x86_64-unknown-linux-gnu\"\n"
+                                       "define i32 @f() {\n  ret i32 1\n}\n");
+  std::string good = backend.codegen(*m, "f.ll");
+  CHECK(object_problem(combine_objects({good}, "one")).empty());
+  try {
+    combine_objects({good, "this is not an object file"}, "garbage-module");
+    FAIL("expected an error");
+  } catch (const KilnError& e) {
+    std::string what = e.what();
+    CHECK(e.code() == kExitFailed);
+    CHECK(e.path() == "garbage-module");
+    CHECK(what.find("ld.lld -r failed: ") != std::string::npos);
+    CHECK(what.find("input1.o") != std::string::npos);  // lld names the bad input
+    CHECK(what.find('\n') == std::string::npos);
+  }
+}
