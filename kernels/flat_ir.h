@@ -71,6 +71,7 @@ struct FlatInst {
 
 struct FlatBlock {
   uint32_t first_inst, inst_count;
+  uint32_t function;  // index into FlatModuleView::functions
 };
 
 enum FunctionFlags : uint32_t { kFnRetSignExt = 1, kFnRetZeroExt = 2, kFnHasSret = 4, kFnRetPair = 8 };

@@ -2,6 +2,7 @@
 
 #include "backend_cmd.h"
 #include "backend_llvm.h"
+#include "backend_stamp.h"
 #include "error.h"
 
 namespace kiln {
@@ -25,9 +26,8 @@ const char* profile_name(Profile p) {
 std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile) {
   if (spec == "llvm") return std::make_unique<LlvmBackend>(profile);
   if (spec.rfind("cmd:", 0) == 0) return std::make_unique<CommandBackend>(spec.substr(4));
-  if (spec == "stamp")
-    throw KilnError(kExitUsage, "", "back end 'stamp' is not available in this kiln yet (use llvm or cmd:...)");
-  throw KilnError(kExitUsage, "", "unknown back end '" + spec + "' (expected llvm or 'cmd:TOOL {in} -o {out}')");
+  if (spec == "stamp") return std::make_unique<StampBackend>(profile);
+  throw KilnError(kExitUsage, "", "unknown back end '" + spec + "' (expected llvm, stamp or 'cmd:TOOL {in} -o {out}')");
 }
 
 std::string object_problem(std::string_view o) {

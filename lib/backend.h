@@ -13,7 +13,10 @@ const char* profile_name(Profile p);
 
 struct StageTimes {
   double read = 0, parse = 0, verify = 0, codegen = 0, write = 0;
-  double total() const { return read + parse + verify + codegen + write; }
+  // stamp only: exporting LLVM IR to flat arrays, LLVM emitting the functions stamp
+  // left to it (with the globals), and combining the two objects.
+  double flat_export = 0, fallback = 0, combine = 0;
+  double total() const { return read + parse + verify + codegen + write + flat_export + fallback + combine; }
 };
 
 // What a back end emitted, counted per function: the receipt records it.

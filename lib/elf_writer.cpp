@@ -262,7 +262,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
                         size_t section, uint64_t size) {
     Elf64_Sym s{};
     s.st_name = strtab.add(name);
-    s.st_info = ELF64_ST_INFO(bind, type);
+    s.st_info = static_cast<unsigned char>(ELF64_ST_INFO(bind, type));
     s.st_other = other;
     if (section == kAbsolute) {
       s.st_shndx = SHN_ABS;
@@ -379,10 +379,9 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
   }
   pad_to(out, 8, '\0');
   uint64_t shoff = out.size();
-  if (sections.size() >= SHN_LORESERVE) {
-    sections[0].header.sh_size = sections.size();
-    sections[0].header.sh_link = static_cast<uint32_t>(shstrtab_index);
-  }
+  // Extended numbering: the real counts live in the null section's header.
+  if (sections.size() >= SHN_LORESERVE) sections[0].header.sh_size = sections.size();
+  if (shstrtab_index >= SHN_LORESERVE) sections[0].header.sh_link = static_cast<uint32_t>(shstrtab_index);
   for (const Section& s : sections) put_struct(out, s.header);
 
   Elf64_Ehdr eh{};

@@ -29,6 +29,7 @@ std::string receipt_json(const ReceiptInput& in, const EmitResult& r, const std:
   w.key("stages").begin_object()
       .field("read", r.stages.read).field("parse", r.stages.parse).field("verify", r.stages.verify)
       .field("codegen", r.stages.codegen).field("write", r.stages.write)
+      .field("flat_export", r.stages.flat_export).field("fallback", r.stages.fallback).field("combine", r.stages.combine)
       .end_object();
   w.key("functions").begin_object().field("stamp", r.counts.functions_stamp).field("llvm", r.counts.functions_llvm).end_object();
   w.key("instructions").begin_object().field("stamp", r.counts.instructions_stamp).field("llvm", r.counts.instructions_llvm).end_object();

@@ -62,13 +62,19 @@ StampFunction caller(const std::string& name, const std::string& callee, uint32_
   return function(name, {0xE8, 0, 0, 0, 0}, {{5, type, callee, -4}});
 }
 
+// sub rsp, 32; call CALLEE (relocated at offset 9): moves rsp away from the frame
+// base, so an unwinder only gets past it with the rbp-based CFA rule.
+StampFunction deep_caller(const std::string& name, const std::string& callee) {
+  return function(name, {0x48, 0x83, 0xEC, 0x20, 0xE8, 0, 0, 0, 0}, {{9, kRelocPlt32, callee, -4}});
+}
+
 // The functions the C test program calls:
 //   answer()       = 42                 (hidden, so the call to it binds locally)
 //   call_answer()  = answer()           (R_X86_64_PLT32)
 //   load_global()  = stamp_global       (mov rax, [rip+stamp_global@GOTPCREL]; mov eax, [rax])
 //   seven()        = 7                  (local)
 //   call_seven()   = seven()            (R_X86_64_PC32 to a local symbol)
-//   walk()         = count_frames()     (a C function that runs _Unwind_Backtrace)
+//   walk()         = count_frames()     (a C function that runs _Unwind_Backtrace; walk moves rsp)
 //   weak_answer()  = 5                  (weak, protected)
 std::vector<StampFunction> test_functions() {
   std::vector<StampFunction> fs;
@@ -80,7 +86,7 @@ std::vector<StampFunction> test_functions() {
   fs.push_back(function("seven", {0xB8, 7, 0, 0, 0}));
   fs.back().binding = SymbolBinding::local;
   fs.push_back(caller("call_seven", "seven", kRelocPc32));
-  fs.push_back(caller("walk", "count_frames"));
+  fs.push_back(deep_caller("walk", "count_frames"));
   fs.back().section = ".text.stamp_walk";
   fs.push_back(function("weak_answer", {0xB8, 5, 0, 0, 0}));
   fs.back().binding = SymbolBinding::weak;
@@ -97,6 +103,7 @@ int load_global(void);
 int call_seven(void);
 int walk(void);
 int weak_answer(void);
+int main(void);
 int stamp_global = 1000;
 static int frames, walk_frame, main_frame;
 static _Unwind_Reason_Code step(struct _Unwind_Context* context, void* arg) {
@@ -158,7 +165,7 @@ struct RelocationInfo {
 };
 
 struct ObjectInfo {
-  std::vector<std::string> sections;  // index order, [0] the null section
+  std::vector<std::string> sections;  // index order, [0] the null section ("")
   std::vector<SymbolInfo> symbols;    // symbol table order, without the null symbol
   std::vector<RelocationInfo> relocations;
   unsigned symtab_first_global = 0;
@@ -170,7 +177,6 @@ ObjectInfo read_object(const std::string& bytes) {
   auto* elf = llvm::dyn_cast<ELF64LEObjectFile>(object.get());
   if (!elf) throw std::runtime_error("not an ELF64LE object");
   ObjectInfo info;
-  info.sections.push_back("");
   for (const SectionRef& s : elf->sections()) info.sections.push_back(must(s.getName()).str());
   for (const auto& header : must(elf->getELFFile().sections()))
     if (header.sh_type == llvm::ELF::SHT_SYMTAB) info.symtab_first_global = header.sh_info;
@@ -274,20 +280,20 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
                              ".rela.eh_frame", ".note.GNU-stack", ".symtab", ".strtab", ".shstrtab"});
 
   // Locals: the file, the section symbols, the local function; then the globals.
-  REQUIRE(info.symbols.size() >= 9);
+  REQUIRE(info.symbols.size() >= 10);
   CHECK(info.symbols[0].name == "unit.c");
   CHECK(info.symbols[0].type == llvm::ELF::STT_FILE);
   std::vector<std::string> section_symbols;
-  for (size_t i = 1; i <= 7; ++i) {
+  for (size_t i = 1; i <= 8; ++i) {
     CHECK(info.symbols[i].type == llvm::ELF::STT_SECTION);
     CHECK(info.symbols[i].binding == llvm::ELF::STB_LOCAL);
     section_symbols.push_back(info.symbols[i].section);
   }
   CHECK(section_symbols == std::vector<std::string>{".text.answer", ".text.call_answer", ".text.load_global",
                                                     ".text.seven", ".text.call_seven", ".text.stamp_walk",
-                                                    ".eh_frame"});
-  CHECK(info.symbols[8].name == "seven");
-  CHECK(info.symtab_first_global == 10);  // null, file, 7 section symbols, seven
+                                                    ".text.weak_answer", ".eh_frame"});
+  CHECK(info.symbols[9].name == "seven");
+  CHECK(info.symtab_first_global == 11);  // null, file, 8 section symbols, seven
   for (size_t i = 0; i < info.symbols.size(); ++i)
     CHECK((info.symbols[i].binding == llvm::ELF::STB_LOCAL) == (i + 1 < info.symtab_first_global));
 
@@ -329,7 +335,7 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   CHECK(has_relocation(info, ".text.call_answer", 5, R_X86_64_PLT32, "answer", -4));
   CHECK(has_relocation(info, ".text.load_global", 7, R_X86_64_REX_GOTPCRELX, "stamp_global", -4));
   CHECK(has_relocation(info, ".text.call_seven", 5, R_X86_64_PC32, "seven", -4));
-  CHECK(has_relocation(info, ".text.stamp_walk", 5, R_X86_64_PLT32, "count_frames", -4));
+  CHECK(has_relocation(info, ".text.stamp_walk", 9, R_X86_64_PLT32, "count_frames", -4));
   CHECK(has_relocation(info, ".eh_frame", 24 + 8, R_X86_64_PC32, ".text.answer", 0));
   CHECK(has_relocation(info, ".eh_frame", 24 + 5 * 32 + 8, R_X86_64_PC32, ".text.stamp_walk", 0));
   CHECK(info.relocations.size() == 4 + 7);
@@ -373,19 +379,28 @@ TEST_CASE("stamp objects link with C and C++, run, and unwind through stamp fram
   INFO(cc.captured_stdout);
   REQUIRE(cc.exit_code == 0);
 
-  std::vector<StampFunction> through = {caller("through", "throw_it")};
+  std::vector<StampFunction> through = {deep_caller("through", "throw_it")};
   write_file_atomic(dir.path + "/through.o", write_stamp_object(through, "through.cc"));
   write_file_atomic(dir.path + "/throw.cpp", kThrowCpp);
   auto cxx = shell(shell_join({"c++", "-c", "-O1", "-o", dir.path + "/throw.o", dir.path + "/throw.cpp"}));
   INFO(cxx.captured_stdout);
   REQUIRE(cxx.exit_code == 0);
 
-  for (const char* linker : {"bfd", "lld"}) {
+  // GNU ld, and lld where it is installed (in PATH or next to the LLVM tools).
+  std::vector<std::vector<std::string>> linkers = {{"-fuse-ld=bfd"}};
+  if (!find_program("ld.lld").empty())
+    linkers.push_back({"-fuse-ld=lld"});
+  else if (path_exists(tool("ld.lld")))
+    linkers.push_back({"-fuse-ld=lld", "-B" + std::string(KILN_LLVM_BINDIR)});
+  else
+    WARN("ld.lld not found: linking with GNU ld only");
+  for (const auto& linker : linkers) {
     for (const char* pie : {"-pie", "-no-pie"}) {
-      INFO("linker " << linker << " " << pie);
+      INFO("linker " << shell_join(linker) << " " << pie);
       std::string prog = dir.path + "/prog";
-      auto link = shell(shell_join({"cc", std::string("-fuse-ld=") + linker, pie, "-o", prog, dir.path + "/main.o",
-                                    dir.path + "/stamp.o"}));
+      std::vector<std::string> link_c = {"cc", pie, "-o", prog, dir.path + "/main.o", dir.path + "/stamp.o"};
+      link_c.insert(link_c.begin() + 1, linker.begin(), linker.end());
+      auto link = shell(shell_join(link_c));
       INFO(link.captured_stdout);
       REQUIRE(link.exit_code == 0);
       CHECK_FALSE(contains(link.captured_stdout, "warning"));
@@ -400,14 +415,15 @@ TEST_CASE("stamp objects link with C and C++, run, and unwind through stamp fram
         size_t at = run.captured_stdout.find(" " + key + " ");
         return at == std::string::npos ? -1 : std::stoi(run.captured_stdout.substr(at + key.size() + 2));
       };
-      int frames = number_after("frames"), walk = number_after("walk"), main = number_after("main");
-      CHECK(walk > 0);
-      CHECK(main == walk + 1);
-      CHECK(frames > main);
+      int frames = number_after("frames"), walk_frame = number_after("walk"), main_frame = number_after("main");
+      CHECK(walk_frame > 0);
+      CHECK(main_frame == walk_frame + 1);
+      CHECK(frames > main_frame);
 
       std::string thrower = dir.path + "/thrower";
-      auto link_cxx = shell(shell_join({"c++", std::string("-fuse-ld=") + linker, pie, "-o", thrower,
-                                        dir.path + "/throw.o", dir.path + "/through.o"}));
+      std::vector<std::string> link_throw = {"c++", pie, "-o", thrower, dir.path + "/throw.o", dir.path + "/through.o"};
+      link_throw.insert(link_throw.begin() + 1, linker.begin(), linker.end());
+      auto link_cxx = shell(shell_join(link_throw));
       INFO(link_cxx.captured_stdout);
       REQUIRE(link_cxx.exit_code == 0);
       auto caught = shell(shell_join({thrower}));
@@ -444,7 +460,7 @@ TEST_CASE("objects with more than 65279 sections use extended section numbering"
   std::string bytes = write_stamp_object(fs, "many.c");
   ObjectInfo info = read_object(bytes);
   REQUIRE(info.sections.size() == 1 + 2 * count - 1 + 7);  // + .symtab_shndx
-  CHECK(info.sections[info.sections.size() - 4] == ".symtab_shndx");
+  CHECK(info.sections[info.sections.size() - 3] == ".symtab_shndx");
   const SymbolInfo* last = find_symbol(info, "f" + std::to_string(count - 1));
   REQUIRE(last);
   CHECK(last->section == ".text.f" + std::to_string(count - 1));

@@ -1,0 +1,594 @@
+// stamp's machine-code templates: one function per flat instruction that writes its
+// x86-64 bytes. The same function measures (out == nullptr: only counts bytes and
+// relocations) and encodes, so sizes and code can never disagree. Every template has a
+// size that depends only on the instruction, never on offsets: offsets are then a
+// plain exclusive scan, and branches always use rel32.
+//
+// Values live in the frame, one slot per value: data at [rbp - slot]. Scalars are kept
+// zero-extended to 64 bits ("normalised"), so unsigned operations work on whole
+// registers; signed ones sign-extend first. Scratch registers: rax, rcx, rdx, r11 and
+// the argument registers, all caller-saved.
+#pragma once
+#include "flat_ir.h"
+#include "portable.h"
+
+namespace kiln {
+
+enum Reg : uint8_t { RAX = 0, RCX = 1, RDX = 2, RBX = 3, RSP = 4, RBP = 5, RSI = 6, RDI = 7, R8 = 8, R9 = 9, R10 = 10, R11 = 11 };
+
+// Relocation types (x86-64 ELF).
+enum : uint32_t { kStampRelPc32 = 2, kStampRelPlt32 = 4, kStampRelRexGotPcRelX = 42 };
+
+struct StampReloc {
+  uint32_t offset;   // function-relative
+  uint32_t type;
+  uint32_t symbol;   // module symbol index
+  uint32_t pad;
+  int64_t addend;
+};
+
+// Per-function layout produced by the frame stage.
+struct StampLayout {
+  const int32_t* inst_slot;   // per instruction (module-wide index): slot offset, or 0
+  const int32_t* alloca_mem;  // per instruction: alloca memory offset, or 0
+  const int32_t* arg_slot;    // per argument
+  const uint32_t* frame_size; // per function
+  const uint32_t* inst_offset;// per instruction: code offset within its function (encode only)
+  const uint32_t* block_offset;// per block: code offset within its function (encode only)
+};
+
+struct Emitter {
+  uint8_t* out;          // function code base, or nullptr when measuring
+  uint32_t pos;          // function-relative position
+  StampReloc* relocs;    // where this instruction's relocations go, or nullptr
+  uint32_t reloc_count;
+
+  KILN_HD void byte(uint32_t b) {
+    if (out) out[pos] = static_cast<uint8_t>(b);
+    ++pos;
+  }
+  KILN_HD void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) byte((v >> (8 * i)) & 0xff);
+  }
+  KILN_HD void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) byte(static_cast<uint32_t>((v >> (8 * i)) & 0xff));
+  }
+  KILN_HD void reloc(uint32_t type, uint32_t symbol, int64_t addend) {
+    if (relocs) {
+      StampReloc& r = relocs[reloc_count];
+      r.offset = pos;
+      r.type = type;
+      r.symbol = symbol;
+      r.pad = 0;
+      r.addend = addend;
+    }
+    ++reloc_count;
+  }
+};
+
+// ---- register and frame moves ------------------------------------------------------
+
+KILN_HD inline uint32_t rex_w(uint32_t reg_field, uint32_t rm_field) {
+  return 0x48 | ((reg_field >> 3) << 2) | (rm_field >> 3);
+}
+
+// mov reg, [rbp + disp]
+KILN_HD inline void load64(Emitter& e, uint32_t reg, int32_t disp) {
+  e.byte(rex_w(reg, 0));
+  e.byte(0x8B);
+  e.byte(0x80 | ((reg & 7) << 3) | RBP);
+  e.u32(static_cast<uint32_t>(disp));
+}
+// mov [rbp + disp], reg
+KILN_HD inline void store64(Emitter& e, int32_t disp, uint32_t reg) {
+  e.byte(rex_w(reg, 0));
+  e.byte(0x89);
+  e.byte(0x80 | ((reg & 7) << 3) | RBP);
+  e.u32(static_cast<uint32_t>(disp));
+}
+// Stores the low `bytes` of rax or rcx to [rbp + disp].
+KILN_HD inline void store_narrow(Emitter& e, int32_t disp, uint32_t reg, uint32_t bytes) {
+  if (bytes == 8) return store64(e, disp, reg);
+  if (bytes == 2) e.byte(0x66);
+  e.byte(bytes == 1 ? 0x88 : 0x89);
+  e.byte(0x80 | ((reg & 7) << 3) | RBP);
+  e.u32(static_cast<uint32_t>(disp));
+}
+// Loads `bytes` from [rbp + disp] into rax or rcx, zero-extended.
+KILN_HD inline void load_narrow(Emitter& e, uint32_t reg, int32_t disp, uint32_t bytes) {
+  if (bytes == 8) return load64(e, reg, disp);
+  if (bytes == 4) {
+    e.byte(0x8B);
+  } else {
+    e.byte(0x0F);
+    e.byte(bytes == 2 ? 0xB7 : 0xB6);
+  }
+  e.byte(0x80 | ((reg & 7) << 3) | RBP);
+  e.u32(static_cast<uint32_t>(disp));
+}
+// movabs reg, imm64
+KILN_HD inline void mov_imm(Emitter& e, uint32_t reg, uint64_t imm) {
+  e.byte(0x48 | (reg >> 3));
+  e.byte(0xB8 + (reg & 7));
+  e.u64(imm);
+}
+// mov dst, src
+KILN_HD inline void mov_rr(Emitter& e, uint32_t dst, uint32_t src) {
+  e.byte(rex_w(src, dst));
+  e.byte(0x89);
+  e.byte(0xC0 | ((src & 7) << 3) | (dst & 7));
+}
+// add reg, imm32 (sign-extended)
+KILN_HD inline void add_imm(Emitter& e, uint32_t reg, int32_t imm) {
+  e.byte(0x48 | (reg >> 3));
+  e.byte(0x81);
+  e.byte(0xC0 | (reg & 7));
+  e.u32(static_cast<uint32_t>(imm));
+}
+// mov reg, [rip + symbol@GOTPCREL]: the address of a symbol, wherever it ends up.
+KILN_HD inline void load_symbol_address(Emitter& e, uint32_t reg, uint32_t symbol, int64_t offset) {
+  e.byte(0x48 | ((reg >> 3) << 2));
+  e.byte(0x8B);
+  e.byte(0x05 | ((reg & 7) << 3));
+  e.reloc(kStampRelRexGotPcRelX, symbol, -4);
+  e.u32(0);
+  if (offset != 0) add_imm(e, reg, static_cast<int32_t>(offset));
+}
+
+// Zero-extends reg from `width` bits to 64 (keeps the normal form).
+KILN_HD inline void normalize(Emitter& e, uint32_t reg, uint32_t width) {
+  uint32_t r = reg & 7, x = reg >> 3;
+  switch (width) {
+    case 64: return;
+    case 32:  // mov r32, r32
+      if (x) e.byte(0x45);
+      e.byte(0x89);
+      e.byte(0xC0 | (r << 3) | r);
+      return;
+    case 16:
+    case 8:  // movzx r32, r16/r8 (REX for sil/dil and r8+)
+      if (x || (width == 8 && reg >= 4)) e.byte(0x40 | (x << 2) | x);
+      e.byte(0x0F);
+      e.byte(width == 16 ? 0xB7 : 0xB6);
+      e.byte(0xC0 | (r << 3) | r);
+      return;
+    default:  // 1: and r32, 1
+      if (x) e.byte(0x41);
+      e.byte(0x83);
+      e.byte(0xE0 | r);
+      e.byte(0x01);
+      return;
+  }
+}
+// Sign-extends reg from `width` bits to 64.
+KILN_HD inline void sign_extend(Emitter& e, uint32_t reg, uint32_t width) {
+  uint32_t r = reg & 7, x = reg >> 3;
+  uint32_t rex = 0x48 | (x << 2) | x;
+  switch (width) {
+    case 64: return;
+    case 32:  // movsxd r64, r32
+      e.byte(rex);
+      e.byte(0x63);
+      e.byte(0xC0 | (r << 3) | r);
+      return;
+    case 16:
+    case 8:  // movsx r64, r16/r8
+      e.byte(rex);
+      e.byte(0x0F);
+      e.byte(width == 16 ? 0xBF : 0xBE);
+      e.byte(0xC0 | (r << 3) | r);
+      return;
+    default:  // 1: neg r64 turns 0/1 into 0/-1
+      e.byte(0x48 | x);
+      e.byte(0xF7);
+      e.byte(0xD8 | r);
+      return;
+  }
+}
+
+// ---- operands --------------------------------------------------------------------
+
+KILN_HD inline int32_t slot_disp(const StampLayout& l, uint32_t inst) { return -l.inst_slot[inst]; }
+
+// Loads a scalar operand (normalised) into reg.
+KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t reg) {
+  switch (op.kind) {
+    case kOperandValue: return load64(e, reg, slot_disp(l, op.index));
+    case kOperandArg: return load64(e, reg, -l.arg_slot[op.index]);
+    case kOperandSymbol: return load_symbol_address(e, reg, op.index, op.imm);
+    case kOperandConst: return mov_imm(e, reg, static_cast<uint64_t>(op.imm));
+    default: return mov_imm(e, reg, 0);  // undef, poison, zero
+  }
+}
+
+// Copies `bytes` between frame addresses (rbp-relative) through rcx, exactly.
+KILN_HD inline void copy_frame(Emitter& e, int32_t dst, int32_t src, uint32_t bytes) {
+  uint32_t done = 0;
+  while (done < bytes) {
+    uint32_t left = bytes - done;
+    uint32_t chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    load_narrow(e, RCX, src + static_cast<int32_t>(done), chunk);
+    store_narrow(e, dst + static_cast<int32_t>(done), RCX, chunk);
+    done += chunk;
+  }
+}
+// Stores `bytes` zero bytes at a frame address.
+KILN_HD inline void zero_frame(Emitter& e, int32_t dst, uint32_t bytes) {
+  e.byte(0x31);  // xor ecx, ecx
+  e.byte(0xC9);
+  uint32_t done = 0;
+  while (done < bytes) {
+    uint32_t left = bytes - done;
+    uint32_t chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    store_narrow(e, dst + static_cast<int32_t>(done), RCX, chunk);
+    done += chunk;
+  }
+}
+// Copies `bytes` between memory at [rax + k] and the frame, exactly, through rcx.
+KILN_HD inline void copy_memory(Emitter& e, bool to_frame, int32_t frame, uint32_t bytes) {
+  uint32_t done = 0;
+  while (done < bytes) {
+    uint32_t left = bytes - done;
+    uint32_t chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+    if (to_frame) {
+      // load [rax + done] -> rcx (zero-extending), then store to the frame
+      if (chunk == 8) e.byte(0x48);
+      if (chunk == 2 || chunk == 1) e.byte(0x0F), e.byte(chunk == 2 ? 0xB7 : 0xB6);
+      else e.byte(0x8B);
+      e.byte(0x88);  // modrm: rcx, [rax + disp32]
+      e.u32(done);
+      store_narrow(e, frame + static_cast<int32_t>(done), RCX, chunk);
+    } else {
+      load_narrow(e, RCX, frame + static_cast<int32_t>(done), chunk);
+      if (chunk == 8) e.byte(0x48);
+      if (chunk == 2) e.byte(0x66);
+      e.byte(chunk == 1 ? 0x88 : 0x89);
+      e.byte(0x88);  // modrm: [rax + disp32], rcx
+      e.u32(done);
+    }
+    done += chunk;
+  }
+}
+
+KILN_HD inline void jump_to_block(Emitter& e, const StampLayout& l, uint32_t block) {
+  e.byte(0xE9);
+  uint32_t target = l.block_offset ? l.block_offset[block] : 0;
+  e.u32(target - (e.pos + 4));
+}
+
+// Before a terminator: each phi of each successor receives this block's incoming
+// value in its shadow slot (the phi copies shadow to slot on entry), so that no edge
+// needs splitting and parallel-copy semantics hold.
+KILN_HD inline void phi_copies_for(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t from_block,
+                                   uint32_t to_block) {
+  const FlatBlock& b = m.blocks[to_block];
+  for (uint32_t i = b.first_inst; i < b.first_inst + b.inst_count && m.insts[i].op == kOpPhi; ++i) {
+    const FlatInst& phi = m.insts[i];
+    for (uint32_t k = 0; k + 1 < phi.operand_count; k += 2) {
+      const FlatOperand& block = m.operands[phi.first_operand + k + 1];
+      if (block.index != from_block) continue;
+      load_operand(e, l, m.operands[phi.first_operand + k], RAX);
+      store64(e, slot_disp(l, i) + 8, RAX);
+      break;
+    }
+  }
+}
+
+KILN_HD inline void phi_copies(Emitter& e, const FlatModuleView& m, const StampLayout& l, const FlatInst& term) {
+  // Successors are the block operands; a block named twice is copied for once.
+  for (uint32_t k = 0; k < term.operand_count; ++k) {
+    const FlatOperand& op = m.operands[term.first_operand + k];
+    if (op.kind != kOperandBlock) continue;
+    bool seen = false;
+    for (uint32_t j = 0; j < k; ++j) {
+      const FlatOperand& prev = m.operands[term.first_operand + j];
+      seen |= prev.kind == kOperandBlock && prev.index == op.index;
+    }
+    if (!seen) phi_copies_for(e, m, l, term.block, op.index);
+  }
+}
+
+KILN_HD inline void setcc_al(Emitter& e, uint32_t predicate) {
+  static const uint8_t kSetcc[] = {0x94, 0x95, 0x97, 0x93, 0x92, 0x96, 0x9F, 0x9D, 0x9C, 0x9E};
+  e.byte(0x0F);
+  e.byte(kSetcc[predicate]);
+  e.byte(0xC0);
+}
+
+KILN_HD inline bool is_signed_predicate(uint32_t p) { return p >= kPredSgt; }
+
+// Integer argument registers of the SysV x86-64 convention.
+KILN_HD inline uint32_t argument_register(uint32_t i) {
+  const uint8_t regs[6] = {RDI, RSI, RDX, RCX, R8, R9};
+  return regs[i];
+}
+
+// ---- prologue and instructions ---------------------------------------------------
+
+// push rbp; mov rbp, rsp; sub rsp, frame; then every argument into its slot.
+KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t fn) {
+  const FlatFunction& f = m.functions[fn];
+  e.byte(0x55);
+  e.byte(0x48), e.byte(0x89), e.byte(0xE5);
+  e.byte(0x48), e.byte(0x81), e.byte(0xEC);
+  e.u32(l.frame_size[fn]);
+  for (uint32_t a = 0; a < f.arg_count; ++a) {
+    mov_rr(e, RAX, argument_register(a));
+    normalize(e, RAX, m.arg_widths[f.first_arg + a]);
+    store64(e, -l.arg_slot[f.first_arg + a], RAX);
+  }
+}
+
+KILN_HD inline void encode_binary(Emitter& e, const FlatInst& in) {
+  bool is_signed = in.op == kOpAshr || in.op == kOpSdiv || in.op == kOpSrem;
+  if (is_signed) {
+    sign_extend(e, RAX, in.width);
+    sign_extend(e, RCX, in.width);
+  }
+  switch (in.op) {
+    case kOpAdd: e.byte(0x48), e.byte(0x01), e.byte(0xC8); break;
+    case kOpSub: e.byte(0x48), e.byte(0x29), e.byte(0xC8); break;
+    case kOpMul: e.byte(0x48), e.byte(0x0F), e.byte(0xAF), e.byte(0xC1); break;
+    case kOpAnd: e.byte(0x48), e.byte(0x21), e.byte(0xC8); break;
+    case kOpOr: e.byte(0x48), e.byte(0x09), e.byte(0xC8); break;
+    case kOpXor: e.byte(0x48), e.byte(0x31), e.byte(0xC8); break;
+    case kOpShl: e.byte(0x48), e.byte(0xD3), e.byte(0xE0); break;
+    case kOpLshr: e.byte(0x48), e.byte(0xD3), e.byte(0xE8); break;
+    case kOpAshr: e.byte(0x48), e.byte(0xD3), e.byte(0xF8); break;
+    case kOpUdiv:
+    case kOpUrem:
+      e.byte(0x31), e.byte(0xD2);                 // xor edx, edx
+      e.byte(0x48), e.byte(0xF7), e.byte(0xF1);   // div rcx
+      if (in.op == kOpUrem) mov_rr(e, RAX, RDX);
+      break;
+    default:  // sdiv, srem
+      e.byte(0x48), e.byte(0x99);                 // cqo
+      e.byte(0x48), e.byte(0xF7), e.byte(0xF9);   // idiv rcx
+      if (in.op == kOpSrem) mov_rr(e, RAX, RDX);
+      break;
+  }
+  normalize(e, RAX, in.width);
+}
+
+KILN_HD inline void encode_overflow(Emitter& e, const FlatInst& in, uint32_t w) {
+  // The operation at its own width sets CF/OF exactly as LLVM's *.with.overflow means.
+  bool is_mul = in.aux == kOvfUmul || in.aux == kOvfSmul;
+  if (w == 16) e.byte(0x66);
+  if (w == 64) e.byte(0x48);
+  if (!is_mul) {
+    uint32_t opcode = (in.aux == kOvfUadd || in.aux == kOvfSadd) ? 0x01 : 0x29;
+    e.byte(w == 8 ? opcode - 1 : opcode);
+    e.byte(0xC8);
+  } else if (in.aux == kOvfUmul) {
+    e.byte(w == 8 ? 0xF6 : 0xF7);  // mul cl/cx/ecx/rcx
+    e.byte(0xE1);
+  } else if (w == 8) {
+    e.byte(0xF6), e.byte(0xE9);   // imul cl
+  } else {
+    e.byte(0x0F), e.byte(0xAF), e.byte(0xC1);  // imul r, rcx
+  }
+  bool is_signed = in.aux == kOvfSadd || in.aux == kOvfSsub || in.aux == kOvfSmul;
+  e.byte(0x0F), e.byte(is_signed ? 0x90 : 0x92), e.byte(0xC1);  // seto/setc cl
+}
+
+// Encodes (or measures) flat instruction `i` at e.pos.
+KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
+  switch (in.op) {
+    case kOpNop:
+      return;
+    case kOpCopy:
+    case kOpTrunc:
+    case kOpSext:
+      load_operand(e, l, ops[0], RAX);
+      if (in.op == kOpSext) sign_extend(e, RAX, in.aux);
+      if (in.op != kOpCopy) normalize(e, RAX, in.width);
+      store64(e, dst, RAX);
+      return;
+    case kOpAdd: case kOpSub: case kOpMul: case kOpAnd: case kOpOr: case kOpXor:
+    case kOpShl: case kOpLshr: case kOpAshr: case kOpUdiv: case kOpSdiv: case kOpUrem: case kOpSrem:
+      load_operand(e, l, ops[0], RAX);
+      load_operand(e, l, ops[1], RCX);
+      encode_binary(e, in);
+      store64(e, dst, RAX);
+      return;
+    case kOpIcmp:
+      load_operand(e, l, ops[0], RAX);
+      load_operand(e, l, ops[1], RCX);
+      if (is_signed_predicate(in.aux)) {
+        sign_extend(e, RAX, ops[0].width);
+        sign_extend(e, RCX, ops[0].width);
+      }
+      e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+      setcc_al(e, in.aux);
+      e.byte(0x0F), e.byte(0xB6), e.byte(0xC0);  // movzx eax, al
+      store64(e, dst, RAX);
+      return;
+    case kOpSelect:
+      load_operand(e, l, ops[0], RDX);
+      load_operand(e, l, ops[1], RAX);
+      load_operand(e, l, ops[2], RCX);
+      e.byte(0xF6), e.byte(0xC2), e.byte(0x01);               // test dl, 1
+      e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1); // cmovz rax, rcx
+      store64(e, dst, RAX);
+      return;
+    case kOpAlloca:
+      e.byte(0x48), e.byte(0x8D), e.byte(0x85);  // lea rax, [rbp + disp32]
+      e.u32(static_cast<uint32_t>(-l.alloca_mem[i]));
+      store64(e, dst, RAX);
+      return;
+    case kOpLoad:
+      load_operand(e, l, ops[0], RAX);
+      if (in.width == 0) return copy_memory(e, true, dst, in.aux32);
+      switch (in.width) {
+        case 64: e.byte(0x48), e.byte(0x8B), e.byte(0x00); break;
+        case 32: e.byte(0x8B), e.byte(0x00); break;
+        case 16: e.byte(0x0F), e.byte(0xB7), e.byte(0x00); break;
+        default: e.byte(0x0F), e.byte(0xB6), e.byte(0x00); break;
+      }
+      if (in.width == 1) normalize(e, RAX, 1);
+      store64(e, dst, RAX);
+      return;
+    case kOpStore:
+      if (ops[0].width == 0) {  // aggregate
+        load_operand(e, l, ops[1], RAX);
+        if (ops[0].kind == kOperandValue) return copy_memory(e, false, slot_disp(l, ops[0].index), in.aux32);
+        if (ops[0].kind == kOperandZero) {
+          e.byte(0x31), e.byte(0xC9);  // xor ecx, ecx, then exact zero stores through [rax + k]
+          for (uint32_t done = 0; done < in.aux32;) {
+            uint32_t left = in.aux32 - done, chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+            if (chunk == 8) e.byte(0x48);
+            if (chunk == 2) e.byte(0x66);
+            e.byte(chunk == 1 ? 0x88 : 0x89), e.byte(0x88);
+            e.u32(done);
+            done += chunk;
+          }
+        }
+        return;  // undef: nothing to store
+      }
+      load_operand(e, l, ops[0], RCX);
+      load_operand(e, l, ops[1], RAX);
+      switch (ops[0].width) {
+        case 64: e.byte(0x48), e.byte(0x89), e.byte(0x08); break;
+        case 32: e.byte(0x89), e.byte(0x08); break;
+        case 16: e.byte(0x66), e.byte(0x89), e.byte(0x08); break;
+        default: e.byte(0x88), e.byte(0x08); break;
+      }
+      return;
+    case kOpGep:
+      load_operand(e, l, ops[0], RAX);
+      for (uint32_t k = 1; k < in.operand_count; ++k) {
+        load_operand(e, l, ops[k], RCX);
+        sign_extend(e, RCX, ops[k].width);
+        if (ops[k].imm != 1) {  // imul rcx, rcx, stride
+          e.byte(0x48), e.byte(0x69), e.byte(0xC9);
+          e.u32(static_cast<uint32_t>(ops[k].imm));
+        }
+        e.byte(0x48), e.byte(0x01), e.byte(0xC8);  // add rax, rcx
+      }
+      if (in.imm != 0) add_imm(e, RAX, static_cast<int32_t>(in.imm));
+      store64(e, dst, RAX);
+      return;
+    case kOpExtract: {
+      if (ops[0].kind != kOperandValue) {  // undef, poison or zero aggregate: the field is 0
+        if (in.width) {
+          mov_imm(e, RAX, 0);
+          store64(e, dst, RAX);
+        } else {
+          zero_frame(e, dst, in.aux32);
+        }
+        return;
+      }
+      int32_t src = slot_disp(l, ops[0].index) + static_cast<int32_t>(in.imm);
+      if (in.width == 0) return copy_frame(e, dst, src, in.aux32);
+      load_narrow(e, RAX, src, in.width <= 8 ? 1 : in.width / 8);
+      if (in.width == 1) normalize(e, RAX, 1);
+      store64(e, dst, RAX);
+      return;
+    }
+    case kOpInsert: {
+      if (ops[0].kind == kOperandValue) copy_frame(e, dst, slot_disp(l, ops[0].index), in.slot_size);
+      else if (ops[0].kind == kOperandZero) zero_frame(e, dst, in.slot_size);
+      int32_t field = dst + static_cast<int32_t>(in.imm);
+      if (ops[1].width == 0) {  // an aggregate field
+        if (ops[1].kind == kOperandValue) copy_frame(e, field, slot_disp(l, ops[1].index), in.aux32);
+        else if (ops[1].kind == kOperandZero) zero_frame(e, field, in.aux32);
+        return;
+      }
+      load_operand(e, l, ops[1], RAX);
+      store_narrow(e, field, RAX, ops[1].width <= 8 ? 1 : ops[1].width / 8);
+      return;
+    }
+    case kOpPhi:
+      load64(e, RAX, dst + 8);  // shadow -> slot
+      store64(e, dst, RAX);
+      return;
+    case kOpOverflow: {
+      uint32_t w = ops[0].width;
+      load_operand(e, l, ops[0], RAX);
+      load_operand(e, l, ops[1], RCX);
+      encode_overflow(e, in, w);
+      normalize(e, RAX, w);
+      store64(e, dst, RAX);  // field 0 (the slot is at least 8 bytes); field 1 after it
+      store_narrow(e, dst + static_cast<int32_t>(in.imm), RCX, 1);
+      return;
+    }
+    case kOpCall: {
+      for (uint32_t a = 1; a < in.operand_count; ++a) {
+        uint32_t reg = argument_register(a - 1);
+        load_operand(e, l, ops[a], reg);
+        if (ops[a].flags & kOperandSignExt) sign_extend(e, reg, ops[a].width);
+      }
+      if (ops[0].kind != kOperandSymbol) load_operand(e, l, ops[0], R11);
+      if (in.aux & kCallVarargs) e.byte(0x31), e.byte(0xC0);  // xor eax, eax: no vector registers
+      if (ops[0].kind == kOperandSymbol) {
+        e.byte(0xE8);
+        e.reloc(kStampRelPlt32, ops[0].index, ops[0].imm - 4);
+        e.u32(0);
+      } else {
+        e.byte(0x41), e.byte(0xFF), e.byte(0xD3);  // call r11
+      }
+      if (in.width) {
+        normalize(e, RAX, in.width);
+        store64(e, dst, RAX);
+      } else if (in.slot_size) {  // a pair returned in rax:rdx
+        store64(e, dst, RAX);
+        store64(e, dst + 8, RDX);
+      }
+      return;
+    }
+    case kOpBr:
+      phi_copies(e, m, l, in);
+      jump_to_block(e, l, ops[0].index);
+      return;
+    case kOpCondBr: {
+      phi_copies(e, m, l, in);
+      load_operand(e, l, ops[0], RAX);
+      e.byte(0xA8), e.byte(0x01);  // test al, 1
+      e.byte(0x0F), e.byte(0x85);  // jnz rel32
+      uint32_t target = l.block_offset ? l.block_offset[ops[1].index] : 0;
+      e.u32(target - (e.pos + 4));
+      jump_to_block(e, l, ops[2].index);
+      return;
+    }
+    case kOpSwitch:
+      phi_copies(e, m, l, in);
+      load_operand(e, l, ops[0], RAX);
+      for (uint32_t k = 2; k + 1 < in.operand_count; k += 2) {
+        mov_imm(e, RCX, static_cast<uint64_t>(ops[k].imm));
+        e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+        e.byte(0x0F), e.byte(0x84);                // je rel32
+        uint32_t target = l.block_offset ? l.block_offset[ops[k + 1].index] : 0;
+        e.u32(target - (e.pos + 4));
+      }
+      jump_to_block(e, l, ops[1].index);
+      return;
+    case kOpRet: {
+      const FlatFunction& f = m.functions[m.blocks[in.block].function];
+      if (f.flags & kFnHasSret) {
+        load64(e, RAX, -l.arg_slot[f.first_arg + f.sret_arg]);  // the sret pointer comes back in rax
+      } else if (in.operand_count && (f.flags & kFnRetPair)) {
+        if (ops[0].kind == kOperandValue) {
+          load64(e, RAX, slot_disp(l, ops[0].index));
+          load64(e, RDX, slot_disp(l, ops[0].index) + 8);
+        } else {
+          e.byte(0x31), e.byte(0xC0);  // xor eax, eax
+          e.byte(0x31), e.byte(0xD2);  // xor edx, edx
+        }
+      } else if (in.operand_count) {
+        load_operand(e, l, ops[0], RAX);
+        if (f.flags & kFnRetSignExt) sign_extend(e, RAX, ops[0].width);
+      }
+      e.byte(0xC9);  // leave
+      e.byte(0xC3);  // ret
+      return;
+    }
+    default:  // kOpUnreachable
+      e.byte(0x0F), e.byte(0x0B);
+      return;
+  }
+}
+
+}  // namespace kiln

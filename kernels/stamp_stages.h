@@ -1,0 +1,92 @@
+// stamp's stages as plain functions over the flat arrays. Each is independent per
+// function or per instruction, so the CPU executor runs them on threads and the CUDA
+// executor as kernels, with identical results:
+//   1. frame    (per function)    slot offsets: one slot per value, aligned allocas
+//   2. measure  (per instruction) exact byte length and relocation count
+//   3. offsets  (per function)    exclusive scans: instruction, block, relocation offsets
+//   4. encode   (per instruction) bytes into the function's code, relocation records
+#pragma once
+#include "flat_ir.h"
+#include "portable.h"
+#include "stamp_emit.h"
+
+namespace kiln {
+
+// Stage 1. Writes inst_slot/alloca_mem for the function's instructions, arg_slot for
+// its arguments, and its frame size (a multiple of 16).
+KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, int32_t* inst_slot, int32_t* alloca_mem,
+                                int32_t* arg_slot, uint32_t* frame_size) {
+  const FlatFunction& f = m.functions[fn];
+  uint32_t off = 0;
+  for (uint32_t a = 0; a < f.arg_count; ++a) {
+    off += 8;
+    arg_slot[f.first_arg + a] = static_cast<int32_t>(off);
+  }
+  for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
+    const FlatInst& in = m.insts[i];
+    alloca_mem[i] = 0;
+    inst_slot[i] = 0;
+    if (in.op == kOpAlloca) {
+      uint32_t align = in.imm > 8 ? static_cast<uint32_t>(in.imm) : 8;
+      off = (off + in.aux32 + align - 1) / align * align;
+      alloca_mem[i] = static_cast<int32_t>(off);
+    }
+    if (in.slot_size) {
+      off = (off + in.slot_size + 7) / 8 * 8;
+      inst_slot[i] = static_cast<int32_t>(off);
+    }
+  }
+  frame_size[fn] = (off + 15) / 16 * 16;
+}
+
+// Stage 2 (per instruction): bytes and relocations.
+KILN_HD inline void stamp_measure(const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t* size,
+                                  uint32_t* relocs) {
+  Emitter e{nullptr, 0, nullptr, 0};
+  encode_inst(e, m, l, i);
+  size[i] = e.pos;
+  relocs[i] = e.reloc_count;
+}
+
+KILN_HD inline void stamp_measure_prologue(const FlatModuleView& m, const StampLayout& l, uint32_t fn, uint32_t* size) {
+  Emitter e{nullptr, 0, nullptr, 0};
+  encode_prologue(e, m, l, fn);
+  size[fn] = e.pos;
+}
+
+// Stage 3 (per function): exclusive scans of the sizes inside the function. Offsets
+// are function-relative; reloc_start is module-wide (functions keep theirs apart
+// through fn_reloc_start, filled by the executor's scan over functions).
+KILN_HD inline void stamp_offsets(const FlatModuleView& m, uint32_t fn, const uint32_t* prologue_size,
+                                  const uint32_t* size, const uint32_t* relocs, uint32_t* inst_offset,
+                                  uint32_t* block_offset, uint32_t* reloc_start, uint32_t* code_size,
+                                  uint32_t* reloc_count) {
+  const FlatFunction& f = m.functions[fn];
+  uint32_t pos = prologue_size[fn], rel = 0;
+  for (uint32_t b = f.first_block; b < f.first_block + f.block_count; ++b) {
+    block_offset[b] = pos;
+    const FlatBlock& blk = m.blocks[b];
+    for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i) {
+      inst_offset[i] = pos;
+      reloc_start[i] = rel;
+      pos += size[i];
+      rel += relocs[i];
+    }
+  }
+  code_size[fn] = pos;
+  reloc_count[fn] = rel;
+}
+
+// Stage 4 (per instruction, and the prologue per function).
+KILN_HD inline void stamp_encode(const FlatModuleView& m, const StampLayout& l, uint32_t i, uint8_t* fn_code,
+                                 StampReloc* fn_relocs, const uint32_t* reloc_start) {
+  Emitter e{fn_code, l.inst_offset[i], fn_relocs + reloc_start[i], 0};
+  encode_inst(e, m, l, i);
+}
+
+KILN_HD inline void stamp_encode_prologue(const FlatModuleView& m, const StampLayout& l, uint32_t fn, uint8_t* fn_code) {
+  Emitter e{fn_code, 0, nullptr, 0};
+  encode_prologue(e, m, l, fn);
+}
+
+}  // namespace kiln

@@ -1,0 +1,78 @@
+#include "backend_stamp.h"
+
+#include <llvm/IR/Module.h>
+
+#include "backend_llvm.h"
+#include "bitcode.h"
+#include "error.h"
+#include "flat_export.h"
+#include "hash.h"
+#include "stamp_cpu.h"
+#include "stamp_object.h"
+#include "stamp_split.h"
+#include "timeutil.h"
+
+namespace kiln {
+
+StampBackend::StampBackend(Profile profile) : llvm_(std::make_unique<LlvmBackend>(profile)) {}
+StampBackend::~StampBackend() = default;
+
+EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label) {
+  EmitResult result;
+  Stopwatch clock;
+  auto module = llvm_->parse(bitcode, label);
+  result.stages.parse = clock.lap();
+  std::string problem = verify_problem(*module);
+  if (!problem.empty()) throw KilnError(kExitBadInput, label, problem);
+  problem = triple_problem(module->getTargetTriple().str());
+  if (!problem.empty()) throw KilnError(kExitBadInput, label, problem);
+  result.stages.verify = clock.lap();
+
+  FlatExport flat = export_flat(*module);
+  result.stages.flat_export = clock.lap();
+  for (const auto& v : flat.verdicts) {
+    (v.stamp ? result.counts.functions_stamp : result.counts.functions_llvm)++;
+    (v.stamp ? result.counts.instructions_stamp : result.counts.instructions_llvm) += v.instructions;
+  }
+  if (flat.stamp_functions == 0) {  // nothing for stamp: the whole module goes to llvm
+    result.object = llvm_->codegen(*module, label);
+    result.stages.fallback = clock.lap();
+    return result;
+  }
+
+  // Symbols local to the module become hidden globals so the halves can link.
+  expose_local_symbols(*module, xxh3_128_hex(bitcode).substr(0, 12));
+  flat.flat.resolve_symbol_names();
+  clock.lap();
+  StampOutput code = run_stamp_cpu(flat.flat.view(), 1);
+  std::vector<StampFunction> functions(flat.flat.functions.size());
+  for (size_t fn = 0; fn < functions.size(); ++fn) {
+    StampFunction& f = functions[fn];
+    f.name = flat.flat.symbols[flat.flat.functions[fn].symbol];
+    f.binding = flat.flat.bindings[fn];
+    if (f.binding == SymbolBinding::local) f.binding = SymbolBinding::global;  // exposed above
+    f.visibility = flat.flat.visibilities[fn];
+    f.section = flat.flat.sections[fn];
+    f.code.assign(code.code.begin() + code.code_start[fn], code.code.begin() + code.code_start[fn] + code.code_size[fn]);
+    for (uint32_t r = 0; r < code.reloc_count[fn]; ++r) {
+      const StampReloc& sr = code.relocs[code.reloc_start[fn] + r];
+      f.relocations.push_back({sr.offset, sr.type, flat.flat.symbols[sr.symbol], sr.addend});
+    }
+  }
+  // Visibility may have changed when local symbols were exposed.
+  for (size_t fn = 0; fn < functions.size(); ++fn) {
+    const llvm::GlobalValue* gv = flat.flat.symbol_values[flat.flat.functions[fn].symbol];
+    if (gv && gv->hasHiddenVisibility()) functions[fn].visibility = SymbolVisibility::hidden;
+  }
+  std::string stamp_object = write_stamp_object(functions, module->getSourceFileName());
+  result.stages.codegen = clock.lap();
+
+  auto rest = llvm_half(*module, flat.emitted_by_stamp);
+  std::string llvm_object = llvm_->codegen(*rest, label);
+  result.stages.fallback = clock.lap();
+  result.object = combine_objects({stamp_object, llvm_object}, label);
+  result.stages.combine = clock.lap();
+  return result;
+}
+
+}  // namespace kiln

@@ -1,0 +1,652 @@
+#include "flat_export.h"
+
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DataLayout.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GetElementPtrTypeIterator.h>
+#include <llvm/IR/GlobalAlias.h>
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Operator.h>
+
+#include <algorithm>
+#include <climits>
+#include <functional>
+#include <set>
+#include <unordered_map>
+
+namespace kiln {
+
+FlatModuleView FlatModuleData::view() const {
+  return FlatModuleView{functions.data(), static_cast<uint32_t>(functions.size()),
+                        blocks.data(), static_cast<uint32_t>(blocks.size()),
+                        insts.data(), static_cast<uint32_t>(insts.size()),
+                        operands.data(), static_cast<uint32_t>(operands.size()),
+                        arg_widths.data(), static_cast<uint32_t>(arg_widths.size())};
+}
+
+void FlatModuleData::resolve_symbol_names() {
+  symbols.clear();
+  for (size_t i = 0; i < symbol_values.size(); ++i)
+    symbols.push_back(symbol_values[i] ? symbol_values[i]->getName().str() : fixed_names[i]);
+}
+
+namespace {
+
+using namespace llvm;
+
+// Widths stamp keeps in a 64-bit slot: integers of these widths, pointers, and
+// float/double as raw bits (only moved, never computed on).
+unsigned scalar_width(Type* t) {
+  if (t->isPointerTy()) return t->getPointerAddressSpace() == 0 ? 64 : 0;
+  if (t->isIntegerTy()) {
+    unsigned w = t->getIntegerBitWidth();
+    return (w == 1 || w == 8 || w == 16 || w == 32 || w == 64) ? w : 0;
+  }
+  if (t->isFloatTy()) return 32;
+  if (t->isDoubleTy()) return 64;
+  return 0;
+}
+
+bool is_int_like(Type* t) { return (t->isIntegerTy() || t->isPointerTy()) && scalar_width(t) != 0; }
+
+// An aggregate whose leaves are all scalars stamp can move.
+bool is_plain_aggregate(Type* t) {
+  if (auto* st = dyn_cast<StructType>(t)) {
+    if (st->isOpaque() || st->isPacked()) return false;
+    for (Type* e : st->elements())
+      if (!(scalar_width(e) || is_plain_aggregate(e))) return false;
+    return true;
+  }
+  if (auto* at = dyn_cast<ArrayType>(t)) {
+    Type* e = at->getElementType();
+    return scalar_width(e) || is_plain_aggregate(e);
+  }
+  return false;
+}
+
+// An aggregate returned in rax:rdx by the SysV rules: at most 16 bytes, and every
+// eightbyte holds only integers or pointers.
+bool is_integer_pair(Type* t, const DataLayout& dl) {
+  if (!is_plain_aggregate(t) || dl.getTypeAllocSize(t) > 16) return false;
+  bool ok = true;
+  std::function<void(Type*)> walk = [&](Type* x) {
+    if (auto* st = dyn_cast<StructType>(x)) {
+      for (Type* e : st->elements()) walk(e);
+    } else if (auto* at = dyn_cast<ArrayType>(x)) {
+      walk(at->getElementType());
+    } else if (!is_int_like(x)) {
+      ok = false;
+    }
+  };
+  walk(t);
+  return ok;
+}
+
+uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
+
+class FunctionExporter {
+ public:
+  FunctionExporter(const Module& m, const DataLayout& dl, FlatModuleData& out,
+                   std::unordered_map<const GlobalValue*, uint32_t>& symbol_index,
+                   std::unordered_map<std::string, uint32_t>& library_index, const Function& f)
+      : m_(m), dl_(dl), out_(out), symbol_index_(symbol_index), library_index_(library_index), f_(f) {}
+
+  std::vector<std::string> reasons;
+
+  // Exports into local arrays; commits them to `out_` only when no reason was found.
+  bool run() {
+    base_inst_ = static_cast<uint32_t>(out_.insts.size());
+    base_block_ = static_cast<uint32_t>(out_.blocks.size());
+    base_operand_ = static_cast<uint32_t>(out_.operands.size());
+    base_arg_ = static_cast<uint32_t>(out_.arg_widths.size());
+    fn_index_ = static_cast<uint32_t>(out_.functions.size());
+    check_function();
+    uint32_t n = 0, b = 0;
+    for (const BasicBlock& bb : f_) {
+      block_index_[&bb] = base_block_ + b++;
+      for (const Instruction& inst : bb) inst_index_[&inst] = base_inst_ + n++;
+    }
+    for (const BasicBlock& bb : f_) {
+      FlatBlock fb{base_inst_ + static_cast<uint32_t>(insts_.size()), 0, fn_index_};
+      if (bb.hasAddressTaken()) reason("block address taken");
+      for (const Instruction& inst : bb) export_inst(inst);
+      fb.inst_count = base_inst_ + static_cast<uint32_t>(insts_.size()) - fb.first_inst;
+      blocks_.push_back(fb);
+    }
+    if (!reasons.empty()) return false;
+    FlatFunction ff{};
+    ff.symbol = symbol(&f_);
+    ff.first_block = base_block_;
+    ff.block_count = static_cast<uint32_t>(blocks_.size());
+    ff.first_inst = base_inst_;
+    ff.inst_count = static_cast<uint32_t>(insts_.size());
+    ff.first_arg = base_arg_;
+    ff.arg_count = static_cast<uint32_t>(f_.arg_size());
+    ff.flags = fn_flags_;
+    ff.ret_width = static_cast<uint8_t>(scalar_width(f_.getReturnType()));
+    ff.ret_size = ret_size_;
+    ff.sret_arg = sret_arg_;
+    for (const Argument& a : f_.args()) out_.arg_widths.push_back(static_cast<uint8_t>(scalar_width(a.getType())));
+    out_.functions.push_back(ff);
+    out_.blocks.insert(out_.blocks.end(), blocks_.begin(), blocks_.end());
+    out_.insts.insert(out_.insts.end(), insts_.begin(), insts_.end());
+    out_.operands.insert(out_.operands.end(), operands_.begin(), operands_.end());
+    return true;
+  }
+
+ private:
+  void reason(const std::string& r) {
+    if (std::find(reasons.begin(), reasons.end(), r) == reasons.end()) reasons.push_back(r);
+  }
+
+  uint32_t symbol(const GlobalValue* gv) {
+    auto [it, inserted] = symbol_index_.emplace(gv, static_cast<uint32_t>(out_.symbol_values.size()));
+    if (inserted) out_.symbol_values.push_back(gv);
+    return it->second;
+  }
+
+  void check_function() {
+    if (f_.getCallingConv() != CallingConv::C) reason("calling convention " + std::to_string(f_.getCallingConv()));
+    if (f_.isVarArg()) reason("variadic definition");
+    if (f_.hasPersonalityFn()) reason("exceptions: personality");
+    if (f_.hasComdat()) reason("comdat");
+    if (f_.hasPrefixData() || f_.hasPrologueData()) reason("prefix or prologue data");
+    if (f_.hasGC()) reason("garbage collector");
+    if (f_.hasFnAttribute(Attribute::Naked)) reason("naked function");
+    if (f_.hasAvailableExternallyLinkage()) reason("available_externally");
+    if (f_.arg_size() > 6) reason("more than 6 arguments (stack arguments)");
+    unsigned i = 0;
+    for (const Argument& a : f_.args()) {
+      Type* t = a.getType();
+      if (t->isFloatingPointTy()) reason("floating-point arguments");
+      else if (!is_int_like(t)) reason("argument type " + type_name(t));
+      if (a.hasByValAttr() || a.hasInAllocaAttr() || a.hasPreallocatedAttr() || a.hasNestAttr())
+        reason("byval, inalloca, preallocated or nest argument");
+      if (a.hasStructRetAttr()) {
+        fn_flags_ |= kFnHasSret;
+        sret_arg_ = i;
+      }
+      ++i;
+    }
+    Type* r = f_.getReturnType();
+    if (!r->isVoidTy()) {
+      if (r->isFloatingPointTy()) reason("floating-point return");
+      else if (is_int_like(r)) {
+        if (f_.hasRetAttribute(Attribute::SExt)) fn_flags_ |= kFnRetSignExt;
+      } else if (is_integer_pair(r, dl_)) {
+        fn_flags_ |= kFnRetPair;
+        ret_size_ = static_cast<uint32_t>(dl_.getTypeAllocSize(r));
+      } else {
+        reason("return type " + type_name(r));
+      }
+    }
+  }
+
+  static std::string type_name(Type* t) {
+    std::string s;
+    raw_string_ostream os(s);
+    t->print(os);
+    os.flush();
+    if (s.size() > 40) s = s.substr(0, 40) + "...";
+    return s;
+  }
+
+  FlatOperand operand(const Value* v) {
+    FlatOperand op{};
+    op.width = static_cast<uint8_t>(scalar_width(v->getType()));
+    if (!op.width && !is_plain_aggregate(v->getType()) && !v->getType()->isLabelTy() && !v->getType()->isVoidTy())
+      reason("value type " + type_name(v->getType()));
+    if (auto* inst = dyn_cast<Instruction>(v)) {
+      op.kind = kOperandValue;
+      op.index = inst_index_.at(inst);
+    } else if (auto* arg = dyn_cast<Argument>(v)) {
+      op.kind = kOperandArg;
+      op.index = base_arg_ + arg->getArgNo();
+    } else if (auto* bb = dyn_cast<BasicBlock>(v)) {
+      op.kind = kOperandBlock;
+      op.index = block_index_.at(bb);
+    } else if (auto* ci = dyn_cast<ConstantInt>(v)) {
+      op.kind = kOperandConst;
+      if (ci->getBitWidth() > 64) reason("integer constant wider than 64 bits");
+      else op.imm = static_cast<int64_t>(ci->getZExtValue());
+    } else if (auto* fp = dyn_cast<ConstantFP>(v)) {
+      op.kind = kOperandConst;
+      op.imm = static_cast<int64_t>(fp->getValueAPF().bitcastToAPInt().getZExtValue());
+    } else if (isa<ConstantPointerNull>(v)) {
+      op.kind = kOperandConst;
+    } else if (isa<UndefValue>(v)) {  // undef and poison
+      op.kind = kOperandUndef;
+    } else if (isa<ConstantAggregateZero>(v)) {
+      op.kind = kOperandZero;
+    } else if (auto* gv = dyn_cast<GlobalValue>(v)) {
+      if (auto* var = dyn_cast<GlobalVariable>(gv); var && var->isThreadLocal()) reason("thread-local variable");
+      op.kind = kOperandSymbol;
+      op.index = symbol(gv);
+    } else if (auto* ce = dyn_cast<ConstantExpr>(v)) {
+      constant_expression(ce, op);
+    } else {
+      reason("constant " + std::string(v->getValueID() == Value::ConstantStructVal || v->getValueID() == Value::ConstantArrayVal
+                                            ? "aggregate"
+                                            : "kind " + std::to_string(v->getValueID())));
+    }
+    return op;
+  }
+
+  // Constant expressions stamp folds: a global plus a constant offset, and casts of it.
+  void constant_expression(const ConstantExpr* ce, FlatOperand& op) {
+    if (auto* gep = dyn_cast<GEPOperator>(ce)) {
+      APInt offset(64, 0);
+      auto* base = dyn_cast<GlobalValue>(gep->getPointerOperand()->stripPointerCasts());
+      if (base && gep->accumulateConstantOffset(dl_, offset) && offset.isSignedIntN(31)) {
+        op.kind = kOperandSymbol;
+        op.index = symbol(base);
+        op.imm = offset.getSExtValue();
+        if (auto* var = dyn_cast<GlobalVariable>(base); var && var->isThreadLocal()) reason("thread-local variable");
+        return;
+      }
+      reason("constant expression getelementptr");
+      return;
+    }
+    if (ce->getOpcode() == Instruction::PtrToInt || ce->getOpcode() == Instruction::IntToPtr ||
+        ce->getOpcode() == Instruction::BitCast) {
+      FlatOperand inner = operand(ce->getOperand(0));
+      uint8_t w = op.width;
+      op = inner;
+      op.width = w;
+      if (w != 64 && op.kind == kOperandSymbol) reason("constant expression truncating a pointer");
+      return;
+    }
+    reason(std::string("constant expression ") + ce->getOpcodeName());
+  }
+
+  FlatInst& emit(const Instruction& inst, uint16_t op, std::initializer_list<FlatOperand> ops = {}) {
+    FlatInst fi{};
+    fi.op = op;
+    fi.block = block_index_.at(inst.getParent());
+    fi.first_operand = base_operand_ + static_cast<uint32_t>(operands_.size());
+    fi.operand_count = static_cast<uint32_t>(ops.size());
+    for (const auto& o : ops) operands_.push_back(o);
+    Type* t = inst.getType();
+    fi.width = static_cast<uint8_t>(scalar_width(t));
+    if (fi.width) fi.slot_size = 8;
+    else if (!t->isVoidTy()) fi.slot_size = round8(dl_.getTypeAllocSize(t));
+    insts_.push_back(fi);
+    return insts_.back();
+  }
+  void add_operand(FlatInst& fi, const FlatOperand& o) {
+    operands_.push_back(o);
+    fi.operand_count++;
+  }
+
+  void export_call(const CallBase& call) {
+    if (call.isInlineAsm()) return reason("inline asm"), void(emit(call, kOpNop));
+    const Function* callee = call.getCalledFunction();
+    if (callee && callee->isIntrinsic()) return export_intrinsic(cast<CallInst>(call), callee);
+    if (call.getCallingConv() != CallingConv::C) reason("call with calling convention " + std::to_string(call.getCallingConv()));
+    if (call.hasOperandBundles()) reason("operand bundles");
+    if (auto* ci = dyn_cast<CallInst>(&call); ci && ci->isMustTailCall()) reason("musttail call");
+    if (call.arg_size() > 6) reason("call with more than 6 arguments (stack arguments)");
+    Type* r = call.getType();
+    bool pair = false;
+    if (!r->isVoidTy() && !is_int_like(r)) {
+      if (r->isFloatingPointTy()) reason("call returning floating point");
+      else if (is_integer_pair(r, dl_)) pair = true;
+      else reason("call returning " + type_name(r));
+    }
+    FlatInst& fi = emit(call, kOpCall, {operand(call.getCalledOperand())});
+    size_t at = insts_.size() - 1;
+    if (pair) insts_[at].slot_size = 16;
+    if (call.getFunctionType()->isVarArg()) insts_[at].aux |= kCallVarargs;
+    for (unsigned a = 0; a < call.arg_size(); ++a) {
+      const Value* v = call.getArgOperand(a);
+      if (v->getType()->isFloatingPointTy()) reason("floating-point call arguments");
+      else if (!is_int_like(v->getType())) reason("call argument type " + type_name(v->getType()));
+      if (call.paramHasAttr(a, Attribute::ByVal) || call.paramHasAttr(a, Attribute::InAlloca) ||
+          call.paramHasAttr(a, Attribute::Preallocated))
+        reason("byval, inalloca or preallocated call argument");
+      FlatOperand o = operand(v);
+      if (call.paramHasAttr(a, Attribute::SExt)) o.flags |= kOperandSignExt;
+      add_operand(insts_[at], o);
+    }
+    (void)fi;
+  }
+
+  void export_intrinsic(const CallInst& call, const Function* callee) {
+    Intrinsic::ID id = callee->getIntrinsicID();
+    switch (id) {
+      case Intrinsic::lifetime_start:
+      case Intrinsic::lifetime_end:
+      case Intrinsic::assume:
+      case Intrinsic::experimental_noalias_scope_decl:
+      case Intrinsic::donothing:
+      case Intrinsic::sideeffect:
+      case Intrinsic::dbg_declare:
+      case Intrinsic::dbg_value:
+      case Intrinsic::dbg_label:
+        emit(call, kOpNop);
+        return;
+      case Intrinsic::expect:
+        emit(call, kOpCopy, {operand(call.getArgOperand(0))});
+        return;
+      case Intrinsic::trap:
+      case Intrinsic::ubsantrap:
+        emit(call, kOpUnreachable);
+        return;
+      case Intrinsic::memcpy:
+      case Intrinsic::memmove:
+      case Intrinsic::memset: {
+        // The C library functions take the same first three arguments.
+        const char* name = id == Intrinsic::memcpy ? "memcpy" : id == Intrinsic::memmove ? "memmove" : "memset";
+        FlatOperand callee_op{};
+        callee_op.kind = kOperandSymbol;
+        callee_op.width = 64;
+        callee_op.index = library_symbol(name);
+        FlatInst& fi = emit(call, kOpCall, {callee_op});
+        size_t at = insts_.size() - 1;
+        (void)fi;
+        for (unsigned a = 0; a < 3; ++a) add_operand(insts_[at], operand(call.getArgOperand(a)));
+        return;
+      }
+      case Intrinsic::uadd_with_overflow:
+      case Intrinsic::sadd_with_overflow:
+      case Intrinsic::usub_with_overflow:
+      case Intrinsic::ssub_with_overflow:
+      case Intrinsic::umul_with_overflow:
+      case Intrinsic::smul_with_overflow: {
+        unsigned w = scalar_width(call.getArgOperand(0)->getType());
+        if (w < 8 || !call.getArgOperand(0)->getType()->isIntegerTy()) reason("overflow intrinsic on i" + std::to_string(w));
+        FlatInst& fi = emit(call, kOpOverflow, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))});
+        fi.aux = id == Intrinsic::uadd_with_overflow   ? kOvfUadd
+                 : id == Intrinsic::sadd_with_overflow ? kOvfSadd
+                 : id == Intrinsic::usub_with_overflow ? kOvfUsub
+                 : id == Intrinsic::ssub_with_overflow ? kOvfSsub
+                 : id == Intrinsic::umul_with_overflow ? kOvfUmul
+                                                       : kOvfSmul;
+        fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(call.getType()))->getElementOffset(1));
+        if (fi.slot_size < 8) fi.slot_size = 8;
+        return;
+      }
+      default:
+        reason("intrinsic " + callee->getName().str());
+        emit(call, kOpNop);
+        return;
+    }
+  }
+
+  // memcpy and friends: the C library function of the same name (a module
+  // declaration when there is one, else an undefined symbol by name).
+  uint32_t library_symbol(const char* name) {
+    if (const Function* fn = m_.getFunction(name)) return symbol(fn);
+    auto [it, inserted] = library_index_.emplace(name, static_cast<uint32_t>(out_.symbol_values.size()));
+    if (inserted) {
+      out_.symbol_values.push_back(nullptr);
+      out_.fixed_names.resize(out_.symbol_values.size());
+      out_.fixed_names.back() = name;
+    }
+    return it->second;
+  }
+
+  void export_gep(const GetElementPtrInst& gep) {
+    if (gep.getType()->isVectorTy()) return reason("vector getelementptr"), void(emit(gep, kOpNop));
+    FlatInst& fi = emit(gep, kOpGep, {operand(gep.getPointerOperand())});
+    size_t at = insts_.size() - 1;
+    (void)fi;
+    int64_t constant = 0;
+    for (auto it = gep_type_begin(&gep), end = gep_type_end(&gep); it != end; ++it) {
+      const Value* idx = it.getOperand();
+      if (StructType* st = it.getStructTypeOrNull()) {
+        constant += static_cast<int64_t>(dl_.getStructLayout(st)->getElementOffset(
+            static_cast<unsigned>(cast<ConstantInt>(idx)->getZExtValue())));
+        continue;
+      }
+      int64_t stride = static_cast<int64_t>(it.getSequentialElementStride(dl_));
+      if (auto* c = dyn_cast<ConstantInt>(idx)) {
+        if (c->getBitWidth() > 64) reason("getelementptr index wider than 64 bits");
+        else constant += c->getSExtValue() * stride;
+        continue;
+      }
+      if (stride > INT32_MAX) reason("getelementptr stride beyond 2 GiB");
+      FlatOperand o = operand(idx);
+      o.imm = stride;
+      add_operand(insts_[at], o);
+    }
+    if (constant > INT32_MAX || constant < INT32_MIN) reason("getelementptr offset beyond 2 GiB");
+    insts_[at].imm = constant;
+  }
+
+  uint64_t aggregate_offset(Type* t, ArrayRef<unsigned> indices, Type** field) {
+    uint64_t offset = 0;
+    for (unsigned idx : indices) {
+      if (auto* st = dyn_cast<StructType>(t)) {
+        offset += dl_.getStructLayout(st)->getElementOffset(idx);
+        t = st->getElementType(idx);
+      } else {
+        auto* at = cast<ArrayType>(t);
+        t = at->getElementType();
+        offset += dl_.getTypeAllocSize(t) * idx;
+      }
+    }
+    *field = t;
+    return offset;
+  }
+
+  void export_inst(const Instruction& inst) {
+    for (const Value* op : inst.operands())
+      if (op->getType()->isVectorTy()) reason("vectors");
+    if (inst.getType()->isVectorTy()) reason("vectors");
+    switch (inst.getOpcode()) {
+      case Instruction::Alloca: {
+        auto& a = cast<AllocaInst>(inst);
+        auto* count = dyn_cast<ConstantInt>(a.getArraySize());
+        if (!a.isStaticAlloca() || !count) reason("dynamic alloca");
+        if (a.getAlign().value() > 16) reason("alloca aligned beyond 16 bytes");
+        FlatInst& fi = emit(inst, kOpAlloca);
+        uint64_t size = dl_.getTypeAllocSize(a.getAllocatedType()) * (count ? count->getZExtValue() : 1);
+        if (size > (1u << 30)) reason("alloca larger than 1 GiB");
+        fi.aux32 = static_cast<uint32_t>(size);
+        fi.imm = static_cast<int64_t>(a.getAlign().value());
+        return;
+      }
+      case Instruction::Load: {
+        auto& l = cast<LoadInst>(inst);
+        if (l.isAtomic()) reason("atomics");
+        if (l.getPointerAddressSpace() != 0) reason("address spaces");
+        FlatInst& fi = emit(inst, kOpLoad, {operand(l.getPointerOperand())});
+        if (!fi.width) fi.aux32 = static_cast<uint32_t>(dl_.getTypeStoreSize(l.getType()));
+        return;
+      }
+      case Instruction::Store: {
+        auto& s = cast<StoreInst>(inst);
+        if (s.isAtomic()) reason("atomics");
+        if (s.getPointerAddressSpace() != 0) reason("address spaces");
+        FlatInst& fi = emit(inst, kOpStore, {operand(s.getValueOperand()), operand(s.getPointerOperand())});
+        if (!scalar_width(s.getValueOperand()->getType()))
+          fi.aux32 = static_cast<uint32_t>(dl_.getTypeStoreSize(s.getValueOperand()->getType()));
+        return;
+      }
+      case Instruction::GetElementPtr:
+        return export_gep(cast<GetElementPtrInst>(inst));
+      case Instruction::Add: case Instruction::Sub: case Instruction::Mul: case Instruction::And:
+      case Instruction::Or: case Instruction::Xor: case Instruction::Shl: case Instruction::LShr:
+      case Instruction::AShr: case Instruction::UDiv: case Instruction::SDiv: case Instruction::URem:
+      case Instruction::SRem: {
+        static const std::unordered_map<unsigned, uint16_t> kOps = {
+            {Instruction::Add, kOpAdd}, {Instruction::Sub, kOpSub}, {Instruction::Mul, kOpMul},
+            {Instruction::And, kOpAnd}, {Instruction::Or, kOpOr}, {Instruction::Xor, kOpXor},
+            {Instruction::Shl, kOpShl}, {Instruction::LShr, kOpLshr}, {Instruction::AShr, kOpAshr},
+            {Instruction::UDiv, kOpUdiv}, {Instruction::SDiv, kOpSdiv}, {Instruction::URem, kOpUrem},
+            {Instruction::SRem, kOpSrem}};
+        if (!inst.getType()->isIntegerTy()) reason("arithmetic on " + type_name(inst.getType()));
+        emit(inst, kOps.at(inst.getOpcode()), {operand(inst.getOperand(0)), operand(inst.getOperand(1))});
+        return;
+      }
+      case Instruction::ICmp: {
+        static const uint8_t kPred[] = {kPredEq, kPredNe, kPredUgt, kPredUge, kPredUlt,
+                                        kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle};
+        auto& c = cast<ICmpInst>(inst);
+        FlatInst& fi = emit(inst, kOpIcmp, {operand(c.getOperand(0)), operand(c.getOperand(1))});
+        fi.aux = kPred[c.getPredicate() - CmpInst::FIRST_ICMP_PREDICATE];
+        return;
+      }
+      case Instruction::Select: {
+        if (!scalar_width(inst.getType())) reason("select of " + type_name(inst.getType()));
+        emit(inst, kOpSelect, {operand(inst.getOperand(0)), operand(inst.getOperand(1)), operand(inst.getOperand(2))});
+        return;
+      }
+      case Instruction::ZExt: case Instruction::IntToPtr: case Instruction::Freeze:
+        if (!scalar_width(inst.getType())) reason(std::string(inst.getOpcodeName()) + " of " + type_name(inst.getType()));
+        emit(inst, kOpCopy, {operand(inst.getOperand(0))});
+        return;
+      case Instruction::BitCast: {
+        Type* from = inst.getOperand(0)->getType();
+        if (scalar_width(from) != scalar_width(inst.getType()) || !scalar_width(from)) reason("bitcast of " + type_name(from));
+        emit(inst, kOpCopy, {operand(inst.getOperand(0))});
+        return;
+      }
+      case Instruction::Trunc: case Instruction::PtrToInt:
+        emit(inst, kOpTrunc, {operand(inst.getOperand(0))});
+        return;
+      case Instruction::SExt: {
+        FlatInst& fi = emit(inst, kOpSext, {operand(inst.getOperand(0))});
+        fi.aux = static_cast<uint8_t>(scalar_width(inst.getOperand(0)->getType()));
+        return;
+      }
+      case Instruction::ExtractValue: {
+        auto& ev = cast<ExtractValueInst>(inst);
+        Type* field = nullptr;
+        uint64_t offset = aggregate_offset(ev.getAggregateOperand()->getType(), ev.getIndices(), &field);
+        FlatInst& fi = emit(inst, kOpExtract, {operand(ev.getAggregateOperand())});
+        fi.imm = static_cast<int64_t>(offset);
+        if (!fi.width) fi.aux32 = static_cast<uint32_t>(dl_.getTypeAllocSize(field));
+        return;
+      }
+      case Instruction::InsertValue: {
+        auto& iv = cast<InsertValueInst>(inst);
+        Type* field = nullptr;
+        uint64_t offset = aggregate_offset(iv.getType(), iv.getIndices(), &field);
+        FlatInst& fi = emit(inst, kOpInsert, {operand(iv.getAggregateOperand()), operand(iv.getInsertedValueOperand())});
+        fi.imm = static_cast<int64_t>(offset);
+        if (!scalar_width(field)) fi.aux32 = static_cast<uint32_t>(dl_.getTypeAllocSize(field));
+        return;
+      }
+      case Instruction::PHI: {
+        auto& phi = cast<PHINode>(inst);
+        if (!scalar_width(phi.getType())) reason("phi of " + type_name(phi.getType()));
+        FlatInst& fi = emit(inst, kOpPhi);
+        size_t at = insts_.size() - 1;
+        (void)fi;
+        insts_[at].slot_size = 16;  // value, then its shadow
+        for (unsigned k = 0; k < phi.getNumIncomingValues(); ++k) {
+          add_operand(insts_[at], operand(phi.getIncomingValue(k)));
+          add_operand(insts_[at], operand(phi.getIncomingBlock(k)));
+        }
+        return;
+      }
+      case Instruction::Call:
+        return export_call(cast<CallBase>(inst));
+      case Instruction::Br: {
+        auto& br = cast<BranchInst>(inst);
+        if (br.isUnconditional()) emit(inst, kOpBr, {operand(br.getSuccessor(0))});
+        else emit(inst, kOpCondBr, {operand(br.getCondition()), operand(br.getSuccessor(0)), operand(br.getSuccessor(1))});
+        return;
+      }
+      case Instruction::Switch: {
+        auto& sw = cast<SwitchInst>(inst);
+        FlatInst& fi = emit(inst, kOpSwitch, {operand(sw.getCondition()), operand(sw.getDefaultDest())});
+        size_t at = insts_.size() - 1;
+        (void)fi;
+        for (auto& c : sw.cases()) {
+          add_operand(insts_[at], operand(c.getCaseValue()));
+          add_operand(insts_[at], operand(c.getCaseSuccessor()));
+        }
+        return;
+      }
+      case Instruction::Ret: {
+        auto& r = cast<ReturnInst>(inst);
+        if (r.getReturnValue()) emit(inst, kOpRet, {operand(r.getReturnValue())});
+        else emit(inst, kOpRet);
+        return;
+      }
+      case Instruction::Unreachable:
+        emit(inst, kOpUnreachable);
+        return;
+      case Instruction::Invoke: case Instruction::LandingPad: case Instruction::Resume:
+      case Instruction::CleanupPad: case Instruction::CatchPad: case Instruction::CatchSwitch:
+      case Instruction::CleanupRet: case Instruction::CatchRet:
+        reason("exceptions: " + std::string(inst.getOpcodeName()));
+        emit(inst, kOpNop);
+        return;
+      case Instruction::AtomicRMW: case Instruction::AtomicCmpXchg: case Instruction::Fence:
+        reason("atomics");
+        emit(inst, kOpNop);
+        return;
+      default:
+        reason(std::string("instruction ") + inst.getOpcodeName());
+        emit(inst, kOpNop);
+        return;
+    }
+  }
+
+  const Module& m_;
+  const DataLayout& dl_;
+  FlatModuleData& out_;
+  std::unordered_map<const GlobalValue*, uint32_t>& symbol_index_;
+  std::unordered_map<std::string, uint32_t>& library_index_;
+  const Function& f_;
+  std::unordered_map<const Instruction*, uint32_t> inst_index_;
+  std::unordered_map<const BasicBlock*, uint32_t> block_index_;
+  std::vector<FlatInst> insts_;
+  std::vector<FlatOperand> operands_;
+  std::vector<FlatBlock> blocks_;
+  uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
+  uint32_t fn_flags_ = 0, ret_size_ = 0, sret_arg_ = 0;
+};
+
+SymbolBinding binding_of(const GlobalValue& gv) {
+  if (gv.hasLocalLinkage()) return SymbolBinding::local;
+  if (gv.hasWeakLinkage() || gv.hasLinkOnceLinkage() || gv.hasExternalWeakLinkage()) return SymbolBinding::weak;
+  return SymbolBinding::global;
+}
+
+SymbolVisibility visibility_of(const GlobalValue& gv) {
+  if (gv.hasHiddenVisibility()) return SymbolVisibility::hidden;
+  if (gv.hasProtectedVisibility()) return SymbolVisibility::protected_;
+  return SymbolVisibility::default_;
+}
+
+}  // namespace
+
+FlatExport export_flat(const llvm::Module& module) {
+  FlatExport out;
+  const llvm::DataLayout& dl = module.getDataLayout();
+  std::unordered_map<const llvm::GlobalValue*, uint32_t> symbol_index;
+  std::unordered_map<std::string, uint32_t> library_index;
+  for (const llvm::Function& f : module) {
+    bool stamp = false;
+    if (!f.isDeclaration()) {
+      FunctionExporter ex(module, dl, out.flat, symbol_index, library_index, f);
+      stamp = ex.run();
+      FunctionVerdict v;
+      v.name = f.getName().str();
+      v.instructions = f.getInstructionCount();
+      v.stamp = stamp;
+      v.reasons = std::move(ex.reasons);
+      out.verdicts.push_back(std::move(v));
+      if (stamp) {
+        out.flat.bindings.push_back(binding_of(f));
+        out.flat.visibilities.push_back(visibility_of(f));
+        out.flat.sections.push_back(f.hasSection() ? f.getSection().str() : std::string());
+        out.stamp_functions++;
+      }
+    }
+    out.emitted_by_stamp.push_back(stamp);
+  }
+  out.flat.resolve_symbol_names();
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,86 @@
+#include "stamp_cpu.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "stamp_stages.h"
+#include "timeutil.h"
+
+namespace kiln {
+
+namespace {
+
+// Runs body(i) for i in [0, n), split into contiguous ranges over threads.
+template <class Body>
+void parallel_for(uint32_t n, unsigned threads, Body body) {
+  if (threads <= 1 || n < 256) {
+    for (uint32_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  std::vector<std::thread> pool;
+  uint32_t chunk = (n + threads - 1) / threads;
+  for (unsigned t = 0; t < threads; ++t) {
+    uint32_t begin = t * chunk, end = std::min(n, begin + chunk);
+    if (begin >= end) break;
+    pool.emplace_back([=] {
+      for (uint32_t i = begin; i < end; ++i) body(i);
+    });
+  }
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace
+
+StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
+  StampOutput out;
+  const uint32_t F = m.function_count, N = m.inst_count;
+  std::vector<int32_t> inst_slot(N), alloca_mem(N), arg_slot(m.arg_count);
+  std::vector<uint32_t> frame_size(F), prologue_size(F), size(N), relocs(N), inst_offset(N), reloc_start(N);
+  std::vector<uint32_t> block_offset(m.block_count);
+  out.code_size.resize(F);
+  out.reloc_count.resize(F);
+
+  Stopwatch clock;
+  parallel_for(F, threads, [&](uint32_t fn) {
+    stamp_frame(m, fn, inst_slot.data(), alloca_mem.data(), arg_slot.data(), frame_size.data());
+  });
+  out.frame = clock.lap();
+
+  StampLayout layout{inst_slot.data(), alloca_mem.data(), arg_slot.data(), frame_size.data(), nullptr, nullptr};
+  parallel_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size.data(), relocs.data()); });
+  parallel_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size.data()); });
+  out.measure = clock.lap();
+
+  parallel_for(F, threads, [&](uint32_t fn) {
+    stamp_offsets(m, fn, prologue_size.data(), size.data(), relocs.data(), inst_offset.data(), block_offset.data(),
+                  reloc_start.data(), out.code_size.data(), out.reloc_count.data());
+  });
+  // Exclusive scans over functions place each function's code and relocations.
+  out.code_start.resize(F);
+  out.reloc_start.resize(F);
+  uint32_t code_total = 0, reloc_total = 0;
+  for (uint32_t fn = 0; fn < F; ++fn) {
+    out.code_start[fn] = code_total;
+    out.reloc_start[fn] = reloc_total;
+    code_total += out.code_size[fn];
+    reloc_total += out.reloc_count[fn];
+  }
+  out.offsets = clock.lap();
+
+  out.code.resize(code_total);
+  out.relocs.resize(reloc_total);
+  layout.inst_offset = inst_offset.data();
+  layout.block_offset = block_offset.data();
+  // Instructions find their function through their block.
+  parallel_for(N, threads, [&](uint32_t i) {
+    uint32_t fn = m.blocks[m.insts[i].block].function;
+    stamp_encode(m, layout, i, out.code.data() + out.code_start[fn], out.relocs.data() + out.reloc_start[fn],
+                 reloc_start.data());
+  });
+  parallel_for(F, threads, [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
+  out.encode = clock.lap();
+  out.launches = 7;
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,26 @@
+// The CPU executor of stamp's stages (kernels/stamp_stages.h): each stage runs over
+// its index space (functions or instructions) on `threads` threads.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "flat_ir.h"
+#include "stamp_emit.h"
+
+namespace kiln {
+
+struct StampOutput {
+  std::vector<uint8_t> code;             // all functions, back to back
+  std::vector<uint32_t> code_start;      // per function, into code
+  std::vector<uint32_t> code_size;
+  std::vector<StampReloc> relocs;        // all functions, back to back
+  std::vector<uint32_t> reloc_start;     // per function, into relocs
+  std::vector<uint32_t> reloc_count;
+  // Per-stage seconds, for receipts and replay reports.
+  double frame = 0, measure = 0, offsets = 0, encode = 0;
+  uint64_t launches = 0;  // stage invocations over an index space
+};
+
+StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads = 1);
+
+}  // namespace kiln
