@@ -24,7 +24,8 @@ enum StampOp : uint16_t {
   kOpExtract,        // result = field of aggregate op0 at byte imm (width, or aux32 bytes)
   kOpInsert,         // result = op0 with op1 stored at byte imm (op1.width, or aux32 bytes)
   kOpPhi,            // pairs (value, block); result slot has a shadow slot after it
-  kOpCall,           // op0 = callee, then arguments; aux flags kCall*
+  kOpCall,           // op0 = callee, then arguments; aux flags kCall*; a two-leaf aggregate
+                     // result: aux32 = leaf widths (w0 | w1 << 8), imm = second leaf offset
   kOpOverflow,       // {iN, i1} = op0 (aux: kOvf*) op1, result aggregate; field 1 at imm
   kOpBr,             // op0 = target block
   kOpCondBr,         // op0 = condition, op1 = true block, op2 = false block
@@ -84,7 +85,12 @@ struct FlatFunction {
   uint32_t flags;
   uint8_t ret_width;            // 0: void or aggregate
   uint8_t pad[3];
-  uint32_t ret_size;            // bytes of an aggregate return (<= 16, returned in rax:rdx)
+  // A first-class aggregate return of two integer leaves (LLVM returns each leaf in
+  // its own register: the first in rax, the second in rdx): their widths and the
+  // second leaf's byte offset (the first is at 0).
+  uint8_t ret_leaf0_width, ret_leaf1_width;
+  uint16_t pad2;
+  uint32_t ret_leaf1_offset;
   uint32_t sret_arg;            // argument holding the sret pointer (with kFnHasSret)
 };
 

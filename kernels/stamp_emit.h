@@ -533,9 +533,11 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       if (in.width) {
         normalize(e, RAX, in.width);
         store64(e, dst, RAX);
-      } else if (in.slot_size) {  // a pair returned in rax:rdx
-        store64(e, dst, RAX);
-        store64(e, dst + 8, RDX);
+      } else if (in.slot_size) {  // two leaves, returned in rax and rdx
+        uint32_t w0 = in.aux32 & 0xff, w1 = (in.aux32 >> 8) & 0xff;
+        store_narrow(e, dst, RAX, w0 <= 8 ? 1 : w0 / 8);
+        mov_rr(e, RAX, RDX);
+        store_narrow(e, dst + static_cast<int32_t>(in.imm), RAX, w1 <= 8 ? 1 : w1 / 8);
       }
       return;
     }
@@ -571,8 +573,11 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         load64(e, RAX, -l.arg_slot[f.first_arg + f.sret_arg]);  // the sret pointer comes back in rax
       } else if (in.operand_count && (f.flags & kFnRetPair)) {
         if (ops[0].kind == kOperandValue) {
-          load64(e, RAX, slot_disp(l, ops[0].index));
-          load64(e, RDX, slot_disp(l, ops[0].index) + 8);
+          int32_t src = slot_disp(l, ops[0].index);
+          uint32_t w0 = f.ret_leaf0_width, w1 = f.ret_leaf1_width;
+          load_narrow(e, RCX, src + static_cast<int32_t>(f.ret_leaf1_offset), w1 <= 8 ? 1 : w1 / 8);
+          mov_rr(e, RDX, RCX);
+          load_narrow(e, RAX, src, w0 <= 8 ? 1 : w0 / 8);
         } else {
           e.byte(0x31), e.byte(0xC0);  // xor eax, eax
           e.byte(0x31), e.byte(0xD2);  // xor edx, edx

@@ -68,22 +68,32 @@ bool is_plain_aggregate(Type* t) {
   return false;
 }
 
-// An aggregate returned in rax:rdx by the SysV rules: at most 16 bytes, and every
-// eightbyte holds only integers or pointers.
-bool is_integer_pair(Type* t, const DataLayout& dl) {
-  if (!is_plain_aggregate(t) || dl.getTypeAllocSize(t) > 16) return false;
+// A first-class aggregate LLVM returns in registers leaf by leaf: exactly two
+// integer or pointer leaves, the first in rax and the second in rdx. Gives their
+// widths and byte offsets.
+bool is_integer_pair(Type* t, const DataLayout& dl, unsigned* w0 = nullptr, unsigned* w1 = nullptr,
+                     uint64_t* off1 = nullptr) {
+  if (!is_plain_aggregate(t)) return false;
+  std::vector<std::pair<unsigned, uint64_t>> leaves;  // width, offset
   bool ok = true;
-  std::function<void(Type*)> walk = [&](Type* x) {
+  std::function<void(Type*, uint64_t)> walk = [&](Type* x, uint64_t base) {
     if (auto* st = dyn_cast<StructType>(x)) {
-      for (Type* e : st->elements()) walk(e);
+      const StructLayout* sl = dl.getStructLayout(st);
+      for (unsigned i = 0; i < st->getNumElements(); ++i) walk(st->getElementType(i), base + sl->getElementOffset(i));
     } else if (auto* at = dyn_cast<ArrayType>(x)) {
-      walk(at->getElementType());
-    } else if (!is_int_like(x)) {
+      for (uint64_t i = 0; i < at->getNumElements(); ++i) walk(at->getElementType(), base + i * dl.getTypeAllocSize(at->getElementType()));
+    } else if (is_int_like(x)) {
+      leaves.push_back({scalar_width(x), base});
+    } else {
       ok = false;
     }
   };
-  walk(t);
-  return ok;
+  walk(t, 0);
+  if (!ok || leaves.size() != 2 || leaves[0].second != 0) return false;
+  if (w0) *w0 = leaves[0].first;
+  if (w1) *w1 = leaves[1].first;
+  if (off1) *off1 = leaves[1].second;
+  return true;
 }
 
 uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
@@ -128,7 +138,9 @@ class FunctionExporter {
     ff.arg_count = static_cast<uint32_t>(f_.arg_size());
     ff.flags = fn_flags_;
     ff.ret_width = static_cast<uint8_t>(scalar_width(f_.getReturnType()));
-    ff.ret_size = ret_size_;
+    ff.ret_leaf0_width = ret_w0_;
+    ff.ret_leaf1_width = ret_w1_;
+    ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
     ff.sret_arg = sret_arg_;
     for (const Argument& a : f_.args()) out_.arg_widths.push_back(static_cast<uint8_t>(scalar_width(a.getType())));
     out_.functions.push_back(ff);
@@ -177,9 +189,10 @@ class FunctionExporter {
       if (r->isFloatingPointTy()) reason("floating-point return");
       else if (is_int_like(r)) {
         if (f_.hasRetAttribute(Attribute::SExt)) fn_flags_ |= kFnRetSignExt;
-      } else if (is_integer_pair(r, dl_)) {
+      } else if (unsigned w0 = 0, w1 = 0; is_integer_pair(r, dl_, &w0, &w1, &ret_off1_)) {
         fn_flags_ |= kFnRetPair;
-        ret_size_ = static_cast<uint32_t>(dl_.getTypeAllocSize(r));
+        ret_w0_ = static_cast<uint8_t>(w0);
+        ret_w1_ = static_cast<uint8_t>(w1);
       } else {
         reason("return type " + type_name(r));
       }
@@ -292,14 +305,19 @@ class FunctionExporter {
     if (call.arg_size() > 6) reason("call with more than 6 arguments (stack arguments)");
     Type* r = call.getType();
     bool pair = false;
+    unsigned w0 = 0, w1 = 0;
+    uint64_t off1 = 0;
     if (!r->isVoidTy() && !is_int_like(r)) {
       if (r->isFloatingPointTy()) reason("call returning floating point");
-      else if (is_integer_pair(r, dl_)) pair = true;
+      else if (is_integer_pair(r, dl_, &w0, &w1, &off1)) pair = true;
       else reason("call returning " + type_name(r));
     }
     FlatInst& fi = emit(call, kOpCall, {operand(call.getCalledOperand())});
     size_t at = insts_.size() - 1;
-    if (pair) insts_[at].slot_size = 16;
+    if (pair) {
+      insts_[at].aux32 = w0 | (w1 << 8);
+      insts_[at].imm = static_cast<int64_t>(off1);
+    }
     if (call.getFunctionType()->isVarArg()) insts_[at].aux |= kCallVarargs;
     for (unsigned a = 0; a < call.arg_size(); ++a) {
       const Value* v = call.getArgOperand(a);
@@ -603,7 +621,9 @@ class FunctionExporter {
   std::vector<FlatOperand> operands_;
   std::vector<FlatBlock> blocks_;
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
-  uint32_t fn_flags_ = 0, ret_size_ = 0, sret_arg_ = 0;
+  uint32_t fn_flags_ = 0, sret_arg_ = 0;
+  uint64_t ret_off1_ = 0;
+  uint8_t ret_w0_ = 0, ret_w1_ = 0;
 };
 
 SymbolBinding binding_of(const GlobalValue& gv) {
