@@ -8,7 +8,8 @@
 #                                          pass as under a plain cargo test
 #   3. kiln-census, kiln-replay --rounds 3, kiln-measure build on that corpus
 # Usage: tests/acceptance/regex.sh [WORKDIR]   (tools from $KILN_BIN or PATH)
-# Set DEBUGINFO=0 or 2 to force the dev profile's debug info (default: cargo's own).
+# Set DEBUGINFO=0 or 2 to force the dev profile's debug info (default: cargo's own),
+# BACKEND=stamp to rebuild the test suite on stamp, ONLY_TESTS=1 to stop after the tests.
 set -euo pipefail
 [[ -n ${KILN_BIN:-} ]] && export PATH="$KILN_BIN:$PATH"
 W=${1:-${TMPDIR:-/tmp}/kiln-regex}
@@ -43,14 +44,17 @@ kiln-capture -o "$W/corpus" -- cargo build -q
 echo "   $(jq -r .id "$W/corpus/modules.jsonl" | sort -u | wc -l) distinct modules from crates: $(jq -r .crate "$W/corpus/modules.jsonl" | sort -u | tr '\n' ' ')"
 cargo clean -q
 
-echo "== kiln-capture --backend llvm -- cargo test"
-kiln-capture -o "$W/test-corpus" --backend llvm -- cargo test --no-fail-fast 2>&1 | summarize > "$W/kiln.tests" || true
+BACKEND=${BACKEND:-llvm}
+echo "== kiln-capture --backend $BACKEND -- cargo test"
+kiln-capture -o "$W/test-corpus" --backend "$BACKEND" -- cargo test --no-fail-fast 2>&1 | summarize > "$W/kiln.tests" || true
 if cmp -s "$W/plain.tests" "$W/kiln.tests"; then
   echo "   same test results: $(grep -c ' ok$' "$W/kiln.tests") tests ok, $(grep -c 'FAILED$' "$W/kiln.tests" || true) failed, in both builds"
 else
   echo "   DIFFERENT test results:"; diff "$W/plain.tests" "$W/kiln.tests" | head -20; exit 1
 fi
 echo "   receipts from kiln-capture: $(grep -c '"origin":"kiln-capture"' "$W/test-corpus/receipts.jsonl")"
+jq -rs '"   functions emitted: stamp \(map(.functions.stamp) | add), llvm \(map(.functions.llvm) | add); instructions: stamp \(map(.instructions.stamp) | add), llvm \(map(.instructions.llvm) | add)"' "$W/test-corpus/receipts.jsonl"
+[[ ${ONLY_TESTS:-} == 1 ]] && exit 0
 
 echo "== kiln-census"
 kiln-census "$W/corpus" | head -40

@@ -1,0 +1,309 @@
+// Differential testing of stamp against llvm: random IR functions (loops, branches,
+// phis, switches, calls, memory, aggregates and overflow checks over i1..i64) are
+// compiled by both back ends, linked with the same C driver, run on random inputs,
+// and must print the same results. KILN_DIFFERENTIAL_COUNT sets how many modules
+// (default 12 in the unit suite); KILN_DIFFERENTIAL_SEED the first seed.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <random>
+#include <sstream>
+
+#include "backend.h"
+#include "fs.h"
+#include "ir_helpers.h"
+#include "process.h"
+
+using namespace kiln;
+
+namespace {
+
+class IrGenerator {
+ public:
+  explicit IrGenerator(uint64_t seed) : rng_(seed) {}
+
+  std::string module(int functions) {
+    std::ostringstream m;
+    m << "target datalayout = \"e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128\"\n"
+         "target triple = \"x86_64-unknown-linux-gnu\"\n"
+         "declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n"
+         "declare {i64, i1} @llvm.uadd.with.overflow.i64(i64, i64)\n"
+         "declare {i32, i1} @llvm.smul.with.overflow.i32(i32, i32)\n"
+         "declare {i16, i1} @llvm.usub.with.overflow.i16(i16, i16)\n"
+         "declare {i8, i1} @llvm.sadd.with.overflow.i8(i8, i8)\n"
+         "define internal i32 @helper(i32 %x, i8 signext %y) {\n"
+         "  %s = sext i8 %y to i32\n  %m = mul i32 %x, 3\n  %r = add i32 %m, %s\n  ret i32 %r\n}\n"
+         "define internal {i64, i32} @pair(i64 %x) {\n"
+         "  %t = trunc i64 %x to i32\n  %a = insertvalue {i64, i32} poison, i64 %x, 0\n"
+         "  %b = insertvalue {i64, i32} %a, i32 %t, 1\n  ret {i64, i32} %b\n}\n";
+    for (int f = 0; f < functions; ++f) m << function("f" + std::to_string(f));
+    return m.str();
+  }
+
+ private:
+  struct Value {
+    std::string name;
+    int width;
+  };
+
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
+  std::string fresh() { return "%v" + std::to_string(counter_++); }
+  int width() {
+    static const int kWidths[] = {1, 8, 16, 32, 64};
+    return kWidths[pick(5)];
+  }
+  static std::string ty(int w) { return "i" + std::to_string(w); }
+
+  // A value of width w made from a random existing 64-bit value.
+  std::string value_of(std::ostringstream& b, int w) {
+    const Value& v = pool_[pick(static_cast<int>(pool_.size()))];
+    if (w == 64) return v.name;
+    std::string t = fresh();
+    b << "  " << t << " = trunc i64 " << v.name << " to " << ty(w) << "\n";
+    return t;
+  }
+  void add64(std::ostringstream& b, const std::string& name, int w) {
+    std::string x = name;
+    if (w != 64) {
+      x = fresh();
+      b << "  " << x << " = " << (pick(2) ? "zext " : "sext ") << ty(w) << " " << name << " to i64\n";
+    }
+    pool_.push_back({x, 64});
+  }
+
+  void random_op(std::ostringstream& b) {
+    int w = width();
+    std::string r = fresh();
+    switch (pick(9)) {
+      case 0: case 1: {  // arithmetic at width w
+        static const char* kOps[] = {"add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "udiv", "urem", "sdiv", "srem"};
+        const char* op = kOps[pick(13)];
+        std::string x = value_of(b, w), y = value_of(b, w);
+        std::string op_s(op);
+        if (op_s == "shl" || op_s == "lshr" || op_s == "ashr") {  // keep shift amounts in range
+          std::string m = fresh();
+          b << "  " << m << " = and " << ty(w) << " " << y << ", " << (w - 1) << "\n";
+          y = m;
+        } else if (op_s == "udiv" || op_s == "urem") {  // no division by zero
+          std::string m = fresh();
+          b << "  " << m << " = or " << ty(w) << " " << y << ", 1\n";
+          y = m;
+        } else if (op_s == "sdiv" || op_s == "srem") {  // positive divisor: no overflow
+          if (w == 1) {
+            op_s = "and";
+          } else {
+            std::string m = fresh(), n = fresh();
+            b << "  " << m << " = lshr " << ty(w) << " " << y << ", 1\n";
+            b << "  " << n << " = or " << ty(w) << " " << m << ", 1\n";
+            y = n;
+          }
+        }
+        b << "  " << r << " = " << op_s << " " << ty(w) << " " << x << ", " << y << "\n";
+        add64(b, r, w);
+        return;
+      }
+      case 2: {  // compare and select
+        static const char* kPreds[] = {"eq", "ne", "ugt", "uge", "ult", "ule", "sgt", "sge", "slt", "sle"};
+        std::string x = value_of(b, w), y = value_of(b, w), c = fresh();
+        b << "  " << c << " = icmp " << kPreds[pick(10)] << " " << ty(w) << " " << x << ", " << y << "\n";
+        b << "  " << r << " = select i1 " << c << ", " << ty(w) << " " << x << ", " << ty(w) << " " << y << "\n";
+        add64(b, r, w);
+        add64(b, c, 1);
+        return;
+      }
+      case 3: {  // store then load through a variable index into the frame array
+        int sw = w == 1 ? 8 : w;
+        std::string idx = value_of(b, 64), masked = fresh(), p = fresh(), v = value_of(b, sw), l = fresh();
+        b << "  " << masked << " = and i64 " << idx << ", 7\n";
+        b << "  " << p << " = getelementptr inbounds [8 x i64], ptr %mem, i64 0, i64 " << masked << "\n";
+        b << "  store " << ty(sw) << " " << v << ", ptr " << p << "\n";
+        std::string idx2 = value_of(b, 64), masked2 = fresh(), p2 = fresh();
+        b << "  " << masked2 << " = and i64 " << idx2 << ", 7\n";
+        b << "  " << p2 << " = getelementptr inbounds i64, ptr %mem, i64 " << masked2 << "\n";
+        b << "  " << l << " = load " << ty(sw) << ", ptr " << p2 << "\n";
+        add64(b, l, sw);
+        return;
+      }
+      case 4: {  // call the helper (i32 and a signext i8)
+        std::string x = value_of(b, 32), y = value_of(b, 8);
+        b << "  " << r << " = call i32 @helper(i32 " << x << ", i8 signext " << y << ")\n";
+        add64(b, r, 32);
+        return;
+      }
+      case 5: {  // overflow check at a random width
+        static const char* kIntr[] = {"llvm.uadd.with.overflow.i64", "llvm.smul.with.overflow.i32",
+                                      "llvm.usub.with.overflow.i16", "llvm.sadd.with.overflow.i8"};
+        static const int kW[] = {64, 32, 16, 8};
+        int k = pick(4);
+        std::string x = value_of(b, kW[k]), y = value_of(b, kW[k]), s = fresh(), o = fresh();
+        b << "  " << r << " = call {" << ty(kW[k]) << ", i1} @" << kIntr[k] << "(" << ty(kW[k]) << " " << x << ", "
+          << ty(kW[k]) << " " << y << ")\n";
+        b << "  " << s << " = extractvalue {" << ty(kW[k]) << ", i1} " << r << ", 0\n";
+        b << "  " << o << " = extractvalue {" << ty(kW[k]) << ", i1} " << r << ", 1\n";
+        add64(b, s, kW[k]);
+        add64(b, o, 1);
+        return;
+      }
+      case 6: {  // an aggregate returned in two registers
+        std::string x = value_of(b, 64), a = fresh(), c = fresh();
+        b << "  " << r << " = call {i64, i32} @pair(i64 " << x << ")\n";
+        b << "  " << a << " = extractvalue {i64, i32} " << r << ", 0\n";
+        b << "  " << c << " = extractvalue {i64, i32} " << r << ", 1\n";
+        add64(b, a, 64);
+        add64(b, c, 32);
+        return;
+      }
+      case 7: {  // memcpy between frame arrays, then read back
+        std::string l = fresh();
+        b << "  call void @llvm.memcpy.p0.p0.i64(ptr %mem2, ptr %mem, i64 64, i1 false)\n";
+        b << "  " << l << " = load i64, ptr %mem2\n";
+        add64(b, l, 64);
+        return;
+      }
+      default: {  // width changes
+        std::string x = value_of(b, w);
+        if (w == 64) {
+          b << "  " << r << " = trunc i64 " << x << " to i16\n";
+          add64(b, r, 16);
+        } else {
+          b << "  " << r << " = " << (pick(2) ? "sext " : "zext ") << ty(w) << " " << x << " to i64\n";
+          add64(b, r, 64);
+        }
+        return;
+      }
+    }
+  }
+
+  std::string combine(std::ostringstream& b) {
+    std::string acc = pool_[0].name;
+    for (size_t i = 1; i < pool_.size(); ++i) {
+      std::string t = fresh();
+      b << "  " << t << " = " << (i % 2 ? "xor" : "add") << " i64 " << acc << ", " << pool_[i].name << "\n";
+      acc = t;
+    }
+    return acc;
+  }
+
+  std::string function(const std::string& name) {
+    std::ostringstream b;
+    pool_ = {{"%a", 64}, {"%b", 64}, {"%c", 64}};
+    b << "define i64 @" << name << "(i64 %a, i64 %b, i64 %c) {\nentry:\n";
+    b << "  %mem = alloca [8 x i64], align 8\n  %mem2 = alloca [8 x i64], align 8\n";
+    for (int k = 0; k < 8; ++k) {
+      b << "  %init" << k << " = getelementptr [8 x i64], ptr %mem, i64 0, i64 " << k << "\n";
+      b << "  store i64 " << (k % 3 == 0 ? "%a" : k % 3 == 1 ? "%b" : "%c") << ", ptr %init" << k << "\n";
+    }
+    int straight = 3 + pick(6);
+    for (int i = 0; i < straight; ++i) random_op(b);
+    std::string start = combine(b);
+    int trips = 1 + pick(6);
+    b << "  br label %loop\nloop:\n";
+    b << "  %i = phi i64 [ 0, %entry ], [ %i.next, %join ]\n";
+    b << "  %acc = phi i64 [ " << start << ", %entry ], [ %acc.next, %join ]\n";
+    pool_ = {{"%acc", 64}, {"%i", 64}, {"%a", 64}};
+    for (int i = 0; i < 2 + pick(4); ++i) random_op(b);
+    std::string mid = combine(b);
+    b << "  %cond = trunc i64 " << mid << " to i1\n  br i1 %cond, label %then, label %else\nthen:\n";
+    pool_ = {{mid, 64}, {"%i", 64}};
+    for (int i = 0; i < 1 + pick(3); ++i) random_op(b);
+    std::string t = combine(b);
+    b << "  br label %join\nelse:\n";
+    pool_ = {{mid, 64}, {"%b", 64}};
+    for (int i = 0; i < 1 + pick(3); ++i) random_op(b);
+    std::string e = combine(b);
+    b << "  br label %join\njoin:\n";
+    b << "  %acc.next = phi i64 [ " << t << ", %then ], [ " << e << ", %else ]\n";
+    b << "  %i.next = add i64 %i, 1\n  %more = icmp ult i64 %i.next, " << trips << "\n";
+    b << "  br i1 %more, label %loop, label %exit\nexit:\n";
+    b << "  %sel = and i64 %acc.next, 3\n";
+    b << "  switch i64 %sel, label %d [ i64 0, label %s0\n i64 1, label %s1\n i64 2, label %s1 ]\n";
+    b << "s0:\n  %r0 = mul i64 %acc.next, 31\n  ret i64 %r0\n";
+    b << "s1:\n  %r1 = xor i64 %acc.next, -6148914691236517206\n  ret i64 %r1\n";
+    b << "d:\n  ret i64 %acc.next\n}\n";
+    // Names must be unique per function: renumber by prefixing the function name.
+    std::string text = b.str();
+    return text;
+  }
+
+  std::mt19937_64 rng_;
+  std::vector<Value> pool_;
+  int counter_ = 0;
+};
+
+const char* kDriver = R"(
+#include <stdint.h>
+#include <stdio.h>
+#define N FUNCTIONS
+typedef int64_t (*fn)(int64_t, int64_t, int64_t);
+DECLS
+int main(void) {
+  fn fns[N] = {TABLE};
+  uint64_t s = SEED;
+  for (int round = 0; round < 64; ++round) {
+    int64_t in[3];
+    for (int k = 0; k < 3; ++k) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; in[k] = (int64_t)s >> (round % 40); }
+    for (int f = 0; f < N; ++f) printf("%d %d %lld\n", round, f, (long long)fns[f](in[0], in[1], in[2]));
+  }
+  return 0;
+}
+)";
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+  return s;
+}
+
+std::string run_with(const std::string& backend, const std::string& bitcode, const std::string& driver_o,
+                     const std::string& dir, EmitCounts* counts) {
+  auto b = make_backend(backend, Profile::fast);
+  EmitResult r = b->emit(bitcode, backend + ".bc");
+  if (counts) *counts = r.counts;
+  write_file_atomic(dir + "/" + backend + ".o", r.object);
+  ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(run_process({"cc", "-o", dir + "/" + backend, driver_o, dir + "/" + backend + ".o"}, quiet).exit_code == 0);
+  ProcessOptions capture;
+  capture.capture_stdout = true;
+  ProcessResult run = run_process({dir + "/" + backend}, capture);
+  REQUIRE(run.exit_code == 0);
+  return run.captured_stdout;
+}
+
+}  // namespace
+
+TEST_CASE("stamp and llvm compute the same results on random programs", "[stamp][differential]") {
+  const char* count_env = std::getenv("KILN_DIFFERENTIAL_COUNT");
+  const char* seed_env = std::getenv("KILN_DIFFERENTIAL_SEED");
+  int modules = count_env ? std::atoi(count_env) : 12;
+  uint64_t seed = seed_env ? std::strtoull(seed_env, nullptr, 10) : 1;
+  const int kFunctions = 8;
+  kiln_test::ScratchDir dir;
+  uint64_t stamp_functions = 0;
+  for (int m = 0; m < modules; ++m) {
+    uint64_t s = seed + static_cast<uint64_t>(m);
+    INFO("seed " << s << " (rerun: KILN_DIFFERENTIAL_SEED=" << s << " KILN_DIFFERENTIAL_COUNT=1)");
+    std::string ir = IrGenerator(s).module(kFunctions);
+    write_file_atomic(dir.path + "/module.ll", ir);
+    std::string bitcode = kiln_test::bitcode_from_ir(ir);
+    std::string decls, table;
+    for (int f = 0; f < kFunctions; ++f) {
+      decls += "int64_t f" + std::to_string(f) + "(int64_t, int64_t, int64_t);\n";
+      table += (f ? ", f" : "f") + std::to_string(f);
+    }
+    std::string driver = replace(replace(replace(replace(kDriver, "FUNCTIONS", std::to_string(kFunctions)), "DECLS", decls),
+                                         "TABLE", table), "SEED", std::to_string(s * 2654435761u + 1) + "ull");
+    write_file_atomic(dir.path + "/driver.c", driver);
+    ProcessOptions quiet;
+    quiet.quiet = true;
+    REQUIRE(run_process({"cc", "-c", "-O1", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+    std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
+    EmitCounts counts;
+    std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
+    stamp_functions += counts.functions_stamp;
+    CHECK(counts.functions_llvm == 0);  // every generated function is in stamp's contract
+    REQUIRE(expected.size() > 0);
+    if (expected != actual) write_file_atomic("/tmp/kiln-differential-failure.ll", ir);
+    REQUIRE(expected == actual);
+  }
+  CHECK(stamp_functions == static_cast<uint64_t>(modules) * (kFunctions + 2));
+}
