@@ -14,6 +14,7 @@
 
 #include "bitcode.h"
 #include "error.h"
+#include "flat_export.h"
 #include "json.h"
 
 namespace kiln {
@@ -87,12 +88,38 @@ ModuleFacts collect_facts(const llvm::Module& module) {
   return f;
 }
 
+// stamp's contract is per function: a module is eligible when stamp compiles every
+// function, partial when it compiles some (the rest fall back to llvm). The reasons
+// are every distinct per-function reason, with how many functions it stopped.
+static Verdict stamp_contract(const llvm::Module& module, ModuleCensus& c) {
+  Verdict v{"stamp", "eligible", {}};
+  FlatExport flat = export_flat(module);
+  std::map<std::string, uint64_t> reason_functions;
+  std::vector<std::string> order;
+  for (const auto& f : flat.verdicts) {
+    c.stamp_functions.push_back({f.name, f.instructions, f.reasons});
+    if (f.stamp) {
+      v.functions_stamp++;
+      v.instructions_stamp += f.instructions;
+      continue;
+    }
+    v.functions_fallback++;
+    v.instructions_fallback += f.instructions;
+    for (const auto& r : f.reasons)
+      if (reason_functions[r]++ == 0) order.push_back(r);
+  }
+  for (const auto& r : order) v.reasons.push_back(r + " (" + std::to_string(reason_functions[r]) + " functions)");
+  if (v.functions_fallback) v.verdict = v.functions_stamp ? "partial" : "rejected";
+  return v;
+}
+
 ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, const std::string& label) {
   ModuleCensus c;
   c.id = id;
   c.label = label;
   c.facts.bytes = bytes.size();
   Verdict llvm_verdict{"llvm", "eligible", {}};
+  Verdict stamp_verdict{"stamp", "rejected", {}};
   try {
     llvm::LLVMContext ctx;
     auto module = parse_bitcode(ctx, bytes, label);
@@ -103,15 +130,19 @@ ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, co
     if (!problem.empty()) llvm_verdict.reasons.push_back("target: " + problem.substr(problem.rfind("target ", 0) == 0 ? 7 : 0));
     problem = verify_problem(*module);
     if (!problem.empty()) llvm_verdict.reasons.push_back("verify: " + problem);
+    if (llvm_verdict.reasons.empty()) stamp_verdict = stamp_contract(*module, c);
   } catch (const KilnError& e) {
     std::string what = e.what();
     llvm_verdict.reasons.push_back("read: " + what.substr(what.find(": ") == std::string::npos ? 0 : what.find(": ") + 2));
   }
-  if (!llvm_verdict.reasons.empty()) llvm_verdict.verdict = "rejected";
+  if (!llvm_verdict.reasons.empty()) {
+    llvm_verdict.verdict = "rejected";
+    // stamp reads, splits and falls back through llvm: what llvm cannot take, it cannot.
+    stamp_verdict.verdict = "rejected";
+    stamp_verdict.reasons = {"llvm: " + llvm_verdict.reasons.front()};
+  }
   c.verdicts.push_back(llvm_verdict);
-  // The stamp back end's contract arrives with the stamp back end; until then no
-  // module is ever reported as eligible for it.
-  c.verdicts.push_back({"stamp", "not-available", {"stamp: back end not built into this kiln"}});
+  c.verdicts.push_back(stamp_verdict);
   return c;
 }
 
@@ -142,9 +173,21 @@ std::string ModuleCensus::to_json() const {
   w.end_object();
   w.key("verdicts").begin_object();
   for (const auto& v : verdicts) {
-    w.key(v.backend).begin_object().field("verdict", v.verdict).string_array("reasons", v.reasons).end_object();
+    w.key(v.backend).begin_object().field("verdict", v.verdict).string_array("reasons", v.reasons);
+    if (v.backend == "stamp")
+      w.field("functions_stamp", v.functions_stamp).field("functions_fallback", v.functions_fallback)
+          .field("instructions_stamp", v.instructions_stamp).field("instructions_fallback", v.instructions_fallback);
+    w.end_object();
   }
-  w.end_object().end_object();
+  w.end_object();
+  // Debug information is not carried by stamp's objects yet: say so per module.
+  w.field("stamp_drops_debug_info", facts.debug_info);
+  w.key("stamp_fallback_functions").begin_array();
+  for (const auto& f : stamp_functions) {
+    if (f.reasons.empty()) continue;
+    w.begin_object().field("name", f.name).field("instructions", f.instructions).string_array("reasons", f.reasons).end_object();
+  }
+  w.end_array().end_object();
   return w.str();
 }
 
@@ -171,6 +214,38 @@ std::string with_commas(uint64_t n) {
   }
   return out;
 }
+}  // namespace
+
+namespace {
+// stamp decides per function: shares of functions and instructions, and the reasons
+// that stopped it, by each function's first reason and by every reason.
+struct StampTally {
+  uint64_t functions_stamp = 0, functions_fallback = 0, instructions_stamp = 0, instructions_fallback = 0;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> first_reason, any_reason;  // functions, instructions
+};
+StampTally tally_stamp(const std::vector<ModuleCensus>& all) {
+  StampTally t;
+  for (const auto& c : all)
+    for (const auto& f : c.stamp_functions) {
+      if (f.reasons.empty()) {
+        t.functions_stamp++;
+        t.instructions_stamp += f.instructions;
+        continue;
+      }
+      t.functions_fallback++;
+      t.instructions_fallback += f.instructions;
+      auto& first = t.first_reason[f.reasons.front()];
+      first.first++;
+      first.second += f.instructions;
+      for (const auto& r : f.reasons) {
+        auto& any = t.any_reason[r];
+        any.first++;
+        any.second += f.instructions;
+      }
+    }
+  return t;
+}
+double share(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
 }  // namespace
 
 std::string census_summary_table(const std::vector<ModuleCensus>& all) {
@@ -212,6 +287,24 @@ std::string census_summary_table(const std::vector<ModuleCensus>& all) {
     }
     out += "\n";
   }
+  StampTally st = tally_stamp(all);
+  std::snprintf(line, sizeof line,
+                "stamp per function: %s of %s functions (%.1f%%) and %s of %s instructions (%.1f%%) compiled by stamp\n",
+                with_commas(st.functions_stamp).c_str(), with_commas(st.functions_stamp + st.functions_fallback).c_str(),
+                share(st.functions_stamp, st.functions_stamp + st.functions_fallback),
+                with_commas(st.instructions_stamp).c_str(),
+                with_commas(st.instructions_stamp + st.instructions_fallback).c_str(),
+                share(st.instructions_stamp, st.instructions_stamp + st.instructions_fallback));
+  out += line;
+  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> reasons(st.first_reason.begin(), st.first_reason.end());
+  std::sort(reasons.begin(), reasons.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+  std::snprintf(line, sizeof line, "  %-44s %10s %14s\n", "fallback, by first reason", "functions", "instructions");
+  out += line;
+  for (const auto& [r, n] : reasons) {
+    std::snprintf(line, sizeof line, "  %-44.44s %10s %14s\n", r.c_str(), with_commas(n.first).c_str(), with_commas(n.second).c_str());
+    out += line;
+  }
+  out += "\n";
   std::vector<std::pair<std::string, uint64_t>> sorted(opcodes.begin(), opcodes.end());
   std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   out += "opcodes\n";
@@ -251,6 +344,18 @@ std::string census_summary_json(const std::vector<ModuleCensus>& all) {
   };
   write_tallies("verdicts", verdicts);
   write_tallies("first_reasons", reasons);
+  StampTally st = tally_stamp(all);
+  w.key("stamp_functions").begin_object()
+      .field("functions_stamp", st.functions_stamp).field("functions_fallback", st.functions_fallback)
+      .field("instructions_stamp", st.instructions_stamp).field("instructions_fallback", st.instructions_fallback);
+  auto write_reasons = [&](const char* key, const std::map<std::string, std::pair<uint64_t, uint64_t>>& m) {
+    w.key(key).begin_object();
+    for (const auto& [r, n] : m) w.key(r).begin_object().field("functions", n.first).field("instructions", n.second).end_object();
+    w.end_object();
+  };
+  write_reasons("first_reasons", st.first_reason);
+  write_reasons("reasons", st.any_reason);
+  w.end_object();
   w.end_object();
   return w.str();
 }
@@ -281,8 +386,19 @@ std::string census_explain(const ModuleCensus& c) {
   for (const auto& [k, v] : f.intrinsics) out += " " + k + "=" + std::to_string(v);
   out += "\n";
   for (const auto& v : c.verdicts) {
-    out += "  " + v.backend + ": " + v.verdict + "\n";
+    out += "  " + v.backend + ": " + v.verdict;
+    if (v.backend == "stamp")
+      out += " (" + std::to_string(v.functions_stamp) + " functions by stamp, " + std::to_string(v.functions_fallback) +
+             " fall back to llvm)";
+    out += "\n";
     for (const auto& r : v.reasons) out += "    - " + r + "\n";
+  }
+  if (f.debug_info) out += "  note: stamp does not carry debug information yet; its functions have none\n";
+  for (const auto& fn : c.stamp_functions) {
+    if (fn.reasons.empty()) continue;
+    out += "  fallback " + fn.name + " (" + std::to_string(fn.instructions) + " instructions):";
+    for (const auto& r : fn.reasons) out += " [" + r + "]";
+    out += "\n";
   }
   return out;
 }

@@ -29,14 +29,23 @@ struct ModuleFacts {
 
 struct Verdict {
   std::string backend;
-  std::string verdict;              // eligible | rejected | not-available
+  std::string verdict;              // eligible | partial | rejected
   std::vector<std::string> reasons; // empty when eligible
+  // stamp decides per function: how many it compiles and how many fall back to llvm.
+  uint64_t functions_stamp = 0, functions_fallback = 0, instructions_stamp = 0, instructions_fallback = 0;
+};
+
+struct FunctionStampVerdict {
+  std::string name;
+  uint64_t instructions = 0;
+  std::vector<std::string> reasons;  // empty: stamp compiles it
 };
 
 struct ModuleCensus {
   std::string id, label, crate;
   ModuleFacts facts;
   std::vector<Verdict> verdicts;
+  std::vector<FunctionStampVerdict> stamp_functions;  // every defined function
   std::string to_json() const;
 };
 
