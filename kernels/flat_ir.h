@@ -32,12 +32,17 @@ enum StampOp : uint16_t {
   kOpSwitch,         // op0 = value, op1 = default block, then pairs (case const, block)
   kOpRet,            // op0 = value (if any)
   kOpUnreachable,    // ud2
+  kOpInvoke,         // like kOpCall, then two more operands: normal block, unwind block
+  kOpLandingPad,     // {ptr, i32} from rax and edx; aux = kLandingPad* clause kind
+  kOpResume,         // _Unwind_Resume(field 0 of op0)
   kOpCount
 };
 
 enum IcmpPredicate : uint8_t { kPredEq, kPredNe, kPredUgt, kPredUge, kPredUlt, kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle };
 enum OverflowKind : uint8_t { kOvfUadd, kOvfSadd, kOvfUsub, kOvfSsub, kOvfUmul, kOvfSmul };
 enum CallFlags : uint8_t { kCallVarargs = 1 };
+// What a landing pad does for the personality (its LSDA action).
+enum LandingPadKind : uint8_t { kLandingPadCleanup = 0, kLandingPadCatchAll = 1, kLandingPadEmptyFilter = 2 };
 
 enum OperandKind : uint8_t {
   kOperandValue = 1,   // result of instruction `index` (module-wide index)
@@ -75,7 +80,7 @@ struct FlatBlock {
   uint32_t function;  // index into FlatModuleView::functions
 };
 
-enum FunctionFlags : uint32_t { kFnRetSignExt = 1, kFnRetZeroExt = 2, kFnHasSret = 4, kFnRetPair = 8 };
+enum FunctionFlags : uint32_t { kFnRetSignExt = 1, kFnRetZeroExt = 2, kFnHasSret = 4, kFnRetPair = 8, kFnHasPersonality = 16 };
 
 struct FlatFunction {
   uint32_t symbol;              // its module symbol
@@ -92,6 +97,7 @@ struct FlatFunction {
   uint16_t pad2;
   uint32_t ret_leaf1_offset;
   uint32_t sret_arg;            // argument holding the sret pointer (with kFnHasSret)
+  uint32_t personality;         // module symbol of the personality (with kFnHasPersonality)
 };
 
 // A read-only view of a flat module's arrays (owned elsewhere: a FlatModuleData on

@@ -42,6 +42,7 @@ struct Emitter {
   uint32_t pos;          // function-relative position
   StampReloc* relocs;    // where this instruction's relocations go, or nullptr
   uint32_t reloc_count;
+  uint32_t call_begin = 0, call_end = 0;  // an invoke's call instruction (for the LSDA)
 
   KILN_HD void byte(uint32_t b) {
     if (out) out[pos] = static_cast<uint8_t>(b);
@@ -371,6 +372,38 @@ KILN_HD inline void encode_overflow(Emitter& e, const FlatInst& in, uint32_t w) 
   e.byte(0x0F), e.byte(is_signed ? 0x90 : 0x92), e.byte(0xC1);  // seto/setc cl
 }
 
+// A call's arguments, the call itself and its result; `count` operands (callee + args).
+KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t count) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
+  for (uint32_t a = 1; a < count; ++a) {
+    uint32_t reg = argument_register(a - 1);
+    load_operand(e, l, ops[a], reg);
+    if (ops[a].flags & kOperandSignExt) sign_extend(e, reg, ops[a].width);
+  }
+  if (ops[0].kind != kOperandSymbol) load_operand(e, l, ops[0], R11);
+  if (in.aux & kCallVarargs) e.byte(0x31), e.byte(0xC0);  // xor eax, eax: no vector registers
+  e.call_begin = e.pos;
+  if (ops[0].kind == kOperandSymbol) {
+    e.byte(0xE8);
+    e.reloc(kStampRelPlt32, ops[0].index, ops[0].imm - 4);
+    e.u32(0);
+  } else {
+    e.byte(0x41), e.byte(0xFF), e.byte(0xD3);  // call r11
+  }
+  e.call_end = e.pos;
+  if (in.width) {
+    normalize(e, RAX, in.width);
+    store64(e, dst, RAX);
+  } else if (in.slot_size) {  // two leaves, returned in rax and rdx
+    uint32_t w0 = in.aux32 & 0xff, w1 = (in.aux32 >> 8) & 0xff;
+    store_narrow(e, dst, RAX, w0 <= 8 ? 1 : w0 / 8);
+    mov_rr(e, RAX, RDX);
+    store_narrow(e, dst + static_cast<int32_t>(in.imm), RAX, w1 <= 8 ? 1 : w1 / 8);
+  }
+}
+
 // Encodes (or measures) flat instruction `i` at e.pos.
 KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
@@ -501,9 +534,9 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       store_narrow(e, field, RAX, ops[1].width <= 8 ? 1 : ops[1].width / 8);
       return;
     }
-    case kOpPhi:
-      load64(e, RAX, dst + 8);  // shadow -> slot
-      store64(e, dst, RAX);
+    case kOpPhi:  // shadow -> slot, through r11: a landing pad's rax and rdx must survive
+      load64(e, R11, dst + 8);
+      store64(e, dst, R11);
       return;
     case kOpOverflow: {
       uint32_t w = ops[0].width;
@@ -515,32 +548,30 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       store_narrow(e, dst + static_cast<int32_t>(in.imm), RCX, 1);
       return;
     }
-    case kOpCall: {
-      for (uint32_t a = 1; a < in.operand_count; ++a) {
-        uint32_t reg = argument_register(a - 1);
-        load_operand(e, l, ops[a], reg);
-        if (ops[a].flags & kOperandSignExt) sign_extend(e, reg, ops[a].width);
-      }
-      if (ops[0].kind != kOperandSymbol) load_operand(e, l, ops[0], R11);
-      if (in.aux & kCallVarargs) e.byte(0x31), e.byte(0xC0);  // xor eax, eax: no vector registers
-      if (ops[0].kind == kOperandSymbol) {
-        e.byte(0xE8);
-        e.reloc(kStampRelPlt32, ops[0].index, ops[0].imm - 4);
-        e.u32(0);
-      } else {
-        e.byte(0x41), e.byte(0xFF), e.byte(0xD3);  // call r11
-      }
-      if (in.width) {
-        normalize(e, RAX, in.width);
-        store64(e, dst, RAX);
-      } else if (in.slot_size) {  // two leaves, returned in rax and rdx
-        uint32_t w0 = in.aux32 & 0xff, w1 = (in.aux32 >> 8) & 0xff;
-        store_narrow(e, dst, RAX, w0 <= 8 ? 1 : w0 / 8);
-        mov_rr(e, RAX, RDX);
-        store_narrow(e, dst + static_cast<int32_t>(in.imm), RAX, w1 <= 8 ? 1 : w1 / 8);
-      }
+    case kOpCall:
+      encode_call(e, m, l, i, in.operand_count);
+      return;
+    case kOpInvoke: {
+      const FlatOperand& normal = ops[in.operand_count - 2];
+      const FlatOperand& unwind = ops[in.operand_count - 1];
+      // The unwind edge leaves from inside the call: its phis get their values first.
+      phi_copies_for(e, m, l, in.block, unwind.index);
+      encode_call(e, m, l, i, in.operand_count - 2);
+      phi_copies_for(e, m, l, in.block, normal.index);
+      jump_to_block(e, l, normal.index);
       return;
     }
+    case kOpLandingPad:  // the personality hands over the exception in rax and its selector in edx
+      store64(e, dst, RAX);
+      store_narrow(e, dst + 8, RDX, 4);
+      return;
+    case kOpResume:
+      load64(e, RDI, slot_disp(l, ops[0].index));
+      e.byte(0xE8);
+      e.reloc(kStampRelPlt32, ops[1].index, -4);  // op1: the _Unwind_Resume symbol
+      e.u32(0);
+      e.byte(0x0F), e.byte(0x0B);  // ud2: _Unwind_Resume does not return
+      return;
     case kOpBr:
       phi_copies(e, m, l, in);
       jump_to_block(e, l, ops[0].index);

@@ -8,6 +8,7 @@
 #pragma once
 #include "flat_ir.h"
 #include "portable.h"
+#include "stamp_eh.h"
 #include "stamp_emit.h"
 
 namespace kiln {
@@ -41,11 +42,13 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, int32_t* i
 
 // Stage 2 (per instruction): bytes and relocations.
 KILN_HD inline void stamp_measure(const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t* size,
-                                  uint32_t* relocs) {
+                                  uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end) {
   Emitter e{nullptr, 0, nullptr, 0};
   encode_inst(e, m, l, i);
   size[i] = e.pos;
   relocs[i] = e.reloc_count;
+  call_begin[i] = e.call_begin;  // instruction-relative; used by invokes' LSDA entries
+  call_end[i] = e.call_end;
 }
 
 KILN_HD inline void stamp_measure_prologue(const FlatModuleView& m, const StampLayout& l, uint32_t fn, uint32_t* size) {

@@ -54,6 +54,10 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
     f.visibility = flat.flat.visibilities[fn];
     f.section = flat.flat.sections[fn];
     f.code.assign(code.code.begin() + code.code_start[fn], code.code.begin() + code.code_start[fn] + code.code_size[fn]);
+    if (flat.flat.functions[fn].flags & kFnHasPersonality) {
+      f.personality = flat.flat.symbols[flat.flat.functions[fn].personality];
+      f.lsda.assign(code.lsda.begin() + code.lsda_start[fn], code.lsda.begin() + code.lsda_start[fn] + code.lsda_size[fn]);
+    }
     for (uint32_t r = 0; r < code.reloc_count[fn]; ++r) {
       const StampReloc& sr = code.relocs[code.reloc_start[fn] + r];
       f.relocations.push_back({sr.offset, sr.type, flat.flat.symbols[sr.symbol], sr.addend});

@@ -3,6 +3,7 @@
 // with no hash-ordered containers, so the same input always gives the same bytes.
 #include <elf.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -113,37 +114,74 @@ struct Section {
 
 }  // namespace
 
-std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::vector<uint32_t>& pc_begin_offsets) {
-  std::string out;
-  pc_begin_offsets.clear();
+namespace {
 
-  // The CIE, shared by every FDE.
-  put32(out, 0);              // length, patched below
+// Where build_eh_frame left fields that need relocations.
+struct EhFrameFixups {
+  std::vector<uint32_t> pc_begin;            // per function
+  std::vector<uint32_t> lsda_pointer;        // per function; meaningful with a personality
+  std::vector<uint32_t> personality_pointer; // per distinct personality (CIE field)
+};
+
+void put_cie_body(std::string& out, bool with_personality, uint32_t* personality_field) {
   put32(out, 0);              // CIE id
   put8(out, 1);               // version
-  out += "zR";
+  out += with_personality ? "zPLR" : "zR";
   put8(out, 0);
   put8(out, 1);               // code alignment factor (ULEB)
   put8(out, 0x78);            // data alignment factor -8 (SLEB)
   put8(out, kDwarfRip);       // return address register (a byte in version 1)
-  put8(out, 1);               // augmentation data length
-  put8(out, kEhPePcrelSdata4);  // FDE pointer encoding
+  if (with_personality) {
+    put8(out, 7);             // augmentation data length
+    put8(out, 0x9b);          // personality: indirect | pcrel | sdata4 (through DW.ref.NAME)
+    *personality_field = static_cast<uint32_t>(out.size());
+    put32(out, 0);
+    put8(out, kEhPePcrelSdata4);  // LSDA encoding
+    put8(out, kEhPePcrelSdata4);  // FDE pointer encoding
+  } else {
+    put8(out, 1);             // augmentation data length
+    put8(out, kEhPePcrelSdata4);  // FDE pointer encoding
+  }
   put8(out, kCfaDefCfa);      // CFA = rsp + 8
   put8(out, kDwarfRsp);
   put8(out, 8);
   put8(out, kCfaOffset | kDwarfRip);  // rip at CFA - 8
   put8(out, 1);
-  pad_to(out, 8, static_cast<char>(kCfaNop));
-  set32(out, 0, static_cast<uint32_t>(out.size() - 4));
+}
 
-  for (uint32_t size : code_sizes) {
+// One CIE without personality, one per distinct personality, and an FDE per function.
+std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::vector<int>& personality_of,
+                           size_t personality_count, EhFrameFixups& fix) {
+  std::string out;
+  fix.pc_begin.clear();
+  fix.lsda_pointer.assign(code_sizes.size(), 0);
+  fix.personality_pointer.assign(personality_count, 0);
+  std::vector<uint32_t> cie_offset(personality_count + 1);
+  for (size_t c = 0; c <= personality_count; ++c) {
+    if (c > 0 && personality_count == 0) break;
+    size_t start = out.size();
+    cie_offset[c] = static_cast<uint32_t>(start);
+    put32(out, 0);  // length, patched below
+    put_cie_body(out, c > 0, c > 0 ? &fix.personality_pointer[c - 1] : nullptr);
+    pad_to(out, 8, static_cast<char>(kCfaNop));
+    set32(out, start, static_cast<uint32_t>(out.size() - start - 4));
+  }
+  for (size_t i = 0; i < code_sizes.size(); ++i) {
+    int p = personality_of.empty() ? -1 : personality_of[i];
     size_t start = out.size();
     put32(out, 0);                                      // length, patched below
-    put32(out, static_cast<uint32_t>(out.size()));      // CIE pointer: back to offset 0
-    pc_begin_offsets.push_back(static_cast<uint32_t>(out.size()));
+    uint32_t cie = cie_offset[static_cast<size_t>(p + 1)];
+    put32(out, static_cast<uint32_t>(out.size()) - cie);  // CIE pointer: back to its CIE
+    fix.pc_begin.push_back(static_cast<uint32_t>(out.size()));
     put32(out, 0);                                      // pc_begin (relocated)
-    put32(out, size);                                   // pc_range
-    put8(out, 0);                                       // augmentation data length
+    put32(out, code_sizes[i]);                          // pc_range
+    if (p >= 0) {
+      put8(out, 4);                                     // augmentation data: the LSDA pointer
+      fix.lsda_pointer[i] = static_cast<uint32_t>(out.size());
+      put32(out, 0);
+    } else {
+      put8(out, 0);                                     // augmentation data length
+    }
     put8(out, kCfaAdvanceLoc | 1);                      // after push rbp
     put8(out, kCfaDefCfaOffset);                        //   CFA = rsp + 16
     put8(out, 16);
@@ -155,6 +193,15 @@ std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::v
     pad_to(out, 8, static_cast<char>(kCfaNop));
     set32(out, start, static_cast<uint32_t>(out.size() - start - 4));
   }
+  return out;
+}
+
+}  // namespace
+
+std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::vector<uint32_t>& pc_begin_offsets) {
+  EhFrameFixups fix;
+  std::string out = build_eh_frame(code_sizes, {}, 0, fix);
+  pc_begin_offsets = fix.pc_begin;
   return out;
 }
 
@@ -183,6 +230,16 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     code_sizes.push_back(static_cast<uint32_t>(f.code.size()));
   }
 
+  // Distinct personalities, in first-use order; each gets a CIE and a DW.ref pointer.
+  std::vector<std::string> personalities;
+  std::vector<int> personality_of(functions.size(), -1);
+  for (size_t i = 0; i < functions.size(); ++i) {
+    if (functions[i].personality.empty()) continue;
+    auto it = std::find(personalities.begin(), personalities.end(), functions[i].personality);
+    personality_of[i] = static_cast<int>(it - personalities.begin());
+    if (it == personalities.end()) personalities.push_back(functions[i].personality);
+  }
+
   // Sections, in file order.
   std::vector<Section> sections(1);  // the null section
   std::vector<size_t> code_index(functions.size()), rela_index(functions.size(), 0);
@@ -208,7 +265,57 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
       sections.push_back(std::move(rela));
     }
   }
-  std::vector<uint32_t> pc_begin_offsets;
+  // Exception tables: every LSDA in one .gcc_except_table, 4-byte aligned.
+  std::vector<uint32_t> lsda_offset(functions.size(), 0);
+  size_t except_index = 0;
+  if (!personalities.empty()) {
+    Section except;
+    except.name = ".gcc_except_table";
+    except.header.sh_type = SHT_PROGBITS;
+    except.header.sh_flags = SHF_ALLOC;
+    except.header.sh_addralign = 4;
+    for (size_t i = 0; i < functions.size(); ++i) {
+      if (personality_of[i] < 0) continue;
+      pad_to(except.data, 4, '\0');
+      lsda_offset[i] = static_cast<uint32_t>(except.data.size());
+      except.data.append(functions[i].lsda.begin(), functions[i].lsda.end());
+    }
+    except_index = sections.size();
+    sections.push_back(std::move(except));
+  }
+  // DW.ref.NAME: a hidden pointer to each personality, in its own COMDAT group so that
+  // every object that needs it can carry it (the group comes before its members).
+  std::vector<size_t> dwref_group(personalities.size()), dwref_data(personalities.size()), dwref_rela(personalities.size());
+  for (size_t p = 0; p < personalities.size(); ++p) {
+    Section group;
+    group.name = ".group";
+    group.header.sh_type = SHT_GROUP;
+    group.header.sh_addralign = 4;
+    group.header.sh_entsize = 4;
+    dwref_group[p] = sections.size();
+    sections.push_back(std::move(group));
+    Section data;
+    data.name = ".data.DW.ref." + personalities[p];
+    data.header.sh_type = SHT_PROGBITS;
+    data.header.sh_flags = SHF_ALLOC | SHF_WRITE | SHF_GROUP;
+    data.header.sh_addralign = 8;
+    data.data.assign(8, '\0');
+    dwref_data[p] = sections.size();
+    sections.push_back(std::move(data));
+    Section rela;
+    rela.name = ".rela.data.DW.ref." + personalities[p];
+    rela.header.sh_type = SHT_RELA;
+    rela.header.sh_flags = SHF_INFO_LINK | SHF_GROUP;
+    rela.header.sh_info = static_cast<uint32_t>(dwref_data[p]);
+    rela.header.sh_addralign = 8;
+    rela.header.sh_entsize = sizeof(Elf64_Rela);
+    dwref_rela[p] = sections.size();
+    sections.push_back(std::move(rela));
+    put32(sections[dwref_group[p]].data, GRP_COMDAT);
+    put32(sections[dwref_group[p]].data, static_cast<uint32_t>(dwref_data[p]));
+    put32(sections[dwref_group[p]].data, static_cast<uint32_t>(dwref_rela[p]));
+  }
+  EhFrameFixups eh_fix;
   size_t eh_frame_index = sections.size();
   {
     Section eh;
@@ -216,7 +323,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     eh.header.sh_type = kShtX8664Unwind;
     eh.header.sh_flags = SHF_ALLOC;
     eh.header.sh_addralign = 8;
-    eh.data = build_stamp_eh_frame(code_sizes, pc_begin_offsets);
+    eh.data = build_eh_frame(code_sizes, personality_of, personalities.size(), eh_fix);
     sections.push_back(std::move(eh));
   }
   size_t eh_rela_index = 0;
@@ -285,6 +392,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
   for (size_t i = 0; i < functions.size(); ++i)
     section_symbol[i] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
   add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, eh_frame_index, 0);
+  uint32_t except_symbol = except_index ? add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, except_index, 0) : 0;
   std::vector<uint32_t> function_symbol(functions.size());
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < functions.size(); ++i) {
@@ -294,6 +402,11 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
                                       code_index[i], f.code.size());
     }
     if (pass == 0) sections[symtab_index].header.sh_info = static_cast<uint32_t>(symbols.size());
+  }
+  std::vector<uint32_t> dwref_symbol(personalities.size());
+  for (size_t p = 0; p < personalities.size(); ++p) {
+    dwref_symbol[p] = add_symbol("DW.ref." + personalities[p], STB_WEAK, STT_OBJECT, STV_HIDDEN, dwref_data[p], 8);
+    sections[dwref_group[p]].header.sh_info = dwref_symbol[p];  // the group's signature
   }
   std::map<std::string, uint32_t> undefined;
   auto symbol_for = [&](const std::string& name) {
@@ -318,8 +431,16 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     for (const StampRelocation& r : functions[i].relocations)
       put_rela(sections[rela_index[i]].data, r.offset, symbol_for(r.symbol), r.type, r.addend);
   }
-  for (size_t i = 0; i < functions.size(); ++i)
-    put_rela(sections[eh_rela_index].data, pc_begin_offsets[i], section_symbol[i], R_X86_64_PC32, 0);
+  // .eh_frame's relocations in offset order: CIE personality pointers come first.
+  for (size_t p = 0; p < personalities.size(); ++p)
+    put_rela(sections[eh_rela_index].data, eh_fix.personality_pointer[p], dwref_symbol[p], R_X86_64_PC32, 0);
+  for (size_t i = 0; i < functions.size(); ++i) {
+    put_rela(sections[eh_rela_index].data, eh_fix.pc_begin[i], section_symbol[i], R_X86_64_PC32, 0);
+    if (personality_of[i] >= 0)
+      put_rela(sections[eh_rela_index].data, eh_fix.lsda_pointer[i], except_symbol, R_X86_64_PC32, lsda_offset[i]);
+  }
+  for (size_t p = 0; p < personalities.size(); ++p)
+    put_rela(sections[dwref_rela[p]].data, 0, symbol_for(personalities[p]), R_X86_64_64, 0);
 
   // Symbol and string tables.
   Section& symtab = sections[symtab_index];
@@ -344,7 +465,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
   strtab_section.header.sh_addralign = 1;
   strtab_section.data = strtab.bytes();
   for (size_t i = 1; i < sections.size(); ++i)
-    if (sections[i].header.sh_link == 0 && sections[i].header.sh_type == SHT_RELA)
+    if (sections[i].header.sh_link == 0 && (sections[i].header.sh_type == SHT_RELA || sections[i].header.sh_type == SHT_GROUP))
       sections[i].header.sh_link = static_cast<uint32_t>(symtab_index);
 
   StringTable shstrtab;

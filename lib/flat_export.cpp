@@ -142,6 +142,7 @@ class FunctionExporter {
     ff.ret_leaf1_width = ret_w1_;
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
     ff.sret_arg = sret_arg_;
+    ff.personality = personality_;
     for (const Argument& a : f_.args()) out_.arg_widths.push_back(static_cast<uint8_t>(scalar_width(a.getType())));
     out_.functions.push_back(ff);
     out_.blocks.insert(out_.blocks.end(), blocks_.begin(), blocks_.end());
@@ -164,7 +165,14 @@ class FunctionExporter {
   void check_function() {
     if (f_.getCallingConv() != CallingConv::C) reason("calling convention " + std::to_string(f_.getCallingConv()));
     if (f_.isVarArg()) reason("variadic definition");
-    if (f_.hasPersonalityFn()) reason("exceptions: personality");
+    if (f_.hasPersonalityFn()) {
+      auto* pers = dyn_cast<GlobalValue>(f_.getPersonalityFn()->stripPointerCasts());
+      if (!pers) reason("exceptions: personality is not a symbol");
+      else {
+        fn_flags_ |= kFnHasPersonality;
+        personality_ = symbol(pers);
+      }
+    }
     if (f_.hasComdat()) reason("comdat");
     if (f_.hasPrefixData() || f_.hasPrologueData()) reason("prefix or prologue data");
     if (f_.hasGC()) reason("garbage collector");
@@ -298,7 +306,11 @@ class FunctionExporter {
   void export_call(const CallBase& call) {
     if (call.isInlineAsm()) return reason("inline asm"), void(emit(call, kOpNop));
     const Function* callee = call.getCalledFunction();
-    if (callee && callee->isIntrinsic()) return export_intrinsic(cast<CallInst>(call), callee);
+    bool invoke = isa<InvokeInst>(call);
+    if (callee && callee->isIntrinsic()) {
+      if (invoke) return reason("invoke of intrinsic " + callee->getName().str()), void(emit(call, kOpNop));
+      return export_intrinsic(cast<CallInst>(call), callee);
+    }
     if (call.getCallingConv() != CallingConv::C) reason("call with calling convention " + std::to_string(call.getCallingConv()));
     if (call.hasOperandBundles()) reason("operand bundles");
     if (auto* ci = dyn_cast<CallInst>(&call); ci && ci->isMustTailCall()) reason("musttail call");
@@ -312,7 +324,7 @@ class FunctionExporter {
       else if (is_integer_pair(r, dl_, &w0, &w1, &off1)) pair = true;
       else reason("call returning " + type_name(r));
     }
-    FlatInst& fi = emit(call, kOpCall, {operand(call.getCalledOperand())});
+    FlatInst& fi = emit(call, invoke ? kOpInvoke : kOpCall, {operand(call.getCalledOperand())});
     size_t at = insts_.size() - 1;
     if (pair) {
       insts_[at].aux32 = w0 | (w1 << 8);
@@ -330,7 +342,43 @@ class FunctionExporter {
       if (call.paramHasAttr(a, Attribute::SExt)) o.flags |= kOperandSignExt;
       add_operand(insts_[at], o);
     }
+    if (auto* inv = dyn_cast<InvokeInst>(&call)) {
+      add_operand(insts_[at], operand(inv->getNormalDest()));
+      add_operand(insts_[at], operand(inv->getUnwindDest()));
+    }
     (void)fi;
+  }
+
+  void export_landing_pad(const LandingPadInst& lp) {
+    auto* st = dyn_cast<StructType>(lp.getType());
+    if (!st || st->getNumElements() != 2 || !st->getElementType(0)->isPointerTy() || !st->getElementType(1)->isIntegerTy(32))
+      reason("landingpad of " + type_name(lp.getType()));
+    bool catch_all = false, empty_filter = false;
+    for (unsigned c = 0; c < lp.getNumClauses(); ++c) {
+      const Constant* clause = lp.getClause(c);
+      if (lp.isCatch(c)) {
+        if (clause->isNullValue()) catch_all = true;
+        else reason("exceptions: catch clause with a type");
+      } else {
+        auto* at = dyn_cast<ArrayType>(clause->getType());
+        if (at && at->getNumElements() == 0) empty_filter = true;
+        else reason("exceptions: filter clause with types");
+      }
+    }
+    if (catch_all && empty_filter) reason("exceptions: catch and filter in one landing pad");
+    FlatInst& fi = emit(lp, kOpLandingPad);
+    fi.aux = catch_all ? kLandingPadCatchAll : empty_filter ? kLandingPadEmptyFilter : kLandingPadCleanup;
+    fi.slot_size = 16;
+  }
+
+  void export_resume(const ResumeInst& r) {
+    FlatOperand resume{};
+    resume.kind = kOperandSymbol;
+    resume.width = 64;
+    resume.index = library_symbol("_Unwind_Resume");
+    FlatOperand value = operand(r.getValue());
+    if (value.kind != kOperandValue) reason("resume of a constant");
+    emit(r, kOpResume, {value, resume});
   }
 
   void export_intrinsic(const CallInst& call, const Function* callee) {
@@ -592,7 +640,12 @@ class FunctionExporter {
       case Instruction::Unreachable:
         emit(inst, kOpUnreachable);
         return;
-      case Instruction::Invoke: case Instruction::LandingPad: case Instruction::Resume:
+      case Instruction::Invoke:
+        return export_call(cast<CallBase>(inst));
+      case Instruction::LandingPad:
+        return export_landing_pad(cast<LandingPadInst>(inst));
+      case Instruction::Resume:
+        return export_resume(cast<ResumeInst>(inst));
       case Instruction::CleanupPad: case Instruction::CatchPad: case Instruction::CatchSwitch:
       case Instruction::CleanupRet: case Instruction::CatchRet:
         reason("exceptions: " + std::string(inst.getOpcodeName()));
@@ -621,7 +674,7 @@ class FunctionExporter {
   std::vector<FlatOperand> operands_;
   std::vector<FlatBlock> blocks_;
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
-  uint32_t fn_flags_ = 0, sret_arg_ = 0;
+  uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
   uint64_t ret_off1_ = 0;
   uint8_t ret_w0_ = 0, ret_w1_ = 0;
 };

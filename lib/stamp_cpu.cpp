@@ -36,6 +36,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
   const uint32_t F = m.function_count, N = m.inst_count;
   std::vector<int32_t> inst_slot(N), alloca_mem(N), arg_slot(m.arg_count);
   std::vector<uint32_t> frame_size(F), prologue_size(F), size(N), relocs(N), inst_offset(N), reloc_start(N);
+  std::vector<uint32_t> call_begin(N), call_end(N);
   std::vector<uint32_t> block_offset(m.block_count);
   out.code_size.resize(F);
   out.reloc_count.resize(F);
@@ -47,7 +48,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
   out.frame = clock.lap();
 
   StampLayout layout{inst_slot.data(), alloca_mem.data(), arg_slot.data(), frame_size.data(), nullptr, nullptr};
-  parallel_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size.data(), relocs.data()); });
+  parallel_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size.data(), relocs.data(), call_begin.data(), call_end.data()); });
   parallel_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size.data()); });
   out.measure = clock.lap();
 
@@ -79,7 +80,28 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
   });
   parallel_for(F, threads, [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
   out.encode = clock.lap();
-  out.launches = 7;
+
+  // Exception tables: measure, scan, write (per function with a personality).
+  out.lsda_size.assign(F, 0);
+  out.lsda_start.assign(F, 0);
+  parallel_for(F, threads, [&](uint32_t fn) {
+    if (m.functions[fn].flags & kFnHasPersonality)
+      out.lsda_size[fn] = stamp_lsda(m, fn, inst_offset.data(), block_offset.data(), call_begin.data(), call_end.data(),
+                                     out.code_size[fn], nullptr);
+  });
+  uint32_t lsda_total = 0;
+  for (uint32_t fn = 0; fn < F; ++fn) {
+    out.lsda_start[fn] = lsda_total;
+    lsda_total += out.lsda_size[fn];
+  }
+  out.lsda.resize(lsda_total);
+  parallel_for(F, threads, [&](uint32_t fn) {
+    if (out.lsda_size[fn])
+      stamp_lsda(m, fn, inst_offset.data(), block_offset.data(), call_begin.data(), call_end.data(), out.code_size[fn],
+                 out.lsda.data() + out.lsda_start[fn]);
+  });
+  out.exception_tables = clock.lap();
+  out.launches = 9;
   return out;
 }
 

@@ -38,6 +38,11 @@ struct StampFunction {
   std::string section;        // e.g. ".text.NAME"; empty: ".text.NAME"
   std::vector<uint8_t> code;
   std::vector<StampRelocation> relocations;
+  // Functions with exception handling: their personality routine (reached through a
+  // hidden DW.ref.<name> pointer, as LLVM does) and their LSDA, which goes into
+  // .gcc_except_table. The LSDA holds no relocations (code offsets only).
+  std::string personality;
+  std::vector<uint8_t> lsda;
   // Where the body after the prologue starts and how big the frame is are fixed by
   // the frame shape above; the FDE covers [0, code.size()).
 };
