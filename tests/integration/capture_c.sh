@@ -9,7 +9,7 @@ make -s clean
 make -s CC="$LLVM_BINDIR/clang" && ./kiln-c-example > "$T/native.out"
 check "plain clang build ran" test -s "$T/native.out"
 
-for backend in llvm "cmd:$LLVM_BINDIR/llc -O0 -filetype=obj -relocation-model=pic {in} -o {out}"; do
+for backend in llvm stamp "cmd:$LLVM_BINDIR/llc -O0 -filetype=obj -relocation-model=pic {in} -o {out}"; do
   make -s clean
   kiln-capture -o "$T/C" --backend "$backend" -- make -s
   ./kiln-c-example > "$T/kiln.out"

@@ -33,6 +33,16 @@ kiln-capture -o "$T/C" --backend llvm -- cargo test -q 2>&1 | grep -E '^test res
 check "cargo test on kiln-emitted objects passes exactly the same tests" cmp "$T/native.tests" "$T/kiln.tests"
 
 cargo clean -q
+kiln-capture -o "$T/S" --backend stamp -- cargo build -q
+./target/debug/kiln-example > "$T/stamp.out"
+check "--backend stamp: the program prints the same output" cmp "$T/native.out" "$T/stamp.out"
+check "stamp emitted most functions itself, the rest fell back to llvm (counted)" \
+  jq -se 'map(.functions.stamp) | add > 300' "$T/S/receipts.jsonl"
+cargo clean -q
+kiln-capture -o "$T/S" --backend stamp -- cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/stamp.tests"
+check "cargo test on stamp-emitted objects passes exactly the same tests" cmp "$T/native.tests" "$T/stamp.tests"
+
+cargo clean -q
 kiln-capture -o "$T/N" -- cargo build -q
 ./target/debug/kiln-example > "$T/native2.out"
 check "--backend native keeps rustc's objects and still captures bitcode" \

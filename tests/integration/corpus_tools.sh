@@ -41,7 +41,7 @@ kiln-census A > census.txt
 check "census table counts modules and opcodes" bash -c "grep -q '^2 modules, 2 functions defined' census.txt && grep -qE '^  phi +2' census.txt"
 check "census writes one record per module" bash -c "[[ \$(wc -l < A/census.jsonl) -eq 2 ]]"
 check "census --json is machine-readable" \
-  bash -c "kiln-census A --json | jq -e '.modules == 2 and .verdicts.llvm.eligible.modules == 2 and .verdicts.stamp[\"not-available\"].modules == 2' >/dev/null"
+  bash -c "kiln-census A --json | jq -e '.modules == 2 and .verdicts.llvm.eligible.modules == 2 and .verdicts.stamp.eligible.modules == 2 and .stamp_functions.functions_stamp == 2' >/dev/null"
 main_id=$(jq -r 'select(.crate=="main.bc") | .id' A/modules.jsonl | head -1)
 check "--explain shows one module's facts and verdicts" \
   bash -c "kiln-census A --explain ${main_id:0:8} | grep -q 'functions: 1 defined, 2 declared; 3 blocks'"

@@ -76,7 +76,7 @@ TEST_CASE("census counts functions, blocks, opcodes, intrinsics and features", "
   CHECK_FALSE(f.debug_info);
 }
 
-TEST_CASE("verdicts list every reason, and stamp is never reported eligible", "[census]") {
+TEST_CASE("verdicts list every reason; stamp decides per function", "[census]") {
   std::string good = kiln_test::bitcode_from_ir(kiln_test::kAddIr);
   ModuleCensus ok = census_of_bytes(good, "id", "good.bc");
   REQUIRE(ok.verdicts.size() == 2);
@@ -84,7 +84,28 @@ TEST_CASE("verdicts list every reason, and stamp is never reported eligible", "[
   CHECK(ok.verdicts[0].verdict == "eligible");
   CHECK(ok.verdicts[0].reasons.empty());
   CHECK(ok.verdicts[1].backend == "stamp");
-  CHECK(ok.verdicts[1].verdict == "not-available");
+  CHECK(ok.verdicts[1].verdict == "eligible");
+  CHECK(ok.verdicts[1].functions_stamp == 1);
+
+  // The rich module: @loop and @fast are stamp's; @eh has inline asm, vectors and
+  // atomics (and fastcc is another calling convention): all reasons are listed.
+  std::string rich = kiln_test::bitcode_from_ir(kRichIr);
+  ModuleCensus partial = census_of_bytes(rich, "r", "rich.bc");
+  const Verdict& sv = partial.verdicts[1];
+  CHECK(sv.verdict == "partial");
+  CHECK(sv.functions_stamp == 1);
+  CHECK(sv.functions_fallback == 2);
+  auto has = [&](const std::string& text) {
+    for (const auto& r : sv.reasons)
+      if (r.find(text) != std::string::npos) return true;
+    return false;
+  };
+  CHECK(has("inline asm (1 functions)"));
+  CHECK(has("vectors (1 functions)"));
+  CHECK(has("atomics (1 functions)"));
+  CHECK(has("calling convention 8 (1 functions)"));
+  REQUIRE(partial.stamp_functions.size() == 3);
+  CHECK(partial.stamp_functions[0].reasons.empty());  // @loop
 
   std::string arm = kiln_test::bitcode_from_ir(R"(
 target triple = "aarch64-unknown-linux-gnu"
