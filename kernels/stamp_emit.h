@@ -314,7 +314,8 @@ KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const S
   e.byte(0x48), e.byte(0x81), e.byte(0xEC);
   e.u32(l.frame_size[fn]);
   for (uint32_t a = 0; a < f.arg_count; ++a) {
-    mov_rr(e, RAX, argument_register(a));
+    if (a < 6) mov_rr(e, RAX, argument_register(a));
+    else load64(e, RAX, static_cast<int32_t>(16 + 8 * (a - 6)));  // the caller's stack arguments
     normalize(e, RAX, m.arg_widths[f.first_arg + a]);
     store64(e, -l.arg_slot[f.first_arg + a], RAX);
   }
@@ -377,7 +378,22 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
-  for (uint32_t a = 1; a < count; ++a) {
+  // Arguments after the sixth go on the stack, the seventh at [rsp]; the area keeps
+  // rsp 16-byte aligned at the call.
+  uint32_t stack_args = count > 7 ? count - 7 : 0;
+  uint32_t reserve = (stack_args * 8 + 15) / 16 * 16;
+  if (reserve) {
+    e.byte(0x48), e.byte(0x81), e.byte(0xEC);  // sub rsp, reserve
+    e.u32(reserve);
+    for (uint32_t k = 0; k < stack_args; ++k) {
+      const FlatOperand& op = ops[7 + k];
+      load_operand(e, l, op, RAX);
+      if (op.flags & kOperandSignExt) sign_extend(e, RAX, op.width);
+      e.byte(0x48), e.byte(0x89), e.byte(0x84), e.byte(0x24);  // mov [rsp + disp32], rax
+      e.u32(8 * k);
+    }
+  }
+  for (uint32_t a = 1; a < count && a <= 6; ++a) {
     uint32_t reg = argument_register(a - 1);
     load_operand(e, l, ops[a], reg);
     if (ops[a].flags & kOperandSignExt) sign_extend(e, reg, ops[a].width);
@@ -393,6 +409,10 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
     e.byte(0x41), e.byte(0xFF), e.byte(0xD3);  // call r11
   }
   e.call_end = e.pos;
+  if (reserve) {
+    e.byte(0x48), e.byte(0x81), e.byte(0xC4);  // add rsp, reserve
+    e.u32(reserve);
+  }
   if (in.width) {
     normalize(e, RAX, in.width);
     store64(e, dst, RAX);
@@ -450,6 +470,11 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpAlloca:
       e.byte(0x48), e.byte(0x8D), e.byte(0x85);  // lea rax, [rbp + disp32]
       e.u32(static_cast<uint32_t>(-l.alloca_mem[i]));
+      if (in.imm > 16) {  // align up: (rax + align - 1) & -align
+        add_imm(e, RAX, static_cast<int32_t>(in.imm - 1));
+        e.byte(0x48), e.byte(0x25);
+        e.u32(static_cast<uint32_t>(-static_cast<int32_t>(in.imm)));
+      }
       store64(e, dst, RAX);
       return;
     case kOpLoad:

@@ -28,8 +28,12 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, int32_t* i
     alloca_mem[i] = 0;
     inst_slot[i] = 0;
     if (in.op == kOpAlloca) {
+      // rbp is 16-byte aligned; beyond that the address is aligned at run time
+      // (encode_inst), so the area gets align - 16 bytes of slack.
       uint32_t align = in.imm > 8 ? static_cast<uint32_t>(in.imm) : 8;
-      off = (off + in.aux32 + align - 1) / align * align;
+      uint32_t bytes = in.aux32 + (align > 16 ? align - 16 : 0);
+      uint32_t step = align > 16 ? 16 : align;
+      off = (off + bytes + step - 1) / step * step;
       alloca_mem[i] = static_cast<int32_t>(off);
     }
     if (in.slot_size) {

@@ -178,7 +178,6 @@ class FunctionExporter {
     if (f_.hasGC()) reason("garbage collector");
     if (f_.hasFnAttribute(Attribute::Naked)) reason("naked function");
     if (f_.hasAvailableExternallyLinkage()) reason("available_externally");
-    if (f_.arg_size() > 6) reason("more than 6 arguments (stack arguments)");
     unsigned i = 0;
     for (const Argument& a : f_.args()) {
       Type* t = a.getType();
@@ -314,7 +313,6 @@ class FunctionExporter {
     if (call.getCallingConv() != CallingConv::C) reason("call with calling convention " + std::to_string(call.getCallingConv()));
     if (call.hasOperandBundles()) reason("operand bundles");
     if (auto* ci = dyn_cast<CallInst>(&call); ci && ci->isMustTailCall()) reason("musttail call");
-    if (call.arg_size() > 6) reason("call with more than 6 arguments (stack arguments)");
     Type* r = call.getType();
     bool pair = false;
     unsigned w0 = 0, w1 = 0;
@@ -509,7 +507,7 @@ class FunctionExporter {
         auto& a = cast<AllocaInst>(inst);
         auto* count = dyn_cast<ConstantInt>(a.getArraySize());
         if (!a.isStaticAlloca() || !count) reason("dynamic alloca");
-        if (a.getAlign().value() > 16) reason("alloca aligned beyond 16 bytes");
+        if (a.getAlign().value() > 4096) reason("alloca aligned beyond 4096 bytes");
         FlatInst& fi = emit(inst, kOpAlloca);
         uint64_t size = dl_.getTypeAllocSize(a.getAllocatedType()) * (count ? count->getZExtValue() : 1);
         if (size > (1u << 30)) reason("alloca larger than 1 GiB");

@@ -35,7 +35,13 @@ class IrGenerator {
          "  %s = sext i8 %y to i32\n  %m = mul i32 %x, 3\n  %r = add i32 %m, %s\n  ret i32 %r\n}\n"
          "define internal {i64, i32} @pair(i64 %x) {\n"
          "  %t = trunc i64 %x to i32\n  %a = insertvalue {i64, i32} poison, i64 %x, 0\n"
-         "  %b = insertvalue {i64, i32} %a, i32 %t, 1\n  ret {i64, i32} %b\n}\n";
+         "  %b = insertvalue {i64, i32} %a, i32 %t, 1\n  ret {i64, i32} %b\n}\n"
+         // Eight arguments: two travel on the stack.
+         "define internal i64 @many(i64 %a, i32 %b, i64 %c, i8 %d, i64 %e, i16 %f, i64 %g, i32 signext %h) {\n"
+         "  %b64 = zext i32 %b to i64\n  %d64 = sext i8 %d to i64\n  %f64 = zext i16 %f to i64\n"
+         "  %h64 = sext i32 %h to i64\n  %s1 = add i64 %a, %b64\n  %s2 = mul i64 %s1, %c\n  %s3 = xor i64 %s2, %d64\n"
+         "  %s4 = sub i64 %s3, %e\n  %s5 = add i64 %s4, %f64\n  %s6 = mul i64 %s5, %g\n  %s7 = add i64 %s6, %h64\n"
+         "  ret i64 %s7\n}\n";
     for (int f = 0; f < functions; ++f) m << function("f" + std::to_string(f));
     return m.str();
   }
@@ -74,7 +80,15 @@ class IrGenerator {
   void random_op(std::ostringstream& b) {
     int w = width();
     std::string r = fresh();
-    switch (pick(9)) {
+    switch (pick(10)) {
+      case 9: {  // a call with stack arguments
+        std::string a = value_of(b, 64), bb = value_of(b, 32), c = value_of(b, 64), d = value_of(b, 8);
+        std::string e = value_of(b, 64), f = value_of(b, 16), g = value_of(b, 64), h = value_of(b, 32);
+        b << "  " << r << " = call i64 @many(i64 " << a << ", i32 " << bb << ", i64 " << c << ", i8 " << d << ", i64 " << e
+          << ", i16 " << f << ", i64 " << g << ", i32 signext " << h << ")\n";
+        add64(b, r, 64);
+        return;
+      }
       case 0: case 1: {  // arithmetic at width w
         static const char* kOps[] = {"add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "udiv", "urem", "sdiv", "srem"};
         const char* op = kOps[pick(13)];
@@ -189,10 +203,14 @@ class IrGenerator {
     pool_ = {{"%a", 64}, {"%b", 64}, {"%c", 64}};
     b << "define i64 @" << name << "(i64 %a, i64 %b, i64 %c) {\nentry:\n";
     b << "  %mem = alloca [8 x i64], align 8\n  %mem2 = alloca [8 x i64], align 8\n";
+    // An over-aligned alloca: its address must honour the alignment.
+    b << "  %big = alloca [4 x i64], align 64\n  store i64 %a, ptr %big\n  %bigv = load i64, ptr %big\n";
+    b << "  %bigp = ptrtoint ptr %big to i64\n  %bigm = and i64 %bigp, 63\n  %bigx = add i64 %bigv, %bigm\n";
     for (int k = 0; k < 8; ++k) {
       b << "  %init" << k << " = getelementptr [8 x i64], ptr %mem, i64 0, i64 " << k << "\n";
       b << "  store i64 " << (k % 3 == 0 ? "%a" : k % 3 == 1 ? "%b" : "%c") << ", ptr %init" << k << "\n";
     }
+    pool_.push_back({"%bigx", 64});
     int straight = 3 + pick(6);
     for (int i = 0; i < straight; ++i) random_op(b);
     std::string start = combine(b);
@@ -305,5 +323,5 @@ TEST_CASE("stamp and llvm compute the same results on random programs", "[stamp]
     if (expected != actual) write_file_atomic("/tmp/kiln-differential-failure.ll", ir);
     REQUIRE(expected == actual);
   }
-  CHECK(stamp_functions == static_cast<uint64_t>(modules) * (kFunctions + 2));
+  CHECK(stamp_functions == static_cast<uint64_t>(modules) * (kFunctions + 3));
 }
