@@ -35,10 +35,15 @@ enum StampOp : uint16_t {
   kOpInvoke,         // like kOpCall, then two more operands: normal block, unwind block
   kOpLandingPad,     // {ptr, i32} from rax and edx; aux = kLandingPad* clause kind
   kOpResume,         // _Unwind_Resume(field 0 of op0)
+  kOpBitOp,          // aux = kBit*: one operand (op0, its width in op0.width) or two (op0, op1)
   kOpCount
 };
 
 enum IcmpPredicate : uint8_t { kPredEq, kPredNe, kPredUgt, kPredUge, kPredUlt, kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle };
+enum BitOpKind : uint8_t {
+  kBitCtpop, kBitCtlz, kBitCttz, kBitBswap, kBitAbs,              // one operand
+  kBitUmin, kBitUmax, kBitSmin, kBitSmax, kBitUaddSat, kBitUsubSat, kBitUcmp, kBitScmp  // two
+};
 enum OverflowKind : uint8_t { kOvfUadd, kOvfSadd, kOvfUsub, kOvfSsub, kOvfUmul, kOvfSmul };
 enum CallFlags : uint8_t { kCallVarargs = 1 };
 // What a landing pad does for the personality (its LSDA action).

@@ -373,6 +373,89 @@ KILN_HD inline void encode_overflow(Emitter& e, const FlatInst& in, uint32_t w) 
   e.byte(0x0F), e.byte(is_signed ? 0x90 : 0x92), e.byte(0xC1);  // seto/setc cl
 }
 
+// Bit manipulation and min/max/saturation intrinsics, without instructions beyond the
+// x86-64 baseline (no popcnt, lzcnt or tzcnt): rax = f(rax[, rcx]) at width w.
+KILN_HD inline void encode_bit_op(Emitter& e, uint32_t kind, uint32_t w) {
+  switch (kind) {
+    case kBitCtpop: {  // SWAR population count of the zero-extended value
+      mov_rr(e, RCX, RAX);
+      e.byte(0x48), e.byte(0xD1), e.byte(0xE9);                  // shr rcx, 1
+      mov_imm(e, RDX, 0x5555555555555555ull);
+      e.byte(0x48), e.byte(0x21), e.byte(0xD1);                  // and rcx, rdx
+      e.byte(0x48), e.byte(0x29), e.byte(0xC8);                  // sub rax, rcx
+      mov_imm(e, RDX, 0x3333333333333333ull);
+      mov_rr(e, RCX, RAX);
+      e.byte(0x48), e.byte(0x21), e.byte(0xD0);                  // and rax, rdx
+      e.byte(0x48), e.byte(0xC1), e.byte(0xE9), e.byte(0x02);    // shr rcx, 2
+      e.byte(0x48), e.byte(0x21), e.byte(0xD1);                  // and rcx, rdx
+      e.byte(0x48), e.byte(0x01), e.byte(0xC8);                  // add rax, rcx
+      mov_rr(e, RCX, RAX);
+      e.byte(0x48), e.byte(0xC1), e.byte(0xE9), e.byte(0x04);    // shr rcx, 4
+      e.byte(0x48), e.byte(0x01), e.byte(0xC8);                  // add rax, rcx
+      mov_imm(e, RDX, 0x0F0F0F0F0F0F0F0Full);
+      e.byte(0x48), e.byte(0x21), e.byte(0xD0);                  // and rax, rdx
+      mov_imm(e, RDX, 0x0101010101010101ull);
+      e.byte(0x48), e.byte(0x0F), e.byte(0xAF), e.byte(0xC2);    // imul rax, rdx
+      e.byte(0x48), e.byte(0xC1), e.byte(0xE8), e.byte(0x38);    // shr rax, 56
+      return;
+    }
+    case kBitCtlz:  // (w - 1) - bsr(x), and w for zero
+      mov_imm(e, RCX, ~0ull);
+      e.byte(0x48), e.byte(0x0F), e.byte(0xBD), e.byte(0xC0);    // bsr rax, rax
+      e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);    // cmovz rax, rcx
+      e.byte(0x48), e.byte(0xF7), e.byte(0xD8);                  // neg rax
+      add_imm(e, RAX, static_cast<int32_t>(w - 1));
+      return;
+    case kBitCttz:  // bsf(x), and w for zero
+      mov_imm(e, RCX, w);
+      e.byte(0x48), e.byte(0x0F), e.byte(0xBC), e.byte(0xC0);    // bsf rax, rax
+      e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);    // cmovz rax, rcx
+      return;
+    case kBitBswap:
+      if (w == 64) e.byte(0x48), e.byte(0x0F), e.byte(0xC8);      // bswap rax
+      else if (w == 32) e.byte(0x0F), e.byte(0xC8);               // bswap eax
+      else e.byte(0x66), e.byte(0xC1), e.byte(0xC0), e.byte(0x08); // rol ax, 8
+      return;
+    case kBitAbs:
+      sign_extend(e, RAX, w);
+      mov_rr(e, RCX, RAX);
+      e.byte(0x48), e.byte(0xF7), e.byte(0xD8);                  // neg rax
+      e.byte(0x48), e.byte(0x0F), e.byte(0x48), e.byte(0xC1);    // cmovs rax, rcx
+      return;
+    case kBitUaddSat:
+      e.byte(0x48), e.byte(0x01), e.byte(0xC8);                  // add rax, rcx
+      mov_imm(e, RCX, w == 64 ? ~0ull : (1ull << w) - 1);
+      if (w == 64) e.byte(0x48), e.byte(0x0F), e.byte(0x42), e.byte(0xC1);  // cmovc rax, rcx
+      else e.byte(0x48), e.byte(0x39), e.byte(0xC8), e.byte(0x48), e.byte(0x0F), e.byte(0x47), e.byte(0xC1);  // cmp; cmova
+      return;
+    case kBitUsubSat:
+      e.byte(0x48), e.byte(0x29), e.byte(0xC8);                  // sub rax, rcx
+      e.byte(0xB9), e.u32(0);                                    // mov ecx, 0 (keeps flags)
+      e.byte(0x48), e.byte(0x0F), e.byte(0x42), e.byte(0xC1);    // cmovc rax, rcx
+      return;
+    case kBitUcmp:
+    case kBitScmp: {
+      bool s = kind == kBitScmp;
+      if (s) sign_extend(e, RAX, w), sign_extend(e, RCX, w);
+      e.byte(0x48), e.byte(0x39), e.byte(0xC8);                  // cmp rax, rcx
+      e.byte(0x0F), e.byte(s ? 0x9F : 0x97), e.byte(0xC2);       // setg/seta dl
+      e.byte(0x0F), e.byte(s ? 0x9C : 0x92), e.byte(0xC1);       // setl/setb cl
+      e.byte(0x0F), e.byte(0xB6), e.byte(0xC2);                  // movzx eax, dl
+      e.byte(0x0F), e.byte(0xB6), e.byte(0xC9);                  // movzx ecx, cl
+      e.byte(0x48), e.byte(0x29), e.byte(0xC8);                  // sub rax, rcx
+      return;
+    }
+    default: {  // min and max: cmp, then take rcx when it is the answer
+      bool s = kind == kBitSmin || kind == kBitSmax;
+      if (s) sign_extend(e, RAX, w), sign_extend(e, RCX, w);
+      e.byte(0x48), e.byte(0x39), e.byte(0xC8);                  // cmp rax, rcx
+      uint32_t cc = kind == kBitUmin ? 0x47 : kind == kBitUmax ? 0x42 : kind == kBitSmin ? 0x4F : 0x4C;
+      e.byte(0x48), e.byte(0x0F), e.byte(cc), e.byte(0xC1);      // cmova/cmovb/cmovg/cmovl rax, rcx
+      return;
+    }
+  }
+}
+
 // A call's arguments, the call itself and its result; `count` operands (callee + args).
 KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t count) {
   const FlatInst& in = m.insts[i];
@@ -586,6 +669,13 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       jump_to_block(e, l, normal.index);
       return;
     }
+    case kOpBitOp:
+      load_operand(e, l, ops[0], RAX);
+      if (in.operand_count > 1) load_operand(e, l, ops[1], RCX);
+      encode_bit_op(e, in.aux, ops[0].width);
+      normalize(e, RAX, in.width);
+      store64(e, dst, RAX);
+      return;
     case kOpLandingPad:  // the personality hands over the exception in rax and its selector in edx
       store64(e, dst, RAX);
       store_narrow(e, dst + 8, RDX, 4);

@@ -434,6 +434,31 @@ class FunctionExporter {
         if (fi.slot_size < 8) fi.slot_size = 8;
         return;
       }
+      case Intrinsic::is_constant: {  // at run time nothing is a compile-time constant
+        FlatOperand zero{};
+        zero.kind = kOperandConst;
+        zero.width = 1;
+        emit(call, kOpCopy, {zero});
+        return;
+      }
+      case Intrinsic::ctpop: case Intrinsic::ctlz: case Intrinsic::cttz: case Intrinsic::bswap: case Intrinsic::abs:
+      case Intrinsic::umin: case Intrinsic::umax: case Intrinsic::smin: case Intrinsic::smax:
+      case Intrinsic::uadd_sat: case Intrinsic::usub_sat: case Intrinsic::ucmp: case Intrinsic::scmp: {
+        static const std::unordered_map<unsigned, uint8_t> kKinds = {
+            {Intrinsic::ctpop, kBitCtpop}, {Intrinsic::ctlz, kBitCtlz}, {Intrinsic::cttz, kBitCttz},
+            {Intrinsic::bswap, kBitBswap}, {Intrinsic::abs, kBitAbs}, {Intrinsic::umin, kBitUmin},
+            {Intrinsic::umax, kBitUmax}, {Intrinsic::smin, kBitSmin}, {Intrinsic::smax, kBitSmax},
+            {Intrinsic::uadd_sat, kBitUaddSat}, {Intrinsic::usub_sat, kBitUsubSat}, {Intrinsic::ucmp, kBitUcmp},
+            {Intrinsic::scmp, kBitScmp}};
+        uint8_t kind = kKinds.at(id);
+        bool unary = kind <= kBitAbs;
+        Type* t = call.getArgOperand(0)->getType();
+        unsigned w = scalar_width(t);
+        if (!t->isIntegerTy() || !w || (kind == kBitBswap && w < 16)) reason("intrinsic " + callee->getName().str());
+        if (unary) emit(call, kOpBitOp, {operand(call.getArgOperand(0))}).aux = kind;
+        else emit(call, kOpBitOp, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))}).aux = kind;
+        return;
+      }
       default:
         reason("intrinsic " + callee->getName().str());
         emit(call, kOpNop);

@@ -30,7 +30,17 @@ class IrGenerator {
          "declare {i64, i1} @llvm.uadd.with.overflow.i64(i64, i64)\n"
          "declare {i32, i1} @llvm.smul.with.overflow.i32(i32, i32)\n"
          "declare {i16, i1} @llvm.usub.with.overflow.i16(i16, i16)\n"
-         "declare {i8, i1} @llvm.sadd.with.overflow.i8(i8, i8)\n"
+         "declare {i8, i1} @llvm.sadd.with.overflow.i8(i8, i8)\n";
+    for (int w : {8, 16, 32, 64}) {
+      std::string t = ty(w);
+      for (const char* u : {"ctpop"}) m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ")\n";
+      for (const char* u : {"ctlz", "cttz", "abs"}) m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ", i1)\n";
+      if (w >= 16) m << "declare " << t << " @llvm.bswap." << t << "(" << t << ")\n";
+      for (const char* u : {"umin", "umax", "smin", "smax", "uadd.sat", "usub.sat"})
+        m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ", " << t << ")\n";
+      for (const char* u : {"ucmp", "scmp"}) m << "declare i8 @llvm." << u << ".i8." << t << "(" << t << ", " << t << ")\n";
+    }
+    m <<
          "define internal i32 @helper(i32 %x, i8 signext %y) {\n"
          "  %s = sext i8 %y to i32\n  %m = mul i32 %x, 3\n  %r = add i32 %m, %s\n  ret i32 %r\n}\n"
          "define internal {i64, i32} @pair(i64 %x) {\n"
@@ -80,7 +90,32 @@ class IrGenerator {
   void random_op(std::ostringstream& b) {
     int w = width();
     std::string r = fresh();
-    switch (pick(10)) {
+    switch (pick(11)) {
+      case 10: {  // bit manipulation, min/max, saturation and three-way compares
+        static const int kW[] = {8, 16, 32, 64};
+        int bw = kW[pick(4)];
+        std::string t = ty(bw), x = value_of(b, bw), y = value_of(b, bw);
+        switch (pick(6)) {
+          case 0: b << "  " << r << " = call " << t << " @llvm.ctpop." << t << "(" << t << " " << x << ")\n"; break;
+          case 1: b << "  " << r << " = call " << t << " @llvm." << (pick(2) ? "ctlz." : "cttz.") << t << "(" << t << " " << x << ", i1 false)\n"; break;
+          case 2: b << "  " << r << " = call " << t << " @llvm.abs." << t << "(" << t << " " << x << ", i1 false)\n"; break;
+          case 3:
+            if (bw == 8) b << "  " << r << " = add i8 " << x << ", " << y << "\n";
+            else b << "  " << r << " = call " << t << " @llvm.bswap." << t << "(" << t << " " << x << ")\n";
+            break;
+          case 4: {
+            static const char* kOps[] = {"umin", "umax", "smin", "smax", "uadd.sat", "usub.sat"};
+            b << "  " << r << " = call " << t << " @llvm." << kOps[pick(6)] << "." << t << "(" << t << " " << x << ", " << t << " " << y << ")\n";
+            break;
+          }
+          default:
+            b << "  " << r << " = call i8 @llvm." << (pick(2) ? "ucmp" : "scmp") << ".i8." << t << "(" << t << " " << x << ", " << t << " " << y << ")\n";
+            add64(b, r, 8);
+            return;
+        }
+        add64(b, r, bw);
+        return;
+      }
       case 9: {  // a call with stack arguments
         std::string a = value_of(b, 64), bb = value_of(b, 32), c = value_of(b, 64), d = value_of(b, 8);
         std::string e = value_of(b, 64), f = value_of(b, 16), g = value_of(b, 64), h = value_of(b, 32);
