@@ -87,26 +87,61 @@ KILN_HD inline void store64(Emitter& e, int32_t disp, uint32_t reg) {
   e.byte(0x80 | ((reg & 7) << 3) | RBP);
   e.u32(static_cast<uint32_t>(disp));
 }
-// Stores the low `bytes` of rax or rcx to [rbp + disp].
-KILN_HD inline void store_narrow(Emitter& e, int32_t disp, uint32_t reg, uint32_t bytes) {
-  if (bytes == 8) return store64(e, disp, reg);
-  if (bytes == 2) e.byte(0x66);
-  e.byte(bytes == 1 ? 0x88 : 0x89);
-  e.byte(0x80 | ((reg & 7) << 3) | RBP);
-  e.u32(static_cast<uint32_t>(disp));
-}
-// Loads `bytes` from [rbp + disp] into rax or rcx, zero-extended.
-KILN_HD inline void load_narrow(Emitter& e, uint32_t reg, int32_t disp, uint32_t bytes) {
-  if (bytes == 8) return load64(e, reg, disp);
-  if (bytes == 4) {
-    e.byte(0x8B);
+// A load or store of 1, 2, 4 or 8 bytes between reg and [base + disp32] (base is rbp
+// or rax); loads zero-extend to 64 bits.
+KILN_HD inline void piece(Emitter& e, bool load, uint32_t reg, uint32_t base, int32_t disp, uint32_t bytes) {
+  uint32_t r = reg >> 3;
+  if (bytes == 2 && !load) e.byte(0x66);
+  if (bytes == 8) e.byte(0x48 | (r << 2));
+  else if (r || (bytes == 1 && !load && reg >= 4)) e.byte(0x40 | (r << 2));
+  if (load) {
+    if (bytes >= 4) e.byte(0x8B);
+    else e.byte(0x0F), e.byte(bytes == 2 ? 0xB7 : 0xB6);
   } else {
-    e.byte(0x0F);
-    e.byte(bytes == 2 ? 0xB7 : 0xB6);
+    e.byte(bytes == 1 ? 0x88 : 0x89);
   }
-  e.byte(0x80 | ((reg & 7) << 3) | RBP);
+  e.byte(0x80 | ((reg & 7) << 3) | (base & 7));
   e.u32(static_cast<uint32_t>(disp));
 }
+KILN_HD inline uint32_t piece_size(uint32_t left) { return left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1; }
+
+// Loads `bytes` (1 to 8) little-endian into reg, zero-extended; odd sizes (3, 5, 6, 7,
+// for i24 to i56) are put together from pieces through r10.
+KILN_HD inline void load_bytes(Emitter& e, uint32_t reg, uint32_t base, int32_t disp, uint32_t bytes) {
+  uint32_t first = piece_size(bytes);
+  piece(e, true, reg, base, disp, first);
+  for (uint32_t done = first; done < bytes;) {
+    uint32_t n = piece_size(bytes - done);
+    piece(e, true, R10, base, disp + static_cast<int32_t>(done), n);
+    e.byte(0x49), e.byte(0xC1), e.byte(0xE2), e.byte(8 * done);  // shl r10, 8 * done
+    e.byte(0x4C | (reg >> 3)), e.byte(0x09), e.byte(0xD0 | (reg & 7));  // or reg, r10
+    done += n;
+  }
+}
+// Stores the low `bytes` (1 to 8) of reg; reg is left unchanged.
+KILN_HD inline void store_bytes(Emitter& e, uint32_t base, int32_t disp, uint32_t reg, uint32_t bytes) {
+  for (uint32_t done = 0; done < bytes;) {
+    uint32_t n = piece_size(bytes - done);
+    if (done == 0) {
+      piece(e, false, reg, base, disp, n);
+    } else {
+      e.byte(0x48 | ((reg >> 3) << 2) | 1), e.byte(0x89), e.byte(0xC0 | ((reg & 7) << 3) | (R10 & 7));  // mov r10, reg
+      e.byte(0x49), e.byte(0xC1), e.byte(0xEA), e.byte(8 * done);  // shr r10, 8 * done
+      piece(e, false, R10, base, disp + static_cast<int32_t>(done), n);
+    }
+    done += n;
+  }
+}
+// Frame forms of the above (rbp-relative).
+KILN_HD inline void store_narrow(Emitter& e, int32_t disp, uint32_t reg, uint32_t bytes) {
+  store_bytes(e, RBP, disp, reg, bytes);
+}
+KILN_HD inline void load_narrow(Emitter& e, uint32_t reg, int32_t disp, uint32_t bytes) {
+  load_bytes(e, reg, RBP, disp, bytes);
+}
+KILN_HD inline uint32_t bytes_of_width(uint32_t w) { return w <= 8 ? 1 : (w + 7) / 8; }
+KILN_HD inline bool is_standard_width(uint32_t w) { return w == 1 || w == 8 || w == 16 || w == 32 || w == 64; }
+
 // movabs reg, imm64
 KILN_HD inline void mov_imm(Emitter& e, uint32_t reg, uint64_t imm) {
   e.byte(0x48 | (reg >> 3));
@@ -153,11 +188,15 @@ KILN_HD inline void normalize(Emitter& e, uint32_t reg, uint32_t width) {
       e.byte(width == 16 ? 0xB7 : 0xB6);
       e.byte(0xC0 | (r << 3) | r);
       return;
-    default:  // 1: and r32, 1
+    case 1:  // and r32, 1
       if (x) e.byte(0x41);
       e.byte(0x83);
       e.byte(0xE0 | r);
       e.byte(0x01);
+      return;
+    default:  // i24 to i56: shl, then shr, by 64 - width
+      e.byte(0x48 | x), e.byte(0xC1), e.byte(0xE0 | r), e.byte(64 - width);
+      e.byte(0x48 | x), e.byte(0xC1), e.byte(0xE8 | r), e.byte(64 - width);
       return;
   }
 }
@@ -179,10 +218,14 @@ KILN_HD inline void sign_extend(Emitter& e, uint32_t reg, uint32_t width) {
       e.byte(width == 16 ? 0xBF : 0xBE);
       e.byte(0xC0 | (r << 3) | r);
       return;
-    default:  // 1: neg r64 turns 0/1 into 0/-1
+    case 1:  // neg r64 turns 0/1 into 0/-1
       e.byte(0x48 | x);
       e.byte(0xF7);
       e.byte(0xD8 | r);
+      return;
+    default:  // i24 to i56: shl, then sar, by 64 - width
+      e.byte(0x48 | x), e.byte(0xC1), e.byte(0xE0 | r), e.byte(64 - width);
+      e.byte(0x48 | x), e.byte(0xC1), e.byte(0xF8 | r), e.byte(64 - width);
       return;
   }
 }
@@ -268,7 +311,14 @@ KILN_HD inline void phi_copies_for(Emitter& e, const FlatModuleView& m, const St
     for (uint32_t k = 0; k + 1 < phi.operand_count; k += 2) {
       const FlatOperand& block = m.operands[phi.first_operand + k + 1];
       if (block.index != from_block) continue;
-      load_operand(e, l, m.operands[phi.first_operand + k], RAX);
+      const FlatOperand& value = m.operands[phi.first_operand + k];
+      if (phi.width == 0) {  // an aggregate: its shadow is the second half of the slot
+        int32_t shadow = slot_disp(l, i) + static_cast<int32_t>((phi.aux32 + 7) / 8 * 8);
+        if (value.kind == kOperandValue) copy_frame(e, shadow, slot_disp(l, value.index), phi.aux32);
+        else if (value.kind == kOperandZero) zero_frame(e, shadow, phi.aux32);
+        break;
+      }
+      load_operand(e, l, value, RAX);
       store64(e, slot_disp(l, i) + 8, RAX);
       break;
     }
@@ -501,9 +551,8 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
     store64(e, dst, RAX);
   } else if (in.slot_size) {  // two leaves, returned in rax and rdx
     uint32_t w0 = in.aux32 & 0xff, w1 = (in.aux32 >> 8) & 0xff;
-    store_narrow(e, dst, RAX, w0 <= 8 ? 1 : w0 / 8);
-    mov_rr(e, RAX, RDX);
-    store_narrow(e, dst + static_cast<int32_t>(in.imm), RAX, w1 <= 8 ? 1 : w1 / 8);
+    store_narrow(e, dst, RAX, bytes_of_width(w0));
+    store_narrow(e, dst + static_cast<int32_t>(in.imm), RDX, bytes_of_width(w1));
   }
 }
 
@@ -563,6 +612,12 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpLoad:
       load_operand(e, l, ops[0], RAX);
       if (in.width == 0) return copy_memory(e, true, dst, in.aux32);
+      if (!is_standard_width(in.width)) {  // i24 .. i56: put together from pieces
+        load_bytes(e, RCX, RAX, 0, bytes_of_width(in.width));
+        mov_rr(e, RAX, RCX);
+        store64(e, dst, RAX);
+        return;
+      }
       switch (in.width) {
         case 64: e.byte(0x48), e.byte(0x8B), e.byte(0x00); break;
         case 32: e.byte(0x8B), e.byte(0x00); break;
@@ -591,6 +646,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       }
       load_operand(e, l, ops[0], RCX);
       load_operand(e, l, ops[1], RAX);
+      if (!is_standard_width(ops[0].width)) return store_bytes(e, RAX, 0, RCX, bytes_of_width(ops[0].width));
       switch (ops[0].width) {
         case 64: e.byte(0x48), e.byte(0x89), e.byte(0x08); break;
         case 32: e.byte(0x89), e.byte(0x08); break;
@@ -624,7 +680,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       }
       int32_t src = slot_disp(l, ops[0].index) + static_cast<int32_t>(in.imm);
       if (in.width == 0) return copy_frame(e, dst, src, in.aux32);
-      load_narrow(e, RAX, src, in.width <= 8 ? 1 : in.width / 8);
+      load_narrow(e, RAX, src, bytes_of_width(in.width));
       if (in.width == 1) normalize(e, RAX, 1);
       store64(e, dst, RAX);
       return;
@@ -639,10 +695,11 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         return;
       }
       load_operand(e, l, ops[1], RAX);
-      store_narrow(e, field, RAX, ops[1].width <= 8 ? 1 : ops[1].width / 8);
+      store_narrow(e, field, RAX, bytes_of_width(ops[1].width));
       return;
     }
-    case kOpPhi:  // shadow -> slot, through r11: a landing pad's rax and rdx must survive
+    case kOpPhi:  // shadow -> slot, through r11 or rcx: a landing pad's rax and rdx must survive
+      if (in.width == 0) return copy_frame(e, dst, dst + static_cast<int32_t>((in.aux32 + 7) / 8 * 8), in.aux32);
       load64(e, R11, dst + 8);
       store64(e, dst, R11);
       return;
@@ -721,9 +778,8 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         if (ops[0].kind == kOperandValue) {
           int32_t src = slot_disp(l, ops[0].index);
           uint32_t w0 = f.ret_leaf0_width, w1 = f.ret_leaf1_width;
-          load_narrow(e, RCX, src + static_cast<int32_t>(f.ret_leaf1_offset), w1 <= 8 ? 1 : w1 / 8);
-          mov_rr(e, RDX, RCX);
-          load_narrow(e, RAX, src, w0 <= 8 ? 1 : w0 / 8);
+          load_narrow(e, RDX, src + static_cast<int32_t>(f.ret_leaf1_offset), bytes_of_width(w1));
+          load_narrow(e, RAX, src, bytes_of_width(w0));
         } else {
           e.byte(0x31), e.byte(0xC0);  // xor eax, eax
           e.byte(0x31), e.byte(0xD2);  // xor edx, edx

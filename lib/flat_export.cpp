@@ -44,7 +44,7 @@ unsigned scalar_width(Type* t) {
   if (t->isPointerTy()) return t->getPointerAddressSpace() == 0 ? 64 : 0;
   if (t->isIntegerTy()) {
     unsigned w = t->getIntegerBitWidth();
-    return (w == 1 || w == 8 || w == 16 || w == 32 || w == 64) ? w : 0;
+    return (w == 1 || (w % 8 == 0 && w <= 64)) ? w : 0;  // i24, i40, i48, i56 included
   }
   if (t->isFloatTy()) return 32;
   if (t->isDoubleTy()) return 64;
@@ -422,7 +422,7 @@ class FunctionExporter {
       case Intrinsic::umul_with_overflow:
       case Intrinsic::smul_with_overflow: {
         unsigned w = scalar_width(call.getArgOperand(0)->getType());
-        if (w < 8 || !call.getArgOperand(0)->getType()->isIntegerTy()) reason("overflow intrinsic on i" + std::to_string(w));
+        if (!(w == 8 || w == 16 || w == 32 || w == 64)) reason("overflow intrinsic on " + type_name(call.getArgOperand(0)->getType()));
         FlatInst& fi = emit(call, kOpOverflow, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))});
         fi.aux = id == Intrinsic::uadd_with_overflow   ? kOvfUadd
                  : id == Intrinsic::sadd_with_overflow ? kOvfSadd
@@ -454,7 +454,8 @@ class FunctionExporter {
         bool unary = kind <= kBitAbs;
         Type* t = call.getArgOperand(0)->getType();
         unsigned w = scalar_width(t);
-        if (!t->isIntegerTy() || !w || (kind == kBitBswap && w < 16)) reason("intrinsic " + callee->getName().str());
+        bool standard = w == 8 || w == 16 || w == 32 || w == 64;
+        if (!t->isIntegerTy() || !standard || (kind == kBitBswap && w < 16)) reason("intrinsic " + callee->getName().str());
         if (unary) emit(call, kOpBitOp, {operand(call.getArgOperand(0))}).aux = kind;
         else emit(call, kOpBitOp, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))}).aux = kind;
         return;
@@ -624,11 +625,16 @@ class FunctionExporter {
       }
       case Instruction::PHI: {
         auto& phi = cast<PHINode>(inst);
-        if (!scalar_width(phi.getType())) reason("phi of " + type_name(phi.getType()));
         FlatInst& fi = emit(inst, kOpPhi);
         size_t at = insts_.size() - 1;
         (void)fi;
-        insts_[at].slot_size = 16;  // value, then its shadow
+        if (scalar_width(phi.getType())) {
+          insts_[at].slot_size = 16;  // value, then its shadow
+        } else {  // an aggregate: value, then its shadow, each rounded to 8 bytes
+          uint32_t bytes = static_cast<uint32_t>(dl_.getTypeAllocSize(phi.getType()));
+          insts_[at].aux32 = bytes;
+          insts_[at].slot_size = 2 * round8(bytes);
+        }
         for (unsigned k = 0; k < phi.getNumIncomingValues(); ++k) {
           add_operand(insts_[at], operand(phi.getIncomingValue(k)));
           add_operand(insts_[at], operand(phi.getIncomingBlock(k)));

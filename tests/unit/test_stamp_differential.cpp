@@ -51,7 +51,14 @@ class IrGenerator {
          "  %b64 = zext i32 %b to i64\n  %d64 = sext i8 %d to i64\n  %f64 = zext i16 %f to i64\n"
          "  %h64 = sext i32 %h to i64\n  %s1 = add i64 %a, %b64\n  %s2 = mul i64 %s1, %c\n  %s3 = xor i64 %s2, %d64\n"
          "  %s4 = sub i64 %s3, %e\n  %s5 = add i64 %s4, %f64\n  %s6 = mul i64 %s5, %g\n  %s7 = add i64 %s6, %h64\n"
-         "  ret i64 %s7\n}\n";
+         "  ret i64 %s7\n}\n"
+         // Odd widths in registers, and an aggregate that flows through a phi.
+         "define internal i40 @odd(i64 %x, i24 %y) {\n  %t = trunc i64 %x to i40\n  %y40 = sext i24 %y to i40\n"
+         "  %r = mul i40 %t, %y40\n  ret i40 %r\n}\n"
+         "define internal {i24, i48} @oddpair(i64 %x, i1 %c) {\nentry:\n  %a = trunc i64 %x to i24\n  %b = trunc i64 %x to i48\n"
+         "  %p = insertvalue {i24, i48} poison, i24 %a, 0\n  %q = insertvalue {i24, i48} %p, i48 %b, 1\n"
+         "  br i1 %c, label %t, label %j\nt:\n  %n = add i48 %b, 7\n  %q2 = insertvalue {i24, i48} %q, i48 %n, 1\n  br label %j\n"
+         "j:\n  %r = phi {i24, i48} [ %q, %entry ], [ %q2, %t ]\n  ret {i24, i48} %r\n}\n";
     for (int f = 0; f < functions; ++f) m << function("f" + std::to_string(f));
     return m.str();
   }
@@ -65,8 +72,8 @@ class IrGenerator {
   int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
   std::string fresh() { return "%v" + std::to_string(counter_++); }
   int width() {
-    static const int kWidths[] = {1, 8, 16, 32, 64};
-    return kWidths[pick(5)];
+    static const int kWidths[] = {1, 8, 16, 24, 32, 40, 48, 56, 64};
+    return kWidths[pick(9)];
   }
   static std::string ty(int w) { return "i" + std::to_string(w); }
 
@@ -90,7 +97,18 @@ class IrGenerator {
   void random_op(std::ostringstream& b) {
     int w = width();
     std::string r = fresh();
-    switch (pick(11)) {
+    switch (pick(12)) {
+      case 11: {  // odd widths through calls, returns and an aggregate phi
+        std::string x = value_of(b, 64), y = value_of(b, 24), c = value_of(b, 1), p = fresh(), a = fresh(), q = fresh();
+        b << "  " << r << " = call i40 @odd(i64 " << x << ", i24 " << y << ")\n";
+        b << "  " << p << " = call {i24, i48} @oddpair(i64 " << x << ", i1 " << c << ")\n";
+        b << "  " << a << " = extractvalue {i24, i48} " << p << ", 0\n";
+        b << "  " << q << " = extractvalue {i24, i48} " << p << ", 1\n";
+        add64(b, r, 40);
+        add64(b, a, 24);
+        add64(b, q, 48);
+        return;
+      }
       case 10: {  // bit manipulation, min/max, saturation and three-way compares
         static const int kW[] = {8, 16, 32, 64};
         int bw = kW[pick(4)];
@@ -358,5 +376,5 @@ TEST_CASE("stamp and llvm compute the same results on random programs", "[stamp]
     if (expected != actual) write_file_atomic("/tmp/kiln-differential-failure.ll", ir);
     REQUIRE(expected == actual);
   }
-  CHECK(stamp_functions == static_cast<uint64_t>(modules) * (kFunctions + 3));
+  CHECK(stamp_functions == static_cast<uint64_t>(modules) * (kFunctions + 5));
 }
