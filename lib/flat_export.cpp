@@ -65,6 +65,12 @@ bool is_plain_aggregate(Type* t) {
     Type* e = at->getElementType();
     return scalar_width(e) || is_plain_aggregate(e);
   }
+  // Fixed vectors of byte-sized elements are moved as bytes (loads, stores, phis);
+  // any arithmetic on them is refused.
+  if (auto* vt = dyn_cast<FixedVectorType>(t)) {
+    Type* e = vt->getElementType();
+    return scalar_width(e) >= 8 && (e->isIntegerTy() || e->isPointerTy() || e->isFloatingPointTy());
+  }
   return false;
 }
 
@@ -525,9 +531,14 @@ class FunctionExporter {
   }
 
   void export_inst(const Instruction& inst) {
-    for (const Value* op : inst.operands())
-      if (op->getType()->isVectorTy()) reason("vectors");
-    if (inst.getType()->isVectorTy()) reason("vectors");
+    // Vector values may be loaded, stored and carried through phis as bytes; every
+    // other use of them (arithmetic, compares, shuffles, calls) is refused.
+    bool moves_only = isa<LoadInst>(inst) || isa<StoreInst>(inst) || isa<PHINode>(inst);
+    if (!moves_only) {
+      for (const Value* op : inst.operands())
+        if (op->getType()->isVectorTy()) reason("vectors");
+      if (inst.getType()->isVectorTy()) reason("vectors");
+    }
     switch (inst.getOpcode()) {
       case Instruction::Alloca: {
         auto& a = cast<AllocaInst>(inst);

@@ -223,6 +223,13 @@ class IrGenerator {
       case 7: {  // memcpy between frame arrays, then read back
         std::string l = fresh();
         b << "  call void @llvm.memcpy.p0.p0.i64(ptr %mem2, ptr %mem, i64 64, i1 false)\n";
+        // Vectors moved as values: a 32-byte and a 16-byte load and store.
+        std::string v = fresh(), w = fresh(), at = fresh();
+        b << "  " << v << " = load <4 x i64>, ptr %mem, align 8\n";
+        b << "  " << at << " = getelementptr i8, ptr %mem2, i64 " << 8 * pick(4) << "\n";
+        b << "  store <4 x i64> " << v << ", ptr " << at << ", align 8\n";
+        b << "  " << w << " = load <2 x i64>, ptr " << at << ", align 8\n";
+        b << "  store <2 x i64> " << w << ", ptr %mem2, align 8\n";
         b << "  " << l << " = load i64, ptr %mem2\n";
         add64(b, l, 64);
         return;
