@@ -4,6 +4,7 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -14,6 +15,10 @@
 #include <unordered_map>
 
 #include "backend_llvm.h"
+#include "flat_export.h"
+#include "stamp_cpu.h"
+#include "stamp_object.h"
+#include "stamp_split.h"
 #include "bitcode.h"
 #include "process.h"
 #include "corpus.h"
@@ -28,11 +33,41 @@ namespace kiln {
 
 namespace {
 
+// Sum of the sizes of an ELF64 object's .text* sections (read from its headers).
+uint64_t text_bytes_of(const std::string& o) {
+  if (o.size() < 64 || o.compare(0, 4, "\x7f" "ELF") != 0) return 0;
+  auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, o.data() + at, 2); return v; };
+  auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, o.data() + at, 4); return v; };
+  auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, o.data() + at, 8); return v; };
+  uint64_t shoff = u64(0x28);
+  uint32_t shnum = u16(0x3C), shstrndx = u16(0x3E);
+  if (shnum == 0 && shoff + 64 <= o.size()) shnum = static_cast<uint32_t>(u64(shoff + 0x20));
+  if (shstrndx == 0xFFFF && shoff + 64 <= o.size()) shstrndx = u32(shoff + 0x28);
+  if (shoff + static_cast<uint64_t>(shnum) * 64 > o.size() || shstrndx >= shnum) return 0;
+  uint64_t strtab = u64(shoff + shstrndx * 64ull + 0x18);
+  uint64_t total = 0;
+  for (uint32_t i = 1; i < shnum; ++i) {
+    size_t h = shoff + i * 64ull;
+    uint64_t name = strtab + u32(h);
+    if (u32(h + 4) == 1 /* SHT_PROGBITS */ && name + 5 <= o.size() && o.compare(name, 5, ".text") == 0) total += u64(h + 0x20);
+  }
+  return total;
+}
+
+// A module as the stamp service keeps it: parsed, local symbols exposed, exported.
+struct StampModule {
+  std::unique_ptr<llvm::Module> module;
+  FlatExport flat;
+};
+
 // What one worker thread owns for the whole replay.
 struct Worker {
   std::unique_ptr<Backend> backend;
   LlvmBackend* llvm = nullptr;  // set when the back end can parse once and emit many times
+  bool stamp = false;           // the stamp service: its own LLVM for parsing and fallback
+  std::unique_ptr<LlvmBackend> stamp_llvm;
   std::unordered_map<size_t, std::unique_ptr<llvm::Module>> parsed;
+  std::unordered_map<size_t, StampModule> stamp_modules;
 };
 
 class CpuService : public EmissionService {
@@ -42,6 +77,11 @@ class CpuService : public EmissionService {
     unsigned n = std::max(1u, jobs);
     workers_.resize(n);
     for (auto& w : workers_) {
+      if (spec == "stamp") {
+        w.stamp = true;
+        w.stamp_llvm = std::make_unique<LlvmBackend>(profile);
+        continue;
+      }
       w.backend = make_backend(spec, profile);
       w.llvm = dynamic_cast<LlvmBackend*>(w.backend.get());
     }
@@ -112,6 +152,7 @@ class CpuService : public EmissionService {
     const ReplayModule& m = modules_[i];
     try {
       std::string object;
+      if (w.stamp) return emit_stamp(w, index, i);
       if (w.llvm) {
         Stopwatch clock;
         auto& slot = w.parsed[i];
@@ -137,6 +178,73 @@ class CpuService : public EmissionService {
       }
       e.object_xxh3 = xxh3_128_hex(object);
       e.object_bytes = object.size();
+      e.text_bytes = text_bytes_of(object);
+    } catch (const std::exception& err) {
+      e.error = err.what();
+    }
+    return e;
+  }
+
+  // stamp: stages and ELF writing every round on the module exported once per worker;
+  // the functions it leaves go to LLVM (fallback). The two objects are hashed
+  // together: combining them (ld.lld -r, deterministic) is not part of the loop.
+  ModuleEmission emit_stamp(Worker& w, unsigned index, size_t i) {
+    ModuleEmission e;
+    e.worker = index;
+    const ReplayModule& m = modules_[i];
+    try {
+      Stopwatch clock;
+      auto& sm = w.stamp_modules[i];
+      if (!sm.module) {
+        auto parsed = w.stamp_llvm->parse(m.bytes, m.id);
+        std::string problem = verify_problem(*parsed);
+        if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
+        e.parse = clock.lap();
+        sm.flat = export_flat(*parsed);
+        if (sm.flat.stamp_functions) expose_local_symbols(*parsed, m.id.substr(0, 12));
+        sm.flat.flat.resolve_symbol_names();
+        sm.module = std::move(parsed);
+        e.flat_export = clock.lap();
+      }
+      for (const auto& v : sm.flat.verdicts) {
+        e.functions += 1;
+        e.instructions += v.instructions;
+        if (v.stamp) e.functions_stamp++, e.instructions_stamp += v.instructions;
+      }
+      std::string stamp_object;
+      if (sm.flat.stamp_functions) {
+        StampOutput code = run_stamp_cpu(sm.flat.flat.view(), 1);
+        const FlatModuleData& fd = sm.flat.flat;
+        std::vector<StampFunction> functions(fd.functions.size());
+        for (size_t fn = 0; fn < functions.size(); ++fn) {
+          StampFunction& f = functions[fn];
+          f.name = fd.symbols[fd.functions[fn].symbol];
+          f.binding = fd.bindings[fn] == SymbolBinding::local ? SymbolBinding::global : fd.bindings[fn];
+          const llvm::GlobalValue* gv = fd.symbol_values[fd.functions[fn].symbol];
+          f.visibility = gv && gv->hasHiddenVisibility() ? SymbolVisibility::hidden : fd.visibilities[fn];
+          f.section = fd.sections[fn];
+          f.code.assign(code.code.begin() + code.code_start[fn], code.code.begin() + code.code_start[fn] + code.code_size[fn]);
+          if (fd.functions[fn].flags & kFnHasPersonality) {
+            f.personality = fd.symbols[fd.functions[fn].personality];
+            f.lsda.assign(code.lsda.begin() + code.lsda_start[fn], code.lsda.begin() + code.lsda_start[fn] + code.lsda_size[fn]);
+          }
+          for (uint32_t r = 0; r < code.reloc_count[fn]; ++r) {
+            const StampReloc& sr = code.relocs[code.reloc_start[fn] + r];
+            f.relocations.push_back({sr.offset, sr.type, fd.symbols[sr.symbol], sr.addend});
+          }
+        }
+        stamp_object = write_stamp_object(functions, sm.module->getSourceFileName());
+      }
+      e.codegen = clock.lap();
+      std::string rest;
+      if (sm.flat.stamp_functions < sm.flat.verdicts.size() || !sm.flat.stamp_functions || !sm.module->global_empty()) {
+        auto half = llvm_half(*sm.module, sm.flat.emitted_by_stamp);
+        rest = w.stamp_llvm->codegen(*half, m.id);
+      }
+      e.fallback = clock.lap();
+      e.object_xxh3 = xxh3_128_hex(stamp_object + rest);
+      e.object_bytes = stamp_object.size() + rest.size();
+      e.text_bytes = text_bytes_of(stamp_object) + text_bytes_of(rest);
     } catch (const std::exception& err) {
       e.error = err.what();
     }
@@ -167,8 +275,9 @@ std::unique_ptr<EmissionService> make_cpu_service(const std::string& backend_spe
 namespace {
 
 struct StageSums {
-  double parse = 0, clone = 0, codegen = 0;
-  uint64_t instructions = 0, modules = 0, failed = 0;
+  double parse = 0, clone = 0, codegen = 0, flat_export = 0, fallback = 0;
+  uint64_t instructions = 0, modules = 0, failed = 0, instructions_stamp = 0, functions_stamp = 0, functions = 0;
+  uint64_t text_bytes = 0;
 };
 
 StageSums sum_round(const RoundResult& r) {
@@ -177,8 +286,14 @@ StageSums sum_round(const RoundResult& r) {
     s.parse += e.parse;
     s.clone += e.clone;
     s.codegen += e.codegen;
+    s.flat_export += e.flat_export;
+    s.fallback += e.fallback;
     if (e.error.empty()) {
       s.instructions += e.instructions;
+      s.instructions_stamp += e.instructions_stamp;
+      s.functions_stamp += e.functions_stamp;
+      s.functions += e.functions;
+      s.text_bytes += e.text_bytes;
       s.modules++;
     } else {
       s.failed++;
@@ -212,8 +327,8 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
       .field("modules", static_cast<uint64_t>(modules.size()));
   std::string table;
   char line[512];
-  std::snprintf(line, sizeof line, "%-22s %5s %9s %9s %9s %9s %12s %10s %s\n", "service", "round", "wall s", "parse s",
-                "clone s", "codegen s", "M instr/s", "modules/s", "failed");
+  std::snprintf(line, sizeof line, "%-16s %5s %8s %8s %8s %8s %9s %9s %11s %9s %s\n", "service", "round", "wall s",
+                "parse s", "export s", "clone s", "codegen s", "fallback", "M instr/s", "modules/s", "failed");
   table += line;
   w.key("services").begin_array();
   for (size_t s = 0; s < services.size(); ++s) {
@@ -222,25 +337,64 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
     w.key("rounds").begin_array();
     for (const auto& r : rounds[s]) {
       StageSums sums = sum_round(r);
-      // Throughput over the emission work itself (clone + codegen), per core-second,
-      // and over the round's wall time (all workers together).
-      double emit_cpu = sums.clone + sums.codegen;
+      // Throughput of the emission work itself, per core-second (llvm: clone + codegen;
+      // stamp: its stages and ELF writing, plus LLVM for what it left), and over the
+      // round's wall time (all workers together).
+      double emit_cpu = sums.clone + sums.codegen + sums.fallback;
       double per_core = emit_cpu > 0 ? static_cast<double>(sums.instructions) / emit_cpu : 0;
       double wall_rate = r.wall_seconds > 0 ? static_cast<double>(sums.instructions) / r.wall_seconds : 0;
       w.begin_object().field("round", r.round).field("wall_seconds", r.wall_seconds)
-          .key("stages").begin_object().field("parse", sums.parse).field("clone", sums.clone).field("codegen", sums.codegen).end_object()
+          .key("stages").begin_object().field("parse", sums.parse).field("flat_export", sums.flat_export)
+          .field("clone", sums.clone).field("codegen", sums.codegen).field("fallback", sums.fallback).end_object()
           .field("instructions", sums.instructions).field("modules_ok", sums.modules).field("modules_failed", sums.failed)
+          .field("functions", sums.functions).field("functions_stamp", sums.functions_stamp)
+          .field("instructions_stamp", sums.instructions_stamp).field("text_bytes", sums.text_bytes)
           .field("instructions_per_second_wall", wall_rate).field("instructions_per_core_second", per_core)
           .field("modules_per_second_wall", r.wall_seconds > 0 ? static_cast<double>(sums.modules) / r.wall_seconds : 0.0)
           .end_object();
-      std::snprintf(line, sizeof line, "%-22s %5d %9.3f %9.3f %9.3f %9.3f %12.3f %10.1f %llu\n", services[s]->name().c_str(),
-                    r.round, r.wall_seconds, sums.parse, sums.clone, sums.codegen, wall_rate / 1e6,
-                    r.wall_seconds > 0 ? sums.modules / r.wall_seconds : 0.0, (unsigned long long)sums.failed);
+      std::snprintf(line, sizeof line, "%-16s %5d %8.3f %8.3f %8.3f %8.3f %9.3f %9.3f %11.3f %9.1f %llu\n",
+                    services[s]->name().c_str(), r.round, r.wall_seconds, sums.parse, sums.flat_export, sums.clone,
+                    sums.codegen, sums.fallback, per_core / 1e6, r.wall_seconds > 0 ? sums.modules / r.wall_seconds : 0.0,
+                    (unsigned long long)sums.failed);
       table += line;
     }
     w.end_array().end_object();
   }
   w.end_array();
+
+  // stamp against llvm on the same modules, from the last (warm) round of each.
+  int llvm_s = -1, stamp_s = -1;
+  for (size_t s = 0; s < services.size(); ++s) {
+    if (services[s]->backend() == "llvm") llvm_s = static_cast<int>(s);
+    if (services[s]->backend() == "stamp") stamp_s = static_cast<int>(s);
+  }
+  if (llvm_s >= 0 && stamp_s >= 0) {
+    StageSums l = sum_round(rounds[llvm_s].back()), st = sum_round(rounds[stamp_s].back()), first = sum_round(rounds[stamp_s].front());
+    double llvm_rate = l.instructions / std::max(1e-12, l.clone + l.codegen);
+    double stamp_rate = st.instructions_stamp / std::max(1e-12, st.codegen);
+    double end_to_end = (l.clone + l.codegen) / std::max(1e-12, st.codegen + st.fallback);
+    double export_rate = first.instructions / std::max(1e-12, first.flat_export);
+    double parse_rate = first.instructions / std::max(1e-12, first.parse);
+    double text_ratio = l.text_bytes ? static_cast<double>(st.text_bytes) / static_cast<double>(l.text_bytes) : 0;
+    w.key("stamp_vs_llvm").begin_object()
+        .field("llvm_instructions_per_core_second", llvm_rate).field("stamp_instructions_per_core_second", stamp_rate)
+        .field("stamp_speedup_on_its_functions", stamp_rate / llvm_rate).field("end_to_end_speedup_with_fallback", end_to_end)
+        .field("stamp_share_of_instructions", st.instructions ? static_cast<double>(st.instructions_stamp) / st.instructions : 0.0)
+        .field("stamp_share_of_functions", st.functions ? static_cast<double>(st.functions_stamp) / st.functions : 0.0)
+        .field("flat_export_instructions_per_second", export_rate).field("parse_instructions_per_second", parse_rate)
+        .field("text_ratio", text_ratio).end_object();
+    std::snprintf(line, sizeof line,
+                  "\nstamp vs llvm (round %d, one core per worker):\n"
+                  "  stamp emits its %.1f%% of instructions (%.1f%% of functions) at %.2f M instr/s; llvm %s emits all at %.3f M instr/s: %.1fx\n"
+                  "  end to end per module, stamp + llvm fallback vs llvm alone: %.2fx (ld.lld -r combining not included)\n"
+                  "  flat export %.2f M instr/s, LLVM bitcode parsing %.2f M instr/s (both once per worker)\n"
+                  "  .text: stamp + fallback %.2fx the size of llvm's\n",
+                  rounds[stamp_s].back().round, 100.0 * st.instructions_stamp / std::max<uint64_t>(1, st.instructions),
+                  100.0 * st.functions_stamp / std::max<uint64_t>(1, st.functions), stamp_rate / 1e6,
+                  profile_name(options.profile), llvm_rate / 1e6, stamp_rate / llvm_rate, end_to_end, export_rate / 1e6,
+                  parse_rate / 1e6, text_ratio);
+    table += line;
+  }
 
   // Stability: within each back end, every emission of a module must hash the same.
   w.key("instability").begin_array();

@@ -23,6 +23,11 @@ struct ModuleEmission {
   uint64_t functions = 0, instructions = 0;
   unsigned worker = 0;
   double parse = 0, clone = 0, codegen = 0;  // parse is non-zero only the first time a worker sees the module
+  // stamp: flat export (once per worker, like parse), its stages and ELF writing
+  // (in codegen), and LLVM emitting the functions left to it (fallback).
+  double flat_export = 0, fallback = 0;
+  uint64_t functions_stamp = 0, instructions_stamp = 0;
+  uint64_t text_bytes = 0;  // .text of the object(s)
   std::string error;
 };
 
