@@ -1,0 +1,56 @@
+// stamp's stages as CUDA kernels: the same stage functions as the CPU executor
+// (stamp_stages.h), one thread per function or per instruction. Built wherever nvcc
+// is found; launched by the GPU executor (issue: stamp on the GPU).
+#include "stamp_stages.h"
+
+namespace kiln {
+
+__global__ void stamp_frame_kernel(FlatModuleView m, int32_t* inst_slot, int32_t* alloca_mem, int32_t* arg_slot,
+                                   uint32_t* frame_size) {
+  uint32_t fn = blockIdx.x * blockDim.x + threadIdx.x;
+  if (fn < m.function_count) stamp_frame(m, fn, inst_slot, alloca_mem, arg_slot, frame_size);
+}
+
+__global__ void stamp_measure_kernel(FlatModuleView m, StampLayout l, uint32_t* size, uint32_t* relocs,
+                                     uint32_t* call_begin, uint32_t* call_end) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m.inst_count) stamp_measure(m, l, i, size, relocs, call_begin, call_end);
+}
+
+__global__ void stamp_measure_prologue_kernel(FlatModuleView m, StampLayout l, uint32_t* size) {
+  uint32_t fn = blockIdx.x * blockDim.x + threadIdx.x;
+  if (fn < m.function_count) stamp_measure_prologue(m, l, fn, size);
+}
+
+__global__ void stamp_offsets_kernel(FlatModuleView m, const uint32_t* prologue_size, const uint32_t* size,
+                                     const uint32_t* relocs, uint32_t* inst_offset, uint32_t* block_offset,
+                                     uint32_t* reloc_start, uint32_t* code_size, uint32_t* reloc_count) {
+  uint32_t fn = blockIdx.x * blockDim.x + threadIdx.x;
+  if (fn < m.function_count)
+    stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset, reloc_start, code_size, reloc_count);
+}
+
+__global__ void stamp_encode_kernel(FlatModuleView m, StampLayout l, uint8_t* code, const uint32_t* code_start,
+                                    StampReloc* relocs, const uint32_t* fn_reloc_start, const uint32_t* reloc_start) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m.inst_count) return;
+  uint32_t fn = m.blocks[m.insts[i].block].function;
+  stamp_encode(m, l, i, code + code_start[fn], relocs + fn_reloc_start[fn], reloc_start);
+}
+
+__global__ void stamp_encode_prologue_kernel(FlatModuleView m, StampLayout l, uint8_t* code, const uint32_t* code_start) {
+  uint32_t fn = blockIdx.x * blockDim.x + threadIdx.x;
+  if (fn < m.function_count) stamp_encode_prologue(m, l, fn, code + code_start[fn]);
+}
+
+__global__ void stamp_lsda_kernel(FlatModuleView m, const uint32_t* inst_offset, const uint32_t* block_offset,
+                                  const uint32_t* call_begin, const uint32_t* call_end, const uint32_t* code_size,
+                                  uint8_t* lsda, const uint32_t* lsda_start, uint32_t* lsda_size) {
+  uint32_t fn = blockIdx.x * blockDim.x + threadIdx.x;
+  if (fn >= m.function_count || !(m.functions[fn].flags & kFnHasPersonality)) return;
+  uint32_t n = stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, code_size[fn],
+                          lsda ? lsda + lsda_start[fn] : nullptr);
+  if (lsda_size) lsda_size[fn] = n;
+}
+
+}  // namespace kiln
