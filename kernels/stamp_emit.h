@@ -73,19 +73,32 @@ KILN_HD inline uint32_t rex_w(uint32_t reg_field, uint32_t rm_field) {
   return 0x48 | ((reg_field >> 3) << 2) | (rm_field >> 3);
 }
 
+// The ModRM byte and displacement of [base + disp] (base rbp or rax): disp8 when it
+// fits, else disp32. The choice depends only on the frame layout, which is fixed
+// before sizes are measured, so measuring and encoding always agree.
+KILN_HD inline void mem_operand(Emitter& e, uint32_t reg, uint32_t base, int32_t disp) {
+  uint32_t fields = ((reg & 7) << 3) | (base & 7);
+  if (disp == 0 && (base & 7) != RBP) {  // [rax]: no displacement
+    e.byte(fields);
+  } else if (disp >= -128 && disp <= 127) {
+    e.byte(0x40 | fields);
+    e.byte(static_cast<uint32_t>(disp) & 0xff);
+  } else {
+    e.byte(0x80 | fields);
+    e.u32(static_cast<uint32_t>(disp));
+  }
+}
 // mov reg, [rbp + disp]
 KILN_HD inline void load64(Emitter& e, uint32_t reg, int32_t disp) {
   e.byte(rex_w(reg, 0));
   e.byte(0x8B);
-  e.byte(0x80 | ((reg & 7) << 3) | RBP);
-  e.u32(static_cast<uint32_t>(disp));
+  mem_operand(e, reg, RBP, disp);
 }
 // mov [rbp + disp], reg
 KILN_HD inline void store64(Emitter& e, int32_t disp, uint32_t reg) {
   e.byte(rex_w(reg, 0));
   e.byte(0x89);
-  e.byte(0x80 | ((reg & 7) << 3) | RBP);
-  e.u32(static_cast<uint32_t>(disp));
+  mem_operand(e, reg, RBP, disp);
 }
 // A load or store of 1, 2, 4 or 8 bytes between reg and [base + disp32] (base is rbp
 // or rax); loads zero-extend to 64 bits.
@@ -100,8 +113,7 @@ KILN_HD inline void piece(Emitter& e, bool load, uint32_t reg, uint32_t base, in
   } else {
     e.byte(bytes == 1 ? 0x88 : 0x89);
   }
-  e.byte(0x80 | ((reg & 7) << 3) | (base & 7));
-  e.u32(static_cast<uint32_t>(disp));
+  mem_operand(e, reg, base, disp);
 }
 KILN_HD inline uint32_t piece_size(uint32_t left) { return left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1; }
 
@@ -142,8 +154,22 @@ KILN_HD inline void load_narrow(Emitter& e, uint32_t reg, int32_t disp, uint32_t
 KILN_HD inline uint32_t bytes_of_width(uint32_t w) { return w <= 8 ? 1 : (w + 7) / 8; }
 KILN_HD inline bool is_standard_width(uint32_t w) { return w == 1 || w == 8 || w == 16 || w == 32 || w == 64; }
 
-// movabs reg, imm64
+// reg = imm64 in the shortest form that leaves the flags alone: mov r32, imm32
+// (zero-extends), mov r64, simm32, or movabs.
 KILN_HD inline void mov_imm(Emitter& e, uint32_t reg, uint64_t imm) {
+  if (imm <= 0xFFFFFFFFull) {
+    if (reg >> 3) e.byte(0x41);
+    e.byte(0xB8 + (reg & 7));
+    e.u32(static_cast<uint32_t>(imm));
+    return;
+  }
+  if (imm >= 0xFFFFFFFF80000000ull) {
+    e.byte(0x48 | (reg >> 3));
+    e.byte(0xC7);
+    e.byte(0xC0 | (reg & 7));
+    e.u32(static_cast<uint32_t>(imm));
+    return;
+  }
   e.byte(0x48 | (reg >> 3));
   e.byte(0xB8 + (reg & 7));
   e.u64(imm);
@@ -154,9 +180,15 @@ KILN_HD inline void mov_rr(Emitter& e, uint32_t dst, uint32_t src) {
   e.byte(0x89);
   e.byte(0xC0 | ((src & 7) << 3) | (dst & 7));
 }
-// add reg, imm32 (sign-extended)
+// add reg, imm (sign-extended imm8 or imm32)
 KILN_HD inline void add_imm(Emitter& e, uint32_t reg, int32_t imm) {
   e.byte(0x48 | (reg >> 3));
+  if (imm >= -128 && imm <= 127) {
+    e.byte(0x83);
+    e.byte(0xC0 | (reg & 7));
+    e.byte(static_cast<uint32_t>(imm) & 0xff);
+    return;
+  }
   e.byte(0x81);
   e.byte(0xC0 | (reg & 7));
   e.u32(static_cast<uint32_t>(imm));
@@ -556,6 +588,27 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   }
 }
 
+// A pointer that is a (16-byte or less aligned) alloca of this function is a fixed
+// frame address: loads and stores through it address [rbp + disp] directly.
+// So is a getelementptr with only constant offsets from such an alloca.
+KILN_HD inline bool frame_address(const FlatModuleView& m, const StampLayout& l, const FlatOperand& p, int32_t* disp) {
+  if (p.kind != kOperandValue) return false;
+  const FlatInst& a = m.insts[p.index];
+  if (a.op == kOpGep && a.operand_count == 1) {
+    const FlatOperand& base = m.operands[a.first_operand];
+    if (base.kind != kOperandValue) return false;
+    const FlatInst& b = m.insts[base.index];
+    if (b.op != kOpAlloca || b.imm > 16) return false;
+    int64_t d = -static_cast<int64_t>(l.alloca_mem[base.index]) + a.imm;
+    if (d < -2147483647 || d > 2147483647) return false;
+    *disp = static_cast<int32_t>(d);
+    return true;
+  }
+  if (a.op != kOpAlloca || a.imm > 16) return false;
+  *disp = -l.alloca_mem[p.index];
+  return true;
+}
+
 // Encodes (or measures) flat instruction `i` at e.pos.
 KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
@@ -600,8 +653,8 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       store64(e, dst, RAX);
       return;
     case kOpAlloca:
-      e.byte(0x48), e.byte(0x8D), e.byte(0x85);  // lea rax, [rbp + disp32]
-      e.u32(static_cast<uint32_t>(-l.alloca_mem[i]));
+      e.byte(0x48), e.byte(0x8D);  // lea rax, [rbp + disp]
+      mem_operand(e, RAX, RBP, -l.alloca_mem[i]);
       if (in.imm > 16) {  // align up: (rax + align - 1) & -align
         add_imm(e, RAX, static_cast<int32_t>(in.imm - 1));
         e.byte(0x48), e.byte(0x25);
@@ -609,7 +662,15 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       }
       store64(e, dst, RAX);
       return;
-    case kOpLoad:
+    case kOpLoad: {
+      int32_t at = 0;
+      if (frame_address(m, l, ops[0], &at)) {
+        if (in.width == 0) return copy_frame(e, dst, at, in.aux32);
+        load_bytes(e, RAX, RBP, at, bytes_of_width(in.width));
+        if (in.width == 1) normalize(e, RAX, 1);
+        store64(e, dst, RAX);
+        return;
+      }
       load_operand(e, l, ops[0], RAX);
       if (in.width == 0) return copy_memory(e, true, dst, in.aux32);
       if (!is_standard_width(in.width)) {  // i24 .. i56: put together from pieces
@@ -627,7 +688,19 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       if (in.width == 1) normalize(e, RAX, 1);
       store64(e, dst, RAX);
       return;
-    case kOpStore:
+    }
+    case kOpStore: {
+      int32_t at = 0;
+      if (frame_address(m, l, ops[1], &at)) {
+        if (ops[0].width == 0) {
+          if (ops[0].kind == kOperandValue) copy_frame(e, at, slot_disp(l, ops[0].index), in.aux32);
+          else if (ops[0].kind == kOperandZero) zero_frame(e, at, in.aux32);
+          return;
+        }
+        load_operand(e, l, ops[0], RCX);
+        store_bytes(e, RBP, at, RCX, bytes_of_width(ops[0].width));
+        return;
+      }
       if (ops[0].width == 0) {  // aggregate
         load_operand(e, l, ops[1], RAX);
         if (ops[0].kind == kOperandValue) return copy_memory(e, false, slot_disp(l, ops[0].index), in.aux32);
@@ -654,7 +727,16 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         default: e.byte(0x88), e.byte(0x08); break;
       }
       return;
-    case kOpGep:
+    }
+    case kOpGep: {
+      int32_t at = 0;
+      if (in.operand_count == 1 && frame_address(m, l, ops[0], &at) &&
+          static_cast<int64_t>(at) + in.imm > -2147483647 && static_cast<int64_t>(at) + in.imm < 2147483647) {
+        e.byte(0x48), e.byte(0x8D);  // lea rax, [rbp + disp]: a fixed frame address
+        mem_operand(e, RAX, RBP, static_cast<int32_t>(at + in.imm));
+        store64(e, dst, RAX);
+        return;
+      }
       load_operand(e, l, ops[0], RAX);
       for (uint32_t k = 1; k < in.operand_count; ++k) {
         load_operand(e, l, ops[k], RCX);
@@ -668,6 +750,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       if (in.imm != 0) add_imm(e, RAX, static_cast<int32_t>(in.imm));
       store64(e, dst, RAX);
       return;
+    }
     case kOpExtract: {
       if (ops[0].kind != kOperandValue) {  // undef, poison or zero aggregate: the field is 0
         if (in.width) {

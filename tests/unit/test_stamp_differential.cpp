@@ -266,11 +266,17 @@ class IrGenerator {
     // An over-aligned alloca: its address must honour the alignment.
     b << "  %big = alloca [4 x i64], align 64\n  store i64 %a, ptr %big\n  %bigv = load i64, ptr %big\n";
     b << "  %bigp = ptrtoint ptr %big to i64\n  %bigm = and i64 %bigp, 63\n  %bigx = add i64 %bigv, %bigm\n";
+    // Direct frame accesses: an alloca and a constant offset into another.
+    b << "  %cell = alloca i32, align 4\n  %t32 = trunc i64 %b to i32\n  store i32 %t32, ptr %cell\n";
+    b << "  %f1 = getelementptr inbounds i8, ptr %mem2, i64 12\n  store i32 %t32, ptr %f1\n  store i16 7, ptr %f1\n";
+    b << "  %cellv = load i32, ptr %cell\n  %f1v = load i24, ptr %f1\n  %cell64 = zext i32 %cellv to i64\n";
+    b << "  %f164 = zext i24 %f1v to i64\n  %cellx = xor i64 %cell64, %f164\n";
     for (int k = 0; k < 8; ++k) {
       b << "  %init" << k << " = getelementptr [8 x i64], ptr %mem, i64 0, i64 " << k << "\n";
       b << "  store i64 " << (k % 3 == 0 ? "%a" : k % 3 == 1 ? "%b" : "%c") << ", ptr %init" << k << "\n";
     }
     pool_.push_back({"%bigx", 64});
+    pool_.push_back({"%cellx", 64});
     int straight = 3 + pick(6);
     for (int i = 0; i < straight; ++i) random_op(b);
     std::string start = combine(b);
