@@ -6,6 +6,7 @@
 #include "bitcode.h"
 #include "error.h"
 #include "flat_export.h"
+#include "flat_file.h"
 #include "hash.h"
 #include "stamp_cpu.h"
 #include "stamp_object.h"
@@ -45,29 +46,7 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   flat.flat.resolve_symbol_names();
   clock.lap();
   StampOutput code = run_stamp_cpu(flat.flat.view(), 1);
-  std::vector<StampFunction> functions(flat.flat.functions.size());
-  for (size_t fn = 0; fn < functions.size(); ++fn) {
-    StampFunction& f = functions[fn];
-    f.name = flat.flat.symbols[flat.flat.functions[fn].symbol];
-    f.binding = flat.flat.bindings[fn];
-    if (f.binding == SymbolBinding::local) f.binding = SymbolBinding::global;  // exposed above
-    f.visibility = flat.flat.visibilities[fn];
-    f.section = flat.flat.sections[fn];
-    f.code.assign(code.code.begin() + code.code_start[fn], code.code.begin() + code.code_start[fn] + code.code_size[fn]);
-    if (flat.flat.functions[fn].flags & kFnHasPersonality) {
-      f.personality = flat.flat.symbols[flat.flat.functions[fn].personality];
-      f.lsda.assign(code.lsda.begin() + code.lsda_start[fn], code.lsda.begin() + code.lsda_start[fn] + code.lsda_size[fn]);
-    }
-    for (uint32_t r = 0; r < code.reloc_count[fn]; ++r) {
-      const StampReloc& sr = code.relocs[code.reloc_start[fn] + r];
-      f.relocations.push_back({sr.offset, sr.type, flat.flat.symbols[sr.symbol], sr.addend});
-    }
-  }
-  // Visibility may have changed when local symbols were exposed.
-  for (size_t fn = 0; fn < functions.size(); ++fn) {
-    const llvm::GlobalValue* gv = flat.flat.symbol_values[flat.flat.functions[fn].symbol];
-    if (gv && gv->hasHiddenVisibility()) functions[fn].visibility = SymbolVisibility::hidden;
-  }
+  std::vector<StampFunction> functions = stamp_functions_of(flat.flat, code);
   std::string stamp_object = write_stamp_object(functions, module->getSourceFileName());
   result.stages.codegen = clock.lap();
 

@@ -28,12 +28,6 @@ FlatModuleView FlatModuleData::view() const {
                         arg_widths.data(), static_cast<uint32_t>(arg_widths.size())};
 }
 
-void FlatModuleData::resolve_symbol_names() {
-  symbols.clear();
-  for (size_t i = 0; i < symbol_values.size(); ++i)
-    symbols.push_back(symbol_values[i] ? symbol_values[i]->getName().str() : fixed_names[i]);
-}
-
 namespace {
 
 using namespace llvm;
@@ -732,6 +726,18 @@ SymbolVisibility visibility_of(const GlobalValue& gv) {
 }
 
 }  // namespace
+
+void FlatModuleData::resolve_symbol_names() {
+  symbols.clear();
+  for (size_t i = 0; i < symbol_values.size(); ++i)
+    symbols.push_back(symbol_values[i] ? symbol_values[i]->getName().str() : fixed_names[i]);
+  // Renaming (expose_local_symbols) changes linkage and visibility too.
+  for (size_t fn = 0; fn < functions.size(); ++fn) {
+    const llvm::GlobalValue* gv = symbol_values[functions[fn].symbol];
+    bindings[fn] = binding_of(*gv);
+    visibilities[fn] = visibility_of(*gv);
+  }
+}
 
 FlatExport export_flat(const llvm::Module& module) {
   FlatExport out;

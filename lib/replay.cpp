@@ -16,6 +16,7 @@
 
 #include "backend_llvm.h"
 #include "flat_export.h"
+#include "flat_file.h"
 #include "stamp_cpu.h"
 #include "stamp_object.h"
 #include "stamp_split.h"
@@ -213,26 +214,7 @@ class CpuService : public EmissionService {
       }
       std::string stamp_object;
       if (sm.flat.stamp_functions) {
-        StampOutput code = run_stamp_cpu(sm.flat.flat.view(), 1);
-        const FlatModuleData& fd = sm.flat.flat;
-        std::vector<StampFunction> functions(fd.functions.size());
-        for (size_t fn = 0; fn < functions.size(); ++fn) {
-          StampFunction& f = functions[fn];
-          f.name = fd.symbols[fd.functions[fn].symbol];
-          f.binding = fd.bindings[fn] == SymbolBinding::local ? SymbolBinding::global : fd.bindings[fn];
-          const llvm::GlobalValue* gv = fd.symbol_values[fd.functions[fn].symbol];
-          f.visibility = gv && gv->hasHiddenVisibility() ? SymbolVisibility::hidden : fd.visibilities[fn];
-          f.section = fd.sections[fn];
-          f.code.assign(code.code.begin() + code.code_start[fn], code.code.begin() + code.code_start[fn] + code.code_size[fn]);
-          if (fd.functions[fn].flags & kFnHasPersonality) {
-            f.personality = fd.symbols[fd.functions[fn].personality];
-            f.lsda.assign(code.lsda.begin() + code.lsda_start[fn], code.lsda.begin() + code.lsda_start[fn] + code.lsda_size[fn]);
-          }
-          for (uint32_t r = 0; r < code.reloc_count[fn]; ++r) {
-            const StampReloc& sr = code.relocs[code.reloc_start[fn] + r];
-            f.relocations.push_back({sr.offset, sr.type, fd.symbols[sr.symbol], sr.addend});
-          }
-        }
+        std::vector<StampFunction> functions = stamp_functions_of(sm.flat.flat, run_stamp_cpu(sm.flat.flat.view(), 1));
         stamp_object = write_stamp_object(functions, sm.module->getSourceFileName());
       }
       e.codegen = clock.lap();

@@ -4,7 +4,14 @@
 
 #include <thread>
 
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "bitcode.h"
 #include "corpus.h"
+#include "flat_file.h"
+#include "hash.h"
+#include "stamp_split.h"
 #include "emit.h"
 #include "error.h"
 #include "fs.h"
@@ -14,7 +21,9 @@ static int body(int argc, char** argv) {
   using namespace kiln;
   CLI::App app{"Emit x86-64 ELF objects from LLVM bitcode.\n"
                "  kiln-emit IN.bc -o OUT.o [--backend llvm] [--profile fast]\n"
-               "  kiln-emit CORPUS --out DIR [-j N]",
+               "  kiln-emit CORPUS --out DIR [-j N]\n"
+               "  kiln-emit IN.bc --export-flat OUT.flat   (stamp's flat IR, see kiln-flat(5))\n"
+               "  kiln-emit IN.flat -o OUT.o                (stamp, without LLVM)",
                "kiln-emit"};
   app.set_version_flag("--version", version_line("kiln-emit"));
   std::string input, output, out_dir, backend = "llvm", profile = "fast", receipt_path;
@@ -26,12 +35,36 @@ static int body(int argc, char** argv) {
   app.add_option("--profile", profile, "fast, balanced or release")->check(CLI::IsMember({"fast", "balanced", "release"}));
   app.add_option("-j,--jobs", jobs, "worker threads for a corpus");
   app.add_option("--receipt", receipt_path, "also write the receipt (single file) here");
+  std::string flat_path;
+  app.add_option("--export-flat", flat_path, "write the module's stamp functions as a flat IR file");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
   Profile p = parse_profile(profile);
+  if (!flat_path.empty()) {
+    std::string bytes = read_file(input);
+    llvm::LLVMContext ctx;
+    auto module = parse_bitcode(ctx, bytes, input);
+    FlatExport flat = export_flat(*module);
+    if (flat.stamp_functions) expose_local_symbols(*module, xxh3_128_hex(bytes).substr(0, 12));
+    flat.flat.resolve_symbol_names();
+    write_file_atomic(flat_path, write_flat_file(flat.flat, module->getSourceFileName()));
+    std::printf("%zu of %zu functions exported for stamp -> %s\n", flat.stamp_functions, flat.verdicts.size(), flat_path.c_str());
+    return kExitOk;
+  }
+  if (!is_directory(input)) {
+    std::string bytes = read_file(input);
+    if (bytes.compare(0, 8, "KILNFLAT") == 0) {  // a flat IR file: stamp, no LLVM
+      if (output.empty()) throw KilnError(kExitUsage, input, "-o OUT.o is required");
+      std::string source;
+      FlatModuleData flat = read_flat_file(bytes, input, &source);
+      write_file_atomic(output, emit_flat_module(flat, source));
+      std::printf("%zu functions emitted by stamp -> %s\n", flat.functions.size(), output.c_str());
+      return kExitOk;
+    }
+  }
   if (is_directory(input)) {
     if (out_dir.empty()) throw KilnError(kExitUsage, input, "a corpus needs --out DIR");
     CorpusEmitSummary s = emit_corpus(input, out_dir, backend, p, jobs);

@@ -1,0 +1,153 @@
+#include "flat_file.h"
+
+#include <cstring>
+
+#include "error.h"
+#include "stamp_cpu.h"
+#include "stamp_object.h"
+
+namespace kiln {
+
+namespace {
+
+const char kMagic[8] = {'K', 'I', 'L', 'N', 'F', 'L', 'A', 'T'};
+
+template <class T>
+void put_array(std::string& out, const std::vector<T>& v) {
+  uint64_t n = v.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  if (n) out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
+}
+
+void put_string(std::string& out, const std::string& s) {
+  uint64_t n = s.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  out += s;
+}
+
+struct Reader {
+  const std::string& bytes;
+  const std::string& path;
+  size_t pos = 0;
+  void need(uint64_t n) {
+    if (n > bytes.size() - pos) throw KilnError(kExitBadInput, path, "truncated flat IR file");
+  }
+  uint64_t u64() {
+    need(8);
+    uint64_t v;
+    std::memcpy(&v, bytes.data() + pos, 8);
+    pos += 8;
+    return v;
+  }
+  template <class T>
+  std::vector<T> array() {
+    uint64_t n = u64();
+    if (n > (bytes.size() - pos) / sizeof(T)) throw KilnError(kExitBadInput, path, "truncated flat IR file");
+    std::vector<T> v(n);
+    if (n) std::memcpy(v.data(), bytes.data() + pos, n * sizeof(T));
+    pos += n * sizeof(T);
+    return v;
+  }
+  std::string string() {
+    uint64_t n = u64();
+    need(n);
+    std::string s = bytes.substr(pos, n);
+    pos += n;
+    return s;
+  }
+};
+
+}  // namespace
+
+std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name) {
+  std::string out(kMagic, sizeof kMagic);
+  uint64_t version = kFlatFileVersion;
+  out.append(reinterpret_cast<const char*>(&version), sizeof version);
+  put_string(out, source_name);
+  put_array(out, flat.functions);
+  put_array(out, flat.blocks);
+  put_array(out, flat.insts);
+  put_array(out, flat.operands);
+  put_array(out, flat.arg_widths);
+  put_array(out, flat.bindings);
+  put_array(out, flat.visibilities);
+  uint64_t n = flat.symbols.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  for (const auto& s : flat.symbols) put_string(out, s);
+  n = flat.sections.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  for (const auto& s : flat.sections) put_string(out, s);
+  return out;
+}
+
+FlatModuleData read_flat_file(const std::string& bytes, const std::string& path, std::string* source_name) {
+  if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    throw KilnError(kExitBadInput, path, "not a kiln flat IR file");
+  Reader r{bytes, path, sizeof kMagic};
+  uint64_t version = r.u64();
+  if (version > static_cast<uint64_t>(kFlatFileVersion))
+    throw KilnError(kExitNewerSchema, path, "flat IR version " + std::to_string(version) + " is newer than this kiln reads");
+  std::string source = r.string();
+  if (source_name) *source_name = source;
+  FlatModuleData f;
+  f.functions = r.array<FlatFunction>();
+  f.blocks = r.array<FlatBlock>();
+  f.insts = r.array<FlatInst>();
+  f.operands = r.array<FlatOperand>();
+  f.arg_widths = r.array<uint8_t>();
+  f.bindings = r.array<SymbolBinding>();
+  f.visibilities = r.array<SymbolVisibility>();
+  uint64_t n = r.u64();
+  for (uint64_t i = 0; i < n; ++i) f.symbols.push_back(r.string());
+  n = r.u64();
+  for (uint64_t i = 0; i < n; ++i) f.sections.push_back(r.string());
+  // Every index must point inside its array: a corrupt file must not crash the stages.
+  auto bad = [&](const std::string& what) { throw KilnError(kExitBadInput, path, "corrupt flat IR file: " + what); };
+  if (f.bindings.size() != f.functions.size() || f.visibilities.size() != f.functions.size() ||
+      f.sections.size() != f.functions.size())
+    bad("per-function tables disagree");
+  for (const auto& fn : f.functions) {
+    if (fn.symbol >= f.symbols.size() || uint64_t(fn.first_block) + fn.block_count > f.blocks.size() ||
+        uint64_t(fn.first_inst) + fn.inst_count > f.insts.size() || uint64_t(fn.first_arg) + fn.arg_count > f.arg_widths.size())
+      bad("function out of range");
+  }
+  for (const auto& b : f.blocks)
+    if (b.function >= f.functions.size() || uint64_t(b.first_inst) + b.inst_count > f.insts.size()) bad("block out of range");
+  for (const auto& in : f.insts) {
+    if (in.op >= kOpCount || in.block >= f.blocks.size() || uint64_t(in.first_operand) + in.operand_count > f.operands.size())
+      bad("instruction out of range");
+  }
+  for (const auto& op : f.operands) {
+    uint64_t limit = op.kind == kOperandValue ? f.insts.size() : op.kind == kOperandArg ? f.arg_widths.size()
+                   : op.kind == kOperandSymbol ? f.symbols.size() : op.kind == kOperandBlock ? f.blocks.size() : ~0ull;
+    if (op.index >= limit) bad("operand out of range");
+  }
+  return f;
+}
+
+std::string emit_flat_module(const FlatModuleData& flat, const std::string& source_name) {
+  return write_stamp_object(stamp_functions_of(flat, run_stamp_cpu(flat.view(), 1)), source_name);
+}
+
+std::vector<StampFunction> stamp_functions_of(const FlatModuleData& flat, const StampOutput& code) {
+  std::vector<StampFunction> functions(flat.functions.size());
+  for (size_t fn = 0; fn < functions.size(); ++fn) {
+    StampFunction& f = functions[fn];
+    f.name = flat.symbols[flat.functions[fn].symbol];
+    f.binding = flat.bindings[fn];
+    f.visibility = flat.visibilities[fn];
+    f.section = flat.sections[fn];
+    f.code.assign(code.code.begin() + code.code_start[fn], code.code.begin() + code.code_start[fn] + code.code_size[fn]);
+    if (flat.functions[fn].flags & kFnHasPersonality) {
+      f.personality = flat.symbols[flat.functions[fn].personality];
+      f.lsda.assign(code.lsda.begin() + code.lsda_start[fn], code.lsda.begin() + code.lsda_start[fn] + code.lsda_size[fn]);
+    }
+    for (uint32_t r = 0; r < code.reloc_count[fn]; ++r) {
+      const StampReloc& sr = code.relocs[code.reloc_start[fn] + r];
+      f.relocations.push_back({sr.offset, sr.type, flat.symbols[sr.symbol], sr.addend});
+    }
+  }
+  return functions;
+}
+
+}  // namespace kiln

@@ -1,0 +1,22 @@
+// The flat IR as a file (see kiln-flat(5)): what stamp needs to emit a module's
+// functions without LLVM, so that a machine without LLVM (the GPU machine) can emit,
+// and a failing module can be reproduced from one file.
+#pragma once
+#include <string>
+
+#include "flat_export.h"
+#include "stamp_cpu.h"
+
+namespace kiln {
+
+constexpr int kFlatFileVersion = 1;
+
+std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name);
+// Throws KilnError naming `path` for a foreign, truncated, corrupt or newer file.
+FlatModuleData read_flat_file(const std::string& bytes, const std::string& path, std::string* source_name = nullptr);
+// Emits the flat module's functions (all of them stamp's) into an object.
+std::string emit_flat_module(const FlatModuleData& flat, const std::string& source_name);
+// What the ELF writer needs, from the flat module and the stages' output.
+std::vector<StampFunction> stamp_functions_of(const FlatModuleData& flat, const StampOutput& code);
+
+}  // namespace kiln

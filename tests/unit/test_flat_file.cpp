@@ -1,0 +1,91 @@
+#include <catch2/catch.hpp>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "bitcode.h"
+#include "error.h"
+#include "flat_file.h"
+#include "fs.h"
+#include "ir_helpers.h"
+#include "process.h"
+
+using namespace kiln;
+
+static const char* kCallsIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+define internal i64 @square(i64 %x) {
+  %r = mul i64 %x, %x
+  ret i64 %r
+}
+define i64 @sum_of_squares(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 1, %entry ], [ %next, %loop ]
+  %acc = phi i64 [ 0, %entry ], [ %acc2, %loop ]
+  %sq = call i64 @square(i64 %i)
+  %acc2 = add i64 %acc, %sq
+  %next = add i64 %i, 1
+  %done = icmp ugt i64 %next, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  ret i64 %acc2
+}
+)";
+
+static FlatModuleData exported(std::string* source) {
+  llvm::LLVMContext ctx;
+  auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(kCallsIr), "calls.bc");
+  FlatExport flat = export_flat(*module);
+  REQUIRE(flat.stamp_functions == 2);
+  *source = module->getSourceFileName();
+  return flat.flat;
+}
+
+TEST_CASE("a flat IR file round-trips and emits the same object without LLVM", "[flat]") {
+  std::string source;
+  FlatModuleData flat = exported(&source);
+  std::string file = write_flat_file(flat, source);
+  std::string source_back;
+  FlatModuleData back = read_flat_file(file, "calls.flat", &source_back);
+  CHECK(source_back == source);
+  CHECK(back.symbols == flat.symbols);
+  CHECK(back.insts.size() == flat.insts.size());
+  CHECK(emit_flat_module(back, source) == emit_flat_module(flat, source));
+
+  // The object links and runs: 1 + 4 + ... + 100 = 338350.
+  kiln_test::ScratchDir dir;
+  write_file_atomic(dir.path + "/calls.o", emit_flat_module(back, source));
+  write_file_atomic(dir.path + "/main.c",
+                    "#include <stdio.h>\nlong sum_of_squares(long);\nint main(void){printf(\"%ld\\n\", sum_of_squares(100));}\n");
+  ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(run_process({"cc", "-o", dir.path + "/prog", dir.path + "/main.c", dir.path + "/calls.o"}, quiet).exit_code == 0);
+  ProcessOptions capture;
+  capture.capture_stdout = true;
+  CHECK(run_process({dir.path + "/prog"}, capture).captured_stdout == "338350\n");
+}
+
+TEST_CASE("foreign, truncated, corrupt and newer flat files are refused with a reason", "[flat]") {
+  std::string source;
+  std::string file = write_flat_file(exported(&source), source);
+  auto code_of = [](const std::string& bytes) {
+    try {
+      read_flat_file(bytes, "x.flat");
+    } catch (const KilnError& e) {
+      CHECK(std::string(e.what()).rfind("x.flat: ", 0) == 0);
+      return static_cast<int>(e.code());
+    }
+    return 0;
+  };
+  CHECK(code_of("garbage that is long enough") == kExitBadInput);
+  CHECK(code_of(file.substr(0, file.size() / 2)) == kExitBadInput);
+  std::string newer = file;
+  newer[8] = 9;  // version field
+  CHECK(code_of(newer) == kExitNewerSchema);
+  // An operand pointing past its array must not reach the stages.
+  FlatModuleData flat = exported(&source);
+  flat.operands[0].index = 100000;
+  flat.operands[0].kind = kOperandValue;
+  CHECK(code_of(write_flat_file(flat, source)) == kExitBadInput);
+}
