@@ -60,6 +60,22 @@ std::string current_directory() {
   return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
 }
 
+void record_invocation(const WrapperSettings& s, const std::string& tool, const std::string& id,
+                       const std::string& action, const std::string& reason, const std::vector<std::string>& args,
+                       int modules, double seconds) {
+  InvocationRecord r;
+  r.id = id;
+  r.tool = tool;
+  r.action = action;
+  r.reason = reason;
+  r.args = args;
+  r.cwd = current_directory();
+  r.time = iso8601_now();
+  r.modules = modules;
+  r.seconds = seconds;
+  Corpus::open(s.corpus_dir).append_invocation(r);
+}
+
 std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes, const std::string& id,
                              const std::string& label) {
   Profile profile = parse_profile(s.profile);

@@ -43,6 +43,10 @@ struct WrapperSettings {
 std::string new_invocation_id(const std::vector<std::string>& args);
 std::string args_hash(const std::vector<std::string>& args);
 std::string current_directory();
+// Appends one line to the corpus's invocations.jsonl.
+void record_invocation(const WrapperSettings& s, const std::string& tool, const std::string& id,
+                       const std::string& action, const std::string& reason, const std::vector<std::string>& args,
+                       int modules, double seconds);
 // Emits bitcode with the configured back end (not native), records receipt; returns the object.
 std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes, const std::string& id,
                              const std::string& label);

@@ -85,21 +85,6 @@ std::string default_output(const std::string& source) {
   return base.substr(0, dot) + ".o";
 }
 
-void record(const WrapperSettings& s, const std::string& tool, const std::string& id, const std::string& action,
-            const std::string& reason, const std::vector<std::string>& args, int modules, double seconds) {
-  InvocationRecord r;
-  r.id = id;
-  r.tool = tool;
-  r.action = action;
-  r.reason = reason;
-  r.args = args;
-  r.cwd = current_directory();
-  r.time = iso8601_now();
-  r.modules = modules;
-  r.seconds = seconds;
-  Corpus::open(s.corpus_dir).append_invocation(r);
-}
-
 }  // namespace
 
 int cc_wrapper_main(int argc, char** argv, bool cxx) {
@@ -114,7 +99,7 @@ int cc_wrapper_main(int argc, char** argv, bool cxx) {
   std::vector<std::string> native = args;
   native.insert(native.begin(), real);
   if (!reason.empty()) {
-    record(s, tool, id, "passthrough", reason, args, 0, 0);
+    record_invocation(s, tool, id, "passthrough", reason, args, 0, 0);
     exec_process(native);
   }
   Stopwatch clock;
@@ -124,7 +109,7 @@ int cc_wrapper_main(int argc, char** argv, bool cxx) {
   bitcode_args.push_back("-emit-llvm");
   ProcessResult r = run_process(bitcode_args);
   if (r.exit_code != 0) {  // a compile error is the user's: clang has said why
-    record(s, tool, id, "failed", real + " exited with status " + std::to_string(r.exit_code), args, 0, clock.seconds());
+    record_invocation(s, tool, id, "failed", real + " exited with status " + std::to_string(r.exit_code), args, 0, clock.seconds());
     return r.exit_code;
   }
   std::string bytes = read_file(output);
@@ -149,7 +134,7 @@ int cc_wrapper_main(int argc, char** argv, bool cxx) {
   if (s.backend == "native") {
     // The build keeps clang's own object: compile again, unchanged.
     int rc = run_process(native).exit_code;
-    record(s, tool, id, rc == 0 ? "captured" : "failed", rc == 0 ? "" : real + " exited with status " + std::to_string(rc),
+    record_invocation(s, tool, id, rc == 0 ? "captured" : "failed", rc == 0 ? "" : real + " exited with status " + std::to_string(rc),
            args, 1, clock.seconds());
     return rc;
   }
@@ -160,15 +145,15 @@ int cc_wrapper_main(int argc, char** argv, bool cxx) {
     ::unlink(output.c_str());
     if (!s.fallback) {
       std::fprintf(stderr, "kiln-capture: error: %s (%s): %s\n", c.sources[0].c_str(), m.id.c_str(), e.what());
-      record(s, tool, id, "failed", e.what(), args, 1, clock.seconds());
+      record_invocation(s, tool, id, "failed", e.what(), args, 1, clock.seconds());
       return kExitFailed;
     }
     std::fprintf(stderr, "kiln-capture: warning: %s: %s; falling back to %s\n", c.sources[0].c_str(), e.what(), real.c_str());
     int rc = run_process(native).exit_code;
-    record(s, tool, id, "fallback", e.what(), args, 1, clock.seconds());
+    record_invocation(s, tool, id, "fallback", e.what(), args, 1, clock.seconds());
     return rc;
   }
-  record(s, tool, id, "captured", "", args, 1, clock.seconds());
+  record_invocation(s, tool, id, "captured", "", args, 1, clock.seconds());
   return 0;
 }
 

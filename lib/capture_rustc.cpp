@@ -147,21 +147,6 @@ std::vector<OutputFile> list_outputs(const std::string& dir, const std::string& 
   return out;
 }
 
-void record_invocation(const WrapperSettings& s, const std::string& id, const std::string& action, const std::string& reason,
-                       const std::vector<std::string>& args, int modules, double seconds) {
-  InvocationRecord r;
-  r.id = id;
-  r.tool = "rustc";
-  r.action = action;
-  r.reason = reason;
-  r.args = args;
-  r.cwd = current_directory();
-  r.time = iso8601_now();
-  r.modules = modules;
-  r.seconds = seconds;
-  Corpus::open(s.corpus_dir).append_invocation(r);
-}
-
 ModuleRecord module_record(const RustcCall& c, const std::string& bytes, const std::string& cgu, const std::string& invocation) {
   ModuleRecord m;
   m.bytes = bytes.size();
@@ -199,7 +184,7 @@ int capture_native(const WrapperSettings& s, const std::string& rustc, const Rus
   args.push_back("-Csave-temps");
   int rc = run_child(rustc, args);
   if (rc != 0) {
-    record_invocation(s, id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0, clock.seconds());
+    record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0, clock.seconds());
     return rc;
   }
   std::string prefix = c.crate_name + c.extra_filename + ".";
@@ -215,7 +200,7 @@ int capture_native(const WrapperSettings& s, const std::string& rustc, const Rus
   remove_outputs(bitcode);
   remove_outputs(list_outputs(c.out_dir, prefix, ".rcgu.no-opt.bc", start));
   remove_outputs(list_outputs(c.out_dir, prefix, ".rcgu.o", start));
-  record_invocation(s, id, "captured", "", c.args, static_cast<int>(bitcode.size()), clock.seconds());
+  record_invocation(s, "rustc", id, "captured", "", c.args, static_cast<int>(bitcode.size()), clock.seconds());
   return 0;
 }
 
@@ -239,7 +224,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off", "-Zno-link"});
   int rc = run_child(rustc, first, {"RUSTC_BOOTSTRAP=1"});
   if (rc != 0) {  // a compile error is the user's: rustc has said why
-    record_invocation(s, id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0, clock.seconds());
+    record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0, clock.seconds());
     return rc;
   }
 
@@ -306,7 +291,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
     remove_outputs(units);
     ::unlink(rlink.c_str());
     std::fprintf(stderr, "kiln-capture: error: crate %s (%s): %s\n", c.crate_name.c_str(), c.input.c_str(), failure.c_str());
-    record_invocation(s, id, "failed", failure, c.args, static_cast<int>(units.size()), clock.seconds());
+    record_invocation(s, "rustc", id, "failed", failure, c.args, static_cast<int>(units.size()), clock.seconds());
     return kExitFailed;
   }
 
@@ -316,11 +301,11 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   rc = run_child(rustc, link, {"RUSTC_BOOTSTRAP=1"});
   ::unlink(rlink.c_str());
   if (rc != 0) {
-    record_invocation(s, id, "failed", "rustc -Zlink-only failed with status " + std::to_string(rc), c.args,
+    record_invocation(s, "rustc", id, "failed", "rustc -Zlink-only failed with status " + std::to_string(rc), c.args,
                       static_cast<int>(units.size()), clock.seconds());
     return rc;
   }
-  record_invocation(s, id, fallback.empty() ? "captured" : "fallback", fallback, c.args, static_cast<int>(units.size()),
+  record_invocation(s, "rustc", id, fallback.empty() ? "captured" : "fallback", fallback, c.args, static_cast<int>(units.size()),
                     clock.seconds());
   return 0;
 }
@@ -336,7 +321,7 @@ int rustc_wrapper_main(int argc, char** argv) {
   std::string reason = passthrough_reason(c);
   std::string id = new_invocation_id(args);
   if (!reason.empty()) {
-    record_invocation(s, id, "passthrough", reason, args, 0, 0);
+    record_invocation(s, "rustc", id, "passthrough", reason, args, 0, 0);
     args.insert(args.begin(), rustc);
     exec_process(args);
   }
