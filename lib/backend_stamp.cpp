@@ -47,8 +47,15 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   clock.lap();
   StampOutput code = run_stamp_cpu(flat.flat.view(), 1);
   std::vector<StampFunction> functions = stamp_functions_of(flat.flat, code);
-  std::string stamp_object = write_stamp_object(functions, module->getSourceFileName());
+  // When stamp has every function, it writes the globals too and LLVM is not needed.
+  std::vector<StampData> data;
+  bool whole = flat.stamp_functions == flat.verdicts.size() && export_globals(*module, data).empty();
+  std::string stamp_object = write_stamp_object(functions, module->getSourceFileName(), whole ? data : std::vector<StampData>{});
   result.stages.codegen = clock.lap();
+  if (whole) {
+    result.object = std::move(stamp_object);
+    return result;
+  }
 
   auto rest = llvm_half(*module, flat.emitted_by_stamp);
   std::string llvm_object = llvm_->codegen(*rest, label);

@@ -205,7 +205,8 @@ std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::v
   return out;
 }
 
-std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name) {
+std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name,
+                               const std::vector<StampData>& data) {
   auto fail = [&](const std::string& reason) { throw KilnError(kExitInternal, source_file_name, reason); };
 
   // Check the input and index the defined names.
@@ -265,6 +266,34 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
       sections.push_back(std::move(rela));
     }
   }
+  // Global variables: a section each (and its .rela when it holds addresses).
+  std::vector<size_t> data_index(data.size()), data_rela_index(data.size(), 0);
+  for (size_t d = 0; d < data.size(); ++d) {
+    const StampData& v = data[d];
+    if (v.name.empty()) fail("global variable " + std::to_string(d) + " has no name");
+    if (defined.count(v.name)) fail("'" + v.name + "' is defined twice");
+    Section sec;
+    sec.name = v.section;
+    sec.header.sh_type = v.zero ? SHT_NOBITS : SHT_PROGBITS;
+    sec.header.sh_flags = SHF_ALLOC | (v.writable ? SHF_WRITE : 0);
+    sec.header.sh_addralign = v.align ? v.align : 1;
+    if (v.zero) sec.header.sh_size = v.size;
+    else sec.data.assign(v.bytes.begin(), v.bytes.end());
+    data_index[d] = sections.size();
+    sections.push_back(std::move(sec));
+    if (!v.relocations.empty()) {
+      Section rela;
+      rela.name = ".rela" + v.section;
+      rela.header.sh_type = SHT_RELA;
+      rela.header.sh_flags = SHF_INFO_LINK;
+      rela.header.sh_info = static_cast<uint32_t>(data_index[d]);
+      rela.header.sh_addralign = 8;
+      rela.header.sh_entsize = sizeof(Elf64_Rela);
+      data_rela_index[d] = sections.size();
+      sections.push_back(std::move(rela));
+    }
+  }
+
   // Exception tables: every LSDA in one .gcc_except_table, 4-byte aligned.
   std::vector<uint32_t> lsda_offset(functions.size(), 0);
   size_t except_index = 0;
@@ -393,13 +422,18 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     section_symbol[i] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
   add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, eh_frame_index, 0);
   uint32_t except_symbol = except_index ? add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, except_index, 0) : 0;
-  std::vector<uint32_t> function_symbol(functions.size());
+  std::vector<uint32_t> function_symbol(functions.size()), data_symbol(data.size());
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < functions.size(); ++i) {
       const StampFunction& f = functions[i];
       if ((f.binding == SymbolBinding::local) != (pass == 0)) continue;
       function_symbol[i] = add_symbol(f.name, st_bind_for(f.binding), STT_FUNC, st_other_for(f.visibility),
                                       code_index[i], f.code.size());
+    }
+    for (size_t d = 0; d < data.size(); ++d) {
+      const StampData& v = data[d];
+      if ((v.binding == SymbolBinding::local) != (pass == 0)) continue;
+      data_symbol[d] = add_symbol(v.name, st_bind_for(v.binding), STT_OBJECT, st_other_for(v.visibility), data_index[d], v.size);
     }
     if (pass == 0) sections[symtab_index].header.sh_info = static_cast<uint32_t>(symbols.size());
   }
@@ -409,9 +443,13 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     sections[dwref_group[p]].header.sh_info = dwref_symbol[p];  // the group's signature
   }
   std::map<std::string, uint32_t> undefined;
+  std::map<std::string, size_t> defined_data;
+  for (size_t d = 0; d < data.size(); ++d) defined_data.emplace(data[d].name, d);
   auto symbol_for = [&](const std::string& name) {
     auto d = defined.find(name);
     if (d != defined.end()) return function_symbol[d->second];
+    auto dd = defined_data.find(name);
+    if (dd != defined_data.end()) return data_symbol[dd->second];
     auto u = undefined.find(name);
     if (u != undefined.end()) return u->second;
     uint32_t index = add_symbol(name, STB_GLOBAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
@@ -431,6 +469,9 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     for (const StampRelocation& r : functions[i].relocations)
       put_rela(sections[rela_index[i]].data, r.offset, symbol_for(r.symbol), r.type, r.addend);
   }
+  for (size_t d = 0; d < data.size(); ++d)
+    for (const StampRelocation& r : data[d].relocations)
+      put_rela(sections[data_rela_index[d]].data, r.offset, symbol_for(r.symbol), r.type, r.addend);
   // .eh_frame's relocations in offset order: CIE personality pointers come first.
   for (size_t p = 0; p < personalities.size(); ++p)
     put_rela(sections[eh_rela_index].data, eh_fix.personality_pointer[p], dwref_symbol[p], R_X86_64_PC32, 0);
@@ -495,7 +536,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     Section& s = sections[i];
     pad_to(out, s.header.sh_addralign ? s.header.sh_addralign : 1, '\0');
     s.header.sh_offset = out.size();
-    s.header.sh_size = s.data.size();
+    if (s.header.sh_type != SHT_NOBITS) s.header.sh_size = s.data.size();
     out += s.data;
   }
   pad_to(out, 8, '\0');

@@ -727,6 +727,108 @@ SymbolVisibility visibility_of(const GlobalValue& gv) {
 
 }  // namespace
 
+namespace {
+
+// Writes constant `c` into bytes at `offset`; addresses become R_X86_64_64
+// relocations. Returns why not when the constant is beyond it.
+std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, std::vector<uint8_t>& bytes,
+                           uint64_t offset, std::vector<StampRelocation>& relocs) {
+  using namespace llvm;
+  if (isa<UndefValue>(c) || isa<ConstantAggregateZero>(c) || isa<ConstantPointerNull>(c)) return "";
+  auto put_apint = [&](const APInt& v) {
+    uint64_t n = dl.getTypeStoreSize(c->getType());
+    for (uint64_t i = 0; i < n && i * 8 < v.getBitWidth(); ++i)
+      bytes[offset + i] = static_cast<uint8_t>(v.extractBitsAsZExtValue(std::min<unsigned>(8, v.getBitWidth() - i * 8), i * 8));
+  };
+  if (auto* ci = dyn_cast<ConstantInt>(c)) return put_apint(ci->getValue()), "";
+  if (auto* fp = dyn_cast<ConstantFP>(c)) return put_apint(fp->getValueAPF().bitcastToAPInt()), "";
+  if (auto* seq = dyn_cast<ConstantDataSequential>(c)) {
+    StringRef raw = seq->getRawDataValues();
+    std::copy(raw.begin(), raw.end(), bytes.begin() + offset);
+    return "";
+  }
+  if (auto* st = dyn_cast<ConstantStruct>(c)) {
+    const StructLayout* sl = dl.getStructLayout(st->getType());
+    for (unsigned i = 0; i < st->getNumOperands(); ++i) {
+      std::string why = lower_constant(st->getOperand(i), dl, bytes, offset + sl->getElementOffset(i), relocs);
+      if (!why.empty()) return why;
+    }
+    return "";
+  }
+  if (isa<ConstantArray>(c) || isa<ConstantVector>(c)) {
+    Type* elem = isa<ConstantArray>(c) ? cast<ArrayType>(c->getType())->getElementType()
+                                       : cast<FixedVectorType>(c->getType())->getElementType();
+    uint64_t stride = dl.getTypeAllocSize(elem);
+    for (unsigned i = 0; i < c->getNumOperands(); ++i) {
+      std::string why = lower_constant(cast<Constant>(c->getOperand(i)), dl, bytes, offset + i * stride, relocs);
+      if (!why.empty()) return why;
+    }
+    return "";
+  }
+  // An address: a global plus a constant offset, possibly cast to a 64-bit integer.
+  const Constant* base = c;
+  APInt delta(64, 0);
+  if (auto* ce = dyn_cast<ConstantExpr>(c); ce && ce->getOpcode() == Instruction::PtrToInt &&
+                                            dl.getTypeStoreSize(ce->getType()) == 8)
+    base = ce->getOperand(0);
+  if (auto* gep = dyn_cast<GEPOperator>(base)) {
+    if (!gep->accumulateConstantOffset(dl, delta)) return "global initializer: getelementptr with a variable offset";
+    base = cast<Constant>(gep->getPointerOperand());
+  }
+  base = base->stripPointerCasts();
+  if (auto* gv = dyn_cast<GlobalValue>(base)) {
+    if (dl.getTypeStoreSize(c->getType()) != 8) return "global initializer: address narrower than 64 bits";
+    relocs.push_back({static_cast<uint32_t>(offset), 1 /* R_X86_64_64 */, gv->getName().str(), delta.getSExtValue()});
+    return "";
+  }
+  if (auto* ce = dyn_cast<ConstantExpr>(c)) return std::string("global initializer: constant expression ") + ce->getOpcodeName();
+  return "global initializer: constant kind " + std::to_string(c->getValueID());
+}
+
+}  // namespace
+
+std::string export_globals(const llvm::Module& module, std::vector<StampData>& out) {
+  using namespace llvm;
+  const DataLayout& dl = module.getDataLayout();
+  if (!module.getModuleInlineAsm().empty()) return "module inline asm";
+  if (!module.alias_empty()) return "aliases";
+  if (!module.ifunc_empty()) return "ifuncs";
+  for (const GlobalVariable& g : module.globals()) {
+    if (g.isDeclaration()) continue;
+    if (g.hasAppendingLinkage()) {
+      // llvm.used and llvm.compiler.used only keep symbols alive inside LLVM.
+      if (g.getName() == "llvm.used" || g.getName() == "llvm.compiler.used") continue;
+      return "global " + g.getName().str() + " (appending linkage)";
+    }
+    if (g.getName().starts_with("llvm.")) return "global " + g.getName().str();
+    if (g.isThreadLocal()) return "thread-local variable";
+    if (g.hasComdat()) return "global in a comdat";
+    if (g.hasCommonLinkage()) return "common symbol";
+    StampData d;
+    d.name = g.getName().str();
+    d.binding = g.hasLocalLinkage() ? SymbolBinding::local
+                : (g.hasWeakLinkage() || g.hasLinkOnceLinkage()) ? SymbolBinding::weak : SymbolBinding::global;
+    d.visibility = g.hasHiddenVisibility() ? SymbolVisibility::hidden
+                   : g.hasProtectedVisibility() ? SymbolVisibility::protected_ : SymbolVisibility::default_;
+    d.size = dl.getTypeAllocSize(g.getValueType());
+    d.align = static_cast<uint32_t>(dl.getPreferredAlign(&g).value());
+    const Constant* init = g.getInitializer();
+    d.zero = !g.isConstant() && init->isNullValue();
+    if (!d.zero) {
+      d.bytes.assign(d.size, 0);
+      std::string why = lower_constant(init, dl, d.bytes, 0, d.relocations);
+      if (!why.empty()) return why;
+    }
+    d.writable = !g.isConstant();
+    std::string kind = d.zero ? ".bss." : d.writable ? ".data." : d.relocations.empty() ? ".rodata." : ".data.rel.ro.";
+    d.section = g.hasSection() ? g.getSection().str() : kind + d.name;
+    if (g.hasSection()) d.writable = d.writable || !d.relocations.empty();
+    if (!d.relocations.empty()) d.writable = true;  // relocated at load time in PIC code
+    out.push_back(std::move(d));
+  }
+  return "";
+}
+
 void FlatModuleData::resolve_symbol_names() {
   symbols.clear();
   for (size_t i = 0; i < symbol_values.size(); ++i)

@@ -50,4 +50,9 @@ struct FlatExport {
 
 FlatExport export_flat(const llvm::Module& module);
 
+// Every global variable's initializer as bytes and relocations, so that a module whose
+// functions are all stamp's needs no LLVM at all. Empty string when done, else the
+// first reason why not (then the llvm half emits the globals). Run after renaming.
+std::string export_globals(const llvm::Module& module, std::vector<StampData>& out);
+
 }  // namespace kiln

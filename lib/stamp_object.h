@@ -47,11 +47,27 @@ struct StampFunction {
   // the frame shape above; the FDE covers [0, code.size()).
 };
 
+// A global variable: its initializer as bytes with relocations (R_X86_64_64 for
+// addresses), or `size` zero bytes (.bss).
+struct StampData {
+  std::string name;
+  SymbolBinding binding = SymbolBinding::global;
+  SymbolVisibility visibility = SymbolVisibility::default_;
+  std::string section;        // e.g. ".rodata.NAME", ".data.rel.ro.NAME", ".data.NAME", ".bss.NAME"
+  uint32_t align = 1;
+  uint64_t size = 0;
+  bool zero = false;          // SHT_NOBITS
+  bool writable = false;
+  std::vector<uint8_t> bytes;
+  std::vector<StampRelocation> relocations;
+};
+
 // A relocatable x86-64 ELF object: one SHF_ALLOC|SHF_EXECINSTR section per function
 // (16-byte aligned), .rela for each, .eh_frame with one CIE and one FDE per function
 // (and its .rela.eh_frame), .symtab/.strtab/.shstrtab, and an empty .note.GNU-stack.
 // Symbols referenced by relocations but not defined here are undefined globals.
 // Deterministic: the same input gives the same bytes.
-std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name);
+std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name,
+                               const std::vector<StampData>& data = {});
 
 }  // namespace kiln
