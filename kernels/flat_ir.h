@@ -56,13 +56,13 @@ enum OperandKind : uint8_t {
   kOperandSymbol,      // address of module symbol `index`, plus `imm`
   kOperandBlock,       // basic block `index` (module-wide index)
   kOperandUndef,       // undef or poison: any value will do
-  kOperandZero,        // zeroinitializer of an aggregate of aux32 bytes
+  kOperandZero,        // zeroinitializer of an aggregate (its size is the instruction's aux32)
 };
 enum OperandFlags : uint8_t { kOperandSignExt = 1, kOperandZeroExt = 2 };
 
 struct FlatOperand {
   uint8_t kind;
-  uint8_t width;      // scalar width in bits (1, 8, 16, 32, 64); 0 for aggregates
+  uint8_t width;      // scalar width in bits (1, or 8 to 64 in steps of 8); 0 for aggregates
   uint8_t flags;      // kOperand*Ext for call arguments
   uint8_t pad;
   uint32_t index;

@@ -44,7 +44,7 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   // Symbols local to the module become hidden globals so the halves can link.
   expose_local_symbols(*module, xxh3_128_hex(bitcode).substr(0, 12));
   flat.flat.resolve_symbol_names();
-  clock.lap();
+  result.stages.flat_export += clock.lap();
   StampOutput code = run_stamp_cpu(flat.flat.view(), 1);
   std::vector<StampFunction> functions = stamp_functions_of(flat.flat, code);
   // When stamp has every function, it writes the globals too and LLVM is not needed.

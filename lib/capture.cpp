@@ -122,7 +122,6 @@ static void add_profile_environment(const std::string& profile, std::vector<std:
 int run_capture(const CaptureOptions& options) {
   if (options.command.empty()) throw KilnError(kExitUsage, "", "no build command given after --");
   if (options.backend != "native") {
-    if (options.backend == "stamp") make_backend("stamp", Profile::fast);  // clear message
     make_backend(options.backend, parse_profile(options.profile.empty() ? "fast" : options.profile));
   }
   std::string corpus_dir = absolute_path(options.corpus_dir);

@@ -85,6 +85,7 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
     throw KilnError(kExitBadInput, path, "not a kiln flat IR file");
   Reader r{bytes, path, sizeof kMagic};
   uint64_t version = r.u64();
+  if (version == 0) throw KilnError(kExitBadInput, path, "corrupt flat IR file: version 0");
   if (version > static_cast<uint64_t>(kFlatFileVersion))
     throw KilnError(kExitNewerSchema, path, "flat IR version " + std::to_string(version) + " is newer than this kiln reads");
   std::string source = r.string();
@@ -116,6 +117,44 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
   for (const auto& in : f.insts) {
     if (in.op >= kOpCount || in.block >= f.blocks.size() || uint64_t(in.first_operand) + in.operand_count > f.operands.size())
       bad("instruction out of range");
+  }
+  // Per function: its blocks and instructions stay inside it, and each opcode has
+  // the operands its template reads, of the kinds it reads them as.
+  static const uint8_t kMinOperands[kOpCount] = {
+      /*nop*/ 0, /*copy*/ 1, /*trunc*/ 1, /*sext*/ 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+      /*icmp*/ 2, /*select*/ 3, /*alloca*/ 0, /*load*/ 1, /*store*/ 2, /*gep*/ 1, /*extract*/ 1, /*insert*/ 2,
+      /*phi*/ 0, /*call*/ 1, /*overflow*/ 2, /*br*/ 1, /*condbr*/ 3, /*switch*/ 2, /*ret*/ 0, /*unreachable*/ 0,
+      /*invoke*/ 3, /*landingpad*/ 0, /*resume*/ 2, /*bitop*/ 1};
+  for (size_t fn = 0; fn < f.functions.size(); ++fn) {
+    const FlatFunction& func = f.functions[fn];
+    if ((func.flags & kFnHasPersonality) && func.personality >= f.symbols.size()) bad("personality out of range");
+    if ((func.flags & kFnHasSret) && func.sret_arg >= func.arg_count) bad("sret argument out of range");
+    for (uint32_t b = func.first_block; b < func.first_block + func.block_count; ++b) {
+      const FlatBlock& blk = f.blocks[b];
+      if (blk.function != fn || blk.first_inst < func.first_inst ||
+          uint64_t(blk.first_inst) + blk.inst_count > uint64_t(func.first_inst) + func.inst_count)
+        bad("block outside its function");
+      for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i) {
+        const FlatInst& in = f.insts[i];
+        if (in.block != b) bad("instruction outside its block");
+        if (in.operand_count < kMinOperands[in.op]) bad("instruction with too few operands");
+        const FlatOperand* ops = f.operands.data() + in.first_operand;
+        auto is_block = [&](uint32_t k) {
+          return ops[k].kind == kOperandBlock && ops[k].index < f.blocks.size() && f.blocks[ops[k].index].function == fn;
+        };
+        if ((in.op == kOpIcmp && in.aux > kPredSle) || (in.op == kOpOverflow && in.aux > kOvfSmul) ||
+            (in.op == kOpBitOp && in.aux > kBitScmp) || (in.op == kOpLandingPad && in.aux > kLandingPadEmptyFilter))
+          bad("instruction with an unknown variant");
+        if ((in.op == kOpBr && !is_block(0)) || (in.op == kOpCondBr && !(is_block(1) && is_block(2))) ||
+            (in.op == kOpSwitch && (!is_block(1) || in.operand_count % 2)) ||
+            (in.op == kOpInvoke && !(is_block(in.operand_count - 1) && is_block(in.operand_count - 2))) ||
+            (in.op == kOpPhi && in.operand_count % 2) ||
+            (in.op == kOpResume && !(ops[0].kind == kOperandValue && ops[1].kind == kOperandSymbol)))
+          bad("instruction with operands of the wrong kind");
+        for (uint32_t k = 2; in.op == kOpSwitch && k < in.operand_count; k += 2)
+          if (!is_block(k + 1)) bad("switch case without a block");
+      }
+    }
   }
   for (const auto& op : f.operands) {
     uint64_t limit = op.kind == kOperandValue ? f.insts.size() : op.kind == kOperandArg ? f.arg_widths.size()

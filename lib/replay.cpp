@@ -59,6 +59,8 @@ uint64_t text_bytes_of(const std::string& o) {
 struct StampModule {
   std::unique_ptr<llvm::Module> module;
   FlatExport flat;
+  std::vector<StampData> data;
+  bool whole = false;  // stamp writes every function and the globals: no llvm half
 };
 
 // What one worker thread owns for the whole replay.
@@ -186,9 +188,11 @@ class CpuService : public EmissionService {
     return e;
   }
 
-  // stamp: stages and ELF writing every round on the module exported once per worker;
-  // the functions it leaves go to LLVM (fallback). The two objects are hashed
-  // together: combining them (ld.lld -r, deterministic) is not part of the loop.
+  // stamp: stages and ELF writing every round on the module exported once per worker.
+  // A module whose functions are all stamp's comes out whole (globals included);
+  // otherwise the functions it leaves and the globals go to LLVM (fallback), and the
+  // two objects are hashed together: combining them (ld.lld -r, deterministic) is not
+  // part of the loop.
   ModuleEmission emit_stamp(Worker& w, unsigned index, size_t i) {
     ModuleEmission e;
     e.worker = index;
@@ -202,8 +206,11 @@ class CpuService : public EmissionService {
         if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
         e.parse = clock.lap();
         sm.flat = export_flat(*parsed);
+        std::string problem_triple = triple_problem(parsed->getTargetTriple().str());
+        if (!problem_triple.empty()) throw KilnError(kExitBadInput, m.id, problem_triple);
         if (sm.flat.stamp_functions) expose_local_symbols(*parsed, m.id.substr(0, 12));
         sm.flat.flat.resolve_symbol_names();
+        sm.whole = sm.flat.stamp_functions == sm.flat.verdicts.size() && export_globals(*parsed, sm.data).empty();
         sm.module = std::move(parsed);
         e.flat_export = clock.lap();
       }
@@ -215,11 +222,12 @@ class CpuService : public EmissionService {
       std::string stamp_object;
       if (sm.flat.stamp_functions) {
         std::vector<StampFunction> functions = stamp_functions_of(sm.flat.flat, run_stamp_cpu(sm.flat.flat.view(), 1));
-        stamp_object = write_stamp_object(functions, sm.module->getSourceFileName());
+        stamp_object = write_stamp_object(functions, sm.module->getSourceFileName(),
+                                          sm.whole ? sm.data : std::vector<StampData>{});
       }
       e.codegen = clock.lap();
       std::string rest;
-      if (sm.flat.stamp_functions < sm.flat.verdicts.size() || !sm.flat.stamp_functions || !sm.module->global_empty()) {
+      if (!sm.whole) {
         auto half = llvm_half(*sm.module, sm.flat.emitted_by_stamp);
         rest = w.stamp_llvm->codegen(*half, m.id);
       }

@@ -30,7 +30,7 @@ static int body(int argc, char** argv) {
   app.set_version_flag("--version", version_line("kiln-capture"));
   CaptureOptions options;
   app.add_option("-o,--corpus", options.corpus_dir, "corpus directory to create or add to");
-  app.add_option("--backend", options.backend, "native (capture only), llvm, or 'cmd:TOOL {in} -o {out}'");
+  app.add_option("--backend", options.backend, "native (capture only), llvm, stamp, or 'cmd:TOOL {in} -o {out}'");
   app.add_option("--profile", options.profile, "fast, balanced or release (see kiln-capture(1))")
       ->check(CLI::IsMember({"fast", "balanced", "release"}));
   app.add_flag("--fallback", options.fallback, "when kiln fails on a module, use the native compiler for it");

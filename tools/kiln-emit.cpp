@@ -31,7 +31,7 @@ static int body(int argc, char** argv) {
   app.add_option("input", input, "a bitcode file or a corpus directory")->required();
   app.add_option("-o,--output", output, "object file to write (single file)");
   app.add_option("--out", out_dir, "directory for a corpus's objects (ID.o) and receipts");
-  app.add_option("--backend", backend, "llvm or 'cmd:TOOL {in} -o {out}'");
+  app.add_option("--backend", backend, "llvm, stamp, or 'cmd:TOOL {in} -o {out}'");
   app.add_option("--profile", profile, "fast, balanced or release")->check(CLI::IsMember({"fast", "balanced", "release"}));
   app.add_option("-j,--jobs", jobs, "worker threads for a corpus");
   app.add_option("--receipt", receipt_path, "also write the receipt (single file) here");
@@ -47,6 +47,9 @@ static int body(int argc, char** argv) {
     std::string bytes = read_file(input);
     llvm::LLVMContext ctx;
     auto module = parse_bitcode(ctx, bytes, input);
+    std::string problem = verify_problem(*module);
+    if (problem.empty()) problem = triple_problem(module->getTargetTriple().str());
+    if (!problem.empty()) throw KilnError(kExitBadInput, input, problem);
     FlatExport flat = export_flat(*module);
     if (flat.stamp_functions) expose_local_symbols(*module, xxh3_128_hex(bytes).substr(0, 12));
     flat.flat.resolve_symbol_names();
