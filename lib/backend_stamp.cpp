@@ -29,6 +29,7 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   if (!problem.empty()) throw KilnError(kExitBadInput, label, problem);
   result.stages.verify = clock.lap();
 
+  materialize_aggregate_constants(*module);
   FlatExport flat = export_flat(*module);
   result.stages.flat_export = clock.lap();
   for (const auto& v : flat.verdicts) {

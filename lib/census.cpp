@@ -91,8 +91,9 @@ ModuleFacts collect_facts(const llvm::Module& module) {
 // stamp's contract is per function: a module is eligible when stamp compiles every
 // function, partial when it compiles some (the rest fall back to llvm). The reasons
 // are every distinct per-function reason, with how many functions it stopped.
-static Verdict stamp_contract(const llvm::Module& module, ModuleCensus& c) {
+static Verdict stamp_contract(llvm::Module& module, ModuleCensus& c) {
   Verdict v{"stamp", "eligible", {}};
+  materialize_aggregate_constants(module);  // as the stamp back end does before exporting
   FlatExport flat = export_flat(module);
   std::map<std::string, uint64_t> reason_functions;
   std::vector<std::string> order;

@@ -50,6 +50,11 @@ struct FlatExport {
 
 FlatExport export_flat(const llvm::Module& module);
 
+// Replaces aggregate constants used as instruction operands (a struct or array value
+// stored, inserted, returned or passed through a phi) by loads from private constant
+// globals, which stamp's templates already copy. Same meaning; returns how many.
+size_t materialize_aggregate_constants(llvm::Module& module);
+
 // Every global variable's initializer as bytes and relocations, so that a module whose
 // functions are all stamp's needs no LLVM at all. Empty string when done, else the
 // first reason why not (then the llvm half emits the globals). Run after renaming.

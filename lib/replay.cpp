@@ -205,6 +205,7 @@ class CpuService : public EmissionService {
         std::string problem = verify_problem(*parsed);
         if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
         e.parse = clock.lap();
+        materialize_aggregate_constants(*parsed);
         sm.flat = export_flat(*parsed);
         std::string problem_triple = triple_problem(parsed->getTargetTriple().str());
         if (!problem_triple.empty()) throw KilnError(kExitBadInput, m.id, problem_triple);

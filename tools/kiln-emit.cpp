@@ -50,6 +50,7 @@ static int body(int argc, char** argv) {
     std::string problem = verify_problem(*module);
     if (problem.empty()) problem = triple_problem(module->getTargetTriple().str());
     if (!problem.empty()) throw KilnError(kExitBadInput, input, problem);
+    materialize_aggregate_constants(*module);
     FlatExport flat = export_flat(*module);
     if (flat.stamp_functions) expose_local_symbols(*module, xxh3_128_hex(bytes).substr(0, 12));
     flat.flat.resolve_symbol_names();

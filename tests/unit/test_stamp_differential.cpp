@@ -391,3 +391,47 @@ TEST_CASE("stamp and llvm compute the same results on random programs", "[stamp]
   }
   CHECK(stamp_functions == static_cast<uint64_t>(modules) * (kFunctions + 5));
 }
+
+TEST_CASE("aggregate constants (stored, returned through a phi) come out the same", "[stamp][differential]") {
+  const char* ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+define { i64, i64 } @pairc(i1 %c) {
+entry:
+  br i1 %c, label %a, label %b
+a:
+  br label %j
+b:
+  br label %j
+j:
+  %p = phi { i64, i64 } [ { i64 3, i64 4 }, %a ], [ { i64 5, i64 6 }, %b ]
+  ret { i64, i64 } %p
+}
+define i64 @f0(i64 %a, i64 %b, i64 %c) {
+  %m = alloca [3 x i32], align 4
+  store [3 x i32] [i32 7, i32 8, i32 9], ptr %m
+  %i = and i64 %a, 1
+  %g = getelementptr [3 x i32], ptr %m, i64 0, i64 %i
+  %v = load i32, ptr %g
+  %t = trunc i64 %b to i1
+  %r = call { i64, i64 } @pairc(i1 %t)
+  %x = extractvalue { i64, i64 } %r, 0
+  %y = extractvalue { i64, i64 } %r, 1
+  %v64 = zext i32 %v to i64
+  %s = add i64 %x, %y
+  %u = mul i64 %s, %v64
+  ret i64 %u
+}
+)";
+  kiln_test::ScratchDir dir;
+  std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  std::string driver = replace(replace(replace(replace(kDriver, "FUNCTIONS", "1"), "DECLS", "int64_t f0(int64_t, int64_t, int64_t);\n"),
+                                       "TABLE", "f0"), "SEED", "12345ull");
+  write_file_atomic(dir.path + "/driver.c", driver);
+  ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+  EmitCounts counts;
+  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
+  CHECK(run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts) == expected);
+  CHECK(counts.functions_stamp == 2);
+}
