@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -66,7 +67,7 @@ class StringTable {
 
  private:
   std::string bytes_;
-  std::map<std::string, uint32_t> offsets_;
+  std::unordered_map<std::string, uint32_t> offsets_;
 };
 
 // How many bytes a relocation of this type patches; 0 for types this writer refuses.
@@ -210,7 +211,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
   auto fail = [&](const std::string& reason) { throw KilnError(kExitInternal, source_file_name, reason); };
 
   // Check the input and index the defined names.
-  std::map<std::string, size_t> defined;  // name -> function index
+  std::unordered_map<std::string, size_t> defined;  // name -> function index
   std::vector<uint32_t> code_sizes;
   for (size_t i = 0; i < functions.size(); ++i) {
     const StampFunction& f = functions[i];
@@ -442,8 +443,8 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     dwref_symbol[p] = add_symbol("DW.ref." + personalities[p], STB_WEAK, STT_OBJECT, STV_HIDDEN, dwref_data[p], 8);
     sections[dwref_group[p]].header.sh_info = dwref_symbol[p];  // the group's signature
   }
-  std::map<std::string, uint32_t> undefined;
-  std::map<std::string, size_t> defined_data;
+  std::unordered_map<std::string, uint32_t> undefined;
+  std::unordered_map<std::string, size_t> defined_data;
   for (size_t d = 0; d < data.size(); ++d) defined_data.emplace(data[d].name, d);
   auto symbol_for = [&](const std::string& name) {
     auto d = defined.find(name);

@@ -26,6 +26,7 @@ struct ModuleEmission {
   // stamp: flat export (once per worker, like parse), its stages and ELF writing
   // (in codegen), and LLVM emitting the functions left to it (fallback).
   double flat_export = 0, fallback = 0;
+  double stages = 0, elf = 0;  // stamp: codegen = stages (kernels on the CPU) + elf (object writing)
   uint64_t functions_stamp = 0, instructions_stamp = 0;
   uint64_t text_bytes = 0;  // .text of the object(s)
   std::string error;
