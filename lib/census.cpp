@@ -203,7 +203,10 @@ void add(Tally& t, const ModuleFacts& f) {
 }
 std::string first_reason_key(const Verdict& v) {
   if (v.reasons.empty()) return "(none)";
-  const std::string& r = v.reasons.front();
+  std::string r = v.reasons.front();
+  // stamp's reasons end with how many functions they stopped: not part of the key.
+  auto count = r.rfind(" (");
+  if (count != std::string::npos && r.back() == ')') r = r.substr(0, count);
   auto colon = r.find(':');
   return colon == std::string::npos ? r : r.substr(0, colon);
 }
@@ -282,7 +285,7 @@ std::string census_summary_table(const std::vector<ModuleCensus>& all) {
       out += line;
     }
     for (const auto& [k, t] : by_reason) {
-      std::snprintf(line, sizeof line, "    reason %-19s %10s %12s %14s\n", k.c_str(), with_commas(t.modules).c_str(),
+      std::snprintf(line, sizeof line, "    reason %-19.40s %10s %12s %14s\n", k.c_str(), with_commas(t.modules).c_str(),
                     with_commas(t.functions).c_str(), with_commas(t.instructions).c_str());
       out += line;
     }

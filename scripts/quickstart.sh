@@ -13,19 +13,19 @@ rm -rf "$OUT" && mkdir -p "$OUT"
 cp -r examples/rust-crate "$OUT/crate" && rm -rf "$OUT/crate/target"
 cd "$OUT/crate"
 
-echo "[1/5] capture: cargo build through kiln-capture, objects from kiln's llvm back end"
-kiln-capture -o "$OUT/corpus" --backend llvm -- cargo build -q
+echo "[1/5] capture: cargo build through kiln-capture, objects from kiln's stamp back end"
+kiln-capture -o "$OUT/corpus" --backend stamp -- cargo build -q
 ./target/debug/kiln-example > "$OUT/kiln.out"
 echo "[2/5] census"
 kiln-census "$OUT/corpus" > "$OUT/census.txt"
 echo "[3/5] emit every module again, into $OUT/objects"
-kiln-emit "$OUT/corpus" --out "$OUT/objects" > "$OUT/emit.txt"
-echo "[4/5] replay: 3 rounds, byte stability"
-kiln-replay "$OUT/corpus" --rounds 3 > "$OUT/replay.txt"
-echo "[5/5] measure: cargo build with and without kiln (3 interleaved runs each)"
+kiln-emit "$OUT/corpus" --out "$OUT/objects" --backend stamp > "$OUT/emit.txt"
+echo "[4/5] replay: stamp against llvm, 3 rounds, byte stability"
+kiln-replay "$OUT/corpus" --backend stamp,llvm --rounds 3 > "$OUT/replay.txt"
+echo "[5/5] measure: cargo build, plain and with kiln's stamp back end (3 interleaved runs each)"
 kiln-measure build --runs 3 --warmup 1 --workdir "$OUT/measure" --json "$OUT/measure.json" --svg "$OUT/measure.svg" \
   --prepare 'rm -rf "$CARGO_TARGET_DIR"' --baseline 'cargo build -q' \
-  --candidate 'kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend llvm -- cargo build -q' > "$OUT/measure.md"
+  --candidate 'kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend stamp -- cargo build -q' > "$OUT/measure.md"
 cargo clean -q && cargo build -q && ./target/debug/kiln-example > "$OUT/native.out"
 
 {
@@ -33,15 +33,15 @@ cargo clean -q && cargo build -q && ./target/debug/kiln-example > "$OUT/native.o
   echo
   echo "Example crate: examples/rust-crate (with memchr), $(jq -r .id "$OUT/corpus/modules.jsonl" | sort -u | wc -l) modules captured."
   if cmp -s "$OUT/native.out" "$OUT/kiln.out"; then
-    echo "The program built from kiln-emitted objects prints exactly what the plain build prints."
+    echo "The program built from stamp-emitted objects prints exactly what the plain build prints."
   else
     echo "WARNING: the program built from kiln-emitted objects prints something else than the plain build."
   fi
   echo
-  echo "## Census"; echo '```'; head -20 "$OUT/census.txt"; echo '```'
+  echo "## Census"; echo '```'; sed '/^opcodes/,$d' "$OUT/census.txt"; echo '```'
   echo "## Emit"; echo '```'; cat "$OUT/emit.txt"; echo '```'
   echo "## Replay"; echo '```'; cat "$OUT/replay.txt"; echo '```'
-  echo "## Whole build, plain cargo (baseline) vs kiln-capture --backend llvm (candidate)"; cat "$OUT/measure.md"
+  echo "## Whole build, plain cargo (baseline) vs kiln-capture --backend stamp (candidate)"; cat "$OUT/measure.md"
   echo
   echo "Files: $OUT/corpus (kiln-corpus(5)), $OUT/measure.json, $OUT/measure.svg, $OUT/corpus/replay-report.json"
 } > "$OUT/report.md"
