@@ -51,7 +51,8 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   // When stamp has every function, it writes the globals too and LLVM is not needed.
   std::vector<StampData> data;
   bool whole = flat.stamp_functions == flat.verdicts.size() && export_globals(*module, data).empty();
-  std::string stamp_object = write_stamp_object(functions, module->getSourceFileName(), whole ? data : std::vector<StampData>{});
+  const std::vector<StampData> none;
+  std::string stamp_object = write_stamp_object(functions, module->getSourceFileName(), whole ? data : none);
   result.stages.codegen = clock.lap();
   if (whole) {
     result.object = std::move(stamp_object);

@@ -49,25 +49,22 @@ void put_struct(std::string& out, const T& value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
 
-// A string table: starts with the empty string; identical strings share one entry.
+// A string table: starts with the empty string. Names are not deduplicated: symbol
+// names are unique already, and looking each one up cost more than the bytes saved.
 class StringTable {
  public:
   StringTable() { bytes_.push_back('\0'); }
   uint32_t add(const std::string& s) {
     if (s.empty()) return 0;
-    auto it = offsets_.find(s);
-    if (it != offsets_.end()) return it->second;
     auto offset = static_cast<uint32_t>(bytes_.size());
     bytes_ += s;
     bytes_.push_back('\0');
-    offsets_.emplace(s, offset);
     return offset;
   }
   const std::string& bytes() const { return bytes_; }
 
  private:
   std::string bytes_;
-  std::unordered_map<std::string, uint32_t> offsets_;
 };
 
 // How many bytes a relocation of this type patches; 0 for types this writer refuses.

@@ -225,8 +225,8 @@ class CpuService : public EmissionService {
         StampOutput code = run_stamp_cpu(sm.flat.flat.view(), 1);
         e.stages = clock.lap();
         std::vector<StampFunction> functions = stamp_functions_of(sm.flat.flat, code);
-        stamp_object = write_stamp_object(functions, sm.module->getSourceFileName(),
-                                          sm.whole ? sm.data : std::vector<StampData>{});
+        const std::vector<StampData> none;
+        stamp_object = write_stamp_object(functions, sm.module->getSourceFileName(), sm.whole ? sm.data : none);
       }
       e.elf = clock.lap();
       e.codegen = e.stages + e.elf;
