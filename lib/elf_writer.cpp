@@ -110,6 +110,19 @@ struct Section {
   std::string data;  // empty for sections whose contents are built later
 };
 
+// Appends the .rela section of section `target` and returns its index.
+size_t add_rela_for(std::vector<Section>& sections, size_t target, uint64_t extra_flags) {
+  Section rela;
+  rela.name = ".rela" + sections[target].name;
+  rela.header.sh_type = SHT_RELA;
+  rela.header.sh_flags = SHF_INFO_LINK | extra_flags;
+  rela.header.sh_info = static_cast<uint32_t>(target);
+  rela.header.sh_addralign = 8;
+  rela.header.sh_entsize = sizeof(Elf64_Rela);
+  sections.push_back(std::move(rela));
+  return sections.size() - 1;
+}
+
 }  // namespace
 
 namespace {
@@ -252,17 +265,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     code.data.assign(f.code.begin(), f.code.end());
     code_index[i] = sections.size();
     sections.push_back(std::move(code));
-    if (!f.relocations.empty()) {
-      Section rela;
-      rela.name = ".rela" + sections[code_index[i]].name;
-      rela.header.sh_type = SHT_RELA;
-      rela.header.sh_flags = SHF_INFO_LINK;
-      rela.header.sh_info = static_cast<uint32_t>(code_index[i]);
-      rela.header.sh_addralign = 8;
-      rela.header.sh_entsize = sizeof(Elf64_Rela);
-      rela_index[i] = sections.size();
-      sections.push_back(std::move(rela));
-    }
+    if (!f.relocations.empty()) rela_index[i] = add_rela_for(sections, code_index[i], 0);
   }
   // Global variables: a section each (and its .rela when it holds addresses).
   std::vector<size_t> data_index(data.size()), data_rela_index(data.size(), 0);
@@ -279,17 +282,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     else sec.data.assign(v.bytes.begin(), v.bytes.end());
     data_index[d] = sections.size();
     sections.push_back(std::move(sec));
-    if (!v.relocations.empty()) {
-      Section rela;
-      rela.name = ".rela" + v.section;
-      rela.header.sh_type = SHT_RELA;
-      rela.header.sh_flags = SHF_INFO_LINK;
-      rela.header.sh_info = static_cast<uint32_t>(data_index[d]);
-      rela.header.sh_addralign = 8;
-      rela.header.sh_entsize = sizeof(Elf64_Rela);
-      data_rela_index[d] = sections.size();
-      sections.push_back(std::move(rela));
-    }
+    if (!v.relocations.empty()) data_rela_index[d] = add_rela_for(sections, data_index[d], 0);
   }
 
   // Exception tables: every LSDA in one .gcc_except_table, 4-byte aligned.
@@ -329,15 +322,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     data.data.assign(8, '\0');
     dwref_data[p] = sections.size();
     sections.push_back(std::move(data));
-    Section rela;
-    rela.name = ".rela.data.DW.ref." + personalities[p];
-    rela.header.sh_type = SHT_RELA;
-    rela.header.sh_flags = SHF_INFO_LINK | SHF_GROUP;
-    rela.header.sh_info = static_cast<uint32_t>(dwref_data[p]);
-    rela.header.sh_addralign = 8;
-    rela.header.sh_entsize = sizeof(Elf64_Rela);
-    dwref_rela[p] = sections.size();
-    sections.push_back(std::move(rela));
+    dwref_rela[p] = add_rela_for(sections, dwref_data[p], SHF_GROUP);
     put32(sections[dwref_group[p]].data, GRP_COMDAT);
     put32(sections[dwref_group[p]].data, static_cast<uint32_t>(dwref_data[p]));
     put32(sections[dwref_group[p]].data, static_cast<uint32_t>(dwref_rela[p]));
@@ -355,15 +340,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
   }
   size_t eh_rela_index = 0;
   if (!functions.empty()) {
-    Section rela;
-    rela.name = ".rela.eh_frame";
-    rela.header.sh_type = SHT_RELA;
-    rela.header.sh_flags = SHF_INFO_LINK;
-    rela.header.sh_info = static_cast<uint32_t>(eh_frame_index);
-    rela.header.sh_addralign = 8;
-    rela.header.sh_entsize = sizeof(Elf64_Rela);
-    eh_rela_index = sections.size();
-    sections.push_back(std::move(rela));
+    eh_rela_index = add_rela_for(sections, eh_frame_index, 0);
   }
   {
     Section note;
