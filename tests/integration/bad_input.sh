@@ -58,11 +58,15 @@ cp C.orig/modules.jsonl C/
 # Read-only output directory: run as an unprivileged user where the tests run as root.
 mkdir ro && cp good.bc ro/ && chmod 555 ro
 as_user=()
+emit=$KILN_BIN/kiln-emit
 if [[ $(id -u) -eq 0 ]]; then
+  # The build tree may sit where that user cannot reach (under /root): use a copy.
   chmod 755 "$T" && chmod 644 good.bc
+  cp "$KILN_BIN/kiln-emit" "$T/kiln-emit" && chmod 755 "$T/kiln-emit"
+  emit=$T/kiln-emit
   as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 fi
-expect_error 5 "ro/out.o: cannot create a temporary file beside it: Permission denied" "${as_user[@]}" "$KILN_BIN/kiln-emit" good.bc -o ro/out.o
+expect_error 5 "ro/out.o: cannot create a temporary file beside it: Permission denied" "${as_user[@]}" "$emit" good.bc -o ro/out.o
 check "nothing was written into the read-only directory" bash -c "[[ \$(ls ro) == good.bc ]]"
 
 # A full disk: a small tmpfs where the machine allows mounting one.
