@@ -609,6 +609,32 @@ KILN_HD inline bool frame_address(const FlatModuleView& m, const StampLayout& l,
   return true;
 }
 
+// True when `op` is the result of the instruction just before `i` in the same block
+// and that instruction's template ends with the result in rax: then `i` need not
+// load it again. Depends only on the two instructions, so sizes stay exact.
+KILN_HD inline bool rax_holds(const FlatModuleView& m, uint32_t i, const FlatOperand& op) {
+  if (op.kind != kOperandValue || i == 0 || op.index != i - 1) return false;
+  const FlatInst& in = m.insts[i];
+  if (m.blocks[in.block].first_inst == i) return false;  // a jump target: rax is unknown
+  const FlatInst& prev = m.insts[i - 1];
+  if (prev.block != in.block || prev.width == 0) return false;
+  switch (prev.op) {
+    case kOpCopy: case kOpTrunc: case kOpSext:
+    case kOpAdd: case kOpSub: case kOpMul: case kOpAnd: case kOpOr: case kOpXor:
+    case kOpShl: case kOpLshr: case kOpAshr: case kOpUdiv: case kOpSdiv: case kOpUrem: case kOpSrem:
+    case kOpIcmp: case kOpSelect: case kOpAlloca: case kOpLoad: case kOpGep: case kOpExtract:
+    case kOpBitOp: case kOpCall:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// load_operand into rax, unless rax already holds it.
+KILN_HD inline void load_rax(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i, const FlatOperand& op) {
+  if (!rax_holds(m, i, op)) load_operand(e, l, op, RAX);
+}
+
 // Encodes (or measures) flat instruction `i` at e.pos.
 KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
@@ -620,20 +646,20 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpCopy:
     case kOpTrunc:
     case kOpSext:
-      load_operand(e, l, ops[0], RAX);
+      load_rax(e, m, l, i, ops[0]);
       if (in.op == kOpSext) sign_extend(e, RAX, in.aux);
       if (in.op != kOpCopy) normalize(e, RAX, in.width);
       store64(e, dst, RAX);
       return;
     case kOpAdd: case kOpSub: case kOpMul: case kOpAnd: case kOpOr: case kOpXor:
     case kOpShl: case kOpLshr: case kOpAshr: case kOpUdiv: case kOpSdiv: case kOpUrem: case kOpSrem:
-      load_operand(e, l, ops[0], RAX);
+      load_rax(e, m, l, i, ops[0]);
       load_operand(e, l, ops[1], RCX);
       encode_binary(e, in);
       store64(e, dst, RAX);
       return;
     case kOpIcmp:
-      load_operand(e, l, ops[0], RAX);
+      load_rax(e, m, l, i, ops[0]);
       load_operand(e, l, ops[1], RCX);
       if (is_signed_predicate(in.aux)) {
         sign_extend(e, RAX, ops[0].width);
@@ -671,7 +697,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         store64(e, dst, RAX);
         return;
       }
-      load_operand(e, l, ops[0], RAX);
+      load_rax(e, m, l, i, ops[0]);
       if (in.width == 0) return copy_memory(e, true, dst, in.aux32);
       if (!is_standard_width(in.width)) {  // i24 .. i56: put together from pieces
         load_bytes(e, RCX, RAX, 0, bytes_of_width(in.width));
@@ -718,7 +744,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         return;  // undef: nothing to store
       }
       load_operand(e, l, ops[0], RCX);
-      load_operand(e, l, ops[1], RAX);
+      load_rax(e, m, l, i, ops[1]);
       if (!is_standard_width(ops[0].width)) return store_bytes(e, RAX, 0, RCX, bytes_of_width(ops[0].width));
       switch (ops[0].width) {
         case 64: e.byte(0x48), e.byte(0x89), e.byte(0x08); break;
@@ -737,7 +763,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         store64(e, dst, RAX);
         return;
       }
-      load_operand(e, l, ops[0], RAX);
+      load_rax(e, m, l, i, ops[0]);
       for (uint32_t k = 1; k < in.operand_count; ++k) {
         load_operand(e, l, ops[k], RCX);
         sign_extend(e, RCX, ops[k].width);
@@ -810,7 +836,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       return;
     }
     case kOpBitOp:
-      load_operand(e, l, ops[0], RAX);
+      load_rax(e, m, l, i, ops[0]);
       if (in.operand_count > 1) load_operand(e, l, ops[1], RCX);
       encode_bit_op(e, in.aux, ops[0].width);
       normalize(e, RAX, in.width);
@@ -868,7 +894,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
           e.byte(0x31), e.byte(0xD2);  // xor edx, edx
         }
       } else if (in.operand_count) {
-        load_operand(e, l, ops[0], RAX);
+        load_rax(e, m, l, i, ops[0]);
         if (f.flags & kFnRetSignExt) sign_extend(e, RAX, ops[0].width);
       }
       e.byte(0xC9);  // leave
