@@ -18,6 +18,25 @@ namespace kiln {
 StampBackend::StampBackend(Profile profile) : llvm_(std::make_unique<LlvmBackend>(profile)) {}
 StampBackend::~StampBackend() = default;
 
+StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag) {
+  StampPlan plan;
+  materialize_aggregate_constants(module);
+  plan.flat = export_flat(module);
+  // Symbols local to the module become hidden globals so the halves can link.
+  if (plan.flat.stamp_functions) expose_local_symbols(module, tag);
+  plan.flat.flat.resolve_symbol_names();
+  plan.whole = plan.flat.stamp_functions == plan.flat.verdicts.size() && export_globals(module, plan.data).empty();
+  if (!plan.whole) plan.data.clear();
+  return plan;
+}
+
+std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, double* stages_seconds) {
+  Stopwatch clock;
+  StampOutput code = run_stamp_cpu(plan.flat.flat.view(), 1);
+  if (stages_seconds) *stages_seconds = clock.seconds();
+  return write_stamp_object(stamp_functions_of(plan.flat.flat, code), module.getSourceFileName(), plan.data);
+}
+
 EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label) {
   EmitResult result;
   Stopwatch clock;
@@ -29,37 +48,24 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   if (!problem.empty()) throw KilnError(kExitBadInput, label, problem);
   result.stages.verify = clock.lap();
 
-  materialize_aggregate_constants(*module);
-  FlatExport flat = export_flat(*module);
+  StampPlan plan = plan_stamp_module(*module, xxh3_128_hex(bitcode).substr(0, 12));
   result.stages.flat_export = clock.lap();
-  for (const auto& v : flat.verdicts) {
+  for (const auto& v : plan.flat.verdicts) {
     (v.stamp ? result.counts.functions_stamp : result.counts.functions_llvm)++;
     (v.stamp ? result.counts.instructions_stamp : result.counts.instructions_llvm) += v.instructions;
   }
-  if (flat.stamp_functions == 0) {  // nothing for stamp: the whole module goes to llvm
+  if (plan.flat.stamp_functions == 0) {  // nothing for stamp: the whole module goes to llvm
     result.object = llvm_->codegen(*module, label);
     result.stages.fallback = clock.lap();
     return result;
   }
-
-  // Symbols local to the module become hidden globals so the halves can link.
-  expose_local_symbols(*module, xxh3_128_hex(bitcode).substr(0, 12));
-  flat.flat.resolve_symbol_names();
-  result.stages.flat_export += clock.lap();
-  StampOutput code = run_stamp_cpu(flat.flat.view(), 1);
-  std::vector<StampFunction> functions = stamp_functions_of(flat.flat, code);
-  // When stamp has every function, it writes the globals too and LLVM is not needed.
-  std::vector<StampData> data;
-  bool whole = flat.stamp_functions == flat.verdicts.size() && export_globals(*module, data).empty();
-  const std::vector<StampData> none;
-  std::string stamp_object = write_stamp_object(functions, module->getSourceFileName(), whole ? data : none);
+  std::string stamp_object = write_stamp_part(plan, *module);
   result.stages.codegen = clock.lap();
-  if (whole) {
+  if (plan.whole) {
     result.object = std::move(stamp_object);
     return result;
   }
-
-  auto rest = llvm_half(*module, flat.emitted_by_stamp);
+  auto rest = llvm_half(*module, plan.flat.emitted_by_stamp);
   std::string llvm_object = llvm_->codegen(*rest, label);
   result.stages.fallback = clock.lap();
   result.object = combine_objects({stamp_object, llvm_object}, label);

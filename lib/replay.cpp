@@ -15,10 +15,8 @@
 #include <unordered_map>
 
 #include "backend_llvm.h"
+#include "backend_stamp.h"
 #include "flat_export.h"
-#include "flat_file.h"
-#include "stamp_cpu.h"
-#include "stamp_object.h"
 #include "stamp_split.h"
 #include "bitcode.h"
 #include "process.h"
@@ -55,12 +53,10 @@ uint64_t text_bytes_of(const std::string& o) {
   return total;
 }
 
-// A module as the stamp service keeps it: parsed, local symbols exposed, exported.
+// A module as the stamp service keeps it: parsed and planned (see StampPlan).
 struct StampModule {
   std::unique_ptr<llvm::Module> module;
-  FlatExport flat;
-  std::vector<StampData> data;
-  bool whole = false;  // stamp writes every function and the globals: no llvm half
+  StampPlan plan;
 };
 
 // What one worker thread owns for the whole replay.
@@ -205,34 +201,25 @@ class CpuService : public EmissionService {
         std::string problem = verify_problem(*parsed);
         if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
         e.parse = clock.lap();
-        materialize_aggregate_constants(*parsed);
-        sm.flat = export_flat(*parsed);
         std::string problem_triple = triple_problem(parsed->getTargetTriple().str());
         if (!problem_triple.empty()) throw KilnError(kExitBadInput, m.id, problem_triple);
-        if (sm.flat.stamp_functions) expose_local_symbols(*parsed, m.id.substr(0, 12));
-        sm.flat.flat.resolve_symbol_names();
-        sm.whole = sm.flat.stamp_functions == sm.flat.verdicts.size() && export_globals(*parsed, sm.data).empty();
+        sm.plan = plan_stamp_module(*parsed, m.id.substr(0, 12));  // m.id is the bitcode's xxh3-128
         sm.module = std::move(parsed);
         e.flat_export = clock.lap();
       }
-      for (const auto& v : sm.flat.verdicts) {
+      for (const auto& v : sm.plan.flat.verdicts) {
         e.functions += 1;
         e.instructions += v.instructions;
         if (v.stamp) e.functions_stamp++, e.instructions_stamp += v.instructions;
       }
       std::string stamp_object;
-      if (sm.flat.stamp_functions) {
-        StampOutput code = run_stamp_cpu(sm.flat.flat.view(), 1);
-        e.stages = clock.lap();
-        std::vector<StampFunction> functions = stamp_functions_of(sm.flat.flat, code);
-        const std::vector<StampData> none;
-        stamp_object = write_stamp_object(functions, sm.module->getSourceFileName(), sm.whole ? sm.data : none);
-      }
-      e.elf = clock.lap();
-      e.codegen = e.stages + e.elf;
+      clock.lap();
+      if (sm.plan.flat.stamp_functions) stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
+      e.codegen = clock.lap();
+      e.elf = e.codegen - e.stages;
       std::string rest;
-      if (!sm.whole) {
-        auto half = llvm_half(*sm.module, sm.flat.emitted_by_stamp);
+      if (!sm.plan.whole) {
+        auto half = llvm_half(*sm.module, sm.plan.flat.emitted_by_stamp);
         rest = w.stamp_llvm->codegen(*half, m.id);
       }
       e.fallback = clock.lap();
