@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
-# Configures (once) and builds kiln into build/. The CUDA executor is built where nvcc
-# is found (/usr/local/cuda/bin); no GPU is needed to build it.
+# Configures (once) and builds kiln into build/. The CUDA kernels are built where nvcc
+# is found (on PATH or in /usr/local/cuda/bin); no GPU is needed to build them.
+# Quiet when all goes well; on a failure, the end of the build's own log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
-[[ -f build/build.ninja ]] || meson setup build >/dev/null
-ninja -C build -j "$(nproc)" >/dev/null
+log=$(mktemp "${TMPDIR:-/tmp}/kiln-build.XXXXXX")
+trap 'rm -f "$log"' EXIT
+if [[ ! -f build/build.ninja ]] && ! meson setup build >"$log" 2>&1; then
+  tail -n 40 "$log" >&2
+  echo "build: meson setup failed (full log: build/meson-logs/meson-log.txt)" >&2
+  exit 1
+fi
+if ! ninja -C build -j "$(nproc)" >"$log" 2>&1; then
+  grep -v '^\[[0-9]*/[0-9]*\] ' "$log" | tail -n 60 >&2
+  echo "build: ninja failed" >&2
+  exit 1
+fi
