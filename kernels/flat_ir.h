@@ -105,6 +105,21 @@ struct FlatFunction {
   uint32_t personality;         // module symbol of the personality (with kFnHasPersonality)
 };
 
+// The largest frame stamp lays out, so that every frame displacement fits 32 bits.
+constexpr int64_t kMaxFrameBytes = int64_t(1) << 30;
+
+// An upper bound of the frame stamp_frame lays out for a function: its arguments, a
+// slot per result and every alloca with its alignment slack.
+KILN_HD inline uint64_t frame_bound(const FlatInst* insts, uint32_t inst_count, uint32_t arg_count) {
+  uint64_t bytes = 8ull * arg_count + 16;
+  for (uint32_t i = 0; i < inst_count; ++i) {
+    const FlatInst& in = insts[i];
+    bytes += in.slot_size + 8ull;
+    if (in.op == kOpAlloca) bytes += in.aux32 + static_cast<uint64_t>(in.imm > 0 ? in.imm : 0) + 16;
+  }
+  return bytes;
+}
+
 // A read-only view of a flat module's arrays (owned elsewhere: a FlatModuleData on
 // the host, or device buffers).
 struct FlatModuleView {

@@ -35,6 +35,15 @@ struct StampLayout {
   const uint32_t* frame_size; // per function
   const uint32_t* inst_offset;// per instruction: code offset within its function (encode only)
   const uint32_t* block_offset;// per block: code offset within its function (encode only)
+  const uint8_t* home;        // per instruction: where its result lives (ResultHome, stamp_uses)
+};
+
+// Where an instruction's result lives, decided by stage 0 (stamp_uses).
+enum ResultHome : uint8_t {
+  kHomeSlot = 0,  // its frame slot
+  kHomeRax = 1,   // only rax: its one use is the next instruction, which takes it from there
+  kHomeNone = 2,  // nowhere: a frame address (frame_shape), which every use recomputes
+                  // (lea) or addresses directly ([rbp + disp]); inst_slot holds -disp
 };
 
 struct Emitter {
@@ -266,10 +275,24 @@ KILN_HD inline void sign_extend(Emitter& e, uint32_t reg, uint32_t width) {
 
 KILN_HD inline int32_t slot_disp(const StampLayout& l, uint32_t inst) { return -l.inst_slot[inst]; }
 
+// The end of a template whose result is in rax: into its slot, unless the result lives
+// only in rax until the next instruction takes it (stamp_uses decided that).
+KILN_HD inline void store_result(Emitter& e, const StampLayout& l, uint32_t i) {
+  if (l.home && l.home[i] == kHomeRax) return;
+  store64(e, slot_disp(l, i), RAX);
+}
+
+
 // Loads a scalar operand (normalised) into reg.
 KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t reg) {
   switch (op.kind) {
-    case kOperandValue: return load64(e, reg, slot_disp(l, op.index));
+    case kOperandValue:
+      if (l.home && l.home[op.index] == kHomeNone) {  // lea reg, [rbp + disp]
+        e.byte(rex_w(reg, 0));
+        e.byte(0x8D);
+        return mem_operand(e, reg, RBP, slot_disp(l, op.index));
+      }
+      return load64(e, reg, slot_disp(l, op.index));
     case kOperandArg: return load64(e, reg, -l.arg_slot[op.index]);
     case kOperandSymbol: return load_symbol_address(e, reg, op.index, op.imm);
     case kOperandConst: return mov_imm(e, reg, static_cast<uint64_t>(op.imm));
@@ -311,22 +334,22 @@ KILN_HD inline void copy_memory(Emitter& e, bool to_frame, int32_t frame, uint32
       if (chunk == 8) e.byte(0x48);
       if (chunk == 2 || chunk == 1) e.byte(0x0F), e.byte(chunk == 2 ? 0xB7 : 0xB6);
       else e.byte(0x8B);
-      e.byte(0x88);  // modrm: rcx, [rax + disp32]
-      e.u32(done);
+      mem_operand(e, RCX, RAX, static_cast<int32_t>(done));
       store_narrow(e, frame + static_cast<int32_t>(done), RCX, chunk);
     } else {
       load_narrow(e, RCX, frame + static_cast<int32_t>(done), chunk);
       if (chunk == 8) e.byte(0x48);
       if (chunk == 2) e.byte(0x66);
       e.byte(chunk == 1 ? 0x88 : 0x89);
-      e.byte(0x88);  // modrm: [rax + disp32], rcx
-      e.u32(done);
+      mem_operand(e, RCX, RAX, static_cast<int32_t>(done));
     }
     done += chunk;
   }
 }
 
-KILN_HD inline void jump_to_block(Emitter& e, const StampLayout& l, uint32_t block) {
+// jmp rel32 to `block`, or nothing when it is the next block in layout (fall through).
+KILN_HD inline void jump_to_block(Emitter& e, const StampLayout& l, uint32_t from_block, uint32_t block) {
+  if (block == from_block + 1) return;
   e.byte(0xE9);
   uint32_t target = l.block_offset ? l.block_offset[block] : 0;
   e.u32(target - (e.pos + 4));
@@ -371,10 +394,24 @@ KILN_HD inline void phi_copies(Emitter& e, const FlatModuleView& m, const StampL
   }
 }
 
+// The setcc opcode (second byte) of a predicate; jcc rel32's is the same minus 0x10.
+KILN_HD inline uint32_t setcc_opcode(uint32_t predicate) {
+  switch (predicate) {
+    case kPredEq: return 0x94;
+    case kPredNe: return 0x95;
+    case kPredUgt: return 0x97;
+    case kPredUge: return 0x93;
+    case kPredUlt: return 0x92;
+    case kPredUle: return 0x96;
+    case kPredSgt: return 0x9F;
+    case kPredSge: return 0x9D;
+    case kPredSlt: return 0x9C;
+    default: return 0x9E;  // sle
+  }
+}
 KILN_HD inline void setcc_al(Emitter& e, uint32_t predicate) {
-  static const uint8_t kSetcc[] = {0x94, 0x95, 0x97, 0x93, 0x92, 0x96, 0x9F, 0x9D, 0x9C, 0x9E};
   e.byte(0x0F);
-  e.byte(kSetcc[predicate]);
+  e.byte(setcc_opcode(predicate));
   e.byte(0xC0);
 }
 
@@ -393,13 +430,19 @@ KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const S
   const FlatFunction& f = m.functions[fn];
   e.byte(0x55);
   e.byte(0x48), e.byte(0x89), e.byte(0xE5);
-  e.byte(0x48), e.byte(0x81), e.byte(0xEC);
-  e.u32(l.frame_size[fn]);
+  uint32_t frame = l.frame_size[fn];
+  if (frame >= 128) {
+    e.byte(0x48), e.byte(0x81), e.byte(0xEC);  // sub rsp, imm32
+    e.u32(frame);
+  } else if (frame) {
+    e.byte(0x48), e.byte(0x83), e.byte(0xEC);  // sub rsp, imm8
+    e.byte(frame);
+  }
   for (uint32_t a = 0; a < f.arg_count; ++a) {
-    if (a < 6) mov_rr(e, RAX, argument_register(a));
-    else load64(e, RAX, static_cast<int32_t>(16 + 8 * (a - 6)));  // the caller's stack arguments
-    normalize(e, RAX, m.arg_widths[f.first_arg + a]);
-    store64(e, -l.arg_slot[f.first_arg + a], RAX);
+    uint32_t reg = a < 6 ? argument_register(a) : static_cast<uint32_t>(RAX);
+    if (a >= 6) load64(e, RAX, static_cast<int32_t>(16 + 8 * (a - 6)));  // the caller's stack arguments
+    normalize(e, reg, m.arg_widths[f.first_arg + a]);
+    store64(e, -l.arg_slot[f.first_arg + a], reg);
   }
 }
 
@@ -580,7 +623,7 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   }
   if (in.width) {
     normalize(e, RAX, in.width);
-    store64(e, dst, RAX);
+    store_result(e, l, i);
   } else if (in.slot_size) {  // two leaves, returned in rax and rdx
     uint32_t w0 = in.aux32 & 0xff, w1 = (in.aux32 >> 8) & 0xff;
     store_narrow(e, dst, RAX, bytes_of_width(w0));
@@ -590,35 +633,44 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
 
 // A pointer that is a (16-byte or less aligned) alloca of this function is a fixed
 // frame address: loads and stores through it address [rbp + disp] directly.
-// So is a getelementptr with only constant offsets from such an alloca.
-KILN_HD inline bool frame_address(const FlatModuleView& m, const StampLayout& l, const FlatOperand& p, int32_t* disp) {
+// So is a getelementptr with one constant offset (within 512 MiB) from such an alloca.
+// The shape needs no frame layout; frames are at most 1 GiB (kMaxFrameBytes, checked
+// by the exporter and the flat file reader), so every such displacement fits 32 bits.
+KILN_HD inline bool frame_shape(const FlatModuleView& m, const FlatOperand& p, uint32_t* alloca_inst, int64_t* offset) {
   if (p.kind != kOperandValue) return false;
   const FlatInst& a = m.insts[p.index];
   if (a.op == kOpGep && a.operand_count == 1) {
     const FlatOperand& base = m.operands[a.first_operand];
-    if (base.kind != kOperandValue) return false;
+    if (base.kind != kOperandValue || a.imm < -kMaxFrameBytes / 2 || a.imm > kMaxFrameBytes / 2) return false;
     const FlatInst& b = m.insts[base.index];
     if (b.op != kOpAlloca || b.imm > 16) return false;
-    int64_t d = -static_cast<int64_t>(l.alloca_mem[base.index]) + a.imm;
-    if (d < -2147483647 || d > 2147483647) return false;
-    *disp = static_cast<int32_t>(d);
+    *alloca_inst = base.index;
+    *offset = a.imm;
     return true;
   }
   if (a.op != kOpAlloca || a.imm > 16) return false;
-  *disp = -l.alloca_mem[p.index];
+  *alloca_inst = p.index;
+  *offset = 0;
   return true;
 }
-
-// True when `op` is the result of the instruction just before `i` in the same block
-// and that instruction's template ends with the result in rax: then `i` need not
-// load it again. Depends only on the two instructions, so sizes stay exact.
-KILN_HD inline bool rax_holds(const FlatModuleView& m, uint32_t i, const FlatOperand& op) {
-  if (op.kind != kOperandValue || i == 0 || op.index != i - 1) return false;
-  const FlatInst& in = m.insts[i];
-  if (m.blocks[in.block].first_inst == i) return false;  // a jump target: rax is unknown
-  const FlatInst& prev = m.insts[i - 1];
-  if (prev.block != in.block || prev.width == 0) return false;
-  switch (prev.op) {
+KILN_HD inline bool is_frame_shape(const FlatModuleView& m, const FlatOperand& p) {
+  uint32_t alloca_inst = 0;
+  int64_t offset = 0;
+  return frame_shape(m, p, &alloca_inst, &offset);
+}
+KILN_HD inline FlatOperand value_operand(uint32_t inst) { return FlatOperand{kOperandValue, 0, 0, 0, inst, 0}; }
+// The rbp-relative displacement of a frame-shaped pointer.
+KILN_HD inline bool frame_address(const FlatModuleView& m, const StampLayout& l, const FlatOperand& p, int32_t* disp) {
+  uint32_t alloca_inst = 0;
+  int64_t offset = 0;
+  if (!frame_shape(m, p, &alloca_inst, &offset)) return false;
+  *disp = static_cast<int32_t>(-static_cast<int64_t>(l.alloca_mem[alloca_inst]) + offset);
+  return true;
+}
+// Templates that end with their scalar result in rax (and then store it to its slot).
+KILN_HD inline bool result_in_rax(const FlatInst& in) {
+  if (in.width == 0) return false;
+  switch (in.op) {
     case kOpCopy: case kOpTrunc: case kOpSext:
     case kOpAdd: case kOpSub: case kOpMul: case kOpAnd: case kOpOr: case kOpXor:
     case kOpShl: case kOpLshr: case kOpAshr: case kOpUdiv: case kOpSdiv: case kOpUrem: case kOpSrem:
@@ -630,9 +682,67 @@ KILN_HD inline bool rax_holds(const FlatModuleView& m, uint32_t i, const FlatOpe
   }
 }
 
+// True when `op` is the result of the instruction just before `i` in the same block
+// and that instruction's template ends with the result in rax: then `i` need not
+// load it again. Depends only on the two instructions, so sizes stay exact.
+KILN_HD inline bool rax_holds(const FlatModuleView& m, uint32_t i, const FlatOperand& op) {
+  if (op.kind != kOperandValue || i == 0 || op.index != i - 1) return false;
+  const FlatInst& in = m.insts[i];
+  if (m.blocks[in.block].first_inst == i) return false;  // a jump target: rax is unknown
+  const FlatInst& prev = m.insts[i - 1];
+  return prev.block == in.block && result_in_rax(prev) && !is_frame_shape(m, op);  // frame addresses emit nothing
+}
+
+// True when a terminator copies values into successors' phis (which goes through rax).
+KILN_HD inline bool has_phi_copies(const FlatModuleView& m, const FlatInst& term) {
+  for (uint32_t k = 0; k < term.operand_count; ++k) {
+    const FlatOperand& op = m.operands[term.first_operand + k];
+    if (op.kind != kOperandBlock) continue;
+    const FlatBlock& b = m.blocks[op.index];
+    if (b.inst_count && m.insts[b.first_inst].op == kOpPhi) return true;
+  }
+  return false;
+}
+
+// Which operand of instruction `i` its template takes first, into rax, through
+// load_rax (so that the instruction before may leave it there), or -1. It mirrors
+// encode_inst and, like rax_holds, looks only at the instructions themselves.
+KILN_HD inline int rax_operand(const FlatModuleView& m, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  switch (in.op) {
+    case kOpCopy: case kOpTrunc: case kOpSext:
+    case kOpAdd: case kOpSub: case kOpMul: case kOpAnd: case kOpOr: case kOpXor:
+    case kOpShl: case kOpLshr: case kOpAshr: case kOpUdiv: case kOpSdiv: case kOpUrem: case kOpSrem:
+    case kOpIcmp: case kOpBitOp:
+      return 0;
+    case kOpLoad:
+      return is_frame_shape(m, ops[0]) ? -1 : 0;
+    case kOpGep:
+      return is_frame_shape(m, value_operand(i)) ? -1 : 0;
+    case kOpStore:
+      if (ops[0].width != 0 && rax_holds(m, i, ops[0])) return 0;  // the value, stored from rax
+      return is_frame_shape(m, ops[1]) ? -1 : 1;                    // else the address
+    case kOpCondBr: case kOpSwitch:
+      return has_phi_copies(m, in) ? -1 : 0;
+    case kOpRet: {
+      const FlatFunction& f = m.functions[m.blocks[in.block].function];
+      return in.operand_count && !(f.flags & (kFnHasSret | kFnRetPair)) ? 0 : -1;
+    }
+    default:
+      return -1;
+  }
+}
+
 // load_operand into rax, unless rax already holds it.
 KILN_HD inline void load_rax(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i, const FlatOperand& op) {
   if (!rax_holds(m, i, op)) load_operand(e, l, op, RAX);
+}
+
+// An icmp whose result lives only in rax and goes to the conditional branch right
+// after it: the branch jumps on the compare's flags (no setcc, no test).
+KILN_HD inline bool compare_feeds_branch(const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  return m.insts[i].op == kOpIcmp && l.home && l.home[i] == kHomeRax && m.insts[i + 1].op == kOpCondBr;
 }
 
 // Encodes (or measures) flat instruction `i` at e.pos.
@@ -649,14 +759,14 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       load_rax(e, m, l, i, ops[0]);
       if (in.op == kOpSext) sign_extend(e, RAX, in.aux);
       if (in.op != kOpCopy) normalize(e, RAX, in.width);
-      store64(e, dst, RAX);
+      store_result(e, l, i);
       return;
     case kOpAdd: case kOpSub: case kOpMul: case kOpAnd: case kOpOr: case kOpXor:
     case kOpShl: case kOpLshr: case kOpAshr: case kOpUdiv: case kOpSdiv: case kOpUrem: case kOpSrem:
       load_rax(e, m, l, i, ops[0]);
       load_operand(e, l, ops[1], RCX);
       encode_binary(e, in);
-      store64(e, dst, RAX);
+      store_result(e, l, i);
       return;
     case kOpIcmp:
       load_rax(e, m, l, i, ops[0]);
@@ -666,9 +776,10 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         sign_extend(e, RCX, ops[0].width);
       }
       e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+      if (compare_feeds_branch(m, l, i)) return;  // the branch right after jumps on the flags
       setcc_al(e, in.aux);
       e.byte(0x0F), e.byte(0xB6), e.byte(0xC0);  // movzx eax, al
-      store64(e, dst, RAX);
+      store_result(e, l, i);
       return;
     case kOpSelect:
       load_operand(e, l, ops[0], RDX);
@@ -676,9 +787,10 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       load_operand(e, l, ops[2], RCX);
       e.byte(0xF6), e.byte(0xC2), e.byte(0x01);               // test dl, 1
       e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1); // cmovz rax, rcx
-      store64(e, dst, RAX);
+      store_result(e, l, i);
       return;
     case kOpAlloca:
+      if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
       e.byte(0x48), e.byte(0x8D);  // lea rax, [rbp + disp]
       mem_operand(e, RAX, RBP, -l.alloca_mem[i]);
       if (in.imm > 16) {  // align up: (rax + align - 1) & -align
@@ -686,7 +798,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         e.byte(0x48), e.byte(0x25);
         e.u32(static_cast<uint32_t>(-static_cast<int32_t>(in.imm)));
       }
-      store64(e, dst, RAX);
+      store_result(e, l, i);
       return;
     case kOpLoad: {
       int32_t at = 0;
@@ -694,7 +806,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         if (in.width == 0) return copy_frame(e, dst, at, in.aux32);
         load_bytes(e, RAX, RBP, at, bytes_of_width(in.width));
         if (in.width == 1) normalize(e, RAX, 1);
-        store64(e, dst, RAX);
+        store_result(e, l, i);
         return;
       }
       load_rax(e, m, l, i, ops[0]);
@@ -702,7 +814,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       if (!is_standard_width(in.width)) {  // i24 .. i56: put together from pieces
         load_bytes(e, RCX, RAX, 0, bytes_of_width(in.width));
         mov_rr(e, RAX, RCX);
-        store64(e, dst, RAX);
+        store_result(e, l, i);
         return;
       }
       switch (in.width) {
@@ -712,11 +824,24 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         default: e.byte(0x0F), e.byte(0xB6), e.byte(0x00); break;
       }
       if (in.width == 1) normalize(e, RAX, 1);
-      store64(e, dst, RAX);
+      store_result(e, l, i);
       return;
     }
     case kOpStore: {
       int32_t at = 0;
+      if (ops[0].width != 0 && rax_holds(m, i, ops[0])) {  // the value is in rax already
+        uint32_t bytes = bytes_of_width(ops[0].width);
+        if (frame_address(m, l, ops[1], &at)) return store_bytes(e, RBP, at, RAX, bytes);
+        load_operand(e, l, ops[1], RCX);
+        if (!is_standard_width(ops[0].width)) return store_bytes(e, RCX, 0, RAX, bytes);
+        switch (ops[0].width) {
+          case 64: e.byte(0x48), e.byte(0x89), e.byte(0x01); break;  // mov [rcx], rax
+          case 32: e.byte(0x89), e.byte(0x01); break;
+          case 16: e.byte(0x66), e.byte(0x89), e.byte(0x01); break;
+          default: e.byte(0x88), e.byte(0x01); break;
+        }
+        return;
+      }
       if (frame_address(m, l, ops[1], &at)) {
         if (ops[0].width == 0) {
           if (ops[0].kind == kOperandValue) copy_frame(e, at, slot_disp(l, ops[0].index), in.aux32);
@@ -728,7 +853,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         return;
       }
       if (ops[0].width == 0) {  // aggregate
-        load_operand(e, l, ops[1], RAX);
+        load_rax(e, m, l, i, ops[1]);
         if (ops[0].kind == kOperandValue) return copy_memory(e, false, slot_disp(l, ops[0].index), in.aux32);
         if (ops[0].kind == kOperandZero) {
           e.byte(0x31), e.byte(0xC9);  // xor ecx, ecx, then exact zero stores through [rax + k]
@@ -736,8 +861,8 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
             uint32_t left = in.aux32 - done, chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
             if (chunk == 8) e.byte(0x48);
             if (chunk == 2) e.byte(0x66);
-            e.byte(chunk == 1 ? 0x88 : 0x89), e.byte(0x88);
-            e.u32(done);
+            e.byte(chunk == 1 ? 0x88 : 0x89);
+            mem_operand(e, RCX, RAX, static_cast<int32_t>(done));
             done += chunk;
           }
         }
@@ -755,14 +880,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       return;
     }
     case kOpGep: {
-      int32_t at = 0;
-      if (in.operand_count == 1 && frame_address(m, l, ops[0], &at) &&
-          static_cast<int64_t>(at) + in.imm > -2147483647 && static_cast<int64_t>(at) + in.imm < 2147483647) {
-        e.byte(0x48), e.byte(0x8D);  // lea rax, [rbp + disp]: a fixed frame address
-        mem_operand(e, RAX, RBP, static_cast<int32_t>(at + in.imm));
-        store64(e, dst, RAX);
-        return;
-      }
+      if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
       load_rax(e, m, l, i, ops[0]);
       for (uint32_t k = 1; k < in.operand_count; ++k) {
         load_operand(e, l, ops[k], RCX);
@@ -774,14 +892,14 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         e.byte(0x48), e.byte(0x01), e.byte(0xC8);  // add rax, rcx
       }
       if (in.imm != 0) add_imm(e, RAX, static_cast<int32_t>(in.imm));
-      store64(e, dst, RAX);
+      store_result(e, l, i);
       return;
     }
     case kOpExtract: {
       if (ops[0].kind != kOperandValue) {  // undef, poison or zero aggregate: the field is 0
         if (in.width) {
           mov_imm(e, RAX, 0);
-          store64(e, dst, RAX);
+          store_result(e, l, i);
         } else {
           zero_frame(e, dst, in.aux32);
         }
@@ -791,7 +909,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       if (in.width == 0) return copy_frame(e, dst, src, in.aux32);
       load_narrow(e, RAX, src, bytes_of_width(in.width));
       if (in.width == 1) normalize(e, RAX, 1);
-      store64(e, dst, RAX);
+      store_result(e, l, i);
       return;
     }
     case kOpInsert: {
@@ -832,7 +950,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       phi_copies_for(e, m, l, in.block, unwind.index);
       encode_call(e, m, l, i, in.operand_count - 2);
       phi_copies_for(e, m, l, in.block, normal.index);
-      jump_to_block(e, l, normal.index);
+      jump_to_block(e, l, in.block, normal.index);
       return;
     }
     case kOpBitOp:
@@ -840,7 +958,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       if (in.operand_count > 1) load_operand(e, l, ops[1], RCX);
       encode_bit_op(e, in.aux, ops[0].width);
       normalize(e, RAX, in.width);
-      store64(e, dst, RAX);
+      store_result(e, l, i);
       return;
     case kOpLandingPad:  // the personality hands over the exception in rax and its selector in edx
       store64(e, dst, RAX);
@@ -855,21 +973,35 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       return;
     case kOpBr:
       phi_copies(e, m, l, in);
-      jump_to_block(e, l, ops[0].index);
+      jump_to_block(e, l, in.block, ops[0].index);
       return;
     case kOpCondBr: {
       phi_copies(e, m, l, in);
-      load_operand(e, l, ops[0], RAX);
-      e.byte(0xA8), e.byte(0x01);  // test al, 1
-      e.byte(0x0F), e.byte(0x85);  // jnz rel32
-      uint32_t target = l.block_offset ? l.block_offset[ops[1].index] : 0;
-      e.u32(target - (e.pos + 4));
-      jump_to_block(e, l, ops[2].index);
+      if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
+      else load_rax(e, m, l, i, ops[0]);
+      // Jump on the compare's own flags when it comes right before, else on bit 0.
+      uint32_t jcc_true = 0x85;  // jnz
+      if (i > 0 && compare_feeds_branch(m, l, i - 1)) jcc_true = setcc_opcode(m.insts[i - 1].aux) - 0x10;
+      else e.byte(0xA8), e.byte(0x01);  // test al, 1
+      uint32_t on_true = ops[1].index, on_false = ops[2].index;
+      if (on_true == in.block + 1 && on_false != on_true) {  // the opposite jump to the false block
+        e.byte(0x0F), e.byte(jcc_true ^ 1);
+        uint32_t target = l.block_offset ? l.block_offset[on_false] : 0;
+        e.u32(target - (e.pos + 4));
+        return;
+      }
+      if (on_true != on_false) {
+        e.byte(0x0F), e.byte(jcc_true);
+        uint32_t target = l.block_offset ? l.block_offset[on_true] : 0;
+        e.u32(target - (e.pos + 4));
+      }
+      jump_to_block(e, l, in.block, on_false);
       return;
     }
     case kOpSwitch:
       phi_copies(e, m, l, in);
-      load_operand(e, l, ops[0], RAX);
+      if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
+      else load_rax(e, m, l, i, ops[0]);
       for (uint32_t k = 2; k + 1 < in.operand_count; k += 2) {
         mov_imm(e, RCX, static_cast<uint64_t>(ops[k].imm));
         e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
@@ -877,7 +1009,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
         uint32_t target = l.block_offset ? l.block_offset[ops[k + 1].index] : 0;
         e.u32(target - (e.pos + 4));
       }
-      jump_to_block(e, l, ops[1].index);
+      jump_to_block(e, l, in.block, ops[1].index);
       return;
     case kOpRet: {
       const FlatFunction& f = m.functions[m.blocks[in.block].function];

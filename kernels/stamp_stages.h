@@ -1,7 +1,8 @@
 // stamp's stages as plain functions over the flat arrays. Each is independent per
 // function or per instruction, so the CPU executor runs them on threads and the CUDA
 // executor as kernels, with identical results:
-//   1. frame    (per function)    slot offsets: one slot per value, aligned allocas
+//   0. uses     (per function)    where results live: a slot, only rax, or nowhere
+//   1. frame    (per function)    slot offsets: one slot per stored value, aligned allocas
 //   2. measure  (per instruction) exact byte length and relocation count
 //   3. offsets  (per function)    exclusive scans: instruction, block, relocation offsets
 //   4. encode   (per instruction) bytes into the function's code, relocation records
@@ -13,10 +14,37 @@
 
 namespace kiln {
 
+// Stage 0: where each result lives (ResultHome). A frame address (frame_shape) needs
+// no code and no slot: each use recomputes it or addresses memory through it. A result
+// used once, by the next instruction, which takes that operand first into rax
+// (rax_operand), never goes to memory. use_count is scratch (per instruction).
+KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* use_count, uint8_t* home) {
+  const FlatFunction& f = m.functions[fn];
+  const uint32_t end = f.first_inst + f.inst_count;
+  for (uint32_t i = f.first_inst; i < end; ++i) use_count[i] = 0;
+  for (uint32_t i = f.first_inst; i < end; ++i) {
+    const FlatInst& in = m.insts[i];
+    for (uint32_t k = 0; k < in.operand_count; ++k) {
+      const FlatOperand& op = m.operands[in.first_operand + k];
+      if (op.kind == kOperandValue) ++use_count[op.index];
+    }
+  }
+  for (uint32_t i = f.first_inst; i < end; ++i) home[i] = is_frame_shape(m, value_operand(i)) ? kHomeNone : kHomeSlot;
+  for (uint32_t i = f.first_inst; i + 1 < end; ++i) {
+    if (home[i] != kHomeSlot || use_count[i] != 1 || !result_in_rax(m.insts[i])) continue;
+    int k = rax_operand(m, i + 1);
+    if (k < 0) continue;
+    const FlatOperand& op = m.operands[m.insts[i + 1].first_operand + static_cast<uint32_t>(k)];
+    if (op.kind == kOperandValue && op.index == i && rax_holds(m, i + 1, op)) home[i] = kHomeRax;
+  }
+}
+
 // Stage 1. Writes inst_slot/alloca_mem for the function's instructions, arg_slot for
-// its arguments, and its frame size (a multiple of 16).
-KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, int32_t* inst_slot, int32_t* alloca_mem,
-                                int32_t* arg_slot, uint32_t* frame_size) {
+// its arguments, and its frame size (a multiple of 16). Allocas get the memory nearest
+// rbp, stored values the rest: on regex's corpus that order gives slightly smaller
+// code (more 8-bit displacements) than the other way round.
+KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint8_t* home, int32_t* inst_slot,
+                                int32_t* alloca_mem, int32_t* arg_slot, uint32_t* frame_size) {
   const FlatFunction& f = m.functions[fn];
   uint32_t off = 0;
   for (uint32_t a = 0; a < f.arg_count; ++a) {
@@ -36,10 +64,20 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, int32_t* i
       off = (off + bytes + step - 1) / step * step;
       alloca_mem[i] = static_cast<int32_t>(off);
     }
-    if (in.slot_size) {
+  }
+  for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
+    const FlatInst& in = m.insts[i];
+    if (in.slot_size && home[i] == kHomeSlot) {
       off = (off + in.slot_size + 7) / 8 * 8;
       inst_slot[i] = static_cast<int32_t>(off);
     }
+  }
+  // Frame addresses: their displacement, where a slot's would be (slot_disp).
+  for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
+    uint32_t alloca_inst = 0;
+    int64_t offset = 0;
+    if (home[i] == kHomeNone && frame_shape(m, value_operand(i), &alloca_inst, &offset))
+      inst_slot[i] = static_cast<int32_t>(alloca_mem[alloca_inst] - offset);
   }
   frame_size[fn] = (off + 15) / 16 * 16;
 }

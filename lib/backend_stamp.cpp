@@ -34,7 +34,7 @@ std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, 
   Stopwatch clock;
   StampOutput code = run_stamp_cpu(plan.flat.flat.view(), 1);
   if (stages_seconds) *stages_seconds = clock.seconds();
-  return write_stamp_object(stamp_functions_of(plan.flat.flat, code), module.getSourceFileName(), plan.data);
+  return write_stamp_object(stamp_object_parts(plan.flat.flat, code).view, module.getSourceFileName(), plan.data);
 }
 
 EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label) {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <map>
+#include <string_view>
 #include <unordered_map>
 #include <string>
 #include <vector>
@@ -49,24 +49,6 @@ void put_struct(std::string& out, const T& value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
 
-// A string table: starts with the empty string. Names are not deduplicated: symbol
-// names are unique already, and looking each one up cost more than the bytes saved.
-class StringTable {
- public:
-  StringTable() { bytes_.push_back('\0'); }
-  uint32_t add(const std::string& s) {
-    if (s.empty()) return 0;
-    auto offset = static_cast<uint32_t>(bytes_.size());
-    bytes_ += s;
-    bytes_.push_back('\0');
-    return offset;
-  }
-  const std::string& bytes() const { return bytes_; }
-
- private:
-  std::string bytes_;
-};
-
 // How many bytes a relocation of this type patches; 0 for types this writer refuses.
 uint32_t relocation_field_size(uint32_t type) {
   switch (type) {
@@ -102,25 +84,6 @@ unsigned char st_bind_for(SymbolBinding b) {
     case SymbolBinding::global: break;
   }
   return STB_GLOBAL;
-}
-
-struct Section {
-  std::string name;
-  Elf64_Shdr header{};
-  std::string data;  // empty for sections whose contents are built later
-};
-
-// Appends the .rela section of section `target` and returns its index.
-size_t add_rela_for(std::vector<Section>& sections, size_t target, uint64_t extra_flags) {
-  Section rela;
-  rela.name = ".rela" + sections[target].name;
-  rela.header.sh_type = SHT_RELA;
-  rela.header.sh_flags = SHF_INFO_LINK | extra_flags;
-  rela.header.sh_info = static_cast<uint32_t>(target);
-  rela.header.sh_addralign = 8;
-  rela.header.sh_entsize = sizeof(Elf64_Rela);
-  sections.push_back(std::move(rela));
-  return sections.size() - 1;
 }
 
 }  // namespace
@@ -216,310 +179,362 @@ std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::v
   return out;
 }
 
-std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name,
+namespace {
+
+// A section as laid out: its header, and where its bytes come from (written straight
+// into the output, never copied into a buffer of its own first).
+struct PlannedSection {
+  Elf64_Shdr header{};
+  const uint8_t* bytes = nullptr;  // contents to copy, or nullptr (built in place)
+};
+
+void put_rela_at(std::string& out, size_t at, uint64_t offset, uint32_t symbol, uint32_t type, int64_t addend) {
+  Elf64_Rela r{};
+  r.r_offset = offset;
+  r.r_info = ELF64_R_INFO(static_cast<uint64_t>(symbol), static_cast<uint64_t>(type));
+  r.r_addend = addend;
+  std::memcpy(&out[at], &r, sizeof r);
+}
+
+}  // namespace
+
+std::string write_stamp_object(const StampObjectView& v, const std::string& source_file_name,
                                const std::vector<StampData>& data) {
   auto fail = [&](const std::string& reason) { throw KilnError(kExitInternal, source_file_name, reason); };
+  const uint32_t F = v.function_count;
 
-  // Check the input and index the defined names.
-  std::unordered_map<std::string, size_t> defined;  // name -> function index
-  std::vector<uint32_t> code_sizes;
-  for (size_t i = 0; i < functions.size(); ++i) {
-    const StampFunction& f = functions[i];
-    if (f.name.empty()) fail("stamp function " + std::to_string(i) + " has no name");
-    if (!defined.emplace(f.name, i).second) fail("function '" + f.name + "' is defined twice");
-    if (f.code.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-      fail("function '" + f.name + "' is too large for an sdata4 FDE range");
-    for (const StampRelocation& r : f.relocations) {
-      uint32_t field = relocation_field_size(r.type);
-      if (field == 0)
-        fail("function '" + f.name + "': unsupported relocation type " + std::to_string(r.type));
-      if (r.symbol.empty())
-        fail("function '" + f.name + "': relocation at offset " + std::to_string(r.offset) + " names no symbol");
-      if (static_cast<uint64_t>(r.offset) + field > f.code.size())
-        fail("function '" + f.name + "': relocation at offset " + std::to_string(r.offset) + " runs past the end of its " +
-             std::to_string(f.code.size()) + " bytes of code");
+  // Names: one index per distinct string (the first of equal ones), and data names.
+  std::vector<std::string_view> names(v.names, v.names + v.name_count);
+  std::unordered_map<std::string_view, uint32_t> index_of_name;
+  index_of_name.reserve(names.size() + data.size());
+  std::vector<uint32_t> canon(names.size());
+  for (uint32_t n = 0; n < names.size(); ++n) canon[n] = index_of_name.emplace(names[n], n).first->second;
+  auto name_index = [&](std::string_view name) {
+    auto [it, inserted] = index_of_name.emplace(name, static_cast<uint32_t>(names.size()));
+    if (inserted) names.push_back(name), canon.push_back(it->second);
+    return it->second;
+  };
+
+  // Check the input.
+  std::vector<uint32_t> code_sizes(F);
+  std::vector<uint8_t> defined(names.size() + data.size(), 0);
+  for (uint32_t i = 0; i < F; ++i) {
+    if (v.function_name[i] >= v.name_count) fail("stamp function " + std::to_string(i) + " names no symbol");
+    const std::string& name = v.names[v.function_name[i]];
+    if (name.empty()) fail("stamp function " + std::to_string(i) + " has no name");
+    uint32_t c = canon[v.function_name[i]];
+    if (defined[c]) fail("function '" + name + "' is defined twice");
+    defined[c] = 1;
+    if (v.code_size[i] > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()))
+      fail("function '" + name + "' is too large for an sdata4 FDE range");
+    const StampReloc* r = v.relocs + v.reloc_start[i];
+    for (uint32_t k = 0; k < v.reloc_count[i]; ++k) {
+      uint32_t field = relocation_field_size(r[k].type);
+      if (field == 0) fail("function '" + name + "': unsupported relocation type " + std::to_string(r[k].type));
+      if (r[k].symbol >= v.name_count || v.names[r[k].symbol].empty())
+        fail("function '" + name + "': relocation at offset " + std::to_string(r[k].offset) + " names no symbol");
+      if (static_cast<uint64_t>(r[k].offset) + field > v.code_size[i])
+        fail("function '" + name + "': relocation at offset " + std::to_string(r[k].offset) + " runs past the end of its " +
+             std::to_string(v.code_size[i]) + " bytes of code");
     }
-    code_sizes.push_back(static_cast<uint32_t>(f.code.size()));
+    if (v.personality && v.personality[i] != kNoPersonality && v.personality[i] >= v.name_count)
+      fail("function '" + name + "': personality names no symbol");
+    code_sizes[i] = v.code_size[i];
+  }
+  std::vector<uint32_t> data_name(data.size());
+  for (size_t d = 0; d < data.size(); ++d) {
+    if (data[d].name.empty()) fail("global variable " + std::to_string(d) + " has no name");
+    data_name[d] = name_index(data[d].name);
+    if (defined.size() < names.size()) defined.resize(names.size(), 0);
+    if (defined[data_name[d]]) fail("'" + data[d].name + "' is defined twice");
+    defined[data_name[d]] = 1;
   }
 
   // Distinct personalities, in first-use order; each gets a CIE and a DW.ref pointer.
-  std::vector<std::string> personalities;
-  std::vector<int> personality_of(functions.size(), -1);
-  for (size_t i = 0; i < functions.size(); ++i) {
-    if (functions[i].personality.empty()) continue;
-    auto it = std::find(personalities.begin(), personalities.end(), functions[i].personality);
+  std::vector<uint32_t> personalities;  // canonical name indexes
+  std::vector<int> personality_of(F, -1);
+  for (uint32_t i = 0; i < F; ++i) {
+    if (!v.personality || v.personality[i] == kNoPersonality) continue;
+    uint32_t c = canon[v.personality[i]];
+    auto it = std::find(personalities.begin(), personalities.end(), c);
     personality_of[i] = static_cast<int>(it - personalities.begin());
-    if (it == personalities.end()) personalities.push_back(functions[i].personality);
+    if (it == personalities.end()) personalities.push_back(c);
   }
 
-  // Sections, in file order.
-  std::vector<Section> sections(1);  // the null section
-  std::vector<size_t> code_index(functions.size()), rela_index(functions.size(), 0);
-  for (size_t i = 0; i < functions.size(); ++i) {
-    const StampFunction& f = functions[i];
-    Section code;
-    code.name = f.section.empty() ? ".text." + f.name : f.section;
-    code.header.sh_type = SHT_PROGBITS;
-    code.header.sh_flags = SHF_ALLOC | SHF_EXECINSTR;
-    code.header.sh_addralign = 16;
-    code.data.assign(f.code.begin(), f.code.end());
-    code_index[i] = sections.size();
-    sections.push_back(std::move(code));
-    if (!f.relocations.empty()) rela_index[i] = add_rela_for(sections, code_index[i], 0);
+  // Section headers, in file order; names go into .shstrtab afterwards.
+  std::vector<PlannedSection> sections(1);
+  auto add_section = [&](uint32_t type, uint64_t flags, uint64_t align, uint64_t size, const uint8_t* bytes) {
+    PlannedSection s;
+    s.header.sh_type = type;
+    s.header.sh_flags = flags;
+    s.header.sh_addralign = align;
+    s.header.sh_size = size;
+    s.bytes = bytes;
+    sections.push_back(s);
+    return sections.size() - 1;
+  };
+  auto add_rela = [&](size_t target, uint64_t count, uint64_t extra_flags) {
+    size_t r = add_section(SHT_RELA, SHF_INFO_LINK | extra_flags, 8, count * sizeof(Elf64_Rela), nullptr);
+    sections[r].header.sh_info = static_cast<uint32_t>(target);
+    sections[r].header.sh_entsize = sizeof(Elf64_Rela);
+    return r;
+  };
+  std::vector<size_t> code_index(F), rela_index(F, 0);
+  for (uint32_t i = 0; i < F; ++i) {
+    code_index[i] = add_section(SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 16, v.code_size[i], v.code + v.code_start[i]);
+    if (v.reloc_count[i]) rela_index[i] = add_rela(code_index[i], v.reloc_count[i], 0);
   }
-  // Global variables: a section each (and its .rela when it holds addresses).
   std::vector<size_t> data_index(data.size()), data_rela_index(data.size(), 0);
   for (size_t d = 0; d < data.size(); ++d) {
-    const StampData& v = data[d];
-    if (v.name.empty()) fail("global variable " + std::to_string(d) + " has no name");
-    if (defined.count(v.name)) fail("'" + v.name + "' is defined twice");
-    Section sec;
-    sec.name = v.section;
-    sec.header.sh_type = v.zero ? SHT_NOBITS : SHT_PROGBITS;
-    sec.header.sh_flags = SHF_ALLOC | (v.writable ? SHF_WRITE : 0);
-    sec.header.sh_addralign = v.align ? v.align : 1;
-    if (v.zero) sec.header.sh_size = v.size;
-    else sec.data.assign(v.bytes.begin(), v.bytes.end());
-    data_index[d] = sections.size();
-    sections.push_back(std::move(sec));
-    if (!v.relocations.empty()) data_rela_index[d] = add_rela_for(sections, data_index[d], 0);
+    const StampData& g = data[d];
+    data_index[d] = add_section(g.zero ? SHT_NOBITS : SHT_PROGBITS, SHF_ALLOC | (g.writable ? SHF_WRITE : 0),
+                                g.align ? g.align : 1, g.zero ? g.size : g.bytes.size(), g.bytes.data());
+    if (!g.relocations.empty()) data_rela_index[d] = add_rela(data_index[d], g.relocations.size(), 0);
   }
-
-  // Exception tables: every LSDA in one .gcc_except_table, 4-byte aligned.
-  std::vector<uint32_t> lsda_offset(functions.size(), 0);
+  // Exception tables: every LSDA in one .gcc_except_table, each 4-byte aligned.
+  std::vector<uint32_t> lsda_offset(F, 0);
+  std::string except_bytes;
   size_t except_index = 0;
   if (!personalities.empty()) {
-    Section except;
-    except.name = ".gcc_except_table";
-    except.header.sh_type = SHT_PROGBITS;
-    except.header.sh_flags = SHF_ALLOC;
-    except.header.sh_addralign = 4;
-    for (size_t i = 0; i < functions.size(); ++i) {
+    for (uint32_t i = 0; i < F; ++i) {
       if (personality_of[i] < 0) continue;
-      pad_to(except.data, 4, '\0');
-      lsda_offset[i] = static_cast<uint32_t>(except.data.size());
-      except.data.append(functions[i].lsda.begin(), functions[i].lsda.end());
+      pad_to(except_bytes, 4, '\0');
+      lsda_offset[i] = static_cast<uint32_t>(except_bytes.size());
+      except_bytes.append(reinterpret_cast<const char*>(v.lsda + v.lsda_start[i]), v.lsda_size[i]);
     }
-    except_index = sections.size();
-    sections.push_back(std::move(except));
+    except_index = add_section(SHT_PROGBITS, SHF_ALLOC, 4, except_bytes.size(),
+                               reinterpret_cast<const uint8_t*>(except_bytes.data()));
   }
   // DW.ref.NAME: a hidden pointer to each personality, in its own COMDAT group so that
   // every object that needs it can carry it (the group comes before its members).
+  static const uint8_t kZeros[8] = {};
   std::vector<size_t> dwref_group(personalities.size()), dwref_data(personalities.size()), dwref_rela(personalities.size());
+  std::vector<uint32_t> group_words(3 * personalities.size());
   for (size_t p = 0; p < personalities.size(); ++p) {
-    Section group;
-    group.name = ".group";
-    group.header.sh_type = SHT_GROUP;
-    group.header.sh_addralign = 4;
-    group.header.sh_entsize = 4;
-    dwref_group[p] = sections.size();
-    sections.push_back(std::move(group));
-    Section data;
-    data.name = ".data.DW.ref." + personalities[p];
-    data.header.sh_type = SHT_PROGBITS;
-    data.header.sh_flags = SHF_ALLOC | SHF_WRITE | SHF_GROUP;
-    data.header.sh_addralign = 8;
-    data.data.assign(8, '\0');
-    dwref_data[p] = sections.size();
-    sections.push_back(std::move(data));
-    dwref_rela[p] = add_rela_for(sections, dwref_data[p], SHF_GROUP);
-    put32(sections[dwref_group[p]].data, GRP_COMDAT);
-    put32(sections[dwref_group[p]].data, static_cast<uint32_t>(dwref_data[p]));
-    put32(sections[dwref_group[p]].data, static_cast<uint32_t>(dwref_rela[p]));
+    dwref_group[p] = add_section(SHT_GROUP, 0, 4, 12, reinterpret_cast<const uint8_t*>(&group_words[3 * p]));
+    sections[dwref_group[p]].header.sh_entsize = 4;
+    dwref_data[p] = add_section(SHT_PROGBITS, SHF_ALLOC | SHF_WRITE | SHF_GROUP, 8, 8, kZeros);
+    dwref_rela[p] = add_rela(dwref_data[p], 1, SHF_GROUP);
+    group_words[3 * p] = GRP_COMDAT;
+    group_words[3 * p + 1] = static_cast<uint32_t>(dwref_data[p]);
+    group_words[3 * p + 2] = static_cast<uint32_t>(dwref_rela[p]);
   }
   EhFrameFixups eh_fix;
-  size_t eh_frame_index = sections.size();
-  {
-    Section eh;
-    eh.name = ".eh_frame";
-    eh.header.sh_type = kShtX8664Unwind;
-    eh.header.sh_flags = SHF_ALLOC;
-    eh.header.sh_addralign = 8;
-    eh.data = build_eh_frame(code_sizes, personality_of, personalities.size(), eh_fix);
-    sections.push_back(std::move(eh));
-  }
+  std::string eh_frame = build_eh_frame(code_sizes, personality_of, personalities.size(), eh_fix);
+  size_t eh_frame_index =
+      add_section(kShtX8664Unwind, SHF_ALLOC, 8, eh_frame.size(), reinterpret_cast<const uint8_t*>(eh_frame.data()));
   size_t eh_rela_index = 0;
-  if (!functions.empty()) {
-    eh_rela_index = add_rela_for(sections, eh_frame_index, 0);
-  }
-  {
-    Section note;
-    note.name = ".note.GNU-stack";
-    note.header.sh_type = SHT_PROGBITS;
-    note.header.sh_addralign = 1;
-    sections.push_back(std::move(note));
-  }
-  size_t symtab_index = sections.size();
-  sections.emplace_back();
+  uint64_t eh_relocs = personalities.size() + F;
+  for (uint32_t i = 0; i < F; ++i) eh_relocs += personality_of[i] >= 0;
+  if (F) eh_rela_index = add_rela(eh_frame_index, eh_relocs, 0);
+  size_t note_index = add_section(SHT_PROGBITS, 0, 1, 0, nullptr);
+  size_t symtab_index = add_section(SHT_SYMTAB, 0, 8, 0, nullptr);
   // Section indexes from SHN_LORESERVE up do not fit st_shndx: such objects need a
   // .symtab_shndx section (and extended numbering in the ELF header, below).
   bool need_shndx = eh_frame_index >= SHN_LORESERVE;  // the highest index a symbol names
-  size_t shndx_index = 0;
-  if (need_shndx) {
-    shndx_index = sections.size();
-    sections.emplace_back();
-  }
-  size_t strtab_index = sections.size();
-  sections.emplace_back();
-  size_t shstrtab_index = sections.size();
-  sections.emplace_back();
+  size_t shndx_index = need_shndx ? add_section(SHT_SYMTAB_SHNDX, 0, 4, 0, nullptr) : 0;
+  size_t strtab_index = add_section(SHT_STRTAB, 0, 1, 0, nullptr);
+  size_t shstrtab_index = add_section(SHT_STRTAB, 0, 1, 0, nullptr);
 
-  // Symbols: locals (file, section symbols, local functions), then globals.
-  StringTable strtab;
+  // Section names: ".rela.X" first so that "X" can point into its tail.
+  std::string shstrtab(1, '\0');
+  // Which function, global or personality each section belongs to (for its name).
+  std::vector<int64_t> owner(sections.size(), -1);  // >= 0: function; <= -2: data -(d+2)
+  for (uint32_t i = 0; i < F; ++i) owner[code_index[i]] = i;
+  for (size_t d = 0; d < data.size(); ++d) owner[data_index[d]] = -static_cast<int64_t>(d) - 2;
+  std::vector<int64_t> dwref_of(sections.size(), -1);
+  for (size_t p = 0; p < personalities.size(); ++p) dwref_of[dwref_data[p]] = static_cast<int64_t>(p), dwref_of[dwref_group[p]] = -2;
+  auto append_name = [&](size_t i) {
+    if (owner[i] >= 0) {
+      const std::string& sec = v.section[owner[i]];
+      if (sec.empty()) shstrtab += ".text.", shstrtab += v.names[v.function_name[owner[i]]];
+      else shstrtab += sec;
+    } else if (owner[i] <= -2) {
+      shstrtab += data[static_cast<size_t>(-owner[i] - 2)].section;
+    } else if (dwref_of[i] >= 0) {
+      shstrtab += ".data.DW.ref.";
+      shstrtab += names[personalities[static_cast<size_t>(dwref_of[i])]];
+    } else if (dwref_of[i] == -2) {
+      shstrtab += ".group";
+    } else if (i == eh_frame_index) {
+      shstrtab += ".eh_frame";
+    } else if (except_index && i == except_index) {
+      shstrtab += ".gcc_except_table";
+    } else if (i == note_index) {
+      shstrtab += ".note.GNU-stack";
+    } else if (i == symtab_index) {
+      shstrtab += ".symtab";
+    } else if (need_shndx && i == shndx_index) {
+      shstrtab += ".symtab_shndx";
+    } else if (i == strtab_index) {
+      shstrtab += ".strtab";
+    }
+  };
+  for (size_t i = 1; i < sections.size(); ++i) {
+    Elf64_Shdr& h = sections[i].header;
+    if (h.sh_type != SHT_RELA) continue;
+    h.sh_name = static_cast<uint32_t>(shstrtab.size());
+    shstrtab += ".rela";
+    append_name(h.sh_info);
+    shstrtab.push_back('\0');
+    sections[h.sh_info].header.sh_name = h.sh_name + 5;
+  }
+  for (size_t i = 1; i < sections.size(); ++i) {
+    Elf64_Shdr& h = sections[i].header;
+    if (h.sh_name != 0 || i == shstrtab_index) continue;
+    h.sh_name = static_cast<uint32_t>(shstrtab.size());
+    append_name(i);
+    shstrtab.push_back('\0');
+  }
+  sections[shstrtab_index].header.sh_name = static_cast<uint32_t>(shstrtab.size());
+  shstrtab += ".shstrtab";
+  shstrtab.push_back('\0');
+
+  // Symbols: locals (file, section symbols, local functions and data), then globals.
+  std::string strtab(1, '\0');
   std::vector<Elf64_Sym> symbols;
-  std::vector<uint32_t> shndx_words;  // parallel to symbols when need_shndx
+  symbols.reserve(3 + 2 * F + data.size() + personalities.size());
+  std::vector<uint32_t> shndx_words;
+  std::vector<uint32_t> symbol_of_name(names.size(), 0);  // canonical name -> symbol (0: none yet)
   constexpr size_t kAbsolute = std::numeric_limits<size_t>::max();
-  auto add_symbol = [&](const std::string& name, unsigned char bind, unsigned char type, uint8_t other,
-                        size_t section, uint64_t size) {
+  auto add_symbol = [&](std::string_view name, unsigned char bind, unsigned char type, uint8_t other, size_t section,
+                        uint64_t size) {
     Elf64_Sym s{};
-    s.st_name = strtab.add(name);
+    if (!name.empty()) {
+      s.st_name = static_cast<uint32_t>(strtab.size());
+      strtab.append(name.data(), name.size());
+      strtab.push_back('\0');
+    }
     s.st_info = static_cast<unsigned char>(ELF64_ST_INFO(bind, type));
     s.st_other = other;
     if (section == kAbsolute) {
       s.st_shndx = SHN_ABS;
-      shndx_words.push_back(0);
+      if (need_shndx) shndx_words.push_back(0);
     } else if (section >= SHN_LORESERVE) {
       s.st_shndx = SHN_XINDEX;
       shndx_words.push_back(static_cast<uint32_t>(section));
     } else {
       s.st_shndx = static_cast<uint16_t>(section);
-      shndx_words.push_back(0);
+      if (need_shndx) shndx_words.push_back(0);
     }
-    s.st_value = 0;
     s.st_size = size;
     symbols.push_back(s);
     return static_cast<uint32_t>(symbols.size() - 1);
   };
   add_symbol("", STB_LOCAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
   add_symbol(source_file_name, STB_LOCAL, STT_FILE, STV_DEFAULT, kAbsolute, 0);
-  std::vector<uint32_t> section_symbol(functions.size());
-  for (size_t i = 0; i < functions.size(); ++i)
-    section_symbol[i] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
+  std::vector<uint32_t> section_symbol(F);
+  for (uint32_t i = 0; i < F; ++i) section_symbol[i] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
   add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, eh_frame_index, 0);
   uint32_t except_symbol = except_index ? add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, except_index, 0) : 0;
-  std::vector<uint32_t> function_symbol(functions.size()), data_symbol(data.size());
   for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < functions.size(); ++i) {
-      const StampFunction& f = functions[i];
-      if ((f.binding == SymbolBinding::local) != (pass == 0)) continue;
-      function_symbol[i] = add_symbol(f.name, st_bind_for(f.binding), STT_FUNC, st_other_for(f.visibility),
-                                      code_index[i], f.code.size());
+    for (uint32_t i = 0; i < F; ++i) {
+      if ((v.binding[i] == SymbolBinding::local) != (pass == 0)) continue;
+      uint32_t c = canon[v.function_name[i]];
+      symbol_of_name[c] = add_symbol(names[c], st_bind_for(v.binding[i]), STT_FUNC, st_other_for(v.visibility[i]),
+                                     code_index[i], v.code_size[i]);
     }
     for (size_t d = 0; d < data.size(); ++d) {
-      const StampData& v = data[d];
-      if ((v.binding == SymbolBinding::local) != (pass == 0)) continue;
-      data_symbol[d] = add_symbol(v.name, st_bind_for(v.binding), STT_OBJECT, st_other_for(v.visibility), data_index[d], v.size);
+      const StampData& g = data[d];
+      if ((g.binding == SymbolBinding::local) != (pass == 0)) continue;
+      symbol_of_name[data_name[d]] =
+          add_symbol(g.name, st_bind_for(g.binding), STT_OBJECT, st_other_for(g.visibility), data_index[d], g.size);
     }
     if (pass == 0) sections[symtab_index].header.sh_info = static_cast<uint32_t>(symbols.size());
   }
   std::vector<uint32_t> dwref_symbol(personalities.size());
+  std::string dwref_name;
   for (size_t p = 0; p < personalities.size(); ++p) {
-    dwref_symbol[p] = add_symbol("DW.ref." + personalities[p], STB_WEAK, STT_OBJECT, STV_HIDDEN, dwref_data[p], 8);
+    dwref_name = "DW.ref.";
+    dwref_name += names[personalities[p]];
+    dwref_symbol[p] = add_symbol(dwref_name, STB_WEAK, STT_OBJECT, STV_HIDDEN, dwref_data[p], 8);
     sections[dwref_group[p]].header.sh_info = dwref_symbol[p];  // the group's signature
   }
-  std::unordered_map<std::string, uint32_t> undefined;
-  std::unordered_map<std::string, size_t> defined_data;
-  for (size_t d = 0; d < data.size(); ++d) defined_data.emplace(data[d].name, d);
-  auto symbol_for = [&](const std::string& name) {
-    auto d = defined.find(name);
-    if (d != defined.end()) return function_symbol[d->second];
-    auto dd = defined_data.find(name);
-    if (dd != defined_data.end()) return data_symbol[dd->second];
-    auto u = undefined.find(name);
-    if (u != undefined.end()) return u->second;
-    uint32_t index = add_symbol(name, STB_GLOBAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
-    undefined.emplace(name, index);
-    return index;
+  auto symbol_for = [&](uint32_t name) {
+    uint32_t c = canon[name];
+    if (!symbol_of_name[c]) symbol_of_name[c] = add_symbol(names[c], STB_GLOBAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
+    return symbol_of_name[c];
   };
 
-  // Relocations.
-  auto put_rela = [](std::string& out, uint64_t offset, uint32_t symbol, uint32_t type, int64_t addend) {
-    Elf64_Rela r{};
-    r.r_offset = offset;
-    r.r_info = ELF64_R_INFO(static_cast<uint64_t>(symbol), static_cast<uint64_t>(type));
-    r.r_addend = addend;
-    put_struct(out, r);
-  };
-  for (size_t i = 0; i < functions.size(); ++i) {
-    for (const StampRelocation& r : functions[i].relocations)
-      put_rela(sections[rela_index[i]].data, r.offset, symbol_for(r.symbol), r.type, r.addend);
+  // Layout of everything before .symtab: contents copied straight into place.
+  std::string out(sizeof(Elf64_Ehdr), '\0');
+  size_t pos = out.size();
+  for (size_t i = 1; i < symtab_index; ++i) {
+    Elf64_Shdr& h = sections[i].header;
+    uint64_t align = h.sh_addralign ? h.sh_addralign : 1;
+    pos = (pos + align - 1) / align * align;
+    h.sh_offset = pos;
+    if (h.sh_type != SHT_NOBITS) pos += h.sh_size;
   }
-  for (size_t d = 0; d < data.size(); ++d)
-    for (const StampRelocation& r : data[d].relocations)
-      put_rela(sections[data_rela_index[d]].data, r.offset, symbol_for(r.symbol), r.type, r.addend);
-  // .eh_frame's relocations in offset order: CIE personality pointers come first.
-  for (size_t p = 0; p < personalities.size(); ++p)
-    put_rela(sections[eh_rela_index].data, eh_fix.personality_pointer[p], dwref_symbol[p], R_X86_64_PC32, 0);
-  for (size_t i = 0; i < functions.size(); ++i) {
-    put_rela(sections[eh_rela_index].data, eh_fix.pc_begin[i], section_symbol[i], R_X86_64_PC32, 0);
-    if (personality_of[i] >= 0)
-      put_rela(sections[eh_rela_index].data, eh_fix.lsda_pointer[i], except_symbol, R_X86_64_PC32, lsda_offset[i]);
+  out.resize(pos, '\0');
+  for (size_t i = 1; i < symtab_index; ++i) {
+    const PlannedSection& s = sections[i];
+    if (s.bytes && s.header.sh_type != SHT_NOBITS && s.header.sh_size)
+      std::memcpy(&out[s.header.sh_offset], s.bytes, s.header.sh_size);
   }
-  for (size_t p = 0; p < personalities.size(); ++p)
-    put_rela(sections[dwref_rela[p]].data, 0, symbol_for(personalities[p]), R_X86_64_64, 0);
 
-  // Symbol and string tables.
-  Section& symtab = sections[symtab_index];
-  symtab.name = ".symtab";
-  symtab.header.sh_type = SHT_SYMTAB;
-  symtab.header.sh_link = static_cast<uint32_t>(strtab_index);
-  symtab.header.sh_addralign = 8;
-  symtab.header.sh_entsize = sizeof(Elf64_Sym);
-  for (const Elf64_Sym& s : symbols) put_struct(symtab.data, s);
-  if (need_shndx) {
-    Section& shndx = sections[shndx_index];
-    shndx.name = ".symtab_shndx";
-    shndx.header.sh_type = SHT_SYMTAB_SHNDX;
-    shndx.header.sh_link = static_cast<uint32_t>(symtab_index);
-    shndx.header.sh_addralign = 4;
-    shndx.header.sh_entsize = sizeof(uint32_t);
-    for (uint32_t w : shndx_words) put32(shndx.data, w);
+  // Relocations, written in place (undefined symbols are added in first-use order).
+  for (uint32_t i = 0; i < F; ++i) {
+    size_t at = sections[rela_index[i]].header.sh_offset;
+    const StampReloc* r = v.relocs + v.reloc_start[i];
+    for (uint32_t k = 0; k < v.reloc_count[i]; ++k, at += sizeof(Elf64_Rela))
+      put_rela_at(out, at, r[k].offset, symbol_for(r[k].symbol), r[k].type, r[k].addend);
   }
-  Section& strtab_section = sections[strtab_index];
-  strtab_section.name = ".strtab";
-  strtab_section.header.sh_type = SHT_STRTAB;
-  strtab_section.header.sh_addralign = 1;
-  strtab_section.data = strtab.bytes();
-  for (size_t i = 1; i < sections.size(); ++i)
-    if (sections[i].header.sh_link == 0 && (sections[i].header.sh_type == SHT_RELA || sections[i].header.sh_type == SHT_GROUP))
-      sections[i].header.sh_link = static_cast<uint32_t>(symtab_index);
-
-  StringTable shstrtab;
-  sections[shstrtab_index].name = ".shstrtab";
-  sections[shstrtab_index].header.sh_type = SHT_STRTAB;
-  sections[shstrtab_index].header.sh_addralign = 1;
-  // ".rela.X" is added first so that "X" can point into its tail.
-  for (size_t i = 1; i < sections.size(); ++i) {
-    if (i == shstrtab_index) continue;
-    Section& s = sections[i];
-    if (s.header.sh_type == SHT_RELA) {
-      s.header.sh_name = shstrtab.add(s.name);
-      size_t target = s.header.sh_info;
-      if (sections[target].name == s.name.substr(5)) sections[target].header.sh_name = s.header.sh_name + 5;
+  for (size_t d = 0; d < data.size(); ++d) {
+    if (data[d].relocations.empty()) continue;
+    size_t at = sections[data_rela_index[d]].header.sh_offset;
+    for (const StampRelocation& r : data[d].relocations) {
+      if (r.symbol.empty()) fail("global '" + data[d].name + "': relocation names no symbol");
+      uint32_t name = name_index(r.symbol);
+      if (symbol_of_name.size() < names.size()) symbol_of_name.resize(names.size(), 0);
+      put_rela_at(out, at, r.offset, symbol_for(name), r.type, r.addend);
+      at += sizeof(Elf64_Rela);
     }
   }
-  for (size_t i = 1; i < sections.size(); ++i) {
-    Section& s = sections[i];
-    if (s.header.sh_name == 0) s.header.sh_name = i == shstrtab_index ? 0 : shstrtab.add(s.name);
+  if (F) {
+    // .eh_frame's relocations in offset order: CIE personality pointers come first.
+    size_t at = sections[eh_rela_index].header.sh_offset;
+    for (size_t p = 0; p < personalities.size(); ++p, at += sizeof(Elf64_Rela))
+      put_rela_at(out, at, eh_fix.personality_pointer[p], dwref_symbol[p], R_X86_64_PC32, 0);
+    for (uint32_t i = 0; i < F; ++i) {
+      put_rela_at(out, at, eh_fix.pc_begin[i], section_symbol[i], R_X86_64_PC32, 0);
+      at += sizeof(Elf64_Rela);
+      if (personality_of[i] >= 0) {
+        put_rela_at(out, at, eh_fix.lsda_pointer[i], except_symbol, R_X86_64_PC32, lsda_offset[i]);
+        at += sizeof(Elf64_Rela);
+      }
+    }
   }
-  sections[shstrtab_index].header.sh_name = shstrtab.add(".shstrtab");
-  sections[shstrtab_index].data = shstrtab.bytes();
+  for (size_t p = 0; p < personalities.size(); ++p)
+    put_rela_at(out, sections[dwref_rela[p]].header.sh_offset, 0, symbol_for(personalities[p]), R_X86_64_64, 0);
 
-  // Layout: ELF header, section contents, section header table.
-  std::string out(sizeof(Elf64_Ehdr), '\0');
-  for (size_t i = 1; i < sections.size(); ++i) {
-    Section& s = sections[i];
-    pad_to(out, s.header.sh_addralign ? s.header.sh_addralign : 1, '\0');
-    s.header.sh_offset = out.size();
-    if (s.header.sh_type != SHT_NOBITS) s.header.sh_size = s.data.size();
-    out += s.data;
-  }
+  // Symbol, string and section name tables, then the section header table.
+  auto append_section = [&](size_t i, const void* bytes, size_t size, uint64_t entsize, uint32_t link) {
+    Elf64_Shdr& h = sections[i].header;
+    pad_to(out, h.sh_addralign ? h.sh_addralign : 1, '\0');
+    h.sh_offset = out.size();
+    h.sh_size = size;
+    h.sh_entsize = entsize;
+    h.sh_link = link;
+    out.append(static_cast<const char*>(bytes), size);
+  };
+  append_section(symtab_index, symbols.data(), symbols.size() * sizeof(Elf64_Sym), sizeof(Elf64_Sym),
+                 static_cast<uint32_t>(strtab_index));
+  if (need_shndx)
+    append_section(shndx_index, shndx_words.data(), shndx_words.size() * 4, 4, static_cast<uint32_t>(symtab_index));
+  append_section(strtab_index, strtab.data(), strtab.size(), 0, 0);
+  append_section(shstrtab_index, shstrtab.data(), shstrtab.size(), 0, 0);
+  for (size_t i = 1; i < sections.size(); ++i)
+    if (sections[i].header.sh_link == 0 &&
+        (sections[i].header.sh_type == SHT_RELA || sections[i].header.sh_type == SHT_GROUP))
+      sections[i].header.sh_link = static_cast<uint32_t>(symtab_index);
   pad_to(out, 8, '\0');
   uint64_t shoff = out.size();
   // Extended numbering: the real counts live in the null section's header.
   if (sections.size() >= SHN_LORESERVE) sections[0].header.sh_size = sections.size();
   if (shstrtab_index >= SHN_LORESERVE) sections[0].header.sh_link = static_cast<uint32_t>(shstrtab_index);
-  for (const Section& s : sections) put_struct(out, s.header);
+  out.reserve(out.size() + sections.size() * sizeof(Elf64_Shdr));
+  for (const PlannedSection& s : sections) put_struct(out, s.header);
 
   Elf64_Ehdr eh{};
   std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
@@ -538,6 +553,68 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
                                                   : static_cast<uint16_t>(shstrtab_index);
   std::memcpy(&out[0], &eh, sizeof eh);
   return out;
+}
+
+std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name,
+                               const std::vector<StampData>& data) {
+  // Flatten the records into the view's arrays: names by index, code back to back.
+  std::vector<std::string> names;
+  std::unordered_map<std::string, uint32_t> index;
+  auto name_index = [&](const std::string& name) {
+    auto [it, inserted] = index.emplace(name, static_cast<uint32_t>(names.size()));
+    if (inserted) names.push_back(name);
+    return it->second;
+  };
+  const size_t F = functions.size();
+  std::vector<uint32_t> function_name(F), code_start(F), code_size(F), reloc_start(F), reloc_count(F), personality(F),
+      lsda_start(F), lsda_size(F);
+  std::vector<SymbolBinding> binding(F);
+  std::vector<SymbolVisibility> visibility(F);
+  std::vector<std::string> section(F);
+  std::vector<uint8_t> code, lsda;
+  std::vector<StampReloc> relocs;
+  for (size_t i = 0; i < F; ++i) {
+    const StampFunction& f = functions[i];
+    // A nameless function keeps its own empty name (the writer refuses it by index).
+    function_name[i] = f.name.empty() ? static_cast<uint32_t>((names.push_back(""), names.size() - 1)) : name_index(f.name);
+    binding[i] = f.binding;
+    visibility[i] = f.visibility;
+    section[i] = f.section;
+    code_start[i] = static_cast<uint32_t>(code.size());
+    code_size[i] = static_cast<uint32_t>(std::min<size_t>(f.code.size(), std::numeric_limits<uint32_t>::max()));
+    if (f.code.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+      throw KilnError(kExitInternal, source_file_name, "function '" + f.name + "' is too large for an sdata4 FDE range");
+    code.insert(code.end(), f.code.begin(), f.code.end());
+    reloc_start[i] = static_cast<uint32_t>(relocs.size());
+    reloc_count[i] = static_cast<uint32_t>(f.relocations.size());
+    for (const StampRelocation& r : f.relocations) {
+      uint32_t symbol = r.symbol.empty() ? static_cast<uint32_t>((names.push_back(""), names.size() - 1)) : name_index(r.symbol);
+      relocs.push_back(StampReloc{r.offset, r.type, symbol, 0, r.addend});
+    }
+    personality[i] = f.personality.empty() ? kNoPersonality : name_index(f.personality);
+    lsda_start[i] = static_cast<uint32_t>(lsda.size());
+    lsda_size[i] = static_cast<uint32_t>(f.lsda.size());
+    lsda.insert(lsda.end(), f.lsda.begin(), f.lsda.end());
+  }
+  StampObjectView v;
+  v.names = names.data();
+  v.name_count = static_cast<uint32_t>(names.size());
+  v.function_count = static_cast<uint32_t>(F);
+  v.function_name = function_name.data();
+  v.binding = binding.data();
+  v.visibility = visibility.data();
+  v.section = section.data();
+  v.code = code.data();
+  v.code_start = code_start.data();
+  v.code_size = code_size.data();
+  v.relocs = relocs.data();
+  v.reloc_start = reloc_start.data();
+  v.reloc_count = reloc_count.data();
+  v.personality = personality.data();
+  v.lsda = lsda.data();
+  v.lsda_start = lsda_start.data();
+  v.lsda_size = lsda_size.data();
+  return write_stamp_object(v, source_file_name, data);
 }
 
 }  // namespace kiln

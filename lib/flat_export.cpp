@@ -127,6 +127,9 @@ class FunctionExporter {
       fb.inst_count = base_inst_ + static_cast<uint32_t>(insts_.size()) - fb.first_inst;
       blocks_.push_back(fb);
     }
+    if (frame_bound(insts_.data(), static_cast<uint32_t>(insts_.size()), static_cast<uint32_t>(f_.arg_size())) >
+        static_cast<uint64_t>(kMaxFrameBytes))
+      reason("frame larger than 1 GiB");
     if (!reasons.empty()) return false;
     FlatFunction ff{};
     ff.symbol = symbol(&f_);

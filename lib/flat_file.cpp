@@ -129,6 +129,8 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
     const FlatFunction& func = f.functions[fn];
     if ((func.flags & kFnHasPersonality) && func.personality >= f.symbols.size()) bad("personality out of range");
     if ((func.flags & kFnHasSret) && func.sret_arg >= func.arg_count) bad("sret argument out of range");
+    if (frame_bound(f.insts.data() + func.first_inst, func.inst_count, func.arg_count) > static_cast<uint64_t>(kMaxFrameBytes))
+      bad("frame larger than 1 GiB");
     for (uint32_t b = func.first_block; b < func.first_block + func.block_count; ++b) {
       const FlatBlock& blk = f.blocks[b];
       if (blk.function != fn || blk.first_inst < func.first_inst ||
@@ -139,6 +141,10 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
         if (in.block != b) bad("instruction outside its block");
         if (in.operand_count < kMinOperands[in.op]) bad("instruction with too few operands");
         const FlatOperand* ops = f.operands.data() + in.first_operand;
+        for (uint32_t k = 0; k < in.operand_count; ++k)
+          if (ops[k].kind == kOperandValue &&
+              (ops[k].index < func.first_inst || ops[k].index >= func.first_inst + func.inst_count))
+            bad("value from outside its function");
         auto is_block = [&](uint32_t k) {
           return ops[k].kind == kOperandBlock && ops[k].index < f.blocks.size() && f.blocks[ops[k].index].function == fn;
         };
@@ -165,28 +171,38 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
 }
 
 std::string emit_flat_module(const FlatModuleData& flat, const std::string& source_name) {
-  return write_stamp_object(stamp_functions_of(flat, run_stamp_cpu(flat.view(), 1)), source_name);
+  StampOutput code = run_stamp_cpu(flat.view(), 1);
+  return write_stamp_object(stamp_object_parts(flat, code).view, source_name);
 }
 
-std::vector<StampFunction> stamp_functions_of(const FlatModuleData& flat, const StampOutput& code) {
-  std::vector<StampFunction> functions(flat.functions.size());
-  for (size_t fn = 0; fn < functions.size(); ++fn) {
-    StampFunction& f = functions[fn];
-    f.name = flat.symbols[flat.functions[fn].symbol];
-    f.binding = flat.bindings[fn];
-    f.visibility = flat.visibilities[fn];
-    f.section = flat.sections[fn];
-    f.code.assign(code.code.begin() + code.code_start[fn], code.code.begin() + code.code_start[fn] + code.code_size[fn]);
-    if (flat.functions[fn].flags & kFnHasPersonality) {
-      f.personality = flat.symbols[flat.functions[fn].personality];
-      f.lsda.assign(code.lsda.begin() + code.lsda_start[fn], code.lsda.begin() + code.lsda_start[fn] + code.lsda_size[fn]);
-    }
-    for (uint32_t r = 0; r < code.reloc_count[fn]; ++r) {
-      const StampReloc& sr = code.relocs[code.reloc_start[fn] + r];
-      f.relocations.push_back({sr.offset, sr.type, flat.symbols[sr.symbol], sr.addend});
-    }
+StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutput& code) {
+  StampObjectParts parts;
+  const size_t F = flat.functions.size();
+  parts.function_name.resize(F);
+  parts.personality.resize(F);
+  for (size_t fn = 0; fn < F; ++fn) {
+    parts.function_name[fn] = flat.functions[fn].symbol;
+    parts.personality[fn] = (flat.functions[fn].flags & kFnHasPersonality) ? flat.functions[fn].personality : kNoPersonality;
   }
-  return functions;
+  StampObjectView& v = parts.view;
+  v.names = flat.symbols.data();
+  v.name_count = static_cast<uint32_t>(flat.symbols.size());
+  v.function_count = static_cast<uint32_t>(F);
+  v.function_name = parts.function_name.data();
+  v.binding = flat.bindings.data();
+  v.visibility = flat.visibilities.data();
+  v.section = flat.sections.data();
+  v.code = code.code.data();
+  v.code_start = code.code_start.data();
+  v.code_size = code.code_size.data();
+  v.relocs = code.relocs.data();
+  v.reloc_start = code.reloc_start.data();
+  v.reloc_count = code.reloc_count.data();
+  v.personality = parts.personality.data();
+  v.lsda = code.lsda.data();
+  v.lsda_start = code.lsda_start.data();
+  v.lsda_size = code.lsda_size.data();
+  return parts;
 }
 
 }  // namespace kiln

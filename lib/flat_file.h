@@ -16,7 +16,12 @@ std::string write_flat_file(const FlatModuleData& flat, const std::string& sourc
 FlatModuleData read_flat_file(const std::string& bytes, const std::string& path, std::string* source_name = nullptr);
 // Emits the flat module's functions (all of them stamp's) into an object.
 std::string emit_flat_module(const FlatModuleData& flat, const std::string& source_name);
-// What the ELF writer needs, from the flat module and the stages' output.
-std::vector<StampFunction> stamp_functions_of(const FlatModuleData& flat, const StampOutput& code);
+// What the ELF writer reads: a view of the flat module's names and of the stages'
+// output, with the two per-function tables the view needs of its own.
+struct StampObjectParts {
+  std::vector<uint32_t> function_name, personality;
+  StampObjectView view;
+};
+StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutput& code);
 
 }  // namespace kiln

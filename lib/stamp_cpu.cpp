@@ -41,13 +41,18 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
   out.code_size.resize(F);
   out.reloc_count.resize(F);
 
+  std::vector<uint32_t> use_count(N);
+  std::vector<uint8_t> home(N);
+
   Stopwatch clock;
   parallel_for(F, threads, [&](uint32_t fn) {
-    stamp_frame(m, fn, inst_slot.data(), alloca_mem.data(), arg_slot.data(), frame_size.data());
+    stamp_uses(m, fn, use_count.data(), home.data());
+    stamp_frame(m, fn, home.data(), inst_slot.data(), alloca_mem.data(), arg_slot.data(), frame_size.data());
   });
   out.frame = clock.lap();
 
-  StampLayout layout{inst_slot.data(), alloca_mem.data(), arg_slot.data(), frame_size.data(), nullptr, nullptr};
+  StampLayout layout{inst_slot.data(), alloca_mem.data(), arg_slot.data(), frame_size.data(), nullptr, nullptr,
+                     home.data()};
   parallel_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size.data(), relocs.data(), call_begin.data(), call_end.data()); });
   parallel_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size.data()); });
   out.measure = clock.lap();
@@ -101,7 +106,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
                  out.lsda.data() + out.lsda_start[fn]);
   });
   out.exception_tables = clock.lap();
-  out.launches = 9;
+  out.launches = 10;
   return out;
 }
 

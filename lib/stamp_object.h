@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "stamp_emit.h"
+
 namespace kiln {
 
 // x86-64 ELF relocation types stamp uses.
@@ -62,11 +64,39 @@ struct StampData {
   std::vector<StampRelocation> relocations;
 };
 
+// What the stages produced for a module, as the writer reads it: symbol names by index,
+// and per function its name, binding, section and spans of the stages' output arrays
+// (code, relocations whose `symbol` indexes `names`, exception table). No copies and
+// no per-relocation strings, so writing costs little next to the stages.
+constexpr uint32_t kNoPersonality = 0xFFFFFFFFu;
+struct StampObjectView {
+  const std::string* names = nullptr;
+  uint32_t name_count = 0;
+  uint32_t function_count = 0;
+  const uint32_t* function_name = nullptr;      // index into names
+  const SymbolBinding* binding = nullptr;
+  const SymbolVisibility* visibility = nullptr;
+  const std::string* section = nullptr;         // empty: ".text.NAME"
+  const uint8_t* code = nullptr;
+  const uint32_t* code_start = nullptr;
+  const uint32_t* code_size = nullptr;
+  const StampReloc* relocs = nullptr;
+  const uint32_t* reloc_start = nullptr;
+  const uint32_t* reloc_count = nullptr;
+  const uint32_t* personality = nullptr;        // index into names, or kNoPersonality
+  const uint8_t* lsda = nullptr;
+  const uint32_t* lsda_start = nullptr;
+  const uint32_t* lsda_size = nullptr;
+};
+
 // A relocatable x86-64 ELF object: one SHF_ALLOC|SHF_EXECINSTR section per function
 // (16-byte aligned), .rela for each, .eh_frame with one CIE and one FDE per function
 // (and its .rela.eh_frame), .symtab/.strtab/.shstrtab, and an empty .note.GNU-stack.
 // Symbols referenced by relocations but not defined here are undefined globals.
 // Deterministic: the same input gives the same bytes.
+std::string write_stamp_object(const StampObjectView& view, const std::string& source_file_name,
+                               const std::vector<StampData>& data = {});
+// The same from self-contained records (tests, and callers without a flat module).
 std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name,
                                const std::vector<StampData>& data = {});
 

@@ -441,7 +441,7 @@ TEST_CASE("stamp objects are deterministic", "[elf_writer]") {
   CHECK(write_stamp_object(fs, "unit.c") == first);
   CHECK(write_stamp_object(fs, "other.c") != first);
   // No functions: still a valid object (the CIE alone in .eh_frame).
-  ObjectInfo empty = read_object(write_stamp_object({}, "empty.c"));
+  ObjectInfo empty = read_object(write_stamp_object(std::vector<StampFunction>{}, "empty.c"));
   CHECK(empty.sections == std::vector<std::string>{"", ".eh_frame", ".note.GNU-stack", ".symtab", ".strtab", ".shstrtab"});
   CHECK(empty.relocations.empty());
 }
