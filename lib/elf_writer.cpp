@@ -127,7 +127,9 @@ void put_cie_body(std::string& out, bool with_personality, uint32_t* personality
 std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::vector<int>& personality_of,
                            size_t personality_count, EhFrameFixups& fix) {
   std::string out;
+  out.reserve(40 * (personality_count + 1) + 32 * code_sizes.size());
   fix.pc_begin.clear();
+  fix.pc_begin.reserve(code_sizes.size());
   fix.lsda_pointer.assign(code_sizes.size(), 0);
   fix.personality_pointer.assign(personality_count, 0);
   std::vector<uint32_t> cie_offset(personality_count + 1);
@@ -338,6 +340,7 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
 
   // Section names: ".rela.X" first so that "X" can point into its tail.
   std::string shstrtab(1, '\0');
+  shstrtab.reserve(64 + 96 * F);
   // Which function, global or personality each section belongs to (for its name).
   std::vector<int64_t> owner(sections.size(), -1);  // >= 0: function; <= -2: data -(d+2)
   for (uint32_t i = 0; i < F; ++i) owner[code_index[i]] = i;
@@ -392,6 +395,7 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
 
   // Symbols: locals (file, section symbols, local functions and data), then globals.
   std::string strtab(1, '\0');
+  strtab.reserve(source_file_name.size() + shstrtab.size() + 64 * F);
   std::vector<Elf64_Sym> symbols;
   symbols.reserve(3 + 2 * F + data.size() + personalities.size());
   std::vector<uint32_t> shndx_words;
@@ -456,9 +460,25 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
     return symbol_of_name[c];
   };
 
+  // Undefined symbols, in first-use order (functions' relocations, globals', then
+  // personalities), so that every table's size is known before anything is written.
+  for (uint32_t i = 0; i < F; ++i) {
+    const StampReloc* r = v.relocs + v.reloc_start[i];
+    for (uint32_t k = 0; k < v.reloc_count[i]; ++k) symbol_for(r[k].symbol);
+  }
+  for (size_t d = 0; d < data.size(); ++d) {
+    for (const StampRelocation& r : data[d].relocations) {
+      if (r.symbol.empty()) fail("global '" + data[d].name + "': relocation names no symbol");
+      uint32_t name = name_index(r.symbol);
+      if (symbol_of_name.size() < names.size()) symbol_of_name.resize(names.size(), 0);
+      symbol_for(name);
+    }
+  }
+  for (uint32_t p : personalities) symbol_for(p);
+
   // Layout of everything before .symtab: contents copied straight into place.
-  std::string out(sizeof(Elf64_Ehdr), '\0');
-  size_t pos = out.size();
+  std::string out;
+  size_t pos = sizeof(Elf64_Ehdr);
   for (size_t i = 1; i < symtab_index; ++i) {
     Elf64_Shdr& h = sections[i].header;
     uint64_t align = h.sh_addralign ? h.sh_addralign : 1;
@@ -466,6 +486,8 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
     h.sh_offset = pos;
     if (h.sh_type != SHT_NOBITS) pos += h.sh_size;
   }
+  out.reserve(pos + 8 + symbols.size() * (sizeof(Elf64_Sym) + 4) + 4 + strtab.size() + shstrtab.size() + 8 +
+              sections.size() * sizeof(Elf64_Shdr));
   out.resize(pos, '\0');
   for (size_t i = 1; i < symtab_index; ++i) {
     const PlannedSection& s = sections[i];
@@ -484,10 +506,7 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
     if (data[d].relocations.empty()) continue;
     size_t at = sections[data_rela_index[d]].header.sh_offset;
     for (const StampRelocation& r : data[d].relocations) {
-      if (r.symbol.empty()) fail("global '" + data[d].name + "': relocation names no symbol");
-      uint32_t name = name_index(r.symbol);
-      if (symbol_of_name.size() < names.size()) symbol_of_name.resize(names.size(), 0);
-      put_rela_at(out, at, r.offset, symbol_for(name), r.type, r.addend);
+      put_rela_at(out, at, r.offset, symbol_for(name_index(r.symbol)), r.type, r.addend);
       at += sizeof(Elf64_Rela);
     }
   }

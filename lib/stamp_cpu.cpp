@@ -29,37 +29,60 @@ void parallel_for(uint32_t n, unsigned threads, Body body) {
   for (auto& th : pool) th.join();
 }
 
+// The stages' working arrays. Every stage writes each element it owns before any stage
+// reads it, so the arrays are kept per thread across modules and only ever grow:
+// no allocation and no zeroing per module once warm.
+struct StampScratch {
+  std::vector<int32_t> inst_slot, alloca_mem, arg_slot;
+  std::vector<uint32_t> frame_size, prologue_size, size, relocs, inst_offset, reloc_start, call_begin, call_end,
+      block_offset, use_count;
+  std::vector<uint8_t> home;
+};
+template <class T>
+T* at_least(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
 }  // namespace
 
 StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
   StampOutput out;
   const uint32_t F = m.function_count, N = m.inst_count;
-  std::vector<int32_t> inst_slot(N), alloca_mem(N), arg_slot(m.arg_count);
-  std::vector<uint32_t> frame_size(F), prologue_size(F), size(N), relocs(N), inst_offset(N), reloc_start(N);
-  std::vector<uint32_t> call_begin(N), call_end(N);
-  std::vector<uint32_t> block_offset(m.block_count);
+  thread_local StampScratch scratch;
+  int32_t* inst_slot = at_least(scratch.inst_slot, N);
+  int32_t* alloca_mem = at_least(scratch.alloca_mem, N);
+  int32_t* arg_slot = at_least(scratch.arg_slot, m.arg_count);
+  uint32_t* frame_size = at_least(scratch.frame_size, F);
+  uint32_t* prologue_size = at_least(scratch.prologue_size, F);
+  uint32_t* size = at_least(scratch.size, N);
+  uint32_t* relocs = at_least(scratch.relocs, N);
+  uint32_t* inst_offset = at_least(scratch.inst_offset, N);
+  uint32_t* reloc_start = at_least(scratch.reloc_start, N);
+  uint32_t* call_begin = at_least(scratch.call_begin, N);
+  uint32_t* call_end = at_least(scratch.call_end, N);
+  uint32_t* block_offset = at_least(scratch.block_offset, m.block_count);
+  uint32_t* use_count = at_least(scratch.use_count, N);
+  uint8_t* home = at_least(scratch.home, N);
   out.code_size.resize(F);
   out.reloc_count.resize(F);
 
-  std::vector<uint32_t> use_count(N);
-  std::vector<uint8_t> home(N);
-
   Stopwatch clock;
   parallel_for(F, threads, [&](uint32_t fn) {
-    stamp_uses(m, fn, use_count.data(), home.data());
-    stamp_frame(m, fn, home.data(), inst_slot.data(), alloca_mem.data(), arg_slot.data(), frame_size.data());
+    stamp_uses(m, fn, use_count, home);
+    stamp_frame(m, fn, home, inst_slot, alloca_mem, arg_slot, frame_size);
   });
   out.frame = clock.lap();
 
-  StampLayout layout{inst_slot.data(), alloca_mem.data(), arg_slot.data(), frame_size.data(), nullptr, nullptr,
-                     home.data()};
-  parallel_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size.data(), relocs.data(), call_begin.data(), call_end.data()); });
-  parallel_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size.data()); });
+  StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr,
+                     home};
+  parallel_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
+  parallel_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size); });
   out.measure = clock.lap();
 
   parallel_for(F, threads, [&](uint32_t fn) {
-    stamp_offsets(m, fn, prologue_size.data(), size.data(), relocs.data(), inst_offset.data(), block_offset.data(),
-                  reloc_start.data(), out.code_size.data(), out.reloc_count.data());
+    stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset,
+                  reloc_start, out.code_size.data(), out.reloc_count.data());
   });
   // Exclusive scans over functions place each function's code and relocations.
   out.code_start.resize(F);
@@ -75,13 +98,13 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
 
   out.code.resize(code_total);
   out.relocs.resize(reloc_total);
-  layout.inst_offset = inst_offset.data();
-  layout.block_offset = block_offset.data();
+  layout.inst_offset = inst_offset;
+  layout.block_offset = block_offset;
   // Instructions find their function through their block.
   parallel_for(N, threads, [&](uint32_t i) {
     uint32_t fn = m.blocks[m.insts[i].block].function;
     stamp_encode(m, layout, i, out.code.data() + out.code_start[fn], out.relocs.data() + out.reloc_start[fn],
-                 reloc_start.data());
+                 reloc_start);
   });
   parallel_for(F, threads, [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
   out.encode = clock.lap();
@@ -91,7 +114,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
   out.lsda_start.assign(F, 0);
   parallel_for(F, threads, [&](uint32_t fn) {
     if (m.functions[fn].flags & kFnHasPersonality)
-      out.lsda_size[fn] = stamp_lsda(m, fn, inst_offset.data(), block_offset.data(), call_begin.data(), call_end.data(),
+      out.lsda_size[fn] = stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end,
                                      out.code_size[fn], nullptr);
   });
   uint32_t lsda_total = 0;
@@ -102,7 +125,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
   out.lsda.resize(lsda_total);
   parallel_for(F, threads, [&](uint32_t fn) {
     if (out.lsda_size[fn])
-      stamp_lsda(m, fn, inst_offset.data(), block_offset.data(), call_begin.data(), call_end.data(), out.code_size[fn],
+      stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn],
                  out.lsda.data() + out.lsda_start[fn]);
   });
   out.exception_tables = clock.lap();
