@@ -295,8 +295,15 @@ KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOpe
       return load64(e, reg, slot_disp(l, op.index));
     case kOperandArg: return load64(e, reg, -l.arg_slot[op.index]);
     case kOperandSymbol: return load_symbol_address(e, reg, op.index, op.imm);
-    case kOperandConst: return mov_imm(e, reg, static_cast<uint64_t>(op.imm));
-    default: return mov_imm(e, reg, 0);  // undef, poison, zero
+    case kOperandConst:
+      if (op.imm != 0) return mov_imm(e, reg, static_cast<uint64_t>(op.imm));
+      [[fallthrough]];
+    default:  // zero, undef, poison: xor r32, r32. It sets flags, which no template
+              // keeps live across an operand load (loads come before the flags' use).
+      if (reg >> 3) e.byte(0x45);
+      e.byte(0x31);
+      e.byte(0xC0 | ((reg & 7) << 3) | (reg & 7));
+      return;
   }
 }
 
@@ -913,7 +920,9 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       return;
     }
     case kOpInsert: {
-      if (ops[0].kind == kOperandValue) copy_frame(e, dst, slot_disp(l, ops[0].index), in.slot_size);
+      // The aggregate is copied, unless this insert took over its slot (stamp_frame).
+      if (ops[0].kind == kOperandValue && slot_disp(l, ops[0].index) != dst)
+        copy_frame(e, dst, slot_disp(l, ops[0].index), in.slot_size);
       else if (ops[0].kind == kOperandZero) zero_frame(e, dst, in.slot_size);
       int32_t field = dst + static_cast<int32_t>(in.imm);
       if (ops[1].width == 0) {  // an aggregate field

@@ -10,10 +10,10 @@ __global__ void stamp_uses_kernel(FlatModuleView m, uint32_t* use_count, uint8_t
   if (fn < m.function_count) stamp_uses(m, fn, use_count, home);
 }
 
-__global__ void stamp_frame_kernel(FlatModuleView m, const uint8_t* home, int32_t* inst_slot, int32_t* alloca_mem,
-                                   int32_t* arg_slot, uint32_t* frame_size) {
+__global__ void stamp_frame_kernel(FlatModuleView m, const uint32_t* use_count, const uint8_t* home, int32_t* inst_slot,
+                                   int32_t* alloca_mem, int32_t* arg_slot, uint32_t* frame_size) {
   uint32_t fn = blockIdx.x * blockDim.x + threadIdx.x;
-  if (fn < m.function_count) stamp_frame(m, fn, home, inst_slot, alloca_mem, arg_slot, frame_size);
+  if (fn < m.function_count) stamp_frame(m, fn, use_count, home, inst_slot, alloca_mem, arg_slot, frame_size);
 }
 
 __global__ void stamp_measure_kernel(FlatModuleView m, StampLayout l, uint32_t* size, uint32_t* relocs,

@@ -40,11 +40,12 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
 }
 
 // Stage 1. Writes inst_slot/alloca_mem for the function's instructions, arg_slot for
-// its arguments, and its frame size (a multiple of 16). Allocas get the memory nearest
+// its arguments, and its frame size (a multiple of 16). use_count and home come from
+// stage 0. Allocas get the memory nearest
 // rbp, stored values the rest: on regex's corpus that order gives slightly smaller
 // code (more 8-bit displacements) than the other way round.
-KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint8_t* home, int32_t* inst_slot,
-                                int32_t* alloca_mem, int32_t* arg_slot, uint32_t* frame_size) {
+KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint32_t* use_count, const uint8_t* home,
+                                int32_t* inst_slot, int32_t* alloca_mem, int32_t* arg_slot, uint32_t* frame_size) {
   const FlatFunction& f = m.functions[fn];
   uint32_t off = 0;
   for (uint32_t a = 0; a < f.arg_count; ++a) {
@@ -68,6 +69,18 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
     const FlatInst& in = m.insts[i];
     if (in.slot_size && home[i] == kHomeSlot) {
+      // An insertvalue into an aggregate used by nothing else writes in place: it
+      // takes over that aggregate's slot (defined earlier in layout, same size, not a
+      // phi's). Every later use of either is dominated by the insert, so no read of
+      // the old aggregate can follow the write.
+      if (in.op == kOpInsert) {
+        const FlatOperand& src = m.operands[in.first_operand];
+        if (src.kind == kOperandValue && src.index < i && use_count[src.index] == 1 && home[src.index] == kHomeSlot &&
+            m.insts[src.index].op != kOpPhi && m.insts[src.index].slot_size == in.slot_size) {
+          inst_slot[i] = inst_slot[src.index];
+          continue;
+        }
+      }
       off = (off + in.slot_size + 7) / 8 * 8;
       inst_slot[i] = static_cast<int32_t>(off);
     }

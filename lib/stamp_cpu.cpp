@@ -70,7 +70,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
   Stopwatch clock;
   parallel_for(F, threads, [&](uint32_t fn) {
     stamp_uses(m, fn, use_count, home);
-    stamp_frame(m, fn, home, inst_slot, alloca_mem, arg_slot, frame_size);
+    stamp_frame(m, fn, use_count, home, inst_slot, alloca_mem, arg_slot, frame_size);
   });
   out.frame = clock.lap();
 
