@@ -88,4 +88,30 @@ TEST_CASE("foreign, truncated, corrupt and newer flat files are refused with a r
   flat.operands[0].index = 100000;
   flat.operands[0].kind = kOperandValue;
   CHECK(code_of(write_flat_file(flat, source)) == kExitBadInput);
+
+  // Nor a value taken from another function (stage 0 would write into that
+  // function's arrays from another thread), nor a frame beyond 1 GiB.
+  auto reason_of = [](const std::string& bytes) {
+    try {
+      read_flat_file(bytes, "x.flat");
+    } catch (const KilnError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  FlatModuleData cross = exported(&source);
+  REQUIRE(cross.functions.size() == 2);
+  const FlatFunction& second = cross.functions[1];
+  bool changed = false;
+  for (uint32_t i = second.first_inst; i < second.first_inst + second.inst_count && !changed; ++i)
+    for (uint32_t k = 0; k < cross.insts[i].operand_count && !changed; ++k) {
+      FlatOperand& op = cross.operands[cross.insts[i].first_operand + k];
+      if (op.kind == kOperandValue) op.index = cross.functions[0].first_inst, changed = true;
+    }
+  REQUIRE(changed);
+  CHECK(reason_of(write_flat_file(cross, source)).find("value from outside its function") != std::string::npos);
+  FlatModuleData huge = exported(&source);
+  for (FlatInst& in : huge.insts)
+    if (in.slot_size) in.slot_size = 0x7FFFFFF0u;
+  CHECK(reason_of(write_flat_file(huge, source)).find("frame larger than 1 GiB") != std::string::npos);
 }
