@@ -34,6 +34,10 @@ std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, 
   Stopwatch clock;
   StampOutput code = run_stamp_cpu(plan.flat.flat.view(), 1);
   if (stages_seconds) *stages_seconds = clock.seconds();
+  return write_stamp_part(plan, module, code);
+}
+
+std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, const StampOutput& code) {
   return write_stamp_object(stamp_object_parts(plan.flat.flat, code).view, module.getSourceFileName(), plan.data);
 }
 

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "flat_export.h"
+#include "stamp_cpu.h"
 
 namespace llvm {
 class Module;
@@ -26,6 +27,8 @@ struct StampPlan {
 StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag);
 // Runs the stages and writes stamp's object (with the globals when the plan is whole).
 std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, double* stages_seconds = nullptr);
+// The same from stages already run elsewhere (the CUDA executor).
+std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, const StampOutput& code);
 
 class StampBackend : public Backend {
  public:

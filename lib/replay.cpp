@@ -17,6 +17,7 @@
 #include "backend_llvm.h"
 #include "backend_stamp.h"
 #include "flat_export.h"
+#include "stamp_gpu.h"
 #include "stamp_split.h"
 #include "bitcode.h"
 #include "process.h"
@@ -71,8 +72,11 @@ struct Worker {
 
 class CpuService : public EmissionService {
  public:
-  CpuService(const std::string& spec, Profile profile, unsigned jobs, const std::vector<ReplayModule>& modules)
-      : spec_(spec), modules_(modules) {
+  // With `gpu`, a stamp service of one worker whose stages run on that executor.
+  CpuService(const std::string& spec, Profile profile, unsigned jobs, const std::vector<ReplayModule>& modules,
+             std::unique_ptr<StampGpuExecutor> gpu = nullptr)
+      : spec_(spec), modules_(modules), gpu_(std::move(gpu)) {
+    if (gpu_) jobs = 1;
     unsigned n = std::max(1u, jobs);
     workers_.resize(n);
     for (auto& w : workers_) {
@@ -96,7 +100,10 @@ class CpuService : public EmissionService {
     for (auto& t : threads_) t.join();
   }
 
-  std::string name() const override { return "cpu:" + spec_ + " x" + std::to_string(workers_.size()); }
+  std::string name() const override {
+    if (gpu_) return "cuda:" + spec_ + " (" + gpu_->device_name() + ")";
+    return "cpu:" + spec_ + " x" + std::to_string(workers_.size());
+  }
   std::string backend() const override { return spec_; }
   unsigned workers() const override { return static_cast<unsigned>(workers_.size()); }
 
@@ -214,7 +221,19 @@ class CpuService : public EmissionService {
       }
       std::string stamp_object;
       clock.lap();
-      if (sm.plan.flat.stamp_functions) stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
+      if (sm.plan.flat.stamp_functions && gpu_) {
+        // Upload, kernels and download, timed by CUDA events; the ELF writer on the CPU.
+        StampOutput code = gpu_->run(sm.plan.flat.flat.view());
+        const StampGpuTimes& t = gpu_->last_times();
+        e.stages = t.upload + t.frame + t.measure + t.offsets + t.encode + t.exception_tables + t.download;
+        e.kernel_launches = t.launches;
+        e.gpu_upload = t.upload;
+        e.gpu_kernels = t.frame + t.measure + t.offsets + t.encode + t.exception_tables;
+        e.gpu_download = t.download;
+        stamp_object = write_stamp_part(sm.plan, *sm.module, code);
+      } else if (sm.plan.flat.stamp_functions) {
+        stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
+      }
       e.codegen = clock.lap();
       e.elf = e.codegen - e.stages;
       std::string rest;
@@ -244,9 +263,17 @@ class CpuService : public EmissionService {
   std::atomic<size_t> next_{0};
   RoundResult* current_ = nullptr;
   std::unique_ptr<Progress> progress_;
+  std::unique_ptr<StampGpuExecutor> gpu_;
 };
 
 }  // namespace
+
+std::unique_ptr<EmissionService> make_gpu_service(Profile profile, const std::vector<ReplayModule>& modules) {
+  std::string why;
+  std::unique_ptr<StampGpuExecutor> gpu = open_stamp_gpu(0, &why);
+  if (!gpu) throw KilnError(kExitNoDevice, "", "--device cuda: " + why);
+  return std::make_unique<CpuService>("stamp", profile, 1, modules, std::move(gpu));
+}
 
 std::unique_ptr<EmissionService> make_cpu_service(const std::string& backend_spec, Profile profile, unsigned jobs,
                                                   const std::vector<ReplayModule>& modules) {
@@ -258,7 +285,8 @@ namespace {
 struct StageSums {
   double parse = 0, clone = 0, codegen = 0, flat_export = 0, fallback = 0, stages = 0, elf = 0;
   uint64_t instructions = 0, modules = 0, failed = 0, instructions_stamp = 0, functions_stamp = 0, functions = 0;
-  uint64_t text_bytes = 0;
+  uint64_t text_bytes = 0, kernel_launches = 0;
+  double gpu_upload = 0, gpu_kernels = 0, gpu_download = 0;
 };
 
 StageSums sum_round(const RoundResult& r) {
@@ -271,6 +299,10 @@ StageSums sum_round(const RoundResult& r) {
     s.fallback += e.fallback;
     s.stages += e.stages;
     s.elf += e.elf;
+    s.kernel_launches += e.kernel_launches;
+    s.gpu_upload += e.gpu_upload;
+    s.gpu_kernels += e.gpu_kernels;
+    s.gpu_download += e.gpu_download;
     if (e.error.empty()) {
       s.instructions += e.instructions;
       s.instructions_stamp += e.instructions_stamp;
@@ -295,7 +327,16 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
   if (options.rounds < 1) throw KilnError(kExitUsage, "", "--rounds must be at least 1");
 
   std::vector<std::unique_ptr<EmissionService>> services;
-  for (const auto& b : options.backends) services.push_back(make_cpu_service(b, options.profile, options.jobs, modules));
+  if (options.cuda) {
+    if (std::find(options.backends.begin(), options.backends.end(), "stamp") == options.backends.end())
+      throw KilnError(kExitUsage, "", "--device cuda runs stamp's stages: add stamp to --backend");
+    services.push_back(make_gpu_service(options.profile, modules));
+  }
+  if (options.cpu)
+    for (const auto& b : options.backends) services.push_back(make_cpu_service(b, options.profile, options.jobs, modules));
+  else
+    for (const auto& b : options.backends)
+      if (b != "stamp") services.push_back(make_cpu_service(b, options.profile, options.jobs, modules));
 
   // rounds[service][round]
   std::vector<std::vector<RoundResult>> rounds(services.size());
@@ -333,6 +374,8 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
           .field("instructions", sums.instructions).field("modules_ok", sums.modules).field("modules_failed", sums.failed)
           .field("functions", sums.functions).field("functions_stamp", sums.functions_stamp)
           .field("instructions_stamp", sums.instructions_stamp).field("text_bytes", sums.text_bytes)
+          .field("kernel_launches", sums.kernel_launches).field("gpu_upload", sums.gpu_upload)
+          .field("gpu_kernels", sums.gpu_kernels).field("gpu_download", sums.gpu_download)
           .field("instructions_per_second_wall", wall_rate).field("instructions_per_core_second", per_core)
           .field("modules_per_second_wall", r.wall_seconds > 0 ? static_cast<double>(sums.modules) / r.wall_seconds : 0.0)
           .end_object();
@@ -347,20 +390,22 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
   w.end_array();
 
   // stamp against llvm on the same modules, from the last (warm) round of each.
-  int llvm_s = -1, stamp_s = -1;
+  int llvm_s = -1, stamp_s = -1, gpu_s = -1;
   for (size_t s = 0; s < services.size(); ++s) {
+    bool on_gpu = services[s]->name().rfind("cuda:", 0) == 0;
     if (services[s]->backend() == "llvm") llvm_s = static_cast<int>(s);
-    if (services[s]->backend() == "stamp") stamp_s = static_cast<int>(s);
+    if (services[s]->backend() == "stamp" && !on_gpu) stamp_s = static_cast<int>(s);
+    if (on_gpu) gpu_s = static_cast<int>(s);
   }
+  // Medians over the warm rounds (all but the first, which also parses and exports,
+  // and on the GPU warms up), so that one noisy round does not decide a ratio.
+  auto warm_median = [&](int service, auto value) {
+    std::vector<double> v;
+    for (size_t r = rounds[service].size() > 1 ? 1 : 0; r < rounds[service].size(); ++r) v.push_back(value(sum_round(rounds[service][r])));
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
   if (llvm_s >= 0 && stamp_s >= 0) {
-    // Medians over the warm rounds (all but the first, which also parses and
-    // exports), so that one noisy round does not decide the ratio.
-    auto warm_median = [&](int service, auto value) {
-      std::vector<double> v;
-      for (size_t r = rounds[service].size() > 1 ? 1 : 0; r < rounds[service].size(); ++r) v.push_back(value(sum_round(rounds[service][r])));
-      std::sort(v.begin(), v.end());
-      return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-    };
     StageSums l = sum_round(rounds[llvm_s].back()), st = sum_round(rounds[stamp_s].back()), first = sum_round(rounds[stamp_s].front());
     double llvm_time = warm_median(llvm_s, [](const StageSums& x) { return x.clone + x.codegen; });
     double stamp_time = warm_median(stamp_s, [](const StageSums& x) { return x.codegen; });
@@ -401,19 +446,67 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
     table += block;
   }
 
-  // Stability: within each back end, every emission of a module must hash the same.
+  // The GPU service: its stages (upload, kernels, download) against llvm and against
+  // the CPU executor's stages, on the same modules.
+  if (gpu_s >= 0) {
+    StageSums g = sum_round(rounds[gpu_s].back());
+    double gpu_time = warm_median(gpu_s, [](const StageSums& x) { return x.stages; });
+    double upload = warm_median(gpu_s, [](const StageSums& x) { return x.gpu_upload; });
+    double kernels = warm_median(gpu_s, [](const StageSums& x) { return x.gpu_kernels; });
+    double download = warm_median(gpu_s, [](const StageSums& x) { return x.gpu_download; });
+    double gpu_rate = g.instructions_stamp / std::max(1e-12, gpu_time);
+    double llvm_rate = 0, cpu_stages_rate = 0;
+    if (llvm_s >= 0)
+      llvm_rate = sum_round(rounds[llvm_s].back()).instructions /
+                  std::max(1e-12, warm_median(llvm_s, [](const StageSums& x) { return x.clone + x.codegen; }));
+    if (stamp_s >= 0)
+      cpu_stages_rate = sum_round(rounds[stamp_s].back()).instructions_stamp /
+                        std::max(1e-12, warm_median(stamp_s, [](const StageSums& x) { return x.stages; }));
+    w.key("gpu").begin_object().field("service", services[gpu_s]->name())
+        .field("stages_instructions_per_second", gpu_rate).field("upload_seconds", upload)
+        .field("kernels_seconds", kernels).field("download_seconds", download)
+        .field("first_round_stages_seconds", sum_round(rounds[gpu_s].front()).stages)
+        .field("kernel_launches_per_round", g.kernel_launches)
+        .field("speedup_vs_llvm", llvm_rate > 0 ? gpu_rate / llvm_rate : 0.0)
+        .field("speedup_vs_cpu_stages", cpu_stages_rate > 0 ? gpu_rate / cpu_stages_rate : 0.0)
+        .end_object();
+    char block[1024];
+    std::snprintf(block, sizeof block,
+                  "\n%s (medians of warm rounds; the first round, with warm-up, took %.3f s):\n"
+                  "  stages %.2f M instr/s: upload %.4f s, kernels %.4f s, download %.4f s; %llu launches a round\n",
+                  services[gpu_s]->name().c_str(), sum_round(rounds[gpu_s].front()).stages, gpu_rate / 1e6, upload, kernels,
+                  download, static_cast<unsigned long long>(g.kernel_launches));
+    table += block;
+    if (llvm_rate > 0) {
+      std::snprintf(block, sizeof block, "  %.1fx llvm %s on one core\n", gpu_rate / llvm_rate, profile_name(options.profile));
+      table += block;
+    }
+    if (cpu_stages_rate > 0) {
+      std::snprintf(block, sizeof block, "  %.1fx stamp's stages on one CPU core\n", gpu_rate / cpu_stages_rate);
+      table += block;
+    }
+  }
+
+  // Stability: within each back end, every emission of a module must hash the same;
+  // stamp's objects from the GPU service must equal the CPU executor's.
   w.key("instability").begin_array();
   for (size_t s = 0; s < services.size(); ++s) {
+    if (static_cast<int>(s) == gpu_s && stamp_s >= 0) continue;  // checked with the CPU stamp service
+    std::vector<size_t> group{s};
+    if (static_cast<int>(s) == stamp_s && gpu_s >= 0) group.push_back(static_cast<size_t>(gpu_s));
     for (size_t i = 0; i < modules.size(); ++i) {
-      std::map<std::string, std::vector<std::string>> hashes;  // hash -> "round r worker w"
+      std::map<std::string, std::vector<std::string>> hashes;  // hash -> "[cuda ]round r worker w"
       std::string error;
-      for (const auto& r : rounds[s]) {
-        const ModuleEmission& e = r.emissions[i];
-        if (!e.error.empty()) {
-          error = e.error;
-          continue;
+      for (size_t g : group) {
+        for (const auto& r : rounds[g]) {
+          const ModuleEmission& e = r.emissions[i];
+          if (!e.error.empty()) {
+            error = e.error;
+            continue;
+          }
+          hashes[e.object_xxh3].push_back(std::string(static_cast<int>(g) == gpu_s ? "cuda " : "") + "round " +
+                                          std::to_string(r.round) + " worker " + std::to_string(e.worker));
         }
-        hashes[e.object_xxh3].push_back("round " + std::to_string(r.round) + " worker " + std::to_string(e.worker));
       }
       if (!error.empty()) outcome.failed_modules++;
       if (hashes.size() <= 1 && error.empty()) continue;
@@ -430,7 +523,8 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
       w.end_object().field("reproduce", reproduce).end_object();
       std::snprintf(line, sizeof line, "%s: module %s (%s): %s\n  reproduce: %s\n",
                     hashes.size() > 1 ? "UNSTABLE" : "FAILED", modules[i].id.c_str(), services[s]->backend().c_str(),
-                    hashes.size() > 1 ? "object bytes differ between rounds or workers" : error.c_str(), reproduce.c_str());
+                    hashes.size() > 1 ? "object bytes differ between rounds, workers or devices" : error.c_str(),
+                    reproduce.c_str());
       table += line;
     }
   }

@@ -26,7 +26,9 @@ struct ModuleEmission {
   // stamp: flat export (once per worker, like parse), its stages and ELF writing
   // (in codegen), and LLVM emitting the functions left to it (fallback).
   double flat_export = 0, fallback = 0;
-  double stages = 0, elf = 0;  // stamp: codegen = stages (kernels on the CPU) + elf (object writing)
+  double stages = 0, elf = 0;  // stamp: codegen = stages (kernels, on the CPU or the GPU) + elf (object writing)
+  uint64_t kernel_launches = 0;  // the GPU service: kernels and scans launched for this module
+  double gpu_upload = 0, gpu_kernels = 0, gpu_download = 0;  // the GPU service: its stages, from CUDA events
   uint64_t functions_stamp = 0, instructions_stamp = 0;
   uint64_t text_bytes = 0;  // .text of the object(s)
   std::string error;
@@ -53,10 +55,16 @@ class EmissionService {
 // LLVMContext and TargetMachine, and each module parsed once per worker).
 std::unique_ptr<EmissionService> make_cpu_service(const std::string& backend_spec, Profile profile, unsigned jobs,
                                                   const std::vector<ReplayModule>& modules);
+// stamp with its stages on CUDA device 0 (one CUDA context, stream and set of buffers
+// kept for the whole replay; the ELF writing and any llvm fallback on the CPU).
+// Throws KilnError (kExitNoDevice) saying why when there is no usable GPU.
+std::unique_ptr<EmissionService> make_gpu_service(Profile profile, const std::vector<ReplayModule>& modules);
 
 struct ReplayOptions {
   std::string corpus_dir;
   std::vector<std::string> backends;  // each gets a CPU service
+  bool cpu = true;                     // --device: the CPU services
+  bool cuda = false;                   // --device: a GPU service for stamp too
   Profile profile = Profile::fast;
   int rounds = 3;
   unsigned jobs = 1;

@@ -21,7 +21,7 @@ static int body(int argc, char** argv) {
   app.add_option("--profile", profile, "fast, balanced or release")->check(CLI::IsMember({"fast", "balanced", "release"}));
   app.add_option("--rounds", options.rounds, "rounds over the corpus");
   app.add_option("-j,--jobs", options.jobs, "CPU workers per service");
-  app.add_option("--device", device, "cpu (the GPU service arrives with the CUDA executor)");
+  app.add_option("--device", device, "cpu, cuda, or cuda,cpu: where stamp's stages run (cuda: device 0)");
   app.add_option("--report", options.report_path, "JSON report path (default CORPUS/replay-report.json)");
   bool json = false;
   app.add_flag("--json", json, "print the JSON report instead of the table");
@@ -30,8 +30,14 @@ static int body(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
-  if (device != "cpu")
-    throw KilnError(kExitNoDevice, "", "--device " + device + ": only the CPU service exists in this kiln");
+  options.cpu = options.cuda = false;
+  std::stringstream devices(device);
+  for (std::string d; std::getline(devices, d, ',');) {
+    if (d == "cpu") options.cpu = true;
+    else if (d == "cuda") options.cuda = true;
+    else if (!d.empty()) throw KilnError(kExitUsage, "", "--device " + d + ": expected cpu or cuda");
+  }
+  if (!options.cpu && !options.cuda) throw KilnError(kExitUsage, "", "--device names no device");
   options.profile = parse_profile(profile);
   std::stringstream ss(backends);
   for (std::string b; std::getline(ss, b, ',');)

@@ -13,6 +13,18 @@ check "the report has per-round stage times and throughput" \
 check "modules are parsed once per worker: later rounds parse less" \
   jq -e '.services[0].rounds[2].stages.parse < .services[0].rounds[0].stages.parse' "$r"
 
+# The GPU service: with a usable GPU its objects must equal the CPU executor's;
+# without one (CI), a clear one-line refusal with exit status 7 before any round.
+err=$(kiln-replay "$T/C" --backend stamp --device cuda,cpu --rounds 2 --report "$T/gpu.json" 2>&1 >/dev/null)
+rc=$?
+if [[ $rc -eq 7 ]]; then
+  check "--device cuda without a usable GPU: exit 7, one line saying why" \
+    bash -c "[[ \$(printf '%s\n' \"$err\" | grep -c .) -eq 1 ]] && grep -q 'device cuda: ' <<< \"$err\""
+else
+  check "--device cuda,cpu: GPU and CPU executors give identical objects (exit $rc)" \
+    bash -c "[[ $rc -eq 0 ]] && jq -e '.unstable_modules == 0 and .gpu.kernel_launches_per_round > 0' '$T/gpu.json' >/dev/null"
+fi
+
 # A back end that appends a changing byte to every object must be caught.
 flaky="cmd:$LLVM_BINDIR/llc -O0 -filetype=obj -relocation-model=pic {in} -o {out} && head -c 8 /dev/urandom >> {out}"
 kiln-capture filter -o "$T/S" "$T/C" --crate kiln_example >/dev/null

@@ -1,6 +1,7 @@
 // stamp's stages as CUDA kernels: the same stage functions as the CPU executor
-// (stamp_stages.h), one thread per function or per instruction. Built wherever nvcc
-// is found; launched by the GPU executor (issue: stamp on the GPU).
+// (stamp_stages.h), one thread per function or per instruction. Included by the CUDA
+// executor (stamp_gpu.cu), which launches them.
+#pragma once
 #include "stamp_stages.h"
 
 namespace kiln {

@@ -1,0 +1,310 @@
+// The CUDA executor: uploads a flat module through pinned staging, runs stamp's
+// stages as kernels (stamp_kernels.cuh) in the order of the CPU executor, places the
+// functions with CUB scans, and downloads code, relocations and exception tables
+// through pinned staging. One stream; buffers grow on demand and are reused.
+#include <cuda_runtime.h>
+
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "stamp_gpu.h"
+#include "stamp_kernels.cuh"
+
+namespace kiln {
+
+namespace {
+
+void cuda_check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) throw std::runtime_error(std::string("CUDA: ") + what + ": " + cudaGetErrorString(err));
+}
+#define CUDA_CHECK(call) cuda_check((call), #call)
+
+constexpr unsigned kThreads = 256;
+unsigned blocks_for(uint32_t n) { return (n + kThreads - 1) / kThreads; }
+
+// Device memory that only grows.
+class DeviceBuffer {
+ public:
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  void* reserve(size_t bytes) {
+    if (bytes > capacity_) {
+      if (ptr_) CUDA_CHECK(cudaFree(ptr_));
+      ptr_ = nullptr;
+      size_t want = std::max<size_t>({bytes, capacity_ * 2, 4096});
+      CUDA_CHECK(cudaMalloc(&ptr_, want));
+      capacity_ = want;
+    }
+    return ptr_;
+  }
+  template <class T>
+  T* as(size_t count) {
+    return static_cast<T*>(reserve(count * sizeof(T)));
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// Page-locked host memory that only grows (what the copy engines transfer from).
+class PinnedBuffer {
+ public:
+  ~PinnedBuffer() {
+    if (ptr_) cudaFreeHost(ptr_);
+  }
+  uint8_t* reserve(size_t bytes) {
+    if (bytes > capacity_) {
+      if (ptr_) CUDA_CHECK(cudaFreeHost(ptr_));
+      ptr_ = nullptr;
+      size_t want = std::max<size_t>({bytes, capacity_ * 2, 1 << 16});
+      CUDA_CHECK(cudaHostAlloc(&ptr_, want, cudaHostAllocDefault));
+      capacity_ = want;
+    }
+    return static_cast<uint8_t*>(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+class CudaStampExecutor final : public StampGpuExecutor {
+ public:
+  explicit CudaStampExecutor(int device) : device_(device) {
+    CUDA_CHECK(cudaSetDevice(device));
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    name_ = prop.name;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreate(&e));
+  }
+  ~CudaStampExecutor() override {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    cudaStreamDestroy(stream_);
+  }
+
+  const StampGpuTimes& last_times() const override { return times_; }
+  std::string device_name() const override { return name_; }
+
+  StampOutput run(const FlatModuleView& host) override {
+    CUDA_CHECK(cudaSetDevice(device_));
+    times_ = StampGpuTimes{};
+    const uint32_t F = host.function_count, B = host.block_count, N = host.inst_count;
+    StampOutput out;
+    out.code_start.assign(F, 0);
+    out.code_size.assign(F, 0);
+    out.reloc_start.assign(F, 0);
+    out.reloc_count.assign(F, 0);
+    out.lsda_start.assign(F, 0);
+    out.lsda_size.assign(F, 0);
+    if (F == 0) return out;
+
+    // 1. Upload: the five arrays, 16-byte aligned, in one pinned block and one copy.
+    CUDA_CHECK(cudaEventRecord(events_[0], stream_));
+    const size_t sizes[5] = {F * sizeof(FlatFunction), B * sizeof(FlatBlock), N * sizeof(FlatInst),
+                             host.operand_count * sizeof(FlatOperand), host.arg_count * sizeof(uint8_t)};
+    const void* sources[5] = {host.functions, host.blocks, host.insts, host.operands, host.arg_widths};
+    size_t offsets[5], total = 0;
+    for (int k = 0; k < 5; ++k) offsets[k] = total, total += align16(sizes[k]);
+    uint8_t* staging = upload_staging_.reserve(total);
+    for (int k = 0; k < 5; ++k)
+      if (sizes[k]) std::memcpy(staging + offsets[k], sources[k], sizes[k]);
+    uint8_t* flat = static_cast<uint8_t*>(flat_.reserve(total));
+    CUDA_CHECK(cudaMemcpyAsync(flat, staging, total, cudaMemcpyHostToDevice, stream_));
+    FlatModuleView m = host;
+    m.functions = reinterpret_cast<const FlatFunction*>(flat + offsets[0]);
+    m.blocks = reinterpret_cast<const FlatBlock*>(flat + offsets[1]);
+    m.insts = reinterpret_cast<const FlatInst*>(flat + offsets[2]);
+    m.operands = reinterpret_cast<const FlatOperand*>(flat + offsets[3]);
+    m.arg_widths = flat + offsets[4];
+    CUDA_CHECK(cudaEventRecord(events_[1], stream_));
+
+    // Per-instruction and per-function working arrays.
+    uint32_t* use_count = use_count_.as<uint32_t>(N);
+    uint8_t* home = home_.as<uint8_t>(N);
+    int32_t* inst_slot = inst_slot_.as<int32_t>(N);
+    int32_t* alloca_mem = alloca_mem_.as<int32_t>(N);
+    int32_t* arg_slot = arg_slot_.as<int32_t>(std::max<uint32_t>(host.arg_count, 1));
+    uint32_t* frame_size = frame_size_.as<uint32_t>(F);
+    uint32_t* prologue_size = prologue_size_.as<uint32_t>(F);
+    uint32_t* size = size_.as<uint32_t>(N);
+    uint32_t* relocs = relocs_.as<uint32_t>(N);
+    uint32_t* call_begin = call_begin_.as<uint32_t>(N);
+    uint32_t* call_end = call_end_.as<uint32_t>(N);
+    uint32_t* inst_offset = inst_offset_.as<uint32_t>(N);
+    uint32_t* reloc_start = reloc_start_.as<uint32_t>(N);
+    uint32_t* block_offset = block_offset_.as<uint32_t>(std::max<uint32_t>(B, 1));
+    // Per function, back to back: code_size, code_start, reloc_count, fn_reloc_start,
+    // lsda_size, lsda_start (what comes back to the host, in one copy).
+    uint32_t* per_fn = per_fn_.as<uint32_t>(6 * size_t(F));
+    uint32_t *code_size = per_fn, *code_start = per_fn + F, *reloc_count = per_fn + 2 * F,
+             *fn_reloc_start = per_fn + 3 * F, *lsda_size = per_fn + 4 * F, *lsda_start = per_fn + 5 * F;
+
+    // 2. Where results live, and frames.
+    stamp_uses_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, use_count, home);
+    stamp_frame_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, use_count, home, inst_slot, alloca_mem, arg_slot,
+                                                                 frame_size);
+    launches_ += 2;
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaEventRecord(events_[2], stream_));
+
+    // 3. Sizes.
+    StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
+    if (N) stamp_measure_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, layout, size, relocs, call_begin, call_end);
+    stamp_measure_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, prologue_size);
+    launches_ += N ? 2 : 1;
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaEventRecord(events_[3], stream_));
+
+    // 4. Offsets inside functions, then functions placed by exclusive scans; the
+    //    totals come back to size the output.
+    stamp_offsets_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, prologue_size, size, relocs, inst_offset,
+                                                                   block_offset, reloc_start, code_size, reloc_count);
+    ++launches_;
+    CUDA_CHECK(cudaGetLastError());
+    exclusive_scan(code_size, code_start, F);
+    exclusive_scan(reloc_count, fn_reloc_start, F);
+    uint32_t totals[4];
+    fetch_totals(code_size, code_start, reloc_count, fn_reloc_start, F, totals);
+    const uint32_t code_total = totals[0] + totals[1], reloc_total = totals[2] + totals[3];
+    CUDA_CHECK(cudaEventRecord(events_[4], stream_));
+
+    // 5. Code and relocations.
+    uint8_t* code = code_.as<uint8_t>(std::max<uint32_t>(code_total, 1));
+    StampReloc* reloc_out = reloc_out_.as<StampReloc>(std::max<uint32_t>(reloc_total, 1));
+    layout.inst_offset = inst_offset;
+    layout.block_offset = block_offset;
+    if (N)
+      stamp_encode_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, layout, code, code_start, reloc_out, fn_reloc_start,
+                                                                   reloc_start);
+    stamp_encode_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, code, code_start);
+    launches_ += N ? 2 : 1;
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaEventRecord(events_[5], stream_));
+
+    // 6. Exception tables: measure, scan, write.
+    CUDA_CHECK(cudaMemsetAsync(lsda_size, 0, F * sizeof(uint32_t), stream_));
+    stamp_lsda_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, inst_offset, block_offset, call_begin, call_end,
+                                                                code_size, nullptr, nullptr, lsda_size);
+    ++launches_;
+    CUDA_CHECK(cudaGetLastError());
+    exclusive_scan(lsda_size, lsda_start, F);
+    fetch_totals(lsda_size, lsda_start, nullptr, nullptr, F, totals);
+    const uint32_t lsda_total = totals[0] + totals[1];
+    uint8_t* lsda = lsda_.as<uint8_t>(std::max<uint32_t>(lsda_total, 1));
+    if (lsda_total)
+      stamp_lsda_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, inst_offset, block_offset, call_begin, call_end,
+                                                                  code_size, lsda, lsda_start, nullptr);
+    launches_ += lsda_total ? 1 : 0;
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaEventRecord(events_[6], stream_));
+
+    // 7. Download through pinned staging: per-function tables, code, relocations, LSDAs.
+    const size_t fn_bytes = 6 * size_t(F) * sizeof(uint32_t), reloc_bytes = size_t(reloc_total) * sizeof(StampReloc);
+    const size_t at_code = align16(fn_bytes), at_relocs = at_code + align16(code_total),
+                 at_lsda = at_relocs + align16(reloc_bytes), down_total = at_lsda + lsda_total;
+    uint8_t* down = download_staging_.reserve(down_total);
+    CUDA_CHECK(cudaMemcpyAsync(down, per_fn, fn_bytes, cudaMemcpyDeviceToHost, stream_));
+    if (code_total) CUDA_CHECK(cudaMemcpyAsync(down + at_code, code, code_total, cudaMemcpyDeviceToHost, stream_));
+    if (reloc_bytes) CUDA_CHECK(cudaMemcpyAsync(down + at_relocs, reloc_out, reloc_bytes, cudaMemcpyDeviceToHost, stream_));
+    if (lsda_total) CUDA_CHECK(cudaMemcpyAsync(down + at_lsda, lsda, lsda_total, cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaEventRecord(events_[7], stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+
+    const uint32_t* fn_tables = reinterpret_cast<const uint32_t*>(down);
+    out.code_size.assign(fn_tables, fn_tables + F);
+    out.code_start.assign(fn_tables + F, fn_tables + 2 * F);
+    out.reloc_count.assign(fn_tables + 2 * F, fn_tables + 3 * F);
+    out.reloc_start.assign(fn_tables + 3 * F, fn_tables + 4 * F);
+    out.lsda_size.assign(fn_tables + 4 * F, fn_tables + 5 * F);
+    out.lsda_start.assign(fn_tables + 5 * F, fn_tables + 6 * F);
+    out.code.assign(down + at_code, down + at_code + code_total);
+    out.relocs.resize(reloc_total);
+    if (reloc_bytes) std::memcpy(out.relocs.data(), down + at_relocs, reloc_bytes);
+    out.lsda.assign(down + at_lsda, down + at_lsda + lsda_total);
+
+    times_.upload = elapsed(0, 1);
+    times_.frame = elapsed(1, 2);
+    times_.measure = elapsed(2, 3);
+    times_.offsets = elapsed(3, 4);
+    times_.encode = elapsed(4, 5);
+    times_.exception_tables = elapsed(5, 6);
+    times_.download = elapsed(6, 7);
+    times_.launches = launches_;
+    launches_ = 0;
+    out.frame = times_.frame;
+    out.measure = times_.measure;
+    out.offsets = times_.offsets;
+    out.encode = times_.encode;
+    out.exception_tables = times_.exception_tables;
+    out.launches = times_.launches;
+    return out;
+  }
+
+ private:
+  void exclusive_scan(const uint32_t* in, uint32_t* out, uint32_t n) {
+    size_t temp_bytes = 0;
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, in, out, n, stream_));
+    void* temp = scan_temp_.reserve(std::max<size_t>(temp_bytes, 1));
+    CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in, out, n, stream_));
+    ++launches_;
+  }
+  // The last element of each (size, start) pair: their sums are the totals. Waits.
+  void fetch_totals(const uint32_t* size_a, const uint32_t* start_a, const uint32_t* size_b, const uint32_t* start_b,
+                    uint32_t n, uint32_t* totals) {
+    uint32_t* pinned = reinterpret_cast<uint32_t*>(totals_staging_.reserve(4 * sizeof(uint32_t)));
+    std::memset(pinned, 0, 4 * sizeof(uint32_t));
+    const uint32_t* from[4] = {size_a, start_a, size_b, start_b};
+    for (int k = 0; k < 4; ++k)
+      if (from[k]) CUDA_CHECK(cudaMemcpyAsync(pinned + k, from[k] + n - 1, sizeof(uint32_t), cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::memcpy(totals, pinned, 4 * sizeof(uint32_t));
+  }
+  double elapsed(int from, int to) {
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, events_[from], events_[to]));
+    return ms / 1000.0;
+  }
+
+  int device_;
+  std::string name_;
+  cudaStream_t stream_{};
+  cudaEvent_t events_[8]{};
+  StampGpuTimes times_;
+  uint64_t launches_ = 0;
+  PinnedBuffer upload_staging_, download_staging_, totals_staging_;
+  DeviceBuffer flat_, use_count_, home_, inst_slot_, alloca_mem_, arg_slot_, frame_size_, prologue_size_, size_, relocs_,
+      call_begin_, call_end_, inst_offset_, reloc_start_, block_offset_, per_fn_, code_, reloc_out_, lsda_, scan_temp_;
+};
+
+}  // namespace
+
+std::unique_ptr<StampGpuExecutor> open_stamp_gpu(int device, std::string* why) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    if (why) *why = std::string("CUDA runtime: ") + cudaGetErrorString(err);
+    return nullptr;
+  }
+  if (device < 0 || device >= count) {
+    if (why) *why = count ? "no CUDA device " + std::to_string(device) + " (this machine has " + std::to_string(count) + ")"
+                          : std::string("no CUDA device found");
+    return nullptr;
+  }
+  try {
+    return std::make_unique<CudaStampExecutor>(device);
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace kiln

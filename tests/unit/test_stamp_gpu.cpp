@@ -1,0 +1,112 @@
+// The CUDA executor against the CPU executor (the oracle): identical arrays for
+// modules with loops, phis, switches, calls, aggregates and exception handling.
+// Without a usable GPU (CI, most machines) it checks that the executor says why.
+#include <catch2/catch.hpp>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "bitcode.h"
+#include "flat_export.h"
+#include "ir_helpers.h"
+#include "stamp_cpu.h"
+#include "stamp_gpu.h"
+
+using namespace kiln;
+
+namespace {
+
+const char* kGpuIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+declare i32 @__gxx_personality_v0(...)
+declare void @may_throw(i64)
+declare i64 @sink(i64)
+
+define i64 @loop(i64 %n) {
+entry:
+  br label %head
+head:
+  %i = phi i64 [ 0, %entry ], [ %next, %body ]
+  %acc = phi i64 [ 0, %entry ], [ %acc2, %body ]
+  %done = icmp uge i64 %i, %n
+  br i1 %done, label %exit, label %body
+body:
+  %sq = mul i64 %i, %i
+  %acc2 = add i64 %acc, %sq
+  %next = add i64 %i, 1
+  br label %head
+exit:
+  ret i64 %acc
+}
+
+define i32 @pick(i32 %k) {
+  %slot = alloca [4 x i32], align 4
+  switch i32 %k, label %other [ i32 1, label %one
+                                i32 7, label %seven ]
+one:
+  ret i32 10
+seven:
+  ret i32 70
+other:
+  %p = getelementptr inbounds [4 x i32], ptr %slot, i64 0, i64 2
+  store i32 %k, ptr %p, align 4
+  %v = load i32, ptr %p, align 4
+  ret i32 %v
+}
+
+define { i64, i32 } @agg(i64 %a, i32 %b) {
+  %x = insertvalue { i64, i32 } undef, i64 %a, 0
+  %y = insertvalue { i64, i32 } %x, i32 %b, 1
+  %r = call i64 @sink(i64 %a)
+  %z = insertvalue { i64, i32 } %y, i64 %r, 0
+  ret { i64, i32 } %z
+}
+
+define void @eh(i64 %v) personality ptr @__gxx_personality_v0 {
+entry:
+  invoke void @may_throw(i64 %v) to label %ok unwind label %lp
+ok:
+  ret void
+lp:
+  %l = landingpad { ptr, i32 } cleanup
+  resume { ptr, i32 } %l
+}
+)";
+
+}  // namespace
+
+TEST_CASE("the CUDA executor's output equals the CPU executor's, or it says why it cannot run", "[stamp][gpu]") {
+  llvm::LLVMContext ctx;
+  auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(kGpuIr), "gpu.bc");
+  FlatExport flat = export_flat(*module);
+  REQUIRE(flat.stamp_functions == 4);
+  StampOutput cpu = run_stamp_cpu(flat.flat.view(), 1);
+  REQUIRE(!cpu.code.empty());
+  REQUIRE(!cpu.lsda.empty());
+
+  std::string why;
+  std::unique_ptr<StampGpuExecutor> gpu = open_stamp_gpu(0, &why);
+  if (!gpu) {
+    CHECK(!why.empty());
+    WARN("no GPU, the CUDA executor is not run: " << why);
+    return;
+  }
+  for (int round = 0; round < 2; ++round) {  // the second run reuses every buffer
+    StampOutput out = gpu->run(flat.flat.view());
+    CHECK(out.code == cpu.code);
+    CHECK(out.code_start == cpu.code_start);
+    CHECK(out.code_size == cpu.code_size);
+    CHECK(out.reloc_start == cpu.reloc_start);
+    CHECK(out.reloc_count == cpu.reloc_count);
+    REQUIRE(out.relocs.size() == cpu.relocs.size());
+    for (size_t r = 0; r < cpu.relocs.size(); ++r) {
+      CHECK(out.relocs[r].offset == cpu.relocs[r].offset);
+      CHECK(out.relocs[r].type == cpu.relocs[r].type);
+      CHECK(out.relocs[r].symbol == cpu.relocs[r].symbol);
+      CHECK(out.relocs[r].addend == cpu.relocs[r].addend);
+    }
+    CHECK(out.lsda == cpu.lsda);
+    CHECK(out.lsda_start == cpu.lsda_start);
+    CHECK(out.lsda_size == cpu.lsda_size);
+    CHECK(gpu->last_times().launches >= 10);
+  }
+}
