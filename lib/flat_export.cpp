@@ -20,14 +20,6 @@
 
 namespace kiln {
 
-FlatModuleView FlatModuleData::view() const {
-  return FlatModuleView{functions.data(), static_cast<uint32_t>(functions.size()),
-                        blocks.data(), static_cast<uint32_t>(blocks.size()),
-                        insts.data(), static_cast<uint32_t>(insts.size()),
-                        operands.data(), static_cast<uint32_t>(operands.size()),
-                        arg_widths.data(), static_cast<uint32_t>(arg_widths.size())};
-}
-
 namespace {
 
 using namespace llvm;

@@ -8,6 +8,15 @@
 
 namespace kiln {
 
+// Here rather than in flat_export.cpp: what reads flat files links no LLVM.
+FlatModuleView FlatModuleData::view() const {
+  return FlatModuleView{functions.data(), static_cast<uint32_t>(functions.size()),
+                        blocks.data(), static_cast<uint32_t>(blocks.size()),
+                        insts.data(), static_cast<uint32_t>(insts.size()),
+                        operands.data(), static_cast<uint32_t>(operands.size()),
+                        arg_widths.data(), static_cast<uint32_t>(arg_widths.size())};
+}
+
 namespace {
 
 const char kMagic[8] = {'K', 'I', 'L', 'N', 'F', 'L', 'A', 'T'};

@@ -1,0 +1,300 @@
+// kiln-replay-flat: replays flat IR files (kiln-flat(5)) through stamp's executors,
+// on the GPU and on the CPU, round after round; checks that every module's object is
+// byte-identical on both (the CPU executor is the oracle) and reports per-stage times
+// and throughput. It links no LLVM, so it runs where LLVM is not installed (the GPU
+// machine), and it takes its command line by hand so that it builds with nvcc and a
+// C++ compiler alone.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "error.h"
+#include "flat_file.h"
+#include "kiln_config.h"
+#include "stamp_cpu.h"
+#include "stamp_gpu.h"
+#include "stamp_object.h"
+#include "timeutil.h"
+
+namespace kiln {
+namespace {
+
+const char* kUsage =
+    "Replay flat IR files through stamp's GPU and CPU executors and check identical objects.\n"
+    "  kiln-replay-flat [--device cuda,cpu] [--rounds N] [--baseline REPORT] [--json FILE] FLAT|DIR...\n"
+    "Options:\n"
+    "  --device LIST     cuda, cpu, or cuda,cpu (default): where the stages run\n"
+    "  --rounds N        rounds over the files, at least 2 (default 5; round 1 warms up)\n"
+    "  --baseline FILE   a kiln-replay report from the same modules, for the ratio to llvm\n"
+    "  --json FILE       also write the results as JSON\n"
+    "  -h, --help        this text;  --version  the version\n"
+    "Exit: 0 identical objects, 1 objects differ, 2 usage, 3 bad input, 5 I/O, 7 no usable GPU.\n";
+
+struct Module {
+  std::string path, source;
+  FlatModuleData flat;
+  uint64_t instructions = 0;
+  std::string cpu_object;  // the oracle
+};
+
+std::string read_whole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw KilnError(kExitIo, path, std::strerror(errno));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// FLAT files, and every *.flat in each DIR, in name order.
+std::vector<std::string> flat_files(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  for (const std::string& a : args) {
+    DIR* dir = opendir(a.c_str());
+    if (!dir) {
+      files.push_back(a);
+      continue;
+    }
+    std::vector<std::string> found;
+    while (dirent* d = readdir(dir)) {
+      std::string name = d->d_name;
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".flat") == 0) found.push_back(a + "/" + name);
+    }
+    closedir(dir);
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// One number from a kiln-replay report, found by its key (no JSON library here).
+double number_in(const std::string& text, const std::string& key) {
+  size_t at = text.find("\"" + key + "\"");
+  if (at == std::string::npos) return 0;
+  at = text.find(':', at);
+  return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + 1, nullptr);
+}
+
+// Per-round sums over the modules.
+struct Round {
+  double upload = 0, frame = 0, measure = 0, offsets = 0, encode = 0, lsda = 0, download = 0, elf = 0, wall = 0;
+  double stages() const { return upload + frame + measure + offsets + encode + lsda + download; }
+};
+
+}  // namespace
+
+int replay_flat_main(int argc, char** argv) {
+  bool want_cpu = true, want_cuda = true;
+  int rounds = 5;
+  std::string baseline_path, json_path;
+  std::vector<std::string> inputs;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw KilnError(kExitUsage, "", a + " needs a value (see --help)");
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return kExitOk;
+    } else if (a == "--version") {
+      std::printf("kiln-replay-flat %s (no LLVM%s)\n", KILN_VERSION, KILN_HAVE_CUDA ? ", CUDA kernels built" : "");
+      return kExitOk;
+    } else if (a == "--device") {
+      want_cpu = want_cuda = false;
+      std::stringstream list(value());
+      for (std::string d; std::getline(list, d, ',');) {
+        if (d == "cpu") want_cpu = true;
+        else if (d == "cuda") want_cuda = true;
+        else throw KilnError(kExitUsage, "", "--device " + d + ": expected cpu or cuda");
+      }
+    } else if (a == "--rounds") {
+      rounds = std::atoi(value().c_str());
+      if (rounds < 2) throw KilnError(kExitUsage, "", "--rounds must be at least 2 (round 1 warms up)");
+    } else if (a == "--baseline") {
+      baseline_path = value();
+    } else if (a == "--json") {
+      json_path = value();
+    } else if (!a.empty() && a[0] == '-') {
+      throw KilnError(kExitUsage, "", "unknown option " + a + " (see --help)");
+    } else {
+      inputs.push_back(a);
+    }
+  }
+  if (!want_cpu && !want_cuda) throw KilnError(kExitUsage, "", "--device names no device");
+  std::vector<std::string> files = flat_files(inputs);
+  if (files.empty()) throw KilnError(kExitUsage, "", "no flat IR files given (see --help)");
+
+  std::vector<Module> modules(files.size());
+  uint64_t instructions = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    modules[i].path = files[i];
+    modules[i].flat = read_flat_file(read_whole(files[i]), files[i], &modules[i].source);
+    modules[i].instructions = modules[i].flat.insts.size();
+    instructions += modules[i].instructions;
+  }
+  // The oracle: the CPU executor's objects (also the CPU rounds' reference).
+  for (Module& m : modules) m.cpu_object = emit_flat_module(m.flat, m.source);
+
+  std::unique_ptr<StampGpuExecutor> gpu;
+  double context_seconds = 0;
+  std::string gpu_name;
+  if (want_cuda) {
+    Stopwatch clock;
+    std::string why;
+    gpu = open_stamp_gpu(0, &why);
+    if (!gpu) throw KilnError(kExitNoDevice, "", "--device cuda: " + why);
+    context_seconds = clock.seconds();
+    gpu_name = gpu->device_name();
+  }
+
+  std::vector<Round> cpu_rounds, gpu_rounds;
+  size_t mismatches = 0;
+  std::string mismatch_list;
+  for (int r = 1; r <= rounds; ++r) {
+    if (gpu) {  // the GPU first in each round, then the CPU: interleaved, as kiln-replay does
+      Round g;
+      Stopwatch wall;
+      for (Module& m : modules) {
+        StampOutput code = gpu->run(m.flat.view());
+        const StampGpuTimes& t = gpu->last_times();
+        g.upload += t.upload, g.frame += t.frame, g.measure += t.measure, g.offsets += t.offsets;
+        g.encode += t.encode, g.lsda += t.exception_tables, g.download += t.download;
+        Stopwatch elf;
+        std::string object = write_stamp_object(stamp_object_parts(m.flat, code).view, m.source);
+        g.elf += elf.seconds();
+        if (object != m.cpu_object) {
+          if (mismatches++ < 10) mismatch_list += "  round " + std::to_string(r) + ": " + m.path + "\n";
+        }
+      }
+      g.wall = wall.seconds();
+      gpu_rounds.push_back(g);
+    }
+    if (want_cpu) {
+      Round c;
+      Stopwatch wall;
+      for (Module& m : modules) {
+        StampOutput code = run_stamp_cpu(m.flat.view(), 1);
+        c.frame += code.frame, c.measure += code.measure, c.offsets += code.offsets, c.encode += code.encode;
+        c.lsda += code.exception_tables;
+        Stopwatch elf;
+        std::string object = write_stamp_object(stamp_object_parts(m.flat, code).view, m.source);
+        c.elf += elf.seconds();
+        if (object != m.cpu_object && mismatches++ < 10)
+          mismatch_list += "  cpu round " + std::to_string(r) + ": " + m.path + "\n";
+      }
+      c.wall = wall.seconds();
+      cpu_rounds.push_back(c);
+    }
+  }
+
+  // Medians of the warm rounds (2..N).
+  auto warm = [](const std::vector<Round>& rs, double (*f)(const Round&)) {
+    std::vector<double> v;
+    for (size_t i = 1; i < rs.size(); ++i) v.push_back(f(rs[i]));
+    return median(v);
+  };
+  double llvm_rate = 0;
+  if (!baseline_path.empty()) llvm_rate = number_in(read_whole(baseline_path), "llvm_instructions_per_core_second");
+  std::string table, json = "{\"schema\":\"kiln-replay-flat\",\"v\":1";
+  char line[512];
+  std::snprintf(line, sizeof line, "%zu flat modules, %llu IR instructions, %d rounds (medians of rounds 2..%d)\n",
+                modules.size(), static_cast<unsigned long long>(instructions), rounds, rounds);
+  table += line;
+  std::snprintf(line, sizeof line, ",\"modules\":%zu,\"instructions\":%llu,\"rounds\":%d", modules.size(),
+                static_cast<unsigned long long>(instructions), rounds);
+  json += line;
+  double cpu_stages = 0, gpu_stages = 0;
+  if (!cpu_rounds.empty()) {
+    cpu_stages = warm(cpu_rounds, [](const Round& x) { return x.stages(); });
+    double elf = warm(cpu_rounds, [](const Round& x) { return x.elf; });
+    std::snprintf(line, sizeof line, "cpu (one thread)   stages %.4f s  %7.2f M instr/s  ELF writing %.4f s\n", cpu_stages,
+                  instructions / std::max(1e-12, cpu_stages) / 1e6, elf);
+    table += line;
+    std::snprintf(line, sizeof line, ",\"cpu\":{\"stages_seconds\":%.6f,\"elf_seconds\":%.6f,\"instructions_per_second\":%.1f}",
+                  cpu_stages, elf, instructions / std::max(1e-12, cpu_stages));
+    json += line;
+  }
+  if (!gpu_rounds.empty()) {
+    gpu_stages = warm(gpu_rounds, [](const Round& x) { return x.stages(); });
+    double parts[7] = {warm(gpu_rounds, [](const Round& x) { return x.upload; }),
+                       warm(gpu_rounds, [](const Round& x) { return x.frame; }),
+                       warm(gpu_rounds, [](const Round& x) { return x.measure; }),
+                       warm(gpu_rounds, [](const Round& x) { return x.offsets; }),
+                       warm(gpu_rounds, [](const Round& x) { return x.encode; }),
+                       warm(gpu_rounds, [](const Round& x) { return x.lsda; }),
+                       warm(gpu_rounds, [](const Round& x) { return x.download; })};
+    const char* names[7] = {"upload", "uses+frame", "measure", "offsets+scans", "encode", "exception tables", "download"};
+    double gpu_wall = warm(gpu_rounds, [](const Round& x) { return x.wall; });
+    std::snprintf(line, sizeof line, "cuda (%s): context %.3f s, first round %.4f s (warm-up, not counted)\n", gpu_name.c_str(),
+                  context_seconds, gpu_rounds[0].stages());
+    table += line;
+    json += ",\"gpu\":{\"device\":\"" + gpu_name + "\"";
+    for (int k = 0; k < 7; ++k) {
+      std::snprintf(line, sizeof line, "  %-18s %.5f s\n", names[k], parts[k]);
+      table += line;
+    }
+    const char* keys[7] = {"upload", "frame", "measure", "offsets", "encode", "exception_tables", "download"};
+    for (int k = 0; k < 7; ++k) {
+      std::snprintf(line, sizeof line, ",\"%s_seconds\":%.6f", keys[k], parts[k]);
+      json += line;
+    }
+    std::snprintf(line, sizeof line,
+                  "  stages (upload+kernels+download) %.4f s: %.2f M instr/s, %.0f modules/s; round wall with ELF %.4f s\n",
+                  gpu_stages, instructions / std::max(1e-12, gpu_stages) / 1e6, modules.size() / std::max(1e-12, gpu_stages),
+                  gpu_wall);
+    table += line;
+    std::snprintf(line, sizeof line,
+                  ",\"stages_seconds\":%.6f,\"instructions_per_second\":%.1f,\"modules_per_second\":%.1f,\"context_seconds\":%.6f,"
+                  "\"first_round_seconds\":%.6f}",
+                  gpu_stages, instructions / std::max(1e-12, gpu_stages), modules.size() / std::max(1e-12, gpu_stages),
+                  context_seconds, gpu_rounds[0].stages());
+    json += line;
+    if (cpu_stages > 0) {
+      std::snprintf(line, sizeof line, "  %.1fx stamp's CPU executor (one thread)\n", cpu_stages / std::max(1e-12, gpu_stages));
+      table += line;
+    }
+    if (llvm_rate > 0) {
+      double ratio = instructions / std::max(1e-12, gpu_stages) / llvm_rate;
+      std::snprintf(line, sizeof line, "  %.1fx llvm -O0 on one core (%.3f M instr/s, from %s)\n", ratio, llvm_rate / 1e6,
+                    baseline_path.c_str());
+      table += line;
+      std::snprintf(line, sizeof line, ",\"speedup_vs_llvm\":%.3f", ratio);
+      json += line;
+    }
+  }
+  if (llvm_rate > 0 && cpu_stages > 0) {
+    std::snprintf(line, sizeof line, "cpu stages: %.1fx llvm -O0 on one core\n",
+                  instructions / std::max(1e-12, cpu_stages) / llvm_rate);
+    table += line;
+  }
+  std::snprintf(line, sizeof line, "objects: %zu of %zu differ from the CPU executor's\n", mismatches,
+                modules.size() * static_cast<size_t>(rounds) * ((gpu ? 1 : 0) + (want_cpu ? 1 : 0)));
+  table += line + mismatch_list;
+  std::snprintf(line, sizeof line, ",\"mismatches\":%zu}\n", mismatches);
+  json += line;
+  std::fputs(table.c_str(), stdout);
+  if (!json_path.empty()) {
+    std::ofstream out(json_path + ".tmp", std::ios::binary);
+    out << json;
+    out.close();
+    if (!out || std::rename((json_path + ".tmp").c_str(), json_path.c_str()) != 0)
+      throw KilnError(kExitIo, json_path, "cannot write the report");
+  }
+  return mismatches ? kExitFailed : kExitOk;
+}
+
+}  // namespace kiln
+
+int main(int argc, char** argv) { return kiln::run_tool("kiln-replay-flat", kiln::replay_flat_main, argc, argv); }
