@@ -6,8 +6,12 @@
 
 #include <cub/device/device_scan.cuh>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cctype>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 
@@ -76,6 +80,42 @@ class PinnedBuffer {
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
+// The NUMA node of CUDA device `device` (from sysfs), or -1 when unknown.
+int numa_node_of_device(int device) {
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) return -1;
+  std::string id(bus);
+  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (id.size() > 12 && id.find(':') == 8) id = id.substr(4);  // sysfs: a 4-digit domain
+  std::ifstream f("/sys/bus/pci/devices/" + id + "/numa_node");
+  int node = -1;
+  if (f) f >> node;
+  return node;
+}
+
+// With more than one NUMA node, runs the calling thread on the CPUs of `node`, so that
+// the pinned buffers it allocates and touches next are local to the GPU. True when
+// it did.
+bool bind_thread_to_node(int node) {
+  if (node < 0 || !std::ifstream("/sys/devices/system/node/node1/cpulist")) return false;  // one node
+  std::ifstream list("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
+  std::string text;
+  if (!(list >> text)) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  size_t at = 0;
+  while (at < text.size()) {  // "0-15,32-47"
+    size_t end = text.find(',', at);
+    std::string range = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    size_t dash = range.find('-');
+    int lo = std::atoi(range.c_str()), hi = dash == std::string::npos ? lo : std::atoi(range.c_str() + dash + 1);
+    for (int c = lo; c <= hi && c < CPU_SETSIZE; ++c) CPU_SET(c, &set);
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
 class CudaStampExecutor final : public StampGpuExecutor {
  public:
   explicit CudaStampExecutor(int device) : device_(device) {
@@ -83,6 +123,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     name_ = prop.name;
+    numa_node_ = numa_node_of_device(device);
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreate(&e));
   }
@@ -93,9 +134,15 @@ class CudaStampExecutor final : public StampGpuExecutor {
 
   const StampGpuTimes& last_times() const override { return times_; }
   std::string device_name() const override { return name_; }
+  int numa_node() const override { return numa_node_; }
+  bool on_gpu_node() const override { return on_gpu_node_; }
 
   StampOutput run(const FlatModuleView& host) override {
     CUDA_CHECK(cudaSetDevice(device_));
+    if (!bound_) {  // the first run on this thread: go to the GPU's NUMA node first
+      bound_ = true;
+      on_gpu_node_ = bind_thread_to_node(numa_node_);
+    }
     times_ = StampGpuTimes{};
     const uint32_t F = host.function_count, B = host.block_count, N = host.inst_count;
     StampOutput out;
@@ -276,6 +323,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
 
   int device_;
   std::string name_;
+  int numa_node_ = -1;
+  bool bound_ = false, on_gpu_node_ = false;
   cudaStream_t stream_{};
   cudaEvent_t events_[8]{};
   StampGpuTimes times_;

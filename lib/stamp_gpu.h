@@ -32,6 +32,11 @@ class StampGpuExecutor {
   virtual StampOutput run(const FlatModuleView& m) = 0;
   virtual const StampGpuTimes& last_times() const = 0;
   virtual std::string device_name() const = 0;
+  // The GPU's NUMA node (-1: unknown), and whether the thread that runs the executor
+  // was moved onto that node's CPUs (only where the host has more than one node;
+  // the pinned buffers are then allocated there).
+  virtual int numa_node() const = 0;
+  virtual bool on_gpu_node() const = 0;
 };
 
 // The executor on CUDA device `device`, or nullptr with *why set (no device, no

@@ -237,10 +237,13 @@ int replay_flat_main(int argc, char** argv) {
                        warm(gpu_rounds, [](const Round& x) { return x.download; })};
     const char* names[7] = {"upload", "uses+frame", "measure", "offsets+scans", "encode", "exception tables", "download"};
     double gpu_wall = warm(gpu_rounds, [](const Round& x) { return x.wall; });
-    std::snprintf(line, sizeof line, "cuda (%s): context %.3f s, first round %.4f s (warm-up, not counted)\n", gpu_name.c_str(),
-                  context_seconds, gpu_rounds[0].stages());
+    std::snprintf(line, sizeof line,
+                  "cuda (%s, NUMA node %d%s): context %.3f s, first round %.4f s (warm-up, not counted)\n",
+                  gpu_name.c_str(), gpu->numa_node(), gpu->on_gpu_node() ? ", thread bound to it" : "", context_seconds,
+                  gpu_rounds[0].stages());
     table += line;
-    json += ",\"gpu\":{\"device\":\"" + gpu_name + "\"";
+    json += ",\"gpu\":{\"device\":\"" + gpu_name + "\",\"numa_node\":" + std::to_string(gpu->numa_node()) +
+            ",\"thread_on_gpu_node\":" + (gpu->on_gpu_node() ? "true" : "false");
     for (int k = 0; k < 7; ++k) {
       std::snprintf(line, sizeof line, "  %-18s %.5f s\n", names[k], parts[k]);
       table += line;
