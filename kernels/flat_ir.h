@@ -36,8 +36,15 @@ enum StampOp : uint16_t {
   kOpLandingPad,     // {ptr, i32} from rax and edx; aux = kLandingPad* clause kind
   kOpResume,         // _Unwind_Resume(field 0 of op0)
   kOpBitOp,          // aux = kBit*: one operand (op0, its width in op0.width) or two (op0, op1)
+  // Atomics, with x86-64's mapping of the orderings: loads are plain loads, a seq_cst
+  // store is a plain store (kOpStore with aux kStoreSeqCst) followed by mfence.
+  kOpAtomicRmw,      // result = old *op0; *op0 = old (aux: kRmw*) op1, at op1.width, locked
+  kOpCmpXchg,        // {old, i1 ok}: if *op0 == op1 then *op0 = op2; field 1 at imm
+  kOpFence,          // aux 1: a seq_cst fence (mfence); 0: no code (acquire/release)
   kOpCount
 };
+enum StoreFlags : uint8_t { kStoreSeqCst = 1 };
+enum RmwKind : uint8_t { kRmwXchg, kRmwAdd, kRmwSub, kRmwAnd, kRmwOr, kRmwXor, kRmwNand };
 
 enum IcmpPredicate : uint8_t { kPredEq, kPredNe, kPredUgt, kPredUge, kPredUlt, kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle };
 enum BitOpKind : uint8_t {

@@ -752,6 +752,132 @@ KILN_HD inline bool compare_feeds_branch(const FlatModuleView& m, const StampLay
   return m.insts[i].op == kOpIcmp && l.home && l.home[i] == kHomeRax && m.insts[i + 1].op == kOpCondBr;
 }
 
+// A store (the template of kOpStore, without the fence a seq_cst store adds).
+KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t at = 0;
+  if (ops[0].width != 0 && rax_holds(m, i, ops[0])) {  // the value is in rax already
+    uint32_t bytes = bytes_of_width(ops[0].width);
+    if (frame_address(m, l, ops[1], &at)) return store_bytes(e, RBP, at, RAX, bytes);
+    load_operand(e, l, ops[1], RCX);
+    if (!is_standard_width(ops[0].width)) return store_bytes(e, RCX, 0, RAX, bytes);
+    switch (ops[0].width) {
+      case 64: e.byte(0x48), e.byte(0x89), e.byte(0x01); break;  // mov [rcx], rax
+      case 32: e.byte(0x89), e.byte(0x01); break;
+      case 16: e.byte(0x66), e.byte(0x89), e.byte(0x01); break;
+      default: e.byte(0x88), e.byte(0x01); break;
+    }
+    return;
+  }
+  if (frame_address(m, l, ops[1], &at)) {
+    if (ops[0].width == 0) {
+      if (ops[0].kind == kOperandValue) copy_frame(e, at, slot_disp(l, ops[0].index), in.aux32);
+      else if (ops[0].kind == kOperandZero) zero_frame(e, at, in.aux32);
+      return;
+    }
+    load_operand(e, l, ops[0], RCX);
+    store_bytes(e, RBP, at, RCX, bytes_of_width(ops[0].width));
+    return;
+  }
+  if (ops[0].width == 0) {  // aggregate
+    load_rax(e, m, l, i, ops[1]);
+    if (ops[0].kind == kOperandValue) return copy_memory(e, false, slot_disp(l, ops[0].index), in.aux32);
+    if (ops[0].kind == kOperandZero) {
+      e.byte(0x31), e.byte(0xC9);  // xor ecx, ecx, then exact zero stores through [rax + k]
+      for (uint32_t done = 0; done < in.aux32;) {
+        uint32_t left = in.aux32 - done, chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+        if (chunk == 8) e.byte(0x48);
+        if (chunk == 2) e.byte(0x66);
+        e.byte(chunk == 1 ? 0x88 : 0x89);
+        mem_operand(e, RCX, RAX, static_cast<int32_t>(done));
+        done += chunk;
+      }
+    }
+    return;  // undef: nothing to store
+  }
+  load_operand(e, l, ops[0], RCX);
+  load_rax(e, m, l, i, ops[1]);
+  if (!is_standard_width(ops[0].width)) return store_bytes(e, RAX, 0, RCX, bytes_of_width(ops[0].width));
+  switch (ops[0].width) {
+    case 64: e.byte(0x48), e.byte(0x89), e.byte(0x08); break;
+    case 32: e.byte(0x89), e.byte(0x08); break;
+    case 16: e.byte(0x66), e.byte(0x89), e.byte(0x08); break;
+    default: e.byte(0x88), e.byte(0x08); break;
+  }
+  return;
+}
+
+// lock-prefixed operations on [r11] at width w (8, 16, 32 or 64 bits): the prefixes
+// and opcode (8-bit form opcode8, else opcode8 + 1), then ModRM reg, [r11].
+KILN_HD inline void on_r11(Emitter& e, uint32_t w, bool lock, bool two_byte, uint32_t opcode8, uint32_t reg) {
+  if (lock) e.byte(0xF0);
+  if (w == 16) e.byte(0x66);
+  e.byte(w == 64 ? 0x49 : 0x41);  // REX.B for r11 (and W for 64 bits)
+  if (two_byte) e.byte(0x0F);
+  e.byte(w == 8 ? opcode8 : opcode8 + 1);
+  e.byte(((reg & 7) << 3) | 3);  // mod 00, rm r11
+}
+
+// atomicrmw: the old value comes back in rax (normalised). xchg and add (sub as add
+// of the negation) are single locked instructions; and, or, xor and nand loop on
+// lock cmpxchg until no other thread changed the value in between.
+KILN_HD inline void encode_atomic_rmw(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  uint32_t w = ops[1].width;
+  load_operand(e, l, ops[0], R11);
+  load_operand(e, l, ops[1], RCX);
+  switch (in.aux) {
+    case kRmwXchg:
+      on_r11(e, w, false, false, 0x86, RCX);  // xchg [r11], rcx (locked by itself)
+      mov_rr(e, RAX, RCX);
+      break;
+    case kRmwSub:
+      e.byte(0x48), e.byte(0xF7), e.byte(0xD9);  // neg rcx
+      [[fallthrough]];
+    case kRmwAdd:
+      on_r11(e, w, true, true, 0xC0, RCX);  // lock xadd [r11], rcx
+      mov_rr(e, RAX, RCX);
+      break;
+    default: {
+      // rax = [r11]; loop: rdx = rax op rcx; lock cmpxchg [r11], rdx; jne loop
+      if (w == 64) e.byte(0x49), e.byte(0x8B), e.byte(0x03);
+      else if (w == 32) e.byte(0x41), e.byte(0x8B), e.byte(0x03);
+      else e.byte(0x41), e.byte(0x0F), e.byte(w == 16 ? 0xB7 : 0xB6), e.byte(0x03);
+      uint32_t loop = e.pos;
+      mov_rr(e, RDX, RAX);
+      if (in.aux == kRmwOr) e.byte(0x48), e.byte(0x09), e.byte(0xCA);        // or rdx, rcx
+      else if (in.aux == kRmwXor) e.byte(0x48), e.byte(0x31), e.byte(0xCA);  // xor rdx, rcx
+      else e.byte(0x48), e.byte(0x21), e.byte(0xCA);                          // and rdx, rcx
+      if (in.aux == kRmwNand) e.byte(0x48), e.byte(0xF7), e.byte(0xD2);      // not rdx
+      on_r11(e, w, true, true, 0xB0, RDX);  // lock cmpxchg [r11], rdx
+      e.byte(0x75);                         // jne loop
+      e.byte(static_cast<uint32_t>(static_cast<int32_t>(loop) - static_cast<int32_t>(e.pos + 1)) & 0xFF);
+      break;
+    }
+  }
+  normalize(e, RAX, w);
+  store64(e, slot_disp(l, i), RAX);
+}
+
+// cmpxchg: {old, success}. lock cmpxchg compares rax with [r11]: equal, it stores rcx
+// (ZF set; rax keeps the old value, which was rax); else it loads the old value into rax.
+KILN_HD inline void encode_cmpxchg(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  uint32_t w = ops[1].width;
+  int32_t dst = slot_disp(l, i);
+  load_operand(e, l, ops[0], R11);
+  load_operand(e, l, ops[1], RAX);
+  load_operand(e, l, ops[2], RCX);
+  on_r11(e, w, true, true, 0xB0, RCX);        // lock cmpxchg [r11], rcx
+  e.byte(0x0F), e.byte(0x94), e.byte(0xC1);   // sete cl
+  normalize(e, RAX, w);
+  store64(e, dst, RAX);  // field 0 (the slot is at least 8 bytes); field 1 after it
+  store_narrow(e, dst + static_cast<int32_t>(in.imm), RCX, 1);
+}
+
 // Encodes (or measures) flat instruction `i` at e.pos.
 KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
@@ -834,58 +960,10 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       store_result(e, l, i);
       return;
     }
-    case kOpStore: {
-      int32_t at = 0;
-      if (ops[0].width != 0 && rax_holds(m, i, ops[0])) {  // the value is in rax already
-        uint32_t bytes = bytes_of_width(ops[0].width);
-        if (frame_address(m, l, ops[1], &at)) return store_bytes(e, RBP, at, RAX, bytes);
-        load_operand(e, l, ops[1], RCX);
-        if (!is_standard_width(ops[0].width)) return store_bytes(e, RCX, 0, RAX, bytes);
-        switch (ops[0].width) {
-          case 64: e.byte(0x48), e.byte(0x89), e.byte(0x01); break;  // mov [rcx], rax
-          case 32: e.byte(0x89), e.byte(0x01); break;
-          case 16: e.byte(0x66), e.byte(0x89), e.byte(0x01); break;
-          default: e.byte(0x88), e.byte(0x01); break;
-        }
-        return;
-      }
-      if (frame_address(m, l, ops[1], &at)) {
-        if (ops[0].width == 0) {
-          if (ops[0].kind == kOperandValue) copy_frame(e, at, slot_disp(l, ops[0].index), in.aux32);
-          else if (ops[0].kind == kOperandZero) zero_frame(e, at, in.aux32);
-          return;
-        }
-        load_operand(e, l, ops[0], RCX);
-        store_bytes(e, RBP, at, RCX, bytes_of_width(ops[0].width));
-        return;
-      }
-      if (ops[0].width == 0) {  // aggregate
-        load_rax(e, m, l, i, ops[1]);
-        if (ops[0].kind == kOperandValue) return copy_memory(e, false, slot_disp(l, ops[0].index), in.aux32);
-        if (ops[0].kind == kOperandZero) {
-          e.byte(0x31), e.byte(0xC9);  // xor ecx, ecx, then exact zero stores through [rax + k]
-          for (uint32_t done = 0; done < in.aux32;) {
-            uint32_t left = in.aux32 - done, chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
-            if (chunk == 8) e.byte(0x48);
-            if (chunk == 2) e.byte(0x66);
-            e.byte(chunk == 1 ? 0x88 : 0x89);
-            mem_operand(e, RCX, RAX, static_cast<int32_t>(done));
-            done += chunk;
-          }
-        }
-        return;  // undef: nothing to store
-      }
-      load_operand(e, l, ops[0], RCX);
-      load_rax(e, m, l, i, ops[1]);
-      if (!is_standard_width(ops[0].width)) return store_bytes(e, RAX, 0, RCX, bytes_of_width(ops[0].width));
-      switch (ops[0].width) {
-        case 64: e.byte(0x48), e.byte(0x89), e.byte(0x08); break;
-        case 32: e.byte(0x89), e.byte(0x08); break;
-        case 16: e.byte(0x66), e.byte(0x89), e.byte(0x08); break;
-        default: e.byte(0x88), e.byte(0x08); break;
-      }
+    case kOpStore:
+      encode_store(e, m, l, i);
+      if (in.aux & kStoreSeqCst) e.byte(0x0F), e.byte(0xAE), e.byte(0xF0);  // mfence
       return;
-    }
     case kOpGep: {
       if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
       load_rax(e, m, l, i, ops[0]);
@@ -968,6 +1046,15 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       encode_bit_op(e, in.aux, ops[0].width);
       normalize(e, RAX, in.width);
       store_result(e, l, i);
+      return;
+    case kOpAtomicRmw:
+      encode_atomic_rmw(e, m, l, i);
+      return;
+    case kOpCmpXchg:
+      encode_cmpxchg(e, m, l, i);
+      return;
+    case kOpFence:
+      if (in.aux) e.byte(0x0F), e.byte(0xAE), e.byte(0xF0);  // mfence
       return;
     case kOpLandingPad:  // the personality hands over the exception in rax and its selector in edx
       store64(e, dst, RAX);

@@ -157,6 +157,14 @@ class FunctionExporter {
     return it->second;
   }
 
+  // An atomic access stamp compiles: an integer or pointer of 8, 16, 32 or 64 bits,
+  // naturally aligned (LLVM calls the libatomic routines otherwise).
+  void check_atomic_access(Type* t, uint64_t align) {
+    unsigned w = is_int_like(t) ? scalar_width(t) : 0;
+    if (!(w == 8 || w == 16 || w == 32 || w == 64)) reason("atomics: on " + type_name(t));
+    else if (align < w / 8) reason("atomics: under-aligned");
+  }
+
   void check_function() {
     if (f_.getCallingConv() != CallingConv::C) reason("calling convention " + std::to_string(f_.getCallingConv()));
     if (f_.isVarArg()) reason("variadic definition");
@@ -543,7 +551,7 @@ class FunctionExporter {
       }
       case Instruction::Load: {
         auto& l = cast<LoadInst>(inst);
-        if (l.isAtomic()) reason("atomics");
+        if (l.isAtomic()) check_atomic_access(l.getType(), l.getAlign().value());
         if (l.getPointerAddressSpace() != 0) reason("address spaces");
         FlatInst& fi = emit(inst, kOpLoad, {operand(l.getPointerOperand())});
         if (!fi.width) fi.aux32 = static_cast<uint32_t>(dl_.getTypeStoreSize(l.getType()));
@@ -551,9 +559,12 @@ class FunctionExporter {
       }
       case Instruction::Store: {
         auto& s = cast<StoreInst>(inst);
-        if (s.isAtomic()) reason("atomics");
+        if (s.isAtomic()) check_atomic_access(s.getValueOperand()->getType(), s.getAlign().value());
         if (s.getPointerAddressSpace() != 0) reason("address spaces");
         FlatInst& fi = emit(inst, kOpStore, {operand(s.getValueOperand()), operand(s.getPointerOperand())});
+        if (s.isAtomic() && s.getOrdering() == AtomicOrdering::SequentiallyConsistent &&
+            s.getSyncScopeID() != SyncScope::SingleThread)
+          fi.aux = kStoreSeqCst;
         if (!scalar_width(s.getValueOperand()->getType()))
           fi.aux32 = static_cast<uint32_t>(dl_.getTypeStoreSize(s.getValueOperand()->getType()));
         return;
@@ -680,10 +691,40 @@ class FunctionExporter {
         reason("exceptions: " + std::string(inst.getOpcodeName()));
         emit(inst, kOpNop);
         return;
-      case Instruction::AtomicRMW: case Instruction::AtomicCmpXchg: case Instruction::Fence:
-        reason("atomics");
-        emit(inst, kOpNop);
+      case Instruction::AtomicRMW: {
+        auto& rmw = cast<AtomicRMWInst>(inst);
+        check_atomic_access(rmw.getValOperand()->getType(), rmw.getAlign().value());
+        if (rmw.getPointerAddressSpace() != 0) reason("address spaces");
+        FlatInst& fi = emit(inst, kOpAtomicRmw, {operand(rmw.getPointerOperand()), operand(rmw.getValOperand())});
+        switch (rmw.getOperation()) {
+          case AtomicRMWInst::Xchg: fi.aux = kRmwXchg; break;
+          case AtomicRMWInst::Add: fi.aux = kRmwAdd; break;
+          case AtomicRMWInst::Sub: fi.aux = kRmwSub; break;
+          case AtomicRMWInst::And: fi.aux = kRmwAnd; break;
+          case AtomicRMWInst::Or: fi.aux = kRmwOr; break;
+          case AtomicRMWInst::Xor: fi.aux = kRmwXor; break;
+          case AtomicRMWInst::Nand: fi.aux = kRmwNand; break;
+          default: reason("atomics: atomicrmw " + AtomicRMWInst::getOperationName(rmw.getOperation()).str());
+        }
         return;
+      }
+      case Instruction::AtomicCmpXchg: {
+        auto& cx = cast<AtomicCmpXchgInst>(inst);
+        check_atomic_access(cx.getCompareOperand()->getType(), cx.getAlign().value());
+        if (cx.getPointerAddressSpace() != 0) reason("address spaces");
+        FlatInst& fi = emit(inst, kOpCmpXchg, {operand(cx.getPointerOperand()), operand(cx.getCompareOperand()),
+                                               operand(cx.getNewValOperand())});
+        fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(cx.getType()))->getElementOffset(1));
+        if (fi.slot_size < 8) fi.slot_size = 8;
+        return;
+      }
+      case Instruction::Fence: {
+        auto& f = cast<FenceInst>(inst);
+        FlatInst& fi = emit(inst, kOpFence);
+        // x86-64 orders everything but a store before a later load: only seq_cst needs code.
+        fi.aux = f.getOrdering() == AtomicOrdering::SequentiallyConsistent && f.getSyncScopeID() != SyncScope::SingleThread;
+        return;
+      }
       default:
         reason(std::string("instruction ") + inst.getOpcodeName());
         emit(inst, kOpNop);

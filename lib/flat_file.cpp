@@ -133,7 +133,7 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
       /*nop*/ 0, /*copy*/ 1, /*trunc*/ 1, /*sext*/ 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
       /*icmp*/ 2, /*select*/ 3, /*alloca*/ 0, /*load*/ 1, /*store*/ 2, /*gep*/ 1, /*extract*/ 1, /*insert*/ 2,
       /*phi*/ 0, /*call*/ 1, /*overflow*/ 2, /*br*/ 1, /*condbr*/ 3, /*switch*/ 2, /*ret*/ 0, /*unreachable*/ 0,
-      /*invoke*/ 3, /*landingpad*/ 0, /*resume*/ 2, /*bitop*/ 1};
+      /*invoke*/ 3, /*landingpad*/ 0, /*resume*/ 2, /*bitop*/ 1, /*atomicrmw*/ 2, /*cmpxchg*/ 3, /*fence*/ 0};
   for (size_t fn = 0; fn < f.functions.size(); ++fn) {
     const FlatFunction& func = f.functions[fn];
     if ((func.flags & kFnHasPersonality) && func.personality >= f.symbols.size()) bad("personality out of range");
@@ -158,7 +158,8 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
           return ops[k].kind == kOperandBlock && ops[k].index < f.blocks.size() && f.blocks[ops[k].index].function == fn;
         };
         if ((in.op == kOpIcmp && in.aux > kPredSle) || (in.op == kOpOverflow && in.aux > kOvfSmul) ||
-            (in.op == kOpBitOp && in.aux > kBitScmp) || (in.op == kOpLandingPad && in.aux > kLandingPadEmptyFilter))
+            (in.op == kOpBitOp && in.aux > kBitScmp) || (in.op == kOpLandingPad && in.aux > kLandingPadEmptyFilter) ||
+            (in.op == kOpAtomicRmw && in.aux > kRmwNand) || (in.op == kOpStore && in.aux > kStoreSeqCst))
           bad("instruction with an unknown variant");
         if ((in.op == kOpBr && !is_block(0)) || (in.op == kOpCondBr && !(is_block(1) && is_block(2))) ||
             (in.op == kOpSwitch && (!is_block(1) || in.operand_count % 2)) ||
