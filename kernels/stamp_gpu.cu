@@ -30,53 +30,38 @@ void cuda_check(cudaError_t err, const char* what) {
 constexpr unsigned kThreads = 256;
 unsigned blocks_for(uint32_t n) { return (n + kThreads - 1) / kThreads; }
 
-// Device memory that only grows.
-class DeviceBuffer {
- public:
-  ~DeviceBuffer() {
-    if (ptr_) cudaFree(ptr_);
-  }
-  void* reserve(size_t bytes) {
-    if (bytes > capacity_) {
-      if (ptr_) CUDA_CHECK(cudaFree(ptr_));
-      ptr_ = nullptr;
-      size_t want = std::max<size_t>({bytes, capacity_ * 2, 4096});
-      CUDA_CHECK(cudaMalloc(&ptr_, want));
-      capacity_ = want;
-    }
-    return ptr_;
-  }
-  template <class T>
-  T* as(size_t count) {
-    return static_cast<T*>(reserve(count * sizeof(T)));
-  }
+// Memory that only grows: device memory (cudaMalloc) or page-locked host memory
+// (cudaHostAlloc, what the copy engines transfer from without staging of their own).
+cudaError_t alloc_device(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+cudaError_t alloc_pinned(void** p, size_t bytes) { return cudaHostAlloc(p, bytes, cudaHostAllocDefault); }
 
- private:
-  void* ptr_ = nullptr;
-  size_t capacity_ = 0;
-};
-
-// Page-locked host memory that only grows (what the copy engines transfer from).
-class PinnedBuffer {
+template <cudaError_t (*Alloc)(void**, size_t), cudaError_t (*Free)(void*), size_t kMinimum>
+class GrowingBuffer {
  public:
-  ~PinnedBuffer() {
-    if (ptr_) cudaFreeHost(ptr_);
+  ~GrowingBuffer() {
+    if (ptr_) Free(ptr_);
   }
   uint8_t* reserve(size_t bytes) {
     if (bytes > capacity_) {
-      if (ptr_) CUDA_CHECK(cudaFreeHost(ptr_));
+      if (ptr_) CUDA_CHECK(Free(ptr_));
       ptr_ = nullptr;
-      size_t want = std::max<size_t>({bytes, capacity_ * 2, 1 << 16});
-      CUDA_CHECK(cudaHostAlloc(&ptr_, want, cudaHostAllocDefault));
+      size_t want = std::max<size_t>({bytes, capacity_ * 2, kMinimum});
+      CUDA_CHECK(Alloc(&ptr_, want));
       capacity_ = want;
     }
     return static_cast<uint8_t*>(ptr_);
   }
+  template <class T>
+  T* as(size_t count) {
+    return reinterpret_cast<T*>(reserve(count * sizeof(T)));
+  }
 
  private:
   void* ptr_ = nullptr;
   size_t capacity_ = 0;
 };
+using DeviceBuffer = GrowingBuffer<alloc_device, cudaFree, 4096>;
+using PinnedBuffer = GrowingBuffer<alloc_pinned, cudaFreeHost, 1 << 16>;
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
@@ -164,7 +149,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     uint8_t* staging = upload_staging_.reserve(total);
     for (int k = 0; k < 5; ++k)
       if (sizes[k]) std::memcpy(staging + offsets[k], sources[k], sizes[k]);
-    uint8_t* flat = static_cast<uint8_t*>(flat_.reserve(total));
+    uint8_t* flat = flat_.reserve(total);
     CUDA_CHECK(cudaMemcpyAsync(flat, staging, total, cudaMemcpyHostToDevice, stream_));
     FlatModuleView m = host;
     m.functions = reinterpret_cast<const FlatFunction*>(flat + offsets[0]);

@@ -436,249 +436,58 @@ define i64 @f0(i64 %a, i64 %b, i64 %c) {
   CHECK(counts.functions_stamp == 2);
 }
 
-TEST_CASE("atomics (load, store, atomicrmw, cmpxchg, fence) at every width come out the same", "[stamp][differential]") {
-  const char* ir = R"(
-target triple = "x86_64-unknown-linux-gnu"
-@cell64 = global i64 0, align 8
-define i64 @f0(i64 %a, i64 %b, i64 %c) {
-  %acc0 = add i64 0, 0
-  %m8 = alloca i8, align 1
-  %m16 = alloca i16, align 2
-  %m32 = alloca i32, align 4
-  %m64 = alloca i64, align 8
-  %a8 = trunc i64 %a to i8
-  %b8 = trunc i64 %b to i8
-  %c8 = trunc i64 %c to i8
-  store atomic i8 %a8, ptr %m8 seq_cst, align 1
-  %r1 = atomicrmw add ptr %m8, i8 %b8 seq_cst, align 1
-  %z1 = zext i8 %r1 to i64
-  %s1 = mul i64 %acc0, 31
-  %acc1 = xor i64 %s1, %z1
-  %r2 = atomicrmw sub ptr %m8, i8 %b8 seq_cst, align 1
-  %z2 = zext i8 %r2 to i64
-  %s2 = mul i64 %acc1, 31
-  %acc2 = xor i64 %s2, %z2
-  %r3 = atomicrmw xchg ptr %m8, i8 %b8 seq_cst, align 1
-  %z3 = zext i8 %r3 to i64
-  %s3 = mul i64 %acc2, 31
-  %acc3 = xor i64 %s3, %z3
-  %r4 = atomicrmw and ptr %m8, i8 %b8 seq_cst, align 1
-  %z4 = zext i8 %r4 to i64
-  %s4 = mul i64 %acc3, 31
-  %acc4 = xor i64 %s4, %z4
-  %r5 = atomicrmw or ptr %m8, i8 %b8 seq_cst, align 1
-  %z5 = zext i8 %r5 to i64
-  %s5 = mul i64 %acc4, 31
-  %acc5 = xor i64 %s5, %z5
-  %r6 = atomicrmw xor ptr %m8, i8 %b8 seq_cst, align 1
-  %z6 = zext i8 %r6 to i64
-  %s6 = mul i64 %acc5, 31
-  %acc6 = xor i64 %s6, %z6
-  %r7 = atomicrmw nand ptr %m8, i8 %b8 seq_cst, align 1
-  %z7 = zext i8 %r7 to i64
-  %s7 = mul i64 %acc6, 31
-  %acc7 = xor i64 %s7, %z7
-  %cur8 = load atomic i8, ptr %m8 acquire, align 1
-  %x8 = cmpxchg ptr %m8, i8 %cur8, i8 %c8 seq_cst seq_cst, align 1
-  %xo8 = extractvalue { i8, i1 } %x8, 0
-  %xs8 = extractvalue { i8, i1 } %x8, 1
-  %y8 = cmpxchg weak ptr %m8, i8 %a8, i8 %b8 acq_rel monotonic, align 1
-  %yo8 = extractvalue { i8, i1 } %y8, 0
-  %ys8 = extractvalue { i8, i1 } %y8, 1
-  fence seq_cst
-  fence acquire
-  %fin8 = load atomic i8, ptr %m8 seq_cst, align 1
-  %z9 = zext i8 %xo8 to i64
-  %s9 = mul i64 %acc7, 31
-  %acc9 = xor i64 %s9, %z9
-  %z10 = zext i8 %yo8 to i64
-  %s10 = mul i64 %acc9, 31
-  %acc10 = xor i64 %s10, %z10
-  %z11 = zext i8 %fin8 to i64
-  %s11 = mul i64 %acc10, 31
-  %acc11 = xor i64 %s11, %z11
-  %z12 = zext i1 %xs8 to i64
-  %s12 = mul i64 %acc11, 3
-  %acc12 = add i64 %s12, %z12
-  %z13 = zext i1 %ys8 to i64
-  %s13 = mul i64 %acc12, 3
-  %acc13 = add i64 %s13, %z13
-  %a16 = trunc i64 %a to i16
-  %b16 = trunc i64 %b to i16
-  %c16 = trunc i64 %c to i16
-  store atomic i16 %a16, ptr %m16 seq_cst, align 2
-  %r14 = atomicrmw add ptr %m16, i16 %b16 seq_cst, align 2
-  %z14 = zext i16 %r14 to i64
-  %s14 = mul i64 %acc13, 31
-  %acc14 = xor i64 %s14, %z14
-  %r15 = atomicrmw sub ptr %m16, i16 %b16 seq_cst, align 2
-  %z15 = zext i16 %r15 to i64
-  %s15 = mul i64 %acc14, 31
-  %acc15 = xor i64 %s15, %z15
-  %r16 = atomicrmw xchg ptr %m16, i16 %b16 seq_cst, align 2
-  %z16 = zext i16 %r16 to i64
-  %s16 = mul i64 %acc15, 31
-  %acc16 = xor i64 %s16, %z16
-  %r17 = atomicrmw and ptr %m16, i16 %b16 seq_cst, align 2
-  %z17 = zext i16 %r17 to i64
-  %s17 = mul i64 %acc16, 31
-  %acc17 = xor i64 %s17, %z17
-  %r18 = atomicrmw or ptr %m16, i16 %b16 seq_cst, align 2
-  %z18 = zext i16 %r18 to i64
-  %s18 = mul i64 %acc17, 31
-  %acc18 = xor i64 %s18, %z18
-  %r19 = atomicrmw xor ptr %m16, i16 %b16 seq_cst, align 2
-  %z19 = zext i16 %r19 to i64
-  %s19 = mul i64 %acc18, 31
-  %acc19 = xor i64 %s19, %z19
-  %r20 = atomicrmw nand ptr %m16, i16 %b16 seq_cst, align 2
-  %z20 = zext i16 %r20 to i64
-  %s20 = mul i64 %acc19, 31
-  %acc20 = xor i64 %s20, %z20
-  %cur21 = load atomic i16, ptr %m16 acquire, align 2
-  %x21 = cmpxchg ptr %m16, i16 %cur21, i16 %c16 seq_cst seq_cst, align 2
-  %xo21 = extractvalue { i16, i1 } %x21, 0
-  %xs21 = extractvalue { i16, i1 } %x21, 1
-  %y21 = cmpxchg weak ptr %m16, i16 %a16, i16 %b16 acq_rel monotonic, align 2
-  %yo21 = extractvalue { i16, i1 } %y21, 0
-  %ys21 = extractvalue { i16, i1 } %y21, 1
-  fence seq_cst
-  fence acquire
-  %fin21 = load atomic i16, ptr %m16 seq_cst, align 2
-  %z22 = zext i16 %xo21 to i64
-  %s22 = mul i64 %acc20, 31
-  %acc22 = xor i64 %s22, %z22
-  %z23 = zext i16 %yo21 to i64
-  %s23 = mul i64 %acc22, 31
-  %acc23 = xor i64 %s23, %z23
-  %z24 = zext i16 %fin21 to i64
-  %s24 = mul i64 %acc23, 31
-  %acc24 = xor i64 %s24, %z24
-  %z25 = zext i1 %xs21 to i64
-  %s25 = mul i64 %acc24, 3
-  %acc25 = add i64 %s25, %z25
-  %z26 = zext i1 %ys21 to i64
-  %s26 = mul i64 %acc25, 3
-  %acc26 = add i64 %s26, %z26
-  %a32 = trunc i64 %a to i32
-  %b32 = trunc i64 %b to i32
-  %c32 = trunc i64 %c to i32
-  store atomic i32 %a32, ptr %m32 seq_cst, align 4
-  %r27 = atomicrmw add ptr %m32, i32 %b32 seq_cst, align 4
-  %z27 = zext i32 %r27 to i64
-  %s27 = mul i64 %acc26, 31
-  %acc27 = xor i64 %s27, %z27
-  %r28 = atomicrmw sub ptr %m32, i32 %b32 seq_cst, align 4
-  %z28 = zext i32 %r28 to i64
-  %s28 = mul i64 %acc27, 31
-  %acc28 = xor i64 %s28, %z28
-  %r29 = atomicrmw xchg ptr %m32, i32 %b32 seq_cst, align 4
-  %z29 = zext i32 %r29 to i64
-  %s29 = mul i64 %acc28, 31
-  %acc29 = xor i64 %s29, %z29
-  %r30 = atomicrmw and ptr %m32, i32 %b32 seq_cst, align 4
-  %z30 = zext i32 %r30 to i64
-  %s30 = mul i64 %acc29, 31
-  %acc30 = xor i64 %s30, %z30
-  %r31 = atomicrmw or ptr %m32, i32 %b32 seq_cst, align 4
-  %z31 = zext i32 %r31 to i64
-  %s31 = mul i64 %acc30, 31
-  %acc31 = xor i64 %s31, %z31
-  %r32 = atomicrmw xor ptr %m32, i32 %b32 seq_cst, align 4
-  %z32 = zext i32 %r32 to i64
-  %s32 = mul i64 %acc31, 31
-  %acc32 = xor i64 %s32, %z32
-  %r33 = atomicrmw nand ptr %m32, i32 %b32 seq_cst, align 4
-  %z33 = zext i32 %r33 to i64
-  %s33 = mul i64 %acc32, 31
-  %acc33 = xor i64 %s33, %z33
-  %cur34 = load atomic i32, ptr %m32 acquire, align 4
-  %x34 = cmpxchg ptr %m32, i32 %cur34, i32 %c32 seq_cst seq_cst, align 4
-  %xo34 = extractvalue { i32, i1 } %x34, 0
-  %xs34 = extractvalue { i32, i1 } %x34, 1
-  %y34 = cmpxchg weak ptr %m32, i32 %a32, i32 %b32 acq_rel monotonic, align 4
-  %yo34 = extractvalue { i32, i1 } %y34, 0
-  %ys34 = extractvalue { i32, i1 } %y34, 1
-  fence seq_cst
-  fence acquire
-  %fin34 = load atomic i32, ptr %m32 seq_cst, align 4
-  %z35 = zext i32 %xo34 to i64
-  %s35 = mul i64 %acc33, 31
-  %acc35 = xor i64 %s35, %z35
-  %z36 = zext i32 %yo34 to i64
-  %s36 = mul i64 %acc35, 31
-  %acc36 = xor i64 %s36, %z36
-  %z37 = zext i32 %fin34 to i64
-  %s37 = mul i64 %acc36, 31
-  %acc37 = xor i64 %s37, %z37
-  %z38 = zext i1 %xs34 to i64
-  %s38 = mul i64 %acc37, 3
-  %acc38 = add i64 %s38, %z38
-  %z39 = zext i1 %ys34 to i64
-  %s39 = mul i64 %acc38, 3
-  %acc39 = add i64 %s39, %z39
-  %a64 = add i64 %a, 0
-  %b64 = add i64 %b, 0
-  %c64 = add i64 %c, 0
-  store atomic i64 %a64, ptr @cell64 seq_cst, align 8
-  %r40 = atomicrmw add ptr @cell64, i64 %b64 seq_cst, align 8
-  %z40 = add i64 %r40, 0
-  %s40 = mul i64 %acc39, 31
-  %acc40 = xor i64 %s40, %z40
-  %r41 = atomicrmw sub ptr @cell64, i64 %b64 seq_cst, align 8
-  %z41 = add i64 %r41, 0
-  %s41 = mul i64 %acc40, 31
-  %acc41 = xor i64 %s41, %z41
-  %r42 = atomicrmw xchg ptr @cell64, i64 %b64 seq_cst, align 8
-  %z42 = add i64 %r42, 0
-  %s42 = mul i64 %acc41, 31
-  %acc42 = xor i64 %s42, %z42
-  %r43 = atomicrmw and ptr @cell64, i64 %b64 seq_cst, align 8
-  %z43 = add i64 %r43, 0
-  %s43 = mul i64 %acc42, 31
-  %acc43 = xor i64 %s43, %z43
-  %r44 = atomicrmw or ptr @cell64, i64 %b64 seq_cst, align 8
-  %z44 = add i64 %r44, 0
-  %s44 = mul i64 %acc43, 31
-  %acc44 = xor i64 %s44, %z44
-  %r45 = atomicrmw xor ptr @cell64, i64 %b64 seq_cst, align 8
-  %z45 = add i64 %r45, 0
-  %s45 = mul i64 %acc44, 31
-  %acc45 = xor i64 %s45, %z45
-  %r46 = atomicrmw nand ptr @cell64, i64 %b64 seq_cst, align 8
-  %z46 = add i64 %r46, 0
-  %s46 = mul i64 %acc45, 31
-  %acc46 = xor i64 %s46, %z46
-  %cur47 = load atomic i64, ptr @cell64 acquire, align 8
-  %x47 = cmpxchg ptr @cell64, i64 %cur47, i64 %c64 seq_cst seq_cst, align 8
-  %xo47 = extractvalue { i64, i1 } %x47, 0
-  %xs47 = extractvalue { i64, i1 } %x47, 1
-  %y47 = cmpxchg weak ptr @cell64, i64 %a64, i64 %b64 acq_rel monotonic, align 8
-  %yo47 = extractvalue { i64, i1 } %y47, 0
-  %ys47 = extractvalue { i64, i1 } %y47, 1
-  fence seq_cst
-  fence acquire
-  %fin47 = load atomic i64, ptr @cell64 seq_cst, align 8
-  %z48 = add i64 %xo47, 0
-  %s48 = mul i64 %acc46, 31
-  %acc48 = xor i64 %s48, %z48
-  %z49 = add i64 %yo47, 0
-  %s49 = mul i64 %acc48, 31
-  %acc49 = xor i64 %s49, %z49
-  %z50 = add i64 %fin47, 0
-  %s50 = mul i64 %acc49, 31
-  %acc50 = xor i64 %s50, %z50
-  %z51 = zext i1 %xs47 to i64
-  %s51 = mul i64 %acc50, 3
-  %acc51 = add i64 %s51, %z51
-  %z52 = zext i1 %ys47 to i64
-  %s52 = mul i64 %acc51, 3
-  %acc52 = add i64 %s52, %z52
-  ret i64 %acc52
+// f0 runs every atomic operation stamp compiles, at 8, 16, 32 and 64 bits (on a local
+// cell and, for 64 bits, a global one), and folds every result into what it returns.
+static std::string atomics_module() {
+  std::ostringstream ir;
+  ir << "target triple = \"x86_64-unknown-linux-gnu\"\n@cell64 = global i64 0, align 8\n";
+  ir << "define i64 @f0(i64 %a, i64 %b, i64 %c) {\n";
+  std::string acc = "0";
+  int n = 0;
+  auto fold = [&](const std::string& value, int w, int factor, const char* op) {
+    int k = ++n;
+    if (w < 64) ir << "  %z" << k << " = zext i" << w << " " << value << " to i64\n";
+    else ir << "  %z" << k << " = add i64 " << value << ", 0\n";
+    ir << "  %s" << k << " = mul i64 " << acc << ", " << factor << "\n";
+    ir << "  %acc" << k << " = " << op << " i64 %s" << k << ", %z" << k << "\n";
+    acc = "%acc" + std::to_string(k);
+  };
+  for (int w : {8, 16, 32, 64}) {
+    std::string t = "i" + std::to_string(w), al = ", align " + std::to_string(w / 8);
+    std::string cell = w == 64 ? "@cell64" : "%m" + std::to_string(w);
+    if (w < 64) ir << "  " << cell << " = alloca " << t << al << "\n";
+    for (const char* x : {"a", "b", "c"}) {
+      if (w < 64) ir << "  %" << x << w << " = trunc i64 %" << x << " to " << t << "\n";
+      else ir << "  %" << x << w << " = add i64 %" << x << ", 0\n";
+    }
+    std::string a = "%a" + std::to_string(w), b = "%b" + std::to_string(w), c = "%c" + std::to_string(w);
+    ir << "  store atomic " << t << " " << a << ", ptr " << cell << " seq_cst" << al << "\n";
+    for (const char* op : {"add", "sub", "xchg", "and", "or", "xor", "nand"}) {
+      std::string r = "%r" + std::to_string(++n);
+      ir << "  " << r << " = atomicrmw " << op << " ptr " << cell << ", " << t << " " << b << " seq_cst" << al << "\n";
+      fold(r, w, 31, "xor");
+    }
+    std::string id = std::to_string(++n);
+    ir << "  %cur" << id << " = load atomic " << t << ", ptr " << cell << " acquire" << al << "\n";
+    ir << "  %x" << id << " = cmpxchg ptr " << cell << ", " << t << " %cur" << id << ", " << t << " " << c << " seq_cst seq_cst" << al << "\n";
+    ir << "  %y" << id << " = cmpxchg weak ptr " << cell << ", " << t << " " << a << ", " << t << " " << b << " acq_rel monotonic" << al << "\n";
+    ir << "  fence seq_cst\n  fence acquire\n";
+    ir << "  %fin" << id << " = load atomic " << t << ", ptr " << cell << " seq_cst" << al << "\n";
+    for (const char* pair : {"x", "y"}) {
+      ir << "  %" << pair << "o" << id << " = extractvalue { " << t << ", i1 } %" << pair << id << ", 0\n";
+      ir << "  %" << pair << "s" << id << " = extractvalue { " << t << ", i1 } %" << pair << id << ", 1\n";
+      fold("%" + std::string(pair) + "o" + id, w, 31, "xor");
+      fold("%" + std::string(pair) + "s" + id, 1, 3, "add");
+    }
+    fold("%fin" + id, w, 31, "xor");
+  }
+  ir << "  ret i64 " << acc << "\n}\n";
+  return ir.str();
 }
-)";
+
+TEST_CASE("atomics (load, store, atomicrmw, cmpxchg, fence) at every width come out the same", "[stamp][differential]") {
   kiln_test::ScratchDir dir;
-  std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  std::string bitcode = kiln_test::bitcode_from_ir(atomics_module());
   std::string driver = replace(replace(replace(replace(kDriver, "FUNCTIONS", "1"), "DECLS", "int64_t f0(int64_t, int64_t, int64_t);\n"),
                                        "TABLE", "f0"), "SEED", "987654321ull");
   write_file_atomic(dir.path + "/driver.c", driver);
