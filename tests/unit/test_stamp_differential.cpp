@@ -392,6 +392,21 @@ TEST_CASE("stamp and llvm compute the same results on random programs", "[stamp]
   CHECK(stamp_functions == static_cast<uint64_t>(modules) * (kFunctions + 5));
 }
 
+// Builds f0 from `ir` with both back ends, links each with the driver and runs them:
+// their outputs, llvm's first.
+static std::pair<std::string, std::string> run_f0_both(const std::string& ir, const char* seed, EmitCounts* counts) {
+  kiln_test::ScratchDir dir;
+  std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  std::string driver = replace(replace(replace(replace(kDriver, "FUNCTIONS", "1"), "DECLS", "int64_t f0(int64_t, int64_t, int64_t);\n"),
+                                       "TABLE", "f0"), "SEED", seed);
+  write_file_atomic(dir.path + "/driver.c", driver);
+  ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
+  return {expected, run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, counts)};
+}
+
 TEST_CASE("aggregate constants (stored, returned through a phi) come out the same", "[stamp][differential]") {
   const char* ir = R"(
 target triple = "x86_64-unknown-linux-gnu"
@@ -422,17 +437,9 @@ define i64 @f0(i64 %a, i64 %b, i64 %c) {
   ret i64 %u
 }
 )";
-  kiln_test::ScratchDir dir;
-  std::string bitcode = kiln_test::bitcode_from_ir(ir);
-  std::string driver = replace(replace(replace(replace(kDriver, "FUNCTIONS", "1"), "DECLS", "int64_t f0(int64_t, int64_t, int64_t);\n"),
-                                       "TABLE", "f0"), "SEED", "12345ull");
-  write_file_atomic(dir.path + "/driver.c", driver);
-  ProcessOptions quiet;
-  quiet.quiet = true;
-  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
   EmitCounts counts;
-  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
-  CHECK(run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts) == expected);
+  auto [expected, actual] = run_f0_both(ir, "12345ull", &counts);
+  CHECK(actual == expected);
   CHECK(counts.functions_stamp == 2);
 }
 
@@ -486,17 +493,9 @@ static std::string atomics_module() {
 }
 
 TEST_CASE("atomics (load, store, atomicrmw, cmpxchg, fence) at every width come out the same", "[stamp][differential]") {
-  kiln_test::ScratchDir dir;
-  std::string bitcode = kiln_test::bitcode_from_ir(atomics_module());
-  std::string driver = replace(replace(replace(replace(kDriver, "FUNCTIONS", "1"), "DECLS", "int64_t f0(int64_t, int64_t, int64_t);\n"),
-                                       "TABLE", "f0"), "SEED", "987654321ull");
-  write_file_atomic(dir.path + "/driver.c", driver);
-  ProcessOptions quiet;
-  quiet.quiet = true;
-  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
   EmitCounts counts;
-  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
-  CHECK(run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts) == expected);
+  auto [expected, actual] = run_f0_both(atomics_module(), "987654321ull", &counts);
+  CHECK(actual == expected);
   CHECK(counts.functions_stamp == 1);
   CHECK(counts.functions_llvm == 0);
 }
