@@ -11,15 +11,17 @@
 
 namespace kiln {
 
-static std::string numa_node_of(const char* bus_id) {
-  std::string id(bus_id);
+int gpu_numa_node(int device) {
+  char bus[32] = {};
+  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) return -1;
+  std::string id(bus);
   for (auto& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   // sysfs names PCI devices with a 4-digit domain; CUDA gives 8 digits.
   if (id.size() > 12 && id.find(':') == 8) id = id.substr(4);
   std::ifstream f("/sys/bus/pci/devices/" + id + "/numa_node");
   int node = -1;
   if (f) f >> node;
-  return std::to_string(node);
+  return node;
 }
 
 std::string gpu_unavailable_reason() {
@@ -44,7 +46,7 @@ std::string gpu_profile_json() {
                   "%s{\"index\":%d,\"name\":\"%s\",\"sm_count\":%d,\"compute_capability\":\"%d.%d\","
                   "\"memory_bytes\":%llu,\"pci_bus_id\":\"%s\",\"numa_node\":%s}",
                   d ? "," : "", d, prop.name, prop.multiProcessorCount, prop.major, prop.minor,
-                  static_cast<unsigned long long>(prop.totalGlobalMem), bus, numa_node_of(bus).c_str());
+                  static_cast<unsigned long long>(prop.totalGlobalMem), bus, std::to_string(gpu_numa_node(d)).c_str());
     out += item;
   }
   return out + "]";

@@ -9,12 +9,12 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 
+#include "gpu_probe.h"
 #include "stamp_gpu.h"
 #include "stamp_kernels.cuh"
 
@@ -65,19 +65,6 @@ using PinnedBuffer = GrowingBuffer<alloc_pinned, cudaFreeHost, 1 << 16>;
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
-// The NUMA node of CUDA device `device` (from sysfs), or -1 when unknown.
-int numa_node_of_device(int device) {
-  char bus[32] = {};
-  if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess) return -1;
-  std::string id(bus);
-  for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (id.size() > 12 && id.find(':') == 8) id = id.substr(4);  // sysfs: a 4-digit domain
-  std::ifstream f("/sys/bus/pci/devices/" + id + "/numa_node");
-  int node = -1;
-  if (f) f >> node;
-  return node;
-}
-
 // With more than one NUMA node, runs the calling thread on the CPUs of `node`, so that
 // the pinned buffers it allocates and touches next are local to the GPU. True when
 // it did.
@@ -108,7 +95,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     name_ = prop.name;
-    numa_node_ = numa_node_of_device(device);
+    numa_node_ = gpu_numa_node(device);
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreate(&e));
   }

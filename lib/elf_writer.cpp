@@ -466,12 +466,13 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
     const StampReloc* r = v.relocs + v.reloc_start[i];
     for (uint32_t k = 0; k < v.reloc_count[i]; ++k) symbol_for(r[k].symbol);
   }
+  std::vector<uint32_t> data_reloc_symbol;  // every global's relocations, in order
   for (size_t d = 0; d < data.size(); ++d) {
     for (const StampRelocation& r : data[d].relocations) {
       if (r.symbol.empty()) fail("global '" + data[d].name + "': relocation names no symbol");
       uint32_t name = name_index(r.symbol);
       if (symbol_of_name.size() < names.size()) symbol_of_name.resize(names.size(), 0);
-      symbol_for(name);
+      data_reloc_symbol.push_back(symbol_for(name));
     }
   }
   for (uint32_t p : personalities) symbol_for(p);
@@ -502,11 +503,11 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
     for (uint32_t k = 0; k < v.reloc_count[i]; ++k, at += sizeof(Elf64_Rela))
       put_rela_at(out, at, r[k].offset, symbol_for(r[k].symbol), r[k].type, r[k].addend);
   }
-  for (size_t d = 0; d < data.size(); ++d) {
+  for (size_t d = 0, k = 0; d < data.size(); ++d) {
     if (data[d].relocations.empty()) continue;
     size_t at = sections[data_rela_index[d]].header.sh_offset;
     for (const StampRelocation& r : data[d].relocations) {
-      put_rela_at(out, at, r.offset, symbol_for(name_index(r.symbol)), r.type, r.addend);
+      put_rela_at(out, at, r.offset, data_reloc_symbol[k++], r.type, r.addend);
       at += sizeof(Elf64_Rela);
     }
   }

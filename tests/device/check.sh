@@ -39,8 +39,11 @@ cat > "$b/kiln_config.h" <<H
 H
 inc=(-I"$b" -I"$root/lib" -I"$root/kernels")
 start=$SECONDS
-nvcc -std=c++17 -O2 -gencode "arch=compute_$arch,code=sm_$arch" "${inc[@]}" -c "$root/kernels/stamp_gpu.cu" -o "$b/stamp_gpu.o" &
-objs=("$b/stamp_gpu.o")
+objs=()
+for cu in stamp_gpu gpu_probe; do
+  nvcc -std=c++17 -O2 -gencode "arch=compute_$arch,code=sm_$arch" "${inc[@]}" -c "$root/kernels/$cu.cu" -o "$b/$cu.o" &
+  objs+=("$b/$cu.o")
+done
 for src in lib/error.cpp lib/timeutil.cpp lib/elf_writer.cpp lib/stamp_cpu.cpp lib/flat_file.cpp tools/kiln-replay-flat.cpp; do
   o="$b/$(basename "$src" .cpp).o"
   c++ -std=c++20 -O2 "${inc[@]}" -c "$root/$src" -o "$o" &
