@@ -10,6 +10,7 @@
 #include "ir_helpers.h"
 #include "stamp_cpu.h"
 #include "stamp_gpu.h"
+#include "stamp_output_compare.h"
 
 using namespace kiln;
 
@@ -91,22 +92,7 @@ TEST_CASE("the CUDA executor's output equals the CPU executor's, or it says why 
     return;
   }
   for (int round = 0; round < 2; ++round) {  // the second run reuses every buffer
-    StampOutput out = gpu->run(flat.flat.view());
-    CHECK(out.code == cpu.code);
-    CHECK(out.code_start == cpu.code_start);
-    CHECK(out.code_size == cpu.code_size);
-    CHECK(out.reloc_start == cpu.reloc_start);
-    CHECK(out.reloc_count == cpu.reloc_count);
-    REQUIRE(out.relocs.size() == cpu.relocs.size());
-    for (size_t r = 0; r < cpu.relocs.size(); ++r) {
-      CHECK(out.relocs[r].offset == cpu.relocs[r].offset);
-      CHECK(out.relocs[r].type == cpu.relocs[r].type);
-      CHECK(out.relocs[r].symbol == cpu.relocs[r].symbol);
-      CHECK(out.relocs[r].addend == cpu.relocs[r].addend);
-    }
-    CHECK(out.lsda == cpu.lsda);
-    CHECK(out.lsda_start == cpu.lsda_start);
-    CHECK(out.lsda_size == cpu.lsda_size);
+    kiln_test::check_same_output(gpu->run(flat.flat.view()), cpu);
     CHECK(gpu->last_times().launches >= 10);
   }
 }

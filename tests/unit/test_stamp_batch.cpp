@@ -1,0 +1,157 @@
+// Batches: several flat modules run through stamp's stages as one. Each module's cut
+// output must equal the CPU executor's on that module alone, whatever else shares its
+// batch and wherever in the batch it sits.
+#include <catch2/catch.hpp>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "bitcode.h"
+#include "flat_export.h"
+#include "ir_helpers.h"
+#include "stamp_batch.h"
+#include "stamp_cpu.h"
+#include "stamp_output_compare.h"
+
+using namespace kiln;
+
+namespace {
+
+// Arguments, phis, a switch, a global and a call (symbol relocations), exceptions.
+const char* kMixedIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+@counter = global i64 0
+declare i32 @__gxx_personality_v0(...)
+declare void @may_throw(i64)
+
+define i64 @bump(i64 %by, i32 %k) {
+entry:
+  %old = load i64, ptr @counter
+  %new = add i64 %old, %by
+  store i64 %new, ptr @counter
+  switch i32 %k, label %other [ i32 1, label %one ]
+one:
+  br label %done
+other:
+  br label %done
+done:
+  %r = phi i64 [ %new, %one ], [ %old, %other ]
+  ret i64 %r
+}
+
+define void @eh(i64 %v) personality ptr @__gxx_personality_v0 {
+entry:
+  invoke void @may_throw(i64 %v) to label %ok unwind label %lp
+ok:
+  %x = call i64 @bump(i64 %v, i32 1)
+  ret void
+lp:
+  %l = landingpad { ptr, i32 } cleanup
+  resume { ptr, i32 } %l
+}
+)";
+
+const char* kDeclarationsOnlyIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+declare i64 @elsewhere(i64)
+)";
+
+const char* kLoopIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+declare i64 @sink(i64)
+define i64 @loop(i64 %n, i64 %step) {
+entry:
+  br label %head
+head:
+  %i = phi i64 [ 0, %entry ], [ %next, %body ]
+  %acc = phi i64 [ 0, %entry ], [ %acc2, %body ]
+  %done = icmp uge i64 %i, %n
+  br i1 %done, label %exit, label %body
+body:
+  %s = call i64 @sink(i64 %i)
+  %acc2 = add i64 %acc, %s
+  %next = add i64 %i, %step
+  br label %head
+exit:
+  ret i64 %acc
+}
+)";
+
+// Arguments whose frame slots differ from those at the same module-wide index in other
+// modules (a wrongly rebased argument would read another slot).
+const char* kArgsIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+define i64 @one(i64 %a) {
+  ret i64 %a
+}
+define i64 @three(i64 %a, i64 %b, i64 %c) {
+  %s = add i64 %b, %c
+  %t = mul i64 %s, %a
+  ret i64 %t
+}
+)";
+
+struct Exported {
+  llvm::LLVMContext ctx;
+  std::vector<FlatExport> modules;
+  void add(const char* ir, const char* name) {
+    auto m = parse_bitcode(ctx, kiln_test::bitcode_from_ir(ir), name);
+    modules.push_back(export_flat(*m));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("each module's output from a batch equals its output alone", "[stamp][batch]") {
+  Exported e;
+  e.add(kMixedIr, "mixed.bc");
+  e.add(kDeclarationsOnlyIr, "declarations.bc");
+  e.add(kLoopIr, "loop.bc");
+  e.add(kiln_test::kAddIr, "add.bc");
+  e.add(kArgsIr, "args.bc");
+  REQUIRE(e.modules[0].stamp_functions == 2);
+  REQUIRE(e.modules[1].flat.functions.empty());
+  std::vector<StampOutput> alone;
+  for (const FlatExport& m : e.modules) alone.push_back(run_stamp_cpu(m.flat.view(), 1));
+
+  // Forward, backward, and a module twice: each position shifts every index differently.
+  const std::vector<std::vector<size_t>> orders = {{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 0, 4, 0, 1, 3}};
+  for (const auto& order : orders) {
+    std::vector<FlatModuleView> views;
+    for (size_t k : order) views.push_back(e.modules[k].flat.view());
+    std::vector<StampOutput> cut = run_stamp_cpu_batch(views.data(), views.size(), 1);
+    REQUIRE(cut.size() == order.size());
+    for (size_t k = 0; k < order.size(); ++k) {
+      INFO("batch position " << k << ", module " << order[k]);
+      kiln_test::check_same_output(cut[k], alone[order[k]]);
+    }
+  }
+}
+
+TEST_CASE("a batch's arrays point into their own module's part", "[stamp][batch]") {
+  Exported e;
+  e.add(kLoopIr, "loop.bc");
+  e.add(kMixedIr, "mixed.bc");
+  std::vector<FlatModuleView> views = {e.modules[0].flat.view(), e.modules[1].flat.view()};
+  StampBatchLayout layout = plan_stamp_batch(views.data(), views.size());
+  REQUIRE(layout.function_count() == 3);
+  CHECK(layout.first_inst[1] == views[0].inst_count);
+  CHECK(layout.bytes % 16 == 0);
+  std::vector<uint64_t> storage(layout.bytes / 8 + 2);
+  FlatModuleView batch = write_stamp_batch(views.data(), layout, reinterpret_cast<uint8_t*>(storage.data()));
+  for (size_t k = 0; k < views.size(); ++k) {
+    for (uint32_t o = layout.first_operand[k]; o < layout.first_operand[k + 1]; ++o) {
+      const FlatOperand& op = batch.operands[o];
+      if (op.kind == kOperandValue) {
+        CHECK(op.index >= layout.first_inst[k]);
+        CHECK(op.index < layout.first_inst[k + 1]);
+      } else if (op.kind == kOperandBlock) {
+        CHECK(op.index >= layout.first_block[k]);
+        CHECK(op.index < layout.first_block[k + 1]);
+      } else if (op.kind == kOperandSymbol) {  // symbols stay the module's own
+        CHECK(op.index == views[k].operands[o - layout.first_operand[k]].index);
+      }
+    }
+    for (uint32_t b = layout.first_block[k]; b < layout.first_block[k + 1]; ++b)
+      CHECK(batch.blocks[b].function - layout.first_function[k] < views[k].function_count);
+  }
+}
