@@ -1,20 +1,26 @@
-// The CUDA executor: uploads a flat module through pinned staging, runs stamp's
-// stages as kernels (stamp_kernels.cuh) in the order of the CPU executor, places the
-// functions with CUB scans, and downloads code, relocations and exception tables
-// through pinned staging. One stream; buffers grow on demand and are reused.
+// The CUDA executor: writes a batch of flat modules into pinned staging and uploads
+// it, orders the functions largest first (CUB radix sort) and selects those with
+// exception tables (CUB select), runs stamp's stages as kernels (stamp_kernels.cuh) in
+// the order of the CPU executor, places the functions with CUB scans, downloads code,
+// relocations and exception tables through pinned staging, and cuts each module's
+// part out. One stream; buffers grow on demand and are reused.
 #include <cuda_runtime.h>
 
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
 
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 
 #include "gpu_probe.h"
+#include "stamp_batch.h"
 #include "stamp_gpu.h"
 #include "stamp_kernels.cuh"
 
@@ -65,6 +71,10 @@ using PinnedBuffer = GrowingBuffer<alloc_pinned, cudaFreeHost, 1 << 16>;
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 // With more than one NUMA node, runs the calling thread on the CPUs of `node`, so that
 // the pinned buffers it allocates and touches next are local to the GPU. True when
 // it did.
@@ -109,49 +119,74 @@ class CudaStampExecutor final : public StampGpuExecutor {
   int numa_node() const override { return numa_node_; }
   bool on_gpu_node() const override { return on_gpu_node_; }
 
-  StampOutput run(const FlatModuleView& host) override {
+  void set_order_by_size(bool on) override { order_by_size_ = on; }
+
+  std::vector<StampOutput> run_batch(const FlatModuleView* modules, size_t count) override {
     CUDA_CHECK(cudaSetDevice(device_));
     if (!bound_) {  // the first run on this thread: go to the GPU's NUMA node first
       bound_ = true;
       on_gpu_node_ = bind_thread_to_node(numa_node_);
     }
     times_ = StampGpuTimes{};
-    const uint32_t F = host.function_count, B = host.block_count, N = host.inst_count;
-    StampOutput out;
-    out.code_start.assign(F, 0);
-    out.code_size.assign(F, 0);
-    out.reloc_start.assign(F, 0);
-    out.reloc_count.assign(F, 0);
-    out.lsda_start.assign(F, 0);
-    out.lsda_size.assign(F, 0);
-    if (F == 0) return out;
+    times_.modules = static_cast<uint32_t>(count);
+    const auto host_clock = std::chrono::steady_clock::now();
+    const StampBatchLayout batch = plan_stamp_batch(modules, count);
+    const uint32_t F = batch.function_count(), B = batch.first_block.back(), N = batch.inst_count();
+    if (F == 0) return std::vector<StampOutput>(count);
 
-    // 1. Upload: the five arrays, 16-byte aligned, in one pinned block and one copy.
+    // 1. The batch is written (rebased) straight into pinned staging, then uploaded in
+    //    one copy.
+    uint8_t* staging = upload_staging_.reserve(batch.bytes);
+    const FlatModuleView on_host = write_stamp_batch(modules, batch, staging);
+    times_.prepare = seconds_since(host_clock);
     CUDA_CHECK(cudaEventRecord(events_[0], stream_));
-    const size_t sizes[5] = {F * sizeof(FlatFunction), B * sizeof(FlatBlock), N * sizeof(FlatInst),
-                             host.operand_count * sizeof(FlatOperand), host.arg_count * sizeof(uint8_t)};
-    const void* sources[5] = {host.functions, host.blocks, host.insts, host.operands, host.arg_widths};
-    size_t offsets[5], total = 0;
-    for (int k = 0; k < 5; ++k) offsets[k] = total, total += align16(sizes[k]);
-    uint8_t* staging = upload_staging_.reserve(total);
-    for (int k = 0; k < 5; ++k)
-      if (sizes[k]) std::memcpy(staging + offsets[k], sources[k], sizes[k]);
-    uint8_t* flat = flat_.reserve(total);
-    CUDA_CHECK(cudaMemcpyAsync(flat, staging, total, cudaMemcpyHostToDevice, stream_));
-    FlatModuleView m = host;
-    m.functions = reinterpret_cast<const FlatFunction*>(flat + offsets[0]);
-    m.blocks = reinterpret_cast<const FlatBlock*>(flat + offsets[1]);
-    m.insts = reinterpret_cast<const FlatInst*>(flat + offsets[2]);
-    m.operands = reinterpret_cast<const FlatOperand*>(flat + offsets[3]);
-    m.arg_widths = flat + offsets[4];
+    uint8_t* flat = flat_.reserve(batch.bytes);
+    CUDA_CHECK(cudaMemcpyAsync(flat, staging, batch.bytes, cudaMemcpyHostToDevice, stream_));
+    FlatModuleView m = on_host;
+    m.functions = reinterpret_cast<const FlatFunction*>(flat + batch.array_offset[0]);
+    m.blocks = reinterpret_cast<const FlatBlock*>(flat + batch.array_offset[1]);
+    m.insts = reinterpret_cast<const FlatInst*>(flat + batch.array_offset[2]);
+    m.operands = reinterpret_cast<const FlatOperand*>(flat + batch.array_offset[3]);
+    m.arg_widths = flat + batch.array_offset[4];
     CUDA_CHECK(cudaEventRecord(events_[1], stream_));
+
+    // 2. Functions largest first (a radix sort by instruction count), and those with
+    //    exception tables selected (in that order), both on the device.
+    uint32_t* order = nullptr;
+    uint32_t* sort_keys = sort_keys_.as<uint32_t>(2 * size_t(F));
+    uint32_t* identity = identity_.as<uint32_t>(2 * size_t(F));
+    stamp_function_sizes_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, sort_keys, identity);
+    ++launches_;
+    CUDA_CHECK(cudaGetLastError());
+    if (order_by_size_) {
+      order = identity + F;
+      size_t temp_bytes = 0;
+      CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp_bytes, sort_keys, sort_keys + F, identity,
+                                                           order, F, 0, 32, stream_));
+      void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
+      CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(temp, temp_bytes, sort_keys, sort_keys + F, identity,
+                                                           order, F, 0, 32, stream_));
+      ++launches_;
+    }
+    uint32_t* selected = selected_.as<uint32_t>(size_t(F) + 1);
+    uint32_t* selected_count = selected + F;
+    {
+      size_t temp_bytes = 0;
+      const uint32_t* from = order ? order : identity;
+      HasExceptionTable has_table{m.functions};
+      CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, from, selected, selected_count, F, has_table, stream_));
+      void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
+      CUDA_CHECK(cub::DeviceSelect::If(temp, temp_bytes, from, selected, selected_count, F, has_table, stream_));
+      ++launches_;
+    }
+    CUDA_CHECK(cudaEventRecord(events_[2], stream_));
 
     // Per-instruction and per-function working arrays.
     uint32_t* use_count = use_count_.as<uint32_t>(N);
     uint8_t* home = home_.as<uint8_t>(N);
     int32_t* inst_slot = inst_slot_.as<int32_t>(N);
     int32_t* alloca_mem = alloca_mem_.as<int32_t>(N);
-    int32_t* arg_slot = arg_slot_.as<int32_t>(std::max<uint32_t>(host.arg_count, 1));
+    int32_t* arg_slot = arg_slot_.as<int32_t>(std::max<uint32_t>(m.arg_count, 1));
     uint32_t* frame_size = frame_size_.as<uint32_t>(F);
     uint32_t* prologue_size = prologue_size_.as<uint32_t>(F);
     uint32_t* size = size_.as<uint32_t>(N);
@@ -167,25 +202,25 @@ class CudaStampExecutor final : public StampGpuExecutor {
     uint32_t *code_size = per_fn, *code_start = per_fn + F, *reloc_count = per_fn + 2 * F,
              *fn_reloc_start = per_fn + 3 * F, *lsda_size = per_fn + 4 * F, *lsda_start = per_fn + 5 * F;
 
-    // 2. Where results live, and frames.
-    stamp_uses_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, use_count, home);
-    stamp_frame_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, use_count, home, inst_slot, alloca_mem, arg_slot,
-                                                                 frame_size);
+    // 3. Where results live, and frames.
+    stamp_uses_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, order, use_count, home);
+    stamp_frame_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, order, use_count, home, inst_slot, alloca_mem,
+                                                                 arg_slot, frame_size);
     launches_ += 2;
     CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaEventRecord(events_[2], stream_));
+    CUDA_CHECK(cudaEventRecord(events_[3], stream_));
 
-    // 3. Sizes.
+    // 4. Sizes.
     StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
     if (N) stamp_measure_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, layout, size, relocs, call_begin, call_end);
     stamp_measure_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, prologue_size);
     launches_ += N ? 2 : 1;
     CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaEventRecord(events_[3], stream_));
+    CUDA_CHECK(cudaEventRecord(events_[4], stream_));
 
-    // 4. Offsets inside functions, then functions placed by exclusive scans; the
+    // 5. Offsets inside functions, then functions placed by exclusive scans; the
     //    totals come back to size the output.
-    stamp_offsets_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, prologue_size, size, relocs, inst_offset,
+    stamp_offsets_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, order, prologue_size, size, relocs, inst_offset,
                                                                    block_offset, reloc_start, code_size, reloc_count);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
@@ -194,9 +229,9 @@ class CudaStampExecutor final : public StampGpuExecutor {
     uint32_t totals[4];
     fetch_totals(code_size, code_start, reloc_count, fn_reloc_start, F, totals);
     const uint32_t code_total = totals[0] + totals[1], reloc_total = totals[2] + totals[3];
-    CUDA_CHECK(cudaEventRecord(events_[4], stream_));
+    CUDA_CHECK(cudaEventRecord(events_[5], stream_));
 
-    // 5. Code and relocations.
+    // 6. Code and relocations.
     uint8_t* code = code_.as<uint8_t>(std::max<uint32_t>(code_total, 1));
     StampReloc* reloc_out = reloc_out_.as<StampReloc>(std::max<uint32_t>(reloc_total, 1));
     layout.inst_offset = inst_offset;
@@ -207,12 +242,13 @@ class CudaStampExecutor final : public StampGpuExecutor {
     stamp_encode_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, code, code_start);
     launches_ += N ? 2 : 1;
     CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaEventRecord(events_[5], stream_));
+    CUDA_CHECK(cudaEventRecord(events_[6], stream_));
 
-    // 6. Exception tables: measure, scan, write.
+    // 7. Exception tables, over the selected functions: measure, scan, write.
     CUDA_CHECK(cudaMemsetAsync(lsda_size, 0, F * sizeof(uint32_t), stream_));
-    stamp_lsda_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, inst_offset, block_offset, call_begin, call_end,
-                                                                code_size, nullptr, nullptr, lsda_size);
+    stamp_lsda_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, selected, selected_count, inst_offset, block_offset,
+                                                                call_begin, call_end, code_size, nullptr, nullptr,
+                                                                lsda_size);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(lsda_size, lsda_start, F);
@@ -220,13 +256,14 @@ class CudaStampExecutor final : public StampGpuExecutor {
     const uint32_t lsda_total = totals[0] + totals[1];
     uint8_t* lsda = lsda_.as<uint8_t>(std::max<uint32_t>(lsda_total, 1));
     if (lsda_total)
-      stamp_lsda_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, inst_offset, block_offset, call_begin, call_end,
-                                                                  code_size, lsda, lsda_start, nullptr);
+      stamp_lsda_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, selected, selected_count, inst_offset, block_offset,
+                                                                  call_begin, call_end, code_size, lsda, lsda_start,
+                                                                  nullptr);
     launches_ += lsda_total ? 1 : 0;
     CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaEventRecord(events_[6], stream_));
+    CUDA_CHECK(cudaEventRecord(events_[7], stream_));
 
-    // 7. Download through pinned staging: per-function tables, code, relocations, LSDAs.
+    // 8. Download through pinned staging: per-function tables, code, relocations, LSDAs.
     const size_t fn_bytes = 6 * size_t(F) * sizeof(uint32_t), reloc_bytes = size_t(reloc_total) * sizeof(StampReloc);
     const size_t at_code = align16(fn_bytes), at_relocs = at_code + align16(code_total),
                  at_lsda = at_relocs + align16(reloc_bytes), down_total = at_lsda + lsda_total;
@@ -235,44 +272,44 @@ class CudaStampExecutor final : public StampGpuExecutor {
     if (code_total) CUDA_CHECK(cudaMemcpyAsync(down + at_code, code, code_total, cudaMemcpyDeviceToHost, stream_));
     if (reloc_bytes) CUDA_CHECK(cudaMemcpyAsync(down + at_relocs, reloc_out, reloc_bytes, cudaMemcpyDeviceToHost, stream_));
     if (lsda_total) CUDA_CHECK(cudaMemcpyAsync(down + at_lsda, lsda, lsda_total, cudaMemcpyDeviceToHost, stream_));
-    CUDA_CHECK(cudaEventRecord(events_[7], stream_));
+    CUDA_CHECK(cudaEventRecord(events_[8], stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
 
+    // 9. Each module's part, cut out of pinned staging on the host.
+    const auto cut_clock = std::chrono::steady_clock::now();
     const uint32_t* fn_tables = reinterpret_cast<const uint32_t*>(down);
-    out.code_size.assign(fn_tables, fn_tables + F);
-    out.code_start.assign(fn_tables + F, fn_tables + 2 * F);
-    out.reloc_count.assign(fn_tables + 2 * F, fn_tables + 3 * F);
-    out.reloc_start.assign(fn_tables + 3 * F, fn_tables + 4 * F);
-    out.lsda_size.assign(fn_tables + 4 * F, fn_tables + 5 * F);
-    out.lsda_start.assign(fn_tables + 5 * F, fn_tables + 6 * F);
-    out.code.assign(down + at_code, down + at_code + code_total);
-    out.relocs.resize(reloc_total);
-    if (reloc_bytes) std::memcpy(out.relocs.data(), down + at_relocs, reloc_bytes);
-    out.lsda.assign(down + at_lsda, down + at_lsda + lsda_total);
+    StampOutputView whole{down + at_code,
+                          fn_tables + F,
+                          fn_tables,
+                          reinterpret_cast<const StampReloc*>(down + at_relocs),
+                          fn_tables + 3 * F,
+                          fn_tables + 2 * F,
+                          down + at_lsda,
+                          fn_tables + 5 * F,
+                          fn_tables + 4 * F};
+    std::vector<StampOutput> outputs;
+    outputs.reserve(count);
+    for (size_t k = 0; k < count; ++k) outputs.push_back(cut_stamp_output(whole, batch, k));
+    times_.cut = seconds_since(cut_clock);
 
     times_.upload = elapsed(0, 1);
-    times_.frame = elapsed(1, 2);
-    times_.measure = elapsed(2, 3);
-    times_.offsets = elapsed(3, 4);
-    times_.encode = elapsed(4, 5);
-    times_.exception_tables = elapsed(5, 6);
-    times_.download = elapsed(6, 7);
+    times_.order = elapsed(1, 2);
+    times_.frame = elapsed(2, 3);
+    times_.measure = elapsed(3, 4);
+    times_.offsets = elapsed(4, 5);
+    times_.encode = elapsed(5, 6);
+    times_.exception_tables = elapsed(6, 7);
+    times_.download = elapsed(7, 8);
     times_.launches = launches_;
     launches_ = 0;
-    out.frame = times_.frame;
-    out.measure = times_.measure;
-    out.offsets = times_.offsets;
-    out.encode = times_.encode;
-    out.exception_tables = times_.exception_tables;
-    out.launches = times_.launches;
-    return out;
+    return outputs;
   }
 
  private:
   void exclusive_scan(const uint32_t* in, uint32_t* out, uint32_t n) {
     size_t temp_bytes = 0;
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, in, out, n, stream_));
-    void* temp = scan_temp_.reserve(std::max<size_t>(temp_bytes, 1));
+    void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in, out, n, stream_));
     ++launches_;
   }
@@ -298,12 +335,14 @@ class CudaStampExecutor final : public StampGpuExecutor {
   int numa_node_ = -1;
   bool bound_ = false, on_gpu_node_ = false;
   cudaStream_t stream_{};
-  cudaEvent_t events_[8]{};
+  cudaEvent_t events_[9]{};
   StampGpuTimes times_;
   uint64_t launches_ = 0;
+  bool order_by_size_ = true;
   PinnedBuffer upload_staging_, download_staging_, totals_staging_;
   DeviceBuffer flat_, use_count_, home_, inst_slot_, alloca_mem_, arg_slot_, frame_size_, prologue_size_, size_, relocs_,
-      call_begin_, call_end_, inst_offset_, reloc_start_, block_offset_, per_fn_, code_, reloc_out_, lsda_, scan_temp_;
+      call_begin_, call_end_, inst_offset_, reloc_start_, block_offset_, per_fn_, code_, reloc_out_, lsda_, cub_temp_,
+      sort_keys_, identity_, selected_;
 };
 
 }  // namespace

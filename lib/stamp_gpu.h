@@ -1,35 +1,50 @@
 // The CUDA executor of stamp's stages: the same stage functions as the CPU executor
 // (kernels/stamp_stages.h), launched as kernels on one device, with results equal to
-// run_stamp_cpu's byte for byte (the CPU executor is the oracle). It keeps one CUDA
-// stream, device buffers that grow on demand and are reused, and pinned (page-locked)
-// host staging for every upload and download. Built where nvcc is found; elsewhere
-// open_stamp_gpu says why there is no GPU.
+// run_stamp_cpu's byte for byte (the CPU executor is the oracle). It takes a batch of
+// modules at a time (lib/stamp_batch.h): one upload, one launch per stage and one
+// download for all of them. It keeps one CUDA stream, device buffers that grow on
+// demand and are reused, and pinned (page-locked) host staging for every upload and
+// download. Several executors on their own host threads form a pipeline: while one
+// uploads batch i+1, another runs batch i's kernels and a third downloads batch i-1.
+// Built where nvcc is found; elsewhere open_stamp_gpu says why there is no GPU.
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "stamp_cpu.h"
 
 namespace kiln {
 
-// Seconds per step of the last run, from CUDA events on the executor's stream.
+// Seconds per step of the last batch, from CUDA events on the executor's stream
+// (prepare and cut: host clocks).
 struct StampGpuTimes {
-  double upload = 0;       // flat arrays: host -> pinned staging -> device
+  double prepare = 0;      // host: the batch written (rebased) into pinned staging
+  double upload = 0;       // pinned staging -> device, one copy
+  double order = 0;        // functions sorted by size, those with exception tables selected
   double frame = 0;        // uses + frame kernels
   double measure = 0;      // measure kernels
   double offsets = 0;      // offsets kernel, scans over functions, totals back to the host
   double encode = 0;       // encode kernels
   double exception_tables = 0;
   double download = 0;     // code, relocations, exception tables: device -> pinned -> host
-  uint64_t launches = 0;   // kernels and scans
+  double cut = 0;          // host: each module's output cut out of pinned staging
+  uint64_t launches = 0;   // kernels, scans, sorts and selections, for the whole batch
+  uint32_t modules = 0;    // in the batch
+  double device_seconds() const { return upload + order + frame + measure + offsets + encode + exception_tables + download; }
 };
 
 class StampGpuExecutor {
  public:
   virtual ~StampGpuExecutor() = default;
-  // Runs every stage on the device; the result equals run_stamp_cpu(m)'s. Throws
-  // std::runtime_error naming the CUDA call that failed.
-  virtual StampOutput run(const FlatModuleView& m) = 0;
+  // Runs every stage on the device over the modules as one batch; output k equals
+  // run_stamp_cpu(modules[k])'s. Throws std::runtime_error naming the CUDA call that
+  // failed, or KilnError for a batch too large for 32-bit indices.
+  virtual std::vector<StampOutput> run_batch(const FlatModuleView* modules, size_t count) = 0;
+  StampOutput run(const FlatModuleView& m) { return std::move(run_batch(&m, 1).front()); }
+  // Per-function kernels take functions largest first (a CUB radix sort by
+  // instruction count), so that a warp's threads have similar work; on by default.
+  virtual void set_order_by_size(bool on) = 0;
   virtual const StampGpuTimes& last_times() const = 0;
   virtual std::string device_name() const = 0;
   // The GPU's NUMA node (-1: unknown), and whether the thread that runs the executor

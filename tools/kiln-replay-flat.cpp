@@ -19,6 +19,7 @@
 #include "error.h"
 #include "flat_file.h"
 #include "kiln_config.h"
+#include "stamp_batch.h"
 #include "stamp_cpu.h"
 #include "stamp_gpu.h"
 #include "stamp_object.h"
@@ -29,11 +30,16 @@ namespace {
 
 const char* kUsage =
     "Replay flat IR files through stamp's GPU and CPU executors and check identical objects.\n"
-    "  kiln-replay-flat [--device cuda,cpu] [--rounds N] [--streams N] [--baseline REPORT] [--json FILE] FLAT|DIR...\n"
+    "  kiln-replay-flat [--device cuda,cpu] [--rounds N] [--streams N] [--batch INSTR] [--order size|none]\n"
+    "                   [--baseline REPORT] [--json FILE] FLAT|DIR...\n"
     "Options:\n"
     "  --device LIST     cuda, cpu, or cuda,cpu (default): where the stages run\n"
     "  --rounds N        rounds over the files, at least 2 (default 5; round 1 warms up)\n"
     "  --streams N       CUDA streams, each with its own host thread and buffers (default 4)\n"
+    "  --batch INSTR     modules go to the GPU in batches of at least INSTR IR instructions\n"
+    "                    (consecutive files; default 32768; 1: one module per batch)\n"
+    "  --order WHAT      size: per-function kernels take functions largest first (default);\n"
+    "                    none: in file order\n"
     "  --baseline FILE   a kiln-replay report from the same modules, for the ratio to llvm\n"
     "  --json FILE       also write the results as JSON\n"
     "  -h, --help        this text;  --version  the version\n"
@@ -89,11 +95,42 @@ double number_in(const std::string& text, const std::string& key) {
   return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + 1, nullptr);
 }
 
-// Per-round sums over the modules.
+// Per-round sums over the modules (the GPU: over the batches).
 struct Round {
-  double upload = 0, frame = 0, measure = 0, offsets = 0, encode = 0, lsda = 0, download = 0, elf = 0, wall = 0;
-  double stages() const { return upload + frame + measure + offsets + encode + lsda + download; }
+  double prepare = 0, upload = 0, order = 0, frame = 0, measure = 0, offsets = 0, encode = 0, lsda = 0, download = 0,
+         cut = 0, elf = 0, wall = 0;
+  uint64_t launches = 0;
+  double stages() const { return upload + order + frame + measure + offsets + encode + lsda + download; }
+  void add(const StampGpuTimes& t) {
+    prepare += t.prepare, upload += t.upload, order += t.order, frame += t.frame, measure += t.measure;
+    offsets += t.offsets, encode += t.encode, lsda += t.exception_tables, download += t.download, cut += t.cut;
+    launches += t.launches;
+  }
+  void add(const Round& r) {
+    prepare += r.prepare, upload += r.upload, order += r.order, frame += r.frame, measure += r.measure;
+    offsets += r.offsets, encode += r.encode, lsda += r.lsda, download += r.download, cut += r.cut;
+    launches += r.launches;
+  }
 };
+
+// Consecutive modules, at least `instructions` IR instructions in all (the last batch
+// takes what is left).
+struct Batch {
+  size_t first = 0, count = 0;
+  std::vector<FlatModuleView> views;
+};
+template <class Modules>
+std::vector<Batch> make_batches(const Modules& modules, uint64_t instructions) {
+  std::vector<Batch> batches;
+  uint64_t held = 0;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    if (batches.empty() || held >= instructions) batches.push_back(Batch{i, 0, {}}), held = 0;
+    batches.back().count++;
+    batches.back().views.push_back(modules[i].flat.view());
+    held += modules[i].instructions;
+  }
+  return batches;
+}
 
 }  // namespace
 
@@ -101,6 +138,8 @@ int replay_flat_main(int argc, char** argv) {
   bool want_cpu = true, want_cuda = true;
   int rounds = 5;
   unsigned streams = 4;
+  uint64_t batch_instructions = 32768;
+  bool order_by_size = true;
   std::string baseline_path, json_path;
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
@@ -130,6 +169,14 @@ int replay_flat_main(int argc, char** argv) {
       int n = std::atoi(value().c_str());
       if (n < 1 || n > 64) throw KilnError(kExitUsage, "", "--streams must be 1 to 64");
       streams = static_cast<unsigned>(n);
+    } else if (a == "--batch") {
+      long long n = std::atoll(value().c_str());
+      if (n < 1) throw KilnError(kExitUsage, "", "--batch must be at least 1 (IR instructions)");
+      batch_instructions = static_cast<uint64_t>(n);
+    } else if (a == "--order") {
+      std::string o = value();
+      if (o != "size" && o != "none") throw KilnError(kExitUsage, "", "--order " + o + ": expected size or none");
+      order_by_size = o == "size";
     } else if (a == "--baseline") {
       baseline_path = value();
     } else if (a == "--json") {
@@ -154,6 +201,20 @@ int replay_flat_main(int argc, char** argv) {
   }
   // The oracle: the CPU executor's objects (also the CPU rounds' reference).
   for (Module& m : modules) m.cpu_object = emit_flat_module(m.flat, m.source);
+  std::vector<Batch> batches = make_batches(modules, batch_instructions);
+  // The batches on the CPU executor first: each module cut from its batch must give the
+  // oracle's object (what the GPU is then held to as well).
+  size_t batch_mismatches = 0;
+  std::string mismatch_list;
+  for (const Batch& b : batches) {
+    std::vector<StampOutput> cut = run_stamp_cpu_batch(b.views.data(), b.count, 1);
+    for (size_t k = 0; k < b.count; ++k) {
+      const Module& m = modules[b.first + k];
+      if (write_stamp_object(stamp_object_parts(m.flat, cut[k]).view, m.source) != m.cpu_object &&
+          batch_mismatches++ < 10)
+        mismatch_list += "  cpu batch: " + m.path + "\n";
+    }
+  }
 
   // One executor per stream, each driven by its own host thread: while one stream
   // uploads a module, another runs its kernels and a third downloads.
@@ -172,12 +233,12 @@ int replay_flat_main(int argc, char** argv) {
   }
   StampGpuExecutor* gpu = executors.empty() ? nullptr : executors[0].get();
 
+  for (auto& e : executors) e->set_order_by_size(order_by_size);
   std::vector<Round> cpu_rounds, gpu_rounds;
-  size_t mismatches = 0;
-  std::string mismatch_list;
+  size_t mismatches = batch_mismatches;
   for (int r = 1; r <= rounds; ++r) {
     if (gpu) {  // the GPU first in each round, then the CPU: interleaved, as kiln-replay does
-      // The GPU phase (wall): every stream's thread takes the next module.
+      // The GPU phase (wall): every stream's thread takes the next batch.
       std::vector<StampOutput> outputs(modules.size());
       std::vector<Round> per_stream(executors.size());
       std::atomic<size_t> next{0};
@@ -187,16 +248,14 @@ int replay_flat_main(int argc, char** argv) {
       for (size_t k = 0; k < executors.size(); ++k)
         threads.emplace_back([&, k] {
           try {
-            for (size_t i; (i = next++) < modules.size();) {
-              outputs[i] = executors[k]->run(modules[i].flat.view());
-              const StampGpuTimes& t = executors[k]->last_times();
-              Round& g = per_stream[k];
-              g.upload += t.upload, g.frame += t.frame, g.measure += t.measure, g.offsets += t.offsets;
-              g.encode += t.encode, g.lsda += t.exception_tables, g.download += t.download;
+            for (size_t i; (i = next++) < batches.size();) {
+              std::vector<StampOutput> cut = executors[k]->run_batch(batches[i].views.data(), batches[i].count);
+              for (size_t j = 0; j < cut.size(); ++j) outputs[batches[i].first + j] = std::move(cut[j]);
+              per_stream[k].add(executors[k]->last_times());
             }
           } catch (const std::exception& e) {
             errors[k] = e.what();
-            next = modules.size();
+            next = batches.size();
           }
         });
       for (auto& t : threads) t.join();
@@ -204,10 +263,7 @@ int replay_flat_main(int argc, char** argv) {
       g.wall = wall.seconds();
       for (const std::string& e : errors)
         if (!e.empty()) throw std::runtime_error(e);
-      for (const Round& p : per_stream) {
-        g.upload += p.upload, g.frame += p.frame, g.measure += p.measure, g.offsets += p.offsets;
-        g.encode += p.encode, g.lsda += p.lsda, g.download += p.download;
-      }
+      for (const Round& p : per_stream) g.add(p);
       // ELF writing on the CPU afterwards, and the comparison with the oracle.
       Stopwatch elf;
       for (size_t i = 0; i < modules.size(); ++i) {
@@ -264,15 +320,18 @@ int replay_flat_main(int argc, char** argv) {
     json += line;
   }
   if (!gpu_rounds.empty()) {
-    double parts[7] = {warm(gpu_rounds, [](const Round& x) { return x.upload; }),
-                       warm(gpu_rounds, [](const Round& x) { return x.frame; }),
-                       warm(gpu_rounds, [](const Round& x) { return x.measure; }),
-                       warm(gpu_rounds, [](const Round& x) { return x.offsets; }),
-                       warm(gpu_rounds, [](const Round& x) { return x.encode; }),
-                       warm(gpu_rounds, [](const Round& x) { return x.lsda; }),
-                       warm(gpu_rounds, [](const Round& x) { return x.download; })};
-    const char* names[7] = {"upload", "uses+frame", "measure", "offsets+scans", "encode", "exception tables", "download"};
-    const char* keys[7] = {"upload", "frame", "measure", "offsets", "encode", "exception_tables", "download"};
+    double (*const part_of[10])(const Round&) = {
+        [](const Round& x) { return x.prepare; }, [](const Round& x) { return x.upload; },
+        [](const Round& x) { return x.order; },   [](const Round& x) { return x.frame; },
+        [](const Round& x) { return x.measure; }, [](const Round& x) { return x.offsets; },
+        [](const Round& x) { return x.encode; },  [](const Round& x) { return x.lsda; },
+        [](const Round& x) { return x.download; }, [](const Round& x) { return x.cut; }};
+    double parts[10];
+    for (int k = 0; k < 10; ++k) parts[k] = warm(gpu_rounds, part_of[k]);
+    const char* names[10] = {"prepare (host)", "upload", "order+select", "uses+frame", "measure", "offsets+scans",
+                             "encode", "exception tables", "download", "cut (host)"};
+    const char* keys[10] = {"prepare", "upload", "order", "frame", "measure", "offsets", "encode", "exception_tables",
+                            "download", "cut"};
     // The GPU's throughput is the wall time of its phase (streams overlapped), not
     // the sum of the steps' busy times.
     gpu_stages = warm(gpu_rounds, [](const Round& x) { return x.wall; });
@@ -280,22 +339,30 @@ int replay_flat_main(int argc, char** argv) {
     double elf = warm(gpu_rounds, [](const Round& x) { return x.elf; });
     double rate = instructions / std::max(1e-12, gpu_stages);
     std::snprintf(line, sizeof line,
-                  "cuda (%s, NUMA node %d%s), %zu streams: context %.3f s; round 1 %.4f s (warm-up, not counted)\n",
+                  "cuda (%s, NUMA node %d%s), %zu streams, %zu batches (>= %llu instr), functions %s: context %.3f s; "
+                  "round 1 %.4f s (warm-up, not counted)\n",
                   gpu_name.c_str(), gpu->numa_node(), gpu->on_gpu_node() ? ", threads bound to it" : "", executors.size(),
-                  context_seconds, gpu_rounds[0].wall);
-    table += line + std::string("  busy time per step, summed over streams:\n");
+                  batches.size(), static_cast<unsigned long long>(batch_instructions),
+                  order_by_size ? "largest first" : "in file order", context_seconds, gpu_rounds[0].wall);
+    table += line;
+    std::snprintf(line, sizeof line, "  %llu launches a round; busy time per step, summed over streams:\n",
+                  static_cast<unsigned long long>(gpu_rounds.back().launches));
+    table += line;
     json += ",\"gpu\":{\"device\":\"" + gpu_name + "\",\"numa_node\":" + std::to_string(gpu->numa_node()) +
             ",\"threads_on_gpu_node\":" + (gpu->on_gpu_node() ? "true" : "false") +
-            ",\"streams\":" + std::to_string(executors.size());
-    for (int k = 0; k < 7; ++k) {
+            ",\"streams\":" + std::to_string(executors.size()) + ",\"batches\":" + std::to_string(batches.size()) +
+            ",\"batch_instructions\":" + std::to_string(batch_instructions) +
+            ",\"order_by_size\":" + (order_by_size ? "true" : "false") +
+            ",\"launches_per_round\":" + std::to_string(gpu_rounds.back().launches);
+    for (int k = 0; k < 10; ++k) {
       std::snprintf(line, sizeof line, "    %-18s %.5f s\n", names[k], parts[k]);
       table += line;
       std::snprintf(line, sizeof line, ",\"%s_busy_seconds\":%.6f", keys[k], parts[k]);
       json += line;
     }
     std::snprintf(line, sizeof line,
-                  "  GPU phase (upload, kernels, download; wall): %.4f s: %.2f M instr/s, %.0f modules/s "
-                  "(busy %.4f s); ELF writing afterwards on one CPU thread %.4f s\n",
+                  "  GPU phase (prepare, upload, kernels, download, cut; wall): %.4f s: %.2f M instr/s, %.0f modules/s "
+                  "(device busy %.4f s); ELF writing afterwards on one CPU thread %.4f s\n",
                   gpu_stages, rate / 1e6, modules.size() / std::max(1e-12, gpu_stages), busy, elf);
     table += line;
     std::snprintf(line, sizeof line,
@@ -323,7 +390,10 @@ int replay_flat_main(int argc, char** argv) {
     table += line;
   }
   std::snprintf(line, sizeof line, "objects: %zu of %zu differ from the CPU executor's\n", mismatches,
-                modules.size() * static_cast<size_t>(rounds) * ((gpu ? 1 : 0) + (want_cpu ? 1 : 0)));
+                modules.size() * (1 + static_cast<size_t>(rounds) * ((gpu ? 1 : 0) + (want_cpu ? 1 : 0))));
+  table += line;
+  std::snprintf(line, sizeof line, "  (each module once cut from its batch, %zu batches, on the CPU executor; then every round)\n",
+                batches.size());
   table += line + mismatch_list;
   std::snprintf(line, sizeof line, ",\"mismatches\":%zu}\n", mismatches);
   json += line;

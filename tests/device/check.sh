@@ -3,12 +3,15 @@
 # and no LLVM, in one run of a few minutes:
 #   1. builds kiln-replay-flat (stamp's CPU and CUDA executors, ELF writer; no LLVM)
 #      with nvcc for sm_90 and the host C++ compiler, straight from the sources;
-#   2. the CUDA test: replays the regex corpus carried in tests/device/corpus (203
+#   2. the CUDA tests: replays the regex corpus carried in tests/device/corpus (203
 #      flat IR files exported on a CPU machine) on the GPU and on the CPU, round after
-#      round, and requires every object to be byte-identical to the CPU executor's;
-#   3. prints a short table: per-stage GPU times, modules/s, IR instructions/s, and the
-#      ratios to the CPU executor and to llvm -O0 (baseline.json, measured on the CPU
-#      machine on the same modules).
+#      round, and requires every object to be byte-identical to the CPU executor's,
+#      in several set-ups: batches of 32k instructions on 4 streams (the default),
+#      one module per batch, the whole corpus as one batch, functions in file order,
+#      and a single stream;
+#   3. prints a table per set-up (per-stage GPU times, modules/s, IR instructions/s,
+#      ratios to the CPU executor and to llvm -O0 from baseline.json, measured on the
+#      CPU machine on the same modules) and a summary of all of them.
 # On a machine without a usable GPU it says so and checks what it can (the CPU
 # executor against itself over the same corpus). Results: $OUT (default a temp dir).
 # Usage: tests/device/check.sh [ROUNDS]   (default 5; nvcc from PATH or /usr/local/cuda/bin)
@@ -44,7 +47,8 @@ for cu in stamp_gpu gpu_probe; do
   nvcc -std=c++17 -O2 -gencode "arch=compute_$arch,code=sm_$arch" "${inc[@]}" -c "$root/kernels/$cu.cu" -o "$b/$cu.o" &
   objs+=("$b/$cu.o")
 done
-for src in lib/error.cpp lib/timeutil.cpp lib/elf_writer.cpp lib/stamp_cpu.cpp lib/flat_file.cpp tools/kiln-replay-flat.cpp; do
+for src in lib/error.cpp lib/timeutil.cpp lib/elf_writer.cpp lib/stamp_cpu.cpp lib/stamp_batch.cpp lib/flat_file.cpp \
+           tools/kiln-replay-flat.cpp; do
   o="$b/$(basename "$src" .cpp).o"
   c++ -std=c++20 -O2 "${inc[@]}" -c "$root/$src" -o "$o" &
   objs+=("$o")
@@ -70,7 +74,41 @@ if ! "$b/kiln-replay-flat" "$out/regex-d0" --device cuda --rounds 2 > "$out/prob
     device=cpu
   fi
 fi
-log "replay: --device $device --rounds $rounds"
-"$b/kiln-replay-flat" "$out/regex-d0" --device "$device" --rounds "$rounds" \
-  --baseline "$root/tests/device/corpus/baseline.json" --json "$out/result.json" | tee "$out/result.txt"
-log "result: $out/result.txt, $out/result.json"
+# Set-ups: name, then kiln-replay-flat's options. Without a GPU only the first runs
+# (the CPU executor, with the default batches checked against the oracle).
+setups=(
+  "default        --batch 32768 --streams 4 --order size"
+  "module-each    --batch 1 --streams 4 --order size"
+  "one-batch      --batch 100000000 --streams 1 --order size"
+  "file-order     --batch 32768 --streams 4 --order none"
+  "one-stream     --batch 32768 --streams 1 --order size"
+)
+[[ $device == cpu ]] && setups=("${setups[0]}")
+status=0
+for setup in "${setups[@]}"; do
+  read -r name opts <<< "$setup"
+  log "replay $name: --device $device --rounds $rounds $opts"
+  # shellcheck disable=SC2086
+  "$b/kiln-replay-flat" "$out/regex-d0" --device "$device" --rounds "$rounds" $opts \
+    --baseline "$root/tests/device/corpus/baseline.json" --json "$out/$name.json" | tee "$out/$name.txt" || status=1
+done
+if command -v python3 >/dev/null; then
+  log "summary (medians of warm rounds; GPU wall includes host prepare and cut)"
+  python3 - "$out" "${setups[@]}" <<'PY'
+import json, sys
+out, setups = sys.argv[1], sys.argv[2:]
+print(f"{'set-up':<13} {'batches':>7} {'launches':>8} {'GPU wall s':>10} {'M instr/s':>9} {'x llvm':>7} {'x cpu':>6} {'differ':>6}")
+for setup in setups:
+    name = setup.split()[0]
+    r = json.load(open(f"{out}/{name}.json"))
+    g, c = r.get("gpu"), r.get("cpu", {})
+    if g:
+        ratio_cpu = c.get("stages_seconds", 0) / max(g["wall_seconds"], 1e-12)
+        print(f"{name:<13} {g['batches']:>7} {g['launches_per_round']:>8} {g['wall_seconds']:>10.5f} "
+              f"{g['instructions_per_second']/1e6:>9.2f} {g.get('speedup_vs_llvm', 0):>7.1f} {ratio_cpu:>6.1f} {r['mismatches']:>6}")
+    else:
+        print(f"{name:<13} {'-':>7} {'-':>8} {'-':>10} {c['instructions_per_second']/1e6:>9.2f} {'-':>7} {'(cpu)':>6} {r['mismatches']:>6}")
+PY
+fi
+log "results: $out/*.txt, $out/*.json"
+exit $status

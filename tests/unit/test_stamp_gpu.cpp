@@ -95,4 +95,19 @@ TEST_CASE("the CUDA executor's output equals the CPU executor's, or it says why 
     kiln_test::check_same_output(gpu->run(flat.flat.view()), cpu);
     CHECK(gpu->last_times().launches >= 10);
   }
+  // A batch: the module three times, with a module without functions between, in
+  // both function orders; each cut output must equal the module's alone.
+  auto empty = parse_bitcode(ctx, kiln_test::bitcode_from_ir("target triple = \"x86_64-unknown-linux-gnu\"\ndeclare void @f()"), "empty.bc");
+  FlatExport none = export_flat(*empty);
+  std::vector<FlatModuleView> batch = {flat.flat.view(), none.flat.view(), flat.flat.view(), flat.flat.view()};
+  for (bool by_size : {true, false}) {
+    gpu->set_order_by_size(by_size);
+    std::vector<StampOutput> cut = gpu->run_batch(batch.data(), batch.size());
+    REQUIRE(cut.size() == 4);
+    CHECK(cut[1].code.empty());
+    for (size_t k : {0, 2, 3}) kiln_test::check_same_output(cut[k], cpu);
+    CHECK(gpu->last_times().modules == 4);
+  }
+  // Nothing at all to do.
+  CHECK(gpu->run_batch(batch.data() + 1, 1).size() == 1);
 }
