@@ -17,7 +17,7 @@
 #include "backend_llvm.h"
 #include "backend_stamp.h"
 #include "flat_export.h"
-#include "stamp_gpu.h"
+#include "replay_internal.h"
 #include "stamp_split.h"
 #include "bitcode.h"
 #include "process.h"
@@ -31,10 +31,7 @@
 
 namespace kiln {
 
-namespace {
-
-// Sum of the sizes of an ELF64 object's .text* sections (read from its headers).
-uint64_t text_bytes_of(const std::string& o) {
+uint64_t elf_text_bytes(const std::string& o) {
   if (o.size() < 64 || o.compare(0, 4, "\x7f" "ELF") != 0) return 0;
   auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, o.data() + at, 2); return v; };
   auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, o.data() + at, 4); return v; };
@@ -54,6 +51,8 @@ uint64_t text_bytes_of(const std::string& o) {
   return total;
 }
 
+namespace {
+
 // A module as the stamp service keeps it: parsed and planned (see StampPlan).
 struct StampModule {
   std::unique_ptr<llvm::Module> module;
@@ -72,11 +71,8 @@ struct Worker {
 
 class CpuService : public EmissionService {
  public:
-  // With `gpu`, a stamp service of one worker whose stages run on that executor.
-  CpuService(const std::string& spec, Profile profile, unsigned jobs, const std::vector<ReplayModule>& modules,
-             std::unique_ptr<StampGpuExecutor> gpu = nullptr)
-      : spec_(spec), modules_(modules), gpu_(std::move(gpu)) {
-    if (gpu_) jobs = 1;
+  CpuService(const std::string& spec, Profile profile, unsigned jobs, const std::vector<ReplayModule>& modules)
+      : spec_(spec), modules_(modules) {
     unsigned n = std::max(1u, jobs);
     workers_.resize(n);
     for (auto& w : workers_) {
@@ -101,7 +97,6 @@ class CpuService : public EmissionService {
   }
 
   std::string name() const override {
-    if (gpu_) return "cuda:" + spec_ + " (" + gpu_->device_name() + ")";
     return "cpu:" + spec_ + " x" + std::to_string(workers_.size());
   }
   std::string backend() const override { return spec_; }
@@ -184,7 +179,7 @@ class CpuService : public EmissionService {
       }
       e.object_xxh3 = xxh3_128_hex(object);
       e.object_bytes = object.size();
-      e.text_bytes = text_bytes_of(object);
+      e.text_bytes = elf_text_bytes(object);
     } catch (const std::exception& err) {
       e.error = err.what();
     }
@@ -221,19 +216,7 @@ class CpuService : public EmissionService {
       }
       std::string stamp_object;
       clock.lap();
-      if (sm.plan.flat.stamp_functions && gpu_) {
-        // Upload, kernels and download, timed by CUDA events; the ELF writer on the CPU.
-        StampOutput code = gpu_->run(sm.plan.flat.flat.view());
-        const StampGpuTimes& t = gpu_->last_times();
-        e.stages = t.upload + t.frame + t.measure + t.offsets + t.encode + t.exception_tables + t.download;
-        e.kernel_launches = t.launches;
-        e.gpu_upload = t.upload;
-        e.gpu_kernels = t.frame + t.measure + t.offsets + t.encode + t.exception_tables;
-        e.gpu_download = t.download;
-        stamp_object = write_stamp_part(sm.plan, *sm.module, code);
-      } else if (sm.plan.flat.stamp_functions) {
-        stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
-      }
+      if (sm.plan.flat.stamp_functions) stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
       e.codegen = clock.lap();
       e.elf = e.codegen - e.stages;
       std::string rest;
@@ -244,7 +227,7 @@ class CpuService : public EmissionService {
       e.fallback = clock.lap();
       e.object_xxh3 = xxh3_128_hex(stamp_object + rest);
       e.object_bytes = stamp_object.size() + rest.size();
-      e.text_bytes = text_bytes_of(stamp_object) + text_bytes_of(rest);
+      e.text_bytes = elf_text_bytes(stamp_object) + elf_text_bytes(rest);
     } catch (const std::exception& err) {
       e.error = err.what();
     }
@@ -263,17 +246,9 @@ class CpuService : public EmissionService {
   std::atomic<size_t> next_{0};
   RoundResult* current_ = nullptr;
   std::unique_ptr<Progress> progress_;
-  std::unique_ptr<StampGpuExecutor> gpu_;
 };
 
 }  // namespace
-
-std::unique_ptr<EmissionService> make_gpu_service(Profile profile, const std::vector<ReplayModule>& modules) {
-  std::string why;
-  std::unique_ptr<StampGpuExecutor> gpu = open_stamp_gpu(0, &why);
-  if (!gpu) throw KilnError(kExitNoDevice, "", "--device cuda: " + why);
-  return std::make_unique<CpuService>("stamp", profile, 1, modules, std::move(gpu));
-}
 
 std::unique_ptr<EmissionService> make_cpu_service(const std::string& backend_spec, Profile profile, unsigned jobs,
                                                   const std::vector<ReplayModule>& modules) {
@@ -299,7 +274,7 @@ StageSums sum_round(const RoundResult& r) {
     s.fallback += e.fallback;
     s.stages += e.stages;
     s.elf += e.elf;
-    s.kernel_launches += e.kernel_launches;
+    if (e.device.empty() || e.first_in_batch) s.kernel_launches += e.kernel_launches;
     s.gpu_upload += e.gpu_upload;
     s.gpu_kernels += e.gpu_kernels;
     s.gpu_download += e.gpu_download;
@@ -330,7 +305,7 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
   if (options.cuda) {
     if (std::find(options.backends.begin(), options.backends.end(), "stamp") == options.backends.end())
       throw KilnError(kExitUsage, "", "--device cuda runs stamp's stages: add stamp to --backend");
-    services.push_back(make_gpu_service(options.profile, modules));
+    services.push_back(make_gpu_service(options.profile, modules, options.gpu_streams, options.gpu_batch_instructions));
   }
   if (options.cpu)
     for (const auto& b : options.backends) services.push_back(make_cpu_service(b, options.profile, options.jobs, modules));
@@ -450,7 +425,15 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
   // the CPU executor's stages, on the same modules.
   if (gpu_s >= 0) {
     StageSums g = sum_round(rounds[gpu_s].back());
-    double gpu_time = warm_median(gpu_s, [](const StageSums& x) { return x.stages; });
+    // Its rate is over the wall time of the batches (streams overlapped; host
+    // preparation and cutting included), not the sum of the batches' busy times.
+    std::vector<double> phases;
+    for (size_t r = rounds[gpu_s].size() > 1 ? 1 : 0; r < rounds[gpu_s].size(); ++r)
+      phases.push_back(rounds[gpu_s][r].device_phase_seconds);
+    std::sort(phases.begin(), phases.end());
+    double gpu_time = phases.size() % 2 ? phases[phases.size() / 2]
+                                        : (phases[phases.size() / 2 - 1] + phases[phases.size() / 2]) / 2;
+    double busy = warm_median(gpu_s, [](const StageSums& x) { return x.stages; });
     double upload = warm_median(gpu_s, [](const StageSums& x) { return x.gpu_upload; });
     double kernels = warm_median(gpu_s, [](const StageSums& x) { return x.gpu_kernels; });
     double download = warm_median(gpu_s, [](const StageSums& x) { return x.gpu_download; });
@@ -462,20 +445,39 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
     if (stamp_s >= 0)
       cpu_stages_rate = sum_round(rounds[stamp_s].back()).instructions_stamp /
                         std::max(1e-12, warm_median(stamp_s, [](const StageSums& x) { return x.stages; }));
+    uint32_t batches = 0;
+    for (const ModuleEmission& e : rounds[gpu_s].back().emissions) batches += e.first_in_batch ? 1 : 0;
     w.key("gpu").begin_object().field("service", services[gpu_s]->name())
-        .field("stages_instructions_per_second", gpu_rate).field("upload_seconds", upload)
+        .field("streams", services[gpu_s]->workers()).field("batches", batches)
+        .field("batch_instructions", options.gpu_batch_instructions)
+        .field("stages_instructions_per_second", gpu_rate).field("device_phase_seconds", gpu_time)
+        .field("busy_seconds", busy).field("upload_seconds", upload)
         .field("kernels_seconds", kernels).field("download_seconds", download)
-        .field("first_round_stages_seconds", sum_round(rounds[gpu_s].front()).stages)
+        .field("first_round_device_phase_seconds", rounds[gpu_s].front().device_phase_seconds)
         .field("kernel_launches_per_round", g.kernel_launches)
         .field("speedup_vs_llvm", llvm_rate > 0 ? gpu_rate / llvm_rate : 0.0)
-        .field("speedup_vs_cpu_stages", cpu_stages_rate > 0 ? gpu_rate / cpu_stages_rate : 0.0)
-        .end_object();
+        .field("speedup_vs_cpu_stages", cpu_stages_rate > 0 ? gpu_rate / cpu_stages_rate : 0.0);
+    // A receipt per module emitted on the device in the last round.
+    w.key("receipts").begin_array();
+    const RoundResult& last = rounds[gpu_s].back();
+    for (size_t i = 0; i < modules.size(); ++i) {
+      const ModuleEmission& e = last.emissions[i];
+      if (e.device.empty()) continue;
+      w.begin_object().field("module", modules[i].id).field("round", last.round).field("device", e.device)
+          .field("object_from_device", e.object_from_device).field("batch", e.batch)
+          .field("batch_modules", e.batch_modules).field("batch_kernel_launches", e.kernel_launches)
+          .field("object_xxh3", e.object_xxh3).end_object();
+    }
+    w.end_array().end_object();
     char block[1024];
     std::snprintf(block, sizeof block,
-                  "\n%s (medians of warm rounds; the first round, with warm-up, took %.3f s):\n"
-                  "  stages %.2f M instr/s: upload %.4f s, kernels %.4f s, download %.4f s; %llu launches a round\n",
-                  services[gpu_s]->name().c_str(), sum_round(rounds[gpu_s].front()).stages, gpu_rate / 1e6, upload, kernels,
-                  download, static_cast<unsigned long long>(g.kernel_launches));
+                  "\n%s, %u streams, %u batches of >= %llu instr (medians of warm rounds; round 1, with warm-up: %.4f s):\n"
+                  "  stages %.2f M instr/s over the batches' wall time %.4f s (busy %.4f s: upload %.4f, kernels %.4f, "
+                  "download %.4f); %llu launches a round\n",
+                  services[gpu_s]->name().c_str(), services[gpu_s]->workers(), batches,
+                  static_cast<unsigned long long>(options.gpu_batch_instructions),
+                  rounds[gpu_s].front().device_phase_seconds, gpu_rate / 1e6, gpu_time, busy, upload, kernels, download,
+                  static_cast<unsigned long long>(g.kernel_launches));
     table += block;
     if (llvm_rate > 0) {
       std::snprintf(block, sizeof block, "  %.1fx llvm %s on one core\n", gpu_rate / llvm_rate, profile_name(options.profile));

@@ -27,8 +27,14 @@ struct ModuleEmission {
   // (in codegen), and LLVM emitting the functions left to it (fallback).
   double flat_export = 0, fallback = 0;
   double stages = 0, elf = 0;  // stamp: codegen = stages (kernels, on the CPU or the GPU) + elf (object writing)
-  uint64_t kernel_launches = 0;  // the GPU service: kernels and scans launched for this module
-  double gpu_upload = 0, gpu_kernels = 0, gpu_download = 0;  // the GPU service: its stages, from CUDA events
+  // The GPU service: modules go in batches; a module's times are its share (by
+  // instructions) of its batch's, and its launches are its batch's.
+  std::string device;            // where its stages ran (empty: on the CPU)
+  bool object_from_device = false;  // its stamp code, relocations and exception tables came back from `device`
+  uint32_t batch = 0, batch_modules = 0;
+  bool first_in_batch = false;   // counts the batch's launches in a round's sum
+  uint64_t kernel_launches = 0;  // kernels, scans, sorts and selections launched for its batch
+  double gpu_upload = 0, gpu_kernels = 0, gpu_download = 0;  // from CUDA events
   uint64_t functions_stamp = 0, instructions_stamp = 0;
   uint64_t text_bytes = 0;  // .text of the object(s)
   std::string error;
@@ -38,6 +44,7 @@ struct RoundResult {
   std::string service;
   int round = 0;
   double wall_seconds = 0;
+  double device_phase_seconds = 0;  // the GPU service: wall time of its batches (streams overlapped)
   std::vector<ModuleEmission> emissions;  // indexed like the module list
 };
 
@@ -55,10 +62,13 @@ class EmissionService {
 // LLVMContext and TargetMachine, and each module parsed once per worker).
 std::unique_ptr<EmissionService> make_cpu_service(const std::string& backend_spec, Profile profile, unsigned jobs,
                                                   const std::vector<ReplayModule>& modules);
-// stamp with its stages on CUDA device 0 (one CUDA context, stream and set of buffers
-// kept for the whole replay; the ELF writing and any llvm fallback on the CPU).
+// stamp with its stages on CUDA device 0: modules in batches of at least
+// `batch_instructions` IR instructions, `streams` executors (each a CUDA stream with
+// its buffers and a host thread) kept for the whole replay, so that batches' uploads,
+// kernels and downloads overlap; the ELF writing and any llvm fallback on the CPU.
 // Throws KilnError (kExitNoDevice) saying why when there is no usable GPU.
-std::unique_ptr<EmissionService> make_gpu_service(Profile profile, const std::vector<ReplayModule>& modules);
+std::unique_ptr<EmissionService> make_gpu_service(Profile profile, const std::vector<ReplayModule>& modules,
+                                                  unsigned streams = 4, uint64_t batch_instructions = 32768);
 
 struct ReplayOptions {
   std::string corpus_dir;
@@ -68,6 +78,8 @@ struct ReplayOptions {
   Profile profile = Profile::fast;
   int rounds = 3;
   unsigned jobs = 1;
+  unsigned gpu_streams = 4;            // --gpu-streams
+  uint64_t gpu_batch_instructions = 32768;  // --gpu-batch
   std::string report_path;            // JSON report; empty: CORPUS/replay-report.json
 };
 

@@ -58,4 +58,14 @@ class StampGpuExecutor {
 // driver, or a kiln built without CUDA).
 std::unique_ptr<StampGpuExecutor> open_stamp_gpu(int device, std::string* why);
 
+// A stand-in for the GPU, for tests on machines without one: the same interface, with
+// the batch run by the CPU executor (no upload or download; its stage times are the
+// CPU's). It lets the GPU service's batching, pipelining, byte checks and reports be
+// tested in CI. Its device name says what it is, and so does every report.
+std::unique_ptr<StampGpuExecutor> open_stamp_gpu_standin();
+
+// What the tools open for --device cuda: the stand-in when the environment sets
+// KILN_GPU_STANDIN=cpu, else open_stamp_gpu(device, why).
+std::unique_ptr<StampGpuExecutor> open_stamp_gpu_for_tools(int device, std::string* why);
+
 }  // namespace kiln

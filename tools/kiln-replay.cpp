@@ -22,6 +22,11 @@ static int body(int argc, char** argv) {
   app.add_option("--rounds", options.rounds, "rounds over the corpus");
   app.add_option("-j,--jobs", options.jobs, "CPU workers per service");
   app.add_option("--device", device, "cpu, cuda, or cuda,cpu: where stamp's stages run (cuda: device 0)");
+  app.add_option("--gpu-streams", options.gpu_streams, "--device cuda: executors (CUDA streams), each with a host thread")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--gpu-batch", options.gpu_batch_instructions,
+                 "--device cuda: modules go in batches of at least this many IR instructions")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 31));
   app.add_option("--report", options.report_path, "JSON report path (default CORPUS/replay-report.json)");
   bool json = false;
   app.add_flag("--json", json, "print the JSON report instead of the table");

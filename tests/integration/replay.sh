@@ -25,6 +25,22 @@ else
     bash -c "[[ $rc -eq 0 ]] && jq -e '.unstable_modules == 0 and .gpu.kernel_launches_per_round > 0' '$T/gpu.json' >/dev/null"
 fi
 
+# The GPU service's batching, pipeline, byte check and receipts, on the GPU stand-in
+# (the CPU executor behind the GPU's interface, for machines without a GPU): small
+# batches on 3 streams, so that modules share batches and batches share streams.
+KILN_GPU_STANDIN=cpu kiln-replay "$T/C" --backend stamp,llvm --device cuda,cpu --rounds 3 --gpu-streams 3 --gpu-batch 200 \
+  --report "$T/standin.json" > "$T/standin.txt"
+rc=$?
+cat "$T/standin.txt"
+check "GPU service on the stand-in: exit 0, its objects equal the CPU stamp service's (exit $rc)" \
+  bash -c "[[ $rc -eq 0 ]] && jq -e '.unstable_modules == 0 and .failed_modules == 0 and (.gpu.service | test(\"stand-in\"))' '$T/standin.json' >/dev/null"
+check "batches: more than one, some with several modules; launches counted once per batch" \
+  jq -e '.gpu.batches > 1 and ([.gpu.receipts[].batch_modules] | max) > 1 and .gpu.kernel_launches_per_round == ([.gpu.receipts[] | {batch, batch_kernel_launches}] | unique | map(.batch_kernel_launches) | add)' "$T/standin.json"
+check "a receipt per module stamp emitted: device, object from the device, the object's hash" \
+  jq -e '(.gpu.receipts | length) > 0 and all(.gpu.receipts[]; .object_from_device and (.device | length) > 0 and (.object_xxh3 | length) == 32)' "$T/standin.json"
+check "the GPU service's rate is over its batches' wall time, with ratios to llvm and the CPU stages" \
+  jq -e '.gpu.device_phase_seconds > 0 and .gpu.stages_instructions_per_second > 0 and .gpu.speedup_vs_llvm > 0 and .gpu.speedup_vs_cpu_stages > 0' "$T/standin.json"
+
 # A back end that appends a changing byte to every object must be caught.
 flaky="cmd:$LLVM_BINDIR/llc -O0 -filetype=obj -relocation-model=pic {in} -o {out} && head -c 8 /dev/urandom >> {out}"
 kiln-capture filter -o "$T/S" "$T/C" --crate kiln_example >/dev/null

@@ -1,6 +1,7 @@
 // The CUDA executor against the CPU executor (the oracle): identical arrays for
-// modules with loops, phis, switches, calls, aggregates and exception handling.
-// Without a usable GPU (CI, most machines) it checks that the executor says why.
+// modules with loops, phis, switches, calls, aggregates and exception handling, alone
+// and in batches. Without a usable GPU (CI, most machines) it checks that the executor
+// says why, and runs the same checks on the GPU stand-in.
 #include <catch2/catch.hpp>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -73,9 +74,9 @@ lp:
 }
 )";
 
-}  // namespace
-
-TEST_CASE("the CUDA executor's output equals the CPU executor's, or it says why it cannot run", "[stamp][gpu]") {
+// Runs the module alone (twice: the second run reuses every buffer) and in a batch,
+// in both function orders, on `gpu`; every output must equal the CPU executor's.
+void check_against_cpu(StampGpuExecutor& gpu) {
   llvm::LLVMContext ctx;
   auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(kGpuIr), "gpu.bc");
   FlatExport flat = export_flat(*module);
@@ -83,7 +84,30 @@ TEST_CASE("the CUDA executor's output equals the CPU executor's, or it says why 
   StampOutput cpu = run_stamp_cpu(flat.flat.view(), 1);
   REQUIRE(!cpu.code.empty());
   REQUIRE(!cpu.lsda.empty());
+  for (int round = 0; round < 2; ++round) {
+    kiln_test::check_same_output(gpu.run(flat.flat.view()), cpu);
+    CHECK(gpu.last_times().launches >= 10);
+  }
+  // A batch: the module three times, with a module without functions between.
+  auto empty = parse_bitcode(ctx, kiln_test::bitcode_from_ir("target triple = \"x86_64-unknown-linux-gnu\"\ndeclare void @f()"),
+                             "empty.bc");
+  FlatExport none = export_flat(*empty);
+  std::vector<FlatModuleView> batch = {flat.flat.view(), none.flat.view(), flat.flat.view(), flat.flat.view()};
+  for (bool by_size : {true, false}) {
+    gpu.set_order_by_size(by_size);
+    std::vector<StampOutput> cut = gpu.run_batch(batch.data(), batch.size());
+    REQUIRE(cut.size() == 4);
+    CHECK(cut[1].code.empty());
+    for (size_t k : {0, 2, 3}) kiln_test::check_same_output(cut[k], cpu);
+    CHECK(gpu.last_times().modules == 4);
+  }
+  // Nothing at all to do.
+  CHECK(gpu.run_batch(batch.data() + 1, 1).size() == 1);
+}
 
+}  // namespace
+
+TEST_CASE("the CUDA executor's output equals the CPU executor's, or it says why it cannot run", "[stamp][gpu]") {
   std::string why;
   std::unique_ptr<StampGpuExecutor> gpu = open_stamp_gpu(0, &why);
   if (!gpu) {
@@ -91,23 +115,11 @@ TEST_CASE("the CUDA executor's output equals the CPU executor's, or it says why 
     WARN("no GPU, the CUDA executor is not run: " << why);
     return;
   }
-  for (int round = 0; round < 2; ++round) {  // the second run reuses every buffer
-    kiln_test::check_same_output(gpu->run(flat.flat.view()), cpu);
-    CHECK(gpu->last_times().launches >= 10);
-  }
-  // A batch: the module three times, with a module without functions between, in
-  // both function orders; each cut output must equal the module's alone.
-  auto empty = parse_bitcode(ctx, kiln_test::bitcode_from_ir("target triple = \"x86_64-unknown-linux-gnu\"\ndeclare void @f()"), "empty.bc");
-  FlatExport none = export_flat(*empty);
-  std::vector<FlatModuleView> batch = {flat.flat.view(), none.flat.view(), flat.flat.view(), flat.flat.view()};
-  for (bool by_size : {true, false}) {
-    gpu->set_order_by_size(by_size);
-    std::vector<StampOutput> cut = gpu->run_batch(batch.data(), batch.size());
-    REQUIRE(cut.size() == 4);
-    CHECK(cut[1].code.empty());
-    for (size_t k : {0, 2, 3}) kiln_test::check_same_output(cut[k], cpu);
-    CHECK(gpu->last_times().modules == 4);
-  }
-  // Nothing at all to do.
-  CHECK(gpu->run_batch(batch.data() + 1, 1).size() == 1);
+  check_against_cpu(*gpu);
+}
+
+TEST_CASE("the GPU stand-in (for tests without a GPU) keeps the executor's contract", "[stamp][gpu]") {
+  std::unique_ptr<StampGpuExecutor> standin = open_stamp_gpu_standin();
+  CHECK(standin->device_name().find("stand-in") != std::string::npos);
+  check_against_cpu(*standin);
 }
