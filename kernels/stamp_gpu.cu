@@ -1,7 +1,8 @@
 // The CUDA executor: writes a batch of flat modules into pinned staging and uploads
 // it, orders the functions largest first (CUB radix sort) and selects those with
 // exception tables (CUB select), runs stamp's stages as kernels (stamp_kernels.cuh) in
-// the order of the CPU executor, places the functions with CUB scans, downloads code,
+// the order of the CPU executor (uses, frame and offsets in their wide form, with CUB
+// scans by function and sums over instructions), places the functions with CUB scans, downloads code,
 // relocations and exception tables through pinned staging, and cuts each module's
 // part out. One stream; buffers grow on demand and are reused.
 #include <cuda_runtime.h>
@@ -9,6 +10,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
+#include <cuda/std/functional>
 
 #include <sched.h>
 
@@ -34,7 +36,8 @@ void cuda_check(cudaError_t err, const char* what) {
 #define CUDA_CHECK(call) cuda_check((call), #call)
 
 constexpr unsigned kThreads = 256;
-unsigned blocks_for(uint32_t n) { return (n + kThreads - 1) / kThreads; }
+// At least one block: a launch of zero blocks is an error, and every kernel checks its range.
+unsigned blocks_for(uint64_t n) { return static_cast<unsigned>(std::max<uint64_t>(1, (n + kThreads - 1) / kThreads)); }
 
 // Memory that only grows: device memory (cudaMalloc) or page-locked host memory
 // (cudaHostAlloc, what the copy engines transfer from without staging of their own).
@@ -189,8 +192,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
     int32_t* arg_slot = arg_slot_.as<int32_t>(std::max<uint32_t>(m.arg_count, 1));
     uint32_t* frame_size = frame_size_.as<uint32_t>(F);
     uint32_t* prologue_size = prologue_size_.as<uint32_t>(F);
-    uint32_t* size = size_.as<uint32_t>(N);
-    uint32_t* relocs = relocs_.as<uint32_t>(N);
+    uint32_t* size = size_.as<uint32_t>(size_t(N) + 1);
+    uint32_t* relocs = relocs_.as<uint32_t>(size_t(N) + 1);
     uint32_t* call_begin = call_begin_.as<uint32_t>(N);
     uint32_t* call_end = call_end_.as<uint32_t>(N);
     uint32_t* inst_offset = inst_offset_.as<uint32_t>(N);
@@ -202,27 +205,60 @@ class CudaStampExecutor final : public StampGpuExecutor {
     uint32_t *code_size = per_fn, *code_start = per_fn + F, *reloc_count = per_fn + 2 * F,
              *fn_reloc_start = per_fn + 3 * F, *lsda_size = per_fn + 4 * F, *lsda_start = per_fn + 5 * F;
 
-    // 3. Where results live, and frames.
-    stamp_uses_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, order, use_count, home);
-    stamp_frame_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, order, use_count, home, inst_slot, alloca_mem,
-                                                                 arg_slot, frame_size);
+    // 3. Where results live, and frames, in the wide form (stamp_wide.h): per
+    //    instruction, with a CUB scan by function for the allocas and a CUB sum for
+    //    the slots, so that no thread walks a whole function.
+    uint32_t* fn_of = fn_of_.as<uint32_t>(N);
+    FrameStep* alloca_step = alloca_step_.as<FrameStep>(2 * size_t(N));
+    FrameStep* alloca_scan = alloca_step + N;
+    uint32_t* slot_bytes = slot_bytes_.as<uint32_t>(2 * (size_t(N) + 1));
+    uint32_t* slot_sum = slot_bytes + N + 1;
+    CUDA_CHECK(cudaMemsetAsync(use_count, 0, N * sizeof(uint32_t), stream_));
+    wide_function_of_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, fn_of);
+    wide_count_uses_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count);
+    wide_home_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count, home);
+    wide_frame_steps_kernel<<<blocks_for(N + 1), kThreads, 0, stream_>>>(m, use_count, home, alloca_step, slot_bytes);
+    launches_ += 4;
+    CUDA_CHECK(cudaGetLastError());
+    {
+      size_t temp_bytes = 0;
+      CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(nullptr, temp_bytes, fn_of, alloca_step, alloca_scan,
+                                                     FrameStepThen{}, N, cuda::std::equal_to<uint32_t>{}, stream_));
+      void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
+      CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(temp, temp_bytes, fn_of, alloca_step, alloca_scan, FrameStepThen{},
+                                                     N, cuda::std::equal_to<uint32_t>{}, stream_));
+      ++launches_;
+    }
+    exclusive_scan(slot_bytes, slot_sum, N + 1);
+    const WideFrameScans scans{alloca_scan, slot_sum};
+    wide_frame_inst_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count, home, scans, inst_slot, alloca_mem);
+    wide_frame_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, scans, arg_slot, frame_size);
     launches_ += 2;
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaEventRecord(events_[3], stream_));
 
-    // 4. Sizes.
+    // 4. Sizes (one more entry each, 0, so that their exclusive sums end with totals).
     StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
-    if (N) stamp_measure_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, layout, size, relocs, call_begin, call_end);
+    CUDA_CHECK(cudaMemsetAsync(size + N, 0, sizeof(uint32_t), stream_));
+    CUDA_CHECK(cudaMemsetAsync(relocs + N, 0, sizeof(uint32_t), stream_));
+    stamp_measure_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, layout, size, relocs, call_begin, call_end);
     stamp_measure_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, prologue_size);
-    launches_ += N ? 2 : 1;
+    launches_ += 2;
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaEventRecord(events_[4], stream_));
 
-    // 5. Offsets inside functions, then functions placed by exclusive scans; the
-    //    totals come back to size the output.
-    stamp_offsets_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, order, prologue_size, size, relocs, inst_offset,
-                                                                   block_offset, reloc_start, code_size, reloc_count);
-    ++launches_;
+    // 5. Offsets inside functions from sums over all instructions, then functions
+    //    placed by exclusive scans; the totals come back to size the output.
+    uint32_t* size_sum = size_sum_.as<uint32_t>(2 * (size_t(N) + 1));
+    uint32_t* reloc_sum = size_sum + N + 1;
+    exclusive_scan(size, size_sum, N + 1);
+    exclusive_scan(relocs, reloc_sum, N + 1);
+    wide_offsets_inst_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, prologue_size, size_sum, reloc_sum, inst_offset,
+                                                                       reloc_start);
+    wide_offsets_block_kernel<<<blocks_for(B), kThreads, 0, stream_>>>(m, prologue_size, size_sum, block_offset);
+    wide_offsets_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, prologue_size, size_sum, reloc_sum,
+                                                                           code_size, reloc_count);
+    launches_ += 3;
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(code_size, code_start, F);
     exclusive_scan(reloc_count, fn_reloc_start, F);
@@ -342,7 +378,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
   PinnedBuffer upload_staging_, download_staging_, totals_staging_;
   DeviceBuffer flat_, use_count_, home_, inst_slot_, alloca_mem_, arg_slot_, frame_size_, prologue_size_, size_, relocs_,
       call_begin_, call_end_, inst_offset_, reloc_start_, block_offset_, per_fn_, code_, reloc_out_, lsda_, cub_temp_,
-      sort_keys_, identity_, selected_;
+      sort_keys_, identity_, selected_, fn_of_, alloca_step_, slot_bytes_, size_sum_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "stamp_stages.h"
+#include "stamp_wide.h"
 #include "timeutil.h"
 
 namespace kiln {
@@ -37,6 +38,8 @@ struct StampScratch {
   std::vector<uint32_t> frame_size, prologue_size, size, relocs, inst_offset, reloc_start, call_begin, call_end,
       block_offset, use_count;
   std::vector<uint8_t> home;
+  std::vector<FrameStep> alloca_scan;
+  std::vector<uint32_t> slot_sum, size_sum, reloc_sum;
 };
 template <class T>
 T* at_least(std::vector<T>& v, size_t n) {
@@ -46,7 +49,49 @@ T* at_least(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
-StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
+namespace {
+
+// The uses and frame stages in the GPU's form (stamp_wide.h), on one thread, with the
+// scans the CUDA executor makes with CUB done as loops.
+void wide_uses_and_frame(const FlatModuleView& m, StampScratch& s, uint32_t* use_count, uint8_t* home,
+                         int32_t* inst_slot, int32_t* alloca_mem, int32_t* arg_slot, uint32_t* frame_size) {
+  const uint32_t N = m.inst_count;
+  std::fill(use_count, use_count + N, 0u);
+  for (uint32_t i = 0; i < N; ++i) wide_count_uses(m, i, use_count);
+  for (uint32_t i = 0; i < N; ++i) wide_home(m, i, use_count, home);
+  FrameStep* alloca_scan = at_least(s.alloca_scan, N);
+  uint32_t* slot_sum = at_least(s.slot_sum, size_t(N) + 1);
+  uint32_t sum = 0;
+  for (uint32_t i = 0; i < N; ++i) {  // an inclusive scan by function, and an exclusive sum
+    FrameStep step = wide_alloca_step(m, i);
+    bool first = i == 0 || function_of(m, i) != function_of(m, i - 1);
+    alloca_scan[i] = first ? step : then(alloca_scan[i - 1], step);
+    slot_sum[i] = sum;
+    sum += wide_slot_bytes(m, i, use_count, home);
+  }
+  slot_sum[N] = sum;
+  WideFrameScans scans{alloca_scan, slot_sum};
+  for (uint32_t i = 0; i < N; ++i) wide_frame_inst(m, i, use_count, home, scans, inst_slot, alloca_mem);
+  for (uint32_t fn = 0; fn < m.function_count; ++fn) wide_frame_function(m, fn, scans, arg_slot, frame_size);
+}
+
+void wide_offsets(const FlatModuleView& m, StampScratch& s, const uint32_t* prologue_size, const uint32_t* size,
+                  const uint32_t* relocs, uint32_t* inst_offset, uint32_t* block_offset, uint32_t* reloc_start,
+                  uint32_t* code_size, uint32_t* reloc_count) {
+  const uint32_t N = m.inst_count;
+  uint32_t* size_sum = at_least(s.size_sum, size_t(N) + 1);
+  uint32_t* reloc_sum = at_least(s.reloc_sum, size_t(N) + 1);
+  size_sum[0] = reloc_sum[0] = 0;
+  for (uint32_t i = 0; i < N; ++i) size_sum[i + 1] = size_sum[i] + size[i], reloc_sum[i + 1] = reloc_sum[i] + relocs[i];
+  for (uint32_t i = 0; i < N; ++i) wide_offsets_inst(m, i, prologue_size, size_sum, reloc_sum, inst_offset, reloc_start);
+  for (uint32_t b = 0; b < m.block_count; ++b) wide_offsets_block(m, b, prologue_size, size_sum, block_offset);
+  for (uint32_t fn = 0; fn < m.function_count; ++fn)
+    wide_offsets_function(m, fn, prologue_size, size_sum, reloc_sum, code_size, reloc_count);
+}
+
+}  // namespace
+
+StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm form) {
   StampOutput out;
   const uint32_t F = m.function_count, N = m.inst_count;
   thread_local StampScratch scratch;
@@ -68,10 +113,13 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
   out.reloc_count.resize(F);
 
   Stopwatch clock;
-  parallel_for(F, threads, [&](uint32_t fn) {
-    stamp_uses(m, fn, use_count, home);
-    stamp_frame(m, fn, use_count, home, inst_slot, alloca_mem, arg_slot, frame_size);
-  });
+  if (form == StampForm::wide)
+    wide_uses_and_frame(m, scratch, use_count, home, inst_slot, alloca_mem, arg_slot, frame_size);
+  else
+    parallel_for(F, threads, [&](uint32_t fn) {
+      stamp_uses(m, fn, use_count, home);
+      stamp_frame(m, fn, use_count, home, inst_slot, alloca_mem, arg_slot, frame_size);
+    });
   out.frame = clock.lap();
 
   StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr,
@@ -80,10 +128,14 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads) {
   parallel_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size); });
   out.measure = clock.lap();
 
-  parallel_for(F, threads, [&](uint32_t fn) {
-    stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset,
-                  reloc_start, out.code_size.data(), out.reloc_count.data());
-  });
+  if (form == StampForm::wide)
+    wide_offsets(m, scratch, prologue_size, size, relocs, inst_offset, block_offset, reloc_start, out.code_size.data(),
+                 out.reloc_count.data());
+  else
+    parallel_for(F, threads, [&](uint32_t fn) {
+      stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset,
+                    reloc_start, out.code_size.data(), out.reloc_count.data());
+    });
   // Exclusive scans over functions place each function's code and relocations.
   out.code_start.resize(F);
   out.reloc_start.resize(F);

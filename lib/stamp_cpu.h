@@ -23,6 +23,11 @@ struct StampOutput {
   uint64_t launches = 0;  // stage invocations over an index space
 };
 
-StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads = 1);
+// How the per-function stages (uses, frame, offsets) run: a walk per function
+// (stamp_stages.h), or the GPU's form, per instruction with scans (stamp_wide.h;
+// on one thread here). Both give the same output.
+enum class StampForm { per_function, wide };
+
+StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads = 1, StampForm form = StampForm::per_function);
 
 }  // namespace kiln

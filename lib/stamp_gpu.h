@@ -42,8 +42,10 @@ class StampGpuExecutor {
   // failed, or KilnError for a batch too large for 32-bit indices.
   virtual std::vector<StampOutput> run_batch(const FlatModuleView* modules, size_t count) = 0;
   StampOutput run(const FlatModuleView& m) { return std::move(run_batch(&m, 1).front()); }
-  // Per-function kernels take functions largest first (a CUB radix sort by
-  // instruction count), so that a warp's threads have similar work; on by default.
+  // The kernels that still walk a function each (exception tables) take functions
+  // largest first (a CUB radix sort by instruction count), so that a warp's threads
+  // have similar work; on by default. The stages that walk functions on the CPU run
+  // per instruction on the GPU (kernels/stamp_wide.h).
   virtual void set_order_by_size(bool on) = 0;
   virtual const StampGpuTimes& last_times() const = 0;
   virtual std::string device_name() const = 0;
@@ -59,8 +61,8 @@ class StampGpuExecutor {
 std::unique_ptr<StampGpuExecutor> open_stamp_gpu(int device, std::string* why);
 
 // A stand-in for the GPU, for tests on machines without one: the same interface, with
-// the batch run by the CPU executor (no upload or download; its stage times are the
-// CPU's). It lets the GPU service's batching, pipelining, byte checks and reports be
+// the batch run by the CPU executor in the CUDA executor's form of the stages
+// (StampForm::wide), on one thread (no upload or download; its times are the CPU's). It lets the GPU service's batching, pipelining, byte checks and reports be
 // tested in CI. Its device name says what it is, and so does every report.
 std::unique_ptr<StampGpuExecutor> open_stamp_gpu_standin();
 

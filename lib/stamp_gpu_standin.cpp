@@ -26,7 +26,7 @@ class CpuStandinExecutor final : public StampGpuExecutor {
     }
     const FlatModuleView view = write_stamp_batch(modules, batch, block_.get());
     times_.prepare = clock.lap();
-    StampOutput whole = run_stamp_cpu(view, 1);
+    StampOutput whole = run_stamp_cpu(view, 1, StampForm::wide);  // the CUDA executor's form of the stages
     clock.lap();
     std::vector<StampOutput> outputs;
     outputs.reserve(count);

@@ -38,7 +38,7 @@ const char* kUsage =
     "  --streams N       CUDA streams, each with its own host thread and buffers (default 4)\n"
     "  --batch INSTR     modules go to the GPU in batches of at least INSTR IR instructions\n"
     "                    (consecutive files; default 32768; 1: one module per batch)\n"
-    "  --order WHAT      size: per-function kernels take functions largest first (default);\n"
+    "  --order WHAT      size: exception-table kernels take functions largest first (default);\n"
     "                    none: in file order\n"
     "  --baseline FILE   a kiln-replay report from the same modules, for the ratio to llvm\n"
     "  --json FILE       also write the results as JSON\n"

@@ -155,3 +155,20 @@ TEST_CASE("a batch's arrays point into their own module's part", "[stamp][batch]
       CHECK(batch.blocks[b].function - layout.first_function[k] < views[k].function_count);
   }
 }
+
+TEST_CASE("the GPU's form of the per-function stages gives the per-function form's output", "[stamp][batch][wide]") {
+  Exported e;
+  e.add(kMixedIr, "mixed.bc");
+  e.add(kLoopIr, "loop.bc");
+  e.add(kArgsIr, "args.bc");
+  e.add(kiln_test::kAddIr, "add.bc");
+  for (const FlatExport& m : e.modules)
+    kiln_test::check_same_output(run_stamp_cpu(m.flat.view(), 1, StampForm::wide), run_stamp_cpu(m.flat.view(), 1));
+  // And over a batch, where every scan runs across module boundaries.
+  std::vector<FlatModuleView> views;
+  for (const FlatExport& m : e.modules) views.push_back(m.flat.view());
+  StampBatchLayout layout = plan_stamp_batch(views.data(), views.size());
+  std::vector<uint64_t> storage(layout.bytes / 8 + 2);
+  FlatModuleView batch = write_stamp_batch(views.data(), layout, reinterpret_cast<uint8_t*>(storage.data()));
+  kiln_test::check_same_output(run_stamp_cpu(batch, 1, StampForm::wide), run_stamp_cpu(batch, 1));
+}

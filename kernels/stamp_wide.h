@@ -1,0 +1,171 @@
+// stamp's per-function stages (stamp_stages.h: uses, frame, offsets) recast as work
+// per instruction plus scans, so that a GPU spreads a function over many threads. In
+// the per-function form one thread walks a whole function, and one large function
+// (regex's largest has 16,836 instructions) would keep one GPU thread busy long after
+// the rest of the batch is done. Results are identical to the per-function form:
+// the CUDA executor runs this form, the CPU executor the other, and the CPU stand-in
+// for the GPU (lib/stamp_gpu_standin.cpp) runs this one on the CPU so that it is
+// checked against the CPU executor on machines without a GPU.
+//
+// The steps, each over instructions (i), blocks (b) or functions (fn):
+//   uses:    wide_count_uses (i)                      use counts
+//            wide_home (i)                            ResultHome, as stamp_uses decides it
+//   frame:   wide_alloca_step (i), inclusive scan by function with then()
+//            wide_slot_bytes (i), exclusive sum over all instructions
+//            wide_frame_inst (i), wide_frame_function (fn)
+//   offsets: exclusive sums of sizes and relocation counts over all instructions
+//            wide_offsets_inst (i), wide_offsets_block (b), wide_offsets_function (fn)
+#pragma once
+#include "stamp_stages.h"
+
+namespace kiln {
+
+KILN_HD inline uint32_t function_of(const FlatModuleView& m, uint32_t i) { return m.blocks[m.insts[i].block].function; }
+
+// Uses: every value operand adds one to its instruction's count (use_count starts at 0).
+KILN_HD inline void wide_count_uses(const FlatModuleView& m, uint32_t i, uint32_t* use_count) {
+  const FlatInst& in = m.insts[i];
+  for (uint32_t k = 0; k < in.operand_count; ++k) {
+    const FlatOperand& op = m.operands[in.first_operand + k];
+    if (op.kind != kOperandValue) continue;
+#if defined(__CUDA_ARCH__)
+    atomicAdd(&use_count[op.index], 1u);
+#else
+    ++use_count[op.index];  // the CPU runs this form on one thread
+#endif
+  }
+}
+
+// Where instruction i's result lives: what stamp_uses decides for it.
+KILN_HD inline void wide_home(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, uint8_t* home) {
+  uint8_t h = is_frame_shape(m, value_operand(i)) ? kHomeNone : kHomeSlot;
+  const FlatFunction& f = m.functions[function_of(m, i)];
+  if (h == kHomeSlot && i + 1 < f.first_inst + f.inst_count && use_count[i] == 1 && result_in_rax(m.insts[i])) {
+    int k = rax_operand(m, i + 1);
+    if (k >= 0) {
+      const FlatOperand& op = m.operands[m.insts[i + 1].first_operand + static_cast<uint32_t>(k)];
+      if (op.kind == kOperandValue && op.index == i && rax_holds(m, i + 1, op)) h = kHomeRax;
+    }
+  }
+  home[i] = h;
+}
+
+// The frame offset grows by steps that round up to 8 or 16 bytes. The offset is
+// always a multiple of 8, so a step is known by what it adds when the offset so far is
+// 0 or 8 modulo 16; steps compose (then), which makes the allocas' offsets a scan.
+struct FrameStep {
+  int64_t add_at0, add_at8;
+};
+KILN_HD inline int64_t apply_step(const FrameStep& s, int64_t offset) {
+  return offset + (offset % 16 == 0 ? s.add_at0 : s.add_at8);
+}
+// `a` then `b`: associative (composition of functions), the identity is {0, 0}.
+KILN_HD inline FrameStep then(const FrameStep& a, const FrameStep& b) {
+  return FrameStep{apply_step(b, a.add_at0) , apply_step(b, 8 + a.add_at8) - 8};
+}
+struct FrameStepThen {
+  KILN_HD FrameStep operator()(const FrameStep& a, const FrameStep& b) const { return then(a, b); }
+};
+
+// An alloca's step, as stamp_frame places it; {0, 0} for other instructions.
+KILN_HD inline FrameStep wide_alloca_step(const FlatModuleView& m, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  if (in.op != kOpAlloca) return FrameStep{0, 0};
+  int64_t align = in.imm > 8 ? in.imm : 8;
+  int64_t bytes = in.aux32 + (align > 16 ? align - 16 : 0);
+  int64_t step = align > 16 ? 16 : align;
+  return FrameStep{(bytes + step - 1) / step * step, (8 + bytes + step - 1) / step * step - 8};
+}
+
+// An insertvalue that writes in place into its source aggregate's slot (stamp_frame's
+// rule); its source is operand 0.
+KILN_HD inline bool wide_in_place(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, const uint8_t* home) {
+  const FlatInst& in = m.insts[i];
+  if (in.op != kOpInsert || !in.slot_size || home[i] != kHomeSlot) return false;
+  const FlatOperand& src = m.operands[in.first_operand];
+  return src.kind == kOperandValue && src.index < i && use_count[src.index] == 1 && home[src.index] == kHomeSlot &&
+         m.insts[src.index].op != kOpPhi && m.insts[src.index].slot_size == in.slot_size;
+}
+
+// The bytes instruction i's own slot adds to the frame (0: no slot of its own).
+KILN_HD inline uint32_t wide_slot_bytes(const FlatModuleView& m, uint32_t i, const uint32_t* use_count,
+                                        const uint8_t* home) {
+  const FlatInst& in = m.insts[i];
+  if (!in.slot_size || home[i] != kHomeSlot || wide_in_place(m, i, use_count, home)) return 0;
+  return (in.slot_size + 7) / 8 * 8;
+}
+
+// What the scans give the frame steps: per instruction, the allocas' step composed
+// from the function's first instruction through i (alloca_scan), and the sum of slot
+// bytes of all instructions before i in the batch (slot_sum, one more entry than
+// instructions).
+struct WideFrameScans {
+  const FrameStep* alloca_scan;
+  const uint32_t* slot_sum;
+};
+
+KILN_HD inline int64_t wide_args_end(const FlatFunction& f) { return 8 * int64_t(f.arg_count); }
+KILN_HD inline int64_t wide_allocas_end(const FlatFunction& f, const WideFrameScans& s) {
+  const int64_t start = wide_args_end(f);
+  return f.inst_count ? apply_step(s.alloca_scan[f.first_inst + f.inst_count - 1], start) : start;
+}
+
+// Instruction i's alloca memory and slot, as stamp_frame lays them out.
+KILN_HD inline void wide_frame_inst(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, const uint8_t* home,
+                                    const WideFrameScans& s, int32_t* inst_slot, int32_t* alloca_mem) {
+  const FlatInst& in = m.insts[i];
+  const FlatFunction& f = m.functions[function_of(m, i)];
+  const int64_t args_end = wide_args_end(f);
+  alloca_mem[i] = in.op == kOpAlloca ? static_cast<int32_t>(apply_step(s.alloca_scan[i], args_end)) : 0;
+  int32_t slot = 0;
+  if (in.slot_size && home[i] == kHomeSlot) {
+    uint32_t owner = i;  // an in-place insert shares its source's slot, which may be shared in turn
+    while (wide_in_place(m, owner, use_count, home)) owner = m.operands[m.insts[owner].first_operand].index;
+    const int64_t slots_before = s.slot_sum[owner + 1] - s.slot_sum[f.first_inst];  // through owner
+    slot = static_cast<int32_t>(wide_allocas_end(f, s) + slots_before);
+  } else if (home[i] == kHomeNone) {
+    uint32_t alloca_inst = 0;
+    int64_t offset = 0;
+    if (frame_shape(m, value_operand(i), &alloca_inst, &offset))
+      slot = static_cast<int32_t>(apply_step(s.alloca_scan[alloca_inst], args_end) - offset);
+  }
+  inst_slot[i] = slot;
+}
+
+// Function fn's argument slots and frame size, as stamp_frame lays them out.
+KILN_HD inline void wide_frame_function(const FlatModuleView& m, uint32_t fn, const WideFrameScans& s,
+                                        int32_t* arg_slot, uint32_t* frame_size) {
+  const FlatFunction& f = m.functions[fn];
+  for (uint32_t a = 0; a < f.arg_count; ++a) arg_slot[f.first_arg + a] = static_cast<int32_t>(8 * (a + 1));
+  const int64_t end = wide_allocas_end(f, s) + (s.slot_sum[f.first_inst + f.inst_count] - s.slot_sum[f.first_inst]);
+  frame_size[fn] = static_cast<uint32_t>((end + 15) / 16 * 16);
+}
+
+// Offsets from two exclusive sums over all instructions of the batch (one more entry
+// than instructions): size_sum of code bytes, reloc_sum of relocation counts. Within a
+// function they differ from stamp_offsets's running sums only by the value at its
+// first instruction (unsigned arithmetic: exact even past 2^32).
+KILN_HD inline void wide_offsets_inst(const FlatModuleView& m, uint32_t i, const uint32_t* prologue_size,
+                                      const uint32_t* size_sum, const uint32_t* reloc_sum, uint32_t* inst_offset,
+                                      uint32_t* reloc_start) {
+  const uint32_t fn = function_of(m, i), first = m.functions[fn].first_inst;
+  inst_offset[i] = prologue_size[fn] + (size_sum[i] - size_sum[first]);
+  reloc_start[i] = reloc_sum[i] - reloc_sum[first];
+}
+
+KILN_HD inline void wide_offsets_block(const FlatModuleView& m, uint32_t b, const uint32_t* prologue_size,
+                                       const uint32_t* size_sum, uint32_t* block_offset) {
+  const uint32_t fn = m.blocks[b].function, first = m.functions[fn].first_inst;
+  block_offset[b] = prologue_size[fn] + (size_sum[m.blocks[b].first_inst] - size_sum[first]);
+}
+
+KILN_HD inline void wide_offsets_function(const FlatModuleView& m, uint32_t fn, const uint32_t* prologue_size,
+                                          const uint32_t* size_sum, const uint32_t* reloc_sum, uint32_t* code_size,
+                                          uint32_t* reloc_count) {
+  const FlatFunction& f = m.functions[fn];
+  const uint32_t first = f.first_inst, end = f.first_inst + f.inst_count;
+  code_size[fn] = prologue_size[fn] + (size_sum[end] - size_sum[first]);
+  reloc_count[fn] = reloc_sum[end] - reloc_sum[first];
+}
+
+}  // namespace kiln
