@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -101,6 +102,18 @@ bool bind_thread_to_node(int node) {
   return CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof set, &set) == 0;
 }
 
+// One event recorded once per process, the zero of every executor's span times.
+cudaEvent_t process_epoch(cudaStream_t stream) {
+  static std::once_flag once;
+  static cudaEvent_t epoch{};
+  std::call_once(once, [stream] {
+    CUDA_CHECK(cudaEventCreate(&epoch));
+    CUDA_CHECK(cudaEventRecord(epoch, stream));
+    CUDA_CHECK(cudaEventSynchronize(epoch));
+  });
+  return epoch;
+}
+
 class CudaStampExecutor final : public StampGpuExecutor {
  public:
   explicit CudaStampExecutor(int device) : device_(device) {
@@ -111,6 +124,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     numa_node_ = gpu_numa_node(device);
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreate(&e));
+    epoch_ = process_epoch(stream_);
   }
   ~CudaStampExecutor() override {
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
@@ -336,6 +350,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
     times_.encode = elapsed(5, 6);
     times_.exception_tables = elapsed(6, 7);
     times_.download = elapsed(7, 8);
+    times_.span_begin = since_epoch(events_[0]);
+    times_.span_end = since_epoch(events_[8]);
     times_.launches = launches_;
     launches_ = 0;
     return outputs;
@@ -360,6 +376,11 @@ class CudaStampExecutor final : public StampGpuExecutor {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     std::memcpy(totals, pinned, 4 * sizeof(uint32_t));
   }
+  double since_epoch(cudaEvent_t e) {
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, epoch_, e));
+    return ms / 1000.0;
+  }
   double elapsed(int from, int to) {
     float ms = 0;
     CUDA_CHECK(cudaEventElapsedTime(&ms, events_[from], events_[to]));
@@ -372,6 +393,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
   bool bound_ = false, on_gpu_node_ = false;
   cudaStream_t stream_{};
   cudaEvent_t events_[9]{};
+  cudaEvent_t epoch_{};
   StampGpuTimes times_;
   uint64_t launches_ = 0;
   bool order_by_size_ = true;

@@ -45,6 +45,7 @@ struct RoundResult {
   int round = 0;
   double wall_seconds = 0;
   double device_phase_seconds = 0;  // the GPU service: wall time of its batches (streams overlapped)
+  double device_span_seconds = 0;   // the GPU service: first upload to last download (device clock)
   std::vector<ModuleEmission> emissions;  // indexed like the module list
 };
 

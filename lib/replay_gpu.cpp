@@ -61,7 +61,7 @@ class GpuStampService : public EmissionService {
     for (size_t i = 0; i < modules_.size(); ++i) prepare(i, result.emissions[i]);
     std::vector<GpuBatch> batches = make_batches();
     std::vector<StampOutput> code(modules_.size());
-    result.device_phase_seconds = run_batches(batches, code, result.emissions);
+    result.device_phase_seconds = run_batches(batches, code, result.emissions, &result.device_span_seconds);
     for (size_t i = 0; i < modules_.size(); ++i) {
       finish(i, code[i], result.emissions[i]);
       progress.advance();
@@ -107,10 +107,12 @@ class GpuStampService : public EmissionService {
     return batches;
   }
 
-  // Every executor's thread takes the next batch. Returns the wall time of it all.
+  // Every executor's thread takes the next batch. Returns the wall time of it all, and
+  // in *span the device's time from the first upload to the last download.
   double run_batches(const std::vector<GpuBatch>& batches, std::vector<StampOutput>& code,
-                     std::vector<ModuleEmission>& emissions) {
+                     std::vector<ModuleEmission>& emissions, double* span) {
     std::atomic<size_t> next{0};
+    std::vector<double> begin(executors_.size(), 1e300), end(executors_.size(), 0);
     Stopwatch wall;
     std::vector<std::thread> threads;
     for (size_t k = 0; k < executors_.size(); ++k)
@@ -121,6 +123,7 @@ class GpuStampService : public EmissionService {
           try {
             std::vector<StampOutput> cut = gpu.run_batch(batch.views.data(), batch.views.size());
             const StampGpuTimes& t = gpu.last_times();
+            begin[k] = std::min(begin[k], t.span_begin), end[k] = std::max(end[k], t.span_end);
             const double kernels = t.order + t.frame + t.measure + t.offsets + t.encode + t.exception_tables;
             for (size_t j = 0; j < batch.modules.size(); ++j) {
               const size_t i = batch.modules[j];
@@ -145,6 +148,8 @@ class GpuStampService : public EmissionService {
         }
       });
     for (auto& t : threads) t.join();
+    const double first = *std::min_element(begin.begin(), begin.end()), last = *std::max_element(end.begin(), end.end());
+    *span = last > first ? last - first : 0;
     return wall.seconds();
   }
 

@@ -31,6 +31,11 @@ struct StampGpuTimes {
   double cut = 0;          // host: each module's output cut out of pinned staging
   uint64_t launches = 0;   // kernels, scans, sorts and selections, for the whole batch
   uint32_t modules = 0;    // in the batch
+  // When this batch's upload began and its download ended, in seconds on one clock
+  // shared by every executor of the process (the device's, from CUDA events), so that
+  // batches on several streams give the span of a round: the first upload to the
+  // last download, overlaps counted once.
+  double span_begin = 0, span_end = 0;
   double device_seconds() const { return upload + order + frame + measure + offsets + encode + exception_tables + download; }
 };
 

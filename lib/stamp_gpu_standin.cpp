@@ -12,8 +12,15 @@ namespace kiln {
 
 namespace {
 
+// The stand-in's clock for span times: seconds since the first stand-in was made.
+double since_standin_epoch() {
+  static const Stopwatch epoch;
+  return epoch.seconds();
+}
+
 class CpuStandinExecutor final : public StampGpuExecutor {
  public:
+  CpuStandinExecutor() { since_standin_epoch(); }
   std::vector<StampOutput> run_batch(const FlatModuleView* modules, size_t count) override {
     times_ = StampGpuTimes{};
     times_.modules = static_cast<uint32_t>(count);
@@ -26,7 +33,9 @@ class CpuStandinExecutor final : public StampGpuExecutor {
     }
     const FlatModuleView view = write_stamp_batch(modules, batch, block_.get());
     times_.prepare = clock.lap();
+    times_.span_begin = since_standin_epoch();
     StampOutput whole = run_stamp_cpu(view, 1, StampForm::wide);  // the CUDA executor's form of the stages
+    times_.span_end = since_standin_epoch();
     clock.lap();
     std::vector<StampOutput> outputs;
     outputs.reserve(count);

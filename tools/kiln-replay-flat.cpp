@@ -99,17 +99,21 @@ double number_in(const std::string& text, const std::string& key) {
 struct Round {
   double prepare = 0, upload = 0, order = 0, frame = 0, measure = 0, offsets = 0, encode = 0, lsda = 0, download = 0,
          cut = 0, elf = 0, wall = 0;
+  double span_begin = 1e300, span_end = 0;  // the device's: first upload to last download
+  double span() const { return span_end > span_begin ? span_end - span_begin : 0; }
   uint64_t launches = 0;
   double stages() const { return upload + order + frame + measure + offsets + encode + lsda + download; }
   void add(const StampGpuTimes& t) {
     prepare += t.prepare, upload += t.upload, order += t.order, frame += t.frame, measure += t.measure;
     offsets += t.offsets, encode += t.encode, lsda += t.exception_tables, download += t.download, cut += t.cut;
     launches += t.launches;
+    span_begin = std::min(span_begin, t.span_begin), span_end = std::max(span_end, t.span_end);
   }
   void add(const Round& r) {
     prepare += r.prepare, upload += r.upload, order += r.order, frame += r.frame, measure += r.measure;
     offsets += r.offsets, encode += r.encode, lsda += r.lsda, download += r.download, cut += r.cut;
     launches += r.launches;
+    span_begin = std::min(span_begin, r.span_begin), span_end = std::max(span_end, r.span_end);
   }
 };
 
@@ -338,6 +342,10 @@ int replay_flat_main(int argc, char** argv) {
     double busy = warm(gpu_rounds, [](const Round& x) { return x.stages(); });
     double elf = warm(gpu_rounds, [](const Round& x) { return x.elf; });
     double rate = instructions / std::max(1e-12, gpu_stages);
+    // The measure of GPU emission: upload, kernels and download, from the
+    // first batch's upload to the last one's download (device clock), warm rounds.
+    double span = warm(gpu_rounds, [](const Round& x) { return x.span(); });
+    double span_rate = instructions / std::max(1e-12, span);
     std::snprintf(line, sizeof line,
                   "cuda (%s, NUMA node %d%s), %zu streams, %zu batches (>= %llu instr), functions %s: context %.3f s; "
                   "round 1 %.4f s (warm-up, not counted)\n",
@@ -371,15 +379,23 @@ int replay_flat_main(int argc, char** argv) {
                   gpu_stages, busy, elf, rate, modules.size() / std::max(1e-12, gpu_stages), context_seconds,
                   gpu_rounds[0].wall);
     json += line;
+    std::snprintf(line, sizeof line,
+                  "  device span (first upload to last download, streams overlapped): %.4f s: %.2f M instr/s\n", span,
+                  span_rate / 1e6);
+    table += line;
+    std::snprintf(line, sizeof line, ",\"span_seconds\":%.6f,\"span_instructions_per_second\":%.1f", span, span_rate);
+    json += line;
     if (cpu_stages > 0) {
-      std::snprintf(line, sizeof line, "  %.1fx stamp's CPU executor (one thread)\n", cpu_stages / std::max(1e-12, gpu_stages));
+      std::snprintf(line, sizeof line, "  %.1fx stamp's CPU executor (one thread) over the GPU phase, %.1fx over the span\n",
+                    cpu_stages / std::max(1e-12, gpu_stages), cpu_stages / std::max(1e-12, span));
       table += line;
     }
     if (llvm_rate > 0) {
-      std::snprintf(line, sizeof line, "  %.1fx llvm -O0 on one core (%.3f M instr/s, from %s)\n", rate / llvm_rate,
-                    llvm_rate / 1e6, baseline_path.c_str());
+      std::snprintf(line, sizeof line, "  %.1fx llvm -O0 on one core over the GPU phase, %.1fx over the span (llvm %.3f M instr/s, from %s)\n",
+                    rate / llvm_rate, span_rate / llvm_rate, llvm_rate / 1e6, baseline_path.c_str());
       table += line;
-      std::snprintf(line, sizeof line, ",\"speedup_vs_llvm\":%.3f", rate / llvm_rate);
+      std::snprintf(line, sizeof line, ",\"speedup_vs_llvm\":%.3f,\"span_speedup_vs_llvm\":%.3f", rate / llvm_rate,
+                    span_rate / llvm_rate);
       json += line;
     }
     json += "}";

@@ -97,11 +97,12 @@ for setup in "${setups[@]}"; do
     --baseline "$root/tests/device/corpus/baseline.json" --json "$out/$name.json" | tee "$out/$name.txt" || status=1
 done
 if command -v python3 >/dev/null; then
-  log "summary (medians of warm rounds; GPU wall includes host prepare and cut)$([[ $standin == 1 ]] && echo "; NO GPU: the CPU stand-in")"
+  log "summary (medians of warm rounds; GPU wall: host prepare to cut; span: first upload to last download)$([[ $standin == 1 ]] && echo "; NO GPU: the CPU stand-in")"
   python3 - "$out" "${setups[@]}" <<'PY'
 import json, sys
 out, setups = sys.argv[1], sys.argv[2:]
-print(f"{'set-up':<13} {'batches':>7} {'launches':>8} {'GPU wall s':>10} {'M instr/s':>9} {'x llvm':>7} {'x cpu':>6} {'differ':>6}")
+print(f"{'set-up':<13} {'batches':>7} {'launches':>8} {'GPU wall s':>10} {'M instr/s':>9} {'x llvm':>7} {'x cpu':>6} "
+      f"{'span s':>8} {'M instr/s':>9} {'x llvm':>7} {'differ':>6}")
 for setup in setups:
     name = setup.split()[0]
     r = json.load(open(f"{out}/{name}.json"))
@@ -109,9 +110,12 @@ for setup in setups:
     if g:
         ratio_cpu = c.get("stages_seconds", 0) / max(g["wall_seconds"], 1e-12)
         print(f"{name:<13} {g['batches']:>7} {g['launches_per_round']:>8} {g['wall_seconds']:>10.5f} "
-              f"{g['instructions_per_second']/1e6:>9.2f} {g.get('speedup_vs_llvm', 0):>7.1f} {ratio_cpu:>6.1f} {r['mismatches']:>6}")
+              f"{g['instructions_per_second']/1e6:>9.2f} {g.get('speedup_vs_llvm', 0):>7.1f} {ratio_cpu:>6.1f} "
+              f"{g['span_seconds']:>8.5f} {g['span_instructions_per_second']/1e6:>9.2f} "
+              f"{g.get('span_speedup_vs_llvm', 0):>7.1f} {r['mismatches']:>6}")
     else:
-        print(f"{name:<13} {'-':>7} {'-':>8} {'-':>10} {c['instructions_per_second']/1e6:>9.2f} {'-':>7} {'(cpu)':>6} {r['mismatches']:>6}")
+        print(f"{name:<13} {'-':>7} {'-':>8} {'-':>10} {c['instructions_per_second']/1e6:>9.2f} {'-':>7} {'(cpu)':>6} "
+              f"{'-':>8} {'-':>9} {'-':>7} {r['mismatches']:>6}")
 PY
 fi
 log "results: $out/*.txt, $out/*.json"

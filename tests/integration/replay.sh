@@ -39,7 +39,7 @@ check "batches: more than one, some with several modules; launches counted once 
 check "a receipt per module stamp emitted: device, object from the device, the object's hash" \
   jq -e '(.gpu.receipts | length) > 0 and all(.gpu.receipts[]; .object_from_device and (.device | length) > 0 and (.object_xxh3 | length) == 32)' "$T/standin.json"
 check "the GPU service's rate is over its batches' wall time, with ratios to llvm and the CPU stages" \
-  jq -e '.gpu.device_phase_seconds > 0 and .gpu.stages_instructions_per_second > 0 and .gpu.speedup_vs_llvm > 0 and .gpu.speedup_vs_cpu_stages > 0' "$T/standin.json"
+  jq -e '.gpu.device_phase_seconds > 0 and .gpu.device_span_seconds > 0 and .gpu.device_span_seconds <= .gpu.device_phase_seconds and .gpu.stages_instructions_per_second > 0 and .gpu.speedup_vs_llvm > 0 and .gpu.speedup_vs_cpu_stages > 0' "$T/standin.json"
 
 # A back end that appends a changing byte to every object must be caught.
 flaky="cmd:$LLVM_BINDIR/llc -O0 -filetype=obj -relocation-model=pic {in} -o {out} && head -c 8 /dev/urandom >> {out}"
