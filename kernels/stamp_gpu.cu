@@ -1,8 +1,9 @@
 // The CUDA executor: writes a batch of flat modules into pinned staging and uploads
-// it, orders the functions largest first (CUB radix sort) and selects those with
-// exception tables (CUB select), runs stamp's stages as kernels (stamp_kernels.cuh) in
-// the order of the CPU executor (uses, frame and offsets in their wide form, with CUB
-// scans by function and sums over instructions), places the functions with CUB scans, downloads code,
+// it, groups the instructions by opcode (CUB radix sort) and selects the functions
+// with exception tables (CUB select), runs stamp's stages as kernels
+// (stamp_kernels.cuh) in the order of the CPU executor (uses, frame, offsets and
+// exception tables in their wide form, with CUB scans by function and sums over
+// instructions, so no thread walks a function), places the functions with CUB scans, downloads code,
 // relocations and exception tables through pinned staging, and cuts each module's
 // part out. One stream; buffers grow on demand and are reused.
 #include <cuda_runtime.h>
@@ -10,6 +11,7 @@
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
 #include <cuda/std/functional>
 
 #include <sched.h>
@@ -136,7 +138,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
   int numa_node() const override { return numa_node_; }
   bool on_gpu_node() const override { return on_gpu_node_; }
 
-  void set_order_by_size(bool on) override { order_by_size_ = on; }
+  void set_order_by_opcode(bool on) override { order_by_opcode_ = on; }
 
   std::vector<StampOutput> run_batch(const FlatModuleView* modules, size_t count) override {
     CUDA_CHECK(cudaSetDevice(device_));
@@ -167,33 +169,35 @@ class CudaStampExecutor final : public StampGpuExecutor {
     m.arg_widths = flat + batch.array_offset[4];
     CUDA_CHECK(cudaEventRecord(events_[1], stream_));
 
-    // 2. Functions largest first (a radix sort by instruction count), and those with
-    //    exception tables selected (in that order), both on the device.
+    // 2. Instructions grouped by opcode (a CUB radix sort, stable), for the measure and
+    //    encode kernels; and the functions that need an exception table (a CUB
+    //    selection), for the per-function table kernels.
     uint32_t* order = nullptr;
-    uint32_t* sort_keys = sort_keys_.as<uint32_t>(2 * size_t(F));
-    uint32_t* identity = identity_.as<uint32_t>(2 * size_t(F));
-    stamp_function_sizes_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, sort_keys, identity);
+    uint16_t* opcode_keys = opcode_keys_.as<uint16_t>(2 * size_t(N));
+    uint32_t* identity = identity_.as<uint32_t>(2 * size_t(std::max(N, F)));
+    stamp_opcode_keys_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, opcode_keys, identity);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
-    if (order_by_size_) {
-      order = identity + F;
+    if (order_by_opcode_) {
+      order = identity + std::max(N, F);
       size_t temp_bytes = 0;
-      CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, temp_bytes, sort_keys, sort_keys + F, identity,
-                                                           order, F, 0, 32, stream_));
+      const int key_bits = 8;  // kOpCount < 256
+      CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, opcode_keys, opcode_keys + N, identity, order, N,
+                                                 0, key_bits, stream_));
       void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
-      CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(temp, temp_bytes, sort_keys, sort_keys + F, identity,
-                                                           order, F, 0, 32, stream_));
+      CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, opcode_keys, opcode_keys + N, identity, order, N, 0,
+                                                 key_bits, stream_));
       ++launches_;
     }
     uint32_t* selected = selected_.as<uint32_t>(size_t(F) + 1);
     uint32_t* selected_count = selected + F;
     {
       size_t temp_bytes = 0;
-      const uint32_t* from = order ? order : identity;
+      thrust::counting_iterator<uint32_t> functions(0);
       HasExceptionTable has_table{m.functions};
-      CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, from, selected, selected_count, F, has_table, stream_));
+      CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, functions, selected, selected_count, F, has_table, stream_));
       void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
-      CUDA_CHECK(cub::DeviceSelect::If(temp, temp_bytes, from, selected, selected_count, F, has_table, stream_));
+      CUDA_CHECK(cub::DeviceSelect::If(temp, temp_bytes, functions, selected, selected_count, F, has_table, stream_));
       ++launches_;
     }
     CUDA_CHECK(cudaEventRecord(events_[2], stream_));
@@ -255,7 +259,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
     CUDA_CHECK(cudaMemsetAsync(size + N, 0, sizeof(uint32_t), stream_));
     CUDA_CHECK(cudaMemsetAsync(relocs + N, 0, sizeof(uint32_t), stream_));
-    stamp_measure_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, layout, size, relocs, call_begin, call_end);
+    stamp_measure_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, order, layout, size, relocs, call_begin, call_end);
     stamp_measure_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, prologue_size);
     launches_ += 2;
     CUDA_CHECK(cudaGetLastError());
@@ -286,30 +290,55 @@ class CudaStampExecutor final : public StampGpuExecutor {
     StampReloc* reloc_out = reloc_out_.as<StampReloc>(std::max<uint32_t>(reloc_total, 1));
     layout.inst_offset = inst_offset;
     layout.block_offset = block_offset;
-    if (N)
-      stamp_encode_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, layout, code, code_start, reloc_out, fn_reloc_start,
-                                                                   reloc_start);
+    stamp_encode_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, order, layout, code, code_start, reloc_out,
+                                                                 fn_reloc_start, reloc_start);
     stamp_encode_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, code, code_start);
-    launches_ += N ? 2 : 1;
+    launches_ += 2;
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaEventRecord(events_[6], stream_));
 
-    // 7. Exception tables, over the selected functions: measure, scan, write.
+    // 7. Exception tables in the wide form: a max-scan by function of invokes' ends,
+    //    sums of entries and typed landing pads, sizes (over the selected functions),
+    //    a scan over functions, then headers per function and entries per invoke.
+    uint32_t* lsda_work = lsda_work_.as<uint32_t>(6 * (size_t(N) + 1));
+    uint32_t *invoke_end = lsda_work, *previous_end = lsda_work + (N + 1), *entries = lsda_work + 2 * (N + 1),
+             *typed = lsda_work + 3 * (N + 1), *entries_sum = lsda_work + 4 * (N + 1), *typed_sum = lsda_work + 5 * (N + 1);
+    wide_invoke_end_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, inst_offset, call_end, invoke_end);
+    ++launches_;
+    CUDA_CHECK(cudaGetLastError());
+    {
+      size_t temp_bytes = 0;
+      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(nullptr, temp_bytes, fn_of, invoke_end, previous_end, MaxOf{}, 0u, N,
+                                                     cuda::std::equal_to<uint32_t>{}, stream_));
+      void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
+      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(temp, temp_bytes, fn_of, invoke_end, previous_end, MaxOf{}, 0u, N,
+                                                     cuda::std::equal_to<uint32_t>{}, stream_));
+      ++launches_;
+    }
+    wide_lsda_counts_kernel<<<blocks_for(N + 1), kThreads, 0, stream_>>>(m, inst_offset, call_begin, previous_end,
+                                                                          entries, typed);
+    ++launches_;
+    CUDA_CHECK(cudaGetLastError());
+    exclusive_scan(entries, entries_sum, N + 1);
+    exclusive_scan(typed, typed_sum, N + 1);
+    const WideLsdaScans lsda_scans{previous_end, invoke_end, entries_sum, typed_sum};
     CUDA_CHECK(cudaMemsetAsync(lsda_size, 0, F * sizeof(uint32_t), stream_));
-    stamp_lsda_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, selected, selected_count, inst_offset, block_offset,
-                                                                call_begin, call_end, code_size, nullptr, nullptr,
-                                                                lsda_size);
+    wide_lsda_size_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, selected, selected_count, lsda_scans, code_size,
+                                                                    lsda_size);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(lsda_size, lsda_start, F);
     fetch_totals(lsda_size, lsda_start, nullptr, nullptr, F, totals);
     const uint32_t lsda_total = totals[0] + totals[1];
     uint8_t* lsda = lsda_.as<uint8_t>(std::max<uint32_t>(lsda_total, 1));
-    if (lsda_total)
-      stamp_lsda_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, selected, selected_count, inst_offset, block_offset,
-                                                                  call_begin, call_end, code_size, lsda, lsda_start,
-                                                                  nullptr);
-    launches_ += lsda_total ? 1 : 0;
+    if (lsda_total) {
+      wide_lsda_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, selected, selected_count, lsda_scans,
+                                                                          code_size, lsda, lsda_start);
+      wide_lsda_invoke_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, lsda_scans, inst_offset, block_offset,
+                                                                        call_begin, call_end, code_size, lsda,
+                                                                        lsda_start);
+      launches_ += 2;
+    }
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaEventRecord(events_[7], stream_));
 
@@ -396,11 +425,11 @@ class CudaStampExecutor final : public StampGpuExecutor {
   cudaEvent_t epoch_{};
   StampGpuTimes times_;
   uint64_t launches_ = 0;
-  bool order_by_size_ = true;
+  bool order_by_opcode_ = true;
   PinnedBuffer upload_staging_, download_staging_, totals_staging_;
   DeviceBuffer flat_, use_count_, home_, inst_slot_, alloca_mem_, arg_slot_, frame_size_, prologue_size_, size_, relocs_,
       call_begin_, call_end_, inst_offset_, reloc_start_, block_offset_, per_fn_, code_, reloc_out_, lsda_, cub_temp_,
-      sort_keys_, identity_, selected_, fn_of_, alloca_step_, slot_bytes_, size_sum_;
+      opcode_keys_, identity_, selected_, fn_of_, alloca_step_, slot_bytes_, size_sum_, lsda_work_;
 };
 
 }  // namespace

@@ -1,20 +1,19 @@
 // stamp's stages as CUDA kernels: the same stage functions as the CPU executor
 // (stamp_stages.h), one thread per instruction, block or function; the stages that
 // walk a function on the CPU (uses, frame, offsets) run here in their wide form
-// (stamp_wide.h). Included by the CUDA executor (stamp_gpu.cu), which launches them.
-// The exception-table kernels, which still walk a function each, take the selected
-// functions in the executor's order: largest first, so that a warp's threads have
-// loops of similar length.
+// (stamp_wide.h), and so do the exception tables. Included by the CUDA executor (stamp_gpu.cu), which launches them.
+// The measure and encode kernels can take instructions grouped by opcode (the
+// executor's CUB sort), so that a warp's threads take the same template's branch.
 #pragma once
 #include "stamp_stages.h"
 #include "stamp_wide.h"
 
 namespace kiln {
 
-// Sort keys for ordering functions: instruction counts, and the identity permutation.
-__global__ void stamp_function_sizes_kernel(FlatModuleView m, uint32_t* size, uint32_t* index) {
-  uint32_t fn = blockIdx.x * blockDim.x + threadIdx.x;
-  if (fn < m.function_count) size[fn] = m.functions[fn].inst_count, index[fn] = fn;
+// Sort keys for ordering instructions by opcode, and the identity permutation.
+__global__ void stamp_opcode_keys_kernel(FlatModuleView m, uint16_t* opcode, uint32_t* index) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m.inst_count) opcode[i] = m.insts[i].op, index[i] = i;
 }
 
 // The selection of functions that need an exception table (cub::DeviceSelect::If).
@@ -23,10 +22,19 @@ struct HasExceptionTable {
   __host__ __device__ bool operator()(uint32_t fn) const { return (functions[fn].flags & kFnHasPersonality) != 0; }
 };
 
-__global__ void stamp_measure_kernel(FlatModuleView m, StampLayout l, uint32_t* size, uint32_t* relocs,
-                                     uint32_t* call_begin, uint32_t* call_end) {
-  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < m.inst_count) stamp_measure(m, l, i, size, relocs, call_begin, call_end);
+// This thread's instruction, through `order` (null: thread t takes instruction t), or
+// false past the last one.
+__device__ inline bool thread_instruction(const FlatModuleView& m, const uint32_t* order, uint32_t* i) {
+  uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= m.inst_count) return false;
+  *i = order ? order[t] : t;
+  return true;
+}
+
+__global__ void stamp_measure_kernel(FlatModuleView m, const uint32_t* order, StampLayout l, uint32_t* size,
+                                     uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end) {
+  uint32_t i;
+  if (thread_instruction(m, order, &i)) stamp_measure(m, l, i, size, relocs, call_begin, call_end);
 }
 
 __global__ void stamp_measure_prologue_kernel(FlatModuleView m, StampLayout l, uint32_t* size) {
@@ -34,10 +42,11 @@ __global__ void stamp_measure_prologue_kernel(FlatModuleView m, StampLayout l, u
   if (fn < m.function_count) stamp_measure_prologue(m, l, fn, size);
 }
 
-__global__ void stamp_encode_kernel(FlatModuleView m, StampLayout l, uint8_t* code, const uint32_t* code_start,
-                                    StampReloc* relocs, const uint32_t* fn_reloc_start, const uint32_t* reloc_start) {
-  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= m.inst_count) return;
+__global__ void stamp_encode_kernel(FlatModuleView m, const uint32_t* order, StampLayout l, uint8_t* code,
+                                    const uint32_t* code_start, StampReloc* relocs, const uint32_t* fn_reloc_start,
+                                    const uint32_t* reloc_start) {
+  uint32_t i;
+  if (!thread_instruction(m, order, &i)) return;
   uint32_t fn = m.blocks[m.insts[i].block].function;
   stamp_encode(m, l, i, code + code_start[fn], relocs + fn_reloc_start[fn], reloc_start);
 }
@@ -47,18 +56,51 @@ __global__ void stamp_encode_prologue_kernel(FlatModuleView m, StampLayout l, ui
   if (fn < m.function_count) stamp_encode_prologue(m, l, fn, code + code_start[fn]);
 }
 
+// Exception tables in the wide form (stamp_wide.h).
+__global__ void wide_invoke_end_kernel(FlatModuleView m, const uint32_t* inst_offset, const uint32_t* call_end,
+                                       uint32_t* invoke_end) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m.inst_count) invoke_end[i] = wide_invoke_end(m, i, inst_offset, call_end);
+}
+
+struct MaxOf {
+  __host__ __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return a > b ? a : b; }
+};
+
+// Entries and typed counts, each with one more entry (0) for its exclusive sum's total.
+__global__ void wide_lsda_counts_kernel(FlatModuleView m, const uint32_t* inst_offset, const uint32_t* call_begin,
+                                        const uint32_t* previous_end, uint32_t* entries, uint32_t* typed) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 0) entries[m.inst_count] = typed[m.inst_count] = 0;
+  if (i < m.inst_count) wide_lsda_counts(m, i, inst_offset, call_begin, previous_end[i], entries, typed);
+}
+
 // Over the selected functions (those with a personality): `selected` of them, their
 // count on the device (written by the selection, so no copy to the host is needed).
-__global__ void stamp_lsda_kernel(FlatModuleView m, const uint32_t* selected, const uint32_t* selected_count,
-                                  const uint32_t* inst_offset, const uint32_t* block_offset, const uint32_t* call_begin,
-                                  const uint32_t* call_end, const uint32_t* code_size, uint8_t* lsda,
-                                  const uint32_t* lsda_start, uint32_t* lsda_size) {
+__global__ void wide_lsda_size_kernel(FlatModuleView m, const uint32_t* selected, const uint32_t* selected_count,
+                                      WideLsdaScans scans, const uint32_t* code_size, uint32_t* lsda_size) {
   uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= *selected_count) return;
   uint32_t fn = selected[t];
-  uint32_t n = stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, code_size[fn],
-                          lsda ? lsda + lsda_start[fn] : nullptr);
-  if (lsda_size) lsda_size[fn] = n;
+  lsda_size[fn] = wide_lsda_size(m, fn, scans, code_size[fn]);
+}
+
+__global__ void wide_lsda_function_kernel(FlatModuleView m, const uint32_t* selected, const uint32_t* selected_count,
+                                          WideLsdaScans scans, const uint32_t* code_size, uint8_t* lsda,
+                                          const uint32_t* lsda_start) {
+  uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= *selected_count) return;
+  uint32_t fn = selected[t];
+  wide_lsda_function(m, fn, scans, code_size[fn], lsda + lsda_start[fn]);
+}
+
+__global__ void wide_lsda_invoke_kernel(FlatModuleView m, WideLsdaScans scans, const uint32_t* inst_offset,
+                                        const uint32_t* block_offset, const uint32_t* call_begin,
+                                        const uint32_t* call_end, const uint32_t* code_size, uint8_t* lsda,
+                                        const uint32_t* lsda_start) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m.inst_count)
+    wide_lsda_invoke(m, i, scans, inst_offset, block_offset, call_begin, call_end, code_size, lsda, lsda_start);
 }
 
 // The per-function stages in their wide form (stamp_wide.h): one thread per

@@ -39,7 +39,8 @@ struct StampScratch {
       block_offset, use_count;
   std::vector<uint8_t> home;
   std::vector<FrameStep> alloca_scan;
-  std::vector<uint32_t> slot_sum, size_sum, reloc_sum;
+  std::vector<uint32_t> slot_sum, size_sum, reloc_sum, invoke_end, previous_end, lsda_entries, lsda_typed,
+      entries_sum, typed_sum;
 };
 template <class T>
 T* at_least(std::vector<T>& v, size_t n) {
@@ -87,6 +88,28 @@ void wide_offsets(const FlatModuleView& m, StampScratch& s, const uint32_t* prol
   for (uint32_t b = 0; b < m.block_count; ++b) wide_offsets_block(m, b, prologue_size, size_sum, block_offset);
   for (uint32_t fn = 0; fn < m.function_count; ++fn)
     wide_offsets_function(m, fn, prologue_size, size_sum, reloc_sum, code_size, reloc_count);
+}
+
+// Exception tables in the GPU's form: sizes into out.lsda_size, then (after the
+// caller's scan) the tables; `write` false measures only.
+WideLsdaScans wide_lsda_scans(const FlatModuleView& m, StampScratch& s, const uint32_t* inst_offset,
+                              const uint32_t* call_begin, const uint32_t* call_end) {
+  const uint32_t N = m.inst_count;
+  uint32_t* invoke_end = at_least(s.invoke_end, N);
+  uint32_t* previous_end = at_least(s.previous_end, N);
+  uint32_t* entries = at_least(s.lsda_entries, N);
+  uint32_t* typed = at_least(s.lsda_typed, N);
+  uint32_t* entries_sum = at_least(s.entries_sum, size_t(N) + 1);
+  uint32_t* typed_sum = at_least(s.typed_sum, size_t(N) + 1);
+  for (uint32_t i = 0; i < N; ++i) invoke_end[i] = wide_invoke_end(m, i, inst_offset, call_end);
+  for (uint32_t i = 0; i < N; ++i) {  // an exclusive max-scan by function, from 0
+    bool first = i == 0 || function_of(m, i) != function_of(m, i - 1);
+    previous_end[i] = first ? 0 : std::max(previous_end[i - 1], invoke_end[i - 1]);
+  }
+  for (uint32_t i = 0; i < N; ++i) wide_lsda_counts(m, i, inst_offset, call_begin, previous_end[i], entries, typed);
+  entries_sum[0] = typed_sum[0] = 0;
+  for (uint32_t i = 0; i < N; ++i) entries_sum[i + 1] = entries_sum[i] + entries[i], typed_sum[i + 1] = typed_sum[i] + typed[i];
+  return WideLsdaScans{previous_end, invoke_end, entries_sum, typed_sum};
 }
 
 }  // namespace
@@ -164,22 +187,36 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   // Exception tables: measure, scan, write (per function with a personality).
   out.lsda_size.assign(F, 0);
   out.lsda_start.assign(F, 0);
-  parallel_for(F, threads, [&](uint32_t fn) {
-    if (m.functions[fn].flags & kFnHasPersonality)
-      out.lsda_size[fn] = stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end,
-                                     out.code_size[fn], nullptr);
-  });
+  WideLsdaScans lsda_scans{};
+  if (form == StampForm::wide) {
+    lsda_scans = wide_lsda_scans(m, scratch, inst_offset, call_begin, call_end);
+    for (uint32_t fn = 0; fn < F; ++fn) out.lsda_size[fn] = wide_lsda_size(m, fn, lsda_scans, out.code_size[fn]);
+  } else {
+    parallel_for(F, threads, [&](uint32_t fn) {
+      if (m.functions[fn].flags & kFnHasPersonality)
+        out.lsda_size[fn] = stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end,
+                                       out.code_size[fn], nullptr);
+    });
+  }
   uint32_t lsda_total = 0;
   for (uint32_t fn = 0; fn < F; ++fn) {
     out.lsda_start[fn] = lsda_total;
     lsda_total += out.lsda_size[fn];
   }
   out.lsda.resize(lsda_total);
-  parallel_for(F, threads, [&](uint32_t fn) {
-    if (out.lsda_size[fn])
-      stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn],
-                 out.lsda.data() + out.lsda_start[fn]);
-  });
+  if (form == StampForm::wide) {
+    for (uint32_t fn = 0; fn < F; ++fn)
+      if (out.lsda_size[fn]) wide_lsda_function(m, fn, lsda_scans, out.code_size[fn], out.lsda.data() + out.lsda_start[fn]);
+    for (uint32_t i = 0; i < N; ++i)
+      wide_lsda_invoke(m, i, lsda_scans, inst_offset, block_offset, call_begin, call_end, out.code_size.data(),
+                       out.lsda.data(), out.lsda_start.data());
+  } else {
+    parallel_for(F, threads, [&](uint32_t fn) {
+      if (out.lsda_size[fn])
+        stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn],
+                   out.lsda.data() + out.lsda_start[fn]);
+    });
+  }
   out.exception_tables = clock.lap();
   out.launches = 10;
   return out;

@@ -21,7 +21,7 @@ namespace kiln {
 struct StampGpuTimes {
   double prepare = 0;      // host: the batch written (rebased) into pinned staging
   double upload = 0;       // pinned staging -> device, one copy
-  double order = 0;        // functions sorted by size, those with exception tables selected
+  double order = 0;        // instructions sorted by opcode, functions with exception tables selected
   double frame = 0;        // uses + frame kernels
   double measure = 0;      // measure kernels
   double offsets = 0;      // offsets kernel, scans over functions, totals back to the host
@@ -47,11 +47,11 @@ class StampGpuExecutor {
   // failed, or KilnError for a batch too large for 32-bit indices.
   virtual std::vector<StampOutput> run_batch(const FlatModuleView* modules, size_t count) = 0;
   StampOutput run(const FlatModuleView& m) { return std::move(run_batch(&m, 1).front()); }
-  // The kernels that still walk a function each (exception tables) take functions
-  // largest first (a CUB radix sort by instruction count), so that a warp's threads
-  // have similar work; on by default. The stages that walk functions on the CPU run
-  // per instruction on the GPU (kernels/stamp_wide.h).
-  virtual void set_order_by_size(bool on) = 0;
+  // The measure and encode kernels take instructions grouped by opcode (a CUB radix
+  // sort), so that the threads of a warp follow the same template; on by default.
+  // (The stages that walk functions on the CPU run per instruction on the GPU:
+  // kernels/stamp_wide.h.)
+  virtual void set_order_by_opcode(bool on) = 0;
   virtual const StampGpuTimes& last_times() const = 0;
   virtual std::string device_name() const = 0;
   // The GPU's NUMA node (-1: unknown), and whether the thread that runs the executor

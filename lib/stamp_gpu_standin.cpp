@@ -47,7 +47,7 @@ class CpuStandinExecutor final : public StampGpuExecutor {
     times_.launches = whole.launches;
     return outputs;
   }
-  void set_order_by_size(bool) override {}  // one thread: the order changes nothing
+  void set_order_by_opcode(bool) override {}  // one thread: the order changes nothing
   const StampGpuTimes& last_times() const override { return times_; }
   std::string device_name() const override { return "CPU stand-in for a GPU (KILN_GPU_STANDIN=cpu, for tests)"; }
   int numa_node() const override { return -1; }

@@ -30,7 +30,7 @@ namespace {
 
 const char* kUsage =
     "Replay flat IR files through stamp's GPU and CPU executors and check identical objects.\n"
-    "  kiln-replay-flat [--device cuda,cpu] [--rounds N] [--streams N] [--batch INSTR] [--order size|none]\n"
+    "  kiln-replay-flat [--device cuda,cpu] [--rounds N] [--streams N] [--batch INSTR] [--order opcode|none]\n"
     "                   [--baseline REPORT] [--json FILE] FLAT|DIR...\n"
     "Options:\n"
     "  --device LIST     cuda, cpu, or cuda,cpu (default): where the stages run\n"
@@ -38,7 +38,7 @@ const char* kUsage =
     "  --streams N       CUDA streams, each with its own host thread and buffers (default 4)\n"
     "  --batch INSTR     modules go to the GPU in batches of at least INSTR IR instructions\n"
     "                    (consecutive files; default 32768; 1: one module per batch)\n"
-    "  --order WHAT      size: exception-table kernels take functions largest first (default);\n"
+    "  --order WHAT      opcode: measure and encode kernels take instructions by opcode (default);\n"
     "                    none: in file order\n"
     "  --baseline FILE   a kiln-replay report from the same modules, for the ratio to llvm\n"
     "  --json FILE       also write the results as JSON\n"
@@ -143,7 +143,7 @@ int replay_flat_main(int argc, char** argv) {
   int rounds = 5;
   unsigned streams = 4;
   uint64_t batch_instructions = 32768;
-  bool order_by_size = true;
+  bool order_by_opcode = true;
   std::string baseline_path, json_path;
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
@@ -179,8 +179,8 @@ int replay_flat_main(int argc, char** argv) {
       batch_instructions = static_cast<uint64_t>(n);
     } else if (a == "--order") {
       std::string o = value();
-      if (o != "size" && o != "none") throw KilnError(kExitUsage, "", "--order " + o + ": expected size or none");
-      order_by_size = o == "size";
+      if (o != "opcode" && o != "none") throw KilnError(kExitUsage, "", "--order " + o + ": expected opcode or none");
+      order_by_opcode = o == "opcode";
     } else if (a == "--baseline") {
       baseline_path = value();
     } else if (a == "--json") {
@@ -237,7 +237,7 @@ int replay_flat_main(int argc, char** argv) {
   }
   StampGpuExecutor* gpu = executors.empty() ? nullptr : executors[0].get();
 
-  for (auto& e : executors) e->set_order_by_size(order_by_size);
+  for (auto& e : executors) e->set_order_by_opcode(order_by_opcode);
   std::vector<Round> cpu_rounds, gpu_rounds;
   size_t mismatches = batch_mismatches;
   for (int r = 1; r <= rounds; ++r) {
@@ -347,11 +347,11 @@ int replay_flat_main(int argc, char** argv) {
     double span = warm(gpu_rounds, [](const Round& x) { return x.span(); });
     double span_rate = instructions / std::max(1e-12, span);
     std::snprintf(line, sizeof line,
-                  "cuda (%s, NUMA node %d%s), %zu streams, %zu batches (>= %llu instr), functions %s: context %.3f s; "
+                  "cuda (%s, NUMA node %d%s), %zu streams, %zu batches (>= %llu instr), instructions %s: context %.3f s; "
                   "round 1 %.4f s (warm-up, not counted)\n",
                   gpu_name.c_str(), gpu->numa_node(), gpu->on_gpu_node() ? ", threads bound to it" : "", executors.size(),
                   batches.size(), static_cast<unsigned long long>(batch_instructions),
-                  order_by_size ? "largest first" : "in file order", context_seconds, gpu_rounds[0].wall);
+                  order_by_opcode ? "by opcode" : "in file order", context_seconds, gpu_rounds[0].wall);
     table += line;
     std::snprintf(line, sizeof line, "  %llu launches a round; busy time per step, summed over streams:\n",
                   static_cast<unsigned long long>(gpu_rounds.back().launches));
@@ -360,7 +360,7 @@ int replay_flat_main(int argc, char** argv) {
             ",\"threads_on_gpu_node\":" + (gpu->on_gpu_node() ? "true" : "false") +
             ",\"streams\":" + std::to_string(executors.size()) + ",\"batches\":" + std::to_string(batches.size()) +
             ",\"batch_instructions\":" + std::to_string(batch_instructions) +
-            ",\"order_by_size\":" + (order_by_size ? "true" : "false") +
+            ",\"order_by_opcode\":" + (order_by_opcode ? "true" : "false") +
             ",\"launches_per_round\":" + std::to_string(gpu_rounds.back().launches);
     for (int k = 0; k < 10; ++k) {
       std::snprintf(line, sizeof line, "    %-18s %.5f s\n", names[k], parts[k]);

@@ -7,7 +7,7 @@
 #      flat IR files exported on a CPU machine) on the GPU and on the CPU, round after
 #      round, and requires every object to be byte-identical to the CPU executor's,
 #      in several set-ups: batches of 32k instructions on 4 streams (the default),
-#      one module per batch, the whole corpus as one batch, functions in file order,
+#      one module per batch, the whole corpus as one batch, instructions in file order,
 #      and a single stream;
 #   3. prints a table per set-up (per-stage GPU times, modules/s, IR instructions/s,
 #      ratios to the CPU executor and to llvm -O0 from baseline.json, measured on the
@@ -81,11 +81,11 @@ fi
 # by the CPU behind the same interface), so the batching and the wide stages are
 # still checked against the CPU executor over the whole corpus.
 setups=(
-  "default        --batch 32768 --streams 4 --order size"
-  "module-each    --batch 1 --streams 4 --order size"
-  "one-batch      --batch 100000000 --streams 1 --order size"
+  "default        --batch 32768 --streams 4 --order opcode"
+  "module-each    --batch 1 --streams 4 --order opcode"
+  "one-batch      --batch 100000000 --streams 1 --order opcode"
   "file-order     --batch 32768 --streams 4 --order none"
-  "one-stream     --batch 32768 --streams 1 --order size"
+  "one-stream     --batch 32768 --streams 1 --order opcode"
 )
 [[ $standin == 1 ]] && setups=("${setups[0]}")
 status=0

@@ -93,8 +93,8 @@ void check_against_cpu(StampGpuExecutor& gpu) {
                              "empty.bc");
   FlatExport none = export_flat(*empty);
   std::vector<FlatModuleView> batch = {flat.flat.view(), none.flat.view(), flat.flat.view(), flat.flat.view()};
-  for (bool by_size : {true, false}) {
-    gpu.set_order_by_size(by_size);
+  for (bool by_opcode : {true, false}) {
+    gpu.set_order_by_opcode(by_opcode);
     std::vector<StampOutput> cut = gpu.run_batch(batch.data(), batch.size());
     REQUIRE(cut.size() == 4);
     CHECK(cut[1].code.empty());
