@@ -90,6 +90,37 @@ define i64 @three(i64 %a, i64 %b, i64 %c) {
 }
 )";
 
+// Exception tables with gaps between invokes, two landing pads, a catch-all (typed).
+const char* kTablesIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+declare i32 @__gxx_personality_v0(...)
+declare void @may_throw(i64)
+
+define void @two(i64 %v) personality ptr @__gxx_personality_v0 {
+entry:
+  call void @may_throw(i64 %v)
+  invoke void @may_throw(i64 1) to label %next unwind label %lp
+next:
+  invoke void @may_throw(i64 2) to label %more unwind label %lp2
+more:
+  invoke void @may_throw(i64 3) to label %ok unwind label %lp2
+ok:
+  call void @may_throw(i64 4)
+  ret void
+lp:
+  %l = landingpad { ptr, i32 } catch ptr null
+  ret void
+lp2:
+  %l2 = landingpad { ptr, i32 } cleanup
+  resume { ptr, i32 } %l2
+}
+
+define void @plain(i64 %v) {
+  call void @may_throw(i64 %v)
+  ret void
+}
+)";
+
 struct Exported {
   llvm::LLVMContext ctx;
   std::vector<FlatExport> modules;
@@ -162,6 +193,9 @@ TEST_CASE("the GPU's form of the per-function stages gives the per-function form
   e.add(kLoopIr, "loop.bc");
   e.add(kArgsIr, "args.bc");
   e.add(kiln_test::kAddIr, "add.bc");
+  e.add(kTablesIr, "tables.bc");
+  REQUIRE(e.modules.back().stamp_functions == 2);
+  REQUIRE(!run_stamp_cpu(e.modules.back().flat.view(), 1).lsda.empty());
   for (const FlatExport& m : e.modules)
     kiln_test::check_same_output(run_stamp_cpu(m.flat.view(), 1, StampForm::wide), run_stamp_cpu(m.flat.view(), 1));
   // And over a batch, where every scan runs across module boundaries.
