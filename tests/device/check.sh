@@ -3,7 +3,8 @@
 # and no LLVM, in one run of a few minutes:
 #   1. builds kiln-replay-flat (stamp's CPU and CUDA executors, ELF writer; no LLVM)
 #      with nvcc for sm_90 and the host C++ compiler, straight from the sources;
-#   2. the CUDA tests: replays the regex corpus carried in tests/device/corpus (203
+#   2. the CUDA tests: gpu_unit (batch edge cases: empty, without functions, growing
+#      and shrinking buffers, instruction orders) and then replays the regex corpus carried in tests/device/corpus (203
 #      flat IR files exported on a CPU machine) on the GPU and on the CPU, round after
 #      round, and requires every object to be byte-identical to the CPU executor's,
 #      in several set-ups: batches of 32k instructions on 4 streams (the default),
@@ -47,16 +48,20 @@ for cu in stamp_gpu gpu_probe; do
   nvcc -std=c++17 -O2 -gencode "arch=compute_$arch,code=sm_$arch" "${inc[@]}" -c "$root/kernels/$cu.cu" -o "$b/$cu.o" &
   objs+=("$b/$cu.o")
 done
-for src in lib/error.cpp lib/timeutil.cpp lib/elf_writer.cpp lib/stamp_cpu.cpp lib/stamp_batch.cpp lib/stamp_gpu_standin.cpp lib/flat_file.cpp \
-           tools/kiln-replay-flat.cpp; do
+for src in lib/error.cpp lib/timeutil.cpp lib/elf_writer.cpp lib/stamp_cpu.cpp lib/stamp_batch.cpp lib/stamp_gpu_standin.cpp lib/flat_file.cpp; do
   o="$b/$(basename "$src" .cpp).o"
   c++ -std=c++20 -O2 "${inc[@]}" -c "$root/$src" -o "$o" &
   objs+=("$o")
 done
+for main in tools/kiln-replay-flat.cpp tests/device/gpu_unit.cpp; do
+  c++ -std=c++20 -O2 "${inc[@]}" -c "$root/$main" -o "$b/$(basename "$main" .cpp).main.o" &
+done
 wait
 cuda_lib=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")/lib64
 [[ -e $cuda_lib/libcudart_static.a ]] || cuda_lib=/usr/local/cuda/lib64
-c++ -o "$b/kiln-replay-flat" "${objs[@]}" -L"$cuda_lib" -lcudart_static -ldl -lrt -pthread
+for tool in kiln-replay-flat gpu_unit; do
+  c++ -o "$b/$tool" "$b/$tool.main.o" "${objs[@]}" -L"$cuda_lib" -lcudart_static -ldl -lrt -pthread
+done
 log "built in $((SECONDS - start)) s"
 
 log "corpus: tests/device/corpus/regex-d0.tar.xz"
@@ -76,6 +81,10 @@ if ! "$b/kiln-replay-flat" "$out/regex-d0" --device cuda --rounds 2 > "$out/prob
     standin=1
   fi
 fi
+status=0
+log "CUDA unit tests: batch edge cases against the CPU executor$([[ $standin == 1 ]] && echo " (on the stand-in)")"
+"$b/gpu_unit" "$out/regex-d0" | tee "$out/gpu_unit.txt" || status=1
+
 # Set-ups: name, then kiln-replay-flat's options. Without a GPU only the first runs,
 # on the stand-in (KILN_GPU_STANDIN=cpu: the CUDA executor's form of the stages, run
 # by the CPU behind the same interface), so the batching and the wide stages are
@@ -88,7 +97,6 @@ setups=(
   "one-stream     --batch 32768 --streams 1 --order opcode"
 )
 [[ $standin == 1 ]] && setups=("${setups[0]}")
-status=0
 for setup in "${setups[@]}"; do
   read -r name opts <<< "$setup"
   log "replay $name: --device $device --rounds $rounds $opts"
