@@ -31,13 +31,15 @@ namespace {
 const char* kUsage =
     "Replay flat IR files through stamp's GPU and CPU executors and check identical objects.\n"
     "  kiln-replay-flat [--device cuda,cpu] [--rounds N] [--streams N] [--batch INSTR] [--order opcode|none]\n"
-    "                   [--baseline REPORT] [--json FILE] FLAT|DIR...\n"
+    "                   [--cpu-threads N] [--baseline REPORT] [--json FILE] FLAT|DIR...\n"
     "Options:\n"
     "  --device LIST     cuda, cpu, or cuda,cpu (default): where the stages run\n"
     "  --rounds N        rounds over the files, at least 2 (default 5; round 1 warms up)\n"
     "  --streams N       CUDA streams, each with its own host thread and buffers (default 4)\n"
     "  --batch INSTR     modules go to the GPU in batches of at least INSTR IR instructions\n"
     "                    (consecutive files; default 32768; 1: one module per batch)\n"
+    "  --cpu-threads N   also time the CPU executor with modules spread over N threads\n"
+    "                    (default 1: one thread only)\n"
     "  --order WHAT      opcode: measure and encode kernels take instructions by opcode (default);\n"
     "                    none: in file order\n"
     "  --baseline FILE   a kiln-replay report from the same modules, for the ratio to llvm\n"
@@ -100,6 +102,7 @@ struct Round {
   double prepare = 0, upload = 0, order = 0, frame = 0, measure = 0, offsets = 0, encode = 0, lsda = 0, download = 0,
          cut = 0, elf = 0, wall = 0;
   double span_begin = 1e300, span_end = 0;  // the device's: first upload to last download
+  double parallel_wall = 0;  // the CPU executor's stages with modules spread over --cpu-threads
   double span() const { return span_end > span_begin ? span_end - span_begin : 0; }
   uint64_t launches = 0;
   double stages() const { return upload + order + frame + measure + offsets + encode + lsda + download; }
@@ -144,6 +147,7 @@ int replay_flat_main(int argc, char** argv) {
   unsigned streams = 4;
   uint64_t batch_instructions = 32768;
   bool order_by_opcode = true;
+  unsigned cpu_threads = 1;
   std::string baseline_path, json_path;
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
@@ -177,6 +181,10 @@ int replay_flat_main(int argc, char** argv) {
       long long n = std::atoll(value().c_str());
       if (n < 1) throw KilnError(kExitUsage, "", "--batch must be at least 1 (IR instructions)");
       batch_instructions = static_cast<uint64_t>(n);
+    } else if (a == "--cpu-threads") {
+      int n = std::atoi(value().c_str());
+      if (n < 1 || n > 1024) throw KilnError(kExitUsage, "", "--cpu-threads must be 1 to 1024");
+      cpu_threads = static_cast<unsigned>(n);
     } else if (a == "--order") {
       std::string o = value();
       if (o != "opcode" && o != "none") throw KilnError(kExitUsage, "", "--order " + o + ": expected opcode or none");
@@ -292,6 +300,17 @@ int replay_flat_main(int argc, char** argv) {
           mismatch_list += "  cpu round " + std::to_string(r) + ": " + m.path + "\n";
       }
       c.wall = wall.seconds();
+      if (cpu_threads > 1) {  // the strongest CPU side: every module's stages, all threads busy
+        std::atomic<size_t> next{0};
+        Stopwatch parallel;
+        std::vector<std::thread> pool;
+        for (unsigned t = 0; t < cpu_threads; ++t)
+          pool.emplace_back([&] {
+            for (size_t i; (i = next++) < modules.size();) run_stamp_cpu(modules[i].flat.view(), 1);
+          });
+        for (auto& t : pool) t.join();
+        c.parallel_wall = parallel.seconds();
+      }
       cpu_rounds.push_back(c);
     }
   }
@@ -312,16 +331,25 @@ int replay_flat_main(int argc, char** argv) {
   std::snprintf(line, sizeof line, ",\"modules\":%zu,\"instructions\":%llu,\"rounds\":%d", modules.size(),
                 static_cast<unsigned long long>(instructions), rounds);
   json += line;
-  double cpu_stages = 0, gpu_stages = 0;
+  double cpu_stages = 0, gpu_stages = 0, cpu_parallel = 0;
   if (!cpu_rounds.empty()) {
     cpu_stages = warm(cpu_rounds, [](const Round& x) { return x.stages(); });
     double elf = warm(cpu_rounds, [](const Round& x) { return x.elf; });
     std::snprintf(line, sizeof line, "cpu (one thread)   stages %.4f s  %7.2f M instr/s  ELF writing %.4f s\n", cpu_stages,
                   instructions / std::max(1e-12, cpu_stages) / 1e6, elf);
     table += line;
-    std::snprintf(line, sizeof line, ",\"cpu\":{\"stages_seconds\":%.6f,\"elf_seconds\":%.6f,\"instructions_per_second\":%.1f}",
+    std::snprintf(line, sizeof line, ",\"cpu\":{\"stages_seconds\":%.6f,\"elf_seconds\":%.6f,\"instructions_per_second\":%.1f",
                   cpu_stages, elf, instructions / std::max(1e-12, cpu_stages));
     json += line;
+    if (cpu_threads > 1) {
+      cpu_parallel = warm(cpu_rounds, [](const Round& x) { return x.parallel_wall; });
+      std::snprintf(line, sizeof line, "cpu (%u threads)   stages %.4f s  %7.2f M instr/s (wall, modules in parallel)\n",
+                    cpu_threads, cpu_parallel, instructions / std::max(1e-12, cpu_parallel) / 1e6);
+      table += line;
+      std::snprintf(line, sizeof line, ",\"threads\":%u,\"parallel_stages_seconds\":%.6f", cpu_threads, cpu_parallel);
+      json += line;
+    }
+    json += "}";
   }
   if (!gpu_rounds.empty()) {
     double (*const part_of[10])(const Round&) = {
@@ -389,6 +417,11 @@ int replay_flat_main(int argc, char** argv) {
       std::snprintf(line, sizeof line, "  %.1fx stamp's CPU executor (one thread) over the GPU phase, %.1fx over the span\n",
                     cpu_stages / std::max(1e-12, gpu_stages), cpu_stages / std::max(1e-12, span));
       table += line;
+      if (cpu_parallel > 0) {
+        std::snprintf(line, sizeof line, "  %.1fx stamp's CPU executor on %u threads over the GPU phase, %.1fx over the span\n",
+                      cpu_parallel / std::max(1e-12, gpu_stages), cpu_threads, cpu_parallel / std::max(1e-12, span));
+        table += line;
+      }
     }
     if (llvm_rate > 0) {
       std::snprintf(line, sizeof line, "  %.1fx llvm -O0 on one core over the GPU phase, %.1fx over the span (llvm %.3f M instr/s, from %s)\n",

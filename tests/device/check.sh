@@ -90,7 +90,7 @@ log "CUDA unit tests: batch edge cases against the CPU executor$([[ $standin == 
 # by the CPU behind the same interface), so the batching and the wide stages are
 # still checked against the CPU executor over the whole corpus.
 setups=(
-  "default        --batch 32768 --streams 4 --order opcode"
+  "default        --batch 32768 --streams 4 --order opcode --cpu-threads $(nproc)"
   "module-each    --batch 1 --streams 4 --order opcode"
   "one-batch      --batch 100000000 --streams 1 --order opcode"
   "file-order     --batch 32768 --streams 4 --order none"
@@ -109,7 +109,7 @@ if command -v python3 >/dev/null; then
   python3 - "$out" "${setups[@]}" <<'PY'
 import json, sys
 out, setups = sys.argv[1], sys.argv[2:]
-print(f"{'set-up':<13} {'batches':>7} {'launches':>8} {'GPU wall s':>10} {'M instr/s':>9} {'x llvm':>7} {'x cpu':>6} "
+print(f"{'set-up':<13} {'batches':>7} {'launches':>8} {'GPU wall s':>10} {'M instr/s':>9} {'x llvm':>7} {'x cpu1':>6} "
       f"{'span s':>8} {'M instr/s':>9} {'x llvm':>7} {'differ':>6}")
 for setup in setups:
     name = setup.split()[0]
@@ -124,6 +124,12 @@ for setup in setups:
     else:
         print(f"{name:<13} {'-':>7} {'-':>8} {'-':>10} {c['instructions_per_second']/1e6:>9.2f} {'-':>7} {'(cpu)':>6} "
               f"{'-':>8} {'-':>9} {'-':>7} {r['mismatches']:>6}")
+r = json.load(open(f"{out}/{setups[0].split()[0]}.json"))
+c, g = r.get("cpu", {}), r.get("gpu")
+if c.get("parallel_stages_seconds") and g:
+    print(f"default set-up: the CPU executor on {c['threads']} threads (modules in parallel) "
+          f"{r['instructions'] / c['parallel_stages_seconds'] / 1e6:.2f} M instr/s; the GPU's span is "
+          f"{c['parallel_stages_seconds'] / max(g['span_seconds'], 1e-12):.1f}x that")
 PY
 fi
 log "results: $out/*.txt, $out/*.json"
