@@ -51,13 +51,41 @@ uint64_t elf_text_bytes(const std::string& o) {
   return total;
 }
 
-namespace {
+StampModule prepare_stamp_module(LlvmBackend& llvm, const ReplayModule& m, ModuleEmission& e) {
+  Stopwatch clock;
+  StampModule sm;
+  auto parsed = llvm.parse(m.bytes, m.id);
+  std::string problem = verify_problem(*parsed);
+  if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
+  e.parse = clock.lap();
+  std::string problem_triple = triple_problem(parsed->getTargetTriple().str());
+  if (!problem_triple.empty()) throw KilnError(kExitBadInput, m.id, problem_triple);
+  sm.plan = plan_stamp_module(*parsed, m.id.substr(0, 12));  // m.id is the bitcode's xxh3-128
+  sm.module = std::move(parsed);
+  e.flat_export = clock.lap();
+  return sm;
+}
 
-// A module as the stamp service keeps it: parsed and planned (see StampPlan).
-struct StampModule {
-  std::unique_ptr<llvm::Module> module;
-  StampPlan plan;
-};
+void count_stamp_functions(const StampPlan& plan, ModuleEmission& e) {
+  for (const auto& v : plan.flat.verdicts) {
+    e.functions += 1;
+    e.instructions += v.instructions;
+    if (v.stamp) e.functions_stamp++, e.instructions_stamp += v.instructions;
+  }
+}
+
+void finish_stamp_emission(LlvmBackend& llvm, const StampModule& sm, const std::string& id,
+                           const std::string& stamp_object, ModuleEmission& e) {
+  Stopwatch clock;
+  std::string rest;
+  if (!sm.plan.whole) rest = llvm.codegen(*llvm_half(*sm.module, sm.plan.flat.emitted_by_stamp), id);
+  e.fallback = clock.lap();
+  e.object_xxh3 = xxh3_128_hex(stamp_object + rest);
+  e.object_bytes = stamp_object.size() + rest.size();
+  e.text_bytes = elf_text_bytes(stamp_object) + elf_text_bytes(rest);
+}
+
+namespace {
 
 // What one worker thread owns for the whole replay.
 struct Worker {
@@ -196,38 +224,15 @@ class CpuService : public EmissionService {
     e.worker = index;
     const ReplayModule& m = modules_[i];
     try {
-      Stopwatch clock;
       auto& sm = w.stamp_modules[i];
-      if (!sm.module) {
-        auto parsed = w.stamp_llvm->parse(m.bytes, m.id);
-        std::string problem = verify_problem(*parsed);
-        if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
-        e.parse = clock.lap();
-        std::string problem_triple = triple_problem(parsed->getTargetTriple().str());
-        if (!problem_triple.empty()) throw KilnError(kExitBadInput, m.id, problem_triple);
-        sm.plan = plan_stamp_module(*parsed, m.id.substr(0, 12));  // m.id is the bitcode's xxh3-128
-        sm.module = std::move(parsed);
-        e.flat_export = clock.lap();
-      }
-      for (const auto& v : sm.plan.flat.verdicts) {
-        e.functions += 1;
-        e.instructions += v.instructions;
-        if (v.stamp) e.functions_stamp++, e.instructions_stamp += v.instructions;
-      }
+      if (!sm.module) sm = prepare_stamp_module(*w.stamp_llvm, m, e);
+      count_stamp_functions(sm.plan, e);
+      Stopwatch clock;
       std::string stamp_object;
-      clock.lap();
       if (sm.plan.flat.stamp_functions) stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
       e.codegen = clock.lap();
       e.elf = e.codegen - e.stages;
-      std::string rest;
-      if (!sm.plan.whole) {
-        auto half = llvm_half(*sm.module, sm.plan.flat.emitted_by_stamp);
-        rest = w.stamp_llvm->codegen(*half, m.id);
-      }
-      e.fallback = clock.lap();
-      e.object_xxh3 = xxh3_128_hex(stamp_object + rest);
-      e.object_bytes = stamp_object.size() + rest.size();
-      e.text_bytes = elf_text_bytes(stamp_object) + elf_text_bytes(rest);
+      finish_stamp_emission(*w.stamp_llvm, sm, m.id, stamp_object, e);
     } catch (const std::exception& err) {
       e.error = err.what();
     }

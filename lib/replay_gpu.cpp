@@ -12,14 +12,11 @@
 
 #include "backend_llvm.h"
 #include "backend_stamp.h"
-#include "bitcode.h"
 #include "error.h"
-#include "hash.h"
 #include "progress.h"
 #include "replay.h"
 #include "replay_internal.h"
 #include "stamp_gpu.h"
-#include "stamp_split.h"
 #include "timeutil.h"
 
 namespace kiln {
@@ -27,8 +24,7 @@ namespace kiln {
 namespace {
 
 struct PreparedModule {
-  std::unique_ptr<llvm::Module> module;
-  StampPlan plan;
+  StampModule sm;
   std::string error;  // why it could not be prepared (then it fails every round)
   bool tried = false;
 };
@@ -77,18 +73,8 @@ class GpuStampService : public EmissionService {
     PreparedModule& p = prepared_[i];
     if (p.tried) return;
     p.tried = true;
-    const ReplayModule& m = modules_[i];
     try {
-      Stopwatch clock;
-      auto parsed = llvm_->parse(m.bytes, m.id);
-      std::string problem = verify_problem(*parsed);
-      if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
-      e.parse = clock.lap();
-      std::string problem_triple = triple_problem(parsed->getTargetTriple().str());
-      if (!problem_triple.empty()) throw KilnError(kExitBadInput, m.id, problem_triple);
-      p.plan = plan_stamp_module(*parsed, m.id.substr(0, 12));  // m.id is the bitcode's xxh3-128
-      p.module = std::move(parsed);
-      e.flat_export = clock.lap();
+      p.sm = prepare_stamp_module(*llvm_, modules_[i], e);
     } catch (const std::exception& err) {
       p.error = err.what();
     }
@@ -98,11 +84,11 @@ class GpuStampService : public EmissionService {
     std::vector<GpuBatch> batches;
     for (size_t i = 0; i < modules_.size(); ++i) {
       const PreparedModule& p = prepared_[i];
-      if (!p.module || !p.plan.flat.stamp_functions) continue;
+      if (!p.sm.module || !p.sm.plan.flat.stamp_functions) continue;
       if (batches.empty() || batches.back().instructions >= batch_instructions_) batches.emplace_back();
       batches.back().modules.push_back(i);
-      batches.back().views.push_back(p.plan.flat.flat.view());
-      batches.back().instructions += p.plan.flat.flat.insts.size();
+      batches.back().views.push_back(p.sm.plan.flat.flat.view());
+      batches.back().instructions += p.sm.plan.flat.flat.insts.size();
     }
     return batches;
   }
@@ -163,22 +149,13 @@ class GpuStampService : public EmissionService {
     }
     if (!e.error.empty()) return;  // its batch failed
     try {
-      for (const auto& v : p.plan.flat.verdicts) {
-        e.functions += 1;
-        e.instructions += v.instructions;
-        if (v.stamp) e.functions_stamp++, e.instructions_stamp += v.instructions;
-      }
+      count_stamp_functions(p.sm.plan, e);
       Stopwatch clock;
       std::string stamp_object;
-      if (p.plan.flat.stamp_functions) stamp_object = write_stamp_part(p.plan, *p.module, code);
+      if (p.sm.plan.flat.stamp_functions) stamp_object = write_stamp_part(p.sm.plan, *p.sm.module, code);
       e.elf = clock.lap();
       e.codegen = e.stages + e.elf;
-      std::string rest;
-      if (!p.plan.whole) rest = llvm_->codegen(*llvm_half(*p.module, p.plan.flat.emitted_by_stamp), modules_[i].id);
-      e.fallback = clock.lap();
-      e.object_xxh3 = xxh3_128_hex(stamp_object + rest);
-      e.object_bytes = stamp_object.size() + rest.size();
-      e.text_bytes = elf_text_bytes(stamp_object) + elf_text_bytes(rest);
+      finish_stamp_emission(*llvm_, p.sm, modules_[i].id, stamp_object, e);
     } catch (const std::exception& err) {
       e.error = err.what();
     }
