@@ -142,8 +142,11 @@ class CudaStampExecutor final : public StampGpuExecutor {
 
   std::vector<StampOutput> run_batch(const FlatModuleView* modules, size_t count) override {
     CUDA_CHECK(cudaSetDevice(device_));
-    if (!bound_) {  // the first run on this thread: go to the GPU's NUMA node first
-      bound_ = true;
+    // The first run on each host thread (callers may start new threads every round)
+    // moves that thread to the GPU's NUMA node first.
+    thread_local int thread_node = -2;
+    if (thread_node != numa_node_) {
+      thread_node = numa_node_;
       on_gpu_node_ = bind_thread_to_node(numa_node_);
     }
     times_ = StampGpuTimes{};
@@ -419,7 +422,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
   int device_;
   std::string name_;
   int numa_node_ = -1;
-  bool bound_ = false, on_gpu_node_ = false;
+  bool on_gpu_node_ = false;
   cudaStream_t stream_{};
   cudaEvent_t events_[9]{};
   cudaEvent_t epoch_{};
