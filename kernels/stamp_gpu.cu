@@ -269,7 +269,10 @@ class CudaStampExecutor final : public StampGpuExecutor {
     CUDA_CHECK(cudaEventRecord(events_[4], stream_));
 
     // 5. Offsets inside functions from sums over all instructions, then functions
-    //    placed by exclusive scans; the totals come back to size the output.
+    //    placed by exclusive scans; the exception tables sized in the wide form (a
+    //    max-scan by function of invokes' ends, sums of entries and typed landing
+    //    pads, sizes over the selected functions, a scan over functions). All totals
+    //    come back to the host in one wait, to size the output.
     uint32_t* size_sum = size_sum_.as<uint32_t>(2 * (size_t(N) + 1));
     uint32_t* reloc_sum = size_sum + N + 1;
     exclusive_scan(size, size_sum, N + 1);
@@ -283,26 +286,6 @@ class CudaStampExecutor final : public StampGpuExecutor {
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(code_size, code_start, F);
     exclusive_scan(reloc_count, fn_reloc_start, F);
-    uint32_t totals[4];
-    fetch_totals(code_size, code_start, reloc_count, fn_reloc_start, F, totals);
-    const uint32_t code_total = totals[0] + totals[1], reloc_total = totals[2] + totals[3];
-    CUDA_CHECK(cudaEventRecord(events_[5], stream_));
-
-    // 6. Code and relocations.
-    uint8_t* code = code_.as<uint8_t>(std::max<uint32_t>(code_total, 1));
-    StampReloc* reloc_out = reloc_out_.as<StampReloc>(std::max<uint32_t>(reloc_total, 1));
-    layout.inst_offset = inst_offset;
-    layout.block_offset = block_offset;
-    stamp_encode_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, order, layout, code, code_start, reloc_out,
-                                                                 fn_reloc_start, reloc_start);
-    stamp_encode_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, code, code_start);
-    launches_ += 2;
-    CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaEventRecord(events_[6], stream_));
-
-    // 7. Exception tables in the wide form: a max-scan by function of invokes' ends,
-    //    sums of entries and typed landing pads, sizes (over the selected functions),
-    //    a scan over functions, then headers per function and entries per invoke.
     uint32_t* lsda_work = lsda_work_.as<uint32_t>(6 * (size_t(N) + 1));
     uint32_t *invoke_end = lsda_work, *previous_end = lsda_work + (N + 1), *entries = lsda_work + 2 * (N + 1),
              *typed = lsda_work + 3 * (N + 1), *entries_sum = lsda_work + 4 * (N + 1), *typed_sum = lsda_work + 5 * (N + 1);
@@ -331,8 +314,25 @@ class CudaStampExecutor final : public StampGpuExecutor {
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(lsda_size, lsda_start, F);
-    fetch_totals(lsda_size, lsda_start, nullptr, nullptr, F, totals);
-    const uint32_t lsda_total = totals[0] + totals[1];
+    uint32_t totals[6];
+    fetch_totals(per_fn, F, totals);
+    const uint32_t code_total = totals[0] + totals[1], reloc_total = totals[2] + totals[3],
+                   lsda_total = totals[4] + totals[5];
+    CUDA_CHECK(cudaEventRecord(events_[5], stream_));
+
+    // 6. Code and relocations.
+    uint8_t* code = code_.as<uint8_t>(std::max<uint32_t>(code_total, 1));
+    StampReloc* reloc_out = reloc_out_.as<StampReloc>(std::max<uint32_t>(reloc_total, 1));
+    layout.inst_offset = inst_offset;
+    layout.block_offset = block_offset;
+    stamp_encode_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, order, layout, code, code_start, reloc_out,
+                                                                 fn_reloc_start, reloc_start);
+    stamp_encode_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, code, code_start);
+    launches_ += 2;
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaEventRecord(events_[6], stream_));
+
+    // 7. Exception tables: headers per function, entries per invoke.
     uint8_t* lsda = lsda_.as<uint8_t>(std::max<uint32_t>(lsda_total, 1));
     if (lsda_total) {
       wide_lsda_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, selected, selected_count, lsda_scans,
@@ -397,16 +397,16 @@ class CudaStampExecutor final : public StampGpuExecutor {
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in, out, n, stream_));
     ++launches_;
   }
-  // The last element of each (size, start) pair: their sums are the totals. Waits.
-  void fetch_totals(const uint32_t* size_a, const uint32_t* start_a, const uint32_t* size_b, const uint32_t* start_b,
-                    uint32_t n, uint32_t* totals) {
-    uint32_t* pinned = reinterpret_cast<uint32_t*>(totals_staging_.reserve(4 * sizeof(uint32_t)));
-    std::memset(pinned, 0, 4 * sizeof(uint32_t));
-    const uint32_t* from[4] = {size_a, start_a, size_b, start_b};
-    for (int k = 0; k < 4; ++k)
-      if (from[k]) CUDA_CHECK(cudaMemcpyAsync(pinned + k, from[k] + n - 1, sizeof(uint32_t), cudaMemcpyDeviceToHost, stream_));
+  // The last element of each of the six per-function tables (sizes and starts of code,
+  // relocations and exception tables, back to back): each size plus its start is a
+  // total. Waits for the stream.
+  void fetch_totals(const uint32_t* per_fn, uint32_t n, uint32_t* totals) {
+    uint32_t* pinned = reinterpret_cast<uint32_t*>(totals_staging_.reserve(6 * sizeof(uint32_t)));
+    for (int k = 0; k < 6; ++k)
+      CUDA_CHECK(cudaMemcpyAsync(pinned + k, per_fn + size_t(k) * n + n - 1, sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                 stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
-    std::memcpy(totals, pinned, 4 * sizeof(uint32_t));
+    std::memcpy(totals, pinned, 6 * sizeof(uint32_t));
   }
   double since_epoch(cudaEvent_t e) {
     float ms = 0;

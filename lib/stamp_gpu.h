@@ -24,9 +24,9 @@ struct StampGpuTimes {
   double order = 0;        // instructions sorted by opcode, functions with exception tables selected
   double frame = 0;        // uses + frame kernels
   double measure = 0;      // measure kernels
-  double offsets = 0;      // offsets kernel, scans over functions, totals back to the host
+  double offsets = 0;      // offsets, scans, exception tables sized, the totals back to the host (the one wait before the download)
   double encode = 0;       // encode kernels
-  double exception_tables = 0;
+  double exception_tables = 0;  // exception tables written
   double download = 0;     // code, relocations, exception tables: device -> pinned -> host
   double cut = 0;          // host: each module's output cut out of pinned staging
   uint64_t launches = 0;   // kernels, scans, sorts and selections, for the whole batch
