@@ -1,5 +1,6 @@
 #include "stamp_batch.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <new>

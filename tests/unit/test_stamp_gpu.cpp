@@ -75,7 +75,7 @@ lp:
 )";
 
 // Runs the module alone (twice: the second run reuses every buffer) and in a batch,
-// in both function orders, on `gpu`; every output must equal the CPU executor's.
+// in both instruction orders, on `gpu`; every output must equal the CPU executor's.
 void check_against_cpu(StampGpuExecutor& gpu) {
   llvm::LLVMContext ctx;
   auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(kGpuIr), "gpu.bc");
