@@ -1,5 +1,8 @@
 #include "flat_file.h"
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "error.h"
@@ -213,6 +216,26 @@ StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutpu
   v.lsda_start = code.lsda_start.data();
   v.lsda_size = code.lsda_size.data();
   return parts;
+}
+
+std::vector<std::string> flat_files_named(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  for (const std::string& a : args) {
+    DIR* dir = opendir(a.c_str());
+    if (!dir) {
+      files.push_back(a);
+      continue;
+    }
+    std::vector<std::string> found;
+    while (dirent* d = readdir(dir)) {
+      std::string name = d->d_name;
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".flat") == 0) found.push_back(a + "/" + name);
+    }
+    closedir(dir);
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
 }
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 // and a failing module can be reproduced from one file.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "flat_export.h"
 #include "stamp_cpu.h"
@@ -14,6 +15,9 @@ constexpr int kFlatFileVersion = 2;  // 2: atomics (opcodes 37 to 39, kOpStore's
 std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name);
 // Throws KilnError naming `path` for a foreign, truncated, corrupt or newer file.
 FlatModuleData read_flat_file(const std::string& bytes, const std::string& path, std::string* source_name = nullptr);
+// The flat files named by `args`: each FILE as it is, and every *.flat in each DIR, in
+// name order.
+std::vector<std::string> flat_files_named(const std::vector<std::string>& args);
 // Emits the flat module's functions (all of them stamp's) into an object.
 std::string emit_flat_module(const FlatModuleData& flat, const std::string& source_name);
 // What the ELF writer reads: a view of the flat module's names and of the stages'

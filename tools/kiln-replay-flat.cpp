@@ -9,8 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -18,6 +16,7 @@
 
 #include "error.h"
 #include "flat_file.h"
+#include "fs.h"
 #include "kiln_config.h"
 #include "stamp_batch.h"
 #include "stamp_cpu.h"
@@ -53,35 +52,6 @@ struct Module {
   uint64_t instructions = 0;
   std::string cpu_object;  // the oracle
 };
-
-std::string read_whole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw KilnError(kExitIo, path, std::strerror(errno));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// FLAT files, and every *.flat in each DIR, in name order.
-std::vector<std::string> flat_files(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  for (const std::string& a : args) {
-    DIR* dir = opendir(a.c_str());
-    if (!dir) {
-      files.push_back(a);
-      continue;
-    }
-    std::vector<std::string> found;
-    while (dirent* d = readdir(dir)) {
-      std::string name = d->d_name;
-      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".flat") == 0) found.push_back(a + "/" + name);
-    }
-    closedir(dir);
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
-  }
-  return files;
-}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -200,14 +170,14 @@ int replay_flat_main(int argc, char** argv) {
     }
   }
   if (!want_cpu && !want_cuda) throw KilnError(kExitUsage, "", "--device names no device");
-  std::vector<std::string> files = flat_files(inputs);
+  std::vector<std::string> files = flat_files_named(inputs);
   if (files.empty()) throw KilnError(kExitUsage, "", "no flat IR files given (see --help)");
 
   std::vector<Module> modules(files.size());
   uint64_t instructions = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     modules[i].path = files[i];
-    modules[i].flat = read_flat_file(read_whole(files[i]), files[i], &modules[i].source);
+    modules[i].flat = read_flat_file(read_file(files[i]), files[i], &modules[i].source);
     modules[i].instructions = modules[i].flat.insts.size();
     instructions += modules[i].instructions;
   }
@@ -322,7 +292,7 @@ int replay_flat_main(int argc, char** argv) {
     return median(v);
   };
   double llvm_rate = 0;
-  if (!baseline_path.empty()) llvm_rate = number_in(read_whole(baseline_path), "llvm_instructions_per_core_second");
+  if (!baseline_path.empty()) llvm_rate = number_in(read_file(baseline_path), "llvm_instructions_per_core_second");
   std::string table, json = "{\"schema\":\"kiln-replay-flat\",\"v\":1";
   char line[512];
   std::snprintf(line, sizeof line, "%zu flat modules, %llu IR instructions, %d rounds (medians of rounds 2..%d)\n",
@@ -447,13 +417,7 @@ int replay_flat_main(int argc, char** argv) {
   std::snprintf(line, sizeof line, ",\"mismatches\":%zu}\n", mismatches);
   json += line;
   std::fputs(table.c_str(), stdout);
-  if (!json_path.empty()) {
-    std::ofstream out(json_path + ".tmp", std::ios::binary);
-    out << json;
-    out.close();
-    if (!out || std::rename((json_path + ".tmp").c_str(), json_path.c_str()) != 0)
-      throw KilnError(kExitIo, json_path, "cannot write the report");
-  }
+  if (!json_path.empty()) write_file_atomic(json_path, json);
   return mismatches ? kExitFailed : kExitOk;
 }
 

@@ -48,7 +48,7 @@ for cu in stamp_gpu gpu_probe; do
   nvcc -std=c++17 -O2 -gencode "arch=compute_$arch,code=sm_$arch" "${inc[@]}" -c "$root/kernels/$cu.cu" -o "$b/$cu.o" &
   objs+=("$b/$cu.o")
 done
-for src in lib/error.cpp lib/timeutil.cpp lib/elf_writer.cpp lib/stamp_cpu.cpp lib/stamp_batch.cpp lib/stamp_gpu_standin.cpp lib/flat_file.cpp; do
+for src in lib/error.cpp lib/fs.cpp lib/timeutil.cpp lib/elf_writer.cpp lib/stamp_cpu.cpp lib/stamp_batch.cpp lib/stamp_gpu_standin.cpp lib/flat_file.cpp; do
   o="$b/$(basename "$src" .cpp).o"
   c++ -std=c++20 -O2 "${inc[@]}" -c "$root/$src" -o "$o" &
   objs+=("$o")

@@ -3,18 +3,14 @@
 //   gpu_unit DIR     (DIR: flat files, e.g. the regex corpus of tests/device/corpus)
 // With KILN_GPU_STANDIN=cpu it runs on the CPU stand-in (machines without a GPU).
 // Exit 0: every check passed; 1: a check failed; 7: no usable GPU.
-#include <dirent.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "error.h"
 #include "flat_file.h"
+#include "fs.h"
 #include "stamp_batch.h"
 #include "stamp_cpu.h"
 #include "stamp_gpu.h"
@@ -44,22 +40,8 @@ bool same(const StampOutput& a, const StampOutput& b) {
 }
 
 std::vector<FlatModuleData> read_dir(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n.size() > 5 && n.compare(n.size() - 5, 5, ".flat") == 0) names.push_back(dir + "/" + n);
-    }
-    closedir(d);
-  }
-  std::sort(names.begin(), names.end());
   std::vector<FlatModuleData> modules;
-  for (const std::string& n : names) {
-    std::ifstream in(n, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    modules.push_back(read_flat_file(s.str(), n));
-  }
+  for (const std::string& path : flat_files_named({dir})) modules.push_back(read_flat_file(read_file(path), path));
   return modules;
 }
 
