@@ -1,5 +1,8 @@
 #include "corpus.h"
 
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,21 +63,48 @@ std::string manifest_to_json(const TopManifest& m) {
   return w.str() + "\n";
 }
 
+// The digits of a top-level "version": N too long for 64 bits, or "".
+static std::string huge_version_in(const std::string& text) {
+  size_t at = text.find("\"version\"");
+  if (at == std::string::npos) return "";
+  size_t p = text.find_first_not_of(" \t\r\n", at + 9);
+  if (p == std::string::npos || text[p] != ':') return "";
+  p = text.find_first_not_of(" \t\r\n", p + 1);
+  if (p == std::string::npos) return "";
+  size_t end = text.find_first_not_of("0123456789", p);
+  std::string digits = text.substr(p, (end == std::string::npos ? text.size() : end) - p);
+  return digits.size() > 19 ? digits : "";
+}
+
 TopManifest manifest_from_json(const std::string& text, const std::string& path) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
-  if (parser.parse(text).get(doc) != simdjson::SUCCESS)
-    throw KilnError(kExitBadInput, path, "corrupt manifest: not valid JSON");
-  JsonContext ctx{path, 0};
+  if (auto err = parser.parse(text).get(doc); err != simdjson::SUCCESS) {
+    // simdjson refuses a whole document over one integer beyond 64 bits; when that
+    // integer is the version, the manifest is a newer one, not a corrupt one.
+    std::string huge = huge_version_in(text);
+    if (err == simdjson::NUMBER_ERROR && !huge.empty())
+      throw KilnError(kExitNewerSchema, path, "corpus schema version " + huge + " is newer than this kiln reads; use a newer kiln");
+    throw KilnError(kExitBadInput, path, std::string("corrupt manifest: ") + json_error_reason(err));
+  }
   if (get_string_or(doc, "schema", "") != "kiln-corpus")
     throw KilnError(kExitBadInput, path, "not a kiln corpus manifest (schema is not \"kiln-corpus\")");
   TopManifest m;
-  m.version = static_cast<int>(get_int(doc, "version", ctx));
-  if (m.version > kCorpusSchemaVersion)
+  // The version is read as it is written, before any narrowing: 2^32 + 1 is not 1.
+  int64_t version = 0;
+  if (doc["version"].get(version) != simdjson::SUCCESS) {
+    uint64_t huge = 0;
+    if (doc["version"].get(huge) == simdjson::SUCCESS)
+      throw KilnError(kExitNewerSchema, path, "corpus schema version " + std::to_string(huge) +
+                                                  " is newer than this kiln reads; use a newer kiln");
+    throw KilnError(kExitBadInput, path, "corrupt manifest: 'version' is missing or not an integer");
+  }
+  if (version > kCorpusSchemaVersion)
     throw KilnError(kExitNewerSchema, path,
-                    "corpus schema version " + std::to_string(m.version) + " is newer than this kiln reads (" +
+                    "corpus schema version " + std::to_string(version) + " is newer than this kiln reads (" +
                         std::to_string(kCorpusSchemaVersion) + "); use a newer kiln");
-  if (m.version < 1) throw KilnError(kExitBadInput, path, "corrupt manifest: version " + std::to_string(m.version));
+  if (version < 1) throw KilnError(kExitBadInput, path, "corrupt manifest: version " + std::to_string(version));
+  m.version = static_cast<int>(version);
   m.kiln_version = get_string_or(doc, "kiln", "");
   m.llvm_version = get_string_or(doc, "llvm", "");
   m.rustc_version = get_string_or(doc, "rustc", "");
@@ -101,7 +131,9 @@ ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx) 
   ModuleRecord m;
   m.id = get_string(e, "id", ctx);
   if (!is_content_id(m.id)) throw KilnError(kExitBadInput, ctx.where(), "module id is not a 32-digit xxh3-128: " + m.id);
-  m.bytes = static_cast<uint64_t>(get_int(e, "bytes", ctx));
+  int64_t bytes = get_int(e, "bytes", ctx);
+  if (bytes < 0) throw KilnError(kExitBadInput, ctx.where(), "module size 'bytes' is negative: " + std::to_string(bytes));
+  m.bytes = static_cast<uint64_t>(bytes);
   m.triple = get_string_or(e, "triple", "");
   m.producer = get_string_or(e, "producer", "");
   m.tool = get_string_or(e, "tool", "");
@@ -110,7 +142,10 @@ ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx) 
   m.args = get_string_array(e, "args");
   m.args_hash = get_string_or(e, "args_hash", "");
   m.opt_level = get_string_or(e, "opt_level", "");
-  m.debuginfo = static_cast<int>(get_int_or(e, "debuginfo", 0));
+  int64_t debuginfo = get_int_or(e, "debuginfo", 0);
+  if (debuginfo < 0 || debuginfo > 2)
+    throw KilnError(kExitBadInput, ctx.where(), "'debuginfo' is " + std::to_string(debuginfo) + ", not 0, 1 or 2");
+  m.debuginfo = static_cast<int>(debuginfo);
   m.cwd = get_string_or(e, "cwd", "");
   m.invocation = get_string_or(e, "invocation", "");
   m.time = get_string_or(e, "time", "");
@@ -174,8 +209,17 @@ void Corpus::append_receipt(const std::string& json_line) { append_line_locked(d
 
 void Corpus::for_each_line(const std::string& name, const std::function<void(const JsonLine&)>& visit) const {
   std::string path = dir_ + "/" + name;
-  if (!path_exists(path)) return;
-  std::string text = read_file(path);
+  // Only a file that is not there is empty; one that cannot be read (a symlink loop,
+  // no permission) is an error, never "no records".
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw KilnError(kExitIo, path, errno_reason(errno));
+  }
+  for_each_record(read_file(path), path, visit);
+}
+
+void for_each_record(std::string_view text, const std::string& path, const std::function<void(const JsonLine&)>& visit) {
   simdjson::dom::parser parser;
   size_t pos = 0, line_no = 0;
   while (pos < text.size()) {
@@ -192,7 +236,9 @@ void Corpus::for_each_line(const std::string& name, const std::function<void(con
     pos = end + 1;
     if (line.empty()) continue;
     simdjson::dom::element value;
-    if (parser.parse(line.data(), line.size()).get(value) != simdjson::SUCCESS || !value.is_object())
+    if (auto err = parser.parse(line.data(), line.size()).get(value); err != simdjson::SUCCESS)
+      throw KilnError(kExitBadInput, path + ":" + std::to_string(line_no), std::string("corrupt record: ") + json_error_reason(err));
+    if (!value.is_object())
       throw KilnError(kExitBadInput, path + ":" + std::to_string(line_no), "corrupt record: not a JSON object");
     visit(JsonLine{path, line_no, value});
   }
@@ -235,29 +281,64 @@ std::vector<InvocationRecord> Corpus::invocations() const {
   return out;
 }
 
-void merge_corpora(const std::vector<std::string>& sources, const std::string& out_dir,
+// Claims out_dir for one merge: creates it (or takes the empty directory given) and
+// holds an exclusive lock on it, so a second merge into the same place fails at once
+// instead of mixing its modules into this one. The returned descriptor holds the lock.
+static int claim_output_dir(const std::string& out_dir, bool& created) {
+  created = ::mkdir(out_dir.c_str(), 0755) == 0;
+  if (!created && errno != EEXIST) throw KilnError(kExitIo, out_dir, errno_reason(errno));
+  int fd = ::open(out_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw KilnError(kExitIo, out_dir, "exists and is not a directory");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw KilnError(kExitIo, out_dir, "another kiln is writing a corpus there");
+  }
+  // Checked under the lock and by path: a merge that finished meanwhile has put a
+  // corpus there.
+  if (Corpus::looks_like_corpus(out_dir) || !std::filesystem::is_empty(out_dir)) {
+    ::close(fd);
+    throw KilnError(kExitIo, out_dir, Corpus::looks_like_corpus(out_dir)
+                                          ? "already holds a corpus; choose a new directory"
+                                          : "exists and is not empty; choose a new directory");
+  }
+  return fd;
+}
+
+void merge_corpora(const std::vector<std::string>& sources, const std::string& out_arg,
                    const CorpusFilter& filter, const std::string& origin) {
+  // "out/" names the same place as "out"; the temporary sibling must not land inside it.
+  std::string out_dir = out_arg;
+  while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
   if (sources.empty()) throw KilnError(kExitUsage, out_dir, "no source corpus given");
-  if (Corpus::looks_like_corpus(out_dir))
-    throw KilnError(kExitIo, out_dir, "already holds a corpus; choose a new directory");
-  if (path_exists(out_dir) && !std::filesystem::is_empty(out_dir))
-    throw KilnError(kExitIo, out_dir, "exists and is not empty; choose a new directory");
+  if (!filter.backend.empty() && filter.backend != "llvm" && filter.backend != "stamp")
+    throw KilnError(kExitUsage, "", "--reason-backend: " + filter.backend + " is not a back end the census judges (llvm, stamp)");
+  if (!filter.backend.empty() && filter.reason.empty())
+    throw KilnError(kExitUsage, "", "--reason-backend needs --reason TEXT");
+  for (const auto& id : filter.ids)
+    if (!is_content_id(id)) throw KilnError(kExitBadInput, "", "--ids: '" + id + "' is not a module id (32 hex digits)");
   std::vector<Corpus> inputs;
   for (const auto& s : sources) inputs.push_back(Corpus::open(s));
   TopManifest m = inputs.front().manifest();
   m.origin = origin;
   m.created = iso8601_now();
-  // Write into a temporary sibling and rename at the end: an interrupted merge
-  // leaves no half corpus behind.
-  std::string tmp = out_dir + ".kiln-partial";
-  remove_tree(tmp);
-  struct RemoveUnlessDone {
-    std::string dir;
+  bool created_out = false;
+  int lock_fd = claim_output_dir(out_dir, created_out);
+  // Write into a temporary sibling of its own and rename it over the claimed (empty)
+  // directory at the end: an interrupted merge leaves no half corpus behind.
+  std::string tmp = make_sibling_dir(out_dir, ".kiln-partial");
+  struct Cleanup {
+    std::string tmp, out;
+    bool created_out;
+    int lock_fd;
     bool done = false;
-    ~RemoveUnlessDone() {
-      if (!done) remove_tree(dir);
+    ~Cleanup() {
+      if (!done) {
+        remove_tree(tmp);
+        if (created_out) ::rmdir(out.c_str());
+      }
+      ::close(lock_fd);
     }
-  } partial{tmp};
+  } partial{tmp, out_dir, created_out, lock_fd};
   Corpus out = Corpus::create_or_open(tmp, m);
 
   std::set<std::string> want_ids(filter.ids.begin(), filter.ids.end());
@@ -300,7 +381,10 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
         append_line_locked(out.dir() + "/" + kInvocationsFile, simdjson::minify(l.value));
     });
   }
-  if (path_exists(out_dir)) ::rmdir(out_dir.c_str());  // an empty directory given as the target
+  // Read the result back before it takes the target's place: a record that the
+  // readers would refuse must not land.
+  Corpus::open(tmp).modules();
+  out.invocations();
   if (::rename(tmp.c_str(), out_dir.c_str()) != 0)
     throw KilnError(kExitIo, out_dir, "cannot move the merged corpus into place: " + errno_reason(errno));
   partial.done = true;

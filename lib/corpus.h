@@ -112,6 +112,8 @@ class Corpus {
   TopManifest manifest_;
 };
 
+// The records of JSON Lines text read from `path`, as for_each_line reads a corpus file.
+void for_each_record(std::string_view text, const std::string& path, const std::function<void(const JsonLine&)>& visit);
 ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx);
 std::string manifest_to_json(const TopManifest& m);
 TopManifest manifest_from_json(const std::string& text, const std::string& path);

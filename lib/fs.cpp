@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -23,14 +25,32 @@ std::string errno_reason(int err) {
 
 static ExitCode code_for_errno(int err) { return err == ENOENT ? kExitIo : kExitIo; }
 
+const char* file_kind(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// Regular files are read whole (their size bounds them). A pipe or FIFO (a process
+// substitution, /dev/stdin) is read up to kMaxStreamInput; a device, socket or directory
+// is refused, so `/dev/zero` as an input is an error, not an endless read.
+constexpr size_t kMaxStreamInput = size_t{1} << 30;
+
 std::string read_file(const std::string& path) {
+  // Looked at before opening: opening a device can have effects of its own, and a
+  // FIFO must be opened blocking so that the read waits for its writer.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw KilnError(code_for_errno(errno), path, errno_reason(errno));
+  bool stream = S_ISFIFO(st.st_mode);
+  if (!S_ISREG(st.st_mode) && !stream)
+    throw KilnError(kExitBadInput, path, std::string("is ") + file_kind(st.st_mode) + ", not a regular file");
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw KilnError(code_for_errno(errno), path, errno_reason(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw KilnError(kExitIo, path, "is a directory, not a file");
-  }
   std::string out;
   if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
@@ -44,6 +64,10 @@ std::string read_file(const std::string& path) {
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
+    if (stream && out.size() > kMaxStreamInput) {
+      ::close(fd);
+      throw KilnError(kExitBadInput, path, "a pipe that gave more than 1 GiB; give a regular file");
+    }
   }
   ::close(fd);
   return out;
@@ -63,17 +87,65 @@ static void write_all(int fd, std::string_view bytes, const std::string& path) {
   }
 }
 
-void write_file_atomic(const std::string& path, std::string_view bytes) {
+// The path that writing to `path` would reach: symbolic links followed (40 deep, as
+// the kernel does), relative targets taken from the link's directory. A missing final
+// component is fine: the file is to be created there.
+static std::string resolve_output(const std::string& path) {
+  std::string p = path;
+  for (int depth = 0; depth < 40; ++depth) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return p;
+    std::vector<char> target(static_cast<size_t>(st.st_size > 0 ? st.st_size : PATH_MAX) + 1);
+    ssize_t n = ::readlink(p.c_str(), target.data(), target.size() - 1);
+    if (n < 0) throw KilnError(kExitIo, path, errno_reason(errno));
+    std::string t(target.data(), static_cast<size_t>(n));
+    p = (t.front() == '/' || dirname_of(p) == ".") ? t : dirname_of(p) + "/" + t;
+  }
+  throw KilnError(kExitIo, path, errno_reason(ELOOP));
+}
+
+// A device or FIFO given as an output is written in place: replacing it would turn
+// /dev/null into a regular file.
+static void write_in_place(const std::string& path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw KilnError(kExitIo, path, errno_reason(errno));
+  try {
+    write_all(fd, bytes, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+void write_file_atomic(const std::string& requested, std::string_view bytes) {
+  // What the path reaches decides how it is written. The kernel follows links for
+  // stat and open (also /proc's magic links such as /dev/stdout); only a missing file
+  // behind a dangling link needs resolving by hand.
+  std::string path;
+  struct stat st {};
+  if (::stat(requested.c_str(), &st) == 0) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return write_in_place(requested, bytes);
+    if (!S_ISREG(st.st_mode))
+      throw KilnError(kExitIo, requested, std::string("is ") + file_kind(st.st_mode) + ", not a file kiln can write");
+    char real[PATH_MAX];
+    if (!::realpath(requested.c_str(), real)) throw KilnError(kExitIo, requested, errno_reason(errno));
+    path = real;
+  } else if (errno == ENOENT) {
+    path = resolve_output(requested);
+  } else {
+    throw KilnError(kExitIo, requested, errno_reason(errno));
+  }
   std::string dir = dirname_of(path);
   std::string tmpl = (dir.empty() ? std::string(".") : dir) + "/.kiln-tmp-XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   int fd = ::mkstemp(name.data());
-  if (fd < 0) throw KilnError(kExitIo, path, "cannot create a temporary file beside it: " + errno_reason(errno));
+  if (fd < 0) throw KilnError(kExitIo, requested, "cannot create a temporary file beside it: " + errno_reason(errno));
   std::string tmp(name.data());
   try {
-    write_all(fd, bytes, path);
-    if (::fsync(fd) != 0 && errno != EINVAL) throw KilnError(kExitIo, path, errno_reason(errno));
+    write_all(fd, bytes, requested);
+    if (::fsync(fd) != 0 && errno != EINVAL) throw KilnError(kExitIo, requested, errno_reason(errno));
     ::fchmod(fd, 0644);
   } catch (...) {
     ::close(fd);
@@ -83,17 +155,57 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   if (::close(fd) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw KilnError(kExitIo, path, errno_reason(err));
+    throw KilnError(kExitIo, requested, errno_reason(err));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp.c_str());
-    throw KilnError(kExitIo, path, errno_reason(err));
+    throw KilnError(kExitIo, requested, errno_reason(err));
   }
 }
 
+// A last line without its newline is a record whose writer died (or hit a full disk)
+// mid-write. Gluing the next record onto it would turn it into a corrupt middle line
+// and lose the new record too, so under the lock the fragment is moved aside to
+// PATH.torn (appended there with its offset) and cut off before the append.
+static void set_aside_torn_tail(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size == 0) return;
+  char last = 0;
+  if (::pread(fd, &last, 1, st.st_size - 1) != 1 || last == '\n') return;
+  off_t start = st.st_size;
+  char buf[4096];
+  while (start > 0) {
+    off_t from = std::max<off_t>(0, start - static_cast<off_t>(sizeof buf));
+    ssize_t n = ::pread(fd, buf, static_cast<size_t>(start - from), from);
+    if (n <= 0) throw KilnError(kExitIo, path, "cannot read its unfinished last line: " + errno_reason(errno));
+    const char* nl = static_cast<const char*>(::memrchr(buf, '\n', static_cast<size_t>(n)));
+    if (nl) {
+      start = from + (nl - buf) + 1;
+      break;
+    }
+    start = from;
+  }
+  std::string fragment(static_cast<size_t>(st.st_size - start), '\0');
+  if (::pread(fd, fragment.data(), fragment.size(), start) != static_cast<ssize_t>(fragment.size()))
+    throw KilnError(kExitIo, path, "cannot read its unfinished last line: " + errno_reason(errno));
+  std::string torn = path + ".torn";
+  int tfd = ::open(torn.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (tfd < 0) throw KilnError(kExitIo, torn, errno_reason(errno));
+  try {
+    write_all(tfd, "at byte " + std::to_string(start) + " of " + basename_of(path) + ": " + fragment + "\n", torn);
+  } catch (...) {
+    ::close(tfd);
+    throw;
+  }
+  ::close(tfd);
+  if (::ftruncate(fd, start) != 0) throw KilnError(kExitIo, path, "cannot cut its unfinished last line: " + errno_reason(errno));
+  std::fprintf(stderr, "kiln: warning: %s: an unfinished last record (%zu bytes) was moved to %s\n", path.c_str(),
+               fragment.size(), torn.c_str());
+}
+
 void append_line_locked(const std::string& path, std::string_view line) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw KilnError(kExitIo, path, errno_reason(errno));
   std::string buf;
   buf.reserve(line.size() + 1);
@@ -105,9 +217,15 @@ void append_line_locked(const std::string& path, std::string_view line) {
     ::close(fd);
     throw KilnError(kExitIo, path, "cannot lock for appending: " + errno_reason(err));
   }
+  struct stat st {};
   try {
+    set_aside_torn_tail(fd, path);
+    if (::fstat(fd, &st) != 0) throw KilnError(kExitIo, path, errno_reason(errno));
     write_all(fd, buf, path);
   } catch (...) {
+    // A record that could not be written whole (a full disk) is taken back, so the
+    // file still ends with a complete line.
+    if (st.st_ino != 0) (void)::ftruncate(fd, st.st_size);
     ::flock(fd, LOCK_UN);
     ::close(fd);
     throw;
@@ -177,6 +295,14 @@ std::string make_temp_dir(const std::string& prefix) {
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   if (!::mkdtemp(name.data())) throw KilnError(kExitIo, tmpl, errno_reason(errno));
+  return std::string(name.data());
+}
+
+std::string make_sibling_dir(const std::string& path, const std::string& suffix) {
+  std::string tmpl = path + suffix + "-XXXXXX";
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  if (!::mkdtemp(name.data())) throw KilnError(kExitIo, path, "cannot create a directory beside it: " + errno_reason(errno));
   return std::string(name.data());
 }
 

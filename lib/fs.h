@@ -7,10 +7,15 @@
 
 namespace kiln {
 
-std::string read_file(const std::string& path);                    // throws KilnError
+// Reads a regular file whole, or a pipe up to 1 GiB; devices, sockets and directories
+// are refused (exit 3). Throws KilnError.
+std::string read_file(const std::string& path);
+// Writes through symbolic links to their target; a character device or FIFO (such as
+// /dev/null) is written in place; a regular file is replaced atomically.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 // Appends one line (a newline is added) as a single write under an exclusive lock,
-// so that many processes can append to the same JSON Lines file at once.
+// so that many processes can append to the same JSON Lines file at once. An unfinished
+// last line left by a writer that died is first moved to PATH.torn.
 void append_line_locked(const std::string& path, std::string_view line);
 void make_dirs(const std::string& path);
 bool path_exists(const std::string& path);
@@ -22,7 +27,12 @@ std::string dirname_of(const std::string& path);
 std::string find_program(const std::string& name);
 std::string self_executable();
 std::string make_temp_dir(const std::string& prefix);
+// A new, uniquely named directory beside `path` (PATH + suffix + "-XXXXXX"), for work
+// that is renamed into place at the end.
+std::string make_sibling_dir(const std::string& path, const std::string& suffix);
 void remove_tree(const std::string& path);
 std::string errno_reason(int err);
+// "a directory", "a character device", ... for messages about a file of the wrong kind.
+const char* file_kind(unsigned mode);
 
 }  // namespace kiln

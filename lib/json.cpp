@@ -1,17 +1,67 @@
 #include "json.h"
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 
 #include "error.h"
 
 namespace kiln {
 
+// Paths and arguments are bytes, and JSON strings are UTF-8. So that any byte string
+// survives a round trip, a byte that is not part of well-formed UTF-8 is written as
+// the code point U+10FF00 + byte (U+10FF80..U+10FFFF, private use); the same range
+// appearing in the input is itself written byte by byte, so decoding is exact.
+static bool is_byte_stand_in(const unsigned char* p, size_t left) {
+  return left >= 4 && p[0] == 0xF4 && p[1] == 0x8F && (p[2] == 0xBE || p[2] == 0xBF) && (p[3] & 0xC0) == 0x80;
+}
+
+// Length of the well-formed UTF-8 sequence at p (2-4), or 0.
+static size_t utf8_sequence(const unsigned char* p, size_t left) {
+  auto cont = [&](size_t i) { return i < left && (p[i] & 0xC0) == 0x80; };
+  unsigned char c = p[0];
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2)) return 0;
+    if (c == 0xE0 && p[1] < 0xA0) return 0;  // overlong
+    if (c == 0xED && p[1] >= 0xA0) return 0;  // surrogates
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3)) return 0;
+    if (c == 0xF0 && p[1] < 0x90) return 0;  // overlong
+    if (c == 0xF4 && p[1] >= 0x90) return 0;  // above U+10FFFF
+    return is_byte_stand_in(p, left) ? 0 : 4;
+  }
+  return 0;
+}
+
+static void append_byte_stand_in(std::string& out, unsigned char b) {
+  out.push_back(static_cast<char>(0xF4));
+  out.push_back(static_cast<char>(0x8F));
+  out.push_back(static_cast<char>(b >= 0xC0 ? 0xBF : 0xBE));
+  out.push_back(static_cast<char>(0x80 | (b & 0x3F)));
+}
+
 std::string json_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
   out.push_back('"');
-  for (unsigned char c : s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = p[i];
+    if (c >= 0x80) {
+      size_t n = utf8_sequence(p + i, s.size() - i);
+      if (n == 0) {
+        append_byte_stand_in(out, c);
+        ++i;
+      } else {
+        out.append(s.data() + i, n);
+        i += n;
+      }
+      continue;
+    }
+    ++i;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -29,6 +79,22 @@ std::string json_escape(std::string_view s) {
     }
   }
   out.push_back('"');
+  return out;
+}
+
+std::string json_string_bytes(std::string_view s) {
+  if (std::memchr(s.data(), 0xF4, s.size()) == nullptr) return std::string(s);
+  std::string out;
+  out.reserve(s.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    if (is_byte_stand_in(p + i, s.size() - i)) {
+      out.push_back(static_cast<char>((p[i + 2] == 0xBF ? 0xC0 : 0x80) | (p[i + 3] & 0x3F)));
+      i += 4;
+    } else {
+      out.push_back(s[i++]);
+    }
+  }
   return out;
 }
 
@@ -74,17 +140,28 @@ JsonWriter& JsonWriter::string_array(std::string_view k, const std::vector<std::
   return end_array();
 }
 
+const char* json_error_reason(simdjson::error_code err) {
+  switch (err) {
+    case simdjson::NUMBER_OUT_OF_RANGE: return "a number too large for this kiln to read";
+    case simdjson::NUMBER_ERROR: return "a number that is malformed or too large";
+    case simdjson::UTF8_ERROR: return "not valid UTF-8";
+    case simdjson::CAPACITY:
+    case simdjson::DEPTH_ERROR: return "nested or sized beyond what kiln reads";
+    default: return "not valid JSON";
+  }
+}
+
 std::string get_string(simdjson::dom::element e, const char* key, const JsonContext& ctx) {
   std::string_view v;
   if (e[key].get(v) != simdjson::SUCCESS)
     throw KilnError(kExitBadInput, ctx.where(), std::string("missing or non-string field '") + key + "'");
-  return std::string(v);
+  return json_string_bytes(v);
 }
 
 std::string get_string_or(simdjson::dom::element e, const char* key, std::string fallback) {
   std::string_view v;
   if (e[key].get(v) != simdjson::SUCCESS) return fallback;
-  return std::string(v);
+  return json_string_bytes(v);
 }
 
 int64_t get_int(simdjson::dom::element e, const char* key, const JsonContext& ctx) {
@@ -114,7 +191,7 @@ std::vector<std::string> get_string_array(simdjson::dom::element e, const char* 
   if (e[key].get(arr) != simdjson::SUCCESS) return out;
   for (auto item : arr) {
     std::string_view s;
-    if (item.get(s) == simdjson::SUCCESS) out.emplace_back(s);
+    if (item.get(s) == simdjson::SUCCESS) out.push_back(json_string_bytes(s));
   }
   return out;
 }

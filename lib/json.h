@@ -44,15 +44,20 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
+// A JSON string literal for any bytes: bytes that are not well-formed UTF-8 become
+// U+10FF00 + byte, so json_string_bytes gives back exactly the bytes written.
 std::string json_escape(std::string_view s);
+std::string json_string_bytes(std::string_view json_string_value);
 
 // Reading: thin accessors that turn a missing or mistyped field into a KilnError
-// naming the file and line.
+// naming the file and line. Strings come back as the bytes that were written.
 struct JsonContext {
   std::string path;
   size_t line = 0;
   std::string where() const { return line ? path + ":" + std::to_string(line) : path; }
 };
+// Why simdjson refused a document, in words for an error line.
+const char* json_error_reason(simdjson::error_code err);
 std::string get_string(simdjson::dom::element e, const char* key, const JsonContext& ctx);
 std::string get_string_or(simdjson::dom::element e, const char* key, std::string fallback);
 int64_t get_int(simdjson::dom::element e, const char* key, const JsonContext& ctx);

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs kiln's libFuzzer targets (tests/fuzz) for a bounded number of executions each,
+# built with clang-22, AddressSanitizer and UndefinedBehaviorSanitizer in build-fuzz/.
+#   scripts/fuzz.sh                 # RUNS=20000 executions per target (what CI runs)
+#   RUNS=500000 scripts/fuzz.sh     # a longer campaign, on demand
+#   TARGETS="fuzz_flat_file" scripts/fuzz.sh
+#   scripts/fuzz.sh --build-only    # configure and build build-fuzz/ (scripts/sanitize.sh)
+# Seeds are made from a real module with the tools just built; crashes land in
+# build-fuzz/crashes/ and fail the script. Prints one line per target with its count.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-20000}
+B=build-fuzz
+export PATH="$PATH:/usr/local/cuda/bin"
+if [[ ! -f $B/build.ninja ]]; then
+  CC=clang-22 CXX=clang++-22 meson setup "$B" -Dfuzz=true -Dcuda=disabled -Db_sanitize=address,undefined \
+    -Db_lundef=false -Dbuildtype=debugoptimized >/dev/null
+fi
+log=$(mktemp "${TMPDIR:-/tmp}/kiln-fuzz-build.XXXXXX")
+if ! ninja -C "$B" -j "$(nproc)" >"$log" 2>&1; then
+  grep -v '^\[[0-9]*/[0-9]*\] ' "$log" | tail -n 60 >&2
+  rm -f "$log"
+  echo "fuzz: the sanitizer build failed" >&2
+  exit 1
+fi
+rm -f "$log"
+[[ ${1:-} == --build-only ]] && exit 0
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+# Seeds: a real module's corpus records and manifest, and its flat file.
+S=$B/fuzz-seeds
+rm -rf "$S" && mkdir -p "$S/records" "$S/flat" "$B/crashes"
+cat > "$S/m.ll" <<'IR'
+target triple = "x86_64-unknown-linux-gnu"
+@g = global i64 5
+declare i32 @printf(ptr, ...)
+define i64 @f(i64 %a, ptr %p) {
+entry:
+  %x = load i64, ptr @g
+  %c = icmp sgt i64 %a, %x
+  br i1 %c, label %big, label %small
+big:
+  store i64 %a, ptr %p
+  ret i64 %a
+small:
+  %s = add i64 %a, 7
+  ret i64 %s
+}
+IR
+/usr/lib/llvm-22/bin/llvm-as "$S/m.ll" -o "$S/m.bc"
+"$B/tools/kiln-capture" add -o "$S/c" "$S/m.bc" >/dev/null
+cp "$S/c/modules.jsonl" "$S/records/modules.jsonl"
+cp "$S/c/kiln-corpus.json" "$S/records/manifest.json"
+"$B/tools/kiln-emit" "$S/m.bc" -o "$S/m.o" --backend stamp --export-flat "$S/flat/m.flat" >/dev/null
+
+total=0
+for t in ${TARGETS:-fuzz_records fuzz_flat_file}; do
+  seeds=$S/records
+  [[ $t == fuzz_flat_file ]] && seeds=$S/flat
+  log=$B/$t.log
+  mkdir -p "$S/$t-work"
+  if ! "$B/tests/$t" -runs="$RUNS" -max_len=65536 -artifact_prefix="$B/crashes/$t-" "$S/$t-work" "$seeds" \
+       >"$log" 2>&1 </dev/null; then
+    tail -n 40 "$log" >&2
+    echo "fuzz: $t crashed; the input is in $B/crashes/" >&2
+    exit 1
+  fi
+  n=$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' || echo 0)
+  total=$((total + n))
+  echo "fuzz: $t: $n executions, no crash"
+done
+echo "fuzz: $total executions in all, no crash"
