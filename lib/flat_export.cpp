@@ -232,13 +232,8 @@ class FunctionExporter {
     } else if (auto* bb = dyn_cast<BasicBlock>(v)) {
       op.kind = kOperandBlock;
       op.index = block_index_.at(bb);
-    } else if (auto* ci = dyn_cast<ConstantInt>(v)) {
-      op.kind = kOperandConst;
-      if (ci->getBitWidth() > 64) reason("integer constant wider than 64 bits");
-      else op.imm = static_cast<int64_t>(ci->getZExtValue());
-    } else if (auto* fp = dyn_cast<ConstantFP>(v)) {
-      op.kind = kOperandConst;
-      op.imm = static_cast<int64_t>(fp->getValueAPF().bitcastToAPInt().getZExtValue());
+    } else if (isa<ConstantInt>(v) || isa<ConstantFP>(v)) {
+      scalar_constant(cast<Constant>(v), op);
     } else if (isa<ConstantPointerNull>(v)) {
       op.kind = kOperandConst;
     } else if (isa<UndefValue>(v)) {  // undef and poison
@@ -257,6 +252,23 @@ class FunctionExporter {
                                             : "kind " + std::to_string(v->getValueID())));
     }
     return op;
+  }
+
+  // An integer or floating-point constant as the 64-bit immediate stamp keeps. Wider
+  // ones (i128, x86_fp80, fp128, ppc_fp128) do not fit an immediate: getZExtValue
+  // would assert, so they are reasons. A splat ConstantInt/ConstantFP of vector
+  // type is one element standing for many: not an immediate either.
+  void scalar_constant(const Constant* c, FlatOperand& op) {
+    op.kind = kOperandConst;
+    if (c->getType()->isVectorTy()) return reason("vector splat constant");
+    if (auto* ci = dyn_cast<ConstantInt>(c)) {
+      if (ci->getBitWidth() > 64) return reason("integer constant wider than 64 bits");
+      op.imm = static_cast<int64_t>(ci->getZExtValue());
+      return;
+    }
+    APInt bits = cast<ConstantFP>(c)->getValueAPF().bitcastToAPInt();
+    if (bits.getBitWidth() > 64) return reason("floating-point constant wider than 64 bits");
+    op.imm = static_cast<int64_t>(bits.getZExtValue());
   }
 
   // Constant expressions stamp folds: a global plus a constant offset, and casts of it.
@@ -498,8 +510,11 @@ class FunctionExporter {
       }
       int64_t stride = static_cast<int64_t>(it.getSequentialElementStride(dl_));
       if (auto* c = dyn_cast<ConstantInt>(idx)) {
+        int64_t term = 0;
         if (c->getBitWidth() > 64) reason("getelementptr index wider than 64 bits");
-        else constant += c->getSExtValue() * stride;
+        // Checked: a wrapped product or sum could look small and pass the 2 GiB test.
+        else if (__builtin_mul_overflow(c->getSExtValue(), stride, &term) || __builtin_add_overflow(constant, term, &constant))
+          reason("getelementptr offset beyond 2 GiB");
         continue;
       }
       if (stride > INT32_MAX) reason("getelementptr stride beyond 2 GiB");
@@ -543,7 +558,11 @@ class FunctionExporter {
         if (!a.isStaticAlloca() || !count) reason("dynamic alloca");
         if (a.getAlign().value() > 4096) reason("alloca aligned beyond 4096 bytes");
         FlatInst& fi = emit(inst, kOpAlloca);
-        uint64_t size = dl_.getTypeAllocSize(a.getAllocatedType()) * (count ? count->getZExtValue() : 1);
+        // A count beyond 2^30 (or any count wider than 64 bits) is too large anyway;
+        // the product below must not overflow into something small.
+        uint64_t elems = !count ? 1 : count->getValue().getActiveBits() <= 31 ? count->getZExtValue() : (1ull << 31);
+        uint64_t elem_size = dl_.getTypeAllocSize(a.getAllocatedType());
+        uint64_t size = elem_size > (1ull << 31) ? (1ull << 31) : elem_size * elems;
         if (size > (1u << 30)) reason("alloca larger than 1 GiB");
         fi.aux32 = static_cast<uint32_t>(size);
         fi.imm = static_cast<int64_t>(a.getAlign().value());
@@ -771,6 +790,19 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
                            uint64_t offset, std::vector<StampRelocation>& relocs) {
   using namespace llvm;
   if (isa<UndefValue>(c) || isa<ConstantAggregateZero>(c) || isa<ConstantPointerNull>(c)) return "";
+  // Every write below stays inside the global's bytes: a layout this code gets wrong
+  // must give a reason, never a write past the buffer.
+  if (offset > bytes.size() || dl.getTypeStoreSize(c->getType()) > bytes.size() - offset)
+    return "global initializer: constant outside its global";
+  if (auto* vt = dyn_cast<VectorType>(c->getType())) {
+    // Vectors are packed bit by bit: elements narrower than their allocation (i1,
+    // i24, x86_fp80, ...) do not sit at multiples of the allocation size. And a
+    // vector-typed ConstantInt/ConstantFP is a splat that one immediate does not fill.
+    Type* e = vt->getElementType();
+    if (isa<ConstantInt>(c) || isa<ConstantFP>(c)) return "global initializer: vector splat constant";
+    if (dl.getTypeSizeInBits(e) != 8 * dl.getTypeAllocSize(e))
+      return "global initializer: vector of " + std::to_string(dl.getTypeSizeInBits(e).getFixedValue()) + "-bit elements";
+  }
   auto put_apint = [&](const APInt& v) {
     uint64_t n = dl.getTypeStoreSize(c->getType());
     for (uint64_t i = 0; i < n && i * 8 < v.getBitWidth(); ++i)

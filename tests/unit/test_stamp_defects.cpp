@@ -134,3 +134,119 @@ TEST_CASE("x32 triples are refused by every back end and by the census", "[stamp
     CHECK(v.reasons.front().find("x32") != std::string::npos);
   }
 }
+
+namespace {
+
+// Defect 14: x86_fp80 and fp128 constants made the flat export assert (getZExtValue
+// on more than 64 bits). Every function here has a constant or count wider than 64
+// bits somewhere; `twice` has none and stays stamp's.
+const char* kWideConstantsIr = R"(
+target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+target triple = "x86_64-unknown-linux-gnu"
+define void @set_ld(ptr %p) {
+  store x86_fp80 0xK3FFF8000000000000000, ptr %p, align 16
+  ret void
+}
+define void @set_q(ptr %p) {
+  store fp128 0xL00000000000000004000800000000000, ptr %p, align 16
+  ret void
+}
+define i64 @wide(i64 %x) {
+  %a = zext i64 %x to i128
+  %b = add i128 %a, 170141183460469231731687303715884105727
+  %c = lshr i128 %b, 64
+  %t = trunc i128 %c to i64
+  ret i64 %t
+}
+define i64 @count128(i64 %x) {
+  %m = alloca i64, i128 2, align 8
+  store i64 %x, ptr %m
+  %v = load i64, ptr %m
+  ret i64 %v
+}
+define i64 @far(ptr %p) {
+  %q = getelementptr i64, ptr %p, i64 2305843009213693953
+  %v = ptrtoint ptr %q to i64
+  %w = ptrtoint ptr %p to i64
+  %d = sub i64 %v, %w
+  ret i64 %d
+}
+define i64 @twice(i64 %x) {
+  %r = mul i64 %x, 2
+  ret i64 %r
+}
+)";
+
+const char* kWideConstantsDriver = R"(
+#include <stdio.h>
+#include <string.h>
+void set_ld(void*); void set_q(void*); long long wide(long long); long long count128(long long);
+long long far(void*); long long twice(long long);
+int main(void) {
+  long double ld = 0; set_ld(&ld); printf("%Lf\n", ld);
+  unsigned char q[16]; memset(q, 0, 16); set_q(q);
+  for (int i = 0; i < 16; ++i) printf("%02x", q[i]);
+  printf("\n%lld %lld %lld %lld\n", wide(5), count128(11), far(q), twice(21));
+  return 0;
+}
+)";
+
+}  // namespace
+
+TEST_CASE("constants wider than 64 bits fall back per function with a reason", "[stamp_defects]") {
+  std::string bitcode = kiln_test::bitcode_from_ir(kWideConstantsIr);
+  ModuleCensus c = census_of_bytes(bitcode, "id", "wide.bc");
+  CHECK(stamp_verdict(c).verdict == "partial");
+  CHECK(has(reasons_of(c, "set_ld"), "floating-point constant wider than 64 bits"));
+  CHECK(has(reasons_of(c, "set_q"), "floating-point constant wider than 64 bits"));
+  CHECK(has(reasons_of(c, "wide"), "integer constant wider than 64 bits"));
+  CHECK(has(reasons_of(c, "count128"), "alloca larger than 1 GiB") == false);
+  CHECK(has(reasons_of(c, "far"), "getelementptr offset beyond 2 GiB"));
+  CHECK(reasons_of(c, "twice").empty());
+  bool counted = false;
+  for (const auto& r : stamp_verdict(c).reasons)
+    if (r == "floating-point constant wider than 64 bits (2 functions)") counted = true;
+  CHECK(counted);
+
+  kiln_test::ScratchDir dir;
+  write_file_atomic(dir.path + "/driver.c", kWideConstantsDriver);
+  Run expected = build_and_run("llvm", bitcode, dir.path, {dir.path + "/driver.c"});
+  EmitCounts counts;
+  Run actual = build_and_run("stamp", bitcode, dir.path, {dir.path + "/driver.c"}, &counts);
+  CHECK(expected.exit_code == 0);
+  CHECK(expected.out.find("1.000000\n") == 0);
+  CHECK(actual.exit_code == expected.exit_code);
+  CHECK(actual.out == expected.out);
+  CHECK(counts.functions_stamp >= 2);  // twice, count128
+}
+
+// A vector of i1 (or of any element narrower than its allocation) is packed bit by
+// bit in memory; writing it element per allocation size overran the global's bytes.
+TEST_CASE("packed vector initializers leave the globals to llvm and come out the same", "[stamp_defects]") {
+  const char* ir = R"(
+target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+target triple = "x86_64-unknown-linux-gnu"
+@bits = global <8 x i1> <i1 true, i1 false, i1 true, i1 true, i1 false, i1 false, i1 false, i1 true>
+@tri = global <4 x i24> <i24 1, i24 2, i24 3, i24 4>
+define i64 @probe() {
+  %b = load i8, ptr @bits
+  %b64 = zext i8 %b to i64
+  %t = getelementptr i8, ptr @tri, i64 3
+  %x = load i24, ptr %t
+  %x64 = zext i24 %x to i64
+  %s = shl i64 %x64, 8
+  %r = or i64 %s, %b64
+  ret i64 %r
+}
+)";
+  std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  kiln_test::ScratchDir dir;
+  write_file_atomic(dir.path + "/driver.c", "#include <stdio.h>\nlong long probe(void);\n"
+                                            "int main(void) { printf(\"%llx\\n\", probe()); return 0; }\n");
+  Run expected = build_and_run("llvm", bitcode, dir.path, {dir.path + "/driver.c"});
+  EmitCounts counts;
+  Run actual = build_and_run("stamp", bitcode, dir.path, {dir.path + "/driver.c"}, &counts);
+  CHECK(expected.out == "28d\n");
+  CHECK(actual.out == expected.out);
+  CHECK(counts.functions_stamp == 1);
+}
