@@ -6,6 +6,7 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GetElementPtrTypeIterator.h>
 #include <llvm/IR/GlobalAlias.h>
+#include <llvm/IR/GlobalIFunc.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
@@ -943,15 +944,41 @@ void FlatModuleData::resolve_symbol_names() {
   }
 }
 
+// Functions that must stay definitions in the llvm half: an alias must point to a
+// definition in its own object, and so must an ifunc's resolver (the verifier
+// refuses the llvm half otherwise, and the symbols could not be emitted apart from
+// their target). stamp leaves these functions to llvm, with a reason.
+static std::unordered_map<const llvm::Function*, std::string> pinned_to_llvm(const llvm::Module& module) {
+  std::unordered_map<const llvm::Function*, std::string> pinned;
+  // The verifier wants every global named anywhere in an aliasee expression defined
+  // (through other aliases too), not only the base object: walk them all.
+  std::set<const llvm::Constant*> seen;
+  std::function<void(const llvm::Constant*)> walk = [&](const llvm::Constant* c) {
+    if (!seen.insert(c).second) return;
+    if (auto* f = llvm::dyn_cast<llvm::Function>(c)) pinned.emplace(f, "target of an alias");
+    else if (auto* a = llvm::dyn_cast<llvm::GlobalAlias>(c)) walk(a->getAliasee());
+    else if (!llvm::isa<llvm::GlobalValue>(c))
+      for (const llvm::Use& u : c->operands()) walk(llvm::cast<llvm::Constant>(u.get()));
+  };
+  for (const llvm::GlobalAlias& a : module.aliases()) walk(a.getAliasee());
+  for (const llvm::GlobalIFunc& i : module.ifuncs())
+    if (const llvm::Function* f = i.getResolverFunction()) pinned.emplace(f, "ifunc resolver");
+  return pinned;
+}
+
 FlatExport export_flat(const llvm::Module& module) {
   FlatExport out;
   const llvm::DataLayout& dl = module.getDataLayout();
   std::unordered_map<const llvm::GlobalValue*, uint32_t> symbol_index;
   std::unordered_map<std::string, uint32_t> library_index;
+  const auto pinned = pinned_to_llvm(module);
   for (const llvm::Function& f : module) {
     bool stamp = false;
     if (!f.isDeclaration()) {
       FunctionExporter ex(module, dl, out.flat, symbol_index, library_index, f);
+      // A reason found before run() stops the commit like any other; run() still
+      // finds and reports all the others.
+      if (auto it = pinned.find(&f); it != pinned.end()) ex.reasons.push_back(it->second);
       stamp = ex.run();
       FunctionVerdict v;
       v.name = f.getName().str();

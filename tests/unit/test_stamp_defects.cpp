@@ -250,3 +250,79 @@ define i64 @probe() {
   CHECK(actual.out == expected.out);
   CHECK(counts.functions_stamp == 1);
 }
+
+namespace {
+
+// Defect 15: an alias of a function stamp compiled left the llvm half with an alias
+// to a declaration, which does not verify. `f` is aliased directly, the C++
+// constructor pair (C1 an alias of C2) outside a comdat, `g` through a constant
+// expression, and `resolve` is an ifunc's resolver.
+const char* kAliasIr = R"(
+target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+target triple = "x86_64-unknown-linux-gnu"
+@counter = global i64 0
+@a = alias void (), ptr @f
+@_ZN1SC1Ev = unnamed_addr alias void (ptr), ptr @_ZN1SC2Ev
+@g_alias = alias i8, getelementptr (i8, ptr @g, i64 0)
+@pick = ifunc i64 (i64), ptr @resolve
+define void @f() {
+  %v = load i64, ptr @counter
+  %n = add i64 %v, 1
+  store i64 %n, ptr @counter
+  ret void
+}
+define void @_ZN1SC2Ev(ptr %this) unnamed_addr {
+  store i64 77, ptr %this
+  ret void
+}
+define i64 @g(i64 %x) {
+  %r = add i64 %x, 1000
+  ret i64 %r
+}
+define internal i64 @impl(i64 %x) {
+  %r = mul i64 %x, 3
+  ret i64 %r
+}
+define ptr @resolve() {
+  ret ptr @impl
+}
+define i64 @run() {
+  call void @a()
+  call void @f()
+  call void @a()
+  %s = alloca i64
+  call void @_ZN1SC1Ev(ptr %s)
+  %sv = load i64, ptr %s
+  %c = load i64, ptr @counter
+  %g = call i64 @g_alias(i64 %c)
+  %p = call i64 @pick(i64 %sv)
+  %t = add i64 %g, %p
+  ret i64 %t
+}
+)";
+
+}  // namespace
+
+TEST_CASE("functions that aliases or ifuncs point to stay llvm's, and the program runs the same", "[stamp_defects]") {
+  std::string bitcode = kiln_test::bitcode_from_ir(kAliasIr);
+  ModuleCensus c = census_of_bytes(bitcode, "id", "alias.bc");
+  CHECK(stamp_verdict(c).verdict == "partial");
+  CHECK(reasons_of(c, "f") == std::vector<std::string>{"target of an alias"});
+  CHECK(reasons_of(c, "_ZN1SC2Ev") == std::vector<std::string>{"target of an alias"});
+  CHECK(reasons_of(c, "g") == std::vector<std::string>{"target of an alias"});
+  CHECK(reasons_of(c, "resolve") == std::vector<std::string>{"ifunc resolver"});
+  CHECK(reasons_of(c, "impl").empty());
+  CHECK(reasons_of(c, "run").empty());
+
+  kiln_test::ScratchDir dir;
+  write_file_atomic(dir.path + "/driver.c", "#include <stdio.h>\nlong long run(void);\n"
+                                            "int main(void) { printf(\"%lld\\n\", run()); return 0; }\n");
+  Run expected = build_and_run("llvm", bitcode, dir.path, {dir.path + "/driver.c"});
+  EmitCounts counts;
+  Run actual = build_and_run("stamp", bitcode, dir.path, {dir.path + "/driver.c"}, &counts);
+  CHECK(expected.out == "1234\n");  // g(3) = 1003, pick(77) = 231
+  CHECK(actual.exit_code == expected.exit_code);
+  CHECK(actual.out == expected.out);
+  CHECK(counts.functions_stamp == 2);  // impl and run
+  CHECK(counts.functions_llvm == 4);
+}
