@@ -769,6 +769,8 @@ class FunctionExporter {
   uint8_t ret_w0_ = 0, ret_w1_ = 0;
 };
 
+bool reserved_name_or_empty(const GlobalValue& gv) { return !gv.hasName() || gv.getName().starts_with("llvm."); }
+
 SymbolBinding binding_of(const GlobalValue& gv) {
   if (gv.hasLocalLinkage()) return SymbolBinding::local;
   if (gv.hasWeakLinkage() || gv.hasLinkOnceLinkage() || gv.hasExternalWeakLinkage()) return SymbolBinding::weak;
@@ -999,6 +1001,13 @@ FlatExport export_flat(const llvm::Module& module) {
       }
     }
     out.emitted_by_stamp.push_back(stamp);
+  }
+  // Declarations are never renamed (expose_local_symbols renames definitions only),
+  // so their names can be taken now.
+  for (const llvm::GlobalValue& gv : module.global_values()) {
+    if (!gv.isDeclaration() || (!gv.hasExternalWeakLinkage() && gv.hasDefaultVisibility()) || reserved_name_or_empty(gv))
+      continue;
+    out.flat.undefined.push_back({gv.getName().str(), binding_of(gv), visibility_of(gv)});
   }
   out.flat.resolve_symbol_names();
   return out;

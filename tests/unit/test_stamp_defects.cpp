@@ -326,3 +326,96 @@ TEST_CASE("functions that aliases or ifuncs point to stay llvm's, and the progra
   CHECK(counts.functions_stamp == 2);  // impl and run
   CHECK(counts.functions_llvm == 4);
 }
+
+namespace {
+
+// Defect 16: stamp wrote extern_weak declarations as strong undefined symbols. The
+// module references a weak function and a weak variable in code, and the weak
+// variable from an initializer (stamp writes the globals itself when it compiles
+// every function); `wd` and `wdata` are weak definitions a C file overrides.
+const char* kWeakIr = R"(
+target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+target triple = "x86_64-unknown-linux-gnu"
+declare extern_weak i32 @w()
+@wv = extern_weak global i32
+@pw = global ptr @wv
+@wdata = weak global i32 3
+define weak i32 @wd() {
+  ret i32 1
+}
+define i32 @probe() {
+entry:
+  %has = icmp ne ptr @w, null
+  br i1 %has, label %call, label %data
+call:
+  %r = call i32 @w()
+  br label %data
+data:
+  %fr = phi i32 [ %r, %call ], [ -1, %entry ]
+  %p = load ptr, ptr @pw
+  %hasv = icmp ne ptr %p, null
+  br i1 %hasv, label %load, label %done
+load:
+  %v = load i32, ptr %p
+  br label %done
+done:
+  %vr = phi i32 [ %v, %load ], [ -100, %data ]
+  %dv = load i32, ptr @wdata
+  %dr = call i32 @wd()
+  %s1 = mul i32 %fr, 1000
+  %s2 = add i32 %s1, %vr
+  %s3 = mul i32 %dv, 10
+  %s4 = add i32 %s2, %s3
+  %s5 = mul i32 %dr, 100000
+  %s6 = add i32 %s4, %s5
+  ret i32 %s6
+}
+)";
+
+const char* kWeakDriver = "#include <stdio.h>\nint probe(void);\nint main(void) { printf(\"%d\\n\", probe()); return 0; }\n";
+const char* kWeakDefinitions = "int w(void) { return 7; }\nint wv = 5;\nint wdata = 4;\nint wd(void) { return 2; }\n";
+
+}  // namespace
+
+TEST_CASE("extern_weak declarations are weak undefined symbols; weak definitions stay weak", "[stamp_defects]") {
+  // With every function stamp's (the globals written by stamp too) and with one
+  // function left to llvm, whose half is combined with stamp's.
+  std::string fallback_fn = "define double @half(double %x) {\n  %r = fadd double %x, 1.0\n  ret double %r\n}\n";
+  for (bool whole : {true, false}) {
+    INFO((whole ? "stamp writes every symbol" : "one function falls back"));
+    std::string ir = std::string(kWeakIr) + (whole ? "" : fallback_fn);
+    std::string bitcode = kiln_test::bitcode_from_ir(ir);
+    auto stamp = make_backend("stamp", Profile::fast);
+    EmitResult r = stamp->emit(bitcode, "weak.bc");
+    CHECK(r.counts.functions_llvm == (whole ? 0u : 1u));
+    for (const char* name : {"w", "wv"}) {
+      INFO(name);
+      SymbolFacts s = symbol_in(r.object, name);
+      CHECK(s.found);
+      CHECK_FALSE(s.defined);
+      CHECK(s.binding == llvm::ELF::STB_WEAK);
+    }
+    for (const char* name : {"wd", "wdata"}) {
+      INFO(name);
+      SymbolFacts s = symbol_in(r.object, name);
+      CHECK(s.defined);
+      CHECK(s.binding == llvm::ELF::STB_WEAK);
+    }
+
+    kiln_test::ScratchDir dir;
+    write_file_atomic(dir.path + "/driver.c", kWeakDriver);
+    write_file_atomic(dir.path + "/defs.c", kWeakDefinitions);
+    // Nothing defines the weak symbols: null, and the weak definitions stand.
+    Run expected = build_and_run("llvm", bitcode, dir.path, {dir.path + "/driver.c"});
+    Run actual = build_and_run("stamp", bitcode, dir.path, {dir.path + "/driver.c"});
+    CHECK(expected.out == "98930\n");  // 1*100000 - 1000 - 100 + 3*10
+    CHECK(actual.exit_code == expected.exit_code);
+    CHECK(actual.out == expected.out);
+    // A C file defines them all: the weak declarations bind, the strong definitions win.
+    expected = build_and_run("llvm", bitcode, dir.path, {dir.path + "/driver.c", dir.path + "/defs.c"});
+    actual = build_and_run("stamp", bitcode, dir.path, {dir.path + "/driver.c", dir.path + "/defs.c"});
+    CHECK(expected.out == "207045\n");  // 2*100000 + 7*1000 + 5 + 4*10
+    CHECK(actual.exit_code == expected.exit_code);
+    CHECK(actual.out == expected.out);
+  }
+}
