@@ -12,6 +12,7 @@
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Operator.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
 #include <climits>
@@ -90,6 +91,18 @@ bool is_integer_pair(Type* t, const DataLayout& dl, unsigned* w0 = nullptr, unsi
 }
 
 uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
+
+// The layout stamp computes sizes, offsets and strides with: the x86-64 target's,
+// which the llvm back end imposes on every module it emits (the llvm half
+// included), not the module's own. A module whose data layout differs (none at
+// all, 32-bit pointers, another i128 alignment) would otherwise get stamp code
+// that disagrees with llvm's about where things are. A new DataLayout per module:
+// one caches struct layouts by StructType address, which must not outlive the
+// module's context (a later context may reuse the address for another type).
+DataLayout target_data_layout() {
+  static const std::string text = Triple("x86_64-unknown-linux-gnu").computeDataLayout();
+  return DataLayout(text);
+}
 
 class FunctionExporter {
  public:
@@ -860,7 +873,7 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
 
 std::string export_globals(const llvm::Module& module, std::vector<StampData>& out) {
   using namespace llvm;
-  const DataLayout& dl = module.getDataLayout();
+  const DataLayout dl = target_data_layout();
   if (!module.getModuleInlineAsm().empty()) return "module inline asm";
   if (!module.alias_empty()) return "aliases";
   if (!module.ifunc_empty()) return "ifuncs";
@@ -970,7 +983,7 @@ static std::unordered_map<const llvm::Function*, std::string> pinned_to_llvm(con
 
 FlatExport export_flat(const llvm::Module& module) {
   FlatExport out;
-  const llvm::DataLayout& dl = module.getDataLayout();
+  const llvm::DataLayout dl = target_data_layout();
   std::unordered_map<const llvm::GlobalValue*, uint32_t> symbol_index;
   std::unordered_map<std::string, uint32_t> library_index;
   const auto pinned = pinned_to_llvm(module);

@@ -419,3 +419,61 @@ TEST_CASE("extern_weak declarations are weak undefined symbols; weak definitions
     CHECK(actual.out == expected.out);
   }
 }
+
+// A module's own data layout may disagree with the x86-64 target's (32-bit pointers
+// under a plain x86-64 triple, no layout at all): the llvm back end imposes the
+// target's, so stamp must compute sizes, offsets and strides with it too, or its
+// code and llvm's (and the globals the llvm half lays out) disagree.
+TEST_CASE("stamp lays out with the target's data layout, as llvm does, whatever the module says", "[stamp_defects]") {
+  const char* body = R"(
+target triple = "x86_64-unknown-linux-gnu"
+@gs = global { i8, i64, i128, ptr } { i8 1, i64 2, i128 3, ptr @gs }
+define i64 @offsets(ptr %p) {
+  %a = getelementptr ptr, ptr %p, i64 1
+  %b = getelementptr { i8, i128 }, ptr %p, i64 0, i32 1
+  %c = getelementptr { i8, i64 }, ptr %p, i64 0, i32 1
+  %d = getelementptr x86_fp80, ptr %p, i64 1
+  %base = ptrtoint ptr %p to i64
+  %ai = ptrtoint ptr %a to i64
+  %bi = ptrtoint ptr %b to i64
+  %ci = ptrtoint ptr %c to i64
+  %di = ptrtoint ptr %d to i64
+  %ao = sub i64 %ai, %base
+  %bo = sub i64 %bi, %base
+  %co = sub i64 %ci, %base
+  %do = sub i64 %di, %base
+  %b100 = mul i64 %bo, 100
+  %c10k = mul i64 %co, 10000
+  %d1m = mul i64 %do, 1000000
+  %s1 = add i64 %ao, %b100
+  %s2 = add i64 %s1, %c10k
+  %s3 = add i64 %s2, %d1m
+  %q = getelementptr i8, ptr @gs, i64 16
+  %low = load i64, ptr %q
+  %r = getelementptr i8, ptr @gs, i64 32
+  %self = load ptr, ptr %r
+  %same = icmp eq ptr %self, @gs
+  %same64 = zext i1 %same to i64
+  %l = mul i64 %low, 1000000000
+  %t = add i64 %s3, %l
+  %u = mul i64 %same64, 10000000000
+  %v = add i64 %t, %u
+  ret i64 %v
+}
+)";
+  kiln_test::ScratchDir dir;
+  write_file_atomic(dir.path + "/driver.c", "#include <stdio.h>\nlong long offsets(void*);\n"
+                                            "int main(void) { char b[64]; printf(\"%lld\\n\", offsets(b)); return 0; }\n");
+  for (const char* layout : {"e-m:e-p:32:32-i64:32-i128:64-f80:32-n8:16:32-S32", ""}) {
+    INFO("module data layout '" << layout << "'");
+    std::string ir = (*layout ? "target datalayout = \"" + std::string(layout) + "\"\n" : std::string()) + body;
+    std::string bitcode = kiln_test::bitcode_from_ir(ir);
+    Run expected = build_and_run("llvm", bitcode, dir.path, {dir.path + "/driver.c"});
+    EmitCounts counts;
+    Run actual = build_and_run("stamp", bitcode, dir.path, {dir.path + "/driver.c"}, &counts);
+    // ptr 8, {i8, i128} 16, {i8, i64} 8, x86_fp80 16; the i128 at 16, the pointer at 32.
+    CHECK(expected.out == "13016081608\n");
+    CHECK(actual.out == expected.out);
+    CHECK(counts.functions_stamp == 1);
+  }
+}
