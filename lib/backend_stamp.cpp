@@ -38,7 +38,11 @@ std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, 
 }
 
 std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, const StampOutput& code) {
-  return write_stamp_object(stamp_object_parts(plan.flat.flat, code).view, module.getSourceFileName(), plan.data);
+  StampObjectParts parts = stamp_object_parts(plan.flat.flat, code);
+  // extern_weak and hidden declarations: the flat module knows them, the parts do not.
+  parts.view.undefined = plan.flat.flat.undefined.data();
+  parts.view.undefined_count = static_cast<uint32_t>(plan.flat.flat.undefined.size());
+  return write_stamp_object(parts.view, module.getSourceFileName(), plan.data);
 }
 
 EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label) {

@@ -78,6 +78,9 @@ std::string triple_problem(const std::string& triple_text) {
   if (triple_text.empty()) return "no target triple";
   llvm::Triple t(triple_text);
   if (t.getArch() != llvm::Triple::x86_64) return "target " + triple_text + " is not x86-64";
+  // x32 (gnux32, muslx32) is x86-64 code with 32-bit pointers in ELF32 objects:
+  // every back end here writes ELF64 with 64-bit pointers, so it would be wrong.
+  if (t.isX32()) return "target " + triple_text + " is x32 (32-bit pointers), not 64-bit x86-64";
   if (t.getOS() != llvm::Triple::Linux) return "target " + triple_text + " is not Linux";
   if (t.getObjectFormat() != llvm::Triple::ELF) return "target " + triple_text + " does not use ELF";
   return "";

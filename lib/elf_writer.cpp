@@ -217,6 +217,15 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
     return it->second;
   };
 
+  // Undefined symbols that are weak or not of default visibility, by canonical name.
+  std::vector<const UndefinedSymbol*> undefined_of(names.size(), nullptr);
+  for (uint32_t u = 0; v.undefined && u < v.undefined_count; ++u) {
+    if (v.undefined[u].name.empty()) continue;
+    uint32_t c = name_index(v.undefined[u].name);
+    if (undefined_of.size() < names.size()) undefined_of.resize(names.size(), nullptr);
+    undefined_of[c] = &v.undefined[u];
+  }
+
   // Check the input.
   std::vector<uint32_t> code_sizes(F);
   std::vector<uint8_t> defined(names.size() + data.size(), 0);
@@ -456,7 +465,12 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
   }
   auto symbol_for = [&](uint32_t name) {
     uint32_t c = canon[name];
-    if (!symbol_of_name[c]) symbol_of_name[c] = add_symbol(names[c], STB_GLOBAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
+    if (!symbol_of_name[c]) {
+      const UndefinedSymbol* u = c < undefined_of.size() ? undefined_of[c] : nullptr;
+      // extern_weak: a weak undefined symbol resolves to 0 when nothing defines it.
+      unsigned char bind = u && u->binding == SymbolBinding::weak ? STB_WEAK : STB_GLOBAL;
+      symbol_of_name[c] = add_symbol(names[c], bind, STT_NOTYPE, u ? st_other_for(u->visibility) : STV_DEFAULT, SHN_UNDEF, 0);
+    }
     return symbol_of_name[c];
   };
 
@@ -576,7 +590,7 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
 }
 
 std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name,
-                               const std::vector<StampData>& data) {
+                               const std::vector<StampData>& data, const std::vector<UndefinedSymbol>& undefined) {
   // Flatten the records into the view's arrays: names by index, code back to back.
   std::vector<std::string> names;
   std::unordered_map<std::string, uint32_t> index;
@@ -634,6 +648,8 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
   v.lsda = lsda.data();
   v.lsda_start = lsda_start.data();
   v.lsda_size = lsda_size.data();
+  v.undefined = undefined.data();
+  v.undefined_count = static_cast<uint32_t>(undefined.size());
   return write_stamp_object(v, source_file_name, data);
 }
 

@@ -6,11 +6,13 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GetElementPtrTypeIterator.h>
 #include <llvm/IR/GlobalAlias.h>
+#include <llvm/IR/GlobalIFunc.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Operator.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
 #include <climits>
@@ -89,6 +91,18 @@ bool is_integer_pair(Type* t, const DataLayout& dl, unsigned* w0 = nullptr, unsi
 }
 
 uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
+
+// The layout stamp computes sizes, offsets and strides with: the x86-64 target's,
+// which the llvm back end imposes on every module it emits (the llvm half
+// included), not the module's own. A module whose data layout differs (none at
+// all, 32-bit pointers, another i128 alignment) would otherwise get stamp code
+// that disagrees with llvm's about where things are. A new DataLayout per module:
+// one caches struct layouts by StructType address, which must not outlive the
+// module's context (a later context may reuse the address for another type).
+DataLayout target_data_layout() {
+  static const std::string text = Triple("x86_64-unknown-linux-gnu").computeDataLayout();
+  return DataLayout(text);
+}
 
 class FunctionExporter {
  public:
@@ -232,13 +246,8 @@ class FunctionExporter {
     } else if (auto* bb = dyn_cast<BasicBlock>(v)) {
       op.kind = kOperandBlock;
       op.index = block_index_.at(bb);
-    } else if (auto* ci = dyn_cast<ConstantInt>(v)) {
-      op.kind = kOperandConst;
-      if (ci->getBitWidth() > 64) reason("integer constant wider than 64 bits");
-      else op.imm = static_cast<int64_t>(ci->getZExtValue());
-    } else if (auto* fp = dyn_cast<ConstantFP>(v)) {
-      op.kind = kOperandConst;
-      op.imm = static_cast<int64_t>(fp->getValueAPF().bitcastToAPInt().getZExtValue());
+    } else if (isa<ConstantInt>(v) || isa<ConstantFP>(v)) {
+      scalar_constant(cast<Constant>(v), op);
     } else if (isa<ConstantPointerNull>(v)) {
       op.kind = kOperandConst;
     } else if (isa<UndefValue>(v)) {  // undef and poison
@@ -257,6 +266,23 @@ class FunctionExporter {
                                             : "kind " + std::to_string(v->getValueID())));
     }
     return op;
+  }
+
+  // An integer or floating-point constant as the 64-bit immediate stamp keeps. Wider
+  // ones (i128, x86_fp80, fp128, ppc_fp128) do not fit an immediate: getZExtValue
+  // would assert, so they are reasons. A splat ConstantInt/ConstantFP of vector
+  // type is one element standing for many: not an immediate either.
+  void scalar_constant(const Constant* c, FlatOperand& op) {
+    op.kind = kOperandConst;
+    if (c->getType()->isVectorTy()) return reason("vector splat constant");
+    if (auto* ci = dyn_cast<ConstantInt>(c)) {
+      if (ci->getBitWidth() > 64) return reason("integer constant wider than 64 bits");
+      op.imm = static_cast<int64_t>(ci->getZExtValue());
+      return;
+    }
+    APInt bits = cast<ConstantFP>(c)->getValueAPF().bitcastToAPInt();
+    if (bits.getBitWidth() > 64) return reason("floating-point constant wider than 64 bits");
+    op.imm = static_cast<int64_t>(bits.getZExtValue());
   }
 
   // Constant expressions stamp folds: a global plus a constant offset, and casts of it.
@@ -498,8 +524,11 @@ class FunctionExporter {
       }
       int64_t stride = static_cast<int64_t>(it.getSequentialElementStride(dl_));
       if (auto* c = dyn_cast<ConstantInt>(idx)) {
+        int64_t term = 0;
         if (c->getBitWidth() > 64) reason("getelementptr index wider than 64 bits");
-        else constant += c->getSExtValue() * stride;
+        // Checked: a wrapped product or sum could look small and pass the 2 GiB test.
+        else if (__builtin_mul_overflow(c->getSExtValue(), stride, &term) || __builtin_add_overflow(constant, term, &constant))
+          reason("getelementptr offset beyond 2 GiB");
         continue;
       }
       if (stride > INT32_MAX) reason("getelementptr stride beyond 2 GiB");
@@ -543,7 +572,11 @@ class FunctionExporter {
         if (!a.isStaticAlloca() || !count) reason("dynamic alloca");
         if (a.getAlign().value() > 4096) reason("alloca aligned beyond 4096 bytes");
         FlatInst& fi = emit(inst, kOpAlloca);
-        uint64_t size = dl_.getTypeAllocSize(a.getAllocatedType()) * (count ? count->getZExtValue() : 1);
+        // A count beyond 2^30 (or any count wider than 64 bits) is too large anyway;
+        // the product below must not overflow into something small.
+        uint64_t elems = !count ? 1 : count->getValue().getActiveBits() <= 31 ? count->getZExtValue() : (1ull << 31);
+        uint64_t elem_size = dl_.getTypeAllocSize(a.getAllocatedType());
+        uint64_t size = elem_size > (1ull << 31) ? (1ull << 31) : elem_size * elems;
         if (size > (1u << 30)) reason("alloca larger than 1 GiB");
         fi.aux32 = static_cast<uint32_t>(size);
         fi.imm = static_cast<int64_t>(a.getAlign().value());
@@ -749,6 +782,8 @@ class FunctionExporter {
   uint8_t ret_w0_ = 0, ret_w1_ = 0;
 };
 
+bool reserved_name_or_empty(const GlobalValue& gv) { return !gv.hasName() || gv.getName().starts_with("llvm."); }
+
 SymbolBinding binding_of(const GlobalValue& gv) {
   if (gv.hasLocalLinkage()) return SymbolBinding::local;
   if (gv.hasWeakLinkage() || gv.hasLinkOnceLinkage() || gv.hasExternalWeakLinkage()) return SymbolBinding::weak;
@@ -771,6 +806,19 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
                            uint64_t offset, std::vector<StampRelocation>& relocs) {
   using namespace llvm;
   if (isa<UndefValue>(c) || isa<ConstantAggregateZero>(c) || isa<ConstantPointerNull>(c)) return "";
+  // Every write below stays inside the global's bytes: a layout this code gets wrong
+  // must give a reason, never a write past the buffer.
+  if (offset > bytes.size() || dl.getTypeStoreSize(c->getType()) > bytes.size() - offset)
+    return "global initializer: constant outside its global";
+  if (auto* vt = dyn_cast<VectorType>(c->getType())) {
+    // Vectors are packed bit by bit: elements narrower than their allocation (i1,
+    // i24, x86_fp80, ...) do not sit at multiples of the allocation size. And a
+    // vector-typed ConstantInt/ConstantFP is a splat that one immediate does not fill.
+    Type* e = vt->getElementType();
+    if (isa<ConstantInt>(c) || isa<ConstantFP>(c)) return "global initializer: vector splat constant";
+    if (dl.getTypeSizeInBits(e) != 8 * dl.getTypeAllocSize(e))
+      return "global initializer: vector of " + std::to_string(dl.getTypeSizeInBits(e).getFixedValue()) + "-bit elements";
+  }
   auto put_apint = [&](const APInt& v) {
     uint64_t n = dl.getTypeStoreSize(c->getType());
     for (uint64_t i = 0; i < n && i * 8 < v.getBitWidth(); ++i)
@@ -825,7 +873,7 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
 
 std::string export_globals(const llvm::Module& module, std::vector<StampData>& out) {
   using namespace llvm;
-  const DataLayout& dl = module.getDataLayout();
+  const DataLayout dl = target_data_layout();
   if (!module.getModuleInlineAsm().empty()) return "module inline asm";
   if (!module.alias_empty()) return "aliases";
   if (!module.ifunc_empty()) return "ifuncs";
@@ -911,15 +959,41 @@ void FlatModuleData::resolve_symbol_names() {
   }
 }
 
+// Functions that must stay definitions in the llvm half: an alias must point to a
+// definition in its own object, and so must an ifunc's resolver (the verifier
+// refuses the llvm half otherwise, and the symbols could not be emitted apart from
+// their target). stamp leaves these functions to llvm, with a reason.
+static std::unordered_map<const llvm::Function*, std::string> pinned_to_llvm(const llvm::Module& module) {
+  std::unordered_map<const llvm::Function*, std::string> pinned;
+  // The verifier wants every global named anywhere in an aliasee expression defined
+  // (through other aliases too), not only the base object: walk them all.
+  std::set<const llvm::Constant*> seen;
+  std::function<void(const llvm::Constant*)> walk = [&](const llvm::Constant* c) {
+    if (!seen.insert(c).second) return;
+    if (auto* f = llvm::dyn_cast<llvm::Function>(c)) pinned.emplace(f, "target of an alias");
+    else if (auto* a = llvm::dyn_cast<llvm::GlobalAlias>(c)) walk(a->getAliasee());
+    else if (!llvm::isa<llvm::GlobalValue>(c))
+      for (const llvm::Use& u : c->operands()) walk(llvm::cast<llvm::Constant>(u.get()));
+  };
+  for (const llvm::GlobalAlias& a : module.aliases()) walk(a.getAliasee());
+  for (const llvm::GlobalIFunc& i : module.ifuncs())
+    if (const llvm::Function* f = i.getResolverFunction()) pinned.emplace(f, "ifunc resolver");
+  return pinned;
+}
+
 FlatExport export_flat(const llvm::Module& module) {
   FlatExport out;
-  const llvm::DataLayout& dl = module.getDataLayout();
+  const llvm::DataLayout dl = target_data_layout();
   std::unordered_map<const llvm::GlobalValue*, uint32_t> symbol_index;
   std::unordered_map<std::string, uint32_t> library_index;
+  const auto pinned = pinned_to_llvm(module);
   for (const llvm::Function& f : module) {
     bool stamp = false;
     if (!f.isDeclaration()) {
       FunctionExporter ex(module, dl, out.flat, symbol_index, library_index, f);
+      // A reason found before run() stops the commit like any other; run() still
+      // finds and reports all the others.
+      if (auto it = pinned.find(&f); it != pinned.end()) ex.reasons.push_back(it->second);
       stamp = ex.run();
       FunctionVerdict v;
       v.name = f.getName().str();
@@ -940,6 +1014,13 @@ FlatExport export_flat(const llvm::Module& module) {
       }
     }
     out.emitted_by_stamp.push_back(stamp);
+  }
+  // Declarations are never renamed (expose_local_symbols renames definitions only),
+  // so their names can be taken now.
+  for (const llvm::GlobalValue& gv : module.global_values()) {
+    if (!gv.isDeclaration() || (!gv.hasExternalWeakLinkage() && gv.hasDefaultVisibility()) || reserved_name_or_empty(gv))
+      continue;
+    out.flat.undefined.push_back({gv.getName().str(), binding_of(gv), visibility_of(gv)});
   }
   out.flat.resolve_symbol_names();
   return out;

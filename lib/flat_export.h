@@ -36,6 +36,9 @@ struct FlatModuleData {
   std::vector<SymbolBinding> bindings;
   std::vector<SymbolVisibility> visibilities;
   std::vector<std::string> sections;  // empty: .text.NAME
+  // The module's extern_weak declarations and those with non-default visibility, for
+  // the ELF writer (not carried by flat IR files yet).
+  std::vector<UndefinedSymbol> undefined;
 
   FlatModuleView view() const;
   void resolve_symbol_names();  // reads the (possibly renamed) names of symbol_values

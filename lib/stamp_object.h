@@ -64,6 +64,16 @@ struct StampData {
   std::vector<StampRelocation> relocations;
 };
 
+// An undefined symbol that is not a plain reference (a global with default
+// visibility): an extern_weak declaration is weak, so that a missing definition
+// resolves to 0 instead of failing the link, and a hidden or protected declaration
+// keeps its visibility. Local binding means nothing here and is written as global.
+struct UndefinedSymbol {
+  std::string name;
+  SymbolBinding binding = SymbolBinding::global;
+  SymbolVisibility visibility = SymbolVisibility::default_;
+};
+
 // What the stages produced for a module, as the writer reads it: symbol names by index,
 // and per function its name, binding, section and spans of the stages' output arrays
 // (code, relocations whose `symbol` indexes `names`, exception table). No copies and
@@ -87,17 +97,23 @@ struct StampObjectView {
   const uint8_t* lsda = nullptr;
   const uint32_t* lsda_start = nullptr;
   const uint32_t* lsda_size = nullptr;
+  // Optional: how to write the undefined symbols listed here (by name); every other
+  // undefined symbol is a default-visibility global.
+  const UndefinedSymbol* undefined = nullptr;
+  uint32_t undefined_count = 0;
 };
 
 // A relocatable x86-64 ELF object: one SHF_ALLOC|SHF_EXECINSTR section per function
 // (16-byte aligned), .rela for each, .eh_frame with one CIE and one FDE per function
 // (and its .rela.eh_frame), .symtab/.strtab/.shstrtab, and an empty .note.GNU-stack.
-// Symbols referenced by relocations but not defined here are undefined globals.
+// Symbols referenced by relocations but not defined here are undefined globals, or
+// as the view's `undefined` list says (weak, hidden, protected).
 // Deterministic: the same input gives the same bytes.
 std::string write_stamp_object(const StampObjectView& view, const std::string& source_file_name,
                                const std::vector<StampData>& data = {});
 // The same from self-contained records (tests, and callers without a flat module).
 std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name,
-                               const std::vector<StampData>& data = {});
+                               const std::vector<StampData>& data = {},
+                               const std::vector<UndefinedSymbol>& undefined = {});
 
 }  // namespace kiln

@@ -371,6 +371,53 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   CHECK(contains(eh, "pc=00000000...0000000f"));  // load_global's 15 bytes
 }
 
+// extern_weak declarations must stay weak when undefined (a missing definition is
+// 0, not a link error), and hidden or protected declarations keep their visibility,
+// whether code or a global's initializer names them.
+TEST_CASE("undefined symbols are weak or hidden as the undefined list says", "[elf_writer]") {
+  StampFunction uses = function("uses", {0xE8, 0, 0, 0, 0, 0xE8, 0, 0, 0, 0, 0xE8, 0, 0, 0, 0},
+                                {{5, kRelocPlt32, "weak_fn", -4}, {10, kRelocPlt32, "hidden_fn", -4},
+                                 {15, kRelocPlt32, "plain_fn", -4}});
+  StampData table;
+  table.name = "table";
+  table.section = ".data.rel.ro.table";
+  table.align = 8;
+  table.size = 16;
+  table.bytes.assign(16, 0);
+  table.relocations = {{0, 1, "weak_data", 0}, {8, 1, "protected_data", 0}};
+  std::vector<UndefinedSymbol> undefined = {{"weak_fn", SymbolBinding::weak, SymbolVisibility::default_},
+                                            {"hidden_fn", SymbolBinding::global, SymbolVisibility::hidden},
+                                            {"weak_data", SymbolBinding::weak, SymbolVisibility::hidden},
+                                            {"protected_data", SymbolBinding::global, SymbolVisibility::protected_},
+                                            {"never_named", SymbolBinding::weak, SymbolVisibility::default_},
+                                            {"uses", SymbolBinding::weak, SymbolVisibility::hidden}};
+  ObjectInfo info = read_object(write_stamp_object({uses}, "weak.c", {table}, undefined));
+  struct Expect {
+    const char* name;
+    uint8_t binding, other;
+  };
+  for (const Expect& e : {Expect{"weak_fn", llvm::ELF::STB_WEAK, llvm::ELF::STV_DEFAULT},
+                          Expect{"hidden_fn", llvm::ELF::STB_GLOBAL, llvm::ELF::STV_HIDDEN},
+                          Expect{"plain_fn", llvm::ELF::STB_GLOBAL, llvm::ELF::STV_DEFAULT},
+                          Expect{"weak_data", llvm::ELF::STB_WEAK, llvm::ELF::STV_HIDDEN},
+                          Expect{"protected_data", llvm::ELF::STB_GLOBAL, llvm::ELF::STV_PROTECTED}}) {
+    INFO(e.name);
+    const SymbolInfo* s = find_symbol(info, e.name);
+    REQUIRE(s);
+    CHECK(s->section.empty());
+    CHECK(s->binding == e.binding);
+    CHECK(s->other == e.other);
+  }
+  CHECK_FALSE(find_symbol(info, "never_named"));  // listed, but nothing refers to it
+  // A defined symbol keeps its own binding and visibility whatever the list says.
+  const SymbolInfo* defined = find_symbol(info, "uses");
+  REQUIRE(defined);
+  CHECK(defined->binding == llvm::ELF::STB_GLOBAL);
+  CHECK(defined->other == llvm::ELF::STV_DEFAULT);
+  for (size_t i = 0; i < info.symbols.size(); ++i)
+    CHECK((info.symbols[i].binding == llvm::ELF::STB_LOCAL) == (i + 1 < info.symtab_first_global));
+}
+
 TEST_CASE("stamp objects link with C and C++, run, and unwind through stamp frames", "[elf_writer]") {
   Scratch dir;
   write_file_atomic(dir.path + "/stamp.o", write_stamp_object(test_functions(), "unit.c"));
