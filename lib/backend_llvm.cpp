@@ -57,8 +57,7 @@ struct ErrorCollector : llvm::DiagnosticHandler {
       llvm::DiagnosticPrinterRawOStream printer(os);
       di.print(printer);
       os.flush();
-      for (auto& c : first_error)
-        if (c == '\n') c = ' ';
+      first_error = first_error.substr(0, first_error.find('\n'));  // not the source line and caret
       if (first_error.empty()) first_error = "(no message)";
     }
     return true;

@@ -180,6 +180,9 @@ class Supervisor {
       ::setrlimit(RLIMIT_CORE, &no_core);
       int devnull = ::open("/dev/null", O_WRONLY);
       if (devnull >= 0) ::dup2(devnull, 2);
+      // A crash must end the worker with its signal: handlers the tool's process has
+      // (LLVM's stack dumper, a test framework's) would report it as their own.
+      for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP}) ::signal(sig, SIG_DFL);
       g_slot = &slots_[k];
       install_llvm_fatal_handlers();
       worker_main(sv[1], job_, label_);
