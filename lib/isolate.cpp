@@ -174,14 +174,12 @@ class Supervisor {
       for (auto& p : procs_)
         if (p.fd >= 0) ::close(p.fd);
       ::close(sv[0]);
-      // Crashes are expected here and reported by the supervisor: no core files, and
-      // no LLVM stack dumps on the tool's stderr.
+      // Crashes are expected here and reported by the supervisor: no core files.
       struct rlimit no_core{0, 0};
       ::setrlimit(RLIMIT_CORE, &no_core);
-      int devnull = ::open("/dev/null", O_WRONLY);
-      if (devnull >= 0) ::dup2(devnull, 2);
-      // A crash must end the worker with its signal: handlers the tool's process has
-      // (LLVM's stack dumper, a test framework's) would report it as their own.
+      // A crash must end the worker with its signal and nothing on stderr (which stays
+      // the tool's, for what a cmd: back end says): handlers the process has (LLVM's
+      // stack dumper, a test framework's) would print their own report.
       for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP}) ::signal(sig, SIG_DFL);
       g_slot = &slots_[k];
       install_llvm_fatal_handlers();
