@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -174,6 +175,8 @@ class Supervisor {
       for (auto& p : procs_)
         if (p.fd >= 0) ::close(p.fd);
       ::close(sv[0]);
+      // A worker left running by a supervisor that was killed would only waste time.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       // Crashes are expected here and reported by the supervisor: no core files.
       struct rlimit no_core{0, 0};
       ::setrlimit(RLIMIT_CORE, &no_core);

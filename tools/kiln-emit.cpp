@@ -96,4 +96,9 @@ static int body(int argc, char** argv) {
   return kExitOk;
 }
 
-int main(int argc, char** argv) { return kiln::run_tool("kiln-emit", body, argc, argv); }
+int main(int argc, char** argv) {
+  // LLVM work outside the workers too: a fatal error is one line and exit 3, not
+  // "LLVM ERROR" and exit 1.
+  kiln::install_llvm_fatal_handlers();
+  return kiln::run_tool("kiln-emit", body, argc, argv);
+}

@@ -2,6 +2,7 @@
 #include <llvm/Support/ErrorHandling.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -200,4 +201,28 @@ define void @f() {
     CHECK(std::string(e.what()) == dir.path + "/asm.bc: LLVM: <inline asm>:1:2: invalid instruction mnemonic 'bogus_instruction'");
   }
   CHECK(!path_exists(dir.path + "/out.o"));
+}
+
+TEST_CASE("outside a worker, an LLVM fatal error is one line and exit status 3", "[emit][isolate]") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(fds[1], 2);
+    install_llvm_fatal_handlers();
+    LlvmStage stage("generating code");
+    llvm::report_fatal_error("64-bit code requested on a subtarget that doesn't support it!", false);
+  }
+  ::close(fds[1]);
+  std::string said;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == kExitBadInput);
+  CHECK(said == std::string(program_invocation_short_name) +
+                    ": error: LLVM ERROR while generating code: 64-bit code requested on a subtarget that doesn't support it!\n");
 }
