@@ -153,7 +153,7 @@ static int body(int argc, char** argv) {
   app.add_option("input", input, "a corpus directory or one bitcode file")->required();
   app.add_flag("--json", json, "print JSON (summary for a corpus, the record for a file)");
   app.add_option("--explain", explain, "print every fact and reason for one module id (or id prefix)");
-  app.add_option("-j,--jobs", jobs, "worker threads");
+  app.add_option("-j,--jobs", jobs, "worker processes and threads for a corpus");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -34,7 +34,7 @@ static int body(int argc, char** argv) {
   app.add_option("--out", out_dir, "directory for a corpus's objects (ID.o) and receipts");
   app.add_option("--backend", backend, "llvm, stamp, or 'cmd:TOOL {in} -o {out}'");
   app.add_option("--profile", profile, "fast, balanced or release")->check(CLI::IsMember({"fast", "balanced", "release"}));
-  app.add_option("-j,--jobs", jobs, "worker threads for a corpus");
+  app.add_option("-j,--jobs", jobs, "worker processes for a corpus");
   app.add_option("--receipt", receipt_path, "also write the receipt (single file) here");
   std::string flat_path;
   app.add_option("--export-flat", flat_path, "write the module's stamp functions as a flat IR file");
