@@ -161,7 +161,10 @@ static int body(int argc, char** argv) {
   }
 
   if (app.count("--explain") && explain.empty()) throw KilnError(kExitUsage, "", "--explain needs a module id (or id prefix)");
-  if (!is_directory(input)) return census_file(input, json);
+  if (!is_directory(input)) {
+    if (!explain.empty()) throw KilnError(kExitUsage, input, "--explain is for a corpus; a file's census explains it");
+    return census_file(input, json);
+  }
 
   Corpus corpus = Corpus::open(input);
   std::vector<ModuleRecord> modules = corpus.modules();

@@ -87,6 +87,7 @@ check "and nothing is written" test ! -e somewhere -a ! -e one.o
 expect_error 2 "-o is for a single file" kiln-emit G -o x.o --out out3
 check "and nothing is written" test ! -e x.o -a ! -e out3
 expect_error 2 "--explain needs a module id" kiln-census G --explain ''
+expect_error 2 "--explain is for a corpus" kiln-census good1.bc --explain abc
 
 # A file cut short inside the magic number is truncated bitcode, not "a text file".
 printf 'BC' > bc2.bc
