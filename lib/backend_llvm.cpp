@@ -1,6 +1,9 @@
 #include "backend_llvm.h"
 
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -15,6 +18,7 @@
 
 #include "bitcode.h"
 #include "error.h"
+#include "isolate.h"
 #include "timeutil.h"
 
 namespace kiln {
@@ -40,8 +44,30 @@ static llvm::CodeGenOptLevel opt_level_for(Profile p) {
   return llvm::CodeGenOptLevel::None;
 }
 
+namespace {
+// LLVM reports some errors in code generation (bad inline asm, unsupported features)
+// as diagnostics; without a handler it prints them and calls exit(1), ending the
+// whole tool. This keeps the first one, to fail that module with it.
+struct ErrorCollector : llvm::DiagnosticHandler {
+  std::string first_error;
+  bool handleDiagnostics(const llvm::DiagnosticInfo& di) override {
+    if (di.getSeverity() != llvm::DS_Error) return false;  // warnings and remarks as before
+    if (first_error.empty()) {
+      llvm::raw_string_ostream os(first_error);
+      llvm::DiagnosticPrinterRawOStream printer(os);
+      di.print(printer);
+      os.flush();
+      first_error = first_error.substr(0, first_error.find('\n'));  // not the source line and caret
+      if (first_error.empty()) first_error = "(no message)";
+    }
+    return true;
+  }
+};
+}  // namespace
+
 LlvmBackend::LlvmBackend(Profile profile) : profile_(profile), context_(std::make_unique<llvm::LLVMContext>()) {
   initialize_llvm_x86();
+  context_->setDiagnosticHandler(std::make_unique<ErrorCollector>());
   llvm::Triple triple("x86_64-unknown-linux-gnu");
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
@@ -69,10 +95,15 @@ std::string LlvmBackend::codegen(llvm::Module& module, const std::string& label)
   module.setDataLayout(machine_->createDataLayout());
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
+  LlvmStage stage("generating code");
   llvm::legacy::PassManager pm;
   if (machine_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
     throw KilnError(kExitInternal, label, "LLVM cannot emit objects for this target");
+  // The context's handler is ours when the module was parsed by this back end.
+  auto* errors = const_cast<ErrorCollector*>(dynamic_cast<const ErrorCollector*>(module.getContext().getDiagHandlerPtr()));
+  if (errors) errors->first_error.clear();
   pm.run(module);
+  if (errors && !errors->first_error.empty()) throw KilnError(kExitBadInput, label, "LLVM: " + errors->first_error);
   return std::string(buffer.data(), buffer.size());
 }
 

@@ -9,6 +9,7 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include "error.h"
+#include "isolate.h"
 
 namespace kiln {
 
@@ -34,8 +35,18 @@ std::string describe_foreign_bytes(std::string_view b) {
   return "unknown binary data";
 }
 
+// True when the bytes are a proper prefix of a bitcode magic number (a file cut
+// short inside it), e.g. "BC" or "BC\xC0".
+static bool is_cut_magic(std::string_view b) {
+  static constexpr std::string_view raw("BC\xC0\xDE", 4), wrapper("\xDE\xC0\x17\x0B", 4);
+  return b.size() >= 2 && b.size() < 4 && (raw.substr(0, b.size()) == b || wrapper.substr(0, b.size()) == b);
+}
+
 void check_bitcode_magic(std::string_view bytes, const std::string& path) {
   if (bytes.empty()) throw KilnError(kExitBadInput, path, "empty file, not LLVM bitcode");
+  if (is_cut_magic(bytes))
+    throw KilnError(kExitBadInput, path,
+                    "truncated bitcode: " + std::to_string(bytes.size()) + " bytes, shorter than the 4-byte magic number");
   if (!has_bitcode_magic(bytes))
     throw KilnError(kExitBadInput, path, "not LLVM bitcode (looks like " + describe_foreign_bytes(bytes) + ")");
 }
@@ -43,6 +54,7 @@ void check_bitcode_magic(std::string_view bytes, const std::string& path) {
 std::unique_ptr<llvm::Module> parse_bitcode(llvm::LLVMContext& ctx, std::string_view bytes, const std::string& path) {
   check_bitcode_magic(bytes, path);
   llvm::MemoryBufferRef ref(llvm::StringRef(bytes.data(), bytes.size()), path);
+  LlvmStage stage("parsing");
   auto parsed = llvm::parseBitcodeFile(ref, ctx);
   if (!parsed) {
     std::string message = llvm::toString(parsed.takeError());
@@ -55,6 +67,7 @@ std::unique_ptr<llvm::Module> parse_bitcode(llvm::LLVMContext& ctx, std::string_
 }
 
 std::string bitcode_triple(std::string_view bytes) {
+  LlvmStage stage("reading the triple");
   llvm::MemoryBufferRef ref(llvm::StringRef(bytes.data(), bytes.size()), "");
   auto t = llvm::getBitcodeTargetTriple(ref);
   if (!t) {
@@ -65,6 +78,7 @@ std::string bitcode_triple(std::string_view bytes) {
 }
 
 std::string bitcode_producer(std::string_view bytes) {
+  LlvmStage stage("reading the producer");
   llvm::MemoryBufferRef ref(llvm::StringRef(bytes.data(), bytes.size()), "");
   auto p = llvm::getBitcodeProducerString(ref);
   if (!p) {
@@ -89,6 +103,7 @@ std::string triple_problem(const std::string& triple_text) {
 std::string verify_problem(const llvm::Module& module) {
   std::string text;
   llvm::raw_string_ostream os(text);
+  LlvmStage stage("verifying");
   if (!llvm::verifyModule(module, &os)) return "";
   os.flush();
   auto nl = text.find('\n');

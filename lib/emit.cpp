@@ -2,15 +2,15 @@
 
 #include <llvm/Config/llvm-config.h>
 
-#include <atomic>
-#include <mutex>
-#include <thread>
+#include <cstdio>
+#include <memory>
 #include <vector>
 
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
 #include "hash.h"
+#include "isolate.h"
 #include "json.h"
 #include "progress.h"
 #include "timeutil.h"
@@ -53,55 +53,79 @@ EmitFileResult emit_file(const std::string& in_path, const std::string& out_path
   return out;
 }
 
+std::string emit_file_isolated(const std::string& in_path, const std::string& out_path, const std::string& backend_spec,
+                               Profile profile) {
+  make_backend(backend_spec, profile);  // a bad spec is a usage error, not the input's
+  // The worker writes the object (atomically): a crash leaves nothing behind.
+  return run_isolated_one(in_path, [&] { return emit_file(in_path, out_path, backend_spec, profile).receipt; });
+}
+
+namespace {
+
+// What a worker sends back for one module: "+RECEIPT" or "-ERROR\nRECEIPT".
+std::string emit_one_module(Backend& backend, const Corpus& corpus, const ModuleRecord& m, const std::string& label,
+                            const std::string& out_dir, Profile profile) {
+  EmitResult r;
+  std::string error;
+  try {
+    Stopwatch clock;
+    std::string bytes = corpus.load_blob(m.id);
+    double read_s = clock.lap();
+    r = backend.emit(bytes, label);
+    r.stages.read += read_s;
+    clock.lap();
+    write_file_atomic(out_dir + "/" + m.id + ".o", r.object);
+    r.stages.write += clock.lap();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  std::string receipt = receipt_json({m.id, label, backend.name(), profile_name(profile), "kiln-emit"}, r, error);
+  return error.empty() ? "+" + receipt : "-" + error + "\n" + receipt;
+}
+
+}  // namespace
+
 CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& out_dir,
                               const std::string& backend_spec, Profile profile, unsigned jobs) {
   Corpus corpus = Corpus::open(corpus_dir);
   std::vector<ModuleRecord> modules = corpus.modules();
   make_dirs(out_dir);
-  make_backend(backend_spec, profile);  // reject a bad spec before starting threads
+  std::string backend_name = make_backend(backend_spec, profile)->name();  // reject a bad spec before the workers
   CorpusEmitSummary summary;
   summary.modules = modules.size();
-  std::atomic<size_t> next{0}, emitted{0}, failed{0};
-  std::mutex first_error_mutex;
   std::string first_error;
   Progress progress("kiln-emit", modules.size());
   Stopwatch total;
   std::string receipts_path = out_dir + "/receipts.jsonl";
-  auto worker = [&] {
-    auto backend = make_backend(backend_spec, profile);
-    for (size_t i; (i = next.fetch_add(1)) < modules.size();) {
-      const ModuleRecord& m = modules[i];
-      std::string label = corpus_dir + "/" + m.id;
-      EmitResult r;
-      std::string error;
-      try {
-        Stopwatch clock;
-        std::string bytes = corpus.load_blob(m.id);
-        double read_s = clock.lap();
-        r = backend->emit(bytes, label);
-        r.stages.read += read_s;
-        clock.lap();
-        write_file_atomic(out_dir + "/" + m.id + ".o", r.object);
-        r.stages.write += clock.lap();
-        emitted++;
-      } catch (const std::exception& e) {
-        error = e.what();
-        failed++;
-        std::lock_guard<std::mutex> lock(first_error_mutex);
-        if (first_error.empty()) first_error = error;
-      }
-      std::string line = receipt_json({m.id, label, backend->name(), profile_name(profile), "kiln-emit"}, r, error);
-      corpus.append_receipt(line);
-      append_line_locked(receipts_path, line);
-      progress.advance();
-    }
+  auto label = [&](size_t i) { return corpus_dir + "/" + modules[i].id; };
+  // Modules are emitted in worker processes (each makes its back end once), so that a
+  // module that crashes LLVM or hits one of its fatal errors fails alone. Receipts are
+  // written here, by one thread: an error writing them stops the run with its status.
+  std::unique_ptr<Backend> backend;
+  auto job = [&](size_t i) {
+    if (!backend) backend = make_backend(backend_spec, profile);
+    return emit_one_module(*backend, corpus, modules[i], label(i), out_dir, profile);
   };
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < std::max(1u, jobs); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  auto done = [&](size_t i, IsolatedResult result) {
+    std::string error, line;
+    if (result.ok && result.text.rfind('+', 0) == 0) {
+      line = result.text.substr(1);
+    } else if (result.ok) {
+      size_t nl = result.text.find('\n');
+      error = result.text.substr(1, nl - 1);
+      line = result.text.substr(nl + 1);
+    } else {
+      error = result.text;
+      line = receipt_json({modules[i].id, label(i), backend_name, profile_name(profile), "kiln-emit"}, EmitResult{}, error);
+    }
+    (error.empty() ? summary.emitted : summary.failed)++;
+    if (!error.empty() && first_error.empty()) first_error = error;
+    corpus.append_receipt(line);
+    append_line_locked(receipts_path, line);
+    progress.advance();
+  };
+  run_isolated(modules.size(), std::max(1u, jobs), job, done, label);
   progress.finish();
-  summary.emitted = emitted;
-  summary.failed = failed;
   summary.seconds = total.seconds();
   if (!first_error.empty()) std::fprintf(stderr, "kiln-emit: first failure: %s\n", first_error.c_str());
   return summary;

@@ -26,12 +26,20 @@ struct EmitFileResult {
 EmitFileResult emit_file(const std::string& in_path, const std::string& out_path, const std::string& backend_spec,
                          Profile profile);
 
+// emit_file in a worker process: a module that crashes LLVM or makes it stop with a
+// fatal error is a KilnError (kExitBadInput) naming in_path, and no object is written.
+// Returns the receipt.
+std::string emit_file_isolated(const std::string& in_path, const std::string& out_path, const std::string& backend_spec,
+                               Profile profile);
+
 struct CorpusEmitSummary {
   size_t modules = 0, emitted = 0, failed = 0;
   double seconds = 0;
 };
-// Emits every module of the corpus into out_dir/ID.o with `jobs` threads, appending a
-// receipt per module to the corpus and to out_dir/receipts.jsonl.
+// Emits every module of the corpus into out_dir/ID.o with `jobs` worker processes,
+// appending a receipt per module to the corpus and to out_dir/receipts.jsonl. A module
+// that crashes LLVM fails alone (its receipt says how); an error writing receipts is
+// thrown (kExitIo) after the workers are stopped.
 CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& out_dir,
                               const std::string& backend_spec, Profile profile, unsigned jobs);
 

@@ -25,6 +25,7 @@
 #include "error.h"
 #include "fs.h"
 #include "hash.h"
+#include "isolate.h"
 #include "json.h"
 #include "progress.h"
 #include "timeutil.h"
@@ -297,6 +298,56 @@ StageSums sum_round(const RoundResult& r) {
   return s;
 }
 
+// A module left out of the rounds: it crashed LLVM, or stopped it with a fatal error.
+struct Excluded {
+  std::string id, error;
+};
+
+// The services run LLVM in this process, across rounds: a module that crashes LLVM
+// there would take the whole replay (and its report) down. So each module is emitted
+// once with every back end that runs LLVM here (llvm, stamp), in worker processes
+// forked before any service starts a thread; those that crash are taken out of
+// `modules` and returned with the reason. Ordinary failures stay: the rounds report them.
+std::vector<Excluded> vet_modules(std::vector<ReplayModule>& modules, const ReplayOptions& options) {
+  std::vector<std::string> in_process;
+  for (const auto& b : options.backends)
+    if (b == "llvm" || b == "stamp") in_process.push_back(b);
+  if (in_process.empty()) return {};
+  std::map<std::string, std::unique_ptr<Backend>> backends;  // per worker process
+  std::vector<std::string> crashed(modules.size());
+  Progress progress("vetting", modules.size());
+  run_isolated(
+      modules.size(), std::max(1u, options.jobs),
+      [&](size_t i) {
+        for (const auto& b : in_process) {
+          auto& backend = backends[b];
+          if (!backend) backend = make_backend(b, options.profile);
+          try {
+            backend->emit(modules[i].bytes, modules[i].id);
+          } catch (const KilnError&) {
+            // Bad input that LLVM reports: the rounds fail it with its reason.
+          }
+        }
+        return std::string();
+      },
+      [&](size_t i, IsolatedResult r) {
+        // The reason without the module id that the report puts beside it.
+        const std::string& id = modules[i].id;
+        if (!r.ok) crashed[i] = r.text.rfind(id + ": ", 0) == 0 ? r.text.substr(id.size() + 2) : r.text;
+        progress.advance();
+      },
+      [&](size_t i) { return modules[i].id; });
+  progress.finish();
+  std::vector<Excluded> excluded;
+  std::vector<ReplayModule> kept;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    if (crashed[i].empty()) kept.push_back(std::move(modules[i]));
+    else excluded.push_back({modules[i].id, crashed[i]});
+  }
+  modules = std::move(kept);
+  return excluded;
+}
+
 }  // namespace
 
 ReplayOutcome run_replay(const ReplayOptions& options) {
@@ -305,6 +356,7 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
   for (const auto& rec : corpus.modules()) modules.push_back({rec.id, corpus.load_blob(rec.id)});
   if (modules.empty()) throw KilnError(kExitBadInput, options.corpus_dir, "the corpus holds no modules");
   if (options.rounds < 1) throw KilnError(kExitUsage, "", "--rounds must be at least 1");
+  std::vector<Excluded> excluded = vet_modules(modules, options);
 
   std::vector<std::unique_ptr<EmissionService>> services;
   if (options.cuda) {
@@ -328,7 +380,8 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
   w.begin_object().field("schema", "kiln-replay-report").field("v", kReplaySchemaVersion)
       .field("corpus", absolute_path(options.corpus_dir)).field("time", iso8601_now())
       .field("profile", profile_name(options.profile)).field("rounds", options.rounds).field("jobs", std::max(1u, options.jobs))
-      .field("modules", static_cast<uint64_t>(modules.size()));
+      .field("modules", static_cast<uint64_t>(modules.size() + excluded.size()))
+      .field("modules_excluded", static_cast<uint64_t>(excluded.size()));
   std::string table;
   char line[512];
   std::snprintf(line, sizeof line, "%-16s %5s %8s %8s %8s %8s %9s %9s %11s %9s %s\n", "service", "round", "wall s",
@@ -544,10 +597,18 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
     }
   }
   w.end_array();
+  w.key("excluded").begin_array();
+  for (const auto& x : excluded) {
+    w.begin_object().field("module", x.id).field("error", x.error).end_object();
+    table += "FAILED: module " + x.id + ", left out of the rounds: " + x.error + "\n";
+  }
+  w.end_array();
+  outcome.failed_modules += excluded.size();
   w.field("unstable_modules", static_cast<uint64_t>(outcome.unstable_modules))
       .field("failed_modules", static_cast<uint64_t>(outcome.failed_modules));
   w.end_object();
-  std::snprintf(line, sizeof line, "\n%zu modules x %d rounds x %zu back end(s): %zu unstable, %zu failed\n", modules.size(),
+  std::snprintf(line, sizeof line, "\n%zu modules x %d rounds x %zu back end(s): %zu unstable, %zu failed\n",
+                modules.size() + excluded.size(),
                 options.rounds, services.size(), outcome.unstable_modules, outcome.failed_modules);
   table += line;
   outcome.report_json = w.str() + "\n";

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <atomic>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -11,11 +12,137 @@
 #include "error.h"
 #include "fs.h"
 #include "hash.h"
+#include "isolate.h"
 #include "progress.h"
 #include "version.h"
 
+namespace {
+
+using namespace kiln;
+
+// The census of a module that crashed LLVM (or hit one of its fatal errors) in a
+// worker: rejected for both back ends, the reason says how. `why` has no label.
+ModuleCensus crashed_census(const std::string& id, const std::string& label, uint64_t bytes, const std::string& why) {
+  ModuleCensus c;
+  c.id = id;
+  c.label = label;
+  c.facts.bytes = bytes;
+  std::string reason = "read: " + why;
+  c.verdicts.push_back({"llvm", "rejected", {reason}});
+  c.verdicts.push_back({"stamp", "rejected", {"llvm: " + reason}});
+  return c;
+}
+
+std::string without_label(const std::string& text, const std::string& label) {
+  return text.rfind(label + ": ", 0) == 0 ? text.substr(label.size() + 2) : text;
+}
+
+// Empty when the module was read as bitcode, else the reason it could not be.
+std::string read_problem(const ModuleCensus& c) {
+  const auto& reasons = c.verdicts.front().reasons;
+  return !reasons.empty() && reasons.front().rfind("read: ", 0) == 0 ? reasons.front().substr(6) : "";
+}
+
+// One module's census in a worker process, shown as text or JSON; a crash becomes
+// a rejected record saying how. Sets *problem to why it could not be read, if so.
+std::string isolated_census(const std::string& bytes, const std::string& id, const std::string& label,
+                            const std::string& crate, bool json, std::string* problem) {
+  auto show = [&](ModuleCensus c) {
+    c.crate = crate;
+    return json ? c.to_json() : census_explain(c);
+  };
+  IsolatedResult result;
+  run_isolated(
+      1, 1,
+      [&](size_t) {
+        ModuleCensus c = census_of_bytes(bytes, id, label);
+        return read_problem(c) + "\n" + show(c);
+      },
+      [&](size_t, IsolatedResult r) { result = std::move(r); }, [&](size_t) { return label; });
+  if (!result.ok && !result.crashed) throw KilnError(static_cast<ExitCode>(result.code), "", result.text);
+  if (result.crashed) {
+    *problem = without_label(result.text, label);
+    return show(crashed_census(id, label, bytes.size(), *problem));
+  }
+  size_t nl = result.text.find('\n');
+  *problem = result.text.substr(0, nl);
+  return result.text.substr(nl + 1);
+}
+
+// One file: the record is printed either way; a file that cannot be read as bitcode
+// also gets the one-line error on stderr, and exit status 3.
+int census_file(const std::string& input, bool json) {
+  std::string bytes = read_file(input), problem;
+  std::string text = isolated_census(bytes, xxh3_128_hex(bytes), input, "", json, &problem);
+  std::printf("%s\n", text.c_str());
+  if (problem.empty()) return kExitOk;
+  std::fflush(stdout);
+  std::fprintf(stderr, "kiln-census: error: %s: %s\n", input.c_str(), problem.c_str());
+  return kExitBadInput;
+}
+
+int explain_module(const Corpus& corpus, const ModuleRecord& m, bool json) {
+  std::string problem;
+  std::printf("%s\n", isolated_census(corpus.load_blob(m.id), m.id, corpus.blob_path(m.id), m.crate, json, &problem).c_str());
+  return kExitOk;
+}
+
+// Every module's census. LLVM first reads each module in worker processes, so that
+// one that crashes it is found without taking the tool down; then the census runs
+// here with threads on the modules that passed (reading twice: the summary needs
+// the records, which only this process has).
+std::vector<ModuleCensus> census_corpus(const Corpus& corpus, const std::vector<ModuleRecord>& modules, unsigned jobs) {
+  std::vector<std::string> crashed(modules.size());
+  {
+    Progress progress("kiln-census: vetting", modules.size());
+    run_isolated(
+        modules.size(), jobs,
+        [&](size_t i) {
+          census_of_bytes(corpus.load_blob(modules[i].id), modules[i].id, corpus.blob_path(modules[i].id));
+          return std::string();
+        },
+        [&](size_t i, IsolatedResult r) {
+          // A missing or corrupt blob is the corpus's fault: stop with its error.
+          if (!r.ok && !r.crashed) throw KilnError(static_cast<ExitCode>(r.code), "", r.text);
+          if (r.crashed) crashed[i] = without_label(r.text, corpus.blob_path(modules[i].id));
+          progress.advance();
+        },
+        [&](size_t i) { return corpus.blob_path(modules[i].id); });
+    progress.finish();
+  }
+  std::vector<ModuleCensus> all(modules.size());
+  std::atomic<size_t> next{0};
+  Progress progress("kiln-census", modules.size());
+  std::mutex error_mutex;
+  std::exception_ptr first_error;
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < modules.size();) {
+      const ModuleRecord& m = modules[i];
+      try {
+        all[i] = crashed[i].empty() ? census_of_bytes(corpus.load_blob(m.id), m.id, corpus.blob_path(m.id))
+                                    : crashed_census(m.id, corpus.blob_path(m.id), m.bytes, crashed[i]);
+        all[i].crate = m.crate;
+      } catch (...) {
+        // Any exception ends the census with its error (one leaving the thread's
+        // function would be std::terminate).
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!first_error) first_error = std::current_exception();
+        next = modules.size();
+      }
+      progress.advance();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::max(1u, jobs); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  progress.finish();
+  if (first_error) std::rethrow_exception(first_error);
+  return all;
+}
+
+}  // namespace
+
 static int body(int argc, char** argv) {
-  using namespace kiln;
   CLI::App app{"Facts about every module and its verdict under each back end's contract, with reasons.\n"
                "  kiln-census CORPUS|FILE.bc [--json] [--explain ID] [-j N]",
                "kiln-census"};
@@ -26,19 +153,17 @@ static int body(int argc, char** argv) {
   app.add_option("input", input, "a corpus directory or one bitcode file")->required();
   app.add_flag("--json", json, "print JSON (summary for a corpus, the record for a file)");
   app.add_option("--explain", explain, "print every fact and reason for one module id (or id prefix)");
-  app.add_option("-j,--jobs", jobs, "worker threads");
+  app.add_option("-j,--jobs", jobs, "worker processes and threads for a corpus");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
 
+  if (app.count("--explain") && explain.empty()) throw KilnError(kExitUsage, "", "--explain needs a module id (or id prefix)");
   if (!is_directory(input)) {
-    std::string bytes = read_file(input);
-    ModuleCensus c = census_of_bytes(bytes, xxh3_128_hex(bytes), input);
-    std::printf("%s\n", json ? c.to_json().c_str() : census_explain(c).c_str());
-    bool readable = c.verdicts.front().reasons.empty() || c.verdicts.front().reasons.front().rfind("read:", 0) != 0;
-    return readable ? kExitOk : kExitBadInput;
+    if (!explain.empty()) throw KilnError(kExitUsage, input, "--explain is for a corpus; a file's census explains it");
+    return census_file(input, json);
   }
 
   Corpus corpus = Corpus::open(input);
@@ -51,35 +176,9 @@ static int body(int argc, char** argv) {
     if (matches.size() > 1)
       throw KilnError(kExitUsage, input, "id prefix " + explain + " matches " + std::to_string(matches.size()) + " modules; give more digits");
     const ModuleRecord& m = *matches.front();
-    ModuleCensus c = census_of_bytes(corpus.load_blob(m.id), m.id, corpus.blob_path(m.id));
-    c.crate = m.crate;
-    std::printf("%s\n", json ? c.to_json().c_str() : census_explain(c).c_str());
-    return kExitOk;
+    return explain_module(corpus, m, json);
   }
-  std::vector<ModuleCensus> all(modules.size());
-  std::atomic<size_t> next{0};
-  Progress progress("kiln-census", modules.size());
-  std::mutex error_mutex;
-  std::unique_ptr<KilnError> first_error;
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < modules.size();) {
-      try {
-        all[i] = census_of_bytes(corpus.load_blob(modules[i].id), modules[i].id, corpus.blob_path(modules[i].id));
-        all[i].crate = modules[i].crate;
-      } catch (const KilnError& e) {
-        // A missing or corrupt blob is the corpus's fault: stop with its error.
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!first_error) first_error = std::make_unique<KilnError>(e);
-        next = modules.size();
-      }
-      progress.advance();
-    }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < std::max(1u, jobs); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
-  progress.finish();
-  if (first_error) throw *first_error;
+  std::vector<ModuleCensus> all = census_corpus(corpus, modules, jobs);
   std::string lines;
   for (const auto& c : all) lines += c.to_json() + "\n";
   // The census is one step's output: rewrite it whole, atomically.
@@ -88,4 +187,9 @@ static int body(int argc, char** argv) {
   return kExitOk;
 }
 
-int main(int argc, char** argv) { return kiln::run_tool("kiln-census", body, argc, argv); }
+int main(int argc, char** argv) {
+  // LLVM work outside the workers too: a fatal error is one line and exit 3, not
+  // "LLVM ERROR" and exit 1.
+  kiln::install_llvm_fatal_handlers();
+  return kiln::run_tool("kiln-census", body, argc, argv);
+}

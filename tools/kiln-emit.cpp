@@ -15,6 +15,7 @@
 #include "emit.h"
 #include "error.h"
 #include "fs.h"
+#include "isolate.h"
 #include "version.h"
 
 static int body(int argc, char** argv) {
@@ -33,7 +34,7 @@ static int body(int argc, char** argv) {
   app.add_option("--out", out_dir, "directory for a corpus's objects (ID.o) and receipts");
   app.add_option("--backend", backend, "llvm, stamp, or 'cmd:TOOL {in} -o {out}'");
   app.add_option("--profile", profile, "fast, balanced or release")->check(CLI::IsMember({"fast", "balanced", "release"}));
-  app.add_option("-j,--jobs", jobs, "worker threads for a corpus");
+  app.add_option("-j,--jobs", jobs, "worker processes for a corpus");
   app.add_option("--receipt", receipt_path, "also write the receipt (single file) here");
   std::string flat_path;
   app.add_option("--export-flat", flat_path, "write the module's stamp functions as a flat IR file");
@@ -43,22 +44,34 @@ static int body(int argc, char** argv) {
     return cli_exit(app, e);
   }
   Profile p = parse_profile(profile);
+  bool corpus = is_directory(input);
+  // Options that belong to the other mode would be ignored: say so instead.
+  if (corpus && !output.empty()) throw KilnError(kExitUsage, input, "-o is for a single file; a corpus takes --out DIR");
+  if (corpus && !receipt_path.empty()) throw KilnError(kExitUsage, input, "--receipt is for a single file");
+  if (corpus && !flat_path.empty()) throw KilnError(kExitUsage, input, "--export-flat is for a single file");
+  if (!corpus && !out_dir.empty()) throw KilnError(kExitUsage, input, "--out is for a corpus; a single file takes -o OUT.o");
   if (!flat_path.empty()) {
     std::string bytes = read_file(input);
-    llvm::LLVMContext ctx;
-    auto module = parse_bitcode(ctx, bytes, input);
-    std::string problem = verify_problem(*module);
-    if (problem.empty()) problem = triple_problem(module->getTargetTriple().str());
-    if (!problem.empty()) throw KilnError(kExitBadInput, input, problem);
-    materialize_aggregate_constants(*module);
-    FlatExport flat = export_flat(*module);
-    if (flat.stamp_functions) expose_local_symbols(*module, xxh3_128_hex(bytes).substr(0, 12));
-    flat.flat.resolve_symbol_names();
-    write_file_atomic(flat_path, write_flat_file(flat.flat, module->getSourceFileName()));
-    std::printf("%zu of %zu functions exported for stamp -> %s\n", flat.stamp_functions, flat.verdicts.size(), flat_path.c_str());
+    // In a worker process: a module that crashes LLVM fails with a line, not a signal.
+    std::string said = run_isolated_one(input, [&] {
+      llvm::LLVMContext ctx;
+      auto module = parse_bitcode(ctx, bytes, input);
+      std::string problem = verify_problem(*module);
+      if (problem.empty()) problem = triple_problem(module->getTargetTriple().str());
+      if (!problem.empty()) throw KilnError(kExitBadInput, input, problem);
+      LlvmStage stage("exporting flat IR");
+      materialize_aggregate_constants(*module);
+      FlatExport flat = export_flat(*module);
+      if (flat.stamp_functions) expose_local_symbols(*module, xxh3_128_hex(bytes).substr(0, 12));
+      flat.flat.resolve_symbol_names();
+      write_file_atomic(flat_path, write_flat_file(flat.flat, module->getSourceFileName()));
+      return std::to_string(flat.stamp_functions) + " of " + std::to_string(flat.verdicts.size()) +
+             " functions exported for stamp -> " + flat_path;
+    });
+    std::printf("%s\n", said.c_str());
     return kExitOk;
   }
-  if (!is_directory(input)) {
+  if (!corpus) {
     std::string bytes = read_file(input);
     if (bytes.compare(0, 8, "KILNFLAT") == 0) {  // a flat IR file: stamp, no LLVM
       if (output.empty()) throw KilnError(kExitUsage, input, "-o OUT.o is required");
@@ -69,7 +82,7 @@ static int body(int argc, char** argv) {
       return kExitOk;
     }
   }
-  if (is_directory(input)) {
+  if (corpus) {
     if (out_dir.empty()) throw KilnError(kExitUsage, input, "a corpus needs --out DIR");
     CorpusEmitSummary s = emit_corpus(input, out_dir, backend, p, jobs);
     std::printf("%zu modules: %zu emitted, %zu failed in %.3f s -> %s\n", s.modules, s.emitted, s.failed, s.seconds,
@@ -77,10 +90,15 @@ static int body(int argc, char** argv) {
     return s.failed ? kExitFailed : kExitOk;
   }
   if (output.empty()) throw KilnError(kExitUsage, input, "-o OUT.o is required for a single file");
-  EmitFileResult r = emit_file(input, output, backend, p);
-  if (!receipt_path.empty()) write_file_atomic(receipt_path, r.receipt + "\n");
-  std::printf("%s\n", r.receipt.c_str());
+  std::string receipt = emit_file_isolated(input, output, backend, p);
+  if (!receipt_path.empty()) write_file_atomic(receipt_path, receipt + "\n");
+  std::printf("%s\n", receipt.c_str());
   return kExitOk;
 }
 
-int main(int argc, char** argv) { return kiln::run_tool("kiln-emit", body, argc, argv); }
+int main(int argc, char** argv) {
+  // LLVM work outside the workers too: a fatal error is one line and exit 3, not
+  // "LLVM ERROR" and exit 1.
+  kiln::install_llvm_fatal_handlers();
+  return kiln::run_tool("kiln-emit", body, argc, argv);
+}

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "isolate.h"
 #include "replay.h"
 #include "version.h"
 
@@ -53,4 +54,9 @@ static int body(int argc, char** argv) {
   return out.unstable_modules || out.failed_modules ? kExitFailed : kExitOk;
 }
 
-int main(int argc, char** argv) { return kiln::run_tool("kiln-replay", body, argc, argv); }
+int main(int argc, char** argv) {
+  // LLVM work outside the workers too: a fatal error is one line and exit 3, not
+  // "LLVM ERROR" and exit 1.
+  kiln::install_llvm_fatal_handlers();
+  return kiln::run_tool("kiln-replay", body, argc, argv);
+}

@@ -31,6 +31,13 @@ TEST_CASE("bitcode reading rejects bad input with one line naming the file", "[b
   CHECK(error_of(good).empty());
 }
 
+TEST_CASE("a file cut short inside the magic number is truncated bitcode, not a text file", "[bitcode]") {
+  CHECK(error_of("BC") == "in.bc: truncated bitcode: 2 bytes, shorter than the 4-byte magic number");
+  CHECK(error_of("BC\xC0") == "in.bc: truncated bitcode: 3 bytes, shorter than the 4-byte magic number");
+  CHECK(error_of("\xDE\xC0\x17") == "in.bc: truncated bitcode: 3 bytes, shorter than the 4-byte magic number");
+  CHECK(error_of("BCxx").rfind("in.bc: not LLVM bitcode", 0) == 0);  // not a prefix of the magic
+}
+
 TEST_CASE("triples other than x86-64 Linux ELF are named as the problem", "[bitcode]") {
   CHECK(triple_problem("x86_64-unknown-linux-gnu").empty());
   CHECK(triple_problem("aarch64-unknown-linux-gnu").find("not x86-64") != std::string::npos);

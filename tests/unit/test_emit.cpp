@@ -1,10 +1,19 @@
 #include <catch2/catch.hpp>
+#include <llvm/Support/ErrorHandling.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <map>
 
 #include "backend.h"
 #include "emit.h"
 #include "error.h"
 #include "fs.h"
 #include "ir_helpers.h"
+#include "isolate.h"
 #include "process.h"
 
 using namespace kiln;
@@ -87,4 +96,133 @@ TEST_CASE("bad input to emit fails before anything is written", "[emit]") {
     CHECK(std::string(e.what()).find("not x86-64") != std::string::npos);
   }
   CHECK(read_file(dir.path + "/out.o") == "previous object");
+}
+
+// One bad module fails alone: a worker that crashes or hits an LLVM fatal error is
+// reported for its item only, and a new worker finishes the others.
+TEST_CASE("isolated work: a crash or an LLVM fatal error fails only its item", "[emit][isolate]") {
+  std::map<size_t, IsolatedResult> results;
+  size_t calls = 0;
+  run_isolated(
+      12, 3,
+      [](size_t i) -> std::string {
+        LlvmStage stage("testing");
+        if (i == 3) ::raise(SIGSEGV);
+        if (i == 5) llvm::report_fatal_error("boom", false);
+        if (i == 7) throw KilnError(kExitIo, "item7", "disk full");
+        if (i == 8) ::raise(SIGABRT);
+        return "answer " + std::to_string(i);
+      },
+      [&](size_t i, IsolatedResult r) {
+        ++calls;
+        results[i] = std::move(r);
+      },
+      [](size_t i) { return "item" + std::to_string(i); });
+  CHECK(calls == 12);
+  REQUIRE(results.size() == 12);
+  for (size_t i : {0, 1, 2, 4, 6, 9, 10, 11}) {
+    CHECK(results[i].ok);
+    CHECK(results[i].text == "answer " + std::to_string(i));
+  }
+  CHECK(!results[3].ok);
+  CHECK(results[3].crashed);
+  CHECK(results[3].code == kExitBadInput);
+  CHECK(results[3].text == "item3: LLVM crashed (SIGSEGV) while testing");
+  CHECK(results[5].crashed);
+  CHECK(results[5].text == "item5: LLVM ERROR while testing: boom");
+  CHECK(!results[7].ok);
+  CHECK(!results[7].crashed);
+  CHECK(results[7].code == kExitIo);
+  CHECK(results[7].text == "item7: disk full");
+  CHECK(results[8].text == "item8: LLVM crashed (SIGABRT) while testing");
+  errno = 0;
+  CHECK(::waitpid(-1, nullptr, WNOHANG) == -1);  // every worker was reaped
+  CHECK(errno == ECHILD);
+}
+
+TEST_CASE("isolated work: an error while taking results stops the workers and propagates", "[emit][isolate]") {
+  size_t seen = 0;
+  CHECK_THROWS_WITH(run_isolated(
+                        50, 2, [](size_t i) { return std::to_string(i); },
+                        [&](size_t, IsolatedResult) {
+                          if (++seen == 2) throw KilnError(kExitIo, "receipts.jsonl", "Is a directory");
+                        },
+                        [](size_t i) { return std::to_string(i); }),
+                    "receipts.jsonl: Is a directory");
+  CHECK(seen == 2);
+  errno = 0;
+  CHECK(::waitpid(-1, nullptr, WNOHANG) == -1);
+  CHECK(errno == ECHILD);
+}
+
+TEST_CASE("one file: a crash in LLVM's reader or a fatal error in its code generator is bad input, no object", "[emit][isolate]") {
+  ScratchDir dir;
+  auto error_of = [&](const std::string& in) -> std::string {
+    try {
+      emit_file_isolated(in, dir.path + "/out.o", "llvm", Profile::fast);
+    } catch (const KilnError& e) {
+      CHECK(e.code() == kExitBadInput);
+      return e.what();
+    }
+    return "";
+  };
+  std::string crash = std::string(KILN_TEST_DATA) + "/crash-sigsegv.bc";
+  CHECK(error_of(crash) == crash + ": LLVM crashed (SIGSEGV) while parsing");
+  write_file_atomic(dir.path + "/i386.bc", kiln_test::bitcode_from_ir(R"(
+target triple = "x86_64-unknown-linux-gnu"
+define i32 @h(i32 %x) #0 {
+  %y = add i32 %x, 1
+  ret i32 %y
+}
+attributes #0 = { "target-cpu"="i386" }
+)"));
+  CHECK(error_of(dir.path + "/i386.bc") ==
+        dir.path + "/i386.bc: LLVM ERROR while generating code: 64-bit code requested on a subtarget that doesn't support it!");
+  CHECK(!path_exists(dir.path + "/out.o"));
+  write_file_atomic(dir.path + "/add.bc", kiln_test::bitcode_from_ir(kiln_test::kAddIr));
+  CHECK(error_of(dir.path + "/add.bc").empty());
+  CHECK(object_problem(read_file(dir.path + "/out.o")).empty());
+}
+
+TEST_CASE("an error LLVM's code generator reports as a diagnostic fails the module, not the process", "[emit]") {
+  ScratchDir dir;
+  write_file_atomic(dir.path + "/asm.bc", kiln_test::bitcode_from_ir(R"(
+target triple = "x86_64-unknown-linux-gnu"
+define void @f() {
+  call void asm sideeffect "bogus_instruction %eax", ""()
+  ret void
+}
+)"));
+  try {
+    emit_file(dir.path + "/asm.bc", dir.path + "/out.o", "llvm", Profile::fast);
+    FAIL("expected an error");
+  } catch (const KilnError& e) {
+    CHECK(e.code() == kExitBadInput);
+    CHECK(std::string(e.what()) == dir.path + "/asm.bc: LLVM: <inline asm>:1:2: invalid instruction mnemonic 'bogus_instruction'");
+  }
+  CHECK(!path_exists(dir.path + "/out.o"));
+}
+
+TEST_CASE("outside a worker, an LLVM fatal error is one line and exit status 3", "[emit][isolate]") {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(fds[1], 2);
+    install_llvm_fatal_handlers();
+    LlvmStage stage("generating code");
+    llvm::report_fatal_error("64-bit code requested on a subtarget that doesn't support it!", false);
+  }
+  ::close(fds[1]);
+  std::string said;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == kExitBadInput);
+  CHECK(said == std::string(program_invocation_short_name) +
+                    ": error: LLVM ERROR while generating code: 64-bit code requested on a subtarget that doesn't support it!\n");
 }

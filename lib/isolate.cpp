@@ -1,0 +1,325 @@
+#include "isolate.h"
+
+#include <llvm/Support/ErrorHandling.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "error.h"
+#include "fs.h"
+
+namespace kiln {
+
+namespace {
+
+// A worker's exit status after LLVM's fatal-error handler ran; its message is in the
+// worker's slot. Distinct from anything a job returns (jobs report through the socket).
+constexpr int kLlvmFatalExit = 86;
+
+// Memory shared between the supervisor and one worker (mmap MAP_SHARED before the
+// fork): the worker writes its stage and LLVM's fatal message where the supervisor can
+// read them after the worker is gone.
+struct Slot {
+  char stage[64];
+  char fatal[2048];
+};
+
+Slot* g_slot = nullptr;                   // this process's slot, when it is a worker
+thread_local const char* t_stage = nullptr;
+
+void copy_text(char* dest, size_t size, const char* text) {
+  size_t n = std::min(size - 1, std::strlen(text));
+  std::memcpy(dest, text, n);
+  dest[n] = '\0';
+  for (size_t i = 0; i < n; ++i)
+    if (dest[i] == '\n' || dest[i] == '\r') dest[i] = ' ';
+}
+
+[[noreturn]] void on_llvm_fatal(void*, const char* reason, bool) {
+  if (g_slot) {
+    copy_text(g_slot->fatal, sizeof g_slot->fatal, reason && *reason ? reason : "(no message)");
+    _exit(kLlvmFatalExit);
+  }
+  // Not a worker: one line, and the bad-input status (LLVM's own exit(1) would read
+  // as "the job's answer is no"). write(2) and _exit: LLVM's state cannot be trusted.
+  char line[2300];
+  std::snprintf(line, sizeof line, "%s: error: LLVM ERROR%s%s: %s\n", program_invocation_short_name,
+                t_stage ? " while " : "", t_stage ? t_stage : "", reason ? reason : "");
+  for (char* c = line; *c && c[1]; ++c)
+    if (*c == '\n') *c = ' ';
+  ssize_t ignored = ::write(2, line, std::strlen(line));
+  (void)ignored;
+  _exit(kExitBadInput);
+}
+
+bool send_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool recv_exact(int fd, char* data, size_t n) {
+  while (n > 0) {
+    ssize_t r = ::recv(fd, data, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    data += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// A result frame: index (8 bytes), ok (1), code (4), length (8), text.
+constexpr size_t kHeader = 21;
+
+std::string frame(uint64_t index, bool ok, int32_t code, const std::string& text) {
+  std::string f(kHeader, '\0');
+  uint64_t len = text.size();
+  std::memcpy(&f[0], &index, 8);
+  f[8] = ok ? 1 : 0;
+  std::memcpy(&f[9], &code, 4);
+  std::memcpy(&f[13], &len, 8);
+  return f + text;
+}
+
+// The worker: takes item numbers from the socket until it closes, answers each.
+[[noreturn]] void worker_main(int fd, const IsolatedJob& job, const IsolatedLabel& label) {
+  for (;;) {
+    uint64_t index;
+    if (!recv_exact(fd, reinterpret_cast<char*>(&index), 8)) _exit(0);
+    copy_text(g_slot->stage, sizeof g_slot->stage, "");
+    std::string reply;
+    try {
+      reply = frame(index, true, 0, job(index));
+    } catch (const KilnError& e) {
+      reply = frame(index, false, e.code(), e.what());
+    } catch (const std::bad_alloc&) {
+      reply = frame(index, false, kExitIo, label(index) + ": out of memory");
+    } catch (const std::exception& e) {
+      reply = frame(index, false, kExitInternal, label(index) + ": " + e.what());
+    }
+    if (!send_all(fd, reply.data(), reply.size())) _exit(0);
+  }
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+struct Proc {
+  pid_t pid = -1;
+  int fd = -1;
+  std::string buffer;  // bytes received, not yet a whole frame
+  int64_t item = -1;   // the item it is working on; -1 when idle
+};
+
+class Supervisor {
+ public:
+  Supervisor(unsigned n, const IsolatedJob& job, const IsolatedLabel& label) : job_(job), label_(label), procs_(n) {
+    void* mem = ::mmap(nullptr, sizeof(Slot) * n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) throw KilnError(kExitIo, "", "mmap: " + errno_reason(errno));
+    slots_ = static_cast<Slot*>(mem);
+  }
+
+  ~Supervisor() {
+    // Normally every worker is idle here; after an exception from done() some may be
+    // busy. Either way they are stopped and reaped, never left behind.
+    for (auto& p : procs_) {
+      if (p.pid <= 0) continue;
+      ::close(p.fd);
+      ::kill(p.pid, SIGKILL);
+      while (::waitpid(p.pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    ::munmap(slots_, sizeof(Slot) * procs_.size());
+  }
+
+  std::vector<Proc>& procs() { return procs_; }
+
+  void spawn(size_t k) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+      throw KilnError(kExitIo, "", "socketpair: " + errno_reason(errno));
+    std::memset(&slots_[k], 0, sizeof(Slot));
+    std::fflush(nullptr);  // or the child would write this process's buffered output again
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      int e = errno;
+      ::close(sv[0]);
+      ::close(sv[1]);
+      throw KilnError(kExitIo, "", "fork: " + errno_reason(e));
+    }
+    if (pid == 0) {
+      for (auto& p : procs_)
+        if (p.fd >= 0) ::close(p.fd);
+      ::close(sv[0]);
+      // A worker left running by a supervisor that was killed would only waste time.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      // Crashes are expected here and reported by the supervisor: no core files.
+      struct rlimit no_core{0, 0};
+      ::setrlimit(RLIMIT_CORE, &no_core);
+      // A crash must end the worker with its signal and nothing on stderr (which stays
+      // the tool's, for what a cmd: back end says): handlers the process has (LLVM's
+      // stack dumper, a test framework's) would print their own report.
+      for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP}) ::signal(sig, SIG_DFL);
+      g_slot = &slots_[k];
+      install_llvm_fatal_handlers();
+      worker_main(sv[1], job_, label_);
+    }
+    ::close(sv[1]);
+    procs_[k] = Proc{pid, sv[0], {}, -1};
+  }
+
+  void assign(Proc& p, size_t item) {
+    uint64_t index = item;
+    p.item = static_cast<int64_t>(item);
+    // A worker that died before reading is noticed as end of file by the poll loop.
+    send_all(p.fd, reinterpret_cast<const char*>(&index), 8);
+  }
+
+  // The worker is gone: reaps it and says what happened to its item.
+  IsolatedResult reap(size_t k) {
+    Proc& p = procs_[k];
+    int status = 0;
+    while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::close(p.fd);
+    const Slot& s = slots_[k];
+    std::string stage = s.stage[0] ? s.stage : "handling it";
+    IsolatedResult r;
+    r.crashed = true;
+    r.code = kExitBadInput;
+    std::string label = p.item >= 0 ? label_(static_cast<size_t>(p.item)) : "";
+    if (WIFSIGNALED(status))
+      r.text = label + ": LLVM crashed (" + signal_name(WTERMSIG(status)) + ") while " + stage;
+    else if (WIFEXITED(status) && WEXITSTATUS(status) == kLlvmFatalExit)
+      r.text = label + ": LLVM ERROR while " + stage + ": " + std::string(s.fatal);
+    else
+      r.text = label + ": the worker exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+               " while " + stage;
+    p = Proc{};
+    return r;
+  }
+
+ private:
+  const IsolatedJob& job_;
+  const IsolatedLabel& label_;
+  std::vector<Proc> procs_;
+  Slot* slots_ = nullptr;
+};
+
+// Takes every whole frame out of p.buffer.
+void take_frames(Proc& p, size_t& completed, const IsolatedDone& done) {
+  while (p.buffer.size() >= kHeader) {
+    uint64_t index, len;
+    int32_t code;
+    std::memcpy(&index, p.buffer.data(), 8);
+    std::memcpy(&code, p.buffer.data() + 9, 4);
+    std::memcpy(&len, p.buffer.data() + 13, 8);
+    if (p.buffer.size() < kHeader + len) return;
+    IsolatedResult r;
+    r.ok = p.buffer[8] != 0;
+    r.code = code;
+    r.text = p.buffer.substr(kHeader, len);
+    p.buffer.erase(0, kHeader + len);
+    p.item = -1;
+    ++completed;
+    done(static_cast<size_t>(index), std::move(r));
+  }
+}
+
+}  // namespace
+
+LlvmStage::LlvmStage(const char* what) : previous_(t_stage) {
+  t_stage = what;
+  if (g_slot) copy_text(g_slot->stage, sizeof g_slot->stage, what);
+}
+
+LlvmStage::~LlvmStage() {
+  t_stage = previous_;
+  if (g_slot) copy_text(g_slot->stage, sizeof g_slot->stage, previous_ ? previous_ : "");
+}
+
+void install_llvm_fatal_handlers() {
+  llvm::remove_fatal_error_handler();
+  llvm::install_fatal_error_handler(on_llvm_fatal);
+  llvm::remove_bad_alloc_error_handler();
+  llvm::install_bad_alloc_error_handler(on_llvm_fatal);
+}
+
+void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const IsolatedDone& done,
+                  const IsolatedLabel& label) {
+  if (count == 0) return;
+  size_t n = std::min<size_t>(std::max(1u, workers), count);
+  Supervisor sup(static_cast<unsigned>(n), job, label);
+  auto& procs = sup.procs();
+  size_t next = 0, completed = 0;
+  for (size_t k = 0; k < n; ++k) {
+    sup.spawn(k);
+    sup.assign(procs[k], next++);
+  }
+  std::vector<pollfd> fds(n);
+  while (completed < count) {
+    for (size_t k = 0; k < n; ++k) fds[k] = {procs[k].fd, POLLIN, 0};  // fd -1: ignored
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      throw KilnError(kExitIo, "", "poll: " + errno_reason(errno));
+    }
+    for (size_t k = 0; k < n; ++k) {
+      if (procs[k].fd < 0 || !(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[65536];
+      ssize_t got = ::recv(procs[k].fd, buf, sizeof buf, 0);
+      if (got < 0 && errno == EINTR) continue;
+      if (got > 0) {
+        procs[k].buffer.append(buf, static_cast<size_t>(got));
+        take_frames(procs[k], completed, done);
+        if (procs[k].item < 0 && next < count) sup.assign(procs[k], next++);
+        continue;
+      }
+      // End of file: the worker died (it never exits while it holds an item).
+      int64_t item = procs[k].item;
+      IsolatedResult r = sup.reap(k);
+      if (item >= 0) {
+        ++completed;
+        done(static_cast<size_t>(item), std::move(r));
+      }
+      if (next < count) {
+        sup.spawn(k);
+        sup.assign(procs[k], next++);
+      }
+    }
+  }
+}
+
+std::string run_isolated_one(const std::string& label, const std::function<std::string()>& job) {
+  IsolatedResult result;
+  run_isolated(
+      1, 1, [&](size_t) { return job(); }, [&](size_t, IsolatedResult r) { result = std::move(r); },
+      [&](size_t) { return label; });
+  if (!result.ok) throw KilnError(static_cast<ExitCode>(result.code), "", result.text);
+  return result.text;
+}
+
+}  // namespace kiln
