@@ -193,7 +193,6 @@ void remove_stale_temp_dirs() {
   std::string base = temp_base();
   DIR* d = ::opendir(base.c_str());
   if (!d) return;
-  std::vector<std::string> stale;
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (!is_kiln_temp_name(name)) continue;
@@ -304,11 +303,9 @@ int run_capture(const CaptureOptions& options) {
   m.profile = options.profile;
   m.backend = options.backend;
   m.origin = "capture";
-  Corpus::create_or_open(corpus_dir, m);
-  check_corpus_writable(corpus_dir);
-
   // The wrappers: cargo calls RUSTC_WRAPPER with rustc's path first; make, ninja and
   // cmake call CC and CXX, which are links to this binary named kiln-cc and kiln-c++.
+  // Made before the corpus, as they go again when something fails.
   remove_stale_temp_dirs();
   CaptureTempDir temp;
   const std::string& link_dir = temp.path();
@@ -318,6 +315,8 @@ int run_capture(const CaptureOptions& options) {
     throw KilnError(kExitIo, link_dir, "cannot create compiler wrapper links: " + errno_reason(errno));
   ProcessOptions run;
   run.set_env = wrapper_environment(options, corpus_dir, link_dir, real_cc, real_cxx);
+  Corpus::create_or_open(corpus_dir, m);
+  check_corpus_writable(corpus_dir);
   if (const char* existing = std::getenv("RUSTC_WRAPPER"); existing && *existing)
     std::fprintf(stderr, "kiln-capture: warning: replacing RUSTC_WRAPPER=%s for this build\n", existing);
 

@@ -75,10 +75,19 @@ else
   chmod -R a-w "$T/RO"
 fi
 cd "$T/work"
-expect_error 5 "RO.*: (Permission denied|Read-only file system)" \
-  "${as_user[@]}" "$capture" -o "$T/RO" -- sh -c 'touch marker'
+mkdir -m 777 "$T/tmp-ro"
+expect_error 5 "RO: cannot write to the corpus: (Permission denied|Read-only file system)" \
+  env TMPDIR="$T/tmp-ro" "${as_user[@]}" "$capture" -o "$T/RO" -- sh -c 'touch marker'
 check "the build did not run" test ! -e marker
+check "no temporary directory is left behind" bash -c "[[ -z \$(ls -A '$T/tmp-ro') ]]"
 chmod -R u+w "$T/RO"
+# A writable corpus directory with one read-only JSON Lines file.
+kiln-capture -o "$T/RO2" -- sh -c '$CC -c "$1" -o x.o' _ "$T/c/main.c"
+[[ ${#as_user[@]} -gt 0 ]] && chown -R nobody "$T/RO2"
+chmod a-w "$T/RO2/modules.jsonl"
+expect_error 5 "RO2/modules.jsonl: cannot write to the corpus: Permission denied" \
+  env TMPDIR="$T/tmp-ro" "${as_user[@]}" "$capture" -o "$T/RO2" -- sh -c 'touch marker'
+check "the build did not run" test ! -e marker
 cd "$T/c"
 
 # SIGTERM to kiln-capture stops the build, removes its temporary directory and exits 143.
