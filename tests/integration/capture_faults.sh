@@ -24,6 +24,9 @@ expect_error 2 "bogus" kiln-capture bogus -o x
 check "a bad subcommand created nothing" test ! -e x
 expect_error 6 "no-such-build-tool: program not found" kiln-capture -o y -- no-such-build-tool
 check "a build program that is not found created nothing" test ! -e y
+echo 'not bitcode' > junk.bc
+expect_error 3 "junk.bc: not LLVM bitcode" kiln-capture add -o z junk.bc
+check "an import of a file that is not bitcode created nothing" test ! -e z
 
 # A full disk while the wrapper stores the bitcode: the module fails with status 1,
 # no bitcode is left at the .o path, and a plain make afterwards links.
