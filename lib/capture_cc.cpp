@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bitcode.h"
@@ -77,7 +78,19 @@ std::string passthrough_reason(const CcCall& c) {
   if (c.already_bitcode) return "already emits bitcode (-emit-llvm or -flto)";
   if (c.language_override) return "explicit -x language";
   if (c.sources.size() != 1) return c.sources.empty() ? "no C or C++ source" : "several sources in one invocation";
+  // Bitcode sent to standard output or a device cannot be read back, and such an
+  // output must never be removed.
+  struct stat st {};
+  if (c.output == "-" || (::stat(c.output.c_str(), &st) == 0 && !S_ISREG(st.st_mode)))
+    return "output is not a regular file (-o - or a device)";
   return "";
+}
+
+// Removes what the wrapper left at the output path: a regular file only, never the
+// device or directory that the build named.
+void remove_output(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(path.c_str());
 }
 
 std::string default_output(const std::string& source) {
@@ -162,7 +175,7 @@ int capture_compile(Compile& k) {
   if (s.backend == "native") {
     // The build keeps clang's own object: compile again, unchanged.
     int rc = run_process(k.native, k.children).exit_code;
-    if (rc != 0) ::unlink(k.output.c_str());  // clang kept our bitcode there
+    if (rc != 0) remove_output(k.output);  // clang kept our bitcode there
     record_invocation(s, k.tool, k.id, rc == 0 ? "captured" : "failed",
                       rc == 0 ? "" : k.real + " exited with status " + std::to_string(rc), k.args, 1, k.clock.seconds());
     return rc;
@@ -171,7 +184,7 @@ int capture_compile(Compile& k) {
     std::string object = emit_for_capture(s, bytes, m.id, k.output);
     write_file_atomic(k.output, object);
   } catch (const KilnError& e) {
-    ::unlink(k.output.c_str());
+    remove_output(k.output);
     if (!s.fallback) {
       std::fprintf(stderr, "kiln-capture: error: %s (%s): %s\n", k.c.sources[0].c_str(), m.id.c_str(), e.what());
       record_invocation(s, k.tool, k.id, "failed", e.what(), k.args, 1, k.clock.seconds());
@@ -212,7 +225,7 @@ int cc_wrapper_main(int argc, char** argv, bool cxx) {
   } catch (const KilnError& e) {
     // Kiln failed this module (a full disk, say): the build must not find our bitcode
     // at its object path, so that a later build compiles the file again.
-    ::unlink(output.c_str());
+    remove_output(output);
     std::fprintf(stderr, "kiln-capture: error: %s: %s\n", c.sources[0].c_str(), e.what());
     try {
       record_invocation(s, tool, id, "failed", e.what(), args, 0, k.clock.seconds());

@@ -51,6 +51,17 @@ else
   echo "skip - full-disk capture: this machine does not allow mounting a tmpfs"
 fi
 
+# A compile whose output is a device passes through: the wrapper cannot read bitcode
+# back from it and must never remove it (a private copy of /dev/null, made as root).
+if mknod "$T/null" c 1 3 2>/dev/null; then
+  kiln-capture -o "$T/D" --backend llvm -- sh -c '$CC -c main.c -o "$1"' _ "$T/null"
+  check "a device named by -o is left in place" test -c "$T/null"
+  check "... and the compile passed through, saying why" \
+    grep -q '"reason":"output is not a regular file' "$T/D/invocations.jsonl"
+else
+  echo "skip - device output: this machine does not allow mknod"
+fi
+
 # TMPDIR and the corpus path with spaces and shell metacharacters.
 odd="$T/tmp dir's \$HOME & (x)"
 mkdir -p "$odd"
