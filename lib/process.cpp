@@ -131,6 +131,9 @@ void exec_process(const std::vector<std::string>& argv) {
 // ---- The build that kiln-capture wraps: its own process group, signals forwarded ----
 
 #include <csignal>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 namespace kiln {
 
@@ -207,6 +210,7 @@ ProcessResult run_build_group(const std::vector<std::string>& argv, const Proces
   }
   g_received_signal = 0;
   pid_t own_group = ::getpgrp();
+  pid_t parent = ::getpid();
   // Blocked across fork, so the handler never runs before the group exists.
   ::sigprocmask(SIG_BLOCK, &block, &prev);
   auto start = std::chrono::steady_clock::now();
@@ -219,6 +223,12 @@ ProcessResult run_build_group(const std::vector<std::string>& argv, const Proces
   }
   if (pid == 0) {
     ::setpgid(0, 0);
+#ifdef __linux__
+    // kill -9 of kiln-capture cannot be forwarded: have the kernel send SIGTERM to the
+    // build's first process then (make passes it on to its jobs).
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) _exit(128 + SIGTERM);  // already gone before prctl
+#endif
     give_terminal(own_group, ::getpid());
     // Back to the original dispositions before unblocking: a signal already sent to
     // the group must act on the build, not on this copy of kiln-capture's handler.

@@ -152,7 +152,11 @@ for _ in $(seq 50); do [[ -e started ]] && break; sleep 0.1; done
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 build=$(cat build.pid)
-kill -KILL -- "-$build" 2>/dev/null || kill -KILL "$build"
+sleep 0.3
+# Gone, or a zombie where nothing reaps orphans (a container's init).
+check "the build's first process got SIGTERM when kiln-capture died" \
+  bash -c "[[ ! -e /proc/$build ]] || grep -q '^State:.*zombie' /proc/$build/status"
+kill -KILL -- "-$build" 2>/dev/null || kill -KILL "$build" 2>/dev/null
 sleep 0.2
 left=$(ls "$T/tmp-kill")
 check "kill -9 left a kiln-capture directory behind (got '$left')" bash -c "[[ '$left' == kiln-capture-?????? ]]"
