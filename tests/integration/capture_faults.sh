@@ -113,7 +113,7 @@ EOF
 cd "$T/sig"
 TMPDIR="$T/tmp-sig" kiln-capture -o "$T/S" -- make -s &
 pid=$!
-for _ in $(seq 50); do [[ -e started ]] && break; sleep 0.1; done
+for _ in $(seq 300); do [[ -e started ]] && break; sleep 0.1; done
 check "the slow build started" test -e started
 kill -TERM "$pid"
 wait "$pid"
@@ -132,7 +132,7 @@ TMPDIR="$T/tmp-sig" kiln-capture -o "$T/S" \
   --backend "cmd:touch $T/emitting; sleep 4; $LLVM_BINDIR/llc -O0 -filetype=obj -relocation-model=pic {in} -o {out}" \
   -- sh -c '$CC -O1 -c main.c -o main.o' &
 pid=$!
-for _ in $(seq 100); do [[ -e $T/emitting ]] && break; sleep 0.1; done
+for _ in $(seq 300); do [[ -e $T/emitting ]] && break; sleep 0.1; done
 check "the back end started" test -e "$T/emitting"
 kill -TERM "$pid"
 wait "$pid"
@@ -148,11 +148,11 @@ rm -f started marker
 mkdir "$T/tmp-kill"
 TMPDIR="$T/tmp-kill" kiln-capture -o "$T/K" -- sh -c 'echo $$ > build.pid; touch started; exec sleep 30' &
 pid=$!
-for _ in $(seq 50); do [[ -e started ]] && break; sleep 0.1; done
+for _ in $(seq 300); do [[ -e started ]] && break; sleep 0.1; done
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 build=$(cat build.pid)
-sleep 0.3
+for _ in $(seq 50); do grep -q '^State:.*zombie' "/proc/$build/status" 2>/dev/null || [[ ! -e /proc/$build ]] && break; sleep 0.1; done
 # Gone, or a zombie where nothing reaps orphans (a container's init).
 check "the build's first process got SIGTERM when kiln-capture died" \
   bash -c "[[ ! -e /proc/$build ]] || grep -q '^State:.*zombie' /proc/$build/status"
@@ -164,7 +164,7 @@ mkdir "$T/tmp-kill/kiln-capture-nolock" "$T/tmp-kill/kiln-capture-live11" "$T/tm
 touch "$T/tmp-kill/kiln-capture-live11/kiln.lock"
 flock "$T/tmp-kill/kiln-capture-live11/kiln.lock" sleep 10 &
 holder=$!
-sleep 0.2
+for _ in $(seq 50); do flock -n "$T/tmp-kill/kiln-capture-live11/kiln.lock" true || break; sleep 0.1; done
 TMPDIR="$T/tmp-kill" kiln-capture -o "$T/K" -- true
 check "the next capture removed the stale directory and kept the others" \
   bash -c "[[ \$(ls '$T/tmp-kill' | tr '\n' ' ') == 'kiln-capture-live11 kiln-capture-nolock other ' ]]"
