@@ -1,5 +1,9 @@
 #include "capture.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -10,6 +14,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <set>
 #include <cstdlib>
 
@@ -76,6 +81,17 @@ void record_invocation(const WrapperSettings& s, const std::string& tool, const 
   Corpus::open(s.corpus_dir).append_invocation(r);
 }
 
+ProcessOptions use_capture_tmpdir() {
+  ProcessOptions children;
+  const char* dir = std::getenv(kEnvTmpdir);
+  if (!dir || !*dir || !is_directory(dir)) return children;
+  const char* build_tmpdir = std::getenv("TMPDIR");
+  if (build_tmpdir) children.set_env.push_back(std::string("TMPDIR=") + build_tmpdir);
+  else children.unset_env.push_back("TMPDIR");
+  ::setenv("TMPDIR", dir, 1);
+  return children;
+}
+
 std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes, const std::string& id,
                              const std::string& label) {
   Profile profile = parse_profile(s.profile);
@@ -119,11 +135,157 @@ static void add_profile_environment(const std::string& profile, std::vector<std:
   }
 }
 
+namespace {
+
+constexpr const char* kLockName = "kiln.lock";
+
+std::string temp_base() {
+  const char* base = std::getenv("TMPDIR");
+  return base && *base ? base : "/tmp";
+}
+
+// The capture's temporary directory, $TMPDIR/kiln-capture-XXXXXX: the wrapper links,
+// the wrappers' scratch files, and kiln.lock, held with flock by kiln-capture and,
+// through the inherited descriptor, by every process of the build. Whoever can take
+// that lock knows that the directory's owners are all gone (kill -9).
+class CaptureTempDir {
+ public:
+  CaptureTempDir() : path_(absolute_path(make_temp_dir("kiln-capture"))) {
+    // Locked under another name, then renamed: a sweeping capture never sees the
+    // lock file unlocked.
+    std::string fresh = path_ + "/" + kLockName + ".new";
+    fd_ = ::open(fresh.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0 || ::rename(fresh.c_str(), (path_ + "/" + kLockName).c_str()) != 0) {
+      int err = errno;
+      remove_tree(path_);
+      if (fd_ >= 0) ::close(fd_);
+      throw KilnError(kExitIo, path_, "cannot create the capture's lock file: " + errno_reason(err));
+    }
+  }
+  ~CaptureTempDir() {
+    remove_tree(path_);
+    ::close(fd_);
+  }
+  CaptureTempDir(const CaptureTempDir&) = delete;
+  CaptureTempDir& operator=(const CaptureTempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+// kiln's own temporary directories: PREFIX-XXXXXX as mkdtemp names them.
+bool is_kiln_temp_name(const std::string& name) {
+  for (const char* prefix : {"kiln-capture-", "kiln-combine-", "kiln-cmd-"}) {
+    size_t n = std::strlen(prefix);
+    if (name.size() == n + 6 && name.compare(0, n, prefix) == 0 &&
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", n) == std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+// Removes the temporary directories that a capture killed with SIGKILL left in TMPDIR:
+// only kiln's, owned by this user, holding a kiln.lock that nobody holds any more.
+// A directory without that lock file is never touched.
+void remove_stale_temp_dirs() {
+  std::string base = temp_base();
+  DIR* d = ::opendir(base.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (!is_kiln_temp_name(name)) continue;
+    std::string dir = base + "/" + name;
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    int fd = ::open((dir + "/" + kLockName).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) continue;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      remove_tree(dir);  // still holding the lock, so no new owner can appear meanwhile
+    }
+    ::close(fd);
+  }
+  ::closedir(d);
+}
+
+// An existing corpus this user cannot write would let the whole build run and then
+// fail every record: refuse it before the build starts.
+void check_corpus_writable(const std::string& corpus_dir) {
+  auto check = [](const std::string& path) {
+    if (::faccessat(AT_FDCWD, path.c_str(), W_OK, AT_EACCESS) != 0)
+      throw KilnError(kExitIo, path, "cannot write to the corpus: " + errno_reason(errno));
+  };
+  for (const std::string& dir : {corpus_dir, corpus_dir + "/blobs"}) {
+    if (!is_directory(dir)) continue;
+    check(dir);
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) throw KilnError(kExitIo, dir, "cannot read the corpus: " + errno_reason(errno));
+    std::vector<std::string> entries;
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") entries.push_back(dir + "/" + name);
+    }
+    ::closedir(d);
+    for (const auto& path : entries) {
+      bool jsonl = path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0;
+      bool blob_dir = dir != corpus_dir && is_directory(path);
+      if (jsonl || blob_dir || basename_of(path) == kCorpusManifestName) check(path);
+    }
+  }
+}
+
+// Make, Ninja and the cc crate split CC on blanks, and make's recipes go through a
+// shell, so CC can only be an absolute path when that path has no character either
+// would interpret.
+bool safe_in_command_line(const std::string& path) {
+  return path.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+,@%=") ==
+         std::string::npos;
+}
+
+}  // namespace
+
+// The environment that installs the wrappers. CC and CXX name the links by their
+// absolute paths where those are safe on a command line, else by their names, with the
+// link directory first in PATH (a PATH entry may hold anything but ':').
+static std::vector<std::string> wrapper_environment(const CaptureOptions& options, const std::string& corpus_dir,
+                                                    const std::string& link_dir, const std::string& real_cc,
+                                                    const std::string& real_cxx) {
+  std::string self = self_executable();
+  std::vector<std::string> env = {
+      std::string("RUSTC_WRAPPER=") + self,
+      std::string(kEnvRole) + "=rustc",
+      std::string(kEnvCorpus) + "=" + corpus_dir,
+      std::string(kEnvBackend) + "=" + options.backend,
+      std::string(kEnvProfile) + "=" + (options.profile.empty() ? "fast" : options.profile),
+      std::string(kEnvFallback) + "=" + (options.fallback ? "1" : "0"),
+      std::string(kEnvRealCc) + "=" + real_cc,
+      std::string(kEnvRealCxx) + "=" + real_cxx,
+      std::string(kEnvTmpdir) + "=" + link_dir,
+  };
+  if (safe_in_command_line(link_dir)) {
+    env.push_back("CC=" + link_dir + "/kiln-cc");
+    env.push_back("CXX=" + link_dir + "/kiln-c++");
+  } else if (link_dir.find(':') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    env.push_back("PATH=" + link_dir + (path && *path ? std::string(":") + path : std::string()));
+    env.push_back("CC=kiln-cc");
+    env.push_back("CXX=kiln-c++");
+  } else {
+    throw KilnError(kExitIo, link_dir, "TMPDIR cannot hold the compiler wrappers: its path contains ':' and characters a build splits CC on");
+  }
+  add_profile_environment(options.profile, env);
+  return env;
+}
+
 int run_capture(const CaptureOptions& options) {
+  // Everything that can be checked is checked before anything is created.
   if (options.command.empty()) throw KilnError(kExitUsage, "", "no build command given after --");
   if (options.backend != "native") {
     make_backend(options.backend, parse_profile(options.profile.empty() ? "fast" : options.profile));
   }
+  if (find_program(options.command[0]).empty())
+    throw KilnError(kExitMissingTool, options.command[0], "program not found in PATH");
   std::string corpus_dir = absolute_path(options.corpus_dir);
   TopManifest m;
   m.kiln_version = KILN_VERSION;
@@ -141,39 +303,26 @@ int run_capture(const CaptureOptions& options) {
   m.profile = options.profile;
   m.backend = options.backend;
   m.origin = "capture";
-  Corpus::create_or_open(corpus_dir, m);
-
   // The wrappers: cargo calls RUSTC_WRAPPER with rustc's path first; make, ninja and
   // cmake call CC and CXX, which are links to this binary named kiln-cc and kiln-c++.
+  // Made before the corpus, as they go again when something fails.
+  remove_stale_temp_dirs();
+  CaptureTempDir temp;
+  const std::string& link_dir = temp.path();
   std::string self = self_executable();
-  std::string link_dir = make_temp_dir("kiln-capture");
-  struct Cleanup {
-    std::string d;
-    ~Cleanup() { remove_tree(d); }
-  } cleanup{link_dir};
   if (::symlink(self.c_str(), (link_dir + "/kiln-cc").c_str()) != 0 ||
       ::symlink(self.c_str(), (link_dir + "/kiln-c++").c_str()) != 0)
     throw KilnError(kExitIo, link_dir, "cannot create compiler wrapper links: " + errno_reason(errno));
-
   ProcessOptions run;
-  run.set_env = {
-      std::string("RUSTC_WRAPPER=") + self,
-      std::string(kEnvRole) + "=rustc",
-      std::string(kEnvCorpus) + "=" + corpus_dir,
-      std::string(kEnvBackend) + "=" + options.backend,
-      std::string(kEnvProfile) + "=" + (options.profile.empty() ? "fast" : options.profile),
-      std::string(kEnvFallback) + "=" + (options.fallback ? "1" : "0"),
-      std::string(kEnvRealCc) + "=" + real_cc,
-      std::string(kEnvRealCxx) + "=" + real_cxx,
-      "CC=" + link_dir + "/kiln-cc",
-      "CXX=" + link_dir + "/kiln-c++",
-  };
+  run.set_env = wrapper_environment(options, corpus_dir, link_dir, real_cc, real_cxx);
+  Corpus::create_or_open(corpus_dir, m);
+  check_corpus_writable(corpus_dir);
   if (const char* existing = std::getenv("RUSTC_WRAPPER"); existing && *existing)
     std::fprintf(stderr, "kiln-capture: warning: replacing RUSTC_WRAPPER=%s for this build\n", existing);
-  add_profile_environment(options.profile, run.set_env);
 
   Stopwatch clock;
-  ProcessResult result = run_process(options.command, run);
+  int received_signal = 0;
+  ProcessResult result = run_build_group(options.command, run, received_signal);
   // The manifest describes the latest build that added to the corpus.
   Corpus corpus = Corpus::open(corpus_dir);
   TopManifest& cm = corpus.manifest();
@@ -191,6 +340,9 @@ int run_capture(const CaptureOptions& options) {
   cm.backend = options.backend;
   cm.profile = options.profile;
   corpus.save_manifest();
+  // Stopped by a signal: the build has been stopped with it; the temporary directory
+  // goes on return, and the status says which signal.
+  if (received_signal) return 128 + received_signal;
 
   size_t captured = 0, passed = 0, fell_back = 0, failed = 0;
   for (const auto& inv : corpus.invocations()) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "process.h"
+
 namespace kiln {
 
 // Environment that the driver hands to the wrapper processes it installs.
@@ -16,6 +18,7 @@ constexpr const char* kEnvProfile = "KILN_CAPTURE_PROFILE";    // fast | balance
 constexpr const char* kEnvFallback = "KILN_CAPTURE_FALLBACK";  // 1: fall back to the native compiler
 constexpr const char* kEnvRealCc = "KILN_CAPTURE_REAL_CC";
 constexpr const char* kEnvRealCxx = "KILN_CAPTURE_REAL_CXX";
+constexpr const char* kEnvTmpdir = "KILN_CAPTURE_TMPDIR";      // the capture's temporary directory
 
 struct CaptureOptions {
   std::string corpus_dir;
@@ -47,6 +50,10 @@ std::string current_directory();
 void record_invocation(const WrapperSettings& s, const std::string& tool, const std::string& id,
                        const std::string& action, const std::string& reason, const std::vector<std::string>& args,
                        int modules, double seconds);
+// Points this wrapper's TMPDIR at the capture's temporary directory, so that the back
+// ends' scratch directories (kiln-cmd-*, kiln-combine-*) go with it even when the build
+// is killed; returns the settings that give the compilers it runs the build's own TMPDIR.
+ProcessOptions use_capture_tmpdir();
 // Emits bitcode with the configured back end (not native), records receipt; returns the object.
 std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes, const std::string& id,
                              const std::string& label);

@@ -3,8 +3,10 @@
 // stores that bitcode, and writes the object emitted by the selected back end over it,
 // so dependency files and output names stay exactly as the build expects.
 // Preprocessing, assembly, link and multi-source invocations pass through.
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bitcode.h"
@@ -76,13 +78,125 @@ std::string passthrough_reason(const CcCall& c) {
   if (c.already_bitcode) return "already emits bitcode (-emit-llvm or -flto)";
   if (c.language_override) return "explicit -x language";
   if (c.sources.size() != 1) return c.sources.empty() ? "no C or C++ source" : "several sources in one invocation";
+  // Bitcode sent to standard output or a device cannot be read back, and such an
+  // output must never be removed.
+  struct stat st {};
+  if (c.output == "-" || (::stat(c.output.c_str(), &st) == 0 && !S_ISREG(st.st_mode)))
+    return "output is not a regular file (-o - or a device)";
   return "";
+}
+
+// Removes what the wrapper left at the output path: a regular file only, never the
+// device or directory that the build named.
+void remove_output(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(path.c_str());
 }
 
 std::string default_output(const std::string& source) {
   std::string base = basename_of(source);
   auto dot = base.find_last_of('.');
   return base.substr(0, dot) + ".o";
+}
+
+}  // namespace
+
+namespace {
+
+// The output path while it may hold bitcode that the build must never take for its
+// object: a signal that stops the build (make, ninja and kiln-capture signal the whole
+// process group) removes it before this wrapper dies.
+char g_bitcode_output[4096];
+
+extern "C" void remove_bitcode_and_die(int sig) {
+  if (g_bitcode_output[0]) ::unlink(g_bitcode_output);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);  // delivered, with the default action, when this handler returns
+}
+
+struct BitcodeGuard {
+  explicit BitcodeGuard(const std::string& path) {
+    std::string absolute = absolute_path(path);
+    if (absolute.size() >= sizeof g_bitcode_output) return;
+    std::memcpy(g_bitcode_output, absolute.c_str(), absolute.size() + 1);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction sa {}, old {};
+      sa.sa_handler = remove_bitcode_and_die;
+      sigemptyset(&sa.sa_mask);
+      ::sigaction(sig, nullptr, &old);
+      if (old.sa_handler != SIG_IGN) ::sigaction(sig, &sa, nullptr);
+    }
+  }
+  ~BitcodeGuard() { g_bitcode_output[0] = '\0'; }
+};
+
+struct Compile {
+  const WrapperSettings& s;
+  const CcCall& c;
+  const std::vector<std::string>& args;    // as the build gave them
+  const std::vector<std::string>& native;  // the real compiler and those arguments
+  const ProcessOptions& children;          // the build's own TMPDIR for the compilers
+  std::string tool, real, id, output;
+  Stopwatch clock;
+};
+
+// Compiles to bitcode at the output path, stores it, and puts the object there.
+// Returns the wrapper's status; a KilnError leaves the output path to the caller.
+int capture_compile(Compile& k) {
+  const WrapperSettings& s = k.s;
+  std::vector<std::string> bitcode_args = k.native;
+  if (k.c.output.empty()) bitcode_args.insert(bitcode_args.end(), {"-o", k.output});
+  bitcode_args.push_back("-emit-llvm");
+  ProcessResult r = run_process(bitcode_args, k.children);
+  if (r.exit_code != 0) {  // a compile error is the user's: clang has said why
+    record_invocation(s, k.tool, k.id, "failed", k.real + " exited with status " + std::to_string(r.exit_code), k.args, 0,
+                      k.clock.seconds());
+    return r.exit_code;
+  }
+  std::string bytes = read_file(k.output);
+  Corpus corpus = Corpus::open(s.corpus_dir);
+  ModuleRecord m;
+  m.bytes = bytes.size();
+  m.triple = bitcode_triple(bytes);
+  m.producer = bitcode_producer(bytes);
+  m.tool = k.tool;
+  m.crate = k.c.sources[0];
+  m.cgu = basename_of(k.c.sources[0]);
+  m.args = k.args;
+  m.args_hash = args_hash(k.args);
+  m.opt_level = k.c.opt_level;
+  m.debuginfo = k.c.debuginfo;
+  m.cwd = current_directory();
+  m.invocation = k.id;
+  m.time = iso8601_now();
+  m.id = corpus.store_blob(bytes);
+  corpus.append_module(m);
+
+  if (s.backend == "native") {
+    // The build keeps clang's own object: compile again, unchanged.
+    int rc = run_process(k.native, k.children).exit_code;
+    if (rc != 0) remove_output(k.output);  // clang kept our bitcode there
+    record_invocation(s, k.tool, k.id, rc == 0 ? "captured" : "failed",
+                      rc == 0 ? "" : k.real + " exited with status " + std::to_string(rc), k.args, 1, k.clock.seconds());
+    return rc;
+  }
+  try {
+    std::string object = emit_for_capture(s, bytes, m.id, k.output);
+    write_file_atomic(k.output, object);
+  } catch (const KilnError& e) {
+    remove_output(k.output);
+    if (!s.fallback) {
+      std::fprintf(stderr, "kiln-capture: error: %s (%s): %s\n", k.c.sources[0].c_str(), m.id.c_str(), e.what());
+      record_invocation(s, k.tool, k.id, "failed", e.what(), k.args, 1, k.clock.seconds());
+      return kExitFailed;
+    }
+    std::fprintf(stderr, "kiln-capture: warning: %s: %s; falling back to %s\n", k.c.sources[0].c_str(), e.what(), k.real.c_str());
+    int rc = run_process(k.native, k.children).exit_code;
+    record_invocation(s, k.tool, k.id, "fallback", e.what(), k.args, 1, k.clock.seconds());
+    return rc;
+  }
+  record_invocation(s, k.tool, k.id, "captured", "", k.args, 1, k.clock.seconds());
+  return 0;
 }
 
 }  // namespace
@@ -102,59 +216,23 @@ int cc_wrapper_main(int argc, char** argv, bool cxx) {
     record_invocation(s, tool, id, "passthrough", reason, args, 0, 0);
     exec_process(native);
   }
-  Stopwatch clock;
+  ProcessOptions children = use_capture_tmpdir();
   std::string output = c.output.empty() ? default_output(c.sources[0]) : c.output;
-  std::vector<std::string> bitcode_args = native;
-  if (c.output.empty()) bitcode_args.insert(bitcode_args.end(), {"-o", output});
-  bitcode_args.push_back("-emit-llvm");
-  ProcessResult r = run_process(bitcode_args);
-  if (r.exit_code != 0) {  // a compile error is the user's: clang has said why
-    record_invocation(s, tool, id, "failed", real + " exited with status " + std::to_string(r.exit_code), args, 0, clock.seconds());
-    return r.exit_code;
-  }
-  std::string bytes = read_file(output);
-  Corpus corpus = Corpus::open(s.corpus_dir);
-  ModuleRecord m;
-  m.bytes = bytes.size();
-  m.triple = bitcode_triple(bytes);
-  m.producer = bitcode_producer(bytes);
-  m.tool = tool;
-  m.crate = c.sources[0];
-  m.cgu = basename_of(c.sources[0]);
-  m.args = args;
-  m.args_hash = args_hash(args);
-  m.opt_level = c.opt_level;
-  m.debuginfo = c.debuginfo;
-  m.cwd = current_directory();
-  m.invocation = id;
-  m.time = iso8601_now();
-  m.id = corpus.store_blob(bytes);
-  corpus.append_module(m);
-
-  if (s.backend == "native") {
-    // The build keeps clang's own object: compile again, unchanged.
-    int rc = run_process(native).exit_code;
-    record_invocation(s, tool, id, rc == 0 ? "captured" : "failed", rc == 0 ? "" : real + " exited with status " + std::to_string(rc),
-           args, 1, clock.seconds());
-    return rc;
-  }
+  Compile k{s, c, args, native, children, tool, real, id, output, {}};
+  BitcodeGuard guard(output);
   try {
-    std::string object = emit_for_capture(s, bytes, m.id, output);
-    write_file_atomic(output, object);
+    return capture_compile(k);
   } catch (const KilnError& e) {
-    ::unlink(output.c_str());
-    if (!s.fallback) {
-      std::fprintf(stderr, "kiln-capture: error: %s (%s): %s\n", c.sources[0].c_str(), m.id.c_str(), e.what());
-      record_invocation(s, tool, id, "failed", e.what(), args, 1, clock.seconds());
-      return kExitFailed;
+    // Kiln failed this module (a full disk, say): the build must not find our bitcode
+    // at its object path, so that a later build compiles the file again.
+    remove_output(output);
+    std::fprintf(stderr, "kiln-capture: error: %s: %s\n", c.sources[0].c_str(), e.what());
+    try {
+      record_invocation(s, tool, id, "failed", e.what(), args, 0, k.clock.seconds());
+    } catch (const KilnError&) {  // the same full disk, most likely: the message above says it
     }
-    std::fprintf(stderr, "kiln-capture: warning: %s: %s; falling back to %s\n", c.sources[0].c_str(), e.what(), real.c_str());
-    int rc = run_process(native).exit_code;
-    record_invocation(s, tool, id, "fallback", e.what(), args, 1, clock.seconds());
-    return rc;
+    return kExitFailed;
   }
-  record_invocation(s, tool, id, "captured", "", args, 1, clock.seconds());
-  return 0;
 }
 
 }  // namespace kiln

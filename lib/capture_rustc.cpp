@@ -165,10 +165,13 @@ ModuleRecord module_record(const RustcCall& c, const std::string& bytes, const s
   return m;
 }
 
+// The build's own TMPDIR for rustc (this wrapper's points into the capture's directory).
+ProcessOptions g_children;
+
 int run_child(const std::string& rustc, std::vector<std::string> args, std::vector<std::string> env = {}) {
   args.insert(args.begin(), rustc);
-  ProcessOptions o;
-  o.set_env = std::move(env);
+  ProcessOptions o = g_children;
+  o.set_env.insert(o.set_env.end(), env.begin(), env.end());
   return run_process(args, o).exit_code;
 }
 
@@ -325,6 +328,7 @@ int rustc_wrapper_main(int argc, char** argv) {
     args.insert(args.begin(), rustc);
     exec_process(args);
   }
+  g_children = use_capture_tmpdir();
   if (s.backend == "native") return capture_native(s, rustc, c, id);
   return capture_and_emit(s, rustc, c, id);
 }

@@ -32,6 +32,12 @@ ProcessResult run_shell(const std::string& command, const ProcessOptions& option
 // Replaces the current process (used to pass invocations through unchanged).
 [[noreturn]] void exec_process(const std::vector<std::string>& argv);
 
+// Runs the build that kiln-capture wraps in a process group of its own. SIGINT, SIGTERM
+// and SIGHUP sent to kiln-capture meanwhile are forwarded to that whole group, and
+// the build is waited for; received_signal is the last one received, else 0. The
+// terminal (when kiln-capture has it) is handed to the build and taken back after.
+ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options, int& received_signal);
+
 std::string shell_quote(const std::string& arg);
 std::string shell_join(const std::vector<std::string>& argv);
 

@@ -2,6 +2,7 @@
 // objects with a kiln back end); also the compiler wrapper that the build calls.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -90,6 +91,14 @@ static int body(int argc, char** argv) {
     std::printf("%zu module(s) in %s\n", Corpus::open(filter_out).modules().size(), filter_out.c_str());
     return kExitOk;
   }
+  // The build command is only what follows "--": a word before it is a mistyped
+  // subcommand or option (kiln-capture bogus -o x), not a build to run in a new corpus.
+  int dash = 1;
+  while (dash < argc && std::strcmp(argv[dash], "--") != 0) ++dash;
+  std::vector<std::string> after_dash(argv + std::min(dash + 1, argc), argv + argc);
+  if (!options.command.empty() && options.command != after_dash)
+    throw KilnError(kExitUsage, "", "unexpected argument '" + options.command[0] +
+                                        "': not a subcommand (add, merge, filter); the build command goes after --");
   if (options.corpus_dir.empty()) throw KilnError(kExitUsage, "", "-o CORPUS is required (see --help)");
   return run_capture(options);
 }

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# A capture that fails, is refused or is killed never leaves a broken build or kiln's
+# temporary directories behind, and a bad command line creates nothing.
+source "$(dirname "$0")/lib.sh"
+
+cp -r "$KILN_SOURCE/examples/c-program" "$T/c"
+cd "$T/c"
+make -s clean
+make -s CC="$LLVM_BINDIR/clang" && ./kiln-c-example > "$T/native.out"
+check "plain clang build ran" test -s "$T/native.out"
+# No .o file here may hold bitcode (its first bytes 'BC').
+no_bitcode_objects() {
+  local f
+  for f in *.o; do
+    [[ -e $f ]] || continue
+    [[ $(head -c 2 "$f") == BC ]] && return 1
+  done
+  return 0
+}
+
+# A bad subcommand or a missing build program creates no corpus.
+cd "$T"
+expect_error 2 "bogus" kiln-capture bogus -o x
+check "a bad subcommand created nothing" test ! -e x
+expect_error 6 "no-such-build-tool: program not found" kiln-capture -o y -- no-such-build-tool
+check "a build program that is not found created nothing" test ! -e y
+echo 'not bitcode' > junk.bc
+expect_error 3 "junk.bc: not LLVM bitcode" kiln-capture add -o z junk.bc
+check "an import of a file that is not bitcode created nothing" test ! -e z
+
+# A full disk while the wrapper stores the bitcode: the module fails with status 1,
+# no bitcode is left at the .o path, and a plain make afterwards links.
+cd "$T/c"
+mkdir "$T/full"
+if mount -t tmpfs -o size=16k tmpfs "$T/full" 2>/dev/null; then
+  kiln-capture -o "$T/full/C" -- true
+  head -c 1M /dev/zero > "$T/full/filler" 2>/dev/null
+  make -s clean
+  kiln-capture -o "$T/full/C" -- sh -c '$CC -O1 -g -c main.c -o main.o; echo $? > wrapper.rc' 2> "$T/full.err"
+  check "the wrapper exits 1 when the corpus is full (got $(cat wrapper.rc 2>/dev/null))" \
+    bash -c "[[ \$(cat wrapper.rc) == 1 ]]"
+  check "it says which source failed and why" \
+    grep -qi "^kiln-capture: error: main.c: .*no space left on device" "$T/full.err"
+  check "no bitcode is left at the object path" no_bitcode_objects
+  kiln-capture -o "$T/full/C" -- make -s 2>/dev/null
+  check "a make under capture on the full disk leaves no bitcode object either" no_bitcode_objects
+  make -s CC="$LLVM_BINDIR/clang" 2>"$T/relink.err" && ./kiln-c-example > "$T/after-full.out"
+  check "a following plain make builds a working program" cmp "$T/native.out" "$T/after-full.out"
+  umount "$T/full"
+else
+  echo "skip - full-disk capture: this machine does not allow mounting a tmpfs"
+fi
+
+# A compile whose output is a device passes through: the wrapper cannot read bitcode
+# back from it and must never remove it (a private copy of /dev/null, made as root).
+if mknod "$T/null" c 1 3 2>/dev/null; then
+  kiln-capture -o "$T/D" --backend llvm -- sh -c '$CC -c main.c -o "$1"' _ "$T/null"
+  check "a device named by -o is left in place" test -c "$T/null"
+  check "... and the compile passed through, saying why" \
+    grep -q '"reason":"output is not a regular file' "$T/D/invocations.jsonl"
+else
+  echo "skip - device output: this machine does not allow mknod"
+fi
+
+# TMPDIR and the corpus path with spaces and shell metacharacters.
+odd="$T/tmp dir's \$HOME & (x)"
+mkdir -p "$odd"
+make -s clean
+TMPDIR=$odd kiln-capture -o "$T/corpus with space" --backend llvm -- make -s
+./kiln-c-example > "$T/odd.out" 2>/dev/null
+check "a C capture with spaces and metacharacters in TMPDIR and the corpus path builds the program" \
+  cmp "$T/native.out" "$T/odd.out"
+check "... and captured its three translation units" \
+  bash -c "[[ \$(wc -l < '$T/corpus with space/modules.jsonl') -eq 3 ]]"
+check "... and removed its temporary directory" bash -c "[[ -z \$(ls -A \"\$1\") ]]" _ "$odd"
+
+# A corpus this user cannot write is refused before the build runs.
+kiln-capture -o "$T/RO" -- true
+mkdir -m 777 "$T/work"
+as_user=()
+capture=$KILN_BIN/kiln-capture
+if [[ $(id -u) -eq 0 ]]; then
+  # The build tree may sit where that user cannot reach (under /root): use a copy.
+  chmod 755 "$T"
+  cp "$KILN_BIN/kiln-capture" "$T/kiln-capture" && chmod 755 "$T/kiln-capture"
+  capture=$T/kiln-capture
+  as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+else
+  chmod -R a-w "$T/RO"
+fi
+cd "$T/work"
+mkdir -m 777 "$T/tmp-ro"
+expect_error 5 "RO: cannot write to the corpus: (Permission denied|Read-only file system)" \
+  env TMPDIR="$T/tmp-ro" "${as_user[@]}" "$capture" -o "$T/RO" -- sh -c 'touch marker'
+check "the build did not run" test ! -e marker
+check "no temporary directory is left behind" bash -c "[[ -z \$(ls -A '$T/tmp-ro') ]]"
+chmod -R u+w "$T/RO"
+# A writable corpus directory with one read-only JSON Lines file.
+kiln-capture -o "$T/RO2" -- sh -c '$CC -c "$1" -o x.o' _ "$T/c/main.c"
+[[ ${#as_user[@]} -gt 0 ]] && chown -R nobody "$T/RO2"
+chmod a-w "$T/RO2/modules.jsonl"
+expect_error 5 "RO2/modules.jsonl: cannot write to the corpus: Permission denied" \
+  env TMPDIR="$T/tmp-ro" "${as_user[@]}" "$capture" -o "$T/RO2" -- sh -c 'touch marker'
+check "the build did not run" test ! -e marker
+cd "$T/c"
+
+# SIGTERM to kiln-capture stops the build, removes its temporary directory and exits 143.
+mkdir "$T/sig" "$T/tmp-sig"
+cat > "$T/sig/Makefile" <<'EOF'
+all:
+	touch started; sleep 4; touch marker
+EOF
+cd "$T/sig"
+TMPDIR="$T/tmp-sig" kiln-capture -o "$T/S" -- make -s &
+pid=$!
+for _ in $(seq 300); do [[ -e started ]] && break; sleep 0.1; done
+check "the slow build started" test -e started
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+check "kiln-capture exits 143 after SIGTERM (got $rc)" test "$rc" -eq 143
+sleep 5
+check "the build was stopped (its marker never appeared)" test ! -e marker
+check "no temporary directory is left in TMPDIR" bash -c "[[ -z \$(ls -A '$T/tmp-sig') ]]"
+
+# SIGTERM while a back end emits: the wrapper removes the bitcode at the object path
+# (no make here to delete the target), and the back end's scratch directory goes too.
+cd "$T/c"
+make -s clean
+rm -f "$T/emitting"
+TMPDIR="$T/tmp-sig" kiln-capture -o "$T/S" \
+  --backend "cmd:touch $T/emitting; sleep 4; $LLVM_BINDIR/llc -O0 -filetype=obj -relocation-model=pic {in} -o {out}" \
+  -- sh -c '$CC -O1 -c main.c -o main.o' &
+pid=$!
+for _ in $(seq 300); do [[ -e $T/emitting ]] && break; sleep 0.1; done
+check "the back end started" test -e "$T/emitting"
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+check "kiln-capture exits 143 after SIGTERM during an emission (got $rc)" test "$rc" -eq 143
+check "no bitcode is left at the object path" no_bitcode_objects
+check "no temporary directory is left in TMPDIR (back end's included)" bash -c "[[ -z \$(ls -A '$T/tmp-sig') ]]"
+cd "$T/sig"
+
+# kill -9 cannot be caught: the next capture removes the directory it left, and only
+# kiln's stale ones (not one whose owner still holds its lock, not anybody else's).
+rm -f started marker
+mkdir "$T/tmp-kill"
+TMPDIR="$T/tmp-kill" kiln-capture -o "$T/K" -- sh -c 'echo $$ > build.pid; touch started; exec sleep 30' &
+pid=$!
+for _ in $(seq 300); do [[ -e started ]] && break; sleep 0.1; done
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+build=$(cat build.pid)
+for _ in $(seq 50); do grep -q '^State:.*zombie' "/proc/$build/status" 2>/dev/null || [[ ! -e /proc/$build ]] && break; sleep 0.1; done
+# Gone, or a zombie where nothing reaps orphans (a container's init).
+check "the build's first process got SIGTERM when kiln-capture died" \
+  bash -c "[[ ! -e /proc/$build ]] || grep -q '^State:.*zombie' /proc/$build/status"
+kill -KILL -- "-$build" 2>/dev/null || kill -KILL "$build" 2>/dev/null
+sleep 0.2
+left=$(ls "$T/tmp-kill")
+check "kill -9 left a kiln-capture directory behind (got '$left')" bash -c "[[ '$left' == kiln-capture-?????? ]]"
+mkdir "$T/tmp-kill/kiln-capture-nolock" "$T/tmp-kill/kiln-capture-live11" "$T/tmp-kill/other"
+touch "$T/tmp-kill/kiln-capture-live11/kiln.lock"
+flock "$T/tmp-kill/kiln-capture-live11/kiln.lock" sleep 10 &
+holder=$!
+for _ in $(seq 50); do flock -n "$T/tmp-kill/kiln-capture-live11/kiln.lock" true || break; sleep 0.1; done
+TMPDIR="$T/tmp-kill" kiln-capture -o "$T/K" -- true
+check "the next capture removed the stale directory and kept the others" \
+  bash -c "[[ \$(ls '$T/tmp-kill' | tr '\n' ' ') == 'kiln-capture-live11 kiln-capture-nolock other ' ]]"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+finish
