@@ -3,12 +3,18 @@
 #include <catch2/catch.hpp>
 #include <simdjson.h>
 
+#include <signal.h>
+#include <stdlib.h>
+
 #include <algorithm>
+#include <chrono>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include "backend_cmd.h"
 #include "error.h"
 #include "fs.h"
 #include "hwprofile.h"
@@ -92,6 +98,31 @@ void compile_c(const std::string& dir, const std::string& name, const std::strin
   ProcessResult r = run_process({"cc", "-g", "-O1", "-c", dir + "/" + name + ".c", "-o", dir + "/" + name + ".o"});
   REQUIRE(r.exit_code == 0);
 }
+
+// Whether pid is gone (or a zombie waiting for its new parent to reap it).
+bool process_gone(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    size_t close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') return true;
+    ::usleep(10000);
+  }
+  return false;
+}
+
+pid_t pid_in_file(const std::string& path) {
+  for (int i = 0; i < 100 && !path_exists(path); ++i) ::usleep(10000);
+  return static_cast<pid_t>(std::stol(read_file(path)));
+}
+
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) { ::setenv(name.c_str(), value.c_str(), 1); }
+  ~ScopedEnv() { ::unsetenv(name.c_str()); }
+};
 
 }  // namespace
 
@@ -399,4 +430,107 @@ TEST_CASE("the hardware profile is a JSON object with a readable table", "[measu
   CHECK(contains(table, "Memory"));
   CHECK(contains(table, "GPU"));
   CHECK(error_code_of([] { hardware_profile_table("[]"); }) == kExitBadInput);
+}
+
+TEST_CASE("build kills a run past --timeout, with all it started, and says so", "[measure][build]") {
+  ScratchDir dir;
+  BuildOptions options;
+  std::string pid_file = dir.path + "/sleeper.pid";
+  // The shell starts a grandchild; killing only the shell would leave it running.
+  options.baseline_command = "sleep 30 & echo $! > " + shell_quote(pid_file) + "; wait";
+  options.candidate_command = "true";
+  options.runs = 1;
+  options.warmup = 0;
+  options.workdir = dir.path + "/work";
+  options.timeout_seconds = 0.5;
+  auto started = std::chrono::steady_clock::now();
+  auto e = error_of([&] { measure_build(options); });
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  REQUIRE(e);
+  CHECK(e->code() == kExitFailed);
+  CHECK(contains(e->what(), "baseline"));
+  CHECK(contains(e->what(), "timed out after 0.5 s"));
+  CHECK(took < 20);
+  CHECK(process_gone(pid_in_file(pid_file)));
+
+  options.timeout_seconds = -1;
+  CHECK(error_code_of([&] { measure_build(options); }) == kExitUsage);
+}
+
+TEST_CASE("supervised runs time out only when asked, and report exit status and times", "[measure][process]") {
+  ProcessResult ok = run_shell_supervised("exit 3", {}, 0);
+  CHECK(ok.exit_code == 3);
+  CHECK_FALSE(ok.timed_out);
+  ProcessResult slow = run_shell_supervised("sleep 0.2", {}, 5);
+  CHECK(slow.exit_code == 0);
+  CHECK_FALSE(slow.timed_out);
+  CHECK(slow.wall_seconds >= 0.2);
+  ProcessResult stopped = run_shell_supervised("sleep 30", {}, 0.2);
+  CHECK(stopped.timed_out);
+  CHECK(stopped.signaled);
+  CHECK(stopped.wall_seconds < 20);
+}
+
+TEST_CASE("a cmd: back end's object must be a complete x86-64 relocatable ELF", "[measure][cmd]") {
+  INFO("cc must be on PATH (scripts/install-deps.sh installs g++)");
+  REQUIRE_FALSE(find_program("cc").empty());
+  ScratchDir dir;
+  compile_c(dir.path, "good", "int twice(int x) { return 2 * x; }\n");
+  std::string good_path = dir.path + "/good.o";
+  std::string good = read_file(good_path);
+  REQUIRE(relocatable_object_problem(good).empty());
+  CHECK(CommandBackend("cp " + shell_quote(good_path) + " {out}; : {in}").emit("bitcode", "m.bc").object == good);
+
+  auto broken = [&](std::string bytes) {
+    std::string path = dir.path + "/broken.o";
+    write_file_atomic(path, bytes);
+    auto e = error_of([&] { CommandBackend("cp " + shell_quote(path) + " {out}; : {in}").emit("bitcode", "m.bc"); });
+    REQUIRE(e);
+    CHECK(e->code() == kExitFailed);
+    CHECK(e->path() == "m.bc");
+    CHECK(contains(e->what(), "broken object"));
+    return relocatable_object_problem(bytes);
+  };
+  auto set16 = [](std::string bytes, size_t at, unsigned v) {
+    bytes[at] = static_cast<char>(v & 0xff);
+    bytes[at + 1] = static_cast<char>(v >> 8);
+    return bytes;
+  };
+  // Only the ELF header, as the hostile back end wrote it.
+  CHECK(contains(broken(good.substr(0, 64)), "outside the file"));
+  // Cut short: the section header table (at the end, for cc's objects) is missing.
+  CHECK(contains(broken(good.substr(0, good.size() - 16)), "past the end"));
+  CHECK(contains(broken(set16(good, 60, 0xfff0)), "past the end"));          // e_shnum too large
+  CHECK(contains(broken(set16(good, 62, 0x7000)), "e_shstrndx"));           // no such section
+  CHECK(contains(broken(set16(good, 58, 40)), "e_shentsize"));
+  CHECK(contains(broken(set16(good, 16, 2)), "ET_REL"));                    // an executable
+  CHECK(contains(broken(set16(good, 18, 183)), "x86-64"));                  // AArch64
+  std::string class32 = good;
+  class32[4] = 1;
+  CHECK(contains(broken(class32), "64-bit"));
+  std::string zero_offset = good;
+  for (size_t i = 40; i < 48; ++i) zero_offset[i] = 0;
+  CHECK(contains(broken(zero_offset), "no section header table"));
+}
+
+TEST_CASE("a cmd: back end past KILN_CMD_TIMEOUT is killed with all it started", "[measure][cmd]") {
+  ScratchDir dir;
+  CHECK(CommandBackend("true {in} {out}").timeout_seconds() == kDefaultCmdTimeout);
+  {
+    ScopedEnv env("KILN_CMD_TIMEOUT", "soon");
+    CHECK(error_code_of([] { CommandBackend("true {in} {out}"); }) == kExitUsage);
+  }
+  ScopedEnv env("KILN_CMD_TIMEOUT", "0.5");
+  std::string pid_file = dir.path + "/sleeper.pid";
+  CommandBackend slow("sleep 30 & echo $! > " + shell_quote(pid_file) + "; wait; : {in} {out}");
+  CHECK(slow.timeout_seconds() == 0.5);
+  auto started = std::chrono::steady_clock::now();
+  auto e = error_of([&] { slow.emit("bitcode", "slow.bc"); });
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  REQUIRE(e);
+  CHECK(e->code() == kExitFailed);
+  CHECK(e->path() == "slow.bc");
+  CHECK(contains(e->what(), "timed out after 0.5 s"));
+  CHECK(took < 20);
+  CHECK(process_gone(pid_in_file(pid_file)));
 }
