@@ -83,6 +83,51 @@ std::string write_build_report(const std::string& dir, double baseline_median, d
   return path;
 }
 
+// A build report with the given timed runs (medians and intervals as measure_build
+// computes them), written as a real report file.
+std::string write_build_report_with_runs(const std::string& dir, const std::vector<double>& baseline_walls,
+                                         const std::vector<double>& candidate_walls) {
+  BuildReport report;
+  report.timestamp = "2026-01-01T00:00:00Z";
+  report.hardware_json = "{}";
+  report.runs = static_cast<int>(baseline_walls.size());
+  report.baseline.name = "baseline";
+  report.candidate.name = "candidate";
+  report.baseline.wall_seconds = summarize(baseline_walls);
+  report.candidate.wall_seconds = summarize(candidate_walls);
+  for (size_t i = 0; i < baseline_walls.size(); ++i) {
+    for (int which = 0; which < 2; ++which) {
+      BuildRun run;
+      run.order = static_cast<int>(report.timed_runs.size()) + 1;
+      run.pair = static_cast<int>(i) + 1;
+      run.variant = which ? "candidate" : "baseline";
+      run.wall_seconds = which ? candidate_walls[i] : baseline_walls[i];
+      report.timed_runs.push_back(run);
+    }
+  }
+  report.wall_ratio = ratio_of_medians_bootstrap(baseline_walls, candidate_walls);
+  report.speedup = speedup_interval(baseline_walls, candidate_walls);
+  std::string path = dir + "/build-runs.json";
+  write_file_atomic(path, build_report_json(report));
+  return path;
+}
+
+// The "95% CI LOWx-HIGHx" a gate line prints, as numbers.
+std::pair<double, double> printed_interval(const std::string& line) {
+  size_t at = line.find("95% CI ");
+  REQUIRE(at != std::string::npos);
+  double low = std::stod(line.substr(at + 7));
+  size_t dash = line.find("x-", at);
+  REQUIRE(dash != std::string::npos);
+  return {low, std::stod(line.substr(dash + 2))};
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
 std::string write_size_report(const std::string& dir, uint64_t text_base, uint64_t text_cand, uint64_t total_base,
                               uint64_t total_cand) {
   SizeReport report;
@@ -226,6 +271,72 @@ TEST_CASE("gate passes and fails build reports on the speedup", "[measure][gate]
   strict.min_speedup = parse_min_speedup("2.5x");
   CHECK_FALSE(evaluate_gate(path, strict)[0].pass);
   CHECK(run_gate_command({path}, strict) == kExitFailed);
+}
+
+TEST_CASE("gate refuses negative or zero medians as bad input naming the file", "[measure][gate]") {
+  ScratchDir dir;
+  for (auto [base, cand] : {std::pair{-2.0, 1.0}, std::pair{2.0, -1.0}, std::pair{-2.0, -1.0}, std::pair{2.0, 0.0}}) {
+    std::string path = write_build_report(dir.path, base, cand);
+    auto e = error_of([&] { evaluate_gate(path, GateThresholds{}); });
+    REQUIRE(e);
+    CHECK(e->code() == kExitBadInput);
+    CHECK(e->path() == path);
+    CHECK(contains(e->what(), "must be positive"));
+  }
+  // A negative run's wall time is as impossible as a negative median.
+  std::string path = write_build_report_with_runs(dir.path, {2.0, 2.1, 1.9}, {1.0, 1.1, 0.9});
+  write_file_atomic(path, replaced(read_file(path), "\"wall_seconds\":1.1,", "\"wall_seconds\":-1.1,"));
+  CHECK(error_code_of([&] { evaluate_gate(path, GateThresholds{}); }) == kExitBadInput);
+}
+
+TEST_CASE("the gate's interval is computed like its speedup and contains it", "[measure][gate]") {
+  ScratchDir dir;
+  std::vector<double> base = {2.00, 2.10, 1.95, 2.05, 2.02}, cand = {1.00, 1.04, 0.98, 1.01, 1.03};
+  std::string path = write_build_report_with_runs(dir.path, base, cand);
+  // The report's stored interval is made to contradict its medians (an edited or
+  // corrupt report); the gate must not print it next to the speedup it recomputes.
+  std::string text = read_file(path);
+  size_t at = text.find("\"speedup\":{");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, text.find('}', at) + 1 - at, "\"speedup\":{\"value\":0.5,\"low\":0.4,\"high\":0.6}");
+  write_file_atomic(path, text);
+  auto checks = evaluate_gate(path, GateThresholds{});
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].value == Approx(median(base) / median(cand)));
+  auto [low, high] = printed_interval(format_gate_check(checks[0]));
+  CHECK(low <= checks[0].value);
+  CHECK(checks[0].value <= high);
+  RatioInterval expected = speedup_interval(base, cand);
+  CHECK(low == Approx(expected.low).epsilon(1e-3));
+  CHECK(high == Approx(expected.high).epsilon(1e-3));
+
+  // Medians that are not the medians of the runs: bad input, not a verdict.
+  path = write_build_report_with_runs(dir.path, base, cand);
+  write_file_atomic(path, replaced(read_file(path), "\"median\":2.02,", "\"median\":4,"));
+  auto e = error_of([&] { evaluate_gate(path, GateThresholds{}); });
+  REQUIRE(e);
+  CHECK(e->code() == kExitBadInput);
+  CHECK(contains(e->what(), "not the median of its runs"));
+}
+
+TEST_CASE("the bootstrap interval always contains its ratio, even with few resamples", "[measure][stats]") {
+  // Random small samples and very few resamples: the percentile interval alone then
+  // often misses the point estimate; the reported one never may.
+  std::mt19937_64 rng(99);
+  std::uniform_real_distribution<double> wall(0.5, 3.0);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<double> a(2 + trial % 5), b(2 + (trial / 5) % 5);
+    for (auto& v : a) v = wall(rng);
+    for (auto& v : b) v = wall(rng);
+    RatioInterval r = ratio_of_medians_bootstrap(a, b, 1 + trial % 3, static_cast<uint64_t>(trial));
+    INFO("trial " << trial);
+    CHECK(r.low <= r.ratio);
+    CHECK(r.ratio <= r.high);
+    RatioInterval s = speedup_interval(a, b);
+    CHECK(s.ratio == median(a) / median(b));
+    CHECK(s.low <= s.ratio);
+    CHECK(s.ratio <= s.high);
+  }
 }
 
 TEST_CASE("gate checks .text of size reports, or the total without .text", "[measure][gate]") {
