@@ -205,27 +205,39 @@ const char* signal_name(int sig) {
   }
 }
 
-// Waits for pid, stopping its group with SIGKILL at the deadline (timeout > 0). A
-// pidfd wakes the wait the moment the child exits, so wall times stay exact.
+// Waits for pid. At the deadline (timeout > 0) its group gets SIGTERM, and SIGKILL
+// kKillGraceSeconds later: the grace lets a nested kiln (a kiln-capture wrapper
+// running a cmd: back end in a group of its own) stop its own group, and cargo
+// release its locks. A pidfd wakes the wait the moment the child exits, so wall
+// times stay exact.
+constexpr double kKillGraceSeconds = 2;
+
 int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_clock::time_point start,
                        struct rusage* usage, bool* timed_out) {
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   int status = 0;
+  bool killed = false;
   for (;;) {
-    pid_t r = ::wait4(pid, &status, *timed_out || timeout_seconds <= 0 ? 0 : WNOHANG, usage);
+    pid_t r = ::wait4(pid, &status, killed || timeout_seconds <= 0 ? 0 : WNOHANG, usage);
     if (r == pid) break;
     if (r < 0 && errno != EINTR) {
+      int e = errno;
       if (pidfd >= 0) ::close(pidfd);
-      throw KilnError(kExitIo, "", "wait: " + errno_reason(errno));
+      throw KilnError(kExitIo, "", "wait: " + errno_reason(e));
     }
     if (r < 0) continue;
-    double left = timeout_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (left <= 0) {
-      ::kill(-pid, SIGKILL);
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!*timed_out && elapsed >= timeout_seconds) {
+      ::kill(-pid, SIGTERM);
       *timed_out = true;
+    }
+    if (*timed_out && elapsed >= timeout_seconds + kKillGraceSeconds) {
+      ::kill(-pid, SIGKILL);
+      killed = true;
       continue;
     }
-    int wait_ms = static_cast<int>(std::min(left * 1000 + 1, 60000.0));
+    double next = *timed_out ? timeout_seconds + kKillGraceSeconds : timeout_seconds;
+    int wait_ms = static_cast<int>(std::min((next - elapsed) * 1000 + 1, 60000.0));
     if (pidfd >= 0) {
       struct pollfd p {pidfd, POLLIN, 0};
       ::poll(&p, 1, wait_ms);
@@ -233,6 +245,8 @@ int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_cl
       ::usleep(1000);  // no pidfd (old kernel): poll the child every millisecond
     }
   }
+  // Members of a timed-out group that outlived its leader (SIGTERM ignored) go too.
+  if (*timed_out) ::kill(-pid, SIGKILL);
   if (pidfd >= 0) ::close(pidfd);
   return status;
 }

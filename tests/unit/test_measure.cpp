@@ -580,6 +580,14 @@ TEST_CASE("supervised runs time out only when asked, and report exit status and 
   CHECK(stopped.timed_out);
   CHECK(stopped.signaled);
   CHECK(stopped.wall_seconds < 20);
+  // A group that ignores the SIGTERM gets SIGKILL after the grace period, all of it.
+  ScratchDir dir;
+  std::string pid_file = dir.path + "/stubborn.pid";
+  ProcessResult stubborn =
+      run_shell_supervised("trap '' TERM; sleep 30 & echo $! > " + shell_quote(pid_file) + "; wait", {}, 0.2);
+  CHECK(stubborn.timed_out);
+  CHECK(stubborn.exit_code == 128 + SIGKILL);
+  CHECK(process_gone(pid_in_file(pid_file)));
 }
 
 TEST_CASE("a cmd: back end's object must be a complete x86-64 relocatable ELF", "[measure][cmd]") {
