@@ -253,8 +253,6 @@ int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_cl
 
 }  // namespace
 
-int supervised_interrupt_signal() { return g_interrupt.load(); }
-
 ProcessResult run_shell_supervised(const std::string& command, const ProcessOptions& options, double timeout_seconds) {
   if (options.capture_stdout) throw KilnError(kExitInternal, "", "run_shell_supervised cannot capture stdout");
   std::call_once(g_handlers_installed, install_handlers);
@@ -288,6 +286,10 @@ ProcessResult run_shell_supervised(const std::string& command, const ProcessOpti
     }
     ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) _exit(127);
+    // Outside the terminal's foreground group, reading the terminal would stop the
+    // command (SIGTTIN) until its timeout; it reads end-of-file instead.
+    int devnull_in = ::open("/dev/null", O_RDONLY);
+    if (devnull_in >= 0) ::dup2(devnull_in, 0);
     if (options.quiet) {
       int devnull = ::open("/dev/null", O_WRONLY);
       ::dup2(devnull, 1);

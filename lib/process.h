@@ -46,9 +46,9 @@ std::string shell_join(const std::vector<std::string>& argv);
 
 // Runs /bin/sh -c command. timeout_seconds > 0: when it has not finished by then, its
 // whole process group gets SIGTERM, and SIGKILL 2 seconds later, and the result says
-// timed_out. Does not support ProcessOptions::capture_stdout.
+// timed_out. Its standard input is /dev/null (a process outside the terminal's
+// foreground group that reads the terminal is stopped). Does not support
+// ProcessOptions::capture_stdout.
 ProcessResult run_shell_supervised(const std::string& command, const ProcessOptions& options, double timeout_seconds);
-// The signal forwarded to a supervised group since the process started; 0 when none.
-int supervised_interrupt_signal();
 
 }  // namespace kiln

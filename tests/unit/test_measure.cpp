@@ -571,6 +571,8 @@ TEST_CASE("build kills a run past --timeout, with all it started, and says so", 
 TEST_CASE("supervised runs time out only when asked, and report exit status and times", "[measure][process]") {
   ProcessResult ok = run_shell_supervised("exit 3", {}, 0);
   CHECK(ok.exit_code == 3);
+  // Standard input is /dev/null: a command that reads it ends instead of waiting.
+  CHECK(run_shell_supervised("test \"$(cat)\" = '' && test /dev/null -ef /proc/self/fd/0", {}, 10).exit_code == 0);
   CHECK_FALSE(ok.timed_out);
   ProcessResult slow = run_shell_supervised("sleep 0.2", {}, 5);
   CHECK(slow.exit_code == 0);
