@@ -35,6 +35,7 @@ struct BuildOptions {
   int warmup = 1;                 // untimed runs per variant before the timed ones
   std::string workdir;            // empty: a fresh temporary directory, removed on success
   std::optional<uint64_t> seed;   // run-order seed; unset: drawn at random
+  double timeout_seconds = 0;     // per prepare, warm-up or timed run; 0: none
 };
 
 struct BuildRun {
@@ -68,9 +69,17 @@ struct BuildReport {
   RatioInterval speedup;             // baseline / candidate wall medians, 95% CI
 };
 
-// Runs the warm-ups and the interleaved timed runs. A run that exits non-zero (or
-// is killed) throws KilnError(kExitFailed) naming the variant, the command, its
-// status and the log file; a temporary workdir is then kept for inspection.
+// baseline / candidate wall medians with its 95% bootstrap interval (the report's
+// fixed resamples and seed). measure_build and the gate both use it, so that the
+// interval the gate prints is computed the same way as the speedup it checks.
+RatioInterval speedup_interval(const std::vector<double>& baseline_wall, const std::vector<double>& candidate_wall);
+
+// Runs the warm-ups and the interleaved timed runs. A run that exits non-zero, is
+// killed or passes its timeout (its whole process group is then killed) throws
+// KilnError(kExitFailed) naming the variant, the command, its status and the log
+// file; a temporary workdir is then kept for inspection. SIGINT/SIGTERM/SIGHUP are
+// forwarded to the running command's process group (run_shell_supervised), and once
+// it has exited KilnError with code 128 + the signal is thrown.
 BuildReport measure_build(const BuildOptions& options);
 std::string build_report_json(const BuildReport& report);
 std::string build_report_markdown(const BuildReport& report);

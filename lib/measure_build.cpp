@@ -34,11 +34,26 @@ std::vector<std::string> variant_environment(const VariantResult& variant) {
 
 // Runs one command (prepare or build) for a variant with its environment. Output goes
 // to the variant's log rather than the terminal, where it would bury the report.
-ProcessResult run_for_variant(const VariantResult& variant, const std::string& command, const std::string& what) {
+// It runs in a process group of its own, so that a timeout stops the whole build.
+ProcessResult run_for_variant(const VariantResult& variant, const std::string& command, const std::string& what,
+                              double timeout_seconds) {
   append_line_locked(variant.log_path, "=== kiln-measure: " + variant.name + " " + what + ": " + command);
   ProcessOptions options;
   options.set_env = variant_environment(variant);
-  ProcessResult result = run_shell("exec >>" + shell_quote(variant.log_path) + " 2>&1\n" + command, options);
+  ProcessResult result;
+  try {
+    result = run_shell_supervised("exec >>" + shell_quote(variant.log_path) + " 2>&1\n" + command, options,
+                                  timeout_seconds);
+  } catch (const KilnError& e) {
+    if (e.code() <= 128) throw;
+    // Interrupted (SIGINT/SIGTERM): say which run was stopped, on one line.
+    throw KilnError(e.code(), "", variant.name + " " + what + " '" + command + "': " + e.what() + " (its output is in " +
+                                      variant.log_path + ")");
+  }
+  if (result.timed_out)
+    throw KilnError(kExitFailed, "", variant.name + " " + what + " timed out after " +
+                                         format_fixed(timeout_seconds, 1) + " s (--timeout) and was killed: '" +
+                                         command + "' (its output is in " + variant.log_path + ")");
   if (result.exit_code != 0)
     throw KilnError(kExitFailed, "", variant.name + " " + what + " failed: '" + command + "' " +
                                          describe_status(result) + " (its output is in " + variant.log_path + ")");
@@ -60,6 +75,7 @@ void validate(const BuildOptions& options) {
     throw KilnError(kExitUsage, "", "both --baseline and --candidate commands are needed");
   if (options.runs < 1) throw KilnError(kExitUsage, "", "--runs must be at least 1");
   if (options.warmup < 0) throw KilnError(kExitUsage, "", "--warmup cannot be negative");
+  if (!(options.timeout_seconds >= 0)) throw KilnError(kExitUsage, "", "--timeout must be a positive number of seconds");
 }
 
 uint64_t fresh_seed() {
@@ -94,6 +110,12 @@ std::vector<std::string> variant_row(const VariantResult& v, int runs) {
 
 }  // namespace
 
+RatioInterval speedup_interval(const std::vector<double>& baseline_wall, const std::vector<double>& candidate_wall) {
+  // The speedup is baseline/candidate: the ratio of medians with the roles swapped,
+  // so that its point estimate is exactly the quotient the gate recomputes.
+  return ratio_of_medians_bootstrap(candidate_wall, baseline_wall, kBootstrapResamples);
+}
+
 BuildReport measure_build(const BuildOptions& options) {
   validate(options);
   BuildReport report;
@@ -111,12 +133,12 @@ BuildReport measure_build(const BuildOptions& options) {
 
   Progress progress("kiln-measure build", static_cast<size_t>(2 * (options.warmup + options.runs)));
   auto prepare = [&](const VariantResult& v) {
-    if (!options.prepare_command.empty()) run_for_variant(v, options.prepare_command, "prepare");
+    if (!options.prepare_command.empty()) run_for_variant(v, options.prepare_command, "prepare", options.timeout_seconds);
   };
   for (int w = 1; w <= options.warmup; ++w) {
     for (VariantResult* v : variants) {
       prepare(*v);
-      run_for_variant(*v, v->command, "warm-up " + std::to_string(w));
+      run_for_variant(*v, v->command, "warm-up " + std::to_string(w), options.timeout_seconds);
       progress.advance();
     }
   }
@@ -129,7 +151,7 @@ BuildReport measure_build(const BuildOptions& options) {
       int which = candidate_first ? 1 - slot : slot;
       VariantResult& v = *variants[which];
       prepare(v);
-      ProcessResult r = run_for_variant(v, v.command, "run " + std::to_string(pair));
+      ProcessResult r = run_for_variant(v, v.command, "run " + std::to_string(pair), options.timeout_seconds);
       BuildRun run;
       run.order = static_cast<int>(report.timed_runs.size()) + 1;
       run.pair = pair;
@@ -154,8 +176,7 @@ BuildReport measure_build(const BuildOptions& options) {
     variants[which]->peak_rss_kib = summarize(rss[which]);
   }
   report.wall_ratio = ratio_of_medians_bootstrap(wall[0], wall[1], kBootstrapResamples);
-  // The speedup is the reciprocal; each resample's reciprocal flips the interval's ends.
-  report.speedup = {1 / report.wall_ratio.ratio, 1 / report.wall_ratio.high, 1 / report.wall_ratio.low};
+  report.speedup = speedup_interval(wall[0], wall[1]);
 
   // A temporary workdir holds only build outputs nobody asked to keep; on failure
   // (an exception above) it stays, since the error message points at its logs.

@@ -1,17 +1,20 @@
 // kiln-measure gate: a CI verdict from a build or size report. The report file is
 // the contract, so the gate reads only documented fields and refuses reports from a
 // newer kiln rather than guessing what their fields mean.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "error.h"
 #include "fs.h"
 #include "json.h"
 #include "measure.h"
 #include "report.h"
+#include "stats.h"
 
 namespace kiln {
 
@@ -61,23 +64,68 @@ double number_member(simdjson::dom::element e, const char* key, const std::strin
   return v;
 }
 
+// A wall time from a report: a negative, zero or non-finite one cannot come from a
+// measurement, and would turn the speedup into a meaningless (or negative) number.
+double wall_time(simdjson::dom::element e, const char* key, const std::string& path, const std::string& what) {
+  double v = number_member(e, key, path);
+  if (!(v > 0) || !std::isfinite(v))
+    throw KilnError(kExitBadInput, path, what + " is " + format_fixed(v, 3) + ": a wall time must be positive");
+  return v;
+}
+
+// Every timed run's wall time per variant, from the report's 'runs' (empty when the
+// report has none).
+std::pair<std::vector<double>, std::vector<double>> run_walls(simdjson::dom::element root, const std::string& path) {
+  std::pair<std::vector<double>, std::vector<double>> walls;
+  simdjson::dom::array runs;
+  if (root["runs"].get(runs) != simdjson::SUCCESS) return walls;
+  for (auto run : runs) {
+    std::string variant = get_string_or(run, "variant", "");
+    if (variant != "baseline" && variant != "candidate")
+      throw KilnError(kExitBadInput, path, "a run whose variant is neither baseline nor candidate");
+    double wall = wall_time(run, "wall_seconds", path, "a " + variant + " run's wall_seconds");
+    (variant == "baseline" ? walls.first : walls.second).push_back(wall);
+  }
+  return walls;
+}
+
+// The medians the gate checks must be the medians of the runs the interval comes
+// from; otherwise the report was edited or is corrupt. (JSON keeps 9 digits.)
+void require_same_median(double stated, const std::vector<double>& walls, const std::string& path,
+                         const std::string& variant) {
+  double from_runs = median(walls);
+  if (std::fabs(stated - from_runs) > 1e-6 * std::max(std::fabs(stated), std::fabs(from_runs)))
+    throw KilnError(kExitBadInput, path,
+                    "variants." + variant + ".wall_seconds.median " + format_fixed(stated, 6) +
+                        " is not the median of its runs (" + format_fixed(from_runs, 6) + ")");
+}
+
 GateCheck check_build(simdjson::dom::element root, const std::string& path, double min_speedup) {
   simdjson::dom::element variants = member(root, "variants", path);
-  double base = number_member(member(member(variants, "baseline", path), "wall_seconds", path), "median", path);
-  double cand = number_member(member(member(variants, "candidate", path), "wall_seconds", path), "median", path);
+  double base = wall_time(member(member(variants, "baseline", path), "wall_seconds", path), "median", path,
+                          "variants.baseline.wall_seconds.median");
+  double cand = wall_time(member(member(variants, "candidate", path), "wall_seconds", path), "median", path,
+                          "variants.candidate.wall_seconds.median");
   GateCheck check;
   check.report_path = path;
   check.name = "speedup";
   check.value = base / cand;
   check.limit = min_speedup;
-  check.pass = std::isfinite(check.value) && check.value >= min_speedup;
   check.detail = "wall median " + format_fixed(base, 3) + " s -> " + format_fixed(cand, 3) + " s";
-  simdjson::dom::element interval;
-  if (root["speedup"].get(interval) == simdjson::SUCCESS) {
-    double low = get_double_or(interval, "low", NAN), high = get_double_or(interval, "high", NAN);
-    if (std::isfinite(low) && std::isfinite(high))
-      check.detail += ", 95% CI " + times_text(low) + "-" + times_text(high);
+  // The interval is recomputed from the runs the way measure_build computes it, not
+  // copied from the report's 'speedup' field, which could disagree with the medians.
+  auto [base_walls, cand_walls] = run_walls(root, path);
+  if (base_walls.empty() != cand_walls.empty())
+    throw KilnError(kExitBadInput, path, "its runs are all of one variant");
+  if (!base_walls.empty()) {
+    require_same_median(base, base_walls, path, "baseline");
+    require_same_median(cand, cand_walls, path, "candidate");
+    RatioInterval interval = speedup_interval(base_walls, cand_walls);
+    // The same medians to the last bit as the interval's, so that it contains the value.
+    check.value = interval.ratio;
+    check.detail += ", 95% CI " + times_text(interval.low) + "-" + times_text(interval.high);
   }
+  check.pass = std::isfinite(check.value) && check.value >= min_speedup;
   return check;
 }
 

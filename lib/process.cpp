@@ -272,3 +272,205 @@ ProcessResult run_build_group(const std::vector<std::string>& argv, const Proces
 }
 
 }  // namespace kiln
+
+// ---- Supervised runs: own process group, timeout, forwarded signals ------------------
+// (kiln-measure's builds and the cmd: back end; see process.h.)
+#include <poll.h>
+#include <sys/syscall.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <csignal>
+#include <mutex>
+
+namespace kiln {
+
+namespace {
+
+constexpr std::array<int, 3> kForwardedSignals = {SIGINT, SIGTERM, SIGHUP};
+// Process groups of the supervised commands now running (0: free slot). A fixed
+// array of atomics, because the signal handler reads it.
+std::array<std::atomic<pid_t>, 256> g_groups{};
+std::atomic<int> g_interrupt{0};
+std::once_flag g_handlers_installed;
+
+extern "C" void forward_to_groups(int sig) {
+  int saved_errno = errno;
+  bool forwarded = false;
+  for (auto& group : g_groups) {
+    pid_t g = group.load();
+    if (g > 0 && ::kill(-g, sig) == 0) forwarded = true;
+  }
+  if (forwarded) {
+    g_interrupt.store(sig);
+  } else {
+    // Nothing running to stop: the signal's usual effect, once this handler returns.
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+  errno = saved_errno;
+}
+
+// Only signals with their default action get the handler: one kiln was told to
+// ignore (nohup, a background job) stays ignored, and a tool's own handler stays.
+void install_handlers() {
+  for (int sig : kForwardedSignals) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+    struct sigaction action {};
+    action.sa_handler = forward_to_groups;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    ::sigaction(sig, &action, nullptr);
+  }
+}
+
+sigset_t forwarded_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kForwardedSignals) sigaddset(&set, sig);
+  return set;
+}
+
+std::atomic<pid_t>* register_group(pid_t group) {
+  for (auto& slot : g_groups) {
+    pid_t expected = 0;
+    if (slot.compare_exchange_strong(expected, group)) return &slot;
+  }
+  return nullptr;  // more than 256 at once: this one is not forwarded to, only timed
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    default: return "a signal";
+  }
+}
+
+// Waits for pid. At the deadline (timeout > 0) its group gets SIGTERM, and SIGKILL
+// kKillGraceSeconds later: the grace lets a nested kiln (a kiln-capture wrapper
+// running a cmd: back end in a group of its own) stop its own group, and cargo
+// release its locks. A pidfd wakes the wait the moment the child exits, so wall
+// times stay exact.
+constexpr double kKillGraceSeconds = 2;
+
+int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_clock::time_point start,
+                       struct rusage* usage, bool* timed_out) {
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  int status = 0;
+  bool killed = false;
+  for (;;) {
+    pid_t r = ::wait4(pid, &status, killed || timeout_seconds <= 0 ? 0 : WNOHANG, usage);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) {
+      int e = errno;
+      if (pidfd >= 0) ::close(pidfd);
+      throw KilnError(kExitIo, "", "wait: " + errno_reason(e));
+    }
+    if (r < 0) continue;
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!*timed_out && elapsed >= timeout_seconds) {
+      ::kill(-pid, SIGTERM);
+      *timed_out = true;
+    }
+    if (*timed_out && elapsed >= timeout_seconds + kKillGraceSeconds) {
+      ::kill(-pid, SIGKILL);
+      killed = true;
+      continue;
+    }
+    double next = *timed_out ? timeout_seconds + kKillGraceSeconds : timeout_seconds;
+    int wait_ms = static_cast<int>(std::min((next - elapsed) * 1000 + 1, 60000.0));
+    if (pidfd >= 0) {
+      struct pollfd p {pidfd, POLLIN, 0};
+      ::poll(&p, 1, wait_ms);
+    } else {
+      ::usleep(1000);  // no pidfd (old kernel): poll the child every millisecond
+    }
+  }
+  // Members of a timed-out group that outlived its leader (SIGTERM ignored) go too.
+  if (*timed_out) ::kill(-pid, SIGKILL);
+  if (pidfd >= 0) ::close(pidfd);
+  return status;
+}
+
+}  // namespace
+
+ProcessResult run_shell_supervised(const std::string& command, const ProcessOptions& options, double timeout_seconds) {
+  if (options.capture_stdout) throw KilnError(kExitInternal, "", "run_shell_supervised cannot capture stdout");
+  std::call_once(g_handlers_installed, install_handlers);
+  if (int sig = g_interrupt.load())
+    throw KilnError(static_cast<ExitCode>(128 + sig), "", std::string("interrupted by ") + signal_name(sig));
+  std::string program = "/bin/sh";
+  std::vector<std::string> argv = {program, "-c", command};
+  std::vector<std::string> env = build_environment(options);
+  std::vector<char*> cargv, cenv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+
+  // Signals wait until the group is registered, so none finds a child to orphan.
+  sigset_t block = forwarded_set(), previous;
+  ::pthread_sigmask(SIG_BLOCK, &block, &previous);
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw KilnError(kExitIo, program, "fork: " + errno_reason(e));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    // The child must not run kiln's forwarding handler before exec replaces it.
+    for (int sig : kForwardedSignals) {
+      struct sigaction current {};
+      if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == forward_to_groups) ::signal(sig, SIG_DFL);
+    }
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) _exit(127);
+    // Outside the terminal's foreground group, reading the terminal would stop the
+    // command (SIGTTIN) until its timeout; it reads end-of-file instead.
+    int devnull_in = ::open("/dev/null", O_RDONLY);
+    if (devnull_in >= 0) ::dup2(devnull_in, 0);
+    if (options.quiet) {
+      int devnull = ::open("/dev/null", O_WRONLY);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+    }
+    ::execve(program.c_str(), cargv.data(), cenv.data());
+    _exit(127);
+  }
+  ::setpgid(pid, pid);  // also here: whichever of parent and child runs first
+  std::atomic<pid_t>* slot = register_group(pid);
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+
+  ProcessResult result;
+  struct rusage usage {};
+  int status = 0;
+  try {
+    status = wait_with_deadline(pid, timeout_seconds, start, &usage, &result.timed_out);
+  } catch (...) {
+    if (slot) slot->store(0);
+    throw;
+  }
+  if (slot) slot->store(0);
+  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.user_seconds = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6;
+  result.sys_seconds = usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
+  result.peak_rss_kib = usage.ru_maxrss;
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.signaled = true;
+    result.exit_code = 128 + WTERMSIG(status);
+  }
+  if (int sig = g_interrupt.load())
+    throw KilnError(static_cast<ExitCode>(128 + sig), "",
+                    std::string("interrupted by ") + signal_name(sig) + "; the running command was stopped");
+  return result;
+}
+
+}  // namespace kiln

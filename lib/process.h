@@ -14,6 +14,7 @@ struct ProcessResult {
   double sys_seconds = 0;
   long peak_rss_kib = 0;   // ru_maxrss of the waited-for process tree's largest member
   std::string captured_stdout;  // only when ProcessOptions::capture_stdout
+  bool timed_out = false;  // run_shell_supervised: stopped at its timeout
 };
 
 struct ProcessOptions {
@@ -40,5 +41,20 @@ ProcessResult run_build_group(const std::vector<std::string>& argv, const Proces
 
 std::string shell_quote(const std::string& arg);
 std::string shell_join(const std::vector<std::string>& argv);
+
+// ---- Supervised runs (kiln-measure's builds, the cmd: back end) ----------------------
+// The command runs in a process group of its own, so that a timeout can stop all of
+// it (make, cargo and their compilers), not only the shell. While such a group runs,
+// SIGINT, SIGTERM and SIGHUP sent to kiln (when kiln does not ignore them) are
+// forwarded to the group instead of killing kiln first and orphaning the build;
+// kiln waits for the group's leader and then throws KilnError with code 128 + the
+// signal's number. With no supervised group running, those signals act as usual.
+
+// Runs /bin/sh -c command. timeout_seconds > 0: when it has not finished by then, its
+// whole process group gets SIGTERM, and SIGKILL 2 seconds later, and the result says
+// timed_out. Its standard input is /dev/null (a process outside the terminal's
+// foreground group that reads the terminal is stopped). Does not support
+// ProcessOptions::capture_stdout.
+ProcessResult run_shell_supervised(const std::string& command, const ProcessOptions& options, double timeout_seconds);
 
 }  // namespace kiln

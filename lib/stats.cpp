@@ -85,6 +85,11 @@ RatioInterval ratio_of_medians_bootstrap(const std::vector<double>& baseline,
   }
   result.low = quantile(ratios, 0.025);
   result.high = quantile(std::move(ratios), 0.975);
+  // With few runs the percentile interval can miss the point estimate (the sample
+  // median's own ratio may be rarer than 2.5% among resamples). An interval printed
+  // next to a ratio it excludes contradicts it, so it is widened to contain it.
+  result.low = std::min(result.low, result.ratio);
+  result.high = std::max(result.high, result.ratio);
   return result;
 }
 

@@ -33,6 +33,9 @@ int body(int argc, char** argv) {
       ->capture_default_str()->type_name("K")->check(CLI::Range(0, 1000000));
   build_cmd->add_option("--prepare", build.prepare_command, "Command run before every run, untimed (e.g. a clean)")
       ->type_name("CMD");
+  build_cmd->add_option("--timeout", build.timeout_seconds,
+                        "Kill a prepare, warm-up or timed run (its whole process group) after SECONDS; default: none")
+      ->type_name("SECONDS")->check(CLI::PositiveNumber);
   build_cmd->add_option("--workdir", build.workdir, "Keep the target dirs in DIR/baseline and DIR/candidate")
       ->type_name("DIR");
   CLI::Option* seed_option = build_cmd->add_option("--seed", seed, "Seed of the random run order (default: random)")

@@ -3,12 +3,18 @@
 #include <catch2/catch.hpp>
 #include <simdjson.h>
 
+#include <signal.h>
+#include <stdlib.h>
+
 #include <algorithm>
+#include <chrono>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <set>
 #include <sstream>
 
+#include "backend_cmd.h"
 #include "error.h"
 #include "fs.h"
 #include "hwprofile.h"
@@ -77,6 +83,51 @@ std::string write_build_report(const std::string& dir, double baseline_median, d
   return path;
 }
 
+// A build report with the given timed runs (medians and intervals as measure_build
+// computes them), written as a real report file.
+std::string write_build_report_with_runs(const std::string& dir, const std::vector<double>& baseline_walls,
+                                         const std::vector<double>& candidate_walls) {
+  BuildReport report;
+  report.timestamp = "2026-01-01T00:00:00Z";
+  report.hardware_json = "{}";
+  report.runs = static_cast<int>(baseline_walls.size());
+  report.baseline.name = "baseline";
+  report.candidate.name = "candidate";
+  report.baseline.wall_seconds = summarize(baseline_walls);
+  report.candidate.wall_seconds = summarize(candidate_walls);
+  for (size_t i = 0; i < baseline_walls.size(); ++i) {
+    for (int which = 0; which < 2; ++which) {
+      BuildRun run;
+      run.order = static_cast<int>(report.timed_runs.size()) + 1;
+      run.pair = static_cast<int>(i) + 1;
+      run.variant = which ? "candidate" : "baseline";
+      run.wall_seconds = which ? candidate_walls[i] : baseline_walls[i];
+      report.timed_runs.push_back(run);
+    }
+  }
+  report.wall_ratio = ratio_of_medians_bootstrap(baseline_walls, candidate_walls);
+  report.speedup = speedup_interval(baseline_walls, candidate_walls);
+  std::string path = dir + "/build-runs.json";
+  write_file_atomic(path, build_report_json(report));
+  return path;
+}
+
+// The "95% CI LOWx-HIGHx" a gate line prints, as numbers.
+std::pair<double, double> printed_interval(const std::string& line) {
+  size_t at = line.find("95% CI ");
+  REQUIRE(at != std::string::npos);
+  double low = std::stod(line.substr(at + 7));
+  size_t dash = line.find("x-", at);
+  REQUIRE(dash != std::string::npos);
+  return {low, std::stod(line.substr(dash + 2))};
+}
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
+
 std::string write_size_report(const std::string& dir, uint64_t text_base, uint64_t text_cand, uint64_t total_base,
                               uint64_t total_cand) {
   SizeReport report;
@@ -92,6 +143,31 @@ void compile_c(const std::string& dir, const std::string& name, const std::strin
   ProcessResult r = run_process({"cc", "-g", "-O1", "-c", dir + "/" + name + ".c", "-o", dir + "/" + name + ".o"});
   REQUIRE(r.exit_code == 0);
 }
+
+// Whether pid is gone (or a zombie waiting for its new parent to reap it).
+bool process_gone(pid_t pid) {
+  for (int i = 0; i < 200; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) return true;
+    size_t close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z') return true;
+    ::usleep(10000);
+  }
+  return false;
+}
+
+pid_t pid_in_file(const std::string& path) {
+  for (int i = 0; i < 100 && !path_exists(path); ++i) ::usleep(10000);
+  return static_cast<pid_t>(std::stol(read_file(path)));
+}
+
+// Sets an environment variable for one scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) { ::setenv(name.c_str(), value.c_str(), 1); }
+  ~ScopedEnv() { ::unsetenv(name.c_str()); }
+};
 
 }  // namespace
 
@@ -197,6 +273,72 @@ TEST_CASE("gate passes and fails build reports on the speedup", "[measure][gate]
   CHECK(run_gate_command({path}, strict) == kExitFailed);
 }
 
+TEST_CASE("gate refuses negative or zero medians as bad input naming the file", "[measure][gate]") {
+  ScratchDir dir;
+  for (auto [base, cand] : {std::pair{-2.0, 1.0}, std::pair{2.0, -1.0}, std::pair{-2.0, -1.0}, std::pair{2.0, 0.0}}) {
+    std::string path = write_build_report(dir.path, base, cand);
+    auto e = error_of([&] { evaluate_gate(path, GateThresholds{}); });
+    REQUIRE(e);
+    CHECK(e->code() == kExitBadInput);
+    CHECK(e->path() == path);
+    CHECK(contains(e->what(), "must be positive"));
+  }
+  // A negative run's wall time is as impossible as a negative median.
+  std::string path = write_build_report_with_runs(dir.path, {2.0, 2.1, 1.9}, {1.0, 1.1, 0.9});
+  write_file_atomic(path, replaced(read_file(path), "\"wall_seconds\":1.1,", "\"wall_seconds\":-1.1,"));
+  CHECK(error_code_of([&] { evaluate_gate(path, GateThresholds{}); }) == kExitBadInput);
+}
+
+TEST_CASE("the gate's interval is computed like its speedup and contains it", "[measure][gate]") {
+  ScratchDir dir;
+  std::vector<double> base = {2.00, 2.10, 1.95, 2.05, 2.02}, cand = {1.00, 1.04, 0.98, 1.01, 1.03};
+  std::string path = write_build_report_with_runs(dir.path, base, cand);
+  // The report's stored interval is made to contradict its medians (an edited or
+  // corrupt report); the gate must not print it next to the speedup it recomputes.
+  std::string text = read_file(path);
+  size_t at = text.find("\"speedup\":{");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, text.find('}', at) + 1 - at, "\"speedup\":{\"value\":0.5,\"low\":0.4,\"high\":0.6}");
+  write_file_atomic(path, text);
+  auto checks = evaluate_gate(path, GateThresholds{});
+  REQUIRE(checks.size() == 1);
+  CHECK(checks[0].value == Approx(median(base) / median(cand)));
+  auto [low, high] = printed_interval(format_gate_check(checks[0]));
+  CHECK(low <= checks[0].value);
+  CHECK(checks[0].value <= high);
+  RatioInterval expected = speedup_interval(base, cand);
+  CHECK(low == Approx(expected.low).epsilon(1e-3));
+  CHECK(high == Approx(expected.high).epsilon(1e-3));
+
+  // Medians that are not the medians of the runs: bad input, not a verdict.
+  path = write_build_report_with_runs(dir.path, base, cand);
+  write_file_atomic(path, replaced(read_file(path), "\"median\":2.02,", "\"median\":4,"));
+  auto e = error_of([&] { evaluate_gate(path, GateThresholds{}); });
+  REQUIRE(e);
+  CHECK(e->code() == kExitBadInput);
+  CHECK(contains(e->what(), "not the median of its runs"));
+}
+
+TEST_CASE("the bootstrap interval always contains its ratio, even with few resamples", "[measure][stats]") {
+  // Random small samples and very few resamples: the percentile interval alone then
+  // often misses the point estimate; the reported one never may.
+  std::mt19937_64 rng(99);
+  std::uniform_real_distribution<double> wall(0.5, 3.0);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<double> a(2 + trial % 5), b(2 + (trial / 5) % 5);
+    for (auto& v : a) v = wall(rng);
+    for (auto& v : b) v = wall(rng);
+    RatioInterval r = ratio_of_medians_bootstrap(a, b, 1 + trial % 3, static_cast<uint64_t>(trial));
+    INFO("trial " << trial);
+    CHECK(r.low <= r.ratio);
+    CHECK(r.ratio <= r.high);
+    RatioInterval s = speedup_interval(a, b);
+    CHECK(s.ratio == median(a) / median(b));
+    CHECK(s.low <= s.ratio);
+    CHECK(s.ratio <= s.high);
+  }
+}
+
 TEST_CASE("gate checks .text of size reports, or the total without .text", "[measure][gate]") {
   ScratchDir dir;
   GateThresholds thresholds;  // max size ratio 1.5
@@ -235,10 +377,11 @@ TEST_CASE("gate refuses foreign, broken and newer reports", "[measure][gate]") {
 }
 
 TEST_CASE("size compares stripped sections of real objects", "[measure][size]") {
-  if (find_program("cc").empty() || find_program("strip").empty()) {
-    WARN("cc or strip is not installed; size measurement not exercised");
-    return;
-  }
+  // cc and strip are test dependencies (scripts/install-deps.sh installs g++ and
+  // binutils): without them this test must fail, not pass having checked nothing.
+  INFO("cc and strip must be on PATH (scripts/install-deps.sh installs g++ and binutils)");
+  REQUIRE_FALSE(find_program("cc").empty());
+  REQUIRE_FALSE(find_program("strip").empty());
   ScratchDir dir;
   compile_c(dir.path, "small", "int add_one(int x) { return x + 1; }\n");
   compile_c(dir.path, "large",
@@ -398,4 +541,117 @@ TEST_CASE("the hardware profile is a JSON object with a readable table", "[measu
   CHECK(contains(table, "Memory"));
   CHECK(contains(table, "GPU"));
   CHECK(error_code_of([] { hardware_profile_table("[]"); }) == kExitBadInput);
+}
+
+TEST_CASE("build kills a run past --timeout, with all it started, and says so", "[measure][build]") {
+  ScratchDir dir;
+  BuildOptions options;
+  std::string pid_file = dir.path + "/sleeper.pid";
+  // The shell starts a grandchild; killing only the shell would leave it running.
+  options.baseline_command = "sleep 30 & echo $! > " + shell_quote(pid_file) + "; wait";
+  options.candidate_command = "true";
+  options.runs = 1;
+  options.warmup = 0;
+  options.workdir = dir.path + "/work";
+  options.timeout_seconds = 0.5;
+  auto started = std::chrono::steady_clock::now();
+  auto e = error_of([&] { measure_build(options); });
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  REQUIRE(e);
+  CHECK(e->code() == kExitFailed);
+  CHECK(contains(e->what(), "baseline"));
+  CHECK(contains(e->what(), "timed out after 0.5 s"));
+  CHECK(took < 20);
+  CHECK(process_gone(pid_in_file(pid_file)));
+
+  options.timeout_seconds = -1;
+  CHECK(error_code_of([&] { measure_build(options); }) == kExitUsage);
+}
+
+TEST_CASE("supervised runs time out only when asked, and report exit status and times", "[measure][process]") {
+  ProcessResult ok = run_shell_supervised("exit 3", {}, 0);
+  CHECK(ok.exit_code == 3);
+  // Standard input is /dev/null: a command that reads it ends instead of waiting.
+  CHECK(run_shell_supervised("test \"$(cat)\" = '' && test /dev/null -ef /proc/self/fd/0", {}, 10).exit_code == 0);
+  CHECK_FALSE(ok.timed_out);
+  ProcessResult slow = run_shell_supervised("sleep 0.2", {}, 5);
+  CHECK(slow.exit_code == 0);
+  CHECK_FALSE(slow.timed_out);
+  CHECK(slow.wall_seconds >= 0.2);
+  ProcessResult stopped = run_shell_supervised("sleep 30", {}, 0.2);
+  CHECK(stopped.timed_out);
+  CHECK(stopped.signaled);
+  CHECK(stopped.wall_seconds < 20);
+  // A group that ignores the SIGTERM gets SIGKILL after the grace period, all of it.
+  ScratchDir dir;
+  std::string pid_file = dir.path + "/stubborn.pid";
+  ProcessResult stubborn =
+      run_shell_supervised("trap '' TERM; sleep 30 & echo $! > " + shell_quote(pid_file) + "; wait", {}, 0.2);
+  CHECK(stubborn.timed_out);
+  CHECK(stubborn.exit_code == 128 + SIGKILL);
+  CHECK(process_gone(pid_in_file(pid_file)));
+}
+
+TEST_CASE("a cmd: back end's object must be a complete x86-64 relocatable ELF", "[measure][cmd]") {
+  INFO("cc must be on PATH (scripts/install-deps.sh installs g++)");
+  REQUIRE_FALSE(find_program("cc").empty());
+  ScratchDir dir;
+  compile_c(dir.path, "good", "int twice(int x) { return 2 * x; }\n");
+  std::string good_path = dir.path + "/good.o";
+  std::string good = read_file(good_path);
+  REQUIRE(relocatable_object_problem(good).empty());
+  CHECK(CommandBackend("cp " + shell_quote(good_path) + " {out}; : {in}").emit("bitcode", "m.bc").object == good);
+
+  auto broken = [&](std::string bytes) {
+    std::string path = dir.path + "/broken.o";
+    write_file_atomic(path, bytes);
+    auto e = error_of([&] { CommandBackend("cp " + shell_quote(path) + " {out}; : {in}").emit("bitcode", "m.bc"); });
+    REQUIRE(e);
+    CHECK(e->code() == kExitFailed);
+    CHECK(e->path() == "m.bc");
+    CHECK(contains(e->what(), "broken object"));
+    return relocatable_object_problem(bytes);
+  };
+  auto set16 = [](std::string bytes, size_t at, unsigned v) {
+    bytes[at] = static_cast<char>(v & 0xff);
+    bytes[at + 1] = static_cast<char>(v >> 8);
+    return bytes;
+  };
+  // Only the ELF header, as the hostile back end wrote it.
+  CHECK(contains(broken(good.substr(0, 64)), "outside the file"));
+  // Cut short: the section header table (at the end, for cc's objects) is missing.
+  CHECK(contains(broken(good.substr(0, good.size() - 16)), "past the end"));
+  CHECK(contains(broken(set16(good, 60, 0xfff0)), "past the end"));          // e_shnum too large
+  CHECK(contains(broken(set16(good, 62, 0x7000)), "e_shstrndx"));           // no such section
+  CHECK(contains(broken(set16(good, 58, 40)), "e_shentsize"));
+  CHECK(contains(broken(set16(good, 16, 2)), "ET_REL"));                    // an executable
+  CHECK(contains(broken(set16(good, 18, 183)), "x86-64"));                  // AArch64
+  std::string class32 = good;
+  class32[4] = 1;
+  CHECK(contains(broken(class32), "64-bit"));
+  std::string zero_offset = good;
+  for (size_t i = 40; i < 48; ++i) zero_offset[i] = 0;
+  CHECK(contains(broken(zero_offset), "no section header table"));
+}
+
+TEST_CASE("a cmd: back end past KILN_CMD_TIMEOUT is killed with all it started", "[measure][cmd]") {
+  ScratchDir dir;
+  CHECK(CommandBackend("true {in} {out}").timeout_seconds() == kDefaultCmdTimeout);
+  {
+    ScopedEnv env("KILN_CMD_TIMEOUT", "soon");
+    CHECK(error_code_of([] { CommandBackend("true {in} {out}"); }) == kExitUsage);
+  }
+  ScopedEnv env("KILN_CMD_TIMEOUT", "0.5");
+  std::string pid_file = dir.path + "/sleeper.pid";
+  CommandBackend slow("sleep 30 & echo $! > " + shell_quote(pid_file) + "; wait; : {in} {out}");
+  CHECK(slow.timeout_seconds() == 0.5);
+  auto started = std::chrono::steady_clock::now();
+  auto e = error_of([&] { slow.emit("bitcode", "slow.bc"); });
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  REQUIRE(e);
+  CHECK(e->code() == kExitFailed);
+  CHECK(e->path() == "slow.bc");
+  CHECK(contains(e->what(), "timed out after 0.5 s"));
+  CHECK(took < 20);
+  CHECK(process_gone(pid_in_file(pid_file)));
 }
