@@ -26,6 +26,7 @@
 #include "fs.h"
 #include "hash.h"
 #include "hwprofile.h"
+#include "isolate.h"
 #include "kiln_config.h"
 #include "process.h"
 #include "timeutil.h"
@@ -369,8 +370,15 @@ size_t capture_add(const std::string& corpus_dir, const std::vector<std::string>
   std::vector<std::string> contents;
   for (const auto& f : files) {
     contents.push_back(read_file(f));
-    llvm::LLVMContext ctx;
-    parse_bitcode(ctx, contents.back(), f);
+    // In a worker: mutated bitcode can crash LLVM's reader; that is this file's
+    // error line (exit 3), not a crash of kiln-capture.
+    check_bitcode_magic(contents.back(), f);
+    run_isolated_one(f, [&] {
+      llvm::LLVMContext ctx;
+      LlvmStage stage("parsing");
+      parse_bitcode(ctx, contents.back(), f);
+      return std::string();
+    });
   }
   Corpus corpus = Corpus::create_or_open(corpus_dir, m);
   std::set<std::string> known;

@@ -281,6 +281,25 @@ std::vector<InvocationRecord> Corpus::invocations() const {
   return out;
 }
 
+std::vector<std::string> read_id_list(const std::string& path) {
+  std::string text = read_file(path);
+  std::vector<std::string> ids;
+  size_t pos = 0, line_no = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string id = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    while (!id.empty() && (id.back() == '\r' || id.back() == ' ' || id.back() == '\t')) id.pop_back();
+    if (id.empty() || id.front() == '#') continue;
+    if (!is_content_id(id))
+      throw KilnError(kExitBadInput, path + ":" + std::to_string(line_no), "not a module id (32 hex digits): " + id);
+    ids.push_back(id);
+  }
+  return ids;
+}
+
 // Claims out_dir for one merge: creates it (or takes the empty directory given) and
 // holds an exclusive lock on it, so a second merge into the same place fails at once
 // instead of mixing its modules into this one. The returned descriptor holds the lock.

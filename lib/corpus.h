@@ -126,6 +126,9 @@ struct CorpusFilter {
   std::string reason;                // substring of a census reason; empty: any
   std::string backend;               // back end whose census reason is matched
 };
+// A file of module ids, one a line ('#' comments and blank lines skipped); any other
+// line is an error naming the file and line.
+std::vector<std::string> read_id_list(const std::string& path);
 void merge_corpora(const std::vector<std::string>& sources, const std::string& out_dir,
                    const CorpusFilter& filter, const std::string& origin);
 

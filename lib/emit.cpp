@@ -39,13 +39,18 @@ std::string receipt_json(const ReceiptInput& in, const EmitResult& r, const std:
 
 EmitFileResult emit_file(const std::string& in_path, const std::string& out_path, const std::string& backend_spec,
                          Profile profile) {
-  auto backend = make_backend(backend_spec, profile);
   Stopwatch clock;
   std::string bytes = read_file(in_path);
-  double read_s = clock.lap();
+  return emit_bytes(bytes, in_path, out_path, backend_spec, profile, clock.lap());
+}
+
+EmitFileResult emit_bytes(const std::string& bytes, const std::string& in_path, const std::string& out_path,
+                          const std::string& backend_spec, Profile profile, double read_seconds) {
+  auto backend = make_backend(backend_spec, profile);
+  Stopwatch clock;
   EmitFileResult out;
   out.result = backend->emit(bytes, in_path);
-  out.result.stages.read += read_s;
+  out.result.stages.read += read_seconds;
   clock.lap();
   write_file_atomic(out_path, out.result.object);
   out.result.stages.write += clock.lap();
@@ -54,10 +59,13 @@ EmitFileResult emit_file(const std::string& in_path, const std::string& out_path
 }
 
 std::string emit_file_isolated(const std::string& in_path, const std::string& out_path, const std::string& backend_spec,
-                               Profile profile) {
+                               Profile profile, const std::string* bytes_read) {
   make_backend(backend_spec, profile);  // a bad spec is a usage error, not the input's
   // The worker writes the object (atomically): a crash leaves nothing behind.
-  return run_isolated_one(in_path, [&] { return emit_file(in_path, out_path, backend_spec, profile).receipt; });
+  return run_isolated_one(in_path, [&] {
+    return bytes_read ? emit_bytes(*bytes_read, in_path, out_path, backend_spec, profile).receipt
+                      : emit_file(in_path, out_path, backend_spec, profile).receipt;
+  });
 }
 
 namespace {

@@ -25,12 +25,15 @@ struct EmitFileResult {
 };
 EmitFileResult emit_file(const std::string& in_path, const std::string& out_path, const std::string& backend_spec,
                          Profile profile);
+// The same for bytes already read from in_path (a pipe can be read only once).
+EmitFileResult emit_bytes(const std::string& bytes, const std::string& in_path, const std::string& out_path,
+                          const std::string& backend_spec, Profile profile, double read_seconds = 0);
 
 // emit_file in a worker process: a module that crashes LLVM or makes it stop with a
 // fatal error is a KilnError (kExitBadInput) naming in_path, and no object is written.
 // Returns the receipt.
 std::string emit_file_isolated(const std::string& in_path, const std::string& out_path, const std::string& backend_spec,
-                               Profile profile);
+                               Profile profile, const std::string* bytes_read = nullptr);
 
 struct CorpusEmitSummary {
   size_t modules = 0, emitted = 0, failed = 0;

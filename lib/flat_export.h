@@ -37,7 +37,7 @@ struct FlatModuleData {
   std::vector<SymbolVisibility> visibilities;
   std::vector<std::string> sections;  // empty: .text.NAME
   // The module's extern_weak declarations and those with non-default visibility, for
-  // the ELF writer (not carried by flat IR files yet).
+  // the ELF writer (carried by flat IR files from version 3).
   std::vector<UndefinedSymbol> undefined;
 
   FlatModuleView view() const;

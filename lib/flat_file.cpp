@@ -60,6 +60,10 @@ struct Reader {
     pos += n * sizeof(T);
     return v;
   }
+  uint8_t byte() {
+    need(1);
+    return static_cast<uint8_t>(bytes[pos++]);
+  }
   std::string string() {
     uint64_t n = u64();
     need(n);
@@ -89,6 +93,15 @@ std::string write_flat_file(const FlatModuleData& flat, const std::string& sourc
   n = flat.sections.size();
   out.append(reinterpret_cast<const char*>(&n), sizeof n);
   for (const auto& s : flat.sections) put_string(out, s);
+  // Version 3: the undefined symbols that are not plain references (extern_weak,
+  // hidden, protected), so an object emitted from the file links as one from bitcode.
+  n = flat.undefined.size();
+  out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  for (const auto& u : flat.undefined) {
+    put_string(out, u.name);
+    out.push_back(static_cast<char>(u.binding));
+    out.push_back(static_cast<char>(u.visibility));
+  }
   return out;
 }
 
@@ -114,8 +127,25 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
   for (uint64_t i = 0; i < n; ++i) f.symbols.push_back(r.string());
   n = r.u64();
   for (uint64_t i = 0; i < n; ++i) f.sections.push_back(r.string());
-  // Every index must point inside its array: a corrupt file must not crash the stages.
   auto bad = [&](const std::string& what) { throw KilnError(kExitBadInput, path, "corrupt flat IR file: " + what); };
+  if (version >= 3) {
+    n = r.u64();
+    for (uint64_t i = 0; i < n; ++i) {
+      UndefinedSymbol u;
+      u.name = r.string();
+      uint8_t kinds[2] = {r.byte(), r.byte()};
+      if (kinds[0] > uint8_t(SymbolBinding::weak) || kinds[1] > uint8_t(SymbolVisibility::protected_))
+        bad("undefined symbol's binding or visibility out of range");
+      u.binding = static_cast<SymbolBinding>(kinds[0]);
+      u.visibility = static_cast<SymbolVisibility>(kinds[1]);
+      f.undefined.push_back(std::move(u));
+    }
+  }
+  // Every index must point inside its array: a corrupt file must not crash the stages.
+  for (size_t i = 0; i < f.bindings.size(); ++i)
+    if (uint8_t(f.bindings[i]) > uint8_t(SymbolBinding::weak)) bad("function binding out of range");
+  for (size_t i = 0; i < f.visibilities.size(); ++i)
+    if (uint8_t(f.visibilities[i]) > uint8_t(SymbolVisibility::protected_)) bad("function visibility out of range");
   if (f.bindings.size() != f.functions.size() || f.visibilities.size() != f.functions.size() ||
       f.sections.size() != f.functions.size())
     bad("per-function tables disagree");
@@ -205,6 +235,8 @@ StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutpu
   v.binding = flat.bindings.data();
   v.visibility = flat.visibilities.data();
   v.section = flat.sections.data();
+  v.undefined = flat.undefined.data();
+  v.undefined_count = static_cast<uint32_t>(flat.undefined.size());
   v.code = code.code.data();
   v.code_start = code.code_start.data();
   v.code_size = code.code_size.data();

@@ -10,7 +10,7 @@
 
 namespace kiln {
 
-constexpr int kFlatFileVersion = 2;  // 2: atomics (opcodes 37 to 39, kOpStore's aux)
+constexpr int kFlatFileVersion = 3;  // 2: atomics (opcodes 37 to 39, kOpStore's aux); 3: undefined symbols
 
 std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name);
 // Throws KilnError naming `path` for a foreign, truncated, corrupt or newer file.

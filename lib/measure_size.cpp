@@ -1,5 +1,7 @@
 // kiln-measure size: how much code and data a candidate back end emits compared
 // with the baseline, read from the ELF section headers of stripped copies.
+#include <sys/stat.h>
+
 #include <llvm/Object/Archive.h>
 #include <llvm/Object/Binary.h>
 #include <llvm/Object/ObjectFile.h>
@@ -82,6 +84,10 @@ struct TempDir {
 SectionSizes read_section_sizes(const std::string& path) {
   if (is_directory(path)) throw KilnError(kExitIo, path, "is a directory, not a file");
   if (!path_exists(path)) throw KilnError(kExitIo, path, "no such file");
+  // LLVM would read a device such as /dev/zero until memory runs out.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw KilnError(kExitBadInput, path, std::string("is ") + file_kind(st.st_mode) + ", not a regular file");
   auto binary = llvm::object::createBinary(path);
   if (!binary) throw KilnError(kExitBadInput, path, "not an ELF object or executable: " + llvm::toString(binary.takeError()));
 

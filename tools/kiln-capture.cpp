@@ -10,6 +10,7 @@
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
+#include "isolate.h"
 #include "version.h"
 
 static int body(int argc, char** argv) {
@@ -76,17 +77,7 @@ static int body(int argc, char** argv) {
     return kExitOk;
   }
   if (*filt) {
-    if (!ids_file.empty()) {
-      std::string text = read_file(ids_file);
-      size_t pos = 0;
-      while (pos < text.size()) {
-        size_t end = text.find('\n', pos);
-        if (end == std::string::npos) end = text.size();
-        std::string id = text.substr(pos, end - pos);
-        if (!id.empty()) filter.ids.push_back(id);
-        pos = end + 1;
-      }
-    }
+    if (!ids_file.empty()) filter.ids = read_id_list(ids_file);
     merge_corpora({filter_in}, filter_out, filter, "filter");
     std::printf("%zu module(s) in %s\n", Corpus::open(filter_out).modules().size(), filter_out.c_str());
     return kExitOk;
@@ -103,4 +94,8 @@ static int body(int argc, char** argv) {
   return run_capture(options);
 }
 
-int main(int argc, char** argv) { return kiln::run_tool("kiln-capture", body, argc, argv); }
+int main(int argc, char** argv) {
+  // The wrappers emit objects with LLVM: its fatal errors are one line and exit 3.
+  kiln::install_llvm_fatal_handlers();
+  return kiln::run_tool("kiln-capture", body, argc, argv);
+}

@@ -71,8 +71,9 @@ static int body(int argc, char** argv) {
     std::printf("%s\n", said.c_str());
     return kExitOk;
   }
+  std::string bytes;
   if (!corpus) {
-    std::string bytes = read_file(input);
+    bytes = read_file(input);
     if (bytes.compare(0, 8, "KILNFLAT") == 0) {  // a flat IR file: stamp, no LLVM
       if (output.empty()) throw KilnError(kExitUsage, input, "-o OUT.o is required");
       std::string source;
@@ -90,7 +91,7 @@ static int body(int argc, char** argv) {
     return s.failed ? kExitFailed : kExitOk;
   }
   if (output.empty()) throw KilnError(kExitUsage, input, "-o OUT.o is required for a single file");
-  std::string receipt = emit_file_isolated(input, output, backend, p);
+  std::string receipt = emit_file_isolated(input, output, backend, p, &bytes);
   if (!receipt_path.empty()) write_file_atomic(receipt_path, receipt + "\n");
   std::printf("%s\n", receipt.c_str());
   return kExitOk;

@@ -50,11 +50,11 @@ kiln-emit good.bc -o out.fifo
 wait $reader
 check "an -o that is a FIFO is written into, not replaced" bash -c "[[ -p out.fifo ]] && grep -q ELF fifo-head.txt"
 
-# --- inputs that never end ---
-expect_error 3 "/dev/zero: is a character device, not a regular file" kiln-emit /dev/zero -o z.o
+# --- inputs that never end (under a timeout: a regression would eat all memory) ---
+expect_error 3 "/dev/zero: is a character device, not a regular file" timeout 10 kiln-emit /dev/zero -o z.o
 check "no object is written for a device input" test ! -e z.o
 expect_error 3 "/dev/zero: is a character device, not a regular file" \
-  kiln-measure size --baseline /dev/zero --candidate good.bc
+  timeout 10 kiln-measure size --baseline /dev/zero --candidate good.bc
 kiln-emit good.bc -o direct.o
 check "a bitcode file through a pipe is read whole" bash -c "kiln-emit <(cat good.bc) -o piped.o && cmp piped.o direct.o"
 
@@ -94,6 +94,12 @@ check "a refused merge leaves nothing behind" bash -c "! ls -d NM* 2>/dev/null"
 kiln-capture add -o V good.bc >/dev/null
 sed -i 's/"version":1/"version":1180591620717411303424/' V/kiln-corpus.json
 expect_error 4 "kiln-corpus.json: corpus schema version .* is newer" kiln-census V
+
+# --- filter options that select nothing by mistake ---
+printf '0123456789abcdef0123456789abcdef\nnot-an-id\n' > ids.txt
+expect_error 3 "ids.txt:2: not a module id \\(32 hex digits\\): not-an-id" kiln-capture filter -o F1 T --ids ids.txt
+expect_error 2 "--reason-backend: foo is not a back end the census judges" kiln-capture filter -o F2 T --reason x --reason-backend foo
+check "refused filters create nothing" bash -c "! ls -d F1* F2* 2>/dev/null"
 
 # --- concurrent merges into one place ---
 for i in 1 2 3 4 5 6; do kiln-capture add -o S$i good.bc other.bc >/dev/null; done

@@ -31,6 +31,8 @@ check "precondition: fatal.bc makes llc stop with LLVM ERROR" \
 
 # One file: exit 3 and one line naming it and what LLVM did; never an object.
 expect_error 3 "^kiln-emit: error: crash.bc: LLVM crashed \\(SIGSEGV\\) while parsing$" kiln-emit crash.bc -o crash.o
+expect_error 3 "^kiln-capture: error: crash.bc: LLVM crashed \\(SIGSEGV\\) while parsing$" kiln-capture add -o refused crash.bc
+check "a refused import creates no corpus" test ! -e refused
 expect_error 3 "^kiln-emit: error: trap.bc: LLVM crashed \\(SIGTRAP\\) while parsing$" kiln-emit trap.bc -o trap.o
 expect_error 3 "^kiln-emit: error: fatal.bc: LLVM ERROR while generating code: 64-bit code requested on a subtarget" \
   kiln-emit fatal.bc -o fatal.o

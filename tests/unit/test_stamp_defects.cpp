@@ -4,6 +4,8 @@
 // ends, linked with the system linker, run, and must behave the same.
 #include <catch2/catch.hpp>
 
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/MemoryBuffer.h>
@@ -15,6 +17,7 @@
 #include "bitcode.h"
 #include "census.h"
 #include "error.h"
+#include "flat_file.h"
 #include "fs.h"
 #include "ir_helpers.h"
 #include "process.h"
@@ -476,4 +479,45 @@ define i64 @offsets(ptr %p) {
     CHECK(actual.out == expected.out);
     CHECK(counts.functions_stamp == 1);
   }
+}
+
+// The same through a flat IR file (kiln-flat(5) version 3): an object emitted from the
+// file, as kiln-replay-flat and the GPU machine emit it, keeps the weak declarations.
+TEST_CASE("a flat IR file carries extern_weak and hidden declarations to the object", "[stamp_defects][flat]") {
+  const char* ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+declare extern_weak i32 @w()
+declare hidden i32 @h()
+define i32 @probe() {
+entry:
+  %has = icmp ne ptr @w, null
+  br i1 %has, label %call, label %done
+call:
+  %r = call i32 @w()
+  br label %done
+done:
+  %v = phi i32 [ %r, %call ], [ -1, %entry ]
+  %x = call i32 @h()
+  %s = add i32 %v, %x
+  ret i32 %s
+}
+)";
+  llvm::LLVMContext ctx;
+  auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(ir), "weak.bc");
+  FlatExport flat = export_flat(*module);
+  REQUIRE(flat.stamp_functions == 1);
+  flat.flat.resolve_symbol_names();
+  std::string file = write_flat_file(flat.flat, "weak.ll");
+  FlatModuleData back = read_flat_file(file, "weak.flat");
+  std::string object = emit_flat_module(back, "weak.ll");
+  SymbolFacts w = symbol_in(object, "w"), h = symbol_in(object, "h");
+  CHECK(w.found);
+  CHECK_FALSE(w.defined);
+  CHECK(w.binding == llvm::ELF::STB_WEAK);
+  CHECK(h.found);
+  CHECK(h.visibility == llvm::ELF::STV_HIDDEN);
+  // A binding byte out of range is refused, not handed to the ELF writer.
+  std::string bad = file;
+  bad[bad.size() - 2] = 9;  // the last undefined symbol's binding
+  CHECK_THROWS_AS(read_flat_file(bad, "bad.flat"), KilnError);
 }
