@@ -52,6 +52,20 @@ static std::vector<std::string> build_environment(const ProcessOptions& options)
   return env;
 }
 
+// How a child ended, and what it cost, into result.
+static void record_end(ProcessResult& result, int status, const struct rusage& usage, double wall_seconds) {
+  result.wall_seconds = wall_seconds;
+  result.user_seconds = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6;
+  result.sys_seconds = usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
+  result.peak_rss_kib = usage.ru_maxrss;
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.signaled = true;
+    result.exit_code = 128 + WTERMSIG(status);
+  }
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) throw KilnError(kExitUsage, "", "empty command");
   std::string program = find_program(argv[0]);
@@ -99,16 +113,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     if (errno != EINTR) throw KilnError(kExitIo, argv[0], "wait: " + errno_reason(errno));
   }
   auto end = std::chrono::steady_clock::now();
-  result.wall_seconds = std::chrono::duration<double>(end - start).count();
-  result.user_seconds = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6;
-  result.sys_seconds = usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
-  result.peak_rss_kib = usage.ru_maxrss;
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signaled = true;
-    result.exit_code = 128 + WTERMSIG(status);
-  }
+  record_end(result, status, usage, std::chrono::duration<double>(end - start).count());
   return result;
 }
 
@@ -258,16 +263,7 @@ ProcessResult run_build_group(const std::vector<std::string>& argv, const Proces
   received_signal = g_received_signal;
 
   ProcessResult result;
-  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.user_seconds = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6;
-  result.sys_seconds = usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
-  result.peak_rss_kib = usage.ru_maxrss;
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signaled = true;
-    result.exit_code = 128 + WTERMSIG(status);
-  }
+  record_end(result, status, usage, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return result;
 }
 
@@ -457,16 +453,7 @@ ProcessResult run_shell_supervised(const std::string& command, const ProcessOpti
     throw;
   }
   if (slot) slot->store(0);
-  result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.user_seconds = usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6;
-  result.sys_seconds = usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6;
-  result.peak_rss_kib = usage.ru_maxrss;
-  if (WIFEXITED(status)) {
-    result.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    result.signaled = true;
-    result.exit_code = 128 + WTERMSIG(status);
-  }
+  record_end(result, status, usage, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (int sig = g_interrupt.load())
     throw KilnError(static_cast<ExitCode>(128 + sig), "",
                     std::string("interrupted by ") + signal_name(sig) + "; the running command was stopped");

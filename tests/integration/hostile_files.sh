@@ -75,6 +75,13 @@ check "a corpus with a non-UTF-8 file name can be read by census" bash -c "kiln-
 check "and merged" bash -c "kiln-capture merge -o UM U >/dev/null"
 check "the name comes back byte for byte (filter by it finds the module)" bash -c "kiln-capture filter -o UF U --crate \$'bad\\xff.bc' >/dev/null && [[ \$(wc -l < UF/modules.jsonl) -eq 1 ]]"
 
+cp -r "$KILN_SOURCE/examples/c-program" $'cp\xffdir'
+make -s -C $'cp\xffdir' clean
+check "a C build in a directory whose name is not UTF-8 is captured" \
+  bash -c "cd \$'cp\\xffdir' && kiln-capture -o ../W --backend llvm -- make -s >/dev/null && ./kiln-c-example >/dev/null"
+check "and its corpus reads back with the directory's bytes" \
+  bash -c "kiln-census W | grep -q '^3 modules' && kiln-capture filter -o WF W --crate main.c >/dev/null && grep -q . WF/modules.jsonl"
+
 # --- an unreadable manifest is an error, never an empty corpus ---
 kiln-capture add -o L good.bc other.bc >/dev/null
 kiln-census L >/dev/null
