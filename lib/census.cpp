@@ -193,6 +193,125 @@ std::string ModuleCensus::to_json() const {
 }
 
 namespace {
+// Reading a record back: every field to_json() writes must be there with its type, so
+// that a record cut short or from another kiln is refused instead of read as zeros.
+[[noreturn]] void bad_record(const JsonContext& ctx, const std::string& why) {
+  throw KilnError(kExitBadInput, ctx.where(), "not a census record: " + why);
+}
+simdjson::dom::object get_object(simdjson::dom::element e, const char* key, const JsonContext& ctx) {
+  simdjson::dom::object obj;
+  if (e[key].get(obj) != simdjson::SUCCESS) bad_record(ctx, std::string("missing or non-object field '") + key + "'");
+  return obj;
+}
+uint64_t get_count(simdjson::dom::element e, const char* key, const JsonContext& ctx) {
+  uint64_t v = 0;
+  if (e[key].get(v) != simdjson::SUCCESS) bad_record(ctx, std::string("missing or non-count field '") + key + "'");
+  return v;
+}
+bool get_flag(simdjson::dom::element e, const char* key, const JsonContext& ctx) {
+  bool v = false;
+  if (e[key].get(v) != simdjson::SUCCESS) bad_record(ctx, std::string("missing or non-boolean field '") + key + "'");
+  return v;
+}
+// get_string_array skips what is not a string; here that would lose a reason.
+std::vector<std::string> get_strings(simdjson::dom::element e, const char* key, const JsonContext& ctx) {
+  simdjson::dom::array arr;
+  if (e[key].get(arr) != simdjson::SUCCESS) bad_record(ctx, std::string("missing or non-array field '") + key + "'");
+  for (auto item : arr)
+    if (!item.is_string()) bad_record(ctx, std::string("field '") + key + "' holds a non-string");
+  return get_string_array(e, key);
+}
+std::map<std::string, uint64_t> get_count_map(simdjson::dom::element e, const char* key, const JsonContext& ctx) {
+  std::map<std::string, uint64_t> m;
+  for (auto field : get_object(e, key, ctx)) {
+    uint64_t n = 0;
+    if (field.value.get(n) != simdjson::SUCCESS) bad_record(ctx, std::string("field '") + key + "' holds a non-count");
+    m[json_string_bytes(field.key)] = n;  // keys are written like strings: kiln's byte encoding
+  }
+  return m;
+}
+
+ModuleFacts facts_from_json(simdjson::dom::element doc, const JsonContext& ctx) {
+  simdjson::dom::element e;
+  if (doc["facts"].get(e) != simdjson::SUCCESS || !e.is_object()) bad_record(ctx, "missing or non-object field 'facts'");
+  ModuleFacts f;
+  f.bytes = get_count(e, "bytes", ctx);
+  f.triple = get_string(e, "triple", ctx);
+  f.functions_defined = get_count(e, "functions_defined", ctx);
+  f.functions_declared = get_count(e, "functions_declared", ctx);
+  f.blocks = get_count(e, "blocks", ctx);
+  f.instructions = get_count(e, "instructions", ctx);
+  f.globals = get_count(e, "globals", ctx);
+  f.globals_with_initializer = get_count(e, "globals_with_initializer", ctx);
+  f.aliases = get_count(e, "aliases", ctx);
+  f.comdats = get_count(e, "comdats", ctx);
+  f.tls_globals = get_count(e, "tls_globals", ctx);
+  f.inline_asm_calls = get_count(e, "inline_asm_calls", ctx);
+  f.module_asm_bytes = get_count(e, "module_asm_bytes", ctx);
+  f.invokes = get_count(e, "invokes", ctx);
+  f.landingpads = get_count(e, "landingpads", ctx);
+  f.personalities = get_count(e, "personalities", ctx);
+  f.vector_instructions = get_count(e, "vector_instructions", ctx);
+  f.atomic_instructions = get_count(e, "atomic_instructions", ctx);
+  f.debug_info = get_flag(e, "debug_info", ctx);
+  f.instructions_with_debug_location = get_count(e, "instructions_with_debug_location", ctx);
+  f.debug_records = get_count(e, "debug_records", ctx);
+  f.opcodes = get_count_map(e, "opcodes", ctx);
+  f.intrinsics = get_count_map(e, "intrinsics", ctx);
+  f.calling_conventions = get_count_map(e, "calling_conventions", ctx);
+  return f;
+}
+
+// Verdicts in the order written (simdjson keeps it): the summary lists back ends so.
+std::vector<Verdict> verdicts_from_json(simdjson::dom::element e, const JsonContext& ctx) {
+  std::vector<Verdict> out;
+  for (auto field : get_object(e, "verdicts", ctx)) {
+    Verdict v;
+    v.backend = json_string_bytes(field.key);
+    if (!field.value.is_object()) bad_record(ctx, "verdict of " + v.backend + " is not an object");
+    v.verdict = get_string(field.value, "verdict", ctx);
+    v.reasons = get_strings(field.value, "reasons", ctx);
+    if (v.backend == "stamp") {
+      v.functions_stamp = get_count(field.value, "functions_stamp", ctx);
+      v.functions_fallback = get_count(field.value, "functions_fallback", ctx);
+      v.instructions_stamp = get_count(field.value, "instructions_stamp", ctx);
+      v.instructions_fallback = get_count(field.value, "instructions_fallback", ctx);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+}  // namespace
+
+ModuleCensus census_from_json(const std::string& json, const std::string& where) {
+  JsonContext ctx{where, 0};
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (auto err = parser.parse(json).get(doc); err != simdjson::SUCCESS) bad_record(ctx, json_error_reason(err));
+  if (!doc.is_object()) bad_record(ctx, "not a JSON object");
+  int64_t version = get_int(doc, "v", ctx);
+  if (version != kCensusSchemaVersion)
+    bad_record(ctx, "version " + std::to_string(version) + ", this kiln reads " + std::to_string(kCensusSchemaVersion));
+  ModuleCensus c;
+  c.id = get_string(doc, "id", ctx);
+  c.label = get_string(doc, "input", ctx);
+  c.crate = get_string(doc, "crate", ctx);
+  c.facts = facts_from_json(doc, ctx);
+  c.verdicts = verdicts_from_json(doc, ctx);
+  // stamp_drops_debug_info is facts.debug_info again: to_json() writes it from there.
+  simdjson::dom::array fallback;
+  if (doc["stamp_fallback_functions"].get(fallback) != simdjson::SUCCESS)
+    bad_record(ctx, "missing or non-array field 'stamp_fallback_functions'");
+  for (auto f : fallback) {
+    if (!f.is_object()) bad_record(ctx, "a stamp fallback function is not an object");
+    c.stamp_functions.push_back({get_string(f, "name", ctx), get_count(f, "instructions", ctx), get_strings(f, "reasons", ctx)});
+    // A function with no reason is stamp's and is never listed: to_json() would drop it.
+    if (c.stamp_functions.back().reasons.empty()) bad_record(ctx, "a stamp fallback function without reasons");
+  }
+  return c;
+}
+
+namespace {
 struct Tally {
   uint64_t modules = 0, functions = 0, instructions = 0;
 };
@@ -227,17 +346,20 @@ struct StampTally {
   uint64_t functions_stamp = 0, functions_fallback = 0, instructions_stamp = 0, instructions_fallback = 0;
   std::map<std::string, std::pair<uint64_t, uint64_t>> first_reason, any_reason;  // functions, instructions
 };
+// Totals come from each module's stamp verdict, reasons from its fallback functions:
+// a record read back (census_from_json) lists only the functions that fall back.
 StampTally tally_stamp(const std::vector<ModuleCensus>& all) {
   StampTally t;
-  for (const auto& c : all)
-    for (const auto& f : c.stamp_functions) {
-      if (f.reasons.empty()) {
-        t.functions_stamp++;
-        t.instructions_stamp += f.instructions;
-        continue;
+  for (const auto& c : all) {
+    for (const auto& v : c.verdicts)
+      if (v.backend == "stamp") {
+        t.functions_stamp += v.functions_stamp;
+        t.functions_fallback += v.functions_fallback;
+        t.instructions_stamp += v.instructions_stamp;
+        t.instructions_fallback += v.instructions_fallback;
       }
-      t.functions_fallback++;
-      t.instructions_fallback += f.instructions;
+    for (const auto& f : c.stamp_functions) {
+      if (f.reasons.empty()) continue;
       auto& first = t.first_reason[f.reasons.front()];
       first.first++;
       first.second += f.instructions;
@@ -247,6 +369,7 @@ StampTally tally_stamp(const std::vector<ModuleCensus>& all) {
         any.second += f.instructions;
       }
     }
+  }
   return t;
 }
 double share(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }

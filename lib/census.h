@@ -45,9 +45,16 @@ struct ModuleCensus {
   std::string id, label, crate;
   ModuleFacts facts;
   std::vector<Verdict> verdicts;
-  std::vector<FunctionStampVerdict> stamp_functions;  // every defined function
+  // Every defined function; read back from a record, only those that fall back (a
+  // record lists no others: the stamp verdict's counts cover the rest).
+  std::vector<FunctionStampVerdict> stamp_functions;
   std::string to_json() const;
 };
+
+// The census that to_json() wrote, read back: to_json() of the result gives the same
+// bytes. A record that is not one (not JSON, a field missing or of another type,
+// another schema version) is a KilnError naming `where`.
+ModuleCensus census_from_json(const std::string& json, const std::string& where);
 
 ModuleFacts collect_facts(const llvm::Module& module);
 // Census of raw bytes: reading or verifying failures become `llvm` reasons.

@@ -1,10 +1,6 @@
 // kiln-census: facts about every module and its verdict under each back end.
 #include <CLI/CLI.hpp>
 
-#include <atomic>
-#include <exception>
-#include <memory>
-#include <mutex>
 #include <thread>
 
 #include "census.h"
@@ -87,56 +83,34 @@ int explain_module(const Corpus& corpus, const ModuleRecord& m, bool json) {
   return kExitOk;
 }
 
-// Every module's census. LLVM first reads each module in worker processes, so that
-// one that crashes it is found without taking the tool down; then the census runs
-// here with threads on the modules that passed (reading twice: the summary needs
-// the records, which only this process has).
+// Every module's census, each taken once in a worker process so that a module that
+// crashes LLVM fails alone. The worker sends back its record (to_json) and the record
+// is read back here (census_from_json): the summary needs every census in this process.
 std::vector<ModuleCensus> census_corpus(const Corpus& corpus, const std::vector<ModuleRecord>& modules, unsigned jobs) {
-  std::vector<std::string> crashed(modules.size());
-  {
-    Progress progress("kiln-census: vetting", modules.size());
-    run_isolated(
-        modules.size(), jobs,
-        [&](size_t i) {
-          census_of_bytes(corpus.load_blob(modules[i].id), modules[i].id, corpus.blob_path(modules[i].id));
-          return std::string();
-        },
-        [&](size_t i, IsolatedResult r) {
-          // A missing or corrupt blob is the corpus's fault: stop with its error.
-          if (!r.ok && !r.crashed) throw KilnError(static_cast<ExitCode>(r.code), "", r.text);
-          if (r.crashed) crashed[i] = without_label(r.text, corpus.blob_path(modules[i].id));
-          progress.advance();
-        },
-        [&](size_t i) { return corpus.blob_path(modules[i].id); });
-    progress.finish();
-  }
   std::vector<ModuleCensus> all(modules.size());
-  std::atomic<size_t> next{0};
   Progress progress("kiln-census", modules.size());
-  std::mutex error_mutex;
-  std::exception_ptr first_error;
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < modules.size();) {
-      const ModuleRecord& m = modules[i];
-      try {
-        all[i] = crashed[i].empty() ? census_of_bytes(corpus.load_blob(m.id), m.id, corpus.blob_path(m.id))
-                                    : crashed_census(m.id, corpus.blob_path(m.id), m.bytes, crashed[i]);
-        all[i].crate = m.crate;
-      } catch (...) {
-        // Any exception ends the census with its error (one leaving the thread's
-        // function would be std::terminate).
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!first_error) first_error = std::current_exception();
-        next = modules.size();
-      }
-      progress.advance();
-    }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < std::max(1u, jobs); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  run_isolated(
+      modules.size(), jobs,
+      [&](size_t i) {
+        const ModuleRecord& m = modules[i];
+        ModuleCensus c = census_of_bytes(corpus.load_blob(m.id), m.id, corpus.blob_path(m.id));
+        c.crate = m.crate;
+        return c.to_json();
+      },
+      [&](size_t i, IsolatedResult r) {
+        const ModuleRecord& m = modules[i];
+        // A missing or corrupt blob is the corpus's fault: stop with its error.
+        if (!r.ok && !r.crashed) throw KilnError(static_cast<ExitCode>(r.code), "", r.text);
+        if (r.crashed) {
+          all[i] = crashed_census(m.id, corpus.blob_path(m.id), m.bytes, without_label(r.text, corpus.blob_path(m.id)));
+          all[i].crate = m.crate;
+        } else {
+          all[i] = census_from_json(r.text, corpus.blob_path(m.id));
+        }
+        progress.advance();
+      },
+      [&](size_t i) { return corpus.blob_path(modules[i].id); });
   progress.finish();
-  if (first_error) std::rethrow_exception(first_error);
   return all;
 }
 
@@ -153,7 +127,7 @@ static int body(int argc, char** argv) {
   app.add_option("input", input, "a corpus directory or one bitcode file")->required();
   app.add_flag("--json", json, "print JSON (summary for a corpus, the record for a file)");
   app.add_option("--explain", explain, "print every fact and reason for one module id (or id prefix)");
-  app.add_option("-j,--jobs", jobs, "worker processes and threads for a corpus");
+  app.add_option("-j,--jobs", jobs, "worker processes for a corpus");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

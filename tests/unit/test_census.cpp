@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "census.h"
+#include "error.h"
 #include "hash.h"
 #include "ir_helpers.h"
 
@@ -134,4 +135,57 @@ TEST_CASE("the census summary counts modules per verdict and first reason", "[ce
   std::string table = census_summary_table(all);
   CHECK(table.find("back end llvm") != std::string::npos);
   CHECK(table.find("add") != std::string::npos);
+}
+
+TEST_CASE("a census record read back gives the same record and the same summary", "[census]") {
+  // Several functions with reasons (@eh: inline asm, atomics; @fast: its calling
+  // convention), a name and a label that are not UTF-8, a module llvm rejects and one
+  // that is not bitcode.
+  std::string rich = kiln_test::bitcode_from_ir(std::string(kRichIr) + R"(
+define void @"odd\FFname"() {
+  %p = alloca i64
+  %old = atomicrmw umax ptr %p, i64 1 seq_cst
+  ret void
+}
+)");
+  std::string arm = kiln_test::bitcode_from_ir("target triple = \"aarch64-unknown-linux-gnu\"\ndefine void @f() {\n  ret void\n}\n");
+  std::vector<ModuleCensus> all = {census_of_bytes(rich, xxh3_128_hex(rich), "dir\xff/rich.bc"),
+                                   census_of_bytes(kiln_test::bitcode_from_ir(kiln_test::kAddIr), "a", "a.bc"),
+                                   census_of_bytes(arm, "b", "arm.bc"), census_of_bytes("junk", "c", "c.bc")};
+  all[0].crate = "crate \"quoted\"\n";
+  REQUIRE(all[0].verdicts[1].reasons.size() >= 3);
+  std::vector<ModuleCensus> back;
+  for (const auto& c : all) {
+    std::string json = c.to_json();
+    back.push_back(census_from_json(json, "census.jsonl"));
+    CHECK(back.back().to_json() == json);
+  }
+  CHECK(back[0].label == "dir\xff/rich.bc");
+  CHECK(back[0].stamp_functions.size() == 3);  // the ones that fall back
+  CHECK(census_summary_table(back) == census_summary_table(all));
+  CHECK(census_summary_json(back) == census_summary_json(all));
+  CHECK(census_explain(back[0]) == census_explain(all[0]));
+}
+
+TEST_CASE("a record that is not a census record is a KilnError", "[census]") {
+  std::string good = census_of_bytes(kiln_test::bitcode_from_ir(kiln_test::kAddIr), "a", "a.bc").to_json();
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    REQUIRE(s.find(from) != std::string::npos);
+    return s.replace(s.find(from), from.size(), to);
+  };
+  for (const std::string& bad :
+       {std::string("not json"), std::string("[]"), std::string("{}"), good.substr(0, good.size() / 2),
+        replaced("\"v\":1", "\"v\":2"), replaced("\"blocks\":", "\"blocks\":\"3\",\"x\":"),
+        replaced("\"blocks\":", "\"blocks\":-1,\"x\":"), replaced("\"opcodes\":{", "\"opcodes\":{\"add\":\"1\","),
+        replaced("\"reasons\":[]", "\"reasons\":[7]"), replaced("\"stamp_fallback_functions\":[]", "\"stamp_fallback_functions\":{}"),
+        replaced(",\"functions_stamp\":1", ""), replaced("\"id\":\"a\",", "")}) {
+    INFO(bad);
+    try {
+      census_from_json(bad, "census.jsonl");
+      FAIL("read as a census record");
+    } catch (const KilnError& e) {
+      CHECK(std::string(e.what()).rfind("census.jsonl: ", 0) == 0);
+    }
+  }
 }
