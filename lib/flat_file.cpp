@@ -173,11 +173,15 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
     if ((func.flags & kFnHasSret) && func.sret_arg >= func.arg_count) bad("sret argument out of range");
     if (frame_bound(f.insts.data() + func.first_inst, func.inst_count, func.arg_count) > static_cast<uint64_t>(kMaxFrameBytes))
       bad("frame larger than 1 GiB");
+    // The function's blocks tile its instructions, in order: stage 3 gives offsets
+    // only to instructions inside them, and stage 4 writes every instruction.
+    uint64_t next_inst = func.first_inst;
     for (uint32_t b = func.first_block; b < func.first_block + func.block_count; ++b) {
       const FlatBlock& blk = f.blocks[b];
-      if (blk.function != fn || blk.first_inst < func.first_inst ||
+      if (blk.function != fn || blk.first_inst != next_inst ||
           uint64_t(blk.first_inst) + blk.inst_count > uint64_t(func.first_inst) + func.inst_count)
         bad("block outside its function");
+      next_inst = uint64_t(blk.first_inst) + blk.inst_count;
       for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i) {
         const FlatInst& in = f.insts[i];
         if (in.block != b) bad("instruction outside its block");
@@ -204,8 +208,19 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
           if (!is_block(k + 1)) bad("switch case without a block");
       }
     }
+    if (next_inst != uint64_t(func.first_inst) + func.inst_count) bad("instructions outside every block of their function");
+  }
+  // And no block or instruction lies outside the ranges its owner claims.
+  for (size_t b = 0; b < f.blocks.size(); ++b) {
+    const FlatFunction& func = f.functions[f.blocks[b].function];
+    if (b < func.first_block || b >= uint64_t(func.first_block) + func.block_count) bad("block outside its function");
+  }
+  for (size_t i = 0; i < f.insts.size(); ++i) {
+    const FlatBlock& blk = f.blocks[f.insts[i].block];
+    if (i < blk.first_inst || i >= uint64_t(blk.first_inst) + blk.inst_count) bad("instruction outside its block");
   }
   for (const auto& op : f.operands) {
+    if (op.kind < kOperandValue || op.kind > kOperandZero) bad("operand of an unknown kind");
     uint64_t limit = op.kind == kOperandValue ? f.insts.size() : op.kind == kOperandArg ? f.arg_widths.size()
                    : op.kind == kOperandSymbol ? f.symbols.size() : op.kind == kOperandBlock ? f.blocks.size() : ~0ull;
     if (op.index >= limit) bad("operand out of range");

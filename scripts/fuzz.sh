@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs kiln's libFuzzer targets (tests/fuzz) for a bounded number of executions each,
 # built with clang-22, AddressSanitizer and UndefinedBehaviorSanitizer in build-fuzz/.
-#   scripts/fuzz.sh                 # RUNS=20000 executions per target (what CI runs)
+#   scripts/fuzz.sh                 # RUNS=20000 executions per target (what CI runs);
+#                                   # fuzz_bitcode forks a worker per input: BITCODE_RUNS,
+#                                   # default RUNS/4
 #   RUNS=500000 scripts/fuzz.sh     # a longer campaign, on demand
 #   TARGETS="fuzz_flat_file" scripts/fuzz.sh
 #   scripts/fuzz.sh --build-only    # configure and build build-fuzz/ (scripts/sanitize.sh)
@@ -10,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-20000}
+BITCODE_RUNS=${BITCODE_RUNS:-$((RUNS / 4))}
 B=build-fuzz
 export PATH="$PATH:/usr/local/cuda/bin"
 if [[ ! -f $B/build.ninja ]]; then
@@ -62,7 +65,9 @@ for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode}; do
   [[ $t == fuzz_bitcode ]] && seeds=$S/bitcode
   log=$B/$t.log
   mkdir -p "$S/$t-work"
-  if ! "$B/tests/$t" -runs="$RUNS" -max_len=65536 -artifact_prefix="$B/crashes/$t-" "$S/$t-work" "$seeds" \
+  runs=$RUNS
+  [[ $t == fuzz_bitcode ]] && runs=$BITCODE_RUNS
+  if ! "$B/tests/$t" -runs="$runs" -max_len=65536 -artifact_prefix="$B/crashes/$t-" "$S/$t-work" "$seeds" \
        >"$log" 2>&1 </dev/null; then
     tail -n 40 "$log" >&2
     echo "fuzz: $t crashed; the input is in $B/crashes/" >&2

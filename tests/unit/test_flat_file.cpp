@@ -114,4 +114,15 @@ TEST_CASE("foreign, truncated, corrupt and newer flat files are refused with a r
   for (FlatInst& in : huge.insts)
     if (in.slot_size) in.slot_size = 0x7FFFFFF0u;
   CHECK(reason_of(write_flat_file(huge, source)).find("frame larger than 1 GiB") != std::string::npos);
+
+  // Found by fuzz_flat_file: a function whose blocks do not cover all its instructions
+  // (stage 3 left them without offsets, stage 4 wrote past the code buffer), and
+  // operands of kinds that do not exist.
+  FlatModuleData short_blocks = exported(&source);
+  REQUIRE(short_blocks.functions[1].block_count > 1);
+  short_blocks.functions[1].block_count = 1;
+  CHECK(reason_of(write_flat_file(short_blocks, source)).find("outside") != std::string::npos);
+  FlatModuleData unknown_kind = exported(&source);
+  unknown_kind.operands[0].kind = 10;
+  CHECK(reason_of(write_flat_file(unknown_kind, source)).find("operand of an unknown kind") != std::string::npos);
 }
