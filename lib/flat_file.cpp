@@ -186,6 +186,11 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
         const FlatInst& in = f.insts[i];
         if (in.block != b) bad("instruction outside its block");
         if (in.operand_count < kMinOperands[in.op]) bad("instruction with too few operands");
+        // An aggregate's byte count sizes its unrolled copy: like a frame, at most
+        // 1 GiB, so no instruction's code can wrap a 32-bit offset.
+        if ((in.op == kOpLoad || in.op == kOpStore || in.op == kOpExtract || in.op == kOpInsert) &&
+            in.aux32 > static_cast<uint64_t>(kMaxFrameBytes))
+          bad("aggregate larger than 1 GiB");
         const FlatOperand* ops = f.operands.data() + in.first_operand;
         for (uint32_t k = 0; k < in.operand_count; ++k)
           if (ops[k].kind == kOperandValue &&

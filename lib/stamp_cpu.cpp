@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "error.h"
 #include "stamp_stages.h"
 #include "stamp_wide.h"
 #include "timeutil.h"
@@ -114,6 +115,23 @@ WideLsdaScans wide_lsda_scans(const FlatModuleView& m, StampScratch& s, const ui
 
 }  // namespace
 
+// Offsets are 32-bit and the code is one buffer: a module whose measured code (or
+// relocation count) would pass kMaxModuleCode is refused before anything is laid
+// out, instead of wrapping an offset or asking for gigabytes (a flat IR file with an
+// aggregate of 4 GB in one instruction asks for that).
+static constexpr uint64_t kMaxModuleCode = uint64_t(256) << 20;
+
+static void check_code_size(const FlatModuleView& m, const uint32_t* prologue_size, const uint32_t* size, const uint32_t* relocs) {
+  uint64_t code = 0, reloc_total = 0;
+  for (uint32_t fn = 0; fn < m.function_count; ++fn) code += prologue_size[fn];
+  for (uint32_t i = 0; i < m.inst_count; ++i) {
+    code += size[i];
+    reloc_total += relocs[i];
+  }
+  if (code > kMaxModuleCode || reloc_total > kMaxModuleCode)
+    throw KilnError(kExitBadInput, "", "its code would take more than 256 MiB (" + std::to_string(code) + " bytes)");
+}
+
 StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm form) {
   StampOutput out;
   const uint32_t F = m.function_count, N = m.inst_count;
@@ -149,6 +167,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
                      home};
   parallel_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
   parallel_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size); });
+  check_code_size(m, prologue_size, size, relocs);
   out.measure = clock.lap();
 
   if (form == StampForm::wide)

@@ -125,4 +125,10 @@ TEST_CASE("foreign, truncated, corrupt and newer flat files are refused with a r
   FlatModuleData unknown_kind = exported(&source);
   unknown_kind.operands[0].kind = 10;
   CHECK(reason_of(write_flat_file(unknown_kind, source)).find("operand of an unknown kind") != std::string::npos);
+  // Nor an aggregate of 4 GB in one instruction (fuzz_flat_file: its unrolled copy
+  // asked for gigabytes of code and could wrap a 32-bit offset).
+  FlatModuleData huge_aggregate = exported(&source);
+  huge_aggregate.insts[0].aux32 = 4294901760u;
+  huge_aggregate.insts[0].op = kOpExtract;
+  CHECK(reason_of(write_flat_file(huge_aggregate, source)).find("aggregate larger than 1 GiB") != std::string::npos);
 }
