@@ -304,6 +304,7 @@ std::vector<std::string> read_id_list(const std::string& path) {
 // holds an exclusive lock on it, so a second merge into the same place fails at once
 // instead of mixing its modules into this one. The returned descriptor holds the lock.
 static int claim_output_dir(const std::string& out_dir, bool& created) {
+  make_dirs(dirname_of(out_dir));  // as before: parents are created
   created = ::mkdir(out_dir.c_str(), 0755) == 0;
   if (!created && errno != EEXIST) throw KilnError(kExitIo, out_dir, errno_reason(errno));
   int fd = ::open(out_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
