@@ -98,7 +98,7 @@ struct FlatFunction {
   uint32_t symbol;              // its module symbol
   uint32_t first_block, block_count;
   uint32_t first_inst, inst_count;
-  uint32_t first_arg, arg_count;  // into FlatModule::arg_widths
+  uint32_t first_arg, arg_count;  // into the module's arg_widths
   uint32_t flags;
   uint8_t ret_width;            // 0: void or aggregate
   uint8_t pad[3];

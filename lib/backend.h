@@ -39,8 +39,8 @@ class Backend {
   virtual EmitResult emit(std::string_view bitcode, const std::string& label) = 0;
 };
 
-// spec: "llvm" or "cmd:TEMPLATE" (TEMPLATE runs through /bin/sh with {in} and {out}
-// replaced by file paths). Throws KilnError(kExitUsage) for an unknown back end.
+// spec: "llvm", "stamp", or "cmd:TEMPLATE" (TEMPLATE runs through /bin/sh with {in}
+// and {out} replaced by file paths). Throws KilnError(kExitUsage) for an unknown back end.
 std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile);
 
 // Checks that bytes form an x86-64 ELF relocatable object; empty when fine.

@@ -60,8 +60,7 @@ ModuleFacts collect_facts(const llvm::Module& module);
 // Census of raw bytes: reading or verifying failures become `llvm` reasons.
 ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, const std::string& label);
 
-struct CensusSummary;  // defined in census.cpp
-// Reads back census.jsonl-style records and prints summary tables (text) or JSON.
+// The summary of many modules' census records, as a table (text) or JSON.
 std::string census_summary_table(const std::vector<ModuleCensus>& all);
 std::string census_summary_json(const std::vector<ModuleCensus>& all);
 std::string census_explain(const ModuleCensus& c);
