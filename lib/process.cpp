@@ -66,16 +66,32 @@ static void record_end(ProcessResult& result, int status, const struct rusage& u
   }
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
+// What execve needs to run argv with the options' environment. The pointers point
+// into argv (the caller's) and into env, whose buffer a move of the image keeps.
+struct ExecImage {
+  std::string program;
+  std::vector<std::string> env;
+  std::vector<char*> argv, envp;
+};
+
+static ExecImage exec_image(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) throw KilnError(kExitUsage, "", "empty command");
-  std::string program = find_program(argv[0]);
-  if (program.empty()) throw KilnError(kExitMissingTool, argv[0], "program not found in PATH");
-  std::vector<std::string> env = build_environment(options);
-  std::vector<char*> cargv, cenv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-  cenv.push_back(nullptr);
+  ExecImage image;
+  image.program = find_program(argv[0]);
+  if (image.program.empty()) throw KilnError(kExitMissingTool, argv[0], "program not found in PATH");
+  image.env = build_environment(options);
+  for (const auto& a : argv) image.argv.push_back(const_cast<char*>(a.c_str()));
+  image.argv.push_back(nullptr);
+  for (const auto& e : image.env) image.envp.push_back(const_cast<char*>(e.c_str()));
+  image.envp.push_back(nullptr);
+  return image;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
+  ExecImage image = exec_image(argv, options);
+  const std::string& program = image.program;
+  std::vector<char*>& cargv = image.argv;
+  std::vector<char*>& cenv = image.envp;
 
   int out_pipe[2] = {-1, -1};
   if (options.capture_stdout && ::pipe2(out_pipe, O_CLOEXEC) != 0)
@@ -191,15 +207,10 @@ int wait_for_build(pid_t pid, const std::string& name, struct rusage& usage) {
 }  // namespace
 
 ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options, int& received_signal) {
-  if (argv.empty()) throw KilnError(kExitUsage, "", "empty command");
-  std::string program = find_program(argv[0]);
-  if (program.empty()) throw KilnError(kExitMissingTool, argv[0], "program not found in PATH");
-  std::vector<std::string> env = build_environment(options);
-  std::vector<char*> cargv, cenv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-  cenv.push_back(nullptr);
+  ExecImage image = exec_image(argv, options);
+  const std::string& program = image.program;
+  std::vector<char*>& cargv = image.argv;
+  std::vector<char*>& cenv = image.envp;
 
   // Signals that were ignored when kiln-capture started (nohup, a background job of a
   // script) stay ignored, for kiln-capture and for the build.
