@@ -4,7 +4,7 @@
 // (regex's largest has 16,836 instructions) would keep one GPU thread busy long after
 // the rest of the batch is done. Results are identical to the per-function form:
 // the CUDA executor runs this form, the CPU executor the other, and the CPU stand-in
-// for the GPU (lib/stamp_gpu_standin.cpp) runs this one on the CPU so that it is
+// for the GPU (lib/stamp/stamp_gpu_standin.cpp) runs this one on the CPU so that it is
 // checked against the CPU executor on machines without a GPU.
 //
 // The steps, each over instructions (i), blocks (b) or functions (fn):

@@ -24,7 +24,7 @@ StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag) {
   plan.flat = export_flat(module);
   // Symbols local to the module become hidden globals so the halves can link.
   if (plan.flat.stamp_functions) expose_local_symbols(module, tag);
-  plan.flat.flat.resolve_symbol_names();
+  plan.flat.resolve_symbol_names();
   plan.whole = plan.flat.stamp_functions == plan.flat.verdicts.size() && export_globals(module, plan.data).empty();
   if (!plan.whole) plan.data.clear();
   return plan;

@@ -106,10 +106,10 @@ DataLayout target_data_layout() {
 
 class FunctionExporter {
  public:
-  FunctionExporter(const Module& m, const DataLayout& dl, FlatModuleData& out,
+  FunctionExporter(const Module& m, const DataLayout& dl, FlatExport& out,
                    std::unordered_map<const GlobalValue*, uint32_t>& symbol_index,
                    std::unordered_map<std::string, uint32_t>& library_index, const Function& f)
-      : m_(m), dl_(dl), out_(out), symbol_index_(symbol_index), library_index_(library_index), f_(f) {}
+      : m_(m), dl_(dl), out_(out.flat), export_(out), symbol_index_(symbol_index), library_index_(library_index), f_(f) {}
 
   std::vector<std::string> reasons;
 
@@ -166,8 +166,8 @@ class FunctionExporter {
   }
 
   uint32_t symbol(const GlobalValue* gv) {
-    auto [it, inserted] = symbol_index_.emplace(gv, static_cast<uint32_t>(out_.symbol_values.size()));
-    if (inserted) out_.symbol_values.push_back(gv);
+    auto [it, inserted] = symbol_index_.emplace(gv, static_cast<uint32_t>(export_.symbol_values.size()));
+    if (inserted) export_.symbol_values.push_back(gv);
     return it->second;
   }
 
@@ -500,11 +500,11 @@ class FunctionExporter {
   // declaration when there is one, else an undefined symbol by name).
   uint32_t library_symbol(const char* name) {
     if (const Function* fn = m_.getFunction(name)) return symbol(fn);
-    auto [it, inserted] = library_index_.emplace(name, static_cast<uint32_t>(out_.symbol_values.size()));
+    auto [it, inserted] = library_index_.emplace(name, static_cast<uint32_t>(export_.symbol_values.size()));
     if (inserted) {
-      out_.symbol_values.push_back(nullptr);
-      out_.fixed_names.resize(out_.symbol_values.size());
-      out_.fixed_names.back() = name;
+      export_.symbol_values.push_back(nullptr);
+      export_.fixed_names.resize(export_.symbol_values.size());
+      export_.fixed_names.back() = name;
     }
     return it->second;
   }
@@ -768,6 +768,7 @@ class FunctionExporter {
   const Module& m_;
   const DataLayout& dl_;
   FlatModuleData& out_;
+  FlatExport& export_;  // the symbols' LLVM values, resolved to names at the end
   std::unordered_map<const GlobalValue*, uint32_t>& symbol_index_;
   std::unordered_map<std::string, uint32_t>& library_index_;
   const Function& f_;
@@ -947,15 +948,16 @@ size_t materialize_aggregate_constants(llvm::Module& module) {
   return count;
 }
 
-void FlatModuleData::resolve_symbol_names() {
+void FlatExport::resolve_symbol_names() {
+  std::vector<std::string>& symbols = flat.symbols;
   symbols.clear();
   for (size_t i = 0; i < symbol_values.size(); ++i)
     symbols.push_back(symbol_values[i] ? symbol_values[i]->getName().str() : fixed_names[i]);
   // Renaming (expose_local_symbols) changes linkage and visibility too.
-  for (size_t fn = 0; fn < functions.size(); ++fn) {
-    const llvm::GlobalValue* gv = symbol_values[functions[fn].symbol];
-    bindings[fn] = binding_of(*gv);
-    visibilities[fn] = visibility_of(*gv);
+  for (size_t fn = 0; fn < flat.functions.size(); ++fn) {
+    const llvm::GlobalValue* gv = symbol_values[flat.functions[fn].symbol];
+    flat.bindings[fn] = binding_of(*gv);
+    flat.visibilities[fn] = visibility_of(*gv);
   }
 }
 
@@ -990,7 +992,7 @@ FlatExport export_flat(const llvm::Module& module) {
   for (const llvm::Function& f : module) {
     bool stamp = false;
     if (!f.isDeclaration()) {
-      FunctionExporter ex(module, dl, out.flat, symbol_index, library_index, f);
+      FunctionExporter ex(module, dl, out, symbol_index, library_index, f);
       // A reason found before run() stops the commit like any other; run() still
       // finds and reports all the others.
       if (auto it = pinned.find(&f); it != pinned.end()) ex.reasons.push_back(it->second);
@@ -1022,7 +1024,7 @@ FlatExport export_flat(const llvm::Module& module) {
       continue;
     out.flat.undefined.push_back({gv.getName().str(), binding_of(gv), visibility_of(gv)});
   }
-  out.flat.resolve_symbol_names();
+  out.resolve_symbol_names();
   return out;
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "flat_ir.h"
+#include "flat_module.h"
 #include "stamp_object.h"
 
 namespace llvm {
@@ -23,32 +23,17 @@ struct FunctionVerdict {
   std::vector<std::string> reasons;  // why not (every reason found)
 };
 
-struct FlatModuleData {
-  std::vector<FlatFunction> functions;
-  std::vector<FlatBlock> blocks;
-  std::vector<FlatInst> insts;
-  std::vector<FlatOperand> operands;
-  std::vector<uint8_t> arg_widths;
-  std::vector<const llvm::GlobalValue*> symbol_values;  // resolved to names after renaming
-  std::vector<std::string> fixed_names;                 // for symbols with no GlobalValue (memcpy)
-  std::vector<std::string> symbols;                     // names, filled by resolve_symbol_names()
-  // Per flat function: how the ELF writer should define it.
-  std::vector<SymbolBinding> bindings;
-  std::vector<SymbolVisibility> visibilities;
-  std::vector<std::string> sections;  // empty: .text.NAME
-  // The module's extern_weak declarations and those with non-default visibility, for
-  // the ELF writer (carried by flat IR files from version 3).
-  std::vector<UndefinedSymbol> undefined;
-
-  FlatModuleView view() const;
-  void resolve_symbol_names();  // reads the (possibly renamed) names of symbol_values
-};
-
 struct FlatExport {
   FlatModuleData flat;
   std::vector<FunctionVerdict> verdicts;  // one per defined function, in module order
   std::vector<bool> emitted_by_stamp;     // one per function in module order, declarations included
   size_t stamp_functions = 0;
+  // Per symbol of flat.symbols: the LLVM value it names, or null and a fixed name
+  // (memcpy and the other library calls stamp makes). The names are read at the end,
+  // and again after expose_local_symbols renamed the module's local symbols.
+  std::vector<const llvm::GlobalValue*> symbol_values;
+  std::vector<std::string> fixed_names;
+  void resolve_symbol_names();  // fills flat.symbols, bindings and visibilities
 };
 
 FlatExport export_flat(const llvm::Module& module);

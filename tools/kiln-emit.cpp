@@ -9,6 +9,7 @@
 
 #include "bitcode.h"
 #include "corpus.h"
+#include "flat_export.h"
 #include "flat_file.h"
 #include "hash.h"
 #include "stamp_split.h"
@@ -63,7 +64,7 @@ static int body(int argc, char** argv) {
       materialize_aggregate_constants(*module);
       FlatExport flat = export_flat(*module);
       if (flat.stamp_functions) expose_local_symbols(*module, xxh3_128_hex(bytes).substr(0, 12));
-      flat.flat.resolve_symbol_names();
+      flat.resolve_symbol_names();
       write_file_atomic(flat_path, write_flat_file(flat.flat, module->getSourceFileName()));
       return std::to_string(flat.stamp_functions) + " of " + std::to_string(flat.verdicts.size()) +
              " functions exported for stamp -> " + flat_path;

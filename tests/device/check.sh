@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The one-shot GPU check, for a machine with an NVIDIA GPU (an H200 here), no network
 # and no LLVM, in one run of a few minutes:
-#   1. builds kiln-replay-flat (stamp's CPU and CUDA executors, ELF writer; no LLVM)
-#      with nvcc for sm_90 and the host C++ compiler, straight from the sources;
+#   1. builds the LLVM-free core (meson -Dllvm=disabled: lib/base, lib/stamp with its
+#      CUDA executor, kiln-replay-flat, gpu_unit) with nvcc for sm_90 and the host C++
+#      compiler, checks that nothing in it came from LLVM, and runs the core's tests;
 #   2. the CUDA tests: gpu_unit (batch edge cases: empty, without functions, growing
 #      and shrinking buffers, instruction orders) and then replays the regex corpus carried in tests/device/corpus (203
 #      flat IR files exported on a CPU machine) on the GPU and on the CPU, round after
@@ -32,36 +33,33 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
 fi
 log "GPU: $gpu"
 
-log "build: nvcc (sm_$arch) and $(c++ --version | head -1)"
+log "build: meson -Dllvm=disabled (the LLVM-free core), nvcc (sm_$arch) and $(c++ --version | head -1)"
+# meson and ninja: the system's, or the Python packages' (the GPU machine has those).
+meson=(meson)
+if ! command -v meson >/dev/null; then
+  python3 -c 'import mesonbuild' 2>/dev/null || { echo "check.sh: meson is not installed (apt install meson, or pip install meson ninja)" >&2; exit 6; }
+  meson=(python3 -m mesonbuild.mesonmain)
+fi
+if ! command -v ninja >/dev/null; then
+  ninja_dir=$(python3 -c 'import ninja; print(ninja.BIN_DIR)' 2>/dev/null) && export PATH="$PATH:$ninja_dir"
+fi
 b="$out/build"
-mkdir -p "$b"
-cat > "$b/kiln_config.h" <<H
-#pragma once
-#define KILN_VERSION "$(sed -n "s/^  version: '\(.*\)',/\1/p" "$root/meson.build")"
-#define KILN_LLVM_BINDIR ""
-#define KILN_HAVE_CUDA 1
-H
-inc=(-I"$b" -I"$root/lib" -I"$root/kernels")
 start=$SECONDS
-objs=()
-for cu in stamp_gpu gpu_probe; do
-  nvcc -std=c++17 -O2 -gencode "arch=compute_$arch,code=sm_$arch" "${inc[@]}" -c "$root/kernels/$cu.cu" -o "$b/$cu.o" &
-  objs+=("$b/$cu.o")
-done
-for src in lib/error.cpp lib/fs.cpp lib/timeutil.cpp lib/elf_writer.cpp lib/stamp_cpu.cpp lib/stamp_batch.cpp lib/stamp_gpu_standin.cpp lib/flat_file.cpp; do
-  o="$b/$(basename "$src" .cpp).o"
-  c++ -std=c++20 -O2 "${inc[@]}" -c "$root/$src" -o "$o" &
-  objs+=("$o")
-done
-for main in tools/kiln-replay-flat.cpp tests/device/gpu_unit.cpp; do
-  c++ -std=c++20 -O2 "${inc[@]}" -c "$root/$main" -o "$b/$(basename "$main" .cpp).main.o" &
-done
-wait
-cuda_lib=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")/lib64
-[[ -e $cuda_lib/libcudart_static.a ]] || cuda_lib=/usr/local/cuda/lib64
-for tool in kiln-replay-flat gpu_unit; do
-  c++ -o "$b/$tool" "$b/$tool.main.o" "${objs[@]}" -L"$cuda_lib" -lcudart_static -ldl -lrt -pthread
-done
+"${meson[@]}" setup "$b" "$root" -Dllvm=disabled -Dcuda=enabled -Dgpu_arch="$arch" > "$out/meson-setup.txt" 2>&1 ||
+  { tail -n 30 "$out/meson-setup.txt"; exit 1; }
+"${meson[@]}" compile -C "$b" > "$out/build.txt" 2>&1 || { grep -v '^\[' "$out/build.txt" | tail -n 40; exit 1; }
+# The core is LLVM-free by construction (no LLVM on its include path or link line);
+# say so from what was built: no header under an llvm/ directory, no libLLVM linked.
+if ninja -C "$b" -t deps | grep -E '(^|/)llvm[-/]' | head -3 | grep . ; then
+  echo "check.sh: the LLVM-free core included LLVM headers (above)" >&2; exit 1
+fi
+if command -v readelf >/dev/null && readelf -d "$b/tools/kiln-replay-flat" | grep -i 'llvm'; then
+  echo "check.sh: kiln-replay-flat links LLVM" >&2; exit 1
+fi
+"${meson[@]}" test -C "$b" --print-errorlogs > "$out/core-tests.txt" 2>&1 || { tail -n 40 "$out/core-tests.txt"; exit 1; }
+log "core tests: $(grep -E '^(Ok|Fail|Skipped):' "$out/core-tests.txt" | tr -s ' ' | tr '\n' ' ')"
+replay_flat="$b/tools/kiln-replay-flat"
+gpu_unit="$b/tests/gpu_unit"
 log "built in $((SECONDS - start)) s"
 
 log "corpus: tests/device/corpus/regex-d0.tar.xz"
@@ -73,7 +71,7 @@ else  # a machine without xz-utils: Python's lzma reads it too
 fi
 device=cuda,cpu
 standin=0
-if ! "$b/kiln-replay-flat" "$out/regex-d0" --device cuda --rounds 2 > "$out/probe.txt" 2>&1; then
+if ! "$replay_flat" "$out/regex-d0" --device cuda --rounds 2 > "$out/probe.txt" 2>&1; then
   if grep -q "device cuda" "$out/probe.txt"; then
     log "no usable GPU: $(cat "$out/probe.txt")"
     log "checking the CPU executor, and the GPU's batches, streams and wide stages on the CPU stand-in"
@@ -83,7 +81,7 @@ if ! "$b/kiln-replay-flat" "$out/regex-d0" --device cuda --rounds 2 > "$out/prob
 fi
 status=0
 log "CUDA unit tests: batch edge cases against the CPU executor$([[ $standin == 1 ]] && echo " (on the stand-in)")"
-"$b/gpu_unit" "$out/regex-d0" | tee "$out/gpu_unit.txt" || status=1
+"$gpu_unit" "$out/regex-d0" | tee "$out/gpu_unit.txt" || status=1
 
 # Set-ups: name, then kiln-replay-flat's options. Without a GPU only the first runs,
 # on the stand-in (KILN_GPU_STANDIN=cpu: the CUDA executor's form of the stages, run
@@ -101,7 +99,7 @@ for setup in "${setups[@]}"; do
   read -r name opts <<< "$setup"
   log "replay $name: --device $device --rounds $rounds $opts"
   # shellcheck disable=SC2086
-  "$b/kiln-replay-flat" "$out/regex-d0" --device "$device" --rounds "$rounds" $opts \
+  "$replay_flat" "$out/regex-d0" --device "$device" --rounds "$rounds" $opts \
     --baseline "$root/tests/device/corpus/baseline.json" --json "$out/$name.json" | tee "$out/$name.txt" || status=1
 done
 if command -v python3 >/dev/null; then

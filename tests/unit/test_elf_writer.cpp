@@ -21,7 +21,7 @@
 #include "stamp_object.h"
 
 namespace kiln {
-// Defined in lib/elf_writer.cpp: the .eh_frame bytes, and where each FDE's pc_begin is.
+// Defined in lib/stamp/stamp_object.cpp: the .eh_frame bytes, and where each FDE's pc_begin is.
 std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::vector<uint32_t>& pc_begin_offsets);
 }  // namespace kiln
 

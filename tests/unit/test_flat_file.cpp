@@ -4,6 +4,7 @@
 
 #include "bitcode.h"
 #include "error.h"
+#include "flat_export.h"
 #include "flat_file.h"
 #include "fs.h"
 #include "ir_helpers.h"

@@ -17,6 +17,7 @@
 #include "bitcode.h"
 #include "census.h"
 #include "error.h"
+#include "flat_export.h"
 #include "flat_file.h"
 #include "fs.h"
 #include "ir_helpers.h"
@@ -506,7 +507,7 @@ done:
   auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(ir), "weak.bc");
   FlatExport flat = export_flat(*module);
   REQUIRE(flat.stamp_functions == 1);
-  flat.flat.resolve_symbol_names();
+  flat.resolve_symbol_names();
   std::string file = write_flat_file(flat.flat, "weak.ll");
   FlatModuleData back = read_flat_file(file, "weak.flat");
   std::string object = emit_flat_module(back, "weak.ll");

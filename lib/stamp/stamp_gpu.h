@@ -1,7 +1,7 @@
 // The CUDA executor of stamp's stages: the same stage functions as the CPU executor
 // (kernels/stamp_stages.h), launched as kernels on one device, with results equal to
 // run_stamp_cpu's byte for byte (the CPU executor is the oracle). It takes a batch of
-// modules at a time (lib/stamp_batch.h): one upload, one launch per stage and one
+// modules at a time (lib/stamp/stamp_batch.h): one upload, one launch per stage and one
 // download for all of them. It keeps one CUDA stream, device buffers that grow on
 // demand and are reused, and pinned (page-locked) host staging for every upload and
 // download. Several executors on their own host threads form a pipeline: while one

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "flat_export.h"
+#include "flat_module.h"
 #include "stamp_cpu.h"
 
 namespace kiln {

@@ -1,0 +1,33 @@
+// One module in stamp's flat form: the arrays of kernels/flat_ir.h plus what the ELF
+// writer needs of the module's symbols. No LLVM type in it: the exporter
+// (lib/flat_export.h), the flat file reader (flat_file.h) and, next, the direct
+// bitcode reader all produce this, and the executors and the ELF writer consume it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flat_ir.h"
+#include "stamp_object.h"
+
+namespace kiln {
+
+struct FlatModuleData {
+  std::vector<FlatFunction> functions;
+  std::vector<FlatBlock> blocks;
+  std::vector<FlatInst> insts;
+  std::vector<FlatOperand> operands;
+  std::vector<uint8_t> arg_widths;
+  std::vector<std::string> symbols;  // every symbol an operand or a function names
+  // Per flat function: how the ELF writer should define it.
+  std::vector<SymbolBinding> bindings;
+  std::vector<SymbolVisibility> visibilities;
+  std::vector<std::string> sections;  // empty: .text.NAME
+  // The module's extern_weak declarations and those with non-default visibility, for
+  // the ELF writer (carried by flat IR files from version 3).
+  std::vector<UndefinedSymbol> undefined;
+
+  FlatModuleView view() const;  // the stages' read-only view of the arrays
+};
+
+}  // namespace kiln
