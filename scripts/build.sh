@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/cuda/bin"
 log=$(mktemp "${TMPDIR:-/tmp}/kiln-build.XXXXXX")
 trap 'rm -f "$log"' EXIT
-if [[ ! -f build/build.ninja ]] && ! meson setup build >"$log" 2>&1; then
+# CI treats warnings as errors (meson's werror); a developer's build only shows them.
+werror=()
+[[ -n ${CI:-} ]] && werror=(-Dwerror=true)
+if [[ ! -f build/build.ninja ]] && ! meson setup build "${werror[@]}" >"$log" 2>&1; then
   tail -n 40 "$log" >&2
   echo "build: meson setup failed (full log: build/meson-logs/meson-log.txt)" >&2
   exit 1
