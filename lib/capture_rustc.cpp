@@ -22,6 +22,7 @@
 
 #include "bitcode.h"
 #include "capture.h"
+#include "capture_args.h"
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
@@ -44,16 +45,6 @@ bool takes_value(const std::string& a) {
   return false;
 }
 
-struct RustcCall {
-  std::vector<std::string> args;  // without the rustc path
-  std::string input;              // source file ("-" for stdin)
-  size_t input_index = std::string::npos;
-  std::string crate_name, out_dir, extra_filename, emit, opt_level = "0";
-  std::vector<std::string> crate_types;
-  int debuginfo = 0;
-  bool print = false, version = false;
-};
-
 // Value of "--flag X" or "--flag=X" at position i (advancing i past a separate value).
 bool option_value(const std::vector<std::string>& args, size_t& i, const std::string& flag, std::string& value) {
   const std::string& a = args[i];
@@ -73,6 +64,8 @@ int debuginfo_level(const std::string& v) {
   if (v == "1" || v == "limited" || v.rfind("line-", 0) == 0) return 1;
   return 2;
 }
+
+}  // namespace
 
 RustcCall parse_rustc_args(const std::vector<std::string>& args) {
   RustcCall c;
@@ -107,7 +100,6 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args) {
   return c;
 }
 
-// Why this invocation must run unchanged, or "" when kiln takes it.
 std::string passthrough_reason(const RustcCall& c) {
   if (c.version) return "version query";
   if (c.print) return "--print query";
@@ -120,6 +112,25 @@ std::string passthrough_reason(const RustcCall& c) {
   if (c.out_dir.empty()) return "no --out-dir";
   return "";
 }
+
+std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args) {
+  std::vector<std::string> first;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string setting = a == "-C" && i + 1 < args.size() ? args[i + 1] : (a.rfind("-C", 0) == 0 ? a.substr(2) : "");
+    bool drop = setting.rfind("incremental=", 0) == 0 || setting.rfind("lto", 0) == 0 ||
+                setting.rfind("linker-plugin-lto", 0) == 0 || setting.rfind("embed-bitcode", 0) == 0;
+    if (drop) {
+      if (a == "-C") ++i;
+      continue;
+    }
+    first.push_back(a);
+  }
+  first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off", "-Zno-link"});
+  return first;
+}
+
+namespace {
 
 struct OutputFile {
   std::string path, cgu;
@@ -212,20 +223,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   time_t start = ::time(nullptr);
   // Settings that conflict with the bitcode route are dropped from the first step;
   // incremental reuse is off so every codegen unit is really produced.
-  std::vector<std::string> first;
-  for (size_t i = 0; i < c.args.size(); ++i) {
-    const std::string& a = c.args[i];
-    std::string setting = a == "-C" && i + 1 < c.args.size() ? c.args[i + 1] : (a.rfind("-C", 0) == 0 ? a.substr(2) : "");
-    bool drop = setting.rfind("incremental=", 0) == 0 || setting.rfind("lto", 0) == 0 ||
-                setting.rfind("linker-plugin-lto", 0) == 0 || setting.rfind("embed-bitcode", 0) == 0;
-    if (drop) {
-      if (a == "-C") ++i;
-      continue;
-    }
-    first.push_back(a);
-  }
-  first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off", "-Zno-link"});
-  int rc = run_child(rustc, first, {"RUSTC_BOOTSTRAP=1"});
+  int rc = run_child(rustc, bitcode_step_args(c.args), {"RUSTC_BOOTSTRAP=1"});
   if (rc != 0) {  // a compile error is the user's: rustc has said why
     record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0, clock.seconds());
     return rc;
