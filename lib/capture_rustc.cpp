@@ -14,11 +14,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
 #include "bitcode.h"
 #include "capture.h"
@@ -26,6 +23,7 @@
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
+#include "parallel.h"
 #include "process.h"
 #include "timeutil.h"
 
@@ -248,35 +246,31 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
     }
   }
   // Emit the units in parallel, as rustc's own code generator would.
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < units.size();) {
-      if (!errors[i].empty()) continue;
+  // Every unit is tried: the body catches its own errors, so one unit's failure
+  // stops no other (parallel_for's first-exception stop never fires).
+  unsigned threads = std::min<unsigned>(hardware_threads(), static_cast<unsigned>(units.size()));
+  parallel_for(units.size(), threads, [&](size_t i) {
+    if (!errors[i].empty()) return;
+    try {
+      std::string object = emit_for_capture(s, contents[i], ids[i], units[i].path);
+      write_file_atomic(units[i].path, object);
+    } catch (const KilnError& e) {
+      errors[i] = e.what();
+    }
+    if (!errors[i].empty() && s.fallback && s.backend != "llvm") {
+      // rustc's own code generator is LLVM: emitting this unit with it is what
+      // the native build would have done, and the crate's metadata stays valid.
       try {
-        std::string object = emit_for_capture(s, contents[i], ids[i], units[i].path);
-        write_file_atomic(units[i].path, object);
+        WrapperSettings native = s;
+        native.backend = "llvm";
+        write_file_atomic(units[i].path, emit_for_capture(native, contents[i], ids[i], units[i].path));
+        fallbacks[i] = errors[i];
+        errors[i].clear();
       } catch (const KilnError& e) {
-        errors[i] = e.what();
-      }
-      if (!errors[i].empty() && s.fallback && s.backend != "llvm") {
-        // rustc's own code generator is LLVM: emitting this unit with it is what
-        // the native build would have done, and the crate's metadata stays valid.
-        try {
-          WrapperSettings native = s;
-          native.backend = "llvm";
-          write_file_atomic(units[i].path, emit_for_capture(native, contents[i], ids[i], units[i].path));
-          fallbacks[i] = errors[i];
-          errors[i].clear();
-        } catch (const KilnError& e) {
-          errors[i] += "; the llvm fallback failed too: " + std::string(e.what());
-        }
+        errors[i] += "; the llvm fallback failed too: " + std::string(e.what());
       }
     }
-  };
-  unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), static_cast<unsigned>(units.size()));
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  });
 
   std::string failure, fallback;
   for (size_t i = 0; i < units.size(); ++i) {
