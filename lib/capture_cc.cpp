@@ -11,6 +11,7 @@
 
 #include "bitcode.h"
 #include "capture.h"
+#include "capture_args.h"
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
@@ -40,14 +41,7 @@ bool takes_value(const std::string& a) {
   return false;
 }
 
-struct CcCall {
-  std::vector<std::string> args;
-  std::vector<std::string> sources;
-  std::string output;
-  bool compile_only = false, other_mode = false, already_bitcode = false, language_override = false;
-  std::string opt_level = "0";
-  int debuginfo = 0;
-};
+}  // namespace
 
 CcCall parse_cc_args(const std::vector<std::string>& args) {
   CcCall c;
@@ -86,22 +80,20 @@ std::string passthrough_reason(const CcCall& c) {
   return "";
 }
 
-// Removes what the wrapper left at the output path: a regular file only, never the
-// device or directory that the build named.
-void remove_output(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(path.c_str());
-}
-
 std::string default_output(const std::string& source) {
   std::string base = basename_of(source);
   auto dot = base.find_last_of('.');
   return base.substr(0, dot) + ".o";
 }
 
-}  // namespace
-
 namespace {
+
+// Removes what the wrapper left at the output path: a regular file only, never the
+// device or directory that the build named.
+void remove_output(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(path.c_str());
+}
 
 // The output path while it may hold bitcode that the build must never take for its
 // object: a signal that stops the build (make, ninja and kiln-capture signal the whole

@@ -14,17 +14,16 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
 #include "bitcode.h"
 #include "capture.h"
+#include "capture_args.h"
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
+#include "parallel.h"
 #include "process.h"
 #include "timeutil.h"
 
@@ -43,16 +42,6 @@ bool takes_value(const std::string& a) {
     if (a == f) return true;
   return false;
 }
-
-struct RustcCall {
-  std::vector<std::string> args;  // without the rustc path
-  std::string input;              // source file ("-" for stdin)
-  size_t input_index = std::string::npos;
-  std::string crate_name, out_dir, extra_filename, emit, opt_level = "0";
-  std::vector<std::string> crate_types;
-  int debuginfo = 0;
-  bool print = false, version = false;
-};
 
 // Value of "--flag X" or "--flag=X" at position i (advancing i past a separate value).
 bool option_value(const std::vector<std::string>& args, size_t& i, const std::string& flag, std::string& value) {
@@ -73,6 +62,8 @@ int debuginfo_level(const std::string& v) {
   if (v == "1" || v == "limited" || v.rfind("line-", 0) == 0) return 1;
   return 2;
 }
+
+}  // namespace
 
 RustcCall parse_rustc_args(const std::vector<std::string>& args) {
   RustcCall c;
@@ -107,7 +98,6 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args) {
   return c;
 }
 
-// Why this invocation must run unchanged, or "" when kiln takes it.
 std::string passthrough_reason(const RustcCall& c) {
   if (c.version) return "version query";
   if (c.print) return "--print query";
@@ -120,6 +110,25 @@ std::string passthrough_reason(const RustcCall& c) {
   if (c.out_dir.empty()) return "no --out-dir";
   return "";
 }
+
+std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args) {
+  std::vector<std::string> first;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string setting = a == "-C" && i + 1 < args.size() ? args[i + 1] : (a.rfind("-C", 0) == 0 ? a.substr(2) : "");
+    bool drop = setting.rfind("incremental=", 0) == 0 || setting.rfind("lto", 0) == 0 ||
+                setting.rfind("linker-plugin-lto", 0) == 0 || setting.rfind("embed-bitcode", 0) == 0;
+    if (drop) {
+      if (a == "-C") ++i;
+      continue;
+    }
+    first.push_back(a);
+  }
+  first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off", "-Zno-link"});
+  return first;
+}
+
+namespace {
 
 struct OutputFile {
   std::string path, cgu;
@@ -212,20 +221,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   time_t start = ::time(nullptr);
   // Settings that conflict with the bitcode route are dropped from the first step;
   // incremental reuse is off so every codegen unit is really produced.
-  std::vector<std::string> first;
-  for (size_t i = 0; i < c.args.size(); ++i) {
-    const std::string& a = c.args[i];
-    std::string setting = a == "-C" && i + 1 < c.args.size() ? c.args[i + 1] : (a.rfind("-C", 0) == 0 ? a.substr(2) : "");
-    bool drop = setting.rfind("incremental=", 0) == 0 || setting.rfind("lto", 0) == 0 ||
-                setting.rfind("linker-plugin-lto", 0) == 0 || setting.rfind("embed-bitcode", 0) == 0;
-    if (drop) {
-      if (a == "-C") ++i;
-      continue;
-    }
-    first.push_back(a);
-  }
-  first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off", "-Zno-link"});
-  int rc = run_child(rustc, first, {"RUSTC_BOOTSTRAP=1"});
+  int rc = run_child(rustc, bitcode_step_args(c.args), {"RUSTC_BOOTSTRAP=1"});
   if (rc != 0) {  // a compile error is the user's: rustc has said why
     record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0, clock.seconds());
     return rc;
@@ -250,35 +246,31 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
     }
   }
   // Emit the units in parallel, as rustc's own code generator would.
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < units.size();) {
-      if (!errors[i].empty()) continue;
+  // Every unit is tried: the body catches its own errors, so one unit's failure
+  // stops no other (parallel_for's first-exception stop never fires).
+  unsigned threads = std::min<unsigned>(hardware_threads(), static_cast<unsigned>(units.size()));
+  parallel_for(units.size(), threads, [&](size_t i) {
+    if (!errors[i].empty()) return;
+    try {
+      std::string object = emit_for_capture(s, contents[i], ids[i], units[i].path);
+      write_file_atomic(units[i].path, object);
+    } catch (const KilnError& e) {
+      errors[i] = e.what();
+    }
+    if (!errors[i].empty() && s.fallback && s.backend != "llvm") {
+      // rustc's own code generator is LLVM: emitting this unit with it is what
+      // the native build would have done, and the crate's metadata stays valid.
       try {
-        std::string object = emit_for_capture(s, contents[i], ids[i], units[i].path);
-        write_file_atomic(units[i].path, object);
+        WrapperSettings native = s;
+        native.backend = "llvm";
+        write_file_atomic(units[i].path, emit_for_capture(native, contents[i], ids[i], units[i].path));
+        fallbacks[i] = errors[i];
+        errors[i].clear();
       } catch (const KilnError& e) {
-        errors[i] = e.what();
-      }
-      if (!errors[i].empty() && s.fallback && s.backend != "llvm") {
-        // rustc's own code generator is LLVM: emitting this unit with it is what
-        // the native build would have done, and the crate's metadata stays valid.
-        try {
-          WrapperSettings native = s;
-          native.backend = "llvm";
-          write_file_atomic(units[i].path, emit_for_capture(native, contents[i], ids[i], units[i].path));
-          fallbacks[i] = errors[i];
-          errors[i].clear();
-        } catch (const KilnError& e) {
-          errors[i] += "; the llvm fallback failed too: " + std::string(e.what());
-        }
+        errors[i] += "; the llvm fallback failed too: " + std::string(e.what());
       }
     }
-  };
-  unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), static_cast<unsigned>(units.size()));
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  });
 
   std::string failure, fallback;
   for (size_t i = 0; i < units.size(); ++i) {

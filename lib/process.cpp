@@ -149,139 +149,13 @@ void exec_process(const std::vector<std::string>& argv) {
 
 }  // namespace kiln
 
-// ---- The build that kiln-capture wraps: its own process group, signals forwarded ----
+// ---- Commands in a process group of their own, with signals forwarded -------------
+// One mechanism for the build that kiln-capture wraps (run_build_group) and the
+// supervised commands (run_shell_supervised; kiln-measure's builds, the cmd: back
+// end): the child starts its own process group, which is registered while it runs;
+// SIGINT, SIGTERM and SIGHUP sent to kiln are forwarded to every registered group
+// and remembered, and with no group registered they act as usual.
 
-#include <csignal>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
-
-namespace kiln {
-
-namespace {
-
-// Set by forward_signal, read after the build has been waited for.
-volatile sig_atomic_t g_build_group = 0;
-volatile sig_atomic_t g_received_signal = 0;
-
-extern "C" void forward_signal(int sig) {
-  g_received_signal = sig;
-  if (g_build_group > 0) ::kill(-static_cast<pid_t>(g_build_group), sig);
-}
-
-constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP};
-
-// Hands the terminal's foreground from group `from` to `to` (with SIGTTOU blocked, as
-// a shell does); only when `from` (kiln-capture's group) holds it now, so that a
-// background capture never takes the terminal from the shell.
-void give_terminal(pid_t from, pid_t to) {
-  if (!::isatty(0) || ::tcgetpgrp(0) != from) return;
-  sigset_t ttou, prev;
-  sigemptyset(&ttou);
-  sigaddset(&ttou, SIGTTOU);
-  ::sigprocmask(SIG_BLOCK, &ttou, &prev);
-  ::tcsetpgrp(0, to);
-  ::sigprocmask(SIG_SETMASK, &prev, nullptr);
-}
-
-// Waits for the build; when the terminal stops it (^Z), stops this process too, so the
-// shell sees the job stop, and once continued, continues the build (giving it the
-// terminal again when the shell gave it to us: fg, not bg).
-int wait_for_build(pid_t pid, const std::string& name, struct rusage& usage) {
-  int status = 0;
-  for (;;) {
-    if (::wait4(pid, &status, WUNTRACED, &usage) < 0) {
-      if (errno == EINTR) continue;
-      throw KilnError(kExitIo, name, "wait: " + errno_reason(errno));
-    }
-    if (!WIFSTOPPED(status)) return status;
-    int sig = WSTOPSIG(status);
-    if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU) continue;
-    give_terminal(pid, ::getpgrp());
-    ::raise(SIGSTOP);
-    give_terminal(::getpgrp(), pid);
-    ::kill(-pid, SIGCONT);
-  }
-}
-
-}  // namespace
-
-ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options, int& received_signal) {
-  ExecImage image = exec_image(argv, options);
-  const std::string& program = image.program;
-  std::vector<char*>& cargv = image.argv;
-  std::vector<char*>& cenv = image.envp;
-
-  // Signals that were ignored when kiln-capture started (nohup, a background job of a
-  // script) stay ignored, for kiln-capture and for the build.
-  struct sigaction forward {}, old[3];
-  forward.sa_handler = forward_signal;
-  sigemptyset(&forward.sa_mask);
-  sigset_t block, prev;
-  sigemptyset(&block);
-  for (int i = 0; i < 3; ++i) {
-    ::sigaction(kForwarded[i], nullptr, &old[i]);
-    if (old[i].sa_handler != SIG_IGN) ::sigaction(kForwarded[i], &forward, nullptr);
-    sigaddset(&block, kForwarded[i]);
-  }
-  g_received_signal = 0;
-  pid_t own_group = ::getpgrp();
-  pid_t parent = ::getpid();
-  // Blocked across fork, so the handler never runs before the group exists.
-  ::sigprocmask(SIG_BLOCK, &block, &prev);
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int err = errno;
-    ::sigprocmask(SIG_SETMASK, &prev, nullptr);
-    for (int i = 0; i < 3; ++i) ::sigaction(kForwarded[i], &old[i], nullptr);
-    throw KilnError(kExitIo, argv[0], "fork: " + errno_reason(err));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-#ifdef __linux__
-    // kill -9 of kiln-capture cannot be forwarded: have the kernel send SIGTERM to the
-    // build's first process then (make passes it on to its jobs).
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) _exit(128 + SIGTERM);  // already gone before prctl
-#endif
-    give_terminal(own_group, ::getpid());
-    // Back to the original dispositions before unblocking: a signal already sent to
-    // the group must act on the build, not on this copy of kiln-capture's handler.
-    for (int i = 0; i < 3; ++i) ::sigaction(kForwarded[i], &old[i], nullptr);
-    ::sigprocmask(SIG_SETMASK, &prev, nullptr);
-    ::execve(program.c_str(), cargv.data(), cenv.data());
-    _exit(127);
-  }
-  ::setpgid(pid, pid);  // also here: whichever of the two runs first
-  give_terminal(own_group, pid);
-  g_build_group = pid;
-  if (g_received_signal) ::kill(-pid, g_received_signal);
-  ::sigprocmask(SIG_SETMASK, &prev, nullptr);
-
-  struct rusage usage {};
-  int status = 0;
-  try {
-    status = wait_for_build(pid, argv[0], usage);
-  } catch (...) {
-    g_build_group = 0;
-    for (int i = 0; i < 3; ++i) ::sigaction(kForwarded[i], &old[i], nullptr);
-    throw;
-  }
-  give_terminal(pid, own_group);
-  g_build_group = 0;
-  for (int i = 0; i < 3; ++i) ::sigaction(kForwarded[i], &old[i], nullptr);
-  received_signal = g_received_signal;
-
-  ProcessResult result;
-  record_end(result, status, usage, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  return result;
-}
-
-}  // namespace kiln
-
-// ---- Supervised runs: own process group, timeout, forwarded signals ------------------
-// (kiln-measure's builds and the cmd: back end; see process.h.)
 #include <poll.h>
 #include <sys/syscall.h>
 
@@ -290,27 +164,34 @@ ProcessResult run_build_group(const std::vector<std::string>& argv, const Proces
 #include <atomic>
 #include <csignal>
 #include <mutex>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 namespace kiln {
 
 namespace {
 
 constexpr std::array<int, 3> kForwardedSignals = {SIGINT, SIGTERM, SIGHUP};
-// Process groups of the supervised commands now running (0: free slot). A fixed
-// array of atomics, because the signal handler reads it.
+// Process groups of the commands now running (0: free slot). A fixed array of
+// atomics, because the signal handler reads it.
 std::array<std::atomic<pid_t>, 256> g_groups{};
+// The last forwarded signal; once set, run_shell_supervised starts nothing more.
 std::atomic<int> g_interrupt{0};
 std::once_flag g_handlers_installed;
 
 extern "C" void forward_to_groups(int sig) {
   int saved_errno = errno;
-  bool forwarded = false;
+  bool running = false;
   for (auto& group : g_groups) {
     pid_t g = group.load();
-    if (g > 0 && ::kill(-g, sig) == 0) forwarded = true;
+    if (g > 0) {
+      ::kill(-g, sig);
+      running = true;
+    }
   }
-  if (forwarded) {
-    g_interrupt.store(sig);
+  if (running) {
+    g_interrupt.store(sig);  // the running commands' callers report it
   } else {
     // Nothing running to stop: the signal's usual effect, once this handler returns.
     ::signal(sig, SIG_DFL);
@@ -319,8 +200,10 @@ extern "C" void forward_to_groups(int sig) {
   errno = saved_errno;
 }
 
-// Only signals with their default action get the handler: one kiln was told to
-// ignore (nohup, a background job) stays ignored, and a tool's own handler stays.
+// Installed once, on the first command started. Only signals with their default
+// action get the handler: one kiln was told to ignore (nohup, a background job of a
+// script) stays ignored, for kiln and for the command, and a tool's own handler (the
+// C wrapper's, which removes its bitcode) stays.
 void install_handlers() {
   for (int sig : kForwardedSignals) {
     struct sigaction old {};
@@ -346,6 +229,122 @@ std::atomic<pid_t>* register_group(pid_t group) {
     if (slot.compare_exchange_strong(expected, group)) return &slot;
   }
   return nullptr;  // more than 256 at once: this one is not forwarded to, only timed
+}
+
+// Hands the terminal's foreground from group `from` to `to` (with SIGTTOU blocked, as
+// a shell does); only when `from` (kiln-capture's group) holds it now, so that a
+// background capture never takes the terminal from the shell.
+void give_terminal(pid_t from, pid_t to) {
+  if (!::isatty(0) || ::tcgetpgrp(0) != from) return;
+  sigset_t ttou, prev;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  ::pthread_sigmask(SIG_BLOCK, &ttou, &prev);
+  ::tcsetpgrp(0, to);
+  ::pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+}
+
+// How the child of a group starts, besides its own group and the forwarding.
+enum class GroupChild {
+  build,       // kiln-capture's build: gets the terminal, SIGTERM when kiln-capture dies
+  supervised,  // standard input /dev/null (outside the foreground group)
+};
+
+// A command running in its own registered process group; the destructor takes the
+// group off the register.
+struct GroupRun {
+  pid_t pid = -1;
+  std::atomic<pid_t>* slot = nullptr;
+  std::chrono::steady_clock::time_point start;
+  GroupRun() = default;
+  GroupRun(const GroupRun&) = delete;
+  GroupRun& operator=(const GroupRun&) = delete;
+  ~GroupRun() {
+    if (slot) slot->store(0);
+  }
+};
+
+// In the child of start_group: everything up to execve; never returns.
+[[noreturn]] void exec_group_child(const ExecImage& image, const ProcessOptions& options, GroupChild kind,
+                                   pid_t parent, pid_t parent_group, const sigset_t& previous) {
+  ::setpgid(0, 0);
+  if (kind == GroupChild::build) {
+#ifdef __linux__
+    // kill -9 of kiln-capture cannot be forwarded: have the kernel send SIGTERM to the
+    // build's first process then (make passes it on to its jobs).
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) _exit(128 + SIGTERM);  // already gone before prctl
+#endif
+    give_terminal(parent_group, ::getpid());
+  }
+  // Back to the default action before unblocking: a signal already sent to the group
+  // must act on the command, not on this copy of kiln's forwarding handler.
+  for (int sig : kForwardedSignals) {
+    struct sigaction current {};
+    if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == forward_to_groups) ::signal(sig, SIG_DFL);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) _exit(127);
+  if (kind == GroupChild::supervised) {
+    // Outside the terminal's foreground group, reading the terminal would stop the
+    // command (SIGTTIN) until its timeout; it reads end-of-file instead.
+    int devnull_in = ::open("/dev/null", O_RDONLY);
+    if (devnull_in >= 0) ::dup2(devnull_in, 0);
+  }
+  if (options.quiet) {
+    int devnull = ::open("/dev/null", O_WRONLY);
+    ::dup2(devnull, 1);
+    ::dup2(devnull, 2);
+  }
+  ::execve(image.program.c_str(), image.argv.data(), image.envp.data());
+  _exit(127);
+}
+
+// Starts the image in a process group of its own and registers the group. The
+// forwarded signals stay blocked until the group is registered, so that none finds a
+// child to orphan; one that arrives meanwhile is forwarded once it is.
+void start_group(const ExecImage& image, const ProcessOptions& options, GroupChild kind, GroupRun& run) {
+  sigset_t block = forwarded_set(), previous;
+  ::pthread_sigmask(SIG_BLOCK, &block, &previous);
+  std::call_once(g_handlers_installed, install_handlers);
+  pid_t parent = ::getpid(), parent_group = ::getpgrp();
+  run.start = std::chrono::steady_clock::now();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw KilnError(kExitIo, image.argv[0], "fork: " + errno_reason(e));
+  }
+  if (pid == 0) exec_group_child(image, options, kind, parent, parent_group, previous);
+  ::setpgid(pid, pid);  // also here: whichever of parent and child runs first
+  if (kind == GroupChild::build) give_terminal(parent_group, pid);
+  run.pid = pid;
+  run.slot = register_group(pid);
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Waits for the build; when the terminal stops it (^Z), stops this process too, so the
+// shell sees the job stop, and once continued, continues the build (giving it the
+// terminal again when the shell gave it to us: fg, not bg).
+int wait_for_build(pid_t pid, const std::string& name, struct rusage& usage) {
+  int status = 0;
+  for (;;) {
+    if (::wait4(pid, &status, WUNTRACED, &usage) < 0) {
+      if (errno == EINTR) continue;
+      throw KilnError(kExitIo, name, "wait: " + errno_reason(errno));
+    }
+    if (!WIFSTOPPED(status)) return status;
+    int sig = WSTOPSIG(status);
+    if (sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU) continue;
+    give_terminal(pid, ::getpgrp());
+    ::raise(SIGSTOP);
+    give_terminal(::getpgrp(), pid);
+    ::kill(-pid, SIGCONT);
+  }
 }
 
 const char* signal_name(int sig) {
@@ -378,7 +377,7 @@ int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_cl
       throw KilnError(kExitIo, "", "wait: " + errno_reason(e));
     }
     if (r < 0) continue;
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double elapsed = seconds_since(start);
     if (!*timed_out && elapsed >= timeout_seconds) {
       ::kill(-pid, SIGTERM);
       *timed_out = true;
@@ -405,66 +404,31 @@ int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_cl
 
 }  // namespace
 
+ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options, int& received_signal) {
+  ExecImage image = exec_image(argv, options);
+  GroupRun run;
+  start_group(image, options, GroupChild::build, run);
+  struct rusage usage {};
+  int status = wait_for_build(run.pid, argv[0], usage);
+  give_terminal(run.pid, ::getpgrp());
+  received_signal = g_interrupt.load();
+  ProcessResult result;
+  record_end(result, status, usage, seconds_since(run.start));
+  return result;
+}
+
 ProcessResult run_shell_supervised(const std::string& command, const ProcessOptions& options, double timeout_seconds) {
   if (options.capture_stdout) throw KilnError(kExitInternal, "", "run_shell_supervised cannot capture stdout");
-  std::call_once(g_handlers_installed, install_handlers);
   if (int sig = g_interrupt.load())
     throw KilnError(static_cast<ExitCode>(128 + sig), "", std::string("interrupted by ") + signal_name(sig));
-  std::string program = "/bin/sh";
-  std::vector<std::string> argv = {program, "-c", command};
-  std::vector<std::string> env = build_environment(options);
-  std::vector<char*> cargv, cenv;
-  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
-  cenv.push_back(nullptr);
-
-  // Signals wait until the group is registered, so none finds a child to orphan.
-  sigset_t block = forwarded_set(), previous;
-  ::pthread_sigmask(SIG_BLOCK, &block, &previous);
-  auto start = std::chrono::steady_clock::now();
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int e = errno;
-    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    throw KilnError(kExitIo, program, "fork: " + errno_reason(e));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    // The child must not run kiln's forwarding handler before exec replaces it.
-    for (int sig : kForwardedSignals) {
-      struct sigaction current {};
-      if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == forward_to_groups) ::signal(sig, SIG_DFL);
-    }
-    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) _exit(127);
-    // Outside the terminal's foreground group, reading the terminal would stop the
-    // command (SIGTTIN) until its timeout; it reads end-of-file instead.
-    int devnull_in = ::open("/dev/null", O_RDONLY);
-    if (devnull_in >= 0) ::dup2(devnull_in, 0);
-    if (options.quiet) {
-      int devnull = ::open("/dev/null", O_WRONLY);
-      ::dup2(devnull, 1);
-      ::dup2(devnull, 2);
-    }
-    ::execve(program.c_str(), cargv.data(), cenv.data());
-    _exit(127);
-  }
-  ::setpgid(pid, pid);  // also here: whichever of parent and child runs first
-  std::atomic<pid_t>* slot = register_group(pid);
-  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-
+  const std::vector<std::string> argv = {"/bin/sh", "-c", command};  // the image points into it
+  ExecImage image = exec_image(argv, options);
+  GroupRun run;
+  start_group(image, options, GroupChild::supervised, run);
   ProcessResult result;
   struct rusage usage {};
-  int status = 0;
-  try {
-    status = wait_with_deadline(pid, timeout_seconds, start, &usage, &result.timed_out);
-  } catch (...) {
-    if (slot) slot->store(0);
-    throw;
-  }
-  if (slot) slot->store(0);
-  record_end(result, status, usage, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  int status = wait_with_deadline(run.pid, timeout_seconds, run.start, &usage, &result.timed_out);
+  record_end(result, status, usage, seconds_since(run.start));
   if (int sig = g_interrupt.load())
     throw KilnError(static_cast<ExitCode>(128 + sig), "",
                     std::string("interrupted by ") + signal_name(sig) + "; the running command was stopped");

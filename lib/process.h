@@ -33,22 +33,29 @@ ProcessResult run_shell(const std::string& command, const ProcessOptions& option
 // Replaces the current process (used to pass invocations through unchanged).
 [[noreturn]] void exec_process(const std::vector<std::string>& argv);
 
-// Runs the build that kiln-capture wraps in a process group of its own. SIGINT, SIGTERM
-// and SIGHUP sent to kiln-capture meanwhile are forwarded to that whole group, and
-// the build is waited for; received_signal is the last one received, else 0. The
-// terminal (when kiln-capture has it) is handed to the build and taken back after.
+// ---- Commands in a process group of their own, with signals forwarded ----------------
+// run_build_group and run_shell_supervised run their command in a process group of its
+// own, so that a signal or a timeout stops all of it (make, cargo and their compilers),
+// not only its first process. While such a group runs, SIGINT, SIGTERM and SIGHUP sent
+// to kiln are forwarded to the group (to every group running, from any thread) instead
+// of killing kiln first and orphaning the build, and kiln remembers the signal. The
+// forwarding is installed on the first such command, for the signals with their
+// default action only: one that kiln was told to ignore (nohup, a background job of a
+// script) stays ignored, for kiln and for the command. With no group running, those
+// signals act as usual.
+
+// Runs the build that kiln-capture wraps, with the terminal (when kiln-capture has it)
+// handed to the build and taken back after; when kiln-capture is killed outright
+// (kill -9), the build's first process gets SIGTERM. Waits for the build;
+// received_signal is the last forwarded signal, else 0.
 ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options, int& received_signal);
 
 std::string shell_quote(const std::string& arg);
 std::string shell_join(const std::vector<std::string>& argv);
 
 // ---- Supervised runs (kiln-measure's builds, the cmd: back end) ----------------------
-// The command runs in a process group of its own, so that a timeout can stop all of
-// it (make, cargo and their compilers), not only the shell. While such a group runs,
-// SIGINT, SIGTERM and SIGHUP sent to kiln (when kiln does not ignore them) are
-// forwarded to the group instead of killing kiln first and orphaning the build;
-// kiln waits for the group's leader and then throws KilnError with code 128 + the
-// signal's number. With no supervised group running, those signals act as usual.
+// When a forwarded signal has arrived, kiln waits for the group's leader and then
+// throws KilnError with code 128 + the signal's number, and refuses to start another.
 
 // Runs /bin/sh -c command. timeout_seconds > 0: when it has not finished by then, its
 // whole process group gets SIGTERM, and SIGKILL 2 seconds later, and the result says

@@ -1,0 +1,51 @@
+// What the capture wrappers read from a compiler's command line, and the decision
+// they take on it: take the invocation (capture its bitcode) or pass it through
+// unchanged, and why. Pure functions of the arguments (the C wrapper's decision also
+// looks at what its output path is), so the unit tests can check them row by row
+// (tests/unit/test_capture_args.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// ---- rustc (cargo's RUSTC_WRAPPER; lib/capture_rustc.cpp) ---------------------------
+
+struct RustcCall {
+  std::vector<std::string> args;  // without the rustc path
+  std::string input;              // source file ("-" for stdin)
+  size_t input_index = std::string::npos;
+  std::string crate_name, out_dir, extra_filename, emit, opt_level = "0";
+  std::vector<std::string> crate_types;
+  int debuginfo = 0;
+  bool print = false, version = false;
+};
+
+RustcCall parse_rustc_args(const std::vector<std::string>& args);
+// Why this invocation must run unchanged, or "" when kiln takes it.
+std::string passthrough_reason(const RustcCall& c);
+// The arguments of the bitcode route's first step (rustc ... -Zno-link): the build's
+// own, less the settings that conflict with it (-C incremental, lto,
+// linker-plugin-lto, embed-bitcode), plus -Clinker-plugin-lto=yes -Clto=off -Zno-link.
+std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args);
+
+// ---- clang (CC=kiln-cc, CXX=kiln-c++; lib/capture_cc.cpp) ----------------------------
+
+struct CcCall {
+  std::vector<std::string> args;
+  std::vector<std::string> sources;
+  std::string output;
+  bool compile_only = false, other_mode = false, already_bitcode = false, language_override = false;
+  std::string opt_level = "0";
+  int debuginfo = 0;
+};
+
+CcCall parse_cc_args(const std::vector<std::string>& args);
+// Why this invocation must run unchanged, or "" when kiln takes it. An output path
+// that exists and is not a regular file (a device, a directory) is passed through.
+std::string passthrough_reason(const CcCall& c);
+// Where clang writes a compile-only object when there is no -o: the source's base
+// name with its extension replaced by .o, in the current directory.
+std::string default_output(const std::string& source);
+
+}  // namespace kiln

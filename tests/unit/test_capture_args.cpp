@@ -1,0 +1,346 @@
+// The capture wrappers' reading of compiler command lines (lib/capture_args.h): which
+// rustc and clang invocations kiln takes and which it passes through unchanged, and
+// why. Each table row is a command line as cargo, make or cmake pass it.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "capture_args.h"
+#include "fs.h"
+
+using namespace kiln;
+
+namespace {
+
+// A command line split at spaces (no row needs a space inside an argument).
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
+
+// What cargo 1.7x passes to rustc for a dependency of a release build.
+const std::string kCargoLib =
+    "--crate-name memchr --edition=2018 /r/memchr-2.5.0/src/lib.rs --error-format=json "
+    "--json=diagnostic-rendered-ansi,artifacts,future-incompat --diagnostic-width=100 --crate-type lib "
+    "--emit=dep-info,metadata,link -C opt-level=3 -C embed-bitcode=no --cfg feature=\"std\" "
+    "-C metadata=8d4bd81b1b0a3b4c -C extra-filename=-8d4bd81b1b0a3b4c --out-dir /t/release/deps "
+    "-L dependency=/t/release/deps --cap-lints allow";
+// ... for the package's own binary in a debug build (incremental, debuginfo).
+const std::string kCargoBin =
+    "--crate-name hello --edition=2021 src/main.rs --error-format=json --json=diagnostic-rendered-ansi "
+    "--crate-type bin --emit=dep-info,link -C embed-bitcode=no -C debuginfo=2 -C metadata=0f1e2d3c "
+    "-C extra-filename=-0f1e2d3c --out-dir /t/debug/deps -C incremental=/t/debug/incremental "
+    "-L dependency=/t/debug/deps --extern memchr=/t/debug/deps/libmemchr-8d4b.rlib";
+
+struct RustcDecision {
+  std::string line;
+  std::string reason;  // "" : kiln takes it
+  std::string input, crate_name;
+};
+
+const RustcDecision kRustcDecisions[] = {
+    // Crates that kiln captures.
+    {kCargoLib, "", "/r/memchr-2.5.0/src/lib.rs", "memchr"},
+    {kCargoBin, "", "src/main.rs", "hello"},
+    {"--crate-name hello --edition=2021 src/lib.rs --emit=dep-info,link -C debuginfo=2 --test "
+     "-C metadata=aa -C extra-filename=-aa --out-dir /t/debug/deps",
+     "", "src/lib.rs", "hello"},  // cargo test's harness
+    {"--crate-name hello src/lib.rs --crate-type rlib --crate-type cdylib --out-dir /t/o", "", "src/lib.rs", "hello"},
+    {"--crate-name hello --edition 2018 src/lib.rs --out-dir /t/o", "", "src/lib.rs", "hello"},  // no --emit: link
+    {"--crate-name=hello src/lib.rs --out-dir=/t/o --emit=link", "", "src/lib.rs", "hello"},
+    // Queries and probes.
+    {"-vV", "version query", "", ""},
+    {"-V", "version query", "", ""},
+    {"--version --verbose", "version query", "", ""},
+    {"- --crate-name ___ --print=file-names --crate-type bin --crate-type rlib --crate-type dylib "
+     "--crate-type cdylib --crate-type staticlib --crate-type proc-macro --print=sysroot --print=cfg",
+     "--print query", "-", "___"},  // cargo's target-info probe
+    {"--print cfg", "--print query", "", ""},
+    {"--crate-name probe --crate-type lib --out-dir /t/build/out --emit=llvm-ir -",
+     "probe compiled from standard input", "-", "probe"},  // autocfg
+    {"--crate-name lonely --out-dir /t/o", "no input file", "", "lonely"},
+    // Crates that rustc or cargo run or load on the host.
+    {"--crate-name build_script_build --edition=2018 /r/serde-1.0.152/build.rs --error-format=json "
+     "--crate-type bin --emit=dep-info,link -C embed-bitcode=no -C debuginfo=2 -C metadata=12ab "
+     "-C extra-filename=-12ab --out-dir /t/debug/build/serde-12ab -L dependency=/t/debug/deps --cap-lints allow",
+     "build script", "/r/serde-1.0.152/build.rs", "build_script_build"},
+    {"--crate-name build_script_main build/main.rs --crate-type bin --out-dir /t/debug/build/x-1",
+     "build script", "build/main.rs", "build_script_main"},
+    {"--crate-name serde_derive --edition=2015 /r/serde_derive-1.0.152/src/lib.rs --crate-type proc-macro "
+     "--emit=dep-info,link -C prefer-dynamic -C embed-bitcode=no -C metadata=77 -C extra-filename=-77 "
+     "--out-dir /t/debug/deps --extern proc_macro --cap-lints allow",
+     "proc-macro (loaded by rustc itself)", "/r/serde_derive-1.0.152/src/lib.rs", "serde_derive"},
+    {"--crate-name m src/lib.rs --crate-type=proc-macro --out-dir /t/o", "proc-macro (loaded by rustc itself)",
+     "src/lib.rs", "m"},
+    // No object to take.
+    {"--crate-name hello --edition=2021 src/main.rs --crate-type bin --emit=dep-info,metadata -C debuginfo=2 "
+     "--out-dir /t/debug/deps",
+     "no object output (--emit=dep-info,metadata)", "src/main.rs", "hello"},  // cargo check
+    {"--crate-name hello src/lib.rs --emit metadata --out-dir /t/o", "no object output (--emit=metadata)", "src/lib.rs",
+     "hello"},
+    {"--crate-name hello src/main.rs -o /t/hello", "no --out-dir", "src/main.rs", "hello"},
+    {"hello.rs", "no --out-dir", "hello.rs", ""},
+    // The order of the reasons: the first that applies is the one given.
+    {"-vV src/lib.rs --crate-name build_script_build", "version query", "src/lib.rs", "build_script_build"},
+    {"--crate-name build_script_build build.rs --crate-type proc-macro --emit=metadata", "build script", "build.rs",
+     "build_script_build"},
+};
+
+}  // namespace
+
+TEST_CASE("the rustc wrapper passes through queries, probes, build scripts, proc-macros and metadata-only crates",
+          "[capture][args][rustc]") {
+  for (const auto& row : kRustcDecisions) {
+    INFO("rustc " << row.line);
+    RustcCall c = parse_rustc_args(words(row.line));
+    CHECK(passthrough_reason(c) == row.reason);
+    CHECK(c.input == row.input);
+    CHECK(c.crate_name == row.crate_name);
+    CHECK(c.args == words(row.line));
+  }
+}
+
+namespace {
+
+struct RustcParse {
+  std::string line;
+  std::string opt_level;
+  int debuginfo;
+  std::string extra_filename, emit, out_dir, crate_types;  // crate_types joined by spaces
+};
+
+const RustcParse kRustcParses[] = {
+    {kCargoLib, "3", 0, "-8d4bd81b1b0a3b4c", "dep-info,metadata,link", "/t/release/deps", "lib"},
+    {kCargoBin, "0", 2, "-0f1e2d3c", "dep-info,link", "/t/debug/deps", "bin"},
+    {"x.rs", "0", 0, "", "", "", ""},  // rustc's defaults
+    // -C as a separate word, attached, or spelled --codegen; the last one wins.
+    {"x.rs -C opt-level=2", "2", 0, "", "", "", ""},
+    {"x.rs -Copt-level=s", "s", 0, "", "", "", ""},
+    {"x.rs --codegen opt-level=z", "z", 0, "", "", "", ""},
+    {"x.rs -O", "3", 0, "", "", "", ""},
+    {"x.rs -O -C opt-level=1", "1", 0, "", "", "", ""},
+    {"x.rs -C codegen-units=16 -C opt-level=3 -C codegen-units=1", "3", 0, "", "", "", ""},
+    // Debug information: numbers, words, and -g.
+    {"x.rs -g", "0", 2, "", "", "", ""},
+    {"x.rs -C debuginfo=1", "0", 1, "", "", "", ""},
+    {"x.rs -C debuginfo=limited", "0", 1, "", "", "", ""},
+    {"x.rs -C debuginfo=line-tables-only", "0", 1, "", "", "", ""},
+    {"x.rs -C debuginfo=line-directives-only", "0", 1, "", "", "", ""},
+    {"x.rs -C debuginfo=full", "0", 2, "", "", "", ""},
+    {"x.rs -Cdebuginfo=2", "0", 2, "", "", "", ""},
+    {"x.rs -g -C debuginfo=none", "0", 0, "", "", "", ""},
+    {"x.rs -C debuginfo=0", "0", 0, "", "", "", ""},
+    {"x.rs -C debuginfo=off", "0", 0, "", "", "", ""},
+    // Values given as the next word or after '='.
+    {"--crate-type rlib --crate-type=dylib x.rs --out-dir o -C extra-filename=-9", "0", 0, "-9", "", "o", "rlib dylib"},
+    {"--emit link x.rs --out-dir=/o/d", "0", 0, "", "link", "/o/d", ""},
+};
+
+}  // namespace
+
+TEST_CASE("the rustc wrapper reads optimization, debug information and outputs as rustc does",
+          "[capture][args][rustc]") {
+  for (const auto& row : kRustcParses) {
+    INFO("rustc " << row.line);
+    RustcCall c = parse_rustc_args(words(row.line));
+    CHECK(c.opt_level == row.opt_level);
+    CHECK(c.debuginfo == row.debuginfo);
+    CHECK(c.extra_filename == row.extra_filename);
+    CHECK(c.emit == row.emit);
+    CHECK(c.out_dir == row.out_dir);
+    CHECK(joined(c.crate_types) == row.crate_types);
+  }
+}
+
+TEST_CASE("the rustc wrapper never takes an option's value for the source file", "[capture][args][rustc]") {
+  // Every option here takes its value as the next word, which does not start with '-'.
+  const char* const options[] = {"--crate-name", "--edition", "--error-format", "--json", "--crate-type", "--emit",
+                                 "-C", "--codegen", "--cfg", "--check-cfg", "-L", "-l", "--extern", "--out-dir",
+                                 "-o", "--target", "--cap-lints", "--explain", "-A", "-W", "-D", "-F",
+                                 "--force-warn", "--print", "--sysroot", "-Z", "--remap-path-prefix",
+                                 "--diagnostic-width", "--env-set", "--allow", "--warn", "--deny", "--forbid"};
+  for (const char* option : options) {
+    INFO("rustc " << option << " value.rs src/lib.rs");
+    RustcCall c = parse_rustc_args({option, "value.rs", "src/lib.rs"});
+    CHECK(c.input == "src/lib.rs");
+    CHECK(c.input_index == 2);
+  }
+  // Only the first free word is the input.
+  RustcCall two = parse_rustc_args({"a.rs", "b.rs"});
+  CHECK(two.input == "a.rs");
+  CHECK(two.input_index == 0);
+  CHECK(parse_rustc_args({"--test", "x.rs"}).input_index == 1);
+}
+
+namespace {
+
+struct BitcodeStep {
+  std::string line, first_step;  // first_step without the three flags always appended
+};
+
+const BitcodeStep kBitcodeSteps[] = {
+    {"--crate-name a a.rs --out-dir o", "--crate-name a a.rs --out-dir o"},
+    // Incremental reuse would leave codegen units unproduced; LTO and embedded bitcode
+    // conflict with the bitcode route. Dropped with their value, in either spelling.
+    {"a.rs -C incremental=/t/debug/incremental --out-dir o", "a.rs --out-dir o"},
+    {"a.rs -Cincremental=/t/i --out-dir o", "a.rs --out-dir o"},
+    {"a.rs -C embed-bitcode=no -C opt-level=3", "a.rs -C opt-level=3"},
+    {"a.rs -Cembed-bitcode=no -Copt-level=3", "a.rs -Copt-level=3"},
+    {"a.rs -C lto -C lto=fat -Clto=thin -C linker-plugin-lto=yes", "a.rs"},
+    // Everything else stays, in order.
+    {kCargoBin,
+     "--crate-name hello --edition=2021 src/main.rs --error-format=json --json=diagnostic-rendered-ansi "
+     "--crate-type bin --emit=dep-info,link -C debuginfo=2 -C metadata=0f1e2d3c "
+     "-C extra-filename=-0f1e2d3c --out-dir /t/debug/deps "
+     "-L dependency=/t/debug/deps --extern memchr=/t/debug/deps/libmemchr-8d4b.rlib"},
+    {"a.rs -C codegen-units=16 -C debuginfo=2 -C incremental-verify-ich", "a.rs -C codegen-units=16 -C debuginfo=2 -C incremental-verify-ich"},
+};
+
+}  // namespace
+
+TEST_CASE("the rustc wrapper's bitcode step drops incremental, LTO and embed-bitcode and asks for bitcode",
+          "[capture][args][rustc]") {
+  for (const auto& row : kBitcodeSteps) {
+    INFO("rustc " << row.line);
+    std::vector<std::string> expected = words(row.first_step);
+    expected.insert(expected.end(), {"-Clinker-plugin-lto=yes", "-Clto=off", "-Zno-link"});
+    CHECK(bitcode_step_args(words(row.line)) == expected);
+  }
+}
+
+// ---- The C and C++ wrapper -----------------------------------------------------------
+
+namespace {
+
+struct CcDecision {
+  std::string line;
+  std::string reason;   // "" : kiln takes it
+  std::string sources;  // joined by spaces
+  std::string output;
+};
+
+// What cmake's Makefile and Ninja generators pass for one object.
+const std::string kCmakeCompile =
+    "-DKILN_DEMO=1 -I/src/include -isystem /usr/include/zlib -O2 -g -DNDEBUG -std=gnu11 -MD "
+    "-MT CMakeFiles/demo.dir/src/a.c.o -MF CMakeFiles/demo.dir/src/a.c.o.d -o CMakeFiles/demo.dir/src/a.c.o "
+    "-c /src/src/a.c";
+
+const CcDecision kCcDecisions[] = {
+    // Compile-only invocations of one source: kiln takes them.
+    {kCmakeCompile, "", "/src/src/a.c", "CMakeFiles/demo.dir/src/a.c.o"},
+    {"-c foo.c -o foo.o", "", "foo.c", "foo.o"},
+    {"-c foo.c", "", "foo.c", ""},  // clang writes foo.o
+    {"-O3 -Wall -c -ofoo.o foo.cc", "", "foo.cc", "foo.o"},
+    {"-std=c++20 -c lib/x.cpp -o build/x.o", "", "lib/x.cpp", "build/x.o"},
+    {"-c a.cxx -o a.o", "", "a.cxx", "a.o"},
+    {"-c a.c++ -o a.o", "", "a.c++", "a.o"},
+    {"-c A.C -o a.o", "", "A.C", "a.o"},
+    {"-c pre.i -o pre.o", "", "pre.i", "pre.o"},
+    {"-c pre.ii -o pre.o", "", "pre.ii", "pre.o"},
+    // Option values that look like sources are values, not sources.
+    {"-include config.h -D X=1 -U Y -iquote q -MF deps.c -MT gen.c -MQ gen.cc -c a.c -o a.o", "", "a.c", "a.o"},
+    {"-Xclang -ast-dump-filter -Xclang fake.cpp -c a.cpp", "", "a.cpp", ""},
+    // Linking, queries, and compiling and linking at once.
+    {"a.o b.o -o prog -lm", "link or query", "", "prog"},
+    {"--version", "link or query", "", ""},
+    {"-print-file-name=libgcc.a", "link or query", "", ""},
+    {"hello.c -o hello", "compile and link in one step", "hello.c", "hello"},
+    {"-E conftest.c", "compile and link in one step", "conftest.c", ""},  // -E without -c: the first test decides
+    // Other outputs than an object.
+    {"-c -E a.c", "preprocess, assembly or dependency-only output", "a.c", ""},
+    {"-c -S a.c -o a.s", "preprocess, assembly or dependency-only output", "a.c", "a.s"},
+    {"-c -MM a.c", "preprocess, assembly or dependency-only output", "a.c", ""},
+    {"-c -fsyntax-only a.c", "preprocess, assembly or dependency-only output", "a.c", ""},
+    {"-c -emit-llvm a.c -o a.bc", "already emits bitcode (-emit-llvm or -flto)", "a.c", "a.bc"},
+    {"-flto=thin -O2 -c a.c -o a.o", "already emits bitcode (-emit-llvm or -flto)", "a.c", "a.o"},
+    {"-x c -c - -o conftest.o", "explicit -x language", "", "conftest.o"},
+    {"-x c++ -c weird.txt -o w.o", "explicit -x language", "", "w.o"},
+    // Not exactly one C or C++ source.
+    {"-c start.S -o start.o", "no C or C++ source", "", "start.o"},
+    {"-c a.s", "no C or C++ source", "", ""},
+    {"-c a.c b.c", "several sources in one invocation", "a.c b.c", ""},
+    // Outputs that are not regular files, which kiln must never read back or remove.
+    {"-c a.c -o -", "output is not a regular file (-o - or a device)", "a.c", "-"},
+    {"-c conftest.c -o /dev/null", "output is not a regular file (-o - or a device)", "conftest.c", "/dev/null"},
+};
+
+}  // namespace
+
+TEST_CASE("the C wrapper takes compile-only single-source invocations and passes the rest through",
+          "[capture][args][cc]") {
+  for (const auto& row : kCcDecisions) {
+    INFO("clang " << row.line);
+    CcCall c = parse_cc_args(words(row.line));
+    CHECK(passthrough_reason(c) == row.reason);
+    CHECK(joined(c.sources) == row.sources);
+    CHECK(c.output == row.output);
+    CHECK(c.args == words(row.line));
+  }
+}
+
+TEST_CASE("the C wrapper passes through an output path that is a directory", "[capture][args][cc]") {
+  std::string dir = make_temp_dir("kiln-test-capture-args");
+  CcCall c = parse_cc_args({"-c", "a.c", "-o", dir});
+  std::string reason = passthrough_reason(c);
+  remove_tree(dir);
+  CHECK(reason == "output is not a regular file (-o - or a device)");
+  // Once it is gone, the path is an ordinary new output.
+  CHECK(passthrough_reason(c).empty());
+}
+
+namespace {
+
+struct CcParse {
+  std::string line;
+  std::string opt_level;
+  int debuginfo;
+};
+
+const CcParse kCcParses[] = {
+    {kCmakeCompile, "2", 2},
+    {"-c a.c", "0", 0},
+    {"-c a.c -O", "1", 0},
+    {"-c a.c -Os", "s", 0},
+    {"-c a.c -Oz", "z", 0},
+    {"-c a.c -O3 -O0", "0", 0},
+    {"-c a.c -Ofast", "fast", 0},
+    {"-c a.c -g", "0", 2},
+    {"-c a.c -ggdb3", "0", 2},
+    {"-c a.c -g1", "0", 1},
+    {"-c a.c -gline-tables-only", "0", 1},
+    {"-c a.c -g -g0", "0", 0},
+    {"-c a.c -g -gno-column-info", "0", 2},  // -gno-* changes no level
+    {"-c a.c -gno-column-info", "0", 0},
+};
+
+}  // namespace
+
+TEST_CASE("the C wrapper reads optimization and debug information as clang does", "[capture][args][cc]") {
+  for (const auto& row : kCcParses) {
+    INFO("clang " << row.line);
+    CcCall c = parse_cc_args(words(row.line));
+    CHECK(c.opt_level == row.opt_level);
+    CHECK(c.debuginfo == row.debuginfo);
+  }
+}
+
+TEST_CASE("the C wrapper names a compile without -o as clang does", "[capture][args][cc]") {
+  const std::pair<const char*, const char*> rows[] = {
+      {"foo.c", "foo.o"},          {"src/dir/foo.cpp", "foo.o"}, {"/abs/a.b.cc", "a.b.o"},
+      {"../up/x.c++", "x.o"},      {"noext", "noext.o"},
+  };
+  for (const auto& [source, object] : rows) {
+    INFO(source);
+    CHECK(default_output(source) == object);
+  }
+}
