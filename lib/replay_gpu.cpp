@@ -177,7 +177,7 @@ std::unique_ptr<EmissionService> make_gpu_service(Profile profile, const std::ve
   std::vector<std::unique_ptr<StampGpuExecutor>> executors;
   for (unsigned k = 0; k < streams; ++k) {
     std::string why;
-    executors.push_back(open_stamp_gpu_for_tools(0, &why));
+    executors.push_back(open_stamp_gpu_or_standin(0, &why));
     if (!executors.back()) throw KilnError(kExitNoDevice, "", "--device cuda: " + why);
   }
   return std::make_unique<GpuStampService>(profile, modules, std::move(executors), batch_instructions);
