@@ -2,8 +2,9 @@
 // verified and exported once; every round its flat form goes to the GPU in batches,
 // and several executors (a CUDA stream, buffers and a host thread each) take batches
 // from one queue, so that one batch's upload, another's kernels and a third's download
-// overlap (lib/stamp/stamp_gpu_pool.h, shared with kiln-replay-flat). The objects are then written on the CPU: stamp's part from the GPU's code,
-// and LLVM's part for any function stamp leaves.
+// overlap (lib/stamp/stamp_gpu_pool.h, shared with kiln-replay-flat). The objects are
+// then written on the CPU: stamp's part from the GPU's code, and LLVM's part for any
+// function stamp leaves.
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
