@@ -1,9 +1,9 @@
 #include "stamp_cpu.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "error.h"
+#include "parallel.h"
 #include "stamp_stages.h"
 #include "stamp_wide.h"
 #include "timeutil.h"
@@ -12,23 +12,16 @@ namespace kiln {
 
 namespace {
 
-// Runs body(i) for i in [0, n), split into contiguous ranges over threads.
+// Runs body(i) for i in [0, n): inline below 256 items or on one thread, else in one
+// contiguous range per thread (kiln's parallel_for_workers, grain n / threads).
 template <class Body>
-void parallel_for(uint32_t n, unsigned threads, Body body) {
+void stage_for(uint32_t n, unsigned threads, Body&& body) {
   if (threads <= 1 || n < 256) {
     for (uint32_t i = 0; i < n; ++i) body(i);
     return;
   }
-  std::vector<std::thread> pool;
-  uint32_t chunk = (n + threads - 1) / threads;
-  for (unsigned t = 0; t < threads; ++t) {
-    uint32_t begin = t * chunk, end = std::min(n, begin + chunk);
-    if (begin >= end) break;
-    pool.emplace_back([=] {
-      for (uint32_t i = begin; i < end; ++i) body(i);
-    });
-  }
-  for (auto& th : pool) th.join();
+  const size_t grain = (size_t(n) + threads - 1) / threads;
+  parallel_for_workers(n, threads, grain, [&](size_t i, unsigned) { body(static_cast<uint32_t>(i)); });
 }
 
 // The stages' working arrays. Every stage writes each element it owns before any stage
@@ -157,7 +150,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   if (form == StampForm::wide)
     wide_uses_and_frame(m, scratch, use_count, home, inst_slot, alloca_mem, arg_slot, frame_size);
   else
-    parallel_for(F, threads, [&](uint32_t fn) {
+    stage_for(F, threads, [&](uint32_t fn) {
       stamp_uses(m, fn, use_count, home);
       stamp_frame(m, fn, use_count, home, inst_slot, alloca_mem, arg_slot, frame_size);
     });
@@ -165,8 +158,8 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
 
   StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr,
                      home};
-  parallel_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
-  parallel_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size); });
+  stage_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
+  stage_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size); });
   check_code_size(m, prologue_size, size, relocs);
   out.measure = clock.lap();
 
@@ -174,7 +167,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
     wide_offsets(m, scratch, prologue_size, size, relocs, inst_offset, block_offset, reloc_start, out.code_size.data(),
                  out.reloc_count.data());
   else
-    parallel_for(F, threads, [&](uint32_t fn) {
+    stage_for(F, threads, [&](uint32_t fn) {
       stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset,
                     reloc_start, out.code_size.data(), out.reloc_count.data());
     });
@@ -195,12 +188,12 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   layout.inst_offset = inst_offset;
   layout.block_offset = block_offset;
   // Instructions find their function through their block.
-  parallel_for(N, threads, [&](uint32_t i) {
+  stage_for(N, threads, [&](uint32_t i) {
     uint32_t fn = m.blocks[m.insts[i].block].function;
     stamp_encode(m, layout, i, out.code.data() + out.code_start[fn], out.relocs.data() + out.reloc_start[fn],
                  reloc_start);
   });
-  parallel_for(F, threads, [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
+  stage_for(F, threads, [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
   out.encode = clock.lap();
 
   // Exception tables: measure, scan, write (per function with a personality).
@@ -211,7 +204,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
     lsda_scans = wide_lsda_scans(m, scratch, inst_offset, call_begin, call_end);
     for (uint32_t fn = 0; fn < F; ++fn) out.lsda_size[fn] = wide_lsda_size(m, fn, lsda_scans, out.code_size[fn]);
   } else {
-    parallel_for(F, threads, [&](uint32_t fn) {
+    stage_for(F, threads, [&](uint32_t fn) {
       if (m.functions[fn].flags & kFnHasPersonality)
         out.lsda_size[fn] = stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end,
                                        out.code_size[fn], nullptr);
@@ -230,7 +223,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
       wide_lsda_invoke(m, i, lsda_scans, inst_offset, block_offset, call_begin, call_end, out.code_size.data(),
                        out.lsda.data(), out.lsda_start.data());
   } else {
-    parallel_for(F, threads, [&](uint32_t fn) {
+    stage_for(F, threads, [&](uint32_t fn) {
       if (out.lsda_size[fn])
         stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn],
                    out.lsda.data() + out.lsda_start[fn]);

@@ -71,8 +71,8 @@ std::unique_ptr<StampGpuExecutor> open_stamp_gpu(int device, std::string* why);
 // tested in CI. Its device name says what it is, and so does every report.
 std::unique_ptr<StampGpuExecutor> open_stamp_gpu_standin();
 
-// What the tools open for --device cuda: the stand-in when the environment sets
-// KILN_GPU_STANDIN=cpu, else open_stamp_gpu(device, why).
-std::unique_ptr<StampGpuExecutor> open_stamp_gpu_for_tools(int device, std::string* why);
+// What --device cuda opens: the CPU stand-in when the environment sets
+// KILN_GPU_STANDIN=cpu, else the CUDA executor, open_stamp_gpu(device, why).
+std::unique_ptr<StampGpuExecutor> open_stamp_gpu_or_standin(int device, std::string* why);
 
 }  // namespace kiln

@@ -66,7 +66,7 @@ class CpuStandinExecutor final : public StampGpuExecutor {
 
 std::unique_ptr<StampGpuExecutor> open_stamp_gpu_standin() { return std::make_unique<CpuStandinExecutor>(); }
 
-std::unique_ptr<StampGpuExecutor> open_stamp_gpu_for_tools(int device, std::string* why) {
+std::unique_ptr<StampGpuExecutor> open_stamp_gpu_or_standin(int device, std::string* why) {
   const char* standin = std::getenv("KILN_GPU_STANDIN");
   if (standin && std::strcmp(standin, "cpu") == 0) return open_stamp_gpu_standin();
   return open_stamp_gpu(device, why);

@@ -63,7 +63,7 @@ int run(int argc, char** argv) {
   std::vector<FlatModuleData> all = read_dir(argv[1]);
   if (all.size() < 4) throw KilnError(kExitBadInput, argv[1], "fewer than 4 flat files");
   std::string why;
-  std::unique_ptr<StampGpuExecutor> gpu = open_stamp_gpu_for_tools(0, &why);
+  std::unique_ptr<StampGpuExecutor> gpu = open_stamp_gpu_or_standin(0, &why);
   if (!gpu) throw KilnError(kExitNoDevice, "", "no usable GPU: " + why);
   std::printf("# %s, %zu flat modules\n", gpu->device_name().c_str(), all.size());
 

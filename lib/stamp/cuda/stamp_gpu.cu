@@ -81,27 +81,25 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// With more than one NUMA node, runs the calling thread on the CPUs of `node`, so that
-// the pinned buffers it allocates and touches next are local to the GPU. True when
-// it did.
-bool bind_thread_to_node(int node) {
+// With more than one NUMA node, the CPUs of `node` in *set (a thread on them allocates
+// and touches pinned buffers local to the GPU). False with one node, or none known.
+bool node_cpus(int node, cpu_set_t* set) {
   if (node < 0 || !std::ifstream("/sys/devices/system/node/node1/cpulist")) return false;  // one node
   std::ifstream list("/sys/devices/system/node/node" + std::to_string(node) + "/cpulist");
   std::string text;
   if (!(list >> text)) return false;
-  cpu_set_t set;
-  CPU_ZERO(&set);
+  CPU_ZERO(set);
   size_t at = 0;
   while (at < text.size()) {  // "0-15,32-47"
     size_t end = text.find(',', at);
     std::string range = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
     size_t dash = range.find('-');
     int lo = std::atoi(range.c_str()), hi = dash == std::string::npos ? lo : std::atoi(range.c_str() + dash + 1);
-    for (int c = lo; c <= hi && c < CPU_SETSIZE; ++c) CPU_SET(c, &set);
+    for (int c = lo; c <= hi && c < CPU_SETSIZE; ++c) CPU_SET(c, set);
     if (end == std::string::npos) break;
     at = end + 1;
   }
-  return CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof set, &set) == 0;
+  return CPU_COUNT(set) > 0;
 }
 
 // One event recorded once per process, the zero of every executor's span times.
@@ -124,6 +122,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
     name_ = prop.name;
     numa_node_ = gpu_numa_node(device);
+    has_node_cpus_ = node_cpus(numa_node_, &node_cpus_);
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreate(&e));
     epoch_ = process_epoch(stream_);
@@ -142,47 +141,102 @@ class CudaStampExecutor final : public StampGpuExecutor {
 
   std::vector<StampOutput> run_batch(const FlatModuleView* modules, size_t count) override {
     CUDA_CHECK(cudaSetDevice(device_));
-    // The first run on each host thread (callers may start new threads every round)
-    // moves that thread to the GPU's NUMA node first.
-    thread_local int thread_node = -2;
-    if (thread_node != numa_node_) {
-      thread_node = numa_node_;
-      on_gpu_node_ = bind_thread_to_node(numa_node_);
-    }
+    bind_host_thread();
     times_ = StampGpuTimes{};
     times_.modules = static_cast<uint32_t>(count);
     const auto host_clock = std::chrono::steady_clock::now();
-    const StampBatchLayout batch = plan_stamp_batch(modules, count);
-    const uint32_t F = batch.function_count(), B = batch.first_block.back(), N = batch.inst_count();
-    if (F == 0) return std::vector<StampOutput>(count);
+    b_.batch = plan_stamp_batch(modules, count);
+    b_.F = b_.batch.function_count(), b_.B = b_.batch.first_block.back(), b_.N = b_.batch.inst_count();
+    if (b_.F == 0) return std::vector<StampOutput>(count);
+    upload(modules, host_clock);         // 1
+    order_and_select();                  // 2
+    working_arrays();
+    frame();                             // 3
+    measure();                           // 4
+    offsets_and_table_sizes();           // 5
+    encode();                            // 6
+    exception_tables();                  // 7
+    download();                          // 8
+    std::vector<StampOutput> outputs = cut(count);  // 9
+    record_times();
+    return outputs;
+  }
 
-    // 1. The batch is written (rebased) straight into pinned staging, then uploaded in
-    //    one copy.
+ private:
+  // What one batch's steps hand on to the next: the batch's layout, its view on the
+  // device, and the device arrays of this run (sized for it).
+  struct BatchState {
+    StampBatchLayout batch;
+    uint32_t F = 0, B = 0, N = 0;
+    FlatModuleView m{};  // the batch on the device
+    uint32_t* order = nullptr;  // instructions by opcode; nullptr: in file order
+    uint32_t *selected = nullptr, *selected_count = nullptr;
+    uint32_t *use_count = nullptr, *frame_size = nullptr, *prologue_size = nullptr, *size = nullptr, *relocs = nullptr,
+             *call_begin = nullptr, *call_end = nullptr, *inst_offset = nullptr, *reloc_start = nullptr,
+             *block_offset = nullptr;
+    uint8_t* home = nullptr;
+    int32_t *inst_slot = nullptr, *alloca_mem = nullptr, *arg_slot = nullptr;
+    uint32_t *per_fn = nullptr, *code_size = nullptr, *code_start = nullptr, *reloc_count = nullptr,
+             *fn_reloc_start = nullptr, *lsda_size = nullptr, *lsda_start = nullptr;
+    uint32_t* fn_of = nullptr;
+    StampLayout layout{};
+    WideLsdaScans lsda_scans{};
+    uint32_t code_total = 0, reloc_total = 0, lsda_total = 0;
+    uint8_t *code = nullptr, *lsda = nullptr;
+    StampReloc* reloc_out = nullptr;
+    uint8_t* down = nullptr;  // pinned download staging: per-function tables, code, relocations, LSDAs
+    size_t at_code = 0, at_relocs = 0, at_lsda = 0;
+  };
+
+  // The host thread that runs a batch works on the CPUs of the GPU's NUMA node (where
+  // the host has more than one node), so that the pinned buffers it allocates and
+  // touches are local to the GPU. Checked on every batch, not once per thread: a
+  // thread may have been put back since (stamp_gpu_pool.h does so for its caller).
+  void bind_host_thread() {
+    if (!has_node_cpus_) return;
+    cpu_set_t now;
+    CPU_ZERO(&now);
+    if (sched_getaffinity(0, sizeof now, &now) == 0 && CPU_EQUAL(&now, &node_cpus_)) {
+      on_gpu_node_ = true;
+      return;
+    }
+    on_gpu_node_ = sched_setaffinity(0, sizeof node_cpus_, &node_cpus_) == 0;
+  }
+
+  // 1. The batch is written (rebased) straight into pinned staging, then uploaded in
+  //    one copy.
+  void upload(const FlatModuleView* modules, std::chrono::steady_clock::time_point host_clock) {
+    const StampBatchLayout& batch = b_.batch;
     uint8_t* staging = upload_staging_.reserve(batch.bytes);
     const FlatModuleView on_host = write_stamp_batch(modules, batch, staging);
     times_.prepare = seconds_since(host_clock);
     CUDA_CHECK(cudaEventRecord(events_[0], stream_));
     uint8_t* flat = flat_.reserve(batch.bytes);
     CUDA_CHECK(cudaMemcpyAsync(flat, staging, batch.bytes, cudaMemcpyHostToDevice, stream_));
-    FlatModuleView m = on_host;
+    FlatModuleView& m = b_.m;
+    m = on_host;
     m.functions = reinterpret_cast<const FlatFunction*>(flat + batch.array_offset[0]);
     m.blocks = reinterpret_cast<const FlatBlock*>(flat + batch.array_offset[1]);
     m.insts = reinterpret_cast<const FlatInst*>(flat + batch.array_offset[2]);
     m.operands = reinterpret_cast<const FlatOperand*>(flat + batch.array_offset[3]);
     m.arg_widths = flat + batch.array_offset[4];
     CUDA_CHECK(cudaEventRecord(events_[1], stream_));
+  }
 
-    // 2. Instructions grouped by opcode (a CUB radix sort, stable), for the measure and
-    //    encode kernels; and the functions that need an exception table (a CUB
-    //    selection), for the per-function table kernels.
-    uint32_t* order = nullptr;
+  // 2. Instructions grouped by opcode (a CUB radix sort, stable), for the measure and
+  //    encode kernels; and the functions that need an exception table (a CUB
+  //    selection), for the per-function table kernels.
+  void order_and_select() {
+    const uint32_t N = b_.N, F = b_.F;
+    const FlatModuleView& m = b_.m;
+    b_.order = nullptr;
     uint16_t* opcode_keys = opcode_keys_.as<uint16_t>(2 * size_t(N));
     uint32_t* identity = identity_.as<uint32_t>(2 * size_t(std::max(N, F)));
     stamp_opcode_keys_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, opcode_keys, identity);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
     if (order_by_opcode_) {
-      order = identity + std::max(N, F);
+      uint32_t* order = b_.order = identity + std::max(N, F);
       size_t temp_bytes = 0;
       const int key_bits = 8;  // kOpCount < 256
       CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, opcode_keys, opcode_keys + N, identity, order, N,
@@ -192,8 +246,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
                                                  key_bits, stream_));
       ++launches_;
     }
-    uint32_t* selected = selected_.as<uint32_t>(size_t(F) + 1);
-    uint32_t* selected_count = selected + F;
+    uint32_t* selected = b_.selected = selected_.as<uint32_t>(size_t(F) + 1);
+    uint32_t* selected_count = b_.selected_count = selected + F;
     {
       size_t temp_bytes = 0;
       thrust::counting_iterator<uint32_t> functions(0);
@@ -204,32 +258,41 @@ class CudaStampExecutor final : public StampGpuExecutor {
       ++launches_;
     }
     CUDA_CHECK(cudaEventRecord(events_[2], stream_));
+  }
 
-    // Per-instruction and per-function working arrays.
-    uint32_t* use_count = use_count_.as<uint32_t>(N);
-    uint8_t* home = home_.as<uint8_t>(N);
-    int32_t* inst_slot = inst_slot_.as<int32_t>(N);
-    int32_t* alloca_mem = alloca_mem_.as<int32_t>(N);
-    int32_t* arg_slot = arg_slot_.as<int32_t>(std::max<uint32_t>(m.arg_count, 1));
-    uint32_t* frame_size = frame_size_.as<uint32_t>(F);
-    uint32_t* prologue_size = prologue_size_.as<uint32_t>(F);
-    uint32_t* size = size_.as<uint32_t>(size_t(N) + 1);
-    uint32_t* relocs = relocs_.as<uint32_t>(size_t(N) + 1);
-    uint32_t* call_begin = call_begin_.as<uint32_t>(N);
-    uint32_t* call_end = call_end_.as<uint32_t>(N);
-    uint32_t* inst_offset = inst_offset_.as<uint32_t>(N);
-    uint32_t* reloc_start = reloc_start_.as<uint32_t>(N);
-    uint32_t* block_offset = block_offset_.as<uint32_t>(std::max<uint32_t>(B, 1));
+  // Per-instruction and per-function working arrays.
+  void working_arrays() {
+    const uint32_t N = b_.N, F = b_.F, B = b_.B;
+    b_.use_count = use_count_.as<uint32_t>(N);
+    b_.home = home_.as<uint8_t>(N);
+    b_.inst_slot = inst_slot_.as<int32_t>(N);
+    b_.alloca_mem = alloca_mem_.as<int32_t>(N);
+    b_.arg_slot = arg_slot_.as<int32_t>(std::max<uint32_t>(b_.m.arg_count, 1));
+    b_.frame_size = frame_size_.as<uint32_t>(F);
+    b_.prologue_size = prologue_size_.as<uint32_t>(F);
+    b_.size = size_.as<uint32_t>(size_t(N) + 1);
+    b_.relocs = relocs_.as<uint32_t>(size_t(N) + 1);
+    b_.call_begin = call_begin_.as<uint32_t>(N);
+    b_.call_end = call_end_.as<uint32_t>(N);
+    b_.inst_offset = inst_offset_.as<uint32_t>(N);
+    b_.reloc_start = reloc_start_.as<uint32_t>(N);
+    b_.block_offset = block_offset_.as<uint32_t>(std::max<uint32_t>(B, 1));
     // Per function, back to back: code_size, code_start, reloc_count, fn_reloc_start,
     // lsda_size, lsda_start (what comes back to the host, in one copy).
-    uint32_t* per_fn = per_fn_.as<uint32_t>(6 * size_t(F));
-    uint32_t *code_size = per_fn, *code_start = per_fn + F, *reloc_count = per_fn + 2 * F,
-             *fn_reloc_start = per_fn + 3 * F, *lsda_size = per_fn + 4 * F, *lsda_start = per_fn + 5 * F;
+    uint32_t* per_fn = b_.per_fn = per_fn_.as<uint32_t>(6 * size_t(F));
+    b_.code_size = per_fn, b_.code_start = per_fn + F, b_.reloc_count = per_fn + 2 * F,
+    b_.fn_reloc_start = per_fn + 3 * F, b_.lsda_size = per_fn + 4 * F, b_.lsda_start = per_fn + 5 * F;
+  }
 
-    // 3. Where results live, and frames, in the wide form (stamp_wide.h): per
-    //    instruction, with a CUB scan by function for the allocas and a CUB sum for
-    //    the slots, so that no thread walks a whole function.
-    uint32_t* fn_of = fn_of_.as<uint32_t>(N);
+  // 3. Where results live, and frames, in the wide form (stamp_wide.h): per
+  //    instruction, with a CUB scan by function for the allocas and a CUB sum for
+  //    the slots, so that no thread walks a whole function.
+  void frame() {
+    const uint32_t N = b_.N, F = b_.F;
+    const FlatModuleView& m = b_.m;
+    uint32_t* use_count = b_.use_count;
+    uint8_t* home = b_.home;
+    uint32_t* fn_of = b_.fn_of = fn_of_.as<uint32_t>(N);
     FrameStep* alloca_step = alloca_step_.as<FrameStep>(2 * size_t(N));
     FrameStep* alloca_scan = alloca_step + N;
     uint32_t* slot_bytes = slot_bytes_.as<uint32_t>(2 * (size_t(N) + 1));
@@ -252,128 +315,165 @@ class CudaStampExecutor final : public StampGpuExecutor {
     }
     exclusive_scan(slot_bytes, slot_sum, N + 1);
     const WideFrameScans scans{alloca_scan, slot_sum};
-    wide_frame_inst_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count, home, scans, inst_slot, alloca_mem);
-    wide_frame_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, scans, arg_slot, frame_size);
+    wide_frame_inst_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count, home, scans, b_.inst_slot,
+                                                                     b_.alloca_mem);
+    wide_frame_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, scans, b_.arg_slot, b_.frame_size);
     launches_ += 2;
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaEventRecord(events_[3], stream_));
+  }
 
-    // 4. Sizes (one more entry each, 0, so that their exclusive sums end with totals).
-    StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
-    CUDA_CHECK(cudaMemsetAsync(size + N, 0, sizeof(uint32_t), stream_));
-    CUDA_CHECK(cudaMemsetAsync(relocs + N, 0, sizeof(uint32_t), stream_));
-    stamp_measure_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, order, layout, size, relocs, call_begin, call_end);
-    stamp_measure_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, prologue_size);
+  // 4. Sizes (one more entry each, 0, so that their exclusive sums end with totals).
+  void measure() {
+    const uint32_t N = b_.N, F = b_.F;
+    b_.layout = StampLayout{b_.inst_slot, b_.alloca_mem, b_.arg_slot, b_.frame_size, nullptr, nullptr, b_.home};
+    CUDA_CHECK(cudaMemsetAsync(b_.size + N, 0, sizeof(uint32_t), stream_));
+    CUDA_CHECK(cudaMemsetAsync(b_.relocs + N, 0, sizeof(uint32_t), stream_));
+    stamp_measure_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(b_.m, b_.order, b_.layout, b_.size, b_.relocs,
+                                                                  b_.call_begin, b_.call_end);
+    stamp_measure_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(b_.m, b_.layout, b_.prologue_size);
     launches_ += 2;
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaEventRecord(events_[4], stream_));
+  }
 
-    // 5. Offsets inside functions from sums over all instructions, then functions
-    //    placed by exclusive scans; the exception tables sized in the wide form (a
-    //    max-scan by function of invokes' ends, sums of entries and typed landing
-    //    pads, sizes over the selected functions, a scan over functions). All totals
-    //    come back to the host in one wait, to size the output.
+  // 5. Offsets inside functions from sums over all instructions, then functions
+  //    placed by exclusive scans; the exception tables sized in the wide form (a
+  //    max-scan by function of invokes' ends, sums of entries and typed landing
+  //    pads, sizes over the selected functions, a scan over functions). All totals
+  //    come back to the host in one wait, to size the output.
+  void offsets_and_table_sizes() {
+    const uint32_t N = b_.N, F = b_.F, B = b_.B;
+    const FlatModuleView& m = b_.m;
     uint32_t* size_sum = size_sum_.as<uint32_t>(2 * (size_t(N) + 1));
     uint32_t* reloc_sum = size_sum + N + 1;
-    exclusive_scan(size, size_sum, N + 1);
-    exclusive_scan(relocs, reloc_sum, N + 1);
-    wide_offsets_inst_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, prologue_size, size_sum, reloc_sum, inst_offset,
-                                                                       reloc_start);
-    wide_offsets_block_kernel<<<blocks_for(B), kThreads, 0, stream_>>>(m, prologue_size, size_sum, block_offset);
-    wide_offsets_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, prologue_size, size_sum, reloc_sum,
-                                                                           code_size, reloc_count);
+    exclusive_scan(b_.size, size_sum, N + 1);
+    exclusive_scan(b_.relocs, reloc_sum, N + 1);
+    wide_offsets_inst_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, b_.prologue_size, size_sum, reloc_sum,
+                                                                       b_.inst_offset, b_.reloc_start);
+    wide_offsets_block_kernel<<<blocks_for(B), kThreads, 0, stream_>>>(m, b_.prologue_size, size_sum, b_.block_offset);
+    wide_offsets_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, b_.prologue_size, size_sum, reloc_sum,
+                                                                           b_.code_size, b_.reloc_count);
     launches_ += 3;
     CUDA_CHECK(cudaGetLastError());
-    exclusive_scan(code_size, code_start, F);
-    exclusive_scan(reloc_count, fn_reloc_start, F);
+    exclusive_scan(b_.code_size, b_.code_start, F);
+    exclusive_scan(b_.reloc_count, b_.fn_reloc_start, F);
+    size_exception_tables();
+    uint32_t totals[6];
+    fetch_totals(b_.per_fn, F, totals);
+    b_.code_total = totals[0] + totals[1], b_.reloc_total = totals[2] + totals[3], b_.lsda_total = totals[4] + totals[5];
+    CUDA_CHECK(cudaEventRecord(events_[5], stream_));
+  }
+
+  // Step 5's exception tables: sizes per selected function, and their starts.
+  void size_exception_tables() {
+    const uint32_t N = b_.N, F = b_.F;
+    const FlatModuleView& m = b_.m;
     uint32_t* lsda_work = lsda_work_.as<uint32_t>(6 * (size_t(N) + 1));
     uint32_t *invoke_end = lsda_work, *previous_end = lsda_work + (N + 1), *entries = lsda_work + 2 * (N + 1),
              *typed = lsda_work + 3 * (N + 1), *entries_sum = lsda_work + 4 * (N + 1), *typed_sum = lsda_work + 5 * (N + 1);
-    wide_invoke_end_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, inst_offset, call_end, invoke_end);
+    wide_invoke_end_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, b_.inst_offset, b_.call_end, invoke_end);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
     {
       size_t temp_bytes = 0;
-      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(nullptr, temp_bytes, fn_of, invoke_end, previous_end, MaxOf{}, 0u, N,
-                                                     cuda::std::equal_to<uint32_t>{}, stream_));
+      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(nullptr, temp_bytes, b_.fn_of, invoke_end, previous_end, MaxOf{}, 0u,
+                                                     N, cuda::std::equal_to<uint32_t>{}, stream_));
       void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
-      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(temp, temp_bytes, fn_of, invoke_end, previous_end, MaxOf{}, 0u, N,
+      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(temp, temp_bytes, b_.fn_of, invoke_end, previous_end, MaxOf{}, 0u, N,
                                                      cuda::std::equal_to<uint32_t>{}, stream_));
       ++launches_;
     }
-    wide_lsda_counts_kernel<<<blocks_for(N + 1), kThreads, 0, stream_>>>(m, inst_offset, call_begin, previous_end,
+    wide_lsda_counts_kernel<<<blocks_for(N + 1), kThreads, 0, stream_>>>(m, b_.inst_offset, b_.call_begin, previous_end,
                                                                           entries, typed);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(entries, entries_sum, N + 1);
     exclusive_scan(typed, typed_sum, N + 1);
-    const WideLsdaScans lsda_scans{previous_end, invoke_end, entries_sum, typed_sum};
-    CUDA_CHECK(cudaMemsetAsync(lsda_size, 0, F * sizeof(uint32_t), stream_));
-    wide_lsda_size_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, selected, selected_count, lsda_scans, code_size,
-                                                                    lsda_size);
+    b_.lsda_scans = WideLsdaScans{previous_end, invoke_end, entries_sum, typed_sum};
+    CUDA_CHECK(cudaMemsetAsync(b_.lsda_size, 0, F * sizeof(uint32_t), stream_));
+    wide_lsda_size_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, b_.selected, b_.selected_count, b_.lsda_scans,
+                                                                    b_.code_size, b_.lsda_size);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
-    exclusive_scan(lsda_size, lsda_start, F);
-    uint32_t totals[6];
-    fetch_totals(per_fn, F, totals);
-    const uint32_t code_total = totals[0] + totals[1], reloc_total = totals[2] + totals[3],
-                   lsda_total = totals[4] + totals[5];
-    CUDA_CHECK(cudaEventRecord(events_[5], stream_));
+    exclusive_scan(b_.lsda_size, b_.lsda_start, F);
+  }
 
-    // 6. Code and relocations.
-    uint8_t* code = code_.as<uint8_t>(std::max<uint32_t>(code_total, 1));
-    StampReloc* reloc_out = reloc_out_.as<StampReloc>(std::max<uint32_t>(reloc_total, 1));
-    layout.inst_offset = inst_offset;
-    layout.block_offset = block_offset;
-    stamp_encode_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, order, layout, code, code_start, reloc_out,
-                                                                 fn_reloc_start, reloc_start);
-    stamp_encode_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, layout, code, code_start);
+  // 6. Code and relocations.
+  void encode() {
+    const uint32_t N = b_.N, F = b_.F;
+    b_.code = code_.as<uint8_t>(std::max<uint32_t>(b_.code_total, 1));
+    b_.reloc_out = reloc_out_.as<StampReloc>(std::max<uint32_t>(b_.reloc_total, 1));
+    b_.layout.inst_offset = b_.inst_offset;
+    b_.layout.block_offset = b_.block_offset;
+    stamp_encode_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(b_.m, b_.order, b_.layout, b_.code, b_.code_start,
+                                                                 b_.reloc_out, b_.fn_reloc_start, b_.reloc_start);
+    stamp_encode_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(b_.m, b_.layout, b_.code, b_.code_start);
     launches_ += 2;
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaEventRecord(events_[6], stream_));
+  }
 
-    // 7. Exception tables: headers per function, entries per invoke.
-    uint8_t* lsda = lsda_.as<uint8_t>(std::max<uint32_t>(lsda_total, 1));
-    if (lsda_total) {
-      wide_lsda_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, selected, selected_count, lsda_scans,
-                                                                          code_size, lsda, lsda_start);
-      wide_lsda_invoke_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, lsda_scans, inst_offset, block_offset,
-                                                                        call_begin, call_end, code_size, lsda,
-                                                                        lsda_start);
+  // 7. Exception tables: headers per function, entries per invoke.
+  void exception_tables() {
+    const uint32_t N = b_.N, F = b_.F;
+    b_.lsda = lsda_.as<uint8_t>(std::max<uint32_t>(b_.lsda_total, 1));
+    if (b_.lsda_total) {
+      wide_lsda_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(b_.m, b_.selected, b_.selected_count,
+                                                                          b_.lsda_scans, b_.code_size, b_.lsda,
+                                                                          b_.lsda_start);
+      wide_lsda_invoke_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(b_.m, b_.lsda_scans, b_.inst_offset,
+                                                                        b_.block_offset, b_.call_begin, b_.call_end,
+                                                                        b_.code_size, b_.lsda, b_.lsda_start);
       launches_ += 2;
     }
     CUDA_CHECK(cudaGetLastError());
     CUDA_CHECK(cudaEventRecord(events_[7], stream_));
+  }
 
-    // 8. Download through pinned staging: per-function tables, code, relocations, LSDAs.
-    const size_t fn_bytes = 6 * size_t(F) * sizeof(uint32_t), reloc_bytes = size_t(reloc_total) * sizeof(StampReloc);
-    const size_t at_code = align16(fn_bytes), at_relocs = at_code + align16(code_total),
-                 at_lsda = at_relocs + align16(reloc_bytes), down_total = at_lsda + lsda_total;
-    uint8_t* down = download_staging_.reserve(down_total);
-    CUDA_CHECK(cudaMemcpyAsync(down, per_fn, fn_bytes, cudaMemcpyDeviceToHost, stream_));
-    if (code_total) CUDA_CHECK(cudaMemcpyAsync(down + at_code, code, code_total, cudaMemcpyDeviceToHost, stream_));
-    if (reloc_bytes) CUDA_CHECK(cudaMemcpyAsync(down + at_relocs, reloc_out, reloc_bytes, cudaMemcpyDeviceToHost, stream_));
-    if (lsda_total) CUDA_CHECK(cudaMemcpyAsync(down + at_lsda, lsda, lsda_total, cudaMemcpyDeviceToHost, stream_));
+  // 8. Download through pinned staging: per-function tables, code, relocations, LSDAs.
+  void download() {
+    const uint32_t F = b_.F, code_total = b_.code_total, lsda_total = b_.lsda_total;
+    const size_t fn_bytes = 6 * size_t(F) * sizeof(uint32_t), reloc_bytes = size_t(b_.reloc_total) * sizeof(StampReloc);
+    b_.at_code = align16(fn_bytes), b_.at_relocs = b_.at_code + align16(code_total),
+    b_.at_lsda = b_.at_relocs + align16(reloc_bytes);
+    const size_t down_total = b_.at_lsda + lsda_total;
+    uint8_t* down = b_.down = download_staging_.reserve(down_total);
+    CUDA_CHECK(cudaMemcpyAsync(down, b_.per_fn, fn_bytes, cudaMemcpyDeviceToHost, stream_));
+    if (code_total)
+      CUDA_CHECK(cudaMemcpyAsync(down + b_.at_code, b_.code, code_total, cudaMemcpyDeviceToHost, stream_));
+    if (reloc_bytes)
+      CUDA_CHECK(cudaMemcpyAsync(down + b_.at_relocs, b_.reloc_out, reloc_bytes, cudaMemcpyDeviceToHost, stream_));
+    if (lsda_total)
+      CUDA_CHECK(cudaMemcpyAsync(down + b_.at_lsda, b_.lsda, lsda_total, cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaEventRecord(events_[8], stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
 
-    // 9. Each module's part, cut out of pinned staging on the host.
+  // 9. Each module's part, cut out of pinned staging on the host.
+  std::vector<StampOutput> cut(size_t count) {
+    const uint32_t F = b_.F;
+    const uint8_t* down = b_.down;
     const auto cut_clock = std::chrono::steady_clock::now();
     const uint32_t* fn_tables = reinterpret_cast<const uint32_t*>(down);
-    StampOutputView whole{down + at_code,
+    StampOutputView whole{down + b_.at_code,
                           fn_tables + F,
                           fn_tables,
-                          reinterpret_cast<const StampReloc*>(down + at_relocs),
+                          reinterpret_cast<const StampReloc*>(down + b_.at_relocs),
                           fn_tables + 3 * F,
                           fn_tables + 2 * F,
-                          down + at_lsda,
+                          down + b_.at_lsda,
                           fn_tables + 5 * F,
                           fn_tables + 4 * F};
     std::vector<StampOutput> outputs;
     outputs.reserve(count);
-    for (size_t k = 0; k < count; ++k) outputs.push_back(cut_stamp_output(whole, batch, k));
+    for (size_t k = 0; k < count; ++k) outputs.push_back(cut_stamp_output(whole, b_.batch, k));
     times_.cut = seconds_since(cut_clock);
+    return outputs;
+  }
 
+  // The steps' times from their events, and the launches.
+  void record_times() {
     times_.upload = elapsed(0, 1);
     times_.order = elapsed(1, 2);
     times_.frame = elapsed(2, 3);
@@ -386,10 +486,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
     times_.span_end = since_epoch(events_[8]);
     times_.launches = launches_;
     launches_ = 0;
-    return outputs;
   }
 
- private:
   void exclusive_scan(const uint32_t* in, uint32_t* out, uint32_t n) {
     size_t temp_bytes = 0;
     CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, in, out, n, stream_));
@@ -423,6 +521,9 @@ class CudaStampExecutor final : public StampGpuExecutor {
   std::string name_;
   int numa_node_ = -1;
   bool on_gpu_node_ = false;
+  cpu_set_t node_cpus_{};  // the CPUs of the GPU's NUMA node, where has_node_cpus_
+  bool has_node_cpus_ = false;
+  BatchState b_;  // the batch being run
   cudaStream_t stream_{};
   cudaEvent_t events_[9]{};
   cudaEvent_t epoch_{};
