@@ -48,7 +48,7 @@ std::string InvocationRecord::to_json() const {
   return w.str();
 }
 
-std::string manifest_to_json(const TopManifest& m) {
+std::string manifest_to_json(const CorpusManifest& m) {
   JsonWriter w;
   w.begin_object()
       .field("schema", "kiln-corpus").field("version", m.version)
@@ -76,7 +76,7 @@ static std::string huge_version_in(const std::string& text) {
   return digits.size() > 19 ? digits : "";
 }
 
-TopManifest manifest_from_json(const std::string& text, const std::string& path) {
+CorpusManifest manifest_from_json(const std::string& text, const std::string& path) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (auto err = parser.parse(text).get(doc); err != simdjson::SUCCESS) {
@@ -89,7 +89,7 @@ TopManifest manifest_from_json(const std::string& text, const std::string& path)
   }
   if (get_string_or(doc, "schema", "") != "kiln-corpus")
     throw KilnError(kExitBadInput, path, "not a kiln corpus manifest (schema is not \"kiln-corpus\")");
-  TopManifest m;
+  CorpusManifest m;
   // The version is read as it is written, before any narrowing: 2^32 + 1 is not 1.
   int64_t version = 0;
   if (doc["version"].get(version) != simdjson::SUCCESS) {
@@ -156,7 +156,7 @@ bool Corpus::looks_like_corpus(const std::string& dir) {
   return path_exists(dir + "/" + kCorpusManifestName);
 }
 
-Corpus Corpus::create_or_open(const std::string& dir, const TopManifest& fresh) {
+Corpus Corpus::create_or_open(const std::string& dir, const CorpusManifest& fresh) {
   if (looks_like_corpus(dir)) return open(dir);
   if (path_exists(dir) && !is_directory(dir)) throw KilnError(kExitIo, dir, "exists and is not a directory");
   make_dirs(dir + "/blobs");
@@ -338,7 +338,7 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
     if (!is_content_id(id)) throw KilnError(kExitBadInput, "", "--ids: '" + id + "' is not a module id (32 hex digits)");
   std::vector<Corpus> inputs;
   for (const auto& s : sources) inputs.push_back(Corpus::open(s));
-  TopManifest m = inputs.front().manifest();
+  CorpusManifest m = inputs.front().manifest();
   m.origin = origin;
   m.created = iso8601_now();
   bool created_out = false;

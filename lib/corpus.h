@@ -1,5 +1,5 @@
 // The corpus on disk (see kiln-corpus(5)):
-//   CORPUS/kiln-corpus.json   top manifest, versioned, rewritten atomically
+//   CORPUS/kiln-corpus.json   the corpus manifest, versioned, rewritten atomically
 //   CORPUS/blobs/AB/ID.bc     bitcode, content-addressed by xxh3-128 of its bytes
 //   CORPUS/modules.jsonl      one line per captured module occurrence
 //   CORPUS/invocations.jsonl  one line per compiler invocation the wrapper saw
@@ -24,7 +24,7 @@ namespace kiln {
 constexpr int kCorpusSchemaVersion = 1;
 constexpr const char* kCorpusManifestName = "kiln-corpus.json";
 
-struct TopManifest {
+struct CorpusManifest {
   int version = kCorpusSchemaVersion;
   std::string kiln_version, llvm_version, rustc_version, clang_version;
   std::string host;               // uname -srm
@@ -81,13 +81,13 @@ class Corpus {
  public:
   // Creates the directory layout and writes a fresh manifest. An existing corpus is
   // opened and kept (captures add to it).
-  static Corpus create_or_open(const std::string& dir, const TopManifest& fresh);
+  static Corpus create_or_open(const std::string& dir, const CorpusManifest& fresh);
   // Opens an existing corpus; throws KilnError when missing, corrupt or newer.
   static Corpus open(const std::string& dir);
   static bool looks_like_corpus(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
-  TopManifest& manifest() { return manifest_; }
+  CorpusManifest& manifest() { return manifest_; }
   void save_manifest();
 
   std::string blob_path(const std::string& id) const;
@@ -109,14 +109,14 @@ class Corpus {
  private:
   explicit Corpus(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
-  TopManifest manifest_;
+  CorpusManifest manifest_;
 };
 
 // The records of JSON Lines text read from `path`, as for_each_line reads a corpus file.
 void for_each_record(std::string_view text, const std::string& path, const std::function<void(const JsonLine&)>& visit);
 ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx);
-std::string manifest_to_json(const TopManifest& m);
-TopManifest manifest_from_json(const std::string& text, const std::string& path);
+std::string manifest_to_json(const CorpusManifest& m);
+CorpusManifest manifest_from_json(const std::string& text, const std::string& path);
 
 // Copies the selected modules (and their blobs, census and receipt lines) of the
 // sources into a new corpus at out_dir.

@@ -42,7 +42,7 @@ TEST_CASE("xxh3-128 ids are 32 hex digits and content-addressed", "[hash]") {
 TEST_CASE("a corpus round-trips its manifest, blobs and module records", "[corpus]") {
   ScratchDir dir;
   std::string path = dir.path + "/c";
-  TopManifest m;
+  CorpusManifest m;
   m.kiln_version = "0.1.0";
   m.build_command = {"cargo", "build", "--release"};
   m.profile = "fast";
