@@ -25,6 +25,7 @@ static const char* const kModulesFile = "modules.jsonl";
 static const char* const kInvocationsFile = "invocations.jsonl";
 static const char* const kCensusFile = "census.jsonl";
 static const char* const kReceiptsFile = "receipts.jsonl";
+static const char* const kReplayReportFile = "replay-report.json";
 
 std::string ModuleRecord::to_json() const {
   JsonWriter w;
@@ -206,6 +207,11 @@ void Corpus::append_module(const ModuleRecord& m) { append_line_locked(dir_ + "/
 void Corpus::append_invocation(const InvocationRecord& r) { append_line_locked(dir_ + "/" + kInvocationsFile, r.to_json()); }
 void Corpus::append_census(const std::string& json_line) { append_line_locked(dir_ + "/" + kCensusFile, json_line); }
 void Corpus::append_receipt(const std::string& json_line) { append_line_locked(dir_ + "/" + kReceiptsFile, json_line); }
+
+std::string Corpus::census_path() const { return dir_ + "/" + kCensusFile; }
+void Corpus::write_census(std::string_view json_lines) { write_file_atomic(census_path(), json_lines); }
+std::string Corpus::replay_report_path() const { return dir_ + "/" + kReplayReportFile; }
+void Corpus::write_replay_report(std::string_view json) { write_file_atomic(replay_report_path(), json); }
 
 void Corpus::for_each_line(const std::string& name, const std::function<void(const JsonLine&)>& visit) const {
   std::string path = dir_ + "/" + name;

@@ -6,6 +6,7 @@
 //   CORPUS/census.jsonl       kiln-census facts and verdicts, one line per module
 //                             (every back end inside), rewritten whole by each census
 //   CORPUS/receipts.jsonl     kiln-emit / kiln-capture emission receipts
+//   CORPUS/replay-report.json the last kiln-replay report, rewritten whole by each replay
 // The other JSON Lines files are only appended to, one locked write per line, so many
 // wrapper processes of one parallel build can record into the same corpus.
 #pragma once
@@ -99,6 +100,12 @@ class Corpus {
   void append_invocation(const InvocationRecord& r);
   void append_census(const std::string& json_line);
   void append_receipt(const std::string& json_line);
+
+  // The files a step rewrites whole, atomically (temp + rename).
+  std::string census_path() const;
+  void write_census(std::string_view json_lines);
+  std::string replay_report_path() const;
+  void write_replay_report(std::string_view json);
 
   // Modules merged by id, in first-seen order, with multiplicity filled in.
   std::vector<ModuleRecord> modules() const;
