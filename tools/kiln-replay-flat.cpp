@@ -22,6 +22,7 @@
 #include "stamp_cpu.h"
 #include "stamp_gpu.h"
 #include "stamp_object.h"
+#include "stats.h"
 #include "timeutil.h"
 
 namespace kiln {
@@ -52,12 +53,6 @@ struct Module {
   uint64_t instructions = 0;
   std::string cpu_object;  // the oracle
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 // One number from a kiln-replay report, found by its key (no JSON library here).
 double number_in(const std::string& text, const std::string& key) {
@@ -289,7 +284,7 @@ int replay_flat_main(int argc, char** argv) {
   auto warm = [](const std::vector<Round>& rs, double (*f)(const Round&)) {
     std::vector<double> v;
     for (size_t i = 1; i < rs.size(); ++i) v.push_back(f(rs[i]));
-    return median(v);
+    return v.empty() ? 0 : median(v);  // one round: no warm ones
   };
   double llvm_rate = 0;
   if (!baseline_path.empty()) llvm_rate = number_in(read_file(baseline_path), "llvm_instructions_per_core_second");
