@@ -4,14 +4,9 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <algorithm>
-#include <cstring>
-#include <atomic>
-#include <condition_variable>
 #include <cstdio>
-#include <functional>
+#include <cstring>
 #include <map>
-#include <mutex>
-#include <thread>
 #include <unordered_map>
 
 #include "backend_llvm.h"
@@ -27,6 +22,7 @@
 #include "hash.h"
 #include "isolate.h"
 #include "json.h"
+#include "parallel.h"
 #include "progress.h"
 #include "timeutil.h"
 
@@ -55,12 +51,8 @@ uint64_t elf_text_bytes(const std::string& o) {
 StampModule prepare_stamp_module(LlvmBackend& llvm, const ReplayModule& m, ModuleEmission& e) {
   Stopwatch clock;
   StampModule sm;
-  auto parsed = llvm.parse(m.bytes, m.id);
-  std::string problem = verify_problem(*parsed);
-  if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
+  auto parsed = parse_checked_module(llvm.context(), m.bytes, m.id);  // verified, and its triple checked
   e.parse = clock.lap();
-  std::string problem_triple = triple_problem(parsed->getTargetTriple().str());
-  if (!problem_triple.empty()) throw KilnError(kExitBadInput, m.id, problem_triple);
   sm.plan = plan_stamp_module(*parsed, m.id.substr(0, 12));  // m.id is the bitcode's xxh3-128
   sm.module = std::move(parsed);
   e.flat_export = clock.lap();
@@ -88,7 +80,7 @@ void finish_stamp_emission(LlvmBackend& llvm, const StampModule& sm, const std::
 
 namespace {
 
-// What one worker thread owns for the whole replay.
+// What one worker owns for the whole replay; only its own thread of a round uses it.
 struct Worker {
   std::unique_ptr<Backend> backend;
   LlvmBackend* llvm = nullptr;  // set when the back end can parse once and emit many times
@@ -113,16 +105,6 @@ class CpuService : public EmissionService {
       w.backend = make_backend(spec, profile);
       w.llvm = dynamic_cast<LlvmBackend*>(w.backend.get());
     }
-    for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
-  }
-
-  ~CpuService() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (auto& t : threads_) t.join();
   }
 
   std::string name() const override {
@@ -131,51 +113,29 @@ class CpuService : public EmissionService {
   std::string backend() const override { return spec_; }
   unsigned workers() const override { return static_cast<unsigned>(workers_.size()); }
 
+  // Every module once, on the workers' threads; each worker keeps its back end and
+  // what it parsed across rounds (workers_[w] is only ever used by worker w).
   RoundResult run_round(int round) override {
     RoundResult result;
     result.service = name();
     result.round = round;
     result.emissions.assign(modules_.size(), {});
-    current_ = &result;
     // Rotate where the shared queue starts so that, over rounds, modules land on
     // different workers and the byte check covers workers as well as rounds.
-    start_ = (static_cast<size_t>(round) * 7919u) % std::max<size_t>(1, modules_.size());
-    next_ = 0;
-    progress_ = std::make_unique<Progress>("round " + std::to_string(round), modules_.size());
+    const size_t start = (static_cast<size_t>(round) * 7919u) % std::max<size_t>(1, modules_.size());
+    Progress progress("round " + std::to_string(round), modules_.size());
     Stopwatch clock;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      pending_ = workers_.size();
-      ++generation_;
-      wake_.notify_all();
-      done_.wait(lock, [&] { return pending_ == 0; });
-    }
+    parallel_for_workers(modules_.size(), workers(), 1, [&](size_t k, unsigned worker) {
+      size_t i = (k + start) % modules_.size();
+      result.emissions[i] = emit_one(workers_[worker], worker, i);
+      progress.advance();
+    });
     result.wall_seconds = clock.seconds();
-    progress_->finish();
-    current_ = nullptr;
+    progress.finish();
     return result;
   }
 
  private:
-  void worker_loop(unsigned index) {
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
-      }
-      for (size_t k; (k = next_.fetch_add(1)) < modules_.size();) {
-        size_t i = (k + start_) % modules_.size();
-        current_->emissions[i] = emit_one(workers_[index], index, i);
-        progress_->advance();
-      }
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_all();
-    }
-  }
-
   ModuleEmission emit_one(Worker& w, unsigned index, size_t i) {
     ModuleEmission e;
     e.worker = index;
@@ -187,11 +147,9 @@ class CpuService : public EmissionService {
         Stopwatch clock;
         auto& slot = w.parsed[i];
         if (!slot) {
-          auto parsed = w.llvm->parse(m.bytes, m.id);
-          // Invalid IR can crash the code generator: verify once, like kiln-emit does.
-          std::string problem = verify_problem(*parsed);
-          if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
-          slot = std::move(parsed);
+          // Invalid IR can crash the code generator: verify once, like kiln-emit does
+          // (codegen checks the triple).
+          slot = parse_checked_module(w.llvm->context(), m.bytes, m.id, {.verify = true, .triple = false});
           e.parse = clock.lap();
         }
         count_module(*slot, e.functions, e.instructions);
@@ -243,15 +201,6 @@ class CpuService : public EmissionService {
   std::string spec_;
   const std::vector<ReplayModule>& modules_;
   std::vector<Worker> workers_;
-  std::vector<std::thread> threads_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  bool stopping_ = false;
-  uint64_t generation_ = 0;
-  size_t pending_ = 0, start_ = 0;
-  std::atomic<size_t> next_{0};
-  RoundResult* current_ = nullptr;
-  std::unique_ptr<Progress> progress_;
 };
 
 }  // namespace
