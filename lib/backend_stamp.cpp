@@ -48,13 +48,8 @@ std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, 
 EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label) {
   EmitResult result;
   Stopwatch clock;
-  auto module = llvm_->parse(bitcode, label);
-  result.stages.parse = clock.lap();
-  std::string problem = verify_problem(*module);
-  if (!problem.empty()) throw KilnError(kExitBadInput, label, problem);
-  problem = triple_problem(module->getTargetTriple().str());
-  if (!problem.empty()) throw KilnError(kExitBadInput, label, problem);
-  result.stages.verify = clock.lap();
+  auto module = parse_checked_module(llvm_->context(), bitcode, label, {.parse_seconds = &result.stages.parse});
+  result.stages.verify = clock.lap() - result.stages.parse;
 
   StampPlan plan = plan_stamp_module(*module, xxh3_128_hex(bitcode).substr(0, 12));
   result.stages.flat_export = clock.lap();

@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "isolate.h"
+#include "timeutil.h"
 
 namespace kiln {
 
@@ -108,6 +109,23 @@ std::string verify_problem(const llvm::Module& module) {
   os.flush();
   auto nl = text.find('\n');
   return "does not verify: " + (nl == std::string::npos ? text : text.substr(0, nl));
+}
+
+std::unique_ptr<llvm::Module> parse_checked_module(llvm::LLVMContext& ctx, std::string_view bytes,
+                                                   const std::string& label, const ParseChecks& checks) {
+  Stopwatch clock;
+  auto module = parse_bitcode(ctx, bytes, label);
+  if (checks.parse_seconds) *checks.parse_seconds = clock.seconds();
+  ModuleProblems found;
+  if (checks.verify) found.verify = verify_problem(*module);
+  if (checks.triple && (checks.problems || found.verify.empty())) found.triple = triple_problem(module->getTargetTriple().str());
+  if (checks.problems) {
+    *checks.problems = std::move(found);
+    return module;
+  }
+  if (!found.verify.empty()) throw KilnError(kExitBadInput, label, found.verify);
+  if (!found.triple.empty()) throw KilnError(kExitBadInput, label, found.triple);
+  return module;
 }
 
 }  // namespace kiln

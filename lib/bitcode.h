@@ -23,6 +23,24 @@ std::string bitcode_producer(std::string_view bytes);
 std::string triple_problem(const std::string& triple);
 // Empty when the module verifies, else the verifier's first message.
 std::string verify_problem(const llvm::Module& module);
+
+// What is wrong with a parsed module (empty: nothing, or not checked).
+struct ModuleProblems {
+  std::string verify, triple;
+};
+// What parse_checked_module checks after parsing, and where it reports.
+struct ParseChecks {
+  bool verify = true;                 // the IR verifier: invalid IR can crash the code generator
+  bool triple = true;                 // x86-64 Linux ELF, what kiln emits (triple_problem)
+  // Set: the problems found are returned here (empty: none), not thrown.
+  ModuleProblems* problems = nullptr;
+  double* parse_seconds = nullptr;    // set: the parse's own time, without the checks
+};
+// The one read of a module: parse_bitcode (its errors), then the verifier, then the
+// triple, as `checks` asks. The first problem (the verifier's before the triple's) is
+// thrown as KilnError(kExitBadInput, label, problem) unless checks.problems is set.
+std::unique_ptr<llvm::Module> parse_checked_module(llvm::LLVMContext& ctx, std::string_view bytes,
+                                                   const std::string& label, const ParseChecks& checks = {});
 // A short description of what a non-bitcode file looks like (for error messages).
 std::string describe_foreign_bytes(std::string_view bytes);
 

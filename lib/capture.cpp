@@ -288,7 +288,7 @@ int run_capture(const CaptureOptions& options) {
   if (find_program(options.command[0]).empty())
     throw KilnError(kExitMissingTool, options.command[0], "program not found in PATH");
   std::string corpus_dir = absolute_path(options.corpus_dir);
-  TopManifest m;
+  CorpusManifest m;
   m.kiln_version = KILN_VERSION;
   m.llvm_version = LLVM_VERSION_STRING;
   m.rustc_version = first_line_of({"rustc", "-V"});
@@ -326,7 +326,7 @@ int run_capture(const CaptureOptions& options) {
   ProcessResult result = run_build_group(options.command, run, received_signal);
   // The manifest describes the latest build that added to the corpus.
   Corpus corpus = Corpus::open(corpus_dir);
-  TopManifest& cm = corpus.manifest();
+  CorpusManifest& cm = corpus.manifest();
   cm.kiln_version = m.kiln_version;
   cm.llvm_version = m.llvm_version;
   cm.rustc_version = m.rustc_version;
@@ -359,7 +359,7 @@ int run_capture(const CaptureOptions& options) {
 }
 
 size_t capture_add(const std::string& corpus_dir, const std::vector<std::string>& files) {
-  TopManifest m;
+  CorpusManifest m;
   m.kiln_version = KILN_VERSION;
   m.llvm_version = LLVM_VERSION_STRING;
   m.host = host_description();

@@ -123,14 +123,14 @@ ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, co
   Verdict stamp_verdict{"stamp", "rejected", {}};
   try {
     llvm::LLVMContext ctx;
-    auto module = parse_bitcode(ctx, bytes, label);
+    ModuleProblems problems;
+    auto module = parse_checked_module(ctx, bytes, label, {.problems = &problems});
     c.facts = collect_facts(*module);
     c.facts.bytes = bytes.size();
-    std::string problem = triple_problem(c.facts.triple);
+    const std::string& triple = problems.triple;
     // triple_problem() says "target X is ..."; the reason's category is "target".
-    if (!problem.empty()) llvm_verdict.reasons.push_back("target: " + problem.substr(problem.rfind("target ", 0) == 0 ? 7 : 0));
-    problem = verify_problem(*module);
-    if (!problem.empty()) llvm_verdict.reasons.push_back("verify: " + problem);
+    if (!triple.empty()) llvm_verdict.reasons.push_back("target: " + triple.substr(triple.rfind("target ", 0) == 0 ? 7 : 0));
+    if (!problems.verify.empty()) llvm_verdict.reasons.push_back("verify: " + problems.verify);
     if (llvm_verdict.reasons.empty()) stamp_verdict = stamp_contract(*module, c);
   } catch (const KilnError& e) {
     std::string what = e.what();

@@ -25,6 +25,7 @@ static const char* const kModulesFile = "modules.jsonl";
 static const char* const kInvocationsFile = "invocations.jsonl";
 static const char* const kCensusFile = "census.jsonl";
 static const char* const kReceiptsFile = "receipts.jsonl";
+static const char* const kReplayReportFile = "replay-report.json";
 
 std::string ModuleRecord::to_json() const {
   JsonWriter w;
@@ -48,7 +49,7 @@ std::string InvocationRecord::to_json() const {
   return w.str();
 }
 
-std::string manifest_to_json(const TopManifest& m) {
+std::string manifest_to_json(const CorpusManifest& m) {
   JsonWriter w;
   w.begin_object()
       .field("schema", "kiln-corpus").field("version", m.version)
@@ -76,7 +77,7 @@ static std::string huge_version_in(const std::string& text) {
   return digits.size() > 19 ? digits : "";
 }
 
-TopManifest manifest_from_json(const std::string& text, const std::string& path) {
+CorpusManifest manifest_from_json(const std::string& text, const std::string& path) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (auto err = parser.parse(text).get(doc); err != simdjson::SUCCESS) {
@@ -89,7 +90,7 @@ TopManifest manifest_from_json(const std::string& text, const std::string& path)
   }
   if (get_string_or(doc, "schema", "") != "kiln-corpus")
     throw KilnError(kExitBadInput, path, "not a kiln corpus manifest (schema is not \"kiln-corpus\")");
-  TopManifest m;
+  CorpusManifest m;
   // The version is read as it is written, before any narrowing: 2^32 + 1 is not 1.
   int64_t version = 0;
   if (doc["version"].get(version) != simdjson::SUCCESS) {
@@ -156,7 +157,7 @@ bool Corpus::looks_like_corpus(const std::string& dir) {
   return path_exists(dir + "/" + kCorpusManifestName);
 }
 
-Corpus Corpus::create_or_open(const std::string& dir, const TopManifest& fresh) {
+Corpus Corpus::create_or_open(const std::string& dir, const CorpusManifest& fresh) {
   if (looks_like_corpus(dir)) return open(dir);
   if (path_exists(dir) && !is_directory(dir)) throw KilnError(kExitIo, dir, "exists and is not a directory");
   make_dirs(dir + "/blobs");
@@ -206,6 +207,11 @@ void Corpus::append_module(const ModuleRecord& m) { append_line_locked(dir_ + "/
 void Corpus::append_invocation(const InvocationRecord& r) { append_line_locked(dir_ + "/" + kInvocationsFile, r.to_json()); }
 void Corpus::append_census(const std::string& json_line) { append_line_locked(dir_ + "/" + kCensusFile, json_line); }
 void Corpus::append_receipt(const std::string& json_line) { append_line_locked(dir_ + "/" + kReceiptsFile, json_line); }
+
+std::string Corpus::census_path() const { return dir_ + "/" + kCensusFile; }
+void Corpus::write_census(std::string_view json_lines) { write_file_atomic(census_path(), json_lines); }
+std::string Corpus::replay_report_path() const { return dir_ + "/" + kReplayReportFile; }
+void Corpus::write_replay_report(std::string_view json) { write_file_atomic(replay_report_path(), json); }
 
 void Corpus::for_each_line(const std::string& name, const std::function<void(const JsonLine&)>& visit) const {
   std::string path = dir_ + "/" + name;
@@ -338,7 +344,7 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
     if (!is_content_id(id)) throw KilnError(kExitBadInput, "", "--ids: '" + id + "' is not a module id (32 hex digits)");
   std::vector<Corpus> inputs;
   for (const auto& s : sources) inputs.push_back(Corpus::open(s));
-  TopManifest m = inputs.front().manifest();
+  CorpusManifest m = inputs.front().manifest();
   m.origin = origin;
   m.created = iso8601_now();
   bool created_out = false;

@@ -1,11 +1,12 @@
 // The corpus on disk (see kiln-corpus(5)):
-//   CORPUS/kiln-corpus.json   top manifest, versioned, rewritten atomically
+//   CORPUS/kiln-corpus.json   the corpus manifest, versioned, rewritten atomically
 //   CORPUS/blobs/AB/ID.bc     bitcode, content-addressed by xxh3-128 of its bytes
 //   CORPUS/modules.jsonl      one line per captured module occurrence
 //   CORPUS/invocations.jsonl  one line per compiler invocation the wrapper saw
 //   CORPUS/census.jsonl       kiln-census facts and verdicts, one line per module
 //                             (every back end inside), rewritten whole by each census
 //   CORPUS/receipts.jsonl     kiln-emit / kiln-capture emission receipts
+//   CORPUS/replay-report.json the last kiln-replay report, rewritten whole by each replay
 // The other JSON Lines files are only appended to, one locked write per line, so many
 // wrapper processes of one parallel build can record into the same corpus.
 #pragma once
@@ -24,7 +25,7 @@ namespace kiln {
 constexpr int kCorpusSchemaVersion = 1;
 constexpr const char* kCorpusManifestName = "kiln-corpus.json";
 
-struct TopManifest {
+struct CorpusManifest {
   int version = kCorpusSchemaVersion;
   std::string kiln_version, llvm_version, rustc_version, clang_version;
   std::string host;               // uname -srm
@@ -81,13 +82,13 @@ class Corpus {
  public:
   // Creates the directory layout and writes a fresh manifest. An existing corpus is
   // opened and kept (captures add to it).
-  static Corpus create_or_open(const std::string& dir, const TopManifest& fresh);
+  static Corpus create_or_open(const std::string& dir, const CorpusManifest& fresh);
   // Opens an existing corpus; throws KilnError when missing, corrupt or newer.
   static Corpus open(const std::string& dir);
   static bool looks_like_corpus(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
-  TopManifest& manifest() { return manifest_; }
+  CorpusManifest& manifest() { return manifest_; }
   void save_manifest();
 
   std::string blob_path(const std::string& id) const;
@@ -100,6 +101,12 @@ class Corpus {
   void append_census(const std::string& json_line);
   void append_receipt(const std::string& json_line);
 
+  // The files a step rewrites whole, atomically (temp + rename).
+  std::string census_path() const;
+  void write_census(std::string_view json_lines);
+  std::string replay_report_path() const;
+  void write_replay_report(std::string_view json);
+
   // Modules merged by id, in first-seen order, with multiplicity filled in.
   std::vector<ModuleRecord> modules() const;
   std::vector<InvocationRecord> invocations() const;
@@ -109,14 +116,14 @@ class Corpus {
  private:
   explicit Corpus(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
-  TopManifest manifest_;
+  CorpusManifest manifest_;
 };
 
 // The records of JSON Lines text read from `path`, as for_each_line reads a corpus file.
 void for_each_record(std::string_view text, const std::string& path, const std::function<void(const JsonLine&)>& visit);
 ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx);
-std::string manifest_to_json(const TopManifest& m);
-TopManifest manifest_from_json(const std::string& text, const std::string& path);
+std::string manifest_to_json(const CorpusManifest& m);
+CorpusManifest manifest_from_json(const std::string& text, const std::string& path);
 
 // Copies the selected modules (and their blobs, census and receipt lines) of the
 // sources into a new corpus at out_dir.

@@ -4,14 +4,10 @@
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <algorithm>
-#include <cstring>
-#include <atomic>
-#include <condition_variable>
 #include <cstdio>
-#include <functional>
+#include <cstring>
 #include <map>
-#include <mutex>
-#include <thread>
+#include <optional>
 #include <unordered_map>
 
 #include "backend_llvm.h"
@@ -27,7 +23,9 @@
 #include "hash.h"
 #include "isolate.h"
 #include "json.h"
+#include "parallel.h"
 #include "progress.h"
+#include "stats.h"
 #include "timeutil.h"
 
 namespace kiln {
@@ -55,12 +53,8 @@ uint64_t elf_text_bytes(const std::string& o) {
 StampModule prepare_stamp_module(LlvmBackend& llvm, const ReplayModule& m, ModuleEmission& e) {
   Stopwatch clock;
   StampModule sm;
-  auto parsed = llvm.parse(m.bytes, m.id);
-  std::string problem = verify_problem(*parsed);
-  if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
+  auto parsed = parse_checked_module(llvm.context(), m.bytes, m.id);  // verified, and its triple checked
   e.parse = clock.lap();
-  std::string problem_triple = triple_problem(parsed->getTargetTriple().str());
-  if (!problem_triple.empty()) throw KilnError(kExitBadInput, m.id, problem_triple);
   sm.plan = plan_stamp_module(*parsed, m.id.substr(0, 12));  // m.id is the bitcode's xxh3-128
   sm.module = std::move(parsed);
   e.flat_export = clock.lap();
@@ -88,7 +82,7 @@ void finish_stamp_emission(LlvmBackend& llvm, const StampModule& sm, const std::
 
 namespace {
 
-// What one worker thread owns for the whole replay.
+// What one worker owns for the whole replay; only its own thread of a round uses it.
 struct Worker {
   std::unique_ptr<Backend> backend;
   LlvmBackend* llvm = nullptr;  // set when the back end can parse once and emit many times
@@ -113,16 +107,6 @@ class CpuService : public EmissionService {
       w.backend = make_backend(spec, profile);
       w.llvm = dynamic_cast<LlvmBackend*>(w.backend.get());
     }
-    for (unsigned i = 0; i < n; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
-  }
-
-  ~CpuService() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (auto& t : threads_) t.join();
   }
 
   std::string name() const override {
@@ -131,51 +115,29 @@ class CpuService : public EmissionService {
   std::string backend() const override { return spec_; }
   unsigned workers() const override { return static_cast<unsigned>(workers_.size()); }
 
+  // Every module once, on the workers' threads; each worker keeps its back end and
+  // what it parsed across rounds (workers_[w] is only ever used by worker w).
   RoundResult run_round(int round) override {
     RoundResult result;
     result.service = name();
     result.round = round;
     result.emissions.assign(modules_.size(), {});
-    current_ = &result;
     // Rotate where the shared queue starts so that, over rounds, modules land on
     // different workers and the byte check covers workers as well as rounds.
-    start_ = (static_cast<size_t>(round) * 7919u) % std::max<size_t>(1, modules_.size());
-    next_ = 0;
-    progress_ = std::make_unique<Progress>("round " + std::to_string(round), modules_.size());
+    const size_t start = (static_cast<size_t>(round) * 7919u) % std::max<size_t>(1, modules_.size());
+    Progress progress("round " + std::to_string(round), modules_.size());
     Stopwatch clock;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      pending_ = workers_.size();
-      ++generation_;
-      wake_.notify_all();
-      done_.wait(lock, [&] { return pending_ == 0; });
-    }
+    parallel_for_workers(modules_.size(), workers(), 1, [&](size_t k, unsigned worker) {
+      size_t i = (k + start) % modules_.size();
+      result.emissions[i] = emit_one(workers_[worker], worker, i);
+      progress.advance();
+    });
     result.wall_seconds = clock.seconds();
-    progress_->finish();
-    current_ = nullptr;
+    progress.finish();
     return result;
   }
 
  private:
-  void worker_loop(unsigned index) {
-    uint64_t seen = 0;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
-      }
-      for (size_t k; (k = next_.fetch_add(1)) < modules_.size();) {
-        size_t i = (k + start_) % modules_.size();
-        current_->emissions[i] = emit_one(workers_[index], index, i);
-        progress_->advance();
-      }
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_all();
-    }
-  }
-
   ModuleEmission emit_one(Worker& w, unsigned index, size_t i) {
     ModuleEmission e;
     e.worker = index;
@@ -187,11 +149,9 @@ class CpuService : public EmissionService {
         Stopwatch clock;
         auto& slot = w.parsed[i];
         if (!slot) {
-          auto parsed = w.llvm->parse(m.bytes, m.id);
-          // Invalid IR can crash the code generator: verify once, like kiln-emit does.
-          std::string problem = verify_problem(*parsed);
-          if (!problem.empty()) throw KilnError(kExitBadInput, m.id, problem);
-          slot = std::move(parsed);
+          // Invalid IR can crash the code generator: verify once, like kiln-emit does
+          // (codegen checks the triple).
+          slot = parse_checked_module(w.llvm->context(), m.bytes, m.id, {.verify = true, .triple = false});
           e.parse = clock.lap();
         }
         count_module(*slot, e.functions, e.instructions);
@@ -243,15 +203,6 @@ class CpuService : public EmissionService {
   std::string spec_;
   const std::vector<ReplayModule>& modules_;
   std::vector<Worker> workers_;
-  std::vector<std::thread> threads_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  bool stopping_ = false;
-  uint64_t generation_ = 0;
-  size_t pending_ = 0, start_ = 0;
-  std::atomic<size_t> next_{0};
-  RoundResult* current_ = nullptr;
-  std::unique_ptr<Progress> progress_;
 };
 
 }  // namespace
@@ -348,58 +299,268 @@ std::vector<Excluded> vet_modules(std::vector<ReplayModule>& modules, const Repl
   return excluded;
 }
 
-}  // namespace
+// Everything the report and the table say, computed once from the rounds; the two
+// renderers below only lay it out.
 
-ReplayOutcome run_replay(const ReplayOptions& options) {
-  Corpus corpus = Corpus::open(options.corpus_dir);
-  std::vector<ReplayModule> modules;
-  for (const auto& rec : corpus.modules()) modules.push_back({rec.id, corpus.load_blob(rec.id)});
-  if (modules.empty()) throw KilnError(kExitBadInput, options.corpus_dir, "the corpus holds no modules");
-  if (options.rounds < 1) throw KilnError(kExitUsage, "", "--rounds must be at least 1");
-  std::vector<Excluded> excluded = vet_modules(modules, options);
+// One round of one service: its sums and throughputs.
+struct RoundSummary {
+  int round = 0;
+  double wall_seconds = 0;
+  StageSums sums;
+  // Throughput of the emission work itself, per core-second (llvm: clone + codegen;
+  // stamp: its stages and ELF writing, plus LLVM for what it left), and over the
+  // round's wall time (all workers together).
+  double per_core = 0, wall_rate = 0, modules_per_second = 0;
+};
 
+struct ServiceSummary {
+  std::string name, backend;
+  unsigned workers = 0;
+  std::vector<RoundSummary> rounds;
+};
+
+// stamp against llvm on the same modules, from the last (warm) round of each.
+struct StampVsLlvm {
+  int last_round = 0;  // the stamp service's
+  StageSums st;        // the stamp service's last round, its times the warm medians
+  double llvm_rate = 0, stamp_rate = 0, end_to_end = 0, export_rate = 0, parse_rate = 0, text_ratio = 0;
+};
+
+// A module the GPU service emitted on the device in its last round.
+struct GpuReceipt {
+  std::string module;
+  int round = 0;
+  ModuleEmission emission;
+};
+
+struct GpuSummary {
+  std::string service;
+  unsigned streams = 0;
+  uint32_t batches = 0;
+  uint64_t batch_instructions = 0, kernel_launches = 0;
+  double gpu_rate = 0, gpu_time = 0, span = 0, span_rate = 0, llvm_rate = 0, cpu_stages_rate = 0;
+  double busy = 0, upload = 0, kernels = 0, download = 0, first_round_device_phase = 0;
+  std::vector<GpuReceipt> receipts;
+};
+
+// A module whose objects differ between emissions, or that failed.
+struct Instability {
+  std::string module, backend;
+  bool differ = false;  // else failed
+  std::string error;
+  std::map<std::string, std::vector<std::string>> objects;  // hash -> "[cuda ]round r worker w"
+  std::string reproduce;
+};
+
+struct ReplaySummary {
+  std::string corpus, time;
+  const char* profile = "";
+  int rounds = 0;
+  unsigned jobs = 0;
+  size_t modules = 0;  // all, excluded ones included
+  std::vector<ServiceSummary> services;
+  std::optional<StampVsLlvm> stamp_vs_llvm;
+  std::optional<GpuSummary> gpu;
+  std::vector<Instability> instability;
+  std::vector<Excluded> excluded;
+  size_t unstable_modules = 0, failed_modules = 0;
+};
+
+// The services and their rounds: rounds[service][round].
+struct ReplayRounds {
   std::vector<std::unique_ptr<EmissionService>> services;
+  std::vector<std::vector<RoundResult>> rounds;
+};
+
+// Running the rounds: every service emits every module once a round.
+ReplayRounds run_rounds(const ReplayOptions& options, const std::vector<ReplayModule>& modules) {
+  ReplayRounds run;
   if (options.cuda) {
     if (std::find(options.backends.begin(), options.backends.end(), "stamp") == options.backends.end())
       throw KilnError(kExitUsage, "", "--device cuda runs stamp's stages: add stamp to --backend");
-    services.push_back(make_gpu_service(options.profile, modules, options.gpu_streams, options.gpu_batch_instructions));
+    run.services.push_back(make_gpu_service(options.profile, modules, options.gpu_streams, options.gpu_batch_instructions));
   }
-  if (options.cpu)
-    for (const auto& b : options.backends) services.push_back(make_cpu_service(b, options.profile, options.jobs, modules));
-  else
-    for (const auto& b : options.backends)
-      if (b != "stamp") services.push_back(make_cpu_service(b, options.profile, options.jobs, modules));
-
-  // rounds[service][round]
-  std::vector<std::vector<RoundResult>> rounds(services.size());
+  for (const auto& b : options.backends)
+    if (options.cpu || b != "stamp") run.services.push_back(make_cpu_service(b, options.profile, options.jobs, modules));
+  run.rounds.resize(run.services.size());
   for (int r = 1; r <= options.rounds; ++r)
-    for (size_t s = 0; s < services.size(); ++s) rounds[s].push_back(services[s]->run_round(r));
+    for (size_t s = 0; s < run.services.size(); ++s) run.rounds[s].push_back(run.services[s]->run_round(r));
+  return run;
+}
 
-  ReplayOutcome outcome;
-  JsonWriter w;
-  w.begin_object().field("schema", "kiln-replay-report").field("v", kReplaySchemaVersion)
-      .field("corpus", absolute_path(options.corpus_dir)).field("time", iso8601_now())
-      .field("profile", profile_name(options.profile)).field("rounds", options.rounds).field("jobs", std::max(1u, options.jobs))
-      .field("modules", static_cast<uint64_t>(modules.size() + excluded.size()))
-      .field("modules_excluded", static_cast<uint64_t>(excluded.size()));
-  std::string table;
-  char line[512];
-  std::snprintf(line, sizeof line, "%-16s %5s %8s %8s %8s %8s %9s %9s %11s %9s %s\n", "service", "round", "wall s",
-                "parse s", "export s", "clone s", "codegen s", "fallback", "M instr/s", "modules/s", "failed");
-  table += line;
+RoundSummary summarize_round(const RoundResult& r) {
+  RoundSummary rs;
+  rs.round = r.round;
+  rs.wall_seconds = r.wall_seconds;
+  rs.sums = sum_round(r);
+  const StageSums& sums = rs.sums;
+  double emit_cpu = sums.clone + sums.codegen + sums.fallback;
+  rs.per_core = emit_cpu > 0 ? static_cast<double>(sums.instructions) / emit_cpu : 0;
+  rs.wall_rate = r.wall_seconds > 0 ? static_cast<double>(sums.instructions) / r.wall_seconds : 0;
+  rs.modules_per_second = r.wall_seconds > 0 ? static_cast<double>(sums.modules) / r.wall_seconds : 0.0;
+  return rs;
+}
+
+// Which service is which: -1 when there is none.
+struct ServiceRoles {
+  int llvm = -1, stamp = -1, gpu = -1;
+};
+
+ServiceRoles find_roles(const ReplayRounds& run) {
+  ServiceRoles roles;
+  for (size_t s = 0; s < run.services.size(); ++s) {
+    bool on_gpu = run.services[s]->name().rfind("cuda:", 0) == 0;
+    if (run.services[s]->backend() == "llvm") roles.llvm = static_cast<int>(s);
+    if (run.services[s]->backend() == "stamp" && !on_gpu) roles.stamp = static_cast<int>(s);
+    if (on_gpu) roles.gpu = static_cast<int>(s);
+  }
+  return roles;
+}
+
+// Medians over the warm rounds (all but the first, which also parses and exports,
+// and on the GPU warms up), so that one noisy round does not decide a ratio.
+template <class Value>
+double warm_median(const std::vector<RoundResult>& rounds, Value value) {
+  std::vector<double> v;
+  for (size_t r = rounds.size() > 1 ? 1 : 0; r < rounds.size(); ++r) v.push_back(value(rounds[r]));
+  return median(v);
+}
+
+template <class Value>
+double warm_sums_median(const std::vector<RoundResult>& rounds, Value value) {
+  return warm_median(rounds, [&](const RoundResult& r) { return value(sum_round(r)); });
+}
+
+double llvm_emit_seconds(const StageSums& x) { return x.clone + x.codegen; }
+double stamp_stages_seconds(const StageSums& x) { return x.stages; }
+
+StampVsLlvm compare_stamp_llvm(const std::vector<RoundResult>& llvm, const std::vector<RoundResult>& stamp) {
+  StampVsLlvm c;
+  c.last_round = stamp.back().round;
+  StageSums l = sum_round(llvm.back()), first = sum_round(stamp.front());
+  StageSums& st = c.st = sum_round(stamp.back());
+  double llvm_time = warm_sums_median(llvm, llvm_emit_seconds);
+  double stamp_time = warm_sums_median(stamp, [](const StageSums& x) { return x.codegen; });
+  double stamp_stages_time = warm_sums_median(stamp, stamp_stages_seconds);
+  double fallback_time = warm_sums_median(stamp, [](const StageSums& x) { return x.fallback; });
+  st.stages = stamp_stages_time;
+  st.elf = stamp_time - stamp_stages_time;
+  st.codegen = stamp_time;
+  c.llvm_rate = l.instructions / std::max(1e-12, llvm_time);
+  c.stamp_rate = st.instructions_stamp / std::max(1e-12, stamp_time);
+  c.end_to_end = llvm_time / std::max(1e-12, stamp_time + fallback_time);
+  c.export_rate = first.instructions / std::max(1e-12, first.flat_export);
+  c.parse_rate = first.instructions / std::max(1e-12, first.parse);
+  c.text_ratio = l.text_bytes ? static_cast<double>(st.text_bytes) / static_cast<double>(l.text_bytes) : 0;
+  return c;
+}
+
+// The GPU service: its stages (upload, kernels, download) against llvm and against
+// the CPU executor's stages, on the same modules.
+GpuSummary summarize_gpu(const ReplayOptions& options, const std::vector<ReplayModule>& modules, const ReplayRounds& run,
+                         const ServiceRoles& roles) {
+  const std::vector<RoundResult>& rounds = run.rounds[roles.gpu];
+  const EmissionService& service = *run.services[roles.gpu];
+  GpuSummary g;
+  StageSums last_sums = sum_round(rounds.back());
+  g.service = service.name();
+  g.streams = service.workers();
+  g.batch_instructions = options.gpu_batch_instructions;
+  g.kernel_launches = last_sums.kernel_launches;
+  g.first_round_device_phase = rounds.front().device_phase_seconds;
+  // Its rate is over the wall time of the batches (streams overlapped; host
+  // preparation and cutting included), not the sum of the batches' busy times.
+  g.gpu_time = warm_median(rounds, [](const RoundResult& r) { return r.device_phase_seconds; });
+  // The device's own time, first upload to last download: the GPU emission time.
+  g.span = warm_median(rounds, [](const RoundResult& r) { return r.device_span_seconds; });
+  g.span_rate = last_sums.instructions_stamp / std::max(1e-12, g.span);
+  g.busy = warm_sums_median(rounds, stamp_stages_seconds);
+  g.upload = warm_sums_median(rounds, [](const StageSums& x) { return x.gpu_upload; });
+  g.kernels = warm_sums_median(rounds, [](const StageSums& x) { return x.gpu_kernels; });
+  g.download = warm_sums_median(rounds, [](const StageSums& x) { return x.gpu_download; });
+  g.gpu_rate = last_sums.instructions_stamp / std::max(1e-12, g.gpu_time);
+  if (roles.llvm >= 0) {
+    const auto& llvm = run.rounds[roles.llvm];
+    g.llvm_rate = sum_round(llvm.back()).instructions / std::max(1e-12, warm_sums_median(llvm, llvm_emit_seconds));
+  }
+  if (roles.stamp >= 0) {
+    const auto& stamp = run.rounds[roles.stamp];
+    g.cpu_stages_rate =
+        sum_round(stamp.back()).instructions_stamp / std::max(1e-12, warm_sums_median(stamp, stamp_stages_seconds));
+  }
+  const RoundResult& last = rounds.back();
+  for (const ModuleEmission& e : last.emissions) g.batches += e.first_in_batch ? 1 : 0;
+  for (size_t i = 0; i < modules.size(); ++i)
+    if (!last.emissions[i].device.empty()) g.receipts.push_back({modules[i].id, last.round, last.emissions[i]});
+  return g;
+}
+
+// Stability: within each back end, every emission of a module must hash the same;
+// stamp's objects from the GPU service must equal the CPU executor's.
+void find_instability(const ReplayOptions& options, const Corpus& corpus, const std::vector<ReplayModule>& modules,
+                      const ReplayRounds& run, const ServiceRoles& roles, ReplaySummary& summary) {
+  for (size_t s = 0; s < run.services.size(); ++s) {
+    if (static_cast<int>(s) == roles.gpu && roles.stamp >= 0) continue;  // checked with the CPU stamp service
+    std::vector<size_t> group{s};
+    if (static_cast<int>(s) == roles.stamp && roles.gpu >= 0) group.push_back(static_cast<size_t>(roles.gpu));
+    for (size_t i = 0; i < modules.size(); ++i) {
+      Instability x;
+      for (size_t g : group) {
+        for (const auto& r : run.rounds[g]) {
+          const ModuleEmission& e = r.emissions[i];
+          if (!e.error.empty()) {
+            x.error = e.error;
+            continue;
+          }
+          x.objects[e.object_xxh3].push_back(std::string(static_cast<int>(g) == roles.gpu ? "cuda " : "") + "round " +
+                                             std::to_string(r.round) + " worker " + std::to_string(e.worker));
+        }
+      }
+      if (!x.error.empty()) summary.failed_modules++;
+      if (x.objects.size() <= 1 && x.error.empty()) continue;
+      x.differ = x.objects.size() > 1;
+      if (x.differ) summary.unstable_modules++;
+      x.module = modules[i].id;
+      x.backend = run.services[s]->backend();
+      // Emits the module twice from its blob and compares: runs anywhere, offline.
+      std::string emit = "kiln-emit " + shell_quote(absolute_path(corpus.blob_path(x.module))) + " --backend " +
+                         shell_quote(x.backend) + " --profile " + profile_name(options.profile);
+      x.reproduce = "d=$(mktemp -d) && " + emit + " -o \"$d/a.o\" && " + emit + " -o \"$d/b.o\" && cmp \"$d/a.o\" \"$d/b.o\"";
+      summary.instability.push_back(std::move(x));
+    }
+  }
+}
+
+ReplaySummary summarize_replay(const ReplayOptions& options, const Corpus& corpus, const std::vector<ReplayModule>& modules,
+                        std::vector<Excluded> excluded, const ReplayRounds& run) {
+  ReplaySummary summary;
+  summary.corpus = absolute_path(options.corpus_dir);
+  summary.time = iso8601_now();
+  summary.profile = profile_name(options.profile);
+  summary.rounds = options.rounds;
+  summary.jobs = std::max(1u, options.jobs);
+  summary.modules = modules.size() + excluded.size();
+  for (size_t s = 0; s < run.services.size(); ++s) {
+    ServiceSummary service{run.services[s]->name(), run.services[s]->backend(), run.services[s]->workers(), {}};
+    for (const auto& r : run.rounds[s]) service.rounds.push_back(summarize_round(r));
+    summary.services.push_back(std::move(service));
+  }
+  ServiceRoles roles = find_roles(run);
+  if (roles.llvm >= 0 && roles.stamp >= 0) summary.stamp_vs_llvm = compare_stamp_llvm(run.rounds[roles.llvm], run.rounds[roles.stamp]);
+  if (roles.gpu >= 0) summary.gpu = summarize_gpu(options, modules, run, roles);
+  find_instability(options, corpus, modules, run, roles, summary);
+  summary.failed_modules += excluded.size();
+  summary.excluded = std::move(excluded);
+  return summary;
+}
+
+void json_services(JsonWriter& w, const ReplaySummary& sum) {
   w.key("services").begin_array();
-  for (size_t s = 0; s < services.size(); ++s) {
-    w.begin_object().field("name", services[s]->name()).field("backend", services[s]->backend())
-        .field("workers", services[s]->workers());
+  for (const ServiceSummary& service : sum.services) {
+    w.begin_object().field("name", service.name).field("backend", service.backend).field("workers", service.workers);
     w.key("rounds").begin_array();
-    for (const auto& r : rounds[s]) {
-      StageSums sums = sum_round(r);
-      // Throughput of the emission work itself, per core-second (llvm: clone + codegen;
-      // stamp: its stages and ELF writing, plus LLVM for what it left), and over the
-      // round's wall time (all workers together).
-      double emit_cpu = sums.clone + sums.codegen + sums.fallback;
-      double per_core = emit_cpu > 0 ? static_cast<double>(sums.instructions) / emit_cpu : 0;
-      double wall_rate = r.wall_seconds > 0 ? static_cast<double>(sums.instructions) / r.wall_seconds : 0;
+    for (const RoundSummary& r : service.rounds) {
+      const StageSums& sums = r.sums;
       w.begin_object().field("round", r.round).field("wall_seconds", r.wall_seconds)
           .key("stages").begin_object().field("parse", sums.parse).field("flat_export", sums.flat_export)
           .field("clone", sums.clone).field("codegen", sums.codegen).field("fallback", sums.fallback)
@@ -409,212 +570,182 @@ ReplayOutcome run_replay(const ReplayOptions& options) {
           .field("instructions_stamp", sums.instructions_stamp).field("text_bytes", sums.text_bytes)
           .field("kernel_launches", sums.kernel_launches).field("gpu_upload", sums.gpu_upload)
           .field("gpu_kernels", sums.gpu_kernels).field("gpu_download", sums.gpu_download)
-          .field("instructions_per_second_wall", wall_rate).field("instructions_per_core_second", per_core)
-          .field("modules_per_second_wall", r.wall_seconds > 0 ? static_cast<double>(sums.modules) / r.wall_seconds : 0.0)
+          .field("instructions_per_second_wall", r.wall_rate).field("instructions_per_core_second", r.per_core)
+          .field("modules_per_second_wall", r.modules_per_second)
           .end_object();
-      std::snprintf(line, sizeof line, "%-16s %5d %8.3f %8.3f %8.3f %8.3f %9.3f %9.3f %11.3f %9.1f %llu\n",
-                    services[s]->name().c_str(), r.round, r.wall_seconds, sums.parse, sums.flat_export, sums.clone,
-                    sums.codegen, sums.fallback, per_core / 1e6, r.wall_seconds > 0 ? sums.modules / r.wall_seconds : 0.0,
-                    (unsigned long long)sums.failed);
-      table += line;
     }
     w.end_array().end_object();
   }
   w.end_array();
+}
 
-  // stamp against llvm on the same modules, from the last (warm) round of each.
-  int llvm_s = -1, stamp_s = -1, gpu_s = -1;
-  for (size_t s = 0; s < services.size(); ++s) {
-    bool on_gpu = services[s]->name().rfind("cuda:", 0) == 0;
-    if (services[s]->backend() == "llvm") llvm_s = static_cast<int>(s);
-    if (services[s]->backend() == "stamp" && !on_gpu) stamp_s = static_cast<int>(s);
-    if (on_gpu) gpu_s = static_cast<int>(s);
-  }
-  // Medians over the warm rounds (all but the first, which also parses and exports,
-  // and on the GPU warms up), so that one noisy round does not decide a ratio.
-  auto warm_median = [&](int service, auto value) {
-    std::vector<double> v;
-    for (size_t r = rounds[service].size() > 1 ? 1 : 0; r < rounds[service].size(); ++r) v.push_back(value(sum_round(rounds[service][r])));
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
-  if (llvm_s >= 0 && stamp_s >= 0) {
-    StageSums l = sum_round(rounds[llvm_s].back()), st = sum_round(rounds[stamp_s].back()), first = sum_round(rounds[stamp_s].front());
-    double llvm_time = warm_median(llvm_s, [](const StageSums& x) { return x.clone + x.codegen; });
-    double stamp_time = warm_median(stamp_s, [](const StageSums& x) { return x.codegen; });
-    double stamp_stages_time = warm_median(stamp_s, [](const StageSums& x) { return x.stages; });
-    double fallback_time = warm_median(stamp_s, [](const StageSums& x) { return x.fallback; });
-    st.stages = stamp_stages_time;
-    st.elf = stamp_time - stamp_stages_time;
-    st.codegen = stamp_time;
-    double llvm_rate = l.instructions / std::max(1e-12, llvm_time);
-    double stamp_rate = st.instructions_stamp / std::max(1e-12, stamp_time);
-    double end_to_end = llvm_time / std::max(1e-12, stamp_time + fallback_time);
-    double export_rate = first.instructions / std::max(1e-12, first.flat_export);
-    double parse_rate = first.instructions / std::max(1e-12, first.parse);
-    double text_ratio = l.text_bytes ? static_cast<double>(st.text_bytes) / static_cast<double>(l.text_bytes) : 0;
-    w.key("stamp_vs_llvm").begin_object()
-        .field("llvm_instructions_per_core_second", llvm_rate).field("stamp_instructions_per_core_second", stamp_rate)
-        .field("stamp_speedup_on_its_functions", stamp_rate / llvm_rate).field("end_to_end_speedup_with_fallback", end_to_end)
-        .field("stamp_share_of_instructions", st.instructions ? static_cast<double>(st.instructions_stamp) / st.instructions : 0.0)
-        .field("stamp_share_of_functions", st.functions ? static_cast<double>(st.functions_stamp) / st.functions : 0.0)
-        .field("flat_export_instructions_per_second", export_rate).field("parse_instructions_per_second", parse_rate)
-        .field("text_ratio", text_ratio).field("stamp_stages_seconds", st.stages).field("stamp_elf_seconds", st.elf)
-        .end_object();
-    char block[2048];
-    std::snprintf(block, sizeof block,
-                  "\nstamp vs llvm (medians of warm rounds 2..%d, one core per worker):\n"
-                  "  stamp emits its %.1f%% of instructions (%.1f%% of functions) at %.2f M instr/s; llvm %s emits all at %.3f M instr/s: %.1fx\n"
-                  "  of stamp's time, %.0f%% is its stages (the kernels, on the CPU: %.1f M instr/s) and %.0f%% writing ELF objects\n"
-                  "  end to end per module, stamp + llvm fallback vs llvm alone: %.2fx (ld.lld -r combining not included)\n"
-                  "  flat export %.2f M instr/s, LLVM bitcode parsing %.2f M instr/s (both once per worker)\n"
-                  "  .text: stamp + fallback %.2fx the size of llvm's\n",
-                  rounds[stamp_s].back().round, 100.0 * st.instructions_stamp / std::max<uint64_t>(1, st.instructions),
-                  100.0 * st.functions_stamp / std::max<uint64_t>(1, st.functions), stamp_rate / 1e6,
-                  profile_name(options.profile), llvm_rate / 1e6, stamp_rate / llvm_rate,
-                  100.0 * st.stages / std::max(1e-12, st.codegen), st.instructions_stamp / std::max(1e-12, st.stages) / 1e6,
-                  100.0 * st.elf / std::max(1e-12, st.codegen), end_to_end,
-                  export_rate / 1e6,
-                  parse_rate / 1e6, text_ratio);
-    table += block;
-  }
+void json_stamp_vs_llvm(JsonWriter& w, const StampVsLlvm& c) {
+  const StageSums& st = c.st;
+  w.key("stamp_vs_llvm").begin_object()
+      .field("llvm_instructions_per_core_second", c.llvm_rate).field("stamp_instructions_per_core_second", c.stamp_rate)
+      .field("stamp_speedup_on_its_functions", c.stamp_rate / c.llvm_rate).field("end_to_end_speedup_with_fallback", c.end_to_end)
+      .field("stamp_share_of_instructions", st.instructions ? static_cast<double>(st.instructions_stamp) / st.instructions : 0.0)
+      .field("stamp_share_of_functions", st.functions ? static_cast<double>(st.functions_stamp) / st.functions : 0.0)
+      .field("flat_export_instructions_per_second", c.export_rate).field("parse_instructions_per_second", c.parse_rate)
+      .field("text_ratio", c.text_ratio).field("stamp_stages_seconds", st.stages).field("stamp_elf_seconds", st.elf)
+      .end_object();
+}
 
-  // The GPU service: its stages (upload, kernels, download) against llvm and against
-  // the CPU executor's stages, on the same modules.
-  if (gpu_s >= 0) {
-    StageSums g = sum_round(rounds[gpu_s].back());
-    // Its rate is over the wall time of the batches (streams overlapped; host
-    // preparation and cutting included), not the sum of the batches' busy times.
-    auto warm_round_median = [&](double RoundResult::*field) {
-      std::vector<double> v;
-      for (size_t r = rounds[gpu_s].size() > 1 ? 1 : 0; r < rounds[gpu_s].size(); ++r) v.push_back(rounds[gpu_s][r].*field);
-      std::sort(v.begin(), v.end());
-      return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-    };
-    double gpu_time = warm_round_median(&RoundResult::device_phase_seconds);
-    // The device's own time, first upload to last download: the GPU emission time.
-    double span = warm_round_median(&RoundResult::device_span_seconds);
-    double span_rate = g.instructions_stamp / std::max(1e-12, span);
-    double busy = warm_median(gpu_s, [](const StageSums& x) { return x.stages; });
-    double upload = warm_median(gpu_s, [](const StageSums& x) { return x.gpu_upload; });
-    double kernels = warm_median(gpu_s, [](const StageSums& x) { return x.gpu_kernels; });
-    double download = warm_median(gpu_s, [](const StageSums& x) { return x.gpu_download; });
-    double gpu_rate = g.instructions_stamp / std::max(1e-12, gpu_time);
-    double llvm_rate = 0, cpu_stages_rate = 0;
-    if (llvm_s >= 0)
-      llvm_rate = sum_round(rounds[llvm_s].back()).instructions /
-                  std::max(1e-12, warm_median(llvm_s, [](const StageSums& x) { return x.clone + x.codegen; }));
-    if (stamp_s >= 0)
-      cpu_stages_rate = sum_round(rounds[stamp_s].back()).instructions_stamp /
-                        std::max(1e-12, warm_median(stamp_s, [](const StageSums& x) { return x.stages; }));
-    uint32_t batches = 0;
-    for (const ModuleEmission& e : rounds[gpu_s].back().emissions) batches += e.first_in_batch ? 1 : 0;
-    w.key("gpu").begin_object().field("service", services[gpu_s]->name())
-        .field("streams", services[gpu_s]->workers()).field("batches", batches)
-        .field("batch_instructions", options.gpu_batch_instructions)
-        .field("stages_instructions_per_second", gpu_rate).field("device_phase_seconds", gpu_time)
-        .field("device_span_seconds", span).field("span_instructions_per_second", span_rate)
-        .field("span_speedup_vs_llvm", llvm_rate > 0 ? span_rate / llvm_rate : 0.0)
-        .field("busy_seconds", busy).field("upload_seconds", upload)
-        .field("kernels_seconds", kernels).field("download_seconds", download)
-        .field("first_round_device_phase_seconds", rounds[gpu_s].front().device_phase_seconds)
-        .field("kernel_launches_per_round", g.kernel_launches)
-        .field("speedup_vs_llvm", llvm_rate > 0 ? gpu_rate / llvm_rate : 0.0)
-        .field("speedup_vs_cpu_stages", cpu_stages_rate > 0 ? gpu_rate / cpu_stages_rate : 0.0);
-    // A receipt per module emitted on the device in the last round.
-    w.key("receipts").begin_array();
-    const RoundResult& last = rounds[gpu_s].back();
-    for (size_t i = 0; i < modules.size(); ++i) {
-      const ModuleEmission& e = last.emissions[i];
-      if (e.device.empty()) continue;
-      w.begin_object().field("module", modules[i].id).field("round", last.round).field("device", e.device)
-          .field("object_from_device", e.object_from_device).field("batch", e.batch)
-          .field("batch_modules", e.batch_modules).field("batch_kernel_launches", e.kernel_launches)
-          .field("object_xxh3", e.object_xxh3).end_object();
-    }
-    w.end_array().end_object();
-    char block[1024];
-    std::snprintf(block, sizeof block,
-                  "\n%s, %u streams, %u batches of >= %llu instr (medians of warm rounds; round 1, with warm-up: %.4f s):\n"
-                  "  stages %.2f M instr/s over the batches' wall time %.4f s (busy %.4f s: upload %.4f, kernels %.4f, "
-                  "download %.4f); %llu launches a round\n"
-                  "  device span, first upload to last download: %.4f s, %.2f M instr/s\n",
-                  services[gpu_s]->name().c_str(), services[gpu_s]->workers(), batches,
-                  static_cast<unsigned long long>(options.gpu_batch_instructions),
-                  rounds[gpu_s].front().device_phase_seconds, gpu_rate / 1e6, gpu_time, busy, upload, kernels, download,
-                  static_cast<unsigned long long>(g.kernel_launches), span, span_rate / 1e6);
-    table += block;
-    if (llvm_rate > 0) {
-      std::snprintf(block, sizeof block, "  %.1fx llvm %s on one core (%.1fx over the device span)\n", gpu_rate / llvm_rate,
-                    profile_name(options.profile), span_rate / llvm_rate);
-      table += block;
-    }
-    if (cpu_stages_rate > 0) {
-      std::snprintf(block, sizeof block, "  %.1fx stamp's stages on one CPU core\n", gpu_rate / cpu_stages_rate);
-      table += block;
-    }
+void json_gpu(JsonWriter& w, const GpuSummary& g) {
+  w.key("gpu").begin_object().field("service", g.service)
+      .field("streams", g.streams).field("batches", g.batches)
+      .field("batch_instructions", g.batch_instructions)
+      .field("stages_instructions_per_second", g.gpu_rate).field("device_phase_seconds", g.gpu_time)
+      .field("device_span_seconds", g.span).field("span_instructions_per_second", g.span_rate)
+      .field("span_speedup_vs_llvm", g.llvm_rate > 0 ? g.span_rate / g.llvm_rate : 0.0)
+      .field("busy_seconds", g.busy).field("upload_seconds", g.upload)
+      .field("kernels_seconds", g.kernels).field("download_seconds", g.download)
+      .field("first_round_device_phase_seconds", g.first_round_device_phase)
+      .field("kernel_launches_per_round", g.kernel_launches)
+      .field("speedup_vs_llvm", g.llvm_rate > 0 ? g.gpu_rate / g.llvm_rate : 0.0)
+      .field("speedup_vs_cpu_stages", g.cpu_stages_rate > 0 ? g.gpu_rate / g.cpu_stages_rate : 0.0);
+  // A receipt per module emitted on the device in the last round.
+  w.key("receipts").begin_array();
+  for (const GpuReceipt& receipt : g.receipts) {
+    const ModuleEmission& e = receipt.emission;
+    w.begin_object().field("module", receipt.module).field("round", receipt.round).field("device", e.device)
+        .field("object_from_device", e.object_from_device).field("batch", e.batch)
+        .field("batch_modules", e.batch_modules).field("batch_kernel_launches", e.kernel_launches)
+        .field("object_xxh3", e.object_xxh3).end_object();
   }
+  w.end_array().end_object();
+}
 
-  // Stability: within each back end, every emission of a module must hash the same;
-  // stamp's objects from the GPU service must equal the CPU executor's.
+void json_instability(JsonWriter& w, const ReplaySummary& sum) {
   w.key("instability").begin_array();
-  for (size_t s = 0; s < services.size(); ++s) {
-    if (static_cast<int>(s) == gpu_s && stamp_s >= 0) continue;  // checked with the CPU stamp service
-    std::vector<size_t> group{s};
-    if (static_cast<int>(s) == stamp_s && gpu_s >= 0) group.push_back(static_cast<size_t>(gpu_s));
-    for (size_t i = 0; i < modules.size(); ++i) {
-      std::map<std::string, std::vector<std::string>> hashes;  // hash -> "[cuda ]round r worker w"
-      std::string error;
-      for (size_t g : group) {
-        for (const auto& r : rounds[g]) {
-          const ModuleEmission& e = r.emissions[i];
-          if (!e.error.empty()) {
-            error = e.error;
-            continue;
-          }
-          hashes[e.object_xxh3].push_back(std::string(static_cast<int>(g) == gpu_s ? "cuda " : "") + "round " +
-                                          std::to_string(r.round) + " worker " + std::to_string(e.worker));
-        }
-      }
-      if (!error.empty()) outcome.failed_modules++;
-      if (hashes.size() <= 1 && error.empty()) continue;
-      // Emits the module twice from its blob and compares: runs anywhere, offline.
-      std::string emit = "kiln-emit " + shell_quote(absolute_path(corpus.blob_path(modules[i].id))) + " --backend " +
-                         shell_quote(services[s]->backend()) + " --profile " + profile_name(options.profile);
-      std::string reproduce = "d=$(mktemp -d) && " + emit + " -o \"$d/a.o\" && " + emit + " -o \"$d/b.o\" && cmp \"$d/a.o\" \"$d/b.o\"";
-      if (hashes.size() > 1) outcome.unstable_modules++;
-      w.begin_object().field("module", modules[i].id).field("backend", services[s]->backend())
-          .field("kind", hashes.size() > 1 ? "bytes differ" : "failed");
-      if (!error.empty()) w.field("error", error);
-      w.key("objects").begin_object();
-      for (const auto& [h, where] : hashes) w.string_array(h, where);
-      w.end_object().field("reproduce", reproduce).end_object();
-      std::snprintf(line, sizeof line, "%s: module %s (%s): %s\n  reproduce: %s\n",
-                    hashes.size() > 1 ? "UNSTABLE" : "FAILED", modules[i].id.c_str(), services[s]->backend().c_str(),
-                    hashes.size() > 1 ? "object bytes differ between rounds, workers or devices" : error.c_str(),
-                    reproduce.c_str());
-      table += line;
-    }
+  for (const Instability& x : sum.instability) {
+    w.begin_object().field("module", x.module).field("backend", x.backend)
+        .field("kind", x.differ ? "bytes differ" : "failed");
+    if (!x.error.empty()) w.field("error", x.error);
+    w.key("objects").begin_object();
+    for (const auto& [h, where] : x.objects) w.string_array(h, where);
+    w.end_object().field("reproduce", x.reproduce).end_object();
   }
   w.end_array();
   w.key("excluded").begin_array();
-  for (const auto& x : excluded) {
-    w.begin_object().field("module", x.id).field("error", x.error).end_object();
-    table += "FAILED: module " + x.id + ", left out of the rounds: " + x.error + "\n";
-  }
+  for (const auto& x : sum.excluded) w.begin_object().field("module", x.id).field("error", x.error).end_object();
   w.end_array();
-  outcome.failed_modules += excluded.size();
-  w.field("unstable_modules", static_cast<uint64_t>(outcome.unstable_modules))
-      .field("failed_modules", static_cast<uint64_t>(outcome.failed_modules));
+}
+
+// The JSON report (kiln-replay-report).
+std::string render_report_json(const ReplaySummary& sum) {
+  JsonWriter w;
+  w.begin_object().field("schema", "kiln-replay-report").field("v", kReplaySchemaVersion)
+      .field("corpus", sum.corpus).field("time", sum.time)
+      .field("profile", sum.profile).field("rounds", sum.rounds).field("jobs", sum.jobs)
+      .field("modules", static_cast<uint64_t>(sum.modules))
+      .field("modules_excluded", static_cast<uint64_t>(sum.excluded.size()));
+  json_services(w, sum);
+  if (sum.stamp_vs_llvm) json_stamp_vs_llvm(w, *sum.stamp_vs_llvm);
+  if (sum.gpu) json_gpu(w, *sum.gpu);
+  json_instability(w, sum);
+  w.field("unstable_modules", static_cast<uint64_t>(sum.unstable_modules))
+      .field("failed_modules", static_cast<uint64_t>(sum.failed_modules));
   w.end_object();
-  std::snprintf(line, sizeof line, "\n%zu modules x %d rounds x %zu back end(s): %zu unstable, %zu failed\n",
-                modules.size() + excluded.size(),
-                options.rounds, services.size(), outcome.unstable_modules, outcome.failed_modules);
+  return w.str() + "\n";
+}
+
+std::string table_stamp_vs_llvm(const ReplaySummary& sum) {
+  const StampVsLlvm& c = *sum.stamp_vs_llvm;
+  const StageSums& st = c.st;
+  char block[2048];
+  std::snprintf(block, sizeof block,
+                "\nstamp vs llvm (medians of warm rounds 2..%d, one core per worker):\n"
+                "  stamp emits its %.1f%% of instructions (%.1f%% of functions) at %.2f M instr/s; llvm %s emits all at %.3f M instr/s: %.1fx\n"
+                "  of stamp's time, %.0f%% is its stages (the kernels, on the CPU: %.1f M instr/s) and %.0f%% writing ELF objects\n"
+                "  end to end per module, stamp + llvm fallback vs llvm alone: %.2fx (ld.lld -r combining not included)\n"
+                "  flat export %.2f M instr/s, LLVM bitcode parsing %.2f M instr/s (both once per worker)\n"
+                "  .text: stamp + fallback %.2fx the size of llvm's\n",
+                c.last_round, 100.0 * st.instructions_stamp / std::max<uint64_t>(1, st.instructions),
+                100.0 * st.functions_stamp / std::max<uint64_t>(1, st.functions), c.stamp_rate / 1e6,
+                sum.profile, c.llvm_rate / 1e6, c.stamp_rate / c.llvm_rate,
+                100.0 * st.stages / std::max(1e-12, st.codegen), st.instructions_stamp / std::max(1e-12, st.stages) / 1e6,
+                100.0 * st.elf / std::max(1e-12, st.codegen), c.end_to_end,
+                c.export_rate / 1e6,
+                c.parse_rate / 1e6, c.text_ratio);
+  return block;
+}
+
+std::string table_gpu(const ReplaySummary& sum) {
+  const GpuSummary& g = *sum.gpu;
+  std::string table;
+  char block[1024];
+  std::snprintf(block, sizeof block,
+                "\n%s, %u streams, %u batches of >= %llu instr (medians of warm rounds; round 1, with warm-up: %.4f s):\n"
+                "  stages %.2f M instr/s over the batches' wall time %.4f s (busy %.4f s: upload %.4f, kernels %.4f, "
+                "download %.4f); %llu launches a round\n"
+                "  device span, first upload to last download: %.4f s, %.2f M instr/s\n",
+                g.service.c_str(), g.streams, g.batches, static_cast<unsigned long long>(g.batch_instructions),
+                g.first_round_device_phase, g.gpu_rate / 1e6, g.gpu_time, g.busy, g.upload, g.kernels, g.download,
+                static_cast<unsigned long long>(g.kernel_launches), g.span, g.span_rate / 1e6);
+  table += block;
+  if (g.llvm_rate > 0) {
+    std::snprintf(block, sizeof block, "  %.1fx llvm %s on one core (%.1fx over the device span)\n", g.gpu_rate / g.llvm_rate,
+                  sum.profile, g.span_rate / g.llvm_rate);
+    table += block;
+  }
+  if (g.cpu_stages_rate > 0) {
+    std::snprintf(block, sizeof block, "  %.1fx stamp's stages on one CPU core\n", g.gpu_rate / g.cpu_stages_rate);
+    table += block;
+  }
+  return table;
+}
+
+// The table for people.
+std::string render_table(const ReplaySummary& sum) {
+  std::string table;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-16s %5s %8s %8s %8s %8s %9s %9s %11s %9s %s\n", "service", "round", "wall s",
+                "parse s", "export s", "clone s", "codegen s", "fallback", "M instr/s", "modules/s", "failed");
   table += line;
-  outcome.report_json = w.str() + "\n";
-  outcome.table = table;
-  std::string report_path = options.report_path.empty() ? options.corpus_dir + "/replay-report.json" : options.report_path;
-  write_file_atomic(report_path, outcome.report_json);
+  for (const ServiceSummary& service : sum.services) {
+    for (const RoundSummary& r : service.rounds) {
+      const StageSums& sums = r.sums;
+      std::snprintf(line, sizeof line, "%-16s %5d %8.3f %8.3f %8.3f %8.3f %9.3f %9.3f %11.3f %9.1f %llu\n",
+                    service.name.c_str(), r.round, r.wall_seconds, sums.parse, sums.flat_export, sums.clone,
+                    sums.codegen, sums.fallback, r.per_core / 1e6, r.modules_per_second, (unsigned long long)sums.failed);
+      table += line;
+    }
+  }
+  if (sum.stamp_vs_llvm) table += table_stamp_vs_llvm(sum);
+  if (sum.gpu) table += table_gpu(sum);
+  for (const Instability& x : sum.instability) {
+    std::snprintf(line, sizeof line, "%s: module %s (%s): %s\n  reproduce: %s\n", x.differ ? "UNSTABLE" : "FAILED",
+                  x.module.c_str(), x.backend.c_str(),
+                  x.differ ? "object bytes differ between rounds, workers or devices" : x.error.c_str(), x.reproduce.c_str());
+    table += line;
+  }
+  for (const auto& x : sum.excluded) table += "FAILED: module " + x.id + ", left out of the rounds: " + x.error + "\n";
+  std::snprintf(line, sizeof line, "\n%zu modules x %d rounds x %zu back end(s): %zu unstable, %zu failed\n", sum.modules,
+                sum.rounds, sum.services.size(), sum.unstable_modules, sum.failed_modules);
+  table += line;
+  return table;
+}
+
+}  // namespace
+
+ReplayOutcome run_replay(const ReplayOptions& options) {
+  Corpus corpus = Corpus::open(options.corpus_dir);
+  std::vector<ReplayModule> modules;
+  for (const auto& rec : corpus.modules()) modules.push_back({rec.id, corpus.load_blob(rec.id)});
+  if (modules.empty()) throw KilnError(kExitBadInput, options.corpus_dir, "the corpus holds no modules");
+  if (options.rounds < 1) throw KilnError(kExitUsage, "", "--rounds must be at least 1");
+  std::vector<Excluded> excluded = vet_modules(modules, options);
+  ReplayRounds run = run_rounds(options, modules);
+  ReplaySummary summary = summarize_replay(options, corpus, modules, std::move(excluded), run);
+
+  ReplayOutcome outcome;
+  outcome.unstable_modules = summary.unstable_modules;
+  outcome.failed_modules = summary.failed_modules;
+  outcome.report_json = render_report_json(summary);
+  outcome.table = render_table(summary);
+  if (options.report_path.empty()) corpus.write_replay_report(outcome.report_json);
+  else write_file_atomic(options.report_path, outcome.report_json);
   return outcome;
 }
 

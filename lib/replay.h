@@ -59,8 +59,9 @@ class EmissionService {
   virtual RoundResult run_round(int round) = 0;
 };
 
-// A pool of CPU threads, each with its own back end instance (for llvm: its own
-// LLVMContext and TargetMachine, and each module parsed once per worker).
+// CPU workers, each with its own back end instance (for llvm: its own LLVMContext
+// and TargetMachine, and each module parsed once per worker); a round runs them on
+// threads through parallel_for_workers (lib/base/parallel.h).
 std::unique_ptr<EmissionService> make_cpu_service(const std::string& backend_spec, Profile profile, unsigned jobs,
                                                   const std::vector<ReplayModule>& modules);
 // stamp with its stages on CUDA device 0: modules in batches of at least

@@ -51,7 +51,7 @@ static int body(int argc, char** argv) {
   std::string lines;
   for (const auto& c : all) lines += c.to_json() + "\n";
   // The census is one step's output: rewrite it whole, atomically.
-  write_file_atomic(input + "/census.jsonl", lines);
+  corpus.write_census(lines);
   std::printf("%s\n", json ? census_summary_json(all).c_str() : census_summary_table(all).c_str());
   return kExitOk;
 }

@@ -56,10 +56,7 @@ static int body(int argc, char** argv) {
     // In a worker process: a module that crashes LLVM fails with a line, not a signal.
     std::string said = run_isolated_one(input, [&] {
       llvm::LLVMContext ctx;
-      auto module = parse_bitcode(ctx, bytes, input);
-      std::string problem = verify_problem(*module);
-      if (problem.empty()) problem = triple_problem(module->getTargetTriple().str());
-      if (!problem.empty()) throw KilnError(kExitBadInput, input, problem);
+      auto module = parse_checked_module(ctx, bytes, input);
       LlvmStage stage("exporting flat IR");
       materialize_aggregate_constants(*module);
       FlatExport flat = export_flat(*module);

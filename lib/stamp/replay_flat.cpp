@@ -15,6 +15,7 @@
 #include "stamp_cpu.h"
 #include "stamp_gpu_pool.h"
 #include "stamp_object.h"
+#include "stats.h"
 #include "timeutil.h"
 
 namespace kiln {
@@ -124,17 +125,11 @@ ReplayFlatRound cpu_round(const std::vector<Module>& modules, unsigned cpu_threa
 
 // --- The medians ---
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-// The median of f over the warm rounds (2..N).
+// The median of f over the warm rounds (2..N); 0 with one round, which has none.
 double warm(const std::vector<ReplayFlatRound>& rs, double (*f)(const ReplayFlatRound&)) {
   std::vector<double> v;
   for (size_t i = 1; i < rs.size(); ++i) v.push_back(f(rs[i]));
-  return median(v);
+  return v.empty() ? 0 : median(v);
 }
 
 // One number from a kiln-replay report, found by its key.

@@ -1,5 +1,5 @@
 // libFuzzer target: the JSON kiln reads back from a corpus (kiln-corpus(5)): JSON Lines
-// records as modules and invocations, and the top manifest. Any input must end in a
+// records as modules and invocations, and the corpus manifest. Any input must end in a
 // value or a KilnError, never a crash; what was read must write back and read again
 // to the same value.
 #include <cstdint>
@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const KilnError&) {
   }
   try {
-    TopManifest m = manifest_from_json(text, "fuzz.json");
+    CorpusManifest m = manifest_from_json(text, "fuzz.json");
     if (manifest_to_json(manifest_from_json(manifest_to_json(m), "again.json")) != manifest_to_json(m)) __builtin_trap();
   } catch (const KilnError&) {
   }

@@ -42,7 +42,7 @@ TEST_CASE("xxh3-128 ids are 32 hex digits and content-addressed", "[hash]") {
 TEST_CASE("a corpus round-trips its manifest, blobs and module records", "[corpus]") {
   ScratchDir dir;
   std::string path = dir.path + "/c";
-  TopManifest m;
+  CorpusManifest m;
   m.kiln_version = "0.1.0";
   m.build_command = {"cargo", "build", "--release"};
   m.profile = "fast";
@@ -67,6 +67,18 @@ TEST_CASE("a corpus round-trips its manifest, blobs and module records", "[corpu
   CHECK(mods[0].debuginfo == 2);
   CHECK(mods[1].crate == "memchr");
   CHECK(mods[1].multiplicity == 1);
+}
+
+TEST_CASE("the census and the replay report are the corpus's files, rewritten whole", "[corpus]") {
+  ScratchDir dir;
+  Corpus c = Corpus::create_or_open(dir.path + "/c", {});
+  CHECK(c.census_path() == dir.path + "/c/census.jsonl");
+  CHECK(c.replay_report_path() == dir.path + "/c/replay-report.json");
+  c.write_census("{\"id\":\"a\"}\n{\"id\":\"b\"}\n");
+  c.write_census("{\"id\":\"c\"}\n");  // a new census replaces the old one
+  CHECK(read_file(c.census_path()) == "{\"id\":\"c\"}\n");
+  c.write_replay_report("{}\n");
+  CHECK(read_file(c.replay_report_path()) == "{}\n");
 }
 
 TEST_CASE("a blob whose bytes do not match its id is reported as corrupt", "[corpus]") {
