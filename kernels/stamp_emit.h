@@ -16,8 +16,17 @@ namespace kiln {
 
 enum Reg : uint8_t { RAX = 0, RCX = 1, RDX = 2, RBX = 3, RSP = 4, RBP = 5, RSI = 6, RDI = 7, R8 = 8, R9 = 9, R10 = 10, R11 = 11 };
 
-// Relocation types (x86-64 ELF).
-enum : uint32_t { kStampRelPc32 = 2, kStampRelPlt32 = 4, kStampRelRexGotPcRelX = 42 };
+// The x86-64 ELF relocation types stamp writes: the stages (calls, GOT loads), the
+// object writer (.eh_frame, DW.ref pointers) and the exporter (addresses in global
+// initializers). The one spelling of them; lib/stamp/stamp_object.cpp checks the values
+// against <elf.h> (kernels/ includes nothing of the system's ELF headers).
+enum StampRelocType : uint32_t {
+  kReloc64 = 1,               // R_X86_64_64: an absolute address (global initializers, DW.ref.NAME)
+  kRelocPc32 = 2,             // R_X86_64_PC32
+  kRelocPlt32 = 4,            // R_X86_64_PLT32 (calls)
+  kRelocGotPcRelX = 41,       // R_X86_64_GOTPCRELX (mov reg, [rip+sym@GOTPCREL] without REX)
+  kRelocRexGotPcRelX = 42,    // R_X86_64_REX_GOTPCRELX (with a REX prefix)
+};
 
 struct StampReloc {
   uint32_t offset;   // function-relative
@@ -207,7 +216,7 @@ KILN_HD inline void load_symbol_address(Emitter& e, uint32_t reg, uint32_t symbo
   e.byte(0x48 | ((reg >> 3) << 2));
   e.byte(0x8B);
   e.byte(0x05 | ((reg & 7) << 3));
-  e.reloc(kStampRelRexGotPcRelX, symbol, -4);
+  e.reloc(kRelocRexGotPcRelX, symbol, -4);
   e.u32(0);
   if (offset != 0) add_imm(e, reg, static_cast<int32_t>(offset));
 }
@@ -618,7 +627,7 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   e.call_begin = e.pos;
   if (ops[0].kind == kOperandSymbol) {
     e.byte(0xE8);
-    e.reloc(kStampRelPlt32, ops[0].index, ops[0].imm - 4);
+    e.reloc(kRelocPlt32, ops[0].index, ops[0].imm - 4);
     e.u32(0);
   } else {
     e.byte(0x41), e.byte(0xFF), e.byte(0xD3);  // call r11
@@ -1158,7 +1167,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpResume:
       load64(e, RDI, slot_disp(l, ops[0].index));
       e.byte(0xE8);
-      e.reloc(kStampRelPlt32, ops[1].index, -4);  // op1: the _Unwind_Resume symbol
+      e.reloc(kRelocPlt32, ops[1].index, -4);  // op1: the _Unwind_Resume symbol
       e.u32(0);
       e.byte(0x0F), e.byte(0x0B);  // ud2: _Unwind_Resume does not return
       return;

@@ -18,6 +18,14 @@
 
 namespace kiln {
 
+// The relocation types are spelled once, in kernels/stamp_emit.h (a leaf without
+// <elf.h>); here they are checked against the system's.
+static_assert(kReloc64 == R_X86_64_64);
+static_assert(kRelocPc32 == R_X86_64_PC32);
+static_assert(kRelocPlt32 == R_X86_64_PLT32);
+static_assert(kRelocGotPcRelX == R_X86_64_GOTPCRELX);
+static_assert(kRelocRexGotPcRelX == R_X86_64_REX_GOTPCRELX);
+
 // Exposed (without a header) so that the unit tests can check the bytes directly.
 std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::vector<uint32_t>& pc_begin_offsets);
 

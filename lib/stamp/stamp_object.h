@@ -11,17 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "stamp_emit.h"
+#include "stamp_emit.h"  // StampReloc, StampRelocType (kReloc*)
 
 namespace kiln {
-
-// x86-64 ELF relocation types stamp uses.
-enum StampRelocType : uint32_t {
-  kRelocPc32 = 2,             // R_X86_64_PC32
-  kRelocPlt32 = 4,            // R_X86_64_PLT32 (calls)
-  kRelocGotPcRelX = 41,       // R_X86_64_GOTPCRELX (mov reg, [rip+sym@GOTPCREL] without REX)
-  kRelocRexGotPcRelX = 42,    // R_X86_64_REX_GOTPCRELX (with a REX prefix)
-};
 
 struct StampRelocation {
   uint32_t offset = 0;        // within the function's code
