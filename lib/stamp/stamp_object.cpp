@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "error.h"
+#include "stamp_eh_frame.h"
 #include "stamp_object.h"
 
 namespace kiln {
@@ -25,9 +26,6 @@ static_assert(kRelocPc32 == R_X86_64_PC32);
 static_assert(kRelocPlt32 == R_X86_64_PLT32);
 static_assert(kRelocGotPcRelX == R_X86_64_GOTPCRELX);
 static_assert(kRelocRexGotPcRelX == R_X86_64_REX_GOTPCRELX);
-
-// Exposed (without a header) so that the unit tests can check the bytes directly.
-std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::vector<uint32_t>& pc_begin_offsets);
 
 namespace {
 
