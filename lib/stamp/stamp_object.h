@@ -68,7 +68,7 @@ struct UndefinedSymbol {
 
 // What the stages produced for a module, as the writer reads it: symbol names by index,
 // and per function its name, binding, section and spans of the stages' output arrays
-// (code, relocations whose `symbol` indexes `names`, exception table). No copies and
+// (code, relocations whose `symbol` indexes `names`, LSDA). No copies and
 // no per-relocation strings, so writing costs little next to the stages.
 constexpr uint32_t kNoPersonality = 0xFFFFFFFFu;
 struct StampObjectView {
