@@ -16,8 +16,17 @@ namespace kiln {
 
 enum Reg : uint8_t { RAX = 0, RCX = 1, RDX = 2, RBX = 3, RSP = 4, RBP = 5, RSI = 6, RDI = 7, R8 = 8, R9 = 9, R10 = 10, R11 = 11 };
 
-// Relocation types (x86-64 ELF).
-enum : uint32_t { kStampRelPc32 = 2, kStampRelPlt32 = 4, kStampRelRexGotPcRelX = 42 };
+// The x86-64 ELF relocation types stamp writes: the stages (calls, GOT loads), the
+// object writer (.eh_frame, DW.ref pointers) and the exporter (addresses in global
+// initializers). The one spelling of them; lib/stamp/stamp_object.cpp checks the values
+// against <elf.h> (kernels/ includes nothing of the system's ELF headers).
+enum StampRelocType : uint32_t {
+  kReloc64 = 1,               // R_X86_64_64: an absolute address (global initializers, DW.ref.NAME)
+  kRelocPc32 = 2,             // R_X86_64_PC32
+  kRelocPlt32 = 4,            // R_X86_64_PLT32 (calls)
+  kRelocGotPcRelX = 41,       // R_X86_64_GOTPCRELX (mov reg, [rip+sym@GOTPCREL] without REX)
+  kRelocRexGotPcRelX = 42,    // R_X86_64_REX_GOTPCRELX (with a REX prefix)
+};
 
 struct StampReloc {
   uint32_t offset;   // function-relative
@@ -207,7 +216,7 @@ KILN_HD inline void load_symbol_address(Emitter& e, uint32_t reg, uint32_t symbo
   e.byte(0x48 | ((reg >> 3) << 2));
   e.byte(0x8B);
   e.byte(0x05 | ((reg & 7) << 3));
-  e.reloc(kStampRelRexGotPcRelX, symbol, -4);
+  e.reloc(kRelocRexGotPcRelX, symbol, -4);
   e.u32(0);
   if (offset != 0) add_imm(e, reg, static_cast<int32_t>(offset));
 }
@@ -618,7 +627,7 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   e.call_begin = e.pos;
   if (ops[0].kind == kOperandSymbol) {
     e.byte(0xE8);
-    e.reloc(kStampRelPlt32, ops[0].index, ops[0].imm - 4);
+    e.reloc(kRelocPlt32, ops[0].index, ops[0].imm - 4);
     e.u32(0);
   } else {
     e.byte(0x41), e.byte(0xFF), e.byte(0xD3);  // call r11
@@ -878,6 +887,164 @@ KILN_HD inline void encode_cmpxchg(Emitter& e, const FlatModuleView& m, const St
   store_narrow(e, dst + static_cast<int32_t>(in.imm), RCX, 1);
 }
 
+// load: from a frame address directly, else through the address in rax.
+KILN_HD inline void encode_load(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
+  int32_t at = 0;
+  if (frame_address(m, l, ops[0], &at)) {
+    if (in.width == 0) return copy_frame(e, dst, at, in.aux32);
+    load_bytes(e, RAX, RBP, at, bytes_of_width(in.width));
+    if (in.width == 1) normalize(e, RAX, 1);
+    store_result(e, l, i);
+    return;
+  }
+  load_rax(e, m, l, i, ops[0]);
+  if (in.width == 0) return copy_memory(e, true, dst, in.aux32);
+  if (!is_standard_width(in.width)) {  // i24 .. i56: put together from pieces
+    load_bytes(e, RCX, RAX, 0, bytes_of_width(in.width));
+    mov_rr(e, RAX, RCX);
+    store_result(e, l, i);
+    return;
+  }
+  switch (in.width) {
+    case 64: e.byte(0x48), e.byte(0x8B), e.byte(0x00); break;
+    case 32: e.byte(0x8B), e.byte(0x00); break;
+    case 16: e.byte(0x0F), e.byte(0xB7), e.byte(0x00); break;
+    default: e.byte(0x0F), e.byte(0xB6), e.byte(0x00); break;
+  }
+  if (in.width == 1) normalize(e, RAX, 1);
+  store_result(e, l, i);
+}
+
+// getelementptr: the base plus each index times its stride, plus the constant offset.
+KILN_HD inline void encode_gep(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
+  load_rax(e, m, l, i, ops[0]);
+  for (uint32_t k = 1; k < in.operand_count; ++k) {
+    load_operand(e, l, ops[k], RCX);
+    sign_extend(e, RCX, ops[k].width);
+    if (ops[k].imm != 1) {  // imul rcx, rcx, stride
+      e.byte(0x48), e.byte(0x69), e.byte(0xC9);
+      e.u32(static_cast<uint32_t>(ops[k].imm));
+    }
+    e.byte(0x48), e.byte(0x01), e.byte(0xC8);  // add rax, rcx
+  }
+  if (in.imm != 0) add_imm(e, RAX, static_cast<int32_t>(in.imm));
+  store_result(e, l, i);
+}
+
+// extractvalue: a field of an aggregate in the frame (0 from undef, poison or zero).
+KILN_HD inline void encode_extract(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
+  if (ops[0].kind != kOperandValue) {  // undef, poison or zero aggregate: the field is 0
+    if (in.width) {
+      mov_imm(e, RAX, 0);
+      store_result(e, l, i);
+    } else {
+      zero_frame(e, dst, in.aux32);
+    }
+    return;
+  }
+  int32_t src = slot_disp(l, ops[0].index) + static_cast<int32_t>(in.imm);
+  if (in.width == 0) return copy_frame(e, dst, src, in.aux32);
+  load_narrow(e, RAX, src, bytes_of_width(in.width));
+  if (in.width == 1) normalize(e, RAX, 1);
+  store_result(e, l, i);
+}
+
+// insertvalue: the aggregate copied (or zeroed) into the slot, then the field stored.
+KILN_HD inline void encode_insert(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
+  // The aggregate is copied, unless this insert took over its slot (stamp_frame).
+  if (ops[0].kind == kOperandValue && slot_disp(l, ops[0].index) != dst)
+    copy_frame(e, dst, slot_disp(l, ops[0].index), in.slot_size);
+  else if (ops[0].kind == kOperandZero) zero_frame(e, dst, in.slot_size);
+  int32_t field = dst + static_cast<int32_t>(in.imm);
+  if (ops[1].width == 0) {  // an aggregate field
+    if (ops[1].kind == kOperandValue) copy_frame(e, field, slot_disp(l, ops[1].index), in.aux32);
+    else if (ops[1].kind == kOperandZero) zero_frame(e, field, in.aux32);
+    return;
+  }
+  load_operand(e, l, ops[1], RAX);
+  store_narrow(e, field, RAX, bytes_of_width(ops[1].width));
+}
+
+// Conditional branch: phi copies, then a jump on the flags or on bit 0 of the condition.
+KILN_HD inline void encode_cond_br(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  phi_copies(e, m, l, in);
+  if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
+  else load_rax(e, m, l, i, ops[0]);
+  // Jump on the compare's own flags when it comes right before, else on bit 0.
+  uint32_t jcc_true = 0x85;  // jnz
+  if (i > 0 && compare_feeds_branch(m, l, i - 1)) jcc_true = setcc_opcode(m.insts[i - 1].aux) - 0x10;
+  else e.byte(0xA8), e.byte(0x01);  // test al, 1
+  uint32_t on_true = ops[1].index, on_false = ops[2].index;
+  if (on_true == in.block + 1 && on_false != on_true) {  // the opposite jump to the false block
+    e.byte(0x0F), e.byte(jcc_true ^ 1);
+    uint32_t target = l.block_offset ? l.block_offset[on_false] : 0;
+    e.u32(target - (e.pos + 4));
+    return;
+  }
+  if (on_true != on_false) {
+    e.byte(0x0F), e.byte(jcc_true);
+    uint32_t target = l.block_offset ? l.block_offset[on_true] : 0;
+    e.u32(target - (e.pos + 4));
+  }
+  jump_to_block(e, l, in.block, on_false);
+}
+
+// switch: phi copies, then a compare and je per case, then a jump to the default.
+KILN_HD inline void encode_switch(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  phi_copies(e, m, l, in);
+  if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
+  else load_rax(e, m, l, i, ops[0]);
+  for (uint32_t k = 2; k + 1 < in.operand_count; k += 2) {
+    mov_imm(e, RCX, static_cast<uint64_t>(ops[k].imm));
+    e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+    e.byte(0x0F), e.byte(0x84);                // je rel32
+    uint32_t target = l.block_offset ? l.block_offset[ops[k + 1].index] : 0;
+    e.u32(target - (e.pos + 4));
+  }
+  jump_to_block(e, l, in.block, ops[1].index);
+}
+
+// ret: the value in rax (rax and rdx for a pair; the sret pointer in rax), then leave; ret.
+KILN_HD inline void encode_ret(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  const FlatFunction& f = m.functions[m.blocks[in.block].function];
+  if (f.flags & kFnHasSret) {
+    load64(e, RAX, -l.arg_slot[f.first_arg + f.sret_arg]);  // the sret pointer comes back in rax
+  } else if (in.operand_count && (f.flags & kFnRetPair)) {
+    if (ops[0].kind == kOperandValue) {
+      int32_t src = slot_disp(l, ops[0].index);
+      uint32_t w0 = f.ret_leaf0_width, w1 = f.ret_leaf1_width;
+      load_narrow(e, RDX, src + static_cast<int32_t>(f.ret_leaf1_offset), bytes_of_width(w1));
+      load_narrow(e, RAX, src, bytes_of_width(w0));
+    } else {
+      e.byte(0x31), e.byte(0xC0);  // xor eax, eax
+      e.byte(0x31), e.byte(0xD2);  // xor edx, edx
+    }
+  } else if (in.operand_count) {
+    load_rax(e, m, l, i, ops[0]);
+    if (f.flags & kFnRetSignExt) sign_extend(e, RAX, ops[0].width);
+  }
+  e.byte(0xC9);  // leave
+  e.byte(0xC3);  // ret
+}
+
 // Encodes (or measures) flat instruction `i` at e.pos.
 KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
@@ -933,85 +1100,22 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       }
       store_result(e, l, i);
       return;
-    case kOpLoad: {
-      int32_t at = 0;
-      if (frame_address(m, l, ops[0], &at)) {
-        if (in.width == 0) return copy_frame(e, dst, at, in.aux32);
-        load_bytes(e, RAX, RBP, at, bytes_of_width(in.width));
-        if (in.width == 1) normalize(e, RAX, 1);
-        store_result(e, l, i);
-        return;
-      }
-      load_rax(e, m, l, i, ops[0]);
-      if (in.width == 0) return copy_memory(e, true, dst, in.aux32);
-      if (!is_standard_width(in.width)) {  // i24 .. i56: put together from pieces
-        load_bytes(e, RCX, RAX, 0, bytes_of_width(in.width));
-        mov_rr(e, RAX, RCX);
-        store_result(e, l, i);
-        return;
-      }
-      switch (in.width) {
-        case 64: e.byte(0x48), e.byte(0x8B), e.byte(0x00); break;
-        case 32: e.byte(0x8B), e.byte(0x00); break;
-        case 16: e.byte(0x0F), e.byte(0xB7), e.byte(0x00); break;
-        default: e.byte(0x0F), e.byte(0xB6), e.byte(0x00); break;
-      }
-      if (in.width == 1) normalize(e, RAX, 1);
-      store_result(e, l, i);
+    case kOpLoad:
+      encode_load(e, m, l, i);
       return;
-    }
     case kOpStore:
       encode_store(e, m, l, i);
       if (in.aux & kStoreSeqCst) e.byte(0x0F), e.byte(0xAE), e.byte(0xF0);  // mfence
       return;
-    case kOpGep: {
-      if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
-      load_rax(e, m, l, i, ops[0]);
-      for (uint32_t k = 1; k < in.operand_count; ++k) {
-        load_operand(e, l, ops[k], RCX);
-        sign_extend(e, RCX, ops[k].width);
-        if (ops[k].imm != 1) {  // imul rcx, rcx, stride
-          e.byte(0x48), e.byte(0x69), e.byte(0xC9);
-          e.u32(static_cast<uint32_t>(ops[k].imm));
-        }
-        e.byte(0x48), e.byte(0x01), e.byte(0xC8);  // add rax, rcx
-      }
-      if (in.imm != 0) add_imm(e, RAX, static_cast<int32_t>(in.imm));
-      store_result(e, l, i);
+    case kOpGep:
+      encode_gep(e, m, l, i);
       return;
-    }
-    case kOpExtract: {
-      if (ops[0].kind != kOperandValue) {  // undef, poison or zero aggregate: the field is 0
-        if (in.width) {
-          mov_imm(e, RAX, 0);
-          store_result(e, l, i);
-        } else {
-          zero_frame(e, dst, in.aux32);
-        }
-        return;
-      }
-      int32_t src = slot_disp(l, ops[0].index) + static_cast<int32_t>(in.imm);
-      if (in.width == 0) return copy_frame(e, dst, src, in.aux32);
-      load_narrow(e, RAX, src, bytes_of_width(in.width));
-      if (in.width == 1) normalize(e, RAX, 1);
-      store_result(e, l, i);
+    case kOpExtract:
+      encode_extract(e, m, l, i);
       return;
-    }
-    case kOpInsert: {
-      // The aggregate is copied, unless this insert took over its slot (stamp_frame).
-      if (ops[0].kind == kOperandValue && slot_disp(l, ops[0].index) != dst)
-        copy_frame(e, dst, slot_disp(l, ops[0].index), in.slot_size);
-      else if (ops[0].kind == kOperandZero) zero_frame(e, dst, in.slot_size);
-      int32_t field = dst + static_cast<int32_t>(in.imm);
-      if (ops[1].width == 0) {  // an aggregate field
-        if (ops[1].kind == kOperandValue) copy_frame(e, field, slot_disp(l, ops[1].index), in.aux32);
-        else if (ops[1].kind == kOperandZero) zero_frame(e, field, in.aux32);
-        return;
-      }
-      load_operand(e, l, ops[1], RAX);
-      store_narrow(e, field, RAX, bytes_of_width(ops[1].width));
+    case kOpInsert:
+      encode_insert(e, m, l, i);
       return;
-    }
     case kOpPhi:  // shadow -> slot, through r11 or rcx: a landing pad's rax and rdx must survive
       if (in.width == 0) return copy_frame(e, dst, dst + static_cast<int32_t>((in.aux32 + 7) / 8 * 8), in.aux32);
       load64(e, R11, dst + 8);
@@ -1063,7 +1167,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpResume:
       load64(e, RDI, slot_disp(l, ops[0].index));
       e.byte(0xE8);
-      e.reloc(kStampRelPlt32, ops[1].index, -4);  // op1: the _Unwind_Resume symbol
+      e.reloc(kRelocPlt32, ops[1].index, -4);  // op1: the _Unwind_Resume symbol
       e.u32(0);
       e.byte(0x0F), e.byte(0x0B);  // ud2: _Unwind_Resume does not return
       return;
@@ -1071,64 +1175,15 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       phi_copies(e, m, l, in);
       jump_to_block(e, l, in.block, ops[0].index);
       return;
-    case kOpCondBr: {
-      phi_copies(e, m, l, in);
-      if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
-      else load_rax(e, m, l, i, ops[0]);
-      // Jump on the compare's own flags when it comes right before, else on bit 0.
-      uint32_t jcc_true = 0x85;  // jnz
-      if (i > 0 && compare_feeds_branch(m, l, i - 1)) jcc_true = setcc_opcode(m.insts[i - 1].aux) - 0x10;
-      else e.byte(0xA8), e.byte(0x01);  // test al, 1
-      uint32_t on_true = ops[1].index, on_false = ops[2].index;
-      if (on_true == in.block + 1 && on_false != on_true) {  // the opposite jump to the false block
-        e.byte(0x0F), e.byte(jcc_true ^ 1);
-        uint32_t target = l.block_offset ? l.block_offset[on_false] : 0;
-        e.u32(target - (e.pos + 4));
-        return;
-      }
-      if (on_true != on_false) {
-        e.byte(0x0F), e.byte(jcc_true);
-        uint32_t target = l.block_offset ? l.block_offset[on_true] : 0;
-        e.u32(target - (e.pos + 4));
-      }
-      jump_to_block(e, l, in.block, on_false);
+    case kOpCondBr:
+      encode_cond_br(e, m, l, i);
       return;
-    }
     case kOpSwitch:
-      phi_copies(e, m, l, in);
-      if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
-      else load_rax(e, m, l, i, ops[0]);
-      for (uint32_t k = 2; k + 1 < in.operand_count; k += 2) {
-        mov_imm(e, RCX, static_cast<uint64_t>(ops[k].imm));
-        e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
-        e.byte(0x0F), e.byte(0x84);                // je rel32
-        uint32_t target = l.block_offset ? l.block_offset[ops[k + 1].index] : 0;
-        e.u32(target - (e.pos + 4));
-      }
-      jump_to_block(e, l, in.block, ops[1].index);
+      encode_switch(e, m, l, i);
       return;
-    case kOpRet: {
-      const FlatFunction& f = m.functions[m.blocks[in.block].function];
-      if (f.flags & kFnHasSret) {
-        load64(e, RAX, -l.arg_slot[f.first_arg + f.sret_arg]);  // the sret pointer comes back in rax
-      } else if (in.operand_count && (f.flags & kFnRetPair)) {
-        if (ops[0].kind == kOperandValue) {
-          int32_t src = slot_disp(l, ops[0].index);
-          uint32_t w0 = f.ret_leaf0_width, w1 = f.ret_leaf1_width;
-          load_narrow(e, RDX, src + static_cast<int32_t>(f.ret_leaf1_offset), bytes_of_width(w1));
-          load_narrow(e, RAX, src, bytes_of_width(w0));
-        } else {
-          e.byte(0x31), e.byte(0xC0);  // xor eax, eax
-          e.byte(0x31), e.byte(0xD2);  // xor edx, edx
-        }
-      } else if (in.operand_count) {
-        load_rax(e, m, l, i, ops[0]);
-        if (f.flags & kFnRetSignExt) sign_extend(e, RAX, ops[0].width);
-      }
-      e.byte(0xC9);  // leave
-      e.byte(0xC3);  // ret
+    case kOpRet:
+      encode_ret(e, m, l, i);
       return;
-    }
     default:  // kOpUnreachable
       e.byte(0x0F), e.byte(0x0B);
       return;

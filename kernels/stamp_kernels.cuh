@@ -1,7 +1,7 @@
 // stamp's stages as CUDA kernels: the same stage functions as the CPU executor
 // (stamp_stages.h), one thread per instruction, block or function; the stages that
 // walk a function on the CPU (uses, frame, offsets) run here in their wide form
-// (stamp_wide.h), and so do the exception tables. Included by the CUDA executor (stamp_gpu.cu), which launches them.
+// (stamp_wide.h), and so do the LSDAs (exception tables). Included by the CUDA executor (stamp_gpu.cu), which launches them.
 // The measure and encode kernels can take instructions grouped by opcode (the
 // executor's CUB sort), so that a warp's threads take the same template's branch.
 #pragma once
@@ -16,7 +16,7 @@ __global__ void stamp_opcode_keys_kernel(FlatModuleView m, uint16_t* opcode, uin
   if (i < m.inst_count) opcode[i] = m.insts[i].op, index[i] = i;
 }
 
-// The selection of functions that need an exception table (cub::DeviceSelect::If).
+// The selection of functions that need an LSDA (cub::DeviceSelect::If).
 struct HasExceptionTable {
   const FlatFunction* functions;
   __host__ __device__ bool operator()(uint32_t fn) const { return (functions[fn].flags & kFnHasPersonality) != 0; }
@@ -56,7 +56,7 @@ __global__ void stamp_encode_prologue_kernel(FlatModuleView m, StampLayout l, ui
   if (fn < m.function_count) stamp_encode_prologue(m, l, fn, code + code_start[fn]);
 }
 
-// Exception tables in the wide form (stamp_wide.h).
+// LSDAs in the wide form (stamp_wide.h).
 __global__ void wide_invoke_end_kernel(FlatModuleView m, const uint32_t* inst_offset, const uint32_t* call_end,
                                        uint32_t* invoke_end) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -15,7 +15,7 @@
 //            wide_frame_inst (i), wide_frame_function (fn)
 //   offsets: exclusive sums of sizes and relocation counts over all instructions
 //            wide_offsets_inst (i), wide_offsets_block (b), wide_offsets_function (fn)
-//   exception tables: wide_invoke_end (i), exclusive max-scan by function
+//   LSDAs:   wide_invoke_end (i), exclusive max-scan by function
 //            wide_lsda_counts (i), two exclusive sums over all instructions
 //            wide_lsda_size (fn), exclusive sum over functions
 //            wide_lsda_function (fn), wide_lsda_invoke (i)
@@ -176,7 +176,7 @@ KILN_HD inline void wide_offsets_function(const FlatModuleView& m, uint32_t fn, 
 
 namespace kiln {
 
-// Exception tables (stamp_lsda) per instruction. A function's call-site table lists,
+// LSDAs (stamp_lsda) per instruction. A function's call-site table lists,
 // in order, each invoke's call and the gap before it when there is one; with two
 // sums and one scan over instructions every invoke knows where its entries go:
 //   invoke_end:   an invoke's call end (function-relative), 0 for other instructions;

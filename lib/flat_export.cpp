@@ -863,7 +863,7 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
   base = base->stripPointerCasts();
   if (auto* gv = dyn_cast<GlobalValue>(base)) {
     if (dl.getTypeStoreSize(c->getType()) != 8) return "global initializer: address narrower than 64 bits";
-    relocs.push_back({static_cast<uint32_t>(offset), 1 /* R_X86_64_64 */, gv->getName().str(), delta.getSExtValue()});
+    relocs.push_back({static_cast<uint32_t>(offset), kReloc64, gv->getName().str(), delta.getSExtValue()});
     return "";
   }
   if (auto* ce = dyn_cast<ConstantExpr>(c)) return std::string("global initializer: constant expression ") + ce->getOpcodeName();

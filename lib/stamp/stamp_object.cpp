@@ -14,12 +14,18 @@
 #include <vector>
 
 #include "error.h"
+#include "stamp_eh_frame.h"
 #include "stamp_object.h"
 
 namespace kiln {
 
-// Exposed (without a header) so that the unit tests can check the bytes directly.
-std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::vector<uint32_t>& pc_begin_offsets);
+// The relocation types are spelled once, in kernels/stamp_emit.h (a leaf without
+// <elf.h>); here they are checked against the system's.
+static_assert(kReloc64 == R_X86_64_64);
+static_assert(kRelocPc32 == R_X86_64_PC32);
+static_assert(kRelocPlt32 == R_X86_64_PLT32);
+static_assert(kRelocGotPcRelX == R_X86_64_GOTPCRELX);
+static_assert(kRelocRexGotPcRelX == R_X86_64_REX_GOTPCRELX);
 
 namespace {
 
@@ -183,11 +189,48 @@ std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::v
 
 namespace {
 
-// A section as laid out: its header, and where its bytes come from (written straight
-// into the output, never copied into a buffer of its own first).
+// What a section holds, for its name in .shstrtab: a function's code, a global's
+// bytes, a personality's DW.ref pointer or its COMDAT group, or one of the object's
+// own sections. A relocation section is named after the section it applies to.
+class SectionOwner {
+ public:
+  enum class Kind : uint8_t {
+    none,          // the null section
+    relocations,   // .rela.TARGET (the target is the header's sh_info)
+    function,      // index: the function
+    data,          // index: the global
+    dwref,         // index: the personality; .data.DW.ref.NAME
+    dwref_group,   // index: the personality; its .group
+    lsda_table,    // .gcc_except_table: every function's LSDA
+    eh_frame,
+    note,          // .note.GNU-stack
+    symtab,
+    symtab_shndx,
+    strtab,
+    shstrtab,
+  };
+  static SectionOwner none() { return {Kind::none, 0}; }
+  static SectionOwner relocations() { return {Kind::relocations, 0}; }
+  static SectionOwner function(uint32_t i) { return {Kind::function, i}; }
+  static SectionOwner data(size_t d) { return {Kind::data, d}; }
+  static SectionOwner dwref(size_t personality) { return {Kind::dwref, personality}; }
+  static SectionOwner dwref_group(size_t personality) { return {Kind::dwref_group, personality}; }
+  static SectionOwner of(Kind kind) { return {kind, 0}; }  // the object's own sections
+  Kind kind() const { return kind_; }
+  size_t index() const { return index_; }
+
+ private:
+  SectionOwner(Kind kind, size_t index) : kind_(kind), index_(index) {}
+  Kind kind_;
+  size_t index_;
+};
+
+// A section as laid out: its header, where its bytes come from (written straight
+// into the output, never copied into a buffer of its own first), and what it holds.
 struct PlannedSection {
   Elf64_Shdr header{};
   const uint8_t* bytes = nullptr;  // contents to copy, or nullptr (built in place)
+  SectionOwner owner = SectionOwner::none();
 };
 
 void put_rela_at(std::string& out, size_t at, uint64_t offset, uint32_t symbol, uint32_t type, int64_t addend) {
@@ -198,46 +241,106 @@ void put_rela_at(std::string& out, size_t at, uint64_t offset, uint32_t symbol, 
   std::memcpy(&out[at], &r, sizeof r);
 }
 
-}  // namespace
+const uint8_t kZeros[8] = {};                 // a DW.ref pointer before relocation
+constexpr size_t kAbsolute = std::numeric_limits<size_t>::max();  // a symbol's section: SHN_ABS
 
-std::string write_stamp_object(const StampObjectView& v, const std::string& source_file_name,
-                               const std::vector<StampData>& data) {
-  auto fail = [&](const std::string& reason) { throw KilnError(kExitInternal, source_file_name, reason); };
-  const uint32_t F = v.function_count;
+// One write_stamp_object call: its input, and what each phase leaves for the next.
+// The phases run in order (write() below); each reads only what earlier ones set.
+struct ObjectWriter {
+  const StampObjectView& v;
+  const std::string& source_file_name;
+  const std::vector<StampData>& data;
+  const uint32_t F;
 
-  // Names: one index per distinct string (the first of equal ones), and data names.
-  std::vector<std::string_view> names(v.names, v.names + v.name_count);
+  // index_names: one index per distinct string (the first of equal ones), data names
+  // and undefined symbols' names after the view's.
+  std::vector<std::string_view> names;
   std::unordered_map<std::string_view, uint32_t> index_of_name;
-  index_of_name.reserve(names.size() + data.size());
-  std::vector<uint32_t> canon(names.size());
-  for (uint32_t n = 0; n < names.size(); ++n) canon[n] = index_of_name.emplace(names[n], n).first->second;
-  auto name_index = [&](std::string_view name) {
+  std::vector<uint32_t> canon;                       // name -> its canonical name
+  std::vector<const UndefinedSymbol*> undefined_of;  // canonical name -> how to write it undefined
+  // check_input
+  std::vector<uint32_t> code_sizes;
+  std::vector<uint8_t> defined;                      // canonical name -> defined here
+  std::vector<uint32_t> data_name;                   // per global: canonical name
+  // find_personalities: distinct personalities in first-use order (canonical names),
+  // and per function its personality's position there, or -1.
+  std::vector<uint32_t> personalities;
+  std::vector<int> personality_of;
+  // plan_* : section headers in file order
+  std::vector<PlannedSection> sections;
+  std::vector<size_t> code_index, rela_index, data_index, data_rela_index;
+  std::vector<uint32_t> lsda_offset;                 // per function: within .gcc_except_table
+  std::string lsda_bytes;                            // .gcc_except_table
+  size_t lsda_index = 0;                             // 0: no .gcc_except_table
+  std::vector<size_t> dwref_group, dwref_data, dwref_rela;
+  std::vector<uint32_t> group_words;
+  EhFrameFixups eh_fix;
+  std::string eh_frame;
+  size_t eh_frame_index = 0, eh_rela_index = 0, note_index = 0, symtab_index = 0, shndx_index = 0, strtab_index = 0,
+         shstrtab_index = 0;
+  bool need_shndx = false;
+  // name_sections
+  std::string shstrtab;
+  // add_symbols
+  std::string strtab;
+  std::vector<Elf64_Sym> symbols;
+  std::vector<uint32_t> shndx_words;
+  std::vector<uint32_t> symbol_of_name;              // canonical name -> symbol (0: none yet)
+  std::vector<uint32_t> section_symbol;              // per function
+  uint32_t lsda_symbol = 0;
+  std::vector<uint32_t> dwref_symbol;                // per personality
+  std::vector<uint32_t> data_reloc_symbol;           // every global's relocations, in order
+  // lay_out_contents and after
+  std::string out;
+
+  ObjectWriter(const StampObjectView& view, const std::string& file, const std::vector<StampData>& globals)
+      : v(view), source_file_name(file), data(globals), F(view.function_count) {}
+
+  [[noreturn]] void fail(const std::string& reason) const { throw KilnError(kExitInternal, source_file_name, reason); }
+
+  std::string write() {
+    index_names();
+    check_input();
+    find_personalities();
+    sections.resize(1);
+    plan_code_and_data();
+    plan_lsda_table();
+    plan_dwrefs();
+    plan_eh_frame_and_tables();
+    name_sections();
+    add_symbols();
+    add_undefined_symbols();
+    lay_out_contents();
+    write_function_and_data_relocations();
+    write_eh_relocations();
+    write_tables();
+    write_header();
+    return std::move(out);
+  }
+
+  uint32_t name_index(std::string_view name) {
     auto [it, inserted] = index_of_name.emplace(name, static_cast<uint32_t>(names.size()));
     if (inserted) names.push_back(name), canon.push_back(it->second);
     return it->second;
-  };
-
-  // Undefined symbols that are weak or not of default visibility, by canonical name.
-  std::vector<const UndefinedSymbol*> undefined_of(names.size(), nullptr);
-  for (uint32_t u = 0; v.undefined && u < v.undefined_count; ++u) {
-    if (v.undefined[u].name.empty()) continue;
-    uint32_t c = name_index(v.undefined[u].name);
-    if (undefined_of.size() < names.size()) undefined_of.resize(names.size(), nullptr);
-    undefined_of[c] = &v.undefined[u];
   }
 
-  // Check the input.
-  std::vector<uint32_t> code_sizes(F);
-  std::vector<uint8_t> defined(names.size() + data.size(), 0);
-  for (uint32_t i = 0; i < F; ++i) {
-    if (v.function_name[i] >= v.name_count) fail("stamp function " + std::to_string(i) + " names no symbol");
-    const std::string& name = v.names[v.function_name[i]];
-    if (name.empty()) fail("stamp function " + std::to_string(i) + " has no name");
-    uint32_t c = canon[v.function_name[i]];
-    if (defined[c]) fail("function '" + name + "' is defined twice");
-    defined[c] = 1;
-    if (v.code_size[i] > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()))
-      fail("function '" + name + "' is too large for an sdata4 FDE range");
+  // Names: the view's, then those of undefined symbols that are weak or not of default
+  // visibility (by canonical name).
+  void index_names() {
+    names.assign(v.names, v.names + v.name_count);
+    index_of_name.reserve(names.size() + data.size());
+    canon.resize(names.size());
+    for (uint32_t n = 0; n < names.size(); ++n) canon[n] = index_of_name.emplace(names[n], n).first->second;
+    undefined_of.assign(names.size(), nullptr);
+    for (uint32_t u = 0; v.undefined && u < v.undefined_count; ++u) {
+      if (v.undefined[u].name.empty()) continue;
+      uint32_t c = name_index(v.undefined[u].name);
+      if (undefined_of.size() < names.size()) undefined_of.resize(names.size(), nullptr);
+      undefined_of[c] = &v.undefined[u];
+    }
+  }
+
+  void check_function_relocations(uint32_t i, const std::string& name) const {
     const StampReloc* r = v.relocs + v.reloc_start[i];
     for (uint32_t k = 0; k < v.reloc_count[i]; ++k) {
       uint32_t field = relocation_field_size(r[k].type);
@@ -248,170 +351,197 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
         fail("function '" + name + "': relocation at offset " + std::to_string(r[k].offset) + " runs past the end of its " +
              std::to_string(v.code_size[i]) + " bytes of code");
     }
-    if (v.personality && v.personality[i] != kNoPersonality && v.personality[i] >= v.name_count)
-      fail("function '" + name + "': personality names no symbol");
-    code_sizes[i] = v.code_size[i];
   }
-  std::vector<uint32_t> data_name(data.size());
-  for (size_t d = 0; d < data.size(); ++d) {
-    if (data[d].name.empty()) fail("global variable " + std::to_string(d) + " has no name");
-    data_name[d] = name_index(data[d].name);
-    if (defined.size() < names.size()) defined.resize(names.size(), 0);
-    if (defined[data_name[d]]) fail("'" + data[d].name + "' is defined twice");
-    defined[data_name[d]] = 1;
+
+  // Check the input: every function and global named and defined once, relocations
+  // of known types inside their code.
+  void check_input() {
+    code_sizes.resize(F);
+    defined.assign(names.size() + data.size(), 0);
+    for (uint32_t i = 0; i < F; ++i) {
+      if (v.function_name[i] >= v.name_count) fail("stamp function " + std::to_string(i) + " names no symbol");
+      const std::string& name = v.names[v.function_name[i]];
+      if (name.empty()) fail("stamp function " + std::to_string(i) + " has no name");
+      uint32_t c = canon[v.function_name[i]];
+      if (defined[c]) fail("function '" + name + "' is defined twice");
+      defined[c] = 1;
+      if (v.code_size[i] > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()))
+        fail("function '" + name + "' is too large for an sdata4 FDE range");
+      check_function_relocations(i, name);
+      if (v.personality && v.personality[i] != kNoPersonality && v.personality[i] >= v.name_count)
+        fail("function '" + name + "': personality names no symbol");
+      code_sizes[i] = v.code_size[i];
+    }
+    data_name.resize(data.size());
+    for (size_t d = 0; d < data.size(); ++d) {
+      if (data[d].name.empty()) fail("global variable " + std::to_string(d) + " has no name");
+      data_name[d] = name_index(data[d].name);
+      if (defined.size() < names.size()) defined.resize(names.size(), 0);
+      if (defined[data_name[d]]) fail("'" + data[d].name + "' is defined twice");
+      defined[data_name[d]] = 1;
+    }
   }
 
   // Distinct personalities, in first-use order; each gets a CIE and a DW.ref pointer.
-  std::vector<uint32_t> personalities;  // canonical name indexes
-  std::vector<int> personality_of(F, -1);
-  for (uint32_t i = 0; i < F; ++i) {
-    if (!v.personality || v.personality[i] == kNoPersonality) continue;
-    uint32_t c = canon[v.personality[i]];
-    auto it = std::find(personalities.begin(), personalities.end(), c);
-    personality_of[i] = static_cast<int>(it - personalities.begin());
-    if (it == personalities.end()) personalities.push_back(c);
+  void find_personalities() {
+    personality_of.assign(F, -1);
+    for (uint32_t i = 0; i < F; ++i) {
+      if (!v.personality || v.personality[i] == kNoPersonality) continue;
+      uint32_t c = canon[v.personality[i]];
+      auto it = std::find(personalities.begin(), personalities.end(), c);
+      personality_of[i] = static_cast<int>(it - personalities.begin());
+      if (it == personalities.end()) personalities.push_back(c);
+    }
   }
 
-  // Section headers, in file order; names go into .shstrtab afterwards.
-  std::vector<PlannedSection> sections(1);
-  auto add_section = [&](uint32_t type, uint64_t flags, uint64_t align, uint64_t size, const uint8_t* bytes) {
+  size_t add_section(SectionOwner owner, uint32_t type, uint64_t flags, uint64_t align, uint64_t size,
+                     const uint8_t* bytes) {
     PlannedSection s;
     s.header.sh_type = type;
     s.header.sh_flags = flags;
     s.header.sh_addralign = align;
     s.header.sh_size = size;
     s.bytes = bytes;
+    s.owner = owner;
     sections.push_back(s);
     return sections.size() - 1;
-  };
-  auto add_rela = [&](size_t target, uint64_t count, uint64_t extra_flags) {
-    size_t r = add_section(SHT_RELA, SHF_INFO_LINK | extra_flags, 8, count * sizeof(Elf64_Rela), nullptr);
+  }
+  size_t add_rela(size_t target, uint64_t count, uint64_t extra_flags) {
+    size_t r = add_section(SectionOwner::relocations(), SHT_RELA, SHF_INFO_LINK | extra_flags, 8,
+                           count * sizeof(Elf64_Rela), nullptr);
     sections[r].header.sh_info = static_cast<uint32_t>(target);
     sections[r].header.sh_entsize = sizeof(Elf64_Rela);
     return r;
-  };
-  std::vector<size_t> code_index(F), rela_index(F, 0);
-  for (uint32_t i = 0; i < F; ++i) {
-    code_index[i] = add_section(SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 16, v.code_size[i], v.code + v.code_start[i]);
-    if (v.reloc_count[i]) rela_index[i] = add_rela(code_index[i], v.reloc_count[i], 0);
   }
-  std::vector<size_t> data_index(data.size()), data_rela_index(data.size(), 0);
-  for (size_t d = 0; d < data.size(); ++d) {
-    const StampData& g = data[d];
-    data_index[d] = add_section(g.zero ? SHT_NOBITS : SHT_PROGBITS, SHF_ALLOC | (g.writable ? SHF_WRITE : 0),
-                                g.align ? g.align : 1, g.zero ? g.size : g.bytes.size(), g.bytes.data());
-    if (!g.relocations.empty()) data_rela_index[d] = add_rela(data_index[d], g.relocations.size(), 0);
+
+  // Section headers, in file order (names go into .shstrtab afterwards): each
+  // function's code and its relocations, then each global's.
+  void plan_code_and_data() {
+    code_index.resize(F);
+    rela_index.assign(F, 0);
+    for (uint32_t i = 0; i < F; ++i) {
+      code_index[i] = add_section(SectionOwner::function(i), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 16, v.code_size[i],
+                                  v.code + v.code_start[i]);
+      if (v.reloc_count[i]) rela_index[i] = add_rela(code_index[i], v.reloc_count[i], 0);
+    }
+    data_index.resize(data.size());
+    data_rela_index.assign(data.size(), 0);
+    for (size_t d = 0; d < data.size(); ++d) {
+      const StampData& g = data[d];
+      data_index[d] = add_section(SectionOwner::data(d), g.zero ? SHT_NOBITS : SHT_PROGBITS,
+                                  SHF_ALLOC | (g.writable ? SHF_WRITE : 0), g.align ? g.align : 1,
+                                  g.zero ? g.size : g.bytes.size(), g.bytes.data());
+      if (!g.relocations.empty()) data_rela_index[d] = add_rela(data_index[d], g.relocations.size(), 0);
+    }
   }
-  // Exception tables: every LSDA in one .gcc_except_table, each 4-byte aligned.
-  std::vector<uint32_t> lsda_offset(F, 0);
-  std::string except_bytes;
-  size_t except_index = 0;
-  if (!personalities.empty()) {
+
+  // Every LSDA in one .gcc_except_table, each 4-byte aligned.
+  void plan_lsda_table() {
+    lsda_offset.assign(F, 0);
+    if (personalities.empty()) return;
     for (uint32_t i = 0; i < F; ++i) {
       if (personality_of[i] < 0) continue;
-      pad_to(except_bytes, 4, '\0');
-      lsda_offset[i] = static_cast<uint32_t>(except_bytes.size());
-      except_bytes.append(reinterpret_cast<const char*>(v.lsda + v.lsda_start[i]), v.lsda_size[i]);
+      pad_to(lsda_bytes, 4, '\0');
+      lsda_offset[i] = static_cast<uint32_t>(lsda_bytes.size());
+      lsda_bytes.append(reinterpret_cast<const char*>(v.lsda + v.lsda_start[i]), v.lsda_size[i]);
     }
-    except_index = add_section(SHT_PROGBITS, SHF_ALLOC, 4, except_bytes.size(),
-                               reinterpret_cast<const uint8_t*>(except_bytes.data()));
+    lsda_index = add_section(SectionOwner::of(SectionOwner::Kind::lsda_table), SHT_PROGBITS, SHF_ALLOC, 4,
+                             lsda_bytes.size(), reinterpret_cast<const uint8_t*>(lsda_bytes.data()));
   }
+
   // DW.ref.NAME: a hidden pointer to each personality, in its own COMDAT group so that
   // every object that needs it can carry it (the group comes before its members).
-  static const uint8_t kZeros[8] = {};
-  std::vector<size_t> dwref_group(personalities.size()), dwref_data(personalities.size()), dwref_rela(personalities.size());
-  std::vector<uint32_t> group_words(3 * personalities.size());
-  for (size_t p = 0; p < personalities.size(); ++p) {
-    dwref_group[p] = add_section(SHT_GROUP, 0, 4, 12, reinterpret_cast<const uint8_t*>(&group_words[3 * p]));
-    sections[dwref_group[p]].header.sh_entsize = 4;
-    dwref_data[p] = add_section(SHT_PROGBITS, SHF_ALLOC | SHF_WRITE | SHF_GROUP, 8, 8, kZeros);
-    dwref_rela[p] = add_rela(dwref_data[p], 1, SHF_GROUP);
-    group_words[3 * p] = GRP_COMDAT;
-    group_words[3 * p + 1] = static_cast<uint32_t>(dwref_data[p]);
-    group_words[3 * p + 2] = static_cast<uint32_t>(dwref_rela[p]);
+  void plan_dwrefs() {
+    const size_t P = personalities.size();
+    dwref_group.resize(P), dwref_data.resize(P), dwref_rela.resize(P);
+    group_words.resize(3 * P);  // sized once: the group sections point into it
+    for (size_t p = 0; p < P; ++p) {
+      dwref_group[p] = add_section(SectionOwner::dwref_group(p), SHT_GROUP, 0, 4, 12,
+                                   reinterpret_cast<const uint8_t*>(&group_words[3 * p]));
+      sections[dwref_group[p]].header.sh_entsize = 4;
+      dwref_data[p] = add_section(SectionOwner::dwref(p), SHT_PROGBITS, SHF_ALLOC | SHF_WRITE | SHF_GROUP, 8, 8, kZeros);
+      dwref_rela[p] = add_rela(dwref_data[p], 1, SHF_GROUP);
+      group_words[3 * p] = GRP_COMDAT;
+      group_words[3 * p + 1] = static_cast<uint32_t>(dwref_data[p]);
+      group_words[3 * p + 2] = static_cast<uint32_t>(dwref_rela[p]);
+    }
   }
-  EhFrameFixups eh_fix;
-  std::string eh_frame = build_eh_frame(code_sizes, personality_of, personalities.size(), eh_fix);
-  size_t eh_frame_index =
-      add_section(kShtX8664Unwind, SHF_ALLOC, 8, eh_frame.size(), reinterpret_cast<const uint8_t*>(eh_frame.data()));
-  size_t eh_rela_index = 0;
-  uint64_t eh_relocs = personalities.size() + F;
-  for (uint32_t i = 0; i < F; ++i) eh_relocs += personality_of[i] >= 0;
-  if (F) eh_rela_index = add_rela(eh_frame_index, eh_relocs, 0);
-  size_t note_index = add_section(SHT_PROGBITS, 0, 1, 0, nullptr);
-  size_t symtab_index = add_section(SHT_SYMTAB, 0, 8, 0, nullptr);
-  // Section indexes from SHN_LORESERVE up do not fit st_shndx: such objects need a
-  // .symtab_shndx section (and extended numbering in the ELF header, below).
-  bool need_shndx = eh_frame_index >= SHN_LORESERVE;  // the highest index a symbol names
-  size_t shndx_index = need_shndx ? add_section(SHT_SYMTAB_SHNDX, 0, 4, 0, nullptr) : 0;
-  size_t strtab_index = add_section(SHT_STRTAB, 0, 1, 0, nullptr);
-  size_t shstrtab_index = add_section(SHT_STRTAB, 0, 1, 0, nullptr);
+
+  // .eh_frame and its relocations, .note.GNU-stack, then the tables (filled in last).
+  void plan_eh_frame_and_tables() {
+    eh_frame = build_eh_frame(code_sizes, personality_of, personalities.size(), eh_fix);
+    eh_frame_index = add_section(SectionOwner::of(SectionOwner::Kind::eh_frame), kShtX8664Unwind, SHF_ALLOC, 8,
+                                 eh_frame.size(), reinterpret_cast<const uint8_t*>(eh_frame.data()));
+    uint64_t eh_relocs = personalities.size() + F;
+    for (uint32_t i = 0; i < F; ++i) eh_relocs += personality_of[i] >= 0;
+    if (F) eh_rela_index = add_rela(eh_frame_index, eh_relocs, 0);
+    note_index = add_section(SectionOwner::of(SectionOwner::Kind::note), SHT_PROGBITS, 0, 1, 0, nullptr);
+    symtab_index = add_section(SectionOwner::of(SectionOwner::Kind::symtab), SHT_SYMTAB, 0, 8, 0, nullptr);
+    // Section indexes from SHN_LORESERVE up do not fit st_shndx: such objects need a
+    // .symtab_shndx section (and extended numbering in the ELF header, below).
+    need_shndx = eh_frame_index >= SHN_LORESERVE;  // the highest index a symbol names
+    if (need_shndx)
+      shndx_index = add_section(SectionOwner::of(SectionOwner::Kind::symtab_shndx), SHT_SYMTAB_SHNDX, 0, 4, 0, nullptr);
+    strtab_index = add_section(SectionOwner::of(SectionOwner::Kind::strtab), SHT_STRTAB, 0, 1, 0, nullptr);
+    shstrtab_index = add_section(SectionOwner::of(SectionOwner::Kind::shstrtab), SHT_STRTAB, 0, 1, 0, nullptr);
+  }
+
+  // Appends section i's name (without ".rela") to .shstrtab.
+  void append_name(size_t i) {
+    const SectionOwner& owner = sections[i].owner;
+    using Kind = SectionOwner::Kind;
+    switch (owner.kind()) {
+      case Kind::function: {
+        const std::string& sec = v.section[owner.index()];
+        if (sec.empty()) shstrtab += ".text.", shstrtab += v.names[v.function_name[owner.index()]];
+        else shstrtab += sec;
+        return;
+      }
+      case Kind::data: shstrtab += data[owner.index()].section; return;
+      case Kind::dwref:
+        shstrtab += ".data.DW.ref.";
+        shstrtab += names[personalities[owner.index()]];
+        return;
+      case Kind::dwref_group: shstrtab += ".group"; return;
+      case Kind::eh_frame: shstrtab += ".eh_frame"; return;
+      case Kind::lsda_table: shstrtab += ".gcc_except_table"; return;
+      case Kind::note: shstrtab += ".note.GNU-stack"; return;
+      case Kind::symtab: shstrtab += ".symtab"; return;
+      case Kind::symtab_shndx: shstrtab += ".symtab_shndx"; return;
+      case Kind::strtab: shstrtab += ".strtab"; return;
+      case Kind::none:
+      case Kind::relocations:
+      case Kind::shstrtab: return;  // named by name_sections itself
+    }
+  }
 
   // Section names: ".rela.X" first so that "X" can point into its tail.
-  std::string shstrtab(1, '\0');
-  shstrtab.reserve(64 + 96 * F);
-  // Which function, global or personality each section belongs to (for its name).
-  std::vector<int64_t> owner(sections.size(), -1);  // >= 0: function; <= -2: data -(d+2)
-  for (uint32_t i = 0; i < F; ++i) owner[code_index[i]] = i;
-  for (size_t d = 0; d < data.size(); ++d) owner[data_index[d]] = -static_cast<int64_t>(d) - 2;
-  std::vector<int64_t> dwref_of(sections.size(), -1);
-  for (size_t p = 0; p < personalities.size(); ++p) dwref_of[dwref_data[p]] = static_cast<int64_t>(p), dwref_of[dwref_group[p]] = -2;
-  auto append_name = [&](size_t i) {
-    if (owner[i] >= 0) {
-      const std::string& sec = v.section[owner[i]];
-      if (sec.empty()) shstrtab += ".text.", shstrtab += v.names[v.function_name[owner[i]]];
-      else shstrtab += sec;
-    } else if (owner[i] <= -2) {
-      shstrtab += data[static_cast<size_t>(-owner[i] - 2)].section;
-    } else if (dwref_of[i] >= 0) {
-      shstrtab += ".data.DW.ref.";
-      shstrtab += names[personalities[static_cast<size_t>(dwref_of[i])]];
-    } else if (dwref_of[i] == -2) {
-      shstrtab += ".group";
-    } else if (i == eh_frame_index) {
-      shstrtab += ".eh_frame";
-    } else if (except_index && i == except_index) {
-      shstrtab += ".gcc_except_table";
-    } else if (i == note_index) {
-      shstrtab += ".note.GNU-stack";
-    } else if (i == symtab_index) {
-      shstrtab += ".symtab";
-    } else if (need_shndx && i == shndx_index) {
-      shstrtab += ".symtab_shndx";
-    } else if (i == strtab_index) {
-      shstrtab += ".strtab";
+  void name_sections() {
+    shstrtab.assign(1, '\0');
+    shstrtab.reserve(64 + 96 * F);
+    for (size_t i = 1; i < sections.size(); ++i) {
+      Elf64_Shdr& h = sections[i].header;
+      if (h.sh_type != SHT_RELA) continue;
+      h.sh_name = static_cast<uint32_t>(shstrtab.size());
+      shstrtab += ".rela";
+      append_name(h.sh_info);
+      shstrtab.push_back('\0');
+      sections[h.sh_info].header.sh_name = h.sh_name + 5;
     }
-  };
-  for (size_t i = 1; i < sections.size(); ++i) {
-    Elf64_Shdr& h = sections[i].header;
-    if (h.sh_type != SHT_RELA) continue;
-    h.sh_name = static_cast<uint32_t>(shstrtab.size());
-    shstrtab += ".rela";
-    append_name(h.sh_info);
-    shstrtab.push_back('\0');
-    sections[h.sh_info].header.sh_name = h.sh_name + 5;
-  }
-  for (size_t i = 1; i < sections.size(); ++i) {
-    Elf64_Shdr& h = sections[i].header;
-    if (h.sh_name != 0 || i == shstrtab_index) continue;
-    h.sh_name = static_cast<uint32_t>(shstrtab.size());
-    append_name(i);
+    for (size_t i = 1; i < sections.size(); ++i) {
+      Elf64_Shdr& h = sections[i].header;
+      if (h.sh_name != 0 || i == shstrtab_index) continue;
+      h.sh_name = static_cast<uint32_t>(shstrtab.size());
+      append_name(i);
+      shstrtab.push_back('\0');
+    }
+    sections[shstrtab_index].header.sh_name = static_cast<uint32_t>(shstrtab.size());
+    shstrtab += ".shstrtab";
     shstrtab.push_back('\0');
   }
-  sections[shstrtab_index].header.sh_name = static_cast<uint32_t>(shstrtab.size());
-  shstrtab += ".shstrtab";
-  shstrtab.push_back('\0');
 
-  // Symbols: locals (file, section symbols, local functions and data), then globals.
-  std::string strtab(1, '\0');
-  strtab.reserve(source_file_name.size() + shstrtab.size() + 64 * F);
-  std::vector<Elf64_Sym> symbols;
-  symbols.reserve(3 + 2 * F + data.size() + personalities.size());
-  std::vector<uint32_t> shndx_words;
-  std::vector<uint32_t> symbol_of_name(names.size(), 0);  // canonical name -> symbol (0: none yet)
-  constexpr size_t kAbsolute = std::numeric_limits<size_t>::max();
-  auto add_symbol = [&](std::string_view name, unsigned char bind, unsigned char type, uint8_t other, size_t section,
-                        uint64_t size) {
+  uint32_t add_symbol(std::string_view name, unsigned char bind, unsigned char type, uint8_t other, size_t section,
+                      uint64_t size) {
     Elf64_Sym s{};
     if (!name.empty()) {
       s.st_name = static_cast<uint32_t>(strtab.size());
@@ -433,37 +563,10 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
     s.st_size = size;
     symbols.push_back(s);
     return static_cast<uint32_t>(symbols.size() - 1);
-  };
-  add_symbol("", STB_LOCAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
-  add_symbol(source_file_name, STB_LOCAL, STT_FILE, STV_DEFAULT, kAbsolute, 0);
-  std::vector<uint32_t> section_symbol(F);
-  for (uint32_t i = 0; i < F; ++i) section_symbol[i] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
-  add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, eh_frame_index, 0);
-  uint32_t except_symbol = except_index ? add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, except_index, 0) : 0;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (uint32_t i = 0; i < F; ++i) {
-      if ((v.binding[i] == SymbolBinding::local) != (pass == 0)) continue;
-      uint32_t c = canon[v.function_name[i]];
-      symbol_of_name[c] = add_symbol(names[c], st_bind_for(v.binding[i]), STT_FUNC, st_other_for(v.visibility[i]),
-                                     code_index[i], v.code_size[i]);
-    }
-    for (size_t d = 0; d < data.size(); ++d) {
-      const StampData& g = data[d];
-      if ((g.binding == SymbolBinding::local) != (pass == 0)) continue;
-      symbol_of_name[data_name[d]] =
-          add_symbol(g.name, st_bind_for(g.binding), STT_OBJECT, st_other_for(g.visibility), data_index[d], g.size);
-    }
-    if (pass == 0) sections[symtab_index].header.sh_info = static_cast<uint32_t>(symbols.size());
   }
-  std::vector<uint32_t> dwref_symbol(personalities.size());
-  std::string dwref_name;
-  for (size_t p = 0; p < personalities.size(); ++p) {
-    dwref_name = "DW.ref.";
-    dwref_name += names[personalities[p]];
-    dwref_symbol[p] = add_symbol(dwref_name, STB_WEAK, STT_OBJECT, STV_HIDDEN, dwref_data[p], 8);
-    sections[dwref_group[p]].header.sh_info = dwref_symbol[p];  // the group's signature
-  }
-  auto symbol_for = [&](uint32_t name) {
+
+  // The symbol of name `name`; one not defined here becomes an undefined symbol.
+  uint32_t symbol_for(uint32_t name) {
     uint32_t c = canon[name];
     if (!symbol_of_name[c]) {
       const UndefinedSymbol* u = c < undefined_of.size() ? undefined_of[c] : nullptr;
@@ -472,78 +575,123 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
       symbol_of_name[c] = add_symbol(names[c], bind, STT_NOTYPE, u ? st_other_for(u->visibility) : STV_DEFAULT, SHN_UNDEF, 0);
     }
     return symbol_of_name[c];
-  };
+  }
+
+  // Symbols: locals (file, section symbols, local functions and data), then globals,
+  // then the DW.ref pointers.
+  void add_symbols() {
+    strtab.assign(1, '\0');
+    strtab.reserve(source_file_name.size() + shstrtab.size() + 64 * F);
+    symbols.reserve(3 + 2 * F + data.size() + personalities.size());
+    symbol_of_name.assign(names.size(), 0);
+    add_symbol("", STB_LOCAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
+    add_symbol(source_file_name, STB_LOCAL, STT_FILE, STV_DEFAULT, kAbsolute, 0);
+    section_symbol.resize(F);
+    for (uint32_t i = 0; i < F; ++i) section_symbol[i] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
+    add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, eh_frame_index, 0);
+    lsda_symbol = lsda_index ? add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, lsda_index, 0) : 0;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (uint32_t i = 0; i < F; ++i) {
+        if ((v.binding[i] == SymbolBinding::local) != (pass == 0)) continue;
+        uint32_t c = canon[v.function_name[i]];
+        symbol_of_name[c] = add_symbol(names[c], st_bind_for(v.binding[i]), STT_FUNC, st_other_for(v.visibility[i]),
+                                       code_index[i], v.code_size[i]);
+      }
+      for (size_t d = 0; d < data.size(); ++d) {
+        const StampData& g = data[d];
+        if ((g.binding == SymbolBinding::local) != (pass == 0)) continue;
+        symbol_of_name[data_name[d]] =
+            add_symbol(g.name, st_bind_for(g.binding), STT_OBJECT, st_other_for(g.visibility), data_index[d], g.size);
+      }
+      if (pass == 0) sections[symtab_index].header.sh_info = static_cast<uint32_t>(symbols.size());
+    }
+    dwref_symbol.resize(personalities.size());
+    std::string dwref_name;
+    for (size_t p = 0; p < personalities.size(); ++p) {
+      dwref_name = "DW.ref.";
+      dwref_name += names[personalities[p]];
+      dwref_symbol[p] = add_symbol(dwref_name, STB_WEAK, STT_OBJECT, STV_HIDDEN, dwref_data[p], 8);
+      sections[dwref_group[p]].header.sh_info = dwref_symbol[p];  // the group's signature
+    }
+  }
 
   // Undefined symbols, in first-use order (functions' relocations, globals', then
   // personalities), so that every table's size is known before anything is written.
-  for (uint32_t i = 0; i < F; ++i) {
-    const StampReloc* r = v.relocs + v.reloc_start[i];
-    for (uint32_t k = 0; k < v.reloc_count[i]; ++k) symbol_for(r[k].symbol);
-  }
-  std::vector<uint32_t> data_reloc_symbol;  // every global's relocations, in order
-  for (size_t d = 0; d < data.size(); ++d) {
-    for (const StampRelocation& r : data[d].relocations) {
-      if (r.symbol.empty()) fail("global '" + data[d].name + "': relocation names no symbol");
-      uint32_t name = name_index(r.symbol);
-      if (symbol_of_name.size() < names.size()) symbol_of_name.resize(names.size(), 0);
-      data_reloc_symbol.push_back(symbol_for(name));
+  void add_undefined_symbols() {
+    for (uint32_t i = 0; i < F; ++i) {
+      const StampReloc* r = v.relocs + v.reloc_start[i];
+      for (uint32_t k = 0; k < v.reloc_count[i]; ++k) symbol_for(r[k].symbol);
     }
+    for (size_t d = 0; d < data.size(); ++d) {
+      for (const StampRelocation& r : data[d].relocations) {
+        if (r.symbol.empty()) fail("global '" + data[d].name + "': relocation names no symbol");
+        uint32_t name = name_index(r.symbol);
+        if (symbol_of_name.size() < names.size()) symbol_of_name.resize(names.size(), 0);
+        data_reloc_symbol.push_back(symbol_for(name));
+      }
+    }
+    for (uint32_t p : personalities) symbol_for(p);
   }
-  for (uint32_t p : personalities) symbol_for(p);
 
   // Layout of everything before .symtab: contents copied straight into place.
-  std::string out;
-  size_t pos = sizeof(Elf64_Ehdr);
-  for (size_t i = 1; i < symtab_index; ++i) {
-    Elf64_Shdr& h = sections[i].header;
-    uint64_t align = h.sh_addralign ? h.sh_addralign : 1;
-    pos = (pos + align - 1) / align * align;
-    h.sh_offset = pos;
-    if (h.sh_type != SHT_NOBITS) pos += h.sh_size;
-  }
-  out.reserve(pos + 8 + symbols.size() * (sizeof(Elf64_Sym) + 4) + 4 + strtab.size() + shstrtab.size() + 8 +
-              sections.size() * sizeof(Elf64_Shdr));
-  out.resize(pos, '\0');
-  for (size_t i = 1; i < symtab_index; ++i) {
-    const PlannedSection& s = sections[i];
-    if (s.bytes && s.header.sh_type != SHT_NOBITS && s.header.sh_size)
-      std::memcpy(&out[s.header.sh_offset], s.bytes, s.header.sh_size);
-  }
-
-  // Relocations, written in place (undefined symbols are added in first-use order).
-  for (uint32_t i = 0; i < F; ++i) {
-    size_t at = sections[rela_index[i]].header.sh_offset;
-    const StampReloc* r = v.relocs + v.reloc_start[i];
-    for (uint32_t k = 0; k < v.reloc_count[i]; ++k, at += sizeof(Elf64_Rela))
-      put_rela_at(out, at, r[k].offset, symbol_for(r[k].symbol), r[k].type, r[k].addend);
-  }
-  for (size_t d = 0, k = 0; d < data.size(); ++d) {
-    if (data[d].relocations.empty()) continue;
-    size_t at = sections[data_rela_index[d]].header.sh_offset;
-    for (const StampRelocation& r : data[d].relocations) {
-      put_rela_at(out, at, r.offset, data_reloc_symbol[k++], r.type, r.addend);
-      at += sizeof(Elf64_Rela);
+  void lay_out_contents() {
+    size_t pos = sizeof(Elf64_Ehdr);
+    for (size_t i = 1; i < symtab_index; ++i) {
+      Elf64_Shdr& h = sections[i].header;
+      uint64_t align = h.sh_addralign ? h.sh_addralign : 1;
+      pos = (pos + align - 1) / align * align;
+      h.sh_offset = pos;
+      if (h.sh_type != SHT_NOBITS) pos += h.sh_size;
+    }
+    out.reserve(pos + 8 + symbols.size() * (sizeof(Elf64_Sym) + 4) + 4 + strtab.size() + shstrtab.size() + 8 +
+                sections.size() * sizeof(Elf64_Shdr));
+    out.resize(pos, '\0');
+    for (size_t i = 1; i < symtab_index; ++i) {
+      const PlannedSection& s = sections[i];
+      if (s.bytes && s.header.sh_type != SHT_NOBITS && s.header.sh_size)
+        std::memcpy(&out[s.header.sh_offset], s.bytes, s.header.sh_size);
     }
   }
-  if (F) {
-    // .eh_frame's relocations in offset order: CIE personality pointers come first.
-    size_t at = sections[eh_rela_index].header.sh_offset;
-    for (size_t p = 0; p < personalities.size(); ++p, at += sizeof(Elf64_Rela))
-      put_rela_at(out, at, eh_fix.personality_pointer[p], dwref_symbol[p], R_X86_64_PC32, 0);
+
+  // Relocations, written in place (every symbol exists by now).
+  void write_function_and_data_relocations() {
     for (uint32_t i = 0; i < F; ++i) {
-      put_rela_at(out, at, eh_fix.pc_begin[i], section_symbol[i], R_X86_64_PC32, 0);
-      at += sizeof(Elf64_Rela);
-      if (personality_of[i] >= 0) {
-        put_rela_at(out, at, eh_fix.lsda_pointer[i], except_symbol, R_X86_64_PC32, lsda_offset[i]);
+      size_t at = sections[rela_index[i]].header.sh_offset;
+      const StampReloc* r = v.relocs + v.reloc_start[i];
+      for (uint32_t k = 0; k < v.reloc_count[i]; ++k, at += sizeof(Elf64_Rela))
+        put_rela_at(out, at, r[k].offset, symbol_for(r[k].symbol), r[k].type, r[k].addend);
+    }
+    for (size_t d = 0, k = 0; d < data.size(); ++d) {
+      if (data[d].relocations.empty()) continue;
+      size_t at = sections[data_rela_index[d]].header.sh_offset;
+      for (const StampRelocation& r : data[d].relocations) {
+        put_rela_at(out, at, r.offset, data_reloc_symbol[k++], r.type, r.addend);
         at += sizeof(Elf64_Rela);
       }
     }
   }
-  for (size_t p = 0; p < personalities.size(); ++p)
-    put_rela_at(out, sections[dwref_rela[p]].header.sh_offset, 0, symbol_for(personalities[p]), R_X86_64_64, 0);
 
-  // Symbol, string and section name tables, then the section header table.
-  auto append_section = [&](size_t i, const void* bytes, size_t size, uint64_t entsize, uint32_t link) {
+  // .eh_frame's relocations in offset order (CIE personality pointers first), and
+  // each DW.ref pointer's.
+  void write_eh_relocations() {
+    if (F) {
+      size_t at = sections[eh_rela_index].header.sh_offset;
+      for (size_t p = 0; p < personalities.size(); ++p, at += sizeof(Elf64_Rela))
+        put_rela_at(out, at, eh_fix.personality_pointer[p], dwref_symbol[p], kRelocPc32, 0);
+      for (uint32_t i = 0; i < F; ++i) {
+        put_rela_at(out, at, eh_fix.pc_begin[i], section_symbol[i], kRelocPc32, 0);
+        at += sizeof(Elf64_Rela);
+        if (personality_of[i] >= 0) {
+          put_rela_at(out, at, eh_fix.lsda_pointer[i], lsda_symbol, kRelocPc32, lsda_offset[i]);
+          at += sizeof(Elf64_Rela);
+        }
+      }
+    }
+    for (size_t p = 0; p < personalities.size(); ++p)
+      put_rela_at(out, sections[dwref_rela[p]].header.sh_offset, 0, symbol_for(personalities[p]), kReloc64, 0);
+  }
+
+  void append_section(size_t i, const void* bytes, size_t size, uint64_t entsize, uint32_t link) {
     Elf64_Shdr& h = sections[i].header;
     pad_to(out, h.sh_addralign ? h.sh_addralign : 1, '\0');
     h.sh_offset = out.size();
@@ -551,42 +699,56 @@ std::string write_stamp_object(const StampObjectView& v, const std::string& sour
     h.sh_entsize = entsize;
     h.sh_link = link;
     out.append(static_cast<const char*>(bytes), size);
-  };
-  append_section(symtab_index, symbols.data(), symbols.size() * sizeof(Elf64_Sym), sizeof(Elf64_Sym),
-                 static_cast<uint32_t>(strtab_index));
-  if (need_shndx)
-    append_section(shndx_index, shndx_words.data(), shndx_words.size() * 4, 4, static_cast<uint32_t>(symtab_index));
-  append_section(strtab_index, strtab.data(), strtab.size(), 0, 0);
-  append_section(shstrtab_index, shstrtab.data(), shstrtab.size(), 0, 0);
-  for (size_t i = 1; i < sections.size(); ++i)
-    if (sections[i].header.sh_link == 0 &&
-        (sections[i].header.sh_type == SHT_RELA || sections[i].header.sh_type == SHT_GROUP))
-      sections[i].header.sh_link = static_cast<uint32_t>(symtab_index);
-  pad_to(out, 8, '\0');
-  uint64_t shoff = out.size();
-  // Extended numbering: the real counts live in the null section's header.
-  if (sections.size() >= SHN_LORESERVE) sections[0].header.sh_size = sections.size();
-  if (shstrtab_index >= SHN_LORESERVE) sections[0].header.sh_link = static_cast<uint32_t>(shstrtab_index);
-  out.reserve(out.size() + sections.size() * sizeof(Elf64_Shdr));
-  for (const PlannedSection& s : sections) put_struct(out, s.header);
+  }
 
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
-  eh.e_type = ET_REL;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
-  eh.e_shoff = shoff;
-  eh.e_ehsize = sizeof(Elf64_Ehdr);
-  eh.e_shentsize = sizeof(Elf64_Shdr);
-  eh.e_shnum = sections.size() >= SHN_LORESERVE ? 0 : static_cast<uint16_t>(sections.size());
-  eh.e_shstrndx = shstrtab_index >= SHN_LORESERVE ? static_cast<uint16_t>(SHN_XINDEX)
-                                                  : static_cast<uint16_t>(shstrtab_index);
-  std::memcpy(&out[0], &eh, sizeof eh);
-  return out;
+  // Symbol, string and section name tables, then the section header table.
+  void write_tables() {
+    append_section(symtab_index, symbols.data(), symbols.size() * sizeof(Elf64_Sym), sizeof(Elf64_Sym),
+                   static_cast<uint32_t>(strtab_index));
+    if (need_shndx)
+      append_section(shndx_index, shndx_words.data(), shndx_words.size() * 4, 4, static_cast<uint32_t>(symtab_index));
+    append_section(strtab_index, strtab.data(), strtab.size(), 0, 0);
+    append_section(shstrtab_index, shstrtab.data(), shstrtab.size(), 0, 0);
+    for (size_t i = 1; i < sections.size(); ++i)
+      if (sections[i].header.sh_link == 0 &&
+          (sections[i].header.sh_type == SHT_RELA || sections[i].header.sh_type == SHT_GROUP))
+        sections[i].header.sh_link = static_cast<uint32_t>(symtab_index);
+    pad_to(out, 8, '\0');
+  }
+
+  // The section header table, and the ELF header at the start of the file.
+  void write_header() {
+    uint64_t shoff = out.size();
+    // Extended numbering: the real counts live in the null section's header.
+    if (sections.size() >= SHN_LORESERVE) sections[0].header.sh_size = sections.size();
+    if (shstrtab_index >= SHN_LORESERVE) sections[0].header.sh_link = static_cast<uint32_t>(shstrtab_index);
+    out.reserve(out.size() + sections.size() * sizeof(Elf64_Shdr));
+    for (const PlannedSection& s : sections) put_struct(out, s.header);
+
+    Elf64_Ehdr eh{};
+    std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_ident[EI_VERSION] = EV_CURRENT;
+    eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
+    eh.e_type = ET_REL;
+    eh.e_machine = EM_X86_64;
+    eh.e_version = EV_CURRENT;
+    eh.e_shoff = shoff;
+    eh.e_ehsize = sizeof(Elf64_Ehdr);
+    eh.e_shentsize = sizeof(Elf64_Shdr);
+    eh.e_shnum = sections.size() >= SHN_LORESERVE ? 0 : static_cast<uint16_t>(sections.size());
+    eh.e_shstrndx = shstrtab_index >= SHN_LORESERVE ? static_cast<uint16_t>(SHN_XINDEX)
+                                                    : static_cast<uint16_t>(shstrtab_index);
+    std::memcpy(&out[0], &eh, sizeof eh);
+  }
+};
+
+}  // namespace
+
+std::string write_stamp_object(const StampObjectView& v, const std::string& source_file_name,
+                               const std::vector<StampData>& data) {
+  return ObjectWriter(v, source_file_name, data).write();
 }
 
 std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name,

@@ -11,17 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "stamp_emit.h"
+#include "stamp_emit.h"  // StampReloc, StampRelocType (kReloc*)
 
 namespace kiln {
-
-// x86-64 ELF relocation types stamp uses.
-enum StampRelocType : uint32_t {
-  kRelocPc32 = 2,             // R_X86_64_PC32
-  kRelocPlt32 = 4,            // R_X86_64_PLT32 (calls)
-  kRelocGotPcRelX = 41,       // R_X86_64_GOTPCRELX (mov reg, [rip+sym@GOTPCREL] without REX)
-  kRelocRexGotPcRelX = 42,    // R_X86_64_REX_GOTPCRELX (with a REX prefix)
-};
 
 struct StampRelocation {
   uint32_t offset = 0;        // within the function's code
@@ -76,7 +68,7 @@ struct UndefinedSymbol {
 
 // What the stages produced for a module, as the writer reads it: symbol names by index,
 // and per function its name, binding, section and spans of the stages' output arrays
-// (code, relocations whose `symbol` indexes `names`, exception table). No copies and
+// (code, relocations whose `symbol` indexes `names`, LSDA). No copies and
 // no per-relocation strings, so writing costs little next to the stages.
 constexpr uint32_t kNoPersonality = 0xFFFFFFFFu;
 struct StampObjectView {

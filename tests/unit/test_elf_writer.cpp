@@ -18,12 +18,8 @@
 #include "fs.h"
 #include "kiln_config.h"
 #include "process.h"
+#include "stamp_eh_frame.h"
 #include "stamp_object.h"
-
-namespace kiln {
-// Defined in lib/stamp/stamp_object.cpp: the .eh_frame bytes, and where each FDE's pc_begin is.
-std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::vector<uint32_t>& pc_begin_offsets);
-}  // namespace kiln
 
 using namespace kiln;
 
