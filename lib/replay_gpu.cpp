@@ -93,7 +93,7 @@ class GpuStampService : public EmissionService {
         [&](size_t b, unsigned k, std::vector<StampOutput>& cut) {
           const StampGpuBatch& batch = batches[b];
           const StampGpuTimes& t = pool_[k].last_times();
-          const double kernels = t.order + t.frame + t.measure + t.offsets + t.encode + t.exception_tables;
+          const double kernels = t.order + t.frame + t.measure + t.offsets + t.encode + t.lsda;
           for (size_t j = 0; j < batch.modules.size(); ++j) {
             const size_t i = batch.modules[j];
             code[i] = std::move(cut[j]);

@@ -30,7 +30,7 @@ struct Module {
 
 void add(ReplayFlatRound& r, const StampGpuTimes& t) {
   r.prepare += t.prepare, r.upload += t.upload, r.order += t.order, r.frame += t.frame, r.measure += t.measure;
-  r.offsets += t.offsets, r.encode += t.encode, r.lsda += t.exception_tables, r.download += t.download, r.cut += t.cut;
+  r.offsets += t.offsets, r.encode += t.encode, r.lsda += t.lsda, r.download += t.download, r.cut += t.cut;
   r.launches += t.launches;
   r.span_begin = std::min(r.span_begin, t.span_begin), r.span_end = std::max(r.span_end, t.span_end);
 }
@@ -108,7 +108,7 @@ ReplayFlatRound cpu_round(const std::vector<Module>& modules, unsigned cpu_threa
   for (const Module& m : modules) {
     StampOutput code = run_stamp_cpu(m.flat.view(), 1);
     c.frame += code.frame, c.measure += code.measure, c.offsets += code.offsets, c.encode += code.encode;
-    c.lsda += code.exception_tables;
+    c.lsda += code.lsda_seconds;
     Stopwatch elf;
     std::string object = write_stamp_object(stamp_object_parts(m.flat, code).view, m.source);
     c.elf += elf.seconds();

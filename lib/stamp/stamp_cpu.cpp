@@ -229,7 +229,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
                    out.lsda.data() + out.lsda_start[fn]);
     });
   }
-  out.exception_tables = clock.lap();
+  out.lsda_seconds = clock.lap();
   out.launches = 10;
   return out;
 }

@@ -26,7 +26,7 @@ struct StampGpuTimes {
   double measure = 0;      // measure kernels
   double offsets = 0;      // offsets, scans, exception tables sized, the totals back to the host (the one wait before the download)
   double encode = 0;       // encode kernels
-  double exception_tables = 0;  // exception tables written
+  double lsda = 0;  // the LSDAs (exception tables) written
   double download = 0;     // code, relocations, exception tables: device -> pinned -> host
   double cut = 0;          // host: each module's output cut out of pinned staging
   uint64_t launches = 0;   // kernels, scans, sorts and selections, for the whole batch
@@ -36,7 +36,7 @@ struct StampGpuTimes {
   // batches on several streams give the span of a round: the first upload to the
   // last download, overlaps counted once.
   double span_begin = 0, span_end = 0;
-  double device_seconds() const { return upload + order + frame + measure + offsets + encode + exception_tables + download; }
+  double device_seconds() const { return upload + order + frame + measure + offsets + encode + lsda + download; }
 };
 
 class StampGpuExecutor {

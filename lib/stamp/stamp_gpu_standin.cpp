@@ -43,7 +43,7 @@ class CpuStandinExecutor final : public StampGpuExecutor {
     for (size_t k = 0; k < count; ++k) outputs.push_back(cut_stamp_output(out, batch, k));
     times_.cut = clock.lap();
     times_.frame = whole.frame, times_.measure = whole.measure, times_.offsets = whole.offsets;
-    times_.encode = whole.encode, times_.exception_tables = whole.exception_tables;
+    times_.encode = whole.encode, times_.lsda = whole.lsda_seconds;
     times_.launches = whole.launches;
     return outputs;
   }

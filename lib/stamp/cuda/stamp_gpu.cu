@@ -155,7 +155,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     measure();                           // 4
     offsets_and_table_sizes();           // 5
     encode();                            // 6
-    exception_tables();                  // 7
+    write_lsda();                        // 7
     download();                          // 8
     std::vector<StampOutput> outputs = cut(count);  // 9
     record_times();
@@ -358,7 +358,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(b_.code_size, b_.code_start, F);
     exclusive_scan(b_.reloc_count, b_.fn_reloc_start, F);
-    size_exception_tables();
+    size_lsda();
     uint32_t totals[6];
     fetch_totals(b_.per_fn, F, totals);
     b_.code_total = totals[0] + totals[1], b_.reloc_total = totals[2] + totals[3], b_.lsda_total = totals[4] + totals[5];
@@ -366,7 +366,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
   }
 
   // Step 5's exception tables: sizes per selected function, and their starts.
-  void size_exception_tables() {
+  void size_lsda() {
     const uint32_t N = b_.N, F = b_.F;
     const FlatModuleView& m = b_.m;
     uint32_t* lsda_work = lsda_work_.as<uint32_t>(6 * (size_t(N) + 1));
@@ -415,7 +415,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
   }
 
   // 7. Exception tables: headers per function, entries per invoke.
-  void exception_tables() {
+  void write_lsda() {
     const uint32_t N = b_.N, F = b_.F;
     b_.lsda = lsda_.as<uint8_t>(std::max<uint32_t>(b_.lsda_total, 1));
     if (b_.lsda_total) {
@@ -480,7 +480,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     times_.measure = elapsed(3, 4);
     times_.offsets = elapsed(4, 5);
     times_.encode = elapsed(5, 6);
-    times_.exception_tables = elapsed(6, 7);
+    times_.lsda = elapsed(6, 7);
     times_.download = elapsed(7, 8);
     times_.span_begin = since_epoch(events_[0]);
     times_.span_end = since_epoch(events_[8]);
