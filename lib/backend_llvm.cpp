@@ -65,9 +65,17 @@ struct ErrorCollector : llvm::DiagnosticHandler {
 };
 }  // namespace
 
-LlvmBackend::LlvmBackend(Profile profile) : profile_(profile), context_(std::make_unique<llvm::LLVMContext>()) {
+ParsedModule::ParsedModule() = default;
+ParsedModule::ParsedModule(ParsedModule&&) noexcept = default;
+ParsedModule& ParsedModule::operator=(ParsedModule&& other) noexcept {
+  module = std::move(other.module);  // the old module goes before its context
+  context = std::move(other.context);
+  return *this;
+}
+ParsedModule::~ParsedModule() = default;
+
+LlvmBackend::LlvmBackend(Profile profile) : profile_(profile) {
   initialize_llvm_x86();
-  context_->setDiagnosticHandler(std::make_unique<ErrorCollector>());
   llvm::Triple triple("x86_64-unknown-linux-gnu");
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
@@ -85,8 +93,12 @@ LlvmBackend::LlvmBackend(Profile profile) : profile_(profile), context_(std::mak
 
 LlvmBackend::~LlvmBackend() = default;
 
-std::unique_ptr<llvm::Module> LlvmBackend::parse(std::string_view bitcode, const std::string& label) {
-  return parse_bitcode(*context_, bitcode, label);
+ParsedModule LlvmBackend::parse(std::string_view bitcode, const std::string& label, const ParseChecks& checks) {
+  ParsedModule parsed;
+  parsed.context = std::make_unique<llvm::LLVMContext>();
+  parsed.context->setDiagnosticHandler(std::make_unique<ErrorCollector>());
+  parsed.module = parse_checked_module(*parsed.context, bitcode, label, checks);
+  return parsed;
 }
 
 std::string LlvmBackend::codegen(llvm::Module& module, const std::string& label) {
@@ -119,8 +131,7 @@ EmitResult LlvmBackend::emit(std::string_view bitcode, const std::string& label)
   EmitResult result;
   Stopwatch clock;
   // The triple is codegen's check, for every caller.
-  auto module = parse_checked_module(*context_, bitcode, label,
-                                     {.verify = true, .triple = false, .parse_seconds = &result.stages.parse});
+  ParsedModule module = parse(bitcode, label, {.verify = true, .triple = false, .parse_seconds = &result.stages.parse});
   result.stages.verify = clock.lap() - result.stages.parse;
   count_module(*module, result.counts.functions_llvm, result.counts.instructions_llvm);
   result.object = codegen(*module, label);

@@ -1,9 +1,11 @@
 // The `llvm` back end: LLVM's own code generator, in process. Each instance owns its
-// LLVMContext and TargetMachine, so workers never share LLVM state.
+// TargetMachine, and each module it reads gets an LLVMContext of its own, so neither
+// workers nor modules share LLVM state.
 #pragma once
 #include <memory>
 
 #include "backend.h"
+#include "bitcode.h"
 
 namespace llvm {
 class LLVMContext;
@@ -13,6 +15,22 @@ class TargetMachine;
 
 namespace kiln {
 
+// A module with the LLVMContext it lives in, one context per module. LLVM's object for a
+// module depends on what else its context read before: regex's debug-info modules come
+// out with different DWARF when other modules were parsed into the same context first,
+// so with one context per worker, objects depended on which modules a worker saw.
+struct ParsedModule {
+  std::unique_ptr<llvm::LLVMContext> context;
+  std::unique_ptr<llvm::Module> module;  // declared after the context: destroyed first
+  ParsedModule();
+  ParsedModule(ParsedModule&&) noexcept;
+  ParsedModule& operator=(ParsedModule&&) noexcept;
+  ~ParsedModule();
+  llvm::Module& operator*() const { return *module; }
+  llvm::Module* operator->() const { return module.get(); }
+  explicit operator bool() const { return module != nullptr; }
+};
+
 class LlvmBackend : public Backend {
  public:
   explicit LlvmBackend(Profile profile);
@@ -20,15 +38,14 @@ class LlvmBackend : public Backend {
   std::string name() const override { return "llvm"; }
   EmitResult emit(std::string_view bitcode, const std::string& label) override;
 
-  // The steps, for services that parse once and emit many times.
-  llvm::LLVMContext& context() { return *context_; }
-  std::unique_ptr<llvm::Module> parse(std::string_view bitcode, const std::string& label);
+  // The steps, for services that parse once and emit many times: a module in a fresh
+  // context that reports code generation's errors to codegen().
+  ParsedModule parse(std::string_view bitcode, const std::string& label, const ParseChecks& checks = {});
   // Generates code for a module (which is consumed: codegen rewrites IR).
   std::string codegen(llvm::Module& module, const std::string& label);
 
  private:
   Profile profile_;
-  std::unique_ptr<llvm::LLVMContext> context_;
   std::unique_ptr<llvm::TargetMachine> machine_;
 };
 

@@ -48,7 +48,7 @@ std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, 
 EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label) {
   EmitResult result;
   Stopwatch clock;
-  auto module = parse_checked_module(llvm_->context(), bitcode, label, {.parse_seconds = &result.stages.parse});
+  ParsedModule module = llvm_->parse(bitcode, label, {.parse_seconds = &result.stages.parse});
   result.stages.verify = clock.lap() - result.stages.parse;
 
   StampPlan plan = plan_stamp_module(*module, xxh3_128_hex(bitcode).substr(0, 12));

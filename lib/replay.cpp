@@ -53,7 +53,7 @@ uint64_t elf_text_bytes(const std::string& o) {
 StampModule prepare_stamp_module(LlvmBackend& llvm, const ReplayModule& m, ModuleEmission& e) {
   Stopwatch clock;
   StampModule sm;
-  auto parsed = parse_checked_module(llvm.context(), m.bytes, m.id);  // verified, and its triple checked
+  ParsedModule parsed = llvm.parse(m.bytes, m.id);  // verified, and its triple checked
   e.parse = clock.lap();
   sm.plan = plan_stamp_module(*parsed, m.id.substr(0, 12));  // m.id is the bitcode's xxh3-128
   sm.module = std::move(parsed);
@@ -88,7 +88,7 @@ struct Worker {
   LlvmBackend* llvm = nullptr;  // set when the back end can parse once and emit many times
   bool stamp = false;           // the stamp service: its own LLVM for parsing and fallback
   std::unique_ptr<LlvmBackend> stamp_llvm;
-  std::unordered_map<size_t, std::unique_ptr<llvm::Module>> parsed;
+  std::unordered_map<size_t, ParsedModule> parsed;  // each in its own context
   std::unordered_map<size_t, StampModule> stamp_modules;
 };
 
@@ -151,7 +151,7 @@ class CpuService : public EmissionService {
         if (!slot) {
           // Invalid IR can crash the code generator: verify once, like kiln-emit does
           // (codegen checks the triple).
-          slot = parse_checked_module(w.llvm->context(), m.bytes, m.id, {.verify = true, .triple = false});
+          slot = w.llvm->parse(m.bytes, m.id, {.verify = true, .triple = false});
           e.parse = clock.lap();
         }
         count_module(*slot, e.functions, e.instructions);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "backend_llvm.h"
 #include "backend_stamp.h"
 #include "replay.h"
 
@@ -21,7 +22,7 @@ uint64_t elf_text_bytes(const std::string& object);
 
 // A module as a stamp service keeps it: parsed, verified and planned (see StampPlan).
 struct StampModule {
-  std::unique_ptr<llvm::Module> module;
+  ParsedModule module;
   StampPlan plan;
 };
 

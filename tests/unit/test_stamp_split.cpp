@@ -311,14 +311,15 @@ TEST_CASE("llvm_half keeps all but the functions stamp emits, and the halves lin
 
   // The unsplit module, emitted whole: the reference result.
   LlvmBackend backend(Profile::fast);
+  llvm::LLVMContext ctx;
   std::string reference;
   {
-    auto whole = parse_ir(backend.context(), kSplitIr);
+    auto whole = parse_ir(ctx, kSplitIr);
     reference = link_and_run(dir.path, "whole", backend.codegen(*whole, "whole.ll"));
   }
   REQUIRE(reference.find(' ') != std::string::npos);
 
-  auto m = parse_ir(backend.context(), kSplitIr);
+  auto m = parse_ir(ctx, kSplitIr);
   expose_local_symbols(*m, "t1");
   // Stamp takes helper, the unnamed function and compute; LLVM keeps twice (and the
   // declaration of llabs, which nobody emits).
@@ -408,8 +409,9 @@ TEST_CASE("llvm_half reports marks that do not fit and halves that do not verify
 
 TEST_CASE("combine_objects fails with lld's reason on input that is not an object", "[stamp_split]") {
   LlvmBackend backend(Profile::fast);
-  auto m = parse_ir(backend.context(), "target triple = \"x86_64-unknown-linux-gnu\"\n"
-                                       "define i32 @f() {\n  ret i32 1\n}\n");
+  llvm::LLVMContext ctx;
+  auto m = parse_ir(ctx, "target triple = \"x86_64-unknown-linux-gnu\"\n"
+                        "define i32 @f() {\n  ret i32 1\n}\n");
   std::string good = backend.codegen(*m, "f.ll");
   CHECK(object_problem(combine_objects({good}, "one")).empty());
   try {
