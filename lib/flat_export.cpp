@@ -1036,14 +1036,13 @@ FlatExport export_flat(const llvm::Module& module) {
       for (const llvm::BasicBlock& bb : f)
         for (const llvm::Instruction& inst : bb)
           if (!inst.getName().starts_with("kiln.const")) ++v.instructions;
-      v.stamp = stamp;
       v.reasons = std::move(ex.reasons);
       out.verdicts.push_back(std::move(v));
       if (stamp) {
         out.flat.bindings.push_back(binding_of(f));
         out.flat.visibilities.push_back(visibility_of(f));
         out.flat.sections.push_back(f.hasSection() ? f.getSection().str() : std::string());
-        out.stamp_functions++;
+        out.stamp_function_count++;
       }
     }
     out.emitted_by_stamp.push_back(stamp);

@@ -71,7 +71,7 @@ void count_stamp_functions(const StampPlan& plan, ModuleEmission& e) {
   for (const auto& v : plan.flat.verdicts) {
     e.functions += 1;
     e.instructions += v.instructions;
-    if (v.stamp) e.functions_stamp++, e.instructions_stamp += v.instructions;
+    if (v.stamp()) e.functions_stamp++, e.instructions_stamp += v.instructions;
   }
 }
 
@@ -230,7 +230,7 @@ class CpuService : public EmissionService {
       count_stamp_functions(sm.plan, e);
       Stopwatch clock;
       std::string stamp_object;
-      if (sm.plan.flat.stamp_functions) stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
+      if (sm.plan.flat.stamp_function_count) stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
       e.codegen = clock.lap();
       e.elf = e.codegen - e.stages;
       finish_stamp_emission(*w.stamp_llvm, sm, m.id, stamp_object, e);

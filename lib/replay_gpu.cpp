@@ -84,7 +84,7 @@ class GpuStampService : public EmissionService {
     std::vector<GpuBatch> batches;
     for (size_t i = 0; i < modules_.size(); ++i) {
       const PreparedModule& p = prepared_[i];
-      if (!p.sm.module || !p.sm.plan.flat.stamp_functions) continue;
+      if (!p.sm.module || !p.sm.plan.flat.stamp_function_count) continue;
       if (batches.empty() || batches.back().instructions >= batch_instructions_) batches.emplace_back();
       batches.back().modules.push_back(i);
       batches.back().views.push_back(p.sm.plan.flat.flat.view());
@@ -152,7 +152,7 @@ class GpuStampService : public EmissionService {
       count_stamp_functions(p.sm.plan, e);
       Stopwatch clock;
       std::string stamp_object;
-      if (p.sm.plan.flat.stamp_functions) stamp_object = write_stamp_part(p.sm.plan, *p.sm.module, code);
+      if (p.sm.plan.flat.stamp_function_count) stamp_object = write_stamp_part(p.sm.plan, *p.sm.module, code);
       e.elf = clock.lap();
       e.codegen = e.stages + e.elf;
       finish_stamp_emission(*llvm_, p.sm, modules_[i].id, stamp_object, e);

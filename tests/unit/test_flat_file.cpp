@@ -38,7 +38,7 @@ static FlatModuleData exported(std::string* source) {
   llvm::LLVMContext ctx;
   auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(kCallsIr), "calls.bc");
   FlatExport flat = export_flat(*module);
-  REQUIRE(flat.stamp_functions == 2);
+  REQUIRE(flat.stamp_function_count == 2);
   *source = module->getSourceFileName();
   return flat.flat;
 }
