@@ -10,7 +10,7 @@
 #include "hash.h"
 #include "stamp_cpu.h"
 #include "stamp_object.h"
-#include "stamp_split.h"
+#include "fallback.h"
 #include "timeutil.h"
 
 namespace kiln {
@@ -73,7 +73,7 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
     result.object = std::move(stamp_object);
     return result;
   }
-  auto rest = llvm_half(*module, plan.flat.emitted_by_stamp);
+  auto rest = fallback_module(*module, plan.flat.emitted_by_stamp);
   std::string llvm_object = llvm_->codegen(*rest, label);
   result.stages.fallback = clock.lap();
   result.object = combine_objects({stamp_object, llvm_object}, label);

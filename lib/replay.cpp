@@ -18,7 +18,7 @@
 #include "backend_stamp.h"
 #include "flat_export.h"
 #include "replay_internal.h"
-#include "stamp_split.h"
+#include "fallback.h"
 #include "bitcode.h"
 #include "process.h"
 #include "corpus.h"
@@ -79,7 +79,7 @@ void finish_stamp_emission(LlvmBackend& llvm, const StampModule& sm, const std::
                            const std::string& stamp_object, ModuleEmission& e) {
   Stopwatch clock;
   std::string rest;
-  if (!sm.plan.whole) rest = llvm.codegen(*llvm_half(*sm.module, sm.plan.flat.emitted_by_stamp), id);
+  if (!sm.plan.whole) rest = llvm.codegen(*fallback_module(*sm.module, sm.plan.flat.emitted_by_stamp), id);
   e.fallback = clock.lap();
   e.object_xxh3 = xxh3_128_hex(stamp_object + rest);
   e.object_bytes = stamp_object.size() + rest.size();

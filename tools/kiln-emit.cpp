@@ -12,7 +12,7 @@
 #include "flat_export.h"
 #include "flat_file.h"
 #include "hash.h"
-#include "stamp_split.h"
+#include "fallback.h"
 #include "emit.h"
 #include "error.h"
 #include "fs.h"
