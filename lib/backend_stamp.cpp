@@ -10,7 +10,7 @@
 #include "hash.h"
 #include "stamp_cpu.h"
 #include "stamp_object.h"
-#include "stamp_split.h"
+#include "fallback.h"
 #include "timeutil.h"
 
 namespace kiln {
@@ -23,9 +23,9 @@ StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag) {
   materialize_aggregate_constants(module);
   plan.flat = export_flat(module);
   // Symbols local to the module become hidden globals so the halves can link.
-  if (plan.flat.stamp_functions) expose_local_symbols(module, tag);
+  if (plan.flat.stamp_function_count) expose_local_symbols(module, tag);
   plan.flat.resolve_symbol_names();
-  plan.whole = plan.flat.stamp_functions == plan.flat.verdicts.size() && export_globals(module, plan.data).empty();
+  plan.whole = plan.flat.stamp_function_count == plan.flat.verdicts.size() && export_globals(module, plan.data).empty();
   if (!plan.whole) plan.data.clear();
   return plan;
 }
@@ -54,10 +54,10 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   StampPlan plan = plan_stamp_module(*module, xxh3_128_hex(bitcode).substr(0, 12));
   result.stages.flat_export = clock.lap();
   for (const auto& v : plan.flat.verdicts) {
-    (v.stamp ? result.counts.functions_stamp : result.counts.functions_llvm)++;
-    (v.stamp ? result.counts.instructions_stamp : result.counts.instructions_llvm) += v.instructions;
+    (v.stamp() ? result.counts.functions_stamp : result.counts.functions_llvm)++;
+    (v.stamp() ? result.counts.instructions_stamp : result.counts.instructions_llvm) += v.instructions;
   }
-  if (plan.flat.stamp_functions == 0) {  // nothing for stamp: the whole module goes to llvm
+  if (plan.flat.stamp_function_count == 0) {  // nothing for stamp: the whole module goes to llvm
     result.object = llvm_->codegen(*module, label);
     result.stages.fallback = clock.lap();
     return result;
@@ -68,7 +68,7 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
     result.object = std::move(stamp_object);
     return result;
   }
-  auto rest = llvm_half(*module, plan.flat.emitted_by_stamp);
+  auto rest = fallback_module(*module, plan.flat.emitted_by_stamp);
   std::string llvm_object = llvm_->codegen(*rest, label);
   result.stages.fallback = clock.lap();
   result.object = combine_objects({stamp_object, llvm_object}, label);

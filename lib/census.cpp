@@ -98,8 +98,8 @@ static Verdict stamp_contract(llvm::Module& module, ModuleCensus& c) {
   std::map<std::string, uint64_t> reason_functions;
   std::vector<std::string> order;
   for (const auto& f : flat.verdicts) {
-    c.stamp_functions.push_back({f.name, f.instructions, f.reasons});
-    if (f.stamp) {
+    c.function_verdicts.push_back(f);
+    if (f.stamp()) {
       v.functions_stamp++;
       v.instructions_stamp += f.instructions;
       continue;
@@ -184,7 +184,7 @@ std::string ModuleCensus::to_json() const {
   // Debug information is not carried by stamp's objects yet: say so per module.
   w.field("stamp_drops_debug_info", facts.debug_info);
   w.key("stamp_fallback_functions").begin_array();
-  for (const auto& f : stamp_functions) {
+  for (const auto& f : function_verdicts) {
     if (f.reasons.empty()) continue;
     w.begin_object().field("name", f.name).field("instructions", f.instructions).string_array("reasons", f.reasons).end_object();
   }
@@ -304,9 +304,9 @@ ModuleCensus census_from_json(const std::string& json, const std::string& where)
     bad_record(ctx, "missing or non-array field 'stamp_fallback_functions'");
   for (auto f : fallback) {
     if (!f.is_object()) bad_record(ctx, "a stamp fallback function is not an object");
-    c.stamp_functions.push_back({get_string(f, "name", ctx), get_count(f, "instructions", ctx), get_strings(f, "reasons", ctx)});
+    c.function_verdicts.push_back({get_string(f, "name", ctx), get_count(f, "instructions", ctx), get_strings(f, "reasons", ctx)});
     // A function with no reason is stamp's and is never listed: to_json() would drop it.
-    if (c.stamp_functions.back().reasons.empty()) bad_record(ctx, "a stamp fallback function without reasons");
+    if (c.function_verdicts.back().reasons.empty()) bad_record(ctx, "a stamp fallback function without reasons");
   }
   return c;
 }
@@ -358,7 +358,7 @@ StampTally tally_stamp(const std::vector<ModuleCensus>& all) {
         t.instructions_stamp += v.instructions_stamp;
         t.instructions_fallback += v.instructions_fallback;
       }
-    for (const auto& f : c.stamp_functions) {
+    for (const auto& f : c.function_verdicts) {
       if (f.reasons.empty()) continue;
       auto& first = t.first_reason[f.reasons.front()];
       first.first++;
@@ -521,7 +521,7 @@ std::string census_explain(const ModuleCensus& c) {
     for (const auto& r : v.reasons) out += "    - " + r + "\n";
   }
   if (f.debug_info) out += "  note: stamp does not carry debug information yet; its functions have none\n";
-  for (const auto& fn : c.stamp_functions) {
+  for (const auto& fn : c.function_verdicts) {
     if (fn.reasons.empty()) continue;
     out += "  fallback " + fn.name + " (" + std::to_string(fn.instructions) + " instructions):";
     for (const auto& r : fn.reasons) out += " [" + r + "]";

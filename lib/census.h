@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "flat_export.h"
+
 namespace llvm {
 class Module;
 }
@@ -35,19 +37,13 @@ struct Verdict {
   uint64_t functions_stamp = 0, functions_fallback = 0, instructions_stamp = 0, instructions_fallback = 0;
 };
 
-struct FunctionStampVerdict {
-  std::string name;
-  uint64_t instructions = 0;
-  std::vector<std::string> reasons;  // empty: stamp compiles it
-};
-
 struct ModuleCensus {
   std::string id, label, crate;
   ModuleFacts facts;
   std::vector<Verdict> verdicts;
-  // Every defined function; read back from a record, only those that fall back (a
-  // record lists no others: the stamp verdict's counts cover the rest).
-  std::vector<FunctionStampVerdict> stamp_functions;
+  // stamp's verdict on every defined function; read back from a record, only those
+  // that fall back (a record lists no others: the stamp verdict's counts cover the rest).
+  std::vector<FunctionVerdict> function_verdicts;
   std::string to_json() const;
 };
 

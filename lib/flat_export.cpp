@@ -332,11 +332,11 @@ class FunctionExporter {
   }
 
   void export_call(const CallBase& call) {
-    if (call.isInlineAsm()) return reason("inline asm"), void(emit(call, kOpNop));
+    if (call.isInlineAsm()) return refuse(call, "inline asm");
     const Function* callee = call.getCalledFunction();
     bool invoke = isa<InvokeInst>(call);
     if (callee && callee->isIntrinsic()) {
-      if (invoke) return reason("invoke of intrinsic " + callee->getName().str()), void(emit(call, kOpNop));
+      if (invoke) return refuse(call, "invoke of intrinsic " + callee->getName().str());
       return export_intrinsic(cast<CallInst>(call), callee);
     }
     if (call.getCallingConv() != CallingConv::C) reason("call with calling convention " + std::to_string(call.getCallingConv()));
@@ -409,8 +409,7 @@ class FunctionExporter {
   }
 
   void export_intrinsic(const CallInst& call, const Function* callee) {
-    Intrinsic::ID id = callee->getIntrinsicID();
-    switch (id) {
+    switch (Intrinsic::ID id = callee->getIntrinsicID()) {
       case Intrinsic::lifetime_start:
       case Intrinsic::lifetime_end:
       case Intrinsic::assume:
@@ -431,38 +430,15 @@ class FunctionExporter {
         return;
       case Intrinsic::memcpy:
       case Intrinsic::memmove:
-      case Intrinsic::memset: {
-        // The C library functions take the same first three arguments.
-        const char* name = id == Intrinsic::memcpy ? "memcpy" : id == Intrinsic::memmove ? "memmove" : "memset";
-        FlatOperand callee_op{};
-        callee_op.kind = kOperandSymbol;
-        callee_op.width = 64;
-        callee_op.index = library_symbol(name);
-        FlatInst& fi = emit(call, kOpCall, {callee_op});
-        size_t at = insts_.size() - 1;
-        (void)fi;
-        for (unsigned a = 0; a < 3; ++a) add_operand(insts_[at], operand(call.getArgOperand(a)));
-        return;
-      }
+      case Intrinsic::memset:
+        return export_memory_intrinsic(call, id);
       case Intrinsic::uadd_with_overflow:
       case Intrinsic::sadd_with_overflow:
       case Intrinsic::usub_with_overflow:
       case Intrinsic::ssub_with_overflow:
       case Intrinsic::umul_with_overflow:
-      case Intrinsic::smul_with_overflow: {
-        unsigned w = scalar_width(call.getArgOperand(0)->getType());
-        if (!(w == 8 || w == 16 || w == 32 || w == 64)) reason("overflow intrinsic on " + type_name(call.getArgOperand(0)->getType()));
-        FlatInst& fi = emit(call, kOpOverflow, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))});
-        fi.aux = id == Intrinsic::uadd_with_overflow   ? kOvfUadd
-                 : id == Intrinsic::sadd_with_overflow ? kOvfSadd
-                 : id == Intrinsic::usub_with_overflow ? kOvfUsub
-                 : id == Intrinsic::ssub_with_overflow ? kOvfSsub
-                 : id == Intrinsic::umul_with_overflow ? kOvfUmul
-                                                       : kOvfSmul;
-        fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(call.getType()))->getElementOffset(1));
-        if (fi.slot_size < 8) fi.slot_size = 8;
-        return;
-      }
+      case Intrinsic::smul_with_overflow:
+        return export_overflow_intrinsic(call, id);
       case Intrinsic::is_constant: {  // at run time nothing is a compile-time constant
         FlatOperand zero{};
         zero.kind = kOperandConst;
@@ -472,28 +448,60 @@ class FunctionExporter {
       }
       case Intrinsic::ctpop: case Intrinsic::ctlz: case Intrinsic::cttz: case Intrinsic::bswap: case Intrinsic::abs:
       case Intrinsic::umin: case Intrinsic::umax: case Intrinsic::smin: case Intrinsic::smax:
-      case Intrinsic::uadd_sat: case Intrinsic::usub_sat: case Intrinsic::ucmp: case Intrinsic::scmp: {
-        static const std::unordered_map<unsigned, uint8_t> kKinds = {
-            {Intrinsic::ctpop, kBitCtpop}, {Intrinsic::ctlz, kBitCtlz}, {Intrinsic::cttz, kBitCttz},
-            {Intrinsic::bswap, kBitBswap}, {Intrinsic::abs, kBitAbs}, {Intrinsic::umin, kBitUmin},
-            {Intrinsic::umax, kBitUmax}, {Intrinsic::smin, kBitSmin}, {Intrinsic::smax, kBitSmax},
-            {Intrinsic::uadd_sat, kBitUaddSat}, {Intrinsic::usub_sat, kBitUsubSat}, {Intrinsic::ucmp, kBitUcmp},
-            {Intrinsic::scmp, kBitScmp}};
-        uint8_t kind = kKinds.at(id);
-        bool unary = kind <= kBitAbs;
-        Type* t = call.getArgOperand(0)->getType();
-        unsigned w = scalar_width(t);
-        bool standard = w == 8 || w == 16 || w == 32 || w == 64;
-        if (!t->isIntegerTy() || !standard || (kind == kBitBswap && w < 16)) reason("intrinsic " + callee->getName().str());
-        if (unary) emit(call, kOpBitOp, {operand(call.getArgOperand(0))}).aux = kind;
-        else emit(call, kOpBitOp, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))}).aux = kind;
-        return;
-      }
+      case Intrinsic::uadd_sat: case Intrinsic::usub_sat: case Intrinsic::ucmp: case Intrinsic::scmp:
+        return export_bit_intrinsic(call, callee, id);
       default:
-        reason("intrinsic " + callee->getName().str());
-        emit(call, kOpNop);
-        return;
+        return refuse(call, "intrinsic " + callee->getName().str());
     }
+  }
+
+  // memcpy, memmove and memset: a call of the C library function, which takes the
+  // same first three arguments.
+  void export_memory_intrinsic(const CallInst& call, Intrinsic::ID id) {
+    const char* name = id == Intrinsic::memcpy ? "memcpy" : id == Intrinsic::memmove ? "memmove" : "memset";
+    FlatOperand callee_op{};
+    callee_op.kind = kOperandSymbol;
+    callee_op.width = 64;
+    callee_op.index = library_symbol(name);
+    FlatInst& fi = emit(call, kOpCall, {callee_op});
+    size_t at = insts_.size() - 1;
+    (void)fi;
+    for (unsigned a = 0; a < 3; ++a) add_operand(insts_[at], operand(call.getArgOperand(a)));
+  }
+
+  // The *.with.overflow intrinsics: the result and its flag, at the offset of the
+  // struct's second field.
+  void export_overflow_intrinsic(const CallInst& call, Intrinsic::ID id) {
+    unsigned w = scalar_width(call.getArgOperand(0)->getType());
+    if (!(w == 8 || w == 16 || w == 32 || w == 64)) reason("overflow intrinsic on " + type_name(call.getArgOperand(0)->getType()));
+    FlatInst& fi = emit(call, kOpOverflow, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))});
+    fi.aux = id == Intrinsic::uadd_with_overflow   ? kOvfUadd
+             : id == Intrinsic::sadd_with_overflow ? kOvfSadd
+             : id == Intrinsic::usub_with_overflow ? kOvfUsub
+             : id == Intrinsic::ssub_with_overflow ? kOvfSsub
+             : id == Intrinsic::umul_with_overflow ? kOvfUmul
+                                                   : kOvfSmul;
+    fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(call.getType()))->getElementOffset(1));
+    if (fi.slot_size < 8) fi.slot_size = 8;
+  }
+
+  // Bit counts, byte swap, abs, min and max, saturating add and subtract, and
+  // three-way compares of one standard-width integer: kOpBitOp.
+  void export_bit_intrinsic(const CallInst& call, const Function* callee, Intrinsic::ID id) {
+    static const std::unordered_map<unsigned, uint8_t> kKinds = {
+        {Intrinsic::ctpop, kBitCtpop}, {Intrinsic::ctlz, kBitCtlz}, {Intrinsic::cttz, kBitCttz},
+        {Intrinsic::bswap, kBitBswap}, {Intrinsic::abs, kBitAbs}, {Intrinsic::umin, kBitUmin},
+        {Intrinsic::umax, kBitUmax}, {Intrinsic::smin, kBitSmin}, {Intrinsic::smax, kBitSmax},
+        {Intrinsic::uadd_sat, kBitUaddSat}, {Intrinsic::usub_sat, kBitUsubSat}, {Intrinsic::ucmp, kBitUcmp},
+        {Intrinsic::scmp, kBitScmp}};
+    uint8_t kind = kKinds.at(id);
+    bool unary = kind <= kBitAbs;
+    Type* t = call.getArgOperand(0)->getType();
+    unsigned w = scalar_width(t);
+    bool standard = w == 8 || w == 16 || w == 32 || w == 64;
+    if (!t->isIntegerTy() || !standard || (kind == kBitBswap && w < 16)) reason("intrinsic " + callee->getName().str());
+    if (unary) emit(call, kOpBitOp, {operand(call.getArgOperand(0))}).aux = kind;
+    else emit(call, kOpBitOp, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))}).aux = kind;
   }
 
   // memcpy and friends: the C library function of the same name (a module
@@ -510,7 +518,7 @@ class FunctionExporter {
   }
 
   void export_gep(const GetElementPtrInst& gep) {
-    if (gep.getType()->isVectorTy()) return reason("vector getelementptr"), void(emit(gep, kOpNop));
+    if (gep.getType()->isVectorTy()) return refuse(gep, "vector getelementptr");
     FlatInst& fi = emit(gep, kOpGep, {operand(gep.getPointerOperand())});
     size_t at = insts_.size() - 1;
     (void)fi;
@@ -556,85 +564,127 @@ class FunctionExporter {
     return offset;
   }
 
+  // One instruction: the check every operation shares (vectors), then the function
+  // of its operation, which finds the reasons against it and emits its flat
+  // instruction (a nop when it cannot). One function per operation or family, as in
+  // TPDE; the reasons come in the order the checks run.
   void export_inst(const Instruction& inst) {
-    // Vector values may be loaded, stored and carried through phis as bytes; every
-    // other use of them (arithmetic, compares, shuffles, calls) is refused.
-    bool moves_only = isa<LoadInst>(inst) || isa<StoreInst>(inst) || isa<PHINode>(inst);
-    if (!moves_only) {
-      for (const Value* op : inst.operands())
-        if (op->getType()->isVectorTy()) reason("vectors");
-      if (inst.getType()->isVectorTy()) reason("vectors");
-    }
+    check_vector_use(inst);
     switch (inst.getOpcode()) {
-      case Instruction::Alloca: {
-        auto& a = cast<AllocaInst>(inst);
-        auto* count = dyn_cast<ConstantInt>(a.getArraySize());
-        if (!a.isStaticAlloca() || !count) reason("dynamic alloca");
-        if (a.getAlign().value() > 4096) reason("alloca aligned beyond 4096 bytes");
-        FlatInst& fi = emit(inst, kOpAlloca);
-        // A count beyond 2^30 (or any count wider than 64 bits) is too large anyway;
-        // the product below must not overflow into something small.
-        uint64_t elems = !count ? 1 : count->getValue().getActiveBits() <= 31 ? count->getZExtValue() : (1ull << 31);
-        uint64_t elem_size = dl_.getTypeAllocSize(a.getAllocatedType());
-        uint64_t size = elem_size > (1ull << 31) ? (1ull << 31) : elem_size * elems;
-        if (size > (1u << 30)) reason("alloca larger than 1 GiB");
-        fi.aux32 = static_cast<uint32_t>(size);
-        fi.imm = static_cast<int64_t>(a.getAlign().value());
-        return;
-      }
-      case Instruction::Load: {
-        auto& l = cast<LoadInst>(inst);
-        if (l.isAtomic()) check_atomic_access(l.getType(), l.getAlign().value());
-        if (l.getPointerAddressSpace() != 0) reason("address spaces");
-        FlatInst& fi = emit(inst, kOpLoad, {operand(l.getPointerOperand())});
-        if (!fi.width) fi.aux32 = static_cast<uint32_t>(dl_.getTypeStoreSize(l.getType()));
-        return;
-      }
-      case Instruction::Store: {
-        auto& s = cast<StoreInst>(inst);
-        if (s.isAtomic()) check_atomic_access(s.getValueOperand()->getType(), s.getAlign().value());
-        if (s.getPointerAddressSpace() != 0) reason("address spaces");
-        FlatInst& fi = emit(inst, kOpStore, {operand(s.getValueOperand()), operand(s.getPointerOperand())});
-        if (s.isAtomic() && s.getOrdering() == AtomicOrdering::SequentiallyConsistent &&
-            s.getSyncScopeID() != SyncScope::SingleThread)
-          fi.aux = kStoreSeqCst;
-        if (!scalar_width(s.getValueOperand()->getType()))
-          fi.aux32 = static_cast<uint32_t>(dl_.getTypeStoreSize(s.getValueOperand()->getType()));
-        return;
-      }
-      case Instruction::GetElementPtr:
-        return export_gep(cast<GetElementPtrInst>(inst));
+      case Instruction::Alloca: return export_alloca(cast<AllocaInst>(inst));
+      case Instruction::Load: return export_load(cast<LoadInst>(inst));
+      case Instruction::Store: return export_store(cast<StoreInst>(inst));
+      case Instruction::GetElementPtr: return export_gep(cast<GetElementPtrInst>(inst));
       case Instruction::Add: case Instruction::Sub: case Instruction::Mul: case Instruction::And:
       case Instruction::Or: case Instruction::Xor: case Instruction::Shl: case Instruction::LShr:
       case Instruction::AShr: case Instruction::UDiv: case Instruction::SDiv: case Instruction::URem:
-      case Instruction::SRem: {
-        static const std::unordered_map<unsigned, uint16_t> kOps = {
-            {Instruction::Add, kOpAdd}, {Instruction::Sub, kOpSub}, {Instruction::Mul, kOpMul},
-            {Instruction::And, kOpAnd}, {Instruction::Or, kOpOr}, {Instruction::Xor, kOpXor},
-            {Instruction::Shl, kOpShl}, {Instruction::LShr, kOpLshr}, {Instruction::AShr, kOpAshr},
-            {Instruction::UDiv, kOpUdiv}, {Instruction::SDiv, kOpSdiv}, {Instruction::URem, kOpUrem},
-            {Instruction::SRem, kOpSrem}};
-        if (!inst.getType()->isIntegerTy()) reason("arithmetic on " + type_name(inst.getType()));
-        emit(inst, kOps.at(inst.getOpcode()), {operand(inst.getOperand(0)), operand(inst.getOperand(1))});
-        return;
-      }
-      case Instruction::ICmp: {
-        static const uint8_t kPred[] = {kPredEq, kPredNe, kPredUgt, kPredUge, kPredUlt,
-                                        kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle};
-        auto& c = cast<ICmpInst>(inst);
-        FlatInst& fi = emit(inst, kOpIcmp, {operand(c.getOperand(0)), operand(c.getOperand(1))});
-        fi.aux = kPred[c.getPredicate() - CmpInst::FIRST_ICMP_PREDICATE];
-        return;
-      }
-      case Instruction::Select: {
-        if (!scalar_width(inst.getType())) reason("select of " + type_name(inst.getType()));
-        emit(inst, kOpSelect, {operand(inst.getOperand(0)), operand(inst.getOperand(1)), operand(inst.getOperand(2))});
-        return;
-      }
-      case Instruction::ZExt: case Instruction::IntToPtr: case Instruction::Freeze:
-        if (!scalar_width(inst.getType())) reason(std::string(inst.getOpcodeName()) + " of " + type_name(inst.getType()));
-        emit(inst, kOpCopy, {operand(inst.getOperand(0))});
-        return;
+      case Instruction::SRem:
+        return export_binary(inst);
+      case Instruction::ICmp: return export_icmp(cast<ICmpInst>(inst));
+      case Instruction::Select: return export_select(inst);
+      case Instruction::ZExt: case Instruction::IntToPtr: case Instruction::Freeze: case Instruction::BitCast:
+      case Instruction::Trunc: case Instruction::PtrToInt: case Instruction::SExt:
+        return export_cast(inst);
+      case Instruction::ExtractValue: return export_extract_value(cast<ExtractValueInst>(inst));
+      case Instruction::InsertValue: return export_insert_value(cast<InsertValueInst>(inst));
+      case Instruction::PHI: return export_phi(cast<PHINode>(inst));
+      case Instruction::Call: case Instruction::Invoke: return export_call(cast<CallBase>(inst));
+      case Instruction::Br: return export_br(cast<BranchInst>(inst));
+      case Instruction::Switch: return export_switch(cast<SwitchInst>(inst));
+      case Instruction::Ret: return export_ret(cast<ReturnInst>(inst));
+      case Instruction::Unreachable: return void(emit(inst, kOpUnreachable));
+      case Instruction::LandingPad: return export_landing_pad(cast<LandingPadInst>(inst));
+      case Instruction::Resume: return export_resume(cast<ResumeInst>(inst));
+      case Instruction::CleanupPad: case Instruction::CatchPad: case Instruction::CatchSwitch:
+      case Instruction::CleanupRet: case Instruction::CatchRet:
+        return refuse(inst, "exceptions: " + std::string(inst.getOpcodeName()));
+      case Instruction::AtomicRMW: return export_atomic_rmw(cast<AtomicRMWInst>(inst));
+      case Instruction::AtomicCmpXchg: return export_cmpxchg(cast<AtomicCmpXchgInst>(inst));
+      case Instruction::Fence: return export_fence(cast<FenceInst>(inst));
+      default: return refuse(inst, std::string("instruction ") + inst.getOpcodeName());
+    }
+  }
+
+  // An operation stamp has no template for: the reason, and a nop in its place.
+  void refuse(const Instruction& inst, const std::string& why) {
+    reason(why);
+    emit(inst, kOpNop);
+  }
+
+  // Vector values may be loaded, stored and carried through phis as bytes; every
+  // other use of them (arithmetic, compares, shuffles, calls) is refused.
+  void check_vector_use(const Instruction& inst) {
+    bool moves_only = isa<LoadInst>(inst) || isa<StoreInst>(inst) || isa<PHINode>(inst);
+    if (moves_only) return;
+    for (const Value* op : inst.operands())
+      if (op->getType()->isVectorTy()) reason("vectors");
+    if (inst.getType()->isVectorTy()) reason("vectors");
+  }
+
+  // --- Memory: alloca, load, store (getelementptr is export_gep above).
+
+  void export_alloca(const AllocaInst& a) {
+    auto* count = dyn_cast<ConstantInt>(a.getArraySize());
+    if (!a.isStaticAlloca() || !count) reason("dynamic alloca");
+    if (a.getAlign().value() > 4096) reason("alloca aligned beyond 4096 bytes");
+    FlatInst& fi = emit(a, kOpAlloca);
+    // A count beyond 2^30 (or any count wider than 64 bits) is too large anyway;
+    // the product below must not overflow into something small.
+    uint64_t elems = !count ? 1 : count->getValue().getActiveBits() <= 31 ? count->getZExtValue() : (1ull << 31);
+    uint64_t elem_size = dl_.getTypeAllocSize(a.getAllocatedType());
+    uint64_t size = elem_size > (1ull << 31) ? (1ull << 31) : elem_size * elems;
+    if (size > (1u << 30)) reason("alloca larger than 1 GiB");
+    fi.aux32 = static_cast<uint32_t>(size);
+    fi.imm = static_cast<int64_t>(a.getAlign().value());
+  }
+
+  void export_load(const LoadInst& l) {
+    if (l.isAtomic()) check_atomic_access(l.getType(), l.getAlign().value());
+    if (l.getPointerAddressSpace() != 0) reason("address spaces");
+    FlatInst& fi = emit(l, kOpLoad, {operand(l.getPointerOperand())});
+    if (!fi.width) fi.aux32 = static_cast<uint32_t>(dl_.getTypeStoreSize(l.getType()));
+  }
+
+  void export_store(const StoreInst& s) {
+    if (s.isAtomic()) check_atomic_access(s.getValueOperand()->getType(), s.getAlign().value());
+    if (s.getPointerAddressSpace() != 0) reason("address spaces");
+    FlatInst& fi = emit(s, kOpStore, {operand(s.getValueOperand()), operand(s.getPointerOperand())});
+    if (s.isAtomic() && s.getOrdering() == AtomicOrdering::SequentiallyConsistent &&
+        s.getSyncScopeID() != SyncScope::SingleThread)
+      fi.aux = kStoreSeqCst;
+    if (!scalar_width(s.getValueOperand()->getType()))
+      fi.aux32 = static_cast<uint32_t>(dl_.getTypeStoreSize(s.getValueOperand()->getType()));
+  }
+
+  // --- Integer arithmetic, compares, selects and casts.
+
+  void export_binary(const Instruction& inst) {
+    static const std::unordered_map<unsigned, uint16_t> kOps = {
+        {Instruction::Add, kOpAdd}, {Instruction::Sub, kOpSub}, {Instruction::Mul, kOpMul},
+        {Instruction::And, kOpAnd}, {Instruction::Or, kOpOr}, {Instruction::Xor, kOpXor},
+        {Instruction::Shl, kOpShl}, {Instruction::LShr, kOpLshr}, {Instruction::AShr, kOpAshr},
+        {Instruction::UDiv, kOpUdiv}, {Instruction::SDiv, kOpSdiv}, {Instruction::URem, kOpUrem},
+        {Instruction::SRem, kOpSrem}};
+    if (!inst.getType()->isIntegerTy()) reason("arithmetic on " + type_name(inst.getType()));
+    emit(inst, kOps.at(inst.getOpcode()), {operand(inst.getOperand(0)), operand(inst.getOperand(1))});
+  }
+
+  void export_icmp(const ICmpInst& c) {
+    static const uint8_t kPred[] = {kPredEq, kPredNe, kPredUgt, kPredUge, kPredUlt,
+                                    kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle};
+    FlatInst& fi = emit(c, kOpIcmp, {operand(c.getOperand(0)), operand(c.getOperand(1))});
+    fi.aux = kPred[c.getPredicate() - CmpInst::FIRST_ICMP_PREDICATE];
+  }
+
+  void export_select(const Instruction& inst) {
+    if (!scalar_width(inst.getType())) reason("select of " + type_name(inst.getType()));
+    emit(inst, kOpSelect, {operand(inst.getOperand(0)), operand(inst.getOperand(1)), operand(inst.getOperand(2))});
+  }
+
+  // Casts between scalars: a copy (zext, inttoptr, freeze, bitcast), a truncation
+  // (trunc, ptrtoint) or a sign extension.
+  void export_cast(const Instruction& inst) {
+    switch (inst.getOpcode()) {
       case Instruction::BitCast: {
         Type* from = inst.getOperand(0)->getType();
         if (scalar_width(from) != scalar_width(inst.getType()) || !scalar_width(from)) reason("bitcast of " + type_name(from));
@@ -649,120 +699,101 @@ class FunctionExporter {
         fi.aux = static_cast<uint8_t>(scalar_width(inst.getOperand(0)->getType()));
         return;
       }
-      case Instruction::ExtractValue: {
-        auto& ev = cast<ExtractValueInst>(inst);
-        Type* field = nullptr;
-        uint64_t offset = aggregate_offset(ev.getAggregateOperand()->getType(), ev.getIndices(), &field);
-        FlatInst& fi = emit(inst, kOpExtract, {operand(ev.getAggregateOperand())});
-        fi.imm = static_cast<int64_t>(offset);
-        if (!fi.width) fi.aux32 = static_cast<uint32_t>(dl_.getTypeAllocSize(field));
-        return;
-      }
-      case Instruction::InsertValue: {
-        auto& iv = cast<InsertValueInst>(inst);
-        Type* field = nullptr;
-        uint64_t offset = aggregate_offset(iv.getType(), iv.getIndices(), &field);
-        FlatInst& fi = emit(inst, kOpInsert, {operand(iv.getAggregateOperand()), operand(iv.getInsertedValueOperand())});
-        fi.imm = static_cast<int64_t>(offset);
-        if (!scalar_width(field)) fi.aux32 = static_cast<uint32_t>(dl_.getTypeAllocSize(field));
-        return;
-      }
-      case Instruction::PHI: {
-        auto& phi = cast<PHINode>(inst);
-        FlatInst& fi = emit(inst, kOpPhi);
-        size_t at = insts_.size() - 1;
-        (void)fi;
-        if (scalar_width(phi.getType())) {
-          insts_[at].slot_size = 16;  // value, then its shadow
-        } else {  // an aggregate: value, then its shadow, each rounded to 8 bytes
-          uint32_t bytes = static_cast<uint32_t>(dl_.getTypeAllocSize(phi.getType()));
-          insts_[at].aux32 = bytes;
-          insts_[at].slot_size = 2 * round8(bytes);
-        }
-        for (unsigned k = 0; k < phi.getNumIncomingValues(); ++k) {
-          add_operand(insts_[at], operand(phi.getIncomingValue(k)));
-          add_operand(insts_[at], operand(phi.getIncomingBlock(k)));
-        }
-        return;
-      }
-      case Instruction::Call:
-        return export_call(cast<CallBase>(inst));
-      case Instruction::Br: {
-        auto& br = cast<BranchInst>(inst);
-        if (br.isUnconditional()) emit(inst, kOpBr, {operand(br.getSuccessor(0))});
-        else emit(inst, kOpCondBr, {operand(br.getCondition()), operand(br.getSuccessor(0)), operand(br.getSuccessor(1))});
-        return;
-      }
-      case Instruction::Switch: {
-        auto& sw = cast<SwitchInst>(inst);
-        FlatInst& fi = emit(inst, kOpSwitch, {operand(sw.getCondition()), operand(sw.getDefaultDest())});
-        size_t at = insts_.size() - 1;
-        (void)fi;
-        for (auto& c : sw.cases()) {
-          add_operand(insts_[at], operand(c.getCaseValue()));
-          add_operand(insts_[at], operand(c.getCaseSuccessor()));
-        }
-        return;
-      }
-      case Instruction::Ret: {
-        auto& r = cast<ReturnInst>(inst);
-        if (r.getReturnValue()) emit(inst, kOpRet, {operand(r.getReturnValue())});
-        else emit(inst, kOpRet);
-        return;
-      }
-      case Instruction::Unreachable:
-        emit(inst, kOpUnreachable);
-        return;
-      case Instruction::Invoke:
-        return export_call(cast<CallBase>(inst));
-      case Instruction::LandingPad:
-        return export_landing_pad(cast<LandingPadInst>(inst));
-      case Instruction::Resume:
-        return export_resume(cast<ResumeInst>(inst));
-      case Instruction::CleanupPad: case Instruction::CatchPad: case Instruction::CatchSwitch:
-      case Instruction::CleanupRet: case Instruction::CatchRet:
-        reason("exceptions: " + std::string(inst.getOpcodeName()));
-        emit(inst, kOpNop);
-        return;
-      case Instruction::AtomicRMW: {
-        auto& rmw = cast<AtomicRMWInst>(inst);
-        check_atomic_access(rmw.getValOperand()->getType(), rmw.getAlign().value());
-        if (rmw.getPointerAddressSpace() != 0) reason("address spaces");
-        FlatInst& fi = emit(inst, kOpAtomicRmw, {operand(rmw.getPointerOperand()), operand(rmw.getValOperand())});
-        switch (rmw.getOperation()) {
-          case AtomicRMWInst::Xchg: fi.aux = kRmwXchg; break;
-          case AtomicRMWInst::Add: fi.aux = kRmwAdd; break;
-          case AtomicRMWInst::Sub: fi.aux = kRmwSub; break;
-          case AtomicRMWInst::And: fi.aux = kRmwAnd; break;
-          case AtomicRMWInst::Or: fi.aux = kRmwOr; break;
-          case AtomicRMWInst::Xor: fi.aux = kRmwXor; break;
-          case AtomicRMWInst::Nand: fi.aux = kRmwNand; break;
-          default: reason("atomics: atomicrmw " + AtomicRMWInst::getOperationName(rmw.getOperation()).str());
-        }
-        return;
-      }
-      case Instruction::AtomicCmpXchg: {
-        auto& cx = cast<AtomicCmpXchgInst>(inst);
-        check_atomic_access(cx.getCompareOperand()->getType(), cx.getAlign().value());
-        if (cx.getPointerAddressSpace() != 0) reason("address spaces");
-        FlatInst& fi = emit(inst, kOpCmpXchg, {operand(cx.getPointerOperand()), operand(cx.getCompareOperand()),
-                                               operand(cx.getNewValOperand())});
-        fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(cx.getType()))->getElementOffset(1));
-        if (fi.slot_size < 8) fi.slot_size = 8;
-        return;
-      }
-      case Instruction::Fence: {
-        auto& f = cast<FenceInst>(inst);
-        FlatInst& fi = emit(inst, kOpFence);
-        // x86-64 orders everything but a store before a later load: only seq_cst needs code.
-        fi.aux = f.getOrdering() == AtomicOrdering::SequentiallyConsistent && f.getSyncScopeID() != SyncScope::SingleThread;
-        return;
-      }
-      default:
-        reason(std::string("instruction ") + inst.getOpcodeName());
-        emit(inst, kOpNop);
+      default:  // zext, inttoptr, freeze
+        if (!scalar_width(inst.getType())) reason(std::string(inst.getOpcodeName()) + " of " + type_name(inst.getType()));
+        emit(inst, kOpCopy, {operand(inst.getOperand(0))});
         return;
     }
+  }
+
+  // --- Aggregates and phis.
+
+  void export_extract_value(const ExtractValueInst& ev) {
+    Type* field = nullptr;
+    uint64_t offset = aggregate_offset(ev.getAggregateOperand()->getType(), ev.getIndices(), &field);
+    FlatInst& fi = emit(ev, kOpExtract, {operand(ev.getAggregateOperand())});
+    fi.imm = static_cast<int64_t>(offset);
+    if (!fi.width) fi.aux32 = static_cast<uint32_t>(dl_.getTypeAllocSize(field));
+  }
+
+  void export_insert_value(const InsertValueInst& iv) {
+    Type* field = nullptr;
+    uint64_t offset = aggregate_offset(iv.getType(), iv.getIndices(), &field);
+    FlatInst& fi = emit(iv, kOpInsert, {operand(iv.getAggregateOperand()), operand(iv.getInsertedValueOperand())});
+    fi.imm = static_cast<int64_t>(offset);
+    if (!scalar_width(field)) fi.aux32 = static_cast<uint32_t>(dl_.getTypeAllocSize(field));
+  }
+
+  void export_phi(const PHINode& phi) {
+    FlatInst& fi = emit(phi, kOpPhi);
+    size_t at = insts_.size() - 1;
+    (void)fi;
+    if (scalar_width(phi.getType())) {
+      insts_[at].slot_size = 16;  // value, then its shadow
+    } else {  // an aggregate: value, then its shadow, each rounded to 8 bytes
+      uint32_t bytes = static_cast<uint32_t>(dl_.getTypeAllocSize(phi.getType()));
+      insts_[at].aux32 = bytes;
+      insts_[at].slot_size = 2 * round8(bytes);
+    }
+    for (unsigned k = 0; k < phi.getNumIncomingValues(); ++k) {
+      add_operand(insts_[at], operand(phi.getIncomingValue(k)));
+      add_operand(insts_[at], operand(phi.getIncomingBlock(k)));
+    }
+  }
+
+  // --- Control flow (calls, invokes, landing pads and resume are above).
+
+  void export_br(const BranchInst& br) {
+    if (br.isUnconditional()) emit(br, kOpBr, {operand(br.getSuccessor(0))});
+    else emit(br, kOpCondBr, {operand(br.getCondition()), operand(br.getSuccessor(0)), operand(br.getSuccessor(1))});
+  }
+
+  void export_switch(const SwitchInst& sw) {
+    FlatInst& fi = emit(sw, kOpSwitch, {operand(sw.getCondition()), operand(sw.getDefaultDest())});
+    size_t at = insts_.size() - 1;
+    (void)fi;
+    for (auto& c : sw.cases()) {
+      add_operand(insts_[at], operand(c.getCaseValue()));
+      add_operand(insts_[at], operand(c.getCaseSuccessor()));
+    }
+  }
+
+  void export_ret(const ReturnInst& r) {
+    if (r.getReturnValue()) emit(r, kOpRet, {operand(r.getReturnValue())});
+    else emit(r, kOpRet);
+  }
+
+  // --- Atomics (atomic loads and stores are export_load and export_store).
+
+  void export_atomic_rmw(const AtomicRMWInst& rmw) {
+    check_atomic_access(rmw.getValOperand()->getType(), rmw.getAlign().value());
+    if (rmw.getPointerAddressSpace() != 0) reason("address spaces");
+    FlatInst& fi = emit(rmw, kOpAtomicRmw, {operand(rmw.getPointerOperand()), operand(rmw.getValOperand())});
+    switch (rmw.getOperation()) {
+      case AtomicRMWInst::Xchg: fi.aux = kRmwXchg; break;
+      case AtomicRMWInst::Add: fi.aux = kRmwAdd; break;
+      case AtomicRMWInst::Sub: fi.aux = kRmwSub; break;
+      case AtomicRMWInst::And: fi.aux = kRmwAnd; break;
+      case AtomicRMWInst::Or: fi.aux = kRmwOr; break;
+      case AtomicRMWInst::Xor: fi.aux = kRmwXor; break;
+      case AtomicRMWInst::Nand: fi.aux = kRmwNand; break;
+      default: reason("atomics: atomicrmw " + AtomicRMWInst::getOperationName(rmw.getOperation()).str());
+    }
+  }
+
+  void export_cmpxchg(const AtomicCmpXchgInst& cx) {
+    check_atomic_access(cx.getCompareOperand()->getType(), cx.getAlign().value());
+    if (cx.getPointerAddressSpace() != 0) reason("address spaces");
+    FlatInst& fi = emit(cx, kOpCmpXchg, {operand(cx.getPointerOperand()), operand(cx.getCompareOperand()),
+                                         operand(cx.getNewValOperand())});
+    fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(cx.getType()))->getElementOffset(1));
+    if (fi.slot_size < 8) fi.slot_size = 8;
+  }
+
+  void export_fence(const FenceInst& f) {
+    FlatInst& fi = emit(f, kOpFence);
+    // x86-64 orders everything but a store before a later load: only seq_cst needs code.
+    fi.aux = f.getOrdering() == AtomicOrdering::SequentiallyConsistent && f.getSyncScopeID() != SyncScope::SingleThread;
   }
 
   const Module& m_;
@@ -1005,14 +1036,13 @@ FlatExport export_flat(const llvm::Module& module) {
       for (const llvm::BasicBlock& bb : f)
         for (const llvm::Instruction& inst : bb)
           if (!inst.getName().starts_with("kiln.const")) ++v.instructions;
-      v.stamp = stamp;
       v.reasons = std::move(ex.reasons);
       out.verdicts.push_back(std::move(v));
       if (stamp) {
         out.flat.bindings.push_back(binding_of(f));
         out.flat.visibilities.push_back(visibility_of(f));
         out.flat.sections.push_back(f.hasSection() ? f.getSection().str() : std::string());
-        out.stamp_functions++;
+        out.stamp_function_count++;
       }
     }
     out.emitted_by_stamp.push_back(stamp);

@@ -16,18 +16,20 @@ class Module;
 
 namespace kiln {
 
+// One defined function under stamp's contract: stamp compiles it, or it falls back
+// to llvm for every reason listed. kiln-census reports these (census.h).
 struct FunctionVerdict {
   std::string name;
   uint64_t instructions = 0;
-  bool stamp = false;                // stamp compiles it
-  std::vector<std::string> reasons;  // why not (every reason found)
+  std::vector<std::string> reasons;  // why stamp does not compile it (every reason found)
+  bool stamp() const { return reasons.empty(); }  // stamp compiles it
 };
 
 struct FlatExport {
   FlatModuleData flat;
   std::vector<FunctionVerdict> verdicts;  // one per defined function, in module order
   std::vector<bool> emitted_by_stamp;     // one per function in module order, declarations included
-  size_t stamp_functions = 0;
+  size_t stamp_function_count = 0;        // verdicts that are stamp's
   // Per symbol of flat.symbols: the LLVM value it names, or null and a fixed name
   // (memcpy and the other library calls stamp makes). The names are read at the end,
   // and again after expose_local_symbols renamed the module's local symbols.

@@ -14,7 +14,7 @@
 #include "backend_stamp.h"
 #include "flat_export.h"
 #include "replay_internal.h"
-#include "stamp_split.h"
+#include "fallback.h"
 #include "bitcode.h"
 #include "process.h"
 #include "corpus.h"
@@ -65,7 +65,7 @@ void count_stamp_functions(const StampPlan& plan, ModuleEmission& e) {
   for (const auto& v : plan.flat.verdicts) {
     e.functions += 1;
     e.instructions += v.instructions;
-    if (v.stamp) e.functions_stamp++, e.instructions_stamp += v.instructions;
+    if (v.stamp()) e.functions_stamp++, e.instructions_stamp += v.instructions;
   }
 }
 
@@ -73,7 +73,7 @@ void finish_stamp_emission(LlvmBackend& llvm, const StampModule& sm, const std::
                            const std::string& stamp_object, ModuleEmission& e) {
   Stopwatch clock;
   std::string rest;
-  if (!sm.plan.whole) rest = llvm.codegen(*llvm_half(*sm.module, sm.plan.flat.emitted_by_stamp), id);
+  if (!sm.plan.whole) rest = llvm.codegen(*fallback_module(*sm.module, sm.plan.flat.emitted_by_stamp), id);
   e.fallback = clock.lap();
   e.object_xxh3 = xxh3_128_hex(stamp_object + rest);
   e.object_bytes = stamp_object.size() + rest.size();
@@ -190,7 +190,7 @@ class CpuService : public EmissionService {
       count_stamp_functions(sm.plan, e);
       Stopwatch clock;
       std::string stamp_object;
-      if (sm.plan.flat.stamp_functions) stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
+      if (sm.plan.flat.stamp_function_count) stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
       e.codegen = clock.lap();
       e.elf = e.codegen - e.stages;
       finish_stamp_emission(*w.stamp_llvm, sm, m.id, stamp_object, e);

@@ -12,7 +12,7 @@
 #include "flat_export.h"
 #include "flat_file.h"
 #include "hash.h"
-#include "stamp_split.h"
+#include "fallback.h"
 #include "emit.h"
 #include "error.h"
 #include "fs.h"
@@ -60,10 +60,10 @@ static int body(int argc, char** argv) {
       LlvmStage stage("exporting flat IR");
       materialize_aggregate_constants(*module);
       FlatExport flat = export_flat(*module);
-      if (flat.stamp_functions) expose_local_symbols(*module, xxh3_128_hex(bytes).substr(0, 12));
+      if (flat.stamp_function_count) expose_local_symbols(*module, xxh3_128_hex(bytes).substr(0, 12));
       flat.resolve_symbol_names();
       write_file_atomic(flat_path, write_flat_file(flat.flat, module->getSourceFileName()));
-      return std::to_string(flat.stamp_functions) + " of " + std::to_string(flat.verdicts.size()) +
+      return std::to_string(flat.stamp_function_count) + " of " + std::to_string(flat.verdicts.size()) +
              " functions exported for stamp -> " + flat_path;
     });
     std::printf("%s\n", said.c_str());

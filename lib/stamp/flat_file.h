@@ -13,7 +13,8 @@ namespace kiln {
 constexpr int kFlatFileVersion = 3;  // 2: atomics (opcodes 37 to 39, kOpStore's aux); 3: undefined symbols
 
 std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name);
-// Throws KilnError naming `path` for a foreign, truncated, corrupt or newer file.
+// Throws KilnError naming `path` for a foreign, truncated, corrupt (see
+// check_flat_module in flat_module.h) or newer file.
 FlatModuleData read_flat_file(const std::string& bytes, const std::string& path, std::string* source_name = nullptr);
 // The flat files named by `args`: each FILE as it is, and every *.flat in each DIR, in
 // name order.

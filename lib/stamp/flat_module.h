@@ -30,4 +30,12 @@ struct FlatModuleData {
   FlatModuleView view() const;  // the stages' read-only view of the arrays
 };
 
+// Whether the stages can run `flat` without reading outside an array: every index
+// inside the array it indexes, each function's blocks tiling its instructions in
+// order, every instruction with the operands its template reads and of the kinds it
+// reads them as, every variant and enumeration known, no frame or aggregate above
+// 1 GiB. Empty when so, else the first defect found (a short fixed text). Every
+// producer's output should pass it; read_flat_file refuses a file that does not.
+std::string check_flat_module(const FlatModuleData& flat);
+
 }  // namespace kiln

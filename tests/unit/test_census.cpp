@@ -105,8 +105,8 @@ TEST_CASE("verdicts list every reason; stamp decides per function", "[census]") 
   CHECK_FALSE(has("vectors"));  // vectors that are only loaded and stored are moved as bytes
   CHECK(has("atomics: atomicrmw umax (1 functions)"));  // add, sub, xchg, and, or, xor, nand are stamp's
   CHECK(has("calling convention 8 (1 functions)"));
-  REQUIRE(partial.stamp_functions.size() == 3);
-  CHECK(partial.stamp_functions[0].reasons.empty());  // @loop
+  REQUIRE(partial.function_verdicts.size() == 3);
+  CHECK(partial.function_verdicts[0].reasons.empty());  // @loop
 
   std::string arm = kiln_test::bitcode_from_ir(R"(
 target triple = "aarch64-unknown-linux-gnu"
@@ -161,7 +161,7 @@ define void @"odd\FFname"() {
     CHECK(back.back().to_json() == json);
   }
   CHECK(back[0].label == "dir\xff/rich.bc");
-  CHECK(back[0].stamp_functions.size() == 3);  // the ones that fall back
+  CHECK(back[0].function_verdicts.size() == 3);  // the ones that fall back
   CHECK(census_summary_table(back) == census_summary_table(all));
   CHECK(census_summary_json(back) == census_summary_json(all));
   CHECK(census_explain(back[0]) == census_explain(all[0]));

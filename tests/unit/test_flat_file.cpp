@@ -38,7 +38,7 @@ static FlatModuleData exported(std::string* source) {
   llvm::LLVMContext ctx;
   auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(kCallsIr), "calls.bc");
   FlatExport flat = export_flat(*module);
-  REQUIRE(flat.stamp_functions == 2);
+  REQUIRE(flat.stamp_function_count == 2);
   *source = module->getSourceFileName();
   return flat.flat;
 }
@@ -132,4 +132,40 @@ TEST_CASE("foreign, truncated, corrupt and newer flat files are refused with a r
   huge_aggregate.insts[0].aux32 = 4294901760u;
   huge_aggregate.insts[0].op = kOpExtract;
   CHECK(reason_of(write_flat_file(huge_aggregate, source)).find("aggregate larger than 1 GiB") != std::string::npos);
+}
+
+TEST_CASE("check_flat_module checks a module from any producer as read_flat_file does", "[flat]") {
+  std::string source;
+  CHECK(check_flat_module(exported(&source)).empty());
+  auto file_reason = [&](const FlatModuleData& flat) {
+    try {
+      read_flat_file(write_flat_file(flat, source), "x.flat");
+    } catch (const KilnError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // The same defect, in the words read_flat_file puts after its prefix.
+  FlatModuleData bad_operand = exported(&source);
+  bad_operand.operands[0].kind = kOperandValue;
+  bad_operand.operands[0].index = 100000;
+  FlatModuleData short_blocks = exported(&source);
+  short_blocks.functions[1].block_count = 1;
+  FlatModuleData bad_tables = exported(&source);
+  bad_tables.sections.pop_back();
+  FlatModuleData bad_variant = exported(&source);
+  for (FlatInst& in : bad_variant.insts)
+    if (in.op == kOpIcmp) in.aux = 200;
+  for (const FlatModuleData* flat : {&bad_operand, &short_blocks, &bad_tables, &bad_variant}) {
+    std::string defect = check_flat_module(*flat);
+    REQUIRE(!defect.empty());
+    CHECK(file_reason(*flat) == "x.flat: corrupt flat IR file: " + defect);
+  }
+  CHECK(check_flat_module(bad_tables) == "per-function tables disagree");
+  CHECK(check_flat_module(bad_variant) == "instruction with an unknown variant");
+  // A file cannot carry an undefined symbol's binding out of range; a producer in
+  // memory can.
+  FlatModuleData bad_undefined = exported(&source);
+  bad_undefined.undefined.push_back({"x", static_cast<SymbolBinding>(7), SymbolVisibility::default_});
+  CHECK(check_flat_module(bad_undefined) == "undefined symbol's binding or visibility out of range");
 }

@@ -139,7 +139,7 @@ TEST_CASE("each module's output from a batch equals its output alone", "[stamp][
   e.add(kLoopIr, "loop.bc");
   e.add(kiln_test::kAddIr, "add.bc");
   e.add(kArgsIr, "args.bc");
-  REQUIRE(e.modules[0].stamp_functions == 2);
+  REQUIRE(e.modules[0].stamp_function_count == 2);
   REQUIRE(e.modules[1].flat.functions.empty());
   std::vector<StampOutput> alone;
   for (const FlatExport& m : e.modules) alone.push_back(run_stamp_cpu(m.flat.view(), 1));
@@ -194,7 +194,7 @@ TEST_CASE("the GPU's form of the per-function stages gives the per-function form
   e.add(kArgsIr, "args.bc");
   e.add(kiln_test::kAddIr, "add.bc");
   e.add(kTablesIr, "tables.bc");
-  REQUIRE(e.modules.back().stamp_functions == 2);
+  REQUIRE(e.modules.back().stamp_function_count == 2);
   REQUIRE(!run_stamp_cpu(e.modules.back().flat.view(), 1).lsda.empty());
   for (const FlatExport& m : e.modules)
     kiln_test::check_same_output(run_stamp_cpu(m.flat.view(), 1, StampForm::wide), run_stamp_cpu(m.flat.view(), 1));

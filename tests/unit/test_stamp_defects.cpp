@@ -35,7 +35,7 @@ const Verdict& stamp_verdict(const ModuleCensus& c) {
 }
 
 std::vector<std::string> reasons_of(const ModuleCensus& c, const std::string& fn) {
-  for (const auto& f : c.stamp_functions)
+  for (const auto& f : c.function_verdicts)
     if (f.name == fn) return f.reasons;
   throw std::runtime_error("no function " + fn);
 }
@@ -506,7 +506,7 @@ done:
   llvm::LLVMContext ctx;
   auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(ir), "weak.bc");
   FlatExport flat = export_flat(*module);
-  REQUIRE(flat.stamp_functions == 1);
+  REQUIRE(flat.stamp_function_count == 1);
   flat.resolve_symbol_names();
   std::string file = write_flat_file(flat.flat, "weak.ll");
   FlatModuleData back = read_flat_file(file, "weak.flat");

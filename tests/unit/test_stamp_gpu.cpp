@@ -81,7 +81,7 @@ void check_against_cpu(StampGpuExecutor& gpu) {
   llvm::LLVMContext ctx;
   auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(kGpuIr), "gpu.bc");
   FlatExport flat = export_flat(*module);
-  REQUIRE(flat.stamp_functions == 4);
+  REQUIRE(flat.stamp_function_count == 4);
   StampOutput cpu = run_stamp_cpu(flat.flat.view(), 1);
   REQUIRE(!cpu.code.empty());
   REQUIRE(!cpu.lsda.empty());

@@ -1,4 +1,4 @@
-#include "stamp_split.h"
+#include "fallback.h"
 
 #include <llvm/IR/Comdat.h>
 #include <llvm/IR/Function.h>
@@ -96,7 +96,7 @@ size_t expose_local_symbols(llvm::Module& module, const std::string& tag) {
   return locals.size();
 }
 
-std::unique_ptr<llvm::Module> llvm_half(const llvm::Module& module, const std::vector<bool>& emitted_by_stamp) {
+std::unique_ptr<llvm::Module> fallback_module(const llvm::Module& module, const std::vector<bool>& emitted_by_stamp) {
   const std::string label = module.getModuleIdentifier();
   if (emitted_by_stamp.size() != module.size())
     throw KilnError(kExitInternal, label,

@@ -21,10 +21,10 @@ namespace kiln {
 // Returns how many symbols were renamed.
 size_t expose_local_symbols(llvm::Module& module, const std::string& tag);
 
-// A copy of the module for the llvm back end: the functions marked in
+// The fallback module, a copy for the llvm back end: the functions marked in
 // `emitted_by_stamp` (indexed like the module's function list, declarations
 // included) lose their bodies and become external declarations; all else stays.
-std::unique_ptr<llvm::Module> llvm_half(const llvm::Module& module, const std::vector<bool>& emitted_by_stamp);
+std::unique_ptr<llvm::Module> fallback_module(const llvm::Module& module, const std::vector<bool>& emitted_by_stamp);
 
 // Combines relocatable objects into one with `ld.lld -r` (LLVM 22's lld, from
 // KILN_LLVM_BINDIR). Throws KilnError(kExitMissingTool) when lld is missing and

@@ -23,7 +23,7 @@
 #include "fs.h"
 #include "kiln_config.h"
 #include "process.h"
-#include "stamp_split.h"
+#include "fallback.h"
 
 using namespace kiln;
 
@@ -181,7 +181,7 @@ int main(void) {
 
 }  // namespace
 
-TEST_CASE("expose_local_symbols gives local symbols unique hidden external names", "[stamp_split]") {
+TEST_CASE("expose_local_symbols gives local symbols unique hidden external names", "[fallback]") {
   llvm::LLVMContext ctx;
   auto m = parse_ir(ctx, kSplitIr);
   llvm::Function* helper = m->getFunction("helper");
@@ -247,7 +247,7 @@ TEST_CASE("expose_local_symbols gives local symbols unique hidden external names
   CHECK(expose_local_symbols(*m, "t1") == 0);
 }
 
-TEST_CASE("expose_local_symbols renames comdats keyed on local symbols", "[stamp_split]") {
+TEST_CASE("expose_local_symbols renames comdats keyed on local symbols", "[fallback]") {
   llvm::LLVMContext ctx;
   auto m = parse_ir(ctx, R"(
 target triple = "x86_64-unknown-linux-gnu"
@@ -305,7 +305,7 @@ define i32 @use() {
   CHECK(groups.captured_stdout.find("[pub]") != std::string::npos);
 }
 
-TEST_CASE("llvm_half keeps all but the functions stamp emits, and the halves link", "[stamp_split]") {
+TEST_CASE("fallback_module keeps all but the functions stamp emits, and the halves link", "[fallback]") {
   Scratch dir;
   write_file_atomic(dir.path + "/main.c", kMainC);
 
@@ -333,7 +333,7 @@ TEST_CASE("llvm_half keeps all but the functions stamp emits, and the halves lin
   marked[function_index(*m, anon_fn)] = true;
   const std::string anon_name = anon_fn->getName().str();
 
-  auto llvm_part = llvm_half(*m, marked);
+  auto llvm_part = fallback_module(*m, marked);
   REQUIRE(llvm_part);
   CHECK(verifier_says(*llvm_part).empty());
   CHECK(llvm_part->size() == m->size());
@@ -381,24 +381,24 @@ TEST_CASE("llvm_half keeps all but the functions stamp emits, and the halves lin
   CHECK(link_and_run(dir.path, "split2", combine_objects({stamp_object, llvm_object}, "split")) == reference);
 }
 
-TEST_CASE("llvm_half reports marks that do not fit and halves that do not verify", "[stamp_split]") {
+TEST_CASE("fallback_module reports marks that do not fit and halves that do not verify", "[fallback]") {
   llvm::LLVMContext ctx;
   auto m = parse_ir(ctx, kSplitIr);
   expose_local_symbols(*m, "t1");
   try {
-    llvm_half(*m, std::vector<bool>(m->size() + 1, false));
+    fallback_module(*m, std::vector<bool>(m->size() + 1, false));
     FAIL("expected an error");
   } catch (const KilnError& e) {
     CHECK(e.code() == kExitInternal);
   }
   // Nothing marked: a plain copy.
-  auto copy = llvm_half(*m, std::vector<bool>(m->size(), false));
+  auto copy = fallback_module(*m, std::vector<bool>(m->size(), false));
   CHECK_FALSE(copy->getFunction("compute")->isDeclaration());
   // twice is an alias's target: without its body the alias has nothing to point at.
   std::vector<bool> marked(m->size(), false);
   marked[function_index(*m, m->getFunction("twice.kiln.t1"))] = true;
   try {
-    llvm_half(*m, marked);
+    fallback_module(*m, marked);
     FAIL("expected an error");
   } catch (const KilnError& e) {
     CHECK(e.code() == kExitInternal);
@@ -407,7 +407,7 @@ TEST_CASE("llvm_half reports marks that do not fit and halves that do not verify
   }
 }
 
-TEST_CASE("combine_objects fails with lld's reason on input that is not an object", "[stamp_split]") {
+TEST_CASE("combine_objects fails with lld's reason on input that is not an object", "[fallback]") {
   LlvmBackend backend(Profile::fast);
   llvm::LLVMContext ctx;
   auto m = parse_ir(ctx, "target triple = \"x86_64-unknown-linux-gnu\"\n"

@@ -1,0 +1,140 @@
+#include "flat_module.h"
+
+namespace kiln {
+
+// Here rather than in flat_export.cpp: what reads flat files links no LLVM.
+FlatModuleView FlatModuleData::view() const {
+  return FlatModuleView{functions.data(), static_cast<uint32_t>(functions.size()),
+                        blocks.data(), static_cast<uint32_t>(blocks.size()),
+                        insts.data(), static_cast<uint32_t>(insts.size()),
+                        operands.data(), static_cast<uint32_t>(operands.size()),
+                        arg_widths.data(), static_cast<uint32_t>(arg_widths.size())};
+}
+
+namespace {
+
+// Each check gives the first defect it finds, or null. The defects are fixed texts:
+// read_flat_file puts them after "corrupt flat IR file: ".
+
+// The symbol tables and the per-function tables, and every index of a function,
+// block or instruction inside its array.
+const char* check_tables(const FlatModuleData& f) {
+  for (const UndefinedSymbol& u : f.undefined)
+    if (uint8_t(u.binding) > uint8_t(SymbolBinding::weak) || uint8_t(u.visibility) > uint8_t(SymbolVisibility::protected_))
+      return "undefined symbol's binding or visibility out of range";
+  for (size_t i = 0; i < f.bindings.size(); ++i)
+    if (uint8_t(f.bindings[i]) > uint8_t(SymbolBinding::weak)) return "function binding out of range";
+  for (size_t i = 0; i < f.visibilities.size(); ++i)
+    if (uint8_t(f.visibilities[i]) > uint8_t(SymbolVisibility::protected_)) return "function visibility out of range";
+  if (f.bindings.size() != f.functions.size() || f.visibilities.size() != f.functions.size() ||
+      f.sections.size() != f.functions.size())
+    return "per-function tables disagree";
+  for (const auto& fn : f.functions) {
+    if (fn.symbol >= f.symbols.size() || uint64_t(fn.first_block) + fn.block_count > f.blocks.size() ||
+        uint64_t(fn.first_inst) + fn.inst_count > f.insts.size() || uint64_t(fn.first_arg) + fn.arg_count > f.arg_widths.size())
+      return "function out of range";
+  }
+  for (const auto& b : f.blocks)
+    if (b.function >= f.functions.size() || uint64_t(b.first_inst) + b.inst_count > f.insts.size()) return "block out of range";
+  for (const auto& in : f.insts) {
+    if (in.op >= kOpCount || in.block >= f.blocks.size() || uint64_t(in.first_operand) + in.operand_count > f.operands.size())
+      return "instruction out of range";
+  }
+  return nullptr;
+}
+
+// Instruction `in` of block `b` of function `fn`: it has the operands its template
+// reads, of the kinds it reads them as, and its values come from its own function.
+// The tables are in range (check_tables).
+const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, const FlatInst& in) {
+  static const uint8_t kMinOperands[kOpCount] = {
+      /*nop*/ 0, /*copy*/ 1, /*trunc*/ 1, /*sext*/ 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+      /*icmp*/ 2, /*select*/ 3, /*alloca*/ 0, /*load*/ 1, /*store*/ 2, /*gep*/ 1, /*extract*/ 1, /*insert*/ 2,
+      /*phi*/ 0, /*call*/ 1, /*overflow*/ 2, /*br*/ 1, /*condbr*/ 3, /*switch*/ 2, /*ret*/ 0, /*unreachable*/ 0,
+      /*invoke*/ 3, /*landingpad*/ 0, /*resume*/ 2, /*bitop*/ 1, /*atomicrmw*/ 2, /*cmpxchg*/ 3, /*fence*/ 0};
+  const FlatFunction& func = f.functions[fn];
+  if (in.block != b) return "instruction outside its block";
+  if (in.operand_count < kMinOperands[in.op]) return "instruction with too few operands";
+  // An aggregate's byte count sizes its unrolled copy: like a frame, at most
+  // 1 GiB, so no instruction's code can wrap a 32-bit offset.
+  if ((in.op == kOpLoad || in.op == kOpStore || in.op == kOpExtract || in.op == kOpInsert) &&
+      in.aux32 > static_cast<uint64_t>(kMaxFrameBytes))
+    return "aggregate larger than 1 GiB";
+  const FlatOperand* ops = f.operands.data() + in.first_operand;
+  for (uint32_t k = 0; k < in.operand_count; ++k)
+    if (ops[k].kind == kOperandValue &&
+        (ops[k].index < func.first_inst || ops[k].index >= func.first_inst + func.inst_count))
+      return "value from outside its function";
+  auto is_block = [&](uint32_t k) {
+    return ops[k].kind == kOperandBlock && ops[k].index < f.blocks.size() && f.blocks[ops[k].index].function == fn;
+  };
+  if ((in.op == kOpIcmp && in.aux > kPredSle) || (in.op == kOpOverflow && in.aux > kOvfSmul) ||
+      (in.op == kOpBitOp && in.aux > kBitScmp) || (in.op == kOpLandingPad && in.aux > kLandingPadEmptyFilter) ||
+      (in.op == kOpAtomicRmw && in.aux > kRmwNand) || (in.op == kOpStore && in.aux > kStoreSeqCst))
+    return "instruction with an unknown variant";
+  if ((in.op == kOpBr && !is_block(0)) || (in.op == kOpCondBr && !(is_block(1) && is_block(2))) ||
+      (in.op == kOpSwitch && (!is_block(1) || in.operand_count % 2)) ||
+      (in.op == kOpInvoke && !(is_block(in.operand_count - 1) && is_block(in.operand_count - 2))) ||
+      (in.op == kOpPhi && in.operand_count % 2) ||
+      (in.op == kOpResume && !(ops[0].kind == kOperandValue && ops[1].kind == kOperandSymbol)))
+    return "instruction with operands of the wrong kind";
+  for (uint32_t k = 2; in.op == kOpSwitch && k < in.operand_count; k += 2)
+    if (!is_block(k + 1)) return "switch case without a block";
+  return nullptr;
+}
+
+// Function `fn`: its flags' indices, its frame, and its blocks and instructions stay
+// inside it. The tables are in range (check_tables).
+const char* check_function(const FlatModuleData& f, size_t fn) {
+  const FlatFunction& func = f.functions[fn];
+  if ((func.flags & kFnHasPersonality) && func.personality >= f.symbols.size()) return "personality out of range";
+  if ((func.flags & kFnHasSret) && func.sret_arg >= func.arg_count) return "sret argument out of range";
+  if (frame_bound(f.insts.data() + func.first_inst, func.inst_count, func.arg_count) > static_cast<uint64_t>(kMaxFrameBytes))
+    return "frame larger than 1 GiB";
+  // The function's blocks tile its instructions, in order: stage 3 gives offsets
+  // only to instructions inside them, and stage 4 writes every instruction.
+  uint64_t next_inst = func.first_inst;
+  for (uint32_t b = func.first_block; b < func.first_block + func.block_count; ++b) {
+    const FlatBlock& blk = f.blocks[b];
+    if (blk.function != fn || blk.first_inst != next_inst ||
+        uint64_t(blk.first_inst) + blk.inst_count > uint64_t(func.first_inst) + func.inst_count)
+      return "block outside its function";
+    next_inst = uint64_t(blk.first_inst) + blk.inst_count;
+    for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i)
+      if (const char* defect = check_instruction(f, fn, b, f.insts[i])) return defect;
+  }
+  if (next_inst != uint64_t(func.first_inst) + func.inst_count) return "instructions outside every block of their function";
+  return nullptr;
+}
+
+// No block or instruction lies outside the ranges its owner claims, and every
+// operand is of a known kind and inside the array its kind indexes.
+const char* check_owners_and_operands(const FlatModuleData& f) {
+  for (size_t b = 0; b < f.blocks.size(); ++b) {
+    const FlatFunction& func = f.functions[f.blocks[b].function];
+    if (b < func.first_block || b >= uint64_t(func.first_block) + func.block_count) return "block outside its function";
+  }
+  for (size_t i = 0; i < f.insts.size(); ++i) {
+    const FlatBlock& blk = f.blocks[f.insts[i].block];
+    if (i < blk.first_inst || i >= uint64_t(blk.first_inst) + blk.inst_count) return "instruction outside its block";
+  }
+  for (const auto& op : f.operands) {
+    if (op.kind < kOperandValue || op.kind > kOperandZero) return "operand of an unknown kind";
+    uint64_t limit = op.kind == kOperandValue ? f.insts.size() : op.kind == kOperandArg ? f.arg_widths.size()
+                   : op.kind == kOperandSymbol ? f.symbols.size() : op.kind == kOperandBlock ? f.blocks.size() : ~0ull;
+    if (op.index >= limit) return "operand out of range";
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string check_flat_module(const FlatModuleData& flat) {
+  // In this order: each check relies on the indices the ones before it checked.
+  const char* defect = check_tables(flat);
+  for (size_t fn = 0; !defect && fn < flat.functions.size(); ++fn) defect = check_function(flat, fn);
+  if (!defect) defect = check_owners_and_operands(flat);
+  return defect ? defect : "";
+}
+
+}  // namespace kiln
