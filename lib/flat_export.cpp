@@ -835,7 +835,7 @@ namespace {
 // Writes constant `c` into bytes at `offset`; addresses become R_X86_64_64
 // relocations. Returns why not when the constant is beyond it.
 std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, std::vector<uint8_t>& bytes,
-                           uint64_t offset, std::vector<StampRelocation>& relocs) {
+                           uint64_t offset, std::vector<StampNamedReloc>& relocs) {
   using namespace llvm;
   if (isa<UndefValue>(c) || isa<ConstantAggregateZero>(c) || isa<ConstantPointerNull>(c)) return "";
   // Every write below stays inside the global's bytes: a layout this code gets wrong

@@ -623,7 +623,7 @@ struct ObjectWriter {
       for (uint32_t k = 0; k < v.reloc_count[i]; ++k) symbol_for(r[k].symbol);
     }
     for (size_t d = 0; d < data.size(); ++d) {
-      for (const StampRelocation& r : data[d].relocations) {
+      for (const StampNamedReloc& r : data[d].relocations) {
         if (r.symbol.empty()) fail("global '" + data[d].name + "': relocation names no symbol");
         uint32_t name = name_index(r.symbol);
         if (symbol_of_name.size() < names.size()) symbol_of_name.resize(names.size(), 0);
@@ -664,7 +664,7 @@ struct ObjectWriter {
     for (size_t d = 0, k = 0; d < data.size(); ++d) {
       if (data[d].relocations.empty()) continue;
       size_t at = sections[data_rela_index[d]].header.sh_offset;
-      for (const StampRelocation& r : data[d].relocations) {
+      for (const StampNamedReloc& r : data[d].relocations) {
         put_rela_at(out, at, r.offset, data_reloc_symbol[k++], r.type, r.addend);
         at += sizeof(Elf64_Rela);
       }
@@ -783,7 +783,7 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
     code.insert(code.end(), f.code.begin(), f.code.end());
     reloc_start[i] = static_cast<uint32_t>(relocs.size());
     reloc_count[i] = static_cast<uint32_t>(f.relocations.size());
-    for (const StampRelocation& r : f.relocations) {
+    for (const StampNamedReloc& r : f.relocations) {
       uint32_t symbol = r.symbol.empty() ? static_cast<uint32_t>((names.push_back(""), names.size() - 1)) : name_index(r.symbol);
       relocs.push_back(StampReloc{r.offset, r.type, symbol, 0, r.addend});
     }

@@ -15,7 +15,9 @@
 
 namespace kiln {
 
-struct StampRelocation {
+// A relocation that names its symbol, for the self-contained records below (data, and
+// functions written without the stages); the stages' StampReloc names it by index.
+struct StampNamedReloc {
   uint32_t offset = 0;        // within the function's code
   uint32_t type = kRelocPc32;
   std::string symbol;         // a symbol name (defined in this object or undefined)
@@ -31,7 +33,7 @@ struct StampFunction {
   SymbolVisibility visibility = SymbolVisibility::default_;
   std::string section;        // e.g. ".text.NAME"; empty: ".text.NAME"
   std::vector<uint8_t> code;
-  std::vector<StampRelocation> relocations;
+  std::vector<StampNamedReloc> relocations;
   // Functions with exception handling: their personality routine (reached through a
   // hidden DW.ref.<name> pointer, as LLVM does) and their LSDA, which goes into
   // .gcc_except_table. The LSDA holds no relocations (code offsets only).
@@ -53,7 +55,7 @@ struct StampData {
   bool zero = false;          // SHT_NOBITS
   bool writable = false;
   std::vector<uint8_t> bytes;
-  std::vector<StampRelocation> relocations;
+  std::vector<StampNamedReloc> relocations;
 };
 
 // An undefined symbol that is not a plain reference (a global with default

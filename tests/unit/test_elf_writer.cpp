@@ -45,7 +45,7 @@ std::vector<uint8_t> framed(std::vector<uint8_t> body) {
   return code;
 }
 
-StampFunction function(const std::string& name, std::vector<uint8_t> body, std::vector<StampRelocation> relocations = {}) {
+StampFunction function(const std::string& name, std::vector<uint8_t> body, std::vector<StampNamedReloc> relocations = {}) {
   StampFunction f;
   f.name = name;
   f.code = framed(std::move(body));
