@@ -977,6 +977,24 @@ KILN_HD inline void encode_insert(Emitter& e, const FlatModuleView& m, const Sta
   store_narrow(e, field, RAX, bytes_of_width(ops[1].width));
 }
 
+// icmp: cmp rax, rcx (sign-extended for signed predicates), then setcc into the slot,
+// or nothing more when the conditional branch right after jumps on the flags.
+KILN_HD inline void encode_icmp(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  load_rax(e, m, l, i, ops[0]);
+  load_operand(e, l, ops[1], RCX);
+  if (is_signed_predicate(in.aux)) {
+    sign_extend(e, RAX, ops[0].width);
+    sign_extend(e, RCX, ops[0].width);
+  }
+  e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+  if (compare_feeds_branch(m, l, i)) return;  // the branch right after jumps on the flags
+  setcc_al(e, in.aux);
+  e.byte(0x0F), e.byte(0xB6), e.byte(0xC0);  // movzx eax, al
+  store_result(e, l, i);
+}
+
 // Conditional branch: phi copies, then a jump on the flags or on bit 0 of the condition.
 KILN_HD inline void encode_cond_br(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
@@ -1069,17 +1087,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       store_result(e, l, i);
       return;
     case kOpIcmp:
-      load_rax(e, m, l, i, ops[0]);
-      load_operand(e, l, ops[1], RCX);
-      if (is_signed_predicate(in.aux)) {
-        sign_extend(e, RAX, ops[0].width);
-        sign_extend(e, RCX, ops[0].width);
-      }
-      e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
-      if (compare_feeds_branch(m, l, i)) return;  // the branch right after jumps on the flags
-      setcc_al(e, in.aux);
-      e.byte(0x0F), e.byte(0xB6), e.byte(0xC0);  // movzx eax, al
-      store_result(e, l, i);
+      encode_icmp(e, m, l, i);
       return;
     case kOpSelect:
       load_operand(e, l, ops[0], RDX);
