@@ -9,47 +9,80 @@ namespace kiln {
 
 // stamp's own opcode list (not LLVM's numbering, so the file format is stable).
 enum StampOp : uint16_t {
-  kOpNop = 0,        // no code: lifetime markers, assume, debug records
-  kOpCopy,           // result = op0 (zext, bitcast, freeze, inttoptr, llvm.expect)
-  kOpTrunc,          // result = op0 normalised to the result width
-  kOpSext,           // result = sign-extend op0 from aux bits
-  kOpAdd, kOpSub, kOpMul, kOpAnd, kOpOr, kOpXor, kOpShl, kOpLshr, kOpAshr,
-  kOpUdiv, kOpSdiv, kOpUrem, kOpSrem,
-  kOpIcmp,           // aux = predicate (kPred*), operand width in op0.width
-  kOpSelect,         // op0 = condition, op1 = true, op2 = false
-  kOpAlloca,         // result = address of its frame memory (aux32 = size, imm = align)
-  kOpLoad,           // result = *op0; width bits, or aux32 bytes for an aggregate
-  kOpStore,          // *op1 = op0; width in op0.width, or aux32 bytes for an aggregate
-  kOpGep,            // result = op0 + imm + sum(op[i] * op[i].imm) for i >= 1
-  kOpExtract,        // result = field of aggregate op0 at byte imm (width, or aux32 bytes)
-  kOpInsert,         // result = op0 with op1 stored at byte imm (op1.width, or aux32 bytes)
-  kOpPhi,            // pairs (value, block); result slot has a shadow slot after it
-  kOpCall,           // op0 = callee, then arguments; aux flags kCall*; a two-leaf aggregate
-                     // result: aux32 = leaf widths (w0 | w1 << 8), imm = second leaf offset
-  kOpOverflow,       // {iN, i1} = op0 (aux: kOvf*) op1, result aggregate; field 1 at imm
-  kOpBr,             // op0 = target block
-  kOpCondBr,         // op0 = condition, op1 = true block, op2 = false block
-  kOpSwitch,         // op0 = value, op1 = default block, then pairs (case const, block)
-  kOpRet,            // op0 = value (if any)
-  kOpUnreachable,    // ud2
-  kOpInvoke,         // like kOpCall, then two more operands: normal block, unwind block
-  kOpLandingPad,     // {ptr, i32} from rax and edx; aux = kLandingPad* clause kind
-  kOpResume,         // _Unwind_Resume(field 0 of op0)
-  kOpBitOp,          // aux = kBit*: one operand (op0, its width in op0.width) or two (op0, op1)
+  kOpNop = 0,  // no code: lifetime markers, assume, debug records
+  kOpCopy,     // result = op0 (zext, bitcast, freeze, inttoptr, llvm.expect)
+  kOpTrunc,    // result = op0 normalised to the result width
+  kOpSext,     // result = sign-extend op0 from aux bits
+  kOpAdd,
+  kOpSub,
+  kOpMul,
+  kOpAnd,
+  kOpOr,
+  kOpXor,
+  kOpShl,
+  kOpLshr,
+  kOpAshr,
+  kOpUdiv,
+  kOpSdiv,
+  kOpUrem,
+  kOpSrem,
+  kOpIcmp,         // aux = predicate (kPred*), operand width in op0.width
+  kOpSelect,       // op0 = condition, op1 = true, op2 = false
+  kOpAlloca,       // result = address of its frame memory (aux32 = size, imm = align)
+  kOpLoad,         // result = *op0; width bits, or aux32 bytes for an aggregate
+  kOpStore,        // *op1 = op0; width in op0.width, or aux32 bytes for an aggregate
+  kOpGep,          // result = op0 + imm + sum(op[i] * op[i].imm) for i >= 1
+  kOpExtract,      // result = field of aggregate op0 at byte imm (width, or aux32 bytes)
+  kOpInsert,       // result = op0 with op1 stored at byte imm (op1.width, or aux32 bytes)
+  kOpPhi,          // pairs (value, block); result slot has a shadow slot after it
+  kOpCall,         // op0 = callee, then arguments; aux flags kCall*; a two-leaf aggregate
+                   // result: aux32 = leaf widths (w0 | w1 << 8), imm = second leaf offset
+  kOpOverflow,     // {iN, i1} = op0 (aux: kOvf*) op1, result aggregate; field 1 at imm
+  kOpBr,           // op0 = target block
+  kOpCondBr,       // op0 = condition, op1 = true block, op2 = false block
+  kOpSwitch,       // op0 = value, op1 = default block, then pairs (case const, block)
+  kOpRet,          // op0 = value (if any)
+  kOpUnreachable,  // ud2
+  kOpInvoke,       // like kOpCall, then two more operands: normal block, unwind block
+  kOpLandingPad,   // {ptr, i32} from rax and edx; aux = kLandingPad* clause kind
+  kOpResume,       // _Unwind_Resume(field 0 of op0)
+  kOpBitOp,        // aux = kBit*: one operand (op0, its width in op0.width) or two (op0, op1)
   // Atomics, with x86-64's mapping of the orderings: loads are plain loads, a seq_cst
   // store is a plain store (kOpStore with aux kStoreSeqCst) followed by mfence.
-  kOpAtomicRmw,      // result = old *op0; *op0 = old (aux: kRmw*) op1, at op1.width, locked
-  kOpCmpXchg,        // {old, i1 ok}: if *op0 == op1 then *op0 = op2; field 1 at imm
-  kOpFence,          // aux 1: a seq_cst fence (mfence); 0: no code (acquire/release)
+  kOpAtomicRmw,  // result = old *op0; *op0 = old (aux: kRmw*) op1, at op1.width, locked
+  kOpCmpXchg,    // {old, i1 ok}: if *op0 == op1 then *op0 = op2; field 1 at imm
+  kOpFence,      // aux 1: a seq_cst fence (mfence); 0: no code (acquire/release)
   kOpCount
 };
 enum StoreFlags : uint8_t { kStoreSeqCst = 1 };
 enum RmwKind : uint8_t { kRmwXchg, kRmwAdd, kRmwSub, kRmwAnd, kRmwOr, kRmwXor, kRmwNand };
 
-enum IcmpPredicate : uint8_t { kPredEq, kPredNe, kPredUgt, kPredUge, kPredUlt, kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle };
+enum IcmpPredicate : uint8_t {
+  kPredEq,
+  kPredNe,
+  kPredUgt,
+  kPredUge,
+  kPredUlt,
+  kPredUle,
+  kPredSgt,
+  kPredSge,
+  kPredSlt,
+  kPredSle
+};
 enum BitOpKind : uint8_t {
-  kBitCtpop, kBitCtlz, kBitCttz, kBitBswap, kBitAbs,              // one operand
-  kBitUmin, kBitUmax, kBitSmin, kBitSmax, kBitUaddSat, kBitUsubSat, kBitUcmp, kBitScmp  // two
+  kBitCtpop,
+  kBitCtlz,
+  kBitCttz,
+  kBitBswap,
+  kBitAbs,  // one operand
+  kBitUmin,
+  kBitUmax,
+  kBitSmin,
+  kBitSmax,
+  kBitUaddSat,
+  kBitUsubSat,
+  kBitUcmp,
+  kBitScmp  // two
 };
 enum OverflowKind : uint8_t { kOvfUadd, kOvfSadd, kOvfUsub, kOvfSsub, kOvfUmul, kOvfSmul };
 enum CallFlags : uint8_t { kCallVarargs = 1 };
@@ -57,34 +90,34 @@ enum CallFlags : uint8_t { kCallVarargs = 1 };
 enum LandingPadKind : uint8_t { kLandingPadCleanup = 0, kLandingPadCatchAll = 1, kLandingPadEmptyFilter = 2 };
 
 enum OperandKind : uint8_t {
-  kOperandValue = 1,   // result of instruction `index` (module-wide index)
-  kOperandArg,         // argument `index` (module-wide index into arg_widths)
-  kOperandConst,       // integer constant `imm` (already zero-extended to its width)
-  kOperandSymbol,      // address of module symbol `index`, plus `imm`
-  kOperandBlock,       // basic block `index` (module-wide index)
-  kOperandUndef,       // undef or poison: any value will do
-  kOperandZero,        // zeroinitializer of an aggregate (its size is the instruction's aux32)
+  kOperandValue = 1,  // result of instruction `index` (module-wide index)
+  kOperandArg,        // argument `index` (module-wide index into arg_widths)
+  kOperandConst,      // integer constant `imm` (already zero-extended to its width)
+  kOperandSymbol,     // address of module symbol `index`, plus `imm`
+  kOperandBlock,      // basic block `index` (module-wide index)
+  kOperandUndef,      // undef or poison: any value will do
+  kOperandZero,       // zeroinitializer of an aggregate (its size is the instruction's aux32)
 };
 enum OperandFlags : uint8_t { kOperandSignExt = 1, kOperandZeroExt = 2 };
 
 struct FlatOperand {
   uint8_t kind;
-  uint8_t width;      // scalar width in bits (1, or 8 to 64 in steps of 8); 0 for aggregates
-  uint8_t flags;      // kOperand*Ext for call arguments
+  uint8_t width;  // scalar width in bits (1, or 8 to 64 in steps of 8); 0 for aggregates
+  uint8_t flags;  // kOperand*Ext for call arguments
   uint8_t pad;
   uint32_t index;
-  int64_t imm;        // constant, symbol offset, or GEP stride
+  int64_t imm;  // constant, symbol offset, or GEP stride
 };
 
 struct FlatInst {
   uint16_t op;
-  uint8_t width;      // result scalar width; 0 for void or aggregate results
-  uint8_t aux;        // predicate, source width, overflow kind, call flags
+  uint8_t width;  // result scalar width; 0 for void or aggregate results
+  uint8_t aux;    // predicate, source width, overflow kind, call flags
   uint32_t block;
   uint32_t first_operand, operand_count;
-  uint32_t slot_size; // bytes of the result slot (0 for no result)
-  uint32_t aux32;     // aggregate byte size for loads, stores, extract, insert; alloca size
-  int64_t imm;        // GEP constant offset, field offset, alloca alignment
+  uint32_t slot_size;  // bytes of the result slot (0 for no result)
+  uint32_t aux32;      // aggregate byte size for loads, stores, extract, insert; alloca size
+  int64_t imm;         // GEP constant offset, field offset, alloca alignment
 };
 
 struct FlatBlock {
@@ -92,15 +125,21 @@ struct FlatBlock {
   uint32_t function;  // index into FlatModuleView::functions
 };
 
-enum FunctionFlags : uint32_t { kFnRetSignExt = 1, kFnRetZeroExt = 2, kFnHasSret = 4, kFnRetPair = 8, kFnHasPersonality = 16 };
+enum FunctionFlags : uint32_t {
+  kFnRetSignExt = 1,
+  kFnRetZeroExt = 2,
+  kFnHasSret = 4,
+  kFnRetPair = 8,
+  kFnHasPersonality = 16
+};
 
 struct FlatFunction {
-  uint32_t symbol;              // its module symbol
+  uint32_t symbol;  // its module symbol
   uint32_t first_block, block_count;
   uint32_t first_inst, inst_count;
   uint32_t first_arg, arg_count;  // into the module's arg_widths
   uint32_t flags;
-  uint8_t ret_width;            // 0: void or aggregate
+  uint8_t ret_width;  // 0: void or aggregate
   uint8_t pad[3];
   // A first-class aggregate return of two integer leaves (LLVM returns each leaf in
   // its own register: the first in rax, the second in rdx): their widths and the
@@ -108,8 +147,8 @@ struct FlatFunction {
   uint8_t ret_leaf0_width, ret_leaf1_width;
   uint16_t pad2;
   uint32_t ret_leaf1_offset;
-  uint32_t sret_arg;            // argument holding the sret pointer (with kFnHasSret)
-  uint32_t personality;         // module symbol of the personality (with kFnHasPersonality)
+  uint32_t sret_arg;     // argument holding the sret pointer (with kFnHasSret)
+  uint32_t personality;  // module symbol of the personality (with kFnHasPersonality)
 };
 
 // The largest frame stamp lays out, so that every frame displacement fits 32 bits.
@@ -130,11 +169,16 @@ KILN_HD inline uint64_t frame_bound(const FlatInst* insts, uint32_t inst_count, 
 // A read-only view of a flat module's arrays (owned elsewhere: a FlatModuleData on
 // the host, or device buffers).
 struct FlatModuleView {
-  const FlatFunction* functions; uint32_t function_count;
-  const FlatBlock* blocks; uint32_t block_count;
-  const FlatInst* insts; uint32_t inst_count;
-  const FlatOperand* operands; uint32_t operand_count;
-  const uint8_t* arg_widths; uint32_t arg_count;
+  const FlatFunction* functions;
+  uint32_t function_count;
+  const FlatBlock* blocks;
+  uint32_t block_count;
+  const FlatInst* insts;
+  uint32_t inst_count;
+  const FlatOperand* operands;
+  uint32_t operand_count;
+  const uint8_t* arg_widths;
+  uint32_t arg_count;
 };
 
 }  // namespace kiln

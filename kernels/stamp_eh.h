@@ -73,14 +73,14 @@ KILN_HD inline uint32_t stamp_lsda(const FlatModuleView& m, uint32_t fn, const u
   uint32_t after_ttype_field = 1 + uleb_size(table) + table + (typed ? 4 + 4 : 0);
 
   LsdaWriter w{out, 0};
-  w.byte(0xff);                  // LPStart: the function's start
+  w.byte(0xff);  // LPStart: the function's start
   if (typed) {
-    w.byte(0x9b);                // TType: indirect | pcrel | sdata4
-    w.uleb(after_ttype_field);   // offset to the end of the type table
+    w.byte(0x9b);               // TType: indirect | pcrel | sdata4
+    w.uleb(after_ttype_field);  // offset to the end of the type table
   } else {
     w.byte(0xff);
   }
-  w.byte(0x03);                  // call sites: udata4
+  w.byte(0x03);  // call sites: udata4
   w.uleb(table);
   cursor = 0;
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {

@@ -14,37 +14,50 @@
 
 namespace kiln {
 
-enum Reg : uint8_t { RAX = 0, RCX = 1, RDX = 2, RBX = 3, RSP = 4, RBP = 5, RSI = 6, RDI = 7, R8 = 8, R9 = 9, R10 = 10, R11 = 11 };
+enum Reg : uint8_t {
+  RAX = 0,
+  RCX = 1,
+  RDX = 2,
+  RBX = 3,
+  RSP = 4,
+  RBP = 5,
+  RSI = 6,
+  RDI = 7,
+  R8 = 8,
+  R9 = 9,
+  R10 = 10,
+  R11 = 11
+};
 
 // The x86-64 ELF relocation types stamp writes: the stages (calls, GOT loads), the
 // object writer (.eh_frame, DW.ref pointers) and the exporter (addresses in global
 // initializers). The one spelling of them; lib/stamp/stamp_object.cpp checks the values
 // against <elf.h> (kernels/ includes nothing of the system's ELF headers).
 enum StampRelocType : uint32_t {
-  kReloc64 = 1,               // R_X86_64_64: an absolute address (global initializers, DW.ref.NAME)
-  kRelocPc32 = 2,             // R_X86_64_PC32
-  kRelocPlt32 = 4,            // R_X86_64_PLT32 (calls)
-  kRelocGotPcRelX = 41,       // R_X86_64_GOTPCRELX (mov reg, [rip+sym@GOTPCREL] without REX)
-  kRelocRexGotPcRelX = 42,    // R_X86_64_REX_GOTPCRELX (with a REX prefix)
+  kReloc64 = 1,             // R_X86_64_64: an absolute address (global initializers, DW.ref.NAME)
+  kRelocPc32 = 2,           // R_X86_64_PC32
+  kRelocPlt32 = 4,          // R_X86_64_PLT32 (calls)
+  kRelocGotPcRelX = 41,     // R_X86_64_GOTPCRELX (mov reg, [rip+sym@GOTPCREL] without REX)
+  kRelocRexGotPcRelX = 42,  // R_X86_64_REX_GOTPCRELX (with a REX prefix)
 };
 
 struct StampReloc {
-  uint32_t offset;   // function-relative
+  uint32_t offset;  // function-relative
   uint32_t type;
-  uint32_t symbol;   // module symbol index
+  uint32_t symbol;  // module symbol index
   uint32_t pad;
   int64_t addend;
 };
 
 // Per-function layout produced by the frame stage.
 struct StampLayout {
-  const int32_t* inst_slot;   // per instruction (module-wide index): slot offset, or 0
-  const int32_t* alloca_mem;  // per instruction: alloca memory offset, or 0
-  const int32_t* arg_slot;    // per argument
-  const uint32_t* frame_size; // per function
-  const uint32_t* inst_offset;// per instruction: code offset within its function (encode only)
-  const uint32_t* block_offset;// per block: code offset within its function (encode only)
-  const uint8_t* home;        // per instruction: where its result lives (ResultHome, stamp_uses)
+  const int32_t* inst_slot;      // per instruction (module-wide index): slot offset, or 0
+  const int32_t* alloca_mem;     // per instruction: alloca memory offset, or 0
+  const int32_t* arg_slot;       // per argument
+  const uint32_t* frame_size;    // per function
+  const uint32_t* inst_offset;   // per instruction: code offset within its function (encode only)
+  const uint32_t* block_offset;  // per block: code offset within its function (encode only)
+  const uint8_t* home;           // per instruction: where its result lives (ResultHome, stamp_uses)
 };
 
 // Where an instruction's result lives, decided by stage 0 (stamp_uses).
@@ -56,9 +69,9 @@ enum ResultHome : uint8_t {
 };
 
 struct Emitter {
-  uint8_t* out;          // function code base, or nullptr when measuring
-  uint32_t pos;          // function-relative position
-  StampReloc* relocs;    // where this instruction's relocations go, or nullptr
+  uint8_t* out;        // function code base, or nullptr when measuring
+  uint32_t pos;        // function-relative position
+  StampReloc* relocs;  // where this instruction's relocations go, or nullptr
   uint32_t reloc_count;
   uint32_t call_begin = 0, call_end = 0;  // an invoke's call instruction (for the LSDA)
 
@@ -143,7 +156,7 @@ KILN_HD inline void load_bytes(Emitter& e, uint32_t reg, uint32_t base, int32_t 
   for (uint32_t done = first; done < bytes;) {
     uint32_t n = piece_size(bytes - done);
     piece(e, true, R10, base, disp + static_cast<int32_t>(done), n);
-    e.byte(0x49), e.byte(0xC1), e.byte(0xE2), e.byte(8 * done);  // shl r10, 8 * done
+    e.byte(0x49), e.byte(0xC1), e.byte(0xE2), e.byte(8 * done);         // shl r10, 8 * done
     e.byte(0x4C | (reg >> 3)), e.byte(0x09), e.byte(0xD0 | (reg & 7));  // or reg, r10
     done += n;
   }
@@ -225,7 +238,8 @@ KILN_HD inline void load_symbol_address(Emitter& e, uint32_t reg, uint32_t symbo
 KILN_HD inline void normalize(Emitter& e, uint32_t reg, uint32_t width) {
   uint32_t r = reg & 7, x = reg >> 3;
   switch (width) {
-    case 64: return;
+    case 64:
+      return;
     case 32:  // mov r32, r32
       if (x) e.byte(0x45);
       e.byte(0x89);
@@ -255,7 +269,8 @@ KILN_HD inline void sign_extend(Emitter& e, uint32_t reg, uint32_t width) {
   uint32_t r = reg & 7, x = reg >> 3;
   uint32_t rex = 0x48 | (x << 2) | x;
   switch (width) {
-    case 64: return;
+    case 64:
+      return;
     case 32:  // movsxd r64, r32
       e.byte(rex);
       e.byte(0x63);
@@ -291,7 +306,6 @@ KILN_HD inline void store_result(Emitter& e, const StampLayout& l, uint32_t i) {
   store64(e, slot_disp(l, i), RAX);
 }
 
-
 // Loads a scalar operand (normalised) into reg.
 KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t reg) {
   switch (op.kind) {
@@ -302,8 +316,10 @@ KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOpe
         return mem_operand(e, reg, RBP, slot_disp(l, op.index));
       }
       return load64(e, reg, slot_disp(l, op.index));
-    case kOperandArg: return load64(e, reg, -l.arg_slot[op.index]);
-    case kOperandSymbol: return load_symbol_address(e, reg, op.index, op.imm);
+    case kOperandArg:
+      return load64(e, reg, -l.arg_slot[op.index]);
+    case kOperandSymbol:
+      return load_symbol_address(e, reg, op.index, op.imm);
     case kOperandConst:
       if (op.imm != 0) return mov_imm(e, reg, static_cast<uint64_t>(op.imm));
       [[fallthrough]];
@@ -413,16 +429,26 @@ KILN_HD inline void phi_copies(Emitter& e, const FlatModuleView& m, const StampL
 // The setcc opcode (second byte) of a predicate; jcc rel32's is the same minus 0x10.
 KILN_HD inline uint32_t setcc_opcode(uint32_t predicate) {
   switch (predicate) {
-    case kPredEq: return 0x94;
-    case kPredNe: return 0x95;
-    case kPredUgt: return 0x97;
-    case kPredUge: return 0x93;
-    case kPredUlt: return 0x92;
-    case kPredUle: return 0x96;
-    case kPredSgt: return 0x9F;
-    case kPredSge: return 0x9D;
-    case kPredSlt: return 0x9C;
-    default: return 0x9E;  // sle
+    case kPredEq:
+      return 0x94;
+    case kPredNe:
+      return 0x95;
+    case kPredUgt:
+      return 0x97;
+    case kPredUge:
+      return 0x93;
+    case kPredUlt:
+      return 0x92;
+    case kPredUle:
+      return 0x96;
+    case kPredSgt:
+      return 0x9F;
+    case kPredSge:
+      return 0x9D;
+    case kPredSlt:
+      return 0x9C;
+    default:
+      return 0x9E;  // sle
   }
 }
 KILN_HD inline void setcc_al(Emitter& e, uint32_t predicate) {
@@ -469,24 +495,42 @@ KILN_HD inline void encode_binary(Emitter& e, const FlatInst& in) {
     sign_extend(e, RCX, in.width);
   }
   switch (in.op) {
-    case kOpAdd: e.byte(0x48), e.byte(0x01), e.byte(0xC8); break;
-    case kOpSub: e.byte(0x48), e.byte(0x29), e.byte(0xC8); break;
-    case kOpMul: e.byte(0x48), e.byte(0x0F), e.byte(0xAF), e.byte(0xC1); break;
-    case kOpAnd: e.byte(0x48), e.byte(0x21), e.byte(0xC8); break;
-    case kOpOr: e.byte(0x48), e.byte(0x09), e.byte(0xC8); break;
-    case kOpXor: e.byte(0x48), e.byte(0x31), e.byte(0xC8); break;
-    case kOpShl: e.byte(0x48), e.byte(0xD3), e.byte(0xE0); break;
-    case kOpLshr: e.byte(0x48), e.byte(0xD3), e.byte(0xE8); break;
-    case kOpAshr: e.byte(0x48), e.byte(0xD3), e.byte(0xF8); break;
+    case kOpAdd:
+      e.byte(0x48), e.byte(0x01), e.byte(0xC8);
+      break;
+    case kOpSub:
+      e.byte(0x48), e.byte(0x29), e.byte(0xC8);
+      break;
+    case kOpMul:
+      e.byte(0x48), e.byte(0x0F), e.byte(0xAF), e.byte(0xC1);
+      break;
+    case kOpAnd:
+      e.byte(0x48), e.byte(0x21), e.byte(0xC8);
+      break;
+    case kOpOr:
+      e.byte(0x48), e.byte(0x09), e.byte(0xC8);
+      break;
+    case kOpXor:
+      e.byte(0x48), e.byte(0x31), e.byte(0xC8);
+      break;
+    case kOpShl:
+      e.byte(0x48), e.byte(0xD3), e.byte(0xE0);
+      break;
+    case kOpLshr:
+      e.byte(0x48), e.byte(0xD3), e.byte(0xE8);
+      break;
+    case kOpAshr:
+      e.byte(0x48), e.byte(0xD3), e.byte(0xF8);
+      break;
     case kOpUdiv:
     case kOpUrem:
-      e.byte(0x31), e.byte(0xD2);                 // xor edx, edx
-      e.byte(0x48), e.byte(0xF7), e.byte(0xF1);   // div rcx
+      e.byte(0x31), e.byte(0xD2);                // xor edx, edx
+      e.byte(0x48), e.byte(0xF7), e.byte(0xF1);  // div rcx
       if (in.op == kOpUrem) mov_rr(e, RAX, RDX);
       break;
-    default:  // sdiv, srem
-      e.byte(0x48), e.byte(0x99);                 // cqo
-      e.byte(0x48), e.byte(0xF7), e.byte(0xF9);   // idiv rcx
+    default:                                     // sdiv, srem
+      e.byte(0x48), e.byte(0x99);                // cqo
+      e.byte(0x48), e.byte(0xF7), e.byte(0xF9);  // idiv rcx
       if (in.op == kOpSrem) mov_rr(e, RAX, RDX);
       break;
   }
@@ -506,7 +550,7 @@ KILN_HD inline void encode_overflow(Emitter& e, const FlatInst& in, uint32_t w) 
     e.byte(w == 8 ? 0xF6 : 0xF7);  // mul cl/cx/ecx/rcx
     e.byte(0xE1);
   } else if (w == 8) {
-    e.byte(0xF6), e.byte(0xE9);   // imul cl
+    e.byte(0xF6), e.byte(0xE9);  // imul cl
   } else {
     e.byte(0x0F), e.byte(0xAF), e.byte(0xC1);  // imul r, rcx
   }
@@ -520,78 +564,79 @@ KILN_HD inline void encode_bit_op(Emitter& e, uint32_t kind, uint32_t w) {
   switch (kind) {
     case kBitCtpop: {  // SWAR population count of the zero-extended value
       mov_rr(e, RCX, RAX);
-      e.byte(0x48), e.byte(0xD1), e.byte(0xE9);                  // shr rcx, 1
+      e.byte(0x48), e.byte(0xD1), e.byte(0xE9);  // shr rcx, 1
       mov_imm(e, RDX, 0x5555555555555555ull);
-      e.byte(0x48), e.byte(0x21), e.byte(0xD1);                  // and rcx, rdx
-      e.byte(0x48), e.byte(0x29), e.byte(0xC8);                  // sub rax, rcx
+      e.byte(0x48), e.byte(0x21), e.byte(0xD1);  // and rcx, rdx
+      e.byte(0x48), e.byte(0x29), e.byte(0xC8);  // sub rax, rcx
       mov_imm(e, RDX, 0x3333333333333333ull);
       mov_rr(e, RCX, RAX);
-      e.byte(0x48), e.byte(0x21), e.byte(0xD0);                  // and rax, rdx
-      e.byte(0x48), e.byte(0xC1), e.byte(0xE9), e.byte(0x02);    // shr rcx, 2
-      e.byte(0x48), e.byte(0x21), e.byte(0xD1);                  // and rcx, rdx
-      e.byte(0x48), e.byte(0x01), e.byte(0xC8);                  // add rax, rcx
+      e.byte(0x48), e.byte(0x21), e.byte(0xD0);                // and rax, rdx
+      e.byte(0x48), e.byte(0xC1), e.byte(0xE9), e.byte(0x02);  // shr rcx, 2
+      e.byte(0x48), e.byte(0x21), e.byte(0xD1);                // and rcx, rdx
+      e.byte(0x48), e.byte(0x01), e.byte(0xC8);                // add rax, rcx
       mov_rr(e, RCX, RAX);
-      e.byte(0x48), e.byte(0xC1), e.byte(0xE9), e.byte(0x04);    // shr rcx, 4
-      e.byte(0x48), e.byte(0x01), e.byte(0xC8);                  // add rax, rcx
+      e.byte(0x48), e.byte(0xC1), e.byte(0xE9), e.byte(0x04);  // shr rcx, 4
+      e.byte(0x48), e.byte(0x01), e.byte(0xC8);                // add rax, rcx
       mov_imm(e, RDX, 0x0F0F0F0F0F0F0F0Full);
-      e.byte(0x48), e.byte(0x21), e.byte(0xD0);                  // and rax, rdx
+      e.byte(0x48), e.byte(0x21), e.byte(0xD0);  // and rax, rdx
       mov_imm(e, RDX, 0x0101010101010101ull);
-      e.byte(0x48), e.byte(0x0F), e.byte(0xAF), e.byte(0xC2);    // imul rax, rdx
-      e.byte(0x48), e.byte(0xC1), e.byte(0xE8), e.byte(0x38);    // shr rax, 56
+      e.byte(0x48), e.byte(0x0F), e.byte(0xAF), e.byte(0xC2);  // imul rax, rdx
+      e.byte(0x48), e.byte(0xC1), e.byte(0xE8), e.byte(0x38);  // shr rax, 56
       return;
     }
     case kBitCtlz:  // (w - 1) - bsr(x), and w for zero
       mov_imm(e, RCX, ~0ull);
-      e.byte(0x48), e.byte(0x0F), e.byte(0xBD), e.byte(0xC0);    // bsr rax, rax
-      e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);    // cmovz rax, rcx
-      e.byte(0x48), e.byte(0xF7), e.byte(0xD8);                  // neg rax
+      e.byte(0x48), e.byte(0x0F), e.byte(0xBD), e.byte(0xC0);  // bsr rax, rax
+      e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);  // cmovz rax, rcx
+      e.byte(0x48), e.byte(0xF7), e.byte(0xD8);                // neg rax
       add_imm(e, RAX, static_cast<int32_t>(w - 1));
       return;
     case kBitCttz:  // bsf(x), and w for zero
       mov_imm(e, RCX, w);
-      e.byte(0x48), e.byte(0x0F), e.byte(0xBC), e.byte(0xC0);    // bsf rax, rax
-      e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);    // cmovz rax, rcx
+      e.byte(0x48), e.byte(0x0F), e.byte(0xBC), e.byte(0xC0);  // bsf rax, rax
+      e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);  // cmovz rax, rcx
       return;
     case kBitBswap:
-      if (w == 64) e.byte(0x48), e.byte(0x0F), e.byte(0xC8);      // bswap rax
-      else if (w == 32) e.byte(0x0F), e.byte(0xC8);               // bswap eax
-      else e.byte(0x66), e.byte(0xC1), e.byte(0xC0), e.byte(0x08); // rol ax, 8
+      if (w == 64) e.byte(0x48), e.byte(0x0F), e.byte(0xC8);        // bswap rax
+      else if (w == 32) e.byte(0x0F), e.byte(0xC8);                 // bswap eax
+      else e.byte(0x66), e.byte(0xC1), e.byte(0xC0), e.byte(0x08);  // rol ax, 8
       return;
     case kBitAbs:
       sign_extend(e, RAX, w);
       mov_rr(e, RCX, RAX);
-      e.byte(0x48), e.byte(0xF7), e.byte(0xD8);                  // neg rax
-      e.byte(0x48), e.byte(0x0F), e.byte(0x48), e.byte(0xC1);    // cmovs rax, rcx
+      e.byte(0x48), e.byte(0xF7), e.byte(0xD8);                // neg rax
+      e.byte(0x48), e.byte(0x0F), e.byte(0x48), e.byte(0xC1);  // cmovs rax, rcx
       return;
     case kBitUaddSat:
-      e.byte(0x48), e.byte(0x01), e.byte(0xC8);                  // add rax, rcx
+      e.byte(0x48), e.byte(0x01), e.byte(0xC8);  // add rax, rcx
       mov_imm(e, RCX, w == 64 ? ~0ull : (1ull << w) - 1);
       if (w == 64) e.byte(0x48), e.byte(0x0F), e.byte(0x42), e.byte(0xC1);  // cmovc rax, rcx
-      else e.byte(0x48), e.byte(0x39), e.byte(0xC8), e.byte(0x48), e.byte(0x0F), e.byte(0x47), e.byte(0xC1);  // cmp; cmova
+      else
+        e.byte(0x48), e.byte(0x39), e.byte(0xC8), e.byte(0x48), e.byte(0x0F), e.byte(0x47), e.byte(0xC1);  // cmp; cmova
       return;
     case kBitUsubSat:
-      e.byte(0x48), e.byte(0x29), e.byte(0xC8);                  // sub rax, rcx
-      e.byte(0xB9), e.u32(0);                                    // mov ecx, 0 (keeps flags)
-      e.byte(0x48), e.byte(0x0F), e.byte(0x42), e.byte(0xC1);    // cmovc rax, rcx
+      e.byte(0x48), e.byte(0x29), e.byte(0xC8);                // sub rax, rcx
+      e.byte(0xB9), e.u32(0);                                  // mov ecx, 0 (keeps flags)
+      e.byte(0x48), e.byte(0x0F), e.byte(0x42), e.byte(0xC1);  // cmovc rax, rcx
       return;
     case kBitUcmp:
     case kBitScmp: {
       bool s = kind == kBitScmp;
       if (s) sign_extend(e, RAX, w), sign_extend(e, RCX, w);
-      e.byte(0x48), e.byte(0x39), e.byte(0xC8);                  // cmp rax, rcx
-      e.byte(0x0F), e.byte(s ? 0x9F : 0x97), e.byte(0xC2);       // setg/seta dl
-      e.byte(0x0F), e.byte(s ? 0x9C : 0x92), e.byte(0xC1);       // setl/setb cl
-      e.byte(0x0F), e.byte(0xB6), e.byte(0xC2);                  // movzx eax, dl
-      e.byte(0x0F), e.byte(0xB6), e.byte(0xC9);                  // movzx ecx, cl
-      e.byte(0x48), e.byte(0x29), e.byte(0xC8);                  // sub rax, rcx
+      e.byte(0x48), e.byte(0x39), e.byte(0xC8);             // cmp rax, rcx
+      e.byte(0x0F), e.byte(s ? 0x9F : 0x97), e.byte(0xC2);  // setg/seta dl
+      e.byte(0x0F), e.byte(s ? 0x9C : 0x92), e.byte(0xC1);  // setl/setb cl
+      e.byte(0x0F), e.byte(0xB6), e.byte(0xC2);             // movzx eax, dl
+      e.byte(0x0F), e.byte(0xB6), e.byte(0xC9);             // movzx ecx, cl
+      e.byte(0x48), e.byte(0x29), e.byte(0xC8);             // sub rax, rcx
       return;
     }
     default: {  // min and max: cmp, then take rcx when it is the answer
       bool s = kind == kBitSmin || kind == kBitSmax;
       if (s) sign_extend(e, RAX, w), sign_extend(e, RCX, w);
-      e.byte(0x48), e.byte(0x39), e.byte(0xC8);                  // cmp rax, rcx
+      e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
       uint32_t cc = kind == kBitUmin ? 0x47 : kind == kBitUmax ? 0x42 : kind == kBitSmin ? 0x4F : 0x4C;
-      e.byte(0x48), e.byte(0x0F), e.byte(cc), e.byte(0xC1);      // cmova/cmovb/cmovg/cmovl rax, rcx
+      e.byte(0x48), e.byte(0x0F), e.byte(cc), e.byte(0xC1);  // cmova/cmovb/cmovg/cmovl rax, rcx
       return;
     }
   }
@@ -687,11 +732,30 @@ KILN_HD inline bool frame_address(const FlatModuleView& m, const StampLayout& l,
 KILN_HD inline bool result_in_rax(const FlatInst& in) {
   if (in.width == 0) return false;
   switch (in.op) {
-    case kOpCopy: case kOpTrunc: case kOpSext:
-    case kOpAdd: case kOpSub: case kOpMul: case kOpAnd: case kOpOr: case kOpXor:
-    case kOpShl: case kOpLshr: case kOpAshr: case kOpUdiv: case kOpSdiv: case kOpUrem: case kOpSrem:
-    case kOpIcmp: case kOpSelect: case kOpAlloca: case kOpLoad: case kOpGep: case kOpExtract:
-    case kOpBitOp: case kOpCall:
+    case kOpCopy:
+    case kOpTrunc:
+    case kOpSext:
+    case kOpAdd:
+    case kOpSub:
+    case kOpMul:
+    case kOpAnd:
+    case kOpOr:
+    case kOpXor:
+    case kOpShl:
+    case kOpLshr:
+    case kOpAshr:
+    case kOpUdiv:
+    case kOpSdiv:
+    case kOpUrem:
+    case kOpSrem:
+    case kOpIcmp:
+    case kOpSelect:
+    case kOpAlloca:
+    case kOpLoad:
+    case kOpGep:
+    case kOpExtract:
+    case kOpBitOp:
+    case kOpCall:
       return true;
     default:
       return false;
@@ -727,10 +791,24 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   switch (in.op) {
-    case kOpCopy: case kOpTrunc: case kOpSext:
-    case kOpAdd: case kOpSub: case kOpMul: case kOpAnd: case kOpOr: case kOpXor:
-    case kOpShl: case kOpLshr: case kOpAshr: case kOpUdiv: case kOpSdiv: case kOpUrem: case kOpSrem:
-    case kOpIcmp: case kOpBitOp:
+    case kOpCopy:
+    case kOpTrunc:
+    case kOpSext:
+    case kOpAdd:
+    case kOpSub:
+    case kOpMul:
+    case kOpAnd:
+    case kOpOr:
+    case kOpXor:
+    case kOpShl:
+    case kOpLshr:
+    case kOpAshr:
+    case kOpUdiv:
+    case kOpSdiv:
+    case kOpUrem:
+    case kOpSrem:
+    case kOpIcmp:
+    case kOpBitOp:
       return 0;
     case kOpLoad:
       return is_frame_shape(m, ops[0]) ? -1 : 0;
@@ -738,8 +816,9 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, uint32_t i) {
       return is_frame_shape(m, value_operand(i)) ? -1 : 0;
     case kOpStore:
       if (ops[0].width != 0 && rax_holds(m, i, ops[0])) return 0;  // the value, stored from rax
-      return is_frame_shape(m, ops[1]) ? -1 : 1;                    // else the address
-    case kOpCondBr: case kOpSwitch:
+      return is_frame_shape(m, ops[1]) ? -1 : 1;                   // else the address
+    case kOpCondBr:
+    case kOpSwitch:
       return has_phi_copies(m, in) ? -1 : 0;
     case kOpRet: {
       const FlatFunction& f = m.functions[m.blocks[in.block].function];
@@ -751,7 +830,8 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, uint32_t i) {
 }
 
 // load_operand into rax, unless rax already holds it.
-KILN_HD inline void load_rax(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i, const FlatOperand& op) {
+KILN_HD inline void load_rax(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i,
+                             const FlatOperand& op) {
   if (!rax_holds(m, i, op)) load_operand(e, l, op, RAX);
 }
 
@@ -772,10 +852,18 @@ KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const Stam
     load_operand(e, l, ops[1], RCX);
     if (!is_standard_width(ops[0].width)) return store_bytes(e, RCX, 0, RAX, bytes);
     switch (ops[0].width) {
-      case 64: e.byte(0x48), e.byte(0x89), e.byte(0x01); break;  // mov [rcx], rax
-      case 32: e.byte(0x89), e.byte(0x01); break;
-      case 16: e.byte(0x66), e.byte(0x89), e.byte(0x01); break;
-      default: e.byte(0x88), e.byte(0x01); break;
+      case 64:
+        e.byte(0x48), e.byte(0x89), e.byte(0x01);
+        break;  // mov [rcx], rax
+      case 32:
+        e.byte(0x89), e.byte(0x01);
+        break;
+      case 16:
+        e.byte(0x66), e.byte(0x89), e.byte(0x01);
+        break;
+      default:
+        e.byte(0x88), e.byte(0x01);
+        break;
     }
     return;
   }
@@ -809,10 +897,18 @@ KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const Stam
   load_rax(e, m, l, i, ops[1]);
   if (!is_standard_width(ops[0].width)) return store_bytes(e, RAX, 0, RCX, bytes_of_width(ops[0].width));
   switch (ops[0].width) {
-    case 64: e.byte(0x48), e.byte(0x89), e.byte(0x08); break;
-    case 32: e.byte(0x89), e.byte(0x08); break;
-    case 16: e.byte(0x66), e.byte(0x89), e.byte(0x08); break;
-    default: e.byte(0x88), e.byte(0x08); break;
+    case 64:
+      e.byte(0x48), e.byte(0x89), e.byte(0x08);
+      break;
+    case 32:
+      e.byte(0x89), e.byte(0x08);
+      break;
+    case 16:
+      e.byte(0x66), e.byte(0x89), e.byte(0x08);
+      break;
+    default:
+      e.byte(0x88), e.byte(0x08);
+      break;
   }
   return;
 }
@@ -858,10 +954,10 @@ KILN_HD inline void encode_atomic_rmw(Emitter& e, const FlatModuleView& m, const
       mov_rr(e, RDX, RAX);
       if (in.aux == kRmwOr) e.byte(0x48), e.byte(0x09), e.byte(0xCA);        // or rdx, rcx
       else if (in.aux == kRmwXor) e.byte(0x48), e.byte(0x31), e.byte(0xCA);  // xor rdx, rcx
-      else e.byte(0x48), e.byte(0x21), e.byte(0xCA);                          // and rdx, rcx
+      else e.byte(0x48), e.byte(0x21), e.byte(0xCA);                         // and rdx, rcx
       if (in.aux == kRmwNand) e.byte(0x48), e.byte(0xF7), e.byte(0xD2);      // not rdx
-      on_r11(e, w, true, true, 0xB0, RDX);  // lock cmpxchg [r11], rdx
-      e.byte(0x75);                         // jne loop
+      on_r11(e, w, true, true, 0xB0, RDX);                                   // lock cmpxchg [r11], rdx
+      e.byte(0x75);                                                          // jne loop
       e.byte(static_cast<uint32_t>(static_cast<int32_t>(loop) - static_cast<int32_t>(e.pos + 1)) & 0xFF);
       break;
     }
@@ -880,8 +976,8 @@ KILN_HD inline void encode_cmpxchg(Emitter& e, const FlatModuleView& m, const St
   load_operand(e, l, ops[0], R11);
   load_operand(e, l, ops[1], RAX);
   load_operand(e, l, ops[2], RCX);
-  on_r11(e, w, true, true, 0xB0, RCX);        // lock cmpxchg [r11], rcx
-  e.byte(0x0F), e.byte(0x94), e.byte(0xC1);   // sete cl
+  on_r11(e, w, true, true, 0xB0, RCX);       // lock cmpxchg [r11], rcx
+  e.byte(0x0F), e.byte(0x94), e.byte(0xC1);  // sete cl
   normalize(e, RAX, w);
   store64(e, dst, RAX);  // field 0 (the slot is at least 8 bytes); field 1 after it
   store_narrow(e, dst + static_cast<int32_t>(in.imm), RCX, 1);
@@ -909,10 +1005,18 @@ KILN_HD inline void encode_load(Emitter& e, const FlatModuleView& m, const Stamp
     return;
   }
   switch (in.width) {
-    case 64: e.byte(0x48), e.byte(0x8B), e.byte(0x00); break;
-    case 32: e.byte(0x8B), e.byte(0x00); break;
-    case 16: e.byte(0x0F), e.byte(0xB7), e.byte(0x00); break;
-    default: e.byte(0x0F), e.byte(0xB6), e.byte(0x00); break;
+    case 64:
+      e.byte(0x48), e.byte(0x8B), e.byte(0x00);
+      break;
+    case 32:
+      e.byte(0x8B), e.byte(0x00);
+      break;
+    case 16:
+      e.byte(0x0F), e.byte(0xB7), e.byte(0x00);
+      break;
+    default:
+      e.byte(0x0F), e.byte(0xB6), e.byte(0x00);
+      break;
   }
   if (in.width == 1) normalize(e, RAX, 1);
   store_result(e, l, i);
@@ -988,7 +1092,7 @@ KILN_HD inline void encode_icmp(Emitter& e, const FlatModuleView& m, const Stamp
     sign_extend(e, RAX, ops[0].width);
     sign_extend(e, RCX, ops[0].width);
   }
-  e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+  e.byte(0x48), e.byte(0x39), e.byte(0xC8);   // cmp rax, rcx
   if (compare_feeds_branch(m, l, i)) return;  // the branch right after jumps on the flags
   setcc_al(e, in.aux);
   e.byte(0x0F), e.byte(0xB6), e.byte(0xC0);  // movzx eax, al
@@ -1079,8 +1183,19 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       if (in.op != kOpCopy) normalize(e, RAX, in.width);
       store_result(e, l, i);
       return;
-    case kOpAdd: case kOpSub: case kOpMul: case kOpAnd: case kOpOr: case kOpXor:
-    case kOpShl: case kOpLshr: case kOpAshr: case kOpUdiv: case kOpSdiv: case kOpUrem: case kOpSrem:
+    case kOpAdd:
+    case kOpSub:
+    case kOpMul:
+    case kOpAnd:
+    case kOpOr:
+    case kOpXor:
+    case kOpShl:
+    case kOpLshr:
+    case kOpAshr:
+    case kOpUdiv:
+    case kOpSdiv:
+    case kOpUrem:
+    case kOpSrem:
       load_rax(e, m, l, i, ops[0]);
       load_operand(e, l, ops[1], RCX);
       encode_binary(e, in);
@@ -1093,13 +1208,13 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       load_operand(e, l, ops[0], RDX);
       load_operand(e, l, ops[1], RAX);
       load_operand(e, l, ops[2], RCX);
-      e.byte(0xF6), e.byte(0xC2), e.byte(0x01);               // test dl, 1
-      e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1); // cmovz rax, rcx
+      e.byte(0xF6), e.byte(0xC2), e.byte(0x01);                // test dl, 1
+      e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);  // cmovz rax, rcx
       store_result(e, l, i);
       return;
     case kOpAlloca:
       if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
-      e.byte(0x48), e.byte(0x8D);  // lea rax, [rbp + disp]
+      e.byte(0x48), e.byte(0x8D);                       // lea rax, [rbp + disp]
       mem_operand(e, RAX, RBP, -l.alloca_mem[i]);
       if (in.imm > 16) {  // align up: (rax + align - 1) & -align
         add_imm(e, RAX, static_cast<int32_t>(in.imm - 1));

@@ -1,9 +1,9 @@
 // stamp's stages as CUDA kernels: the same stage functions as the CPU executor
 // (stamp_stages.h), one thread per instruction, block or function; the stages that
 // walk a function on the CPU (uses, frame, offsets) run here in their wide form
-// (stamp_wide.h), and so do the LSDAs (exception tables). Included by the CUDA executor (stamp_gpu.cu), which launches them.
-// The measure and encode kernels can take instructions grouped by opcode (the
-// executor's CUB sort), so that a warp's threads take the same template's branch.
+// (stamp_wide.h), and so do the LSDAs (exception tables). Included by the CUDA executor (stamp_gpu.cu), which launches
+// them. The measure and encode kernels can take instructions grouped by opcode (the executor's CUB sort), so that a
+// warp's threads take the same template's branch.
 #pragma once
 #include "stamp_stages.h"
 #include "stamp_wide.h"
@@ -51,7 +51,8 @@ __global__ void stamp_encode_kernel(FlatModuleView m, const uint32_t* order, Sta
   stamp_encode(m, l, i, code + code_start[fn], relocs + fn_reloc_start[fn], reloc_start);
 }
 
-__global__ void stamp_encode_prologue_kernel(FlatModuleView m, StampLayout l, uint8_t* code, const uint32_t* code_start) {
+__global__ void stamp_encode_prologue_kernel(FlatModuleView m, StampLayout l, uint8_t* code,
+                                             const uint32_t* code_start) {
   uint32_t fn = blockIdx.x * blockDim.x + threadIdx.x;
   if (fn < m.function_count) stamp_encode_prologue(m, l, fn, code + code_start[fn]);
 }

@@ -142,7 +142,8 @@ KILN_HD inline void stamp_encode(const FlatModuleView& m, const StampLayout& l, 
   encode_inst(e, m, l, i);
 }
 
-KILN_HD inline void stamp_encode_prologue(const FlatModuleView& m, const StampLayout& l, uint32_t fn, uint8_t* fn_code) {
+KILN_HD inline void stamp_encode_prologue(const FlatModuleView& m, const StampLayout& l, uint32_t fn,
+                                          uint8_t* fn_code) {
   Emitter e{fn_code, 0, nullptr, 0};
   encode_prologue(e, m, l, fn);
 }

@@ -65,7 +65,7 @@ KILN_HD inline int64_t apply_step(const FrameStep& s, int64_t offset) {
 }
 // `a` then `b`: associative (composition of functions), the identity is {0, 0}.
 KILN_HD inline FrameStep then(const FrameStep& a, const FrameStep& b) {
-  return FrameStep{apply_step(b, a.add_at0) , apply_step(b, 8 + a.add_at8) - 8};
+  return FrameStep{apply_step(b, a.add_at0), apply_step(b, 8 + a.add_at8) - 8};
 }
 struct FrameStepThen {
   KILN_HD FrameStep operator()(const FrameStep& a, const FrameStep& b) const { return then(a, b); }
@@ -88,7 +88,7 @@ KILN_HD inline bool wide_in_place(const FlatModuleView& m, uint32_t i, const uin
   if (in.op != kOpInsert || !in.slot_size || home[i] != kHomeSlot) return false;
   const FlatOperand& src = m.operands[in.first_operand];
   return src.kind == kOperandValue && src.index < i && use_count[src.index] == 1 && home[src.index] == kHomeSlot &&
-         m.insts[src.index].op != kOpPhi && m.insts[src.index].slot_size == in.slot_size;
+      m.insts[src.index].op != kOpPhi && m.insts[src.index].slot_size == in.slot_size;
 }
 
 // The bytes instruction i's own slot adds to the frame (0: no slot of its own).
@@ -206,14 +206,14 @@ KILN_HD inline void wide_lsda_counts(const FlatModuleView& m, uint32_t i, const 
 struct WideLsdaScans {
   const uint32_t* previous_end;  // exclusive max-scan of invoke_end by function
   const uint32_t* invoke_end;
-  const uint32_t* entries_sum;   // exclusive sums over all instructions, one more entry
+  const uint32_t* entries_sum;  // exclusive sums over all instructions, one more entry
   const uint32_t* typed_sum;
 };
 
 // A function's table: its shape, as stamp_lsda lays it out.
 struct LsdaShape {
-  uint32_t entries;       // call-site entries, the one after the last invoke included
-  uint32_t last_end;      // where the last invoke's call ends (0: none)
+  uint32_t entries;   // call-site entries, the one after the last invoke included
+  uint32_t last_end;  // where the last invoke's call ends (0: none)
   bool typed;
   uint32_t table, after_ttype_field, header, size;
 };
@@ -222,9 +222,9 @@ KILN_HD inline LsdaShape wide_lsda_shape(const FlatModuleView& m, uint32_t fn, c
   const FlatFunction& f = m.functions[fn];
   const uint32_t first = f.first_inst, end = f.first_inst + f.inst_count;
   LsdaShape l{};
-  l.last_end = f.inst_count ? (s.invoke_end[end - 1] > s.previous_end[end - 1] ? s.invoke_end[end - 1]
-                                                                                 : s.previous_end[end - 1])
-                            : 0;
+  l.last_end = f.inst_count
+      ? (s.invoke_end[end - 1] > s.previous_end[end - 1] ? s.invoke_end[end - 1] : s.previous_end[end - 1])
+      : 0;
   l.entries = (s.entries_sum[end] - s.entries_sum[first]) + (code_size > l.last_end ? 1 : 0);
   l.typed = s.typed_sum[end] != s.typed_sum[first];
   const uint32_t kEntry = 13;
@@ -241,8 +241,8 @@ KILN_HD inline uint32_t wide_lsda_size(const FlatModuleView& m, uint32_t fn, con
 }
 
 // The header, the entry after the last invoke, and the action and type tables.
-KILN_HD inline void wide_lsda_function(const FlatModuleView& m, uint32_t fn, const WideLsdaScans& s,
-                                       uint32_t code_size, uint8_t* out) {
+KILN_HD inline void wide_lsda_function(const FlatModuleView& m, uint32_t fn, const WideLsdaScans& s, uint32_t code_size,
+                                       uint8_t* out) {
   if (!(m.functions[fn].flags & kFnHasPersonality)) return;
   const LsdaShape l = wide_lsda_shape(m, fn, s, code_size);
   LsdaWriter w{out, 0};

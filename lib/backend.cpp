@@ -16,9 +16,12 @@ Profile parse_profile(const std::string& name) {
 
 const char* profile_name(Profile p) {
   switch (p) {
-    case Profile::fast: return "fast";
-    case Profile::balanced: return "balanced";
-    case Profile::release: return "release";
+    case Profile::fast:
+      return "fast";
+    case Profile::balanced:
+      return "balanced";
+    case Profile::release:
+      return "release";
   }
   return "?";
 }
@@ -31,11 +34,17 @@ std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile) 
 }
 
 std::string object_problem(std::string_view o) {
-  if (o.size() < 64 || o.substr(0, 4) != "\x7f" "ELF") return "output is not an ELF file";
+  if (o.size() < 64 ||
+      o.substr(0, 4) !=
+          "\x7f"
+          "ELF")
+    return "output is not an ELF file";
   if (o[4] != 2) return "output is not a 64-bit ELF file";
   if (o[5] != 1) return "output is not little-endian";
-  auto u16 = [&](size_t off) { return static_cast<unsigned>(static_cast<unsigned char>(o[off])) |
-                                      (static_cast<unsigned>(static_cast<unsigned char>(o[off + 1])) << 8); };
+  auto u16 = [&](size_t off) {
+    return static_cast<unsigned>(static_cast<unsigned char>(o[off])) |
+        (static_cast<unsigned>(static_cast<unsigned char>(o[off + 1])) << 8);
+  };
   if (u16(16) != 1) return "output is not a relocatable object (ET_REL)";
   if (u16(18) != 62) return "output is not an x86-64 object";
   return "";

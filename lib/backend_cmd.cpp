@@ -18,8 +18,8 @@ double cmd_timeout_from_environment() {
   char* end = nullptr;
   double v = std::strtod(text, &end);
   if (*end != '\0' || !std::isfinite(v) || v < 0)
-    throw KilnError(kExitUsage, "", std::string("KILN_CMD_TIMEOUT must be a number of seconds (0: none), not '") + text +
-                                        "'");
+    throw KilnError(kExitUsage, "",
+                    std::string("KILN_CMD_TIMEOUT must be a number of seconds (0: none), not '") + text + "'");
   return v;
 }
 
@@ -61,7 +61,7 @@ std::string relocatable_object_problem(std::string_view o) {
   if (shnum < 2) return "no sections (e_shnum is " + std::to_string(shnum) + ")";
   if (shnum > (size - shoff) / kShdrSize)
     return "section header table (" + std::to_string(shnum) + " entries at " + std::to_string(shoff) +
-           ") runs past the end of the file (" + std::to_string(size) + " bytes)";
+        ") runs past the end of the file (" + std::to_string(size) + " bytes)";
   if (le(shdr(0), 4, 4) != kShtNull) return "section 0 is not the null section";
   if (shstrndx == 0 || shstrndx >= shnum)
     return "section name string table index (e_shstrndx " + std::to_string(shstrndx) + ") is not a section";
@@ -73,7 +73,7 @@ std::string relocatable_object_problem(std::string_view o) {
     uint64_t type = le(h, 4, 4), offset = le(h, 24, 8), length = le(h, 32, 8);
     if (type != kShtNobits && !in_file(offset, length, size))
       return "section " + std::to_string(i) + " (offset " + std::to_string(offset) + ", " + std::to_string(length) +
-             " bytes) runs past the end of the file (" + std::to_string(size) + " bytes)";
+          " bytes) runs past the end of the file (" + std::to_string(size) + " bytes)";
     if (le(h, 0, 4) >= names_size) return "section " + std::to_string(i) + "'s name is outside the string table";
   }
   if (!in_file(names_offset, names_size, size) || o[names_offset + names_size - 1] != '\0')
@@ -115,11 +115,13 @@ EmitResult CommandBackend::emit(std::string_view bitcode, const std::string& lab
   ProcessResult run = run_shell_supervised(command, {}, timeout_seconds_);
   result.stages.codegen = clock.lap();
   if (run.timed_out)
-    throw KilnError(kExitFailed, label, "back end command timed out after " + format_seconds(timeout_seconds_) +
-                                            " s (KILN_CMD_TIMEOUT) and was killed: " + command);
+    throw KilnError(kExitFailed, label,
+                    "back end command timed out after " + format_seconds(timeout_seconds_) +
+                        " s (KILN_CMD_TIMEOUT) and was killed: " + command);
   if (run.exit_code == 127) throw KilnError(kExitMissingTool, label, "back end command not found: " + template_);
   if (run.exit_code != 0)
-    throw KilnError(kExitFailed, label, "back end command failed with status " + std::to_string(run.exit_code) + ": " + command);
+    throw KilnError(kExitFailed, label,
+                    "back end command failed with status " + std::to_string(run.exit_code) + ": " + command);
   if (!path_exists(out)) throw KilnError(kExitFailed, label, "back end command wrote no object: " + command);
   result.object = read_file(out);
   result.stages.read = clock.lap();

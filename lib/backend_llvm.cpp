@@ -37,9 +37,12 @@ void initialize_llvm_x86() {
 static llvm::CodeGenOptLevel opt_level_for(Profile p) {
   // fast: what a debug build's code generator does (-O0); balanced: -O1; release: -O2.
   switch (p) {
-    case Profile::fast: return llvm::CodeGenOptLevel::None;
-    case Profile::balanced: return llvm::CodeGenOptLevel::Less;
-    case Profile::release: return llvm::CodeGenOptLevel::Default;
+    case Profile::fast:
+      return llvm::CodeGenOptLevel::None;
+    case Profile::balanced:
+      return llvm::CodeGenOptLevel::Less;
+    case Profile::release:
+      return llvm::CodeGenOptLevel::Default;
   }
   return llvm::CodeGenOptLevel::None;
 }
@@ -86,8 +89,8 @@ LlvmBackend::LlvmBackend(Profile profile) : profile_(profile) {
   options.FunctionSections = true;
   options.DataSections = true;
   options.UniqueSectionNames = true;
-  machine_.reset(target->createTargetMachine(triple, "x86-64", "", options, llvm::Reloc::PIC_,
-                                             llvm::CodeModel::Small, opt_level_for(profile)));
+  machine_.reset(target->createTargetMachine(triple, "x86-64", "", options, llvm::Reloc::PIC_, llvm::CodeModel::Small,
+                                             opt_level_for(profile)));
   if (!machine_) throw KilnError(kExitInternal, "", "cannot create the x86-64 target machine");
 }
 
@@ -112,7 +115,8 @@ std::string LlvmBackend::codegen(llvm::Module& module, const std::string& label)
   if (machine_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
     throw KilnError(kExitInternal, label, "LLVM cannot emit objects for this target");
   // The context's handler is ours when the module was parsed by this back end.
-  auto* errors = const_cast<ErrorCollector*>(dynamic_cast<const ErrorCollector*>(module.getContext().getDiagHandlerPtr()));
+  auto* errors =
+      const_cast<ErrorCollector*>(dynamic_cast<const ErrorCollector*>(module.getContext().getDiagHandlerPtr()));
   if (errors) errors->first_error.clear();
   pm.run(module);
   if (errors && !errors->first_error.empty()) throw KilnError(kExitBadInput, label, "LLVM: " + errors->first_error);

@@ -22,7 +22,11 @@ static bool has_bitcode_magic(std::string_view b) {
 }
 
 std::string describe_foreign_bytes(std::string_view b) {
-  if (b.size() >= 4 && b.substr(0, 4) == "\x7f" "ELF") return "an ELF file";
+  if (b.size() >= 4 &&
+      b.substr(0, 4) ==
+          "\x7f"
+          "ELF")
+    return "an ELF file";
   if (b.size() >= 8 && b.substr(0, 8) == "!<arch>\n") return "an ar archive";
   if (b.size() >= 2 && b[0] == 0x1f && static_cast<unsigned char>(b[1]) == 0x8b) return "gzip data";
   bool text = true;
@@ -30,9 +34,10 @@ std::string describe_foreign_bytes(std::string_view b) {
     unsigned char c = static_cast<unsigned char>(b[i]);
     if (c < 9 || (c > 13 && c < 32)) text = false;
   }
-  if (text) return b.find("define ") != std::string_view::npos || b.find("target triple") != std::string_view::npos
-                       ? "LLVM IR text (assemble it with llvm-as first)"
-                       : "a text file";
+  if (text)
+    return b.find("define ") != std::string_view::npos || b.find("target triple") != std::string_view::npos
+        ? "LLVM IR text (assemble it with llvm-as first)"
+        : "a text file";
   return "unknown binary data";
 }
 
@@ -47,7 +52,8 @@ void check_bitcode_magic(std::string_view bytes, const std::string& path) {
   if (bytes.empty()) throw KilnError(kExitBadInput, path, "empty file, not LLVM bitcode");
   if (is_cut_magic(bytes))
     throw KilnError(kExitBadInput, path,
-                    "truncated bitcode: " + std::to_string(bytes.size()) + " bytes, shorter than the 4-byte magic number");
+                    "truncated bitcode: " + std::to_string(bytes.size()) +
+                        " bytes, shorter than the 4-byte magic number");
   if (!has_bitcode_magic(bytes))
     throw KilnError(kExitBadInput, path, "not LLVM bitcode (looks like " + describe_foreign_bytes(bytes) + ")");
 }
@@ -118,7 +124,8 @@ std::unique_ptr<llvm::Module> parse_checked_module(llvm::LLVMContext& ctx, std::
   if (checks.parse_seconds) *checks.parse_seconds = clock.seconds();
   ModuleProblems found;
   if (checks.verify) found.verify = verify_problem(*module);
-  if (checks.triple && (checks.problems || found.verify.empty())) found.triple = triple_problem(module->getTargetTriple().str());
+  if (checks.triple && (checks.problems || found.verify.empty()))
+    found.triple = triple_problem(module->getTargetTriple().str());
   if (checks.problems) {
     *checks.problems = std::move(found);
     return module;

@@ -30,11 +30,11 @@ struct ModuleProblems {
 };
 // What parse_checked_module checks after parsing, and where it reports.
 struct ParseChecks {
-  bool verify = true;                 // the IR verifier: invalid IR can crash the code generator
-  bool triple = true;                 // x86-64 Linux ELF, what kiln emits (triple_problem)
+  bool verify = true;  // the IR verifier: invalid IR can crash the code generator
+  bool triple = true;  // x86-64 Linux ELF, what kiln emits (triple_problem)
   // Set: the problems found are returned here (empty: none), not thrown.
   ModuleProblems* problems = nullptr;
-  double* parse_seconds = nullptr;    // set: the parse's own time, without the checks
+  double* parse_seconds = nullptr;  // set: the parse's own time, without the checks
 };
 // The one read of a module: parse_bitcode (its errors), then the verifier, then the
 // triple, as `checks` asks. The first problem (the verifier's before the triple's) is

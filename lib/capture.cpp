@@ -36,7 +36,8 @@ namespace kiln {
 WrapperSettings WrapperSettings::from_environment() {
   WrapperSettings s;
   const char* corpus = std::getenv(kEnvCorpus);
-  if (!corpus || !*corpus) throw KilnError(kExitUsage, "", std::string(kEnvCorpus) + " is not set (run the build through kiln-capture)");
+  if (!corpus || !*corpus)
+    throw KilnError(kExitUsage, "", std::string(kEnvCorpus) + " is not set (run the build through kiln-capture)");
   s.corpus_dir = corpus;
   const char* backend = std::getenv(kEnvBackend);
   s.backend = backend && *backend ? backend : "native";
@@ -181,7 +182,8 @@ bool is_kiln_temp_name(const std::string& name) {
   for (const char* prefix : {"kiln-capture-", "kiln-combine-", "kiln-cmd-"}) {
     size_t n = std::strlen(prefix);
     if (name.size() == n + 6 && name.compare(0, n, prefix) == 0 &&
-        name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", n) == std::string::npos)
+        name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", n) ==
+            std::string::npos)
       return true;
   }
   return false;
@@ -241,7 +243,7 @@ void check_corpus_writable(const std::string& corpus_dir) {
 // would interpret.
 bool safe_in_command_line(const std::string& path) {
   return path.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./+,@%=") ==
-         std::string::npos;
+      std::string::npos;
 }
 
 }  // namespace
@@ -273,7 +275,9 @@ static std::vector<std::string> wrapper_environment(const CaptureOptions& option
     env.push_back("CC=kiln-cc");
     env.push_back("CXX=kiln-c++");
   } else {
-    throw KilnError(kExitIo, link_dir, "TMPDIR cannot hold the compiler wrappers: its path contains ':' and characters a build splits CC on");
+    throw KilnError(
+        kExitIo, link_dir,
+        "TMPDIR cannot hold the compiler wrappers: its path contains ':' and characters a build splits CC on");
   }
   add_profile_environment(options.profile, env);
   return env;
@@ -353,8 +357,10 @@ int run_capture(const CaptureOptions& options) {
     else if (inv.action == "failed") ++failed;
   }
   if (::isatty(2))
-    std::fprintf(stderr, "kiln-capture: %s: %zu modules; invocations: %zu captured, %zu passed through, %zu fell back, %zu failed\n",
-                 corpus_dir.c_str(), corpus.modules().size(), captured, passed, fell_back, failed);
+    std::fprintf(
+        stderr,
+        "kiln-capture: %s: %zu modules; invocations: %zu captured, %zu passed through, %zu fell back, %zu failed\n",
+        corpus_dir.c_str(), corpus.modules().size(), captured, passed, fell_back, failed);
   return result.exit_code;
 }
 

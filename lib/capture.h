@@ -11,14 +11,14 @@
 namespace kiln {
 
 // Environment that the driver hands to the wrapper processes it installs.
-constexpr const char* kEnvRole = "KILN_CAPTURE_ROLE";          // rustc (cc/c++ go by argv[0])
+constexpr const char* kEnvRole = "KILN_CAPTURE_ROLE";  // rustc (cc/c++ go by argv[0])
 constexpr const char* kEnvCorpus = "KILN_CAPTURE_CORPUS";
 constexpr const char* kEnvBackend = "KILN_CAPTURE_BACKEND";    // native | llvm | cmd:...
 constexpr const char* kEnvProfile = "KILN_CAPTURE_PROFILE";    // fast | balanced | release
 constexpr const char* kEnvFallback = "KILN_CAPTURE_FALLBACK";  // 1: fall back to the native compiler
 constexpr const char* kEnvRealCc = "KILN_CAPTURE_REAL_CC";
 constexpr const char* kEnvRealCxx = "KILN_CAPTURE_REAL_CXX";
-constexpr const char* kEnvTmpdir = "KILN_CAPTURE_TMPDIR";      // the capture's temporary directory
+constexpr const char* kEnvTmpdir = "KILN_CAPTURE_TMPDIR";  // the capture's temporary directory
 
 struct CaptureOptions {
   std::string corpus_dir;

@@ -33,9 +33,11 @@ bool is_source(const std::string& a) {
 
 // clang options whose value is the next argument.
 bool takes_value(const std::string& a) {
-  static const char* const kFlags[] = {"-o", "-I", "-D", "-U", "-include", "-isystem", "-iquote", "-idirafter", "-MF", "-MT",
-                                      "-MQ", "-x", "-arch", "-target", "--target", "-Xclang", "-Xlinker", "-Xassembler",
-                                      "-L", "-l", "-imacros", "-isysroot", "--sysroot", "-std", "-MJ"};
+  static const char* const kFlags[] = {"-o",       "-I",        "-D",          "-U",      "-include",
+                                       "-isystem", "-iquote",   "-idirafter",  "-MF",     "-MT",
+                                       "-MQ",      "-x",        "-arch",       "-target", "--target",
+                                       "-Xclang",  "-Xlinker",  "-Xassembler", "-L",      "-l",
+                                       "-imacros", "-isysroot", "--sysroot",   "-std",    "-MJ"};
   for (const char* f : kFlags)
     if (a == f) return true;
   return false;
@@ -112,7 +114,8 @@ struct BitcodeGuard {
     if (absolute.size() >= sizeof g_bitcode_output) return;
     std::memcpy(g_bitcode_output, absolute.c_str(), absolute.size() + 1);
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-      struct sigaction sa {}, old {};
+      struct sigaction sa {
+      }, old{};
       sa.sa_handler = remove_bitcode_and_die;
       sigemptyset(&sa.sa_mask);
       ::sigaction(sig, nullptr, &old);
@@ -141,8 +144,8 @@ int capture_compile(Compile& k) {
   bitcode_args.push_back("-emit-llvm");
   ProcessResult r = run_process(bitcode_args, k.children);
   if (r.exit_code != 0) {  // a compile error is the user's: clang has said why
-    record_invocation(s, k.tool, k.id, "failed", k.real + " exited with status " + std::to_string(r.exit_code), k.args, 0,
-                      k.clock.seconds());
+    record_invocation(s, k.tool, k.id, "failed", k.real + " exited with status " + std::to_string(r.exit_code), k.args,
+                      0, k.clock.seconds());
     return r.exit_code;
   }
   std::string bytes = read_file(k.output);
@@ -169,7 +172,8 @@ int capture_compile(Compile& k) {
     int rc = run_process(k.native, k.children).exit_code;
     if (rc != 0) remove_output(k.output);  // clang kept our bitcode there
     record_invocation(s, k.tool, k.id, rc == 0 ? "captured" : "failed",
-                      rc == 0 ? "" : k.real + " exited with status " + std::to_string(rc), k.args, 1, k.clock.seconds());
+                      rc == 0 ? "" : k.real + " exited with status " + std::to_string(rc), k.args, 1,
+                      k.clock.seconds());
     return rc;
   }
   try {
@@ -182,7 +186,8 @@ int capture_compile(Compile& k) {
       record_invocation(s, k.tool, k.id, "failed", e.what(), k.args, 1, k.clock.seconds());
       return kExitFailed;
     }
-    std::fprintf(stderr, "kiln-capture: warning: %s: %s; falling back to %s\n", k.c.sources[0].c_str(), e.what(), k.real.c_str());
+    std::fprintf(stderr, "kiln-capture: warning: %s: %s; falling back to %s\n", k.c.sources[0].c_str(), e.what(),
+                 k.real.c_str());
     int rc = run_process(k.native, k.children).exit_code;
     record_invocation(s, k.tool, k.id, "fallback", e.what(), k.args, 1, k.clock.seconds());
     return rc;

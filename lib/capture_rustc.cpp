@@ -33,11 +33,39 @@ namespace {
 
 // rustc options whose value is the next argument when not attached.
 bool takes_value(const std::string& a) {
-  static const char* const kFlags[] = {"--crate-name", "--edition", "--error-format", "--json", "--crate-type", "--emit",
-                                      "-C", "--codegen", "--cfg", "--check-cfg", "-L", "-l", "--extern", "--out-dir",
-                                      "-o", "--target", "--cap-lints", "--explain", "-A", "-W", "-D", "-F", "--force-warn",
-                                      "--print", "--sysroot", "-Z", "--remap-path-prefix", "--diagnostic-width",
-                                      "--env-set", "--allow", "--warn", "--deny", "--forbid"};
+  static const char* const kFlags[] = {"--crate-name",
+                                       "--edition",
+                                       "--error-format",
+                                       "--json",
+                                       "--crate-type",
+                                       "--emit",
+                                       "-C",
+                                       "--codegen",
+                                       "--cfg",
+                                       "--check-cfg",
+                                       "-L",
+                                       "-l",
+                                       "--extern",
+                                       "--out-dir",
+                                       "-o",
+                                       "--target",
+                                       "--cap-lints",
+                                       "--explain",
+                                       "-A",
+                                       "-W",
+                                       "-D",
+                                       "-F",
+                                       "--force-warn",
+                                       "--print",
+                                       "--sysroot",
+                                       "-Z",
+                                       "--remap-path-prefix",
+                                       "--diagnostic-width",
+                                       "--env-set",
+                                       "--allow",
+                                       "--warn",
+                                       "--deny",
+                                       "--forbid"};
   for (const char* f : kFlags)
     if (a == f) return true;
   return false;
@@ -117,7 +145,7 @@ std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args)
     const std::string& a = args[i];
     std::string setting = a == "-C" && i + 1 < args.size() ? args[i + 1] : (a.rfind("-C", 0) == 0 ? a.substr(2) : "");
     bool drop = setting.rfind("incremental=", 0) == 0 || setting.rfind("lto", 0) == 0 ||
-                setting.rfind("linker-plugin-lto", 0) == 0 || setting.rfind("embed-bitcode", 0) == 0;
+        setting.rfind("linker-plugin-lto", 0) == 0 || setting.rfind("embed-bitcode", 0) == 0;
     if (drop) {
       if (a == "-C") ++i;
       continue;
@@ -156,7 +184,8 @@ std::vector<OutputFile> list_outputs(const std::string& dir, const std::string& 
   return out;
 }
 
-ModuleRecord module_record(const RustcCall& c, const std::string& bytes, const std::string& cgu, const std::string& invocation) {
+ModuleRecord module_record(const RustcCall& c, const std::string& bytes, const std::string& cgu,
+                           const std::string& invocation) {
   ModuleRecord m;
   m.bytes = bytes.size();
   m.triple = bitcode_triple(bytes);
@@ -196,7 +225,8 @@ int capture_native(const WrapperSettings& s, const std::string& rustc, const Rus
   args.push_back("-Csave-temps");
   int rc = run_child(rustc, args);
   if (rc != 0) {
-    record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0, clock.seconds());
+    record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0,
+                      clock.seconds());
     return rc;
   }
   std::string prefix = c.crate_name + c.extra_filename + ".";
@@ -223,7 +253,8 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   // incremental reuse is off so every codegen unit is really produced.
   int rc = run_child(rustc, bitcode_step_args(c.args), {"RUSTC_BOOTSTRAP=1"});
   if (rc != 0) {  // a compile error is the user's: rustc has said why
-    record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0, clock.seconds());
+    record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0,
+                      clock.seconds());
     return rc;
   }
 
@@ -285,7 +316,8 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   if (!failure.empty()) {
     remove_outputs(units);
     ::unlink(rlink.c_str());
-    std::fprintf(stderr, "kiln-capture: error: crate %s (%s): %s\n", c.crate_name.c_str(), c.input.c_str(), failure.c_str());
+    std::fprintf(stderr, "kiln-capture: error: crate %s (%s): %s\n", c.crate_name.c_str(), c.input.c_str(),
+                 failure.c_str());
     record_invocation(s, "rustc", id, "failed", failure, c.args, static_cast<int>(units.size()), clock.seconds());
     return kExitFailed;
   }
@@ -300,8 +332,8 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
                       static_cast<int>(units.size()), clock.seconds());
     return rc;
   }
-  record_invocation(s, "rustc", id, fallback.empty() ? "captured" : "fallback", fallback, c.args, static_cast<int>(units.size()),
-                    clock.seconds());
+  record_invocation(s, "rustc", id, fallback.empty() ? "captured" : "fallback", fallback, c.args,
+                    static_cast<int>(units.size()), clock.seconds());
   return 0;
 }
 

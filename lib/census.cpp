@@ -21,18 +21,26 @@ namespace kiln {
 
 static std::string calling_convention_name(unsigned cc) {
   switch (cc) {
-    case llvm::CallingConv::C: return "c";
-    case llvm::CallingConv::Fast: return "fast";
-    case llvm::CallingConv::Cold: return "cold";
-    case llvm::CallingConv::PreserveMost: return "preserve_most";
-    case llvm::CallingConv::X86_64_SysV: return "x86_64_sysv";
-    case llvm::CallingConv::Win64: return "win64";
-    default: return "cc" + std::to_string(cc);
+    case llvm::CallingConv::C:
+      return "c";
+    case llvm::CallingConv::Fast:
+      return "fast";
+    case llvm::CallingConv::Cold:
+      return "cold";
+    case llvm::CallingConv::PreserveMost:
+      return "preserve_most";
+    case llvm::CallingConv::X86_64_SysV:
+      return "x86_64_sysv";
+    case llvm::CallingConv::Win64:
+      return "win64";
+    default:
+      return "cc" + std::to_string(cc);
   }
 }
 
 static bool is_atomic(const llvm::Instruction& inst) {
-  if (llvm::isa<llvm::AtomicRMWInst>(inst) || llvm::isa<llvm::AtomicCmpXchgInst>(inst) || llvm::isa<llvm::FenceInst>(inst))
+  if (llvm::isa<llvm::AtomicRMWInst>(inst) || llvm::isa<llvm::AtomicCmpXchgInst>(inst) ||
+      llvm::isa<llvm::FenceInst>(inst))
     return true;
   if (auto* load = llvm::dyn_cast<llvm::LoadInst>(&inst)) return load->isAtomic();
   if (auto* store = llvm::dyn_cast<llvm::StoreInst>(&inst)) return store->isAtomic();
@@ -72,7 +80,8 @@ ModuleFacts collect_facts(const llvm::Module& module) {
         ++f.instructions;
         f.opcodes[inst.getOpcodeName()]++;
         if (inst.getDebugLoc()) ++f.instructions_with_debug_location;
-        f.debug_records += static_cast<uint64_t>(std::distance(inst.getDbgRecordRange().begin(), inst.getDbgRecordRange().end()));
+        f.debug_records +=
+            static_cast<uint64_t>(std::distance(inst.getDbgRecordRange().begin(), inst.getDbgRecordRange().end()));
         if (is_atomic(inst)) ++f.atomic_instructions;
         if (touches_vectors(inst)) ++f.vector_instructions;
         if (llvm::isa<llvm::InvokeInst>(inst)) ++f.invokes;
@@ -129,12 +138,14 @@ ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, co
     c.facts.bytes = bytes.size();
     const std::string& triple = problems.triple;
     // triple_problem() says "target X is ..."; the reason's category is "target".
-    if (!triple.empty()) llvm_verdict.reasons.push_back("target: " + triple.substr(triple.rfind("target ", 0) == 0 ? 7 : 0));
+    if (!triple.empty())
+      llvm_verdict.reasons.push_back("target: " + triple.substr(triple.rfind("target ", 0) == 0 ? 7 : 0));
     if (!problems.verify.empty()) llvm_verdict.reasons.push_back("verify: " + problems.verify);
     if (llvm_verdict.reasons.empty()) stamp_verdict = stamp_contract(*module, c);
   } catch (const KilnError& e) {
     std::string what = e.what();
-    llvm_verdict.reasons.push_back("read: " + what.substr(what.find(": ") == std::string::npos ? 0 : what.find(": ") + 2));
+    llvm_verdict.reasons.push_back("read: " +
+                                   what.substr(what.find(": ") == std::string::npos ? 0 : what.find(": ") + 2));
   }
   if (!llvm_verdict.reasons.empty()) {
     llvm_verdict.verdict = "rejected";
@@ -157,16 +168,28 @@ std::string ModuleCensus::to_json() const {
   const ModuleFacts& f = facts;
   JsonWriter w;
   w.begin_object().field("v", kCensusSchemaVersion).field("id", id).field("input", label).field("crate", crate);
-  w.key("facts").begin_object()
-      .field("bytes", f.bytes).field("triple", f.triple)
-      .field("functions_defined", f.functions_defined).field("functions_declared", f.functions_declared)
-      .field("blocks", f.blocks).field("instructions", f.instructions)
-      .field("globals", f.globals).field("globals_with_initializer", f.globals_with_initializer)
-      .field("aliases", f.aliases).field("comdats", f.comdats).field("tls_globals", f.tls_globals)
-      .field("inline_asm_calls", f.inline_asm_calls).field("module_asm_bytes", f.module_asm_bytes)
-      .field("invokes", f.invokes).field("landingpads", f.landingpads).field("personalities", f.personalities)
-      .field("vector_instructions", f.vector_instructions).field("atomic_instructions", f.atomic_instructions)
-      .field("debug_info", f.debug_info).field("instructions_with_debug_location", f.instructions_with_debug_location)
+  w.key("facts")
+      .begin_object()
+      .field("bytes", f.bytes)
+      .field("triple", f.triple)
+      .field("functions_defined", f.functions_defined)
+      .field("functions_declared", f.functions_declared)
+      .field("blocks", f.blocks)
+      .field("instructions", f.instructions)
+      .field("globals", f.globals)
+      .field("globals_with_initializer", f.globals_with_initializer)
+      .field("aliases", f.aliases)
+      .field("comdats", f.comdats)
+      .field("tls_globals", f.tls_globals)
+      .field("inline_asm_calls", f.inline_asm_calls)
+      .field("module_asm_bytes", f.module_asm_bytes)
+      .field("invokes", f.invokes)
+      .field("landingpads", f.landingpads)
+      .field("personalities", f.personalities)
+      .field("vector_instructions", f.vector_instructions)
+      .field("atomic_instructions", f.atomic_instructions)
+      .field("debug_info", f.debug_info)
+      .field("instructions_with_debug_location", f.instructions_with_debug_location)
       .field("debug_records", f.debug_records);
   write_count_map(w, "opcodes", f.opcodes);
   write_count_map(w, "intrinsics", f.intrinsics);
@@ -176,8 +199,10 @@ std::string ModuleCensus::to_json() const {
   for (const auto& v : verdicts) {
     w.key(v.backend).begin_object().field("verdict", v.verdict).string_array("reasons", v.reasons);
     if (v.backend == "stamp")
-      w.field("functions_stamp", v.functions_stamp).field("functions_fallback", v.functions_fallback)
-          .field("instructions_stamp", v.instructions_stamp).field("instructions_fallback", v.instructions_fallback);
+      w.field("functions_stamp", v.functions_stamp)
+          .field("functions_fallback", v.functions_fallback)
+          .field("instructions_stamp", v.instructions_stamp)
+          .field("instructions_fallback", v.instructions_fallback);
     w.end_object();
   }
   w.end_object();
@@ -186,7 +211,11 @@ std::string ModuleCensus::to_json() const {
   w.key("stamp_fallback_functions").begin_array();
   for (const auto& f : function_verdicts) {
     if (f.reasons.empty()) continue;
-    w.begin_object().field("name", f.name).field("instructions", f.instructions).string_array("reasons", f.reasons).end_object();
+    w.begin_object()
+        .field("name", f.name)
+        .field("instructions", f.instructions)
+        .string_array("reasons", f.reasons)
+        .end_object();
   }
   w.end_array().end_object();
   return w.str();
@@ -233,7 +262,8 @@ std::map<std::string, uint64_t> get_count_map(simdjson::dom::element e, const ch
 
 ModuleFacts facts_from_json(simdjson::dom::element doc, const JsonContext& ctx) {
   simdjson::dom::element e;
-  if (doc["facts"].get(e) != simdjson::SUCCESS || !e.is_object()) bad_record(ctx, "missing or non-object field 'facts'");
+  if (doc["facts"].get(e) != simdjson::SUCCESS || !e.is_object())
+    bad_record(ctx, "missing or non-object field 'facts'");
   ModuleFacts f;
   f.bytes = get_count(e, "bytes", ctx);
   f.triple = get_string(e, "triple", ctx);
@@ -304,7 +334,8 @@ ModuleCensus census_from_json(const std::string& json, const std::string& where)
     bad_record(ctx, "missing or non-array field 'stamp_fallback_functions'");
   for (auto f : fallback) {
     if (!f.is_object()) bad_record(ctx, "a stamp fallback function is not an object");
-    c.function_verdicts.push_back({get_string(f, "name", ctx), get_count(f, "instructions", ctx), get_strings(f, "reasons", ctx)});
+    c.function_verdicts.push_back(
+        {get_string(f, "name", ctx), get_count(f, "instructions", ctx), get_strings(f, "reasons", ctx)});
     // A function with no reason is stamp's and is never listed: to_json() would drop it.
     if (c.function_verdicts.back().reasons.empty()) bad_record(ctx, "a stamp fallback function without reasons");
   }
@@ -372,7 +403,9 @@ StampTally tally_stamp(const std::vector<ModuleCensus>& all) {
   }
   return t;
 }
-double share(uint64_t part, uint64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
+double share(uint64_t part, uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
 }  // namespace
 
 std::string census_summary_table(const std::vector<ModuleCensus>& all) {
@@ -385,7 +418,8 @@ std::string census_summary_table(const std::vector<ModuleCensus>& all) {
     for (const auto& [k, v] : c.facts.opcodes) opcodes[k] += v;
   }
   std::snprintf(line, sizeof line, "%s modules, %s functions defined, %s IR instructions\n\n",
-                with_commas(total.modules).c_str(), with_commas(total.functions).c_str(), with_commas(total.instructions).c_str());
+                with_commas(total.modules).c_str(), with_commas(total.functions).c_str(),
+                with_commas(total.instructions).c_str());
   out += line;
   std::vector<std::string> backends;
   for (const auto& c : all)
@@ -400,7 +434,8 @@ std::string census_summary_table(const std::vector<ModuleCensus>& all) {
           if (!v.reasons.empty()) add(by_reason[first_reason_key(v)], c.facts);
         }
     out += "back end " + b + "\n";
-    std::snprintf(line, sizeof line, "  %-28s %10s %12s %14s\n", "verdict / first reason", "modules", "functions", "instructions");
+    std::snprintf(line, sizeof line, "  %-28s %10s %12s %14s\n", "verdict / first reason", "modules", "functions",
+                  "instructions");
     out += line;
     for (const auto& [k, t] : by_verdict) {
       std::snprintf(line, sizeof line, "  %-28s %10s %12s %14s\n", k.c_str(), with_commas(t.modules).c_str(),
@@ -408,32 +443,36 @@ std::string census_summary_table(const std::vector<ModuleCensus>& all) {
       out += line;
     }
     for (const auto& [k, t] : by_reason) {
-      std::snprintf(line, sizeof line, "    reason %-19.40s %10s %12s %14s\n", k.c_str(), with_commas(t.modules).c_str(),
-                    with_commas(t.functions).c_str(), with_commas(t.instructions).c_str());
+      std::snprintf(line, sizeof line, "    reason %-19.40s %10s %12s %14s\n", k.c_str(),
+                    with_commas(t.modules).c_str(), with_commas(t.functions).c_str(),
+                    with_commas(t.instructions).c_str());
       out += line;
     }
     out += "\n";
   }
   StampTally st = tally_stamp(all);
-  std::snprintf(line, sizeof line,
-                "stamp per function: %s of %s functions (%.1f%%) and %s of %s instructions (%.1f%%) compiled by stamp\n",
-                with_commas(st.functions_stamp).c_str(), with_commas(st.functions_stamp + st.functions_fallback).c_str(),
-                share(st.functions_stamp, st.functions_stamp + st.functions_fallback),
-                with_commas(st.instructions_stamp).c_str(),
-                with_commas(st.instructions_stamp + st.instructions_fallback).c_str(),
-                share(st.instructions_stamp, st.instructions_stamp + st.instructions_fallback));
+  std::snprintf(
+      line, sizeof line,
+      "stamp per function: %s of %s functions (%.1f%%) and %s of %s instructions (%.1f%%) compiled by stamp\n",
+      with_commas(st.functions_stamp).c_str(), with_commas(st.functions_stamp + st.functions_fallback).c_str(),
+      share(st.functions_stamp, st.functions_stamp + st.functions_fallback), with_commas(st.instructions_stamp).c_str(),
+      with_commas(st.instructions_stamp + st.instructions_fallback).c_str(),
+      share(st.instructions_stamp, st.instructions_stamp + st.instructions_fallback));
   out += line;
-  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> reasons(st.first_reason.begin(), st.first_reason.end());
+  std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> reasons(st.first_reason.begin(),
+                                                                             st.first_reason.end());
   std::sort(reasons.begin(), reasons.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
   std::snprintf(line, sizeof line, "  %-44s %10s %14s\n", "fallback, by first reason", "functions", "instructions");
   out += line;
   for (const auto& [r, n] : reasons) {
-    std::snprintf(line, sizeof line, "  %-44.44s %10s %14s\n", r.c_str(), with_commas(n.first).c_str(), with_commas(n.second).c_str());
+    std::snprintf(line, sizeof line, "  %-44.44s %10s %14s\n", r.c_str(), with_commas(n.first).c_str(),
+                  with_commas(n.second).c_str());
     out += line;
   }
   out += "\n";
   std::vector<std::pair<std::string, uint64_t>> sorted(opcodes.begin(), opcodes.end());
-  std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   out += "opcodes\n";
   for (const auto& [k, v] : sorted) {
     std::snprintf(line, sizeof line, "  %-16s %12s %6.2f%%\n", k.c_str(), with_commas(v).c_str(),
@@ -464,7 +503,12 @@ std::string census_summary_json(const std::vector<ModuleCensus>& all) {
     for (auto& [backend, inner] : m) {
       w.key(backend).begin_object();
       for (auto& [k, t] : inner)
-        w.key(k).begin_object().field("modules", t.modules).field("functions", t.functions).field("instructions", t.instructions).end_object();
+        w.key(k)
+            .begin_object()
+            .field("modules", t.modules)
+            .field("functions", t.functions)
+            .field("instructions", t.instructions)
+            .end_object();
       w.end_object();
     }
     w.end_object();
@@ -472,12 +516,16 @@ std::string census_summary_json(const std::vector<ModuleCensus>& all) {
   write_tallies("verdicts", verdicts);
   write_tallies("first_reasons", reasons);
   StampTally st = tally_stamp(all);
-  w.key("stamp_functions").begin_object()
-      .field("functions_stamp", st.functions_stamp).field("functions_fallback", st.functions_fallback)
-      .field("instructions_stamp", st.instructions_stamp).field("instructions_fallback", st.instructions_fallback);
+  w.key("stamp_functions")
+      .begin_object()
+      .field("functions_stamp", st.functions_stamp)
+      .field("functions_fallback", st.functions_fallback)
+      .field("instructions_stamp", st.instructions_stamp)
+      .field("instructions_fallback", st.instructions_fallback);
   auto write_reasons = [&](const char* key, const std::map<std::string, std::pair<uint64_t, uint64_t>>& m) {
     w.key(key).begin_object();
-    for (const auto& [r, n] : m) w.key(r).begin_object().field("functions", n.first).field("instructions", n.second).end_object();
+    for (const auto& [r, n] : m)
+      w.key(r).begin_object().field("functions", n.first).field("instructions", n.second).end_object();
     w.end_object();
   };
   write_reasons("first_reasons", st.first_reason);
@@ -491,21 +539,22 @@ std::string census_explain(const ModuleCensus& c) {
   const ModuleFacts& f = c.facts;
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "module %s\n  input %s\n  crate %s\n  triple %s, %s bytes\n", c.id.c_str(), c.label.c_str(),
-                c.crate.c_str(), f.triple.c_str(), with_commas(f.bytes).c_str());
+  std::snprintf(line, sizeof line, "module %s\n  input %s\n  crate %s\n  triple %s, %s bytes\n", c.id.c_str(),
+                c.label.c_str(), c.crate.c_str(), f.triple.c_str(), with_commas(f.bytes).c_str());
   out += line;
-  std::snprintf(line, sizeof line,
-                "  functions: %llu defined, %llu declared; %llu blocks; %llu instructions\n"
-                "  globals: %llu (%llu initialised), aliases %llu, comdats %llu, thread-local %llu\n"
-                "  exceptions: %llu invokes, %llu landingpads; inline asm: %llu calls, %llu bytes module asm\n"
-                "  vectors: %llu instructions; atomics: %llu; debug info: %s (%llu located instructions, %llu records)\n",
-                (unsigned long long)f.functions_defined, (unsigned long long)f.functions_declared, (unsigned long long)f.blocks,
-                (unsigned long long)f.instructions, (unsigned long long)f.globals, (unsigned long long)f.globals_with_initializer,
-                (unsigned long long)f.aliases, (unsigned long long)f.comdats, (unsigned long long)f.tls_globals,
-                (unsigned long long)f.invokes, (unsigned long long)f.landingpads, (unsigned long long)f.inline_asm_calls,
-                (unsigned long long)f.module_asm_bytes, (unsigned long long)f.vector_instructions,
-                (unsigned long long)f.atomic_instructions, f.debug_info ? "yes" : "no",
-                (unsigned long long)f.instructions_with_debug_location, (unsigned long long)f.debug_records);
+  std::snprintf(
+      line, sizeof line,
+      "  functions: %llu defined, %llu declared; %llu blocks; %llu instructions\n"
+      "  globals: %llu (%llu initialised), aliases %llu, comdats %llu, thread-local %llu\n"
+      "  exceptions: %llu invokes, %llu landingpads; inline asm: %llu calls, %llu bytes module asm\n"
+      "  vectors: %llu instructions; atomics: %llu; debug info: %s (%llu located instructions, %llu records)\n",
+      (unsigned long long)f.functions_defined, (unsigned long long)f.functions_declared, (unsigned long long)f.blocks,
+      (unsigned long long)f.instructions, (unsigned long long)f.globals, (unsigned long long)f.globals_with_initializer,
+      (unsigned long long)f.aliases, (unsigned long long)f.comdats, (unsigned long long)f.tls_globals,
+      (unsigned long long)f.invokes, (unsigned long long)f.landingpads, (unsigned long long)f.inline_asm_calls,
+      (unsigned long long)f.module_asm_bytes, (unsigned long long)f.vector_instructions,
+      (unsigned long long)f.atomic_instructions, f.debug_info ? "yes" : "no",
+      (unsigned long long)f.instructions_with_debug_location, (unsigned long long)f.debug_records);
   out += line;
   out += "  opcodes:";
   for (const auto& [k, v] : f.opcodes) out += " " + k + "=" + std::to_string(v);
@@ -516,7 +565,7 @@ std::string census_explain(const ModuleCensus& c) {
     out += "  " + v.backend + ": " + v.verdict;
     if (v.backend == "stamp")
       out += " (" + std::to_string(v.functions_stamp) + " functions by stamp, " + std::to_string(v.functions_fallback) +
-             " fall back to llvm)";
+          " fall back to llvm)";
     out += "\n";
     for (const auto& r : v.reasons) out += "    - " + r + "\n";
   }

@@ -31,8 +31,8 @@ struct ModuleFacts {
 
 struct Verdict {
   std::string backend;
-  std::string verdict;              // eligible | partial | rejected
-  std::vector<std::string> reasons; // empty when eligible
+  std::string verdict;               // eligible | partial | rejected
+  std::vector<std::string> reasons;  // empty when eligible
   // stamp decides per function: how many it compiles and how many fall back to llvm.
   uint64_t functions_stamp = 0, functions_fallback = 0, instructions_stamp = 0, instructions_fallback = 0;
 };

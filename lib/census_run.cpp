@@ -80,7 +80,8 @@ int census_file(const std::string& input, bool json) {
 
 int explain_module(const Corpus& corpus, const ModuleRecord& m, bool json) {
   std::string problem;
-  std::printf("%s\n", isolated_census(corpus.load_blob(m.id), m.id, corpus.blob_path(m.id), m.crate, json, &problem).c_str());
+  std::printf("%s\n",
+              isolated_census(corpus.load_blob(m.id), m.id, corpus.blob_path(m.id), m.crate, json, &problem).c_str());
   return kExitOk;
 }
 
@@ -114,6 +115,5 @@ std::vector<ModuleCensus> census_corpus(const Corpus& corpus, const std::vector<
   progress.finish();
   return all;
 }
-
 
 }  // namespace kiln

@@ -30,11 +30,20 @@ static const char* const kReplayReportFile = "replay-report.json";
 std::string ModuleRecord::to_json() const {
   JsonWriter w;
   w.begin_object()
-      .field("id", id).field("bytes", bytes).field("triple", triple).field("producer", producer)
-      .field("tool", tool).field("crate", crate).field("cgu", cgu)
+      .field("id", id)
+      .field("bytes", bytes)
+      .field("triple", triple)
+      .field("producer", producer)
+      .field("tool", tool)
+      .field("crate", crate)
+      .field("cgu", cgu)
       .string_array("args", args)
-      .field("args_hash", args_hash).field("opt_level", opt_level).field("debuginfo", debuginfo)
-      .field("cwd", cwd).field("invocation", invocation).field("time", time)
+      .field("args_hash", args_hash)
+      .field("opt_level", opt_level)
+      .field("debuginfo", debuginfo)
+      .field("cwd", cwd)
+      .field("invocation", invocation)
+      .field("time", time)
       .end_object();
   return w.str();
 }
@@ -42,9 +51,15 @@ std::string ModuleRecord::to_json() const {
 std::string InvocationRecord::to_json() const {
   JsonWriter w;
   w.begin_object()
-      .field("id", id).field("tool", tool).field("action", action).field("reason", reason)
+      .field("id", id)
+      .field("tool", tool)
+      .field("action", action)
+      .field("reason", reason)
       .string_array("args", args)
-      .field("cwd", cwd).field("time", time).field("modules", modules).field("seconds", seconds)
+      .field("cwd", cwd)
+      .field("time", time)
+      .field("modules", modules)
+      .field("seconds", seconds)
       .end_object();
   return w.str();
 }
@@ -52,14 +67,27 @@ std::string InvocationRecord::to_json() const {
 std::string manifest_to_json(const CorpusManifest& m) {
   JsonWriter w;
   w.begin_object()
-      .field("schema", "kiln-corpus").field("version", m.version)
-      .field("kiln", m.kiln_version).field("llvm", m.llvm_version)
-      .field("rustc", m.rustc_version).field("clang", m.clang_version)
-      .field("host", m.host).key("hardware").raw(m.hardware_json.empty() ? "{}" : m.hardware_json)
-      .key("build").begin_object().string_array("command", m.build_command).field("cwd", m.build_cwd)
-      .field("seconds", m.build_seconds).field("exit_code", m.build_exit_code).end_object()
-      .field("profile", m.profile).field("backend", m.backend).field("origin", m.origin)
-      .field("created", m.created).field("updated", m.updated)
+      .field("schema", "kiln-corpus")
+      .field("version", m.version)
+      .field("kiln", m.kiln_version)
+      .field("llvm", m.llvm_version)
+      .field("rustc", m.rustc_version)
+      .field("clang", m.clang_version)
+      .field("host", m.host)
+      .key("hardware")
+      .raw(m.hardware_json.empty() ? "{}" : m.hardware_json)
+      .key("build")
+      .begin_object()
+      .string_array("command", m.build_command)
+      .field("cwd", m.build_cwd)
+      .field("seconds", m.build_seconds)
+      .field("exit_code", m.build_exit_code)
+      .end_object()
+      .field("profile", m.profile)
+      .field("backend", m.backend)
+      .field("origin", m.origin)
+      .field("created", m.created)
+      .field("updated", m.updated)
       .end_object();
   return w.str() + "\n";
 }
@@ -85,7 +113,8 @@ CorpusManifest manifest_from_json(const std::string& text, const std::string& pa
     // integer is the version, the manifest is a newer one, not a corrupt one.
     std::string huge = huge_version_in(text);
     if (err == simdjson::NUMBER_ERROR && !huge.empty())
-      throw KilnError(kExitNewerSchema, path, "corpus schema version " + huge + " is newer than this kiln reads; use a newer kiln");
+      throw KilnError(kExitNewerSchema, path,
+                      "corpus schema version " + huge + " is newer than this kiln reads; use a newer kiln");
     throw KilnError(kExitBadInput, path, std::string("corrupt manifest: ") + json_error_reason(err));
   }
   if (get_string_or(doc, "schema", "") != "kiln-corpus")
@@ -96,8 +125,9 @@ CorpusManifest manifest_from_json(const std::string& text, const std::string& pa
   if (doc["version"].get(version) != simdjson::SUCCESS) {
     uint64_t huge = 0;
     if (doc["version"].get(huge) == simdjson::SUCCESS)
-      throw KilnError(kExitNewerSchema, path, "corpus schema version " + std::to_string(huge) +
-                                                  " is newer than this kiln reads; use a newer kiln");
+      throw KilnError(kExitNewerSchema, path,
+                      "corpus schema version " + std::to_string(huge) +
+                          " is newer than this kiln reads; use a newer kiln");
     throw KilnError(kExitBadInput, path, "corrupt manifest: 'version' is missing or not an integer");
   }
   if (version > kCorpusSchemaVersion)
@@ -131,9 +161,11 @@ CorpusManifest manifest_from_json(const std::string& text, const std::string& pa
 ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx) {
   ModuleRecord m;
   m.id = get_string(e, "id", ctx);
-  if (!is_content_id(m.id)) throw KilnError(kExitBadInput, ctx.where(), "module id is not a 32-digit xxh3-128: " + m.id);
+  if (!is_content_id(m.id))
+    throw KilnError(kExitBadInput, ctx.where(), "module id is not a 32-digit xxh3-128: " + m.id);
   int64_t bytes = get_int(e, "bytes", ctx);
-  if (bytes < 0) throw KilnError(kExitBadInput, ctx.where(), "module size 'bytes' is negative: " + std::to_string(bytes));
+  if (bytes < 0)
+    throw KilnError(kExitBadInput, ctx.where(), "module size 'bytes' is negative: " + std::to_string(bytes));
   m.bytes = static_cast<uint64_t>(bytes);
   m.triple = get_string_or(e, "triple", "");
   m.producer = get_string_or(e, "producer", "");
@@ -153,9 +185,7 @@ ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx) 
   return m;
 }
 
-bool Corpus::looks_like_corpus(const std::string& dir) {
-  return path_exists(dir + "/" + kCorpusManifestName);
-}
+bool Corpus::looks_like_corpus(const std::string& dir) { return path_exists(dir + "/" + kCorpusManifestName); }
 
 Corpus Corpus::create_or_open(const std::string& dir, const CorpusManifest& fresh) {
   if (looks_like_corpus(dir)) return open(dir);
@@ -171,7 +201,8 @@ Corpus Corpus::create_or_open(const std::string& dir, const CorpusManifest& fres
 Corpus Corpus::open(const std::string& dir) {
   std::string path = dir + "/" + kCorpusManifestName;
   if (!is_directory(dir)) throw KilnError(kExitIo, dir, "no such corpus directory");
-  if (!path_exists(path)) throw KilnError(kExitBadInput, dir, std::string("not a kiln corpus (no ") + kCorpusManifestName + ")");
+  if (!path_exists(path))
+    throw KilnError(kExitBadInput, dir, std::string("not a kiln corpus (no ") + kCorpusManifestName + ")");
   Corpus c(dir);
   c.manifest_ = manifest_from_json(read_file(path), path);
   return c;
@@ -199,12 +230,15 @@ std::string Corpus::store_blob(std::string_view bytes) {
 std::string Corpus::load_blob(const std::string& id) const {
   std::string path = blob_path(id);
   std::string bytes = read_file(path);
-  if (xxh3_128_hex(bytes) != id) throw KilnError(kExitBadInput, path, "blob content does not match its id (corrupt corpus)");
+  if (xxh3_128_hex(bytes) != id)
+    throw KilnError(kExitBadInput, path, "blob content does not match its id (corrupt corpus)");
   return bytes;
 }
 
 void Corpus::append_module(const ModuleRecord& m) { append_line_locked(dir_ + "/" + kModulesFile, m.to_json()); }
-void Corpus::append_invocation(const InvocationRecord& r) { append_line_locked(dir_ + "/" + kInvocationsFile, r.to_json()); }
+void Corpus::append_invocation(const InvocationRecord& r) {
+  append_line_locked(dir_ + "/" + kInvocationsFile, r.to_json());
+}
 void Corpus::append_census(const std::string& json_line) { append_line_locked(dir_ + "/" + kCensusFile, json_line); }
 void Corpus::append_receipt(const std::string& json_line) { append_line_locked(dir_ + "/" + kReceiptsFile, json_line); }
 
@@ -225,7 +259,8 @@ void Corpus::for_each_line(const std::string& name, const std::function<void(con
   for_each_record(read_file(path), path, visit);
 }
 
-void for_each_record(std::string_view text, const std::string& path, const std::function<void(const JsonLine&)>& visit) {
+void for_each_record(std::string_view text, const std::string& path,
+                     const std::function<void(const JsonLine&)>& visit) {
   simdjson::dom::parser parser;
   size_t pos = 0, line_no = 0;
   while (pos < text.size()) {
@@ -243,7 +278,8 @@ void for_each_record(std::string_view text, const std::string& path, const std::
     if (line.empty()) continue;
     simdjson::dom::element value;
     if (auto err = parser.parse(line.data(), line.size()).get(value); err != simdjson::SUCCESS)
-      throw KilnError(kExitBadInput, path + ":" + std::to_string(line_no), std::string("corrupt record: ") + json_error_reason(err));
+      throw KilnError(kExitBadInput, path + ":" + std::to_string(line_no),
+                      std::string("corrupt record: ") + json_error_reason(err));
     if (!value.is_object())
       throw KilnError(kExitBadInput, path + ":" + std::to_string(line_no), "corrupt record: not a JSON object");
     visit(JsonLine{path, line_no, value});
@@ -323,25 +359,27 @@ static int claim_output_dir(const std::string& out_dir, bool& created) {
   // corpus there.
   if (Corpus::looks_like_corpus(out_dir) || !std::filesystem::is_empty(out_dir)) {
     ::close(fd);
-    throw KilnError(kExitIo, out_dir, Corpus::looks_like_corpus(out_dir)
-                                          ? "already holds a corpus; choose a new directory"
-                                          : "exists and is not empty; choose a new directory");
+    throw KilnError(kExitIo, out_dir,
+                    Corpus::looks_like_corpus(out_dir) ? "already holds a corpus; choose a new directory"
+                                                       : "exists and is not empty; choose a new directory");
   }
   return fd;
 }
 
-void merge_corpora(const std::vector<std::string>& sources, const std::string& out_arg,
-                   const CorpusFilter& filter, const std::string& origin) {
+void merge_corpora(const std::vector<std::string>& sources, const std::string& out_arg, const CorpusFilter& filter,
+                   const std::string& origin) {
   // "out/" names the same place as "out"; the temporary sibling must not land inside it.
   std::string out_dir = out_arg;
   while (out_dir.size() > 1 && out_dir.back() == '/') out_dir.pop_back();
   if (sources.empty()) throw KilnError(kExitUsage, out_dir, "no source corpus given");
   if (!filter.backend.empty() && filter.backend != "llvm" && filter.backend != "stamp")
-    throw KilnError(kExitUsage, "", "--reason-backend: " + filter.backend + " is not a back end the census judges (llvm, stamp)");
+    throw KilnError(kExitUsage, "",
+                    "--reason-backend: " + filter.backend + " is not a back end the census judges (llvm, stamp)");
   if (!filter.backend.empty() && filter.reason.empty())
     throw KilnError(kExitUsage, "", "--reason-backend needs --reason TEXT");
   for (const auto& id : filter.ids)
-    if (!is_content_id(id)) throw KilnError(kExitBadInput, "", "--ids: '" + id + "' is not a module id (32 hex digits)");
+    if (!is_content_id(id))
+      throw KilnError(kExitBadInput, "", "--ids: '" + id + "' is not a module id (32 hex digits)");
   std::vector<Corpus> inputs;
   for (const auto& s : sources) inputs.push_back(Corpus::open(s));
   CorpusManifest m = inputs.front().manifest();

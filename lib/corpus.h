@@ -28,20 +28,20 @@ constexpr const char* kCorpusManifestName = "kiln-corpus.json";
 struct CorpusManifest {
   int version = kCorpusSchemaVersion;
   std::string kiln_version, llvm_version, rustc_version, clang_version;
-  std::string host;               // uname -srm
+  std::string host;                  // uname -srm
   std::string hardware_json = "{}";  // hardware profile, as written by kiln-measure hw
   std::vector<std::string> build_command;
   std::string build_cwd;
-  std::string profile;            // fast | balanced | release | "" (the build's own)
-  std::string backend;            // native | llvm | cmd:...
+  std::string profile;  // fast | balanced | release | "" (the build's own)
+  std::string backend;  // native | llvm | cmd:...
   std::string created, updated;
   double build_seconds = 0;
   int build_exit_code = 0;
-  std::string origin;             // how it was made: capture | add | merge | filter
+  std::string origin;  // how it was made: capture | add | merge | filter
 };
 
 struct ModuleRecord {
-  std::string id;                 // xxh3-128 of the bitcode bytes
+  std::string id;  // xxh3-128 of the bitcode bytes
   uint64_t bytes = 0;
   std::string triple, producer;
   std::string tool;               // rustc | clang | clang++ | import
@@ -52,7 +52,7 @@ struct ModuleRecord {
   std::string opt_level;          // 0 1 2 3 s z
   int debuginfo = 0;              // 0 1 2
   std::string cwd;
-  std::string invocation;         // id of the invocation that produced it
+  std::string invocation;  // id of the invocation that produced it
   std::string time;
   // Filled by Corpus::modules(): how many occurrences share these bytes.
   int multiplicity = 1;
@@ -62,8 +62,8 @@ struct ModuleRecord {
 };
 
 struct InvocationRecord {
-  std::string id, tool, action;   // action: captured | passthrough | fallback | failed
-  std::string reason;             // why it passed through, fell back or failed
+  std::string id, tool, action;  // action: captured | passthrough | fallback | failed
+  std::string reason;            // why it passed through, fell back or failed
   std::vector<std::string> args;
   std::string cwd, time;
   int modules = 0;
@@ -128,15 +128,15 @@ CorpusManifest manifest_from_json(const std::string& text, const std::string& pa
 // Copies the selected modules (and their blobs, census and receipt lines) of the
 // sources into a new corpus at out_dir.
 struct CorpusFilter {
-  std::vector<std::string> ids;      // empty: any
-  std::vector<std::string> crates;   // empty: any
-  std::string reason;                // substring of a census reason; empty: any
-  std::string backend;               // back end whose census reason is matched
+  std::vector<std::string> ids;     // empty: any
+  std::vector<std::string> crates;  // empty: any
+  std::string reason;               // substring of a census reason; empty: any
+  std::string backend;              // back end whose census reason is matched
 };
 // A file of module ids, one a line ('#' comments and blank lines skipped); any other
 // line is an error naming the file and line.
 std::vector<std::string> read_id_list(const std::string& path);
-void merge_corpora(const std::vector<std::string>& sources, const std::string& out_dir,
-                   const CorpusFilter& filter, const std::string& origin);
+void merge_corpora(const std::vector<std::string>& sources, const std::string& out_dir, const CorpusFilter& filter,
+                   const std::string& origin);
 
 }  // namespace kiln

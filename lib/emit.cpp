@@ -20,19 +20,39 @@ namespace kiln {
 std::string receipt_json(const ReceiptInput& in, const EmitResult& r, const std::string& error) {
   JsonWriter w;
   w.begin_object()
-      .field("v", kReceiptSchemaVersion).field("id", in.id).field("input", in.label)
-      .field("backend", in.backend).field("profile", in.profile).field("llvm", LLVM_VERSION_STRING)
-      .field("origin", in.origin).field("time", iso8601_now())
+      .field("v", kReceiptSchemaVersion)
+      .field("id", in.id)
+      .field("input", in.label)
+      .field("backend", in.backend)
+      .field("profile", in.profile)
+      .field("llvm", LLVM_VERSION_STRING)
+      .field("origin", in.origin)
+      .field("time", iso8601_now())
       .field("ok", error.empty());
   if (!error.empty()) w.field("error", error);
-  if (error.empty()) w.field("object_xxh3", xxh3_128_hex(r.object)).field("object_bytes", static_cast<uint64_t>(r.object.size()));
-  w.key("stages").begin_object()
-      .field("read", r.stages.read).field("parse", r.stages.parse).field("verify", r.stages.verify)
-      .field("codegen", r.stages.codegen).field("write", r.stages.write)
-      .field("flat_export", r.stages.flat_export).field("fallback", r.stages.fallback).field("combine", r.stages.combine)
+  if (error.empty())
+    w.field("object_xxh3", xxh3_128_hex(r.object)).field("object_bytes", static_cast<uint64_t>(r.object.size()));
+  w.key("stages")
+      .begin_object()
+      .field("read", r.stages.read)
+      .field("parse", r.stages.parse)
+      .field("verify", r.stages.verify)
+      .field("codegen", r.stages.codegen)
+      .field("write", r.stages.write)
+      .field("flat_export", r.stages.flat_export)
+      .field("fallback", r.stages.fallback)
+      .field("combine", r.stages.combine)
       .end_object();
-  w.key("functions").begin_object().field("stamp", r.counts.functions_stamp).field("llvm", r.counts.functions_llvm).end_object();
-  w.key("instructions").begin_object().field("stamp", r.counts.instructions_stamp).field("llvm", r.counts.instructions_llvm).end_object();
+  w.key("functions")
+      .begin_object()
+      .field("stamp", r.counts.functions_stamp)
+      .field("llvm", r.counts.functions_llvm)
+      .end_object();
+  w.key("instructions")
+      .begin_object()
+      .field("stamp", r.counts.instructions_stamp)
+      .field("llvm", r.counts.instructions_llvm)
+      .end_object();
   w.end_object();
   return w.str();
 }
@@ -54,7 +74,8 @@ EmitFileResult emit_bytes(const std::string& bytes, const std::string& in_path, 
   clock.lap();
   write_file_atomic(out_path, out.result.object);
   out.result.stages.write += clock.lap();
-  out.receipt = receipt_json({xxh3_128_hex(bytes), in_path, backend->name(), profile_name(profile), "kiln-emit"}, out.result);
+  out.receipt =
+      receipt_json({xxh3_128_hex(bytes), in_path, backend->name(), profile_name(profile), "kiln-emit"}, out.result);
   return out;
 }
 
@@ -124,7 +145,8 @@ CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& 
       line = result.text.substr(nl + 1);
     } else {
       error = result.text;
-      line = receipt_json({modules[i].id, label(i), backend_name, profile_name(profile), "kiln-emit"}, EmitResult{}, error);
+      line = receipt_json({modules[i].id, label(i), backend_name, profile_name(profile), "kiln-emit"}, EmitResult{},
+                          error);
     }
     (error.empty() ? summary.emitted : summary.failed)++;
     if (!error.empty() && first_error.empty()) first_error = error;

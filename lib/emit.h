@@ -10,10 +10,10 @@ namespace kiln {
 constexpr int kReceiptSchemaVersion = 1;
 
 struct ReceiptInput {
-  std::string id;        // the module's content id
-  std::string label;     // path or corpus/id, for people
+  std::string id;     // the module's content id
+  std::string label;  // path or corpus/id, for people
   std::string backend, profile;
-  std::string origin;    // kiln-emit | kiln-capture
+  std::string origin;  // kiln-emit | kiln-capture
 };
 // One receipt line (JSON): back end, profile, LLVM version, input id, object xxh3
 // and bytes, per-stage times and per-back-end function/instruction counts.

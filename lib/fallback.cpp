@@ -100,8 +100,8 @@ std::unique_ptr<llvm::Module> fallback_module(const llvm::Module& module, const 
   const std::string label = module.getModuleIdentifier();
   if (emitted_by_stamp.size() != module.size())
     throw KilnError(kExitInternal, label,
-                    "the stamp split marks " + std::to_string(emitted_by_stamp.size()) + " functions but the module has " +
-                        std::to_string(module.size()));
+                    "the stamp split marks " + std::to_string(emitted_by_stamp.size()) +
+                        " functions but the module has " + std::to_string(module.size()));
   // CloneModule creates the functions in the order of the source module.
   std::unique_ptr<llvm::Module> half = llvm::CloneModule(module);
   size_t index = 0;
@@ -148,8 +148,7 @@ std::string combine_objects(const std::vector<std::string>& objects, const std::
     std::string message;
     try {
       message = one_line(read_file(dir.path + "/lld.err"), 1);
-    } catch (const KilnError&) {
-    }
+    } catch (const KilnError&) {}
     const std::string prefix = "ld.lld: ";
     if (message.compare(0, prefix.size(), prefix) == 0) message = message.substr(prefix.size());
     if (message.empty())

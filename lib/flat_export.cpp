@@ -75,7 +75,8 @@ bool is_integer_pair(Type* t, const DataLayout& dl, unsigned* w0 = nullptr, unsi
       const StructLayout* sl = dl.getStructLayout(st);
       for (unsigned i = 0; i < st->getNumElements(); ++i) walk(st->getElementType(i), base + sl->getElementOffset(i));
     } else if (auto* at = dyn_cast<ArrayType>(x)) {
-      for (uint64_t i = 0; i < at->getNumElements(); ++i) walk(at->getElementType(), base + i * dl.getTypeAllocSize(at->getElementType()));
+      for (uint64_t i = 0; i < at->getNumElements(); ++i)
+        walk(at->getElementType(), base + i * dl.getTypeAllocSize(at->getElementType()));
     } else if (is_int_like(x)) {
       leaves.push_back({scalar_width(x), base});
     } else {
@@ -109,7 +110,13 @@ class FunctionExporter {
   FunctionExporter(const Module& m, const DataLayout& dl, FlatExport& out,
                    std::unordered_map<const GlobalValue*, uint32_t>& symbol_index,
                    std::unordered_map<std::string, uint32_t>& library_index, const Function& f)
-      : m_(m), dl_(dl), out_(out.flat), export_(out), symbol_index_(symbol_index), library_index_(library_index), f_(f) {}
+      : m_(m),
+        dl_(dl),
+        out_(out.flat),
+        export_(out),
+        symbol_index_(symbol_index),
+        library_index_(library_index),
+        f_(f) {}
 
   std::vector<std::string> reasons;
 
@@ -261,9 +268,10 @@ class FunctionExporter {
     } else if (auto* ce = dyn_cast<ConstantExpr>(v)) {
       constant_expression(ce, op);
     } else {
-      reason("constant " + std::string(v->getValueID() == Value::ConstantStructVal || v->getValueID() == Value::ConstantArrayVal
-                                            ? "aggregate"
-                                            : "kind " + std::to_string(v->getValueID())));
+      reason("constant " +
+             std::string(v->getValueID() == Value::ConstantStructVal || v->getValueID() == Value::ConstantArrayVal
+                             ? "aggregate"
+                             : "kind " + std::to_string(v->getValueID())));
     }
     return op;
   }
@@ -339,7 +347,8 @@ class FunctionExporter {
       if (invoke) return refuse(call, "invoke of intrinsic " + callee->getName().str());
       return export_intrinsic(cast<CallInst>(call), callee);
     }
-    if (call.getCallingConv() != CallingConv::C) reason("call with calling convention " + std::to_string(call.getCallingConv()));
+    if (call.getCallingConv() != CallingConv::C)
+      reason("call with calling convention " + std::to_string(call.getCallingConv()));
     if (call.hasOperandBundles()) reason("operand bundles");
     if (auto* ci = dyn_cast<CallInst>(&call); ci && ci->isMustTailCall()) reason("musttail call");
     Type* r = call.getType();
@@ -378,7 +387,8 @@ class FunctionExporter {
 
   void export_landing_pad(const LandingPadInst& lp) {
     auto* st = dyn_cast<StructType>(lp.getType());
-    if (!st || st->getNumElements() != 2 || !st->getElementType(0)->isPointerTy() || !st->getElementType(1)->isIntegerTy(32))
+    if (!st || st->getNumElements() != 2 || !st->getElementType(0)->isPointerTy() ||
+        !st->getElementType(1)->isIntegerTy(32))
       reason("landingpad of " + type_name(lp.getType()));
     bool catch_all = false, empty_filter = false;
     for (unsigned c = 0; c < lp.getNumClauses(); ++c) {
@@ -446,9 +456,19 @@ class FunctionExporter {
         emit(call, kOpCopy, {zero});
         return;
       }
-      case Intrinsic::ctpop: case Intrinsic::ctlz: case Intrinsic::cttz: case Intrinsic::bswap: case Intrinsic::abs:
-      case Intrinsic::umin: case Intrinsic::umax: case Intrinsic::smin: case Intrinsic::smax:
-      case Intrinsic::uadd_sat: case Intrinsic::usub_sat: case Intrinsic::ucmp: case Intrinsic::scmp:
+      case Intrinsic::ctpop:
+      case Intrinsic::ctlz:
+      case Intrinsic::cttz:
+      case Intrinsic::bswap:
+      case Intrinsic::abs:
+      case Intrinsic::umin:
+      case Intrinsic::umax:
+      case Intrinsic::smin:
+      case Intrinsic::smax:
+      case Intrinsic::uadd_sat:
+      case Intrinsic::usub_sat:
+      case Intrinsic::ucmp:
+      case Intrinsic::scmp:
         return export_bit_intrinsic(call, callee, id);
       default:
         return refuse(call, "intrinsic " + callee->getName().str());
@@ -473,14 +493,15 @@ class FunctionExporter {
   // struct's second field.
   void export_overflow_intrinsic(const CallInst& call, Intrinsic::ID id) {
     unsigned w = scalar_width(call.getArgOperand(0)->getType());
-    if (!(w == 8 || w == 16 || w == 32 || w == 64)) reason("overflow intrinsic on " + type_name(call.getArgOperand(0)->getType()));
+    if (!(w == 8 || w == 16 || w == 32 || w == 64))
+      reason("overflow intrinsic on " + type_name(call.getArgOperand(0)->getType()));
     FlatInst& fi = emit(call, kOpOverflow, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))});
-    fi.aux = id == Intrinsic::uadd_with_overflow   ? kOvfUadd
-             : id == Intrinsic::sadd_with_overflow ? kOvfSadd
-             : id == Intrinsic::usub_with_overflow ? kOvfUsub
-             : id == Intrinsic::ssub_with_overflow ? kOvfSsub
-             : id == Intrinsic::umul_with_overflow ? kOvfUmul
-                                                   : kOvfSmul;
+    fi.aux = id == Intrinsic::uadd_with_overflow ? kOvfUadd
+        : id == Intrinsic::sadd_with_overflow    ? kOvfSadd
+        : id == Intrinsic::usub_with_overflow    ? kOvfUsub
+        : id == Intrinsic::ssub_with_overflow    ? kOvfSsub
+        : id == Intrinsic::umul_with_overflow    ? kOvfUmul
+                                                 : kOvfSmul;
     fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(call.getType()))->getElementOffset(1));
     if (fi.slot_size < 8) fi.slot_size = 8;
   }
@@ -489,9 +510,9 @@ class FunctionExporter {
   // three-way compares of one standard-width integer: kOpBitOp.
   void export_bit_intrinsic(const CallInst& call, const Function* callee, Intrinsic::ID id) {
     static const std::unordered_map<unsigned, uint8_t> kKinds = {
-        {Intrinsic::ctpop, kBitCtpop}, {Intrinsic::ctlz, kBitCtlz}, {Intrinsic::cttz, kBitCttz},
-        {Intrinsic::bswap, kBitBswap}, {Intrinsic::abs, kBitAbs}, {Intrinsic::umin, kBitUmin},
-        {Intrinsic::umax, kBitUmax}, {Intrinsic::smin, kBitSmin}, {Intrinsic::smax, kBitSmax},
+        {Intrinsic::ctpop, kBitCtpop},      {Intrinsic::ctlz, kBitCtlz},        {Intrinsic::cttz, kBitCttz},
+        {Intrinsic::bswap, kBitBswap},      {Intrinsic::abs, kBitAbs},          {Intrinsic::umin, kBitUmin},
+        {Intrinsic::umax, kBitUmax},        {Intrinsic::smin, kBitSmin},        {Intrinsic::smax, kBitSmax},
         {Intrinsic::uadd_sat, kBitUaddSat}, {Intrinsic::usub_sat, kBitUsubSat}, {Intrinsic::ucmp, kBitUcmp},
         {Intrinsic::scmp, kBitScmp}};
     uint8_t kind = kKinds.at(id);
@@ -526,8 +547,8 @@ class FunctionExporter {
     for (auto it = gep_type_begin(&gep), end = gep_type_end(&gep); it != end; ++it) {
       const Value* idx = it.getOperand();
       if (StructType* st = it.getStructTypeOrNull()) {
-        constant += static_cast<int64_t>(dl_.getStructLayout(st)->getElementOffset(
-            static_cast<unsigned>(cast<ConstantInt>(idx)->getZExtValue())));
+        constant += static_cast<int64_t>(
+            dl_.getStructLayout(st)->getElementOffset(static_cast<unsigned>(cast<ConstantInt>(idx)->getZExtValue())));
         continue;
       }
       int64_t stride = static_cast<int64_t>(it.getSequentialElementStride(dl_));
@@ -535,7 +556,8 @@ class FunctionExporter {
         int64_t term = 0;
         if (c->getBitWidth() > 64) reason("getelementptr index wider than 64 bits");
         // Checked: a wrapped product or sum could look small and pass the 2 GiB test.
-        else if (__builtin_mul_overflow(c->getSExtValue(), stride, &term) || __builtin_add_overflow(constant, term, &constant))
+        else if (__builtin_mul_overflow(c->getSExtValue(), stride, &term) ||
+                 __builtin_add_overflow(constant, term, &constant))
           reason("getelementptr offset beyond 2 GiB");
         continue;
       }
@@ -571,37 +593,75 @@ class FunctionExporter {
   void export_inst(const Instruction& inst) {
     check_vector_use(inst);
     switch (inst.getOpcode()) {
-      case Instruction::Alloca: return export_alloca(cast<AllocaInst>(inst));
-      case Instruction::Load: return export_load(cast<LoadInst>(inst));
-      case Instruction::Store: return export_store(cast<StoreInst>(inst));
-      case Instruction::GetElementPtr: return export_gep(cast<GetElementPtrInst>(inst));
-      case Instruction::Add: case Instruction::Sub: case Instruction::Mul: case Instruction::And:
-      case Instruction::Or: case Instruction::Xor: case Instruction::Shl: case Instruction::LShr:
-      case Instruction::AShr: case Instruction::UDiv: case Instruction::SDiv: case Instruction::URem:
+      case Instruction::Alloca:
+        return export_alloca(cast<AllocaInst>(inst));
+      case Instruction::Load:
+        return export_load(cast<LoadInst>(inst));
+      case Instruction::Store:
+        return export_store(cast<StoreInst>(inst));
+      case Instruction::GetElementPtr:
+        return export_gep(cast<GetElementPtrInst>(inst));
+      case Instruction::Add:
+      case Instruction::Sub:
+      case Instruction::Mul:
+      case Instruction::And:
+      case Instruction::Or:
+      case Instruction::Xor:
+      case Instruction::Shl:
+      case Instruction::LShr:
+      case Instruction::AShr:
+      case Instruction::UDiv:
+      case Instruction::SDiv:
+      case Instruction::URem:
       case Instruction::SRem:
         return export_binary(inst);
-      case Instruction::ICmp: return export_icmp(cast<ICmpInst>(inst));
-      case Instruction::Select: return export_select(inst);
-      case Instruction::ZExt: case Instruction::IntToPtr: case Instruction::Freeze: case Instruction::BitCast:
-      case Instruction::Trunc: case Instruction::PtrToInt: case Instruction::SExt:
+      case Instruction::ICmp:
+        return export_icmp(cast<ICmpInst>(inst));
+      case Instruction::Select:
+        return export_select(inst);
+      case Instruction::ZExt:
+      case Instruction::IntToPtr:
+      case Instruction::Freeze:
+      case Instruction::BitCast:
+      case Instruction::Trunc:
+      case Instruction::PtrToInt:
+      case Instruction::SExt:
         return export_cast(inst);
-      case Instruction::ExtractValue: return export_extract_value(cast<ExtractValueInst>(inst));
-      case Instruction::InsertValue: return export_insert_value(cast<InsertValueInst>(inst));
-      case Instruction::PHI: return export_phi(cast<PHINode>(inst));
-      case Instruction::Call: case Instruction::Invoke: return export_call(cast<CallBase>(inst));
-      case Instruction::Br: return export_br(cast<BranchInst>(inst));
-      case Instruction::Switch: return export_switch(cast<SwitchInst>(inst));
-      case Instruction::Ret: return export_ret(cast<ReturnInst>(inst));
-      case Instruction::Unreachable: return void(emit(inst, kOpUnreachable));
-      case Instruction::LandingPad: return export_landing_pad(cast<LandingPadInst>(inst));
-      case Instruction::Resume: return export_resume(cast<ResumeInst>(inst));
-      case Instruction::CleanupPad: case Instruction::CatchPad: case Instruction::CatchSwitch:
-      case Instruction::CleanupRet: case Instruction::CatchRet:
+      case Instruction::ExtractValue:
+        return export_extract_value(cast<ExtractValueInst>(inst));
+      case Instruction::InsertValue:
+        return export_insert_value(cast<InsertValueInst>(inst));
+      case Instruction::PHI:
+        return export_phi(cast<PHINode>(inst));
+      case Instruction::Call:
+      case Instruction::Invoke:
+        return export_call(cast<CallBase>(inst));
+      case Instruction::Br:
+        return export_br(cast<BranchInst>(inst));
+      case Instruction::Switch:
+        return export_switch(cast<SwitchInst>(inst));
+      case Instruction::Ret:
+        return export_ret(cast<ReturnInst>(inst));
+      case Instruction::Unreachable:
+        return void(emit(inst, kOpUnreachable));
+      case Instruction::LandingPad:
+        return export_landing_pad(cast<LandingPadInst>(inst));
+      case Instruction::Resume:
+        return export_resume(cast<ResumeInst>(inst));
+      case Instruction::CleanupPad:
+      case Instruction::CatchPad:
+      case Instruction::CatchSwitch:
+      case Instruction::CleanupRet:
+      case Instruction::CatchRet:
         return refuse(inst, "exceptions: " + std::string(inst.getOpcodeName()));
-      case Instruction::AtomicRMW: return export_atomic_rmw(cast<AtomicRMWInst>(inst));
-      case Instruction::AtomicCmpXchg: return export_cmpxchg(cast<AtomicCmpXchgInst>(inst));
-      case Instruction::Fence: return export_fence(cast<FenceInst>(inst));
-      default: return refuse(inst, std::string("instruction ") + inst.getOpcodeName());
+      case Instruction::AtomicRMW:
+        return export_atomic_rmw(cast<AtomicRMWInst>(inst));
+      case Instruction::AtomicCmpXchg:
+        return export_cmpxchg(cast<AtomicCmpXchgInst>(inst));
+      case Instruction::Fence:
+        return export_fence(cast<FenceInst>(inst));
+      default:
+        return refuse(inst, std::string("instruction ") + inst.getOpcodeName());
     }
   }
 
@@ -660,9 +720,9 @@ class FunctionExporter {
 
   void export_binary(const Instruction& inst) {
     static const std::unordered_map<unsigned, uint16_t> kOps = {
-        {Instruction::Add, kOpAdd}, {Instruction::Sub, kOpSub}, {Instruction::Mul, kOpMul},
-        {Instruction::And, kOpAnd}, {Instruction::Or, kOpOr}, {Instruction::Xor, kOpXor},
-        {Instruction::Shl, kOpShl}, {Instruction::LShr, kOpLshr}, {Instruction::AShr, kOpAshr},
+        {Instruction::Add, kOpAdd},   {Instruction::Sub, kOpSub},   {Instruction::Mul, kOpMul},
+        {Instruction::And, kOpAnd},   {Instruction::Or, kOpOr},     {Instruction::Xor, kOpXor},
+        {Instruction::Shl, kOpShl},   {Instruction::LShr, kOpLshr}, {Instruction::AShr, kOpAshr},
         {Instruction::UDiv, kOpUdiv}, {Instruction::SDiv, kOpSdiv}, {Instruction::URem, kOpUrem},
         {Instruction::SRem, kOpSrem}};
     if (!inst.getType()->isIntegerTy()) reason("arithmetic on " + type_name(inst.getType()));
@@ -670,7 +730,7 @@ class FunctionExporter {
   }
 
   void export_icmp(const ICmpInst& c) {
-    static const uint8_t kPred[] = {kPredEq, kPredNe, kPredUgt, kPredUge, kPredUlt,
+    static const uint8_t kPred[] = {kPredEq,  kPredNe,  kPredUgt, kPredUge, kPredUlt,
                                     kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle};
     FlatInst& fi = emit(c, kOpIcmp, {operand(c.getOperand(0)), operand(c.getOperand(1))});
     fi.aux = kPred[c.getPredicate() - CmpInst::FIRST_ICMP_PREDICATE];
@@ -687,11 +747,13 @@ class FunctionExporter {
     switch (inst.getOpcode()) {
       case Instruction::BitCast: {
         Type* from = inst.getOperand(0)->getType();
-        if (scalar_width(from) != scalar_width(inst.getType()) || !scalar_width(from)) reason("bitcast of " + type_name(from));
+        if (scalar_width(from) != scalar_width(inst.getType()) || !scalar_width(from))
+          reason("bitcast of " + type_name(from));
         emit(inst, kOpCopy, {operand(inst.getOperand(0))});
         return;
       }
-      case Instruction::Trunc: case Instruction::PtrToInt:
+      case Instruction::Trunc:
+      case Instruction::PtrToInt:
         emit(inst, kOpTrunc, {operand(inst.getOperand(0))});
         return;
       case Instruction::SExt: {
@@ -700,7 +762,8 @@ class FunctionExporter {
         return;
       }
       default:  // zext, inttoptr, freeze
-        if (!scalar_width(inst.getType())) reason(std::string(inst.getOpcodeName()) + " of " + type_name(inst.getType()));
+        if (!scalar_width(inst.getType()))
+          reason(std::string(inst.getOpcodeName()) + " of " + type_name(inst.getType()));
         emit(inst, kOpCopy, {operand(inst.getOperand(0))});
         return;
     }
@@ -730,7 +793,7 @@ class FunctionExporter {
     (void)fi;
     if (scalar_width(phi.getType())) {
       insts_[at].slot_size = 16;  // value, then its shadow
-    } else {  // an aggregate: value, then its shadow, each rounded to 8 bytes
+    } else {                      // an aggregate: value, then its shadow, each rounded to 8 bytes
       uint32_t bytes = static_cast<uint32_t>(dl_.getTypeAllocSize(phi.getType()));
       insts_[at].aux32 = bytes;
       insts_[at].slot_size = 2 * round8(bytes);
@@ -770,22 +833,38 @@ class FunctionExporter {
     if (rmw.getPointerAddressSpace() != 0) reason("address spaces");
     FlatInst& fi = emit(rmw, kOpAtomicRmw, {operand(rmw.getPointerOperand()), operand(rmw.getValOperand())});
     switch (rmw.getOperation()) {
-      case AtomicRMWInst::Xchg: fi.aux = kRmwXchg; break;
-      case AtomicRMWInst::Add: fi.aux = kRmwAdd; break;
-      case AtomicRMWInst::Sub: fi.aux = kRmwSub; break;
-      case AtomicRMWInst::And: fi.aux = kRmwAnd; break;
-      case AtomicRMWInst::Or: fi.aux = kRmwOr; break;
-      case AtomicRMWInst::Xor: fi.aux = kRmwXor; break;
-      case AtomicRMWInst::Nand: fi.aux = kRmwNand; break;
-      default: reason("atomics: atomicrmw " + AtomicRMWInst::getOperationName(rmw.getOperation()).str());
+      case AtomicRMWInst::Xchg:
+        fi.aux = kRmwXchg;
+        break;
+      case AtomicRMWInst::Add:
+        fi.aux = kRmwAdd;
+        break;
+      case AtomicRMWInst::Sub:
+        fi.aux = kRmwSub;
+        break;
+      case AtomicRMWInst::And:
+        fi.aux = kRmwAnd;
+        break;
+      case AtomicRMWInst::Or:
+        fi.aux = kRmwOr;
+        break;
+      case AtomicRMWInst::Xor:
+        fi.aux = kRmwXor;
+        break;
+      case AtomicRMWInst::Nand:
+        fi.aux = kRmwNand;
+        break;
+      default:
+        reason("atomics: atomicrmw " + AtomicRMWInst::getOperationName(rmw.getOperation()).str());
     }
   }
 
   void export_cmpxchg(const AtomicCmpXchgInst& cx) {
     check_atomic_access(cx.getCompareOperand()->getType(), cx.getAlign().value());
     if (cx.getPointerAddressSpace() != 0) reason("address spaces");
-    FlatInst& fi = emit(cx, kOpCmpXchg, {operand(cx.getPointerOperand()), operand(cx.getCompareOperand()),
-                                         operand(cx.getNewValOperand())});
+    FlatInst& fi =
+        emit(cx, kOpCmpXchg,
+             {operand(cx.getPointerOperand()), operand(cx.getCompareOperand()), operand(cx.getNewValOperand())});
     fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(cx.getType()))->getElementOffset(1));
     if (fi.slot_size < 8) fi.slot_size = 8;
   }
@@ -849,12 +928,14 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
     Type* e = vt->getElementType();
     if (isa<ConstantInt>(c) || isa<ConstantFP>(c)) return "global initializer: vector splat constant";
     if (dl.getTypeSizeInBits(e) != 8 * dl.getTypeAllocSize(e))
-      return "global initializer: vector of " + std::to_string(dl.getTypeSizeInBits(e).getFixedValue()) + "-bit elements";
+      return "global initializer: vector of " + std::to_string(dl.getTypeSizeInBits(e).getFixedValue()) +
+          "-bit elements";
   }
   auto put_apint = [&](const APInt& v) {
     uint64_t n = dl.getTypeStoreSize(c->getType());
     for (uint64_t i = 0; i < n && i * 8 < v.getBitWidth(); ++i)
-      bytes[offset + i] = static_cast<uint8_t>(v.extractBitsAsZExtValue(std::min<unsigned>(8, v.getBitWidth() - i * 8), i * 8));
+      bytes[offset + i] =
+          static_cast<uint8_t>(v.extractBitsAsZExtValue(std::min<unsigned>(8, v.getBitWidth() - i * 8), i * 8));
   };
   if (auto* ci = dyn_cast<ConstantInt>(c)) return put_apint(ci->getValue()), "";
   if (auto* fp = dyn_cast<ConstantFP>(c)) return put_apint(fp->getValueAPF().bitcastToAPInt()), "";
@@ -884,8 +965,8 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
   // An address: a global plus a constant offset, possibly cast to a 64-bit integer.
   const Constant* base = c;
   APInt delta(64, 0);
-  if (auto* ce = dyn_cast<ConstantExpr>(c); ce && ce->getOpcode() == Instruction::PtrToInt &&
-                                            dl.getTypeStoreSize(ce->getType()) == 8)
+  if (auto* ce = dyn_cast<ConstantExpr>(c);
+      ce && ce->getOpcode() == Instruction::PtrToInt && dl.getTypeStoreSize(ce->getType()) == 8)
     base = ce->getOperand(0);
   if (auto* gep = dyn_cast<GEPOperator>(base)) {
     if (!gep->accumulateConstantOffset(dl, delta)) return "global initializer: getelementptr with a variable offset";
@@ -897,7 +978,8 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
     relocs.push_back({static_cast<uint32_t>(offset), kReloc64, gv->getName().str(), delta.getSExtValue()});
     return "";
   }
-  if (auto* ce = dyn_cast<ConstantExpr>(c)) return std::string("global initializer: constant expression ") + ce->getOpcodeName();
+  if (auto* ce = dyn_cast<ConstantExpr>(c))
+    return std::string("global initializer: constant expression ") + ce->getOpcodeName();
   return "global initializer: constant kind " + std::to_string(c->getValueID());
 }
 
@@ -922,10 +1004,12 @@ std::string export_globals(const llvm::Module& module, std::vector<StampData>& o
     if (g.hasCommonLinkage()) return "common symbol";
     StampData d;
     d.name = g.getName().str();
-    d.binding = g.hasLocalLinkage() ? SymbolBinding::local
-                : (g.hasWeakLinkage() || g.hasLinkOnceLinkage()) ? SymbolBinding::weak : SymbolBinding::global;
+    d.binding = g.hasLocalLinkage()                      ? SymbolBinding::local
+        : (g.hasWeakLinkage() || g.hasLinkOnceLinkage()) ? SymbolBinding::weak
+                                                         : SymbolBinding::global;
     d.visibility = g.hasHiddenVisibility() ? SymbolVisibility::hidden
-                   : g.hasProtectedVisibility() ? SymbolVisibility::protected_ : SymbolVisibility::default_;
+        : g.hasProtectedVisibility()       ? SymbolVisibility::protected_
+                                           : SymbolVisibility::default_;
     d.size = dl.getTypeAllocSize(g.getValueType());
     d.align = static_cast<uint32_t>(dl.getPreferredAlign(&g).value());
     const Constant* init = g.getInitializer();
@@ -953,12 +1037,14 @@ size_t materialize_aggregate_constants(llvm::Module& module) {
     for (BasicBlock& bb : f) {
       for (Instruction& inst : bb) {
         if (isa<LandingPadInst>(inst) || isa<SwitchInst>(inst)) continue;
-        if (auto* call = dyn_cast<CallBase>(&inst); call && call->getCalledFunction() && call->getCalledFunction()->isIntrinsic())
+        if (auto* call = dyn_cast<CallBase>(&inst);
+            call && call->getCalledFunction() && call->getCalledFunction()->isIntrinsic())
           continue;
         for (unsigned k = 0; k < inst.getNumOperands(); ++k) {
           auto* c = dyn_cast<Constant>(inst.getOperand(k));
-          if (!c || !(isa<ConstantStruct>(c) || isa<ConstantArray>(c) || isa<ConstantDataSequential>(c) ||
-                      isa<ConstantVector>(c)))
+          if (!c ||
+              !(isa<ConstantStruct>(c) || isa<ConstantArray>(c) || isa<ConstantDataSequential>(c) ||
+                isa<ConstantVector>(c)))
             continue;
           if (!is_plain_aggregate(c->getType())) continue;
           GlobalVariable*& g = pool[c];
@@ -1050,7 +1136,8 @@ FlatExport export_flat(const llvm::Module& module) {
   // Declarations are never renamed (expose_local_symbols renames definitions only),
   // so their names can be taken now.
   for (const llvm::GlobalValue& gv : module.global_values()) {
-    if (!gv.isDeclaration() || (!gv.hasExternalWeakLinkage() && gv.hasDefaultVisibility()) || reserved_name_or_empty(gv))
+    if (!gv.isDeclaration() || (!gv.hasExternalWeakLinkage() && gv.hasDefaultVisibility()) ||
+        reserved_name_or_empty(gv))
       continue;
     out.flat.undefined.push_back({gv.getName().str(), binding_of(gv), visibility_of(gv)});
   }

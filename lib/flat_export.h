@@ -21,7 +21,7 @@ namespace kiln {
 struct FunctionVerdict {
   std::string name;
   uint64_t instructions = 0;
-  std::vector<std::string> reasons;  // why stamp does not compile it (every reason found)
+  std::vector<std::string> reasons;               // why stamp does not compile it (every reason found)
   bool stamp() const { return reasons.empty(); }  // stamp compiles it
 };
 

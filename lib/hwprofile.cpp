@@ -256,16 +256,17 @@ std::string hardware_profile_table(const std::string& json) {
       // sysfs says Data/Instruction/Unified; the usual short names are L1d, L1i, L2.
       std::string suffix = type == "Data" ? "d" : type == "Instruction" ? "i" : "";
       if (!cache_text.empty()) cache_text += ", ";
-      cache_text += "L" + std::to_string(get_int_or(cache, "level", 0)) + suffix + " " +
-                    get_string_or(cache, "size", "?");
+      cache_text +=
+          "L" + std::to_string(get_int_or(cache, "level", 0)) + suffix + " " + get_string_or(cache, "size", "?");
     }
   }
   rows.emplace_back("Caches", cache_text.empty() ? "unknown" : cache_text);
 
   simdjson::dom::element kernel;
   if (profile["kernel"].get(kernel) == simdjson::SUCCESS)
-    rows.emplace_back("Kernel", get_string_or(kernel, "sysname", "?") + " " + get_string_or(kernel, "release", "?") +
-                                    " " + get_string_or(kernel, "machine", ""));
+    rows.emplace_back("Kernel",
+                      get_string_or(kernel, "sysname", "?") + " " + get_string_or(kernel, "release", "?") + " " +
+                          get_string_or(kernel, "machine", ""));
 
   simdjson::dom::array gpus;
   if (profile["gpus"].get(gpus) != simdjson::SUCCESS || gpus.size() == 0) {

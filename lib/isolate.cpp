@@ -40,7 +40,7 @@ struct Slot {
   char fatal[2048];
 };
 
-Slot* g_slot = nullptr;                   // this process's slot, when it is a worker
+Slot* g_slot = nullptr;  // this process's slot, when it is a worker
 thread_local const char* t_stage = nullptr;
 
 void copy_text(char* dest, size_t size, const char* text) {
@@ -150,8 +150,7 @@ class Supervisor {
       if (p.pid <= 0) continue;
       ::close(p.fd);
       ::kill(p.pid, SIGKILL);
-      while (::waitpid(p.pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
+      while (::waitpid(p.pid, nullptr, 0) < 0 && errno == EINTR) {}
     }
     ::munmap(slots_, sizeof(Slot) * procs_.size());
   }
@@ -178,7 +177,9 @@ class Supervisor {
       // A worker left running by a supervisor that was killed would only waste time.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       // Crashes are expected here and reported by the supervisor: no core files.
-      struct rlimit no_core{0, 0};
+      struct rlimit no_core {
+        0, 0
+      };
       ::setrlimit(RLIMIT_CORE, &no_core);
       // A crash must end the worker with its signal and nothing on stderr (which stays
       // the tool's, for what a cmd: back end says): handlers the process has (LLVM's
@@ -203,8 +204,7 @@ class Supervisor {
   IsolatedResult reap(size_t k) {
     Proc& p = procs_[k];
     int status = 0;
-    while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {}
     ::close(p.fd);
     const Slot& s = slots_[k];
     std::string stage = s.stage[0] ? s.stage : "handling it";
@@ -212,13 +212,12 @@ class Supervisor {
     r.crashed = true;
     r.code = kExitBadInput;
     std::string label = p.item >= 0 ? label_(static_cast<size_t>(p.item)) : "";
-    if (WIFSIGNALED(status))
-      r.text = label + ": LLVM crashed (" + signal_name(WTERMSIG(status)) + ") while " + stage;
+    if (WIFSIGNALED(status)) r.text = label + ": LLVM crashed (" + signal_name(WTERMSIG(status)) + ") while " + stage;
     else if (WIFEXITED(status) && WEXITSTATUS(status) == kLlvmFatalExit)
       r.text = label + ": LLVM ERROR while " + stage + ": " + std::string(s.fatal);
     else
-      r.text = label + ": the worker exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-               " while " + stage;
+      r.text = label + ": the worker exited with status " +
+          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " while " + stage;
     p = Proc{};
     return r;
   }

@@ -6,12 +6,17 @@ namespace kiln {
 
 const char* json_error_reason(simdjson::error_code err) {
   switch (err) {
-    case simdjson::NUMBER_OUT_OF_RANGE: return "a number too large for this kiln to read";
-    case simdjson::NUMBER_ERROR: return "a number that is malformed or too large";
-    case simdjson::UTF8_ERROR: return "not valid UTF-8";
+    case simdjson::NUMBER_OUT_OF_RANGE:
+      return "a number too large for this kiln to read";
+    case simdjson::NUMBER_ERROR:
+      return "a number that is malformed or too large";
+    case simdjson::UTF8_ERROR:
+      return "not valid UTF-8";
     case simdjson::CAPACITY:
-    case simdjson::DEPTH_ERROR: return "nested or sized beyond what kiln reads";
-    default: return "not valid JSON";
+    case simdjson::DEPTH_ERROR:
+      return "nested or sized beyond what kiln reads";
+    default:
+      return "not valid JSON";
   }
 }
 

@@ -28,19 +28,19 @@ struct ReportOutputs {
 // ---- build -------------------------------------------------------------------------
 
 struct BuildOptions {
-  std::string baseline_command;   // run with /bin/sh -c
+  std::string baseline_command;  // run with /bin/sh -c
   std::string candidate_command;
-  std::string prepare_command;    // before every run, untimed; empty: none
-  int runs = 5;                   // timed runs per variant
-  int warmup = 1;                 // untimed runs per variant before the timed ones
-  std::string workdir;            // empty: a fresh temporary directory, removed on success
-  std::optional<uint64_t> seed;   // run-order seed; unset: drawn at random
-  double timeout_seconds = 0;     // per prepare, warm-up or timed run; 0: none
+  std::string prepare_command;   // before every run, untimed; empty: none
+  int runs = 5;                  // timed runs per variant
+  int warmup = 1;                // untimed runs per variant before the timed ones
+  std::string workdir;           // empty: a fresh temporary directory, removed on success
+  std::optional<uint64_t> seed;  // run-order seed; unset: drawn at random
+  double timeout_seconds = 0;    // per prepare, warm-up or timed run; 0: none
 };
 
 struct BuildRun {
-  int order = 0;  // 1-based position among all timed runs
-  int pair = 0;   // 1-based; each pair holds one run of each variant, in random order
+  int order = 0;        // 1-based position among all timed runs
+  int pair = 0;         // 1-based; each pair holds one run of each variant, in random order
   std::string variant;  // "baseline" or "candidate"
   double wall_seconds = 0, user_seconds = 0, sys_seconds = 0;
   long peak_rss_kib = 0;
@@ -50,8 +50,8 @@ struct BuildRun {
 struct VariantResult {
   std::string name;
   std::string command;
-  std::string target_dir;  // exported as CARGO_TARGET_DIR and KILN_MEASURE_TARGET_DIR
-  std::string log_path;    // the commands' stdout and stderr
+  std::string target_dir;                           // exported as CARGO_TARGET_DIR and KILN_MEASURE_TARGET_DIR
+  std::string log_path;                             // the commands' stdout and stderr
   Summary wall_seconds, cpu_seconds, peak_rss_kib;  // cpu = user + sys
 };
 
@@ -59,7 +59,7 @@ struct BuildReport {
   std::string timestamp;      // when the measurement started (UTC)
   std::string hardware_json;  // hardware_profile_json()
   std::string workdir;
-  bool workdir_kept = true;   // false when a temporary workdir was removed afterwards
+  bool workdir_kept = true;  // false when a temporary workdir was removed afterwards
   std::string prepare_command;
   uint64_t seed = 0;
   int runs = 0, warmup = 0;
@@ -107,7 +107,7 @@ SectionSizes stripped_section_sizes(const std::string& path);
 struct SizeRow {
   std::string section;  // ".text", ".data", ".rodata", ".eh_frame", "total"
   uint64_t baseline = 0, candidate = 0;
-  double ratio = 0;     // candidate / baseline; NaN when the baseline has none
+  double ratio = 0;  // candidate / baseline; NaN when the baseline has none
 };
 
 struct SizeReport {
@@ -119,8 +119,7 @@ struct SizeReport {
 SizeReport measure_size(const std::string& baseline_path, const std::string& candidate_path);
 std::string size_report_json(const SizeReport& report);
 std::string size_report_markdown(const SizeReport& report);
-int run_size_command(const std::string& baseline_path, const std::string& candidate_path,
-                     const ReportOutputs& outputs);
+int run_size_command(const std::string& baseline_path, const std::string& candidate_path, const ReportOutputs& outputs);
 
 // ---- gate --------------------------------------------------------------------------
 
@@ -137,11 +136,11 @@ struct GateThresholds {
 
 struct GateCheck {
   std::string report_path;
-  std::string name;   // "speedup" or "size .text" / "size total"
-  double value = 0;   // measured
-  double limit = 0;   // threshold
+  std::string name;  // "speedup" or "size .text" / "size total"
+  double value = 0;  // measured
+  double limit = 0;  // threshold
   bool pass = false;
-  std::string detail; // the numbers behind value
+  std::string detail;  // the numbers behind value
 };
 
 // Reads one report of either schema. Throws KilnError(kExitBadInput) when it is not

@@ -42,21 +42,23 @@ ProcessResult run_for_variant(const VariantResult& variant, const std::string& c
   options.set_env = variant_environment(variant);
   ProcessResult result;
   try {
-    result = run_shell_supervised("exec >>" + shell_quote(variant.log_path) + " 2>&1\n" + command, options,
-                                  timeout_seconds);
+    result =
+        run_shell_supervised("exec >>" + shell_quote(variant.log_path) + " 2>&1\n" + command, options, timeout_seconds);
   } catch (const KilnError& e) {
     if (e.code() <= 128) throw;
     // Interrupted (SIGINT/SIGTERM): say which run was stopped, on one line.
-    throw KilnError(e.code(), "", variant.name + " " + what + " '" + command + "': " + e.what() + " (its output is in " +
-                                      variant.log_path + ")");
+    throw KilnError(e.code(), "",
+                    variant.name + " " + what + " '" + command + "': " + e.what() + " (its output is in " +
+                        variant.log_path + ")");
   }
   if (result.timed_out)
-    throw KilnError(kExitFailed, "", variant.name + " " + what + " timed out after " +
-                                         format_fixed(timeout_seconds, 1) + " s (--timeout) and was killed: '" +
-                                         command + "' (its output is in " + variant.log_path + ")");
+    throw KilnError(kExitFailed, "",
+                    variant.name + " " + what + " timed out after " + format_fixed(timeout_seconds, 1) +
+                        " s (--timeout) and was killed: '" + command + "' (its output is in " + variant.log_path + ")");
   if (result.exit_code != 0)
-    throw KilnError(kExitFailed, "", variant.name + " " + what + " failed: '" + command + "' " +
-                                         describe_status(result) + " (its output is in " + variant.log_path + ")");
+    throw KilnError(kExitFailed, "",
+                    variant.name + " " + what + " failed: '" + command + "' " + describe_status(result) +
+                        " (its output is in " + variant.log_path + ")");
   return result;
 }
 
@@ -75,7 +77,8 @@ void validate(const BuildOptions& options) {
     throw KilnError(kExitUsage, "", "both --baseline and --candidate commands are needed");
   if (options.runs < 1) throw KilnError(kExitUsage, "", "--runs must be at least 1");
   if (options.warmup < 0) throw KilnError(kExitUsage, "", "--warmup cannot be negative");
-  if (!(options.timeout_seconds >= 0)) throw KilnError(kExitUsage, "", "--timeout must be a positive number of seconds");
+  if (!(options.timeout_seconds >= 0))
+    throw KilnError(kExitUsage, "", "--timeout must be a positive number of seconds");
 }
 
 uint64_t fresh_seed() {
@@ -133,7 +136,8 @@ BuildReport measure_build(const BuildOptions& options) {
 
   Progress progress("kiln-measure build", static_cast<size_t>(2 * (options.warmup + options.runs)));
   auto prepare = [&](const VariantResult& v) {
-    if (!options.prepare_command.empty()) run_for_variant(v, options.prepare_command, "prepare", options.timeout_seconds);
+    if (!options.prepare_command.empty())
+      run_for_variant(v, options.prepare_command, "prepare", options.timeout_seconds);
   };
   for (int w = 1; w <= options.warmup; ++w) {
     for (VariantResult* v : variants) {
@@ -233,20 +237,21 @@ std::string build_report_markdown(const BuildReport& report) {
       {Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
   const RatioInterval& r = report.wall_ratio;
   const RatioInterval& s = report.speedup;
-  out += "\ncandidate/baseline wall time: " + format_fixed(r.ratio, 3) + " (95% CI " + format_fixed(r.low, 3) +
-         "–" + format_fixed(r.high, 3) + "); speedup " + format_fixed(s.ratio, 3) + "× (95% CI " +
-         format_fixed(s.low, 3) + "×–" + format_fixed(s.high, 3) + "×)\n\n";
+  out += "\ncandidate/baseline wall time: " + format_fixed(r.ratio, 3) + " (95% CI " + format_fixed(r.low, 3) + "–" +
+      format_fixed(r.high, 3) + "); speedup " + format_fixed(s.ratio, 3) + "× (95% CI " + format_fixed(s.low, 3) +
+      "×–" + format_fixed(s.high, 3) + "×)\n\n";
   out += "- baseline: " + code_span(report.baseline.command) + "\n";
   out += "- candidate: " + code_span(report.candidate.command) + "\n";
   if (!report.prepare_command.empty()) out += "- prepare before each run: " + code_span(report.prepare_command) + "\n";
   out += "- " + std::to_string(report.runs) + " timed runs per variant after " + std::to_string(report.warmup) +
-         " warm-up each; pairs in random order (seed " + std::to_string(report.seed) + ")\n";
+      " warm-up each; pairs in random order (seed " + std::to_string(report.seed) + ")\n";
   return out;
 }
 
 std::string build_report_svg(const BuildReport& report) {
   std::vector<ChartSeries> series = {{report.baseline.name, {}}, {report.candidate.name, {}}};
-  for (const BuildRun& r : report.timed_runs) series[r.variant == report.baseline.name ? 0 : 1].values.push_back(r.wall_seconds);
+  for (const BuildRun& r : report.timed_runs)
+    series[r.variant == report.baseline.name ? 0 : 1].values.push_back(r.wall_seconds);
   return strip_chart_svg(series, "Build wall time per run (" + std::to_string(report.runs) + " runs per variant)",
                          "seconds");
 }

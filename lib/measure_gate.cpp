@@ -115,8 +115,7 @@ GateCheck check_build(simdjson::dom::element root, const std::string& path, doub
   // The interval is recomputed from the runs the way measure_build computes it, not
   // copied from the report's 'speedup' field, which could disagree with the medians.
   auto [base_walls, cand_walls] = run_walls(root, path);
-  if (base_walls.empty() != cand_walls.empty())
-    throw KilnError(kExitBadInput, path, "its runs are all of one variant");
+  if (base_walls.empty() != cand_walls.empty()) throw KilnError(kExitBadInput, path, "its runs are all of one variant");
   if (!base_walls.empty()) {
     require_same_median(base, base_walls, path, "baseline");
     require_same_median(cand, cand_walls, path, "candidate");
@@ -209,7 +208,7 @@ std::string format_gate_check(const GateCheck& check) {
   std::string comparison = is_speedup ? times_text(check.value) + " >= " + times_text(check.limit)
                                       : times_text(check.value) + " <= " + times_text(check.limit);
   return std::string(check.pass ? "PASS" : "FAIL") + "  " + check.name + " " + comparison + "  (" + check.detail +
-         ")  " + check.report_path;
+      ")  " + check.report_path;
 }
 
 int run_gate_command(const std::vector<std::string>& report_paths, const GateThresholds& thresholds) {

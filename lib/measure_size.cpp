@@ -89,7 +89,8 @@ SectionSizes read_section_sizes(const std::string& path) {
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
     throw KilnError(kExitBadInput, path, std::string("is ") + file_kind(st.st_mode) + ", not a regular file");
   auto binary = llvm::object::createBinary(path);
-  if (!binary) throw KilnError(kExitBadInput, path, "not an ELF object or executable: " + llvm::toString(binary.takeError()));
+  if (!binary)
+    throw KilnError(kExitBadInput, path, "not an ELF object or executable: " + llvm::toString(binary.takeError()));
 
   SectionSizes sizes;
   const llvm::object::Binary& bin = *binary->getBinary();
@@ -117,8 +118,9 @@ SectionSizes stripped_section_sizes(const std::string& path) {
   if (ec) throw KilnError(kExitIo, path, "cannot copy to " + copy + ": " + ec.message());
   ProcessResult result = run_process({strip, kStripArguments[0], kStripArguments[1], copy});
   if (result.exit_code != 0)
-    throw KilnError(kExitBadInput, path, "strip " + std::string(kStripArguments[0]) + " " + kStripArguments[1] +
-                                             " failed on a copy of it (status " + std::to_string(result.exit_code) + ")");
+    throw KilnError(kExitBadInput, path,
+                    "strip " + std::string(kStripArguments[0]) + " " + kStripArguments[1] +
+                        " failed on a copy of it (status " + std::to_string(result.exit_code) + ")");
   return read_section_sizes(copy);
 }
 
@@ -161,7 +163,7 @@ std::string size_report_markdown(const SizeReport& report) {
   std::string out = markdown_table({"section", "baseline (bytes)", "candidate (bytes)", "candidate/baseline"}, rows,
                                    {Align::kLeft, Align::kRight, Align::kRight, Align::kRight});
   out += "\nSizes of copies after `strip " + std::string(kStripArguments[0]) + " " + kStripArguments[1] +
-         "`; total is the whole stripped file.\n\n";
+      "`; total is the whole stripped file.\n\n";
   out += "- baseline: " + report.baseline_path + "\n";
   out += "- candidate: " + report.candidate_path + "\n";
   return out;

@@ -18,7 +18,9 @@ extern char** environ;
 namespace kiln {
 
 std::string shell_quote(const std::string& arg) {
-  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == std::string::npos)
+  if (!arg.empty() &&
+      arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
+          std::string::npos)
     return arg;
   std::string out = "'";
   for (char c : arg) {
@@ -265,8 +267,8 @@ struct GroupRun {
 };
 
 // In the child of start_group: everything up to execve; never returns.
-[[noreturn]] void exec_group_child(const ExecImage& image, const ProcessOptions& options, GroupChild kind,
-                                   pid_t parent, pid_t parent_group, const sigset_t& previous) {
+[[noreturn]] void exec_group_child(const ExecImage& image, const ProcessOptions& options, GroupChild kind, pid_t parent,
+                                   pid_t parent_group, const sigset_t& previous) {
   ::setpgid(0, 0);
   if (kind == GroupChild::build) {
 #ifdef __linux__
@@ -349,10 +351,14 @@ int wait_for_build(pid_t pid, const std::string& name, struct rusage& usage) {
 
 const char* signal_name(int sig) {
   switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    default: return "a signal";
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "a signal";
   }
 }
 
@@ -390,7 +396,9 @@ int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_cl
     double next = *timed_out ? timeout_seconds + kKillGraceSeconds : timeout_seconds;
     int wait_ms = static_cast<int>(std::min((next - elapsed) * 1000 + 1, 60000.0));
     if (pidfd >= 0) {
-      struct pollfd p {pidfd, POLLIN, 0};
+      struct pollfd p {
+        pidfd, POLLIN, 0
+      };
       ::poll(&p, 1, wait_ms);
     } else {
       ::usleep(1000);  // no pidfd (old kernel): poll the child every millisecond
@@ -404,7 +412,8 @@ int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_cl
 
 }  // namespace
 
-ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options, int& received_signal) {
+ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options,
+                              int& received_signal) {
   ExecImage image = exec_image(argv, options);
   GroupRun run;
   start_group(image, options, GroupChild::build, run);

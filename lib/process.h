@@ -7,14 +7,14 @@
 namespace kiln {
 
 struct ProcessResult {
-  int exit_code = -1;      // exit status, or 128 + signal number
+  int exit_code = -1;  // exit status, or 128 + signal number
   bool signaled = false;
   double wall_seconds = 0;
   double user_seconds = 0;
   double sys_seconds = 0;
-  long peak_rss_kib = 0;   // ru_maxrss of the waited-for process tree's largest member
+  long peak_rss_kib = 0;        // ru_maxrss of the waited-for process tree's largest member
   std::string captured_stdout;  // only when ProcessOptions::capture_stdout
-  bool timed_out = false;  // run_shell_supervised: stopped at its timeout
+  bool timed_out = false;       // run_shell_supervised: stopped at its timeout
 };
 
 struct ProcessOptions {
@@ -22,7 +22,7 @@ struct ProcessOptions {
   std::vector<std::string> unset_env;  // names removed
   std::string cwd;                     // empty: inherit
   bool capture_stdout = false;
-  bool quiet = false;                  // send stdout and stderr to /dev/null
+  bool quiet = false;  // send stdout and stderr to /dev/null
 };
 
 // Runs argv[0] (searched in PATH) and waits. Throws KilnError(kExitMissingTool) when
@@ -48,7 +48,8 @@ ProcessResult run_shell(const std::string& command, const ProcessOptions& option
 // handed to the build and taken back after; when kiln-capture is killed outright
 // (kill -9), the build's first process gets SIGTERM. Waits for the build;
 // received_signal is the last forwarded signal, else 0.
-ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options, int& received_signal);
+ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options,
+                              int& received_signal);
 
 std::string shell_quote(const std::string& arg);
 std::string shell_join(const std::vector<std::string>& argv);

@@ -31,10 +31,26 @@
 namespace kiln {
 
 uint64_t elf_text_bytes(const std::string& o) {
-  if (o.size() < 64 || o.compare(0, 4, "\x7f" "ELF") != 0) return 0;
-  auto u16 = [&](size_t at) { uint16_t v; std::memcpy(&v, o.data() + at, 2); return v; };
-  auto u32 = [&](size_t at) { uint32_t v; std::memcpy(&v, o.data() + at, 4); return v; };
-  auto u64 = [&](size_t at) { uint64_t v; std::memcpy(&v, o.data() + at, 8); return v; };
+  if (o.size() < 64 ||
+      o.compare(0, 4,
+                "\x7f"
+                "ELF") != 0)
+    return 0;
+  auto u16 = [&](size_t at) {
+    uint16_t v;
+    std::memcpy(&v, o.data() + at, 2);
+    return v;
+  };
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, o.data() + at, 4);
+    return v;
+  };
+  auto u64 = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, o.data() + at, 8);
+    return v;
+  };
   uint64_t shoff = u64(0x28);
   uint32_t shnum = u16(0x3C), shstrndx = u16(0x3E);
   if (shnum == 0 && shoff + 64 <= o.size()) shnum = static_cast<uint32_t>(u64(shoff + 0x20));
@@ -45,7 +61,8 @@ uint64_t elf_text_bytes(const std::string& o) {
   for (uint32_t i = 1; i < shnum; ++i) {
     size_t h = shoff + i * 64ull;
     uint64_t name = strtab + u32(h);
-    if (u32(h + 4) == 1 /* SHT_PROGBITS */ && name + 5 <= o.size() && o.compare(name, 5, ".text") == 0) total += u64(h + 0x20);
+    if (u32(h + 4) == 1 /* SHT_PROGBITS */ && name + 5 <= o.size() && o.compare(name, 5, ".text") == 0)
+      total += u64(h + 0x20);
   }
   return total;
 }
@@ -109,9 +126,7 @@ class CpuService : public EmissionService {
     }
   }
 
-  std::string name() const override {
-    return "cpu:" + spec_ + " x" + std::to_string(workers_.size());
-  }
+  std::string name() const override { return "cpu:" + spec_ + " x" + std::to_string(workers_.size()); }
   std::string backend() const override { return spec_; }
   unsigned workers() const override { return static_cast<unsigned>(workers_.size()); }
 
@@ -378,10 +393,12 @@ ReplayRounds run_rounds(const ReplayOptions& options, const std::vector<ReplayMo
   if (options.cuda) {
     if (std::find(options.backends.begin(), options.backends.end(), "stamp") == options.backends.end())
       throw KilnError(kExitUsage, "", "--device cuda runs stamp's stages: add stamp to --backend");
-    run.services.push_back(make_gpu_service(options.profile, modules, options.gpu_streams, options.gpu_batch_instructions));
+    run.services.push_back(
+        make_gpu_service(options.profile, modules, options.gpu_streams, options.gpu_batch_instructions));
   }
   for (const auto& b : options.backends)
-    if (options.cpu || b != "stamp") run.services.push_back(make_cpu_service(b, options.profile, options.jobs, modules));
+    if (options.cpu || b != "stamp")
+      run.services.push_back(make_cpu_service(b, options.profile, options.jobs, modules));
   run.rounds.resize(run.services.size());
   for (int r = 1; r <= options.rounds; ++r)
     for (size_t s = 0; s < run.services.size(); ++s) run.rounds[s].push_back(run.services[s]->run_round(r));
@@ -457,8 +474,8 @@ StampVsLlvm compare_stamp_llvm(const std::vector<RoundResult>& llvm, const std::
 
 // The GPU service: its stages (upload, kernels, download) against llvm and against
 // the CPU executor's stages, on the same modules.
-GpuSummary summarize_gpu(const ReplayOptions& options, const std::vector<ReplayModule>& modules, const ReplayRounds& run,
-                         const ServiceRoles& roles) {
+GpuSummary summarize_gpu(const ReplayOptions& options, const std::vector<ReplayModule>& modules,
+                         const ReplayRounds& run, const ServiceRoles& roles) {
   const std::vector<RoundResult>& rounds = run.rounds[roles.gpu];
   const EmissionService& service = *run.services[roles.gpu];
   GpuSummary g;
@@ -524,15 +541,17 @@ void find_instability(const ReplayOptions& options, const Corpus& corpus, const 
       x.backend = run.services[s]->backend();
       // Emits the module twice from its blob and compares: runs anywhere, offline.
       std::string emit = "kiln-emit " + shell_quote(absolute_path(corpus.blob_path(x.module))) + " --backend " +
-                         shell_quote(x.backend) + " --profile " + profile_name(options.profile);
-      x.reproduce = "d=$(mktemp -d) && " + emit + " -o \"$d/a.o\" && " + emit + " -o \"$d/b.o\" && cmp \"$d/a.o\" \"$d/b.o\"";
+          shell_quote(x.backend) + " --profile " + profile_name(options.profile);
+      x.reproduce =
+          "d=$(mktemp -d) && " + emit + " -o \"$d/a.o\" && " + emit + " -o \"$d/b.o\" && cmp \"$d/a.o\" \"$d/b.o\"";
       summary.instability.push_back(std::move(x));
     }
   }
 }
 
-ReplaySummary summarize_replay(const ReplayOptions& options, const Corpus& corpus, const std::vector<ReplayModule>& modules,
-                        std::vector<Excluded> excluded, const ReplayRounds& run) {
+ReplaySummary summarize_replay(const ReplayOptions& options, const Corpus& corpus,
+                               const std::vector<ReplayModule>& modules, std::vector<Excluded> excluded,
+                               const ReplayRounds& run) {
   ReplaySummary summary;
   summary.corpus = absolute_path(options.corpus_dir);
   summary.time = iso8601_now();
@@ -546,7 +565,8 @@ ReplaySummary summarize_replay(const ReplayOptions& options, const Corpus& corpu
     summary.services.push_back(std::move(service));
   }
   ServiceRoles roles = find_roles(run);
-  if (roles.llvm >= 0 && roles.stamp >= 0) summary.stamp_vs_llvm = compare_stamp_llvm(run.rounds[roles.llvm], run.rounds[roles.stamp]);
+  if (roles.llvm >= 0 && roles.stamp >= 0)
+    summary.stamp_vs_llvm = compare_stamp_llvm(run.rounds[roles.llvm], run.rounds[roles.stamp]);
   if (roles.gpu >= 0) summary.gpu = summarize_gpu(options, modules, run, roles);
   find_instability(options, corpus, modules, run, roles, summary);
   summary.failed_modules += excluded.size();
@@ -561,16 +581,32 @@ void json_services(JsonWriter& w, const ReplaySummary& sum) {
     w.key("rounds").begin_array();
     for (const RoundSummary& r : service.rounds) {
       const StageSums& sums = r.sums;
-      w.begin_object().field("round", r.round).field("wall_seconds", r.wall_seconds)
-          .key("stages").begin_object().field("parse", sums.parse).field("flat_export", sums.flat_export)
-          .field("clone", sums.clone).field("codegen", sums.codegen).field("fallback", sums.fallback)
-          .field("stamp_stages", sums.stages).field("stamp_elf", sums.elf).end_object()
-          .field("instructions", sums.instructions).field("modules_ok", sums.modules).field("modules_failed", sums.failed)
-          .field("functions", sums.functions).field("functions_stamp", sums.functions_stamp)
-          .field("instructions_stamp", sums.instructions_stamp).field("text_bytes", sums.text_bytes)
-          .field("kernel_launches", sums.kernel_launches).field("gpu_upload", sums.gpu_upload)
-          .field("gpu_kernels", sums.gpu_kernels).field("gpu_download", sums.gpu_download)
-          .field("instructions_per_second_wall", r.wall_rate).field("instructions_per_core_second", r.per_core)
+      w.begin_object()
+          .field("round", r.round)
+          .field("wall_seconds", r.wall_seconds)
+          .key("stages")
+          .begin_object()
+          .field("parse", sums.parse)
+          .field("flat_export", sums.flat_export)
+          .field("clone", sums.clone)
+          .field("codegen", sums.codegen)
+          .field("fallback", sums.fallback)
+          .field("stamp_stages", sums.stages)
+          .field("stamp_elf", sums.elf)
+          .end_object()
+          .field("instructions", sums.instructions)
+          .field("modules_ok", sums.modules)
+          .field("modules_failed", sums.failed)
+          .field("functions", sums.functions)
+          .field("functions_stamp", sums.functions_stamp)
+          .field("instructions_stamp", sums.instructions_stamp)
+          .field("text_bytes", sums.text_bytes)
+          .field("kernel_launches", sums.kernel_launches)
+          .field("gpu_upload", sums.gpu_upload)
+          .field("gpu_kernels", sums.gpu_kernels)
+          .field("gpu_download", sums.gpu_download)
+          .field("instructions_per_second_wall", r.wall_rate)
+          .field("instructions_per_core_second", r.per_core)
           .field("modules_per_second_wall", r.modules_per_second)
           .end_object();
     }
@@ -581,25 +617,39 @@ void json_services(JsonWriter& w, const ReplaySummary& sum) {
 
 void json_stamp_vs_llvm(JsonWriter& w, const StampVsLlvm& c) {
   const StageSums& st = c.st;
-  w.key("stamp_vs_llvm").begin_object()
-      .field("llvm_instructions_per_core_second", c.llvm_rate).field("stamp_instructions_per_core_second", c.stamp_rate)
-      .field("stamp_speedup_on_its_functions", c.stamp_rate / c.llvm_rate).field("end_to_end_speedup_with_fallback", c.end_to_end)
-      .field("stamp_share_of_instructions", st.instructions ? static_cast<double>(st.instructions_stamp) / st.instructions : 0.0)
+  w.key("stamp_vs_llvm")
+      .begin_object()
+      .field("llvm_instructions_per_core_second", c.llvm_rate)
+      .field("stamp_instructions_per_core_second", c.stamp_rate)
+      .field("stamp_speedup_on_its_functions", c.stamp_rate / c.llvm_rate)
+      .field("end_to_end_speedup_with_fallback", c.end_to_end)
+      .field("stamp_share_of_instructions",
+             st.instructions ? static_cast<double>(st.instructions_stamp) / st.instructions : 0.0)
       .field("stamp_share_of_functions", st.functions ? static_cast<double>(st.functions_stamp) / st.functions : 0.0)
-      .field("flat_export_instructions_per_second", c.export_rate).field("parse_instructions_per_second", c.parse_rate)
-      .field("text_ratio", c.text_ratio).field("stamp_stages_seconds", st.stages).field("stamp_elf_seconds", st.elf)
+      .field("flat_export_instructions_per_second", c.export_rate)
+      .field("parse_instructions_per_second", c.parse_rate)
+      .field("text_ratio", c.text_ratio)
+      .field("stamp_stages_seconds", st.stages)
+      .field("stamp_elf_seconds", st.elf)
       .end_object();
 }
 
 void json_gpu(JsonWriter& w, const GpuSummary& g) {
-  w.key("gpu").begin_object().field("service", g.service)
-      .field("streams", g.streams).field("batches", g.batches)
+  w.key("gpu")
+      .begin_object()
+      .field("service", g.service)
+      .field("streams", g.streams)
+      .field("batches", g.batches)
       .field("batch_instructions", g.batch_instructions)
-      .field("stages_instructions_per_second", g.gpu_rate).field("device_phase_seconds", g.gpu_time)
-      .field("device_span_seconds", g.span).field("span_instructions_per_second", g.span_rate)
+      .field("stages_instructions_per_second", g.gpu_rate)
+      .field("device_phase_seconds", g.gpu_time)
+      .field("device_span_seconds", g.span)
+      .field("span_instructions_per_second", g.span_rate)
       .field("span_speedup_vs_llvm", g.llvm_rate > 0 ? g.span_rate / g.llvm_rate : 0.0)
-      .field("busy_seconds", g.busy).field("upload_seconds", g.upload)
-      .field("kernels_seconds", g.kernels).field("download_seconds", g.download)
+      .field("busy_seconds", g.busy)
+      .field("upload_seconds", g.upload)
+      .field("kernels_seconds", g.kernels)
+      .field("download_seconds", g.download)
       .field("first_round_device_phase_seconds", g.first_round_device_phase)
       .field("kernel_launches_per_round", g.kernel_launches)
       .field("speedup_vs_llvm", g.llvm_rate > 0 ? g.gpu_rate / g.llvm_rate : 0.0)
@@ -608,10 +658,16 @@ void json_gpu(JsonWriter& w, const GpuSummary& g) {
   w.key("receipts").begin_array();
   for (const GpuReceipt& receipt : g.receipts) {
     const ModuleEmission& e = receipt.emission;
-    w.begin_object().field("module", receipt.module).field("round", receipt.round).field("device", e.device)
-        .field("object_from_device", e.object_from_device).field("batch", e.batch)
-        .field("batch_modules", e.batch_modules).field("batch_kernel_launches", e.kernel_launches)
-        .field("object_xxh3", e.object_xxh3).end_object();
+    w.begin_object()
+        .field("module", receipt.module)
+        .field("round", receipt.round)
+        .field("device", e.device)
+        .field("object_from_device", e.object_from_device)
+        .field("batch", e.batch)
+        .field("batch_modules", e.batch_modules)
+        .field("batch_kernel_launches", e.kernel_launches)
+        .field("object_xxh3", e.object_xxh3)
+        .end_object();
   }
   w.end_array().end_object();
 }
@@ -619,7 +675,9 @@ void json_gpu(JsonWriter& w, const GpuSummary& g) {
 void json_instability(JsonWriter& w, const ReplaySummary& sum) {
   w.key("instability").begin_array();
   for (const Instability& x : sum.instability) {
-    w.begin_object().field("module", x.module).field("backend", x.backend)
+    w.begin_object()
+        .field("module", x.module)
+        .field("backend", x.backend)
         .field("kind", x.differ ? "bytes differ" : "failed");
     if (!x.error.empty()) w.field("error", x.error);
     w.key("objects").begin_object();
@@ -635,9 +693,14 @@ void json_instability(JsonWriter& w, const ReplaySummary& sum) {
 // The JSON report (kiln-replay-report).
 std::string render_report_json(const ReplaySummary& sum) {
   JsonWriter w;
-  w.begin_object().field("schema", "kiln-replay-report").field("v", kReplaySchemaVersion)
-      .field("corpus", sum.corpus).field("time", sum.time)
-      .field("profile", sum.profile).field("rounds", sum.rounds).field("jobs", sum.jobs)
+  w.begin_object()
+      .field("schema", "kiln-replay-report")
+      .field("v", kReplaySchemaVersion)
+      .field("corpus", sum.corpus)
+      .field("time", sum.time)
+      .field("profile", sum.profile)
+      .field("rounds", sum.rounds)
+      .field("jobs", sum.jobs)
       .field("modules", static_cast<uint64_t>(sum.modules))
       .field("modules_excluded", static_cast<uint64_t>(sum.excluded.size()));
   json_services(w, sum);
@@ -654,20 +717,21 @@ std::string table_stamp_vs_llvm(const ReplaySummary& sum) {
   const StampVsLlvm& c = *sum.stamp_vs_llvm;
   const StageSums& st = c.st;
   char block[2048];
-  std::snprintf(block, sizeof block,
-                "\nstamp vs llvm (medians of warm rounds 2..%d, one core per worker):\n"
-                "  stamp emits its %.1f%% of instructions (%.1f%% of functions) at %.2f M instr/s; llvm %s emits all at %.3f M instr/s: %.1fx\n"
-                "  of stamp's time, %.0f%% is its stages (the kernels, on the CPU: %.1f M instr/s) and %.0f%% writing ELF objects\n"
-                "  end to end per module, stamp + llvm fallback vs llvm alone: %.2fx (ld.lld -r combining not included)\n"
-                "  flat export %.2f M instr/s, LLVM bitcode parsing %.2f M instr/s (both once per worker)\n"
-                "  .text: stamp + fallback %.2fx the size of llvm's\n",
-                c.last_round, 100.0 * st.instructions_stamp / std::max<uint64_t>(1, st.instructions),
-                100.0 * st.functions_stamp / std::max<uint64_t>(1, st.functions), c.stamp_rate / 1e6,
-                sum.profile, c.llvm_rate / 1e6, c.stamp_rate / c.llvm_rate,
-                100.0 * st.stages / std::max(1e-12, st.codegen), st.instructions_stamp / std::max(1e-12, st.stages) / 1e6,
-                100.0 * st.elf / std::max(1e-12, st.codegen), c.end_to_end,
-                c.export_rate / 1e6,
-                c.parse_rate / 1e6, c.text_ratio);
+  std::snprintf(
+      block, sizeof block,
+      "\nstamp vs llvm (medians of warm rounds 2..%d, one core per worker):\n"
+      "  stamp emits its %.1f%% of instructions (%.1f%% of functions) at %.2f M instr/s; llvm %s emits all at %.3f M "
+      "instr/s: %.1fx\n"
+      "  of stamp's time, %.0f%% is its stages (the kernels, on the CPU: %.1f M instr/s) and %.0f%% writing ELF "
+      "objects\n"
+      "  end to end per module, stamp + llvm fallback vs llvm alone: %.2fx (ld.lld -r combining not included)\n"
+      "  flat export %.2f M instr/s, LLVM bitcode parsing %.2f M instr/s (both once per worker)\n"
+      "  .text: stamp + fallback %.2fx the size of llvm's\n",
+      c.last_round, 100.0 * st.instructions_stamp / std::max<uint64_t>(1, st.instructions),
+      100.0 * st.functions_stamp / std::max<uint64_t>(1, st.functions), c.stamp_rate / 1e6, sum.profile,
+      c.llvm_rate / 1e6, c.stamp_rate / c.llvm_rate, 100.0 * st.stages / std::max(1e-12, st.codegen),
+      st.instructions_stamp / std::max(1e-12, st.stages) / 1e6, 100.0 * st.elf / std::max(1e-12, st.codegen),
+      c.end_to_end, c.export_rate / 1e6, c.parse_rate / 1e6, c.text_ratio);
   return block;
 }
 
@@ -675,18 +739,19 @@ std::string table_gpu(const ReplaySummary& sum) {
   const GpuSummary& g = *sum.gpu;
   std::string table;
   char block[1024];
-  std::snprintf(block, sizeof block,
-                "\n%s, %u streams, %u batches of >= %llu instr (medians of warm rounds; round 1, with warm-up: %.4f s):\n"
-                "  stages %.2f M instr/s over the batches' wall time %.4f s (busy %.4f s: upload %.4f, kernels %.4f, "
-                "download %.4f); %llu launches a round\n"
-                "  device span, first upload to last download: %.4f s, %.2f M instr/s\n",
-                g.service.c_str(), g.streams, g.batches, static_cast<unsigned long long>(g.batch_instructions),
-                g.first_round_device_phase, g.gpu_rate / 1e6, g.gpu_time, g.busy, g.upload, g.kernels, g.download,
-                static_cast<unsigned long long>(g.kernel_launches), g.span, g.span_rate / 1e6);
+  std::snprintf(
+      block, sizeof block,
+      "\n%s, %u streams, %u batches of >= %llu instr (medians of warm rounds; round 1, with warm-up: %.4f s):\n"
+      "  stages %.2f M instr/s over the batches' wall time %.4f s (busy %.4f s: upload %.4f, kernels %.4f, "
+      "download %.4f); %llu launches a round\n"
+      "  device span, first upload to last download: %.4f s, %.2f M instr/s\n",
+      g.service.c_str(), g.streams, g.batches, static_cast<unsigned long long>(g.batch_instructions),
+      g.first_round_device_phase, g.gpu_rate / 1e6, g.gpu_time, g.busy, g.upload, g.kernels, g.download,
+      static_cast<unsigned long long>(g.kernel_launches), g.span, g.span_rate / 1e6);
   table += block;
   if (g.llvm_rate > 0) {
-    std::snprintf(block, sizeof block, "  %.1fx llvm %s on one core (%.1fx over the device span)\n", g.gpu_rate / g.llvm_rate,
-                  sum.profile, g.span_rate / g.llvm_rate);
+    std::snprintf(block, sizeof block, "  %.1fx llvm %s on one core (%.1fx over the device span)\n",
+                  g.gpu_rate / g.llvm_rate, sum.profile, g.span_rate / g.llvm_rate);
     table += block;
   }
   if (g.cpu_stages_rate > 0) {
@@ -708,7 +773,8 @@ std::string render_table(const ReplaySummary& sum) {
       const StageSums& sums = r.sums;
       std::snprintf(line, sizeof line, "%-16s %5d %8.3f %8.3f %8.3f %8.3f %9.3f %9.3f %11.3f %9.1f %llu\n",
                     service.name.c_str(), r.round, r.wall_seconds, sums.parse, sums.flat_export, sums.clone,
-                    sums.codegen, sums.fallback, r.per_core / 1e6, r.modules_per_second, (unsigned long long)sums.failed);
+                    sums.codegen, sums.fallback, r.per_core / 1e6, r.modules_per_second,
+                    (unsigned long long)sums.failed);
       table += line;
     }
   }
@@ -717,12 +783,13 @@ std::string render_table(const ReplaySummary& sum) {
   for (const Instability& x : sum.instability) {
     std::snprintf(line, sizeof line, "%s: module %s (%s): %s\n  reproduce: %s\n", x.differ ? "UNSTABLE" : "FAILED",
                   x.module.c_str(), x.backend.c_str(),
-                  x.differ ? "object bytes differ between rounds, workers or devices" : x.error.c_str(), x.reproduce.c_str());
+                  x.differ ? "object bytes differ between rounds, workers or devices" : x.error.c_str(),
+                  x.reproduce.c_str());
     table += line;
   }
   for (const auto& x : sum.excluded) table += "FAILED: module " + x.id + ", left out of the rounds: " + x.error + "\n";
-  std::snprintf(line, sizeof line, "\n%zu modules x %d rounds x %zu back end(s): %zu unstable, %zu failed\n", sum.modules,
-                sum.rounds, sum.services.size(), sum.unstable_modules, sum.failed_modules);
+  std::snprintf(line, sizeof line, "\n%zu modules x %d rounds x %zu back end(s): %zu unstable, %zu failed\n",
+                sum.modules, sum.rounds, sum.services.size(), sum.unstable_modules, sum.failed_modules);
   table += line;
   return table;
 }

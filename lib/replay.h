@@ -29,7 +29,7 @@ struct ModuleEmission {
   double stages = 0, elf = 0;  // stamp: codegen = stages (kernels, on the CPU or the GPU) + elf (object writing)
   // The GPU service: modules go in batches; a module's times are its share (by
   // instructions) of its batch's, and its launches are its batch's.
-  std::string device;            // where its stages ran (empty: on the CPU)
+  std::string device;               // where its stages ran (empty: on the CPU)
   bool object_from_device = false;  // its stamp code, relocations and exception tables came back from `device`
   uint32_t batch = 0, batch_modules = 0;
   bool first_in_batch = false;   // counts the batch's launches in a round's sum
@@ -44,8 +44,8 @@ struct RoundResult {
   std::string service;
   int round = 0;
   double wall_seconds = 0;
-  double device_phase_seconds = 0;  // the GPU service: wall time of its batches (streams overlapped)
-  double device_span_seconds = 0;   // the GPU service: first upload to last download (device clock)
+  double device_phase_seconds = 0;        // the GPU service: wall time of its batches (streams overlapped)
+  double device_span_seconds = 0;         // the GPU service: first upload to last download (device clock)
   std::vector<ModuleEmission> emissions;  // indexed like the module list
 };
 
@@ -75,14 +75,14 @@ std::unique_ptr<EmissionService> make_gpu_service(Profile profile, const std::ve
 struct ReplayOptions {
   std::string corpus_dir;
   std::vector<std::string> backends;  // each gets a CPU service
-  bool cpu = true;                     // --device: the CPU services
-  bool cuda = false;                   // --device: a GPU service for stamp too
+  bool cpu = true;                    // --device: the CPU services
+  bool cuda = false;                  // --device: a GPU service for stamp too
   Profile profile = Profile::fast;
   int rounds = 3;
   unsigned jobs = 1;
-  unsigned gpu_streams = 4;            // --gpu-streams
+  unsigned gpu_streams = 4;                 // --gpu-streams
   uint64_t gpu_batch_instructions = 32768;  // --gpu-batch
-  std::string report_path;            // JSON report; empty: CORPUS/replay-report.json
+  std::string report_path;                  // JSON report; empty: CORPUS/replay-report.json
 };
 
 struct ReplayOutcome {

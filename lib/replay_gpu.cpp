@@ -32,8 +32,11 @@ class GpuStampService : public EmissionService {
  public:
   GpuStampService(Profile profile, const std::vector<ReplayModule>& modules, unsigned streams,
                   uint64_t batch_instructions)
-      : modules_(modules), llvm_(std::make_unique<LlvmBackend>(profile)), pool_(streams),
-        batch_instructions_(batch_instructions), prepared_(modules.size()) {}
+      : modules_(modules),
+        llvm_(std::make_unique<LlvmBackend>(profile)),
+        pool_(streams),
+        batch_instructions_(batch_instructions),
+        prepared_(modules.size()) {}
 
   std::string name() const override { return "cuda:stamp (" + pool_[0].device_name() + ")"; }
   std::string backend() const override { return "stamp"; }

@@ -37,12 +37,23 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -92,8 +103,7 @@ std::string format_fixed(double value, int decimals) {
   return buf;
 }
 
-std::string markdown_table(const std::vector<std::string>& header,
-                           const std::vector<std::vector<std::string>>& rows,
+std::string markdown_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                            const std::vector<Align>& align) {
   size_t columns = header.size();
   auto align_of = [&](size_t c) { return c < align.size() ? align[c] : Align::kLeft; };
@@ -121,8 +131,7 @@ std::string markdown_table(const std::vector<std::string>& header,
   return out;
 }
 
-std::string strip_chart_svg(const std::vector<ChartSeries>& series, const std::string& title,
-                            const std::string& unit) {
+std::string strip_chart_svg(const std::vector<ChartSeries>& series, const std::string& title, const std::string& unit) {
   const double width = 720, left = 130, right = 40, top = 56, row_height = 64, bottom = 60;
   const double height = top + row_height * static_cast<double>(std::max<size_t>(series.size(), 1)) + bottom;
   const double plot_right = width - right;
@@ -153,35 +162,35 @@ std::string strip_chart_svg(const std::vector<ChartSeries>& series, const std::s
 
   std::string svg;
   svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(width) + "\" height=\"" +
-         svg_number(height) + "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) +
-         "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+      svg_number(height) + "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) +
+      "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg += "<title>" + xml_escape(title) + "</title>\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"" + svg_number(width / 2) + "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" +
-         xml_escape(title) + "</text>\n";
+      xml_escape(title) + "</text>\n";
 
   double plot_bottom = height - bottom;
   for (int i = 0; i < ticks.count; ++i) {
     double v = ticks.first + ticks.step * i;
     std::string x = svg_number(x_of(v));
-    svg += "<line x1=\"" + x + "\" y1=\"" + svg_number(top) + "\" x2=\"" + x + "\" y2=\"" +
-           svg_number(plot_bottom) + "\" stroke=\"#dddddd\"/>\n";
+    svg += "<line x1=\"" + x + "\" y1=\"" + svg_number(top) + "\" x2=\"" + x + "\" y2=\"" + svg_number(plot_bottom) +
+        "\" stroke=\"#dddddd\"/>\n";
     svg += "<text x=\"" + x + "\" y=\"" + svg_number(plot_bottom + 18) + "\" text-anchor=\"middle\">" +
-           format_fixed(v, ticks.decimals) + "</text>\n";
+        format_fixed(v, ticks.decimals) + "</text>\n";
   }
-  svg += "<line x1=\"" + svg_number(left) + "\" y1=\"" + svg_number(plot_bottom) + "\" x2=\"" +
-         svg_number(plot_right) + "\" y2=\"" + svg_number(plot_bottom) + "\" stroke=\"#333333\"/>\n";
+  svg += "<line x1=\"" + svg_number(left) + "\" y1=\"" + svg_number(plot_bottom) + "\" x2=\"" + svg_number(plot_right) +
+      "\" y2=\"" + svg_number(plot_bottom) + "\" stroke=\"#333333\"/>\n";
   svg += "<text x=\"" + svg_number((left + plot_right) / 2) + "\" y=\"" + svg_number(height - 14) +
-         "\" text-anchor=\"middle\">" + xml_escape(unit) + "</text>\n";
+      "\" text-anchor=\"middle\">" + xml_escape(unit) + "</text>\n";
   if (empty)
     svg += "<text x=\"" + svg_number((left + plot_right) / 2) + "\" y=\"" + svg_number(top + row_height / 2) +
-           "\" text-anchor=\"middle\" fill=\"#777777\">no data</text>\n";
+        "\" text-anchor=\"middle\" fill=\"#777777\">no data</text>\n";
 
   for (size_t s = 0; s < series.size(); ++s) {
     double center = top + row_height * (static_cast<double>(s) + 0.5);
     const char* color = series_color(s);
-    svg += "<text x=\"" + svg_number(left - 12) + "\" y=\"" + svg_number(center + 4) +
-           "\" text-anchor=\"end\">" + xml_escape(series[s].name) + "</text>\n";
+    svg += "<text x=\"" + svg_number(left - 12) + "\" y=\"" + svg_number(center + 4) + "\" text-anchor=\"end\">" +
+        xml_escape(series[s].name) + "</text>\n";
     std::vector<double> finite;
     for (size_t i = 0; i < series[s].values.size(); ++i) {
       double v = series[s].values[i];
@@ -189,18 +198,19 @@ std::string strip_chart_svg(const std::vector<ChartSeries>& series, const std::s
       finite.push_back(v);
       // A fixed vertical jitter so that equal values stay visible as separate dots.
       double jitter = static_cast<double>(static_cast<int>((i * 7) % 9) - 4) * 3;
-      svg += "<circle cx=\"" + svg_number(x_of(v)) + "\" cy=\"" + svg_number(center + jitter) +
-             "\" r=\"4\" fill=\"" + color + "\" fill-opacity=\"0.55\" stroke=\"" + color + "\"/>\n";
+      svg += "<circle cx=\"" + svg_number(x_of(v)) + "\" cy=\"" + svg_number(center + jitter) + "\" r=\"4\" fill=\"" +
+          color + "\" fill-opacity=\"0.55\" stroke=\"" + color + "\"/>\n";
     }
     if (finite.empty()) continue;
     double m = median(finite);
     std::string x = svg_number(x_of(m));
     svg += "<line x1=\"" + x + "\" y1=\"" + svg_number(center - 18) + "\" x2=\"" + x + "\" y2=\"" +
-           svg_number(center + 18) + "\" stroke=\"#222222\" stroke-width=\"3\"/>\n";
+        svg_number(center + 18) + "\" stroke=\"#222222\" stroke-width=\"3\"/>\n";
     // Keep the label inside the picture when the median sits at an end of the axis.
     std::string label_x = svg_number(std::clamp(x_of(m), left + 80, width - 80));
-    svg += "<text x=\"" + label_x + "\" y=\"" + svg_number(center - 23) + "\" text-anchor=\"middle\" font-size=\"11\">median " +
-           format_fixed(m, ticks.decimals + 2) + " " + xml_escape(unit) + "</text>\n";
+    svg += "<text x=\"" + label_x + "\" y=\"" + svg_number(center - 23) +
+        "\" text-anchor=\"middle\" font-size=\"11\">median " + format_fixed(m, ticks.decimals + 2) + " " +
+        xml_escape(unit) + "</text>\n";
   }
   svg += "</svg>\n";
   return svg;

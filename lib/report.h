@@ -11,8 +11,7 @@ enum class Align { kLeft, kRight };
 // A Markdown table whose columns are padded to equal width. Missing alignments
 // default to left; '|' inside a cell is escaped. Rows shorter than the header are
 // padded with empty cells.
-std::string markdown_table(const std::vector<std::string>& header,
-                           const std::vector<std::vector<std::string>>& rows,
+std::string markdown_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                            const std::vector<Align>& align = {});
 
 // printf("%.*f") into a std::string; "n/a" for NaN or infinity.
@@ -26,7 +25,6 @@ struct ChartSeries {
 // A horizontal strip (dot) plot: one row per series, each value a dot, the median a
 // bar with its value written beside it; the value axis is labelled with unit.
 // Returns a complete standalone SVG document.
-std::string strip_chart_svg(const std::vector<ChartSeries>& series, const std::string& title,
-                            const std::string& unit);
+std::string strip_chart_svg(const std::vector<ChartSeries>& series, const std::string& title, const std::string& unit);
 
 }  // namespace kiln

@@ -23,12 +23,13 @@ static int body(int argc, char** argv) {
   if (role && std::strcmp(role, "rustc") == 0 && argc >= 2 && std::string(argv[1]).find("rustc") != std::string::npos)
     return rustc_wrapper_main(argc, argv);
 
-  CLI::App app{"Capture the LLVM bitcode of every module of a real build into a kiln corpus.\n"
-               "  kiln-capture -o CORPUS [--backend native|llvm|cmd:...] [--profile P] -- cargo build ...\n"
-               "  kiln-capture add -o CORPUS FILE.bc...\n"
-               "  kiln-capture merge -o OUT CORPUS...\n"
-               "  kiln-capture filter -o OUT CORPUS [--ids FILE] [--crate NAME] [--reason TEXT [--reason-backend B]]",
-               "kiln-capture"};
+  CLI::App app{
+      "Capture the LLVM bitcode of every module of a real build into a kiln corpus.\n"
+      "  kiln-capture -o CORPUS [--backend native|llvm|cmd:...] [--profile P] -- cargo build ...\n"
+      "  kiln-capture add -o CORPUS FILE.bc...\n"
+      "  kiln-capture merge -o OUT CORPUS...\n"
+      "  kiln-capture filter -o OUT CORPUS [--ids FILE] [--crate NAME] [--reason TEXT [--reason-backend B]]",
+      "kiln-capture"};
   app.set_version_flag("--version", version_line("kiln-capture"));
   CaptureOptions options;
   app.add_option("-o,--corpus", options.corpus_dir, "corpus directory to create or add to");
@@ -88,8 +89,9 @@ static int body(int argc, char** argv) {
   while (dash < argc && std::strcmp(argv[dash], "--") != 0) ++dash;
   std::vector<std::string> after_dash(argv + std::min(dash + 1, argc), argv + argc);
   if (!options.command.empty() && options.command != after_dash)
-    throw KilnError(kExitUsage, "", "unexpected argument '" + options.command[0] +
-                                        "': not a subcommand (add, merge, filter); the build command goes after --");
+    throw KilnError(kExitUsage, "",
+                    "unexpected argument '" + options.command[0] +
+                        "': not a subcommand (add, merge, filter); the build command goes after --");
   if (options.corpus_dir.empty()) throw KilnError(kExitUsage, "", "-o CORPUS is required (see --help)");
   return run_capture(options);
 }

@@ -12,9 +12,10 @@
 
 static int body(int argc, char** argv) {
   using namespace kiln;
-  CLI::App app{"Facts about every module and its verdict under each back end's contract, with reasons.\n"
-               "  kiln-census CORPUS|FILE.bc [--json] [--explain ID] [-j N]",
-               "kiln-census"};
+  CLI::App app{
+      "Facts about every module and its verdict under each back end's contract, with reasons.\n"
+      "  kiln-census CORPUS|FILE.bc [--json] [--explain ID] [-j N]",
+      "kiln-census"};
   app.set_version_flag("--version", version_line("kiln-census"));
   std::string input, explain;
   bool json = false;
@@ -29,7 +30,8 @@ static int body(int argc, char** argv) {
     return cli_exit(app, e);
   }
 
-  if (app.count("--explain") && explain.empty()) throw KilnError(kExitUsage, "", "--explain needs a module id (or id prefix)");
+  if (app.count("--explain") && explain.empty())
+    throw KilnError(kExitUsage, "", "--explain needs a module id (or id prefix)");
   if (!is_directory(input)) {
     if (!explain.empty()) throw KilnError(kExitUsage, input, "--explain is for a corpus; a file's census explains it");
     return census_file(input, json);
@@ -43,7 +45,9 @@ static int body(int argc, char** argv) {
       if (m.id.rfind(explain, 0) == 0) matches.push_back(&m);
     if (matches.empty()) throw KilnError(kExitBadInput, input, "no module with id " + explain);
     if (matches.size() > 1)
-      throw KilnError(kExitUsage, input, "id prefix " + explain + " matches " + std::to_string(matches.size()) + " modules; give more digits");
+      throw KilnError(kExitUsage, input,
+                      "id prefix " + explain + " matches " + std::to_string(matches.size()) +
+                          " modules; give more digits");
     const ModuleRecord& m = *matches.front();
     return explain_module(corpus, m, json);
   }

@@ -21,12 +21,13 @@
 
 static int body(int argc, char** argv) {
   using namespace kiln;
-  CLI::App app{"Emit x86-64 ELF objects from LLVM bitcode.\n"
-               "  kiln-emit IN.bc -o OUT.o [--backend llvm] [--profile fast]\n"
-               "  kiln-emit CORPUS --out DIR [-j N]\n"
-               "  kiln-emit IN.bc --export-flat OUT.flat   (stamp's flat IR, see kiln-flat(5))\n"
-               "  kiln-emit IN.flat -o OUT.o                (stamp, without LLVM)",
-               "kiln-emit"};
+  CLI::App app{
+      "Emit x86-64 ELF objects from LLVM bitcode.\n"
+      "  kiln-emit IN.bc -o OUT.o [--backend llvm] [--profile fast]\n"
+      "  kiln-emit CORPUS --out DIR [-j N]\n"
+      "  kiln-emit IN.bc --export-flat OUT.flat   (stamp's flat IR, see kiln-flat(5))\n"
+      "  kiln-emit IN.flat -o OUT.o                (stamp, without LLVM)",
+      "kiln-emit"};
   app.set_version_flag("--version", version_line("kiln-emit"));
   std::string input, output, out_dir, backend = "llvm", profile = "fast", receipt_path;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
@@ -34,7 +35,8 @@ static int body(int argc, char** argv) {
   app.add_option("-o,--output", output, "object file to write (single file)");
   app.add_option("--out", out_dir, "directory for a corpus's objects (ID.o) and receipts");
   app.add_option("--backend", backend, "llvm, stamp, or 'cmd:TOOL {in} -o {out}'");
-  app.add_option("--profile", profile, "fast, balanced or release")->check(CLI::IsMember({"fast", "balanced", "release"}));
+  app.add_option("--profile", profile, "fast, balanced or release")
+      ->check(CLI::IsMember({"fast", "balanced", "release"}));
   app.add_option("-j,--jobs", jobs, "worker processes for a corpus");
   app.add_option("--receipt", receipt_path, "also write the receipt (single file) here");
   std::string flat_path;
@@ -47,10 +49,12 @@ static int body(int argc, char** argv) {
   Profile p = parse_profile(profile);
   bool corpus = is_directory(input);
   // Options that belong to the other mode would be ignored: say so instead.
-  if (corpus && !output.empty()) throw KilnError(kExitUsage, input, "-o is for a single file; a corpus takes --out DIR");
+  if (corpus && !output.empty())
+    throw KilnError(kExitUsage, input, "-o is for a single file; a corpus takes --out DIR");
   if (corpus && !receipt_path.empty()) throw KilnError(kExitUsage, input, "--receipt is for a single file");
   if (corpus && !flat_path.empty()) throw KilnError(kExitUsage, input, "--export-flat is for a single file");
-  if (!corpus && !out_dir.empty()) throw KilnError(kExitUsage, input, "--out is for a corpus; a single file takes -o OUT.o");
+  if (!corpus && !out_dir.empty())
+    throw KilnError(kExitUsage, input, "--out is for a corpus; a single file takes -o OUT.o");
   if (!flat_path.empty()) {
     std::string bytes = read_file(input);
     // In a worker process: a module that crashes LLVM fails with a line, not a signal.
@@ -64,7 +68,7 @@ static int body(int argc, char** argv) {
       flat.resolve_symbol_names();
       write_file_atomic(flat_path, write_flat_file(flat.flat, module->getSourceFileName()));
       return std::to_string(flat.stamp_function_count) + " of " + std::to_string(flat.verdicts.size()) +
-             " functions exported for stamp -> " + flat_path;
+          " functions exported for stamp -> " + flat_path;
     });
     std::printf("%s\n", said.c_str());
     return kExitOk;

@@ -24,47 +24,53 @@ int body(int argc, char** argv) {
   uint64_t seed = 0;
   CLI::App* build_cmd = app.add_subcommand("build", "Time two build commands, interleaved, in separate target dirs");
   build_cmd->add_option("--baseline", build.baseline_command, "Baseline build command (run with /bin/sh -c)")
-      ->required()->type_name("CMD");
+      ->required()
+      ->type_name("CMD");
   build_cmd->add_option("--candidate", build.candidate_command, "Candidate build command")
-      ->required()->type_name("CMD");
+      ->required()
+      ->type_name("CMD");
   build_cmd->add_option("--runs", build.runs, "Timed runs per variant")
-      ->required()->type_name("N")->check(CLI::Range(1, 1000000));
+      ->required()
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
   build_cmd->add_option("--warmup", build.warmup, "Untimed runs per variant first")
-      ->capture_default_str()->type_name("K")->check(CLI::Range(0, 1000000));
+      ->capture_default_str()
+      ->type_name("K")
+      ->check(CLI::Range(0, 1000000));
   build_cmd->add_option("--prepare", build.prepare_command, "Command run before every run, untimed (e.g. a clean)")
       ->type_name("CMD");
-  build_cmd->add_option("--timeout", build.timeout_seconds,
-                        "Kill a prepare, warm-up or timed run (its whole process group) after SECONDS; default: none")
-      ->type_name("SECONDS")->check(CLI::PositiveNumber);
+  build_cmd
+      ->add_option("--timeout", build.timeout_seconds,
+                   "Kill a prepare, warm-up or timed run (its whole process group) after SECONDS; default: none")
+      ->type_name("SECONDS")
+      ->check(CLI::PositiveNumber);
   build_cmd->add_option("--workdir", build.workdir, "Keep the target dirs in DIR/baseline and DIR/candidate")
       ->type_name("DIR");
-  CLI::Option* seed_option = build_cmd->add_option("--seed", seed, "Seed of the random run order (default: random)")
-      ->type_name("SEED");
+  CLI::Option* seed_option =
+      build_cmd->add_option("--seed", seed, "Seed of the random run order (default: random)")->type_name("SEED");
   build_cmd->add_option("--json", build_outputs.json_path, "Write the JSON report to FILE")->type_name("FILE");
   build_cmd->add_option("--markdown", build_outputs.markdown_path, "Write the Markdown table to FILE")
       ->type_name("FILE");
-  build_cmd->add_option("--svg", build_outputs.svg_path, "Write an SVG chart of the runs to FILE")
-      ->type_name("FILE");
+  build_cmd->add_option("--svg", build_outputs.svg_path, "Write an SVG chart of the runs to FILE")->type_name("FILE");
 
   std::string size_baseline, size_candidate;
   kiln::ReportOutputs size_outputs;
   CLI::App* size_cmd = app.add_subcommand("size", "Compare section sizes of two stripped ELF files");
-  size_cmd->add_option("--baseline", size_baseline, "Baseline object or executable")
-      ->required()->type_name("FILE");
-  size_cmd->add_option("--candidate", size_candidate, "Candidate object or executable")
-      ->required()->type_name("FILE");
+  size_cmd->add_option("--baseline", size_baseline, "Baseline object or executable")->required()->type_name("FILE");
+  size_cmd->add_option("--candidate", size_candidate, "Candidate object or executable")->required()->type_name("FILE");
   size_cmd->add_option("--json", size_outputs.json_path, "Write the JSON report to FILE")->type_name("FILE");
-  size_cmd->add_option("--markdown", size_outputs.markdown_path, "Write the Markdown table to FILE")
-      ->type_name("FILE");
+  size_cmd->add_option("--markdown", size_outputs.markdown_path, "Write the Markdown table to FILE")->type_name("FILE");
 
   std::vector<std::string> gate_reports;
   std::string min_speedup = "10%", max_size_ratio = "1.5";
   CLI::App* gate_cmd = app.add_subcommand("gate", "Pass or fail a build or size report against thresholds");
   gate_cmd->add_option("REPORT", gate_reports, "Build or size report(s) written with --json")->required();
   gate_cmd->add_option("--min-speedup", min_speedup, "Least speedup (baseline/candidate wall median): 10%, 1.1x or 0.1")
-      ->capture_default_str()->type_name("SPEEDUP");
+      ->capture_default_str()
+      ->type_name("SPEEDUP");
   gate_cmd->add_option("--max-size-ratio", max_size_ratio, "Most candidate/baseline .text size: 1.5, 1.5x or 50%")
-      ->capture_default_str()->type_name("RATIO");
+      ->capture_default_str()
+      ->type_name("RATIO");
 
   bool hw_json = false;
   CLI::App* hw_cmd = app.add_subcommand("hw", "Show the hardware profile that reports embed");

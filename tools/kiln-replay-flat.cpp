@@ -79,7 +79,8 @@ int replay_flat_main(int argc, char** argv) {
       o.cpu_threads = static_cast<unsigned>(n);
     } else if (a == "--order") {
       std::string order = value();
-      if (order != "opcode" && order != "none") throw KilnError(kExitUsage, "", "--order " + order + ": expected opcode or none");
+      if (order != "opcode" && order != "none")
+        throw KilnError(kExitUsage, "", "--order " + order + ": expected opcode or none");
       o.order_by_opcode = order == "opcode";
     } else if (a == "--baseline") {
       o.baseline_path = value();

@@ -10,20 +10,23 @@
 
 static int body(int argc, char** argv) {
   using namespace kiln;
-  CLI::App app{"Replay a corpus through persistent emission services, round after round, and check that\n"
-               "every module's object bytes are identical in every round and on every worker.\n"
-               "  kiln-replay CORPUS [--backend stamp,llvm[,cmd:...]] [--rounds N] [-j N] [--report FILE]",
-               "kiln-replay"};
+  CLI::App app{
+      "Replay a corpus through persistent emission services, round after round, and check that\n"
+      "every module's object bytes are identical in every round and on every worker.\n"
+      "  kiln-replay CORPUS [--backend stamp,llvm[,cmd:...]] [--rounds N] [-j N] [--report FILE]",
+      "kiln-replay"};
   app.set_version_flag("--version", version_line("kiln-replay"));
   ReplayOptions options;
   std::string backends = "llvm", profile = "fast", device = "cpu";
   app.add_option("corpus", options.corpus_dir, "corpus directory")->required();
   app.add_option("--backend", backends, "comma-separated back ends (llvm, stamp, cmd:...)");
-  app.add_option("--profile", profile, "fast, balanced or release")->check(CLI::IsMember({"fast", "balanced", "release"}));
+  app.add_option("--profile", profile, "fast, balanced or release")
+      ->check(CLI::IsMember({"fast", "balanced", "release"}));
   app.add_option("--rounds", options.rounds, "rounds over the corpus");
   app.add_option("-j,--jobs", options.jobs, "CPU workers per service");
   app.add_option("--device", device, "cpu, cuda, or cuda,cpu: where stamp's stages run (cuda: device 0)");
-  app.add_option("--gpu-streams", options.gpu_streams, "--device cuda: executors (CUDA streams), each with a host thread")
+  app.add_option("--gpu-streams", options.gpu_streams,
+                 "--device cuda: executors (CUDA streams), each with a host thread")
       ->check(CLI::Range(1, 64));
   app.add_option("--gpu-batch", options.gpu_batch_instructions,
                  "--device cuda: modules go in batches of at least this many IR instructions")

@@ -10,7 +10,8 @@
 
 namespace kiln {
 inline std::string version_line(const char* tool) {
-  return std::string(tool) + " " + KILN_VERSION + " (LLVM " + LLVM_VERSION_STRING + (KILN_HAVE_CUDA ? ", CUDA kernels built" : "") + ")";
+  return std::string(tool) + " " + KILN_VERSION + " (LLVM " + LLVM_VERSION_STRING +
+      (KILN_HAVE_CUDA ? ", CUDA kernels built" : "") + ")";
 }
 // Help and --version print as CLI11 formats them; any command-line error becomes
 // one line "TOOL: error: ..." and kiln's documented code 2 (CLI11's own codes start

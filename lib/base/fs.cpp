@@ -199,7 +199,8 @@ static void set_aside_torn_tail(int fd, const std::string& path) {
     throw;
   }
   ::close(tfd);
-  if (::ftruncate(fd, start) != 0) throw KilnError(kExitIo, path, "cannot cut its unfinished last line: " + errno_reason(errno));
+  if (::ftruncate(fd, start) != 0)
+    throw KilnError(kExitIo, path, "cannot cut its unfinished last line: " + errno_reason(errno));
   std::fprintf(stderr, "kiln: warning: %s: an unfinished last record (%zu bytes) was moved to %s\n", path.c_str(),
                fragment.size(), torn.c_str());
 }
@@ -302,7 +303,8 @@ std::string make_sibling_dir(const std::string& path, const std::string& suffix)
   std::string tmpl = path + suffix + "-XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
-  if (!::mkdtemp(name.data())) throw KilnError(kExitIo, path, "cannot create a directory beside it: " + errno_reason(errno));
+  if (!::mkdtemp(name.data()))
+    throw KilnError(kExitIo, path, "cannot create a directory beside it: " + errno_reason(errno));
   return std::string(name.data());
 }
 

@@ -23,13 +23,13 @@ static size_t utf8_sequence(const unsigned char* p, size_t left) {
   if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
   if (c >= 0xE0 && c <= 0xEF) {
     if (!cont(1) || !cont(2)) return 0;
-    if (c == 0xE0 && p[1] < 0xA0) return 0;  // overlong
+    if (c == 0xE0 && p[1] < 0xA0) return 0;   // overlong
     if (c == 0xED && p[1] >= 0xA0) return 0;  // surrogates
     return 3;
   }
   if (c >= 0xF0 && c <= 0xF4) {
     if (!cont(1) || !cont(2) || !cont(3)) return 0;
-    if (c == 0xF0 && p[1] < 0x90) return 0;  // overlong
+    if (c == 0xF0 && p[1] < 0x90) return 0;   // overlong
     if (c == 0xF4 && p[1] >= 0x90) return 0;  // above U+10FFFF
     return is_byte_stand_in(p, left) ? 0 : 4;
   }
@@ -63,11 +63,21 @@ std::string json_escape(std::string_view s) {
     }
     ++i;
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -109,10 +119,28 @@ void JsonWriter::comma() {
   }
 }
 
-JsonWriter& JsonWriter::begin_object() { comma(); out_.push_back('{'); first_.push_back(true); return *this; }
-JsonWriter& JsonWriter::end_object() { out_.push_back('}'); first_.pop_back(); return *this; }
-JsonWriter& JsonWriter::begin_array() { comma(); out_.push_back('['); first_.push_back(true); return *this; }
-JsonWriter& JsonWriter::end_array() { out_.push_back(']'); first_.pop_back(); return *this; }
+JsonWriter& JsonWriter::begin_object() {
+  comma();
+  out_.push_back('{');
+  first_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::end_object() {
+  out_.push_back('}');
+  first_.pop_back();
+  return *this;
+}
+JsonWriter& JsonWriter::begin_array() {
+  comma();
+  out_.push_back('[');
+  first_.push_back(true);
+  return *this;
+}
+JsonWriter& JsonWriter::end_array() {
+  out_.push_back(']');
+  first_.pop_back();
+  return *this;
+}
 JsonWriter& JsonWriter::key(std::string_view k) {
   comma();
   out_ += json_escape(k);
@@ -120,20 +148,47 @@ JsonWriter& JsonWriter::key(std::string_view k) {
   after_key_ = true;
   return *this;
 }
-JsonWriter& JsonWriter::value(std::string_view s) { comma(); out_ += json_escape(s); return *this; }
-JsonWriter& JsonWriter::value(int64_t v) { comma(); out_ += std::to_string(v); return *this; }
-JsonWriter& JsonWriter::value(uint64_t v) { comma(); out_ += std::to_string(v); return *this; }
+JsonWriter& JsonWriter::value(std::string_view s) {
+  comma();
+  out_ += json_escape(s);
+  return *this;
+}
+JsonWriter& JsonWriter::value(int64_t v) {
+  comma();
+  out_ += std::to_string(v);
+  return *this;
+}
+JsonWriter& JsonWriter::value(uint64_t v) {
+  comma();
+  out_ += std::to_string(v);
+  return *this;
+}
 JsonWriter& JsonWriter::value(double v) {
   comma();
-  if (!std::isfinite(v)) { out_ += "null"; return *this; }
+  if (!std::isfinite(v)) {
+    out_ += "null";
+    return *this;
+  }
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   out_ += buf;
   return *this;
 }
-JsonWriter& JsonWriter::value(bool v) { comma(); out_ += v ? "true" : "false"; return *this; }
-JsonWriter& JsonWriter::null() { comma(); out_ += "null"; return *this; }
-JsonWriter& JsonWriter::raw(std::string_view json) { comma(); out_ += json; return *this; }
+JsonWriter& JsonWriter::value(bool v) {
+  comma();
+  out_ += v ? "true" : "false";
+  return *this;
+}
+JsonWriter& JsonWriter::null() {
+  comma();
+  out_ += "null";
+  return *this;
+}
+JsonWriter& JsonWriter::raw(std::string_view json) {
+  comma();
+  out_ += json;
+  return *this;
+}
 JsonWriter& JsonWriter::string_array(std::string_view k, const std::vector<std::string>& items) {
   key(k).begin_array();
   for (const auto& s : items) value(s);

@@ -32,7 +32,9 @@ class JsonWriter {
   JsonWriter& null();
   JsonWriter& raw(std::string_view json);  // an already-serialised value
   template <class T>
-  JsonWriter& field(std::string_view k, const T& v) { return key(k).value(v); }
+  JsonWriter& field(std::string_view k, const T& v) {
+    return key(k).value(v);
+  }
   JsonWriter& string_array(std::string_view k, const std::vector<std::string>& items);
   const std::string& str() const { return out_; }
 

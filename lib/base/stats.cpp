@@ -62,9 +62,8 @@ double quantile(std::vector<double> values, double q) {
   return values[below] + fraction * (values[above] - values[below]);
 }
 
-RatioInterval ratio_of_medians_bootstrap(const std::vector<double>& baseline,
-                                         const std::vector<double>& candidate, int resamples,
-                                         uint64_t seed) {
+RatioInterval ratio_of_medians_bootstrap(const std::vector<double>& baseline, const std::vector<double>& candidate,
+                                         int resamples, uint64_t seed) {
   require_values(baseline, "ratio of medians");
   require_values(candidate, "ratio of medians");
   if (resamples < 1) throw std::invalid_argument("bootstrap needs at least one resample");

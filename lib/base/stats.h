@@ -33,9 +33,7 @@ inline constexpr uint64_t kDefaultBootstrapSeed = 0x6b696c6e6d656173ULL;  // "ki
 // each resample draws both samples again with replacement (std::mt19937_64 seeded
 // with seed), widened where needed so that it always contains the ratio. Identical
 // inputs give ratio 1 and a zero-width interval.
-RatioInterval ratio_of_medians_bootstrap(const std::vector<double>& baseline,
-                                         const std::vector<double>& candidate,
-                                         int resamples = 10000,
-                                         uint64_t seed = kDefaultBootstrapSeed);
+RatioInterval ratio_of_medians_bootstrap(const std::vector<double>& baseline, const std::vector<double>& candidate,
+                                         int resamples = 10000, uint64_t seed = kDefaultBootstrapSeed);
 
 }  // namespace kiln

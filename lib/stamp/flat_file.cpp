@@ -107,7 +107,8 @@ FlatModuleData parse_flat_file(const std::string& bytes, const std::string& path
   uint64_t version = r.u64();
   if (version == 0) throw KilnError(kExitBadInput, path, "corrupt flat IR file: version 0");
   if (version > static_cast<uint64_t>(kFlatFileVersion))
-    throw KilnError(kExitNewerSchema, path, "flat IR version " + std::to_string(version) + " is newer than this kiln reads");
+    throw KilnError(kExitNewerSchema, path,
+                    "flat IR version " + std::to_string(version) + " is newer than this kiln reads");
   std::string source = r.string();
   if (source_name) *source_name = source;
   FlatModuleData f;
@@ -129,7 +130,8 @@ FlatModuleData parse_flat_file(const std::string& bytes, const std::string& path
       u.name = r.string();
       uint8_t kinds[2] = {r.byte(), r.byte()};
       if (kinds[0] > uint8_t(SymbolBinding::weak) || kinds[1] > uint8_t(SymbolVisibility::protected_))
-        throw KilnError(kExitBadInput, path, "corrupt flat IR file: undefined symbol's binding or visibility out of range");
+        throw KilnError(kExitBadInput, path,
+                        "corrupt flat IR file: undefined symbol's binding or visibility out of range");
       u.binding = static_cast<SymbolBinding>(kinds[0]);
       u.visibility = static_cast<SymbolVisibility>(kinds[1]);
       f.undefined.push_back(std::move(u));
@@ -160,7 +162,8 @@ StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutpu
   parts.personality.resize(F);
   for (size_t fn = 0; fn < F; ++fn) {
     parts.function_name[fn] = flat.functions[fn].symbol;
-    parts.personality[fn] = (flat.functions[fn].flags & kFnHasPersonality) ? flat.functions[fn].personality : kNoPersonality;
+    parts.personality[fn] =
+        (flat.functions[fn].flags & kFnHasPersonality) ? flat.functions[fn].personality : kNoPersonality;
   }
   StampObjectView& v = parts.view;
   v.names = flat.symbols.data();

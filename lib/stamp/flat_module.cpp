@@ -4,10 +4,10 @@ namespace kiln {
 
 // Here rather than in flat_export.cpp: what reads flat files links no LLVM.
 FlatModuleView FlatModuleData::view() const {
-  return FlatModuleView{functions.data(), static_cast<uint32_t>(functions.size()),
-                        blocks.data(), static_cast<uint32_t>(blocks.size()),
-                        insts.data(), static_cast<uint32_t>(insts.size()),
-                        operands.data(), static_cast<uint32_t>(operands.size()),
+  return FlatModuleView{functions.data(),  static_cast<uint32_t>(functions.size()),
+                        blocks.data(),     static_cast<uint32_t>(blocks.size()),
+                        insts.data(),      static_cast<uint32_t>(insts.size()),
+                        operands.data(),   static_cast<uint32_t>(operands.size()),
                         arg_widths.data(), static_cast<uint32_t>(arg_widths.size())};
 }
 
@@ -20,7 +20,8 @@ namespace {
 // block or instruction inside its array.
 const char* check_tables(const FlatModuleData& f) {
   for (const UndefinedSymbol& u : f.undefined)
-    if (uint8_t(u.binding) > uint8_t(SymbolBinding::weak) || uint8_t(u.visibility) > uint8_t(SymbolVisibility::protected_))
+    if (uint8_t(u.binding) > uint8_t(SymbolBinding::weak) ||
+        uint8_t(u.visibility) > uint8_t(SymbolVisibility::protected_))
       return "undefined symbol's binding or visibility out of range";
   for (size_t i = 0; i < f.bindings.size(); ++i)
     if (uint8_t(f.bindings[i]) > uint8_t(SymbolBinding::weak)) return "function binding out of range";
@@ -31,13 +32,16 @@ const char* check_tables(const FlatModuleData& f) {
     return "per-function tables disagree";
   for (const auto& fn : f.functions) {
     if (fn.symbol >= f.symbols.size() || uint64_t(fn.first_block) + fn.block_count > f.blocks.size() ||
-        uint64_t(fn.first_inst) + fn.inst_count > f.insts.size() || uint64_t(fn.first_arg) + fn.arg_count > f.arg_widths.size())
+        uint64_t(fn.first_inst) + fn.inst_count > f.insts.size() ||
+        uint64_t(fn.first_arg) + fn.arg_count > f.arg_widths.size())
       return "function out of range";
   }
   for (const auto& b : f.blocks)
-    if (b.function >= f.functions.size() || uint64_t(b.first_inst) + b.inst_count > f.insts.size()) return "block out of range";
+    if (b.function >= f.functions.size() || uint64_t(b.first_inst) + b.inst_count > f.insts.size())
+      return "block out of range";
   for (const auto& in : f.insts) {
-    if (in.op >= kOpCount || in.block >= f.blocks.size() || uint64_t(in.first_operand) + in.operand_count > f.operands.size())
+    if (in.op >= kOpCount || in.block >= f.blocks.size() ||
+        uint64_t(in.first_operand) + in.operand_count > f.operands.size())
       return "instruction out of range";
   }
   return nullptr;
@@ -47,11 +51,33 @@ const char* check_tables(const FlatModuleData& f) {
 // reads, of the kinds it reads them as, and its values come from its own function.
 // The tables are in range (check_tables).
 const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, const FlatInst& in) {
-  static const uint8_t kMinOperands[kOpCount] = {
-      /*nop*/ 0, /*copy*/ 1, /*trunc*/ 1, /*sext*/ 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-      /*icmp*/ 2, /*select*/ 3, /*alloca*/ 0, /*load*/ 1, /*store*/ 2, /*gep*/ 1, /*extract*/ 1, /*insert*/ 2,
-      /*phi*/ 0, /*call*/ 1, /*overflow*/ 2, /*br*/ 1, /*condbr*/ 3, /*switch*/ 2, /*ret*/ 0, /*unreachable*/ 0,
-      /*invoke*/ 3, /*landingpad*/ 0, /*resume*/ 2, /*bitop*/ 1, /*atomicrmw*/ 2, /*cmpxchg*/ 3, /*fence*/ 0};
+  static const uint8_t kMinOperands[kOpCount] = {/*nop*/ 0,
+                                                 /*copy*/ 1,
+                                                 /*trunc*/ 1,
+                                                 /*sext*/ 1,        2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+                                                 /*icmp*/ 2,
+                                                 /*select*/ 3,
+                                                 /*alloca*/ 0,
+                                                 /*load*/ 1,
+                                                 /*store*/ 2,
+                                                 /*gep*/ 1,
+                                                 /*extract*/ 1,
+                                                 /*insert*/ 2,
+                                                 /*phi*/ 0,
+                                                 /*call*/ 1,
+                                                 /*overflow*/ 2,
+                                                 /*br*/ 1,
+                                                 /*condbr*/ 3,
+                                                 /*switch*/ 2,
+                                                 /*ret*/ 0,
+                                                 /*unreachable*/ 0,
+                                                 /*invoke*/ 3,
+                                                 /*landingpad*/ 0,
+                                                 /*resume*/ 2,
+                                                 /*bitop*/ 1,
+                                                 /*atomicrmw*/ 2,
+                                                 /*cmpxchg*/ 3,
+                                                 /*fence*/ 0};
   const FlatFunction& func = f.functions[fn];
   if (in.block != b) return "instruction outside its block";
   if (in.operand_count < kMinOperands[in.op]) return "instruction with too few operands";
@@ -89,7 +115,8 @@ const char* check_function(const FlatModuleData& f, size_t fn) {
   const FlatFunction& func = f.functions[fn];
   if ((func.flags & kFnHasPersonality) && func.personality >= f.symbols.size()) return "personality out of range";
   if ((func.flags & kFnHasSret) && func.sret_arg >= func.arg_count) return "sret argument out of range";
-  if (frame_bound(f.insts.data() + func.first_inst, func.inst_count, func.arg_count) > static_cast<uint64_t>(kMaxFrameBytes))
+  if (frame_bound(f.insts.data() + func.first_inst, func.inst_count, func.arg_count) >
+      static_cast<uint64_t>(kMaxFrameBytes))
     return "frame larger than 1 GiB";
   // The function's blocks tile its instructions, in order: stage 3 gives offsets
   // only to instructions inside them, and stage 4 writes every instruction.
@@ -103,7 +130,8 @@ const char* check_function(const FlatModuleData& f, size_t fn) {
     for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i)
       if (const char* defect = check_instruction(f, fn, b, f.insts[i])) return defect;
   }
-  if (next_inst != uint64_t(func.first_inst) + func.inst_count) return "instructions outside every block of their function";
+  if (next_inst != uint64_t(func.first_inst) + func.inst_count)
+    return "instructions outside every block of their function";
   return nullptr;
 }
 
@@ -120,8 +148,11 @@ const char* check_owners_and_operands(const FlatModuleData& f) {
   }
   for (const auto& op : f.operands) {
     if (op.kind < kOperandValue || op.kind > kOperandZero) return "operand of an unknown kind";
-    uint64_t limit = op.kind == kOperandValue ? f.insts.size() : op.kind == kOperandArg ? f.arg_widths.size()
-                   : op.kind == kOperandSymbol ? f.symbols.size() : op.kind == kOperandBlock ? f.blocks.size() : ~0ull;
+    uint64_t limit = op.kind == kOperandValue ? f.insts.size()
+        : op.kind == kOperandArg              ? f.arg_widths.size()
+        : op.kind == kOperandSymbol           ? f.symbols.size()
+        : op.kind == kOperandBlock            ? f.blocks.size()
+                                              : ~0ull;
     if (op.index >= limit) return "operand out of range";
   }
   return nullptr;

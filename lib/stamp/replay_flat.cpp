@@ -82,10 +82,12 @@ ReplayFlatRound gpu_round(StampGpuPool& pool, const std::vector<Module>& modules
   std::vector<ReplayFlatRound> per_stream(pool.size());
   ReplayFlatRound g;
   try {
-    g.wall = pool.run(batches, [&](size_t b, unsigned k, std::vector<StampOutput>& cut) {
-                   for (size_t j = 0; j < cut.size(); ++j) outputs[batches[b].modules[j]] = std::move(cut[j]);
-                   add(per_stream[k], pool[k].last_times());
-                 }).wall;
+    g.wall = pool.run(batches,
+                      [&](size_t b, unsigned k, std::vector<StampOutput>& cut) {
+                        for (size_t j = 0; j < cut.size(); ++j) outputs[batches[b].modules[j]] = std::move(cut[j]);
+                        add(per_stream[k], pool[k].last_times());
+                      })
+                 .wall;
   } catch (const std::exception& e) {
     throw std::runtime_error(e.what());  // a failed batch is an internal error here, whatever it threw
   }
@@ -93,7 +95,8 @@ ReplayFlatRound gpu_round(StampGpuPool& pool, const std::vector<Module>& modules
   Stopwatch elf;
   for (size_t i = 0; i < modules.size(); ++i) {
     std::string object = write_stamp_object(stamp_object_parts(modules[i].flat, outputs[i]).view, modules[i].source);
-    if (object != modules[i].cpu_object) note_mismatch(result, "  round " + std::to_string(r) + ": " + modules[i].path + "\n");
+    if (object != modules[i].cpu_object)
+      note_mismatch(result, "  round " + std::to_string(r) + ": " + modules[i].path + "\n");
   }
   g.elf = elf.seconds();
   return g;
@@ -148,11 +151,11 @@ void take_medians(ReplayFlatResult& r) {
     if (r.options.cpu_threads > 1) r.cpu_parallel = warm(r.cpu_rounds, [](R x) { return x.parallel_wall; });
   }
   if (!r.gpu_rounds.empty()) {
-    double (*const step[kReplayFlatGpuSteps])(R) = {
-        [](R x) { return x.prepare; }, [](R x) { return x.upload; },  [](R x) { return x.order; },
-        [](R x) { return x.frame; },   [](R x) { return x.measure; }, [](R x) { return x.offsets; },
-        [](R x) { return x.encode; },  [](R x) { return x.lsda; },    [](R x) { return x.download; },
-        [](R x) { return x.cut; }};
+    double (*const step[kReplayFlatGpuSteps])(R) = {[](R x) { return x.prepare; },  [](R x) { return x.upload; },
+                                                    [](R x) { return x.order; },    [](R x) { return x.frame; },
+                                                    [](R x) { return x.measure; },  [](R x) { return x.offsets; },
+                                                    [](R x) { return x.encode; },   [](R x) { return x.lsda; },
+                                                    [](R x) { return x.download; }, [](R x) { return x.cut; }};
     for (int k = 0; k < kReplayFlatGpuSteps; ++k) r.gpu_steps[k] = warm(r.gpu_rounds, step[k]);
     // The GPU's throughput is the wall time of its phase (streams overlapped), not
     // the sum of the steps' busy times.
@@ -203,7 +206,8 @@ ReplayFlatResult run_replay_flat(const ReplayFlatOptions& options) {
   take_medians(result);
   if (!options.baseline_path.empty())
     result.llvm_rate = number_in(read_file(options.baseline_path), "llvm_instructions_per_core_second");
-  result.objects = modules.size() * (1 + static_cast<size_t>(options.rounds) * ((pool ? 1 : 0) + (options.cpu ? 1 : 0)));
+  result.objects =
+      modules.size() * (1 + static_cast<size_t>(options.rounds) * ((pool ? 1 : 0) + (options.cpu ? 1 : 0)));
   return result;
 }
 
@@ -230,18 +234,20 @@ std::string fixed(double v, int digits) {
 
 double per_second(double n, double seconds) { return n / std::max(1e-12, seconds); }
 
-const char* const kStepNames[kReplayFlatGpuSteps] = {
-    "prepare (host)", "upload", "order+select", "uses+frame", "measure", "offsets+scans",
-    "encode", "exception tables", "download", "cut (host)"};
-const char* const kStepKeys[kReplayFlatGpuSteps] = {
-    "prepare", "upload", "order", "frame", "measure", "offsets", "encode", "exception_tables", "download", "cut"};
+const char* const kStepNames[kReplayFlatGpuSteps] = {"prepare (host)", "upload",           "order+select",
+                                                     "uses+frame",     "measure",          "offsets+scans",
+                                                     "encode",         "exception tables", "download",
+                                                     "cut (host)"};
+const char* const kStepKeys[kReplayFlatGpuSteps] = {"prepare",  "upload",  "order",  "frame",
+                                                    "measure",  "offsets", "encode", "exception_tables",
+                                                    "download", "cut"};
 
 void table_cpu(const ReplayFlatResult& r, std::string& t) {
   appendf(t, "cpu (one thread)   stages %.4f s  %7.2f M instr/s  ELF writing %.4f s\n", r.cpu_stages,
           per_second(r.instructions, r.cpu_stages) / 1e6, r.cpu_elf);
   if (r.options.cpu_threads > 1)
-    appendf(t, "cpu (%u threads)   stages %.4f s  %7.2f M instr/s (wall, modules in parallel)\n",
-            r.options.cpu_threads, r.cpu_parallel, per_second(r.instructions, r.cpu_parallel) / 1e6);
+    appendf(t, "cpu (%u threads)   stages %.4f s  %7.2f M instr/s (wall, modules in parallel)\n", r.options.cpu_threads,
+            r.cpu_parallel, per_second(r.instructions, r.cpu_parallel) / 1e6);
 }
 
 void table_gpu(const ReplayFlatResult& r, std::string& t) {
@@ -267,7 +273,8 @@ void table_gpu(const ReplayFlatResult& r, std::string& t) {
             r.cpu_stages / std::max(1e-12, r.gpu_wall), r.cpu_stages / std::max(1e-12, r.gpu_span));
     if (r.cpu_parallel > 0)
       appendf(t, "  %.1fx stamp's CPU executor on %u threads over the GPU phase, %.1fx over the span\n",
-              r.cpu_parallel / std::max(1e-12, r.gpu_wall), o.cpu_threads, r.cpu_parallel / std::max(1e-12, r.gpu_span));
+              r.cpu_parallel / std::max(1e-12, r.gpu_wall), o.cpu_threads,
+              r.cpu_parallel / std::max(1e-12, r.gpu_span));
   }
   if (r.llvm_rate > 0)
     appendf(t, "  %.1fx llvm -O0 on one core over the GPU phase, %.1fx over the span (llvm %.3f M instr/s, from %s)\n",
@@ -322,7 +329,8 @@ std::string replay_flat_table(const ReplayFlatResult& r) {
   if (r.llvm_rate > 0 && r.cpu_stages > 0)
     appendf(t, "cpu stages: %.1fx llvm -O0 on one core\n", per_second(r.instructions, r.cpu_stages) / r.llvm_rate);
   appendf(t, "objects: %zu of %zu differ from the CPU executor's\n", r.mismatches, r.objects);
-  appendf(t, "  (each module once cut from its batch, %zu batches, on the CPU executor; then every round)\n", r.batches);
+  appendf(t, "  (each module once cut from its batch, %zu batches, on the CPU executor; then every round)\n",
+          r.batches);
   return t + r.mismatch_list;
 }
 

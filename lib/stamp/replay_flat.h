@@ -12,14 +12,14 @@
 namespace kiln {
 
 struct ReplayFlatOptions {
-  bool cpu = true, cuda = true;        // --device: where the stages run
-  int rounds = 5;                      // at least 2: round 1 warms up
-  unsigned streams = 4;                // GPU executors, each with its own host thread
-  uint64_t batch_instructions = 32768; // modules go to the GPU in batches of at least this many
-  bool order_by_opcode = true;         // measure and encode kernels take instructions by opcode
-  unsigned cpu_threads = 1;            // above 1: the CPU executor also timed with modules in parallel
-  std::string baseline_path;           // a kiln-replay report from the same modules, for the ratio to llvm
-  std::vector<std::string> inputs;     // flat IR files and directories of them
+  bool cpu = true, cuda = true;         // --device: where the stages run
+  int rounds = 5;                       // at least 2: round 1 warms up
+  unsigned streams = 4;                 // GPU executors, each with its own host thread
+  uint64_t batch_instructions = 32768;  // modules go to the GPU in batches of at least this many
+  bool order_by_opcode = true;          // measure and encode kernels take instructions by opcode
+  unsigned cpu_threads = 1;             // above 1: the CPU executor also timed with modules in parallel
+  std::string baseline_path;            // a kiln-replay report from the same modules, for the ratio to llvm
+  std::vector<std::string> inputs;      // flat IR files and directories of them
 };
 
 // Per-round sums over the modules (the GPU: over the batches), in seconds.
@@ -27,7 +27,7 @@ struct ReplayFlatRound {
   double prepare = 0, upload = 0, order = 0, frame = 0, measure = 0, offsets = 0, encode = 0, lsda = 0, download = 0,
          cut = 0, elf = 0, wall = 0;
   double span_begin = 1e300, span_end = 0;  // the device's: first upload to last download
-  double parallel_wall = 0;  // the CPU executor's stages with modules spread over cpu_threads
+  double parallel_wall = 0;                 // the CPU executor's stages with modules spread over cpu_threads
   uint64_t launches = 0;
   double span() const { return span_end > span_begin ? span_end - span_begin : 0; }
   double stages() const { return upload + order + frame + measure + offsets + encode + lsda + download; }

@@ -21,8 +21,9 @@ void starts(std::vector<uint32_t>& first, const FlatModuleView* modules, size_t 
   for (size_t k = 0; k < count; ++k) {
     total += of(modules[k]);
     if (total >= (uint64_t(1) << 32))
-      throw KilnError(kExitBadInput, "", std::string("a batch of ") + std::to_string(count) +
-                                             " modules holds 2^32 or more " + what + "; use smaller batches");
+      throw KilnError(kExitBadInput, "",
+                      std::string("a batch of ") + std::to_string(count) + " modules holds 2^32 or more " + what +
+                          "; use smaller batches");
     first.push_back(static_cast<uint32_t>(total));
   }
 }
@@ -32,11 +33,16 @@ void starts(std::vector<uint32_t>& first, const FlatModuleView* modules, size_t 
 StampBatchLayout plan_stamp_batch(const FlatModuleView* modules, size_t count) {
   StampBatchLayout l;
   l.modules = count;
-  starts(l.first_function, modules, count, [](const FlatModuleView& m) { return m.function_count; }, "functions");
-  starts(l.first_block, modules, count, [](const FlatModuleView& m) { return m.block_count; }, "blocks");
-  starts(l.first_inst, modules, count, [](const FlatModuleView& m) { return m.inst_count; }, "instructions");
-  starts(l.first_operand, modules, count, [](const FlatModuleView& m) { return m.operand_count; }, "operands");
-  starts(l.first_arg, modules, count, [](const FlatModuleView& m) { return m.arg_count; }, "arguments");
+  starts(
+      l.first_function, modules, count, [](const FlatModuleView& m) { return m.function_count; }, "functions");
+  starts(
+      l.first_block, modules, count, [](const FlatModuleView& m) { return m.block_count; }, "blocks");
+  starts(
+      l.first_inst, modules, count, [](const FlatModuleView& m) { return m.inst_count; }, "instructions");
+  starts(
+      l.first_operand, modules, count, [](const FlatModuleView& m) { return m.operand_count; }, "operands");
+  starts(
+      l.first_arg, modules, count, [](const FlatModuleView& m) { return m.arg_count; }, "arguments");
   const size_t sizes[5] = {l.function_count() * sizeof(FlatFunction), l.first_block.back() * sizeof(FlatBlock),
                            l.inst_count() * sizeof(FlatInst), l.first_operand.back() * sizeof(FlatOperand),
                            l.first_arg.back() * sizeof(uint8_t)};
@@ -65,7 +71,7 @@ FlatModuleView write_stamp_batch(const FlatModuleView* modules, const StampBatch
       f->first_block += block0, f->first_inst += inst0, f->first_arg += arg0;
     for (FlatBlock *b = blocks + block0, *end = b + m.block_count; b != end; ++b)
       b->first_inst += inst0, b->function += fn0;
-    for (FlatInst *in = insts + inst0, *end = in + m.inst_count; in != end; ++in)
+    for (FlatInst* in = insts + inst0, *end = in + m.inst_count; in != end; ++in)
       in->block += block0, in->first_operand += operand0;
     for (FlatOperand *op = operands + operand0, *end = op + m.operand_count; op != end; ++op) {
       if (op->kind == kOperandValue) op->index += inst0;
@@ -73,14 +79,14 @@ FlatModuleView write_stamp_batch(const FlatModuleView* modules, const StampBatch
       else if (op->kind == kOperandBlock) op->index += block0;
     }
   }
-  return FlatModuleView{functions, l.function_count(), blocks, l.first_block.back(), insts, l.inst_count(),
-                        operands, l.first_operand.back(), arg_widths, l.first_arg.back()};
+  return FlatModuleView{functions, l.function_count(),     blocks,     l.first_block.back(), insts, l.inst_count(),
+                        operands,  l.first_operand.back(), arg_widths, l.first_arg.back()};
 }
 
 StampOutputView view_of(const StampOutput& out) {
-  return StampOutputView{out.code.data(),      out.code_start.data(),  out.code_size.data(),
-                         out.relocs.data(),    out.reloc_start.data(), out.reloc_count.data(),
-                         out.lsda.data(),      out.lsda_start.data(),  out.lsda_size.data()};
+  return StampOutputView{out.code.data(),   out.code_start.data(),  out.code_size.data(),
+                         out.relocs.data(), out.reloc_start.data(), out.reloc_count.data(),
+                         out.lsda.data(),   out.lsda_start.data(),  out.lsda_size.data()};
 }
 
 StampOutput cut_stamp_output(const StampOutputView& b, const StampBatchLayout& l, size_t k) {

@@ -33,8 +33,8 @@ struct StampScratch {
       block_offset, use_count;
   std::vector<uint8_t> home;
   std::vector<FrameStep> alloca_scan;
-  std::vector<uint32_t> slot_sum, size_sum, reloc_sum, invoke_end, previous_end, lsda_entries, lsda_typed,
-      entries_sum, typed_sum;
+  std::vector<uint32_t> slot_sum, size_sum, reloc_sum, invoke_end, previous_end, lsda_entries, lsda_typed, entries_sum,
+      typed_sum;
 };
 template <class T>
 T* at_least(std::vector<T>& v, size_t n) {
@@ -78,7 +78,8 @@ void wide_offsets(const FlatModuleView& m, StampScratch& s, const uint32_t* prol
   uint32_t* reloc_sum = at_least(s.reloc_sum, size_t(N) + 1);
   size_sum[0] = reloc_sum[0] = 0;
   for (uint32_t i = 0; i < N; ++i) size_sum[i + 1] = size_sum[i] + size[i], reloc_sum[i + 1] = reloc_sum[i] + relocs[i];
-  for (uint32_t i = 0; i < N; ++i) wide_offsets_inst(m, i, prologue_size, size_sum, reloc_sum, inst_offset, reloc_start);
+  for (uint32_t i = 0; i < N; ++i)
+    wide_offsets_inst(m, i, prologue_size, size_sum, reloc_sum, inst_offset, reloc_start);
   for (uint32_t b = 0; b < m.block_count; ++b) wide_offsets_block(m, b, prologue_size, size_sum, block_offset);
   for (uint32_t fn = 0; fn < m.function_count; ++fn)
     wide_offsets_function(m, fn, prologue_size, size_sum, reloc_sum, code_size, reloc_count);
@@ -102,7 +103,8 @@ WideLsdaScans wide_lsda_scans(const FlatModuleView& m, StampScratch& s, const ui
   }
   for (uint32_t i = 0; i < N; ++i) wide_lsda_counts(m, i, inst_offset, call_begin, previous_end[i], entries, typed);
   entries_sum[0] = typed_sum[0] = 0;
-  for (uint32_t i = 0; i < N; ++i) entries_sum[i + 1] = entries_sum[i] + entries[i], typed_sum[i + 1] = typed_sum[i] + typed[i];
+  for (uint32_t i = 0; i < N; ++i)
+    entries_sum[i + 1] = entries_sum[i] + entries[i], typed_sum[i + 1] = typed_sum[i] + typed[i];
   return WideLsdaScans{previous_end, invoke_end, entries_sum, typed_sum};
 }
 
@@ -114,7 +116,8 @@ WideLsdaScans wide_lsda_scans(const FlatModuleView& m, StampScratch& s, const ui
 // aggregate of 4 GB in one instruction asks for that).
 static constexpr uint64_t kMaxModuleCode = uint64_t(256) << 20;
 
-static void check_code_size(const FlatModuleView& m, const uint32_t* prologue_size, const uint32_t* size, const uint32_t* relocs) {
+static void check_code_size(const FlatModuleView& m, const uint32_t* prologue_size, const uint32_t* size,
+                            const uint32_t* relocs) {
   uint64_t code = 0, reloc_total = 0;
   for (uint32_t fn = 0; fn < m.function_count; ++fn) code += prologue_size[fn];
   for (uint32_t i = 0; i < m.inst_count; ++i) {
@@ -156,8 +159,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
     });
   out.frame = clock.lap();
 
-  StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr,
-                     home};
+  StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
   stage_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
   stage_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size); });
   check_code_size(m, prologue_size, size, relocs);
@@ -168,8 +170,8 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
                  out.reloc_count.data());
   else
     stage_for(F, threads, [&](uint32_t fn) {
-      stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset,
-                    reloc_start, out.code_size.data(), out.reloc_count.data());
+      stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset, reloc_start, out.code_size.data(),
+                    out.reloc_count.data());
     });
   // Exclusive scans over functions place each function's code and relocations.
   out.code_start.resize(F);
@@ -193,7 +195,8 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
     stamp_encode(m, layout, i, out.code.data() + out.code_start[fn], out.relocs.data() + out.reloc_start[fn],
                  reloc_start);
   });
-  stage_for(F, threads, [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
+  stage_for(F, threads,
+            [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
   out.encode = clock.lap();
 
   // Exception tables: measure, scan, write (per function with a personality).
@@ -206,8 +209,8 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   } else {
     stage_for(F, threads, [&](uint32_t fn) {
       if (m.functions[fn].flags & kFnHasPersonality)
-        out.lsda_size[fn] = stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end,
-                                       out.code_size[fn], nullptr);
+        out.lsda_size[fn] =
+            stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], nullptr);
     });
   }
   uint32_t lsda_total = 0;
@@ -218,7 +221,8 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   out.lsda.resize(lsda_total);
   if (form == StampForm::wide) {
     for (uint32_t fn = 0; fn < F; ++fn)
-      if (out.lsda_size[fn]) wide_lsda_function(m, fn, lsda_scans, out.code_size[fn], out.lsda.data() + out.lsda_start[fn]);
+      if (out.lsda_size[fn])
+        wide_lsda_function(m, fn, lsda_scans, out.code_size[fn], out.lsda.data() + out.lsda_start[fn]);
     for (uint32_t i = 0; i < N; ++i)
       wide_lsda_invoke(m, i, lsda_scans, inst_offset, block_offset, call_begin, call_end, out.code_size.data(),
                        out.lsda.data(), out.lsda_start.data());

@@ -10,13 +10,13 @@
 namespace kiln {
 
 struct StampOutput {
-  std::vector<uint8_t> code;             // all functions, back to back
-  std::vector<uint32_t> code_start;      // per function, into code
+  std::vector<uint8_t> code;         // all functions, back to back
+  std::vector<uint32_t> code_start;  // per function, into code
   std::vector<uint32_t> code_size;
-  std::vector<StampReloc> relocs;        // all functions, back to back
-  std::vector<uint32_t> reloc_start;     // per function, into relocs
+  std::vector<StampReloc> relocs;     // all functions, back to back
+  std::vector<uint32_t> reloc_start;  // per function, into relocs
   std::vector<uint32_t> reloc_count;
-  std::vector<uint8_t> lsda;             // exception tables of functions with a personality
+  std::vector<uint8_t> lsda;                    // exception tables of functions with a personality
   std::vector<uint32_t> lsda_start, lsda_size;  // per function (size 0: none)
   // Per-stage seconds, for receipts and replay reports.
   double frame = 0, measure = 0, offsets = 0, encode = 0, lsda_seconds = 0;

@@ -19,18 +19,19 @@ namespace kiln {
 // Seconds per step of the last batch, from CUDA events on the executor's stream
 // (prepare and cut: host clocks).
 struct StampGpuTimes {
-  double prepare = 0;      // host: the batch written (rebased) into pinned staging
-  double upload = 0;       // pinned staging -> device, one copy
-  double order = 0;        // instructions sorted by opcode, functions with exception tables selected
-  double frame = 0;        // uses + frame kernels
-  double measure = 0;      // measure kernels
-  double offsets = 0;      // offsets, scans, exception tables sized, the totals back to the host (the one wait before the download)
-  double encode = 0;       // encode kernels
-  double lsda = 0;  // the LSDAs (exception tables) written
-  double download = 0;     // code, relocations, exception tables: device -> pinned -> host
-  double cut = 0;          // host: each module's output cut out of pinned staging
-  uint64_t launches = 0;   // kernels, scans, sorts and selections, for the whole batch
-  uint32_t modules = 0;    // in the batch
+  double prepare = 0;  // host: the batch written (rebased) into pinned staging
+  double upload = 0;   // pinned staging -> device, one copy
+  double order = 0;    // instructions sorted by opcode, functions with exception tables selected
+  double frame = 0;    // uses + frame kernels
+  double measure = 0;  // measure kernels
+  double offsets =
+      0;  // offsets, scans, exception tables sized, the totals back to the host (the one wait before the download)
+  double encode = 0;      // encode kernels
+  double lsda = 0;        // the LSDAs (exception tables) written
+  double download = 0;    // code, relocations, exception tables: device -> pinned -> host
+  double cut = 0;         // host: each module's output cut out of pinned staging
+  uint64_t launches = 0;  // kernels, scans, sorts and selections, for the whole batch
+  uint32_t modules = 0;   // in the batch
   // When this batch's upload began and its download ended, in seconds on one clock
   // shared by every executor of the process (the device's, from CUDA events), so that
   // batches on several streams give the span of a round: the first upload to the
@@ -67,8 +68,9 @@ std::unique_ptr<StampGpuExecutor> open_stamp_gpu(int device, std::string* why);
 
 // A stand-in for the GPU, for tests on machines without one: the same interface, with
 // the batch run by the CPU executor in the CUDA executor's form of the stages
-// (StampForm::wide), on one thread (no upload or download; its times are the CPU's). It lets the GPU service's batching, pipelining, byte checks and reports be
-// tested in CI. Its device name says what it is, and so does every report.
+// (StampForm::wide), on one thread (no upload or download; its times are the CPU's). It lets the GPU service's
+// batching, pipelining, byte checks and reports be tested in CI. Its device name says what it is, and so does every
+// report.
 std::unique_ptr<StampGpuExecutor> open_stamp_gpu_standin();
 
 // What --device cuda opens: the CPU stand-in when the environment sets

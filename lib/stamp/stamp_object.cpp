@@ -31,12 +31,12 @@ namespace {
 
 // DWARF call frame constants (not in <elf.h>).
 constexpr uint8_t kCfaNop = 0x00;
-constexpr uint8_t kCfaAdvanceLoc = 0x40;     // low 6 bits: delta
-constexpr uint8_t kCfaOffset = 0x80;         // low 6 bits: register; ULEB factored offset
-constexpr uint8_t kCfaDefCfa = 0x0c;         // ULEB register, ULEB offset
-constexpr uint8_t kCfaDefCfaRegister = 0x0d; // ULEB register
-constexpr uint8_t kCfaDefCfaOffset = 0x0e;   // ULEB offset
-constexpr uint8_t kEhPePcrelSdata4 = 0x1b;   // DW_EH_PE_pcrel | DW_EH_PE_sdata4
+constexpr uint8_t kCfaAdvanceLoc = 0x40;      // low 6 bits: delta
+constexpr uint8_t kCfaOffset = 0x80;          // low 6 bits: register; ULEB factored offset
+constexpr uint8_t kCfaDefCfa = 0x0c;          // ULEB register, ULEB offset
+constexpr uint8_t kCfaDefCfaRegister = 0x0d;  // ULEB register
+constexpr uint8_t kCfaDefCfaOffset = 0x0e;    // ULEB offset
+constexpr uint8_t kEhPePcrelSdata4 = 0x1b;    // DW_EH_PE_pcrel | DW_EH_PE_sdata4
 constexpr uint8_t kDwarfRbp = 6, kDwarfRsp = 7, kDwarfRip = 16;
 constexpr uint32_t kShtX8664Unwind = 0x70000001;  // SHT_X86_64_UNWIND
 
@@ -76,18 +76,24 @@ uint32_t relocation_field_size(uint32_t type) {
 
 uint8_t st_other_for(SymbolVisibility v) {
   switch (v) {
-    case SymbolVisibility::hidden: return STV_HIDDEN;
-    case SymbolVisibility::protected_: return STV_PROTECTED;
-    case SymbolVisibility::default_: break;
+    case SymbolVisibility::hidden:
+      return STV_HIDDEN;
+    case SymbolVisibility::protected_:
+      return STV_PROTECTED;
+    case SymbolVisibility::default_:
+      break;
   }
   return STV_DEFAULT;
 }
 
 unsigned char st_bind_for(SymbolBinding b) {
   switch (b) {
-    case SymbolBinding::local: return STB_LOCAL;
-    case SymbolBinding::weak: return STB_WEAK;
-    case SymbolBinding::global: break;
+    case SymbolBinding::local:
+      return STB_LOCAL;
+    case SymbolBinding::weak:
+      return STB_WEAK;
+    case SymbolBinding::global:
+      break;
   }
   return STB_GLOBAL;
 }
@@ -98,31 +104,31 @@ namespace {
 
 // Where build_eh_frame left fields that need relocations.
 struct EhFrameFixups {
-  std::vector<uint32_t> pc_begin;            // per function
-  std::vector<uint32_t> lsda_pointer;        // per function; meaningful with a personality
-  std::vector<uint32_t> personality_pointer; // per distinct personality (CIE field)
+  std::vector<uint32_t> pc_begin;             // per function
+  std::vector<uint32_t> lsda_pointer;         // per function; meaningful with a personality
+  std::vector<uint32_t> personality_pointer;  // per distinct personality (CIE field)
 };
 
 void put_cie_body(std::string& out, bool with_personality, uint32_t* personality_field) {
-  put32(out, 0);              // CIE id
-  put8(out, 1);               // version
+  put32(out, 0);  // CIE id
+  put8(out, 1);   // version
   out += with_personality ? "zPLR" : "zR";
   put8(out, 0);
-  put8(out, 1);               // code alignment factor (ULEB)
-  put8(out, 0x78);            // data alignment factor -8 (SLEB)
-  put8(out, kDwarfRip);       // return address register (a byte in version 1)
+  put8(out, 1);          // code alignment factor (ULEB)
+  put8(out, 0x78);       // data alignment factor -8 (SLEB)
+  put8(out, kDwarfRip);  // return address register (a byte in version 1)
   if (with_personality) {
-    put8(out, 7);             // augmentation data length
-    put8(out, 0x9b);          // personality: indirect | pcrel | sdata4 (through DW.ref.NAME)
+    put8(out, 7);     // augmentation data length
+    put8(out, 0x9b);  // personality: indirect | pcrel | sdata4 (through DW.ref.NAME)
     *personality_field = static_cast<uint32_t>(out.size());
     put32(out, 0);
     put8(out, kEhPePcrelSdata4);  // LSDA encoding
     put8(out, kEhPePcrelSdata4);  // FDE pointer encoding
   } else {
-    put8(out, 1);             // augmentation data length
+    put8(out, 1);                 // augmentation data length
     put8(out, kEhPePcrelSdata4);  // FDE pointer encoding
   }
-  put8(out, kCfaDefCfa);      // CFA = rsp + 8
+  put8(out, kCfaDefCfa);  // CFA = rsp + 8
   put8(out, kDwarfRsp);
   put8(out, 8);
   put8(out, kCfaOffset | kDwarfRip);  // rip at CFA - 8
@@ -151,26 +157,26 @@ std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::v
   for (size_t i = 0; i < code_sizes.size(); ++i) {
     int p = personality_of.empty() ? -1 : personality_of[i];
     size_t start = out.size();
-    put32(out, 0);                                      // length, patched below
+    put32(out, 0);  // length, patched below
     uint32_t cie = cie_offset[static_cast<size_t>(p + 1)];
     put32(out, static_cast<uint32_t>(out.size()) - cie);  // CIE pointer: back to its CIE
     fix.pc_begin.push_back(static_cast<uint32_t>(out.size()));
-    put32(out, 0);                                      // pc_begin (relocated)
-    put32(out, code_sizes[i]);                          // pc_range
+    put32(out, 0);              // pc_begin (relocated)
+    put32(out, code_sizes[i]);  // pc_range
     if (p >= 0) {
-      put8(out, 4);                                     // augmentation data: the LSDA pointer
+      put8(out, 4);  // augmentation data: the LSDA pointer
       fix.lsda_pointer[i] = static_cast<uint32_t>(out.size());
       put32(out, 0);
     } else {
-      put8(out, 0);                                     // augmentation data length
+      put8(out, 0);  // augmentation data length
     }
-    put8(out, kCfaAdvanceLoc | 1);                      // after push rbp
-    put8(out, kCfaDefCfaOffset);                        //   CFA = rsp + 16
+    put8(out, kCfaAdvanceLoc | 1);  // after push rbp
+    put8(out, kCfaDefCfaOffset);    //   CFA = rsp + 16
     put8(out, 16);
-    put8(out, kCfaOffset | kDwarfRbp);                  //   rbp at CFA - 16
+    put8(out, kCfaOffset | kDwarfRbp);  //   rbp at CFA - 16
     put8(out, 2);
-    put8(out, kCfaAdvanceLoc | 3);                      // after mov rbp, rsp
-    put8(out, kCfaDefCfaRegister);                      //   CFA = rbp + 16
+    put8(out, kCfaAdvanceLoc | 3);  // after mov rbp, rsp
+    put8(out, kCfaDefCfaRegister);  //   CFA = rbp + 16
     put8(out, kDwarfRbp);
     pad_to(out, 8, static_cast<char>(kCfaNop));
     set32(out, start, static_cast<uint32_t>(out.size() - start - 4));
@@ -195,15 +201,15 @@ namespace {
 class SectionOwner {
  public:
   enum class Kind : uint8_t {
-    none,          // the null section
-    relocations,   // .rela.TARGET (the target is the header's sh_info)
-    function,      // index: the function
-    data,          // index: the global
-    dwref,         // index: the personality; .data.DW.ref.NAME
-    dwref_group,   // index: the personality; its .group
-    lsda_table,    // .gcc_except_table: every function's LSDA
+    none,         // the null section
+    relocations,  // .rela.TARGET (the target is the header's sh_info)
+    function,     // index: the function
+    data,         // index: the global
+    dwref,        // index: the personality; .data.DW.ref.NAME
+    dwref_group,  // index: the personality; its .group
+    lsda_table,   // .gcc_except_table: every function's LSDA
     eh_frame,
-    note,          // .note.GNU-stack
+    note,  // .note.GNU-stack
     symtab,
     symtab_shndx,
     strtab,
@@ -241,7 +247,7 @@ void put_rela_at(std::string& out, size_t at, uint64_t offset, uint32_t symbol, 
   std::memcpy(&out[at], &r, sizeof r);
 }
 
-const uint8_t kZeros[8] = {};                 // a DW.ref pointer before relocation
+const uint8_t kZeros[8] = {};                                     // a DW.ref pointer before relocation
 constexpr size_t kAbsolute = std::numeric_limits<size_t>::max();  // a symbol's section: SHN_ABS
 
 // One write_stamp_object call: its input, and what each phase leaves for the next.
@@ -260,8 +266,8 @@ struct ObjectWriter {
   std::vector<const UndefinedSymbol*> undefined_of;  // canonical name -> how to write it undefined
   // check_input
   std::vector<uint32_t> code_sizes;
-  std::vector<uint8_t> defined;                      // canonical name -> defined here
-  std::vector<uint32_t> data_name;                   // per global: canonical name
+  std::vector<uint8_t> defined;     // canonical name -> defined here
+  std::vector<uint32_t> data_name;  // per global: canonical name
   // find_personalities: distinct personalities in first-use order (canonical names),
   // and per function its personality's position there, or -1.
   std::vector<uint32_t> personalities;
@@ -269,9 +275,9 @@ struct ObjectWriter {
   // plan_* : section headers in file order
   std::vector<PlannedSection> sections;
   std::vector<size_t> code_index, rela_index, data_index, data_rela_index;
-  std::vector<uint32_t> lsda_offset;                 // per function: within .gcc_except_table
-  std::string lsda_bytes;                            // .gcc_except_table
-  size_t lsda_index = 0;                             // 0: no .gcc_except_table
+  std::vector<uint32_t> lsda_offset;  // per function: within .gcc_except_table
+  std::string lsda_bytes;             // .gcc_except_table
+  size_t lsda_index = 0;              // 0: no .gcc_except_table
   std::vector<size_t> dwref_group, dwref_data, dwref_rela;
   std::vector<uint32_t> group_words;
   EhFrameFixups eh_fix;
@@ -285,11 +291,11 @@ struct ObjectWriter {
   std::string strtab;
   std::vector<Elf64_Sym> symbols;
   std::vector<uint32_t> shndx_words;
-  std::vector<uint32_t> symbol_of_name;              // canonical name -> symbol (0: none yet)
-  std::vector<uint32_t> section_symbol;              // per function
+  std::vector<uint32_t> symbol_of_name;  // canonical name -> symbol (0: none yet)
+  std::vector<uint32_t> section_symbol;  // per function
   uint32_t lsda_symbol = 0;
-  std::vector<uint32_t> dwref_symbol;                // per personality
-  std::vector<uint32_t> data_reloc_symbol;           // every global's relocations, in order
+  std::vector<uint32_t> dwref_symbol;       // per personality
+  std::vector<uint32_t> data_reloc_symbol;  // every global's relocations, in order
   // lay_out_contents and after
   std::string out;
 
@@ -348,8 +354,8 @@ struct ObjectWriter {
       if (r[k].symbol >= v.name_count || v.names[r[k].symbol].empty())
         fail("function '" + name + "': relocation at offset " + std::to_string(r[k].offset) + " names no symbol");
       if (static_cast<uint64_t>(r[k].offset) + field > v.code_size[i])
-        fail("function '" + name + "': relocation at offset " + std::to_string(r[k].offset) + " runs past the end of its " +
-             std::to_string(v.code_size[i]) + " bytes of code");
+        fail("function '" + name + "': relocation at offset " + std::to_string(r[k].offset) +
+             " runs past the end of its " + std::to_string(v.code_size[i]) + " bytes of code");
     }
   }
 
@@ -420,8 +426,8 @@ struct ObjectWriter {
     code_index.resize(F);
     rela_index.assign(F, 0);
     for (uint32_t i = 0; i < F; ++i) {
-      code_index[i] = add_section(SectionOwner::function(i), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 16, v.code_size[i],
-                                  v.code + v.code_start[i]);
+      code_index[i] = add_section(SectionOwner::function(i), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 16,
+                                  v.code_size[i], v.code + v.code_start[i]);
       if (v.reloc_count[i]) rela_index[i] = add_rela(code_index[i], v.reloc_count[i], 0);
     }
     data_index.resize(data.size());
@@ -459,7 +465,8 @@ struct ObjectWriter {
       dwref_group[p] = add_section(SectionOwner::dwref_group(p), SHT_GROUP, 0, 4, 12,
                                    reinterpret_cast<const uint8_t*>(&group_words[3 * p]));
       sections[dwref_group[p]].header.sh_entsize = 4;
-      dwref_data[p] = add_section(SectionOwner::dwref(p), SHT_PROGBITS, SHF_ALLOC | SHF_WRITE | SHF_GROUP, 8, 8, kZeros);
+      dwref_data[p] =
+          add_section(SectionOwner::dwref(p), SHT_PROGBITS, SHF_ALLOC | SHF_WRITE | SHF_GROUP, 8, 8, kZeros);
       dwref_rela[p] = add_rela(dwref_data[p], 1, SHF_GROUP);
       group_words[3 * p] = GRP_COMDAT;
       group_words[3 * p + 1] = static_cast<uint32_t>(dwref_data[p]);
@@ -497,21 +504,38 @@ struct ObjectWriter {
         else shstrtab += sec;
         return;
       }
-      case Kind::data: shstrtab += data[owner.index()].section; return;
+      case Kind::data:
+        shstrtab += data[owner.index()].section;
+        return;
       case Kind::dwref:
         shstrtab += ".data.DW.ref.";
         shstrtab += names[personalities[owner.index()]];
         return;
-      case Kind::dwref_group: shstrtab += ".group"; return;
-      case Kind::eh_frame: shstrtab += ".eh_frame"; return;
-      case Kind::lsda_table: shstrtab += ".gcc_except_table"; return;
-      case Kind::note: shstrtab += ".note.GNU-stack"; return;
-      case Kind::symtab: shstrtab += ".symtab"; return;
-      case Kind::symtab_shndx: shstrtab += ".symtab_shndx"; return;
-      case Kind::strtab: shstrtab += ".strtab"; return;
+      case Kind::dwref_group:
+        shstrtab += ".group";
+        return;
+      case Kind::eh_frame:
+        shstrtab += ".eh_frame";
+        return;
+      case Kind::lsda_table:
+        shstrtab += ".gcc_except_table";
+        return;
+      case Kind::note:
+        shstrtab += ".note.GNU-stack";
+        return;
+      case Kind::symtab:
+        shstrtab += ".symtab";
+        return;
+      case Kind::symtab_shndx:
+        shstrtab += ".symtab_shndx";
+        return;
+      case Kind::strtab:
+        shstrtab += ".strtab";
+        return;
       case Kind::none:
       case Kind::relocations:
-      case Kind::shstrtab: return;  // named by name_sections itself
+      case Kind::shstrtab:
+        return;  // named by name_sections itself
     }
   }
 
@@ -572,7 +596,8 @@ struct ObjectWriter {
       const UndefinedSymbol* u = c < undefined_of.size() ? undefined_of[c] : nullptr;
       // extern_weak: a weak undefined symbol resolves to 0 when nothing defines it.
       unsigned char bind = u && u->binding == SymbolBinding::weak ? STB_WEAK : STB_GLOBAL;
-      symbol_of_name[c] = add_symbol(names[c], bind, STT_NOTYPE, u ? st_other_for(u->visibility) : STV_DEFAULT, SHN_UNDEF, 0);
+      symbol_of_name[c] =
+          add_symbol(names[c], bind, STT_NOTYPE, u ? st_other_for(u->visibility) : STV_DEFAULT, SHN_UNDEF, 0);
     }
     return symbol_of_name[c];
   }
@@ -587,7 +612,8 @@ struct ObjectWriter {
     add_symbol("", STB_LOCAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
     add_symbol(source_file_name, STB_LOCAL, STT_FILE, STV_DEFAULT, kAbsolute, 0);
     section_symbol.resize(F);
-    for (uint32_t i = 0; i < F; ++i) section_symbol[i] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
+    for (uint32_t i = 0; i < F; ++i)
+      section_symbol[i] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
     add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, eh_frame_index, 0);
     lsda_symbol = lsda_index ? add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, lsda_index, 0) : 0;
     for (int pass = 0; pass < 2; ++pass) {
@@ -738,8 +764,8 @@ struct ObjectWriter {
     eh.e_ehsize = sizeof(Elf64_Ehdr);
     eh.e_shentsize = sizeof(Elf64_Shdr);
     eh.e_shnum = sections.size() >= SHN_LORESERVE ? 0 : static_cast<uint16_t>(sections.size());
-    eh.e_shstrndx = shstrtab_index >= SHN_LORESERVE ? static_cast<uint16_t>(SHN_XINDEX)
-                                                    : static_cast<uint16_t>(shstrtab_index);
+    eh.e_shstrndx =
+        shstrtab_index >= SHN_LORESERVE ? static_cast<uint16_t>(SHN_XINDEX) : static_cast<uint16_t>(shstrtab_index);
     std::memcpy(&out[0], &eh, sizeof eh);
   }
 };
@@ -772,19 +798,22 @@ std::string write_stamp_object(const std::vector<StampFunction>& functions, cons
   for (size_t i = 0; i < F; ++i) {
     const StampFunction& f = functions[i];
     // A nameless function keeps its own empty name (the writer refuses it by index).
-    function_name[i] = f.name.empty() ? static_cast<uint32_t>((names.push_back(""), names.size() - 1)) : name_index(f.name);
+    function_name[i] =
+        f.name.empty() ? static_cast<uint32_t>((names.push_back(""), names.size() - 1)) : name_index(f.name);
     binding[i] = f.binding;
     visibility[i] = f.visibility;
     section[i] = f.section;
     code_start[i] = static_cast<uint32_t>(code.size());
     code_size[i] = static_cast<uint32_t>(std::min<size_t>(f.code.size(), std::numeric_limits<uint32_t>::max()));
     if (f.code.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-      throw KilnError(kExitInternal, source_file_name, "function '" + f.name + "' is too large for an sdata4 FDE range");
+      throw KilnError(kExitInternal, source_file_name,
+                      "function '" + f.name + "' is too large for an sdata4 FDE range");
     code.insert(code.end(), f.code.begin(), f.code.end());
     reloc_start[i] = static_cast<uint32_t>(relocs.size());
     reloc_count[i] = static_cast<uint32_t>(f.relocations.size());
     for (const StampNamedReloc& r : f.relocations) {
-      uint32_t symbol = r.symbol.empty() ? static_cast<uint32_t>((names.push_back(""), names.size() - 1)) : name_index(r.symbol);
+      uint32_t symbol =
+          r.symbol.empty() ? static_cast<uint32_t>((names.push_back(""), names.size() - 1)) : name_index(r.symbol);
       relocs.push_back(StampReloc{r.offset, r.type, symbol, 0, r.addend});
     }
     personality[i] = f.personality.empty() ? kNoPersonality : name_index(f.personality);

@@ -18,9 +18,9 @@ namespace kiln {
 // A relocation that names its symbol, for the self-contained records below (data, and
 // functions written without the stages); the stages' StampReloc names it by index.
 struct StampNamedReloc {
-  uint32_t offset = 0;        // within the function's code
+  uint32_t offset = 0;  // within the function's code
   uint32_t type = kRelocPc32;
-  std::string symbol;         // a symbol name (defined in this object or undefined)
+  std::string symbol;  // a symbol name (defined in this object or undefined)
   int64_t addend = 0;
 };
 
@@ -31,7 +31,7 @@ struct StampFunction {
   std::string name;
   SymbolBinding binding = SymbolBinding::global;
   SymbolVisibility visibility = SymbolVisibility::default_;
-  std::string section;        // e.g. ".text.NAME"; empty: ".text.NAME"
+  std::string section;  // e.g. ".text.NAME"; empty: ".text.NAME"
   std::vector<uint8_t> code;
   std::vector<StampNamedReloc> relocations;
   // Functions with exception handling: their personality routine (reached through a
@@ -49,10 +49,10 @@ struct StampData {
   std::string name;
   SymbolBinding binding = SymbolBinding::global;
   SymbolVisibility visibility = SymbolVisibility::default_;
-  std::string section;        // e.g. ".rodata.NAME", ".data.rel.ro.NAME", ".data.NAME", ".bss.NAME"
+  std::string section;  // e.g. ".rodata.NAME", ".data.rel.ro.NAME", ".data.NAME", ".bss.NAME"
   uint32_t align = 1;
   uint64_t size = 0;
-  bool zero = false;          // SHT_NOBITS
+  bool zero = false;  // SHT_NOBITS
   bool writable = false;
   std::vector<uint8_t> bytes;
   std::vector<StampNamedReloc> relocations;
@@ -77,17 +77,17 @@ struct StampObjectView {
   const std::string* names = nullptr;
   uint32_t name_count = 0;
   uint32_t function_count = 0;
-  const uint32_t* function_name = nullptr;      // index into names
+  const uint32_t* function_name = nullptr;  // index into names
   const SymbolBinding* binding = nullptr;
   const SymbolVisibility* visibility = nullptr;
-  const std::string* section = nullptr;         // empty: ".text.NAME"
+  const std::string* section = nullptr;  // empty: ".text.NAME"
   const uint8_t* code = nullptr;
   const uint32_t* code_start = nullptr;
   const uint32_t* code_size = nullptr;
   const StampReloc* relocs = nullptr;
   const uint32_t* reloc_start = nullptr;
   const uint32_t* reloc_count = nullptr;
-  const uint32_t* personality = nullptr;        // index into names, or kNoPersonality
+  const uint32_t* personality = nullptr;  // index into names, or kNoPersonality
   const uint8_t* lsda = nullptr;
   const uint32_t* lsda_start = nullptr;
   const uint32_t* lsda_size = nullptr;

@@ -27,7 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ModuleCensus c = census_of_bytes(bytes, "fuzz", "fuzz.bc");
       return c.to_json();
     });
-  } catch (const KilnError&) {
-  }
+  } catch (const KilnError&) {}
   return 0;
 }

@@ -20,7 +20,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     emit_flat_module(flat, source);
-  } catch (const KilnError&) {
-  }
+  } catch (const KilnError&) {}
   return 0;
 }

@@ -21,12 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (back.to_json() != m.to_json()) __builtin_trap();
       });
     });
-  } catch (const KilnError&) {
-  }
+  } catch (const KilnError&) {}
   try {
     CorpusManifest m = manifest_from_json(text, "fuzz.json");
-    if (manifest_to_json(manifest_from_json(manifest_to_json(m), "again.json")) != manifest_to_json(m)) __builtin_trap();
-  } catch (const KilnError&) {
-  }
+    if (manifest_to_json(manifest_from_json(manifest_to_json(m), "again.json")) != manifest_to_json(m))
+      __builtin_trap();
+  } catch (const KilnError&) {}
   return 0;
 }

@@ -21,7 +21,8 @@ static std::string error_of(const std::string& bytes) {
 
 TEST_CASE("bitcode reading rejects bad input with one line naming the file", "[bitcode]") {
   CHECK(error_of("") == "in.bc: empty file, not LLVM bitcode");
-  CHECK(error_of("\x7f" "ELF\x02\x01\x01rest-of-an-object") == "in.bc: not LLVM bitcode (looks like an ELF file)");
+  CHECK(error_of("\x7f"
+                 "ELF\x02\x01\x01rest-of-an-object") == "in.bc: not LLVM bitcode (looks like an ELF file)");
   CHECK(error_of("define void @f() {\n ret void\n}\n").find("LLVM IR text") != std::string::npos);
   std::string good = kiln_test::bitcode_from_ir(kiln_test::kAddIr);
   std::string truncated = good.substr(0, good.size() / 2);

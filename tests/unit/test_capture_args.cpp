@@ -74,8 +74,8 @@ const RustcDecision kRustcDecisions[] = {
      "--crate-type bin --emit=dep-info,link -C embed-bitcode=no -C debuginfo=2 -C metadata=12ab "
      "-C extra-filename=-12ab --out-dir /t/debug/build/serde-12ab -L dependency=/t/debug/deps --cap-lints allow",
      "build script", "/r/serde-1.0.152/build.rs", "build_script_build"},
-    {"--crate-name build_script_main build/main.rs --crate-type bin --out-dir /t/debug/build/x-1",
-     "build script", "build/main.rs", "build_script_main"},
+    {"--crate-name build_script_main build/main.rs --crate-type bin --out-dir /t/debug/build/x-1", "build script",
+     "build/main.rs", "build_script_main"},
     {"--crate-name serde_derive --edition=2015 /r/serde_derive-1.0.152/src/lib.rs --crate-type proc-macro "
      "--emit=dep-info,link -C prefer-dynamic -C embed-bitcode=no -C metadata=77 -C extra-filename=-77 "
      "--out-dir /t/debug/deps --extern proc_macro --cap-lints allow",
@@ -164,11 +164,39 @@ TEST_CASE("the rustc wrapper reads optimization, debug information and outputs a
 
 TEST_CASE("the rustc wrapper never takes an option's value for the source file", "[capture][args][rustc]") {
   // Every option here takes its value as the next word, which does not start with '-'.
-  const char* const options[] = {"--crate-name", "--edition", "--error-format", "--json", "--crate-type", "--emit",
-                                 "-C", "--codegen", "--cfg", "--check-cfg", "-L", "-l", "--extern", "--out-dir",
-                                 "-o", "--target", "--cap-lints", "--explain", "-A", "-W", "-D", "-F",
-                                 "--force-warn", "--print", "--sysroot", "-Z", "--remap-path-prefix",
-                                 "--diagnostic-width", "--env-set", "--allow", "--warn", "--deny", "--forbid"};
+  const char* const options[] = {"--crate-name",
+                                 "--edition",
+                                 "--error-format",
+                                 "--json",
+                                 "--crate-type",
+                                 "--emit",
+                                 "-C",
+                                 "--codegen",
+                                 "--cfg",
+                                 "--check-cfg",
+                                 "-L",
+                                 "-l",
+                                 "--extern",
+                                 "--out-dir",
+                                 "-o",
+                                 "--target",
+                                 "--cap-lints",
+                                 "--explain",
+                                 "-A",
+                                 "-W",
+                                 "-D",
+                                 "-F",
+                                 "--force-warn",
+                                 "--print",
+                                 "--sysroot",
+                                 "-Z",
+                                 "--remap-path-prefix",
+                                 "--diagnostic-width",
+                                 "--env-set",
+                                 "--allow",
+                                 "--warn",
+                                 "--deny",
+                                 "--forbid"};
   for (const char* option : options) {
     INFO("rustc " << option << " value.rs src/lib.rs");
     RustcCall c = parse_rustc_args({option, "value.rs", "src/lib.rs"});
@@ -203,7 +231,8 @@ const BitcodeStep kBitcodeSteps[] = {
      "--crate-type bin --emit=dep-info,link -C debuginfo=2 -C metadata=0f1e2d3c "
      "-C extra-filename=-0f1e2d3c --out-dir /t/debug/deps "
      "-L dependency=/t/debug/deps --extern memchr=/t/debug/deps/libmemchr-8d4b.rlib"},
-    {"a.rs -C codegen-units=16 -C debuginfo=2 -C incremental-verify-ich", "a.rs -C codegen-units=16 -C debuginfo=2 -C incremental-verify-ich"},
+    {"a.rs -C codegen-units=16 -C debuginfo=2 -C incremental-verify-ich",
+     "a.rs -C codegen-units=16 -C debuginfo=2 -C incremental-verify-ich"},
 };
 
 }  // namespace
@@ -336,8 +365,8 @@ TEST_CASE("the C wrapper reads optimization and debug information as clang does"
 
 TEST_CASE("the C wrapper names a compile without -o as clang does", "[capture][args][cc]") {
   const std::pair<const char*, const char*> rows[] = {
-      {"foo.c", "foo.o"},          {"src/dir/foo.cpp", "foo.o"}, {"/abs/a.b.cc", "a.b.o"},
-      {"../up/x.c++", "x.o"},      {"noext", "noext.o"},
+      {"foo.c", "foo.o"},     {"src/dir/foo.cpp", "foo.o"}, {"/abs/a.b.cc", "a.b.o"},
+      {"../up/x.c++", "x.o"}, {"noext", "noext.o"},
   };
   for (const auto& [source, object] : rows) {
     INFO(source);

@@ -102,7 +102,7 @@ TEST_CASE("verdicts list every reason; stamp decides per function", "[census]") 
     return false;
   };
   CHECK(has("inline asm (1 functions)"));
-  CHECK_FALSE(has("vectors"));  // vectors that are only loaded and stored are moved as bytes
+  CHECK_FALSE(has("vectors"));                          // vectors that are only loaded and stored are moved as bytes
   CHECK(has("atomics: atomicrmw umax (1 functions)"));  // add, sub, xchg, and, or, xor, nand are stamp's
   CHECK(has("calling convention 8 (1 functions)"));
   REQUIRE(partial.function_verdicts.size() == 3);
@@ -148,7 +148,8 @@ define void @"odd\FFname"() {
   ret void
 }
 )");
-  std::string arm = kiln_test::bitcode_from_ir("target triple = \"aarch64-unknown-linux-gnu\"\ndefine void @f() {\n  ret void\n}\n");
+  std::string arm =
+      kiln_test::bitcode_from_ir("target triple = \"aarch64-unknown-linux-gnu\"\ndefine void @f() {\n  ret void\n}\n");
   std::vector<ModuleCensus> all = {census_of_bytes(rich, xxh3_128_hex(rich), "dir\xff/rich.bc"),
                                    census_of_bytes(kiln_test::bitcode_from_ir(kiln_test::kAddIr), "a", "a.bc"),
                                    census_of_bytes(arm, "b", "arm.bc"), census_of_bytes("junk", "c", "c.bc")};
@@ -178,7 +179,8 @@ TEST_CASE("a record that is not a census record is a KilnError", "[census]") {
        {std::string("not json"), std::string("[]"), std::string("{}"), good.substr(0, good.size() / 2),
         replaced("\"v\":1", "\"v\":2"), replaced("\"blocks\":", "\"blocks\":\"3\",\"x\":"),
         replaced("\"blocks\":", "\"blocks\":-1,\"x\":"), replaced("\"opcodes\":{", "\"opcodes\":{\"add\":\"1\","),
-        replaced("\"reasons\":[]", "\"reasons\":[7]"), replaced("\"stamp_fallback_functions\":[]", "\"stamp_fallback_functions\":{}"),
+        replaced("\"reasons\":[]", "\"reasons\":[7]"),
+        replaced("\"stamp_fallback_functions\":[]", "\"stamp_fallback_functions\":{}"),
         replaced(",\"functions_stamp\":1", ""), replaced("\"id\":\"a\",", "")}) {
     INFO(bad);
     try {

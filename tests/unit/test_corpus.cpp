@@ -191,7 +191,8 @@ TEST_CASE("corpora merge, and filter by id and crate into new corpora", "[corpus
   a.append_module(sample_module(ia, "regex"));
   b.append_module(sample_module(ib, "memchr"));
   b.append_module(sample_module(ic, "regex"));
-  b.append_census("{\"v\":1,\"id\":\"" + ic + "\",\"verdicts\":{\"llvm\":{\"verdict\":\"rejected\",\"reasons\":[\"target: wrong\"]}}}");
+  b.append_census("{\"v\":1,\"id\":\"" + ic +
+                  "\",\"verdicts\":{\"llvm\":{\"verdict\":\"rejected\",\"reasons\":[\"target: wrong\"]}}}");
 
   merge_corpora({dir.path + "/a", dir.path + "/b"}, dir.path + "/all", {}, "merge");
   auto all = Corpus::open(dir.path + "/all");

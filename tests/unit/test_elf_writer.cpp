@@ -45,7 +45,8 @@ std::vector<uint8_t> framed(std::vector<uint8_t> body) {
   return code;
 }
 
-StampFunction function(const std::string& name, std::vector<uint8_t> body, std::vector<StampNamedReloc> relocations = {}) {
+StampFunction function(const std::string& name, std::vector<uint8_t> body,
+                       std::vector<StampNamedReloc> relocations = {}) {
   StampFunction f;
   f.name = name;
   f.code = framed(std::move(body));
@@ -156,7 +157,7 @@ struct RelocationInfo {
   std::string section;  // the section the relocations apply to
   uint64_t offset = 0;
   uint64_t type = 0;
-  std::string symbol;   // for section symbols, the section name
+  std::string symbol;  // for section symbols, the section name
   int64_t addend = 0;
 };
 
@@ -194,10 +195,8 @@ ObjectInfo read_object(const std::string& bytes) {
       rel.offset = r.getOffset();
       rel.type = r.getType();
       symbol_iterator sym = r.getSymbol();
-      if (must(sym->getType()) == SymbolRef::ST_Debug)
-        rel.symbol = must(must(sym->getSection())->getName()).str();
-      else
-        rel.symbol = must(sym->getName()).str();
+      if (must(sym->getType()) == SymbolRef::ST_Debug) rel.symbol = must(must(sym->getSection())->getName()).str();
+      else rel.symbol = must(sym->getName()).str();
       rel.addend = must(ELFRelocationRef(r).getAddend());
       info.relocations.push_back(rel);
     }
@@ -234,25 +233,28 @@ bool contains(const std::string& haystack, const std::string& needle) {
 TEST_CASE("the stamp .eh_frame has one CIE and one FDE per function with the frame shape's CFI", "[elf_writer]") {
   std::vector<uint32_t> pc_begin;
   std::string eh = build_stamp_eh_frame({11, 300}, pc_begin);
-  const std::string cie("\x14\x00\x00\x00"        // length 20
-                        "\x00\x00\x00\x00"        // CIE id
-                        "\x01" "zR\x00"           // version 1, augmentation "zR"
-                        "\x01\x78\x10"            // code align 1, data align -8, return address r16
-                        "\x01\x1b"                // augmentation data: pcrel|sdata4 FDE pointers
-                        "\x0c\x07\x08"            // DW_CFA_def_cfa rsp+8
-                        "\x90\x01"                // DW_CFA_offset rip at cfa-8
-                        "\x00\x00",               // nops to 8 bytes
-                        24);
+  const std::string cie(
+      "\x14\x00\x00\x00"  // length 20
+      "\x00\x00\x00\x00"  // CIE id
+      "\x01"
+      "zR\x00"        // version 1, augmentation "zR"
+      "\x01\x78\x10"  // code align 1, data align -8, return address r16
+      "\x01\x1b"      // augmentation data: pcrel|sdata4 FDE pointers
+      "\x0c\x07\x08"  // DW_CFA_def_cfa rsp+8
+      "\x90\x01"      // DW_CFA_offset rip at cfa-8
+      "\x00\x00",     // nops to 8 bytes
+      24);
   auto fde = [](uint32_t cie_pointer, uint32_t range) {
-    std::string out("\x1c\x00\x00\x00", 4);       // length 28
+    std::string out("\x1c\x00\x00\x00", 4);  // length 28
     for (uint32_t v : {cie_pointer, 0u, range})
       for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-    out += std::string("\x00"                     // augmentation data length 0
-                       "\x41\x0e\x10"             // advance 1; CFA = rsp+16
-                       "\x86\x02"                 // rbp at cfa-16
-                       "\x43\x0d\x06"             // advance 3; CFA = rbp+16
-                       "\x00\x00\x00\x00\x00\x00\x00",  // nops to 8 bytes
-                       16);
+    out += std::string(
+        "\x00"                           // augmentation data length 0
+        "\x41\x0e\x10"                   // advance 1; CFA = rsp+16
+        "\x86\x02"                       // rbp at cfa-16
+        "\x43\x0d\x06"                   // advance 3; CFA = rbp+16
+        "\x00\x00\x00\x00\x00\x00\x00",  // nops to 8 bytes
+        16);
     return out;
   };
   REQUIRE(eh.size() == 24 + 32 + 32);
@@ -269,11 +271,11 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   std::string bytes = write_stamp_object(test_functions(), "unit.c");
   ObjectInfo info = read_object(bytes);
 
-  CHECK(info.sections == std::vector<std::string>{
-                             "", ".text.answer", ".text.call_answer", ".rela.text.call_answer", ".text.load_global",
-                             ".rela.text.load_global", ".text.seven", ".text.call_seven", ".rela.text.call_seven",
-                             ".text.stamp_walk", ".rela.text.stamp_walk", ".text.weak_answer", ".eh_frame",
-                             ".rela.eh_frame", ".note.GNU-stack", ".symtab", ".strtab", ".shstrtab"});
+  CHECK(info.sections ==
+        std::vector<std::string>{"", ".text.answer", ".text.call_answer", ".rela.text.call_answer", ".text.load_global",
+                                 ".rela.text.load_global", ".text.seven", ".text.call_seven", ".rela.text.call_seven",
+                                 ".text.stamp_walk", ".rela.text.stamp_walk", ".text.weak_answer", ".eh_frame",
+                                 ".rela.eh_frame", ".note.GNU-stack", ".symtab", ".strtab", ".shstrtab"});
 
   // Locals: the file, the section symbols, the local function; then the globals.
   REQUIRE(info.symbols.size() >= 10);
@@ -285,9 +287,9 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
     CHECK(info.symbols[i].binding == llvm::ELF::STB_LOCAL);
     section_symbols.push_back(info.symbols[i].section);
   }
-  CHECK(section_symbols == std::vector<std::string>{".text.answer", ".text.call_answer", ".text.load_global",
-                                                    ".text.seven", ".text.call_seven", ".text.stamp_walk",
-                                                    ".text.weak_answer", ".eh_frame"});
+  CHECK(section_symbols ==
+        std::vector<std::string>{".text.answer", ".text.call_answer", ".text.load_global", ".text.seven",
+                                 ".text.call_seven", ".text.stamp_walk", ".text.weak_answer", ".eh_frame"});
   CHECK(info.symbols[9].name == "seven");
   CHECK(info.symtab_first_global == 11);  // null, file, 8 section symbols, seven
   for (size_t i = 0; i < info.symbols.size(); ++i)
@@ -338,7 +340,8 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
 
   Scratch dir;
   write_file_atomic(dir.path + "/stamp.o", bytes);
-  auto readobj = shell(shell_join({tool("llvm-readobj"), "--sections", "--relocations", "--symbols", dir.path + "/stamp.o"}));
+  auto readobj =
+      shell(shell_join({tool("llvm-readobj"), "--sections", "--relocations", "--symbols", dir.path + "/stamp.o"}));
   CHECK(readobj.exit_code == 0);
   CHECK_FALSE(contains(readobj.captured_stdout, "warning"));
   CHECK(contains(readobj.captured_stdout, "Type: SHT_X86_64_UNWIND (0x70000001)"));
@@ -357,7 +360,8 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   CHECK(contains(eh, "DW_CFA_def_cfa: RSP +8"));
   CHECK(contains(eh, "DW_CFA_offset: RIP -8"));
   size_t fdes = 0, rows = 0;
-  for (size_t at = eh.find(" FDE cie=00000000 "); at != std::string::npos; at = eh.find(" FDE cie=00000000 ", at + 1)) ++fdes;
+  for (size_t at = eh.find(" FDE cie=00000000 "); at != std::string::npos; at = eh.find(" FDE cie=00000000 ", at + 1))
+    ++fdes;
   const std::string after_push = "0x1: CFA=RSP+16: RBP=[CFA-16], RIP=[CFA-8]";
   const std::string after_mov = "0x4: CFA=RBP+16: RBP=[CFA-16], RIP=[CFA-8]";
   for (size_t at = eh.find(after_mov); at != std::string::npos; at = eh.find(after_mov, at + 1)) ++rows;
@@ -372,7 +376,8 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
 // whether code or a global's initializer names them.
 TEST_CASE("undefined symbols are weak or hidden as the undefined list says", "[elf_writer]") {
   StampFunction uses = function("uses", {0xE8, 0, 0, 0, 0, 0xE8, 0, 0, 0, 0, 0xE8, 0, 0, 0, 0},
-                                {{5, kRelocPlt32, "weak_fn", -4}, {10, kRelocPlt32, "hidden_fn", -4},
+                                {{5, kRelocPlt32, "weak_fn", -4},
+                                 {10, kRelocPlt32, "hidden_fn", -4},
                                  {15, kRelocPlt32, "plain_fn", -4}});
   StampData table;
   table.name = "table";
@@ -431,12 +436,9 @@ TEST_CASE("stamp objects link with C and C++, run, and unwind through stamp fram
 
   // GNU ld, and lld where it is installed (in PATH or next to the LLVM tools).
   std::vector<std::vector<std::string>> linkers = {{"-fuse-ld=bfd"}};
-  if (!find_program("ld.lld").empty())
-    linkers.push_back({"-fuse-ld=lld"});
-  else if (path_exists(tool("ld.lld")))
-    linkers.push_back({"-fuse-ld=lld", "-B" + std::string(KILN_LLVM_BINDIR)});
-  else
-    WARN("ld.lld not found: linking with GNU ld only");
+  if (!find_program("ld.lld").empty()) linkers.push_back({"-fuse-ld=lld"});
+  else if (path_exists(tool("ld.lld"))) linkers.push_back({"-fuse-ld=lld", "-B" + std::string(KILN_LLVM_BINDIR)});
+  else WARN("ld.lld not found: linking with GNU ld only");
   for (const auto& linker : linkers) {
     for (const char* pie : {"-pie", "-no-pie"}) {
       INFO("linker " << shell_join(linker) << " " << pie);
@@ -485,7 +487,8 @@ TEST_CASE("stamp objects are deterministic", "[elf_writer]") {
   CHECK(write_stamp_object(fs, "other.c") != first);
   // No functions: still a valid object (the CIE alone in .eh_frame).
   ObjectInfo empty = read_object(write_stamp_object(std::vector<StampFunction>{}, "empty.c"));
-  CHECK(empty.sections == std::vector<std::string>{"", ".eh_frame", ".note.GNU-stack", ".symtab", ".strtab", ".shstrtab"});
+  CHECK(empty.sections ==
+        std::vector<std::string>{"", ".eh_frame", ".note.GNU-stack", ".symtab", ".strtab", ".shstrtab"});
   CHECK(empty.relocations.empty());
 }
 
@@ -514,7 +517,8 @@ TEST_CASE("objects with more than 65279 sections use extended section numbering"
   write_file_atomic(dir.path + "/many.o", bytes);
   write_file_atomic(dir.path + "/main.c",
                     "#include <stdio.h>\nint f" + std::to_string(count - 1) +
-                        "(void);\nint main(void) { printf(\"%d\\n\", f" + std::to_string(count - 1) + "()); return 0; }\n");
+                        "(void);\nint main(void) { printf(\"%d\\n\", f" + std::to_string(count - 1) +
+                        "()); return 0; }\n");
   auto readelf = shell(shell_join({"readelf", "-h", "-S", "-s", "-W", dir.path + "/many.o"}));
   CHECK(readelf.exit_code == 0);
   CHECK_FALSE(contains(readelf.captured_stdout, "arning"));

@@ -86,8 +86,9 @@ TEST_CASE("bad input to emit fails before anything is written", "[emit]") {
   write_file_atomic(dir.path + "/out.o", "previous object");
   CHECK_THROWS_AS(emit_file(dir.path + "/junk.bc", dir.path + "/out.o", "llvm", Profile::fast), KilnError);
   CHECK(read_file(dir.path + "/out.o") == "previous object");
-  write_file_atomic(dir.path + "/arm.bc", kiln_test::bitcode_from_ir("target triple = \"aarch64-unknown-linux-gnu\"\n"
-                                                                      "define void @f() {\n  ret void\n}\n"));
+  write_file_atomic(dir.path + "/arm.bc",
+                    kiln_test::bitcode_from_ir("target triple = \"aarch64-unknown-linux-gnu\"\n"
+                                               "define void @f() {\n  ret void\n}\n"));
   try {
     emit_file(dir.path + "/arm.bc", dir.path + "/out.o", "llvm", Profile::fast);
     FAIL("expected an error");
@@ -155,7 +156,8 @@ TEST_CASE("isolated work: an error while taking results stops the workers and pr
   CHECK(errno == ECHILD);
 }
 
-TEST_CASE("one file: a crash in LLVM's reader or a fatal error in its code generator is bad input, no object", "[emit][isolate]") {
+TEST_CASE("one file: a crash in LLVM's reader or a fatal error in its code generator is bad input, no object",
+          "[emit][isolate]") {
   ScratchDir dir;
   auto error_of = [&](const std::string& in) -> std::string {
     try {
@@ -176,8 +178,10 @@ define i32 @h(i32 %x) #0 {
 }
 attributes #0 = { "target-cpu"="i386" }
 )"));
-  CHECK(error_of(dir.path + "/i386.bc") ==
-        dir.path + "/i386.bc: LLVM ERROR while generating code: 64-bit code requested on a subtarget that doesn't support it!");
+  CHECK(
+      error_of(dir.path + "/i386.bc") ==
+      dir.path +
+          "/i386.bc: LLVM ERROR while generating code: 64-bit code requested on a subtarget that doesn't support it!");
   CHECK(!path_exists(dir.path + "/out.o"));
   write_file_atomic(dir.path + "/add.bc", kiln_test::bitcode_from_ir(kiln_test::kAddIr));
   CHECK(error_of(dir.path + "/add.bc").empty());
@@ -198,7 +202,8 @@ define void @f() {
     FAIL("expected an error");
   } catch (const KilnError& e) {
     CHECK(e.code() == kExitBadInput);
-    CHECK(std::string(e.what()) == dir.path + "/asm.bc: LLVM: <inline asm>:1:2: invalid instruction mnemonic 'bogus_instruction'");
+    CHECK(std::string(e.what()) ==
+          dir.path + "/asm.bc: LLVM: <inline asm>:1:2: invalid instruction mnemonic 'bogus_instruction'");
   }
   CHECK(!path_exists(dir.path + "/out.o"));
 }
@@ -223,6 +228,8 @@ TEST_CASE("outside a worker, an LLVM fatal error is one line and exit status 3",
   ::waitpid(pid, &status, 0);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == kExitBadInput);
-  CHECK(said == std::string(program_invocation_short_name) +
-                    ": error: LLVM ERROR while generating code: 64-bit code requested on a subtarget that doesn't support it!\n");
+  CHECK(
+      said ==
+      std::string(program_invocation_short_name) +
+          ": error: LLVM ERROR while generating code: 64-bit code requested on a subtarget that doesn't support it!\n");
 }

@@ -219,7 +219,8 @@ TEST_CASE("expose_local_symbols gives local symbols unique hidden external names
   CHECK(counter->getName() == "counter.kiln.t1");
   CHECK(vtable->getName() == "vtable.kiln.t1");
   CHECK(alias->getName() == "twice_alias.kiln.t1");
-  for (llvm::GlobalValue* gv : std::vector<llvm::GlobalValue*>{helper, twice, str, counter, vtable, alias, anon_fn, anon_var}) {
+  for (llvm::GlobalValue* gv :
+       std::vector<llvm::GlobalValue*>{helper, twice, str, counter, vtable, alias, anon_fn, anon_var}) {
     INFO(gv->getName().str());
     CHECK(gv->hasExternalLinkage());
     CHECK(gv->hasHiddenVisibility());
@@ -299,7 +300,9 @@ define i32 @use() {
   write_file_atomic(dir.path + "/comdat.o", object);
   ProcessOptions capture;
   capture.capture_stdout = true;
-  auto groups = run_process({std::string(KILN_LLVM_BINDIR) + "/llvm-readelf", "--section-groups", dir.path + "/comdat.o"}, capture);
+  auto groups =
+      run_process({std::string(KILN_LLVM_BINDIR) + "/llvm-readelf", "--section-groups", dir.path + "/comdat.o"},
+                  capture);
   REQUIRE(groups.exit_code == 0);
   CHECK(groups.captured_stdout.find("[keyed.kiln.c]") != std::string::npos);
   CHECK(groups.captured_stdout.find("[pub]") != std::string::npos);
@@ -372,7 +375,9 @@ TEST_CASE("fallback_module keeps all but the functions stamp emits, and the halv
     write_file_atomic(dir.path + "/alone.o", llvm_object);
     ProcessOptions quiet;
     quiet.quiet = true;
-    CHECK(run_process({"cc", "-o", dir.path + "/alone", dir.path + "/main.c", dir.path + "/alone.o"}, quiet).exit_code != 0);
+    CHECK(
+        run_process({"cc", "-o", dir.path + "/alone", dir.path + "/main.c", dir.path + "/alone.o"}, quiet).exit_code !=
+        0);
   }
   std::string combined = combine_objects({llvm_object, stamp_object}, "split");
   CHECK(object_problem(combined).empty());
@@ -410,8 +415,9 @@ TEST_CASE("fallback_module reports marks that do not fit and halves that do not 
 TEST_CASE("combine_objects fails with lld's reason on input that is not an object", "[fallback]") {
   LlvmBackend backend(Profile::fast);
   llvm::LLVMContext ctx;
-  auto m = parse_ir(ctx, "target triple = \"x86_64-unknown-linux-gnu\"\n"
-                        "define i32 @f() {\n  ret i32 1\n}\n");
+  auto m = parse_ir(ctx,
+                    "target triple = \"x86_64-unknown-linux-gnu\"\n"
+                    "define i32 @f() {\n  ret i32 1\n}\n");
   std::string good = backend.codegen(*m, "f.ll");
   CHECK(object_problem(combine_objects({good}, "one")).empty());
   try {

@@ -57,11 +57,13 @@ TEST_CASE("a flat IR file round-trips and emits the same object without LLVM", "
   // The object links and runs: 1 + 4 + ... + 100 = 338350.
   kiln_test::ScratchDir dir;
   write_file_atomic(dir.path + "/calls.o", emit_flat_module(back, source));
-  write_file_atomic(dir.path + "/main.c",
-                    "#include <stdio.h>\nlong sum_of_squares(long);\nint main(void){printf(\"%ld\\n\", sum_of_squares(100));}\n");
+  write_file_atomic(
+      dir.path + "/main.c",
+      "#include <stdio.h>\nlong sum_of_squares(long);\nint main(void){printf(\"%ld\\n\", sum_of_squares(100));}\n");
   ProcessOptions quiet;
   quiet.quiet = true;
-  REQUIRE(run_process({"cc", "-o", dir.path + "/prog", dir.path + "/main.c", dir.path + "/calls.o"}, quiet).exit_code == 0);
+  REQUIRE(run_process({"cc", "-o", dir.path + "/prog", dir.path + "/main.c", dir.path + "/calls.o"}, quiet).exit_code ==
+          0);
   ProcessOptions capture;
   capture.capture_stdout = true;
   CHECK(run_process({dir.path + "/prog"}, capture).captured_stdout == "338350\n");

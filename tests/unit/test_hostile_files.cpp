@@ -63,7 +63,7 @@ TEST_CASE("an output that is a symlink is written through to its target", "[file
   ScratchDir dir;
   std::string target = dir.path + "/real.o", link = dir.path + "/link.o", chain = dir.path + "/chain.o";
   write_file_atomic(target, "old");
-  REQUIRE(::symlink("real.o", link.c_str()) == 0);   // relative target
+  REQUIRE(::symlink("real.o", link.c_str()) == 0);       // relative target
   REQUIRE(::symlink(link.c_str(), chain.c_str()) == 0);  // a link to a link
   write_file_atomic(chain, "new");
   struct stat st {};
@@ -139,8 +139,10 @@ TEST_CASE("names that are not UTF-8 survive a round trip through the corpus", "[
   std::string id = c.store_blob("cccc");
   // Invalid bytes, a lone continuation byte, an overlong form, a surrogate, and the
   // private-use code points kiln uses as stand-ins, which must not be taken for bytes.
-  std::string weird = std::string("cp\xff" "dir/\x80/\xC0\xAF/\xED\xA0\x80/") + "\xF4\x8F\xBE\x80" + "/\xF4\x8F\xBF" +
-                      "/ok-\xC3\xA9-\xF0\x9F\x98\x80";
+  std::string weird = std::string(
+                          "cp\xff"
+                          "dir/\x80/\xC0\xAF/\xED\xA0\x80/") +
+      "\xF4\x8F\xBE\x80" + "/\xF4\x8F\xBF" + "/ok-\xC3\xA9-\xF0\x9F\x98\x80";
   c.append_module(record_for(id, weird));
   auto mods = Corpus::open(dir.path + "/c").modules();
   REQUIRE(mods.size() == 1);

@@ -11,12 +11,13 @@ namespace kiln_test {
 // Why the [gpu-device] tests cannot run here; empty when they can (test_stamp_gpu.cpp).
 // Weak: the core's tests (the -Dllvm=disabled build) have no [gpu-device] test.
 __attribute__((weak)) std::string gpu_device_unavailable();
-}
+}  // namespace kiln_test
 
 // Whether the run as asked would include a test tagged [gpu-device].
 bool selects_gpu_device_test(Catch::Session& session) {
   const Catch::Config& config = session.config();
-  for (const Catch::TestCase& test : Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config))
+  for (const Catch::TestCase& test :
+       Catch::filterTests(Catch::getAllTestCasesSorted(config), config.testSpec(), config))
     for (const std::string& tag : test.tags)
       if (tag == "gpu-device") return true;
   return false;

@@ -209,8 +209,8 @@ TEST_CASE("bootstrap finds a candidate twice as slow, deterministically", "[meas
 }
 
 TEST_CASE("markdown tables are aligned and escape pipes", "[measure][report]") {
-  std::string table = markdown_table({"name", "value"}, {{"a|b", "1"}, {"long name here", "12345"}},
-                                     {Align::kLeft, Align::kRight});
+  std::string table =
+      markdown_table({"name", "value"}, {{"a|b", "1"}, {"long name here", "12345"}}, {Align::kLeft, Align::kRight});
   std::istringstream lines(table);
   std::string line;
   std::set<size_t> widths;
@@ -227,8 +227,8 @@ TEST_CASE("markdown tables are aligned and escape pipes", "[measure][report]") {
 }
 
 TEST_CASE("the strip chart draws one dot per value and a median per series", "[measure][report]") {
-  std::string svg = strip_chart_svg({{"baseline", {1.0, 1.1, 1.2}}, {"candidate <new>", {0.5, 0.6}}},
-                                    "Wall time", "seconds");
+  std::string svg =
+      strip_chart_svg({{"baseline", {1.0, 1.1, 1.2}}, {"candidate <new>", {0.5, 0.6}}}, "Wall time", "seconds");
   CHECK(svg.rfind("<svg", 0) == 0);
   CHECK(contains(svg, "</svg>"));
   CHECK(occurrences(svg, "<circle") == 5);
@@ -390,11 +390,13 @@ TEST_CASE("size compares stripped sections of real objects", "[measure][size]") 
             "int table[64] = {1, 2, 3};\n"
             "int mix(int n) {\n"
             "  int s = 0;\n"
-            "  for (int i = 0; i < n; i++) { s += (i * i) ^ (s >> 3); if (s % 7 == 3) printf(\"%s %d\\n\", names[i & 3], s); }\n"
+            "  for (int i = 0; i < n; i++) { s += (i * i) ^ (s >> 3); if (s % 7 == 3) printf(\"%s %d\\n\", names[i & "
+            "3], s); }\n"
             "  return s;\n"
             "}\n"
             "int pick(int x) {\n"
-            "  switch (x) { case 1: return mix(3); case 2: return mix(5) * 2; case 3: return table[x]; default: return puts(\"x\"); }\n"
+            "  switch (x) { case 1: return mix(3); case 2: return mix(5) * 2; case 3: return table[x]; default: return "
+            "puts(\"x\"); }\n"
             "}\n");
   SectionSizes small = read_section_sizes(dir.path + "/small.o");
   SectionSizes stripped = stripped_section_sizes(dir.path + "/small.o");
@@ -621,11 +623,11 @@ TEST_CASE("a cmd: back end's object must be a complete x86-64 relocatable ELF", 
   CHECK(contains(broken(good.substr(0, 64)), "outside the file"));
   // Cut short: the section header table (at the end, for cc's objects) is missing.
   CHECK(contains(broken(good.substr(0, good.size() - 16)), "past the end"));
-  CHECK(contains(broken(set16(good, 60, 0xfff0)), "past the end"));          // e_shnum too large
-  CHECK(contains(broken(set16(good, 62, 0x7000)), "e_shstrndx"));           // no such section
+  CHECK(contains(broken(set16(good, 60, 0xfff0)), "past the end"));  // e_shnum too large
+  CHECK(contains(broken(set16(good, 62, 0x7000)), "e_shstrndx"));    // no such section
   CHECK(contains(broken(set16(good, 58, 40)), "e_shentsize"));
-  CHECK(contains(broken(set16(good, 16, 2)), "ET_REL"));                    // an executable
-  CHECK(contains(broken(set16(good, 18, 183)), "x86-64"));                  // AArch64
+  CHECK(contains(broken(set16(good, 16, 2)), "ET_REL"));    // an executable
+  CHECK(contains(broken(set16(good, 18, 183)), "x86-64"));  // AArch64
   std::string class32 = good;
   class32[4] = 1;
   CHECK(contains(broken(class32), "64-bit"));

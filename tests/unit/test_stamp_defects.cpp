@@ -245,8 +245,9 @@ define i64 @probe() {
 )";
   std::string bitcode = kiln_test::bitcode_from_ir(ir);
   kiln_test::ScratchDir dir;
-  write_file_atomic(dir.path + "/driver.c", "#include <stdio.h>\nlong long probe(void);\n"
-                                            "int main(void) { printf(\"%llx\\n\", probe()); return 0; }\n");
+  write_file_atomic(dir.path + "/driver.c",
+                    "#include <stdio.h>\nlong long probe(void);\n"
+                    "int main(void) { printf(\"%llx\\n\", probe()); return 0; }\n");
   Run expected = build_and_run("llvm", bitcode, dir.path, {dir.path + "/driver.c"});
   EmitCounts counts;
   Run actual = build_and_run("stamp", bitcode, dir.path, {dir.path + "/driver.c"}, &counts);
@@ -319,8 +320,9 @@ TEST_CASE("functions that aliases or ifuncs point to stay llvm's, and the progra
   CHECK(reasons_of(c, "run").empty());
 
   kiln_test::ScratchDir dir;
-  write_file_atomic(dir.path + "/driver.c", "#include <stdio.h>\nlong long run(void);\n"
-                                            "int main(void) { printf(\"%lld\\n\", run()); return 0; }\n");
+  write_file_atomic(dir.path + "/driver.c",
+                    "#include <stdio.h>\nlong long run(void);\n"
+                    "int main(void) { printf(\"%lld\\n\", run()); return 0; }\n");
   Run expected = build_and_run("llvm", bitcode, dir.path, {dir.path + "/driver.c"});
   EmitCounts counts;
   Run actual = build_and_run("stamp", bitcode, dir.path, {dir.path + "/driver.c"}, &counts);
@@ -376,7 +378,8 @@ done:
 }
 )";
 
-const char* kWeakDriver = "#include <stdio.h>\nint probe(void);\nint main(void) { printf(\"%d\\n\", probe()); return 0; }\n";
+const char* kWeakDriver =
+    "#include <stdio.h>\nint probe(void);\nint main(void) { printf(\"%d\\n\", probe()); return 0; }\n";
 const char* kWeakDefinitions = "int w(void) { return 7; }\nint wv = 5;\nint wdata = 4;\nint wd(void) { return 2; }\n";
 
 }  // namespace
@@ -466,8 +469,9 @@ define i64 @offsets(ptr %p) {
 }
 )";
   kiln_test::ScratchDir dir;
-  write_file_atomic(dir.path + "/driver.c", "#include <stdio.h>\nlong long offsets(void*);\n"
-                                            "int main(void) { char b[64]; printf(\"%lld\\n\", offsets(b)); return 0; }\n");
+  write_file_atomic(dir.path + "/driver.c",
+                    "#include <stdio.h>\nlong long offsets(void*);\n"
+                    "int main(void) { char b[64]; printf(\"%lld\\n\", offsets(b)); return 0; }\n");
   for (const char* layout : {"e-m:e-p:32:32-i64:32-i128:64-f80:32-n8:16:32-S32", ""}) {
     INFO("module data layout '" << layout << "'");
     std::string ir = (*layout ? "target datalayout = \"" + std::string(layout) + "\"\n" : std::string()) + body;

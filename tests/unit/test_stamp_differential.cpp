@@ -34,14 +34,15 @@ class IrGenerator {
     for (int w : {8, 16, 32, 64}) {
       std::string t = ty(w);
       for (const char* u : {"ctpop"}) m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ")\n";
-      for (const char* u : {"ctlz", "cttz", "abs"}) m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ", i1)\n";
+      for (const char* u : {"ctlz", "cttz", "abs"})
+        m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ", i1)\n";
       if (w >= 16) m << "declare " << t << " @llvm.bswap." << t << "(" << t << ")\n";
       for (const char* u : {"umin", "umax", "smin", "smax", "uadd.sat", "usub.sat"})
         m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ", " << t << ")\n";
-      for (const char* u : {"ucmp", "scmp"}) m << "declare i8 @llvm." << u << ".i8." << t << "(" << t << ", " << t << ")\n";
+      for (const char* u : {"ucmp", "scmp"})
+        m << "declare i8 @llvm." << u << ".i8." << t << "(" << t << ", " << t << ")\n";
     }
-    m <<
-         "define internal i32 @helper(i32 %x, i8 signext %y) {\n"
+    m << "define internal i32 @helper(i32 %x, i8 signext %y) {\n"
          "  %s = sext i8 %y to i32\n  %m = mul i32 %x, 3\n  %r = add i32 %m, %s\n  ret i32 %r\n}\n"
          "define internal {i64, i32} @pair(i64 %x) {\n"
          "  %t = trunc i64 %x to i32\n  %a = insertvalue {i64, i32} poison, i64 %x, 0\n"
@@ -55,9 +56,11 @@ class IrGenerator {
          // Odd widths in registers, and an aggregate that flows through a phi.
          "define internal i40 @odd(i64 %x, i24 %y) {\n  %t = trunc i64 %x to i40\n  %y40 = sext i24 %y to i40\n"
          "  %r = mul i40 %t, %y40\n  ret i40 %r\n}\n"
-         "define internal {i24, i48} @oddpair(i64 %x, i1 %c) {\nentry:\n  %a = trunc i64 %x to i24\n  %b = trunc i64 %x to i48\n"
+         "define internal {i24, i48} @oddpair(i64 %x, i1 %c) {\nentry:\n  %a = trunc i64 %x to i24\n  %b = trunc i64 "
+         "%x to i48\n"
          "  %p = insertvalue {i24, i48} poison, i24 %a, 0\n  %q = insertvalue {i24, i48} %p, i48 %b, 1\n"
-         "  br i1 %c, label %t, label %j\nt:\n  %n = add i48 %b, 7\n  %q2 = insertvalue {i24, i48} %q, i48 %n, 1\n  br label %j\n"
+         "  br i1 %c, label %t, label %j\nt:\n  %n = add i48 %b, 7\n  %q2 = insertvalue {i24, i48} %q, i48 %n, 1\n  br "
+         "label %j\n"
          "j:\n  %r = phi {i24, i48} [ %q, %entry ], [ %q2, %t ]\n  ret {i24, i48} %r\n}\n";
     for (int f = 0; f < functions; ++f) m << function("f" + std::to_string(f));
     return m.str();
@@ -114,20 +117,29 @@ class IrGenerator {
         int bw = kW[pick(4)];
         std::string t = ty(bw), x = value_of(b, bw), y = value_of(b, bw);
         switch (pick(6)) {
-          case 0: b << "  " << r << " = call " << t << " @llvm.ctpop." << t << "(" << t << " " << x << ")\n"; break;
-          case 1: b << "  " << r << " = call " << t << " @llvm." << (pick(2) ? "ctlz." : "cttz.") << t << "(" << t << " " << x << ", i1 false)\n"; break;
-          case 2: b << "  " << r << " = call " << t << " @llvm.abs." << t << "(" << t << " " << x << ", i1 false)\n"; break;
+          case 0:
+            b << "  " << r << " = call " << t << " @llvm.ctpop." << t << "(" << t << " " << x << ")\n";
+            break;
+          case 1:
+            b << "  " << r << " = call " << t << " @llvm." << (pick(2) ? "ctlz." : "cttz.") << t << "(" << t << " " << x
+              << ", i1 false)\n";
+            break;
+          case 2:
+            b << "  " << r << " = call " << t << " @llvm.abs." << t << "(" << t << " " << x << ", i1 false)\n";
+            break;
           case 3:
             if (bw == 8) b << "  " << r << " = add i8 " << x << ", " << y << "\n";
             else b << "  " << r << " = call " << t << " @llvm.bswap." << t << "(" << t << " " << x << ")\n";
             break;
           case 4: {
             static const char* kOps[] = {"umin", "umax", "smin", "smax", "uadd.sat", "usub.sat"};
-            b << "  " << r << " = call " << t << " @llvm." << kOps[pick(6)] << "." << t << "(" << t << " " << x << ", " << t << " " << y << ")\n";
+            b << "  " << r << " = call " << t << " @llvm." << kOps[pick(6)] << "." << t << "(" << t << " " << x << ", "
+              << t << " " << y << ")\n";
             break;
           }
           default:
-            b << "  " << r << " = call i8 @llvm." << (pick(2) ? "ucmp" : "scmp") << ".i8." << t << "(" << t << " " << x << ", " << t << " " << y << ")\n";
+            b << "  " << r << " = call i8 @llvm." << (pick(2) ? "ucmp" : "scmp") << ".i8." << t << "(" << t << " " << x
+              << ", " << t << " " << y << ")\n";
             add64(b, r, 8);
             return;
         }
@@ -137,13 +149,15 @@ class IrGenerator {
       case 9: {  // a call with stack arguments
         std::string a = value_of(b, 64), bb = value_of(b, 32), c = value_of(b, 64), d = value_of(b, 8);
         std::string e = value_of(b, 64), f = value_of(b, 16), g = value_of(b, 64), h = value_of(b, 32);
-        b << "  " << r << " = call i64 @many(i64 " << a << ", i32 " << bb << ", i64 " << c << ", i8 " << d << ", i64 " << e
-          << ", i16 " << f << ", i64 " << g << ", i32 signext " << h << ")\n";
+        b << "  " << r << " = call i64 @many(i64 " << a << ", i32 " << bb << ", i64 " << c << ", i8 " << d << ", i64 "
+          << e << ", i16 " << f << ", i64 " << g << ", i32 signext " << h << ")\n";
         add64(b, r, 64);
         return;
       }
-      case 0: case 1: {  // arithmetic at width w
-        static const char* kOps[] = {"add", "sub", "mul", "and", "or", "xor", "shl", "lshr", "ashr", "udiv", "urem", "sdiv", "srem"};
+      case 0:
+      case 1: {  // arithmetic at width w
+        static const char* kOps[] = {"add",  "sub",  "mul",  "and",  "or",   "xor", "shl",
+                                     "lshr", "ashr", "udiv", "urem", "sdiv", "srem"};
         const char* op = kOps[pick(13)];
         std::string x = value_of(b, w), y = value_of(b, w);
         std::string op_s(op);
@@ -374,12 +388,15 @@ TEST_CASE("stamp and llvm compute the same results on random programs", "[stamp]
       decls += "int64_t f" + std::to_string(f) + "(int64_t, int64_t, int64_t);\n";
       table += (f ? ", f" : "f") + std::to_string(f);
     }
-    std::string driver = replace(replace(replace(replace(kDriver, "FUNCTIONS", std::to_string(kFunctions)), "DECLS", decls),
-                                         "TABLE", table), "SEED", std::to_string(s * 2654435761u + 1) + "ull");
+    std::string driver =
+        replace(replace(replace(replace(kDriver, "FUNCTIONS", std::to_string(kFunctions)), "DECLS", decls), "TABLE",
+                        table),
+                "SEED", std::to_string(s * 2654435761u + 1) + "ull");
     write_file_atomic(dir.path + "/driver.c", driver);
     ProcessOptions quiet;
     quiet.quiet = true;
-    REQUIRE(run_process({"cc", "-c", "-O1", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+    REQUIRE(run_process({"cc", "-c", "-O1", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code ==
+            0);
     std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
     EmitCounts counts;
     std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
@@ -397,8 +414,10 @@ TEST_CASE("stamp and llvm compute the same results on random programs", "[stamp]
 static std::pair<std::string, std::string> run_f0_both(const std::string& ir, const char* seed, EmitCounts* counts) {
   kiln_test::ScratchDir dir;
   std::string bitcode = kiln_test::bitcode_from_ir(ir);
-  std::string driver = replace(replace(replace(replace(kDriver, "FUNCTIONS", "1"), "DECLS", "int64_t f0(int64_t, int64_t, int64_t);\n"),
-                                       "TABLE", "f0"), "SEED", seed);
+  std::string driver =
+      replace(replace(replace(replace(kDriver, "FUNCTIONS", "1"), "DECLS", "int64_t f0(int64_t, int64_t, int64_t);\n"),
+                      "TABLE", "f0"),
+              "SEED", seed);
   write_file_atomic(dir.path + "/driver.c", driver);
   ProcessOptions quiet;
   quiet.quiet = true;
@@ -476,8 +495,10 @@ static std::string atomics_module() {
     }
     std::string id = std::to_string(++n);
     ir << "  %cur" << id << " = load atomic " << t << ", ptr " << cell << " acquire" << al << "\n";
-    ir << "  %x" << id << " = cmpxchg ptr " << cell << ", " << t << " %cur" << id << ", " << t << " " << c << " seq_cst seq_cst" << al << "\n";
-    ir << "  %y" << id << " = cmpxchg weak ptr " << cell << ", " << t << " " << a << ", " << t << " " << b << " acq_rel monotonic" << al << "\n";
+    ir << "  %x" << id << " = cmpxchg ptr " << cell << ", " << t << " %cur" << id << ", " << t << " " << c
+       << " seq_cst seq_cst" << al << "\n";
+    ir << "  %y" << id << " = cmpxchg weak ptr " << cell << ", " << t << " " << a << ", " << t << " " << b
+       << " acq_rel monotonic" << al << "\n";
     ir << "  fence seq_cst\n  fence acquire\n";
     ir << "  %fin" << id << " = load atomic " << t << ", ptr " << cell << " seq_cst" << al << "\n";
     for (const char* pair : {"x", "y"}) {
@@ -492,7 +513,8 @@ static std::string atomics_module() {
   return ir.str();
 }
 
-TEST_CASE("atomics (load, store, atomicrmw, cmpxchg, fence) at every width come out the same", "[stamp][differential]") {
+TEST_CASE("atomics (load, store, atomicrmw, cmpxchg, fence) at every width come out the same",
+          "[stamp][differential]") {
   EmitCounts counts;
   auto [expected, actual] = run_f0_both(atomics_module(), "987654321ull", &counts);
   CHECK(actual == expected);

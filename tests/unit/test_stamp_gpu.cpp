@@ -90,8 +90,9 @@ void check_against_cpu(StampGpuExecutor& gpu) {
     CHECK(gpu.last_times().launches >= 10);
   }
   // A batch: the module three times, with a module without functions between.
-  auto empty = parse_bitcode(ctx, kiln_test::bitcode_from_ir("target triple = \"x86_64-unknown-linux-gnu\"\ndeclare void @f()"),
-                             "empty.bc");
+  auto empty =
+      parse_bitcode(ctx, kiln_test::bitcode_from_ir("target triple = \"x86_64-unknown-linux-gnu\"\ndeclare void @f()"),
+                    "empty.bc");
   FlatExport none = export_flat(*empty);
   std::vector<FlatModuleView> batch = {flat.flat.view(), none.flat.view(), flat.flat.view(), flat.flat.view()};
   for (bool by_opcode : {true, false}) {

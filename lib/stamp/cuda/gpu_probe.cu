@@ -37,7 +37,7 @@ std::string gpu_profile_json() {
   if (cudaGetDeviceCount(&count) != cudaSuccess) return "[]";
   std::string out = "[";
   for (int d = 0; d < count; ++d) {
-    cudaDeviceProp prop {};
+    cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
     char bus[32];
     cudaDeviceGetPCIBusId(bus, sizeof bus, d);

@@ -4,6 +4,8 @@
 namespace kiln {
 
 std::string gpu_profile_json() { return "[]"; }
-std::string gpu_unavailable_reason() { return "this kiln was built without CUDA (meson -Dcuda=enabled with nvcc present)"; }
+std::string gpu_unavailable_reason() {
+  return "this kiln was built without CUDA (meson -Dcuda=enabled with nvcc present)";
+}
 
 }  // namespace kiln

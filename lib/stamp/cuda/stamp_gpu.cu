@@ -148,15 +148,15 @@ class CudaStampExecutor final : public StampGpuExecutor {
     b_.batch = plan_stamp_batch(modules, count);
     b_.F = b_.batch.function_count(), b_.B = b_.batch.first_block.back(), b_.N = b_.batch.inst_count();
     if (b_.F == 0) return std::vector<StampOutput>(count);
-    upload(modules, host_clock);         // 1
-    order_and_select();                  // 2
+    upload(modules, host_clock);  // 1
+    order_and_select();           // 2
     working_arrays();
-    frame();                             // 3
-    measure();                           // 4
-    offsets_and_table_sizes();           // 5
-    encode();                            // 6
-    write_lsda();                        // 7
-    download();                          // 8
+    frame();                                        // 3
+    measure();                                      // 4
+    offsets_and_table_sizes();                      // 5
+    encode();                                       // 6
+    write_lsda();                                   // 7
+    download();                                     // 8
     std::vector<StampOutput> outputs = cut(count);  // 9
     record_times();
     return outputs;
@@ -168,7 +168,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
   struct BatchState {
     StampBatchLayout batch;
     uint32_t F = 0, B = 0, N = 0;
-    FlatModuleView m{};  // the batch on the device
+    FlatModuleView m{};         // the batch on the device
     uint32_t* order = nullptr;  // instructions by opcode; nullptr: in file order
     uint32_t *selected = nullptr, *selected_count = nullptr;
     uint32_t *use_count = nullptr, *frame_size = nullptr, *prologue_size = nullptr, *size = nullptr, *relocs = nullptr,
@@ -252,7 +252,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
       size_t temp_bytes = 0;
       thrust::counting_iterator<uint32_t> functions(0);
       HasExceptionTable has_table{m.functions};
-      CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, functions, selected, selected_count, F, has_table, stream_));
+      CUDA_CHECK(
+          cub::DeviceSelect::If(nullptr, temp_bytes, functions, selected, selected_count, F, has_table, stream_));
       void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
       CUDA_CHECK(cub::DeviceSelect::If(temp, temp_bytes, functions, selected, selected_count, F, has_table, stream_));
       ++launches_;
@@ -316,7 +317,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     exclusive_scan(slot_bytes, slot_sum, N + 1);
     const WideFrameScans scans{alloca_scan, slot_sum};
     wide_frame_inst_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count, home, scans, b_.inst_slot,
-                                                                     b_.alloca_mem);
+                                                                    b_.alloca_mem);
     wide_frame_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, scans, b_.arg_slot, b_.frame_size);
     launches_ += 2;
     CUDA_CHECK(cudaGetLastError());
@@ -350,10 +351,10 @@ class CudaStampExecutor final : public StampGpuExecutor {
     exclusive_scan(b_.size, size_sum, N + 1);
     exclusive_scan(b_.relocs, reloc_sum, N + 1);
     wide_offsets_inst_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, b_.prologue_size, size_sum, reloc_sum,
-                                                                       b_.inst_offset, b_.reloc_start);
+                                                                      b_.inst_offset, b_.reloc_start);
     wide_offsets_block_kernel<<<blocks_for(B), kThreads, 0, stream_>>>(m, b_.prologue_size, size_sum, b_.block_offset);
     wide_offsets_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, b_.prologue_size, size_sum, reloc_sum,
-                                                                           b_.code_size, b_.reloc_count);
+                                                                          b_.code_size, b_.reloc_count);
     launches_ += 3;
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(b_.code_size, b_.code_start, F);
@@ -361,7 +362,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
     size_lsda();
     uint32_t totals[6];
     fetch_totals(b_.per_fn, F, totals);
-    b_.code_total = totals[0] + totals[1], b_.reloc_total = totals[2] + totals[3], b_.lsda_total = totals[4] + totals[5];
+    b_.code_total = totals[0] + totals[1], b_.reloc_total = totals[2] + totals[3],
+    b_.lsda_total = totals[4] + totals[5];
     CUDA_CHECK(cudaEventRecord(events_[5], stream_));
   }
 
@@ -371,21 +373,22 @@ class CudaStampExecutor final : public StampGpuExecutor {
     const FlatModuleView& m = b_.m;
     uint32_t* lsda_work = lsda_work_.as<uint32_t>(6 * (size_t(N) + 1));
     uint32_t *invoke_end = lsda_work, *previous_end = lsda_work + (N + 1), *entries = lsda_work + 2 * (N + 1),
-             *typed = lsda_work + 3 * (N + 1), *entries_sum = lsda_work + 4 * (N + 1), *typed_sum = lsda_work + 5 * (N + 1);
+             *typed = lsda_work + 3 * (N + 1), *entries_sum = lsda_work + 4 * (N + 1),
+             *typed_sum = lsda_work + 5 * (N + 1);
     wide_invoke_end_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, b_.inst_offset, b_.call_end, invoke_end);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
     {
       size_t temp_bytes = 0;
-      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(nullptr, temp_bytes, b_.fn_of, invoke_end, previous_end, MaxOf{}, 0u,
-                                                     N, cuda::std::equal_to<uint32_t>{}, stream_));
+      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(nullptr, temp_bytes, b_.fn_of, invoke_end, previous_end, MaxOf{},
+                                                     0u, N, cuda::std::equal_to<uint32_t>{}, stream_));
       void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
-      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(temp, temp_bytes, b_.fn_of, invoke_end, previous_end, MaxOf{}, 0u, N,
-                                                     cuda::std::equal_to<uint32_t>{}, stream_));
+      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(temp, temp_bytes, b_.fn_of, invoke_end, previous_end, MaxOf{}, 0u,
+                                                     N, cuda::std::equal_to<uint32_t>{}, stream_));
       ++launches_;
     }
     wide_lsda_counts_kernel<<<blocks_for(N + 1), kThreads, 0, stream_>>>(m, b_.inst_offset, b_.call_begin, previous_end,
-                                                                          entries, typed);
+                                                                         entries, typed);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(entries, entries_sum, N + 1);
@@ -393,7 +396,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
     b_.lsda_scans = WideLsdaScans{previous_end, invoke_end, entries_sum, typed_sum};
     CUDA_CHECK(cudaMemsetAsync(b_.lsda_size, 0, F * sizeof(uint32_t), stream_));
     wide_lsda_size_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, b_.selected, b_.selected_count, b_.lsda_scans,
-                                                                    b_.code_size, b_.lsda_size);
+                                                                   b_.code_size, b_.lsda_size);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(b_.lsda_size, b_.lsda_start, F);
@@ -420,11 +423,11 @@ class CudaStampExecutor final : public StampGpuExecutor {
     b_.lsda = lsda_.as<uint8_t>(std::max<uint32_t>(b_.lsda_total, 1));
     if (b_.lsda_total) {
       wide_lsda_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(b_.m, b_.selected, b_.selected_count,
-                                                                          b_.lsda_scans, b_.code_size, b_.lsda,
-                                                                          b_.lsda_start);
+                                                                         b_.lsda_scans, b_.code_size, b_.lsda,
+                                                                         b_.lsda_start);
       wide_lsda_invoke_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(b_.m, b_.lsda_scans, b_.inst_offset,
-                                                                        b_.block_offset, b_.call_begin, b_.call_end,
-                                                                        b_.code_size, b_.lsda, b_.lsda_start);
+                                                                       b_.block_offset, b_.call_begin, b_.call_end,
+                                                                       b_.code_size, b_.lsda, b_.lsda_start);
       launches_ += 2;
     }
     CUDA_CHECK(cudaGetLastError());
@@ -456,14 +459,10 @@ class CudaStampExecutor final : public StampGpuExecutor {
     const uint8_t* down = b_.down;
     const auto cut_clock = std::chrono::steady_clock::now();
     const uint32_t* fn_tables = reinterpret_cast<const uint32_t*>(down);
-    StampOutputView whole{down + b_.at_code,
-                          fn_tables + F,
-                          fn_tables,
-                          reinterpret_cast<const StampReloc*>(down + b_.at_relocs),
-                          fn_tables + 3 * F,
-                          fn_tables + 2 * F,
-                          down + b_.at_lsda,
-                          fn_tables + 5 * F,
+    StampOutputView whole{down + b_.at_code, fn_tables + F,
+                          fn_tables,         reinterpret_cast<const StampReloc*>(down + b_.at_relocs),
+                          fn_tables + 3 * F, fn_tables + 2 * F,
+                          down + b_.at_lsda, fn_tables + 5 * F,
                           fn_tables + 4 * F};
     std::vector<StampOutput> outputs;
     outputs.reserve(count);
@@ -531,9 +530,9 @@ class CudaStampExecutor final : public StampGpuExecutor {
   uint64_t launches_ = 0;
   bool order_by_opcode_ = true;
   PinnedBuffer upload_staging_, download_staging_, totals_staging_;
-  DeviceBuffer flat_, use_count_, home_, inst_slot_, alloca_mem_, arg_slot_, frame_size_, prologue_size_, size_, relocs_,
-      call_begin_, call_end_, inst_offset_, reloc_start_, block_offset_, per_fn_, code_, reloc_out_, lsda_, cub_temp_,
-      opcode_keys_, identity_, selected_, fn_of_, alloca_step_, slot_bytes_, size_sum_, lsda_work_;
+  DeviceBuffer flat_, use_count_, home_, inst_slot_, alloca_mem_, arg_slot_, frame_size_, prologue_size_, size_,
+      relocs_, call_begin_, call_end_, inst_offset_, reloc_start_, block_offset_, per_fn_, code_, reloc_out_, lsda_,
+      cub_temp_, opcode_keys_, identity_, selected_, fn_of_, alloca_step_, slot_bytes_, size_sum_, lsda_work_;
 };
 
 }  // namespace
@@ -546,8 +545,9 @@ std::unique_ptr<StampGpuExecutor> open_stamp_gpu(int device, std::string* why) {
     return nullptr;
   }
   if (device < 0 || device >= count) {
-    if (why) *why = count ? "no CUDA device " + std::to_string(device) + " (this machine has " + std::to_string(count) + ")"
-                          : std::string("no CUDA device found");
+    if (why)
+      *why = count ? "no CUDA device " + std::to_string(device) + " (this machine has " + std::to_string(count) + ")"
+                   : std::string("no CUDA device found");
     return nullptr;
   }
   try {
