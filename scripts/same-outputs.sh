@@ -51,6 +51,7 @@ def walk(v, key="", under_timing=False):
     if isinstance(v, dict): return {k: walk(x, k, t) for k, x in v.items()}
     if isinstance(v, list): return [walk(x, key, t) for x in v]
     if isinstance(v, (int, float)) and not isinstance(v, bool) and t: return "T"
+    if isinstance(v, str) and key in ("time", "created", "updated"): return "T"  # when it ran
     return v
 print(json.dumps(walk(json.load(open(sys.argv[1]))), indent=1, sort_keys=True))
 PY
