@@ -56,7 +56,7 @@ BitstreamCursor::BitstreamCursor(std::string_view file, std::string path)
     : bytes_(unwrap_bitcode(file, path)), path_(std::move(path)) {
   if (bytes_.size() % 4 != 0)
     fail("bitcode stream of " + std::to_string(bytes_.size()) + " bytes is not a whole number of 32-bit words");
-  end_ = uint64_t(bytes_.size()) * 8;
+  end_ = limit_ = uint64_t(bytes_.size()) * 8;
   pos_ = 32;  // past the magic
   literal_budget_ = 4 * end_ + (1u << 20);
 }
@@ -66,9 +66,9 @@ void BitstreamCursor::fail(const std::string& why) const {
   throw KilnError(kExitBadInput, path_, where + " at bit " + std::to_string(pos_) + ": " + why);
 }
 
-void BitstreamCursor::need(uint64_t bits, const char* what) {
-  if (bits > limit() - pos_)
-    fail(std::string(what) + " runs past the end of the " + (scopes_.empty() ? "stream" : "block"));
+void BitstreamCursor::fail_past_end(unsigned width) const {
+  fail("a field of " + std::to_string(width) + " bits runs past the end of the " +
+       (scopes_.empty() ? "stream" : "block") + " (" + std::to_string(limit_ - pos_) + " bits left)");
 }
 
 uint64_t BitstreamCursor::read(unsigned width) {
@@ -77,10 +77,12 @@ uint64_t BitstreamCursor::read(unsigned width) {
     uint64_t low = read(32);
     return low | read(width - 32) << 32;
   }
-  need(width, "field");
+  if (width > limit_ - pos_) fail_past_end(width);
   size_t byte = pos_ >> 3;
   uint64_t word = 0;
-  std::memcpy(&word, bytes_.data() + byte, std::min<size_t>(8, bytes_.size() - byte));
+  if (byte + 8 <= bytes_.size()) std::memcpy(&word, bytes_.data() + byte, 8);
+  else  // the stream's last 7 bytes
+    std::memcpy(&word, bytes_.data() + byte, bytes_.size() - byte);
   uint64_t value = (word >> (pos_ & 7)) & ((uint64_t(1) << width) - 1);
   pos_ += width;
   return value;
@@ -146,7 +148,13 @@ void BitstreamCursor::enter_block() {
     scope.info_abbrevs = it->second.size();
   }
   if (scope.block_id == kBlockInfoId) block_info_target_ = kNoBlock;
+  limit_ = scope.end;
   scopes_.push_back(std::move(scope));
+}
+
+void BitstreamCursor::pop_scope() {
+  scopes_.pop_back();
+  limit_ = scopes_.empty() ? end_ : scopes_.back().end;
 }
 
 void BitstreamCursor::end_block() {
@@ -154,13 +162,13 @@ void BitstreamCursor::end_block() {
   // A writer backpatches the length after the block is written, so the two agree.
   if (pos_ != scopes_.back().end)
     fail("END_BLOCK before the end its header gives (bit " + std::to_string(scopes_.back().end) + ")");
-  scopes_.pop_back();
+  pop_scope();
 }
 
 void BitstreamCursor::skip_block() {
   if (scopes_.empty()) throw KilnError(kExitInternal, path_, "skip_block at the top level");
   pos_ = scopes_.back().end;
-  scopes_.pop_back();
+  pop_scope();
 }
 
 AbbrevOp BitstreamCursor::read_abbrev_op() {

@@ -78,8 +78,9 @@ class BitstreamCursor {
   uint64_t read(unsigned width);
   uint64_t read_vbr(unsigned width);
   void align32();
-  uint64_t limit() const { return scopes_.empty() ? end_ : scopes_.back().end; }
-  void need(uint64_t bits, const char* what);
+  uint64_t limit() const { return limit_; }
+  void pop_scope();
+  [[noreturn]] void fail_past_end(unsigned width) const;
   void enter_block();
   void end_block();
   void define_abbrev();
@@ -94,6 +95,7 @@ class BitstreamCursor {
   std::string_view bytes_;  // the stream, magic included; a whole number of 32-bit words
   std::string path_;
   uint64_t pos_ = 0, end_ = 0;
+  uint64_t limit_ = 0;  // where the innermost block ends (end_ at the top level): what no read may pass
   std::vector<Scope> scopes_;
   std::unordered_map<uint32_t, std::vector<Abbrev>> block_info_;  // by block id
   uint32_t block_info_target_ = kNoBlock;                         // SETBID's block, in BLOCKINFO

@@ -12,6 +12,7 @@
 #include "bitstream.h"
 #include "bitstream_writer.h"
 #include "error.h"
+#include "fs.h"
 
 using namespace kiln;
 using kiln_test::BitWriter;
@@ -443,6 +444,20 @@ TEST_CASE("bitstream: random corruption of a valid stream is read or refused, ne
       walk(bytes);
     } catch (const KilnError& e) {
       REQUIRE(e.code() == kExitBadInput);
+    }
+  }
+}
+
+TEST_CASE("bitstream: the modules that crashed LLVM's reader are refused, naming where", "[bitstream][hostile]") {
+  for (const char* name : {"crash-sigsegv.bc", "crash-sigtrap.bc"}) {
+    std::string path = std::string(KILN_TEST_DATA) + "/" + name, bytes = read_file(path);
+    CAPTURE(path);
+    try {
+      bitstream_statistics(bytes, path);
+      FAIL("accepted");
+    } catch (const KilnError& e) {
+      REQUIRE(e.code() == kExitBadInput);
+      REQUIRE_THAT(e.what(), Catch::Matches(".*: block [0-9]+ at bit [0-9]+: .*"));
     }
   }
 }
