@@ -108,6 +108,7 @@ void BitstreamCursor::align32() {
 }
 
 BitstreamEntry BitstreamCursor::advance() {
+  if (pending_record_) read_record(pending_record_, dropped_);
   for (;;) {
     if (scopes_.empty() && pos_ == end_) return {BitstreamEntry::kEndOfStream, 0};
     uint32_t id = uint32_t(read(scopes_.empty() ? kTopLevelAbbrevWidth : scopes_.back().abbrev_width));
@@ -126,6 +127,7 @@ BitstreamEntry BitstreamCursor::advance() {
       continue;
     }
     if (id >= kFirstAbbrevId) abbrev(id);  // refuses an undefined one here, where the record starts
+    pending_record_ = id;
     return {BitstreamEntry::kRecord, id};
   }
 }
@@ -168,6 +170,7 @@ void BitstreamCursor::end_block() {
 void BitstreamCursor::skip_block() {
   if (scopes_.empty()) throw KilnError(kExitInternal, path_, "skip_block at the top level");
   pos_ = scopes_.back().end;
+  pending_record_ = 0;
   pop_scope();
 }
 
@@ -271,8 +274,10 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
 }
 
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob) {
-  if (scopes_.empty() || abbrev_id < kUnabbrevRecordId)
-    throw KilnError(kExitInternal, path_, "read_record of abbreviation id " + std::to_string(abbrev_id));
+  if (abbrev_id != pending_record_)
+    throw KilnError(kExitInternal, path_,
+                    "read_record of abbreviation id " + std::to_string(abbrev_id) + ", not the record announced");
+  pending_record_ = 0;
   ops.clear();
   if (blob) *blob = {};
   uint32_t code;

@@ -33,9 +33,15 @@ struct AbbrevOp {
 using Abbrev = std::vector<AbbrevOp>;
 
 // Reads a stream entry by entry. advance() enters blocks, leaves them and defines
-// abbreviations itself; a record it announces must be read with read_record() before
-// the next advance(). BLOCKINFO (block 0) is read like any block, its SETBID records
-// and abbreviations taking effect as they are read; a skipped BLOCKINFO defines nothing.
+// abbreviations itself; a record it announces is read with read_record(), or else read
+// and dropped by the next advance(). BLOCKINFO (block 0) is read like any block, its
+// SETBID records and abbreviations taking effect as they are read; a skipped BLOCKINFO
+// defines nothing.
+//
+// Memory is bounded by the stream: a record's operands take at most 64 bytes per bit
+// of it (an array of 1-bit fields), and literal operands, which take no bits, are
+// limited to 4 per bit (plus a million), so neither time nor memory can grow faster
+// than the stream.
 class BitstreamCursor {
  public:
   // `file` as a whole (see unwrap_bitcode); it must outlive the cursor.
@@ -43,13 +49,13 @@ class BitstreamCursor {
   BitstreamCursor(std::string&& file, std::string path) = delete;  // it would not outlive the cursor
 
   BitstreamEntry advance();
-  // The record advance() announced: returns its code; its operands replace `ops`. A
-  // blob is returned in `blob` (a view into the file) or, with no `blob`, appended to
-  // `ops` byte by byte, as LLVM's reader does.
+  // The record advance() just announced, whose abbreviation id it gave: returns its
+  // code; its operands replace `ops`. A blob is returned in `blob` (a view into the
+  // file) or, with no `blob`, appended to `ops` byte by byte, as LLVM's reader does.
   uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob = nullptr);
-  // Right after advance() returned kEnterBlock: jumps past the block's END_BLOCK by the
-  // length its header gives, decoding nothing inside it.
-  // Also leaves a block part read: jumps to its end.
+  // Leaves the innermost open block, decoding nothing more of it: jumps past its
+  // END_BLOCK by the length its header gave. Right after advance() returned kEnterBlock,
+  // that skips the whole block.
   void skip_block();
 
   uint64_t bit_offset() const { return pos_; }
@@ -63,7 +69,7 @@ class BitstreamCursor {
   [[noreturn]] void fail(const std::string& why) const;
 
   static constexpr uint32_t kNoBlock = ~0u;
-  static constexpr size_t kMaxDepth = 64;  // LLVM writes 4 at most; a bound keeps the stack small
+  static constexpr size_t kMaxDepth = 64;  // LLVM nests a few deep; a bound keeps the stack small
 
  private:
   struct Scope {
@@ -103,6 +109,8 @@ class BitstreamCursor {
   // stream expand into a huge one; they are limited to a few per bit of the stream.
   uint64_t literal_budget_ = 0;
   uint64_t abbrevs_defined_ = 0;
+  uint32_t pending_record_ = 0;  // the abbreviation id of a record announced and not read; 0: none
+  std::vector<uint64_t> dropped_;
 };
 
 // Per block id, what a walk of every record of a stream finds (llvm-bcanalyzer's counts).

@@ -461,3 +461,33 @@ TEST_CASE("bitstream: the modules that crashed LLVM's reader are refused, naming
     }
   }
 }
+
+TEST_CASE("bitstream: a record not read is dropped by the next advance, SETBID still honoured", "[bitstream]") {
+  const std::string bytes = block_info_stream();
+  BitstreamCursor c(bytes, "t.bc");
+  std::vector<uint64_t> ops;
+  size_t records = 0;
+  for (BitstreamEntry e = c.advance(); e.kind != BitstreamEntry::kEndOfStream; e = c.advance()) {
+    records += e.kind == BitstreamEntry::kRecord;
+    if (e.kind == BitstreamEntry::kRecord && c.block_id() == 10) REQUIRE(c.read_record(e.id, ops) == 11);
+  }
+  REQUIRE(records == 8);
+  REQUIRE(c.bit_offset() == bytes.size() * 8);
+}
+
+TEST_CASE("bitstream: reading a record that was not announced is kiln's bug, not the file's", "[bitstream]") {
+  const std::string bytes = block_info_stream();
+  BitstreamCursor c(bytes, "t.bc");
+  std::vector<uint64_t> ops;
+  require_entry(c, BitstreamEntry::kEnterBlock, 0);
+  BitstreamEntry e = c.advance();
+  REQUIRE(e.kind == BitstreamEntry::kRecord);
+  try {
+    c.read_record(e.id + 1, ops);
+    FAIL("read");
+  } catch (const KilnError& error) {
+    REQUIRE(error.code() == kExitInternal);
+  }
+  c.read_record(e.id, ops);
+  REQUIRE_THROWS_AS(c.read_record(e.id, ops), KilnError);
+}
