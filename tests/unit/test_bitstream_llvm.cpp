@@ -257,9 +257,17 @@ TEST_CASE("bitstream: skipping every metadata block leaves the other records as 
   }
 }
 
-TEST_CASE("bitstream: a whole corpus agrees with LLVM", "[.corpus]") {
+// Hidden tests still run where test_main.cpp narrows the run (to leave out [gpu-device]);
+// with no corpus named they pass without doing anything.
+const char* corpus_dir(const char* tag) {
   const char* dir = std::getenv("KILN_BITSTREAM_CORPUS");
-  REQUIRE(dir);
+  if (!dir) std::printf("skip - %s needs KILN_BITSTREAM_CORPUS=DIR\n", tag);
+  return dir;
+}
+
+TEST_CASE("bitstream: a whole corpus agrees with LLVM", "[.corpus]") {
+  const char* dir = corpus_dir("[.corpus]");
+  if (!dir) return;
   Totals totals;
   for (const std::string& path : bitcode_files_under(dir)) {
     std::string file = read_file(path);
@@ -315,8 +323,8 @@ uint64_t walk_llvm(const std::string& file) {
 }  // namespace
 
 TEST_CASE("bitstream: the time to walk every record of a corpus, ours and LLVM's", "[.bench]") {
-  const char* dir = std::getenv("KILN_BITSTREAM_CORPUS");
-  REQUIRE(dir);
+  const char* dir = corpus_dir("[.bench]");
+  if (!dir) return;
   std::vector<std::string> files;
   uint64_t bytes = 0;
   for (const std::string& path : bitcode_files_under(dir)) {
