@@ -145,11 +145,17 @@ void BitstreamCursor::enter_block() {
     fail("block " + std::to_string(block_id) + " of " + std::to_string(words) + " words runs past the end of the " +
          (scopes_.empty() ? "stream" : "block around it"));
   Scope scope{uint32_t(block_id), unsigned(width), pos_ + words * 32, nullptr, 0, {}};
-  if (auto it = block_info_.find(scope.block_id); it != block_info_.end()) {
+  if (scope.block_id == kBlockInfoId) {
+    block_info_target_ = kNoBlock;
+    if (!block_info_->empty()) {
+      replaced_block_info_.push_back(std::move(block_info_));
+      block_info_ = std::make_unique<BlockInfo>();
+    }
+  }
+  if (auto it = block_info_->find(scope.block_id); it != block_info_->end()) {
     scope.info = &it->second;
     scope.info_abbrevs = it->second.size();
   }
-  if (scope.block_id == kBlockInfoId) block_info_target_ = kNoBlock;
   limit_ = scope.end;
   scopes_.push_back(std::move(scope));
 }
@@ -210,7 +216,7 @@ void BitstreamCursor::define_abbrev() {
     return;
   }
   if (block_info_target_ == kNoBlock) fail("DEFINE_ABBREV in BLOCKINFO before SETBID");
-  block_info_[block_info_target_].push_back(std::move(ops));
+  (*block_info_)[block_info_target_].push_back(std::move(ops));
 }
 
 const Abbrev& BitstreamCursor::abbrev(uint32_t abbrev_id) const {

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -35,8 +36,8 @@ using Abbrev = std::vector<AbbrevOp>;
 // Reads a stream entry by entry. advance() enters blocks, leaves them and defines
 // abbreviations itself; a record it announces is read with read_record(), or else read
 // and dropped by the next advance(). BLOCKINFO (block 0) is read like any block, its
-// SETBID records and abbreviations taking effect as they are read; a skipped BLOCKINFO
-// defines nothing.
+// SETBID records and abbreviations taking effect as they are read (replacing those of
+// an earlier BLOCKINFO); a skipped BLOCKINFO defines nothing.
 //
 // Memory is bounded by the stream: a record's operands take at most 64 bytes per bit
 // of it (an array of 1-bit fields), and literal operands, which take no bits, are
@@ -96,15 +97,19 @@ class BitstreamCursor {
   void read_array(const AbbrevOp& element, std::vector<uint64_t>& ops);
   void read_blob(std::vector<uint64_t>& ops, std::string_view* blob);
   uint32_t read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob);
-  void note_block_info_record(uint32_t code, const std::vector<uint64_t>& ops);
 
   std::string_view bytes_;  // the stream, magic included; a whole number of 32-bit words
   std::string path_;
   uint64_t pos_ = 0, end_ = 0;
   uint64_t limit_ = 0;  // where the innermost block ends (end_ at the top level): what no read may pass
   std::vector<Scope> scopes_;
-  std::unordered_map<uint32_t, std::vector<Abbrev>> block_info_;  // by block id
-  uint32_t block_info_target_ = kNoBlock;                         // SETBID's block, in BLOCKINFO
+  // BLOCKINFO's abbreviations by block id. Each BLOCKINFO replaces the last, as in LLVM
+  // (a file of several modules has one in each); blocks open keep the abbreviations they
+  // entered with, so a replaced one is kept until the end.
+  using BlockInfo = std::unordered_map<uint32_t, std::vector<Abbrev>>;
+  std::unique_ptr<BlockInfo> block_info_ = std::make_unique<BlockInfo>();
+  std::vector<std::unique_ptr<BlockInfo>> replaced_block_info_;
+  uint32_t block_info_target_ = kNoBlock;  // SETBID's block, in BLOCKINFO
   // Literal operands cost no bits, so an abbreviation of many of them would make a short
   // stream expand into a huge one; they are limited to a few per bit of the stream.
   uint64_t literal_budget_ = 0;

@@ -491,3 +491,30 @@ TEST_CASE("bitstream: reading a record that was not announced is kiln's bug, not
   c.read_record(e.id, ops);
   REQUIRE_THROWS_AS(c.read_record(e.id, ops), KilnError);
 }
+
+TEST_CASE("bitstream: each BLOCKINFO replaces the last, as in a file of several modules", "[bitstream]") {
+  BitWriter w;
+  for (uint64_t module = 0; module < 2; ++module) {
+    w.enter(8, 3);
+    w.enter(0, 2);
+    w.unabbrev(1, {9});
+    w.define_abbrev({{true, 0, 20 + module}, fixed_op(unsigned(4 + module))});
+    w.end();
+    w.enter(9, 3);
+    w.abbrev_id(4);
+    w.fixed(module + 1, unsigned(4 + module));
+    w.end();
+    w.end();
+  }
+  const std::string bytes = w.bytes();
+  BitstreamCursor c(bytes, "t.bc");
+  std::vector<uint64_t> ops;
+  std::vector<std::vector<uint64_t>> block9;  // code, operands
+  for (BitstreamEntry e = c.advance(); e.kind != BitstreamEntry::kEndOfStream; e = c.advance()) {
+    if (e.kind != BitstreamEntry::kRecord || c.block_id() != 9) continue;
+    uint32_t code = c.read_record(e.id, ops);
+    block9.push_back({code});
+    block9.back().insert(block9.back().end(), ops.begin(), ops.end());
+  }
+  REQUIRE(block9 == std::vector<std::vector<uint64_t>>{{20, 1}, {21, 2}});
+}

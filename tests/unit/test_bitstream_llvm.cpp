@@ -222,12 +222,21 @@ TEST_CASE("bitstream: every record of real modules is LLVM's, and the counts llv
     compare_stats(read_file(path), path);
   }
   kiln_test::ScratchDir scratch;
+  std::vector<std::string> made;
   for (const char* ir : {kiln_test::kAddIr, kRichIr}) {
-    std::string bytes = kiln_test::bitcode_from_ir(ir), path = scratch.path + "/m.bc";
+    std::string bytes = kiln_test::bitcode_from_ir(ir),
+                path = scratch.path + "/m" + std::to_string(made.size()) + ".bc";
     std::ofstream(path, std::ios::binary) << bytes;
+    made.push_back(path);
     compare_with_llvm(bytes, path, totals);
     compare_stats(bytes, path);
   }
+  // Both in one file of two modules (llvm-cat -b), a BLOCKINFO in each.
+  std::string tool = KILN_LLVM_AS, both = scratch.path + "/both.bc";
+  tool = tool.substr(0, tool.size() - std::string("llvm-as").size()) + "llvm-cat";
+  REQUIRE(std::system((tool + " -b -o '" + both + "' '" + made[0] + "' '" + made[1] + "'").c_str()) == 0);
+  compare_with_llvm(read_file(both), both, totals);
+  compare_stats(read_file(both), both);
   std::printf("bitstream: %llu modules, %llu blocks, %llu records (%llu operands, %llu blob bytes) agree with LLVM\n",
               (unsigned long long)totals.modules, (unsigned long long)totals.blocks, (unsigned long long)totals.records,
               (unsigned long long)totals.operands, (unsigned long long)totals.blob_bytes);
