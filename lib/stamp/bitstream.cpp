@@ -1,6 +1,5 @@
 #include "bitstream.h"
 
-#include <algorithm>
 #include <bit>
 #include <cstring>
 
