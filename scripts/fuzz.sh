@@ -33,7 +33,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 # Seeds: a real module's corpus records and manifest, and its flat file.
 S=$B/fuzz-seeds
-rm -rf "$S" && mkdir -p "$S/records" "$S/flat" "$S/bitcode" "$B/crashes"
+rm -rf "$S" && mkdir -p "$S/records" "$S/flat" "$S/bitcode" "$S/bitstream" "$B/crashes"
 cat > "$S/m.ll" <<'IR'
 target triple = "x86_64-unknown-linux-gnu"
 @g = global i64 5
@@ -53,16 +53,18 @@ small:
 IR
 /usr/lib/llvm-22/bin/llvm-as "$S/m.ll" -o "$S/m.bc"
 cp "$S/m.bc" "$S/bitcode/"
+cp "$S/m.bc" tests/data/bitstream/*.bc "$S/bitstream/"  # rustc's modules too, for the container alone
 "$B/tools/kiln-capture" add -o "$S/c" "$S/m.bc" >/dev/null
 cp "$S/c/modules.jsonl" "$S/records/modules.jsonl"
 cp "$S/c/kiln-corpus.json" "$S/records/manifest.json"
 "$B/tools/kiln-emit" "$S/m.bc" -o "$S/m.o" --backend stamp --export-flat "$S/flat/m.flat" >/dev/null
 
 total=0
-for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode}; do
+for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode fuzz_bitstream}; do
   seeds=$S/records
   [[ $t == fuzz_flat_file ]] && seeds=$S/flat
   [[ $t == fuzz_bitcode ]] && seeds=$S/bitcode
+  [[ $t == fuzz_bitstream ]] && seeds=$S/bitstream
   log=$B/$t.log
   mkdir -p "$S/$t-work"
   runs=$RUNS

@@ -1,0 +1,336 @@
+#include "bitstream.h"
+
+#include <bit>
+#include <cstring>
+
+#include "error.h"
+
+namespace kiln {
+
+static_assert(std::endian::native == std::endian::little, "fields are read as little-endian words");
+
+namespace {
+
+constexpr uint32_t kWrapperMagic = 0x0B17C0DE;
+constexpr unsigned kTopLevelAbbrevWidth = 2;
+constexpr unsigned kMaxChunkWidth = 32;  // LLVM's MaxChunkSize: wider fixed or VBR fields are refused
+constexpr uint32_t kBlockInfoId = 0;
+constexpr uint32_t kSetBid = 1;
+enum : uint32_t {
+  kEndBlockId = 0,
+  kEnterSubblockId = 1,
+  kDefineAbbrevId = 2,
+  kUnabbrevRecordId = 3,
+  kFirstAbbrevId = 4
+};
+
+uint32_t le32(std::string_view bytes, size_t at) {
+  uint32_t v;
+  std::memcpy(&v, bytes.data() + at, 4);
+  return v;
+}
+
+// The fewest bits one operand of this encoding can take: what bounds an array's count.
+unsigned min_bits(const AbbrevOp& op) { return op.kind == AbbrevOp::kChar6 ? 6 : unsigned(op.value); }
+
+}  // namespace
+
+std::string_view unwrap_bitcode(std::string_view file, const std::string& path) {
+  if (file.size() >= 4 && le32(file, 0) == kWrapperMagic) {
+    // The wrapper: magic, version, offset, size, CPU type (five 32-bit words).
+    if (file.size() < 20) throw KilnError(kExitBadInput, path, "bitcode wrapper header truncated");
+    uint64_t offset = le32(file, 8), size = le32(file, 12);
+    if (offset + size > file.size())
+      throw KilnError(kExitBadInput, path,
+                      "bitcode wrapper's range (offset " + std::to_string(offset) + ", size " + std::to_string(size) +
+                          ") runs past the end of the file (" + std::to_string(file.size()) + " bytes)");
+    file = file.substr(offset, size);
+  }
+  if (file.size() < 4 || file.substr(0, 4) != std::string_view("BC\xC0\xDE", 4))
+    throw KilnError(kExitBadInput, path, "not LLVM bitcode (no 'BC' 0xC0DE magic)");
+  return file;
+}
+
+BitstreamCursor::BitstreamCursor(std::string_view file, std::string path)
+    : bytes_(unwrap_bitcode(file, path)), path_(std::move(path)) {
+  if (bytes_.size() % 4 != 0)
+    fail("bitcode stream of " + std::to_string(bytes_.size()) + " bytes is not a whole number of 32-bit words");
+  end_ = limit_ = uint64_t(bytes_.size()) * 8;
+  pos_ = 32;  // past the magic
+  literal_budget_ = 4 * end_ + (1u << 20);
+}
+
+void BitstreamCursor::fail(const std::string& why) const {
+  std::string where = scopes_.empty() ? "top level" : "block " + std::to_string(scopes_.back().block_id);
+  throw KilnError(kExitBadInput, path_, where + " at bit " + std::to_string(pos_) + ": " + why);
+}
+
+void BitstreamCursor::fail_past_end(unsigned width) const {
+  fail("a field of " + std::to_string(width) + " bits runs past the end of the " +
+       (scopes_.empty() ? "stream" : "block") + " (" + std::to_string(limit_ - pos_) + " bits left)");
+}
+
+uint64_t BitstreamCursor::read(unsigned width) {
+  if (width == 0) return 0;
+  if (width > 56) {  // one 8-byte load holds 56 bits wherever they start in a byte
+    uint64_t low = read(32);
+    return low | read(width - 32) << 32;
+  }
+  if (width > limit_ - pos_) fail_past_end(width);
+  size_t byte = pos_ >> 3;
+  uint64_t word = 0;
+  if (byte + 8 <= bytes_.size()) std::memcpy(&word, bytes_.data() + byte, 8);
+  else  // the stream's last 7 bytes
+    std::memcpy(&word, bytes_.data() + byte, bytes_.size() - byte);
+  uint64_t value = (word >> (pos_ & 7)) & ((uint64_t(1) << width) - 1);
+  pos_ += width;
+  return value;
+}
+
+uint64_t BitstreamCursor::read_vbr(unsigned width) {
+  const uint64_t more = uint64_t(1) << (width - 1);
+  uint64_t piece = read(width);
+  uint64_t value = piece & (more - 1);
+  for (unsigned shift = width - 1; piece & more; shift += width - 1) {
+    piece = read(width);
+    uint64_t chunk = piece & (more - 1);
+    if (shift >= 64 || (chunk >> (64 - shift)) != 0) fail("VBR field over 64 bits");
+    value |= chunk << shift;
+  }
+  return value;
+}
+
+void BitstreamCursor::align32() {
+  uint64_t aligned = (pos_ + 31) & ~uint64_t(31);
+  if (aligned > limit()) fail("alignment runs past the end of the block");
+  pos_ = aligned;
+}
+
+BitstreamEntry BitstreamCursor::advance() {
+  if (pending_record_) read_record(pending_record_, dropped_);
+  for (;;) {
+    if (scopes_.empty() && pos_ == end_) return {BitstreamEntry::kEndOfStream, 0};
+    uint32_t id = uint32_t(read(scopes_.empty() ? kTopLevelAbbrevWidth : scopes_.back().abbrev_width));
+    if (id == kEnterSubblockId) {
+      enter_block();
+      return {BitstreamEntry::kEnterBlock, scopes_.back().block_id};
+    }
+    if (scopes_.empty()) fail("abbreviation id " + std::to_string(id) + " at the top level, where only blocks may be");
+    if (id == kEndBlockId) {
+      uint32_t block = scopes_.back().block_id;
+      end_block();
+      return {BitstreamEntry::kEndBlock, block};
+    }
+    if (id == kDefineAbbrevId) {
+      define_abbrev();
+      continue;
+    }
+    if (id >= kFirstAbbrevId) abbrev(id);  // refuses an undefined one here, where the record starts
+    pending_record_ = id;
+    return {BitstreamEntry::kRecord, id};
+  }
+}
+
+void BitstreamCursor::enter_block() {
+  uint64_t block_id = read_vbr(8);
+  if (block_id >= kNoBlock) fail("block id " + std::to_string(block_id) + " over 32 bits");
+  if (scopes_.size() >= kMaxDepth) fail("blocks nested over " + std::to_string(kMaxDepth) + " deep");
+  uint64_t width = read_vbr(4);
+  if (width == 0 || width > kMaxChunkWidth)
+    fail("block " + std::to_string(block_id) + " has abbreviation ids " + std::to_string(width) + " bits wide");
+  align32();
+  uint64_t words = read(32);
+  if (words * 32 > limit() - pos_)
+    fail("block " + std::to_string(block_id) + " of " + std::to_string(words) + " words runs past the end of the " +
+         (scopes_.empty() ? "stream" : "block around it"));
+  Scope scope{uint32_t(block_id), unsigned(width), pos_ + words * 32, nullptr, 0, {}};
+  if (scope.block_id == kBlockInfoId) {
+    block_info_target_ = kNoBlock;
+    if (!block_info_->empty()) {
+      replaced_block_info_.push_back(std::move(block_info_));
+      block_info_ = std::make_unique<BlockInfo>();
+    }
+  }
+  if (auto it = block_info_->find(scope.block_id); it != block_info_->end()) {
+    scope.info = &it->second;
+    scope.info_abbrevs = it->second.size();
+  }
+  limit_ = scope.end;
+  scopes_.push_back(std::move(scope));
+}
+
+void BitstreamCursor::pop_scope() {
+  scopes_.pop_back();
+  limit_ = scopes_.empty() ? end_ : scopes_.back().end;
+}
+
+void BitstreamCursor::end_block() {
+  align32();
+  // A writer backpatches the length after the block is written, so the two agree.
+  if (pos_ != scopes_.back().end)
+    fail("END_BLOCK before the end its header gives (bit " + std::to_string(scopes_.back().end) + ")");
+  pop_scope();
+}
+
+void BitstreamCursor::skip_block() {
+  if (scopes_.empty()) throw KilnError(kExitInternal, path_, "skip_block at the top level");
+  pos_ = scopes_.back().end;
+  pending_record_ = 0;
+  pop_scope();
+}
+
+AbbrevOp BitstreamCursor::read_abbrev_op() {
+  if (read(1)) return {AbbrevOp::kLiteral, read_vbr(8)};
+  uint64_t kind = read(3);
+  if (kind < AbbrevOp::kFixed || kind > AbbrevOp::kBlob)
+    fail("abbreviation operand of unknown encoding " + std::to_string(kind));
+  if (kind != AbbrevOp::kFixed && kind != AbbrevOp::kVbr) return {AbbrevOp::Kind(kind), 0};
+  uint64_t width = read_vbr(5);
+  if (width == 0) return {AbbrevOp::kLiteral, 0};  // as LLVM reads a zero-width field
+  if (width > kMaxChunkWidth || (kind == AbbrevOp::kVbr && width < 2))
+    fail(std::string(kind == AbbrevOp::kVbr ? "VBR" : "fixed") + " operand " + std::to_string(width) + " bits wide");
+  return {AbbrevOp::Kind(kind), width};
+}
+
+void BitstreamCursor::define_abbrev() {
+  uint64_t count = read_vbr(5);
+  // An operand takes at least 4 bits (a literal takes 9).
+  if (count == 0 || count > (limit() - pos_) / 4)
+    fail("abbreviation of " + std::to_string(count) + " operands runs past the end of the block");
+  Abbrev ops;
+  ops.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    AbbrevOp op = read_abbrev_op();
+    bool array = op.kind == AbbrevOp::kArray, blob = op.kind == AbbrevOp::kBlob;
+    if ((array || blob) && i == 0) fail("abbreviation whose code is an array or a blob");
+    if ((array && i + 2 != count) || (blob && i + 1 != count))
+      fail(std::string(array ? "array" : "blob") + " operand not where it may be in an abbreviation");
+    if (i > 0 && ops.back().kind == AbbrevOp::kArray && (op.kind == AbbrevOp::kLiteral || array || blob))
+      fail("array element that is not a fixed, VBR or char6 field");
+    ops.push_back(op);
+  }
+  ++abbrevs_defined_;
+  if (scopes_.back().block_id != kBlockInfoId) {
+    scopes_.back().local.push_back(std::move(ops));
+    return;
+  }
+  if (block_info_target_ == kNoBlock) fail("DEFINE_ABBREV in BLOCKINFO before SETBID");
+  (*block_info_)[block_info_target_].push_back(std::move(ops));
+}
+
+const Abbrev& BitstreamCursor::abbrev(uint32_t abbrev_id) const {
+  const Scope& scope = scopes_.back();
+  size_t index = abbrev_id - kFirstAbbrevId;
+  if (index < scope.info_abbrevs) return (*scope.info)[index];
+  if (index - scope.info_abbrevs < scope.local.size()) return scope.local[index - scope.info_abbrevs];
+  fail("abbreviation id " + std::to_string(abbrev_id) + " not defined (" +
+       std::to_string(scope.info_abbrevs + scope.local.size()) + " are)");
+}
+
+uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {
+  switch (op.kind) {
+    case AbbrevOp::kLiteral:
+      if (literal_budget_ == 0) fail("more literal operands than a stream of this size may expand to");
+      --literal_budget_;
+      return op.value;
+    case AbbrevOp::kFixed:
+      return read(unsigned(op.value));
+    case AbbrevOp::kVbr:
+      return read_vbr(unsigned(op.value));
+    case AbbrevOp::kChar6:
+      return uint64_t("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"[read(6)]);
+    default:
+      fail("array or blob operand read as a scalar");  // define_abbrev placed them; not reached
+  }
+}
+
+void BitstreamCursor::read_array(const AbbrevOp& element, std::vector<uint64_t>& ops) {
+  uint64_t count = read_vbr(6);
+  if (count > (limit() - pos_) / min_bits(element))
+    fail("array of " + std::to_string(count) + " elements runs past the end of the block");
+  ops.reserve(ops.size() + count);
+  for (uint64_t i = 0; i < count; ++i) ops.push_back(read_scalar(element));
+}
+
+void BitstreamCursor::read_blob(std::vector<uint64_t>& ops, std::string_view* blob) {
+  uint64_t size = read_vbr(6);
+  align32();
+  if (size > (limit() - pos_) / 8) fail("blob of " + std::to_string(size) + " bytes runs past the end of the block");
+  std::string_view bytes = bytes_.substr(pos_ / 8, size);
+  pos_ += size * 8;
+  align32();
+  if (blob) {
+    *blob = bytes;
+    return;
+  }
+  ops.reserve(ops.size() + size);
+  for (char c : bytes) ops.push_back(uint8_t(c));
+}
+
+uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob) {
+  uint64_t code = read_scalar(a[0]);
+  if (code >= kNoBlock) fail("record code " + std::to_string(code) + " over 32 bits");
+  for (size_t i = 1; i < a.size(); ++i) {
+    if (a[i].kind == AbbrevOp::kArray) read_array(a[++i], ops);
+    else if (a[i].kind == AbbrevOp::kBlob) read_blob(ops, blob);
+    else ops.push_back(read_scalar(a[i]));
+  }
+  return uint32_t(code);
+}
+
+uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob) {
+  if (abbrev_id != pending_record_)
+    throw KilnError(kExitInternal, path_,
+                    "read_record of abbreviation id " + std::to_string(abbrev_id) + ", not the record announced");
+  pending_record_ = 0;
+  ops.clear();
+  if (blob) *blob = {};
+  uint32_t code;
+  if (abbrev_id == kUnabbrevRecordId) {
+    uint64_t raw_code = read_vbr(6), count = read_vbr(6);
+    if (raw_code >= kNoBlock) fail("record code " + std::to_string(raw_code) + " over 32 bits");
+    // Each operand is a VBR6 field: 6 bits at least.
+    if (count > (limit() - pos_) / 6)
+      fail("record of " + std::to_string(count) + " operands runs past the end of the block");
+    ops.resize(count);
+    for (uint64_t& op : ops) op = read_vbr(6);
+    code = uint32_t(raw_code);
+  } else {
+    code = read_abbreviated(abbrev(abbrev_id), ops, blob);
+  }
+  if (scopes_.back().block_id == kBlockInfoId && code == kSetBid) {
+    if (ops.empty() || ops[0] >= kNoBlock) fail("SETBID without a 32-bit block id");
+    block_info_target_ = uint32_t(ops[0]);
+  }
+  return code;
+}
+
+std::map<uint32_t, BitstreamBlockStats> bitstream_statistics(std::string_view file, const std::string& path) {
+  BitstreamCursor cursor(file, path);
+  std::map<uint32_t, BitstreamBlockStats> stats;
+  std::vector<uint64_t> ops;
+  for (;;) {
+    uint32_t block = cursor.block_id();
+    uint64_t defined = cursor.abbrevs_defined();
+    BitstreamEntry entry = cursor.advance();
+    if (cursor.abbrevs_defined() != defined) stats[block].abbrevs_defined += cursor.abbrevs_defined() - defined;
+    switch (entry.kind) {
+      case BitstreamEntry::kEndOfStream:
+        return stats;
+      case BitstreamEntry::kEnterBlock:
+        ++stats[entry.id].blocks;
+        break;
+      case BitstreamEntry::kEndBlock:
+        break;
+      case BitstreamEntry::kRecord: {
+        BitstreamBlockStats& s = stats[cursor.block_id()];
+        ++s.records;
+        s.abbreviated_records += entry.id >= kFirstAbbrevId;
+        cursor.read_record(entry.id, ops);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,128 @@
+// The LLVM bitstream container (llvm.org/docs/BitCodeFormat.html) read without LLVM:
+// the layer under a direct bitcode reader. It knows blocks, abbreviations, BLOCKINFO
+// and records, nothing of what a record means. Input is untrusted: every count, length
+// and index is checked against the bits that remain before anything is allocated or
+// looped over, and a corrupt stream throws KilnError(kExitBadInput) naming the block
+// and the bit offset.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln {
+
+// The stream inside a bitcode file: the range the 0x0B17C0DE wrapper names, if there
+// is one, starting at the 'BC' 0xC0DE magic. Throws KilnError(kExitBadInput) naming
+// `path` for a foreign or truncated file.
+std::string_view unwrap_bitcode(std::string_view file, const std::string& path);
+
+struct BitstreamEntry {
+  enum Kind : uint8_t { kEnterBlock, kEndBlock, kRecord, kEndOfStream };
+  Kind kind;
+  uint32_t id;  // the block's id (kEnterBlock, kEndBlock) or the record's abbreviation id
+};
+
+struct AbbrevOp {
+  enum Kind : uint8_t { kLiteral, kFixed, kVbr, kArray, kChar6, kBlob };
+  Kind kind;
+  uint64_t value;  // the literal's value, or the width of kFixed and kVbr
+};
+using Abbrev = std::vector<AbbrevOp>;
+
+// Reads a stream entry by entry. advance() enters blocks, leaves them and defines
+// abbreviations itself; a record it announces is read with read_record(), or else read
+// and dropped by the next advance(). BLOCKINFO (block 0) is read like any block, its
+// SETBID records and abbreviations taking effect as they are read (replacing those of
+// an earlier BLOCKINFO); a skipped BLOCKINFO defines nothing.
+//
+// Memory is bounded by the stream: a record's operands take at most 64 bytes per bit
+// of it (an array of 1-bit fields), and literal operands, which take no bits, are
+// limited to 4 per bit (plus a million), so neither time nor memory can grow faster
+// than the stream.
+class BitstreamCursor {
+ public:
+  // `file` as a whole (see unwrap_bitcode); it must outlive the cursor.
+  BitstreamCursor(std::string_view file, std::string path);
+  BitstreamCursor(std::string&& file, std::string path) = delete;  // it would not outlive the cursor
+
+  BitstreamEntry advance();
+  // The record advance() just announced, whose abbreviation id it gave: returns its
+  // code; its operands replace `ops`. A blob is returned in `blob` (a view into the
+  // file) or, with no `blob`, appended to `ops` byte by byte, as LLVM's reader does.
+  uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob = nullptr);
+  // Leaves the innermost open block, decoding nothing more of it: jumps past its
+  // END_BLOCK by the length its header gave. Right after advance() returned kEnterBlock,
+  // that skips the whole block.
+  void skip_block();
+
+  uint64_t bit_offset() const { return pos_; }
+  size_t depth() const { return scopes_.size(); }
+  // How many DEFINE_ABBREVs advance() has read so far, in all blocks.
+  uint64_t abbrevs_defined() const { return abbrevs_defined_; }
+  // The innermost open block's id; kNoBlock at the top level.
+  uint32_t block_id() const { return scopes_.empty() ? kNoBlock : scopes_.back().block_id; }
+  // Throws KilnError(kExitBadInput) whose reason names the current block and bit offset
+  // (for the record layer's own checks too).
+  [[noreturn]] void fail(const std::string& why) const;
+
+  static constexpr uint32_t kNoBlock = ~0u;
+  static constexpr size_t kMaxDepth = 64;  // LLVM nests a few deep; a bound keeps the stack small
+
+ private:
+  struct Scope {
+    uint32_t block_id;
+    unsigned abbrev_width;
+    uint64_t end;                     // bit offset just past the block's END_BLOCK
+    const std::vector<Abbrev>* info;  // BLOCKINFO's abbreviations for the block (ids 4 on)
+    size_t info_abbrevs;              // how many of them it sees: those defined before it
+    std::vector<Abbrev> local;        // the block's own, after those
+  };
+
+  uint64_t read(unsigned width);
+  uint64_t read_vbr(unsigned width);
+  void align32();
+  uint64_t limit() const { return limit_; }
+  void pop_scope();
+  [[noreturn]] void fail_past_end(unsigned width) const;
+  void enter_block();
+  void end_block();
+  void define_abbrev();
+  AbbrevOp read_abbrev_op();
+  const Abbrev& abbrev(uint32_t abbrev_id) const;
+  uint64_t read_scalar(const AbbrevOp& op);
+  void read_array(const AbbrevOp& element, std::vector<uint64_t>& ops);
+  void read_blob(std::vector<uint64_t>& ops, std::string_view* blob);
+  uint32_t read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob);
+
+  std::string_view bytes_;  // the stream, magic included; a whole number of 32-bit words
+  std::string path_;
+  uint64_t pos_ = 0, end_ = 0;
+  uint64_t limit_ = 0;  // where the innermost block ends (end_ at the top level): what no read may pass
+  std::vector<Scope> scopes_;
+  // BLOCKINFO's abbreviations by block id. Each BLOCKINFO replaces the last, as in LLVM
+  // (a file of several modules has one in each); blocks open keep the abbreviations they
+  // entered with, so a replaced one is kept until the end.
+  using BlockInfo = std::unordered_map<uint32_t, std::vector<Abbrev>>;
+  std::unique_ptr<BlockInfo> block_info_ = std::make_unique<BlockInfo>();
+  std::vector<std::unique_ptr<BlockInfo>> replaced_block_info_;
+  uint32_t block_info_target_ = kNoBlock;  // SETBID's block, in BLOCKINFO
+  // Literal operands cost no bits, so an abbreviation of many of them would make a short
+  // stream expand into a huge one; they are limited to a few per bit of the stream.
+  uint64_t literal_budget_ = 0;
+  uint64_t abbrevs_defined_ = 0;
+  uint32_t pending_record_ = 0;  // the abbreviation id of a record announced and not read; 0: none
+  std::vector<uint64_t> dropped_;
+};
+
+// Per block id, what a walk of every record of a stream finds (llvm-bcanalyzer's counts).
+struct BitstreamBlockStats {
+  uint64_t blocks = 0, records = 0, abbreviated_records = 0, abbrevs_defined = 0;
+  bool operator==(const BitstreamBlockStats&) const = default;
+};
+std::map<uint32_t, BitstreamBlockStats> bitstream_statistics(std::string_view file, const std::string& path);
+
+}  // namespace kiln

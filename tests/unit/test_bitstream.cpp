@@ -1,0 +1,520 @@
+// The bitstream container reader (lib/stamp/bitstream.h) on hand-built streams: each
+// encoding, BLOCKINFO, skipping, and hostile streams refused with exit 3 naming the
+// block and the bit offset. LLVM-free; test_bitstream_llvm.cpp checks real bitcode.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bitstream.h"
+#include "bitstream_writer.h"
+#include "error.h"
+#include "fs.h"
+
+using namespace kiln;
+using kiln_test::BitWriter;
+
+namespace {
+
+const BitWriter::Op kCode7{true, 0, 7};  // a literal record code
+BitWriter::Op fixed_op(unsigned width) { return {false, 1, width}; }
+BitWriter::Op vbr_op(unsigned width) { return {false, 2, width}; }
+const BitWriter::Op kArray{false, 3, 0}, kChar6{false, 4, 0}, kBlob{false, 5, 0};
+
+// The next entry, which must be a record; its code and operands.
+uint32_t next_record(BitstreamCursor& c, std::vector<uint64_t>& ops, std::string_view* blob = nullptr,
+                     uint32_t* abbrev_id = nullptr) {
+  BitstreamEntry e = c.advance();
+  REQUIRE(e.kind == BitstreamEntry::kRecord);
+  if (abbrev_id) *abbrev_id = e.id;
+  return c.read_record(e.id, ops, blob);
+}
+
+void require_entry(BitstreamCursor& c, BitstreamEntry::Kind kind, uint32_t id = 0) {
+  BitstreamEntry e = c.advance();
+  REQUIRE(e.kind == kind);
+  REQUIRE(e.id == id);
+}
+
+// Walks every record; a corrupt stream must throw KilnError(kExitBadInput).
+void walk(const std::string& bytes) {
+  BitstreamCursor c(bytes, "t.bc");
+  std::vector<uint64_t> ops;
+  for (BitstreamEntry e = c.advance(); e.kind != BitstreamEntry::kEndOfStream; e = c.advance())
+    if (e.kind == BitstreamEntry::kRecord) c.read_record(e.id, ops);
+}
+
+// The reason a walk of the stream gives; it must be exit 3 naming where.
+std::string refusal(const std::string& bytes) {
+  try {
+    walk(bytes);
+  } catch (const KilnError& e) {
+    REQUIRE(e.code() == kExitBadInput);
+    REQUIRE(e.path() == "t.bc");
+    return e.what();
+  }
+  FAIL("the stream was accepted");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("bitstream: unabbreviated records carry VBR6 operands up to 64 bits", "[bitstream]") {
+  BitWriter w;
+  w.enter(8, 3);
+  const std::vector<uint64_t> values = {0, 31, 32, 1023, uint64_t(1) << 40, ~uint64_t(0)};
+  w.unabbrev(12, values);
+  w.unabbrev(1u << 20, {});
+  w.end();
+  const std::string bytes = w.bytes();
+  BitstreamCursor c(bytes, "t.bc");
+  REQUIRE(c.bit_offset() == 32);
+  require_entry(c, BitstreamEntry::kEnterBlock, 8);
+  REQUIRE(c.block_id() == 8);
+  REQUIRE(c.depth() == 1);
+  std::vector<uint64_t> ops = {99};
+  REQUIRE(next_record(c, ops) == 12);
+  REQUIRE(ops == values);
+  REQUIRE(next_record(c, ops) == 1u << 20);
+  REQUIRE(ops.empty());
+  require_entry(c, BitstreamEntry::kEndBlock, 8);
+  REQUIRE(c.depth() == 0);
+  REQUIRE(c.block_id() == BitstreamCursor::kNoBlock);
+  require_entry(c, BitstreamEntry::kEndOfStream);
+  REQUIRE(c.bit_offset() == w.bit());
+}
+
+TEST_CASE("bitstream: abbreviated records decode literal, fixed, VBR and char6 fields", "[bitstream]") {
+  BitWriter w;
+  w.enter(9, 4);
+  w.define_abbrev({kCode7, fixed_op(3), fixed_op(32), vbr_op(5), vbr_op(32), kChar6, fixed_op(0), {true, 0, 200}});
+  w.abbrev_id(4);
+  w.fixed(5, 3);
+  w.fixed(0xDEADBEEF, 32);
+  w.vbr(1000, 5);
+  w.vbr(~uint64_t(0), 32);
+  w.char6('_');
+  w.end();
+  const std::string bytes = w.bytes();
+  BitstreamCursor c(bytes, "t.bc");
+  require_entry(c, BitstreamEntry::kEnterBlock, 9);
+  std::vector<uint64_t> ops;
+  uint32_t id = 0;
+  REQUIRE(next_record(c, ops, nullptr, &id) == 7);
+  REQUIRE(id == 4);
+  // A zero-width fixed field reads as the literal 0, as in LLVM.
+  REQUIRE(ops == std::vector<uint64_t>{5, 0xDEADBEEF, 1000, ~uint64_t(0), '_', 0, 200});
+  REQUIRE(c.abbrevs_defined() == 1);
+  require_entry(c, BitstreamEntry::kEndBlock, 9);
+  require_entry(c, BitstreamEntry::kEndOfStream);
+}
+
+TEST_CASE("bitstream: arrays of char6 and of fixed fields", "[bitstream]") {
+  BitWriter w;
+  w.enter(9, 3);
+  w.define_abbrev({kCode7, kArray, kChar6});
+  w.define_abbrev({{true, 0, 8}, fixed_op(4), kArray, fixed_op(7)});
+  const std::string text = "abc_XYZ.09";
+  w.abbrev_id(4);
+  w.vbr(text.size(), 6);
+  for (char ch : text) w.char6(ch);
+  w.abbrev_id(5);
+  w.fixed(9, 4);
+  w.vbr(3, 6);
+  for (uint64_t v : {1, 64, 127}) w.fixed(v, 7);
+  w.abbrev_id(4);
+  w.vbr(0, 6);  // an empty array
+  w.end();
+  const std::string bytes = w.bytes();
+  BitstreamCursor c(bytes, "t.bc");
+  require_entry(c, BitstreamEntry::kEnterBlock, 9);
+  std::vector<uint64_t> ops;
+  REQUIRE(next_record(c, ops) == 7);
+  REQUIRE(std::string(ops.begin(), ops.end()) == text);
+  REQUIRE(next_record(c, ops) == 8);
+  REQUIRE(ops == std::vector<uint64_t>{9, 1, 64, 127});
+  REQUIRE(next_record(c, ops) == 7);
+  REQUIRE(ops.empty());
+  require_entry(c, BitstreamEntry::kEndBlock, 9);
+}
+
+TEST_CASE("bitstream: blobs are views of the file, or bytes among the operands", "[bitstream]") {
+  BitWriter w;
+  w.enter(9, 3);
+  w.define_abbrev({kCode7, vbr_op(6), kBlob});
+  for (std::string text : {"hello", "", "four"}) {
+    w.abbrev_id(4);
+    w.vbr(42, 6);
+    w.blob(text);
+  }
+  w.unabbrev(3, {1});  // read after a blob: the blob's alignment was kept
+  w.end();
+  const std::string bytes = w.bytes();
+  BitstreamCursor c(bytes, "t.bc");
+  require_entry(c, BitstreamEntry::kEnterBlock, 9);
+  std::vector<uint64_t> ops;
+  std::string_view blob = "stale";
+  REQUIRE(next_record(c, ops, &blob) == 7);
+  REQUIRE(ops == std::vector<uint64_t>{42});
+  REQUIRE(blob == "hello");
+  REQUIRE(next_record(c, ops, &blob) == 7);
+  REQUIRE(blob.empty());
+  REQUIRE(next_record(c, ops) == 7);
+  REQUIRE(ops == std::vector<uint64_t>{42, 'f', 'o', 'u', 'r'});
+  REQUIRE(next_record(c, ops) == 3);
+  REQUIRE(ops == std::vector<uint64_t>{1});
+  require_entry(c, BitstreamEntry::kEndBlock, 9);
+}
+
+// BLOCKINFO defines abbreviation 4 for block 8 (and, after a second SETBID, one for
+// block 10); a block 8 then numbers its own abbreviations from 5.
+std::string block_info_stream() {
+  BitWriter w;
+  w.enter(0, 2);
+  w.unabbrev(1, {8});  // SETBID 8
+  w.define_abbrev({kCode7, fixed_op(8)});
+  w.unabbrev(2, {'b', '8'});  // BLOCKNAME, read as any record
+  w.unabbrev(1, {10});
+  w.define_abbrev({{true, 0, 11}});
+  w.end();
+  for (int i = 0; i < 2; ++i) {
+    w.enter(8, 3);
+    w.abbrev_id(4);
+    w.fixed(200 + i, 8);
+    w.define_abbrev({{true, 0, 9}, vbr_op(4)});
+    w.abbrev_id(5);
+    w.vbr(77, 4);
+    w.end();
+  }
+  w.enter(10, 3);
+  w.abbrev_id(4);
+  w.end();
+  return w.bytes();
+}
+
+TEST_CASE("bitstream: BLOCKINFO abbreviations come before a block's own", "[bitstream]") {
+  std::string bytes = block_info_stream();
+  BitstreamCursor c(bytes, "t.bc");
+  std::vector<uint64_t> ops;
+  require_entry(c, BitstreamEntry::kEnterBlock, 0);
+  REQUIRE(next_record(c, ops) == 1);
+  REQUIRE(next_record(c, ops) == 2);
+  REQUIRE(next_record(c, ops) == 1);
+  require_entry(c, BitstreamEntry::kEndBlock, 0);
+  for (uint64_t i = 0; i < 2; ++i) {
+    require_entry(c, BitstreamEntry::kEnterBlock, 8);
+    REQUIRE(next_record(c, ops) == 7);
+    REQUIRE(ops == std::vector<uint64_t>{200 + i});
+    uint32_t id = 0;
+    REQUIRE(next_record(c, ops, nullptr, &id) == 9);
+    REQUIRE(id == 5);
+    REQUIRE(ops == std::vector<uint64_t>{77});
+    require_entry(c, BitstreamEntry::kEndBlock, 8);
+  }
+  require_entry(c, BitstreamEntry::kEnterBlock, 10);
+  REQUIRE(next_record(c, ops) == 11);
+  require_entry(c, BitstreamEntry::kEndBlock, 10);
+  require_entry(c, BitstreamEntry::kEndOfStream);
+
+  auto stats = bitstream_statistics(bytes, "t.bc");
+  REQUIRE(stats.size() == 3);
+  REQUIRE(stats[0] == BitstreamBlockStats{1, 3, 0, 2});
+  REQUIRE(stats[8] == BitstreamBlockStats{2, 4, 4, 2});
+  REQUIRE(stats[10] == BitstreamBlockStats{1, 1, 1, 0});
+}
+
+TEST_CASE("bitstream: a skipped BLOCKINFO defines nothing", "[bitstream]") {
+  std::string bytes = block_info_stream();
+  BitstreamCursor c(bytes, "t.bc");
+  require_entry(c, BitstreamEntry::kEnterBlock, 0);
+  c.skip_block();
+  require_entry(c, BitstreamEntry::kEnterBlock, 8);
+  try {
+    c.advance();
+    FAIL("abbreviation 4 was defined");
+  } catch (const KilnError& e) {
+    REQUIRE(std::string(e.what()).find("block 8 at bit") != std::string::npos);
+    REQUIRE(std::string(e.what()).find("abbreviation id 4 not defined (0 are)") != std::string::npos);
+  }
+}
+
+TEST_CASE("bitstream: skip_block jumps over a block, nested ones and all", "[bitstream]") {
+  BitWriter w;
+  w.enter(8, 3);
+  w.unabbrev(1, {1});
+  w.enter(15, 5);  // say, metadata: skipped
+  w.define_abbrev({kCode7, kArray, fixed_op(8)});
+  w.enter(16, 2);
+  w.unabbrev(2, {2});
+  w.end();
+  w.unabbrev(3, {3});
+  w.end();
+  w.unabbrev(4, {4});
+  w.end();
+  const std::string bytes = w.bytes();
+  BitstreamCursor c(bytes, "t.bc");
+  std::vector<uint64_t> ops;
+  require_entry(c, BitstreamEntry::kEnterBlock, 8);
+  REQUIRE(next_record(c, ops) == 1);
+  require_entry(c, BitstreamEntry::kEnterBlock, 15);
+  REQUIRE(c.depth() == 2);
+  c.skip_block();
+  REQUIRE(c.depth() == 1);
+  REQUIRE(c.block_id() == 8);
+  REQUIRE(next_record(c, ops) == 4);
+  REQUIRE(ops == std::vector<uint64_t>{4});
+  REQUIRE(c.abbrevs_defined() == 0);
+  require_entry(c, BitstreamEntry::kEndBlock, 8);
+  require_entry(c, BitstreamEntry::kEndOfStream);
+
+  auto stats = bitstream_statistics(w.bytes(), "t.bc");
+  REQUIRE(stats[15] == BitstreamBlockStats{1, 1, 0, 1});
+  REQUIRE(stats[16] == BitstreamBlockStats{1, 1, 0, 0});
+}
+
+TEST_CASE("bitstream: the wrapper header names where the stream is", "[bitstream]") {
+  BitWriter w;
+  w.enter(8, 3);
+  w.unabbrev(5, {6});
+  w.end();
+  std::string stream = w.bytes();
+  std::string file(20, '\0');
+  auto put32 = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) file[at + i] = char(v >> (8 * i));
+  };
+  put32(0, 0x0B17C0DE);
+  put32(8, 24);  // the stream starts after 4 bytes of padding
+  put32(12, uint32_t(stream.size()));
+  file += std::string(4, 'x') + stream + "trailing";
+  REQUIRE(unwrap_bitcode(file, "w.bc") == stream);
+  REQUIRE(bitstream_statistics(file, "w.bc")[8] == BitstreamBlockStats{1, 1, 0, 0});
+
+  put32(12, uint32_t(stream.size() + 100));
+  REQUIRE_THROWS_WITH(unwrap_bitcode(file, "w.bc"), Catch::Contains("runs past the end of the file"));
+  REQUIRE_THROWS_WITH(unwrap_bitcode("BC\xC0", "w.bc"), Catch::Contains("not LLVM bitcode"));
+  REQUIRE_THROWS_WITH(unwrap_bitcode(std::string("\xDE\xC0\x17\x0B", 4), "w.bc"), Catch::Contains("truncated"));
+}
+
+TEST_CASE("bitstream: a stream cut at any byte is refused, naming where", "[bitstream][hostile]") {
+  const std::string whole = block_info_stream();
+  // Cut between two top-level blocks, a stream is whole: those cuts are read.
+  std::vector<size_t> whole_at = {4};
+  BitstreamCursor c(whole, "t.bc");
+  std::vector<uint64_t> ops;
+  for (BitstreamEntry e = c.advance(); e.kind != BitstreamEntry::kEndOfStream; e = c.advance()) {
+    if (e.kind == BitstreamEntry::kRecord) c.read_record(e.id, ops);
+    if (e.kind == BitstreamEntry::kEndBlock && c.depth() == 0) whole_at.push_back(c.bit_offset() / 8);
+  }
+  REQUIRE(whole_at.size() == 5);
+  for (size_t size = 4; size < whole.size(); ++size) {
+    CAPTURE(size);
+    std::string cut = whole.substr(0, size);
+    if (std::find(whole_at.begin(), whole_at.end(), size) != whole_at.end()) walk(cut);
+    else  // a block's length runs past the cut, or the cut is not of whole words
+      REQUIRE_THAT(refusal(cut), Catch::Matches(".*(top level|block [0-9]+) at bit [0-9]+: .*"));
+    // Padded to whole words with zeros, a cut may be a stream whose last block ends
+    // early (a zero abbreviation id is END_BLOCK), or is refused.
+    cut.resize((size + 3) / 4 * 4, '\0');
+    try {
+      walk(cut);
+    } catch (const KilnError& e) {
+      REQUIRE(e.code() == kExitBadInput);
+      REQUIRE_THAT(e.what(), Catch::Matches(".*(top level|block [0-9]+) at bit [0-9]+: .*"));
+    }
+  }
+}
+
+TEST_CASE("bitstream: hostile counts, lengths, ids and nesting are refused before use", "[bitstream][hostile]") {
+  auto in_block = [](auto&& body) {
+    BitWriter w;
+    w.enter(8, 4);
+    body(w);
+    w.end();
+    return w.bytes();
+  };
+  SECTION("an undefined abbreviation id") {
+    std::string bytes = in_block([](BitWriter& w) {
+      w.define_abbrev({kCode7});
+      w.abbrev_id(6);
+    });
+    REQUIRE_THAT(refusal(bytes), Catch::Contains("block 8 at bit") && Catch::Contains("abbreviation id 6 not defined"));
+  }
+  SECTION("a block longer than the stream") {
+    BitWriter w;
+    w.enter(8, 3);
+    w.unabbrev(1, {});
+    w.end();
+    std::string bytes = w.bytes();
+    bytes[8] = char(0xFF);  // the length word's low byte: 255 words
+    REQUIRE_THAT(refusal(bytes), Catch::Contains("top level at bit 96: block 8 of 255 words runs past the end"));
+  }
+  SECTION("an array of 2^40 elements") {
+    std::string bytes = in_block([](BitWriter& w) {
+      w.define_abbrev({kCode7, kArray, fixed_op(8)});
+      w.abbrev_id(4);
+      w.vbr(uint64_t(1) << 40, 6);
+    });
+    REQUIRE_THAT(refusal(bytes), Catch::Contains("block 8 at bit") && Catch::Contains("array of 1099511627776"));
+  }
+  SECTION("a blob of 2^50 bytes") {
+    std::string bytes = in_block([](BitWriter& w) {
+      w.define_abbrev({kCode7, kBlob});
+      w.abbrev_id(4);
+      w.vbr(uint64_t(1) << 50, 6);
+    });
+    REQUIRE_THAT(refusal(bytes), Catch::Contains("block 8 at bit") && Catch::Contains("blob of"));
+  }
+  SECTION("a record of 2^60 operands") {
+    std::string bytes = in_block([](BitWriter& w) {
+      w.abbrev_id(3);
+      w.vbr(1, 6);
+      w.vbr(uint64_t(1) << 60, 6);
+    });
+    REQUIRE_THAT(refusal(bytes), Catch::Contains("block 8 at bit") && Catch::Contains("record of 1152921504606846976"));
+  }
+  SECTION("an abbreviation of 2^30 operands") {
+    std::string bytes = in_block([](BitWriter& w) {
+      w.abbrev_id(2);
+      w.vbr(uint64_t(1) << 30, 5);
+    });
+    REQUIRE_THAT(refusal(bytes), Catch::Contains("block 8 at bit") && Catch::Contains("abbreviation of 1073741824"));
+  }
+  SECTION("a VBR field over 64 bits") {
+    std::string bytes = in_block([](BitWriter& w) {
+      w.abbrev_id(3);
+      for (int i = 0; i < 14; ++i) w.fixed(0x3F, 6);
+      w.fixed(0, 6);
+    });
+    REQUIRE_THAT(refusal(bytes), Catch::Contains("block 8 at bit") && Catch::Contains("VBR field over 64 bits"));
+  }
+  SECTION("a fixed field 33 bits wide, an array in the wrong place, a blob as array element") {
+    for (auto ops : {std::vector<BitWriter::Op>{kCode7, fixed_op(33)},
+                     {kCode7, kArray, fixed_op(3), fixed_op(3)},
+                     {kCode7, kArray, kBlob},
+                     {kArray, kChar6},
+                     {kCode7, vbr_op(1)}}) {
+      std::string bytes = in_block([&](BitWriter& w) { w.define_abbrev(ops); });
+      REQUIRE_THAT(refusal(bytes), Catch::Contains("block 8 at bit"));
+    }
+  }
+  SECTION("blocks nested 100 deep") {
+    BitWriter w;
+    for (int i = 0; i < 100; ++i) w.enter(20 + i, 2);
+    for (int i = 0; i < 100; ++i) w.end();
+    REQUIRE_THAT(refusal(w.bytes()), Catch::Contains("block 83 at bit") && Catch::Contains("nested over 64 deep"));
+  }
+  SECTION("END_BLOCK before the block's length ends it") {
+    std::string bytes = in_block([](BitWriter& w) { w.unabbrev(1, {}); });
+    bytes[8] = char(bytes[8] + 1);
+    bytes += std::string(4, '\0');
+    REQUIRE_THAT(refusal(bytes), Catch::Contains("block 8 at bit") && Catch::Contains("END_BLOCK before the end"));
+  }
+  SECTION("a record at the top level, and a stream not of whole words") {
+    BitWriter w;
+    w.abbrev_id(3);
+    REQUIRE_THAT(refusal(w.bytes()), Catch::Contains("top level at bit 34: abbreviation id 3 at the top level"));
+    REQUIRE_THAT(refusal(w.bytes() + "x"), Catch::Contains("top level at bit 0: bitcode stream of 9 bytes"));
+  }
+}
+
+TEST_CASE("bitstream: literal operands cannot expand a short stream without bound", "[bitstream][hostile]") {
+  std::string bytes = [] {
+    BitWriter w;
+    w.enter(8, 3);
+    std::vector<BitWriter::Op> ops(60, kCode7);
+    w.define_abbrev(ops);
+    for (int i = 0; i < 100000; ++i) w.abbrev_id(4);  // 3 bits a record, 59 operands each
+    w.end();
+    return w.bytes();
+  }();
+  REQUIRE_THAT(refusal(bytes), Catch::Contains("block 8 at bit") && Catch::Contains("more literal operands"));
+}
+
+TEST_CASE("bitstream: random corruption of a valid stream is read or refused, never worse", "[bitstream][hostile]") {
+  const std::string whole = block_info_stream();
+  std::mt19937 random(7);
+  for (int round = 0; round < 20000; ++round) {
+    std::string bytes = whole;
+    for (int flips = 1 + int(random() % 4); flips > 0; --flips)
+      bytes[4 + random() % (bytes.size() - 4)] ^= char(1 << (random() % 8));
+    try {
+      walk(bytes);
+    } catch (const KilnError& e) {
+      REQUIRE(e.code() == kExitBadInput);
+    }
+  }
+}
+
+TEST_CASE("bitstream: the modules that crashed LLVM's reader are refused, naming where", "[bitstream][hostile]") {
+  for (const char* name : {"crash-sigsegv.bc", "crash-sigtrap.bc"}) {
+    std::string path = std::string(KILN_TEST_DATA) + "/" + name, bytes = read_file(path);
+    CAPTURE(path);
+    try {
+      bitstream_statistics(bytes, path);
+      FAIL("accepted");
+    } catch (const KilnError& e) {
+      REQUIRE(e.code() == kExitBadInput);
+      REQUIRE_THAT(e.what(), Catch::Matches(".*: block [0-9]+ at bit [0-9]+: .*"));
+    }
+  }
+}
+
+TEST_CASE("bitstream: a record not read is dropped by the next advance, SETBID still honoured", "[bitstream]") {
+  const std::string bytes = block_info_stream();
+  BitstreamCursor c(bytes, "t.bc");
+  std::vector<uint64_t> ops;
+  size_t records = 0;
+  for (BitstreamEntry e = c.advance(); e.kind != BitstreamEntry::kEndOfStream; e = c.advance()) {
+    records += e.kind == BitstreamEntry::kRecord;
+    if (e.kind == BitstreamEntry::kRecord && c.block_id() == 10) REQUIRE(c.read_record(e.id, ops) == 11);
+  }
+  REQUIRE(records == 8);
+  REQUIRE(c.bit_offset() == bytes.size() * 8);
+}
+
+TEST_CASE("bitstream: reading a record that was not announced is kiln's bug, not the file's", "[bitstream]") {
+  const std::string bytes = block_info_stream();
+  BitstreamCursor c(bytes, "t.bc");
+  std::vector<uint64_t> ops;
+  require_entry(c, BitstreamEntry::kEnterBlock, 0);
+  BitstreamEntry e = c.advance();
+  REQUIRE(e.kind == BitstreamEntry::kRecord);
+  try {
+    c.read_record(e.id + 1, ops);
+    FAIL("read");
+  } catch (const KilnError& error) {
+    REQUIRE(error.code() == kExitInternal);
+  }
+  c.read_record(e.id, ops);
+  REQUIRE_THROWS_AS(c.read_record(e.id, ops), KilnError);
+}
+
+TEST_CASE("bitstream: each BLOCKINFO replaces the last, as in a file of several modules", "[bitstream]") {
+  BitWriter w;
+  for (uint64_t module = 0; module < 2; ++module) {
+    w.enter(8, 3);
+    w.enter(0, 2);
+    w.unabbrev(1, {9});
+    w.define_abbrev({{true, 0, 20 + module}, fixed_op(unsigned(4 + module))});
+    w.end();
+    w.enter(9, 3);
+    w.abbrev_id(4);
+    w.fixed(module + 1, unsigned(4 + module));
+    w.end();
+    w.end();
+  }
+  const std::string bytes = w.bytes();
+  BitstreamCursor c(bytes, "t.bc");
+  std::vector<uint64_t> ops;
+  std::vector<std::vector<uint64_t>> block9;  // code, operands
+  for (BitstreamEntry e = c.advance(); e.kind != BitstreamEntry::kEndOfStream; e = c.advance()) {
+    if (e.kind != BitstreamEntry::kRecord || c.block_id() != 9) continue;
+    uint32_t code = c.read_record(e.id, ops);
+    block9.push_back({code});
+    block9.back().insert(block9.back().end(), ops.begin(), ops.end());
+  }
+  REQUIRE(block9 == std::vector<std::vector<uint64_t>>{{20, 1}, {21, 2}});
+}
