@@ -12,6 +12,15 @@
 
 namespace kiln {
 
+// One defined function under stamp's contract: stamp compiles it, or it falls back
+// to llvm for every reason listed. kiln-census reports these (census.h).
+struct FunctionVerdict {
+  std::string name;
+  uint64_t instructions = 0;
+  std::vector<std::string> reasons;               // why stamp does not compile it (every reason found)
+  bool stamp() const { return reasons.empty(); }  // stamp compiles it
+};
+
 struct FlatModuleData {
   std::vector<FlatFunction> functions;
   std::vector<FlatBlock> blocks;

@@ -1,0 +1,274 @@
+// A module as the direct bitcode reader decodes it: LLVM's IR in plain arrays, with
+// no LLVM type in it, and no more of it than the direct exporter (direct_export.h)
+// needs to produce what lib/flat_export.cpp produces from LLVM's own IR. Values are
+// numbered as the bitcode numbers them (module values, then per function its
+// arguments, its constants and its instructions), so an operand is one index.
+//
+// Two layers fill it: bitcode_reader.cpp (identification, module records, string
+// table, types, attributes, constants, sync scopes) and bitcode_function.cpp (function
+// bodies). What they do not know is never guessed: a module-wide unknown sets
+// BcModule::declined, an unknown inside a function body sets that BcFunction's
+// declined, each a short named reason ("reader: ..."). Corrupt input throws
+// KilnError(kExitBadInput) through BitstreamCursor::fail (block and bit offset named).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::bc {
+
+constexpr uint32_t kNone = ~0u;
+
+// --- Types (TYPE_BLOCK_ID_NEW = 17), one per type-table entry, in table order.
+enum class TypeKind : uint8_t {
+  kVoid,
+  kHalf,
+  kBFloat,
+  kFloat,
+  kDouble,
+  kX86Fp80,
+  kFp128,
+  kPpcFp128,
+  kLabel,
+  kMetadata,
+  kX86Amx,
+  kToken,
+  kInteger,         // width
+  kPointer,         // address_space
+  kFunction,        // elements = return type, then parameters; vararg
+  kStruct,          // elements; packed; named structs have a name (opaque: no body)
+  kArray,           // count x elements[0]
+  kFixedVector,     // count x elements[0]
+  kScalableVector,  // vscale x count x elements[0]
+  kTargetExt,       // name
+};
+
+struct Type {
+  TypeKind kind = TypeKind::kVoid;
+  uint32_t width = 0;          // kInteger: bits
+  uint32_t address_space = 0;  // kPointer
+  uint64_t count = 0;          // kArray, kFixedVector, kScalableVector
+  bool packed = false;         // kStruct
+  bool opaque = false;         // kStruct without a body
+  bool named = false;          // kStruct: an identified struct (STRUCT_NAMED or OPAQUE), printed %name
+  bool vararg = false;         // kFunction
+  std::vector<uint32_t> elements;
+  std::string name;  // named struct or target extension type
+};
+
+// --- Attributes (PARAMATTR_GROUP_BLOCK_ID 10 and PARAMATTR_BLOCK_ID 9).
+// The enum attributes by their bitcode kind (ATTR_KIND_* of LLVMBitCodes.h); only
+// those stamp asks about are named here, the set keeps every kind read.
+enum AttrKind : uint8_t {
+  kAttrNaked = 16,
+  kAttrSExt = 24,
+  kAttrZExt = 34,
+  kAttrByVal = 3,
+  kAttrNest = 18,
+  kAttrStructRet = 29,
+  kAttrInAlloca = 38,
+  kAttrPreallocated = 65,
+};
+struct AttrSet {
+  std::vector<uint8_t> kinds;  // enum and type attributes' kinds, sorted, unique
+  bool has(uint8_t kind) const;
+};
+// One attribute list (a PARAMATTR_CODE_ENTRY): sets by index as LLVM numbers them in
+// bitcode: 0xFFFFFFFF the function, 0 the return value, 1 + n parameter n.
+struct AttrList {
+  AttrSet function, ret;
+  std::vector<AttrSet> params;
+  bool param_has(uint32_t arg, uint8_t kind) const { return arg < params.size() && params[arg].has(kind); }
+};
+
+// --- Constants (CONSTANTS_BLOCK_ID 11), module-wide or function-local.
+enum class ConstKind : uint8_t {
+  kNull,       // CST_CODE_NULL: zero of its type (ConstantInt 0, +0.0, null, or an aggregate zero)
+  kUndef,      // CST_CODE_UNDEF
+  kPoison,     // CST_CODE_POISON
+  kInteger,    // words: the value, little-endian 64-bit words (INTEGER, WIDE_INTEGER)
+  kFloat,      // words: the bits (FLOAT)
+  kAggregate,  // operands: element values (AGGREGATE: ConstantStruct, ConstantArray, ConstantVector)
+  kData,       // words: elements (DATA, STRING, CSTRING: ConstantDataArray/Vector)
+  kCast,       // opcode: bitcode cast code; operands[0]
+  kBinary,     // opcode: bitcode binop code; flags; operands[0..1]
+  kGep,        // source_type; flags (inbounds...); operands: base then indices
+  kBlockAddress,
+  kDsoLocalEquivalent,
+  kNoCfi,
+  kPtrAuth,
+  kInlineAsm,
+  kTokenNone,
+  kTargetNone,
+  kOther,  // a record the reader does not model: `opcode` holds its code
+};
+struct Constant {
+  ConstKind kind = ConstKind::kNull;
+  uint32_t type = kNone;
+  uint32_t opcode = 0;
+  uint32_t flags = 0;
+  uint32_t source_type = kNone;  // kGep
+  bool string = false;           // kData from STRING/CSTRING (element type i8)
+  std::vector<uint64_t> words;
+  std::vector<uint32_t> operands;  // value ids
+};
+
+// --- Global values (MODULE_CODE_GLOBALVAR, FUNCTION, ALIAS, IFUNC), in record order.
+enum class Linkage : uint8_t {
+  kExternal,
+  kAvailableExternally,
+  kLinkOnceAny,
+  kLinkOnceOdr,
+  kWeakAny,
+  kWeakOdr,
+  kAppending,
+  kInternal,
+  kPrivate,
+  kExternalWeak,
+  kCommon,
+};
+enum class Visibility : uint8_t { kDefault, kHidden, kProtected };
+enum class GlobalKind : uint8_t { kVariable, kFunction, kAlias, kIFunc };
+
+struct Global {
+  GlobalKind kind = GlobalKind::kVariable;
+  std::string name;            // from the string table; empty when unnamed
+  uint32_t value_type = kNone; // variable: its type; function: its function type
+  Linkage linkage = Linkage::kExternal;
+  Visibility visibility = Visibility::kDefault;
+  bool declaration = false;
+  bool constant = false;       // variable: `constant`
+  bool thread_local_ = false;
+  bool dso_local = false;
+  uint8_t unnamed_addr = 0;    // 0 none, 1 unnamed_addr, 2 local_unnamed_addr
+  uint32_t address_space = 0;
+  uint64_t align = 0;          // explicit alignment in bytes; 0: none
+  std::string section;         // empty: none
+  uint32_t comdat = kNone;     // index into BcModule::comdats
+  uint32_t initializer = kNone;  // variable: value id; alias/ifunc: aliasee/resolver
+  // Functions.
+  uint32_t calling_conv = 0;
+  uint32_t attributes = kNone;   // index into BcModule::attribute_lists
+  uint32_t personality = kNone;  // value id
+  bool prefix_or_prologue = false;
+  bool gc = false;
+  uint32_t body = kNone;  // index into BcModule::functions for a definition
+};
+
+// --- Function bodies (FUNCTION_BLOCK_ID 12).
+// LLVM's instruction opcodes by name (not LLVM's numbering): what an Inst is.
+enum class Opcode : uint8_t {
+  kRet, kBr, kSwitch, kIndirectBr, kInvoke, kResume, kUnreachable, kCleanupRet, kCatchRet, kCatchSwitch, kCallBr,
+  kFNeg,
+  kAdd, kFAdd, kSub, kFSub, kMul, kFMul, kUDiv, kSDiv, kFDiv, kURem, kSRem, kFRem,
+  kShl, kLShr, kAShr, kAnd, kOr, kXor,
+  kAlloca, kLoad, kStore, kGetElementPtr, kFence, kAtomicCmpXchg, kAtomicRmw,
+  kTrunc, kZExt, kSExt, kFPToUI, kFPToSI, kUIToFP, kSIToFP, kFPTrunc, kFPExt, kPtrToInt, kIntToPtr, kBitCast,
+  kAddrSpaceCast, kPtrToAddr,
+  kCleanupPad, kCatchPad,
+  kICmp, kFCmp, kPhi, kCall, kSelect, kVAArg, kExtractElement, kInsertElement, kShuffleVector, kExtractValue,
+  kInsertValue, kLandingPad, kFreeze,
+};
+
+// An operand that names a basic block rather than a value: kBlockTag | block index.
+constexpr uint32_t kBlockTag = 0x80000000u;
+
+enum class Ordering : uint8_t { kNotAtomic, kUnordered, kMonotonic, kAcquire, kRelease, kAcqRel, kSeqCst };
+enum class RmwOp : uint8_t { kXchg, kAdd, kSub, kAnd, kNand, kOr, kXor, kMax, kMin, kUMax, kUMin, kOther };
+
+struct Inst {
+  Opcode opcode = Opcode::kUnreachable;
+  uint32_t type = kNone;   // result type (the void type for none)
+  uint32_t value = kNone;  // its value id when it has a result
+  uint32_t block = 0;      // its basic block (index within the function)
+  // Operands (value ids, or kBlockTag | block) in LLVM's getOperand order with these
+  // exceptions, which the exporter reads by position:
+  //   call/invoke: arguments, then the callee; invoke then normal and unwind blocks
+  //   (so operands = args..., callee[, normal, unwind]);
+  //   phi: pairs (value, block); switch: condition, default, pairs (case value, block);
+  //   br: [condition, true, false] or [target]; landingpad: clause values (see clause_filter);
+  //   extractvalue/insertvalue: the aggregate [and the inserted value], indices in `indices`;
+  //   cmpxchg: pointer, compare, new; atomicrmw: pointer, value; store: value, pointer.
+  uint32_t first_operand = 0, operand_count = 0;  // into BcFunction::operands
+  uint32_t first_index = 0, index_count = 0;      // extractvalue/insertvalue indices, into BcFunction::indices
+  uint32_t aux = 0;           // cmp predicate (LLVM's numbering); cast/binop: none; rmw: RmwOp; alloca: array-size value id
+  uint32_t source_type = kNone;  // gep: source element type; alloca: allocated type; call/invoke: function type
+  uint32_t attributes = kNone;   // call/invoke: attribute list index
+  uint32_t calling_conv = 0;     // call/invoke
+  uint64_t align = 0;            // load/store/alloca/atomics: alignment in bytes (0: none given)
+  Ordering ordering = Ordering::kNotAtomic;  // load/store/fence/rmw; cmpxchg: success ordering
+  bool single_thread = false;    // sync scope is singlethread
+  bool is_volatile = false;
+  bool musttail = false;         // call
+  bool has_bundles = false;      // call/invoke: operand bundles precede it
+  bool inbounds = false;         // gep
+  bool cleanup = false;          // landingpad
+  bool static_alloca_candidate = false;  // alloca: in the entry block (LLVM's isStaticAlloca needs that)
+  bool vector_gep = false;       // gep of vector type
+};
+
+// Every value of the module and of one function at a time, as the bitcode numbers them.
+// An operand of metadata type (a call's metadata argument) is not a value: it is the
+// id kMetadataOperand.
+constexpr uint32_t kMetadataOperand = 0x7FFFFFFFu;
+enum class ValueKind : uint8_t { kGlobal, kConstant, kArgument, kInstruction, kForward };
+struct ValueRef {
+  ValueKind kind = ValueKind::kForward;
+  uint32_t type = kNone;
+  uint32_t index = kNone;  // into globals, constants, the function's arguments or insts
+};
+
+struct BcFunction {
+  uint32_t global = kNone;  // index into BcModule::globals
+  uint32_t first_arg_value = 0, arg_count = 0;  // argument value ids
+  uint32_t block_count = 0;
+  std::vector<Inst> insts;             // in order; blocks tile them
+  std::vector<uint32_t> block_first;   // per block, its first instruction
+  std::vector<uint32_t> operands;
+  std::vector<uint32_t> indices;
+  std::vector<uint8_t> clause_filter;  // landingpad: per clause operand, 1 for a filter, 0 for a catch
+  std::string declined;  // non-empty: the reader could not decode this body ("reader: ...")
+  // Its own values: ids module_value_count + i (arguments, constants, instruction results).
+  std::vector<ValueRef> values;
+};
+
+struct Comdat {
+  std::string name;
+  uint32_t selection = 0;
+};
+
+struct BcModule {
+  std::string triple, data_layout, source_filename;
+  bool module_asm = false;  // module-level inline asm present
+  std::vector<Type> types;
+  std::vector<AttrList> attribute_lists;
+  std::vector<Global> globals;
+  std::vector<Comdat> comdats;
+  std::vector<Constant> constants;  // module-wide and every function's, appended
+  // Module-level values (globals, then module constants): ids below module_value_count.
+  // Ids from module_value_count on are one function's own (BcFunction::values).
+  std::vector<ValueRef> values;
+  uint32_t module_value_count = 0;
+  std::vector<BcFunction> functions;  // definitions, in the order of their FUNCTION records
+  std::string declined;               // non-empty: the reader cannot take this module
+
+  const Type& type(uint32_t id) const { return types[id]; }
+  // A type of the table by shape, kNone when the table has none (LLVM enumerates the
+  // type of every value, so a result type is always there): used for the results
+  // whose type no record names (cmp's i1, cmpxchg's {T, i1}).
+  uint32_t find_integer_type(uint32_t width) const;
+  uint32_t find_struct_type(const std::vector<uint32_t>& elements, bool packed) const;
+  uint32_t find_vector_type(uint32_t element, uint64_t count, bool scalable) const;
+};
+
+// Reads a bitcode file (raw or wrapped) into a BcModule. Throws KilnError(kExitBadInput)
+// naming `path` (and the block and bit offset) for a corrupt file, a foreign one, or
+// one newer than the reader knows (an IDENTIFICATION epoch other than 0).
+BcModule read_bitcode(std::string_view file, const std::string& path);
+
+// The value `id` names inside function `fn` (a BcModule::functions index; kNone for
+// module values only). Throws KilnError(kExitInternal) for an id out of range.
+const ValueRef& value_ref(const BcModule& m, uint32_t fn, uint32_t id);
+
+}  // namespace kiln::bc

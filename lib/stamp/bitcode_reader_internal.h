@@ -1,0 +1,54 @@
+// What the two halves of the direct bitcode reader share: bitcode_reader.cpp (the
+// module: identification, module records, string table, types, attributes, constants,
+// sync scopes, operand bundle tags) calls bitcode_function.cpp for each FUNCTION_BLOCK.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "bitcode_ir.h"
+#include "bitstream.h"
+
+namespace kiln::bc::detail {
+
+// Block ids (LLVMBitCodes.h).
+enum BlockId : uint32_t {
+  kModuleBlock = 8,
+  kParamAttrBlock = 9,
+  kParamAttrGroupBlock = 10,
+  kConstantsBlock = 11,
+  kFunctionBlock = 12,
+  kIdentificationBlock = 13,
+  kValueSymtabBlock = 14,
+  kMetadataBlock = 15,
+  kMetadataAttachmentBlock = 16,
+  kTypeBlock = 17,
+  kUselistBlock = 18,
+  kModuleStrtabBlock = 19,
+  kGlobalValSummaryBlock = 20,
+  kOperandBundleTagsBlock = 21,
+  kMetadataKindBlock = 22,
+  kStrtabBlock = 23,
+  kFullLtoGlobalValSummaryBlock = 24,
+  kSymtabBlock = 25,
+  kSyncScopeNamesBlock = 26,
+};
+
+// What the module half learned that function bodies need.
+struct ReaderContext {
+  uint64_t module_version = 2;                // MODULE_CODE_VERSION: 1 and 2 use relative value ids
+  std::vector<std::string> sync_scope_names;  // by sync scope id; "singlethread" is single_thread
+};
+
+// A CONSTANTS_BLOCK just entered (advance() returned kEnterBlock for it): decodes it to
+// its END_BLOCK, appending each constant to m.constants and its ValueRef to `values`,
+// whose first element has value id `first_id` (0 for the module's list, or
+// module_value_count for a function's). Unknown constant records become ConstKind::kOther.
+void read_constants_block(BitstreamCursor& cursor, BcModule& m, std::vector<ValueRef>& values, uint32_t first_id);
+
+// A FUNCTION_BLOCK just entered: decodes the body of m.functions[fn] to its END_BLOCK
+// (arguments, constants, instructions; metadata, attachments, use lists and the value
+// symbol table skipped). What it cannot decode sets m.functions[fn].declined and skips
+// the rest of the block.
+void read_function_block(BitstreamCursor& cursor, BcModule& m, uint32_t fn, const ReaderContext& context);
+
+}  // namespace kiln::bc::detail
