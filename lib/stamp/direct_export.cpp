@@ -1,1 +1,1808 @@
-// Placeholder: filled in by its own commit.
+// The direct exporter: lib/flat_export.cpp's decisions, one for one, over the reader's
+// BcModule instead of LLVM's IR. Where LLVM's in-memory IR differs from the bitcode's
+// records (uniqued constants, the loads materialize_aggregate_constants adds, the
+// renaming of local symbols), the differences are reproduced here; where this file
+// cannot be sure to say what LLVM's exporter says, it declines the function or the
+// module with a "reader: ..." reason instead of guessing.
+#include "direct_export.h"
+
+#include <algorithm>
+#include <climits>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "bitcode_ir.h"
+#include "bitcode_layout.h"
+#include "error.h"
+#include "timeutil.h"
+
+namespace kiln {
+
+namespace {
+
+using namespace bc;
+
+// Thrown inside the exporter when the reader cannot reproduce LLVM's answer: it
+// declines the function (or, from module-wide code, the module).
+struct Decline {
+  std::string why;
+};
+
+// The classes of LLVM's in-memory values that the exporter tells apart (with
+// llvm::Value's ids where its reasons print them).
+enum class Class : uint8_t {
+  kGlobal,
+  kArgument,
+  kInstruction,
+  kMetadata,
+  kInt,       // ConstantInt (scalar)
+  kFP,        // ConstantFP (scalar)
+  kNullPtr,   // ConstantPointerNull
+  kZero,      // ConstantAggregateZero
+  kUndef,     // UndefValue and PoisonValue
+  kDataSeq,   // ConstantDataArray / ConstantDataVector
+  kStruct,    // ConstantStruct
+  kArray,     // ConstantArray
+  kVector,    // ConstantVector
+  kExpr,      // ConstantExpr
+  kOtherConstant,
+};
+
+// llvm::Value::ValueTy of the constants the exporter's "constant kind N" reasons name.
+constexpr int kValueIdUndef = 0, kValueIdPoison = 1, kValueIdCaz = 2, kValueIdCda = 3, kValueIdCdv = 4,
+              kValueIdTargetNone = 7, kValueIdTokenNone = 9, kValueIdVector = 12, kValueIdBlockAddress = 17,
+              kValueIdDsoLocalEquivalent = 19, kValueIdNoCfi = 20, kValueIdPtrAuth = 21, kValueIdInlineAsm = 25;
+
+// Bitcode cast and binary operator codes (LLVMBitCodes.h).
+enum : uint32_t {
+  kCastTrunc = 0,
+  kCastZExt = 1,
+  kCastSExt = 2,
+  kCastPtrToInt = 9,
+  kCastIntToPtr = 10,
+  kCastBitCast = 11,
+  kCastAddrSpaceCast = 12,
+};
+const char* cast_name(uint32_t code) {
+  static const char* kNames[] = {"trunc",  "zext",    "sext",    "fptoui",   "fptosi",   "uitofp",        "sitofp",
+                                 "fptrunc", "fpext", "ptrtoint", "inttoptr", "bitcast", "addrspacecast", "ptrtoaddr"};
+  return code < sizeof(kNames) / sizeof(kNames[0]) ? kNames[code] : nullptr;
+}
+const char* binop_name(uint32_t code, bool fp) {
+  static const char* kInt[] = {"add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl", "lshr", "ashr", "and", "or", "xor"};
+  static const char* kFp[] = {"fadd", "fsub", "fmul", nullptr, "fdiv", nullptr, "frem"};
+  if (fp) return code < 7 ? kFp[code] : nullptr;
+  return code < 13 ? kInt[code] : nullptr;
+}
+
+// One global value as the exporter sees it: the module's, then the constant globals
+// materialize_aggregate_constants adds; names, linkage and visibility change when
+// local symbols are exposed.
+struct GlobalInfo {
+  GlobalKind kind;
+  std::string name;
+  Linkage linkage;
+  Visibility visibility;
+  bool declaration, constant, thread_local_, has_comdat;
+  uint32_t value_type;
+  std::string section;
+  uint64_t align;
+  uint32_t init_fn = kNone, init = kNone;  // initializer: value id in function init_fn's scope
+  uint32_t body = kNone;
+  uint32_t source = kNone;  // index into BcModule::globals, kNone for a materialized constant
+};
+
+bool local_linkage(Linkage l) { return l == Linkage::kInternal || l == Linkage::kPrivate; }
+bool reserved_name(const std::string& n) { return n.compare(0, 5, "llvm.") == 0; }
+
+SymbolBinding binding_of(const GlobalInfo& g) {
+  if (local_linkage(g.linkage)) return SymbolBinding::local;
+  switch (g.linkage) {
+    case Linkage::kWeakAny:
+    case Linkage::kWeakOdr:
+    case Linkage::kLinkOnceAny:
+    case Linkage::kLinkOnceOdr:
+    case Linkage::kExternalWeak:
+      return SymbolBinding::weak;
+    default:
+      return SymbolBinding::global;
+  }
+}
+SymbolVisibility visibility_of(const GlobalInfo& g) {
+  if (g.visibility == Visibility::kHidden) return SymbolVisibility::hidden;
+  if (g.visibility == Visibility::kProtected) return SymbolVisibility::protected_;
+  return SymbolVisibility::default_;
+}
+
+uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
+
+// The module with the exporter's questions about types and constants.
+class ModuleContext {
+ public:
+  ModuleContext(const BcModule& m, const Layout& dl) : m(m), dl(dl) {}
+  const BcModule& m;
+  const Layout& dl;
+  std::vector<GlobalInfo> globals;
+
+  const Type& type(uint32_t t) const {
+    if (t >= m.types.size()) throw Decline{"reader: type out of range"};
+    return m.types[t];
+  }
+  bool is_float(uint32_t t) const {
+    TypeKind k = type(t).kind;
+    return k == TypeKind::kHalf || k == TypeKind::kBFloat || k == TypeKind::kFloat || k == TypeKind::kDouble ||
+        k == TypeKind::kX86Fp80 || k == TypeKind::kFp128 || k == TypeKind::kPpcFp128;
+  }
+  bool is_vector(uint32_t t) const {
+    TypeKind k = type(t).kind;
+    return k == TypeKind::kFixedVector || k == TypeKind::kScalableVector;
+  }
+  bool is_integer(uint32_t t) const { return type(t).kind == TypeKind::kInteger; }
+  bool is_pointer(uint32_t t) const { return type(t).kind == TypeKind::kPointer; }
+  bool is_void(uint32_t t) const { return type(t).kind == TypeKind::kVoid; }
+
+  // scalar_width of lib/flat_export.cpp.
+  unsigned scalar_width(uint32_t t) const {
+    const Type& ty = type(t);
+    switch (ty.kind) {
+      case TypeKind::kPointer:
+        return ty.address_space == 0 ? 64 : 0;
+      case TypeKind::kInteger:
+        return (ty.width == 1 || (ty.width % 8 == 0 && ty.width <= 64)) ? ty.width : 0;
+      case TypeKind::kFloat:
+        return 32;
+      case TypeKind::kDouble:
+        return 64;
+      default:
+        return 0;
+    }
+  }
+  bool is_int_like(uint32_t t) const { return (is_integer(t) || is_pointer(t)) && scalar_width(t) != 0; }
+
+  bool is_plain_aggregate(uint32_t t) const {
+    const Type& ty = type(t);
+    if (ty.kind == TypeKind::kStruct) {
+      if (ty.opaque || ty.packed) return false;
+      for (uint32_t e : ty.elements)
+        if (!(scalar_width(e) || is_plain_aggregate(e))) return false;
+      return true;
+    }
+    if (ty.kind == TypeKind::kArray) {
+      uint32_t e = ty.elements.at(0);
+      return scalar_width(e) || is_plain_aggregate(e);
+    }
+    if (ty.kind == TypeKind::kFixedVector) {
+      uint32_t e = ty.elements.at(0);
+      return scalar_width(e) >= 8 && (is_integer(e) || is_pointer(e) || is_float(e));
+    }
+    return false;
+  }
+
+  bool is_integer_pair(uint32_t t, unsigned* w0, unsigned* w1, uint64_t* off1) const {
+    if (!is_plain_aggregate(t)) return false;
+    std::vector<std::pair<unsigned, uint64_t>> leaves;
+    bool ok = true;
+    std::function<void(uint32_t, uint64_t)> walk = [&](uint32_t x, uint64_t base) {
+      const Type& ty = type(x);
+      if (ty.kind == TypeKind::kStruct) {
+        for (uint32_t i = 0; i < ty.elements.size(); ++i) walk(ty.elements[i], base + dl.field_offset(m, x, i));
+      } else if (ty.kind == TypeKind::kArray) {
+        for (uint64_t i = 0; i < ty.count && ok && leaves.size() <= 2; ++i)
+          walk(ty.elements[0], base + i * dl.alloc_size(m, ty.elements[0]));
+      } else if (is_int_like(x)) {
+        leaves.push_back({scalar_width(x), base});
+      } else {
+        ok = false;
+      }
+    };
+    walk(t, 0);
+    if (!ok || leaves.size() != 2 || leaves[0].second != 0) return false;
+    *w0 = leaves[0].first;
+    *w1 = leaves[1].first;
+    *off1 = leaves[1].second;
+    return true;
+  }
+
+  std::string type_name(uint32_t t) const {
+    std::string s = bc::type_name(m, t);
+    if (s.size() > 40) s = s.substr(0, 40) + "...";
+    return s;
+  }
+
+  // --- Values in the scope of function `fn` (kNone: module scope).
+  const ValueRef& ref(uint32_t fn, uint32_t id) const {
+    if (id == kMetadataOperand) throw Decline{"reader: metadata operand"};
+    if (id >= m.module_value_count && fn == kNone) throw Decline{"reader: value out of scope"};
+    if (id >= m.module_value_count && id - m.module_value_count >= m.functions.at(fn).values.size())
+      throw Decline{"reader: value out of range"};
+    const ValueRef& r = id < m.module_value_count ? m.values.at(id) : m.functions[fn].values[id - m.module_value_count];
+    if (r.kind == ValueKind::kForward) throw Decline{"reader: value never defined"};
+    return r;
+  }
+  uint32_t type_of(uint32_t fn, uint32_t id) const { return ref(fn, id).type; }
+  const Constant& constant(uint32_t fn, uint32_t id) const { return m.constants.at(ref(fn, id).index); }
+
+  Class klass(uint32_t fn, uint32_t id, int* value_id = nullptr) const {
+    if (id == kMetadataOperand) return Class::kMetadata;
+    const ValueRef& r = ref(fn, id);
+    switch (r.kind) {
+      case ValueKind::kGlobal:
+        return Class::kGlobal;
+      case ValueKind::kArgument:
+        return Class::kArgument;
+      case ValueKind::kInstruction:
+        return Class::kInstruction;
+      default:
+        break;
+    }
+    const Constant& c = m.constants.at(r.index);
+    auto other = [&](int vid) {
+      if (value_id) *value_id = vid;
+      return Class::kOtherConstant;
+    };
+    switch (c.kind) {
+      case ConstKind::kNull:
+        if (is_integer(c.type)) return Class::kInt;
+        if (is_float(c.type)) return Class::kFP;
+        if (is_pointer(c.type)) return Class::kNullPtr;
+        if (type(c.type).kind == TypeKind::kToken) return other(kValueIdTokenNone);
+        if (type(c.type).kind == TypeKind::kTargetExt) return other(kValueIdTargetNone);
+        return Class::kZero;
+      case ConstKind::kUndef:
+      case ConstKind::kPoison:
+        return Class::kUndef;
+      case ConstKind::kInteger:
+        if (!is_integer(c.type)) throw Decline{"reader: vector splat integer constant"};
+        return Class::kInt;
+      case ConstKind::kFloat:
+        if (!is_float(c.type)) throw Decline{"reader: vector splat floating-point constant"};
+        return Class::kFP;
+      case ConstKind::kData: {
+        bool zero = std::all_of(c.words.begin(), c.words.end(), [](uint64_t w) { return w == 0; });
+        return zero ? Class::kZero : Class::kDataSeq;
+      }
+      case ConstKind::kAggregate: {
+        bool all_null = !c.operands.empty();
+        for (uint32_t e : c.operands) all_null = all_null && is_null_value(fn, e);
+        if (all_null) return Class::kZero;
+        TypeKind k = type(c.type).kind;
+        if (k == TypeKind::kStruct) return Class::kStruct;
+        if (k == TypeKind::kArray) return Class::kArray;
+        return Class::kVector;
+      }
+      case ConstKind::kCast:
+      case ConstKind::kBinary:
+      case ConstKind::kGep:
+        return Class::kExpr;
+      case ConstKind::kBlockAddress:
+        return other(kValueIdBlockAddress);
+      case ConstKind::kDsoLocalEquivalent:
+        return other(kValueIdDsoLocalEquivalent);
+      case ConstKind::kNoCfi:
+        return other(kValueIdNoCfi);
+      case ConstKind::kPtrAuth:
+        return other(kValueIdPtrAuth);
+      case ConstKind::kInlineAsm:
+        return other(kValueIdInlineAsm);
+      case ConstKind::kTokenNone:
+        return other(kValueIdTokenNone);
+      case ConstKind::kTargetNone:
+        return other(kValueIdTargetNone);
+      case ConstKind::kOther:
+        throw Decline{"reader: constant record " + std::to_string(c.opcode)};
+    }
+    throw Decline{"reader: constant kind"};
+  }
+
+  // Constant::isNullValue.
+  bool is_null_value(uint32_t fn, uint32_t id) const {
+    int vid = -1;
+    Class k = klass(fn, id, &vid);
+    switch (k) {
+      case Class::kInt:
+      case Class::kFP: {
+        const Constant& c = constant(fn, id);
+        return std::all_of(c.words.begin(), c.words.end(), [](uint64_t w) { return w == 0; });
+      }
+      case Class::kNullPtr:
+      case Class::kZero:
+        return true;
+      case Class::kOtherConstant:
+        return vid == kValueIdTokenNone || vid == kValueIdTargetNone;
+      default:
+        return false;
+    }
+  }
+
+  // A scalar integer constant's bits, zero-extended (width at most 64).
+  uint64_t int_value(uint32_t fn, uint32_t id) const {
+    const Constant& c = constant(fn, id);
+    uint64_t v = c.words.empty() ? 0 : c.words[0];
+    unsigned w = type(c.type).width;
+    if (w < 64) v &= (uint64_t(1) << w) - 1;
+    return v;
+  }
+  int64_t int_sext(uint32_t fn, uint32_t id) const {
+    uint64_t v = int_value(fn, id);
+    unsigned w = type(constant(fn, id).type).width;
+    if (w < 64 && w > 0 && (v >> (w - 1)) & 1) v |= ~uint64_t(0) << w;
+    return static_cast<int64_t>(v);
+  }
+  unsigned int_width(uint32_t fn, uint32_t id) const { return type(type_of(fn, id)).width; }
+  // APInt::getActiveBits of a ConstantInt.
+  unsigned active_bits(uint32_t fn, uint32_t id) const {
+    const Constant& c = constant(fn, id);
+    unsigned w = type(c.type).width;
+    for (size_t i = c.words.size(); i-- > 0;) {
+      uint64_t word = c.words[i];
+      if (i * 64 + 64 > w && w > i * 64 && w - i * 64 < 64) word &= (uint64_t(1) << (w - i * 64)) - 1;
+      if (word) return static_cast<unsigned>(i * 64 + 64 - __builtin_clzll(word));
+    }
+    return 0;
+  }
+
+  // Value::stripPointerCasts: bitcasts, address space casts and all-zero GEPs.
+  uint32_t strip_pointer_casts(uint32_t fn, uint32_t id) const {
+    for (int depth = 0; depth < 64; ++depth) {
+      if (klass(fn, id) != Class::kExpr) return id;
+      const Constant& c = constant(fn, id);
+      if (c.kind == ConstKind::kCast && (c.opcode == kCastBitCast || c.opcode == kCastAddrSpaceCast)) {
+        id = c.operands.at(0);
+        continue;
+      }
+      if (c.kind == ConstKind::kGep) {
+        bool zero = true;
+        for (size_t i = 1; i < c.operands.size(); ++i) zero = zero && is_null_value(fn, c.operands[i]);
+        if (zero) {
+          id = c.operands.at(0);
+          continue;
+        }
+      }
+      return id;
+    }
+    throw Decline{"reader: constant expressions nested too deep"};
+  }
+
+  // GEPOperator::accumulateConstantOffset over a source type and index values: false
+  // when an index is not a constant integer. 64-bit wrapping arithmetic, as APInt(64).
+  bool accumulate_offset(uint32_t fn, uint32_t source, const uint32_t* indices, size_t count,
+                         uint64_t& offset) const {
+    uint32_t cur = source;
+    for (size_t k = 0; k < count; ++k) {
+      if (klass(fn, indices[k]) != Class::kInt) return false;
+      if (k > 0 && type(cur).kind == TypeKind::kStruct) {
+        uint64_t field = int_value(fn, indices[k]);
+        if (field >= type(cur).elements.size()) throw Decline{"reader: struct index out of range"};
+        offset += dl.field_offset(m, cur, static_cast<uint32_t>(field));
+        cur = type(cur).elements[field];
+        continue;
+      }
+      if (k > 0) {
+        if (type(cur).kind != TypeKind::kArray) throw Decline{"reader: getelementptr into a vector"};
+        cur = type(cur).elements.at(0);
+      }
+      offset += static_cast<uint64_t>(int_sext(fn, indices[k])) * dl.alloc_size(m, cur);
+    }
+    return true;
+  }
+
+  // A structural key of a constant: equal keys for the constants LLVM uniques into one.
+  std::string constant_key(uint32_t fn, uint32_t id, int depth = 0) const {
+    if (depth > 64) throw Decline{"reader: constants nested too deep"};
+    const ValueRef& r = ref(fn, id);
+    if (r.kind == ValueKind::kGlobal) return "g" + std::to_string(r.index);
+    if (r.kind != ValueKind::kConstant) throw Decline{"reader: constant refers to a non-constant"};
+    const Constant& c = m.constants.at(r.index);
+    std::string key = "(" + std::to_string(int(klass(fn, id))) + ":" + std::to_string(c.type) + ":" +
+        std::to_string(int(c.kind)) + ":" + std::to_string(c.opcode) + ":" + std::to_string(c.flags) + ":" +
+        std::to_string(c.source_type);
+    for (uint64_t w : c.words) key += "," + std::to_string(w);
+    key += "|";
+    for (uint32_t o : c.operands) key += constant_key(fn, o, depth + 1) + ",";
+    return key + ")";
+  }
+};
+
+
+// Operands of a function after materialization: a value id, a block (kBlockTag), or one
+// of the loads materialize_aggregate_constants inserted (kLoadTag | load).
+constexpr uint32_t kLoadTag = 0x40000000u;
+
+// One load materialize_aggregate_constants inserts: `load T, ptr @__kiln_const...`.
+struct MaterializedLoad {
+  uint32_t type;
+  uint32_t global;  // index into ModuleContext::globals
+};
+
+// What materialize_aggregate_constants did to one function.
+struct Materialized {
+  std::vector<MaterializedLoad> loads;
+  std::vector<std::vector<uint32_t>> before;  // per instruction, the loads inserted just before it
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> replaced;  // (inst, operand position) -> load
+};
+
+class FunctionExporter {
+ public:
+  FunctionExporter(ModuleContext& ctx, FlatModuleData& out, std::vector<uint32_t>& symbol_values,
+                   std::vector<std::string>& fixed_names, std::unordered_map<uint32_t, uint32_t>& symbol_index,
+                   std::unordered_map<std::string, uint32_t>& library_index, uint32_t fn, const Materialized& mat)
+      : ctx_(ctx),
+        m_(ctx.m),
+        out_(out),
+        symbol_values_(symbol_values),
+        fixed_names_(fixed_names),
+        symbol_index_(symbol_index),
+        library_index_(library_index),
+        fn_index_in_module_(fn),
+        f_(ctx.m.functions[fn]),
+        g_(ctx.globals[f_.global]),
+        mat_(mat) {}
+
+  std::vector<std::string> reasons;
+
+  bool run() {
+    base_inst_ = static_cast<uint32_t>(out_.insts.size());
+    base_block_ = static_cast<uint32_t>(out_.blocks.size());
+    base_operand_ = static_cast<uint32_t>(out_.operands.size());
+    base_arg_ = static_cast<uint32_t>(out_.arg_widths.size());
+    fn_index_ = static_cast<uint32_t>(out_.functions.size());
+    check_function();
+    number_instructions();
+    for (uint32_t b = 0; b < f_.block_count; ++b) {
+      FlatBlock fb{base_inst_ + static_cast<uint32_t>(insts_.size()), 0, fn_index_};
+      for (uint32_t i = block_begin(b); i < block_end(b); ++i) {
+        for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
+        current_ = i;
+        export_inst(f_.insts[i]);
+      }
+      fb.inst_count = base_inst_ + static_cast<uint32_t>(insts_.size()) - fb.first_inst;
+      blocks_.push_back(fb);
+    }
+    if (frame_bound(insts_.data(), static_cast<uint32_t>(insts_.size()), f_.arg_count) >
+        static_cast<uint64_t>(kMaxFrameBytes))
+      reason("frame larger than 1 GiB");
+    if (!reasons.empty()) return false;
+    commit();
+    return true;
+  }
+
+ private:
+  uint32_t block_begin(uint32_t b) const { return f_.block_first.at(b); }
+  uint32_t block_end(uint32_t b) const {
+    return b + 1 < f_.block_count ? f_.block_first.at(b + 1) : static_cast<uint32_t>(f_.insts.size());
+  }
+
+  // Flat instruction indices in export order: each instruction after the loads
+  // materialized before it.
+  void number_instructions() {
+    inst_flat_.assign(f_.insts.size(), 0);
+    load_flat_.assign(mat_.loads.size(), 0);
+    uint32_t n = base_inst_;
+    for (uint32_t i = 0; i < f_.insts.size(); ++i) {
+      for (uint32_t load : mat_.before[i]) load_flat_[load] = n++;
+      inst_flat_[i] = n++;
+    }
+  }
+
+  void commit() {
+    FlatFunction ff{};
+    ff.symbol = symbol(f_.global);
+    ff.first_block = base_block_;
+    ff.block_count = static_cast<uint32_t>(blocks_.size());
+    ff.first_inst = base_inst_;
+    ff.inst_count = static_cast<uint32_t>(insts_.size());
+    ff.first_arg = base_arg_;
+    ff.arg_count = f_.arg_count;
+    ff.flags = fn_flags_;
+    ff.ret_width = static_cast<uint8_t>(ctx_.scalar_width(return_type()));
+    ff.ret_leaf0_width = ret_w0_;
+    ff.ret_leaf1_width = ret_w1_;
+    ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
+    ff.sret_arg = sret_arg_;
+    ff.personality = personality_;
+    for (uint32_t a = 0; a < f_.arg_count; ++a) out_.arg_widths.push_back(static_cast<uint8_t>(ctx_.scalar_width(param_type(a))));
+    out_.functions.push_back(ff);
+    out_.blocks.insert(out_.blocks.end(), blocks_.begin(), blocks_.end());
+    out_.insts.insert(out_.insts.end(), insts_.begin(), insts_.end());
+    out_.operands.insert(out_.operands.end(), operands_.begin(), operands_.end());
+  }
+
+  void reason(const std::string& r) {
+    if (std::find(reasons.begin(), reasons.end(), r) == reasons.end()) reasons.push_back(r);
+  }
+
+  uint32_t symbol(uint32_t global) {
+    auto [it, inserted] = symbol_index_.emplace(global, static_cast<uint32_t>(symbol_values_.size()));
+    if (inserted) {
+      symbol_values_.push_back(global);
+      fixed_names_.resize(symbol_values_.size());
+    }
+    return it->second;
+  }
+
+  uint32_t return_type() const { return ctx_.type(g_.value_type).elements.at(0); }
+  uint32_t param_type(uint32_t a) const { return ctx_.type(g_.value_type).elements.at(1 + a); }
+  const AttrList* attrs(uint32_t list) const {
+    if (list == kNone) return nullptr;
+    if (list >= m_.attribute_lists.size()) throw Decline{"reader: attribute list out of range"};
+    return &m_.attribute_lists[list];
+  }
+
+  void check_atomic_access(uint32_t t, uint64_t align) {
+    unsigned w = ctx_.is_int_like(t) ? ctx_.scalar_width(t) : 0;
+    if (!(w == 8 || w == 16 || w == 32 || w == 64)) reason("atomics: on " + ctx_.type_name(t));
+    else if (align < w / 8) reason("atomics: under-aligned");
+  }
+
+  void check_function() {
+    const Global& src = m_.globals[g_.source];
+    if (src.calling_conv != 0) reason("calling convention " + std::to_string(src.calling_conv));
+    if (ctx_.type(g_.value_type).vararg) reason("variadic definition");
+    if (src.personality != kNone) {
+      uint32_t pers = ctx_.strip_pointer_casts(kNone, src.personality);
+      if (ctx_.klass(kNone, pers) != Class::kGlobal) reason("exceptions: personality is not a symbol");
+      else {
+        fn_flags_ |= kFnHasPersonality;
+        personality_ = symbol(ctx_.ref(kNone, pers).index);
+      }
+    }
+    if (g_.has_comdat) reason("comdat");
+    if (src.prefix_or_prologue) reason("prefix or prologue data");
+    if (src.gc) reason("garbage collector");
+    const AttrList* fa = attrs(src.attributes);
+    if (fa && fa->function.has(kAttrNaked)) reason("naked function");
+    if (g_.linkage == Linkage::kAvailableExternally) reason("available_externally");
+    for (uint32_t i = 0; i < f_.arg_count; ++i) {
+      uint32_t t = param_type(i);
+      if (ctx_.is_float(t)) reason("floating-point arguments");
+      else if (!ctx_.is_int_like(t)) reason("argument type " + ctx_.type_name(t));
+      if (fa && (fa->param_has(i, kAttrByVal) || fa->param_has(i, kAttrInAlloca) ||
+                 fa->param_has(i, kAttrPreallocated) || fa->param_has(i, kAttrNest)))
+        reason("byval, inalloca, preallocated or nest argument");
+      if (fa && fa->param_has(i, kAttrStructRet)) {
+        fn_flags_ |= kFnHasSret;
+        sret_arg_ = i;
+      }
+    }
+    uint32_t r = return_type();
+    if (!ctx_.is_void(r)) {
+      unsigned w0 = 0, w1 = 0;
+      if (ctx_.is_float(r)) reason("floating-point return");
+      else if (ctx_.is_int_like(r)) {
+        if (fa && fa->ret.has(kAttrSExt)) fn_flags_ |= kFnRetSignExt;
+      } else if (ctx_.is_integer_pair(r, &w0, &w1, &ret_off1_)) {
+        fn_flags_ |= kFnRetPair;
+        ret_w0_ = static_cast<uint8_t>(w0);
+        ret_w1_ = static_cast<uint8_t>(w1);
+      } else {
+        reason("return type " + ctx_.type_name(r));
+      }
+    }
+  }
+
+  // The operands of the instruction being exported, materialized loads in place.
+  uint32_t op_id(const Inst& in, uint32_t k) const {
+    auto it = mat_.replaced.find({current_, k});
+    if (it != mat_.replaced.end()) return kLoadTag | it->second;
+    return f_.operands.at(in.first_operand + k);
+  }
+  uint32_t operand_type(uint32_t id) const {
+    if (id != kMetadataOperand && (id & kBlockTag)) throw Decline{"reader: block used as a value"};
+    if (id != kMetadataOperand && (id & kLoadTag) && id >= kLoadTag) return mat_.loads.at(id & ~kLoadTag).type;
+    return ctx_.type_of(fn_index_in_module_, id);
+  }
+  bool is_materialized(uint32_t id) const { return id != kMetadataOperand && !(id & kBlockTag) && (id & kLoadTag); }
+
+  FlatOperand operand(uint32_t id) {
+    const uint32_t fn = fn_index_in_module_;
+    FlatOperand op{};
+    if (id != kMetadataOperand && (id & kBlockTag)) {
+      uint32_t b = id & ~kBlockTag;
+      if (b >= f_.block_count) throw Decline{"reader: block out of range"};
+      op.kind = kOperandBlock;
+      op.index = base_block_ + b;
+      return op;
+    }
+    if (is_materialized(id)) {
+      uint32_t load = id & ~kLoadTag;
+      op.width = static_cast<uint8_t>(ctx_.scalar_width(mat_.loads.at(load).type));
+      op.kind = kOperandValue;
+      op.index = load_flat_.at(load);
+      return op;
+    }
+    if (id == kMetadataOperand) throw Decline{"reader: metadata as an operand"};
+    uint32_t t = ctx_.type_of(fn, id);
+    op.width = static_cast<uint8_t>(ctx_.scalar_width(t));
+    TypeKind tk = ctx_.type(t).kind;
+    if (!op.width && !ctx_.is_plain_aggregate(t) && tk != TypeKind::kLabel && tk != TypeKind::kVoid)
+      reason("value type " + ctx_.type_name(t));
+    int vid = -1;
+    switch (ctx_.klass(fn, id, &vid)) {
+      case Class::kInstruction: {
+        const ValueRef& r = ctx_.ref(fn, id);
+        op.kind = kOperandValue;
+        op.index = inst_flat_.at(r.index);
+        break;
+      }
+      case Class::kArgument:
+        op.kind = kOperandArg;
+        op.index = base_arg_ + ctx_.ref(fn, id).index;
+        break;
+      case Class::kInt:
+      case Class::kFP:
+        scalar_constant(fn, id, op);
+        break;
+      case Class::kNullPtr:
+        op.kind = kOperandConst;
+        break;
+      case Class::kUndef:
+        op.kind = kOperandUndef;
+        break;
+      case Class::kZero:
+        op.kind = kOperandZero;
+        break;
+      case Class::kGlobal: {
+        uint32_t g = ctx_.ref(fn, id).index;
+        if (ctx_.globals[g].kind == GlobalKind::kVariable && ctx_.globals[g].thread_local_)
+          reason("thread-local variable");
+        op.kind = kOperandSymbol;
+        op.index = symbol(g);
+        break;
+      }
+      case Class::kExpr:
+        constant_expression(fn, id, op);
+        break;
+      case Class::kStruct:
+      case Class::kArray:
+        reason("constant aggregate");
+        break;
+      case Class::kVector:
+        reason("constant kind " + std::to_string(kValueIdVector));
+        break;
+      case Class::kDataSeq:
+        reason("constant kind " + std::to_string(ctx_.is_vector(t) ? kValueIdCdv : kValueIdCda));
+        break;
+      case Class::kOtherConstant:
+        reason("constant kind " + std::to_string(vid));
+        break;
+      case Class::kMetadata:
+        throw Decline{"reader: metadata as an operand"};
+    }
+    return op;
+  }
+
+  void scalar_constant(uint32_t fn, uint32_t id, FlatOperand& op) {
+    op.kind = kOperandConst;
+    const Constant& c = ctx_.constant(fn, id);
+    if (ctx_.is_integer(c.type)) {
+      if (ctx_.type(c.type).width > 64) return reason("integer constant wider than 64 bits");
+      op.imm = static_cast<int64_t>(ctx_.int_value(fn, id));
+      return;
+    }
+    TypeKind k = ctx_.type(c.type).kind;
+    if (k == TypeKind::kX86Fp80 || k == TypeKind::kFp128 || k == TypeKind::kPpcFp128)
+      return reason("floating-point constant wider than 64 bits");
+    uint64_t bits = c.words.empty() ? 0 : c.words[0];
+    unsigned w = k == TypeKind::kDouble ? 64 : k == TypeKind::kFloat ? 32 : 16;
+    if (w < 64) bits &= (uint64_t(1) << w) - 1;
+    op.imm = static_cast<int64_t>(bits);
+  }
+
+  void constant_expression(uint32_t fn, uint32_t id, FlatOperand& op) {
+    const Constant& c = ctx_.constant(fn, id);
+    if (c.kind == ConstKind::kGep) {
+      uint64_t offset = 0;
+      uint32_t base = ctx_.strip_pointer_casts(fn, c.operands.at(0));
+      bool global = ctx_.klass(fn, base) == Class::kGlobal;
+      if (global &&
+          ctx_.accumulate_offset(fn, c.source_type, c.operands.data() + 1, c.operands.size() - 1, offset) &&
+          static_cast<int64_t>(offset) >= -(int64_t(1) << 30) && static_cast<int64_t>(offset) < (int64_t(1) << 30)) {
+        uint32_t g = ctx_.ref(fn, base).index;
+        op.kind = kOperandSymbol;
+        op.index = symbol(g);
+        op.imm = static_cast<int64_t>(offset);
+        if (ctx_.globals[g].kind == GlobalKind::kVariable && ctx_.globals[g].thread_local_)
+          reason("thread-local variable");
+        return;
+      }
+      reason("constant expression getelementptr");
+      return;
+    }
+    if (c.kind == ConstKind::kCast &&
+        (c.opcode == kCastPtrToInt || c.opcode == kCastIntToPtr || c.opcode == kCastBitCast)) {
+      FlatOperand inner = operand(c.operands.at(0));
+      uint8_t w = op.width;
+      op = inner;
+      op.width = w;
+      if (w != 64 && op.kind == kOperandSymbol) reason("constant expression truncating a pointer");
+      return;
+    }
+    const char* name = c.kind == ConstKind::kCast ? cast_name(c.opcode)
+        : c.kind == ConstKind::kBinary            ? binop_name(c.opcode, ctx_.is_float(c.type))
+                                                  : nullptr;
+    if (!name) throw Decline{"reader: constant expression " + std::to_string(c.opcode)};
+    reason(std::string("constant expression ") + name);
+  }
+
+  // A flat instruction of the current block with result type `t`.
+  FlatInst& emit_typed(uint32_t block, uint32_t t, uint16_t op, std::initializer_list<FlatOperand> ops = {}) {
+    FlatInst fi{};
+    fi.op = op;
+    fi.block = base_block_ + block;
+    fi.first_operand = base_operand_ + static_cast<uint32_t>(operands_.size());
+    fi.operand_count = static_cast<uint32_t>(ops.size());
+    for (const auto& o : ops) operands_.push_back(o);
+    fi.width = static_cast<uint8_t>(ctx_.scalar_width(t));
+    if (fi.width) fi.slot_size = 8;
+    else if (!ctx_.is_void(t)) fi.slot_size = round8(sized(t, &Layout::alloc_size));
+    insts_.push_back(fi);
+    return insts_.back();
+  }
+  FlatInst& emit(const Inst& in, uint16_t op, std::initializer_list<FlatOperand> ops = {}) {
+    return emit_typed(in.block, in.type, op, ops);
+  }
+  // A size of a sized type; an unsized one is beyond what the reader reproduces.
+  uint64_t sized(uint32_t t, uint64_t (Layout::*fn)(const BcModule&, uint32_t) const) const {
+    switch (ctx_.type(t).kind) {
+      case TypeKind::kVoid:
+      case TypeKind::kLabel:
+      case TypeKind::kMetadata:
+      case TypeKind::kToken:
+      case TypeKind::kFunction:
+      case TypeKind::kScalableVector:
+      case TypeKind::kTargetExt:
+        throw Decline{"reader: size of " + ctx_.type_name(t)};
+      default:
+        if (ctx_.type(t).kind == TypeKind::kStruct && ctx_.type(t).opaque) throw Decline{"reader: size of opaque struct"};
+        return (ctx_.dl.*fn)(m_, t);
+    }
+  }
+  void add_operand(FlatInst& fi, const FlatOperand& o) {
+    operands_.push_back(o);
+    fi.operand_count++;
+  }
+
+  void export_materialized_load(uint32_t block, uint32_t load) {
+    const MaterializedLoad& l = mat_.loads.at(load);
+    FlatOperand ptr{};
+    ptr.kind = kOperandSymbol;
+    ptr.width = 64;
+    ptr.index = symbol(l.global);
+    FlatInst& fi = emit_typed(block, l.type, kOpLoad, {ptr});
+    if (!fi.width) fi.aux32 = static_cast<uint32_t>(sized(l.type, &Layout::store_size));
+  }
+
+  // --- One instruction (export_inst of lib/flat_export.cpp).
+  void export_inst(const Inst& in) {
+    check_vector_use(in);
+    switch (in.opcode) {
+      case Opcode::kAlloca:
+        return export_alloca(in);
+      case Opcode::kLoad:
+        return export_load(in);
+      case Opcode::kStore:
+        return export_store(in);
+      case Opcode::kGetElementPtr:
+        return export_gep(in);
+      case Opcode::kAdd:
+      case Opcode::kSub:
+      case Opcode::kMul:
+      case Opcode::kAnd:
+      case Opcode::kOr:
+      case Opcode::kXor:
+      case Opcode::kShl:
+      case Opcode::kLShr:
+      case Opcode::kAShr:
+      case Opcode::kUDiv:
+      case Opcode::kSDiv:
+      case Opcode::kURem:
+      case Opcode::kSRem:
+        return export_binary(in);
+      case Opcode::kICmp:
+        return export_icmp(in);
+      case Opcode::kSelect:
+        return export_select(in);
+      case Opcode::kZExt:
+      case Opcode::kIntToPtr:
+      case Opcode::kFreeze:
+      case Opcode::kBitCast:
+      case Opcode::kTrunc:
+      case Opcode::kPtrToInt:
+      case Opcode::kSExt:
+        return export_cast(in);
+      case Opcode::kExtractValue:
+        return export_extract_value(in);
+      case Opcode::kInsertValue:
+        return export_insert_value(in);
+      case Opcode::kPhi:
+        return export_phi(in);
+      case Opcode::kCall:
+      case Opcode::kInvoke:
+        return export_call(in);
+      case Opcode::kBr:
+        return export_br(in);
+      case Opcode::kSwitch:
+        return export_switch(in);
+      case Opcode::kRet:
+        if (in.operand_count) emit(in, kOpRet, {operand(op_id(in, 0))});
+        else emit(in, kOpRet);
+        return;
+      case Opcode::kUnreachable:
+        return void(emit(in, kOpUnreachable));
+      case Opcode::kLandingPad:
+        return export_landing_pad(in);
+      case Opcode::kResume:
+        return export_resume(in);
+      case Opcode::kCleanupPad:
+      case Opcode::kCatchPad:
+      case Opcode::kCatchSwitch:
+      case Opcode::kCleanupRet:
+      case Opcode::kCatchRet:
+        return refuse(in, "exceptions: " + std::string(opcode_name(in.opcode)));
+      case Opcode::kAtomicRmw:
+        return export_atomic_rmw(in);
+      case Opcode::kAtomicCmpXchg:
+        return export_cmpxchg(in);
+      case Opcode::kFence: {
+        FlatInst& fi = emit(in, kOpFence);
+        fi.aux = in.ordering == Ordering::kSeqCst && !in.single_thread;
+        return;
+      }
+      default:
+        return refuse(in, std::string("instruction ") + opcode_name(in.opcode));
+    }
+  }
+
+  static const char* opcode_name(Opcode op) {
+    switch (op) {
+      case Opcode::kIndirectBr: return "indirectbr";
+      case Opcode::kCallBr: return "callbr";
+      case Opcode::kFNeg: return "fneg";
+      case Opcode::kFAdd: return "fadd";
+      case Opcode::kFSub: return "fsub";
+      case Opcode::kFMul: return "fmul";
+      case Opcode::kFDiv: return "fdiv";
+      case Opcode::kFRem: return "frem";
+      case Opcode::kFPToUI: return "fptoui";
+      case Opcode::kFPToSI: return "fptosi";
+      case Opcode::kUIToFP: return "uitofp";
+      case Opcode::kSIToFP: return "sitofp";
+      case Opcode::kFPTrunc: return "fptrunc";
+      case Opcode::kFPExt: return "fpext";
+      case Opcode::kAddrSpaceCast: return "addrspacecast";
+      case Opcode::kPtrToAddr: return "ptrtoaddr";
+      case Opcode::kCleanupPad: return "cleanuppad";
+      case Opcode::kCatchPad: return "catchpad";
+      case Opcode::kCatchSwitch: return "catchswitch";
+      case Opcode::kCleanupRet: return "cleanupret";
+      case Opcode::kCatchRet: return "catchret";
+      case Opcode::kFCmp: return "fcmp";
+      case Opcode::kVAArg: return "va_arg";
+      case Opcode::kExtractElement: return "extractelement";
+      case Opcode::kInsertElement: return "insertelement";
+      case Opcode::kShuffleVector: return "shufflevector";
+      default: throw Decline{"reader: instruction " + std::to_string(int(op))};
+    }
+  }
+
+  void refuse(const Inst& in, const std::string& why) {
+    reason(why);
+    emit(in, kOpNop);
+  }
+
+  void check_vector_use(const Inst& in) {
+    if (in.opcode == Opcode::kLoad || in.opcode == Opcode::kStore || in.opcode == Opcode::kPhi) return;
+    for (uint32_t k = 0; k < in.operand_count; ++k) {
+      uint32_t id = op_id(in, k);
+      if (id != kMetadataOperand && (id & kBlockTag)) continue;
+      if (id == kMetadataOperand) continue;  // metadata is not a vector
+      if (ctx_.is_vector(operand_type(id))) reason("vectors");
+    }
+    if (in.opcode == Opcode::kAlloca && in.aux != kNone && ctx_.is_vector(ctx_.type_of(fn_index_in_module_, in.aux)))
+      reason("vectors");
+    if (ctx_.is_vector(in.type)) reason("vectors");
+  }
+
+  // --- Memory.
+
+  void export_alloca(const Inst& in) {
+    const uint32_t fn = fn_index_in_module_;
+    bool constant_count = in.aux != kNone && ctx_.klass(fn, in.aux) == Class::kInt;
+    if (!in.static_alloca_candidate || !constant_count) reason("dynamic alloca");
+    if (in.align > 4096) reason("alloca aligned beyond 4096 bytes");
+    FlatInst& fi = emit(in, kOpAlloca);
+    uint64_t elems = !constant_count ? 1 : ctx_.active_bits(fn, in.aux) <= 31 ? ctx_.int_value(fn, in.aux) : (1ull << 31);
+    uint64_t elem_size = sized(in.source_type, &Layout::alloc_size);
+    uint64_t size = elem_size > (1ull << 31) ? (1ull << 31) : elem_size * elems;
+    if (size > (1u << 30)) reason("alloca larger than 1 GiB");
+    insts_.back().aux32 = static_cast<uint32_t>(size);
+    insts_.back().imm = static_cast<int64_t>(in.align);
+    (void)fi;
+  }
+
+  bool pointer_in_other_space(uint32_t id) const {
+    uint32_t t = operand_type(id);
+    return ctx_.is_pointer(t) && ctx_.type(t).address_space != 0;
+  }
+
+  void export_load(const Inst& in) {
+    if (in.ordering != Ordering::kNotAtomic) check_atomic_access(in.type, in.align);
+    uint32_t ptr = op_id(in, 0);
+    if (pointer_in_other_space(ptr)) reason("address spaces");
+    FlatInst& fi = emit(in, kOpLoad, {operand(ptr)});
+    if (!insts_.back().width) insts_.back().aux32 = static_cast<uint32_t>(sized(in.type, &Layout::store_size));
+    (void)fi;
+  }
+
+  void export_store(const Inst& in) {
+    uint32_t value = op_id(in, 0), ptr = op_id(in, 1);
+    uint32_t vt = operand_type(value);
+    if (in.ordering != Ordering::kNotAtomic) check_atomic_access(vt, in.align);
+    if (pointer_in_other_space(ptr)) reason("address spaces");
+    FlatOperand v = operand(value);
+    FlatOperand p = operand(ptr);
+    FlatInst& fi = emit(in, kOpStore, {v, p});
+    if (in.ordering == Ordering::kSeqCst && !in.single_thread) fi.aux = kStoreSeqCst;
+    if (!ctx_.scalar_width(vt)) fi.aux32 = static_cast<uint32_t>(sized(vt, &Layout::store_size));
+  }
+
+  void export_gep(const Inst& in) {
+    if (in.vector_gep || ctx_.is_vector(in.type)) return refuse(in, "vector getelementptr");
+    const uint32_t fn = fn_index_in_module_;
+    emit(in, kOpGep, {operand(op_id(in, 0))});
+    size_t at = insts_.size() - 1;
+    int64_t constant = 0;
+    uint32_t cur = in.source_type;
+    for (uint32_t k = 1; k < in.operand_count; ++k) {
+      uint32_t idx = op_id(in, k);
+      if (k > 1 && ctx_.type(cur).kind == TypeKind::kStruct) {
+        if (is_materialized(idx) || ctx_.klass(fn, idx) != Class::kInt) throw Decline{"reader: struct index"};
+        uint64_t field = ctx_.int_value(fn, idx);
+        if (field >= ctx_.type(cur).elements.size()) throw Decline{"reader: struct index out of range"};
+        constant += static_cast<int64_t>(ctx_.dl.field_offset(m_, cur, static_cast<uint32_t>(field)));
+        cur = ctx_.type(cur).elements[field];
+        continue;
+      }
+      if (k > 1) {
+        if (ctx_.type(cur).kind != TypeKind::kArray) throw Decline{"reader: getelementptr into a vector"};
+        cur = ctx_.type(cur).elements.at(0);
+      }
+      int64_t stride = static_cast<int64_t>(sized(cur, &Layout::alloc_size));
+      if (!is_materialized(idx) && ctx_.klass(fn, idx) == Class::kInt) {
+        int64_t term = 0;
+        if (ctx_.int_width(fn, idx) > 64) reason("getelementptr index wider than 64 bits");
+        else if (__builtin_mul_overflow(ctx_.int_sext(fn, idx), stride, &term) ||
+                 __builtin_add_overflow(constant, term, &constant))
+          reason("getelementptr offset beyond 2 GiB");
+        continue;
+      }
+      if (stride > INT32_MAX) reason("getelementptr stride beyond 2 GiB");
+      FlatOperand o = operand(idx);
+      o.imm = stride;
+      add_operand(insts_[at], o);
+    }
+    if (constant > INT32_MAX || constant < INT32_MIN) reason("getelementptr offset beyond 2 GiB");
+    insts_[at].imm = constant;
+  }
+
+  // --- Arithmetic, compares, selects, casts.
+
+  void export_binary(const Inst& in) {
+    static const std::map<Opcode, uint16_t> kOps = {
+        {Opcode::kAdd, kOpAdd},   {Opcode::kSub, kOpSub},   {Opcode::kMul, kOpMul},   {Opcode::kAnd, kOpAnd},
+        {Opcode::kOr, kOpOr},     {Opcode::kXor, kOpXor},   {Opcode::kShl, kOpShl},   {Opcode::kLShr, kOpLshr},
+        {Opcode::kAShr, kOpAshr}, {Opcode::kUDiv, kOpUdiv}, {Opcode::kSDiv, kOpSdiv}, {Opcode::kURem, kOpUrem},
+        {Opcode::kSRem, kOpSrem}};
+    if (!ctx_.is_integer(in.type)) reason("arithmetic on " + ctx_.type_name(in.type));
+    FlatOperand a = operand(op_id(in, 0));
+    FlatOperand b = operand(op_id(in, 1));
+    emit(in, kOps.at(in.opcode), {a, b});
+  }
+
+  void export_icmp(const Inst& in) {
+    static const uint8_t kPred[] = {kPredEq,  kPredNe,  kPredUgt, kPredUge, kPredUlt,
+                                    kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle};
+    if (in.aux < 32 || in.aux > 41) throw Decline{"reader: icmp predicate " + std::to_string(in.aux)};
+    FlatOperand a = operand(op_id(in, 0));
+    FlatOperand b = operand(op_id(in, 1));
+    emit(in, kOpIcmp, {a, b}).aux = kPred[in.aux - 32];
+  }
+
+  void export_select(const Inst& in) {
+    if (!ctx_.scalar_width(in.type)) reason("select of " + ctx_.type_name(in.type));
+    FlatOperand c = operand(op_id(in, 0));
+    FlatOperand t = operand(op_id(in, 1));
+    FlatOperand f = operand(op_id(in, 2));
+    emit(in, kOpSelect, {c, t, f});
+  }
+
+  void export_cast(const Inst& in) {
+    uint32_t src = op_id(in, 0);
+    switch (in.opcode) {
+      case Opcode::kBitCast: {
+        uint32_t from = operand_type(src);
+        if (ctx_.scalar_width(from) != ctx_.scalar_width(in.type) || !ctx_.scalar_width(from))
+          reason("bitcast of " + ctx_.type_name(from));
+        emit(in, kOpCopy, {operand(src)});
+        return;
+      }
+      case Opcode::kTrunc:
+      case Opcode::kPtrToInt:
+        emit(in, kOpTrunc, {operand(src)});
+        return;
+      case Opcode::kSExt: {
+        FlatOperand o = operand(src);
+        emit(in, kOpSext, {o}).aux = static_cast<uint8_t>(ctx_.scalar_width(operand_type(src)));
+        return;
+      }
+      default: {
+        const char* name = in.opcode == Opcode::kZExt ? "zext" : in.opcode == Opcode::kIntToPtr ? "inttoptr" : "freeze";
+        if (!ctx_.scalar_width(in.type)) reason(std::string(name) + " of " + ctx_.type_name(in.type));
+        emit(in, kOpCopy, {operand(src)});
+        return;
+      }
+    }
+  }
+
+  // --- Aggregates and phis.
+
+  uint64_t aggregate_offset(uint32_t t, const Inst& in, uint32_t* field) const {
+    uint64_t offset = 0;
+    for (uint32_t k = 0; k < in.index_count; ++k) {
+      uint32_t idx = f_.indices.at(in.first_index + k);
+      const Type& ty = ctx_.type(t);
+      if (ty.kind == TypeKind::kStruct) {
+        if (idx >= ty.elements.size()) throw Decline{"reader: aggregate index out of range"};
+        offset += ctx_.dl.field_offset(m_, t, idx);
+        t = ty.elements[idx];
+      } else if (ty.kind == TypeKind::kArray) {
+        t = ty.elements.at(0);
+        offset += sized(t, &Layout::alloc_size) * idx;
+      } else {
+        throw Decline{"reader: aggregate index into " + ctx_.type_name(t)};
+      }
+    }
+    *field = t;
+    return offset;
+  }
+
+  void export_extract_value(const Inst& in) {
+    uint32_t agg = op_id(in, 0);
+    uint32_t field = kNone;
+    uint64_t offset = aggregate_offset(operand_type(agg), in, &field);
+    FlatInst& fi = emit(in, kOpExtract, {operand(agg)});
+    fi.imm = static_cast<int64_t>(offset);
+    if (!fi.width) fi.aux32 = static_cast<uint32_t>(sized(field, &Layout::alloc_size));
+  }
+
+  void export_insert_value(const Inst& in) {
+    uint32_t field = kNone;
+    uint64_t offset = aggregate_offset(in.type, in, &field);
+    FlatOperand a = operand(op_id(in, 0));
+    FlatOperand v = operand(op_id(in, 1));
+    FlatInst& fi = emit(in, kOpInsert, {a, v});
+    fi.imm = static_cast<int64_t>(offset);
+    if (!ctx_.scalar_width(field)) fi.aux32 = static_cast<uint32_t>(sized(field, &Layout::alloc_size));
+  }
+
+  void export_phi(const Inst& in) {
+    emit(in, kOpPhi);
+    size_t at = insts_.size() - 1;
+    if (ctx_.scalar_width(in.type)) {
+      insts_[at].slot_size = 16;
+    } else {
+      uint32_t bytes = static_cast<uint32_t>(sized(in.type, &Layout::alloc_size));
+      insts_[at].aux32 = bytes;
+      insts_[at].slot_size = 2 * round8(bytes);
+    }
+    if (in.operand_count % 2) throw Decline{"reader: phi operands"};
+    for (uint32_t k = 0; k < in.operand_count; k += 2) {
+      FlatOperand v = operand(op_id(in, k));
+      add_operand(insts_[at], v);
+      add_operand(insts_[at], operand(op_id(in, k + 1)));
+    }
+  }
+
+  // --- Control flow.
+
+  void export_br(const Inst& in) {
+    if (in.operand_count == 1) {
+      emit(in, kOpBr, {operand(op_id(in, 0))});
+      return;
+    }
+    FlatOperand c = operand(op_id(in, 0));
+    FlatOperand t = operand(op_id(in, 1));
+    FlatOperand f = operand(op_id(in, 2));
+    emit(in, kOpCondBr, {c, t, f});
+  }
+
+  void export_switch(const Inst& in) {
+    FlatOperand c = operand(op_id(in, 0));
+    FlatOperand d = operand(op_id(in, 1));
+    emit(in, kOpSwitch, {c, d});
+    size_t at = insts_.size() - 1;
+    for (uint32_t k = 2; k + 1 < in.operand_count; k += 2) {
+      FlatOperand v = operand(op_id(in, k));
+      add_operand(insts_[at], v);
+      add_operand(insts_[at], operand(op_id(in, k + 1)));
+    }
+  }
+
+  void export_landing_pad(const Inst& in) {
+    const Type& st = ctx_.type(in.type);
+    if (st.kind != TypeKind::kStruct || st.elements.size() != 2 || !ctx_.is_pointer(st.elements[0]) ||
+        !(ctx_.is_integer(st.elements[1]) && ctx_.type(st.elements[1]).width == 32))
+      reason("landingpad of " + ctx_.type_name(in.type));
+    bool catch_all = false, empty_filter = false;
+    for (uint32_t c = 0; c < in.operand_count; ++c) {
+      uint32_t clause = op_id(in, c);
+      bool filter = f_.clause_filter.at(in.first_operand + c);
+      if (!filter) {
+        if (ctx_.is_null_value(fn_index_in_module_, clause)) catch_all = true;
+        else reason("exceptions: catch clause with a type");
+      } else {
+        const Type& at = ctx_.type(operand_type(clause));
+        if (at.kind == TypeKind::kArray && at.count == 0) empty_filter = true;
+        else reason("exceptions: filter clause with types");
+      }
+    }
+    if (catch_all && empty_filter) reason("exceptions: catch and filter in one landing pad");
+    FlatInst& fi = emit(in, kOpLandingPad);
+    fi.aux = catch_all ? kLandingPadCatchAll : empty_filter ? kLandingPadEmptyFilter : kLandingPadCleanup;
+    fi.slot_size = 16;
+  }
+
+  void export_resume(const Inst& in) {
+    FlatOperand resume{};
+    resume.kind = kOperandSymbol;
+    resume.width = 64;
+    resume.index = library_symbol("_Unwind_Resume");
+    FlatOperand value = operand(op_id(in, 0));
+    if (value.kind != kOperandValue) reason("resume of a constant");
+    emit(in, kOpResume, {value, resume});
+  }
+
+  // --- Atomics.
+
+  void export_atomic_rmw(const Inst& in) {
+    uint32_t ptr = op_id(in, 0), val = op_id(in, 1);
+    check_atomic_access(operand_type(val), in.align);
+    if (pointer_in_other_space(ptr)) reason("address spaces");
+    FlatOperand p = operand(ptr);
+    FlatOperand v = operand(val);
+    FlatInst& fi = emit(in, kOpAtomicRmw, {p, v});
+    static const uint8_t kKinds[] = {kRmwXchg, kRmwAdd, kRmwSub, kRmwAnd, kRmwNand, kRmwOr, kRmwXor};
+    if (in.aux <= uint32_t(RmwOp::kXor)) fi.aux = kKinds[in.aux];
+    else throw Decline{"reader: atomicrmw operation " + std::to_string(in.aux)};
+  }
+
+  void export_cmpxchg(const Inst& in) {
+    uint32_t ptr = op_id(in, 0), cmp = op_id(in, 1), nv = op_id(in, 2);
+    check_atomic_access(operand_type(cmp), in.align);
+    if (pointer_in_other_space(ptr)) reason("address spaces");
+    FlatOperand p = operand(ptr);
+    FlatOperand c = operand(cmp);
+    FlatOperand n = operand(nv);
+    FlatInst& fi = emit(in, kOpCmpXchg, {p, c, n});
+    fi.imm = static_cast<int64_t>(ctx_.dl.field_offset(m_, in.type, 1));
+    if (fi.slot_size < 8) fi.slot_size = 8;
+  }
+
+  // --- Calls (export_call and export_intrinsic of lib/flat_export.cpp).
+
+  // CallBase::getCalledFunction: the callee when it is a function of the call's type.
+  uint32_t called_function(const Inst& in, uint32_t callee) const {
+    if (is_materialized(callee) || callee == kMetadataOperand || (callee & kBlockTag)) return kNone;
+    const ValueRef& r = ctx_.ref(fn_index_in_module_, callee);
+    if (r.kind != ValueKind::kGlobal) return kNone;
+    const GlobalInfo& g = ctx_.globals[r.index];
+    if (g.kind != GlobalKind::kFunction || g.value_type != in.source_type) return kNone;
+    return r.index;
+  }
+
+  // CallBase::paramHasAttr: the call site's attributes, then the called function's.
+  bool param_has(const Inst& in, uint32_t callee_fn, uint32_t arg, uint8_t kind) const {
+    if (const AttrList* a = attrs(in.attributes); a && a->param_has(arg, kind)) return true;
+    if (callee_fn == kNone) return false;
+    const AttrList* fa = attrs(m_.globals[ctx_.globals[callee_fn].source].attributes);
+    return fa && fa->param_has(arg, kind);
+  }
+
+  void export_call(const Inst& in) {
+    const bool invoke = in.opcode == Opcode::kInvoke;
+    const uint32_t arg_count = in.operand_count - (invoke ? 3 : 1);
+    if (in.operand_count < (invoke ? 3u : 1u)) throw Decline{"reader: call operands"};
+    const uint32_t callee = op_id(in, arg_count);
+    if (!is_materialized(callee) && callee != kMetadataOperand && !(callee & kBlockTag)) {
+      int vid = -1;
+      if (ctx_.klass(fn_index_in_module_, callee, &vid) == Class::kOtherConstant && vid == kValueIdInlineAsm)
+        return refuse(in, "inline asm");
+    }
+    const uint32_t callee_fn = called_function(in, callee);
+    if (callee_fn != kNone && reserved_name(ctx_.globals[callee_fn].name)) {
+      if (invoke) return refuse(in, "invoke of intrinsic " + ctx_.globals[callee_fn].name);
+      return export_intrinsic(in, callee_fn, arg_count);
+    }
+    if (in.calling_conv != 0) reason("call with calling convention " + std::to_string(in.calling_conv));
+    if (in.has_bundles) reason("operand bundles");
+    if (in.musttail) reason("musttail call");
+    const uint32_t fnty = in.source_type;
+    const uint32_t r = ctx_.type(fnty).elements.at(0);
+    bool pair = false;
+    unsigned w0 = 0, w1 = 0;
+    uint64_t off1 = 0;
+    if (!ctx_.is_void(r) && !ctx_.is_int_like(r)) {
+      if (ctx_.is_float(r)) reason("call returning floating point");
+      else if (ctx_.is_integer_pair(r, &w0, &w1, &off1)) pair = true;
+      else reason("call returning " + ctx_.type_name(r));
+    }
+    FlatOperand callee_op = operand(callee);
+    emit(in, invoke ? kOpInvoke : kOpCall, {callee_op});
+    size_t at = insts_.size() - 1;
+    if (pair) {
+      insts_[at].aux32 = w0 | (w1 << 8);
+      insts_[at].imm = static_cast<int64_t>(off1);
+    }
+    if (ctx_.type(fnty).vararg) insts_[at].aux |= kCallVarargs;
+    for (uint32_t a = 0; a < arg_count; ++a) {
+      uint32_t v = op_id(in, a);
+      if (v == kMetadataOperand) throw Decline{"reader: metadata argument"};
+      uint32_t t = operand_type(v);
+      if (ctx_.is_float(t)) reason("floating-point call arguments");
+      else if (!ctx_.is_int_like(t)) reason("call argument type " + ctx_.type_name(t));
+      if (param_has(in, callee_fn, a, kAttrByVal) || param_has(in, callee_fn, a, kAttrInAlloca) ||
+          param_has(in, callee_fn, a, kAttrPreallocated))
+        reason("byval, inalloca or preallocated call argument");
+      FlatOperand o = operand(v);
+      if (param_has(in, callee_fn, a, kAttrSExt)) o.flags |= kOperandSignExt;
+      add_operand(insts_[at], o);
+    }
+    if (invoke) {
+      add_operand(insts_[at], operand(op_id(in, arg_count + 1)));
+      add_operand(insts_[at], operand(op_id(in, arg_count + 2)));
+    }
+  }
+
+  void export_intrinsic(const Inst& in, uint32_t callee_fn, uint32_t arg_count) {
+    const std::string& name = ctx_.globals[callee_fn].name;
+    auto arg = [&](uint32_t a) {
+      if (a >= arg_count) throw Decline{"reader: intrinsic arguments"};
+      return op_id(in, a);
+    };
+    switch (Intrinsic id = intrinsic_of(name)) {
+      case Intrinsic::kLifetimeStart:
+      case Intrinsic::kLifetimeEnd:
+      case Intrinsic::kAssume:
+      case Intrinsic::kNoaliasScopeDecl:
+      case Intrinsic::kDoNothing:
+      case Intrinsic::kSideEffect:
+      case Intrinsic::kDbgDeclare:
+      case Intrinsic::kDbgValue:
+      case Intrinsic::kDbgLabel:
+        emit(in, kOpNop);
+        return;
+      case Intrinsic::kExpect:
+        emit(in, kOpCopy, {operand(arg(0))});
+        return;
+      case Intrinsic::kTrap:
+      case Intrinsic::kUbsanTrap:
+        emit(in, kOpUnreachable);
+        return;
+      case Intrinsic::kMemcpy:
+      case Intrinsic::kMemmove:
+      case Intrinsic::kMemset: {
+        const char* lib = id == Intrinsic::kMemcpy ? "memcpy" : id == Intrinsic::kMemmove ? "memmove" : "memset";
+        FlatOperand callee_op{};
+        callee_op.kind = kOperandSymbol;
+        callee_op.width = 64;
+        callee_op.index = library_symbol(lib);
+        emit(in, kOpCall, {callee_op});
+        size_t at = insts_.size() - 1;
+        for (uint32_t a = 0; a < 3; ++a) add_operand(insts_[at], operand(arg(a)));
+        return;
+      }
+      case Intrinsic::kUaddWithOverflow:
+      case Intrinsic::kSaddWithOverflow:
+      case Intrinsic::kUsubWithOverflow:
+      case Intrinsic::kSsubWithOverflow:
+      case Intrinsic::kUmulWithOverflow:
+      case Intrinsic::kSmulWithOverflow:
+        return export_overflow_intrinsic(in, id, arg(0), arg(1));
+      case Intrinsic::kIsConstant: {
+        FlatOperand zero{};
+        zero.kind = kOperandConst;
+        zero.width = 1;
+        emit(in, kOpCopy, {zero});
+        return;
+      }
+      case Intrinsic::kNotIntrinsic:
+      case Intrinsic::kUnknownIntrinsic:
+        return refuse(in, "intrinsic " + name);
+      default:
+        return export_bit_intrinsic(in, id, name, arg_count);
+    }
+  }
+
+  void export_overflow_intrinsic(const Inst& in, Intrinsic id, uint32_t a, uint32_t b) {
+    uint32_t t = operand_type(a);
+    unsigned w = ctx_.scalar_width(t);
+    if (!(w == 8 || w == 16 || w == 32 || w == 64)) reason("overflow intrinsic on " + ctx_.type_name(t));
+    FlatOperand x = operand(a);
+    FlatOperand y = operand(b);
+    FlatInst& fi = emit(in, kOpOverflow, {x, y});
+    fi.aux = id == Intrinsic::kUaddWithOverflow ? kOvfUadd
+        : id == Intrinsic::kSaddWithOverflow    ? kOvfSadd
+        : id == Intrinsic::kUsubWithOverflow    ? kOvfUsub
+        : id == Intrinsic::kSsubWithOverflow    ? kOvfSsub
+        : id == Intrinsic::kUmulWithOverflow    ? kOvfUmul
+                                                : kOvfSmul;
+    if (ctx_.type(in.type).kind != TypeKind::kStruct) throw Decline{"reader: overflow intrinsic type"};
+    fi.imm = static_cast<int64_t>(ctx_.dl.field_offset(m_, in.type, 1));
+    if (fi.slot_size < 8) fi.slot_size = 8;
+  }
+
+  void export_bit_intrinsic(const Inst& in, Intrinsic id, const std::string& name, uint32_t arg_count) {
+    static const std::map<Intrinsic, uint8_t> kKinds = {
+        {Intrinsic::kCtpop, kBitCtpop},      {Intrinsic::kCtlz, kBitCtlz},        {Intrinsic::kCttz, kBitCttz},
+        {Intrinsic::kBswap, kBitBswap},      {Intrinsic::kAbs, kBitAbs},          {Intrinsic::kUmin, kBitUmin},
+        {Intrinsic::kUmax, kBitUmax},        {Intrinsic::kSmin, kBitSmin},        {Intrinsic::kSmax, kBitSmax},
+        {Intrinsic::kUaddSat, kBitUaddSat}, {Intrinsic::kUsubSat, kBitUsubSat}, {Intrinsic::kUcmp, kBitUcmp},
+        {Intrinsic::kScmp, kBitScmp}};
+    auto it = kKinds.find(id);
+    if (it == kKinds.end()) throw Decline{"reader: intrinsic " + name};
+    uint8_t kind = it->second;
+    bool unary = kind <= kBitAbs;
+    if (arg_count < (unary ? 1u : 2u)) throw Decline{"reader: intrinsic arguments"};
+    uint32_t t = operand_type(op_id(in, 0));
+    unsigned w = ctx_.scalar_width(t);
+    bool standard = w == 8 || w == 16 || w == 32 || w == 64;
+    if (!ctx_.is_integer(t) || !standard || (kind == kBitBswap && w < 16)) reason("intrinsic " + name);
+    if (unary) {
+      emit(in, kOpBitOp, {operand(op_id(in, 0))}).aux = kind;
+    } else {
+      FlatOperand a = operand(op_id(in, 0));
+      FlatOperand b = operand(op_id(in, 1));
+      emit(in, kOpBitOp, {a, b}).aux = kind;
+    }
+  }
+
+  uint32_t library_symbol(const char* name) {
+    for (uint32_t g = 0; g < ctx_.globals.size(); ++g)
+      if (ctx_.globals[g].kind == GlobalKind::kFunction && ctx_.globals[g].name == name) return symbol(g);
+    auto [it, inserted] = library_index_.emplace(name, static_cast<uint32_t>(symbol_values_.size()));
+    if (inserted) {
+      symbol_values_.push_back(kNone);
+      fixed_names_.resize(symbol_values_.size());
+      fixed_names_.back() = name;
+    }
+    return it->second;
+  }
+
+  ModuleContext& ctx_;
+  const BcModule& m_;
+  FlatModuleData& out_;
+  std::vector<uint32_t>& symbol_values_;
+  std::vector<std::string>& fixed_names_;
+  std::unordered_map<uint32_t, uint32_t>& symbol_index_;
+  std::unordered_map<std::string, uint32_t>& library_index_;
+  const uint32_t fn_index_in_module_;
+  const BcFunction& f_;
+  const GlobalInfo& g_;
+  const Materialized& mat_;
+  uint32_t current_ = 0;
+  std::vector<uint32_t> inst_flat_, load_flat_;
+  std::vector<FlatInst> insts_;
+  std::vector<FlatOperand> operands_;
+  std::vector<FlatBlock> blocks_;
+  uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
+  uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
+  uint64_t ret_off1_ = 0;
+  uint8_t ret_w0_ = 0, ret_w1_ = 0;
+};
+
+// --- The module: globals, materialize_aggregate_constants, the functions, renaming,
+// the global data.
+
+std::vector<GlobalInfo> global_infos(const BcModule& m) {
+  std::vector<GlobalInfo> out;
+  out.reserve(m.globals.size());
+  for (uint32_t i = 0; i < m.globals.size(); ++i) {
+    const Global& g = m.globals[i];
+    GlobalInfo info{g.kind,
+                    g.name,
+                    g.linkage,
+                    g.visibility,
+                    g.kind == GlobalKind::kFunction ? g.body == kNone
+                                                    : g.kind == GlobalKind::kVariable && g.initializer == kNone,
+                    g.constant,
+                    g.thread_local_,
+                    g.comdat != kNone,
+                    g.value_type,
+                    g.section,
+                    g.align};
+    info.init = g.kind == GlobalKind::kVariable ? g.initializer : kNone;
+    info.body = g.body;
+    info.source = i;
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+// materialize_aggregate_constants: which operands become loads of which new private
+// constant globals, named as LLVM names them (__kiln_const, then __kiln_const.1, ...).
+class Materializer {
+ public:
+  explicit Materializer(ModuleContext& ctx) : ctx_(ctx) {
+    for (const GlobalInfo& g : ctx.globals) names_.insert(g.name);
+    if (names_.count("__kiln_const")) throw Decline{"reader: a global named __kiln_const"};
+  }
+
+  Materialized run(uint32_t fn) {
+    const BcFunction& f = ctx_.m.functions[fn];
+    Materialized mat;
+    mat.before.resize(f.insts.size());
+    for (uint32_t i = 0; i < f.insts.size(); ++i) {
+      const Inst& in = f.insts[i];
+      if (skipped(fn, in)) continue;
+      for (uint32_t k = 0; k < in.operand_count; ++k) {
+        uint32_t id = f.operands[in.first_operand + k];
+        if (id == kMetadataOperand || (id & kBlockTag)) continue;
+        Class c = ctx_.klass(fn, id);
+        if (!(c == Class::kStruct || c == Class::kArray || c == Class::kDataSeq || c == Class::kVector)) continue;
+        uint32_t t = ctx_.type_of(fn, id);
+        if (!ctx_.is_plain_aggregate(t)) continue;
+        uint32_t global = pooled(fn, id, t);
+        // A phi's value must be ready at the end of its incoming block.
+        uint32_t where = i;
+        if (in.opcode == Opcode::kPhi) {
+          uint32_t block = f.operands.at(in.first_operand + k + 1) & ~kBlockTag;
+          if (block >= f.block_count) throw Decline{"reader: phi block out of range"};
+          uint32_t end = block + 1 < f.block_count ? f.block_first[block + 1] : static_cast<uint32_t>(f.insts.size());
+          if (end == 0 || end <= f.block_first[block]) throw Decline{"reader: empty block"};
+          where = end - 1;
+        }
+        mat.replaced[{i, k}] = static_cast<uint32_t>(mat.loads.size());
+        mat.before[where].push_back(static_cast<uint32_t>(mat.loads.size()));
+        mat.loads.push_back({t, global});
+      }
+    }
+    return mat;
+  }
+
+ private:
+  bool skipped(uint32_t fn, const Inst& in) const {
+    if (in.opcode == Opcode::kLandingPad || in.opcode == Opcode::kSwitch) return true;
+    if (in.opcode != Opcode::kCall && in.opcode != Opcode::kInvoke) return false;
+    const BcFunction& f = ctx_.m.functions[fn];
+    uint32_t callee = f.operands.at(in.first_operand + in.operand_count - (in.opcode == Opcode::kInvoke ? 3 : 1));
+    if (callee == kMetadataOperand || (callee & kBlockTag)) return false;
+    const ValueRef& r = ctx_.ref(fn, callee);
+    if (r.kind != ValueKind::kGlobal) return false;
+    const GlobalInfo& g = ctx_.globals[r.index];
+    return g.kind == GlobalKind::kFunction && g.value_type == in.source_type && reserved_name(g.name);
+  }
+
+  uint32_t pooled(uint32_t fn, uint32_t id, uint32_t t) {
+    std::string key = ctx_.constant_key(fn, id);
+    auto it = pool_.find(key);
+    if (it != pool_.end()) return it->second;
+    GlobalInfo g{GlobalKind::kVariable, "", Linkage::kPrivate, Visibility::kDefault, false, true, false, false, t,
+                 "", 0};
+    g.name = pool_.empty() ? "__kiln_const" : "__kiln_const." + std::to_string(++last_unique_);
+    if (!names_.insert(g.name).second) throw Decline{"reader: " + g.name + " taken"};
+    g.init_fn = id < ctx_.m.module_value_count ? kNone : fn;
+    g.init = id;
+    uint32_t index = static_cast<uint32_t>(ctx_.globals.size());
+    ctx_.globals.push_back(std::move(g));
+    pool_.emplace(std::move(key), index);
+    return index;
+  }
+
+  ModuleContext& ctx_;
+  std::set<std::string> names_;
+  std::unordered_map<std::string, uint32_t> pool_;
+  unsigned last_unique_ = 0;
+};
+
+// pinned_to_llvm: functions an alias or ifunc needs defined in the llvm half.
+std::unordered_map<uint32_t, std::string> pinned_to_llvm(const ModuleContext& ctx) {
+  std::unordered_map<uint32_t, std::string> pinned;
+  std::set<uint32_t> seen;
+  std::function<void(uint32_t, int)> walk = [&](uint32_t id, int depth) {
+    if (depth > 64) throw Decline{"reader: aliasee nested too deep"};
+    if (!seen.insert(id).second) return;
+    const ValueRef& r = ctx.ref(kNone, id);
+    if (r.kind == ValueKind::kGlobal) {
+      const GlobalInfo& g = ctx.globals[r.index];
+      if (g.kind == GlobalKind::kFunction) pinned.emplace(r.index, "target of an alias");
+      else if (g.kind == GlobalKind::kAlias) walk(ctx.m.globals[g.source].initializer, depth + 1);
+      return;
+    }
+    if (r.kind != ValueKind::kConstant) return;
+    for (uint32_t o : ctx.m.constants.at(r.index).operands) walk(o, depth + 1);
+  };
+  for (const GlobalInfo& g : ctx.globals)
+    if (g.kind == GlobalKind::kAlias && ctx.m.globals[g.source].initializer != kNone)
+      walk(ctx.m.globals[g.source].initializer, 0);
+  for (const GlobalInfo& g : ctx.globals) {
+    if (g.kind != GlobalKind::kIFunc) continue;
+    uint32_t resolver = ctx.m.globals[g.source].initializer;
+    if (resolver == kNone) continue;
+    resolver = ctx.strip_pointer_casts(kNone, resolver);
+    const ValueRef& r = ctx.ref(kNone, resolver);
+    if (r.kind == ValueKind::kGlobal && ctx.globals[r.index].kind == GlobalKind::kFunction)
+      pinned.emplace(r.index, "ifunc resolver");
+  }
+  return pinned;
+}
+
+// The order of Module::global_values(): functions, variables, aliases, ifuncs.
+std::vector<uint32_t> global_values_order(const ModuleContext& ctx) {
+  std::vector<uint32_t> order;
+  for (GlobalKind kind : {GlobalKind::kFunction, GlobalKind::kVariable, GlobalKind::kAlias, GlobalKind::kIFunc})
+    for (uint32_t g = 0; g < ctx.globals.size(); ++g)
+      if (ctx.globals[g].kind == kind) order.push_back(g);
+  return order;
+}
+
+// expose_local_symbols: local definitions become hidden globals with the tag appended.
+void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
+  std::set<std::string> names;
+  for (const GlobalInfo& g : ctx.globals)
+    if (!g.name.empty()) names.insert(g.name);
+  const std::string suffix = ".kiln." + tag;
+  size_t anonymous = 0;
+  for (uint32_t gi : global_values_order(ctx)) {
+    GlobalInfo& g = ctx.globals[gi];
+    if (!local_linkage(g.linkage) || g.declaration || reserved_name(g.name)) continue;
+    std::string wanted = g.name.empty() ? "__kiln_anon." + std::to_string(anonymous++) + suffix : g.name + suffix;
+    if (!names.insert(wanted).second) throw Decline{"reader: renamed symbol " + wanted + " taken"};
+    if (!g.name.empty()) names.erase(g.name);
+    g.name = wanted;
+    g.linkage = Linkage::kExternal;
+    g.visibility = Visibility::kHidden;
+  }
+}
+
+// lower_constant of lib/flat_export.cpp: constant `id` (in function fn's scope) written
+// into `bytes` at `offset`; addresses become R_X86_64_64 relocations.
+std::string lower_constant(const ModuleContext& ctx, uint32_t fn, uint32_t id, std::vector<uint8_t>& bytes,
+                           uint64_t offset, std::vector<StampNamedReloc>& relocs, int depth = 0) {
+  if (depth > 64) throw Decline{"reader: initializer nested too deep"};
+  const BcModule& m = ctx.m;
+  int vid = -1;
+  Class k = ctx.klass(fn, id, &vid);
+  if (k == Class::kUndef || k == Class::kZero || k == Class::kNullPtr) return "";
+  uint32_t t = ctx.type_of(fn, id);
+  const uint64_t store = ctx.dl.store_size(m, t);
+  if (offset > bytes.size() || store > bytes.size() - offset) return "global initializer: constant outside its global";
+  if (ctx.is_vector(t)) {
+    uint32_t e = ctx.type(t).elements.at(0);
+    if (k == Class::kInt || k == Class::kFP) return "global initializer: vector splat constant";
+    if (ctx.dl.size_in_bits(m, e) != 8 * ctx.dl.alloc_size(m, e))
+      return "global initializer: vector of " + std::to_string(ctx.dl.size_in_bits(m, e)) + "-bit elements";
+  }
+  const Constant* c = ctx.ref(fn, id).kind == ValueKind::kConstant ? &ctx.constant(fn, id) : nullptr;
+  if (k == Class::kInt || k == Class::kFP) {
+    // put_apint: the value's bytes, as many as its store size and its width allow.
+    unsigned bits = k == Class::kInt ? ctx.type(t).width : static_cast<unsigned>(ctx.dl.size_in_bits(m, t));
+    for (uint64_t i = 0; i < store && i * 8 < bits; ++i) {
+      uint64_t word = (i / 8) < c->words.size() ? c->words[i / 8] : 0;
+      uint8_t byte = static_cast<uint8_t>(word >> ((i % 8) * 8));
+      unsigned left = bits - static_cast<unsigned>(i * 8);
+      if (left < 8) byte &= static_cast<uint8_t>((1u << left) - 1);
+      bytes[offset + i] = byte;
+    }
+    return "";
+  }
+  if (k == Class::kDataSeq) {
+    uint32_t e = ctx.type(t).elements.at(0);
+    uint64_t esize = ctx.dl.store_size(m, e);
+    if (esize != 1 && esize != 2 && esize != 4 && esize != 8) throw Decline{"reader: data element size"};
+    if (c->words.size() * esize > bytes.size() - offset) return "global initializer: constant outside its global";
+    for (size_t i = 0; i < c->words.size(); ++i)
+      for (uint64_t b = 0; b < esize; ++b)
+        bytes[offset + i * esize + b] = static_cast<uint8_t>(c->words[i] >> (8 * b));
+    return "";
+  }
+  if (k == Class::kStruct) {
+    for (uint32_t i = 0; i < c->operands.size(); ++i) {
+      std::string why = lower_constant(ctx, fn, c->operands[i], bytes, offset + ctx.dl.field_offset(m, t, i), relocs,
+                                       depth + 1);
+      if (!why.empty()) return why;
+    }
+    return "";
+  }
+  if (k == Class::kArray || k == Class::kVector) {
+    uint64_t stride = ctx.dl.alloc_size(m, ctx.type(t).elements.at(0));
+    for (uint32_t i = 0; i < c->operands.size(); ++i) {
+      std::string why = lower_constant(ctx, fn, c->operands[i], bytes, offset + i * stride, relocs, depth + 1);
+      if (!why.empty()) return why;
+    }
+    return "";
+  }
+  // An address: a global plus a constant offset, possibly cast to a 64-bit integer.
+  uint32_t base = id;
+  uint64_t delta = 0;
+  if (k == Class::kExpr && c->kind == ConstKind::kCast && c->opcode == kCastPtrToInt && store == 8)
+    base = c->operands.at(0);
+  if (ctx.klass(fn, base) == Class::kExpr && ctx.constant(fn, base).kind == ConstKind::kGep) {
+    const Constant& gep = ctx.constant(fn, base);
+    if (!ctx.accumulate_offset(fn, gep.source_type, gep.operands.data() + 1, gep.operands.size() - 1, delta))
+      return "global initializer: getelementptr with a variable offset";
+    base = gep.operands.at(0);
+  }
+  base = ctx.strip_pointer_casts(fn, base);
+  if (ctx.klass(fn, base) == Class::kGlobal) {
+    if (store != 8) return "global initializer: address narrower than 64 bits";
+    relocs.push_back({static_cast<uint32_t>(offset), kReloc64, ctx.globals[ctx.ref(fn, base).index].name,
+                      static_cast<int64_t>(delta)});
+    return "";
+  }
+  if (k == Class::kExpr) {
+    const char* name = c->kind == ConstKind::kCast ? cast_name(c->opcode)
+        : c->kind == ConstKind::kBinary            ? binop_name(c->opcode, ctx.is_float(c->type))
+        : c->kind == ConstKind::kGep               ? "getelementptr"
+                                                   : nullptr;
+    if (!name) throw Decline{"reader: constant expression " + std::to_string(c->opcode)};
+    return std::string("global initializer: constant expression ") + name;
+  }
+  if (k == Class::kOtherConstant) return "global initializer: constant kind " + std::to_string(vid);
+  throw Decline{"reader: initializer of an unexpected kind"};
+}
+
+std::string export_globals(const ModuleContext& ctx, std::vector<StampData>& out) {
+  const BcModule& m = ctx.m;
+  if (m.module_asm) return "module inline asm";
+  for (const GlobalInfo& g : ctx.globals)
+    if (g.kind == GlobalKind::kAlias) return "aliases";
+  for (const GlobalInfo& g : ctx.globals)
+    if (g.kind == GlobalKind::kIFunc) return "ifuncs";
+  for (const GlobalInfo& g : ctx.globals) {
+    if (g.kind != GlobalKind::kVariable || g.declaration) continue;
+    if (g.linkage == Linkage::kAppending) {
+      if (g.name == "llvm.used" || g.name == "llvm.compiler.used") continue;
+      return "global " + g.name + " (appending linkage)";
+    }
+    if (reserved_name(g.name)) return "global " + g.name;
+    if (g.thread_local_) return "thread-local variable";
+    if (g.has_comdat) return "global in a comdat";
+    if (g.linkage == Linkage::kCommon) return "common symbol";
+    StampData d;
+    d.name = g.name;
+    d.binding = binding_of(g) == SymbolBinding::local ? SymbolBinding::local
+        : (g.linkage == Linkage::kWeakAny || g.linkage == Linkage::kWeakOdr || g.linkage == Linkage::kLinkOnceAny ||
+           g.linkage == Linkage::kLinkOnceOdr)
+        ? SymbolBinding::weak
+        : SymbolBinding::global;
+    d.visibility = visibility_of(g);
+    d.size = ctx.dl.alloc_size(m, g.value_type);
+    Global as_global;
+    as_global.kind = GlobalKind::kVariable;
+    as_global.value_type = g.value_type;
+    as_global.align = g.align;
+    as_global.section = g.section;
+    as_global.declaration = false;
+    as_global.linkage = g.linkage;
+    d.align = static_cast<uint32_t>(ctx.dl.global_preferred_align(m, as_global));
+    d.zero = !g.constant && ctx.is_null_value(g.init_fn, g.init);
+    if (!d.zero) {
+      d.bytes.assign(d.size, 0);
+      std::string why = lower_constant(ctx, g.init_fn, g.init, d.bytes, 0, d.relocations);
+      if (!why.empty()) return why;
+    }
+    d.writable = !g.constant;
+    std::string kind = d.zero ? ".bss." : d.writable ? ".data." : d.relocations.empty() ? ".rodata." : ".data.rel.ro.";
+    d.section = !g.section.empty() ? g.section : kind + d.name;
+    if (!g.section.empty()) d.writable = d.writable || !d.relocations.empty();
+    if (!d.relocations.empty()) d.writable = true;
+    out.push_back(std::move(d));
+  }
+  return "";
+}
+
+void export_module(const BcModule& m, const std::string& tag, DirectExport& out) {
+  Layout dl(Layout::x86_64_text());
+  ModuleContext ctx(m, dl);
+  ctx.globals = global_infos(m);
+  Materializer materializer(ctx);
+  std::vector<Materialized> mats(m.functions.size());
+  for (uint32_t fn = 0; fn < m.functions.size(); ++fn)
+    if (m.functions[fn].declined.empty()) mats[fn] = materializer.run(fn);
+  const auto pinned = pinned_to_llvm(ctx);
+
+  std::vector<uint32_t> symbol_values;
+  std::vector<std::string> fixed_names;
+  std::unordered_map<uint32_t, uint32_t> symbol_index;
+  std::unordered_map<std::string, uint32_t> library_index;
+  std::vector<uint32_t> stamp_globals;  // per flat function, its global
+  for (uint32_t gi = 0; gi < m.globals.size(); ++gi) {
+    const GlobalInfo& g = ctx.globals[gi];
+    if (g.kind != GlobalKind::kFunction) continue;
+    bool stamp = false;
+    if (!g.declaration) {
+      const uint32_t fn = g.body;
+      const BcFunction& f = m.functions.at(fn);
+      FunctionVerdict v;
+      v.name = g.name;
+      v.instructions = f.insts.size();
+      if (!f.declined.empty()) {
+        v.reasons.push_back(f.declined);
+        out.declined_function_count++;
+      } else {
+        // A function the reader declines part way has named only some of the symbols
+        // LLVM's exporter would: the module's flat output is then not LLVM's, which
+        // declined_function_count says (such a module is never whole).
+        FunctionExporter ex(ctx, out.flat, symbol_values, fixed_names, symbol_index, library_index, fn, mats[fn]);
+        if (auto it = pinned.find(gi); it != pinned.end()) ex.reasons.push_back(it->second);
+        try {
+          stamp = ex.run();
+          v.reasons = std::move(ex.reasons);
+        } catch (const Decline& d) {
+          v.reasons = {d.why};
+          out.declined_function_count++;
+        }
+      }
+      out.verdicts.push_back(std::move(v));
+      if (stamp) {
+        stamp_globals.push_back(gi);
+        out.flat.bindings.push_back(binding_of(g));
+        out.flat.visibilities.push_back(visibility_of(g));
+        out.flat.sections.push_back(g.section);
+        out.stamp_function_count++;
+      }
+    }
+    out.emitted_by_stamp.push_back(stamp);
+  }
+  for (uint32_t gi : global_values_order(ctx)) {
+    const GlobalInfo& g = ctx.globals[gi];
+    bool declaration = g.declaration && (g.kind == GlobalKind::kFunction || g.kind == GlobalKind::kVariable);
+    if (!declaration || (g.linkage != Linkage::kExternalWeak && g.visibility == Visibility::kDefault) ||
+        g.name.empty() || reserved_name(g.name))
+      continue;
+    out.flat.undefined.push_back({g.name, binding_of(g), visibility_of(g)});
+  }
+  if (out.stamp_function_count) expose_local_symbols(ctx, tag);
+  // resolve_symbol_names.
+  out.flat.symbols.clear();
+  for (size_t i = 0; i < symbol_values.size(); ++i)
+    out.flat.symbols.push_back(symbol_values[i] != kNone ? ctx.globals[symbol_values[i]].name : fixed_names[i]);
+  for (size_t fn = 0; fn < out.flat.functions.size(); ++fn) {
+    const GlobalInfo& g = ctx.globals[symbol_values.at(out.flat.functions[fn].symbol)];
+    out.flat.bindings[fn] = binding_of(g);
+    out.flat.visibilities[fn] = visibility_of(g);
+  }
+  out.globals_reason = export_globals(ctx, out.data);
+  out.whole = out.stamp_function_count == out.verdicts.size() && out.globals_reason.empty();
+  if (!out.whole) out.data.clear();
+}
+
+}  // namespace
+
+DirectExport export_direct(std::string_view bitcode, const std::string& path, const std::string& tag) {
+  DirectExport out;
+  Stopwatch clock;
+  bc::BcModule m = bc::read_bitcode(bitcode, path);
+  out.read_seconds = clock.lap();
+  out.source_filename = m.source_filename;
+  if (!m.declined.empty()) {
+    out.declined = m.declined;
+    return out;
+  }
+  try {
+    export_module(m, tag, out);
+  } catch (const Decline& d) {
+    DirectExport declined;
+    declined.declined = d.why;
+    declined.read_seconds = out.read_seconds;
+    declined.source_filename = out.source_filename;
+    out = std::move(declined);
+  }
+  out.export_seconds = clock.lap();
+  return out;
+}
+
+}  // namespace kiln
