@@ -1,0 +1,148 @@
+#include "reader_check.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "bitcode.h"
+#include "direct_export.h"
+#include "fallback.h"
+#include "flat_export.h"
+#include "flat_file.h"
+#include "hash.h"
+#include "timeutil.h"
+
+namespace kiln {
+
+namespace {
+
+std::string describe_data(const StampData& d) {
+  std::string s = d.name + " section " + d.section + " size " + std::to_string(d.size) + " align " +
+      std::to_string(d.align) + (d.zero ? " zero" : "") + (d.writable ? " writable" : "") + " binding " +
+      std::to_string(int(d.binding)) + " visibility " + std::to_string(int(d.visibility)) + " relocs";
+  for (const auto& r : d.relocations)
+    s += " " + std::to_string(r.offset) + ":" + r.symbol + "+" + std::to_string(r.addend);
+  return s;
+}
+
+// The first difference between the two routes' outputs, or empty.
+std::string first_difference(const FlatExport& llvm_out, const std::string& llvm_source, bool llvm_whole,
+                             const std::string& llvm_globals, const std::vector<StampData>& llvm_data,
+                             const DirectExport& direct, bool compare_flat) {
+  if (llvm_out.verdicts.size() != direct.verdicts.size())
+    return "functions: llvm " + std::to_string(llvm_out.verdicts.size()) + ", reader " +
+        std::to_string(direct.verdicts.size());
+  for (size_t i = 0; i < llvm_out.verdicts.size(); ++i) {
+    const FunctionVerdict& a = llvm_out.verdicts[i];
+    const FunctionVerdict& b = direct.verdicts[i];
+    if (a.name != b.name) return "function " + std::to_string(i) + ": name " + a.name + " vs " + b.name;
+    if (a.instructions != b.instructions)
+      return a.name + ": instructions " + std::to_string(a.instructions) + " vs " + std::to_string(b.instructions);
+    if (!b.reasons.empty() && b.reasons[0].compare(0, 8, "reader: ") == 0) continue;  // declined
+    if (a.reasons != b.reasons) {
+      auto join = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (const auto& r : v) s += (s.empty() ? "" : "; ") + r;
+        return s.empty() ? std::string("(stamp)") : s;
+      };
+      return a.name + ": reasons [" + join(a.reasons) + "] vs [" + join(b.reasons) + "]";
+    }
+  }
+  if (!compare_flat) return "";
+  if (llvm_out.emitted_by_stamp != direct.emitted_by_stamp) return "functions emitted by stamp differ";
+  if (llvm_source != direct.source_filename) return "source file name " + llvm_source + " vs " + direct.source_filename;
+  if (llvm_out.flat.symbols != direct.flat.symbols) {
+    for (size_t i = 0; i < std::min(llvm_out.flat.symbols.size(), direct.flat.symbols.size()); ++i)
+      if (llvm_out.flat.symbols[i] != direct.flat.symbols[i])
+        return "symbol " + std::to_string(i) + ": " + llvm_out.flat.symbols[i] + " vs " + direct.flat.symbols[i];
+    return "symbols: " + std::to_string(llvm_out.flat.symbols.size()) + " vs " +
+        std::to_string(direct.flat.symbols.size());
+  }
+  if (write_flat_file(llvm_out.flat, llvm_source) != write_flat_file(direct.flat, direct.source_filename)) {
+    const auto& a = llvm_out.flat;
+    const auto& b = direct.flat;
+    if (a.insts.size() != b.insts.size())
+      return "flat instructions " + std::to_string(a.insts.size()) + " vs " + std::to_string(b.insts.size());
+    for (size_t i = 0; i < a.insts.size(); ++i)
+      if (std::memcmp(&a.insts[i], &b.insts[i], sizeof(FlatInst)) != 0)
+        return "flat instruction " + std::to_string(i) + " (op " + std::to_string(a.insts[i].op) + ") differs";
+    for (size_t i = 0; i < std::min(a.operands.size(), b.operands.size()); ++i)
+      if (std::memcmp(&a.operands[i], &b.operands[i], sizeof(FlatOperand)) != 0)
+        return "flat operand " + std::to_string(i) + " differs";
+    return "flat files differ";
+  }
+  if (llvm_globals != direct.globals_reason) return "globals: [" + llvm_globals + "] vs [" + direct.globals_reason + "]";
+  if (llvm_whole != direct.whole) return std::string("whole: ") + (llvm_whole ? "llvm yes, reader no" : "llvm no, reader yes");
+  if (llvm_data.size() != direct.data.size())
+    return "global data: " + std::to_string(llvm_data.size()) + " vs " + std::to_string(direct.data.size());
+  for (size_t i = 0; i < llvm_data.size(); ++i) {
+    if (describe_data(llvm_data[i]) != describe_data(direct.data[i]))
+      return "global " + describe_data(llvm_data[i]) + " vs " + describe_data(direct.data[i]);
+    if (llvm_data[i].bytes != direct.data[i].bytes) return "global " + llvm_data[i].name + ": bytes differ";
+  }
+  return "";
+}
+
+}  // namespace
+
+const char* outcome_name(ReaderComparison::Outcome o) {
+  switch (o) {
+    case ReaderComparison::kIdentical:
+      return "identical";
+    case ReaderComparison::kModuleDeclined:
+      return "module declined";
+    case ReaderComparison::kFunctionsDeclined:
+      return "functions declined";
+    case ReaderComparison::kDifferent:
+      return "DIFFERENT";
+  }
+  return "?";
+}
+
+ReaderComparison compare_reader(std::string_view bitcode, const std::string& label) {
+  ReaderComparison r;
+  const std::string tag = xxh3_128_hex(bitcode).substr(0, 12);
+
+  // LLVM's route, as plan_stamp_module runs it (the verifier aside, which is not export).
+  Stopwatch clock;
+  llvm::LLVMContext ctx;
+  auto module = parse_checked_module(ctx, bitcode, label,
+                                     {.verify = false, .triple = false, .parse_seconds = &r.llvm_parse_seconds});
+  materialize_aggregate_constants(*module);
+  FlatExport flat = export_flat(*module);
+  if (flat.stamp_function_count) expose_local_symbols(*module, tag);
+  flat.resolve_symbol_names();
+  std::vector<StampData> data;
+  std::string globals = export_globals(*module, data);
+  bool whole = flat.stamp_function_count == flat.verdicts.size() && globals.empty();
+  if (!whole) data.clear();
+  r.llvm_seconds = clock.lap();
+  r.functions = flat.verdicts.size();
+  r.whole = whole;
+
+  DirectExport direct = export_direct(bitcode, label, tag);
+  r.direct_seconds = clock.lap();
+  r.direct_read_seconds = direct.read_seconds;
+  if (!direct.declined.empty()) {
+    r.outcome = ReaderComparison::kModuleDeclined;
+    r.detail = direct.declined;
+    r.functions_declined = r.functions;
+    return r;
+  }
+  r.functions_declined = direct.declined_function_count;
+  std::string diff =
+      first_difference(flat, module->getSourceFileName(), whole, globals, data, direct, direct.declined_function_count == 0);
+  if (!diff.empty()) {
+    r.outcome = ReaderComparison::kDifferent;
+    r.detail = diff;
+  } else if (direct.declined_function_count) {
+    r.outcome = ReaderComparison::kFunctionsDeclined;
+    for (const auto& v : direct.verdicts)
+      if (!v.reasons.empty() && v.reasons[0].compare(0, 8, "reader: ") == 0) {
+        r.detail = v.name + ": " + v.reasons[0];
+        break;
+      }
+  }
+  return r;
+}
+
+}  // namespace kiln

@@ -1,0 +1,33 @@
+// The direct reader's oracle: one module read both ways, by LLVM's parser and
+// lib/flat_export.cpp (what the stamp back end does today) and by the direct reader
+// (lib/stamp/direct_export.h), and the results compared byte for byte: the flat file,
+// the verdicts, the global data. `kiln-emit --check-reader` runs it over a file or a
+// corpus.
+#pragma once
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace kiln {
+
+struct ReaderComparison {
+  enum Outcome {
+    kIdentical,          // every output byte-identical
+    kModuleDeclined,     // the reader declined the module (detail: its reason)
+    kFunctionsDeclined,  // the reader declined some functions (their verdicts: "reader: ..."); the rest compared
+    kDifferent,          // a difference the reader did not declare: a reader bug (detail: the first one)
+  };
+  Outcome outcome = kIdentical;
+  std::string detail;
+  size_t functions = 0;           // defined functions (LLVM's count)
+  size_t functions_declined = 0;  // by the reader
+  bool whole = false;             // LLVM's route found the module whole
+  double llvm_seconds = 0;        // LLVM's parse (no verifier) plus the export
+  double direct_seconds = 0;      // the direct read plus the export
+  double llvm_parse_seconds = 0, direct_read_seconds = 0;
+};
+
+ReaderComparison compare_reader(std::string_view bitcode, const std::string& label);
+const char* outcome_name(ReaderComparison::Outcome o);
+
+}  // namespace kiln
