@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "fs.h"
 #include "ir_helpers.h"
+#include "reader_check.h"
 #include "process.h"
 
 using namespace kiln;
@@ -383,6 +384,10 @@ TEST_CASE("stamp and llvm compute the same results on random programs", "[stamp]
     std::string ir = IrGenerator(s).module(kFunctions);
     write_file_atomic(dir.path + "/module.ll", ir);
     std::string bitcode = kiln_test::bitcode_from_ir(ir);
+    // The direct reader must make of it exactly what LLVM's parser and exporter make.
+    ReaderComparison reader = compare_reader(bitcode, "seed " + std::to_string(s));
+    INFO("direct reader: " << outcome_name(reader.outcome) << ": " << reader.detail);
+    CHECK(reader.outcome == ReaderComparison::kIdentical);
     std::string decls, table;
     for (int f = 0; f < kFunctions; ++f) {
       decls += "int64_t f" + std::to_string(f) + "(int64_t, int64_t, int64_t);\n";

@@ -1,0 +1,353 @@
+// The direct reader and exporter (lib/stamp/direct_export.h) against LLVM's parser and
+// lib/flat_export.cpp (lib/reader_check.h, the oracle kiln-emit --check-reader runs):
+// byte-identical flat files, verdicts and global data, one test per record family on
+// hand-written IR, and on three real regex modules.
+//   [.corpus] KILN_BITCODE_CORPUS=DIR: every *.bc under DIR compared the same way.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "direct_export.h"
+#include "error.h"
+#include "fs.h"
+#include "ir_helpers.h"
+#include "reader_check.h"
+
+using namespace kiln;
+
+namespace {
+
+void expect_identical(const std::string& ir, const std::string& what) {
+  std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  ReaderComparison r = compare_reader(bitcode, what);
+  INFO(what << ": " << outcome_name(r.outcome) << ": " << r.detail);
+  CHECK(r.outcome == ReaderComparison::kIdentical);
+}
+
+const char* kHeader = "target triple = \"x86_64-unknown-linux-gnu\"\n";
+
+}  // namespace
+
+TEST_CASE("direct reader: arithmetic, compares, casts and control flow as LLVM's exporter", "[direct-export]") {
+  expect_identical(std::string(kHeader) + R"(
+define i64 @f(i64 %a, i32 %b, i1 %c) {
+entry:
+  %x = add nsw i64 %a, 7
+  %y = mul i64 %x, %a
+  %z = sdiv i64 %y, -3
+  %w = zext i32 %b to i64
+  %v = sext i32 %b to i64
+  %t = trunc i64 %a to i16
+  %u = sext i16 %t to i64
+  %s = select i1 %c, i64 %w, i64 %v
+  %k = icmp ult i64 %s, %z
+  br i1 %k, label %one, label %two
+one:
+  %p = phi i64 [ %x, %entry ], [ %q, %two ]
+  switch i64 %p, label %done [ i64 1, label %two
+                               i64 -5, label %done ]
+two:
+  %q = xor i64 %u, -1
+  %r = icmp eq i64 %q, 0
+  br i1 %r, label %one, label %done
+done:
+  %res = phi i64 [ %p, %one ], [ %p, %one ], [ %q, %two ]
+  ret i64 %res
+}
+define void @g() {
+  unreachable
+}
+define i8 @h(i8 %a) {
+  %f = freeze i8 %a
+  %s = shl i8 %f, 1
+  %l = lshr i8 %s, 2
+  %r = ashr i8 %l, 1
+  %o = or i8 %r, %a
+  %n = and i8 %o, 15
+  %m = urem i8 %n, 3
+  %k = srem i8 %m, 2
+  %d = udiv i8 %k, 1
+  %e = sub i8 %d, %a
+  ret i8 %e
+}
+)",
+                   "arithmetic");
+}
+
+TEST_CASE("direct reader: memory, getelementptr and atomics as LLVM's exporter", "[direct-export]") {
+  expect_identical(std::string(kHeader) + R"(
+%pair = type { i32, i64 }
+%"odd::name<'_>" = type { [3 x %pair], i8 }
+define i64 @f(ptr %p, i64 %i) {
+entry:
+  %a = alloca %pair, align 8
+  %b = alloca [16 x i8], align 16
+  %c = alloca i32, i32 4, align 4
+  %g = getelementptr inbounds %pair, ptr %a, i64 0, i32 1
+  store i64 %i, ptr %g, align 8
+  %h = getelementptr %"odd::name<'_>", ptr %p, i64 %i, i32 0, i64 2, i32 1
+  %l = load i64, ptr %h, align 8
+  %v = getelementptr i32, ptr %p, i64 %i
+  %w = getelementptr i8, ptr %v, i64 -9
+  %x = load atomic i64, ptr %w seq_cst, align 8
+  store atomic i32 1, ptr %c seq_cst, align 4
+  store atomic i32 2, ptr %c syncscope("singlethread") seq_cst, align 4
+  %o = atomicrmw add ptr %c, i32 5 acq_rel, align 4
+  %n = atomicrmw xchg ptr %p, i64 %i monotonic, align 8
+  %m = atomicrmw umax ptr %p, i64 %i monotonic, align 8
+  %q = cmpxchg ptr %p, i64 %l, i64 %x seq_cst seq_cst, align 8
+  %r = extractvalue { i64, i1 } %q, 0
+  %s = load i16, ptr %p, align 1
+  %t = load atomic i16, ptr %p monotonic, align 1
+  fence seq_cst
+  fence acquire
+  fence syncscope("singlethread") seq_cst
+  %agg = load %pair, ptr %a, align 8
+  store %pair %agg, ptr %p, align 8
+  %e = extractvalue %pair %agg, 1
+  %sum = add i64 %e, %r
+  ret i64 %sum
+}
+define void @dyn(i64 %n) {
+  %a = alloca i8, i64 %n, align 8
+  %b = alloca i8, align 8192
+  ret void
+}
+)",
+                   "memory");
+}
+
+TEST_CASE("direct reader: calls, intrinsics and exceptions as LLVM's exporter", "[direct-export]") {
+  expect_identical(std::string(kHeader) + R"(
+%big = type { i64, i64, i64 }
+declare i32 @callee(i8 signext, i32 zeroext)
+declare void @sret(ptr sret(%big), i64)
+declare void @byval(ptr byval(%big))
+declare i64 @variadic(i64, ...)
+declare { i64, ptr } @pair(i64)
+declare fastcc void @fast()
+declare double @fp(double)
+declare i32 @__gxx_personality_v0(...)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+declare { i32, i1 } @llvm.sadd.with.overflow.i32(i32, i32)
+declare i64 @llvm.ctpop.i64(i64)
+declare i8 @llvm.bswap.i8(i8)
+declare i64 @llvm.expect.i64(i64, i64)
+declare void @llvm.trap()
+declare i1 @llvm.is.constant.i64(i64)
+declare float @llvm.sqrt.f32(float)
+declare void @llvm.lifetime.start.p0(ptr)
+define { i64, ptr } @f(ptr %p, i8 %a, i32 %b) personality ptr @__gxx_personality_v0 {
+entry:
+  %c = call i32 @callee(i8 signext %a, i32 zeroext %b)
+  %s = alloca %big, align 8
+  call void @llvm.lifetime.start.p0(ptr %s)
+  call void @sret(ptr sret(%big) %s, i64 1)
+  call void @byval(ptr byval(%big) %s)
+  %v = call i64 (i64, ...) @variadic(i64 1, i32 2, ptr %p)
+  call fastcc void @fast()
+  %d = call double @fp(double 1.5)
+  call void @llvm.memcpy.p0.p0.i64(ptr %p, ptr %s, i64 24, i1 false)
+  call void @llvm.memset.p0.i64(ptr %p, i8 0, i64 24, i1 false)
+  %o = call { i32, i1 } @llvm.sadd.with.overflow.i32(i32 %b, i32 1)
+  %n = call i64 @llvm.ctpop.i64(i64 %v)
+  %w = call i8 @llvm.bswap.i8(i8 %a)
+  %e = call i64 @llvm.expect.i64(i64 %n, i64 0)
+  %k = call i1 @llvm.is.constant.i64(i64 %e)
+  %q = call float @llvm.sqrt.f32(float 2.0)
+  call void asm sideeffect "", ""()
+  %r = invoke { i64, ptr } @pair(i64 %e) to label %ok unwind label %bad
+ok:
+  ret { i64, ptr } %r
+bad:
+  %lp = landingpad { ptr, i32 } cleanup
+  resume { ptr, i32 } %lp
+}
+define void @catcher() personality ptr @__gxx_personality_v0 {
+entry:
+  invoke void @fast() to label %ok unwind label %bad
+ok:
+  ret void
+bad:
+  %lp = landingpad { ptr, i32 } catch ptr null
+  call void @llvm.trap()
+  unreachable
+}
+define i32 @tail(i32 %x) {
+  %r = musttail call i32 @tail(i32 %x)
+  ret i32 %r
+}
+)",
+                   "calls");
+}
+
+TEST_CASE("direct reader: aggregate constants materialized as LLVM's exporter does", "[direct-export]") {
+  expect_identical(std::string(kHeader) + R"(
+%pair = type { i32, i64 }
+define %pair @f(i1 %c, ptr %p) {
+entry:
+  store %pair { i32 1, i64 2 }, ptr %p, align 8
+  store [3 x i16] [i16 1, i16 2, i16 3], ptr %p, align 2
+  store <4 x i32> <i32 1, i32 2, i32 3, i32 4>, ptr %p, align 16
+  store %pair zeroinitializer, ptr %p, align 8
+  br i1 %c, label %a, label %b
+a:
+  br label %join
+b:
+  br label %join
+join:
+  %v = phi %pair [ { i32 1, i64 2 }, %a ], [ { i32 3, i64 4 }, %b ]
+  %w = insertvalue %pair %v, i32 7, 0
+  %x = insertvalue %pair { i32 9, i64 9 }, i64 8, 1
+  store %pair %x, ptr %p, align 8
+  ret %pair %w
+}
+define void @g(ptr %p) {
+  store %pair { i32 1, i64 2 }, ptr %p, align 8
+  store %pair { i32 5, i64 6 }, ptr %p, align 8
+  ret void
+}
+)",
+                   "aggregate constants");
+}
+
+TEST_CASE("direct reader: global data, symbols and renaming as LLVM's exporter", "[direct-export]") {
+  expect_identical(std::string(kHeader) + R"(
+@str = private unnamed_addr constant [6 x i8] c"hello\00", align 1
+@table = internal constant [2 x ptr] [ptr @str, ptr getelementptr (i8, ptr @str, i64 2)], align 8
+@counter = global i64 0, align 8
+@ratio = global double 2.5
+@words = constant [3 x i32] [i32 1, i32 -2, i32 3]
+@wide = global i128 340282366920938463463374607431768211455
+@nested = constant { i8, { i16, ptr }, [2 x i32] } { i8 1, { i16, ptr } { i16 2, ptr @counter }, [2 x i32] [i32 3, i32 4] }
+@addr = global i64 ptrtoint (ptr @counter to i64)
+@sect = global i32 5, section ".mydata"
+@weak = weak global i32 1
+@hidden = hidden global i32 2
+@0 = internal global i32 3
+@ext = external global i32
+@extweak = extern_weak global i32
+@exthidden = external hidden global i32
+@llvm.used = appending global [1 x ptr] [ptr @counter], section "llvm.metadata"
+declare hidden void @hidden_fn()
+define internal i64 @local(i64 %a) {
+  %p = getelementptr i8, ptr @table, i64 8
+  %v = load ptr, ptr %p, align 8
+  %x = load i64, ptr @counter, align 8
+  %y = load i32, ptr @0, align 4
+  %z = load i32, ptr @extweak, align 4
+  %w = load i32, ptr @exthidden, align 4
+  call void @hidden_fn()
+  %s = add i64 %x, %a
+  ret i64 %s
+}
+define i64 @public(i64 %a) {
+  %r = call i64 @local(i64 %a)
+  %q = ptrtoint ptr @ext to i64
+  %s = add i64 %r, %q
+  ret i64 %s
+}
+define weak_odr hidden i64 @weakfn() section ".text.special" {
+  ret i64 ptrtoint (ptr getelementptr inbounds ([3 x i32], ptr @words, i64 0, i64 2) to i64)
+}
+)",
+                   "globals");
+}
+
+TEST_CASE("direct reader: what stamp refuses, with LLVM's reasons", "[direct-export]") {
+  expect_identical(std::string(kHeader) + R"(
+@tls = thread_local global i64 0
+$grp = comdat any
+@alias = alias i64 (i64), ptr @target
+define i64 @target(i64 %a) {
+  ret i64 %a
+}
+define double @fp(double %a, float %b) {
+  %e = fpext float %b to double
+  %s = fadd double %a, %e
+  %c = fcmp olt double %s, 0.0
+  %r = select i1 %c, double %s, double 1.0
+  ret double %r
+}
+define <4 x i32> @vec(<4 x i32> %a, ptr %p) {
+  %s = add <4 x i32> %a, <i32 1, i32 1, i32 1, i32 1>
+  %l = load <4 x i32>, ptr %p, align 16
+  store <4 x i32> %s, ptr %p, align 16
+  %e = extractelement <4 x i32> %l, i32 0
+  ret <4 x i32> %s
+}
+define i128 @wide(i128 %a) {
+  %s = add i128 %a, 18446744073709551616
+  ret i128 %s
+}
+define fastcc i64 @fast(i64 %a) {
+  ret i64 %a
+}
+define i64 @tlsuse() {
+  %v = load i64, ptr @tls, align 8
+  ret i64 %v
+}
+define i64 @grouped() comdat($grp) {
+  ret i64 1
+}
+define i64 @variadic(i64 %a, ...) {
+  ret i64 %a
+}
+define void @naked() naked {
+  unreachable
+}
+define i64 @asm(i64 %a) {
+  %r = call i64 asm "mov $1, $0", "=r,r"(i64 %a)
+  ret i64 %r
+}
+define i24 @odd(i24 %a) {
+  %s = add i24 %a, 1
+  ret i24 %s
+}
+)",
+                   "refusals");
+}
+
+TEST_CASE("direct reader: regex modules as LLVM's exporter", "[direct-export]") {
+  for (const char* name : {"regex-4k.bc", "regex-18k.bc", "regex-78k.bc"}) {
+    std::string path = std::string(KILN_TEST_DATA) + "/bitstream/" + name;
+    ReaderComparison r = compare_reader(read_file(path), name);
+    INFO(name << ": " << outcome_name(r.outcome) << ": " << r.detail);
+    CHECK(r.outcome == ReaderComparison::kIdentical);
+  }
+}
+
+TEST_CASE("direct reader: corrupt bitcode is exit 3 naming the file", "[direct-export]") {
+  std::string bitcode = kiln_test::bitcode_from_ir(std::string(kHeader) + "define i64 @f(i64 %a) { ret i64 %a }\n");
+  for (size_t cut : {size_t(0), size_t(3), size_t(8), bitcode.size() / 2, bitcode.size() - 4}) {
+    INFO("truncated to " << cut);
+    try {
+      export_direct(std::string_view(bitcode).substr(0, cut), "cut.bc", "t");
+      FAIL("no error");
+    } catch (const KilnError& e) {
+      CHECK(e.code() == kExitBadInput);
+      CHECK(std::string(e.what()).find("cut.bc") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("direct reader over a corpus (KILN_BITCODE_CORPUS)", "[.corpus]") {
+  const char* dir = std::getenv("KILN_BITCODE_CORPUS");
+  if (!dir) {
+    WARN("skipped: KILN_BITCODE_CORPUS is not set");
+    return;
+  }
+  size_t counts[4] = {0, 0, 0, 0};
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".bc") continue;
+    ReaderComparison r = compare_reader(read_file(entry.path().string()), entry.path().string());
+    counts[r.outcome]++;
+    if (r.outcome != ReaderComparison::kIdentical)
+      std::printf("%s: %s: %s\n", entry.path().c_str(), outcome_name(r.outcome), r.detail.c_str());
+  }
+  std::printf("identical %zu, functions declined %zu, declined %zu, different %zu\n", counts[0], counts[2], counts[1],
+              counts[3]);
+  CHECK(counts[ReaderComparison::kDifferent] == 0);
+}
