@@ -13,10 +13,16 @@ const char* profile_name(Profile p);
 
 struct StageTimes {
   double read = 0, parse = 0, verify = 0, codegen = 0, write = 0;
+  // stamp only: the direct reader's decoding of the bit stream (bitcode_ir.h), whose
+  // export is counted in flat_export; when its route is not taken (the module goes
+  // through LLVM's parser), the whole attempt, read and export.
+  double bitcode_read = 0;
   // stamp only: exporting LLVM IR to flat arrays, LLVM emitting the functions stamp
   // left to it (with the globals), and combining the two objects.
   double flat_export = 0, fallback = 0, combine = 0;
-  double total() const { return read + parse + verify + codegen + write + flat_export + fallback + combine; }
+  double total() const {
+    return read + parse + verify + codegen + write + bitcode_read + flat_export + fallback + combine;
+  }
 };
 
 // What a back end emitted, counted per function: the receipt records it.
@@ -25,10 +31,17 @@ struct EmitCounts {
   uint64_t instructions_stamp = 0, instructions_llvm = 0;
 };
 
+// How the stamp back end read the module: "direct" (the direct reader, no LLVM at all)
+// or "llvm" (LLVM's parser), and why not direct. Empty for the other back ends.
+struct ReaderRoute {
+  std::string route, reason;
+};
+
 struct EmitResult {
   std::string object;  // the ELF bytes
   StageTimes stages;
   EmitCounts counts;
+  ReaderRoute reader;
 };
 
 class Backend {

@@ -11,11 +11,29 @@
 #include "stamp_cpu.h"
 #include "stamp_object.h"
 #include "fallback.h"
+#include "direct_export.h"
+
+#include <cstdlib>
+#include <cstring>
 #include "timeutil.h"
 
 namespace kiln {
 
-StampBackend::StampBackend(Profile profile) : llvm_(std::make_unique<LlvmBackend>(profile)) {}
+ReaderChoice reader_choice() {
+  const char* env = std::getenv("KILN_READER");
+  if (!env || !*env || std::strcmp(env, "direct") == 0) return ReaderChoice::direct;
+  if (std::strcmp(env, "llvm") == 0) return ReaderChoice::llvm;
+  throw KilnError(kExitUsage, "KILN_READER", std::string("'") + env + "': expected direct or llvm");
+}
+
+void set_reader_choice(const std::string& name) {
+  if (name != "direct" && name != "llvm")
+    throw KilnError(kExitUsage, "--reader", "'" + name + "': expected direct or llvm");
+  ::setenv("KILN_READER", name.c_str(), 1);
+}
+
+StampBackend::StampBackend(Profile profile)
+    : llvm_(std::make_unique<LlvmBackend>(profile)), reader_(reader_choice()) {}
 StampBackend::~StampBackend() = default;
 
 StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag) {
@@ -38,20 +56,72 @@ std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, 
 }
 
 std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, const StampOutput& code) {
-  StampObjectParts parts = stamp_object_parts(plan.flat.flat, code);
+  return write_stamp_object_for(plan.flat.flat, plan.data, module.getSourceFileName(), code);
+}
+
+std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector<StampData>& data,
+                                   const std::string& source_name, const StampOutput& code) {
+  StampObjectParts parts = stamp_object_parts(flat, code);
   // extern_weak and hidden declarations: the flat module knows them, the parts do not.
-  parts.view.undefined = plan.flat.flat.undefined.data();
-  parts.view.undefined_count = static_cast<uint32_t>(plan.flat.flat.undefined.size());
-  return write_stamp_object(parts.view, module.getSourceFileName(), plan.data);
+  parts.view.undefined = flat.undefined.data();
+  parts.view.undefined_count = static_cast<uint32_t>(flat.undefined.size());
+  return write_stamp_object(parts.view, source_name, data);
+}
+
+bool StampBackend::emit_direct(std::string_view bitcode, const std::string& label, const std::string& tag,
+                               EmitResult& result) {
+  DirectExport direct;
+  try {
+    direct = export_direct(bitcode, label, tag);
+  } catch (const KilnError& e) {
+    // LLVM's parser has the last word on what is bitcode: it reads the module, or says why not.
+    result.reader = {"llvm", std::string("reader: ") + e.what()};
+    return false;
+  }
+  result.stages.bitcode_read = direct.read_seconds;
+  result.stages.flat_export = direct.export_seconds;
+  if (!direct.declined.empty()) {
+    result.reader = {"llvm", direct.declined};
+    return false;
+  }
+  if (!direct.whole) {
+    std::string why = direct.globals_reason.empty() ? "functions fall back to llvm" : direct.globals_reason;
+    for (const auto& v : direct.verdicts)
+      if (!v.reasons.empty() && v.reasons[0].compare(0, 8, "reader: ") == 0) why = v.reasons[0];
+    result.reader = {"llvm", why};
+    return false;
+  }
+  if (std::string problem = triple_problem(direct.triple); !problem.empty())
+    throw KilnError(kExitBadInput, label, problem);
+  for (const auto& v : direct.verdicts) {
+    result.counts.functions_stamp++;
+    result.counts.instructions_stamp += v.instructions;
+  }
+  Stopwatch clock;
+  StampOutput code = run_stamp_cpu(direct.flat.view(), 1);
+  result.object = write_stamp_object_for(direct.flat, direct.data, direct.source_filename, code);
+  result.stages.codegen = clock.lap();
+  result.reader = {"direct", ""};
+  return true;
 }
 
 EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label) {
   EmitResult result;
+  const std::string tag = xxh3_128_hex(bitcode).substr(0, 12);
+  if (reader_ == ReaderChoice::direct) {
+    if (emit_direct(bitcode, label, tag, result)) return result;
+    // The direct attempt's time stays counted (as bitcode_read): it was spent.
+    const double attempt = result.stages.bitcode_read + result.stages.flat_export;
+    result.stages = {};
+    result.stages.bitcode_read = attempt;
+  } else {
+    result.reader = {"llvm", "--reader llvm"};
+  }
   Stopwatch clock;
   ParsedModule module = llvm_->parse(bitcode, label, {.parse_seconds = &result.stages.parse});
   result.stages.verify = clock.lap() - result.stages.parse;
 
-  StampPlan plan = plan_stamp_module(*module, xxh3_128_hex(bitcode).substr(0, 12));
+  StampPlan plan = plan_stamp_module(*module, tag);
   result.stages.flat_export = clock.lap();
   for (const auto& v : plan.flat.verdicts) {
     (v.stamp() ? result.counts.functions_stamp : result.counts.functions_llvm)++;

@@ -29,6 +29,18 @@ StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag);
 std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, double* stages_seconds = nullptr);
 // The same from stages already run elsewhere (the CUDA executor).
 std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, const StampOutput& code);
+// stamp's object from a flat module, its global data and the stages' output: what both
+// readers' routes end in.
+std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector<StampData>& data,
+                                   const std::string& source_name, const StampOutput& code);
+
+// Which parser the stamp back end reads bitcode with: the direct reader (the default;
+// a module it declines, or one not wholly stamp's, goes through LLVM's parser), or
+// LLVM's parser always. The tools' --reader option sets KILN_READER, which the back
+// end reads, so that capture's compiler wrappers and replay's workers follow it.
+enum class ReaderChoice { direct, llvm };
+ReaderChoice reader_choice();                     // from KILN_READER: "direct" (or unset) or "llvm"
+void set_reader_choice(const std::string& name);  // sets KILN_READER; throws KilnError(kExitUsage) for another name
 
 class StampBackend : public Backend {
  public:
@@ -38,7 +50,11 @@ class StampBackend : public Backend {
   EmitResult emit(std::string_view bitcode, const std::string& label) override;
 
  private:
+  // The direct route: the whole module stamp's, without LLVM. False when it cannot be
+  // (then result.reader says why and LLVM's route runs).
+  bool emit_direct(std::string_view bitcode, const std::string& label, const std::string& tag, EmitResult& result);
   std::unique_ptr<LlvmBackend> llvm_;  // parses, and emits the fallback half
+  ReaderChoice reader_;
 };
 
 }  // namespace kiln

@@ -39,6 +39,7 @@ std::string receipt_json(const ReceiptInput& in, const EmitResult& r, const std:
       .field("verify", r.stages.verify)
       .field("codegen", r.stages.codegen)
       .field("write", r.stages.write)
+      .field("bitcode_read", r.stages.bitcode_read)
       .field("flat_export", r.stages.flat_export)
       .field("fallback", r.stages.fallback)
       .field("combine", r.stages.combine)
@@ -53,6 +54,11 @@ std::string receipt_json(const ReceiptInput& in, const EmitResult& r, const std:
       .field("stamp", r.counts.instructions_stamp)
       .field("llvm", r.counts.instructions_llvm)
       .end_object();
+  if (!r.reader.route.empty()) {
+    w.key("reader").begin_object().field("route", r.reader.route);
+    if (!r.reader.reason.empty()) w.field("reason", r.reader.reason);
+    w.end_object();
+  }
   w.end_object();
   return w.str();
 }

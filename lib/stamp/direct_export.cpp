@@ -1788,6 +1788,7 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
   bc::BcModule m = bc::read_bitcode(bitcode, path);
   out.read_seconds = clock.lap();
   out.source_filename = m.source_filename;
+  out.triple = m.triple;
   if (!m.declined.empty()) {
     out.declined = m.declined;
     return out;
@@ -1799,6 +1800,7 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     declined.declined = d.why;
     declined.read_seconds = out.read_seconds;
     declined.source_filename = out.source_filename;
+    declined.triple = out.triple;
     out = std::move(declined);
   }
   out.export_seconds = clock.lap();

@@ -31,7 +31,7 @@ struct DirectExport {
   std::string globals_reason;  // why the globals are not stamp's (export_globals' reason); empty: they are
   // Every function stamp's and every global exported: the object needs no LLVM.
   bool whole = false;
-  std::string source_filename;
+  std::string source_filename, triple;
   // Where the time went (seconds): decoding the bitcode, and the export.
   double read_seconds = 0, export_seconds = 0;
 };
