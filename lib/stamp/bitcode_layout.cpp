@@ -182,8 +182,8 @@ void Layout::parse_spec(std::string_view spec, std::vector<std::string>& names) 
       return;
     case 'e':
     case 'E':
+      // Byte order changes no size or alignment.
       if (!rest.empty()) bad_layout("malformed specification, must be just 'e' or 'E'");
-      big_endian_ = kind == 'E';
       return;
     case 'n':
       for (std::string_view width : split(rest, ':')) parse_size(width);

@@ -62,7 +62,6 @@ class Layout {
   void parse_spec(std::string_view spec, std::vector<std::string>& names);
   void parse_pointer(std::string_view spec, std::vector<std::string>& names);
 
-  bool big_endian_ = false;
   std::vector<Primitive> ints_, floats_, vectors_;              // each sorted by bits
   std::vector<Pointer> pointers_;                               // sorted by address space; [0] is address space 0
   uint64_t struct_abi_ = 1, struct_pref_ = 8;                   // the a spec (LLVM's default a:8:64)

@@ -194,6 +194,7 @@ const std::vector<std::string> kLayouts = {
     "E-m:o-p:32:32:32-i1:8:16-i24:32:64-i64:64-f80:32-f16:16:32-v96:32:64-v256:128-a:32:64-p1:16:16:16:8-S64-Fi8-A5-"
     "G1-P0-ni:1-n8:16:32",
     "e-i8:8:32-i16:16:32-i256:64-f128:64-f64:32:64-v64:32-v32:32-p3:128:128:128:64-a:64",
+    "e-p:32:64:128-pu1(flat):16:16:32:8-pe5:128:64-p270:32:32-p3(local):8:8-i64:64-f80:64:128-v512:256-a:16:32",
 };
 
 struct Counts {
@@ -447,6 +448,33 @@ TEST_CASE("bitcode layout: every type and global of the regex modules is LLVM's"
       (unsigned long long)counts.fields, (unsigned long long)counts.globals, (unsigned long long)counts.names);
   CHECK(modules >= 3);
   CHECK(counts.globals > 0);
+}
+
+TEST_CASE("bitcode layout: sizes past 64 bits and cyclic types are bad input, not a crash", "[bitcode-layout]") {
+  bc::BcModule m;
+  m.types.resize(4);
+  m.types[0].kind = bc::TypeKind::kInteger;
+  m.types[0].width = 64;
+  m.types[1].kind = bc::TypeKind::kArray;  // [2^62 x i64]: 2^68 bits
+  m.types[1].count = uint64_t(1) << 62;
+  m.types[1].elements = {0};
+  m.types[2].kind = bc::TypeKind::kStruct;  // a struct holding itself, as only a corrupt table can
+  m.types[2].named = true;
+  m.types[2].name = "loop";
+  m.types[2].elements = {0, 2};
+  m.types[3].kind = bc::TypeKind::kArray;  // an array of itself
+  m.types[3].count = 2;
+  m.types[3].elements = {3};
+  bc::Layout layout("");
+  for (uint32_t type : {1u, 2u, 3u}) {
+    try {
+      layout.alloc_size(m, type);
+      FAIL_CHECK("type " << type << " was given a size");
+    } catch (const KilnError& e) {
+      CHECK(e.code() == kExitBadInput);
+    }
+  }
+  CHECK(layout.size_in_bits(m, 0) == 64);
 }
 
 TEST_CASE("bitcode layout: a layout string is refused exactly when LLVM refuses it", "[bitcode-layout]") {
