@@ -16,7 +16,7 @@ namespace kiln::bc {
 class Layout {
  public:
   // Parses `text` (a data layout string). Throws KilnError(kExitBadInput) for one it
-  // cannot parse.
+  // cannot parse (what LLVM 22's DataLayout::parse refuses).
   explicit Layout(std::string_view text);
   // The x86-64 ELF target's layout, the one lib/flat_export.cpp imposes on every module
   // ("e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128").
@@ -24,7 +24,9 @@ class Layout {
 
   // As llvm::DataLayout's functions of the same names, for type `type` of `m`. Types
   // without a size (void, label, metadata, token, function, opaque struct, scalable
-  // vector) are the caller's bug: they throw KilnError(kExitInternal).
+  // vector, target extension type) are the caller's bug: they throw
+  // KilnError(kExitInternal). A size past 64 bits, or types nested over 1000 deep (a
+  // cycle in a corrupt table), throws KilnError(kExitBadInput).
   uint64_t size_in_bits(const BcModule& m, uint32_t type) const;
   uint64_t store_size(const BcModule& m, uint32_t type) const;
   uint64_t alloc_size(const BcModule& m, uint32_t type) const;
@@ -40,13 +42,38 @@ class Layout {
     uint64_t size = 0, align = 1;
     std::vector<uint64_t> offsets;
   };
-  const StructLayout& struct_layout(const BcModule& m, uint32_t type) const;
-  // ... (the parsed specifications)
+  // A primitive (i, f, v) specification; alignments in bytes.
+  struct Primitive {
+    uint32_t bits = 0;
+    uint64_t abi = 1, pref = 1;
+  };
+  // A pointer specification (p[flags][n][(name)]:size:abi[:pref[:idx]]).
+  struct Pointer {
+    uint32_t address_space = 0, bits = 64;
+    uint64_t abi = 8, pref = 8;
+    uint32_t index_bits = 64;
+  };
+  const StructLayout& struct_layout(const BcModule& m, uint32_t type, int depth) const;
+  uint64_t size_bits(const BcModule& m, uint32_t type, int depth) const;
+  uint64_t alloc_bytes(const BcModule& m, uint32_t type, int depth) const;
+  uint64_t alignment(const BcModule& m, uint32_t type, bool abi, int depth) const;
+  uint64_t integer_align(uint32_t bits, bool abi) const;
+  const Pointer& pointer(uint32_t address_space) const;
+  void parse_spec(std::string_view spec, std::vector<std::string>& names);
+  void parse_pointer(std::string_view spec, std::vector<std::string>& names);
+
+  std::vector<Primitive> ints_, floats_, vectors_;              // each sorted by bits
+  std::vector<Pointer> pointers_;                               // sorted by address space; [0] is address space 0
+  uint64_t struct_abi_ = 1, struct_pref_ = 8;                   // the a spec (LLVM's default a:8:64)
   mutable std::unordered_map<uint32_t, StructLayout> structs_;  // by type id: one Layout per module
 };
 
 // LLVM's Type::print of `type` (e.g. "i32", "ptr", "{ i64, ptr }", "<4 x i32>",
-// "%\"core::fmt::Arguments<'_>\"", "void (i32, ...)").
+// "void (i32, ...)"). As Type::print does, an identified struct at the top is followed
+// by its body ("%\"core::fmt::Arguments<'_>\" = type { ptr, i64 }", "%T = type opaque");
+// nested ones print as their name alone. An identified struct without a name prints
+// "%<unnamed>" (LLVM's own %N or %"type 0x..." cannot be known here). Target extension
+// types print their name alone (the reader keeps no parameters).
 std::string type_name(const BcModule& m, uint32_t type);
 
 // LLVM's intrinsic ids that the exporter tells apart, by function name as
