@@ -12,6 +12,7 @@
 
 #include "backend_llvm.h"
 #include "backend_stamp.h"
+#include "direct_export.h"
 #include "flat_export.h"
 #include "replay_internal.h"
 #include "fallback.h"
@@ -67,14 +68,50 @@ uint64_t elf_text_bytes(const std::string& o) {
   return total;
 }
 
+// The direct reader's route for one module: its plan when the module is whole.
+static bool prepare_direct(const ReplayModule& m, StampModule& sm, ModuleEmission& e) {
+  DirectExport d;
+  try {
+    d = export_direct(m.bytes, m.id, m.id.substr(0, 12));  // m.id is the bitcode's xxh3-128
+  } catch (const KilnError& err) {
+    e.reader_reason = std::string("reader: ") + err.what();
+    return false;
+  }
+  e.bitcode_read = d.read_seconds;
+  e.direct_export = d.export_seconds;
+  e.read_directly = d.declined.empty() && d.declined_function_count == 0;
+  if (!d.declined.empty()) e.reader_reason = d.declined;
+  else if (!d.whole) e.reader_reason = d.globals_reason.empty() ? "functions fall back to llvm" : d.globals_reason;
+  if (!d.declined.empty() || !d.whole) return false;
+  sm.plan.flat.flat = std::move(d.flat);
+  sm.plan.flat.verdicts = std::move(d.verdicts);
+  sm.plan.flat.emitted_by_stamp = std::move(d.emitted_by_stamp);
+  sm.plan.flat.stamp_function_count = d.stamp_function_count;
+  sm.plan.data = std::move(d.data);
+  sm.plan.whole = true;
+  sm.source_name = d.source_filename;
+  sm.direct = true;
+  return true;
+}
+
 StampModule prepare_stamp_module(LlvmBackend& llvm, const ReplayModule& m, ModuleEmission& e) {
-  Stopwatch clock;
   StampModule sm;
-  ParsedModule parsed = llvm.parse(m.bytes, m.id);  // verified, and its triple checked
-  e.parse = clock.lap();
-  sm.plan = plan_stamp_module(*parsed, m.id.substr(0, 12));  // m.id is the bitcode's xxh3-128
-  sm.module = std::move(parsed);
+  sm.prepared = true;
+  bool direct = reader_choice() == ReaderChoice::direct && prepare_direct(m, sm, e);
+  e.reader = direct ? "direct" : "llvm";
+  if (reader_choice() == ReaderChoice::llvm) e.reader_reason = "--reader llvm";
+  // LLVM's route: the comparison in the report, and the route itself when not direct.
+  // Verified and its triple checked; e.parse is the parse alone (the direct reader has
+  // no verifier either).
+  ParsedModule parsed = llvm.parse(m.bytes, m.id, {.parse_seconds = &e.parse});
+  Stopwatch clock;
+  StampPlan plan = plan_stamp_module(*parsed, m.id.substr(0, 12));
   e.flat_export = clock.lap();
+  if (!direct) {
+    sm.plan = std::move(plan);
+    sm.source_name = parsed->getSourceFileName();
+    sm.module = std::move(parsed);
+  }
   return sm;
 }
 
@@ -166,8 +203,8 @@ class CpuService : public EmissionService {
         if (!slot) {
           // Invalid IR can crash the code generator: verify once, like kiln-emit does
           // (codegen checks the triple).
-          slot = w.llvm->parse(m.bytes, m.id, {.verify = true, .triple = false});
-          e.parse = clock.lap();
+          slot = w.llvm->parse(m.bytes, m.id, {.verify = true, .triple = false, .parse_seconds = &e.parse});
+          clock.lap();  // e.parse is the parse alone, without the verifier
         }
         count_module(*slot, e.functions, e.instructions);
         // Code generation rewrites IR, so each emission works on a fresh copy.
@@ -201,11 +238,15 @@ class CpuService : public EmissionService {
     const ReplayModule& m = modules_[i];
     try {
       auto& sm = w.stamp_modules[i];
-      if (!sm.module) sm = prepare_stamp_module(*w.stamp_llvm, m, e);
+      if (!sm.prepared) sm = prepare_stamp_module(*w.stamp_llvm, m, e);
       count_stamp_functions(sm.plan, e);
       Stopwatch clock;
       std::string stamp_object;
-      if (sm.plan.flat.stamp_function_count) stamp_object = write_stamp_part(sm.plan, *sm.module, &e.stages);
+      if (sm.plan.flat.stamp_function_count) {
+        StampOutput code = run_stamp_cpu(sm.plan.flat.flat.view(), 1);
+        e.stages = clock.seconds();
+        stamp_object = write_stamp_object_for(sm.plan.flat.flat, sm.plan.data, sm.source_name, code);
+      }
       e.codegen = clock.lap();
       e.elf = e.codegen - e.stages;
       finish_stamp_emission(*w.stamp_llvm, sm, m.id, stamp_object, e);
@@ -231,6 +272,8 @@ namespace {
 
 struct StageSums {
   double parse = 0, clone = 0, codegen = 0, flat_export = 0, fallback = 0, stages = 0, elf = 0;
+  double bitcode_read = 0, direct_export = 0;
+  uint64_t modules_direct = 0, modules_read_directly = 0;
   uint64_t instructions = 0, modules = 0, failed = 0, instructions_stamp = 0, functions_stamp = 0, functions = 0;
   uint64_t text_bytes = 0, kernel_launches = 0;
   double gpu_upload = 0, gpu_kernels = 0, gpu_download = 0;
@@ -246,6 +289,10 @@ StageSums sum_round(const RoundResult& r) {
     s.fallback += e.fallback;
     s.stages += e.stages;
     s.elf += e.elf;
+    s.bitcode_read += e.bitcode_read;
+    s.direct_export += e.direct_export;
+    s.modules_direct += e.reader == "direct";
+    s.modules_read_directly += e.read_directly;
     if (e.device.empty() || e.first_in_batch) s.kernel_launches += e.kernel_launches;
     s.gpu_upload += e.gpu_upload;
     s.gpu_kernels += e.gpu_kernels;
@@ -339,7 +386,42 @@ struct StampVsLlvm {
   int last_round = 0;  // the stamp service's
   StageSums st;        // the stamp service's last round, its times the warm medians
   double llvm_rate = 0, stamp_rate = 0, end_to_end = 0, export_rate = 0, parse_rate = 0, text_ratio = 0;
+  // The direct reader (first round): on the modules it read (module and every function),
+  // LLVM's parse plus export against its read plus export; and on the modules it took
+  // whole, bitcode to stamp's object (read, export, stages, ELF) against LLVM's parse
+  // plus its code generation (the llvm service's warm median per module).
+  uint64_t modules = 0, modules_read = 0, modules_direct = 0;
+  double read_llvm_seconds = 0, read_direct_seconds = 0, read_speedup = 0;
+  double direct_llvm_seconds = 0, direct_seconds = 0, direct_end_to_end = 0;
 };
+
+// Per module, the median over the warm rounds of one time of its emissions.
+template <class Value>
+double module_warm_median(const std::vector<RoundResult>& rounds, size_t i, Value value) {
+  std::vector<double> v;
+  for (size_t r = rounds.size() > 1 ? 1 : 0; r < rounds.size(); ++r) v.push_back(value(rounds[r].emissions[i]));
+  return median(v);
+}
+
+void compare_readers(const std::vector<RoundResult>& llvm, const std::vector<RoundResult>& stamp, StampVsLlvm& c) {
+  const RoundResult& first = stamp.front();
+  c.modules = first.emissions.size();
+  for (size_t i = 0; i < first.emissions.size(); ++i) {
+    const ModuleEmission& e = first.emissions[i];
+    if (!e.error.empty() || !e.read_directly) continue;
+    c.modules_read++;
+    c.read_llvm_seconds += e.parse + e.flat_export;
+    c.read_direct_seconds += e.bitcode_read + e.direct_export;
+    const ModuleEmission& l = llvm.front().emissions[i];
+    if (e.reader != "direct" || !l.error.empty()) continue;
+    c.modules_direct++;
+    c.direct_seconds += e.bitcode_read + e.direct_export +
+        module_warm_median(stamp, i, [](const ModuleEmission& x) { return x.codegen; });
+    c.direct_llvm_seconds += l.parse + module_warm_median(llvm, i, [](const ModuleEmission& x) { return x.codegen; });
+  }
+  c.read_speedup = c.read_llvm_seconds / std::max(1e-12, c.read_direct_seconds);
+  c.direct_end_to_end = c.direct_llvm_seconds / std::max(1e-12, c.direct_seconds);
+}
 
 // A module the GPU service emitted on the device in its last round.
 struct GpuReceipt {
@@ -469,6 +551,7 @@ StampVsLlvm compare_stamp_llvm(const std::vector<RoundResult>& llvm, const std::
   c.export_rate = first.instructions / std::max(1e-12, first.flat_export);
   c.parse_rate = first.instructions / std::max(1e-12, first.parse);
   c.text_ratio = l.text_bytes ? static_cast<double>(st.text_bytes) / static_cast<double>(l.text_bytes) : 0;
+  compare_readers(llvm, stamp, c);
   return c;
 }
 
@@ -588,6 +671,8 @@ void json_services(JsonWriter& w, const ReplaySummary& sum) {
           .begin_object()
           .field("parse", sums.parse)
           .field("flat_export", sums.flat_export)
+          .field("bitcode_read", sums.bitcode_read)
+          .field("direct_export", sums.direct_export)
           .field("clone", sums.clone)
           .field("codegen", sums.codegen)
           .field("fallback", sums.fallback)
@@ -631,6 +716,18 @@ void json_stamp_vs_llvm(JsonWriter& w, const StampVsLlvm& c) {
       .field("text_ratio", c.text_ratio)
       .field("stamp_stages_seconds", st.stages)
       .field("stamp_elf_seconds", st.elf)
+      .key("reader")
+      .begin_object()
+      .field("modules", c.modules)
+      .field("modules_read_directly", c.modules_read)
+      .field("modules_direct", c.modules_direct)
+      .field("llvm_parse_export_seconds", c.read_llvm_seconds)
+      .field("direct_read_export_seconds", c.read_direct_seconds)
+      .field("read_speedup", c.read_speedup)
+      .field("llvm_parse_codegen_seconds", c.direct_llvm_seconds)
+      .field("direct_bitcode_to_object_seconds", c.direct_seconds)
+      .field("direct_end_to_end_speedup", c.direct_end_to_end)
+      .end_object()
       .end_object();
 }
 
@@ -726,12 +823,15 @@ std::string table_stamp_vs_llvm(const ReplaySummary& sum) {
       "objects\n"
       "  end to end per module, stamp + llvm fallback vs llvm alone: %.2fx (ld.lld -r combining not included)\n"
       "  flat export %.2f M instr/s, LLVM bitcode parsing %.2f M instr/s (both once per worker)\n"
-      "  .text: stamp + fallback %.2fx the size of llvm's\n",
+      "  .text: stamp + fallback %.2fx the size of llvm's\n"
+      "  direct reader: read %llu of %llu modules (every function), took %llu whole without LLVM; read + export "
+      "%.1fx faster than LLVM's parse + export; bitcode to object %.1fx faster than LLVM's parse + codegen\n",
       c.last_round, 100.0 * st.instructions_stamp / std::max<uint64_t>(1, st.instructions),
       100.0 * st.functions_stamp / std::max<uint64_t>(1, st.functions), c.stamp_rate / 1e6, sum.profile,
       c.llvm_rate / 1e6, c.stamp_rate / c.llvm_rate, 100.0 * st.stages / std::max(1e-12, st.codegen),
       st.instructions_stamp / std::max(1e-12, st.stages) / 1e6, 100.0 * st.elf / std::max(1e-12, st.codegen),
-      c.end_to_end, c.export_rate / 1e6, c.parse_rate / 1e6, c.text_ratio);
+      c.end_to_end, c.export_rate / 1e6, c.parse_rate / 1e6, c.text_ratio, (unsigned long long)c.modules_read,
+      (unsigned long long)c.modules, (unsigned long long)c.modules_direct, c.read_speedup, c.direct_end_to_end);
   return block;
 }
 

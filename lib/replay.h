@@ -22,10 +22,19 @@ struct ModuleEmission {
   uint64_t object_bytes = 0;
   uint64_t functions = 0, instructions = 0;
   unsigned worker = 0;
-  double parse = 0, clone = 0, codegen = 0;  // parse is non-zero only the first time a worker sees the module
+  // parse: LLVM's bitcode parse alone (not its verifier), non-zero only the first time a
+  // worker sees the module.
+  double parse = 0, clone = 0, codegen = 0;
   // stamp: flat export (once per worker, like parse), its stages and ELF writing
   // (in codegen), and LLVM emitting the functions left to it (fallback).
   double flat_export = 0, fallback = 0;
+  // stamp, the first time a worker sees the module: the direct reader's decoding and
+  // its export (lib/stamp/direct_export.h); the route the object took ("direct": no
+  // LLVM; "llvm": LLVM's parser) and why not direct; whether the reader read it
+  // (module and every function, whatever the route).
+  double bitcode_read = 0, direct_export = 0;
+  std::string reader, reader_reason;
+  bool read_directly = false;
   double stages = 0, elf = 0;  // stamp: codegen = stages (kernels, on the CPU or the GPU) + elf (object writing)
   // The GPU service: modules go in batches; a module's times are its share (by
   // instructions) of its batch's, and its launches are its batch's.

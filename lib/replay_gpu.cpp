@@ -80,7 +80,7 @@ class GpuStampService : public EmissionService {
     std::vector<StampGpuBatch> batches;
     for (size_t i = 0; i < modules_.size(); ++i) {
       const PreparedModule& p = prepared_[i];
-      if (!p.sm.module || !p.sm.plan.flat.stamp_function_count) continue;
+      if (!p.sm.prepared || !p.sm.plan.flat.stamp_function_count) continue;
       add_to_stamp_batches(batches, i, p.sm.plan.flat.flat.view(), batch_instructions_);
     }
     return batches;
@@ -135,7 +135,7 @@ class GpuStampService : public EmissionService {
       count_stamp_functions(p.sm.plan, e);
       Stopwatch clock;
       std::string stamp_object;
-      if (p.sm.plan.flat.stamp_function_count) stamp_object = write_stamp_part(p.sm.plan, *p.sm.module, code);
+      if (p.sm.plan.flat.stamp_function_count) stamp_object = write_stamp_object_for(p.sm.plan.flat.flat, p.sm.plan.data, p.sm.source_name, code);
       e.elf = clock.lap();
       e.codegen = e.stages + e.elf;
       finish_stamp_emission(*llvm_, p.sm, modules_[i].id, stamp_object, e);

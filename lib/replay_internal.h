@@ -20,14 +20,21 @@ class LlvmBackend;
 // Sum of the sizes of an ELF64 object's .text* sections (read from its headers).
 uint64_t elf_text_bytes(const std::string& object);
 
-// A module as a stamp service keeps it: parsed, verified and planned (see StampPlan).
+// A module as a stamp service keeps it: planned (see StampPlan) from the direct
+// reader's output when its route is taken (then no LLVM module is kept), else parsed,
+// verified and planned by LLVM.
 struct StampModule {
+  bool prepared = false;
+  bool direct = false;  // the plan is the direct reader's: whole, no LLVM module
   ParsedModule module;
   StampPlan plan;
+  std::string source_name;
 };
 
-// Parses, verifies (IR and target) and plans the module; records e.parse and
-// e.flat_export. Throws KilnError naming the module for bad input.
+// Reads the module with the direct reader (unless --reader llvm) and with LLVM (parse,
+// verify, plan: the comparison the report gives, and the route when the reader's is
+// not taken); records e.bitcode_read, e.direct_export, e.parse and e.flat_export.
+// Throws KilnError naming the module for bad input.
 StampModule prepare_stamp_module(LlvmBackend& llvm, const ReplayModule& m, ModuleEmission& e);
 
 // Counts the module's functions and instructions, all and stamp's, into e.
