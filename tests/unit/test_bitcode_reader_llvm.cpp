@@ -90,6 +90,9 @@ struct Comparer {
       case llvm::Type::MetadataTyID:
         AGREE(o.kind == K::kMetadata, "type " << id << " not metadata");
         return;
+      case llvm::Type::X86_AMXTyID:
+        AGREE(o.kind == K::kX86Amx, "type " << id << " not x86_amx");
+        return;
       case llvm::Type::TokenTyID:
         AGREE(o.kind == K::kToken, "type " << id << " not token");
         return;
@@ -381,6 +384,137 @@ void compare_ir(const char* ir, const std::string& name) {
 
 bc::BcModule read_ir(const char* ir) { return bc::read_bitcode(kiln_test::bitcode_from_ir(ir), "test.bc"); }
 
+// Every record family's edge cases in one module: odd struct names, packed, opaque and
+// recursive structs, wide integers, every float kind, data and strings, every linkage,
+// comdat kinds, sections, TLS, address spaces, constant expressions, aliases, ifuncs.
+const char* kFamiliesIr =
+    R"IR(target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+target triple = "x86_64-unknown-linux-gnu"
+source_filename = "odd.c"
+module asm "nop"
+
+%"struct.odd name\01\22" = type { i32, ptr, [3 x i8] }
+%packed = type <{ i8, i64 }>
+%opaque = type opaque
+%rec = type { ptr, %inner }
+%inner = type { i128, <4 x float> }
+
+$cd = comdat any
+$cl = comdat largest
+$cx = comdat exactmatch
+$cn = comdat nodeduplicate
+$cs = comdat samesize
+
+@wide = global i128 -170141183460469231731687303715884105728
+@wide2 = global i256 12345678901234567890123456789012345678901234567890
+@wide3 = global i128 5
+@wide4 = global i96 -2
+@i1v = global i1 true
+@neg = global i64 -1
+@min = global i64 -9223372036854775808
+@i7 = global i7 -3
+@s = global %"struct.odd name\01\22" { i32 5, ptr @s, [3 x i8] c"ab\00" }
+@p = internal constant %packed <{ i8 1, i64 2 }>, align 16, section ".mysec"
+@o = external global %opaque
+@r = private unnamed_addr global %rec zeroinitializer
+@v = global <4 x float> <float 1.0, float 2.0, float 3.0, float 4.0>
+@vi = global <4 x i32> <i32 1, i32 2, i32 3, i32 4>
+@arr = global [2 x %packed] [%packed <{ i8 1, i64 2 }>, %packed <{ i8 3, i64 4 }>]
+@str = constant [6 x i8] c"hello\00"
+@nostr = constant [3 x i8] c"abc"
+@d16 = global [3 x i16] [i16 1, i16 2, i16 -1]
+@df = global [2 x double] [double 1.0, double 2.5]
+@h = global half 1.5
+@bf = global bfloat 2.0
+@x = global x86_fp80 0xK4000C000000000000000
+@q = global fp128 0xL00000000000000004000000000000000
+@d = global double 3.25
+@f = global float -0.5
+@tls = thread_local global i32 7
+@tlsle = thread_local(localexec) global i32 8
+@hid = hidden global i32 9
+@prot = protected global i32 10
+@weak = weak global i32 11
+@lo = linkonce_odr global i32 12, comdat($cd)
+@wo = weak_odr global i32 13, comdat($cl)
+@com = common global i32 0
+@ew = extern_weak global i32
+@ae = available_externally global i32 14
+@cx1 = global i32 1, comdat($cx)
+@cn1 = global i32 1, comdat($cn)
+@cs1 = global i32 1, comdat($cs)
+@as1 = addrspace(1) global i32 15
+@lu = local_unnamed_addr global i32 16
+@dl = dso_local global i32 17
+@gep = global ptr getelementptr inbounds (%"struct.odd name\01\22", ptr @s, i64 0, i32 2, i64 1)
+@gep2 = global ptr getelementptr (i8, ptr @s, i64 3)
+@pti = global i64 ptrtoint (ptr @s to i64)
+@asc = global ptr addrspacecast (ptr addrspace(1) @as1 to ptr)
+@sub = global i64 sub (i64 ptrtoint (ptr @s to i64), i64 ptrtoint (ptr @p to i64))
+@und = global i32 undef
+@poi = global i32 poison
+@nul = global ptr null
+@app = appending global [1 x ptr] [ptr @fn]
+@dsl = global ptr dso_local_equivalent @fn
+@ba = global ptr blockaddress(@fn, %bb)
+@ncfi = global ptr no_cfi @fn
+@ali = alias i32, ptr @hid
+@ali2 = internal alias i32, getelementptr (i32, ptr @hid, i64 1)
+@ifn = ifunc void (), ptr @resolver
+
+define ptr @resolver() { ret ptr null }
+define void @fn() personality ptr @pers {
+  br label %bb
+bb:
+  ret void
+}
+declare i32 @pers(...)
+define internal fastcc zeroext i8 @attrs(ptr byval(%packed) %b, i8 signext %c, ptr nest %d) section ".text.x" comdat($cd) align 32 gc "shadow-stack" {
+  ret i8 0
+}
+define void @ina(ptr inalloca(i32) %e) { ret void }
+define void @sr(ptr sret(%packed) %a) { ret void }
+define void @naked() naked { unreachable }
+define void @pre() prefix i32 1 { ret void }
+define void @pro() prologue i8 1 { ret void }
+define i32 @va(i32, ...) { ret i32 0 }
+declare <vscale x 4 x i32> @sv(<vscale x 4 x i32>)
+declare void @tt(target("aarch64.svcount"))
+@amxp = global ptr null
+define void @amxf(ptr %p) {
+  %t = call x86_amx @llvm.x86.tileloadd64.internal(i16 8, i16 8, ptr %p, i64 8)
+  ret void
+}
+declare x86_amx @llvm.x86.tileloadd64.internal(i16, i16, ptr, i64)
+declare ppc_fp128 @ppc(ppc_fp128)
+)IR";
+
+const bc::Global& global_named(const bc::BcModule& m, const std::string& name) {
+  for (const bc::Global& g : m.globals)
+    if (g.name == name) return g;
+  FAIL("no @" << name);
+  throw;
+}
+
+const bc::Constant& initializer(const bc::BcModule& m, const std::string& name) {
+  const bc::Global& g = global_named(m, name);
+  REQUIRE(g.initializer < m.values.size());
+  REQUIRE(m.values[g.initializer].kind == bc::ValueKind::kConstant);
+  return m.constants.at(m.values[g.initializer].index);
+}
+
+// A C file compiled by the clang next to llvm-as, when there is one.
+std::string clang_module(const std::string& source, const std::string& dir) {
+  std::string clang = KILN_LLVM_AS;
+  clang = clang.substr(0, clang.size() - std::string("llvm-as").size()) + "clang";
+  if (!std::filesystem::exists(clang)) return {};
+  std::string c = dir + "/m.c", bc = dir + "/m.bc";
+  std::ofstream(c) << source;
+  std::string cmd = "'" + clang + "' -O1 -c -emit-llvm -o '" + bc + "' '" + c + "'";
+  if (std::system(cmd.c_str()) != 0) return {};
+  return read_file(bc);
+}
+
 }  // namespace
 
 TEST_CASE("bitcode reader: real modules read as LLVM reads them", "[bitcode-reader]") {
@@ -407,4 +541,179 @@ TEST_CASE("bitcode reader: a whole corpus reads as LLVM reads it", "[.corpus]") 
   std::printf("bitcode reader: %llu modules, %llu globals, %llu constants, %llu types agree with LLVM\n",
               (unsigned long long)totals.modules, (unsigned long long)totals.globals,
               (unsigned long long)totals.constants, (unsigned long long)totals.types);
+}
+
+TEST_CASE("bitcode reader: every record family as LLVM reads it", "[bitcode-reader]") {
+  compare_ir(kFamiliesIr, "families");
+  compare_ir(R"IR(
+%t = type { i32 }
+define void @only() { ret void })IR",
+             "no triple");
+}
+
+TEST_CASE("bitcode reader: types", "[bitcode-reader]") {
+  bc::BcModule m = read_ir(kFamiliesIr);
+  REQUIRE(m.declined.empty());
+  const bc::Type& odd = m.types[global_named(m, "s").value_type];
+  CHECK(odd.name == "struct.odd name\x01\"");
+  CHECK((odd.named && !odd.packed && odd.elements.size() == 3));
+  const bc::Type& packed = m.types[global_named(m, "p").value_type];
+  CHECK((packed.packed && packed.named && packed.name == "packed"));
+  const bc::Type& opaque = m.types[global_named(m, "o").value_type];
+  CHECK((opaque.opaque && opaque.named && opaque.elements.empty()));
+  const bc::Type& va = m.types[global_named(m, "va").value_type];
+  CHECK((va.kind == bc::TypeKind::kFunction && va.vararg && va.elements.size() == 2));
+  const bc::Type& sv = m.types[global_named(m, "sv").value_type];
+  REQUIRE(sv.kind == bc::TypeKind::kFunction);
+  CHECK((m.types[sv.elements[0]].kind == bc::TypeKind::kScalableVector && m.types[sv.elements[0]].count == 4));
+  const bc::Type& tt = m.types[global_named(m, "tt").value_type];
+  CHECK(
+      (m.types[tt.elements[1]].kind == bc::TypeKind::kTargetExt && m.types[tt.elements[1]].name == "aarch64.svcount"));
+  CHECK(m.find_integer_type(128) != bc::kNone);
+  CHECK(m.find_integer_type(13) == bc::kNone);
+  uint32_t f32 = bc::kNone;
+  for (uint32_t i = 0; i < m.types.size(); ++i)
+    if (m.types[i].kind == bc::TypeKind::kFloat) f32 = i;
+  CHECK(m.find_vector_type(f32, 4, false) == global_named(m, "v").value_type);
+  CHECK(m.find_vector_type(f32, 4, true) == bc::kNone);
+  // The value of a global is a pointer of its address space.
+  const bc::Global& as1 = global_named(m, "as1");
+  const bc::ValueRef& v = m.values[&as1 - m.globals.data()];
+  CHECK((m.types[v.type].kind == bc::TypeKind::kPointer && m.types[v.type].address_space == 1));
+}
+
+TEST_CASE("bitcode reader: globals, comdats, sections and the string table", "[bitcode-reader]") {
+  bc::BcModule m = read_ir(kFamiliesIr);
+  CHECK(m.source_filename == "odd.c");
+  CHECK(m.module_asm);
+  const bc::Global& p = global_named(m, "p");
+  CHECK((p.section == ".mysec" && p.align == 16 && p.constant && p.linkage == bc::Linkage::kInternal && p.dso_local));
+  CHECK(global_named(m, "tlsle").thread_local_);
+  CHECK(global_named(m, "hid").visibility == bc::Visibility::kHidden);
+  CHECK(global_named(m, "prot").visibility == bc::Visibility::kProtected);
+  CHECK(global_named(m, "ew").linkage == bc::Linkage::kExternalWeak);
+  CHECK(global_named(m, "ew").declaration);
+  CHECK(global_named(m, "lu").unnamed_addr == 2);
+  CHECK(global_named(m, "r").unnamed_addr == 1);
+  const bc::Global& attrs = global_named(m, "attrs");
+  CHECK((attrs.section == ".text.x" && attrs.align == 32 && attrs.gc && attrs.calling_conv == 8));
+  REQUIRE(attrs.comdat != bc::kNone);
+  CHECK(m.comdats[attrs.comdat].name == "cd");
+  CHECK(m.comdats[global_named(m, "cs1").comdat].selection == 5);
+  CHECK(
+      (m.comdats[global_named(m, "wo").comdat].name == "cl" && m.comdats[global_named(m, "wo").comdat].selection == 3));
+  CHECK(global_named(m, "fn").personality != bc::kNone);
+  CHECK(global_named(m, "pre").prefix_or_prologue);
+  CHECK(global_named(m, "pro").prefix_or_prologue);
+  CHECK(global_named(m, "ali").kind == bc::GlobalKind::kAlias);
+  CHECK(global_named(m, "ifn").kind == bc::GlobalKind::kIFunc);
+  const bc::AttrList& a = m.attribute_lists.at(attrs.attributes);
+  CHECK((a.param_has(0, bc::kAttrByVal) && a.param_has(1, bc::kAttrSExt) && a.param_has(2, bc::kAttrNest)));
+  CHECK(a.ret.has(bc::kAttrZExt));
+  CHECK(m.attribute_lists.at(global_named(m, "naked").attributes).function.has(bc::kAttrNaked));
+  CHECK(m.attribute_lists.at(global_named(m, "sr").attributes).param_has(0, bc::kAttrStructRet));
+  CHECK(m.attribute_lists.at(global_named(m, "ina").attributes).param_has(0, bc::kAttrInAlloca));
+  // Bodies pair with definitions in order; arguments follow the module's values.
+  for (const bc::BcFunction& f : m.functions) CHECK(f.first_arg_value == m.module_value_count);
+  CHECK(m.functions[global_named(m, "va").body].arg_count == 1);
+  CHECK_THROWS_AS(bc::value_ref(m, bc::kNone, m.module_value_count), KilnError);
+  CHECK(bc::value_ref(m, bc::kNone, 0).kind == bc::ValueKind::kGlobal);
+}
+
+TEST_CASE("bitcode reader: constants", "[bitcode-reader]") {
+  bc::BcModule m = read_ir(kFamiliesIr);
+  CHECK(initializer(m, "wide").words == std::vector<uint64_t>{0, uint64_t(1) << 63});
+  CHECK(initializer(m, "wide3").words == std::vector<uint64_t>{5, 0});
+  CHECK(initializer(m, "wide4").words == std::vector<uint64_t>{~uint64_t(1), 0xFFFFFFFFu});
+  CHECK(initializer(m, "neg").words == std::vector<uint64_t>{~uint64_t(0)});
+  CHECK(initializer(m, "min").words == std::vector<uint64_t>{uint64_t(1) << 63});
+  CHECK(initializer(m, "i7").words == std::vector<uint64_t>{0x7D});
+  CHECK(initializer(m, "i1v").words == std::vector<uint64_t>{1});
+  const bc::Constant& str = initializer(m, "str");
+  CHECK((str.kind == bc::ConstKind::kData && str.string && str.words.size() == 6 && str.words[5] == 0));
+  CHECK(initializer(m, "d16").words == std::vector<uint64_t>{1, 2, 0xFFFF});
+  CHECK(initializer(m, "f").words == std::vector<uint64_t>{0xBF000000u});
+  CHECK(initializer(m, "h").words == std::vector<uint64_t>{0x3E00});
+  CHECK(initializer(m, "x").words.size() == 2);
+  const bc::Constant& gep = initializer(m, "gep");
+  CHECK((gep.kind == bc::ConstKind::kGep && (gep.flags & 1) && gep.operands.size() == 4));
+  CHECK(m.types[gep.source_type].name == "struct.odd name\x01\"");
+  const bc::Constant& pti = initializer(m, "pti");
+  CHECK((pti.kind == bc::ConstKind::kCast && pti.opcode == 9));
+  CHECK(initializer(m, "asc").opcode == 12);
+  const bc::Constant& sub = initializer(m, "sub");
+  CHECK((sub.kind == bc::ConstKind::kBinary && sub.opcode == 1));
+  CHECK(initializer(m, "und").kind == bc::ConstKind::kUndef);
+  CHECK(initializer(m, "poi").kind == bc::ConstKind::kPoison);
+  CHECK(initializer(m, "nul").kind == bc::ConstKind::kNull);
+  CHECK(initializer(m, "r").kind == bc::ConstKind::kNull);
+  CHECK(initializer(m, "ba").kind == bc::ConstKind::kBlockAddress);
+  CHECK(initializer(m, "dsl").kind == bc::ConstKind::kDsoLocalEquivalent);
+  CHECK(initializer(m, "ncfi").kind == bc::ConstKind::kNoCfi);
+  const bc::Constant& arr = initializer(m, "arr");
+  CHECK((arr.kind == bc::ConstKind::kAggregate && arr.operands.size() == 2));
+}
+
+TEST_CASE("bitcode reader: modules clang writes", "[bitcode-reader]") {
+  kiln_test::ScratchDir scratch;
+  std::string bytes = clang_module(R"C(
+struct big { long a[8]; };
+_Thread_local int counter = 3;
+static const char *names[] = {"alpha", "beta", 0};
+__attribute__((section(".data.kiln"), aligned(64))) int tagged[4] = {1, 2, 3, 4};
+__int128 wide = (__int128)1 << 100;
+long double ld = 1.5L;
+struct big make(struct big b, signed char c, unsigned short s) { b.a[0] = c + s; return b; }
+__attribute__((weak)) int weakling(void) { return names[1][0]; }
+__attribute__((naked)) void bare(void) { __asm__("ret"); }
+int use(void) { return counter + tagged[2] + (int)wide + (int)ld; }
+)C",
+                                   scratch.path);
+  if (bytes.empty()) {
+    std::printf("skip - no clang next to llvm-as\n");
+    return;
+  }
+  Totals totals;
+  compare_with_llvm(bytes, "clang", totals);
+  CHECK(totals.globals >= 8);
+}
+
+TEST_CASE("bitcode reader: truncated and bit-flipped modules fail as bad input or read", "[bitcode-reader]") {
+  std::vector<std::string> sources = {read_file(KILN_TEST_DATA "/bitstream/regex-4k.bc"),
+                                      kiln_test::bitcode_from_ir(kFamiliesIr)};
+  uint64_t state = 0x9E3779B97F4A7C15ull, read = 0, refused = 0;
+  auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  for (const std::string& original : sources) {
+    for (int i = 0; i < 400; ++i) {
+      std::string file = original;
+      if (i % 4 == 0) {
+        file.resize(next() % file.size());
+      } else {
+        for (int flips = 1 + i % 3; flips > 0; --flips) file[next() % file.size()] ^= char(1u << (next() % 8));
+      }
+      try {
+        bc::BcModule m = bc::read_bitcode(file, "mutant");
+        ++read;
+      } catch (const KilnError& e) {
+        CAPTURE(i, e.what());
+        REQUIRE(e.code() == kExitBadInput);
+        ++refused;
+      }
+    }
+  }
+  std::printf("bitcode reader: %llu mutants read, %llu refused as bad input\n", (unsigned long long)read,
+              (unsigned long long)refused);
+}
+
+TEST_CASE("bitcode reader: hostile records fail as bad input", "[bitcode-reader]") {
+  CHECK_THROWS_AS(bc::read_bitcode(std::string("BC\xC0\xDE", 4), "empty"), KilnError);
+  try {
+    bc::read_bitcode(std::string("not bitcode at all"), "foreign");
+    FAIL("read a foreign file");
+  } catch (const KilnError& e) {
+    CHECK(e.code() == kExitBadInput);
+  }
 }
