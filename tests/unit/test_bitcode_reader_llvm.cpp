@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bitcode_ir.h"
+#include "bitstream_writer.h"
 #include "error.h"
 #include "fs.h"
 #include "ir_helpers.h"
@@ -515,6 +516,57 @@ std::string clang_module(const std::string& source, const std::string& dir) {
   return read_file(bc);
 }
 
+// Hand-built modules for what LLVM's writer never writes: IDENTIFICATION (with `epoch`),
+// a MODULE block of VERSION `version`, the type records given, then `body`, then a
+// STRTAB holding `strtab`.
+using Records = std::vector<std::pair<uint64_t, std::vector<uint64_t>>>;
+std::string hand_module(const Records& types, const Records& body, uint64_t epoch = 0, uint64_t version = 2,
+                        const std::string& strtab = "abcdef") {
+  kiln_test::BitWriter w;
+  w.enter(13, 5);
+  w.unabbrev(1, {'L', 'L', 'V', 'M'});
+  w.unabbrev(2, {epoch});
+  w.end();
+  w.enter(8, 3);
+  w.unabbrev(1, {version});
+  w.enter(17, 4);
+  w.unabbrev(1, {uint64_t(std::count_if(types.begin(), types.end(), [](const auto& r) { return r.first != 19; }))});
+  for (const auto& [code, ops] : types) w.unabbrev(code, ops);
+  w.end();
+  for (const auto& [code, ops] : body) {
+    if (code >= 1000) {  // 1000 + block id: enter it; 999: end it
+      w.enter(code - 1000, 4);
+    } else if (code == 999) {
+      w.end();
+    } else {
+      w.unabbrev(code, ops);
+    }
+  }
+  w.end();
+  w.enter(23, 3);
+  w.define_abbrev({{true, 0, 1}, {false, 5, 0}});
+  w.abbrev_id(4);
+  w.blob(strtab);
+  w.end();
+  return w.bytes();
+}
+
+// i32, ptr and i32 (): the types most hand-built modules need.
+const Records kBasicTypes = {{7, {32}}, {25, {0}}, {21, {0, 0}}};
+constexpr uint64_t kEnd = 999;
+constexpr uint64_t kConstants = 1011, kParamAttr = 1009, kFunctionBlock = 1012;
+
+void expect_bad(const std::string& file, const std::string& why) {
+  try {
+    bc::BcModule m = bc::read_bitcode(file, "hand.bc");
+    FAIL("read, expected: " << why << (m.declined.empty() ? "" : " (declined: " + m.declined + ")"));
+  } catch (const KilnError& e) {
+    CAPTURE(e.what());
+    CHECK(e.code() == kExitBadInput);
+    CHECK(std::string(e.what()).find(why) != std::string::npos);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("bitcode reader: real modules read as LLVM reads them", "[bitcode-reader]") {
@@ -716,4 +768,66 @@ TEST_CASE("bitcode reader: hostile records fail as bad input", "[bitcode-reader]
   } catch (const KilnError& e) {
     CHECK(e.code() == kExitBadInput);
   }
+}
+
+TEST_CASE("bitcode reader: hand-built modules read", "[bitcode-reader]") {
+  // A variable @abc = global i32 5 and a declaration @def of i32 ().
+  bc::BcModule m = bc::read_bitcode(hand_module(kBasicTypes,
+                                                {{7, {0, 3, 0, 3, 3, 0, 0, 0}},
+                                                 {8, {3, 3, 2, 0, 1, 0, 0, 0, 0, 0}},
+                                                 {kConstants, {}},
+                                                 {1, {0}},
+                                                 {4, {10}},
+                                                 {kEnd, {}}}),
+                                    "hand.bc");
+  REQUIRE(m.declined.empty());
+  REQUIRE(m.globals.size() == 2);
+  CHECK((m.globals[0].name == "abc" && m.globals[1].name == "def" && m.globals[1].declaration));
+  CHECK(m.module_value_count == 3);
+  CHECK(m.constants.at(0).words == std::vector<uint64_t>{5});
+  CHECK(m.values[m.globals[0].initializer].kind == bc::ValueKind::kConstant);
+}
+
+TEST_CASE("bitcode reader: what it does not model declines", "[bitcode-reader]") {
+  CHECK(bc::read_bitcode(hand_module({{7, {32}}, {8, {0}}}, {}), "typed.bc").declined.find("typed pointers") !=
+        std::string::npos);
+  CHECK(bc::read_bitcode(hand_module({{17, {}}}, {}), "mmx.bc").declined.find("x86_mmx") != std::string::npos);
+  CHECK(bc::read_bitcode(hand_module(kBasicTypes, {}, 0, 1), "v1.bc").declined.find("module version 1") !=
+        std::string::npos);
+  CHECK(bc::read_bitcode(hand_module({{7, {32}}, {40, {}}}, {}), "newer.bc").declined.find("type record 40") !=
+        std::string::npos);
+}
+
+TEST_CASE("bitcode reader: hostile modules fail as bad input, naming why", "[bitcode-reader]") {
+  expect_bad(hand_module(kBasicTypes, {}, 1), "newer bitcode epoch 1");
+  // Types: a struct holding itself, a forward reference to a non-struct, too deep a nest.
+  expect_bad(hand_module({{7, {32}}, {19, {'a'}}, {20, {0, 1}}}, {}), "contains itself");
+  expect_bad(hand_module({{11, {2, 1}}, {7, {8}}}, {}), "not a named struct");
+  Records deep = {{7, {8}}};
+  for (uint64_t i = 0; i < 300; ++i) deep.push_back({11, {2, i}});
+  expect_bad(hand_module(deep, {}), "nested deeper");
+  expect_bad(hand_module({{7, {0}}}, {}), "integer type width");
+  // Globals: every index checked.
+  expect_bad(hand_module(kBasicTypes, {{7, {0, 1, 7, 2, 0, 0, 0, 0}}}), "outside the table");
+  expect_bad(hand_module(kBasicTypes, {{7, {1, 100, 0, 2, 0, 0, 0, 0}}}), "string table");
+  expect_bad(hand_module(kBasicTypes, {{7, {0, 1, 0, 2, 0, 0, 0, 3}}}), "section index");
+  expect_bad(hand_module(kBasicTypes, {{7, {0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5}}}), "comdat id");
+  expect_bad(hand_module(kBasicTypes, {{7, {0, 1, 0, 2, 50, 0, 0, 0}}}), "no module value");
+  expect_bad(hand_module(kBasicTypes, {{7, {0, 1, 0, 2, 0, 0, 40, 0}}}), "alignment exponent");
+  expect_bad(hand_module(kBasicTypes, {{8, {0, 1, 2, 0, 1, 0, 9, 0, 0, 0}}}), "attribute list");
+  expect_bad(hand_module(kBasicTypes, {{8, {0, 1, 0, 0, 1, 0, 0, 0, 0, 0}}}), "non-function type");
+  expect_bad(
+      hand_module(
+          kBasicTypes,
+          {{8, {0, 1, 2, 0, 1, 0, 0, 0, 0, 0}}, {kFunctionBlock, {}}, {kEnd, {}}, {kFunctionBlock, {}}, {kEnd, {}}}),
+      "more function bodies");
+  // Constants.
+  expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {77}}, {kEnd, {}}}), "outside the table");
+  expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {0}}, {8, {'h', 'i'}}, {kEnd, {}}}), "string constant");
+  expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {1}}, {11, {9, 0, 99}}, {kEnd, {}}}), "is no value");
+  expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {0}}, {22, {1, 2}}, {kEnd, {}}}), "non-aggregate");
+  // Attributes.
+  expect_bad(hand_module(kBasicTypes, {{kParamAttr, {}}, {2, {5}}, {kEnd, {}}}), "unknown group");
+  expect_bad(hand_module(kBasicTypes, {{1010, {}}, {3, {1, 0xFFFFFFFF, 3, 'a'}}, {kEnd, {}}}), "terminating 0");
+  expect_bad(hand_module(kBasicTypes, {{1010, {}}, {3, {1, 0xFFFFFFFF, 9, 1}}, {kEnd, {}}}), "unknown encoding");
 }
