@@ -61,11 +61,11 @@ struct Type {
 // The enum attributes by their bitcode kind (ATTR_KIND_* of LLVMBitCodes.h); only
 // those stamp asks about are named here, the set keeps every kind read.
 enum AttrKind : uint8_t {
-  kAttrNaked = 16,
+  kAttrNaked = 7,
   kAttrSExt = 24,
   kAttrZExt = 34,
   kAttrByVal = 3,
-  kAttrNest = 18,
+  kAttrNest = 8,
   kAttrStructRet = 29,
   kAttrInAlloca = 38,
   kAttrPreallocated = 65,
