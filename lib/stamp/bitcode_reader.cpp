@@ -137,7 +137,10 @@ class TypeTableReader {
  private:
   void record(uint32_t code) {
     Type t;
+    if (simple_type(code, t.kind)) code = 0;  // a type with no operands, done
     switch (code) {
+      case 0:
+        break;
       case 1:  // NUMENTRY: a count; nothing reserved from it, types are checked against it.
         if (ops_.empty()) c_.fail("empty NUMENTRY record");
         declared_ = ops_[0];
@@ -145,42 +148,6 @@ class TypeTableReader {
       case 19:  // STRUCT_NAME: the name of the next named struct or target type
         pending_name_ = chars(ops_);
         return;
-      case 2:
-        t.kind = TypeKind::kVoid;
-        break;
-      case 3:
-        t.kind = TypeKind::kFloat;
-        break;
-      case 4:
-        t.kind = TypeKind::kDouble;
-        break;
-      case 5:
-        t.kind = TypeKind::kLabel;
-        break;
-      case 10:
-        t.kind = TypeKind::kHalf;
-        break;
-      case 13:
-        t.kind = TypeKind::kX86Fp80;
-        break;
-      case 14:
-        t.kind = TypeKind::kFp128;
-        break;
-      case 15:
-        t.kind = TypeKind::kPpcFp128;
-        break;
-      case 16:
-        t.kind = TypeKind::kMetadata;
-        break;
-      case 22:
-        t.kind = TypeKind::kToken;
-        break;
-      case 23:
-        t.kind = TypeKind::kBFloat;
-        break;
-      case 24:
-        t.kind = TypeKind::kX86Amx;
-        break;
       case 6:
         t = named_struct(true);
         break;
@@ -223,6 +190,22 @@ class TypeTableReader {
     }
     if (m_.types.size() >= declared_) c_.fail("more types than NUMENTRY announced");
     m_.types.push_back(std::move(t));
+  }
+
+  // The types that are their code alone.
+  static bool simple_type(uint32_t code, TypeKind& kind) {
+    static constexpr std::pair<uint32_t, TypeKind> kSimple[] = {{2, TypeKind::kVoid},      {3, TypeKind::kFloat},
+                                                                {4, TypeKind::kDouble},    {5, TypeKind::kLabel},
+                                                                {10, TypeKind::kHalf},     {13, TypeKind::kX86Fp80},
+                                                                {14, TypeKind::kFp128},    {15, TypeKind::kPpcFp128},
+                                                                {16, TypeKind::kMetadata}, {22, TypeKind::kToken},
+                                                                {23, TypeKind::kBFloat},   {24, TypeKind::kX86Amx}};
+    for (const auto& [c, k] : kSimple)
+      if (c == code) {
+        kind = k;
+        return true;
+      }
+    return false;
   }
 
   // A type id inside a type record: any id of the table is allowed (forward ones are
@@ -536,15 +519,24 @@ class ConstantsReader {
       values_.push_back({ValueKind::kConstant, type_, uint32_t(m_.constants.size())});
       m_.constants.push_back(std::move(k));
     }
-    // Operands may refer forward within the block: checked once all are known.
+    // Operands may refer forward within the block: checked once all are known, and an
+    // aggregate's elements must have its element types (what its users will assume).
     uint64_t end = uint64_t(first_id_) + values_.size();
-    for (size_t i = first_constant_; i < m_.constants.size(); ++i)
-      for (uint32_t op : m_.constants[i].operands)
+    for (size_t i = first_constant_; i < m_.constants.size(); ++i) {
+      const Constant& k = m_.constants[i];
+      for (uint32_t op : k.operands)
         if (op >= end) c_.fail("constant operand " + std::to_string(op) + " is no value");
+      if (k.kind != ConstKind::kAggregate) continue;
+      const Type& t = m_.types[k.type];
+      for (size_t e = 0; e < k.operands.size(); ++e)
+        if (value_type(k.operands[e]) != t.elements[t.kind == TypeKind::kStruct ? e : 0])
+          c_.fail("aggregate constant element " + std::to_string(e) + " of another type than its type's");
+    }
   }
 
  private:
   const Type& type() const { return m_.types[type_]; }
+  uint32_t value_type(uint32_t id) const { return id < first_id_ ? m_.values[id].type : values_[id - first_id_].type; }
   const Type& scalar() const { return is_vector_kind(type().kind) ? m_.types[type().elements[0]] : type(); }
 
   void need(size_t n, const char* what) {
@@ -1148,6 +1140,7 @@ class ModuleReader {
     if (context_.module_version >= 2) g.name = name();
     if (ops_.size() < 6) c_.fail("short GLOBALVAR record");
     g.value_type = type_id(ops_[0]);
+    if (bad_element(m_.types[g.value_type].kind)) c_.fail("global variable of a type no value has");
     g.constant = ops_[1] & 1;
     if (!(ops_[1] & 2)) decline(m_, "global variable of a typed pointer type");
     if ((ops_[1] >> 2) > 0xFFFFFF) c_.fail("address space over 24 bits");
@@ -1284,6 +1277,8 @@ class ModuleReader {
     for (const Global& g : m_.globals) {
       if (g.initializer != kNone && g.initializer >= m_.module_value_count)
         c_.fail("initializer or target of @" + g.name + " is no module value");
+      if (g.kind == GlobalKind::kVariable && g.initializer != kNone && m_.values[g.initializer].type != g.value_type)
+        c_.fail("initializer of @" + g.name + " is of another type");
       if (g.personality != kNone && g.personality >= m_.module_value_count)
         c_.fail("personality of @" + g.name + " is no module value");
     }

@@ -826,6 +826,12 @@ TEST_CASE("bitcode reader: hostile modules fail as bad input, naming why", "[bit
   expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {0}}, {8, {'h', 'i'}}, {kEnd, {}}}), "string constant");
   expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {1}}, {11, {9, 0, 99}}, {kEnd, {}}}), "is no value");
   expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {0}}, {22, {1, 2}}, {kEnd, {}}}), "non-aggregate");
+  expect_bad(hand_module({{7, {32}}, {25, {0}}, {11, {2, 0}}},
+                         {{kConstants, {}}, {1, {0}}, {4, {2}}, {1, {1}}, {2, {}}, {1, {2}}, {7, {0, 1}}, {kEnd, {}}}),
+             "aggregate constant element 1");
+  expect_bad(hand_module(kBasicTypes,
+                         {{7, {0, 1, 1, 3, 2, 0, 0, 0}}, {kConstants, {}}, {1, {0}}, {4, {20}}, {kEnd, {}}}),
+             "of another type");
   // Attributes.
   expect_bad(hand_module(kBasicTypes, {{kParamAttr, {}}, {2, {5}}, {kEnd, {}}}), "unknown group");
   expect_bad(hand_module(kBasicTypes, {{1010, {}}, {3, {1, 0xFFFFFFFF, 3, 'a'}}, {kEnd, {}}}), "terminating 0");
