@@ -1195,10 +1195,10 @@ class ModuleReader {
       g.gc = true;
     }
     if (ops_.size() > 9) g.unnamed_addr = ops_[9] <= 2 ? uint8_t(ops_[9]) : 0;
-    if (ops_.size() > 10 && value_plus_one(ops_[10]) != kNone) g.prefix_or_prologue = true;
+    if (ops_.size() > 10) prefix_or_prologue(g, ops_[10]);
     if (ops_.size() > 12) g.comdat = comdat_index(ops_[12]);
     else if (implicit_comdat(ops_[3])) decline(m_, "implicit comdat of an old linkage");
-    if (ops_.size() > 13 && value_plus_one(ops_[13]) != kNone) g.prefix_or_prologue = true;
+    if (ops_.size() > 13) prefix_or_prologue(g, ops_[13]);
     if (ops_.size() > 14) g.personality = value_plus_one(ops_[14]);
     if (ops_.size() > 15) g.dso_local = ops_[15] == 1;
     g.address_space = program_address_space(m_.data_layout);
@@ -1214,6 +1214,14 @@ class ModuleReader {
       m_.functions.push_back(std::move(f));
     }
     add_value(std::move(g));
+  }
+
+  // Prefix and prologue data are flagged, not kept; their value ids are checked at the end.
+  void prefix_or_prologue(Global& g, uint64_t id_plus_one) {
+    uint32_t id = value_plus_one(id_plus_one);
+    if (id == kNone) return;
+    g.prefix_or_prologue = true;
+    data_values_.push_back(id);
   }
 
   // ALIAS and IFUNC [strtab, value type, addrspace, target, linkage, visibility, (alias:
@@ -1284,6 +1292,8 @@ class ModuleReader {
       if (g.personality != kNone && g.personality >= m_.module_value_count)
         c_.fail("personality of @" + g.name + " is no module value");
     }
+    for (uint32_t id : data_values_)
+      if (id >= m_.module_value_count) c_.fail("prefix or prologue data " + std::to_string(id) + " is no module value");
     if (bodies_ < m_.functions.size() && m_.declined.empty()) decline(m_, "function definitions without bodies");
   }
 
@@ -1294,6 +1304,7 @@ class ModuleReader {
   detail::ReaderContext context_;
   std::vector<uint64_t> ops_;
   std::vector<std::string> sections_, gc_names_;
+  std::vector<uint32_t> data_values_;  // prefix and prologue data
   uint32_t bodies_ = 0;
 };
 
@@ -1313,32 +1324,30 @@ void read_identification(BitstreamCursor& c) {
   }
 }
 
-// The STRTAB blob that follows the first module (names are ranges of it): a first pass
-// over the top level, every block but STRTAB skipped.
+// The STRTAB blob that follows the module (names are ranges of it): a first pass over
+// the top level, every block but STRTAB skipped. A second module is refused, as LLVM's
+// parseBitcodeFile refuses it.
 std::string_view find_strtab(std::string_view file, const std::string& path) {
   BitstreamCursor c(file, path);
-  bool module_seen = false;
+  bool module_seen = false, strtab_seen = false;
+  std::string_view strtab;
   std::vector<uint64_t> ops;
   for (;;) {
     BitstreamEntry e = c.advance();
-    if (e.kind == BitstreamEntry::kEndOfStream) return {};
+    if (e.kind == BitstreamEntry::kEndOfStream) return strtab;
     if (e.kind != BitstreamEntry::kEnterBlock) continue;
+    if (e.id == detail::kModuleBlock && module_seen) c.fail("a second module (LLVM's reader takes files of one)");
     if (e.id == detail::kModuleBlock) module_seen = true;
-    if (e.id != detail::kStrtabBlock || !module_seen) {
+    if (e.id != detail::kStrtabBlock || !module_seen || strtab_seen) {
       c.skip_block();
       continue;
     }
-    std::string_view strtab;
-    for (;;) {
-      BitstreamEntry r = c.advance();
-      if (r.kind == BitstreamEntry::kEndBlock) return strtab;
-      if (r.kind == BitstreamEntry::kEnterBlock) {
-        c.skip_block();
-        continue;
-      }
+    strtab_seen = true;
+    for (BitstreamEntry r = c.advance(); r.kind != BitstreamEntry::kEndBlock; r = c.advance()) {
+      if (r.kind == BitstreamEntry::kEnterBlock) c.skip_block();
       if (r.kind == BitstreamEntry::kEndOfStream) c.fail("stream ends inside the string table");
       std::string_view blob;
-      if (c.read_record(r.id, ops, &blob) == 1) strtab = blob;
+      if (r.kind == BitstreamEntry::kRecord && c.read_record(r.id, ops, &blob) == 1) strtab = blob;
     }
   }
 }

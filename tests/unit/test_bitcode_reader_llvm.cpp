@@ -837,3 +837,15 @@ TEST_CASE("bitcode reader: hostile modules fail as bad input, naming why", "[bit
   expect_bad(hand_module(kBasicTypes, {{1010, {}}, {3, {1, 0xFFFFFFFF, 3, 'a'}}, {kEnd, {}}}), "terminating 0");
   expect_bad(hand_module(kBasicTypes, {{1010, {}}, {3, {1, 0xFFFFFFFF, 9, 1}}, {kEnd, {}}}), "unknown encoding");
 }
+
+TEST_CASE("bitcode reader: a file of two modules is refused, as LLVM's parseBitcodeFile refuses it",
+          "[bitcode-reader]") {
+  kiln_test::ScratchDir scratch;
+  std::string one = scratch.path + "/one.bc", both = scratch.path + "/both.bc";
+  std::ofstream(one, std::ios::binary) << kiln_test::bitcode_from_ir(kiln_test::kAddIr);
+  std::string tool = KILN_LLVM_AS;
+  tool = tool.substr(0, tool.size() - std::string("llvm-as").size()) + "llvm-cat";
+  REQUIRE(std::system((tool + " -b -o '" + both + "' '" + one + "' '" + one + "'").c_str()) == 0);
+  expect_bad(read_file(both), "a second module");
+  REQUIRE(bc::read_bitcode(read_file(one), one).globals.size() == 1);
+}
