@@ -54,8 +54,10 @@ const ValueRef& value_ref(const BcModule& m, uint32_t fn, uint32_t id) {
 
 namespace detail {
 
-// Until the function-body half lands, its strong definition (bitcode_function.cpp)
-// replaces this one at link time.
+// A stand-in until the function-body half (bitcode_function.cpp) defines this. DELETE it
+// when that lands: kiln_stamp is a static library, and a linker that finds this weak
+// definition in bitcode_reader.o never pulls bitcode_function.o in for the strong one
+// (unless something else of that object is needed), so the stand-in would silently win.
 [[gnu::weak]] void read_function_block(BitstreamCursor& cursor, BcModule& m, uint32_t fn, const ReaderContext&) {
   cursor.skip_block();
   m.functions[fn].declined = "reader: function bodies not read yet";
@@ -137,7 +139,10 @@ class TypeTableReader {
  private:
   void record(uint32_t code) {
     Type t;
+    if (simple_type(code, t.kind)) code = 0;  // a type with no operands, done
     switch (code) {
+      case 0:
+        break;
       case 1:  // NUMENTRY: a count; nothing reserved from it, types are checked against it.
         if (ops_.empty()) c_.fail("empty NUMENTRY record");
         declared_ = ops_[0];
@@ -145,42 +150,6 @@ class TypeTableReader {
       case 19:  // STRUCT_NAME: the name of the next named struct or target type
         pending_name_ = chars(ops_);
         return;
-      case 2:
-        t.kind = TypeKind::kVoid;
-        break;
-      case 3:
-        t.kind = TypeKind::kFloat;
-        break;
-      case 4:
-        t.kind = TypeKind::kDouble;
-        break;
-      case 5:
-        t.kind = TypeKind::kLabel;
-        break;
-      case 10:
-        t.kind = TypeKind::kHalf;
-        break;
-      case 13:
-        t.kind = TypeKind::kX86Fp80;
-        break;
-      case 14:
-        t.kind = TypeKind::kFp128;
-        break;
-      case 15:
-        t.kind = TypeKind::kPpcFp128;
-        break;
-      case 16:
-        t.kind = TypeKind::kMetadata;
-        break;
-      case 22:
-        t.kind = TypeKind::kToken;
-        break;
-      case 23:
-        t.kind = TypeKind::kBFloat;
-        break;
-      case 24:
-        t.kind = TypeKind::kX86Amx;
-        break;
       case 6:
         t = named_struct(true);
         break;
@@ -223,6 +192,22 @@ class TypeTableReader {
     }
     if (m_.types.size() >= declared_) c_.fail("more types than NUMENTRY announced");
     m_.types.push_back(std::move(t));
+  }
+
+  // The types that are their code alone.
+  static bool simple_type(uint32_t code, TypeKind& kind) {
+    static constexpr std::pair<uint32_t, TypeKind> kSimple[] = {{2, TypeKind::kVoid},      {3, TypeKind::kFloat},
+                                                                {4, TypeKind::kDouble},    {5, TypeKind::kLabel},
+                                                                {10, TypeKind::kHalf},     {13, TypeKind::kX86Fp80},
+                                                                {14, TypeKind::kFp128},    {15, TypeKind::kPpcFp128},
+                                                                {16, TypeKind::kMetadata}, {22, TypeKind::kToken},
+                                                                {23, TypeKind::kBFloat},   {24, TypeKind::kX86Amx}};
+    for (const auto& [c, k] : kSimple)
+      if (c == code) {
+        kind = k;
+        return true;
+      }
+    return false;
   }
 
   // A type id inside a type record: any id of the table is allowed (forward ones are
@@ -536,15 +521,24 @@ class ConstantsReader {
       values_.push_back({ValueKind::kConstant, type_, uint32_t(m_.constants.size())});
       m_.constants.push_back(std::move(k));
     }
-    // Operands may refer forward within the block: checked once all are known.
+    // Operands may refer forward within the block: checked once all are known, and an
+    // aggregate's elements must have its element types (what its users will assume).
     uint64_t end = uint64_t(first_id_) + values_.size();
-    for (size_t i = first_constant_; i < m_.constants.size(); ++i)
-      for (uint32_t op : m_.constants[i].operands)
+    for (size_t i = first_constant_; i < m_.constants.size(); ++i) {
+      const Constant& k = m_.constants[i];
+      for (uint32_t op : k.operands)
         if (op >= end) c_.fail("constant operand " + std::to_string(op) + " is no value");
+      if (k.kind != ConstKind::kAggregate) continue;
+      const Type& t = m_.types[k.type];
+      for (size_t e = 0; e < k.operands.size(); ++e)
+        if (value_type(k.operands[e]) != t.elements[t.kind == TypeKind::kStruct ? e : 0])
+          c_.fail("aggregate constant element " + std::to_string(e) + " of another type than its type's");
+    }
   }
 
  private:
   const Type& type() const { return m_.types[type_]; }
+  uint32_t value_type(uint32_t id) const { return id < first_id_ ? m_.values[id].type : values_[id - first_id_].type; }
   const Type& scalar() const { return is_vector_kind(type().kind) ? m_.types[type().elements[0]] : type(); }
 
   void need(size_t n, const char* what) {
@@ -1148,6 +1142,7 @@ class ModuleReader {
     if (context_.module_version >= 2) g.name = name();
     if (ops_.size() < 6) c_.fail("short GLOBALVAR record");
     g.value_type = type_id(ops_[0]);
+    if (bad_element(m_.types[g.value_type].kind)) c_.fail("global variable of a type no value has");
     g.constant = ops_[1] & 1;
     if (!(ops_[1] & 2)) decline(m_, "global variable of a typed pointer type");
     if ((ops_[1] >> 2) > 0xFFFFFF) c_.fail("address space over 24 bits");
@@ -1200,10 +1195,10 @@ class ModuleReader {
       g.gc = true;
     }
     if (ops_.size() > 9) g.unnamed_addr = ops_[9] <= 2 ? uint8_t(ops_[9]) : 0;
-    if (ops_.size() > 10 && value_plus_one(ops_[10]) != kNone) g.prefix_or_prologue = true;
+    if (ops_.size() > 10) prefix_or_prologue(g, ops_[10]);
     if (ops_.size() > 12) g.comdat = comdat_index(ops_[12]);
     else if (implicit_comdat(ops_[3])) decline(m_, "implicit comdat of an old linkage");
-    if (ops_.size() > 13 && value_plus_one(ops_[13]) != kNone) g.prefix_or_prologue = true;
+    if (ops_.size() > 13) prefix_or_prologue(g, ops_[13]);
     if (ops_.size() > 14) g.personality = value_plus_one(ops_[14]);
     if (ops_.size() > 15) g.dso_local = ops_[15] == 1;
     g.address_space = program_address_space(m_.data_layout);
@@ -1219,6 +1214,14 @@ class ModuleReader {
       m_.functions.push_back(std::move(f));
     }
     add_value(std::move(g));
+  }
+
+  // Prefix and prologue data are flagged, not kept; their value ids are checked at the end.
+  void prefix_or_prologue(Global& g, uint64_t id_plus_one) {
+    uint32_t id = value_plus_one(id_plus_one);
+    if (id == kNone) return;
+    g.prefix_or_prologue = true;
+    data_values_.push_back(id);
   }
 
   // ALIAS and IFUNC [strtab, value type, addrspace, target, linkage, visibility, (alias:
@@ -1284,9 +1287,13 @@ class ModuleReader {
     for (const Global& g : m_.globals) {
       if (g.initializer != kNone && g.initializer >= m_.module_value_count)
         c_.fail("initializer or target of @" + g.name + " is no module value");
+      if (g.kind == GlobalKind::kVariable && g.initializer != kNone && m_.values[g.initializer].type != g.value_type)
+        c_.fail("initializer of @" + g.name + " is of another type");
       if (g.personality != kNone && g.personality >= m_.module_value_count)
         c_.fail("personality of @" + g.name + " is no module value");
     }
+    for (uint32_t id : data_values_)
+      if (id >= m_.module_value_count) c_.fail("prefix or prologue data " + std::to_string(id) + " is no module value");
     if (bodies_ < m_.functions.size() && m_.declined.empty()) decline(m_, "function definitions without bodies");
   }
 
@@ -1297,6 +1304,7 @@ class ModuleReader {
   detail::ReaderContext context_;
   std::vector<uint64_t> ops_;
   std::vector<std::string> sections_, gc_names_;
+  std::vector<uint32_t> data_values_;  // prefix and prologue data
   uint32_t bodies_ = 0;
 };
 
@@ -1316,32 +1324,30 @@ void read_identification(BitstreamCursor& c) {
   }
 }
 
-// The STRTAB blob that follows the first module (names are ranges of it): a first pass
-// over the top level, every block but STRTAB skipped.
+// The STRTAB blob that follows the module (names are ranges of it): a first pass over
+// the top level, every block but STRTAB skipped. A second module is refused, as LLVM's
+// parseBitcodeFile refuses it.
 std::string_view find_strtab(std::string_view file, const std::string& path) {
   BitstreamCursor c(file, path);
-  bool module_seen = false;
+  bool module_seen = false, strtab_seen = false;
+  std::string_view strtab;
   std::vector<uint64_t> ops;
   for (;;) {
     BitstreamEntry e = c.advance();
-    if (e.kind == BitstreamEntry::kEndOfStream) return {};
+    if (e.kind == BitstreamEntry::kEndOfStream) return strtab;
     if (e.kind != BitstreamEntry::kEnterBlock) continue;
+    if (e.id == detail::kModuleBlock && module_seen) c.fail("a second module (LLVM's reader takes files of one)");
     if (e.id == detail::kModuleBlock) module_seen = true;
-    if (e.id != detail::kStrtabBlock || !module_seen) {
+    if (e.id != detail::kStrtabBlock || !module_seen || strtab_seen) {
       c.skip_block();
       continue;
     }
-    std::string_view strtab;
-    for (;;) {
-      BitstreamEntry r = c.advance();
-      if (r.kind == BitstreamEntry::kEndBlock) return strtab;
-      if (r.kind == BitstreamEntry::kEnterBlock) {
-        c.skip_block();
-        continue;
-      }
+    strtab_seen = true;
+    for (BitstreamEntry r = c.advance(); r.kind != BitstreamEntry::kEndBlock; r = c.advance()) {
+      if (r.kind == BitstreamEntry::kEnterBlock) c.skip_block();
       if (r.kind == BitstreamEntry::kEndOfStream) c.fail("stream ends inside the string table");
       std::string_view blob;
-      if (c.read_record(r.id, ops, &blob) == 1) strtab = blob;
+      if (r.kind == BitstreamEntry::kRecord && c.read_record(r.id, ops, &blob) == 1) strtab = blob;
     }
   }
 }

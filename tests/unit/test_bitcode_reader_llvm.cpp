@@ -826,8 +826,26 @@ TEST_CASE("bitcode reader: hostile modules fail as bad input, naming why", "[bit
   expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {0}}, {8, {'h', 'i'}}, {kEnd, {}}}), "string constant");
   expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {1}}, {11, {9, 0, 99}}, {kEnd, {}}}), "is no value");
   expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {0}}, {22, {1, 2}}, {kEnd, {}}}), "non-aggregate");
+  expect_bad(hand_module({{7, {32}}, {25, {0}}, {11, {2, 0}}},
+                         {{kConstants, {}}, {1, {0}}, {4, {2}}, {1, {1}}, {2, {}}, {1, {2}}, {7, {0, 1}}, {kEnd, {}}}),
+             "aggregate constant element 1");
+  expect_bad(hand_module(kBasicTypes,
+                         {{7, {0, 1, 1, 3, 2, 0, 0, 0}}, {kConstants, {}}, {1, {0}}, {4, {20}}, {kEnd, {}}}),
+             "of another type");
   // Attributes.
   expect_bad(hand_module(kBasicTypes, {{kParamAttr, {}}, {2, {5}}, {kEnd, {}}}), "unknown group");
   expect_bad(hand_module(kBasicTypes, {{1010, {}}, {3, {1, 0xFFFFFFFF, 3, 'a'}}, {kEnd, {}}}), "terminating 0");
   expect_bad(hand_module(kBasicTypes, {{1010, {}}, {3, {1, 0xFFFFFFFF, 9, 1}}, {kEnd, {}}}), "unknown encoding");
+}
+
+TEST_CASE("bitcode reader: a file of two modules is refused, as LLVM's parseBitcodeFile refuses it",
+          "[bitcode-reader]") {
+  kiln_test::ScratchDir scratch;
+  std::string one = scratch.path + "/one.bc", both = scratch.path + "/both.bc";
+  std::ofstream(one, std::ios::binary) << kiln_test::bitcode_from_ir(kiln_test::kAddIr);
+  std::string tool = KILN_LLVM_AS;
+  tool = tool.substr(0, tool.size() - std::string("llvm-as").size()) + "llvm-cat";
+  REQUIRE(std::system((tool + " -b -o '" + both + "' '" + one + "' '" + one + "'").c_str()) == 0);
+  expect_bad(read_file(both), "a second module");
+  REQUIRE(bc::read_bitcode(read_file(one), one).globals.size() == 1);
 }
