@@ -847,11 +847,11 @@ void FunctionReader::read_record(uint32_t abbrev_id) {
 }
 
 // A function's CONSTANTS_BLOCK: its constants take the next value ids, and fill any
-// forward reference to them.
+// forward reference to them. read_constants_block is given the id of the list's first
+// element (the function's first argument), not of the first constant.
 void FunctionReader::read_constants() {
-  uint32_t first = m_.module_value_count + uint32_t(f_.values.size());
-  if (first != next_id_) cursor_.fail("function constants out of order");
-  read_constants_block(cursor_, m_, f_.values, first);
+  uint32_t first = next_id_;
+  read_constants_block(cursor_, m_, f_.values, m_.module_value_count);
   if (f_.values.size() >= kMetadataOperand - m_.module_value_count) cursor_.fail("too many values");
   next_id_ = m_.module_value_count + uint32_t(f_.values.size());
   for (auto it = forward_.lower_bound(first); it != forward_.end() && it->first < next_id_;) {

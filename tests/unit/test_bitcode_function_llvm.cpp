@@ -725,6 +725,11 @@ define float @agg(%s %a, [3 x i32] %arr) {
   %m = insertvalue [3 x i32] poison, i32 %q, 1
   ret float %r
 }
+@g2 = global i32 0
+define void @local_constants(ptr %p, i32 %a, i32 %b) {
+  store { i32, ptr, [2 x i16] } { i32 12345, ptr @g2, [2 x i16] [i16 3, i16 4] }, ptr %p
+  ret void
+}
 define i32 @va(ptr %ap) {
   %v = va_arg ptr %ap, i32
   ret i32 %v
