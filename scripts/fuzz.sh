@@ -60,11 +60,11 @@ cp "$S/c/kiln-corpus.json" "$S/records/manifest.json"
 "$B/tools/kiln-emit" "$S/m.bc" -o "$S/m.o" --backend stamp --export-flat "$S/flat/m.flat" >/dev/null
 
 total=0
-for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode fuzz_bitstream}; do
+for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode fuzz_bitstream fuzz_bitcode_reader}; do
   seeds=$S/records
   [[ $t == fuzz_flat_file ]] && seeds=$S/flat
   [[ $t == fuzz_bitcode ]] && seeds=$S/bitcode
-  [[ $t == fuzz_bitstream ]] && seeds=$S/bitstream
+  [[ $t == fuzz_bitstream || $t == fuzz_bitcode_reader ]] && seeds=$S/bitstream
   log=$B/$t.log
   mkdir -p "$S/$t-work"
   runs=$RUNS
