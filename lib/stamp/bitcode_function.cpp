@@ -115,7 +115,8 @@ class FunctionReader {
   bool is_fp_math(uint32_t t) const;
   uint32_t find_type(TypeKind kind, uint32_t address_space = 0) const;
   uint32_t need(uint32_t t, const char* what) const;
-  uint32_t void_type() const { return need(find_type(TypeKind::kVoid), "void"); }
+  uint32_t void_type() const { return need(void_, "void"); }
+  uint32_t i1_type() const { return need(i1_, "i1"); }
   uint32_t bool_like(uint32_t operand_type);
 
   // --- Values: ids relative to next_id_, as LLVM's getValueTypePair and getValue read them.
@@ -175,6 +176,7 @@ class FunctionReader {
   bool blocks_declared_ = false;
   bool bundles_pending_ = false;
   std::map<uint32_t, uint32_t> forward_;  // value id used before its definition -> its type
+  uint32_t void_ = kNone, i1_ = kNone;    // looked up once: many instructions need them
 };
 
 uint64_t FunctionReader::field() {
@@ -227,7 +229,7 @@ uint32_t FunctionReader::need(uint32_t t, const char* what) const {
 
 // i1, or a vector of i1 as wide as `operand_type`: a comparison's result.
 uint32_t FunctionReader::bool_like(uint32_t operand_type) {
-  uint32_t i1 = need(m_.find_integer_type(1), "i1");
+  uint32_t i1 = i1_type();
   const Type& ty = type(operand_type);
   if (!is_vector_kind(ty.kind)) return i1;
   return need(m_.find_vector_type(i1, ty.count, ty.kind == TypeKind::kScalableVector), "vector of i1");
@@ -428,7 +430,7 @@ void FunctionReader::select(uint32_t code) {
   uint32_t t;
   uint32_t if_true = value_and_type(&t);
   uint32_t if_false = value_of_type(t);
-  uint32_t cond = code == kVSelect ? value_and_type() : value_of_type(need(m_.find_integer_type(1), "i1"));
+  uint32_t cond = code == kVSelect ? value_and_type() : value_of_type(i1_type());
   if (left() > (code == kVSelect ? 1 : 0)) cursor_.fail("invalid select record: extra fields");
   commit(start(Opcode::kSelect, t), {cond, if_true, if_false});
 }
@@ -464,7 +466,7 @@ void FunctionReader::ret_br_unreachable(uint32_t code) {
   if (rec_.size() == 1) return commit(start(Opcode::kBr, void_t), {if_true}, true);
   uint32_t if_false = block_ref(rec_[1]);
   pos_ = 2;
-  uint32_t cond = value_of_type(need(m_.find_integer_type(1), "i1"));
+  uint32_t cond = value_of_type(i1_type());
   commit(start(Opcode::kBr, void_t), {cond, if_true, if_false}, true);
 }
 
@@ -674,7 +676,7 @@ void FunctionReader::cmpxchg() {
   uint32_t cmp = value_and_type(&t);
   uint32_t value = value_of_type(t);
   if (left() != 5 && left() != 6) cursor_.fail("invalid cmpxchg record");
-  uint32_t i1 = need(m_.find_integer_type(1), "i1");
+  uint32_t i1 = i1_type();
   Inst inst = start(Opcode::kAtomicCmpXchg, need(m_.find_struct_type({t, i1}, false), "cmpxchg result"));
   inst.is_volatile = field() != 0;
   inst.ordering = ordering(field());
@@ -870,9 +872,12 @@ void FunctionReader::finish() {
 void FunctionReader::read() {
   if (context_.module_version < 1) throw Decline{"reader: absolute value ids (module version 0)"};
   if (f_.global >= m_.globals.size()) cursor_.fail("function body of no function");
+  if (m_.values.size() < m_.module_value_count) cursor_.fail("module values missing");
   uint32_t fnty = m_.globals[f_.global].value_type;
   if (fnty >= m_.types.size() || type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
     cursor_.fail("function body of a non-function type");
+  void_ = find_type(TypeKind::kVoid);
+  i1_ = m_.find_integer_type(1);
   // The arguments are the first of the function's values.
   f_.first_arg_value = next_id_ = m_.module_value_count;
   f_.arg_count = uint32_t(type(fnty).elements.size() - 1);
