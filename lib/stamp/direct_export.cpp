@@ -1175,7 +1175,10 @@ class FunctionExporter {
     FlatOperand v = operand(val);
     FlatInst& fi = emit(in, kOpAtomicRmw, {p, v});
     static const uint8_t kKinds[] = {kRmwXchg, kRmwAdd, kRmwSub, kRmwAnd, kRmwNand, kRmwOr, kRmwXor};
+    static const char* kOthers[] = {"max", "min", "umax", "umin"};  // RmwOp::kMax on: LLVM's names
     if (in.aux <= uint32_t(RmwOp::kXor)) fi.aux = kKinds[in.aux];
+    else if (in.aux <= uint32_t(RmwOp::kUMin))
+      reason(std::string("atomics: atomicrmw ") + kOthers[in.aux - uint32_t(RmwOp::kMax)]);
     else throw Decline{"reader: atomicrmw operation " + std::to_string(in.aux)};
   }
 
@@ -1447,7 +1450,9 @@ class Materializer {
     for (uint32_t i = 0; i < f.insts.size(); ++i) {
       const Inst& in = f.insts[i];
       if (skipped(fn, in)) continue;
-      for (uint32_t k = 0; k < in.operand_count; ++k) {
+      // A shufflevector's mask is a third operand in the reader's IR, not in LLVM's.
+      const uint32_t count = in.opcode == Opcode::kShuffleVector ? std::min(in.operand_count, 2u) : in.operand_count;
+      for (uint32_t k = 0; k < count; ++k) {
         uint32_t id = f.operands[in.first_operand + k];
         if (id == kMetadataOperand || (id & kBlockTag)) continue;
         Class c = ctx_.klass(fn, id);
