@@ -351,3 +351,26 @@ TEST_CASE("direct reader over a corpus (KILN_BITCODE_CORPUS)", "[.corpus]") {
               counts[3]);
   CHECK(counts[ReaderComparison::kDifferent] == 0);
 }
+
+TEST_CASE("direct reader speed over a corpus (KILN_BITCODE_CORPUS)", "[.bench]") {
+  const char* dir = std::getenv("KILN_BITCODE_CORPUS");
+  if (!dir) {
+    WARN("skipped: KILN_BITCODE_CORPUS is not set");
+    return;
+  }
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".bc")
+      files.push_back({entry.path().string(), read_file(entry.path().string())});
+  const char* rounds_env = std::getenv("KILN_BENCH_ROUNDS");
+  int rounds = rounds_env ? std::atoi(rounds_env) : 5;
+  for (int r = 0; r < rounds; ++r) {
+    double read = 0, exported = 0;
+    for (const auto& [path, bytes] : files) {
+      DirectExport d = export_direct(bytes, path, "bench");
+      read += d.read_seconds;
+      exported += d.export_seconds;
+    }
+    std::printf("round %d: %zu modules, read %.3f s, export %.3f s\n", r + 1, files.size(), read, exported);
+  }
+}
