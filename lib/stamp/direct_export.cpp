@@ -126,6 +126,9 @@ class ModuleContext {
   const BcModule& m;
   const Layout& dl;
   std::vector<GlobalInfo> globals;
+  // The module's functions named like the C library functions stamp calls (memcpy,
+  // memmove, memset, _Unwind_Resume): LLVM's exporter calls the module's when there is one.
+  std::unordered_map<std::string, uint32_t> library_functions;
 
   const Type& type(uint32_t t) const {
     if (t >= m.types.size()) throw Decline{"reader: type out of range"};
@@ -1373,8 +1376,7 @@ class FunctionExporter {
   }
 
   uint32_t library_symbol(const char* name) {
-    for (uint32_t g = 0; g < ctx_.globals.size(); ++g)
-      if (ctx_.globals[g].kind == GlobalKind::kFunction && ctx_.globals[g].name == name) return symbol(g);
+    if (auto it = ctx_.library_functions.find(name); it != ctx_.library_functions.end()) return symbol(it->second);
     auto [it, inserted] = library_index_.emplace(name, static_cast<uint32_t>(symbol_values_.size()));
     if (inserted) {
       symbol_values_.push_back(kNone);
@@ -1438,9 +1440,11 @@ std::vector<GlobalInfo> global_infos(const BcModule& m) {
 // constant globals, named as LLVM names them (__kiln_const, then __kiln_const.1, ...).
 class Materializer {
  public:
+  // LLVM names the new globals __kiln_const, __kiln_const.1, ...: a module with a name
+  // like those already would get other names (rare: declined).
   explicit Materializer(ModuleContext& ctx) : ctx_(ctx) {
-    for (const GlobalInfo& g : ctx.globals) names_.insert(g.name);
-    if (names_.count("__kiln_const")) throw Decline{"reader: a global named __kiln_const"};
+    for (const GlobalInfo& g : ctx.globals)
+      if (g.name.compare(0, 12, "__kiln_const") == 0) throw Decline{"reader: a global named " + g.name};
   }
 
   Materialized run(uint32_t fn) {
@@ -1497,7 +1501,6 @@ class Materializer {
     GlobalInfo g{GlobalKind::kVariable, "", Linkage::kPrivate, Visibility::kDefault, false, true, false, false, t,
                  "", 0};
     g.name = pool_.empty() ? "__kiln_const" : "__kiln_const." + std::to_string(++last_unique_);
-    if (!names_.insert(g.name).second) throw Decline{"reader: " + g.name + " taken"};
     g.init_fn = id < ctx_.m.module_value_count ? kNone : fn;
     g.init = id;
     uint32_t index = static_cast<uint32_t>(ctx_.globals.size());
@@ -1507,7 +1510,6 @@ class Materializer {
   }
 
   ModuleContext& ctx_;
-  std::set<std::string> names_;
   std::unordered_map<std::string, uint32_t> pool_;
   unsigned last_unique_ = 0;
 };
@@ -1555,9 +1557,10 @@ std::vector<uint32_t> global_values_order(const ModuleContext& ctx) {
 
 // expose_local_symbols: local definitions become hidden globals with the tag appended.
 void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
-  std::set<std::string> names;
+  // A renamed symbol ends in ".kiln.TAG": only names containing ".kiln." can be taken.
+  std::unordered_set<std::string> names;
   for (const GlobalInfo& g : ctx.globals)
-    if (!g.name.empty()) names.insert(g.name);
+    if (g.name.find(".kiln.") != std::string::npos) names.insert(g.name);
   const std::string suffix = ".kiln." + tag;
   size_t anonymous = 0;
   for (uint32_t gi : global_values_order(ctx)) {
@@ -1565,7 +1568,7 @@ void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
     if (!local_linkage(g.linkage) || g.declaration || reserved_name(g.name)) continue;
     std::string wanted = g.name.empty() ? "__kiln_anon." + std::to_string(anonymous++) + suffix : g.name + suffix;
     if (!names.insert(wanted).second) throw Decline{"reader: renamed symbol " + wanted + " taken"};
-    if (!g.name.empty()) names.erase(g.name);
+    names.erase(g.name);
     g.name = wanted;
     g.linkage = Linkage::kExternal;
     g.visibility = Visibility::kHidden;
@@ -1713,6 +1716,12 @@ void export_module(const BcModule& m, const std::string& tag, DirectExport& out)
   Layout dl(Layout::x86_64_text());
   ModuleContext ctx(m, dl);
   ctx.globals = global_infos(m);
+  for (uint32_t g = 0; g < ctx.globals.size(); ++g) {
+    const std::string& n = ctx.globals[g].name;
+    if (ctx.globals[g].kind == GlobalKind::kFunction &&
+        (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume"))
+      ctx.library_functions.emplace(n, g);
+  }
   Materializer materializer(ctx);
   std::vector<Materialized> mats(m.functions.size());
   for (uint32_t fn = 0; fn < m.functions.size(); ++fn)
