@@ -129,6 +129,8 @@ class ModuleContext {
   // The module's functions named like the C library functions stamp calls (memcpy,
   // memmove, memset, _Unwind_Resume): LLVM's exporter calls the module's when there is one.
   std::unordered_map<std::string, uint32_t> library_functions;
+  bool has_vector_types = true;     // a vector type in the table (else no value is one)
+  bool has_aggregate_data = true;   // an aggregate or data constant (else nothing to materialize)
 
   const Type& type(uint32_t t) const {
     if (t >= m.types.size()) throw Decline{"reader: type out of range"};
@@ -217,13 +219,17 @@ class ModuleContext {
 
   // --- Values in the scope of function `fn` (kNone: module scope).
   const ValueRef& ref(uint32_t fn, uint32_t id) const {
+    const ValueRef* r = nullptr;
+    if (id < m.module_value_count) r = &m.values[id];
+    else if (fn != kNone && id != kMetadataOperand && id - m.module_value_count < m.functions[fn].values.size())
+      r = &m.functions[fn].values[id - m.module_value_count];
+    if (!r || r->kind == ValueKind::kForward) bad_value(fn, id);
+    return *r;
+  }
+  [[noreturn]] void bad_value(uint32_t fn, uint32_t id) const {
     if (id == kMetadataOperand) throw Decline{"reader: metadata operand"};
-    if (id >= m.module_value_count && fn == kNone) throw Decline{"reader: value out of scope"};
-    if (id >= m.module_value_count && id - m.module_value_count >= m.functions.at(fn).values.size())
-      throw Decline{"reader: value out of range"};
-    const ValueRef& r = id < m.module_value_count ? m.values.at(id) : m.functions[fn].values[id - m.module_value_count];
-    if (r.kind == ValueKind::kForward) throw Decline{"reader: value never defined"};
-    return r;
+    if (fn == kNone && id >= m.module_value_count) throw Decline{"reader: value out of scope"};
+    throw Decline{"reader: value " + std::to_string(id) + " out of range or never defined"};
   }
   uint32_t type_of(uint32_t fn, uint32_t id) const { return ref(fn, id).type; }
   const Constant& constant(uint32_t fn, uint32_t id) const { return m.constants.at(ref(fn, id).index); }
@@ -457,7 +463,8 @@ class FunctionExporter {
     for (uint32_t b = 0; b < f_.block_count; ++b) {
       FlatBlock fb{base_inst_ + static_cast<uint32_t>(insts_.size()), 0, fn_index_};
       for (uint32_t i = block_begin(b); i < block_end(b); ++i) {
-        for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
+        if (!mat_.before.empty())
+          for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
         current_ = i;
         export_inst(f_.insts[i]);
       }
@@ -485,7 +492,8 @@ class FunctionExporter {
     load_flat_.assign(mat_.loads.size(), 0);
     uint32_t n = base_inst_;
     for (uint32_t i = 0; i < f_.insts.size(); ++i) {
-      for (uint32_t load : mat_.before[i]) load_flat_[load] = n++;
+      if (!mat_.before.empty())
+        for (uint32_t load : mat_.before[i]) load_flat_[load] = n++;
       inst_flat_[i] = n++;
     }
   }
@@ -588,9 +596,11 @@ class FunctionExporter {
 
   // The operands of the instruction being exported, materialized loads in place.
   uint32_t op_id(const Inst& in, uint32_t k) const {
-    auto it = mat_.replaced.find({current_, k});
-    if (it != mat_.replaced.end()) return kLoadTag | it->second;
-    return f_.operands.at(in.first_operand + k);
+    if (!mat_.replaced.empty()) {
+      auto it = mat_.replaced.find({current_, k});
+      if (it != mat_.replaced.end()) return kLoadTag | it->second;
+    }
+    return f_.operands[in.first_operand + k];
   }
   uint32_t operand_type(uint32_t id) const {
     if (id != kMetadataOperand && (id & kBlockTag)) throw Decline{"reader: block used as a value"};
@@ -897,6 +907,7 @@ class FunctionExporter {
   }
 
   void check_vector_use(const Inst& in) {
+    if (!ctx_.has_vector_types) return;  // no value of the module can be a vector
     if (in.opcode == Opcode::kLoad || in.opcode == Opcode::kStore || in.opcode == Opcode::kPhi) return;
     for (uint32_t k = 0; k < in.operand_count; ++k) {
       uint32_t id = op_id(in, k);
@@ -1722,10 +1733,17 @@ void export_module(const BcModule& m, const std::string& tag, DirectExport& out)
         (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume"))
       ctx.library_functions.emplace(n, g);
   }
+  ctx.has_vector_types = std::any_of(m.types.begin(), m.types.end(), [](const Type& t) {
+    return t.kind == TypeKind::kFixedVector || t.kind == TypeKind::kScalableVector;
+  });
+  ctx.has_aggregate_data = std::any_of(m.constants.begin(), m.constants.end(), [](const Constant& c) {
+    return c.kind == ConstKind::kAggregate || c.kind == ConstKind::kData;
+  });
   Materializer materializer(ctx);
   std::vector<Materialized> mats(m.functions.size());
-  for (uint32_t fn = 0; fn < m.functions.size(); ++fn)
-    if (m.functions[fn].declined.empty()) mats[fn] = materializer.run(fn);
+  if (ctx.has_aggregate_data)
+    for (uint32_t fn = 0; fn < m.functions.size(); ++fn)
+      if (m.functions[fn].declined.empty()) mats[fn] = materializer.run(fn);
   const auto pinned = pinned_to_llvm(ctx);
 
   std::vector<uint32_t> symbol_values;
