@@ -91,7 +91,7 @@ bool StampBackend::emit_direct(std::string_view bitcode, const std::string& labe
     result.reader = {"llvm", why};
     return false;
   }
-  if (std::string problem = triple_problem(direct.triple); !problem.empty())
+  if (std::string problem = target_problem(direct.triple); !problem.empty())
     throw KilnError(kExitBadInput, label, problem);
   for (const auto& v : direct.verdicts) {
     result.counts.functions_stamp++;

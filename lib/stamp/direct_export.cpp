@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
@@ -1813,6 +1814,31 @@ void export_module(const BcModule& m, const std::string& tag, DirectExport& out)
 }
 
 }  // namespace
+
+std::string target_problem(const std::string& triple) {
+  if (triple.empty()) return "no target triple";
+  // LLVM's Triple takes the components in order: arch, vendor, OS, environment.
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    size_t dash = triple.find('-', at);
+    parts.push_back(triple.substr(at, dash == std::string::npos ? std::string::npos : dash - at));
+    if (dash == std::string::npos) break;
+    at = dash + 1;
+  }
+  const std::string& arch = parts[0];
+  if (arch != "x86_64" && arch != "amd64" && arch != "x86_64h") return "target " + triple + " is not x86-64";
+  // The environment is the rest after the third dash (LLVM's getEnvironmentName).
+  std::string env;
+  for (size_t i = 3; i < parts.size(); ++i) env += (i > 3 ? "-" : "") + parts[i];
+  auto starts = [](const std::string& s, const char* p) { return s.rfind(p, 0) == 0; };
+  if (starts(env, "gnux32") || starts(env, "muslx32"))
+    return "target " + triple + " is x32 (32-bit pointers), not 64-bit x86-64";
+  if (parts.size() < 3 || !starts(parts[2], "linux")) return "target " + triple + " is not Linux";
+  for (const char* format : {"coff", "macho", "xcoff", "goff", "wasm", "spirv", "dxcontainer"})
+    if (env.size() >= std::strlen(format) && env.compare(env.size() - std::strlen(format), std::string::npos, format) == 0)
+      return "target " + triple + " does not use ELF";
+  return "";
+}
 
 DirectExport export_direct(std::string_view bitcode, const std::string& path, const std::string& tag) {
   DirectExport out;

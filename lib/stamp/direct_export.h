@@ -36,6 +36,11 @@ struct DirectExport {
   double read_seconds = 0, export_seconds = 0;
 };
 
+// Empty when `triple` names x86-64 Linux ELF with 64-bit pointers (what kiln emits),
+// else why not, in the words of lib/bitcode.h's triple_problem (which asks LLVM's
+// Triple; this reads the text, for the tools without LLVM, and is tested against it).
+std::string target_problem(const std::string& triple);
+
 // `tag` is expose_local_symbols' tag (the first 12 hex digits of the bitcode's
 // xxh3-128). Throws KilnError(kExitBadInput) naming `path` for a corrupt file.
 DirectExport export_direct(std::string_view bitcode, const std::string& path, const std::string& tag);

@@ -104,6 +104,7 @@ bool read_bitcode_module(const std::string& path, const std::string& bytes, Modu
   DirectExport d = export_direct(bytes, path, tag_for(path));
   result.bitcode_modules++;
   result.read_seconds += d.read_seconds + d.export_seconds;
+  if (std::string problem = target_problem(d.triple); !problem.empty()) throw KilnError(kExitBadInput, path, problem);
   if (!d.declined.empty()) {
     result.bitcode_declined++;
     return false;

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "bitcode.h"
 #include "direct_export.h"
 #include "error.h"
 #include "fs.h"
@@ -330,6 +331,18 @@ TEST_CASE("direct reader: corrupt bitcode is exit 3 naming the file", "[direct-e
       CHECK(e.code() == kExitBadInput);
       CHECK(std::string(e.what()).find("cut.bc") != std::string::npos);
     }
+  }
+}
+
+TEST_CASE("direct reader: target triples judged as LLVM's Triple judges them", "[direct-export]") {
+  for (const char* t : {"x86_64-unknown-linux-gnu", "x86_64-pc-linux-gnu", "x86_64-unknown-linux-musl", "amd64-unknown-linux-gnu",
+                        "x86_64h-unknown-linux-gnu", "x86_64-unknown-linux-gnux32", "x86_64-unknown-linux-muslx32",
+                        "x86_64-linux-gnu", "x86_64-unknown-linux", "x86_64-unknown-linux-gnu-coff", "x86_64-pc-windows-msvc",
+                        "x86_64-apple-macosx10.15.0", "aarch64-unknown-linux-gnu", "i686-unknown-linux-gnu", "x86_64",
+                        "x86_64-unknown-freebsd", "riscv64gc-unknown-linux-gnu", "", "x86_64-unknown-linux-android",
+                        "x86_64-unknown-linux-elf", "x86_64-unknown-linux-gnu-macho"}) {
+    INFO("triple '" << t << "'");
+    CHECK(target_problem(t) == triple_problem(t));
   }
 }
 
