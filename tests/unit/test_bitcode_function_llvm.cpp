@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bitcode_ir.h"
+#include "bitstream_writer.h"
 #include "error.h"
 #include "fs.h"
 #include "ir_helpers.h"
@@ -756,6 +757,52 @@ define i32 @after(i32 %x) {
 }
 )";
 
+// A hand-built module for what LLVM's writer never writes: types i32, ptr, i32 (i32),
+// void, i1; one function @a of type i32 (i32) whose body holds `body` (records by code;
+// 1000 + id enters a nested block, 999 ends it). Its argument is value 1, so the first
+// instruction's value is 2.
+using Records = std::vector<std::pair<uint64_t, std::vector<uint64_t>>>;
+std::string hand_function(const Records& body) {
+  kiln_test::BitWriter w;
+  w.enter(13, 5);
+  w.unabbrev(1, {'L', 'L', 'V', 'M'});
+  w.unabbrev(2, {0});
+  w.end();
+  w.enter(8, 3);
+  w.unabbrev(1, {2});
+  w.enter(17, 4);
+  Records types = {{7, {32}}, {25, {0}}, {21, {0, 0, 0}}, {2, {}}, {7, {1}}};
+  w.unabbrev(1, {types.size()});
+  for (const auto& [code, ops] : types) w.unabbrev(code, ops);
+  w.end();
+  w.unabbrev(8, {0, 1, 2, 0, 0, 0, 0, 0, 0, 0});  // FUNCTION @a, a definition
+  w.enter(12, 4);
+  for (const auto& [code, ops] : body) {
+    if (code >= 1000) w.enter(code - 1000, 4);
+    else if (code == 999) w.end();
+    else w.unabbrev(code, ops);
+  }
+  w.end();
+  w.end();
+  w.enter(23, 3);
+  w.define_abbrev({{true, 0, 1}, {false, 5, 0}});
+  w.abbrev_id(4);
+  w.blob("abcdef");
+  w.end();
+  return w.bytes();
+}
+
+void expect_bad_body(const Records& body, const std::string& why) {
+  try {
+    bc::BcModule m = bc::read_bitcode(hand_function(body), "hand.bc");
+    FAIL("read, expected: " << why << " (declined: " << m.functions.at(0).declined << ")");
+  } catch (const KilnError& e) {
+    CAPTURE(e.what());
+    CHECK(e.code() == kExitBadInput);
+    CHECK(std::string(e.what()).find(why) != std::string::npos);
+  }
+}
+
 // Hidden tests run where test_main.cpp narrows the run; with no corpus named they pass.
 const char* corpus_dir() {
   const char* dir = std::getenv("KILN_BITCODE_CORPUS");
@@ -839,4 +886,31 @@ TEST_CASE("bitcode functions: corrupt modules fail as bad input", "[bitcode-func
   std::printf("bitcode functions: %llu corrupt modules read, %llu refused as bad input\n", (unsigned long long)read,
               (unsigned long long)refused);
   REQUIRE(read + refused == 900);
+}
+
+TEST_CASE("bitcode functions: hostile bodies fail as bad input, naming why", "[bitcode-function]") {
+  // The builder itself: add the argument to itself, return the sum.
+  bc::BcModule m = bc::read_bitcode(hand_function({{1, {1}}, {2, {1, 1, 0}}, {10, {1}}}), "hand.bc");
+  REQUIRE(m.functions.size() == 1);
+  const bc::BcFunction& f = m.functions[0];
+  REQUIRE(f.declined.empty());
+  REQUIRE(f.insts.size() == 2);
+  CHECK((f.insts[0].opcode == bc::Opcode::kAdd && f.insts[0].value == 2 && f.operands[0] == 1));
+  CHECK((f.insts[1].opcode == bc::Opcode::kRet && f.operands[f.insts[1].first_operand] == 2));
+  // A record the reader does not know declines the function, and the module reads on.
+  bc::BcModule d = bc::read_bitcode(hand_function({{1, {1}}, {53, {7}}, {10, {1}}}), "hand.bc");
+  CHECK(d.functions.at(0).declined == "reader: function record 53");
+  expect_bad_body({{1, {0}}}, "invalid declareblocks");
+  expect_bad_body({{2, {1, 1, 0}}, {1, {1}}}, "outside any declared block");
+  expect_bad_body({{1, {1}}, {10, {0, 0}}}, "value 2 is never defined");
+  expect_bad_body({{1, {1}}, {11, {5}}}, "block id 5 out of range");
+  expect_bad_body({{1, {2}}, {10, {1}}}, "block 1 has no terminator");
+  expect_bad_body({{1, {1}}, {55, {0}}, {10, {1}}}, "no consumer");
+  expect_bad_body({{1, {1}}, {20, {1, 0, 40, 0}}}, "alignment exponent 40");
+  expect_bad_body({{1, {1}}, {47, {0, 0, 1000000}}}, "landingpad clause count");
+  expect_bad_body({{1, {1}}, {2, {1, 1}}}, "too short");
+  expect_bad_body({{1, {1}}, {2, {1, 1, 13}}}, "invalid binary operator 13");
+  expect_bad_body({{1, {1}}, {3, {1, 77, 0}}}, "type id 77 out of range");
+  expect_bad_body({{1, {2}}, {10, {0, 0}}, {10, {0, 4}}}, "used with two types");
+  expect_bad_body({{1, {1}}, {16, {4, 2, 0}}, {10, {1}}}, "value 1 has the wrong type");  // an i32 in an i1 phi
 }
