@@ -406,6 +406,16 @@ std::string compare_fields(const bc::BcModule& m, const bc::BcFunction& f, const
       return "call type or convention";
     if (o.has_bundles != cb->hasOperandBundles()) return "operand bundles";
     if (o.attributes == bc::kNone && !cb->getAttributes().isEmpty()) return "call attributes";
+    if (o.attributes != bc::kNone && o.attributes >= m.attribute_lists.size()) return "call attribute list id";
+    using A = llvm::Attribute;
+    const std::pair<uint8_t, A::AttrKind> kinds[] = {
+        {bc::kAttrByVal, A::ByVal},         {bc::kAttrSExt, A::SExt},         {bc::kAttrZExt, A::ZExt},
+        {bc::kAttrStructRet, A::StructRet}, {bc::kAttrInAlloca, A::InAlloca}, {bc::kAttrNest, A::Nest}};
+    for (unsigned arg = 0; arg < cb->arg_size(); ++arg)
+      for (auto [ours, theirs] : kinds) {
+        bool has = o.attributes != bc::kNone && m.attribute_lists[o.attributes].param_has(arg, ours);
+        if (has != cb->getAttributes().hasParamAttr(arg, theirs)) return "call parameter attributes";
+      }
     if (auto* ci = llvm::dyn_cast<llvm::CallInst>(&t); ci && o.musttail != ci->isMustTailCall()) return "musttail";
   }
   if (auto* lp = llvm::dyn_cast<llvm::LandingPadInst>(&t)) {
