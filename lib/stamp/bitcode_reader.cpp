@@ -496,6 +496,8 @@ class AttributeReader {
 
 class ConstantsReader {
  public:
+  static constexpr uint32_t kMaxConstantWidth = 1024;
+
   ConstantsReader(BitstreamCursor& c, BcModule& m, std::vector<ValueRef>& values, uint32_t first_id)
       : c_(c), m_(m), values_(values), first_id_(first_id), type_(m.find_integer_type(32)) {}
 
@@ -633,13 +635,15 @@ class ConstantsReader {
   }
 
   // INTEGER [signed VBR] or WIDE_INTEGER [words...]: the value in ceil(width / 64)
-  // words, bits above the width clear, as LLVM's APInt holds it.
+  // words, bits above the width clear, as LLVM's APInt holds it. Those words are more
+  // than the record holds, so the width is bounded: a stream of short records of a huge
+  // integer type must not expand into gigabytes.
   void integer(bool wide, Constant& k) {
     need(1, "integer");
     if (scalar().kind != TypeKind::kInteger) c_.fail("integer constant of a non-integer type");
     uint32_t width = scalar().width;
-    if (width > 4096) {
-      decline(m_, "integer constant wider than 4096 bits");
+    if (width > kMaxConstantWidth) {
+      decline(m_, "integer constant wider than " + std::to_string(kMaxConstantWidth) + " bits");
       k.kind = ConstKind::kOther;
       k.opcode = wide ? 5 : 4;
       return;

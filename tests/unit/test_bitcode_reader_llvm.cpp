@@ -796,6 +796,8 @@ TEST_CASE("bitcode reader: what it does not model declines", "[bitcode-reader]")
         std::string::npos);
   CHECK(bc::read_bitcode(hand_module({{7, {32}}, {40, {}}}, {}), "newer.bc").declined.find("type record 40") !=
         std::string::npos);
+  CHECK(bc::read_bitcode(hand_module({{7, {2048}}}, {{kConstants, {}}, {1, {0}}, {4, {2}}, {kEnd, {}}}), "wide.bc")
+            .declined.find("wider than 1024") != std::string::npos);
 }
 
 TEST_CASE("bitcode reader: hostile modules fail as bad input, naming why", "[bitcode-reader]") {
