@@ -1145,6 +1145,8 @@ class ModuleReader {
 
   // A module value's entry: the pointer type of its address space (LLVM enumerates it).
   void add_value(Global&& g) {
+    // Function values are numbered after the module's: none may come after a body.
+    if (bodies_ > 0) c_.fail("a global value after a function body");
     uint32_t type = pointer_type(g.address_space);
     if (type == kNone) decline(m_, "no pointer type for a global's address space");
     if (m_.values.size() >= kMetadataOperand) c_.fail("too many values");

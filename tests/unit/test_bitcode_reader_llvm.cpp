@@ -823,6 +823,12 @@ TEST_CASE("bitcode reader: hostile modules fail as bad input, naming why", "[bit
           kBasicTypes,
           {{8, {0, 1, 2, 0, 1, 0, 0, 0, 0, 0}}, {kFunctionBlock, {}}, {kEnd, {}}, {kFunctionBlock, {}}, {kEnd, {}}}),
       "more function bodies");
+  expect_bad(hand_module(kBasicTypes,
+                         {{8, {0, 1, 2, 0, 0, 0, 0, 0, 0, 0}},
+                          {kFunctionBlock, {}},
+                          {kEnd, {}},
+                          {8, {0, 1, 2, 0, 1, 0, 0, 0, 0, 0}}}),
+             "after a function body");
   // Constants.
   expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {77}}, {kEnd, {}}}), "outside the table");
   expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {0}}, {8, {'h', 'i'}}, {kEnd, {}}}), "string constant");
