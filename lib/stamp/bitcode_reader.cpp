@@ -473,12 +473,16 @@ class AttributeReader {
     } else if (g.index == 0) {
       set = &list.ret;
     } else {
-      // Parameters are few; an absurd index is not worth a huge allocation.
-      if (g.index > 65536) {
-        decline(m_, "attribute on parameter " + std::to_string(g.index - 1));
-        return;
+      // A group is defined once and may be named by any number of lists: the slots all
+      // lists allocate are bounded, so that a short stream cannot expand into gigabytes.
+      if (list.params.size() < g.index) {
+        if (g.index > kMaxParamSlots - param_slots_) {
+          decline(m_, "attributes on more parameters than the reader keeps");
+          return;
+        }
+        param_slots_ += g.index - list.params.size();
+        list.params.resize(g.index);
       }
-      if (list.params.size() < g.index) list.params.resize(g.index);
       set = &list.params[g.index - 1];
     }
     set->kinds.insert(set->kinds.end(), g.set.kinds.begin(), g.set.kinds.end());
@@ -490,12 +494,16 @@ class AttributeReader {
   BcModule& m_;
   std::vector<uint64_t> ops_;
   std::unordered_map<uint64_t, AttrGroup> groups_;
+  static constexpr uint64_t kMaxParamSlots = 1 << 20;
+  uint64_t param_slots_ = 0;
 };
 
 // ---------------------------------------------------------------- constants
 
 class ConstantsReader {
  public:
+  static constexpr uint32_t kMaxConstantWidth = 1024;
+
   ConstantsReader(BitstreamCursor& c, BcModule& m, std::vector<ValueRef>& values, uint32_t first_id)
       : c_(c), m_(m), values_(values), first_id_(first_id), type_(m.find_integer_type(32)) {}
 
@@ -633,13 +641,15 @@ class ConstantsReader {
   }
 
   // INTEGER [signed VBR] or WIDE_INTEGER [words...]: the value in ceil(width / 64)
-  // words, bits above the width clear, as LLVM's APInt holds it.
+  // words, bits above the width clear, as LLVM's APInt holds it. Those words are more
+  // than the record holds, so the width is bounded: a stream of short records of a huge
+  // integer type must not expand into gigabytes.
   void integer(bool wide, Constant& k) {
     need(1, "integer");
     if (scalar().kind != TypeKind::kInteger) c_.fail("integer constant of a non-integer type");
     uint32_t width = scalar().width;
-    if (width > 4096) {
-      decline(m_, "integer constant wider than 4096 bits");
+    if (width > kMaxConstantWidth) {
+      decline(m_, "integer constant wider than " + std::to_string(kMaxConstantWidth) + " bits");
       k.kind = ConstKind::kOther;
       k.opcode = wide ? 5 : 4;
       return;
@@ -1120,11 +1130,24 @@ class ModuleReader {
     m_.comdats.push_back(std::move(c));
   }
 
+  // The first pointer type of the address space, by a map made once the type table is
+  // read (a scan per global would be quadratic in a hostile file).
+  uint32_t pointer_type(uint32_t address_space) {
+    if (pointer_types_for_ != m_.types.size()) {
+      pointer_types_.clear();
+      for (uint32_t i = 0; i < m_.types.size(); ++i)
+        if (m_.types[i].kind == TypeKind::kPointer) pointer_types_.emplace(m_.types[i].address_space, i);
+      pointer_types_for_ = m_.types.size();
+    }
+    auto it = pointer_types_.find(address_space);
+    return it == pointer_types_.end() ? kNone : it->second;
+  }
+
   // A module value's entry: the pointer type of its address space (LLVM enumerates it).
   void add_value(Global&& g) {
-    uint32_t type = kNone;
-    for (uint32_t i = 0; i < m_.types.size() && type == kNone; ++i)
-      if (m_.types[i].kind == TypeKind::kPointer && m_.types[i].address_space == g.address_space) type = i;
+    // Function values are numbered after the module's: none may come after a body.
+    if (bodies_ > 0) c_.fail("a global value after a function body");
+    uint32_t type = pointer_type(g.address_space);
     if (type == kNone) decline(m_, "no pointer type for a global's address space");
     if (m_.values.size() >= kMetadataOperand) c_.fail("too many values");
     if (g.visibility != Visibility::kDefault && g.linkage != Linkage::kExternalWeak) g.dso_local = true;
@@ -1304,7 +1327,9 @@ class ModuleReader {
   detail::ReaderContext context_;
   std::vector<uint64_t> ops_;
   std::vector<std::string> sections_, gc_names_;
-  std::vector<uint32_t> data_values_;  // prefix and prologue data
+  std::vector<uint32_t> data_values_;                     // prefix and prologue data
+  std::unordered_map<uint32_t, uint32_t> pointer_types_;  // address space -> type id
+  size_t pointer_types_for_ = ~size_t(0);                 // the table size it was made for
   uint32_t bodies_ = 0;
 };
 
