@@ -51,6 +51,11 @@ enum FuncCode : uint32_t {
   kStoreAtomic = 45,
   kCmpXchg = 46,
   kLandingPad = 47,
+  kCleanupRet = 48,
+  kCatchRet = 49,
+  kCatchPad = 50,
+  kCleanupPad = 51,
+  kCatchSwitch = 52,
   kOperandBundle = 55,
   kUnop = 56,
   kFreeze = 58,
@@ -159,6 +164,9 @@ class FunctionReader {
   void aggregate(uint32_t code);
   void va_arg_freeze_resume(uint32_t code);
   void operand_bundle();
+  void funclet_pad(uint32_t code);
+  void funclet_exit(uint32_t code);
+  uint32_t token_type() const { return need(find_type(TypeKind::kToken), "token"); }
 
   uint64_t alignment(uint64_t exponent);
   Ordering ordering(uint64_t v) const;
@@ -769,6 +777,40 @@ void FunctionReader::operand_bundle() {
   bundles_pending_ = true;
 }
 
+// CATCHPAD/CLEANUPPAD [parent pad (a token), argument count, arguments (value, type)...].
+// Operands in LLVM's order: the arguments, then the parent pad.
+void FunctionReader::funclet_pad(uint32_t code) {
+  uint32_t token = token_type();
+  uint32_t parent = value_of_type(token);
+  uint64_t count = field();
+  if (count > left()) cursor_.fail("invalid catchpad/cleanuppad argument count");
+  std::vector<uint32_t> ops;
+  for (uint64_t i = 0; i < count; ++i) ops.push_back(value_and_type());
+  expect_end("catchpad/cleanuppad");
+  ops.push_back(parent);
+  commit(start(code == kCatchPad ? Opcode::kCatchPad : Opcode::kCleanupPad, token), ops);
+}
+
+// CLEANUPRET [pad, unwind block?]; CATCHRET [pad, block]; CATCHSWITCH [parent pad,
+// handler count, handlers..., unwind block?]: operands in LLVM's order (catchswitch:
+// parent, the unwind block when aux is 1, handlers).
+void FunctionReader::funclet_exit(uint32_t code) {
+  uint32_t token = token_type();
+  std::vector<uint32_t> ops{value_of_type(token)};
+  if (code == kCleanupRet || code == kCatchRet) {
+    if (code == kCatchRet || !at_end()) ops.push_back(block_ref(field()));
+    expect_end(code == kCatchRet ? "catchret" : "cleanupret");
+    return commit(start(code == kCatchRet ? Opcode::kCatchRet : Opcode::kCleanupRet, void_type()), ops, true);
+  }
+  uint64_t handlers = field();
+  if (handlers > left() || left() - handlers > 1) cursor_.fail("invalid catchswitch record");
+  Inst inst = start(Opcode::kCatchSwitch, token);
+  inst.aux = left() > handlers ? 1 : 0;
+  if (inst.aux) ops.push_back(block_ref(rec_.back()));
+  for (uint64_t i = 0; i < handlers; ++i) ops.push_back(block_ref(field()));
+  commit(inst, ops, true);
+}
+
 void FunctionReader::read_record(uint32_t abbrev_id) {
   code_ = cursor_.read_record(abbrev_id, rec_);
   pos_ = 0;
@@ -836,6 +878,13 @@ void FunctionReader::read_record(uint32_t abbrev_id) {
       return va_arg_freeze_resume(code_);
     case kOperandBundle:
       return operand_bundle();
+    case kCatchPad:
+    case kCleanupPad:
+      return funclet_pad(code_);
+    case kCleanupRet:
+    case kCatchRet:
+    case kCatchSwitch:
+      return funclet_exit(code_);
     // Debug locations, debug records (not instructions) and blockaddress users say
     // nothing about the code.
     case kDebugLoc:

@@ -241,6 +241,8 @@ std::string our_constant(const bc::BcModule& m, const bc::Constant& c) {
   std::string ty = our_type(m, c.type);
   switch (c.kind) {
     case bc::ConstKind::kNull:
+    case bc::ConstKind::kTokenNone:  // LLVM's isNullValue holds for `none` and target types' zeroinitializer
+    case bc::ConstKind::kTargetNone:
       return "null " + ty;
     case bc::ConstKind::kUndef:
       return "undef " + ty;
@@ -418,6 +420,8 @@ std::string compare_fields(const bc::BcModule& m, const bc::BcFunction& f, const
       }
     if (auto* ci = llvm::dyn_cast<llvm::CallInst>(&t); ci && o.musttail != ci->isMustTailCall()) return "musttail";
   }
+  if (auto* cs = llvm::dyn_cast<llvm::CatchSwitchInst>(&t); cs && o.aux != unsigned(cs->hasUnwindDest()))
+    return "catchswitch unwind";
   if (auto* lp = llvm::dyn_cast<llvm::LandingPadInst>(&t)) {
     if (o.cleanup != lp->isCleanup()) return "cleanup";
     for (unsigned i = 0; i < lp->getNumClauses(); ++i)
@@ -692,6 +696,43 @@ e:
 }
 )";
 
+// Windows' funclet exception handling.
+const char* kFuncletIr = R"(
+target triple = "x86_64-pc-windows-msvc"
+declare i32 @__CxxFrameHandler3(...)
+declare void @may_throw()
+define void @funclets() personality ptr @__CxxFrameHandler3 {
+entry:
+  invoke void @may_throw() to label %next unwind label %dispatch
+next:
+  invoke void @may_throw() to label %cont unwind label %dispatch2
+dispatch:
+  %cs = catchswitch within none [label %handler, label %handler2] unwind label %cleanup
+handler:
+  %cp = catchpad within %cs [ptr null, i32 64, ptr null]
+  catchret from %cp to label %cont
+handler2:
+  %cp2 = catchpad within %cs []
+  catchret from %cp2 to label %cont
+cleanup:
+  %cl = cleanuppad within none []
+  cleanupret from %cl unwind to caller
+dispatch2:
+  %cs2 = catchswitch within none [label %handler3] unwind to caller
+handler3:
+  %cp3 = catchpad within %cs2 [ptr null]
+  %inner = cleanuppad within %cp3 [i32 1]
+  cleanupret from %inner unwind label %dispatch3
+dispatch3:
+  %cs3 = catchswitch within %cp3 [label %handler4] unwind to caller
+handler4:
+  %cp4 = catchpad within %cs3 []
+  catchret from %cp4 to label %cont
+cont:
+  ret void
+}
+)";
+
 const char* kCallsIr = R"(
 target triple = "x86_64-unknown-linux-gnu"
 @fmt = private constant [4 x i8] c"%d\0A\00"
@@ -844,6 +885,10 @@ TEST_CASE("bitcode functions: alloca, load, store, gep, atomics and fences", "[b
 TEST_CASE("bitcode functions: branches, switch, phi with forward references, invoke, landingpad",
           "[bitcode-function]") {
   check_ir(kControlFlowIr, "control flow");
+}
+
+TEST_CASE("bitcode functions: funclet pads, catchswitch, catchret and cleanupret", "[bitcode-function]") {
+  check_ir(kFuncletIr, "funclets");
 }
 
 TEST_CASE("bitcode functions: calls with attributes, varargs, musttail, bundles, metadata arguments",
