@@ -57,6 +57,7 @@ enum FuncCode : uint32_t {
   kCleanupPad = 51,
   kCatchSwitch = 52,
   kOperandBundle = 55,
+  kCallBr = 57,
   kUnop = 56,
   kFreeze = 58,
   kAtomicRmw = 59,
@@ -153,6 +154,7 @@ class FunctionReader {
   void call_args(uint32_t fnty, bool labels_allowed, std::vector<uint32_t>& ops);
   void call();
   void invoke();
+  void callbr();
   void phi();
   void landing_pad();
   void alloca_inst();
@@ -311,7 +313,7 @@ Inst FunctionReader::start(Opcode op, uint32_t t) {
 // (filling a forward reference to it), a terminator moves on to the next block.
 void FunctionReader::commit(Inst inst, const std::vector<uint32_t>& operands, bool terminator) {
   if (!blocks_declared_ || block_ >= f_.block_count) cursor_.fail("instruction outside any declared block");
-  bool takes_bundles = inst.opcode == Opcode::kCall || inst.opcode == Opcode::kInvoke;
+  bool takes_bundles = inst.opcode == Opcode::kCall || inst.opcode == Opcode::kInvoke || inst.opcode == Opcode::kCallBr;
   if (bundles_pending_ && !takes_bundles) cursor_.fail("operand bundles found with no consumer");
   inst.has_bundles = takes_bundles && bundles_pending_;
   bundles_pending_ = false;
@@ -572,6 +574,40 @@ void FunctionReader::invoke() {
   inst.source_type = fnty;
   inst.attributes = attrs;
   inst.calling_conv = uint32_t(cc & kMaxCallingConv);
+  commit(inst, ops, true);
+}
+
+// CALLBR [attributes, cc, default block, indirect count, indirect blocks..., function
+// type, callee, arguments...]: operands args..., callee, default block, indirect blocks.
+void FunctionReader::callbr() {
+  uint32_t attrs = attribute_list(m_, field());
+  uint64_t cc = field();
+  std::vector<uint32_t> blocks{block_ref(field())};
+  uint64_t indirect = field();
+  if (indirect > left()) cursor_.fail("invalid callbr indirect count");
+  for (uint64_t i = 0; i < indirect; ++i) blocks.push_back(block_ref(field()));
+  if (!(cc & kCallExplicitType)) throw Decline{"reader: callbr without explicit function type"};
+  uint32_t fnty = type_ref(field());
+  if (type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
+    cursor_.fail("callbr of a non-function type");
+  uint32_t callee = value_and_type();
+  std::vector<uint32_t> ops;
+  call_args(fnty, true, ops);
+  // Old bitcode passed the indirect targets as blockaddress arguments, which LLVM
+  // rewrites into label constraints; such a call is declined rather than rewritten.
+  for (uint32_t id : ops)
+    if (id < next_id_ && id != kMetadataOperand && !(id & kBlockTag)) {
+      const ValueRef& v = id < m_.module_value_count ? m_.values[id] : f_.values[id - m_.module_value_count];
+      if (v.kind == ValueKind::kConstant && v.index < m_.constants.size() &&
+          m_.constants[v.index].kind == ConstKind::kBlockAddress)
+        throw Decline{"reader: callbr with blockaddress arguments"};
+    }
+  ops.push_back(callee);
+  ops.insert(ops.end(), blocks.begin(), blocks.end());
+  Inst inst = start(Opcode::kCallBr, type(fnty).elements[0]);
+  inst.source_type = fnty;
+  inst.attributes = attrs;
+  inst.calling_conv = uint32_t((cc & 0x7ff) >> 1);
   commit(inst, ops, true);
 }
 
@@ -851,6 +887,8 @@ void FunctionReader::read_record(uint32_t abbrev_id) {
       return invoke();
     case kCall:
       return call();
+    case kCallBr:
+      return callbr();
     case kPhi:
       return phi();
     case kLandingPad:

@@ -186,6 +186,7 @@ struct Inst {
   // exceptions, which the exporter reads by position:
   //   call/invoke: arguments, then the callee; invoke then normal and unwind blocks
   //   (so operands = args..., callee[, normal, unwind]);
+  //   callbr: args..., callee, default block, indirect blocks;
   //   phi: pairs (value, block); switch: condition, default, pairs (case value, block);
   //   br: [condition, true, false] or [target]; landingpad: clause values (see clause_filter);
   //   extractvalue/insertvalue: the aggregate [and the inserted value], indices in `indices`;
