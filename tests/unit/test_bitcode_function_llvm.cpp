@@ -725,6 +725,10 @@ dispatch2:
   %cs2 = catchswitch within none [label %handler3] unwind to caller
 handler3:
   %cp3 = catchpad within %cs2 [ptr null]
+  invoke void @may_throw() [ "funclet"(token %cp3) ] to label %done3 unwind label %inner.bb
+done3:
+  catchret from %cp3 to label %cont
+inner.bb:
   %inner = cleanuppad within %cp3 [i32 1]
   cleanupret from %inner unwind label %dispatch3
 dispatch3:
