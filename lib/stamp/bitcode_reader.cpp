@@ -67,8 +67,6 @@ namespace detail {
 
 namespace {
 
-using detail::BlockId;
-
 void decline(BcModule& m, const std::string& why) {
   if (m.declined.empty()) m.declined = "reader: " + why;
 }
@@ -955,6 +953,9 @@ Linkage decoded_linkage(uint64_t code) {
 // The old linkages that carried an implicit comdat (before COMDAT records existed).
 bool implicit_comdat(uint64_t code) { return code == 1 || code == 4 || code == 10 || code == 11; }
 
+// 0 none, 1 unnamed_addr, 2 local_unnamed_addr; unknown ones read as none, as in LLVM.
+uint8_t unnamed_addr(uint64_t v) { return v <= 2 ? uint8_t(v) : 0; }
+
 bool is_local(Linkage l) { return l == Linkage::kInternal || l == Linkage::kPrivate; }
 
 // The address space of functions the data layout gives ("P<n>"), for FUNCTION records
@@ -1177,7 +1178,7 @@ class ModuleReader {
     g.section = section(ops_[5]);
     if (ops_.size() > 6 && !is_local(g.linkage)) g.visibility = visibility(ops_[6]);
     if (ops_.size() > 7) g.thread_local_ = ops_[7] != 0;
-    if (ops_.size() > 8) g.unnamed_addr = ops_[8] <= 2 ? uint8_t(ops_[8]) : 0;
+    if (ops_.size() > 8) g.unnamed_addr = unnamed_addr(ops_[8]);
     if (ops_.size() > 11) g.comdat = comdat_index(ops_[11]);
     else if (implicit_comdat(ops_[3])) decline(m_, "implicit comdat of an old linkage");
     if (ops_.size() > 12) attribute_list(ops_[12]);  // checked; variables' attributes are not kept
@@ -1217,7 +1218,7 @@ class ModuleReader {
       if (ops_[8] - 1 >= gc_names_.size()) c_.fail("gc name index out of range");
       g.gc = true;
     }
-    if (ops_.size() > 9) g.unnamed_addr = ops_[9] <= 2 ? uint8_t(ops_[9]) : 0;
+    if (ops_.size() > 9) g.unnamed_addr = unnamed_addr(ops_[9]);
     if (ops_.size() > 10) prefix_or_prologue(g, ops_[10]);
     if (ops_.size() > 12) g.comdat = comdat_index(ops_[12]);
     else if (implicit_comdat(ops_[3])) decline(m_, "implicit comdat of an old linkage");
@@ -1270,7 +1271,7 @@ class ModuleReader {
     if (kind == GlobalKind::kAlias) {
       if (i < ops_.size()) ++i;  // dll storage
       if (i < ops_.size()) g.thread_local_ = ops_[i++] != 0;
-      if (i < ops_.size()) g.unnamed_addr = ops_[i] <= 2 ? uint8_t(ops_[i]) : 0, ++i;
+      if (i < ops_.size()) g.unnamed_addr = unnamed_addr(ops_[i++]);
     }
     if (i < ops_.size()) g.dso_local = ops_[i++] == 1;
     add_value(std::move(g));
