@@ -51,7 +51,13 @@ enum FuncCode : uint32_t {
   kStoreAtomic = 45,
   kCmpXchg = 46,
   kLandingPad = 47,
+  kCleanupRet = 48,
+  kCatchRet = 49,
+  kCatchPad = 50,
+  kCleanupPad = 51,
+  kCatchSwitch = 52,
   kOperandBundle = 55,
+  kCallBr = 57,
   kUnop = 56,
   kFreeze = 58,
   kAtomicRmw = 59,
@@ -148,6 +154,7 @@ class FunctionReader {
   void call_args(uint32_t fnty, bool labels_allowed, std::vector<uint32_t>& ops);
   void call();
   void invoke();
+  void callbr();
   void phi();
   void landing_pad();
   void alloca_inst();
@@ -159,6 +166,9 @@ class FunctionReader {
   void aggregate(uint32_t code);
   void va_arg_freeze_resume(uint32_t code);
   void operand_bundle();
+  void funclet_pad(uint32_t code);
+  void funclet_exit(uint32_t code);
+  uint32_t token_type() const { return need(find_type(TypeKind::kToken), "token"); }
 
   uint64_t alignment(uint64_t exponent);
   Ordering ordering(uint64_t v) const;
@@ -303,7 +313,7 @@ Inst FunctionReader::start(Opcode op, uint32_t t) {
 // (filling a forward reference to it), a terminator moves on to the next block.
 void FunctionReader::commit(Inst inst, const std::vector<uint32_t>& operands, bool terminator) {
   if (!blocks_declared_ || block_ >= f_.block_count) cursor_.fail("instruction outside any declared block");
-  bool takes_bundles = inst.opcode == Opcode::kCall || inst.opcode == Opcode::kInvoke;
+  bool takes_bundles = inst.opcode == Opcode::kCall || inst.opcode == Opcode::kInvoke || inst.opcode == Opcode::kCallBr;
   if (bundles_pending_ && !takes_bundles) cursor_.fail("operand bundles found with no consumer");
   inst.has_bundles = takes_bundles && bundles_pending_;
   bundles_pending_ = false;
@@ -567,6 +577,40 @@ void FunctionReader::invoke() {
   commit(inst, ops, true);
 }
 
+// CALLBR [attributes, cc, default block, indirect count, indirect blocks..., function
+// type, callee, arguments...]: operands args..., callee, default block, indirect blocks.
+void FunctionReader::callbr() {
+  uint32_t attrs = attribute_list(m_, field());
+  uint64_t cc = field();
+  std::vector<uint32_t> blocks{block_ref(field())};
+  uint64_t indirect = field();
+  if (indirect > left()) cursor_.fail("invalid callbr indirect count");
+  for (uint64_t i = 0; i < indirect; ++i) blocks.push_back(block_ref(field()));
+  if (!(cc & kCallExplicitType)) throw Decline{"reader: callbr without explicit function type"};
+  uint32_t fnty = type_ref(field());
+  if (type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
+    cursor_.fail("callbr of a non-function type");
+  uint32_t callee = value_and_type();
+  std::vector<uint32_t> ops;
+  call_args(fnty, true, ops);
+  // Old bitcode passed the indirect targets as blockaddress arguments, which LLVM
+  // rewrites into label constraints; such a call is declined rather than rewritten.
+  for (uint32_t id : ops)
+    if (id < next_id_ && id != kMetadataOperand && !(id & kBlockTag)) {
+      const ValueRef& v = id < m_.module_value_count ? m_.values[id] : f_.values[id - m_.module_value_count];
+      if (v.kind == ValueKind::kConstant && v.index < m_.constants.size() &&
+          m_.constants[v.index].kind == ConstKind::kBlockAddress)
+        throw Decline{"reader: callbr with blockaddress arguments"};
+    }
+  ops.push_back(callee);
+  ops.insert(ops.end(), blocks.begin(), blocks.end());
+  Inst inst = start(Opcode::kCallBr, type(fnty).elements[0]);
+  inst.source_type = fnty;
+  inst.attributes = attrs;
+  inst.calling_conv = uint32_t((cc & 0x7ff) >> 1);
+  commit(inst, ops, true);
+}
+
 // PHI [type, (value as a signed relative id, block)..., flags?]: a value may be a
 // forward reference (a negative relative id), of the phi's type.
 void FunctionReader::phi() {
@@ -769,6 +813,40 @@ void FunctionReader::operand_bundle() {
   bundles_pending_ = true;
 }
 
+// CATCHPAD/CLEANUPPAD [parent pad (a token), argument count, arguments (value, type)...].
+// Operands in LLVM's order: the arguments, then the parent pad.
+void FunctionReader::funclet_pad(uint32_t code) {
+  uint32_t token = token_type();
+  uint32_t parent = value_of_type(token);
+  uint64_t count = field();
+  if (count > left()) cursor_.fail("invalid catchpad/cleanuppad argument count");
+  std::vector<uint32_t> ops;
+  for (uint64_t i = 0; i < count; ++i) ops.push_back(value_and_type());
+  expect_end("catchpad/cleanuppad");
+  ops.push_back(parent);
+  commit(start(code == kCatchPad ? Opcode::kCatchPad : Opcode::kCleanupPad, token), ops);
+}
+
+// CLEANUPRET [pad, unwind block?]; CATCHRET [pad, block]; CATCHSWITCH [parent pad,
+// handler count, handlers..., unwind block?]: operands in LLVM's order (catchswitch:
+// parent, the unwind block when aux is 1, handlers).
+void FunctionReader::funclet_exit(uint32_t code) {
+  uint32_t token = token_type();
+  std::vector<uint32_t> ops{value_of_type(token)};
+  if (code == kCleanupRet || code == kCatchRet) {
+    if (code == kCatchRet || !at_end()) ops.push_back(block_ref(field()));
+    expect_end(code == kCatchRet ? "catchret" : "cleanupret");
+    return commit(start(code == kCatchRet ? Opcode::kCatchRet : Opcode::kCleanupRet, void_type()), ops, true);
+  }
+  uint64_t handlers = field();
+  if (handlers > left() || left() - handlers > 1) cursor_.fail("invalid catchswitch record");
+  Inst inst = start(Opcode::kCatchSwitch, token);
+  inst.aux = left() > handlers ? 1 : 0;
+  if (inst.aux) ops.push_back(block_ref(rec_.back()));
+  for (uint64_t i = 0; i < handlers; ++i) ops.push_back(block_ref(field()));
+  commit(inst, ops, true);
+}
+
 void FunctionReader::read_record(uint32_t abbrev_id) {
   code_ = cursor_.read_record(abbrev_id, rec_);
   pos_ = 0;
@@ -809,6 +887,8 @@ void FunctionReader::read_record(uint32_t abbrev_id) {
       return invoke();
     case kCall:
       return call();
+    case kCallBr:
+      return callbr();
     case kPhi:
       return phi();
     case kLandingPad:
@@ -836,6 +916,13 @@ void FunctionReader::read_record(uint32_t abbrev_id) {
       return va_arg_freeze_resume(code_);
     case kOperandBundle:
       return operand_bundle();
+    case kCatchPad:
+    case kCleanupPad:
+      return funclet_pad(code_);
+    case kCleanupRet:
+    case kCatchRet:
+    case kCatchSwitch:
+      return funclet_exit(code_);
     // Debug locations, debug records (not instructions) and blockaddress users say
     // nothing about the code.
     case kDebugLoc:

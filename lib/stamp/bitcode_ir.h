@@ -186,14 +186,17 @@ struct Inst {
   // exceptions, which the exporter reads by position:
   //   call/invoke: arguments, then the callee; invoke then normal and unwind blocks
   //   (so operands = args..., callee[, normal, unwind]);
+  //   callbr: args..., callee, default block, indirect blocks;
   //   phi: pairs (value, block); switch: condition, default, pairs (case value, block);
   //   br: [condition, true, false] or [target]; landingpad: clause values (see clause_filter);
   //   extractvalue/insertvalue: the aggregate [and the inserted value], indices in `indices`;
   //   cmpxchg: pointer, compare, new; atomicrmw: pointer, value; store: value, pointer.
   //   shufflevector: v1, v2, then the mask (a constant value id: LLVM keeps the mask beside its operands).
+  //   catchswitch: parent pad, the unwind block when aux is 1, then the handlers.
   uint32_t first_operand = 0, operand_count = 0;  // into BcFunction::operands
   uint32_t first_index = 0, index_count = 0;      // extractvalue/insertvalue indices, into BcFunction::indices
-  uint32_t aux = 0;           // cmp predicate (LLVM's numbering); cast/binop: none; rmw: RmwOp; alloca: array-size value id
+  uint32_t aux = 0;           // cmp predicate (LLVM's numbering); cast/binop: none; rmw: RmwOp; alloca: array-size value id;
+                              // catchswitch: 1 when it has an unwind block
   uint32_t source_type = kNone;  // gep: source element type; alloca: allocated type; call/invoke: function type
   uint32_t attributes = kNone;   // call/invoke: attribute list index
   uint32_t calling_conv = 0;     // call/invoke

@@ -55,8 +55,6 @@ const ValueRef& value_ref(const BcModule& m, uint32_t fn, uint32_t id) {
 
 namespace {
 
-using detail::BlockId;
-
 void decline(BcModule& m, const std::string& why) {
   if (m.declined.empty()) m.declined = "reader: " + why;
 }
@@ -461,12 +459,16 @@ class AttributeReader {
     } else if (g.index == 0) {
       set = &list.ret;
     } else {
-      // Parameters are few; an absurd index is not worth a huge allocation.
-      if (g.index > 65536) {
-        decline(m_, "attribute on parameter " + std::to_string(g.index - 1));
-        return;
+      // A group is defined once and may be named by any number of lists: the slots all
+      // lists allocate are bounded, so that a short stream cannot expand into gigabytes.
+      if (list.params.size() < g.index) {
+        if (g.index > kMaxParamSlots - param_slots_) {
+          decline(m_, "attributes on more parameters than the reader keeps");
+          return;
+        }
+        param_slots_ += g.index - list.params.size();
+        list.params.resize(g.index);
       }
-      if (list.params.size() < g.index) list.params.resize(g.index);
       set = &list.params[g.index - 1];
     }
     set->kinds.insert(set->kinds.end(), g.set.kinds.begin(), g.set.kinds.end());
@@ -478,12 +480,16 @@ class AttributeReader {
   BcModule& m_;
   std::vector<uint64_t> ops_;
   std::unordered_map<uint64_t, AttrGroup> groups_;
+  static constexpr uint64_t kMaxParamSlots = 1 << 20;
+  uint64_t param_slots_ = 0;
 };
 
 // ---------------------------------------------------------------- constants
 
 class ConstantsReader {
  public:
+  static constexpr uint32_t kMaxConstantWidth = 1024;
+
   ConstantsReader(BitstreamCursor& c, BcModule& m, std::vector<ValueRef>& values, uint32_t first_id)
       : c_(c), m_(m), values_(values), first_id_(first_id), type_(m.find_integer_type(32)) {}
 
@@ -621,13 +627,15 @@ class ConstantsReader {
   }
 
   // INTEGER [signed VBR] or WIDE_INTEGER [words...]: the value in ceil(width / 64)
-  // words, bits above the width clear, as LLVM's APInt holds it.
+  // words, bits above the width clear, as LLVM's APInt holds it. Those words are more
+  // than the record holds, so the width is bounded: a stream of short records of a huge
+  // integer type must not expand into gigabytes.
   void integer(bool wide, Constant& k) {
     need(1, "integer");
     if (scalar().kind != TypeKind::kInteger) c_.fail("integer constant of a non-integer type");
     uint32_t width = scalar().width;
-    if (width > 4096) {
-      decline(m_, "integer constant wider than 4096 bits");
+    if (width > kMaxConstantWidth) {
+      decline(m_, "integer constant wider than " + std::to_string(kMaxConstantWidth) + " bits");
       k.kind = ConstKind::kOther;
       k.opcode = wide ? 5 : 4;
       return;
@@ -933,6 +941,9 @@ Linkage decoded_linkage(uint64_t code) {
 // The old linkages that carried an implicit comdat (before COMDAT records existed).
 bool implicit_comdat(uint64_t code) { return code == 1 || code == 4 || code == 10 || code == 11; }
 
+// 0 none, 1 unnamed_addr, 2 local_unnamed_addr; unknown ones read as none, as in LLVM.
+uint8_t unnamed_addr(uint64_t v) { return v <= 2 ? uint8_t(v) : 0; }
+
 bool is_local(Linkage l) { return l == Linkage::kInternal || l == Linkage::kPrivate; }
 
 // The address space of functions the data layout gives ("P<n>"), for FUNCTION records
@@ -1108,11 +1119,24 @@ class ModuleReader {
     m_.comdats.push_back(std::move(c));
   }
 
+  // The first pointer type of the address space, by a map made once the type table is
+  // read (a scan per global would be quadratic in a hostile file).
+  uint32_t pointer_type(uint32_t address_space) {
+    if (pointer_types_for_ != m_.types.size()) {
+      pointer_types_.clear();
+      for (uint32_t i = 0; i < m_.types.size(); ++i)
+        if (m_.types[i].kind == TypeKind::kPointer) pointer_types_.emplace(m_.types[i].address_space, i);
+      pointer_types_for_ = m_.types.size();
+    }
+    auto it = pointer_types_.find(address_space);
+    return it == pointer_types_.end() ? kNone : it->second;
+  }
+
   // A module value's entry: the pointer type of its address space (LLVM enumerates it).
   void add_value(Global&& g) {
-    uint32_t type = kNone;
-    for (uint32_t i = 0; i < m_.types.size() && type == kNone; ++i)
-      if (m_.types[i].kind == TypeKind::kPointer && m_.types[i].address_space == g.address_space) type = i;
+    // Function values are numbered after the module's: none may come after a body.
+    if (bodies_ > 0) c_.fail("a global value after a function body");
+    uint32_t type = pointer_type(g.address_space);
     if (type == kNone) decline(m_, "no pointer type for a global's address space");
     if (m_.values.size() >= kMetadataOperand) c_.fail("too many values");
     if (g.visibility != Visibility::kDefault && g.linkage != Linkage::kExternalWeak) g.dso_local = true;
@@ -1142,7 +1166,7 @@ class ModuleReader {
     g.section = section(ops_[5]);
     if (ops_.size() > 6 && !is_local(g.linkage)) g.visibility = visibility(ops_[6]);
     if (ops_.size() > 7) g.thread_local_ = ops_[7] != 0;
-    if (ops_.size() > 8) g.unnamed_addr = ops_[8] <= 2 ? uint8_t(ops_[8]) : 0;
+    if (ops_.size() > 8) g.unnamed_addr = unnamed_addr(ops_[8]);
     if (ops_.size() > 11) g.comdat = comdat_index(ops_[11]);
     else if (implicit_comdat(ops_[3])) decline(m_, "implicit comdat of an old linkage");
     if (ops_.size() > 12) attribute_list(ops_[12]);  // checked; variables' attributes are not kept
@@ -1182,7 +1206,7 @@ class ModuleReader {
       if (ops_[8] - 1 >= gc_names_.size()) c_.fail("gc name index out of range");
       g.gc = true;
     }
-    if (ops_.size() > 9) g.unnamed_addr = ops_[9] <= 2 ? uint8_t(ops_[9]) : 0;
+    if (ops_.size() > 9) g.unnamed_addr = unnamed_addr(ops_[9]);
     if (ops_.size() > 10) prefix_or_prologue(g, ops_[10]);
     if (ops_.size() > 12) g.comdat = comdat_index(ops_[12]);
     else if (implicit_comdat(ops_[3])) decline(m_, "implicit comdat of an old linkage");
@@ -1235,7 +1259,7 @@ class ModuleReader {
     if (kind == GlobalKind::kAlias) {
       if (i < ops_.size()) ++i;  // dll storage
       if (i < ops_.size()) g.thread_local_ = ops_[i++] != 0;
-      if (i < ops_.size()) g.unnamed_addr = ops_[i] <= 2 ? uint8_t(ops_[i]) : 0, ++i;
+      if (i < ops_.size()) g.unnamed_addr = unnamed_addr(ops_[i++]);
     }
     if (i < ops_.size()) g.dso_local = ops_[i++] == 1;
     add_value(std::move(g));
@@ -1292,7 +1316,9 @@ class ModuleReader {
   detail::ReaderContext context_;
   std::vector<uint64_t> ops_;
   std::vector<std::string> sections_, gc_names_;
-  std::vector<uint32_t> data_values_;  // prefix and prologue data
+  std::vector<uint32_t> data_values_;                     // prefix and prologue data
+  std::unordered_map<uint32_t, uint32_t> pointer_types_;  // address space -> type id
+  size_t pointer_types_for_ = ~size_t(0);                 // the table size it was made for
   uint32_t bodies_ = 0;
 };
 

@@ -2,7 +2,7 @@
 // wrappers run in their own process (magic, triple, producer) must never crash; the
 // full LLVM path (parse, verify, census, stamp's flat export) runs in an isolated
 // worker, where a crash of LLVM's reader must come back as a KilnError naming the
-// file. (kiln's own bitcode reader, issue 10, gets its target when it exists.)
+// file. (kiln's own bitcode reader has its target: fuzz_bitcode_reader.cpp.)
 #include <cstdint>
 #include <string>
 

@@ -511,7 +511,7 @@ std::string clang_module(const std::string& source, const std::string& dir) {
   if (!std::filesystem::exists(clang)) return {};
   std::string c = dir + "/m.c", bc = dir + "/m.bc";
   std::ofstream(c) << source;
-  std::string cmd = "'" + clang + "' -O1 -c -emit-llvm -o '" + bc + "' '" + c + "'";
+  std::string cmd = "'" + clang + "' -O1 -g -c -emit-llvm -o '" + bc + "' '" + c + "'";
   if (std::system(cmd.c_str()) != 0) return {};
   return read_file(bc);
 }
@@ -796,6 +796,8 @@ TEST_CASE("bitcode reader: what it does not model declines", "[bitcode-reader]")
         std::string::npos);
   CHECK(bc::read_bitcode(hand_module({{7, {32}}, {40, {}}}, {}), "newer.bc").declined.find("type record 40") !=
         std::string::npos);
+  CHECK(bc::read_bitcode(hand_module({{7, {2048}}}, {{kConstants, {}}, {1, {0}}, {4, {2}}, {kEnd, {}}}), "wide.bc")
+            .declined.find("wider than 1024") != std::string::npos);
 }
 
 TEST_CASE("bitcode reader: hostile modules fail as bad input, naming why", "[bitcode-reader]") {
@@ -821,6 +823,12 @@ TEST_CASE("bitcode reader: hostile modules fail as bad input, naming why", "[bit
           kBasicTypes,
           {{8, {0, 1, 2, 0, 1, 0, 0, 0, 0, 0}}, {kFunctionBlock, {}}, {kEnd, {}}, {kFunctionBlock, {}}, {kEnd, {}}}),
       "more function bodies");
+  expect_bad(hand_module(kBasicTypes,
+                         {{8, {0, 1, 2, 0, 0, 0, 0, 0, 0, 0}},
+                          {kFunctionBlock, {}},
+                          {kEnd, {}},
+                          {8, {0, 1, 2, 0, 1, 0, 0, 0, 0, 0}}}),
+             "after a function body");
   // Constants.
   expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {77}}, {kEnd, {}}}), "outside the table");
   expect_bad(hand_module(kBasicTypes, {{kConstants, {}}, {1, {0}}, {8, {'h', 'i'}}, {kEnd, {}}}), "string constant");
@@ -848,4 +856,31 @@ TEST_CASE("bitcode reader: a file of two modules is refused, as LLVM's parseBitc
   REQUIRE(std::system((tool + " -b -o '" + both + "' '" + one + "' '" + one + "'").c_str()) == 0);
   expect_bad(read_file(both), "a second module");
   REQUIRE(bc::read_bitcode(read_file(one), one).globals.size() == 1);
+}
+
+TEST_CASE("bitcode reader: a module rustc writes", "[bitcode-reader]") {
+  kiln_test::ScratchDir scratch;
+  std::string rs = scratch.path + "/m.rs", bc = scratch.path + "/m.bc";
+  std::ofstream(rs) << R"RS(
+use std::collections::HashMap;
+pub static TABLE: [u16; 5] = [1, 2, 3, 5, 8];
+thread_local!(static COUNT: std::cell::Cell<u32> = std::cell::Cell::new(0));
+#[repr(C)] pub struct Pair { pub a: u8, pub b: i128 }
+#[no_mangle] pub extern "C" fn pair(p: Pair) -> i128 { p.b + p.a as i128 }
+pub fn words(s: &str) -> HashMap<String, usize> {
+  let mut m = HashMap::new();
+  for w in s.split_whitespace() { *m.entry(w.to_string()).or_insert(0) += 1; }
+  COUNT.with(|c| c.set(c.get() + 1));
+  m
+}
+pub fn boxed(x: u64) -> Box<dyn Fn(u64) -> u64> { Box::new(move |y| x * y + TABLE[2] as u64) }
+)RS";
+  std::string cmd = "rustc --crate-type=lib -O --emit=llvm-bc -o '" + bc + "' '" + rs + "' 2>&1";
+  if (std::system(("command -v rustc >/dev/null 2>&1 && " + cmd).c_str()) != 0) {
+    std::printf("skip - no rustc that writes LLVM 22 bitcode\n");
+    return;
+  }
+  Totals totals;
+  compare_with_llvm(read_file(bc), "rustc", totals);
+  CHECK(totals.globals >= 10);
 }
