@@ -60,16 +60,20 @@ cp "$S/c/kiln-corpus.json" "$S/records/manifest.json"
 "$B/tools/kiln-emit" "$S/m.bc" -o "$S/m.o" --backend stamp --export-flat "$S/flat/m.flat" >/dev/null
 
 total=0
-for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode fuzz_bitstream}; do
+for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode fuzz_bitstream fuzz_direct_reader}; do
   seeds=$S/records
   [[ $t == fuzz_flat_file ]] && seeds=$S/flat
   [[ $t == fuzz_bitcode ]] && seeds=$S/bitcode
-  [[ $t == fuzz_bitstream ]] && seeds=$S/bitstream
+  [[ $t == fuzz_bitstream || $t == fuzz_direct_reader ]] && seeds=$S/bitstream
+  # The reader must not allocate more than its input justifies: a 64 KiB input gets
+  # far less than 256 MiB.
+  limit=
+  [[ $t == fuzz_direct_reader ]] && limit=-malloc_limit_mb=256
   log=$B/$t.log
   mkdir -p "$S/$t-work"
   runs=$RUNS
   [[ $t == fuzz_bitcode ]] && runs=$BITCODE_RUNS
-  if ! "$B/tests/$t" -runs="$runs" -max_len=65536 -artifact_prefix="$B/crashes/$t-" "$S/$t-work" "$seeds" \
+  if ! "$B/tests/$t" -runs="$runs" -max_len=65536 $limit -artifact_prefix="$B/crashes/$t-" "$S/$t-work" "$seeds" \
        >"$log" 2>&1 </dev/null; then
     tail -n 40 "$log" >&2
     echo "fuzz: $t crashed; the input is in $B/crashes/" >&2

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "fs.h"
 #include "isolate.h"
+#include "backend_stamp.h"
 #include "version.h"
 
 static int body(int argc, char** argv) {
@@ -62,11 +63,16 @@ static int body(int argc, char** argv) {
   filt->add_option("--reason", filter.reason, "keep modules whose census reasons contain this text");
   filt->add_option("--reason-backend", filter.backend, "only match reasons of this back end");
 
+  std::string reader;
+  app.add_option("--reader", reader,
+                 "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
+      ->check(CLI::IsMember({"direct", "llvm"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
+  if (!reader.empty()) kiln::set_reader_choice(reader);
   if (*add) {
     size_t added = capture_add(add_corpus, add_files);
     std::printf("%zu new module(s) in %s\n", added, add_corpus.c_str());

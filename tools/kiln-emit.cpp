@@ -20,6 +20,7 @@
 #include "json_writer.h"
 #include "progress.h"
 #include "reader_check.h"
+#include "backend_stamp.h"
 #include "version.h"
 
 // --check-reader: every module of a file or corpus read both ways; a line per module
@@ -105,11 +106,16 @@ static int body(int argc, char** argv) {
   app.add_flag("--check-reader", check_reader,
                "read each module with the direct reader and with LLVM's parser and compare the outputs");
   app.add_flag("--json", check_json, "with --check-reader: one JSON line per module");
+  std::string reader;
+  app.add_option("--reader", reader,
+                 "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
+      ->check(CLI::IsMember({"direct", "llvm"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
+  if (!reader.empty()) kiln::set_reader_choice(reader);
   Profile p = parse_profile(profile);
   bool corpus = is_directory(input);
   if (check_reader) return check_reader_main(input, corpus, check_json);

@@ -1,4 +1,5 @@
-// kiln-replay-flat: replays flat IR files (kiln-flat(5)) through stamp's executors,
+// kiln-replay-flat: replays flat IR files (kiln-flat(5)) and bitcode (read by the direct
+// reader, no LLVM) through stamp's executors,
 // on the GPU and on the CPU, round after round; checks that every module's object is
 // byte-identical on both (the CPU executor is the oracle) and reports per-stage times
 // and throughput. The work is lib/stamp/replay_flat.h's; this file reads the command
@@ -19,9 +20,12 @@ namespace kiln {
 namespace {
 
 const char* kUsage =
-    "Replay flat IR files through stamp's GPU and CPU executors and check identical objects.\n"
+    "Replay flat IR or bitcode files through stamp's GPU and CPU executors and check identical objects.\n"
     "  kiln-replay-flat [--device cuda,cpu] [--rounds N] [--streams N] [--batch INSTR] [--order opcode|none]\n"
-    "                   [--cpu-threads N] [--baseline REPORT] [--json FILE] FLAT|DIR...\n"
+    "                   [--cpu-threads N] [--baseline REPORT] [--json FILE] FLAT|BC|DIR|CORPUS...\n"
+    "Bitcode is read by kiln's direct reader (no LLVM): a module's stamp functions are\n"
+    "replayed, what it leaves to LLVM is not; a module the reader declines is skipped.\n"
+    "A DIR gives every *.flat and *.bc in it and in its subdirectories (a kiln corpus).\n"
     "Options:\n"
     "  --device LIST     cuda, cpu, or cuda,cpu (default): where the stages run\n"
     "  --rounds N        rounds over the files, at least 2 (default 5; round 1 warms up)\n"

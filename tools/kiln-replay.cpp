@@ -6,6 +6,7 @@
 #include "error.h"
 #include "isolate.h"
 #include "replay.h"
+#include "backend_stamp.h"
 #include "version.h"
 
 static int body(int argc, char** argv) {
@@ -34,11 +35,16 @@ static int body(int argc, char** argv) {
   app.add_option("--report", options.report_path, "JSON report path (default CORPUS/replay-report.json)");
   bool json = false;
   app.add_flag("--json", json, "print the JSON report instead of the table");
+  std::string reader;
+  app.add_option("--reader", reader,
+                 "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
+      ->check(CLI::IsMember({"direct", "llvm"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
+  if (!reader.empty()) kiln::set_reader_choice(reader);
   options.cpu = options.cuda = false;
   std::stringstream devices(device);
   for (std::string d; std::getline(devices, d, ',');) {

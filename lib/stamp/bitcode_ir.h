@@ -61,11 +61,11 @@ struct Type {
 // The enum attributes by their bitcode kind (ATTR_KIND_* of LLVMBitCodes.h); only
 // those stamp asks about are named here, the set keeps every kind read.
 enum AttrKind : uint8_t {
-  kAttrNaked = 16,
+  kAttrNaked = 7,
   kAttrSExt = 24,
   kAttrZExt = 34,
   kAttrByVal = 3,
-  kAttrNest = 18,
+  kAttrNest = 8,
   kAttrStructRet = 29,
   kAttrInAlloca = 38,
   kAttrPreallocated = 65,
@@ -190,6 +190,7 @@ struct Inst {
   //   br: [condition, true, false] or [target]; landingpad: clause values (see clause_filter);
   //   extractvalue/insertvalue: the aggregate [and the inserted value], indices in `indices`;
   //   cmpxchg: pointer, compare, new; atomicrmw: pointer, value; store: value, pointer.
+  //   shufflevector: v1, v2, then the mask (a constant value id: LLVM keeps the mask beside its operands).
   uint32_t first_operand = 0, operand_count = 0;  // into BcFunction::operands
   uint32_t first_index = 0, index_count = 0;      // extractvalue/insertvalue indices, into BcFunction::indices
   uint32_t aux = 0;           // cmp predicate (LLVM's numbering); cast/binop: none; rmw: RmwOp; alloca: array-size value id
@@ -227,7 +228,7 @@ struct BcFunction {
   std::vector<uint32_t> block_first;   // per block, its first instruction
   std::vector<uint32_t> operands;
   std::vector<uint32_t> indices;
-  std::vector<uint8_t> clause_filter;  // landingpad: per clause operand, 1 for a filter, 0 for a catch
+  std::vector<uint8_t> clause_filter;  // landingpad: indexed like operands, 1 for a filter clause, 0 for a catch
   std::string declined;  // non-empty: the reader could not decode this body ("reader: ...")
   // Its own values: ids module_value_count + i (arguments, constants, instruction results).
   std::vector<ValueRef> values;

@@ -1793,11 +1793,20 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     out.declined = m.declined;
     return out;
   }
+  std::string why;
   try {
     export_module(m, tag, out);
   } catch (const Decline& d) {
+    why = d.why;
+  } catch (const KilnError& e) {
+    // The layout's questions about a type it has no answer for (an unsized global, a
+    // struct nested past its bound): the module is beyond the reader, not LLVM.
+    if (e.code() != kExitInternal) throw;
+    why = std::string("reader: ") + e.what();
+  }
+  if (!why.empty()) {
     DirectExport declined;
-    declined.declined = d.why;
+    declined.declined = why;
     declined.read_seconds = out.read_seconds;
     declined.source_filename = out.source_filename;
     declined.triple = out.triple;

@@ -1,11 +1,16 @@
 #include "replay_flat.h"
 
+#include <dirent.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
+#include "direct_export.h"
 #include "error.h"
 #include "flat_file.h"
 #include "fs.h"
@@ -47,14 +52,79 @@ void note_mismatch(ReplayFlatResult& result, const std::string& line) {
 
 // --- The work ---
 
+// The files the arguments name: each FILE as it is; in each DIR, every *.flat and
+// every *.bc, in name order, and a directory's subdirectories too (a kiln corpus keeps
+// its bitcode under blobs/AB/ID.bc).
+std::vector<std::string> list_directory(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (!d) throw KilnError(kExitIo, dir, std::string("cannot list: ") + std::strerror(errno));
+  while (dirent* e = readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.push_back(e->d_name);
+  closedir(d);
+  return names;
+}
+
+void collect_inputs(const std::string& dir, std::vector<std::string>& files, int depth) {
+  std::vector<std::string> found, subdirs;
+  for (const std::string& name : list_directory(dir)) {
+    std::string path = dir + "/" + name;
+    bool flat = name.size() > 5 && name.compare(name.size() - 5, 5, ".flat") == 0;
+    bool bc = name.size() > 3 && name.compare(name.size() - 3, 3, ".bc") == 0;
+    if (flat || bc) found.push_back(path);
+    else if (depth < 4 && is_directory(path)) subdirs.push_back(path);
+  }
+  std::sort(found.begin(), found.end());
+  std::sort(subdirs.begin(), subdirs.end());
+  files.insert(files.end(), found.begin(), found.end());
+  for (const std::string& d : subdirs) collect_inputs(d, files, depth + 1);
+}
+
+std::vector<std::string> inputs_named(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  for (const std::string& a : args) {
+    if (is_directory(a)) collect_inputs(a, files, 0);
+    else files.push_back(a);
+  }
+  return files;
+}
+
+// The tag local symbols are renamed with: a corpus blob's name is its id (xxh3-128 of
+// its bytes, the tag the other tools use); any other file gets a fixed one.
+std::string tag_for(const std::string& path) {
+  std::string name = path.substr(path.rfind('/') + 1);
+  std::string stem = name.substr(0, name.find('.'));
+  bool id = stem.size() == 32 && stem.find_first_not_of("0123456789abcdef") == std::string::npos;
+  return id ? stem.substr(0, 12) : "direct";
+}
+
+// A bitcode file through the direct reader: its stamp functions as a flat module (the
+// functions it leaves to LLVM are not replayed); false when the reader declines it.
+bool read_bitcode_module(const std::string& path, const std::string& bytes, Module& m, ReplayFlatResult& result) {
+  DirectExport d = export_direct(bytes, path, tag_for(path));
+  result.bitcode_modules++;
+  result.read_seconds += d.read_seconds + d.export_seconds;
+  if (!d.declined.empty()) {
+    result.bitcode_declined++;
+    return false;
+  }
+  m.flat = std::move(d.flat);
+  m.source = d.source_filename;
+  return true;
+}
+
 // Every file read and checked, and the oracle: the CPU executor's objects (also the
 // CPU rounds' reference).
 std::vector<Module> load_modules(const std::vector<std::string>& files, ReplayFlatResult& result) {
-  std::vector<Module> modules(files.size());
-  for (size_t i = 0; i < files.size(); ++i) {
-    modules[i].path = files[i];
-    modules[i].flat = read_flat_file(read_file(files[i]), files[i], &modules[i].source);
-    result.instructions += modules[i].flat.insts.size();
+  std::vector<Module> modules;
+  for (const std::string& path : files) {
+    Module m;
+    m.path = path;
+    std::string bytes = read_file(path);
+    if (bytes.compare(0, 8, "KILNFLAT") == 0) m.flat = read_flat_file(bytes, path, &m.source);
+    else if (!read_bitcode_module(path, bytes, m, result)) continue;
+    result.instructions += m.flat.insts.size();
+    modules.push_back(std::move(m));
   }
   for (Module& m : modules) m.cpu_object = emit_flat_module(m.flat, m.source);
   return modules;
@@ -173,8 +243,8 @@ void take_medians(ReplayFlatResult& r) {
 ReplayFlatResult run_replay_flat(const ReplayFlatOptions& options) {
   ReplayFlatResult result;
   result.options = options;
-  std::vector<std::string> files = flat_files_named(options.inputs);
-  if (files.empty()) throw KilnError(kExitUsage, "", "no flat IR files given (see --help)");
+  std::vector<std::string> files = inputs_named(options.inputs);
+  if (files.empty()) throw KilnError(kExitUsage, "", "no flat IR or bitcode files given (see --help)");
   const std::vector<Module> modules = load_modules(files, result);
   result.modules = modules.size();
   std::vector<StampGpuBatch> batches;
@@ -324,6 +394,9 @@ std::string replay_flat_table(const ReplayFlatResult& r) {
   std::string t;
   appendf(t, "%zu flat modules, %llu IR instructions, %d rounds (medians of rounds 2..%d)\n", r.modules,
           static_cast<unsigned long long>(r.instructions), r.options.rounds, r.options.rounds);
+  if (r.bitcode_modules)
+    appendf(t, "bitcode: %zu modules read directly in %.3f s (no LLVM), %zu declined by the reader and skipped\n",
+            r.bitcode_modules - r.bitcode_declined, r.read_seconds, r.bitcode_declined);
   if (!r.cpu_rounds.empty()) table_cpu(r, t);
   if (!r.gpu_rounds.empty()) table_gpu(r, t);
   if (r.llvm_rate > 0 && r.cpu_stages > 0)
@@ -338,6 +411,9 @@ std::string replay_flat_json(const ReplayFlatResult& r) {
   JsonWriter j;
   j.begin_object().field("schema", "kiln-replay-flat").field("v", 1);
   j.field("modules", uint64_t(r.modules)).field("instructions", r.instructions).field("rounds", r.options.rounds);
+  j.field("bitcode_modules", uint64_t(r.bitcode_modules))
+      .field("bitcode_declined", uint64_t(r.bitcode_declined))
+      .field("bitcode_read_seconds", r.read_seconds);
   if (!r.cpu_rounds.empty()) json_cpu(r, j);
   if (!r.gpu_rounds.empty()) json_gpu(r, j);
   j.field("mismatches", uint64_t(r.mismatches)).end_object();

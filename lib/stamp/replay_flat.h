@@ -19,7 +19,9 @@ struct ReplayFlatOptions {
   bool order_by_opcode = true;          // measure and encode kernels take instructions by opcode
   unsigned cpu_threads = 1;             // above 1: the CPU executor also timed with modules in parallel
   std::string baseline_path;            // a kiln-replay report from the same modules, for the ratio to llvm
-  std::vector<std::string> inputs;      // flat IR files and directories of them
+  // Flat IR files and bitcode files (read by the direct reader, no LLVM), and
+  // directories of them (a kiln corpus too).
+  std::vector<std::string> inputs;
 };
 
 // Per-round sums over the modules (the GPU: over the batches), in seconds.
@@ -40,6 +42,10 @@ constexpr int kReplayFlatGpuSteps = 10;
 struct ReplayFlatResult {
   ReplayFlatOptions options;
   size_t modules = 0, batches = 0;
+  // Bitcode inputs: how many, how many the direct reader declined (not replayed), and
+  // its time to read and export them all, once.
+  size_t bitcode_modules = 0, bitcode_declined = 0;
+  double read_seconds = 0;
   uint64_t instructions = 0;
   std::vector<ReplayFlatRound> cpu_rounds, gpu_rounds;  // every round, the warm-up too
   // The CPU executor (when options.cpu): one thread, and over cpu_threads.
