@@ -52,19 +52,6 @@ const ValueRef& value_ref(const BcModule& m, uint32_t fn, uint32_t id) {
   throw KilnError(kExitInternal, "", "value id " + std::to_string(id) + " out of range");
 }
 
-namespace detail {
-
-// A stand-in until the function-body half (bitcode_function.cpp) defines this. DELETE it
-// when that lands: kiln_stamp is a static library, and a linker that finds this weak
-// definition in bitcode_reader.o never pulls bitcode_function.o in for the strong one
-// (unless something else of that object is needed), so the stand-in would silently win.
-[[gnu::weak]] void read_function_block(BitstreamCursor& cursor, BcModule& m, uint32_t fn, const ReaderContext&) {
-  cursor.skip_block();
-  m.functions[fn].declined = "reader: function bodies not read yet";
-}
-
-}  // namespace detail
-
 namespace {
 
 using detail::BlockId;
