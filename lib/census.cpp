@@ -152,9 +152,16 @@ static ReaderRecord read_directly(const std::string& bytes, const std::string& l
       return r;
     }
   r.read = true;
-  r.direct = direct.whole;
-  if (!direct.whole)
+  if (!direct.whole) {
     r.reason = direct.globals_reason.empty() ? "functions fall back to llvm" : direct.globals_reason;
+    return r;
+  }
+  // Whole, but for another target: the back end refuses it there, it emits nothing.
+  if (std::string problem = triple_problem(direct.triple); !problem.empty()) {
+    r.reason = "target: " + problem.substr(problem.rfind("target ", 0) == 0 ? 7 : 0);
+    return r;
+  }
+  r.direct = true;
   return r;
 }
 

@@ -309,4 +309,34 @@ TEST_CASE("the census reads a module with the direct reader", "[census]") {
   CHECK(add.reader.direct);
   CHECK(add.reader.reason.empty());
   CHECK(add.reader.functions_declined == 0);
+  CHECK(census_explain(add).find("\n  reader: direct (") != std::string::npos);
+
+  // Read whole, but the back end refuses its target there: it never takes the direct route.
+  ModuleCensus arm = census_of_bytes(
+      kiln_test::bitcode_from_ir("target triple = \"aarch64-unknown-linux-gnu\"\ndefine void @f() {\n  ret void\n}\n"),
+      "b", "arm.bc");
+  CHECK(arm.reader.read);
+  CHECK_FALSE(arm.reader.direct);
+  CHECK(arm.reader.reason == "target: aarch64-unknown-linux-gnu is not x86-64");
+
+  // Read, but @asm falls back to llvm: not direct, for a reason that is not the reader's.
+  std::string asm_ir = kiln_test::bitcode_from_ir(R"(
+target triple = "x86_64-unknown-linux-gnu"
+define void @asm() {
+  call void asm sideeffect "nop", ""()
+  ret void
+}
+define i64 @id(i64 %a) {
+  ret i64 %a
+}
+)");
+  ModuleCensus partial = census_of_bytes(asm_ir, xxh3_128_hex(asm_ir), "asm.bc");
+  INFO(partial.reader.reason);
+  CHECK(partial.reader.read);
+  CHECK_FALSE(partial.reader.direct);
+  CHECK(partial.reader.reason == "functions fall back to llvm");
+  CHECK(partial.reader.functions_declined == 0);
+  CHECK(census_explain(partial).find("\n  reader: read, not direct: functions fall back to llvm\n") !=
+        std::string::npos);
+  CHECK(census_from_json(partial.to_json(), "census.jsonl").to_json() == partial.to_json());
 }
