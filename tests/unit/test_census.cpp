@@ -182,7 +182,8 @@ TEST_CASE("a record that is not a census record is a KilnError", "[census]") {
         replaced("\"reasons\":[]", "\"reasons\":[7]"),
         replaced("\"stamp_fallback_functions\":[]", "\"stamp_fallback_functions\":{}"),
         replaced(",\"functions_stamp\":1", ""), replaced("\"id\":\"a\",", ""),
-        replaced("\"reader\":{", "\"reader_\":{"), replaced("\"functions_declined\":", "\"functions_declined\":true,\"x\":")}) {
+        replaced("\"reader\":{", "\"reader_\":{"),
+        replaced("\"functions_declined\":", "\"functions_declined\":true,\"x\":")}) {
     INFO(bad);
     try {
       census_from_json(bad, "census.jsonl");
@@ -204,8 +205,7 @@ ModuleCensus with_reader(std::string id, uint64_t functions, bool read, bool dir
   return c;
 }
 std::vector<ModuleCensus> reader_corpus() {
-  return {with_reader("a", 4, true, true, "", 0),
-          with_reader("b", 3, true, false, "functions fall back to llvm", 0),
+  return {with_reader("a", 4, true, true, "", 0), with_reader("b", 3, true, false, "functions fall back to llvm", 0),
           with_reader("c", 5, false, false, "reader: instruction 99", 2),
           with_reader("d", 2, false, false, "reader: instruction 99", 1),
           with_reader("e", 6, false, false, "reader: not LLVM bitcode", 6)};
@@ -312,9 +312,10 @@ TEST_CASE("the census reads a module with the direct reader", "[census]") {
   CHECK(census_explain(add).find("\n  reader: direct (") != std::string::npos);
 
   // Read whole, but the back end refuses its target there: it never takes the direct route.
-  ModuleCensus arm = census_of_bytes(
-      kiln_test::bitcode_from_ir("target triple = \"aarch64-unknown-linux-gnu\"\ndefine void @f() {\n  ret void\n}\n"),
-      "b", "arm.bc");
+  ModuleCensus arm =
+      census_of_bytes(kiln_test::bitcode_from_ir(
+                          "target triple = \"aarch64-unknown-linux-gnu\"\ndefine void @f() {\n  ret void\n}\n"),
+                      "b", "arm.bc");
   CHECK(arm.reader.read);
   CHECK_FALSE(arm.reader.direct);
   CHECK(arm.reader.reason == "target: aarch64-unknown-linux-gnu is not x86-64");
