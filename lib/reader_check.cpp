@@ -84,6 +84,19 @@ std::string first_difference(const FlatExport& llvm_out, const std::string& llvm
 
 }  // namespace
 
+double llvm_route_seconds(std::string_view bitcode, const std::string& label) {
+  Stopwatch clock;
+  llvm::LLVMContext ctx;
+  auto module = parse_checked_module(ctx, bitcode, label, {.verify = false, .triple = false});
+  materialize_aggregate_constants(*module);
+  FlatExport flat = export_flat(*module);
+  if (flat.stamp_function_count) expose_local_symbols(*module, xxh3_128_hex(bitcode).substr(0, 12));
+  flat.resolve_symbol_names();
+  std::vector<StampData> data;
+  export_globals(*module, data);
+  return clock.seconds();
+}
+
 const char* outcome_name(ReaderComparison::Outcome o) {
   switch (o) {
     case ReaderComparison::kIdentical:

@@ -28,6 +28,9 @@ struct ReaderComparison {
 };
 
 ReaderComparison compare_reader(std::string_view bitcode, const std::string& label);
+// LLVM's route alone (parse without the verifier, then what plan_stamp_module does):
+// its time in seconds, for benchmarks against export_direct.
+double llvm_route_seconds(std::string_view bitcode, const std::string& label);
 const char* outcome_name(ReaderComparison::Outcome o);
 
 }  // namespace kiln

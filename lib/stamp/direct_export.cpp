@@ -126,6 +126,11 @@ class ModuleContext {
   const BcModule& m;
   const Layout& dl;
   std::vector<GlobalInfo> globals;
+  // The module's functions named like the C library functions stamp calls (memcpy,
+  // memmove, memset, _Unwind_Resume): LLVM's exporter calls the module's when there is one.
+  std::unordered_map<std::string, uint32_t> library_functions;
+  bool has_vector_types = true;     // a vector type in the table (else no value is one)
+  bool has_aggregate_data = true;   // an aggregate or data constant (else nothing to materialize)
 
   const Type& type(uint32_t t) const {
     if (t >= m.types.size()) throw Decline{"reader: type out of range"};
@@ -214,13 +219,17 @@ class ModuleContext {
 
   // --- Values in the scope of function `fn` (kNone: module scope).
   const ValueRef& ref(uint32_t fn, uint32_t id) const {
+    const ValueRef* r = nullptr;
+    if (id < m.module_value_count) r = &m.values[id];
+    else if (fn != kNone && id != kMetadataOperand && id - m.module_value_count < m.functions[fn].values.size())
+      r = &m.functions[fn].values[id - m.module_value_count];
+    if (!r || r->kind == ValueKind::kForward) bad_value(fn, id);
+    return *r;
+  }
+  [[noreturn]] void bad_value(uint32_t fn, uint32_t id) const {
     if (id == kMetadataOperand) throw Decline{"reader: metadata operand"};
-    if (id >= m.module_value_count && fn == kNone) throw Decline{"reader: value out of scope"};
-    if (id >= m.module_value_count && id - m.module_value_count >= m.functions.at(fn).values.size())
-      throw Decline{"reader: value out of range"};
-    const ValueRef& r = id < m.module_value_count ? m.values.at(id) : m.functions[fn].values[id - m.module_value_count];
-    if (r.kind == ValueKind::kForward) throw Decline{"reader: value never defined"};
-    return r;
+    if (fn == kNone && id >= m.module_value_count) throw Decline{"reader: value out of scope"};
+    throw Decline{"reader: value " + std::to_string(id) + " out of range or never defined"};
   }
   uint32_t type_of(uint32_t fn, uint32_t id) const { return ref(fn, id).type; }
   const Constant& constant(uint32_t fn, uint32_t id) const { return m.constants.at(ref(fn, id).index); }
@@ -454,7 +463,8 @@ class FunctionExporter {
     for (uint32_t b = 0; b < f_.block_count; ++b) {
       FlatBlock fb{base_inst_ + static_cast<uint32_t>(insts_.size()), 0, fn_index_};
       for (uint32_t i = block_begin(b); i < block_end(b); ++i) {
-        for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
+        if (!mat_.before.empty())
+          for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
         current_ = i;
         export_inst(f_.insts[i]);
       }
@@ -482,7 +492,8 @@ class FunctionExporter {
     load_flat_.assign(mat_.loads.size(), 0);
     uint32_t n = base_inst_;
     for (uint32_t i = 0; i < f_.insts.size(); ++i) {
-      for (uint32_t load : mat_.before[i]) load_flat_[load] = n++;
+      if (!mat_.before.empty())
+        for (uint32_t load : mat_.before[i]) load_flat_[load] = n++;
       inst_flat_[i] = n++;
     }
   }
@@ -585,9 +596,11 @@ class FunctionExporter {
 
   // The operands of the instruction being exported, materialized loads in place.
   uint32_t op_id(const Inst& in, uint32_t k) const {
-    auto it = mat_.replaced.find({current_, k});
-    if (it != mat_.replaced.end()) return kLoadTag | it->second;
-    return f_.operands.at(in.first_operand + k);
+    if (!mat_.replaced.empty()) {
+      auto it = mat_.replaced.find({current_, k});
+      if (it != mat_.replaced.end()) return kLoadTag | it->second;
+    }
+    return f_.operands[in.first_operand + k];
   }
   uint32_t operand_type(uint32_t id) const {
     if (id != kMetadataOperand && (id & kBlockTag)) throw Decline{"reader: block used as a value"};
@@ -894,6 +907,7 @@ class FunctionExporter {
   }
 
   void check_vector_use(const Inst& in) {
+    if (!ctx_.has_vector_types) return;  // no value of the module can be a vector
     if (in.opcode == Opcode::kLoad || in.opcode == Opcode::kStore || in.opcode == Opcode::kPhi) return;
     for (uint32_t k = 0; k < in.operand_count; ++k) {
       uint32_t id = op_id(in, k);
@@ -1175,7 +1189,10 @@ class FunctionExporter {
     FlatOperand v = operand(val);
     FlatInst& fi = emit(in, kOpAtomicRmw, {p, v});
     static const uint8_t kKinds[] = {kRmwXchg, kRmwAdd, kRmwSub, kRmwAnd, kRmwNand, kRmwOr, kRmwXor};
+    static const char* kOthers[] = {"max", "min", "umax", "umin"};  // RmwOp::kMax on: LLVM's names
     if (in.aux <= uint32_t(RmwOp::kXor)) fi.aux = kKinds[in.aux];
+    else if (in.aux <= uint32_t(RmwOp::kUMin))
+      reason(std::string("atomics: atomicrmw ") + kOthers[in.aux - uint32_t(RmwOp::kMax)]);
     else throw Decline{"reader: atomicrmw operation " + std::to_string(in.aux)};
   }
 
@@ -1370,8 +1387,7 @@ class FunctionExporter {
   }
 
   uint32_t library_symbol(const char* name) {
-    for (uint32_t g = 0; g < ctx_.globals.size(); ++g)
-      if (ctx_.globals[g].kind == GlobalKind::kFunction && ctx_.globals[g].name == name) return symbol(g);
+    if (auto it = ctx_.library_functions.find(name); it != ctx_.library_functions.end()) return symbol(it->second);
     auto [it, inserted] = library_index_.emplace(name, static_cast<uint32_t>(symbol_values_.size()));
     if (inserted) {
       symbol_values_.push_back(kNone);
@@ -1435,9 +1451,11 @@ std::vector<GlobalInfo> global_infos(const BcModule& m) {
 // constant globals, named as LLVM names them (__kiln_const, then __kiln_const.1, ...).
 class Materializer {
  public:
+  // LLVM names the new globals __kiln_const, __kiln_const.1, ...: a module with a name
+  // like those already would get other names (rare: declined).
   explicit Materializer(ModuleContext& ctx) : ctx_(ctx) {
-    for (const GlobalInfo& g : ctx.globals) names_.insert(g.name);
-    if (names_.count("__kiln_const")) throw Decline{"reader: a global named __kiln_const"};
+    for (const GlobalInfo& g : ctx.globals)
+      if (g.name.compare(0, 12, "__kiln_const") == 0) throw Decline{"reader: a global named " + g.name};
   }
 
   Materialized run(uint32_t fn) {
@@ -1447,7 +1465,9 @@ class Materializer {
     for (uint32_t i = 0; i < f.insts.size(); ++i) {
       const Inst& in = f.insts[i];
       if (skipped(fn, in)) continue;
-      for (uint32_t k = 0; k < in.operand_count; ++k) {
+      // A shufflevector's mask is a third operand in the reader's IR, not in LLVM's.
+      const uint32_t count = in.opcode == Opcode::kShuffleVector ? std::min(in.operand_count, 2u) : in.operand_count;
+      for (uint32_t k = 0; k < count; ++k) {
         uint32_t id = f.operands[in.first_operand + k];
         if (id == kMetadataOperand || (id & kBlockTag)) continue;
         Class c = ctx_.klass(fn, id);
@@ -1492,7 +1512,6 @@ class Materializer {
     GlobalInfo g{GlobalKind::kVariable, "", Linkage::kPrivate, Visibility::kDefault, false, true, false, false, t,
                  "", 0};
     g.name = pool_.empty() ? "__kiln_const" : "__kiln_const." + std::to_string(++last_unique_);
-    if (!names_.insert(g.name).second) throw Decline{"reader: " + g.name + " taken"};
     g.init_fn = id < ctx_.m.module_value_count ? kNone : fn;
     g.init = id;
     uint32_t index = static_cast<uint32_t>(ctx_.globals.size());
@@ -1502,7 +1521,6 @@ class Materializer {
   }
 
   ModuleContext& ctx_;
-  std::set<std::string> names_;
   std::unordered_map<std::string, uint32_t> pool_;
   unsigned last_unique_ = 0;
 };
@@ -1550,9 +1568,10 @@ std::vector<uint32_t> global_values_order(const ModuleContext& ctx) {
 
 // expose_local_symbols: local definitions become hidden globals with the tag appended.
 void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
-  std::set<std::string> names;
+  // A renamed symbol ends in ".kiln.TAG": only names containing ".kiln." can be taken.
+  std::unordered_set<std::string> names;
   for (const GlobalInfo& g : ctx.globals)
-    if (!g.name.empty()) names.insert(g.name);
+    if (g.name.find(".kiln.") != std::string::npos) names.insert(g.name);
   const std::string suffix = ".kiln." + tag;
   size_t anonymous = 0;
   for (uint32_t gi : global_values_order(ctx)) {
@@ -1560,7 +1579,7 @@ void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
     if (!local_linkage(g.linkage) || g.declaration || reserved_name(g.name)) continue;
     std::string wanted = g.name.empty() ? "__kiln_anon." + std::to_string(anonymous++) + suffix : g.name + suffix;
     if (!names.insert(wanted).second) throw Decline{"reader: renamed symbol " + wanted + " taken"};
-    if (!g.name.empty()) names.erase(g.name);
+    names.erase(g.name);
     g.name = wanted;
     g.linkage = Linkage::kExternal;
     g.visibility = Visibility::kHidden;
@@ -1708,10 +1727,23 @@ void export_module(const BcModule& m, const std::string& tag, DirectExport& out)
   Layout dl(Layout::x86_64_text());
   ModuleContext ctx(m, dl);
   ctx.globals = global_infos(m);
+  for (uint32_t g = 0; g < ctx.globals.size(); ++g) {
+    const std::string& n = ctx.globals[g].name;
+    if (ctx.globals[g].kind == GlobalKind::kFunction &&
+        (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume"))
+      ctx.library_functions.emplace(n, g);
+  }
+  ctx.has_vector_types = std::any_of(m.types.begin(), m.types.end(), [](const Type& t) {
+    return t.kind == TypeKind::kFixedVector || t.kind == TypeKind::kScalableVector;
+  });
+  ctx.has_aggregate_data = std::any_of(m.constants.begin(), m.constants.end(), [](const Constant& c) {
+    return c.kind == ConstKind::kAggregate || c.kind == ConstKind::kData;
+  });
   Materializer materializer(ctx);
   std::vector<Materialized> mats(m.functions.size());
-  for (uint32_t fn = 0; fn < m.functions.size(); ++fn)
-    if (m.functions[fn].declined.empty()) mats[fn] = materializer.run(fn);
+  if (ctx.has_aggregate_data)
+    for (uint32_t fn = 0; fn < m.functions.size(); ++fn)
+      if (m.functions[fn].declined.empty()) mats[fn] = materializer.run(fn);
   const auto pinned = pinned_to_llvm(ctx);
 
   std::vector<uint32_t> symbol_values;

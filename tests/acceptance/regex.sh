@@ -5,7 +5,10 @@
 #   2. kiln-capture --backend llvm -- cargo test
 #                                          builds regex's own test suite from
 #                                          kiln-emitted objects; the same tests must
-#                                          pass as under a plain cargo test
+#                                          pass as under a plain cargo test (stamp:
+#                                          with the direct reader; then kiln-emit
+#                                          --check-reader compares it with LLVM's
+#                                          parser on every module of that corpus)
 #   3. kiln-census, kiln-replay --rounds 3, kiln-measure build on that corpus
 # Usage: tests/acceptance/regex.sh [WORKDIR]   (tools from $KILN_BIN or PATH)
 # Set DEBUGINFO=0 or 2 to force the dev profile's debug info (default: cargo's own),
@@ -55,6 +58,13 @@ for BACKEND in ${BACKENDS:-llvm stamp}; do
   fi
   echo "   receipts from kiln-capture: $(grep -c '"origin":"kiln-capture"' "$W/test-corpus-$BACKEND/receipts.jsonl")"
   jq -rs '"   functions emitted: stamp \(map(.functions.stamp) | add), llvm \(map(.functions.llvm) | add); instructions: stamp \(map(.instructions.stamp) | add), llvm \(map(.instructions.llvm) | add)"' "$W/test-corpus-$BACKEND/receipts.jsonl"
+  if [[ $BACKEND == stamp ]]; then
+    jq -rs '"   reader routes: \(map(.reader.route // "none") | group_by(.) | map("\(.[0]) \(length)") | join(", "))"' "$W/test-corpus-$BACKEND/receipts.jsonl"
+    # The oracle: every module of the test corpus read by the direct reader and by
+    # LLVM's parser and exporter must come out byte-identical, or be declined.
+    echo "== kiln-emit --check-reader on the stamp test corpus"
+    kiln-emit --check-reader "$W/test-corpus-$BACKEND"
+  fi
 done
 [[ ${ONLY_TESTS:-} == 1 ]] && exit 0
 
