@@ -13,8 +13,11 @@
 #include <cstdio>
 
 #include "bitcode.h"
+#include "direct_export.h"
 #include "error.h"
 #include "flat_export.h"
+#include "hash.h"
+#include "isolate.h"
 #include "json.h"
 
 namespace kiln {
@@ -123,11 +126,53 @@ static Verdict stamp_contract(llvm::Module& module, ModuleCensus& c) {
   return v;
 }
 
+// The direct reader's view of the module, judged as the stamp back end's direct route
+// judges it (StampBackend::emit_direct): the census says which modules need no LLVM.
+static ReaderRecord read_directly(const std::string& bytes, const std::string& label) {
+  ReaderRecord r;
+  DirectExport direct;
+  try {
+    LlvmStage stage("reading directly");  // names the reader if the worker crashes in it
+    direct = export_direct(bytes, label, xxh3_128_hex(bytes).substr(0, 12));
+  } catch (const KilnError& e) {
+    // Without the label: the summary counts modules per reason.
+    std::string what = e.what();
+    if (!e.path().empty() && what.rfind(e.path() + ": ", 0) == 0) what = what.substr(e.path().size() + 2);
+    r.reason = "reader: " + what;
+    return r;
+  }
+  if (!direct.declined.empty()) {
+    r.reason = direct.declined;
+    return r;
+  }
+  r.functions_declined = direct.declined_function_count;
+  for (const auto& v : direct.verdicts)
+    if (!v.reasons.empty() && v.reasons[0].rfind("reader: ", 0) == 0) {
+      r.reason = v.reasons[0];
+      return r;
+    }
+  r.read = true;
+  if (!direct.whole) {
+    r.reason = direct.globals_reason.empty() ? "functions fall back to llvm" : direct.globals_reason;
+    return r;
+  }
+  // Whole, but for another target: the back end refuses it there, it emits nothing.
+  if (std::string problem = triple_problem(direct.triple); !problem.empty()) {
+    r.reason = "target: " + problem.substr(problem.rfind("target ", 0) == 0 ? 7 : 0);
+    return r;
+  }
+  r.direct = true;
+  return r;
+}
+
 ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, const std::string& label) {
   ModuleCensus c;
   c.id = id;
   c.label = label;
   c.facts.bytes = bytes.size();
+  c.reader = read_directly(bytes, label);
+  // A module the reader declined whole (or could not read) had none of its functions read.
+  const bool module_declined = !c.reader.read && c.reader.functions_declined == 0;
   Verdict llvm_verdict{"llvm", "eligible", {}};
   Verdict stamp_verdict{"stamp", "rejected", {}};
   try {
@@ -153,6 +198,7 @@ ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, co
     stamp_verdict.verdict = "rejected";
     stamp_verdict.reasons = {"llvm: " + llvm_verdict.reasons.front()};
   }
+  if (module_declined) c.reader.functions_declined = c.facts.functions_defined;
   c.verdicts.push_back(llvm_verdict);
   c.verdicts.push_back(stamp_verdict);
   return c;
@@ -206,6 +252,13 @@ std::string ModuleCensus::to_json() const {
     w.end_object();
   }
   w.end_object();
+  w.key("reader")
+      .begin_object()
+      .field("read", reader.read)
+      .field("direct", reader.direct)
+      .field("reason", reader.reason)
+      .field("functions_declined", reader.functions_declined)
+      .end_object();
   // Debug information is not carried by stamp's objects yet: say so per module.
   w.field("stamp_drops_debug_info", facts.debug_info);
   w.key("stamp_fallback_functions").begin_array();
@@ -311,6 +364,21 @@ std::vector<Verdict> verdicts_from_json(simdjson::dom::element e, const JsonCont
   }
   return out;
 }
+
+ReaderRecord reader_from_json(simdjson::dom::element doc, const JsonContext& ctx) {
+  simdjson::dom::element e;
+  if (doc["reader"].get(e) != simdjson::SUCCESS || !e.is_object())
+    bad_record(ctx, "missing or non-object field 'reader'");
+  ReaderRecord r;
+  r.read = get_flag(e, "read", ctx);
+  r.direct = get_flag(e, "direct", ctx);
+  r.reason = get_string(e, "reason", ctx);
+  r.functions_declined = get_count(e, "functions_declined", ctx);
+  // census_of_bytes never writes these: the summary's counts rest on them.
+  if (r.direct && !r.read) bad_record(ctx, "the reader record is direct but not read");
+  if (r.direct != r.reason.empty()) bad_record(ctx, "the reader record has a reason exactly when it is not direct");
+  return r;
+}
 }  // namespace
 
 ModuleCensus census_from_json(const std::string& json, const std::string& where) {
@@ -328,6 +396,7 @@ ModuleCensus census_from_json(const std::string& json, const std::string& where)
   c.crate = get_string(doc, "crate", ctx);
   c.facts = facts_from_json(doc, ctx);
   c.verdicts = verdicts_from_json(doc, ctx);
+  c.reader = reader_from_json(doc, ctx);
   // stamp_drops_debug_info is facts.debug_info again: to_json() writes it from there.
   simdjson::dom::array fallback;
   if (doc["stamp_fallback_functions"].get(fallback) != simdjson::SUCCESS)
@@ -406,6 +475,49 @@ StampTally tally_stamp(const std::vector<ModuleCensus>& all) {
 double share(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
+
+// The direct reader over the corpus: what it read, what needs no LLVM, and why the
+// rest does, by exact reason (each module has at most one).
+struct ReaderTally {
+  uint64_t modules = 0, modules_read = 0, modules_direct = 0, functions = 0, functions_read = 0;
+  std::vector<std::pair<std::string, uint64_t>> reasons;  // most modules first, then by reason
+};
+ReaderTally tally_reader(const std::vector<ModuleCensus>& all) {
+  ReaderTally t;
+  std::map<std::string, uint64_t> by_reason;
+  for (const auto& c : all) {
+    t.modules++;
+    t.modules_read += c.reader.read;
+    t.modules_direct += c.reader.direct;
+    t.functions += c.facts.functions_defined;
+    t.functions_read += c.facts.functions_defined - std::min(c.reader.functions_declined, c.facts.functions_defined);
+    if (!c.reader.reason.empty()) by_reason[c.reader.reason]++;
+  }
+  t.reasons.assign(by_reason.begin(), by_reason.end());
+  std::stable_sort(t.reasons.begin(), t.reasons.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  return t;
+}
+
+std::string reader_summary_table(const std::vector<ModuleCensus>& all) {
+  ReaderTally t = tally_reader(all);
+  std::string out = "direct reader\n";
+  char line[512];
+  auto row = [&](const char* what, uint64_t part, uint64_t whole) {
+    std::snprintf(line, sizeof line, "  %-36s %10s of %s (%.1f%%)\n", what, with_commas(part).c_str(),
+                  with_commas(whole).c_str(), share(part, whole));
+    out += line;
+  };
+  row("modules read directly", t.modules_read, t.modules);
+  row("functions read directly", t.functions_read, t.functions);
+  row("modules that take the direct route", t.modules_direct, t.modules);
+  if (!t.reasons.empty()) out += "  not direct, by reason                   modules\n";
+  // The reason last and whole: reader reasons are long, and cutting them could merge two.
+  for (const auto& [r, n] : t.reasons) {
+    std::snprintf(line, sizeof line, "  %-36s %10s  %s\n", "", with_commas(n).c_str(), r.c_str());
+    out += line;
+  }
+  return out;
+}
 }  // namespace
 
 std::string census_summary_table(const std::vector<ModuleCensus>& all) {
@@ -469,7 +581,7 @@ std::string census_summary_table(const std::vector<ModuleCensus>& all) {
                   with_commas(n.second).c_str());
     out += line;
   }
-  out += "\n";
+  out += "\n" + reader_summary_table(all) + "\n";
   std::vector<std::pair<std::string, uint64_t>> sorted(opcodes.begin(), opcodes.end());
   std::sort(sorted.begin(), sorted.end(),
             [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
@@ -531,8 +643,27 @@ std::string census_summary_json(const std::vector<ModuleCensus>& all) {
   write_reasons("first_reasons", st.first_reason);
   write_reasons("reasons", st.any_reason);
   w.end_object();
+  ReaderTally rt = tally_reader(all);
+  w.key("reader")
+      .begin_object()
+      .field("modules", rt.modules)
+      .field("modules_read", rt.modules_read)
+      .field("modules_direct", rt.modules_direct)
+      .field("functions", rt.functions)
+      .field("functions_read", rt.functions_read);
+  // An array, not an object: it keeps the order, most modules first.
+  w.key("reasons").begin_array();
+  for (const auto& [r, n] : rt.reasons) w.begin_object().field("reason", r).field("modules", n).end_object();
+  w.end_array().end_object();
   w.end_object();
   return w.str();
+}
+
+static std::string reader_line(const ReaderRecord& r) {
+  if (r.direct) return "direct (read whole: stamp emits it without llvm)";
+  std::string out = (r.read ? "read, not direct: " : "not read: ") + r.reason;
+  if (r.functions_declined) out += " (" + std::to_string(r.functions_declined) + " functions declined)";
+  return out;
 }
 
 std::string census_explain(const ModuleCensus& c) {
@@ -569,6 +700,7 @@ std::string census_explain(const ModuleCensus& c) {
     out += "\n";
     for (const auto& r : v.reasons) out += "    - " + r + "\n";
   }
+  out += "  reader: " + reader_line(c.reader) + "\n";
   if (f.debug_info) out += "  note: stamp does not carry debug information yet; its functions have none\n";
   for (const auto& fn : c.function_verdicts) {
     if (fn.reasons.empty()) continue;

@@ -14,7 +14,7 @@ class Module;
 
 namespace kiln {
 
-constexpr int kCensusSchemaVersion = 1;
+constexpr int kCensusSchemaVersion = 2;  // 2: the reader record
 
 struct ModuleFacts {
   uint64_t bytes = 0;
@@ -37,10 +37,25 @@ struct Verdict {
   uint64_t functions_stamp = 0, functions_fallback = 0, instructions_stamp = 0, instructions_fallback = 0;
 };
 
+// What the direct bitcode reader (stamp/direct_export.h) makes of the module, which
+// decides whether the stamp back end needs LLVM for it at all.
+struct ReaderRecord {
+  bool read = false;    // the reader read the module and every one of its functions
+  bool direct = false;  // read, and whole: stamp's back end emits it without LLVM
+  // Why not read, or read but not direct; empty when direct. The module's decline
+  // ("reader: ..."), the first declined function's "reader: ..." reason, the globals'
+  // reason, or "functions fall back to llvm".
+  std::string reason;
+  // Defined functions the reader could not decode; all of them when it declined the
+  // module (or could not read it), so that functions_defined minus this were read.
+  uint64_t functions_declined = 0;
+};
+
 struct ModuleCensus {
   std::string id, label, crate;
   ModuleFacts facts;
   std::vector<Verdict> verdicts;
+  ReaderRecord reader;
   // stamp's verdict on every defined function; read back from a record, only those
   // that fall back (a record lists no others: the stamp verdict's counts cover the rest).
   std::vector<FunctionVerdict> function_verdicts;
@@ -53,7 +68,8 @@ struct ModuleCensus {
 ModuleCensus census_from_json(const std::string& json, const std::string& where);
 
 ModuleFacts collect_facts(const llvm::Module& module);
-// Census of raw bytes: reading or verifying failures become `llvm` reasons.
+// Census of raw bytes: reading or verifying failures become `llvm` reasons; the
+// reader record comes from export_direct on the same bytes.
 ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, const std::string& label);
 
 // The summary of many modules' census records, as a table (text) or JSON.

@@ -25,6 +25,9 @@ ModuleCensus crashed_census(const std::string& id, const std::string& label, uin
   std::string reason = "read: " + why;
   c.verdicts.push_back({"llvm", "rejected", {reason}});
   c.verdicts.push_back({"stamp", "rejected", {"llvm: " + reason}});
+  // The worker died before its record came back: what the reader made of the module is
+  // not known (the crash may have been the reader's: `why` names the stage).
+  c.reader.reason = "census crashed: " + why;
   return c;
 }
 

@@ -177,11 +177,13 @@ TEST_CASE("a record that is not a census record is a KilnError", "[census]") {
   };
   for (const std::string& bad :
        {std::string("not json"), std::string("[]"), std::string("{}"), good.substr(0, good.size() / 2),
-        replaced("\"v\":1", "\"v\":2"), replaced("\"blocks\":", "\"blocks\":\"3\",\"x\":"),
+        replaced("\"v\":2", "\"v\":3"), replaced("\"blocks\":", "\"blocks\":\"3\",\"x\":"),
         replaced("\"blocks\":", "\"blocks\":-1,\"x\":"), replaced("\"opcodes\":{", "\"opcodes\":{\"add\":\"1\","),
         replaced("\"reasons\":[]", "\"reasons\":[7]"),
         replaced("\"stamp_fallback_functions\":[]", "\"stamp_fallback_functions\":{}"),
-        replaced(",\"functions_stamp\":1", ""), replaced("\"id\":\"a\",", "")}) {
+        replaced(",\"functions_stamp\":1", ""), replaced("\"id\":\"a\",", ""),
+        replaced("\"reader\":{", "\"reader_\":{"),
+        replaced("\"functions_declined\":", "\"functions_declined\":true,\"x\":")}) {
     INFO(bad);
     try {
       census_from_json(bad, "census.jsonl");
@@ -190,4 +192,152 @@ TEST_CASE("a record that is not a census record is a KilnError", "[census]") {
       CHECK(std::string(e.what()).rfind("census.jsonl: ", 0) == 0);
     }
   }
+}
+
+namespace {
+// A record with the reader's view set by hand: the census of a real module depends on
+// what the reader reads, these tests on the record alone.
+ModuleCensus with_reader(std::string id, uint64_t functions, bool read, bool direct, std::string reason,
+                         uint64_t declined) {
+  ModuleCensus c = census_of_bytes(kiln_test::bitcode_from_ir(kiln_test::kAddIr), id, id + ".bc");
+  c.facts.functions_defined = functions;
+  c.reader = {read, direct, std::move(reason), declined};
+  return c;
+}
+std::vector<ModuleCensus> reader_corpus() {
+  return {with_reader("a", 4, true, true, "", 0), with_reader("b", 3, true, false, "functions fall back to llvm", 0),
+          with_reader("c", 5, false, false, "reader: instruction 99", 2),
+          with_reader("d", 2, false, false, "reader: instruction 99", 1),
+          with_reader("e", 6, false, false, "reader: not LLVM bitcode", 6)};
+}
+}  // namespace
+
+TEST_CASE("the reader record is written and read back byte for byte", "[census]") {
+  for (const auto& c : reader_corpus()) {
+    std::string json = c.to_json();
+    INFO(json);
+    CHECK(json.find("\"reader\":{\"read\":") != std::string::npos);
+    ModuleCensus back = census_from_json(json, "census.jsonl");
+    CHECK(back.reader.read == c.reader.read);
+    CHECK(back.reader.direct == c.reader.direct);
+    CHECK(back.reader.reason == c.reader.reason);
+    CHECK(back.reader.functions_declined == c.reader.functions_declined);
+    CHECK(back.to_json() == json);
+  }
+  std::string json = reader_corpus()[2].to_json();
+  CHECK(json.find("\"reader\":{\"read\":false,\"direct\":false,\"reason\":\"reader: instruction 99\","
+                  "\"functions_declined\":2}") != std::string::npos);
+}
+
+TEST_CASE("a census record of another version or with an impossible reader record is refused", "[census]") {
+  std::string good = reader_corpus()[0].to_json();
+  auto refused = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    REQUIRE(s.find(from) != std::string::npos);
+    s.replace(s.find(from), from.size(), to);
+    try {
+      census_from_json(s, "census.jsonl");
+    } catch (const KilnError& e) {
+      CHECK(e.code() == kExitBadInput);
+      return std::string(e.what());
+    }
+    FAIL("read as a census record: " << s);
+    return std::string();
+  };
+  // A version 1 record has no reader record: it is refused, never read as "not read".
+  CHECK(refused("\"v\":2", "\"v\":1") == "census.jsonl: not a census record: version 1, this kiln reads 2");
+  CHECK(refused("\"read\":true", "\"read\":false").find("direct but not read") != std::string::npos);
+  CHECK(refused("\"direct\":true", "\"direct\":false").find("a reason exactly when") != std::string::npos);
+  CHECK(refused("\"reason\":\"\"", "\"reason\":7").find("'reason'") != std::string::npos);
+}
+
+TEST_CASE("the census summary counts what the reader read and every reason it gave", "[census]") {
+  std::vector<ModuleCensus> all = reader_corpus();
+  std::string table = census_summary_table(all);
+  INFO(table);
+  // Read: a and b; functions read: 4 + 3 + (5 - 2) + (2 - 1) + 0 of 20; direct: a.
+  CHECK(table.find("direct reader\n") != std::string::npos);
+  CHECK(table.find("  modules read directly                         2 of 5 (40.0%)\n") != std::string::npos);
+  CHECK(table.find("  functions read directly                      11 of 20 (55.0%)\n") != std::string::npos);
+  CHECK(table.find("  modules that take the direct route            1 of 5 (20.0%)\n") != std::string::npos);
+  // Every reason, most modules first; ties in the order of the reasons.
+  size_t twice = table.find("         2  reader: instruction 99\n");
+  size_t fall_back = table.find("         1  functions fall back to llvm\n");
+  size_t not_bitcode = table.find("         1  reader: not LLVM bitcode\n");
+  CHECK(twice != std::string::npos);
+  CHECK(fall_back != std::string::npos);
+  CHECK(not_bitcode != std::string::npos);
+  CHECK(twice < fall_back);
+  CHECK(fall_back < not_bitcode);
+
+  std::string json = census_summary_json(all);
+  CHECK(json.find("\"v\":2") != std::string::npos);
+  CHECK(json.find("\"reader\":{\"modules\":5,\"modules_read\":2,\"modules_direct\":1,\"functions\":20,"
+                  "\"functions_read\":11,\"reasons\":[{\"reason\":\"reader: instruction 99\",\"modules\":2},"
+                  "{\"reason\":\"functions fall back to llvm\",\"modules\":1},"
+                  "{\"reason\":\"reader: not LLVM bitcode\",\"modules\":1}]}") != std::string::npos);
+
+  // Read back from records, the same summary.
+  std::vector<ModuleCensus> back;
+  for (const auto& c : all) back.push_back(census_from_json(c.to_json(), "census.jsonl"));
+  CHECK(census_summary_table(back) == table);
+  CHECK(census_summary_json(back) == json);
+}
+
+TEST_CASE("a module's explanation says what the reader made of it", "[census]") {
+  std::vector<ModuleCensus> all = reader_corpus();
+  CHECK(census_explain(all[0]).find("\n  reader: direct (read whole: stamp emits it without llvm)\n") !=
+        std::string::npos);
+  CHECK(census_explain(all[1]).find("\n  reader: read, not direct: functions fall back to llvm\n") !=
+        std::string::npos);
+  CHECK(census_explain(all[2]).find("\n  reader: not read: reader: instruction 99 (2 functions declined)\n") !=
+        std::string::npos);
+}
+
+TEST_CASE("the census reads a module with the direct reader", "[census]") {
+  // Corrupt for the reader as for LLVM: not read, the reason without the file's name.
+  ModuleCensus junk = census_of_bytes("not bitcode at all", "j", "junk.bc");
+  CHECK_FALSE(junk.reader.read);
+  CHECK_FALSE(junk.reader.direct);
+  CHECK(junk.reader.reason.rfind("reader: ", 0) == 0);
+  CHECK(junk.reader.reason.find("junk.bc") == std::string::npos);
+  CHECK(junk.reader.functions_declined == 0);  // LLVM found no functions either
+
+  ModuleCensus add = census_of_bytes(kiln_test::bitcode_from_ir(kiln_test::kAddIr), "a", "add.bc");
+  INFO(add.reader.reason);
+  CHECK(add.reader.read);
+  CHECK(add.reader.direct);
+  CHECK(add.reader.reason.empty());
+  CHECK(add.reader.functions_declined == 0);
+  CHECK(census_explain(add).find("\n  reader: direct (") != std::string::npos);
+
+  // Read whole, but the back end refuses its target there: it never takes the direct route.
+  ModuleCensus arm =
+      census_of_bytes(kiln_test::bitcode_from_ir(
+                          "target triple = \"aarch64-unknown-linux-gnu\"\ndefine void @f() {\n  ret void\n}\n"),
+                      "b", "arm.bc");
+  CHECK(arm.reader.read);
+  CHECK_FALSE(arm.reader.direct);
+  CHECK(arm.reader.reason == "target: aarch64-unknown-linux-gnu is not x86-64");
+
+  // Read, but @asm falls back to llvm: not direct, for a reason that is not the reader's.
+  std::string asm_ir = kiln_test::bitcode_from_ir(R"(
+target triple = "x86_64-unknown-linux-gnu"
+define void @asm() {
+  call void asm sideeffect "nop", ""()
+  ret void
+}
+define i64 @id(i64 %a) {
+  ret i64 %a
+}
+)");
+  ModuleCensus partial = census_of_bytes(asm_ir, xxh3_128_hex(asm_ir), "asm.bc");
+  INFO(partial.reader.reason);
+  CHECK(partial.reader.read);
+  CHECK_FALSE(partial.reader.direct);
+  CHECK(partial.reader.reason == "functions fall back to llvm");
+  CHECK(partial.reader.functions_declined == 0);
+  CHECK(census_explain(partial).find("\n  reader: read, not direct: functions fall back to llvm\n") !=
+        std::string::npos);
+  CHECK(census_from_json(partial.to_json(), "census.jsonl").to_json() == partial.to_json());
 }
