@@ -5,6 +5,7 @@
 // pointer's element type, decline the function rather than guess it.
 #include <algorithm>
 #include <cstdlib>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <string>
@@ -136,7 +137,14 @@ class FunctionReader {
 
   // --- Instructions.
   Inst start(Opcode op, uint32_t t);
-  void commit(Inst inst, const std::vector<uint32_t>& operands, bool terminator = false);
+  void commit(Inst inst, const std::vector<uint32_t>& operands, bool terminator = false) {
+    commit(inst, operands.data(), operands.size(), terminator);
+  }
+  // The fixed-size records' operands, without a vector per instruction.
+  void commit(Inst inst, std::initializer_list<uint32_t> operands, bool terminator = false) {
+    commit(inst, operands.begin(), operands.size(), terminator);
+  }
+  void commit(Inst inst, const uint32_t* operands, size_t count, bool terminator);
   void read_record(uint32_t abbrev_id);
   void read_constants();
   void finish();
@@ -186,6 +194,12 @@ class FunctionReader {
   bool blocks_declared_ = false;
   bool bundles_pending_ = false;
   std::map<uint32_t, uint32_t> forward_;  // value id used before its definition -> its type
+  // One record's operands, reused from record to record (no allocation per instruction).
+  std::vector<uint32_t> scratch_;
+  std::vector<uint32_t>& scratch() {
+    scratch_.clear();
+    return scratch_;
+  }
   uint32_t void_ = kNone, i1_ = kNone;    // looked up once: many instructions need them
 };
 
@@ -311,7 +325,7 @@ Inst FunctionReader::start(Opcode op, uint32_t t) {
 
 // Appends `inst` to the current block; a value-producing one takes the next value id
 // (filling a forward reference to it), a terminator moves on to the next block.
-void FunctionReader::commit(Inst inst, const std::vector<uint32_t>& operands, bool terminator) {
+void FunctionReader::commit(Inst inst, const uint32_t* operands, size_t count, bool terminator) {
   if (!blocks_declared_ || block_ >= f_.block_count) cursor_.fail("instruction outside any declared block");
   bool takes_bundles = inst.opcode == Opcode::kCall || inst.opcode == Opcode::kInvoke || inst.opcode == Opcode::kCallBr;
   if (bundles_pending_ && !takes_bundles) cursor_.fail("operand bundles found with no consumer");
@@ -319,14 +333,14 @@ void FunctionReader::commit(Inst inst, const std::vector<uint32_t>& operands, bo
   bundles_pending_ = false;
   inst.block = block_;
   inst.first_operand = uint32_t(f_.operands.size());
-  inst.operand_count = uint32_t(operands.size());
-  f_.operands.insert(f_.operands.end(), operands.begin(), operands.end());
+  inst.operand_count = uint32_t(count);
+  f_.operands.insert(f_.operands.end(), operands, operands + count);
   if (inst.opcode == Opcode::kAlloca) inst.static_alloca_candidate = block_ == 0;
   if (type(inst.type).kind != TypeKind::kVoid) {
     if (next_id_ >= kMetadataOperand) cursor_.fail("too many values");
     inst.value = next_id_++;
     f_.values.push_back({ValueKind::kInstruction, inst.type, uint32_t(f_.insts.size())});
-    if (auto it = forward_.find(inst.value); it != forward_.end()) {
+    if (auto it = forward_.empty() ? forward_.end() : forward_.find(inst.value); it != forward_.end()) {
       if (it->second != inst.type) cursor_.fail("value " + std::to_string(inst.value) + " defined with another type");
       forward_.erase(it);
     }
@@ -339,7 +353,8 @@ void FunctionReader::commit(Inst inst, const std::vector<uint32_t>& operands, bo
 // The bitcode opcode is one for integers and floating point; the operand type picks.
 void FunctionReader::arithmetic(uint32_t code) {
   uint32_t t;
-  std::vector<uint32_t> ops{value_and_type(&t)};
+  std::vector<uint32_t>& ops = scratch();
+  ops.push_back(value_and_type(&t));
   if (code == kBinop) ops.push_back(value_of_type(t));
   uint64_t opc = field();
   bool fp = is_fp_or_fp_vector(t);
@@ -366,7 +381,8 @@ void FunctionReader::arithmetic(uint32_t code) {
 // CAST [op (value, type), destination type, opcode, flags?].
 void FunctionReader::cast() {
   uint32_t from;
-  std::vector<uint32_t> ops{value_and_type(&from)};
+  std::vector<uint32_t>& ops = scratch();
+  ops.push_back(value_and_type(&from));
   uint32_t to = type_ref(field());
   uint64_t opc = field();
   if (left() > 1) cursor_.fail("invalid cast record: extra fields");
@@ -388,7 +404,8 @@ void FunctionReader::gep() {
   uint64_t flags = field();
   uint32_t source = type_ref(field());
   uint32_t base_type;
-  std::vector<uint32_t> ops{value_and_type(&base_type)};
+  std::vector<uint32_t>& ops = scratch();
+  ops.push_back(value_and_type(&base_type));
   uint32_t result = base_type;
   while (!at_end()) {
     uint32_t t;
@@ -408,7 +425,8 @@ void FunctionReader::gep() {
 // mask]. The mask, which LLVM keeps apart from the operands, is a third operand here.
 void FunctionReader::vector_op(uint32_t code) {
   uint32_t vt;
-  std::vector<uint32_t> ops{value_and_type(&vt)};
+  std::vector<uint32_t>& ops = scratch();
+  ops.push_back(value_and_type(&vt));
   const Type& vec = type(vt);
   if (!is_vector_kind(vec.kind) || vec.elements.empty()) cursor_.fail("vector operation on a non-vector");
   uint32_t result = vt;
@@ -449,7 +467,8 @@ void FunctionReader::select(uint32_t code) {
 // operands (predicates 0-15), icmp otherwise (32-41).
 void FunctionReader::compare() {
   uint32_t t;
-  std::vector<uint32_t> ops{value_and_type(&t)};
+  std::vector<uint32_t>& ops = scratch();
+  ops.push_back(value_and_type(&t));
   ops.push_back(value_of_type(t));
   uint64_t pred = field();
   if (left() > 1) cursor_.fail("invalid comparison record: extra fields");
@@ -466,7 +485,7 @@ void FunctionReader::ret_br_unreachable(uint32_t code) {
   uint32_t void_t = void_type();
   if (code == kUnreachable) return commit(start(Opcode::kUnreachable, void_t), {}, true);
   if (code == kRet) {
-    std::vector<uint32_t> ops;
+    std::vector<uint32_t>& ops = scratch();
     if (!at_end()) ops.push_back(value_and_type());
     expect_end("ret");
     return commit(start(Opcode::kRet, void_t), ops, true);
@@ -486,7 +505,9 @@ void FunctionReader::switch_inst() {
   if (!rec_.empty() && (rec_[0] >> 16) == kSwitchMagic) throw Decline{"reader: switch with case ranges"};
   if (rec_.size() < 3 || rec_.size() % 2 == 0) cursor_.fail("invalid switch record");
   uint32_t t = type_ref(field());
-  std::vector<uint32_t> ops{value_of_type(t), block_ref(rec_[2])};
+  std::vector<uint32_t>& ops = scratch();
+  ops.push_back(value_of_type(t));
+  ops.push_back(block_ref(rec_[2]));
   for (size_t i = 3; i < rec_.size(); i += 2) {
     uint64_t id = rec_[i];
     if (id >= next_id_ || type_of(uint32_t(id)) != t) cursor_.fail("invalid switch case value");
@@ -504,7 +525,8 @@ void FunctionReader::switch_inst() {
 void FunctionReader::indirect_br() {
   if (rec_.size() < 2) cursor_.fail("invalid indirectbr record");
   uint32_t t = type_ref(field());
-  std::vector<uint32_t> ops{value_of_type(t)};
+  std::vector<uint32_t>& ops = scratch();
+  ops.push_back(value_of_type(t));
   for (size_t i = 2; i < rec_.size(); ++i) ops.push_back(block_ref(rec_[i]));
   commit(start(Opcode::kIndirectBr, void_type()), ops, true);
 }
@@ -546,7 +568,7 @@ void FunctionReader::call() {
   if (type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
     cursor_.fail("call of a non-function type");
   uint32_t callee = value_and_type();
-  std::vector<uint32_t> ops;
+  std::vector<uint32_t>& ops = scratch();
   call_args(fnty, true, ops);
   ops.push_back(callee);
   Inst inst = start(Opcode::kCall, type(fnty).elements[0]);
@@ -567,7 +589,7 @@ void FunctionReader::invoke() {
   if (type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
     cursor_.fail("invoke of a non-function type");
   uint32_t callee = value_and_type();
-  std::vector<uint32_t> ops;
+  std::vector<uint32_t>& ops = scratch();
   call_args(fnty, false, ops);
   ops.insert(ops.end(), {callee, normal, unwind});
   Inst inst = start(Opcode::kInvoke, type(fnty).elements[0]);
@@ -591,7 +613,7 @@ void FunctionReader::callbr() {
   if (type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
     cursor_.fail("callbr of a non-function type");
   uint32_t callee = value_and_type();
-  std::vector<uint32_t> ops;
+  std::vector<uint32_t>& ops = scratch();
   call_args(fnty, true, ops);
   // Old bitcode passed the indirect targets as blockaddress arguments, which LLVM
   // rewrites into label constraints; such a call is declined rather than rewritten.
@@ -617,7 +639,7 @@ void FunctionReader::phi() {
   uint32_t t = type_ref(field());
   size_t pairs = left() / 2;
   if (left() % 2 == 1 && !is_fp_math(t)) cursor_.fail("invalid phi record");
-  std::vector<uint32_t> ops;
+  std::vector<uint32_t>& ops = scratch();
   for (size_t i = 0; i < pairs; ++i) {
     uint64_t v = field();
     // LLVM's decodeSignRotatedValue: the sign in bit 0.
@@ -634,7 +656,7 @@ void FunctionReader::landing_pad() {
   bool cleanup = field() != 0;
   uint64_t clauses = field();
   if (clauses > left() / 2) cursor_.fail("invalid landingpad clause count");
-  std::vector<uint32_t> ops;
+  std::vector<uint32_t>& ops = scratch();
   std::vector<uint8_t> filters;
   for (uint64_t i = 0; i < clauses; ++i) {
     filters.push_back(field() == 1 ? 1 : 0);
@@ -761,7 +783,8 @@ void FunctionReader::fence() {
 // type), indices...]. The indices walk struct fields and array elements.
 void FunctionReader::aggregate(uint32_t code) {
   uint32_t agg_type;
-  std::vector<uint32_t> ops{value_and_type(&agg_type)};
+  std::vector<uint32_t>& ops = scratch();
+  ops.push_back(value_and_type(&agg_type));
   uint32_t inserted_type = kNone;
   if (code == kInsertVal) ops.push_back(value_and_type(&inserted_type));
   if (at_end()) cursor_.fail("extractvalue/insertvalue without indices");
@@ -820,7 +843,7 @@ void FunctionReader::funclet_pad(uint32_t code) {
   uint32_t parent = value_of_type(token);
   uint64_t count = field();
   if (count > left()) cursor_.fail("invalid catchpad/cleanuppad argument count");
-  std::vector<uint32_t> ops;
+  std::vector<uint32_t>& ops = scratch();
   for (uint64_t i = 0; i < count; ++i) ops.push_back(value_and_type());
   expect_end("catchpad/cleanuppad");
   ops.push_back(parent);
@@ -832,7 +855,8 @@ void FunctionReader::funclet_pad(uint32_t code) {
 // parent, the unwind block when aux is 1, handlers).
 void FunctionReader::funclet_exit(uint32_t code) {
   uint32_t token = token_type();
-  std::vector<uint32_t> ops{value_of_type(token)};
+  std::vector<uint32_t>& ops = scratch();
+  ops.push_back(value_of_type(token));
   if (code == kCleanupRet || code == kCatchRet) {
     if (code == kCatchRet || !at_end()) ops.push_back(block_ref(field()));
     expect_end(code == kCatchRet ? "catchret" : "cleanupret");

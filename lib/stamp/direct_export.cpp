@@ -434,11 +434,22 @@ struct Materialized {
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> replaced;  // (inst, operand position) -> load
 };
 
+// A function's arrays while it is exported, kept from function to function so that
+// their memory is allocated once per module.
+struct ExportScratch {
+  std::vector<FlatInst> insts;
+  std::vector<FlatOperand> operands;
+  std::vector<FlatBlock> blocks;
+  std::vector<uint32_t> inst_flat, load_flat;
+};
+
 class FunctionExporter {
  public:
+  // symbol_index: per global (ModuleContext::globals), its flat symbol or kNone.
   FunctionExporter(ModuleContext& ctx, FlatModuleData& out, std::vector<uint32_t>& symbol_values,
-                   std::vector<std::string>& fixed_names, std::unordered_map<uint32_t, uint32_t>& symbol_index,
-                   std::unordered_map<std::string, uint32_t>& library_index, uint32_t fn, const Materialized& mat)
+                   std::vector<std::string>& fixed_names, std::vector<uint32_t>& symbol_index,
+                   std::unordered_map<std::string, uint32_t>& library_index, uint32_t fn, const Materialized& mat,
+                   ExportScratch& scratch)
       : ctx_(ctx),
         m_(ctx.m),
         out_(out),
@@ -449,7 +460,16 @@ class FunctionExporter {
         fn_index_in_module_(fn),
         f_(ctx.m.functions[fn]),
         g_(ctx.globals[f_.global]),
-        mat_(mat) {}
+        mat_(mat),
+        inst_flat_(scratch.inst_flat),
+        load_flat_(scratch.load_flat),
+        insts_(scratch.insts),
+        operands_(scratch.operands),
+        blocks_(scratch.blocks) {
+    insts_.clear();
+    operands_.clear();
+    blocks_.clear();
+  }
 
   std::vector<std::string> reasons;
 
@@ -527,12 +547,13 @@ class FunctionExporter {
   }
 
   uint32_t symbol(uint32_t global) {
-    auto [it, inserted] = symbol_index_.emplace(global, static_cast<uint32_t>(symbol_values_.size()));
-    if (inserted) {
+    uint32_t& index = symbol_index_.at(global);
+    if (index == kNone) {
+      index = static_cast<uint32_t>(symbol_values_.size());
       symbol_values_.push_back(global);
       fixed_names_.resize(symbol_values_.size());
     }
-    return it->second;
+    return index;
   }
 
   uint32_t return_type() const { return ctx_.type(g_.value_type).elements.at(0); }
@@ -1403,17 +1424,17 @@ class FunctionExporter {
   FlatModuleData& out_;
   std::vector<uint32_t>& symbol_values_;
   std::vector<std::string>& fixed_names_;
-  std::unordered_map<uint32_t, uint32_t>& symbol_index_;
+  std::vector<uint32_t>& symbol_index_;
   std::unordered_map<std::string, uint32_t>& library_index_;
   const uint32_t fn_index_in_module_;
   const BcFunction& f_;
   const GlobalInfo& g_;
   const Materialized& mat_;
   uint32_t current_ = 0;
-  std::vector<uint32_t> inst_flat_, load_flat_;
-  std::vector<FlatInst> insts_;
-  std::vector<FlatOperand> operands_;
-  std::vector<FlatBlock> blocks_;
+  std::vector<uint32_t>&inst_flat_, &load_flat_;
+  std::vector<FlatInst>& insts_;
+  std::vector<FlatOperand>& operands_;
+  std::vector<FlatBlock>& blocks_;
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
   uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
   uint64_t ret_off1_ = 0;
@@ -1749,8 +1770,9 @@ void export_module(const BcModule& m, const std::string& tag, DirectExport& out)
 
   std::vector<uint32_t> symbol_values;
   std::vector<std::string> fixed_names;
-  std::unordered_map<uint32_t, uint32_t> symbol_index;
+  std::vector<uint32_t> symbol_index(ctx.globals.size(), kNone);
   std::unordered_map<std::string, uint32_t> library_index;
+  ExportScratch scratch;
   std::vector<uint32_t> stamp_globals;  // per flat function, its global
   for (uint32_t gi = 0; gi < m.globals.size(); ++gi) {
     const GlobalInfo& g = ctx.globals[gi];
@@ -1769,7 +1791,8 @@ void export_module(const BcModule& m, const std::string& tag, DirectExport& out)
         // A function the reader declines part way has named only some of the symbols
         // LLVM's exporter would: the module's flat output is then not LLVM's, which
         // declined_function_count says (such a module is never whole).
-        FunctionExporter ex(ctx, out.flat, symbol_values, fixed_names, symbol_index, library_index, fn, mats[fn]);
+        FunctionExporter ex(ctx, out.flat, symbol_values, fixed_names, symbol_index, library_index, fn, mats[fn],
+                            scratch);
         if (auto it = pinned.find(gi); it != pinned.end()) ex.reasons.push_back(it->second);
         try {
           stamp = ex.run();
