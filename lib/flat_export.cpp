@@ -962,6 +962,15 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
     }
     return "";
   }
+  // A pointer made from an integer (Rust's dangling NonNull in statics): its bits.
+  if (auto* ce = dyn_cast<ConstantExpr>(c); ce && ce->getOpcode() == Instruction::IntToPtr) {
+    auto* ci = dyn_cast<ConstantInt>(ce->getOperand(0));
+    if (ci && dl.getTypeStoreSize(c->getType()) == 8) {
+      uint64_t v = ci->getValue().zextOrTrunc(64).getZExtValue();
+      for (unsigned i = 0; i < 8; ++i) bytes[offset + i] = static_cast<uint8_t>(v >> (8 * i));
+      return "";
+    }
+  }
   // An address: a global plus a constant offset, possibly cast to a 64-bit integer.
   const Constant* base = c;
   APInt delta(64, 0);

@@ -1665,6 +1665,16 @@ std::string lower_constant(const ModuleContext& ctx, uint32_t fn, uint32_t id, s
     }
     return "";
   }
+  // A pointer made from an integer (Rust's dangling NonNull in statics): its bits.
+  if (k == Class::kExpr && c->kind == ConstKind::kCast && c->opcode == kCastIntToPtr && store == 8 &&
+      ctx.klass(fn, c->operands.at(0)) == Class::kInt) {
+    const Constant& value = ctx.constant(fn, c->operands[0]);
+    uint64_t v = value.words.empty() ? 0 : value.words[0];
+    unsigned w = ctx.type(value.type).width;
+    if (w < 64) v &= (uint64_t(1) << w) - 1;
+    for (unsigned i = 0; i < 8; ++i) bytes[offset + i] = static_cast<uint8_t>(v >> (8 * i));
+    return "";
+  }
   // An address: a global plus a constant offset, possibly cast to a 64-bit integer.
   uint32_t base = id;
   uint64_t delta = 0;

@@ -467,6 +467,38 @@ define i64 @f0(i64 %a, i64 %b, i64 %c) {
   CHECK(counts.functions_stamp == 2);
 }
 
+TEST_CASE("globals holding pointers made from integers (Rust's dangling NonNull) come out the same",
+          "[stamp][differential]") {
+  const char* ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+@dangling = global { ptr, i64, ptr, i32 } { ptr inttoptr (i64 8 to ptr), i64 3, ptr inttoptr (i64 -16 to ptr), i32 5 }, align 8
+@narrow = constant ptr inttoptr (i32 -1 to ptr), align 8
+define i64 @f0(i64 %a, i64 %b, i64 %c) {
+  %p = load ptr, ptr @dangling
+  %q = getelementptr i8, ptr @dangling, i64 16
+  %r = load ptr, ptr %q
+  %n = load ptr, ptr @narrow
+  %x = ptrtoint ptr %p to i64
+  %y = ptrtoint ptr %r to i64
+  %z = ptrtoint ptr %n to i64
+  %s = add i64 %x, %y
+  %t = xor i64 %s, %z
+  %u = mul i64 %t, %a
+  ret i64 %u
+}
+)";
+  EmitCounts counts;
+  auto [expected, actual] = run_f0_both(ir, "777ull", &counts);
+  CHECK(actual == expected);
+  CHECK(counts.functions_stamp == 1);
+  CHECK(counts.functions_llvm == 0);
+  // Both readers make the same global data of it, and take the module whole.
+  ReaderComparison reader = compare_reader(kiln_test::bitcode_from_ir(ir), "dangling");
+  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
+  CHECK(reader.outcome == ReaderComparison::kIdentical);
+  CHECK(reader.whole);
+}
+
 // f0 runs every atomic operation stamp compiles, at 8, 16, 32 and 64 bits (on a local
 // cell and, for 64 bits, a global one), and folds every result into what it returns.
 static std::string atomics_module() {
