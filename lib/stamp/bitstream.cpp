@@ -70,7 +70,7 @@ void BitstreamCursor::fail_past_end(unsigned width) const {
        (scopes_.empty() ? "stream" : "block") + " (" + std::to_string(limit_ - pos_) + " bits left)");
 }
 
-uint64_t BitstreamCursor::read(unsigned width) {
+uint64_t BitstreamCursor::read_slow(unsigned width) {
   if (width == 0) return 0;
   if (width > 56) {  // one 8-byte load holds 56 bits wherever they start in a byte
     uint64_t low = read(32);
@@ -87,7 +87,38 @@ uint64_t BitstreamCursor::read(unsigned width) {
   return value;
 }
 
-uint64_t BitstreamCursor::read_vbr(unsigned width) {
+namespace {
+
+// A VBR field of `width`-bit chunks that ends within `word`, a peek() (57 bits at
+// least): its value, and in `used` its bits. False if it does not end there. The k-th
+// chunk ends at bit k * width <= 57 and its payload at bit k * (width - 1), so no value
+// decoded here can pass 64 bits: the slow path's check is not needed.
+[[gnu::always_inline]] inline bool vbr_in_word(uint64_t word, unsigned width, uint64_t& value, unsigned& used) {
+  const uint64_t more = uint64_t(1) << (width - 1);
+  uint64_t v = 0;
+  for (unsigned end = width, shift = 0; end <= 57; end += width, shift += width - 1, word >>= width) {
+    v |= (word & (more - 1)) << shift;
+    if (!(word & more)) {
+      value = v;
+      used = end;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+uint64_t BitstreamCursor::read_vbr_slow(unsigned width) {
+  if (can_peek()) {
+    uint64_t value;
+    unsigned used;
+    if (vbr_in_word(peek(bytes_.data(), pos_), width, value, used)) {
+      pos_ += used;
+      return value;
+    }
+  }
+  // Near the limit, or over 57 bits: chunk by chunk, each read checked.
   const uint64_t more = uint64_t(1) << (width - 1);
   uint64_t piece = read(width);
   uint64_t value = piece & (more - 1);
@@ -125,7 +156,8 @@ BitstreamEntry BitstreamCursor::advance() {
       define_abbrev();
       continue;
     }
-    if (id >= kFirstAbbrevId) abbrev(id);  // refuses an undefined one here, where the record starts
+    // Refuses an undefined abbreviation here, where the record starts.
+    pending_abbrev_ = id >= kFirstAbbrevId ? &abbrev(id) : nullptr;
     pending_record_ = id;
     return {BitstreamEntry::kRecord, id};
   }
@@ -227,7 +259,7 @@ const Abbrev& BitstreamCursor::abbrev(uint32_t abbrev_id) const {
        std::to_string(scope.info_abbrevs + scope.local.size()) + " are)");
 }
 
-uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {
+[[gnu::always_inline]] inline uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {
   switch (op.kind) {
     case AbbrevOp::kLiteral:
       if (literal_budget_ == 0) fail("more literal operands than a stream of this size may expand to");
@@ -278,6 +310,43 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   return uint32_t(code);
 }
 
+uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops) {
+  uint64_t raw_code = read_vbr(6), count = read_vbr(6);
+  if (raw_code >= kNoBlock) fail("record code " + std::to_string(raw_code) + " over 32 bits");
+  // Each operand is a VBR6 field: 6 bits at least.
+  if (count > (limit_ - pos_) / 6)
+    fail("record of " + std::to_string(count) + " operands runs past the end of the block");
+  ops.resize(count);
+  // The operands are most of a function block at debug info 2 (DEBUG_LOC and debug
+  // records): decoded with the position in a register, which stores to `ops` would
+  // otherwise make the compiler reload.
+  uint64_t* out = ops.data();
+  const char* bytes = bytes_.data();
+  const uint64_t limit = limit_;
+  uint64_t pos = pos_;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (limit - pos >= 64) [[likely]] {
+      uint64_t word = peek(bytes, pos), value;
+      unsigned used;
+      if (!(word & 32)) {
+        out[i] = word & 31;
+        pos += 6;
+        continue;
+      }
+      if (vbr_in_word(word, 6, value, used)) {
+        out[i] = value;
+        pos += used;
+        continue;
+      }
+    }
+    pos_ = pos;
+    out[i] = read_vbr_slow(6);
+    pos = pos_;
+  }
+  pos_ = pos;
+  return uint32_t(raw_code);
+}
+
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob) {
   if (abbrev_id != pending_record_)
     throw KilnError(kExitInternal, path_,
@@ -285,19 +354,9 @@ uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>&
   pending_record_ = 0;
   ops.clear();
   if (blob) *blob = {};
-  uint32_t code;
-  if (abbrev_id == kUnabbrevRecordId) {
-    uint64_t raw_code = read_vbr(6), count = read_vbr(6);
-    if (raw_code >= kNoBlock) fail("record code " + std::to_string(raw_code) + " over 32 bits");
-    // Each operand is a VBR6 field: 6 bits at least.
-    if (count > (limit() - pos_) / 6)
-      fail("record of " + std::to_string(count) + " operands runs past the end of the block");
-    ops.resize(count);
-    for (uint64_t& op : ops) op = read_vbr(6);
-    code = uint32_t(raw_code);
-  } else {
-    code = read_abbreviated(abbrev(abbrev_id), ops, blob);
-  }
+  // advance() found the abbreviation; none is defined between it and here.
+  uint32_t code =
+      abbrev_id == kUnabbrevRecordId ? read_unabbreviated(ops) : read_abbreviated(*pending_abbrev_, ops, blob);
   if (scopes_.back().block_id == kBlockInfoId && code == kSetBid) {
     if (ops.empty() || ops[0] >= kNoBlock) fail("SETBID without a 32-bit block id");
     block_info_target_ = uint32_t(ops[0]);
