@@ -128,7 +128,7 @@ class BitstreamCursor {
   const Abbrev& abbrev(uint32_t abbrev_id) const;
   uint64_t read_scalar(const AbbrevOp& op);
   uint32_t read_unabbreviated(std::vector<uint64_t>& ops);
-  void read_array(const AbbrevOp& element, std::vector<uint64_t>& ops);
+  struct FieldReader;
   void read_blob(std::vector<uint64_t>& ops, std::string_view* blob);
   uint32_t read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob);
 
