@@ -30,6 +30,8 @@ uint32_t le32(std::string_view bytes, size_t at) {
   return v;
 }
 
+constexpr char kChar6Alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._";
+
 // The fewest bits one operand of this encoding can take: what bounds an array's count.
 unsigned min_bits(const AbbrevOp& op) { return op.kind == AbbrevOp::kChar6 ? 6 : unsigned(op.value); }
 
@@ -70,7 +72,7 @@ void BitstreamCursor::fail_past_end(unsigned width) const {
        (scopes_.empty() ? "stream" : "block") + " (" + std::to_string(limit_ - pos_) + " bits left)");
 }
 
-uint64_t BitstreamCursor::read(unsigned width) {
+uint64_t BitstreamCursor::read_slow(unsigned width) {
   if (width == 0) return 0;
   if (width > 56) {  // one 8-byte load holds 56 bits wherever they start in a byte
     uint64_t low = read(32);
@@ -87,7 +89,66 @@ uint64_t BitstreamCursor::read(unsigned width) {
   return value;
 }
 
-uint64_t BitstreamCursor::read_vbr(unsigned width) {
+namespace {
+
+// A VBR field of `width`-bit chunks that ends within `word`, a peek() (57 bits at
+// least): its value, and in `used` its bits. False if it does not end there. The k-th
+// chunk ends at bit k * width <= 57 and its payload at bit k * (width - 1), so no value
+// decoded here can pass 64 bits: the slow path's check is not needed.
+[[gnu::always_inline]] inline bool vbr_in_word(uint64_t word, unsigned width, uint64_t& value, unsigned& used) {
+  const uint64_t more = uint64_t(1) << (width - 1);
+  uint64_t v = 0;
+  for (unsigned end = width, shift = 0; end <= 57; end += width, shift += width - 1, word >>= width) {
+    v |= (word & (more - 1)) << shift;
+    if (!(word & more)) {
+      value = v;
+      used = end;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The same for a width known at compile time (VBR6: unabbreviated records, array
+// counts and most abbreviated fields). The first continuation bit that is clear gives
+// the field's length; chunk i's payload then moves right by i bits into the value.
+template <unsigned kWidth>
+[[gnu::always_inline]] inline bool vbr_in_word(uint64_t word, uint64_t& value, unsigned& used) {
+  constexpr uint64_t kMore = uint64_t(1) << (kWidth - 1), kPayload = kMore - 1;
+  constexpr uint64_t kContinues = [] {
+    uint64_t bits = 0;
+    for (unsigned end = kWidth; end <= 57; end += kWidth) bits |= kMore << (end - kWidth);
+    return bits;
+  }();
+  if (!(word & kMore)) [[likely]] {
+    value = word & kPayload;
+    used = kWidth;
+    return true;
+  }
+  uint64_t last = ~word & kContinues;
+  if (!last) return false;
+  unsigned end = unsigned(std::countr_zero(last)) + 1;
+  uint64_t v = (word & kPayload) | ((word >> 1) & (kPayload << (kWidth - 1)));
+  uint64_t mask = kPayload << 2 * (kWidth - 1);
+  for (unsigned i = 2, chunk_end = 3 * kWidth; chunk_end <= end; ++i, chunk_end += kWidth, mask <<= kWidth - 1)
+    v |= (word >> i) & mask;
+  value = v;
+  used = end;
+  return true;
+}
+
+}  // namespace
+
+uint64_t BitstreamCursor::read_vbr_slow(unsigned width) {
+  if (can_peek()) {
+    uint64_t value;
+    unsigned used;
+    if (vbr_in_word(peek(bytes_.data(), pos_), width, value, used)) {
+      pos_ += used;
+      return value;
+    }
+  }
+  // Near the limit, or over 57 bits: chunk by chunk, each read checked.
   const uint64_t more = uint64_t(1) << (width - 1);
   uint64_t piece = read(width);
   uint64_t value = piece & (more - 1);
@@ -125,7 +186,8 @@ BitstreamEntry BitstreamCursor::advance() {
       define_abbrev();
       continue;
     }
-    if (id >= kFirstAbbrevId) abbrev(id);  // refuses an undefined one here, where the record starts
+    // Refuses an undefined abbreviation here, where the record starts.
+    pending_abbrev_ = id >= kFirstAbbrevId ? &abbrev(id) : nullptr;
     pending_record_ = id;
     return {BitstreamEntry::kRecord, id};
   }
@@ -238,18 +300,10 @@ uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {
     case AbbrevOp::kVbr:
       return read_vbr(unsigned(op.value));
     case AbbrevOp::kChar6:
-      return uint64_t("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"[read(6)]);
+      return uint64_t(kChar6Alphabet[read(6)]);
     default:
       fail("array or blob operand read as a scalar");  // define_abbrev placed them; not reached
   }
-}
-
-void BitstreamCursor::read_array(const AbbrevOp& element, std::vector<uint64_t>& ops) {
-  uint64_t count = read_vbr(6);
-  if (count > (limit() - pos_) / min_bits(element))
-    fail("array of " + std::to_string(count) + " elements runs past the end of the block");
-  ops.reserve(ops.size() + count);
-  for (uint64_t i = 0; i < count; ++i) ops.push_back(read_scalar(element));
 }
 
 void BitstreamCursor::read_blob(std::vector<uint64_t>& ops, std::string_view* blob) {
@@ -267,15 +321,148 @@ void BitstreamCursor::read_blob(std::vector<uint64_t>& ops, std::string_view* bl
   for (char c : bytes) ops.push_back(uint8_t(c));
 }
 
-uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob) {
-  uint64_t code = read_scalar(a[0]);
-  if (code >= kNoBlock) fail("record code " + std::to_string(code) + " over 32 bits");
-  for (size_t i = 1; i < a.size(); ++i) {
-    if (a[i].kind == AbbrevOp::kArray) read_array(a[++i], ops);
-    else if (a[i].kind == AbbrevOp::kBlob) read_blob(ops, blob);
-    else ops.push_back(read_scalar(a[i]));
+// Fields of an abbreviation, read with the position, the limit and the literal budget
+// in registers (stores to the operands, 64-bit like them, would otherwise make the
+// compiler reload them). Fields the inline path cannot take go through read_scalar()
+// with the cursor in step, so their values and errors are those of the field alone.
+struct BitstreamCursor::FieldReader {
+  BitstreamCursor& c;
+  const char* bytes = c.bytes_.data();
+  const uint64_t limit = c.limit_;
+  uint64_t pos = c.pos_, budget = c.literal_budget_;
+
+  void sync() {
+    c.pos_ = pos;
+    c.literal_budget_ = budget;
   }
+  [[noreturn]] void fail(const std::string& why) {
+    sync();
+    c.fail(why);
+  }
+  uint64_t slow(const AbbrevOp& op) {
+    sync();
+    uint64_t value = c.read_scalar(op);
+    pos = c.pos_;
+    return value;
+  }
+  [[gnu::always_inline]] uint64_t fixed(const AbbrevOp& op) {
+    if (limit - pos < 64) [[unlikely]]
+      return slow(op);
+    uint64_t value = peek(bytes, pos) & ((uint64_t(1) << op.value) - 1);
+    pos += op.value;
+    return value;
+  }
+  [[gnu::always_inline]] uint64_t vbr(const AbbrevOp& op) {
+    uint64_t value;
+    unsigned used;
+    if (limit - pos >= 64) [[likely]] {
+      uint64_t word = peek(bytes, pos);
+      if (op.value == 6 ? vbr_in_word<6>(word, value, used) : vbr_in_word(word, unsigned(op.value), value, used)) {
+        pos += used;
+        return value;
+      }
+    }
+    return slow(op);
+  }
+  [[gnu::always_inline]] uint64_t char6(const AbbrevOp& op) {
+    if (limit - pos < 64) [[unlikely]]
+      return slow(op);
+    uint64_t value = uint64_t(kChar6Alphabet[peek(bytes, pos) & 63]);
+    pos += 6;
+    return value;
+  }
+  [[gnu::always_inline]] uint64_t scalar(const AbbrevOp& op) {
+    switch (op.kind) {
+      case AbbrevOp::kLiteral:
+        if (budget == 0) fail("more literal operands than a stream of this size may expand to");
+        --budget;
+        return op.value;
+      case AbbrevOp::kFixed:
+        return fixed(op);
+      case AbbrevOp::kVbr:
+        return vbr(op);
+      default:  // char6: define_abbrev() placed arrays and blobs where scalars are not read
+        return char6(op);
+    }
+  }
+};
+
+uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob) {
+  // define_abbrev() allows an array only second to last and a blob only last: the
+  // scalars come first, the code among them.
+  const AbbrevOp* first = a.data();
+  const AbbrevOp* end = first + a.size();
+  const AbbrevOp* tail = end[-1].kind == AbbrevOp::kBlob                      ? end - 1
+                         : a.size() >= 2 && end[-2].kind == AbbrevOp::kArray ? end - 2
+                                                                              : end;
+  FieldReader r{*this};
+  uint64_t code = r.scalar(*first);
+  if (code >= kNoBlock) r.fail("record code " + std::to_string(code) + " over 32 bits");
+  size_t scalars = size_t(tail - first - 1);
+  ops.resize(scalars);  // as many as the abbreviation has, which its definition's bits bounded
+  uint64_t* out = ops.data();
+  for (const AbbrevOp* op = first + 1; op != tail; ++op) *out++ = r.scalar(*op);
+  if (tail == end) {
+    r.sync();
+    return uint32_t(code);
+  }
+  if (tail->kind == AbbrevOp::kBlob) {
+    r.sync();
+    read_blob(ops, blob);
+    return uint32_t(code);
+  }
+  const AbbrevOp& element = tail[1];
+  uint64_t count = r.vbr(AbbrevOp{AbbrevOp::kVbr, 6});
+  if (count > (limit_ - r.pos) / min_bits(element))
+    r.fail("array of " + std::to_string(count) + " elements runs past the end of the block");
+  ops.resize(scalars + count);  // bounded by the bits left, as just checked
+  out = ops.data() + scalars;
+  // One loop per element encoding: char6 strings and fixed-width arrays are most of them.
+  switch (element.kind) {
+    case AbbrevOp::kFixed:
+      for (uint64_t i = 0; i < count; ++i) out[i] = r.fixed(element);
+      break;
+    case AbbrevOp::kVbr:
+      for (uint64_t i = 0; i < count; ++i) out[i] = r.vbr(element);
+      break;
+    default:  // char6, the only other element define_abbrev() allows
+      for (uint64_t i = 0; i < count; ++i) out[i] = r.char6(element);
+      break;
+  }
+  r.sync();
   return uint32_t(code);
+}
+
+uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops) {
+  uint64_t raw_code = read_vbr(6), count = read_vbr(6);
+  if (raw_code >= kNoBlock) fail("record code " + std::to_string(raw_code) + " over 32 bits");
+  // Each operand is a VBR6 field: 6 bits at least.
+  if (count > (limit_ - pos_) / 6)
+    fail("record of " + std::to_string(count) + " operands runs past the end of the block");
+  ops.resize(count);
+  // The operands are most of a function block at debug info 2 (DEBUG_LOC and debug
+  // records): decoded with the position in a register, which stores to `ops` would
+  // otherwise make the compiler reload.
+  uint64_t* out = ops.data();
+  const char* bytes = bytes_.data();
+  const uint64_t limit = limit_;
+  uint64_t pos = pos_;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (limit - pos >= 64) [[likely]] {
+      uint64_t value;
+      unsigned used;
+      if (vbr_in_word<6>(peek(bytes, pos), value, used)) {
+        out[i] = value;
+        pos += used;
+        continue;
+      }
+    }
+    pos_ = pos;
+    out[i] = read_vbr_slow(6);
+    pos = pos_;
+  }
+  pos_ = pos;
+  return uint32_t(raw_code);
 }
 
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob) {
@@ -285,19 +472,9 @@ uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>&
   pending_record_ = 0;
   ops.clear();
   if (blob) *blob = {};
-  uint32_t code;
-  if (abbrev_id == kUnabbrevRecordId) {
-    uint64_t raw_code = read_vbr(6), count = read_vbr(6);
-    if (raw_code >= kNoBlock) fail("record code " + std::to_string(raw_code) + " over 32 bits");
-    // Each operand is a VBR6 field: 6 bits at least.
-    if (count > (limit() - pos_) / 6)
-      fail("record of " + std::to_string(count) + " operands runs past the end of the block");
-    ops.resize(count);
-    for (uint64_t& op : ops) op = read_vbr(6);
-    code = uint32_t(raw_code);
-  } else {
-    code = read_abbreviated(abbrev(abbrev_id), ops, blob);
-  }
+  // advance() found the abbreviation; none is defined between it and here.
+  uint32_t code =
+      abbrev_id == kUnabbrevRecordId ? read_unabbreviated(ops) : read_abbreviated(*pending_abbrev_, ops, blob);
   if (scopes_.back().block_id == kBlockInfoId && code == kSetBid) {
     if (ops.empty() || ops[0] >= kNoBlock) fail("SETBID without a 32-bit block id");
     block_info_target_ = uint32_t(ops[0]);

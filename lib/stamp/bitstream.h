@@ -6,6 +6,7 @@
 // and the bit offset.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,8 +83,40 @@ class BitstreamCursor {
     std::vector<Abbrev> local;        // the block's own, after those
   };
 
-  uint64_t read(unsigned width);
-  uint64_t read_vbr(unsigned width);
+  // Fields are read from one 8-byte load at pos_'s byte, which holds the 57 bits from
+  // pos_ at least. With 64 bits left before the limit that load cannot pass the end of
+  // the stream either (limit_ <= end_, the stream's size), so the common path, inline,
+  // needs that one check. Fields near the limit, VBRs that do not end within the load,
+  // and errors take the out-of-line slow path, which reads the field from its start
+  // chunk by chunk: what it returns or throws, and where, is what it always was.
+  bool can_peek() const { return limit_ - pos_ >= 64; }
+  static uint64_t peek(const char* bytes, uint64_t pos) {
+    uint64_t word;
+    std::memcpy(&word, bytes + (pos >> 3), 8);
+    return word >> (pos & 7);
+  }
+  // `width` is at most kMaxChunkWidth (32) at every call, so it lies in the load.
+  uint64_t read(unsigned width) {
+    if (can_peek()) [[likely]] {
+      uint64_t value = peek(bytes_.data(), pos_) & ((uint64_t(1) << width) - 1);
+      pos_ += width;
+      return value;
+    }
+    return read_slow(width);
+  }
+  // A VBR of one chunk inline; longer ones out of line (from the same load where they fit).
+  uint64_t read_vbr(unsigned width) {
+    if (can_peek()) [[likely]] {
+      uint64_t word = peek(bytes_.data(), pos_), more = uint64_t(1) << (width - 1);
+      if (!(word & more)) {
+        pos_ += width;
+        return word & (more - 1);
+      }
+    }
+    return read_vbr_slow(width);
+  }
+  uint64_t read_slow(unsigned width);
+  uint64_t read_vbr_slow(unsigned width);
   void align32();
   uint64_t limit() const { return limit_; }
   void pop_scope();
@@ -94,7 +127,8 @@ class BitstreamCursor {
   AbbrevOp read_abbrev_op();
   const Abbrev& abbrev(uint32_t abbrev_id) const;
   uint64_t read_scalar(const AbbrevOp& op);
-  void read_array(const AbbrevOp& element, std::vector<uint64_t>& ops);
+  uint32_t read_unabbreviated(std::vector<uint64_t>& ops);
+  struct FieldReader;
   void read_blob(std::vector<uint64_t>& ops, std::string_view* blob);
   uint32_t read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob);
 
@@ -115,6 +149,7 @@ class BitstreamCursor {
   uint64_t literal_budget_ = 0;
   uint64_t abbrevs_defined_ = 0;
   uint32_t pending_record_ = 0;  // the abbreviation id of a record announced and not read; 0: none
+  const Abbrev* pending_abbrev_ = nullptr;  // its abbreviation, found by advance(); null for UNABBREV_RECORD
   std::vector<uint64_t> dropped_;
 };
 

@@ -141,6 +141,69 @@ TEST_CASE("bitstream: arrays of char6 and of fixed fields", "[bitstream]") {
   require_entry(c, BitstreamEntry::kEndBlock, 9);
 }
 
+// The cursor decodes a field from one 8-byte load where it can, and chunk by chunk near
+// the end of a block or for a VBR longer than the load: values of every length, at every
+// bit alignment, in every record form, both far from a block's end and in its last bits.
+TEST_CASE("bitstream: VBR and fixed fields of every length read alike far from and near a block's end",
+          "[bitstream]") {
+  std::mt19937_64 rng(7);
+  auto value = [&](unsigned bits) { return bits == 0 ? 0 : rng() >> (64 - bits); };
+  for (int round = 0; round < 40; ++round) {
+    BitWriter w;
+    w.enter(9, 5);
+    const unsigned vbr_width = 2 + unsigned(rng() % 31), fixed_width = 1 + unsigned(rng() % 32);
+    w.define_abbrev({kCode7, vbr_op(6), vbr_op(vbr_width), fixed_op(fixed_width), kArray, vbr_op(vbr_width)});
+    w.define_abbrev({{true, 0, 8}, kArray, fixed_op(fixed_width)});
+    std::vector<std::pair<uint32_t, std::vector<uint64_t>>> records;
+    for (int r = 0; r < 30; ++r) {
+      std::vector<uint64_t> ops;
+      switch (rng() % 3) {
+        case 0:
+          for (size_t i = rng() % 12; i > 0; --i) ops.push_back(value(rng() % 65));
+          records.emplace_back(uint32_t(3 + rng() % 100), ops);
+          w.unabbrev(records.back().first, ops);
+          break;
+        case 1: {
+          ops = {value(rng() % 65), value(rng() % 65), value(fixed_width)};
+          w.abbrev_id(4);
+          w.vbr(ops[0], 6);
+          w.vbr(ops[1], vbr_width);
+          w.fixed(ops[2], fixed_width);
+          size_t n = rng() % 6;
+          w.vbr(n, 6);
+          for (size_t i = 0; i < n; ++i) {
+            ops.push_back(value(rng() % 65));
+            w.vbr(ops.back(), vbr_width);
+          }
+          records.emplace_back(7, ops);
+          break;
+        }
+        default: {
+          size_t n = rng() % 9;
+          w.abbrev_id(5);
+          w.vbr(n, 6);
+          for (size_t i = 0; i < n; ++i) {
+            ops.push_back(value(fixed_width));
+            w.fixed(ops.back(), fixed_width);
+          }
+          records.emplace_back(8, ops);
+        }
+      }
+    }
+    w.end();
+    const std::string bytes = w.bytes();
+    BitstreamCursor c(bytes, "t.bc");
+    require_entry(c, BitstreamEntry::kEnterBlock, 9);
+    std::vector<uint64_t> ops;
+    for (const auto& [code, expected] : records) {
+      REQUIRE(next_record(c, ops) == code);
+      REQUIRE(ops == expected);
+    }
+    require_entry(c, BitstreamEntry::kEndBlock, 9);
+    require_entry(c, BitstreamEntry::kEndOfStream);
+  }
+}
+
 TEST_CASE("bitstream: blobs are views of the file, or bytes among the operands", "[bitstream]") {
   BitWriter w;
   w.enter(9, 3);
