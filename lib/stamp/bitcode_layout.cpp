@@ -361,7 +361,15 @@ const Layout::StructLayout& Layout::struct_layout(const BcModule& m, uint32_t ty
 
 uint64_t Layout::size_in_bits(const BcModule& m, uint32_t type) const { return size_bits(m, type, 0); }
 uint64_t Layout::store_size(const BcModule& m, uint32_t type) const { return (size_bits(m, type, 0) + 7) / 8; }
-uint64_t Layout::alloc_size(const BcModule& m, uint32_t type) const { return alloc_bytes(m, type, 0); }
+uint64_t Layout::alloc_size(const BcModule& m, uint32_t type) const {
+  if (type < m.types.size()) {
+    if (alloc_sizes_.size() != m.types.size()) alloc_sizes_.assign(m.types.size(), 0);
+    uint64_t& known = alloc_sizes_[type];
+    if (!known) known = alloc_bytes(m, type, 0);
+    return known;
+  }
+  return alloc_bytes(m, type, 0);
+}
 uint64_t Layout::abi_align(const BcModule& m, uint32_t type) const { return alignment(m, type, true, 0); }
 uint64_t Layout::pref_align(const BcModule& m, uint32_t type) const { return alignment(m, type, false, 0); }
 

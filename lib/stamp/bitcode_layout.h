@@ -66,6 +66,9 @@ class Layout {
   std::vector<Pointer> pointers_;                               // sorted by address space; [0] is address space 0
   uint64_t struct_abi_ = 1, struct_pref_ = 8;                   // the a spec (LLVM's default a:8:64)
   mutable std::unordered_map<uint32_t, StructLayout> structs_;  // by type id: one Layout per module
+  // alloc_size by type id (0: not yet known; no sized type allocates 0 bytes but {} and
+  // [0 x T], which are cheap to compute again). One Layout per module, as structs_.
+  mutable std::vector<uint64_t> alloc_sizes_;
 };
 
 // LLVM's Type::print of `type` (e.g. "i32", "ptr", "{ i64, ptr }", "<4 x i32>",

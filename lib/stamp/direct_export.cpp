@@ -1492,6 +1492,11 @@ class Materializer {
       for (uint32_t k = 0; k < count; ++k) {
         uint32_t id = f.operands[in.first_operand + k];
         if (id == kMetadataOperand || (id & kBlockTag)) continue;
+        // Only aggregate and data records can be the constants it materializes.
+        const ValueRef& r = ctx_.ref(fn, id);
+        if (r.kind != ValueKind::kConstant) continue;
+        ConstKind kind = ctx_.m.constants[r.index].kind;
+        if (kind != ConstKind::kAggregate && kind != ConstKind::kData) continue;
         Class c = ctx_.klass(fn, id);
         if (!(c == Class::kStruct || c == Class::kArray || c == Class::kDataSeq || c == Class::kVector)) continue;
         uint32_t t = ctx_.type_of(fn, id);
