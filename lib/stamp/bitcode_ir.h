@@ -12,6 +12,7 @@
 // KilnError(kExitBadInput) through BitstreamCursor::fail (block and bit offset named).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -269,7 +270,13 @@ struct BcModule {
 // Reads a bitcode file (raw or wrapped) into a BcModule. Throws KilnError(kExitBadInput)
 // naming `path` (and the block and bit offset) for a corrupt file, a foreign one, or
 // one newer than the reader knows (an IDENTIFICATION epoch other than 0).
-BcModule read_bitcode(std::string_view file, const std::string& path);
+//
+// `on_body`, when given, is called after each function body is decoded, in the order
+// of the bodies (that of their FUNCTION records), with every module value known: it
+// may export the body and release its instruction arrays (insts, operands, indices,
+// clause_filter), keeping `values`, which later bodies and the global data may name.
+using BodyHandler = std::function<void(BcModule& m, uint32_t function)>;
+BcModule read_bitcode(std::string_view file, const std::string& path, const BodyHandler& on_body = {});
 
 // The value `id` names inside function `fn` (a BcModule::functions index; kNone for
 // module values only). Throws KilnError(kExitInternal) for an id out of range.

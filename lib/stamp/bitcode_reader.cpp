@@ -968,8 +968,8 @@ uint32_t program_address_space(const std::string& layout) {
 
 class ModuleReader {
  public:
-  ModuleReader(BitstreamCursor& c, BcModule& m, std::string_view strtab)
-      : c_(c), m_(m), strtab_(strtab), attributes_(c, m) {
+  ModuleReader(BitstreamCursor& c, BcModule& m, std::string_view strtab, const BodyHandler& on_body)
+      : c_(c), m_(m), strtab_(strtab), attributes_(c, m), on_body_(on_body) {
     context_.module_version = 0;  // a module without VERSION is version 0, as in LLVM
   }
 
@@ -1286,7 +1286,9 @@ class ModuleReader {
       for (BcFunction& f : m_.functions) f.first_arg_value = m_.module_value_count;
     }
     if (bodies_ >= m_.functions.size()) c_.fail("more function bodies than function definitions");
-    detail::read_function_block(c_, m_, bodies_++, context_);
+    detail::read_function_block(c_, m_, bodies_, context_);
+    if (on_body_) on_body_(m_, bodies_);
+    ++bodies_;
   }
 
   // Values the module's records name, checked once every module value is known.
@@ -1313,6 +1315,7 @@ class ModuleReader {
   BcModule& m_;
   std::string_view strtab_;
   AttributeReader attributes_;
+  const BodyHandler& on_body_;  // called after each body (see read_bitcode)
   detail::ReaderContext context_;
   std::vector<uint64_t> ops_;
   std::vector<std::string> sections_, gc_names_;
@@ -1368,7 +1371,7 @@ std::string_view find_strtab(std::string_view file, const std::string& path) {
 
 }  // namespace
 
-BcModule read_bitcode(std::string_view file, const std::string& path) {
+BcModule read_bitcode(std::string_view file, const std::string& path, const BodyHandler& on_body) {
   unwrap_bitcode(file, path);  // a foreign file fails here, naming what it is not
   std::string_view strtab = find_strtab(file, path);
   BitstreamCursor c(file, path);
@@ -1380,7 +1383,7 @@ BcModule read_bitcode(std::string_view file, const std::string& path) {
     if (e.id == detail::kIdentificationBlock) {
       read_identification(c);
     } else if (e.id == detail::kModuleBlock) {
-      ModuleReader(c, m, strtab).read();
+      ModuleReader(c, m, strtab, on_body).read();
       return m;  // a file of several modules: the first, as LLVM's parseBitcodeFile takes
     } else {
       c.skip_block();

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -547,7 +548,8 @@ class FunctionExporter {
   }
 
   uint32_t symbol(uint32_t global) {
-    uint32_t& index = symbol_index_.at(global);
+    if (global >= symbol_index_.size()) symbol_index_.resize(global + 1, kNone);
+    uint32_t& index = symbol_index_[global];
     if (index == kNone) {
       index = static_cast<uint32_t>(symbol_values_.size());
       symbol_values_.push_back(global);
@@ -1760,96 +1762,144 @@ std::string export_globals(const ModuleContext& ctx, std::vector<StampData>& out
   return "";
 }
 
-void export_module(const BcModule& m, const std::string& tag, DirectExport& out) {
-  Layout dl(Layout::x86_64_text());
-  ModuleContext ctx(m, dl);
-  ctx.globals = global_infos(m);
-  for (uint32_t g = 0; g < ctx.globals.size(); ++g) {
-    const std::string& n = ctx.globals[g].name;
-    if (ctx.globals[g].kind == GlobalKind::kFunction &&
-        (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume"))
-      ctx.library_functions.emplace(n, g);
+// The export of one module, function by function as the reader decodes the bodies
+// (so that a body's instruction arrays can be released once it is exported: the
+// reader's memory then stays near one body's, not the whole module's), then the
+// module's symbols, renaming and global data at the end.
+class ModuleExporter {
+ public:
+  ModuleExporter(const BcModule& m, const std::string& tag, DirectExport& out)
+      : m_(m), tag_(tag), out_(out), dl_(Layout::x86_64_text()), ctx_(m, dl_) {
+    ctx_.globals = global_infos(m);
+    for (uint32_t g = 0; g < ctx_.globals.size(); ++g) {
+      const std::string& n = ctx_.globals[g].name;
+      if (ctx_.globals[g].kind == GlobalKind::kFunction &&
+          (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume"))
+        ctx_.library_functions.emplace(n, g);
+    }
+    ctx_.has_vector_types = std::any_of(m.types.begin(), m.types.end(), [](const Type& t) {
+      return t.kind == TypeKind::kFixedVector || t.kind == TypeKind::kScalableVector;
+    });
+    // Module constants are all read before the first body; a body's own constants
+    // are looked at when it is materialized.
+    materializer_.emplace(ctx_);
+    pinned_ = pinned_to_llvm(ctx_);
+    symbol_index_.assign(ctx_.globals.size(), kNone);
   }
-  ctx.has_vector_types = std::any_of(m.types.begin(), m.types.end(), [](const Type& t) {
-    return t.kind == TypeKind::kFixedVector || t.kind == TypeKind::kScalableVector;
-  });
-  ctx.has_aggregate_data = std::any_of(m.constants.begin(), m.constants.end(), [](const Constant& c) {
-    return c.kind == ConstKind::kAggregate || c.kind == ConstKind::kData;
-  });
-  Materializer materializer(ctx);
-  std::vector<Materialized> mats(m.functions.size());
-  if (ctx.has_aggregate_data)
-    for (uint32_t fn = 0; fn < m.functions.size(); ++fn)
-      if (m.functions[fn].declined.empty()) mats[fn] = materializer.run(fn);
-  const auto pinned = pinned_to_llvm(ctx);
 
-  std::vector<uint32_t> symbol_values;
-  std::vector<std::string> fixed_names;
-  std::vector<uint32_t> symbol_index(ctx.globals.size(), kNone);
-  std::unordered_map<std::string, uint32_t> library_index;
-  ExportScratch scratch;
-  std::vector<uint32_t> stamp_globals;  // per flat function, its global
-  for (uint32_t gi = 0; gi < m.globals.size(); ++gi) {
-    const GlobalInfo& g = ctx.globals[gi];
-    if (g.kind != GlobalKind::kFunction) continue;
+  // Function `fn` (a BcFunction index), just decoded: its verdict, and its flat arrays
+  // when it is stamp's. Bodies come in the order of their FUNCTION records.
+  void function(uint32_t fn) {
+    const uint32_t gi = m_.functions.at(fn).global;
+    declarations_before(gi);
+    const BcFunction& f = m_.functions[fn];
+    const bool aggregate_data = std::any_of(f.values.begin(), f.values.end(), [&](const ValueRef& r) {
+      if (r.kind != ValueKind::kConstant) return false;
+      ConstKind k = m_.constants[r.index].kind;
+      return k == ConstKind::kAggregate || k == ConstKind::kData;
+    }) || module_aggregate_data();
+    FunctionVerdict v;
+    v.name = ctx_.globals[gi].name;
+    v.instructions = f.insts.size();
     bool stamp = false;
-    if (!g.declaration) {
-      const uint32_t fn = g.body;
-      const BcFunction& f = m.functions.at(fn);
-      FunctionVerdict v;
-      v.name = g.name;
-      v.instructions = f.insts.size();
-      if (!f.declined.empty()) {
-        v.reasons.push_back(f.declined);
-        out.declined_function_count++;
-      } else {
-        // A function the reader declines part way has named only some of the symbols
-        // LLVM's exporter would: the module's flat output is then not LLVM's, which
-        // declined_function_count says (such a module is never whole).
-        FunctionExporter ex(ctx, out.flat, symbol_values, fixed_names, symbol_index, library_index, fn, mats[fn],
-                            scratch);
-        if (auto it = pinned.find(gi); it != pinned.end()) ex.reasons.push_back(it->second);
-        try {
-          stamp = ex.run();
-          v.reasons = std::move(ex.reasons);
-        } catch (const Decline& d) {
-          v.reasons = {d.why};
-          out.declined_function_count++;
-        }
-      }
-      out.verdicts.push_back(std::move(v));
-      if (stamp) {
-        stamp_globals.push_back(gi);
-        out.flat.bindings.push_back(binding_of(g));
-        out.flat.visibilities.push_back(visibility_of(g));
-        out.flat.sections.push_back(g.section);
-        out.stamp_function_count++;
+    if (!f.declined.empty()) {
+      v.reasons.push_back(f.declined);
+      out_.declined_function_count++;
+    } else {
+      Materialized mat;
+      if (aggregate_data) mat = materializer_->run(fn);
+      if (symbol_index_.size() < ctx_.globals.size()) symbol_index_.resize(ctx_.globals.size(), kNone);
+      // A function the reader declines part way has named only some of the symbols
+      // LLVM's exporter would: the module's flat output is then not LLVM's, which
+      // declined_function_count says (such a module is never whole).
+      FunctionExporter ex(ctx_, out_.flat, symbol_values_, fixed_names_, symbol_index_, library_index_, fn, mat,
+                          scratch_);
+      if (auto it = pinned_.find(gi); it != pinned_.end()) ex.reasons.push_back(it->second);
+      try {
+        stamp = ex.run();
+        v.reasons = std::move(ex.reasons);
+      } catch (const Decline& d) {
+        v.reasons = {d.why};
+        out_.declined_function_count++;
       }
     }
-    out.emitted_by_stamp.push_back(stamp);
+    out_.verdicts.push_back(std::move(v));
+    if (stamp) {
+      const GlobalInfo& g = ctx_.globals[gi];
+      out_.flat.bindings.push_back(binding_of(g));
+      out_.flat.visibilities.push_back(visibility_of(g));
+      out_.flat.sections.push_back(g.section);
+      out_.stamp_function_count++;
+    }
+    out_.emitted_by_stamp.push_back(stamp);
+    next_global_ = gi + 1;
   }
-  for (uint32_t gi : global_values_order(ctx)) {
-    const GlobalInfo& g = ctx.globals[gi];
-    bool declaration = g.declaration && (g.kind == GlobalKind::kFunction || g.kind == GlobalKind::kVariable);
-    if (!declaration || (g.linkage != Linkage::kExternalWeak && g.visibility == Visibility::kDefault) ||
-        g.name.empty() || reserved_name(g.name))
-      continue;
-    out.flat.undefined.push_back({g.name, binding_of(g), visibility_of(g)});
+
+  // After the last body: the remaining declarations, the undefined symbols, renaming,
+  // the symbols' names and the global data.
+  void finish() {
+    declarations_before(static_cast<uint32_t>(m_.globals.size()));
+    for (uint32_t gi : global_values_order(ctx_)) {
+      const GlobalInfo& g = ctx_.globals[gi];
+      bool declaration = g.declaration && (g.kind == GlobalKind::kFunction || g.kind == GlobalKind::kVariable);
+      if (!declaration || (g.linkage != Linkage::kExternalWeak && g.visibility == Visibility::kDefault) ||
+          g.name.empty() || reserved_name(g.name))
+        continue;
+      out_.flat.undefined.push_back({g.name, binding_of(g), visibility_of(g)});
+    }
+    if (out_.stamp_function_count) expose_local_symbols(ctx_, tag_);
+    // resolve_symbol_names.
+    out_.flat.symbols.clear();
+    for (size_t i = 0; i < symbol_values_.size(); ++i)
+      out_.flat.symbols.push_back(symbol_values_[i] != kNone ? ctx_.globals[symbol_values_[i]].name : fixed_names_[i]);
+    for (size_t fn = 0; fn < out_.flat.functions.size(); ++fn) {
+      const GlobalInfo& g = ctx_.globals[symbol_values_.at(out_.flat.functions[fn].symbol)];
+      out_.flat.bindings[fn] = binding_of(g);
+      out_.flat.visibilities[fn] = visibility_of(g);
+    }
+    out_.globals_reason = export_globals(ctx_, out_.data);
+    out_.whole = out_.stamp_function_count == out_.verdicts.size() && out_.globals_reason.empty();
+    if (!out_.whole) out_.data.clear();
   }
-  if (out.stamp_function_count) expose_local_symbols(ctx, tag);
-  // resolve_symbol_names.
-  out.flat.symbols.clear();
-  for (size_t i = 0; i < symbol_values.size(); ++i)
-    out.flat.symbols.push_back(symbol_values[i] != kNone ? ctx.globals[symbol_values[i]].name : fixed_names[i]);
-  for (size_t fn = 0; fn < out.flat.functions.size(); ++fn) {
-    const GlobalInfo& g = ctx.globals[symbol_values.at(out.flat.functions[fn].symbol)];
-    out.flat.bindings[fn] = binding_of(g);
-    out.flat.visibilities[fn] = visibility_of(g);
+
+ private:
+  // Function declarations (and definitions without a body, which the reader refuses)
+  // up to global `end`: not stamp's, in module order.
+  void declarations_before(uint32_t end) {
+    for (; next_global_ < end && next_global_ < m_.globals.size(); ++next_global_)
+      if (ctx_.globals[next_global_].kind == GlobalKind::kFunction) {
+        if (!ctx_.globals[next_global_].declaration) throw Decline{"reader: function bodies out of order"};
+        out_.emitted_by_stamp.push_back(false);
+      }
   }
-  out.globals_reason = export_globals(ctx, out.data);
-  out.whole = out.stamp_function_count == out.verdicts.size() && out.globals_reason.empty();
-  if (!out.whole) out.data.clear();
-}
+  bool module_aggregate_data() {
+    if (module_aggregate_data_ < 0) {
+      module_aggregate_data_ = 0;
+      for (uint32_t id = 0; id < m_.module_value_count && !module_aggregate_data_; ++id) {
+        const ValueRef& r = m_.values[id];
+        if (r.kind != ValueKind::kConstant) continue;
+        ConstKind k = m_.constants[r.index].kind;
+        module_aggregate_data_ = k == ConstKind::kAggregate || k == ConstKind::kData;
+      }
+    }
+    return module_aggregate_data_ > 0;
+  }
+
+  const BcModule& m_;
+  const std::string& tag_;
+  DirectExport& out_;
+  Layout dl_;
+  ModuleContext ctx_;
+  std::optional<Materializer> materializer_;
+  std::unordered_map<uint32_t, std::string> pinned_;
+  std::vector<uint32_t> symbol_values_;
+  std::vector<std::string> fixed_names_;
+  std::vector<uint32_t> symbol_index_;
+  std::unordered_map<std::string, uint32_t> library_index_;
+  ExportScratch scratch_;
+  uint32_t next_global_ = 0;
+  int module_aggregate_data_ = -1;
+};
 
 }  // namespace
 
@@ -1881,34 +1931,66 @@ std::string target_problem(const std::string& triple) {
 DirectExport export_direct(std::string_view bitcode, const std::string& path, const std::string& tag) {
   DirectExport out;
   Stopwatch clock;
-  bc::BcModule m = bc::read_bitcode(bitcode, path);
-  out.read_seconds = clock.lap();
+  std::optional<ModuleExporter> exporter;
+  std::string why;
+  double export_seconds = 0;
+  // Each body is exported as soon as it is decoded, and its instruction arrays are
+  // released then: what stays is its values (constants the global data may name).
+  auto on_body = [&](bc::BcModule& m, uint32_t fn) {
+    if (!why.empty()) return;
+    Stopwatch lap;
+    try {
+      if (!exporter) exporter.emplace(m, tag, out);
+      exporter->function(fn);
+    } catch (const Decline& d) {
+      why = d.why;
+    } catch (const KilnError& e) {
+      if (e.code() != kExitInternal) throw;
+      why = std::string("reader: ") + e.what();
+    }
+    bc::BcFunction& f = m.functions[fn];
+    std::vector<bc::Inst>().swap(f.insts);
+    std::vector<uint32_t>().swap(f.operands);
+    std::vector<uint32_t>().swap(f.indices);
+    std::vector<uint8_t>().swap(f.clause_filter);
+    export_seconds += lap.seconds();
+  };
+  bc::BcModule m = bc::read_bitcode(bitcode, path, on_body);
   out.source_filename = m.source_filename;
   out.triple = m.triple;
   if (!m.declined.empty()) {
-    out.declined = m.declined;
-    return out;
+    DirectExport declined;
+    declined.declined = m.declined;
+    declined.source_filename = out.source_filename;
+    declined.triple = out.triple;
+    declined.read_seconds = clock.seconds();
+    return declined;
   }
-  std::string why;
-  try {
-    export_module(m, tag, out);
-  } catch (const Decline& d) {
-    why = d.why;
-  } catch (const KilnError& e) {
-    // The layout's questions about a type it has no answer for (an unsized global, a
-    // struct nested past its bound): the module is beyond the reader, not LLVM.
-    if (e.code() != kExitInternal) throw;
-    why = std::string("reader: ") + e.what();
+  Stopwatch tail;
+  if (why.empty()) {
+    try {
+      if (!exporter) exporter.emplace(m, tag, out);  // a module without bodies
+      exporter->finish();
+    } catch (const Decline& d) {
+      why = d.why;
+    } catch (const KilnError& e) {
+      // The layout's questions about a type it has no answer for (an unsized global, a
+      // struct nested past its bound): the module is beyond the reader, not LLVM.
+      if (e.code() != kExitInternal) throw;
+      why = std::string("reader: ") + e.what();
+    }
   }
+  export_seconds += tail.seconds();
+  const double total = clock.seconds();
   if (!why.empty()) {
     DirectExport declined;
     declined.declined = why;
-    declined.read_seconds = out.read_seconds;
     declined.source_filename = out.source_filename;
     declined.triple = out.triple;
     out = std::move(declined);
   }
-  out.export_seconds = clock.lap();
+  out.export_seconds = export_seconds;
+  out.read_seconds = total - export_seconds;
   return out;
 }
 

@@ -5,7 +5,11 @@
 //   [.corpus] KILN_BITCODE_CORPUS=DIR: every *.bc under DIR compared the same way.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "bitcode.h"
@@ -397,4 +401,47 @@ TEST_CASE("direct reader speed over a corpus (KILN_BITCODE_CORPUS)", "[.bench]")
     std::printf("round %d: %zu modules, %llu IR instructions, read %.3f s, export %.3f s\n", r + 1, files.size(),
                 static_cast<unsigned long long>(instructions), read, exported);
   }
+}
+
+// Peak resident memory of the direct reader on one module (KILN_READER_MEMORY=FILE.bc),
+// in a child process of its own so that nothing before it counts: the high-water mark
+// after the read, less the resident size before it, against the bitcode's size plus the
+// flat arrays made of it (the bound: at most 2x the first plus the second).
+static uint64_t status_kib(const char* field) {
+  std::string status = read_file("/proc/self/status");
+  size_t at = status.find(field);
+  return at == std::string::npos ? 0 : std::strtoull(status.c_str() + at + std::strlen(field), nullptr, 10);
+}
+
+TEST_CASE("direct reader peak memory on one module (KILN_READER_MEMORY)", "[.memory]") {
+  const char* path = std::getenv("KILN_READER_MEMORY");
+  if (!path) {
+    WARN("skipped: KILN_READER_MEMORY is not set");
+    return;
+  }
+  std::string bytes = read_file(path);
+  std::fflush(stdout);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    uint64_t before = status_kib("VmRSS:");
+    DirectExport d = export_direct(bytes, path, "memory");
+    uint64_t peak = status_kib("VmHWM:");
+    uint64_t flat = d.flat.insts.size() * sizeof(FlatInst) + d.flat.operands.size() * sizeof(FlatOperand) +
+        d.flat.blocks.size() * sizeof(FlatBlock) + d.flat.functions.size() * sizeof(FlatFunction) +
+        d.flat.arg_widths.size();
+    for (const auto& s : d.flat.symbols) flat += s.size() + sizeof(s);
+    for (const auto& g : d.data) flat += g.bytes.size();
+    double bound = (2.0 * bytes.size() + flat) / 1024.0;
+    std::printf("%s: %zu bytes of bitcode, flat arrays and data %llu bytes; reader peak %llu KiB over %llu KiB "
+                "before: %.2fx the bound of %.0f KiB\n",
+                path, bytes.size(), static_cast<unsigned long long>(flat),
+                static_cast<unsigned long long>(peak > before ? peak - before : 0),
+                static_cast<unsigned long long>(before), (peak > before ? peak - before : 0) / bound, bound);
+    std::fflush(stdout);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status));
 }
