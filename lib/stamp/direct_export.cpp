@@ -438,9 +438,6 @@ struct Materialized {
 // A function's arrays while it is exported, kept from function to function so that
 // their memory is allocated once per module.
 struct ExportScratch {
-  std::vector<FlatInst> insts;
-  std::vector<FlatOperand> operands;
-  std::vector<FlatBlock> blocks;
   std::vector<uint32_t> inst_flat, load_flat;
 };
 
@@ -464,13 +461,9 @@ class FunctionExporter {
         mat_(mat),
         inst_flat_(scratch.inst_flat),
         load_flat_(scratch.load_flat),
-        insts_(scratch.insts),
-        operands_(scratch.operands),
-        blocks_(scratch.blocks) {
-    insts_.clear();
-    operands_.clear();
-    blocks_.clear();
-  }
+        insts_(out.insts),
+        operands_(out.operands),
+        blocks_(out.blocks) {}
 
   std::vector<std::string> reasons;
 
@@ -483,22 +476,33 @@ class FunctionExporter {
     check_function();
     number_instructions();
     for (uint32_t b = 0; b < f_.block_count; ++b) {
-      FlatBlock fb{base_inst_ + static_cast<uint32_t>(insts_.size()), 0, fn_index_};
+      FlatBlock fb{static_cast<uint32_t>(insts_.size()), 0, fn_index_};
       for (uint32_t i = block_begin(b); i < block_end(b); ++i) {
         if (!mat_.before.empty())
           for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
         current_ = i;
         export_inst(f_.insts[i]);
       }
-      fb.inst_count = base_inst_ + static_cast<uint32_t>(insts_.size()) - fb.first_inst;
+      fb.inst_count = static_cast<uint32_t>(insts_.size()) - fb.first_inst;
       blocks_.push_back(fb);
     }
-    if (frame_bound(insts_.data(), static_cast<uint32_t>(insts_.size()), f_.arg_count) >
+    if (frame_bound(insts_.data() + base_inst_, static_cast<uint32_t>(insts_.size()) - base_inst_, f_.arg_count) >
         static_cast<uint64_t>(kMaxFrameBytes))
       reason("frame larger than 1 GiB");
-    if (!reasons.empty()) return false;
+    if (!reasons.empty()) {
+      rollback();
+      return false;
+    }
     commit();
     return true;
+  }
+
+  // The function's flat instructions, operands and blocks are written straight into
+  // the module's arrays (no copy); a function that is not stamp's takes them back out.
+  void rollback() {
+    insts_.resize(base_inst_);
+    operands_.resize(base_operand_);
+    blocks_.resize(base_block_);
   }
 
  private:
@@ -524,9 +528,9 @@ class FunctionExporter {
     FlatFunction ff{};
     ff.symbol = symbol(f_.global);
     ff.first_block = base_block_;
-    ff.block_count = static_cast<uint32_t>(blocks_.size());
+    ff.block_count = static_cast<uint32_t>(blocks_.size()) - base_block_;
     ff.first_inst = base_inst_;
-    ff.inst_count = static_cast<uint32_t>(insts_.size());
+    ff.inst_count = static_cast<uint32_t>(insts_.size()) - base_inst_;
     ff.first_arg = base_arg_;
     ff.arg_count = f_.arg_count;
     ff.flags = fn_flags_;
@@ -538,9 +542,6 @@ class FunctionExporter {
     ff.personality = personality_;
     for (uint32_t a = 0; a < f_.arg_count; ++a) out_.arg_widths.push_back(static_cast<uint8_t>(ctx_.scalar_width(param_type(a))));
     out_.functions.push_back(ff);
-    out_.blocks.insert(out_.blocks.end(), blocks_.begin(), blocks_.end());
-    out_.insts.insert(out_.insts.end(), insts_.begin(), insts_.end());
-    out_.operands.insert(out_.operands.end(), operands_.begin(), operands_.end());
   }
 
   void reason(const std::string& r) {
@@ -769,7 +770,7 @@ class FunctionExporter {
     FlatInst fi{};
     fi.op = op;
     fi.block = base_block_ + block;
-    fi.first_operand = base_operand_ + static_cast<uint32_t>(operands_.size());
+    fi.first_operand = static_cast<uint32_t>(operands_.size());
     fi.operand_count = static_cast<uint32_t>(ops.size());
     for (const auto& o : ops) operands_.push_back(o);
     fi.width = static_cast<uint8_t>(ctx_.scalar_width(t));
@@ -1815,10 +1816,15 @@ class ModuleExporter {
       FunctionExporter ex(ctx_, out_.flat, symbol_values_, fixed_names_, symbol_index_, library_index_, fn, mat,
                           scratch_);
       if (auto it = pinned_.find(gi); it != pinned_.end()) ex.reasons.push_back(it->second);
+      const size_t insts = out_.flat.insts.size(), operands = out_.flat.operands.size(),
+                   blocks = out_.flat.blocks.size();
       try {
         stamp = ex.run();
         v.reasons = std::move(ex.reasons);
       } catch (const Decline& d) {
+        out_.flat.insts.resize(insts);
+        out_.flat.operands.resize(operands);
+        out_.flat.blocks.resize(blocks);
         v.reasons = {d.why};
         out_.declined_function_count++;
       }
