@@ -170,26 +170,31 @@ void BitstreamCursor::align32() {
 BitstreamEntry BitstreamCursor::advance() {
   if (pending_record_) read_record(pending_record_, dropped_);
   for (;;) {
-    if (scopes_.empty() && pos_ == end_) return {BitstreamEntry::kEndOfStream, 0};
-    uint32_t id = uint32_t(read(scopes_.empty() ? kTopLevelAbbrevWidth : scopes_.back().abbrev_width));
+    if (scopes_.empty()) {
+      if (pos_ == end_) return {BitstreamEntry::kEndOfStream, 0};
+      uint32_t id = uint32_t(read(kTopLevelAbbrevWidth));
+      if (id != kEnterSubblockId)
+        fail("abbreviation id " + std::to_string(id) + " at the top level, where only blocks may be");
+      enter_block();
+      return {BitstreamEntry::kEnterBlock, scopes_.back().block_id};
+    }
+    uint32_t id = uint32_t(read(scopes_.back().abbrev_width));
+    if (id >= kUnabbrevRecordId) [[likely]] {  // records are most entries
+      // Refuses an undefined abbreviation here, where the record starts.
+      pending_abbrev_ = id == kUnabbrevRecordId ? nullptr : &abbrev(id);
+      pending_record_ = id;
+      return {BitstreamEntry::kRecord, id};
+    }
     if (id == kEnterSubblockId) {
       enter_block();
       return {BitstreamEntry::kEnterBlock, scopes_.back().block_id};
     }
-    if (scopes_.empty()) fail("abbreviation id " + std::to_string(id) + " at the top level, where only blocks may be");
     if (id == kEndBlockId) {
       uint32_t block = scopes_.back().block_id;
       end_block();
       return {BitstreamEntry::kEndBlock, block};
     }
-    if (id == kDefineAbbrevId) {
-      define_abbrev();
-      continue;
-    }
-    // Refuses an undefined abbreviation here, where the record starts.
-    pending_abbrev_ = id >= kFirstAbbrevId ? &abbrev(id) : nullptr;
-    pending_record_ = id;
-    return {BitstreamEntry::kRecord, id};
+    define_abbrev();  // kDefineAbbrevId, the one id left
   }
 }
 
@@ -280,13 +285,22 @@ void BitstreamCursor::define_abbrev() {
   (*block_info_)[block_info_target_].push_back(std::move(ops));
 }
 
+namespace {
+
+// Out of line, so that the lookup before it is inlined into advance().
+[[noreturn, gnu::noinline, gnu::cold]] void undefined_abbrev(const BitstreamCursor& c, uint32_t abbrev_id,
+                                                              size_t defined) {
+  c.fail("abbreviation id " + std::to_string(abbrev_id) + " not defined (" + std::to_string(defined) + " are)");
+}
+
+}  // namespace
+
 const Abbrev& BitstreamCursor::abbrev(uint32_t abbrev_id) const {
   const Scope& scope = scopes_.back();
   size_t index = abbrev_id - kFirstAbbrevId;
   if (index < scope.info_abbrevs) return (*scope.info)[index];
   if (index - scope.info_abbrevs < scope.local.size()) return scope.local[index - scope.info_abbrevs];
-  fail("abbreviation id " + std::to_string(abbrev_id) + " not defined (" +
-       std::to_string(scope.info_abbrevs + scope.local.size()) + " are)");
+  undefined_abbrev(*this, abbrev_id, scope.info_abbrevs + scope.local.size());
 }
 
 uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {
