@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstring>
+#include <utility>
 
 #include "error.h"
 
@@ -129,9 +130,12 @@ template <unsigned kWidth>
   if (!last) return false;
   unsigned end = unsigned(std::countr_zero(last)) + 1;
   uint64_t v = (word & kPayload) | ((word >> 1) & (kPayload << (kWidth - 1)));
-  uint64_t mask = kPayload << 2 * (kWidth - 1);
-  for (unsigned i = 2, chunk_end = 3 * kWidth; chunk_end <= end; ++i, chunk_end += kWidth, mask <<= kWidth - 1)
-    v |= (word >> i) & mask;
+  // Chunks 2 on, unrolled: each is taken while it ends within the field, and the fold
+  // stops at the first that does not.
+  static_assert(57 / kWidth == 9, "the chunks below are VBR6's nine");
+  [&]<unsigned... kChunk>(std::integer_sequence<unsigned, kChunk...>) {
+    (((kChunk + 1) * kWidth <= end && (v |= (word >> kChunk) & (kPayload << kChunk * (kWidth - 1)), true)) && ...);
+  }(std::integer_sequence<unsigned, 2, 3, 4, 5, 6, 7, 8>{});
   value = v;
   used = end;
   return true;
@@ -165,6 +169,24 @@ void BitstreamCursor::align32() {
   uint64_t aligned = (pos_ + 31) & ~uint64_t(31);
   if (aligned > limit()) fail("alignment runs past the end of the block");
   pos_ = aligned;
+}
+
+namespace {
+
+// Out of line, so that the lookup before it is inlined into advance().
+[[noreturn, gnu::noinline, gnu::cold]] void undefined_abbrev(const BitstreamCursor& c, uint32_t abbrev_id,
+                                                              size_t defined) {
+  c.fail("abbreviation id " + std::to_string(abbrev_id) + " not defined (" + std::to_string(defined) + " are)");
+}
+
+}  // namespace
+
+[[gnu::always_inline]] inline const Abbrev& BitstreamCursor::abbrev(uint32_t abbrev_id) const {
+  const Scope& scope = scopes_.back();
+  size_t index = abbrev_id - kFirstAbbrevId;
+  if (index < scope.info_abbrevs) return (*scope.info)[index];
+  if (index - scope.info_abbrevs < scope.local.size()) return scope.local[index - scope.info_abbrevs];
+  undefined_abbrev(*this, abbrev_id, scope.info_abbrevs + scope.local.size());
 }
 
 BitstreamEntry BitstreamCursor::advance() {
@@ -283,24 +305,6 @@ void BitstreamCursor::define_abbrev() {
   }
   if (block_info_target_ == kNoBlock) fail("DEFINE_ABBREV in BLOCKINFO before SETBID");
   (*block_info_)[block_info_target_].push_back(std::move(ops));
-}
-
-namespace {
-
-// Out of line, so that the lookup before it is inlined into advance().
-[[noreturn, gnu::noinline, gnu::cold]] void undefined_abbrev(const BitstreamCursor& c, uint32_t abbrev_id,
-                                                              size_t defined) {
-  c.fail("abbreviation id " + std::to_string(abbrev_id) + " not defined (" + std::to_string(defined) + " are)");
-}
-
-}  // namespace
-
-const Abbrev& BitstreamCursor::abbrev(uint32_t abbrev_id) const {
-  const Scope& scope = scopes_.back();
-  size_t index = abbrev_id - kFirstAbbrevId;
-  if (index < scope.info_abbrevs) return (*scope.info)[index];
-  if (index - scope.info_abbrevs < scope.local.size()) return scope.local[index - scope.info_abbrevs];
-  undefined_abbrev(*this, abbrev_id, scope.info_abbrevs + scope.local.size());
 }
 
 uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {
