@@ -134,7 +134,8 @@ template <unsigned kWidth>
   // stops at the first that does not.
   static_assert(57 / kWidth == 9, "the chunks below are VBR6's nine");
   [&]<unsigned... kChunk>(std::integer_sequence<unsigned, kChunk...>) {
-    (((kChunk + 1) * kWidth <= end && (v |= (word >> kChunk) & (kPayload << kChunk * (kWidth - 1)), true)) && ...);
+    (void)(((kChunk + 1) * kWidth <= end && (v |= (word >> kChunk) & (kPayload << kChunk * (kWidth - 1)), true)) &&
+           ...);
   }(std::integer_sequence<unsigned, 2, 3, 4, 5, 6, 7, 8>{});
   value = v;
   used = end;
