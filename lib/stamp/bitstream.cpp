@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstring>
+#include <utility>
 
 #include "error.h"
 
@@ -129,9 +130,13 @@ template <unsigned kWidth>
   if (!last) return false;
   unsigned end = unsigned(std::countr_zero(last)) + 1;
   uint64_t v = (word & kPayload) | ((word >> 1) & (kPayload << (kWidth - 1)));
-  uint64_t mask = kPayload << 2 * (kWidth - 1);
-  for (unsigned i = 2, chunk_end = 3 * kWidth; chunk_end <= end; ++i, chunk_end += kWidth, mask <<= kWidth - 1)
-    v |= (word >> i) & mask;
+  // Chunks 2 on, unrolled: each is taken while it ends within the field, and the fold
+  // stops at the first that does not.
+  static_assert(57 / kWidth == 9, "the chunks below are VBR6's nine");
+  [&]<unsigned... kChunk>(std::integer_sequence<unsigned, kChunk...>) {
+    (void)(((kChunk + 1) * kWidth <= end && (v |= (word >> kChunk) & (kPayload << kChunk * (kWidth - 1)), true)) &&
+           ...);
+  }(std::integer_sequence<unsigned, 2, 3, 4, 5, 6, 7, 8>{});
   value = v;
   used = end;
   return true;
@@ -167,29 +172,52 @@ void BitstreamCursor::align32() {
   pos_ = aligned;
 }
 
+namespace {
+
+// Out of line, so that the lookup before it is inlined into advance().
+[[noreturn, gnu::noinline, gnu::cold]] void undefined_abbrev(const BitstreamCursor& c, uint32_t abbrev_id,
+                                                              size_t defined) {
+  c.fail("abbreviation id " + std::to_string(abbrev_id) + " not defined (" + std::to_string(defined) + " are)");
+}
+
+}  // namespace
+
+[[gnu::always_inline]] inline const Abbrev& BitstreamCursor::abbrev(uint32_t abbrev_id) const {
+  const Scope& scope = scopes_.back();
+  size_t index = abbrev_id - kFirstAbbrevId;
+  if (index < scope.info_abbrevs) return (*scope.info)[index];
+  if (index - scope.info_abbrevs < scope.local.size()) return scope.local[index - scope.info_abbrevs];
+  undefined_abbrev(*this, abbrev_id, scope.info_abbrevs + scope.local.size());
+}
+
 BitstreamEntry BitstreamCursor::advance() {
   if (pending_record_) read_record(pending_record_, dropped_);
   for (;;) {
-    if (scopes_.empty() && pos_ == end_) return {BitstreamEntry::kEndOfStream, 0};
-    uint32_t id = uint32_t(read(scopes_.empty() ? kTopLevelAbbrevWidth : scopes_.back().abbrev_width));
+    if (scopes_.empty()) {
+      if (pos_ == end_) return {BitstreamEntry::kEndOfStream, 0};
+      uint32_t id = uint32_t(read(kTopLevelAbbrevWidth));
+      if (id != kEnterSubblockId)
+        fail("abbreviation id " + std::to_string(id) + " at the top level, where only blocks may be");
+      enter_block();
+      return {BitstreamEntry::kEnterBlock, scopes_.back().block_id};
+    }
+    uint32_t id = uint32_t(read(scopes_.back().abbrev_width));
+    if (id >= kUnabbrevRecordId) [[likely]] {  // records are most entries
+      // Refuses an undefined abbreviation here, where the record starts.
+      pending_abbrev_ = id == kUnabbrevRecordId ? nullptr : &abbrev(id);
+      pending_record_ = id;
+      return {BitstreamEntry::kRecord, id};
+    }
     if (id == kEnterSubblockId) {
       enter_block();
       return {BitstreamEntry::kEnterBlock, scopes_.back().block_id};
     }
-    if (scopes_.empty()) fail("abbreviation id " + std::to_string(id) + " at the top level, where only blocks may be");
     if (id == kEndBlockId) {
       uint32_t block = scopes_.back().block_id;
       end_block();
       return {BitstreamEntry::kEndBlock, block};
     }
-    if (id == kDefineAbbrevId) {
-      define_abbrev();
-      continue;
-    }
-    // Refuses an undefined abbreviation here, where the record starts.
-    pending_abbrev_ = id >= kFirstAbbrevId ? &abbrev(id) : nullptr;
-    pending_record_ = id;
-    return {BitstreamEntry::kRecord, id};
+    define_abbrev();  // kDefineAbbrevId, the one id left
   }
 }
 
@@ -278,15 +306,6 @@ void BitstreamCursor::define_abbrev() {
   }
   if (block_info_target_ == kNoBlock) fail("DEFINE_ABBREV in BLOCKINFO before SETBID");
   (*block_info_)[block_info_target_].push_back(std::move(ops));
-}
-
-const Abbrev& BitstreamCursor::abbrev(uint32_t abbrev_id) const {
-  const Scope& scope = scopes_.back();
-  size_t index = abbrev_id - kFirstAbbrevId;
-  if (index < scope.info_abbrevs) return (*scope.info)[index];
-  if (index - scope.info_abbrevs < scope.local.size()) return scope.local[index - scope.info_abbrevs];
-  fail("abbreviation id " + std::to_string(abbrev_id) + " not defined (" +
-       std::to_string(scope.info_abbrevs + scope.local.size()) + " are)");
 }
 
 uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {
