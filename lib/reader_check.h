@@ -33,4 +33,9 @@ ReaderComparison compare_reader(std::string_view bitcode, const std::string& lab
 double llvm_route_seconds(std::string_view bitcode, const std::string& label);
 const char* outcome_name(ReaderComparison::Outcome o);
 
+// kiln-emit --check-reader: every module of `input` (a file, or a corpus when `corpus`)
+// compared; a line per module that is not identical (with `json`, a JSON object per
+// module), then a summary. Returns the exit status: kExitFailed when a module differs.
+int run_reader_check(const std::string& input, bool corpus, bool json);
+
 }  // namespace kiln

@@ -17,67 +17,9 @@
 #include "error.h"
 #include "fs.h"
 #include "isolate.h"
-#include "json_writer.h"
-#include "progress.h"
 #include "reader_check.h"
 #include "backend_stamp.h"
 #include "version.h"
-
-// --check-reader: every module of a file or corpus read both ways; a line per module
-// that is not identical (or per module with --json), and a summary.
-static int check_reader_main(const std::string& input, bool corpus, bool json) {
-  using namespace kiln;
-  std::vector<std::pair<std::string, std::string>> modules;  // label, path
-  if (corpus) {
-    Corpus c = Corpus::open(input);
-    for (const ModuleRecord& m : c.modules()) modules.push_back({m.id, c.blob_path(m.id)});
-  } else {
-    modules.push_back({input, input});
-  }
-  size_t counts[4] = {0, 0, 0, 0}, functions = 0, declined = 0;
-  double llvm_s = 0, direct_s = 0, parse_s = 0, read_s = 0;
-  std::map<std::string, size_t> reasons;
-  Progress progress("checking the reader", modules.size());
-  for (const auto& [label, path] : modules) {
-    std::string bytes = read_file(path);
-    ReaderComparison r = compare_reader(bytes, label);
-    progress.advance();
-    counts[r.outcome]++;
-    functions += r.functions;
-    declined += r.functions_declined;
-    llvm_s += r.llvm_seconds;
-    direct_s += r.direct_seconds;
-    parse_s += r.llvm_parse_seconds;
-    read_s += r.direct_read_seconds;
-    if (r.outcome == ReaderComparison::kModuleDeclined || r.outcome == ReaderComparison::kFunctionsDeclined) {
-      std::string why = r.detail.substr(r.detail.find("reader: ") == std::string::npos ? 0 : r.detail.find("reader: "));
-      reasons[why]++;
-    }
-    if (json) {
-      JsonWriter w;
-      w.begin_object();
-      w.key("module").value(label).key("outcome").value(outcome_name(r.outcome)).key("detail").value(r.detail);
-      w.key("functions").value(uint64_t(r.functions)).key("functions_declined").value(uint64_t(r.functions_declined));
-      w.key("llvm_seconds").value(r.llvm_seconds).key("direct_seconds").value(r.direct_seconds);
-      w.end_object();
-      std::printf("%s\n", w.str().c_str());
-    } else if (r.outcome != ReaderComparison::kIdentical) {
-      std::printf("%s: %s: %s\n", label.c_str(), outcome_name(r.outcome), r.detail.c_str());
-    }
-  }
-  progress.finish();
-  if (!json) {
-    std::printf("%zu modules: %zu identical, %zu with functions declined, %zu declined, %zu different\n", modules.size(),
-                counts[ReaderComparison::kIdentical], counts[ReaderComparison::kFunctionsDeclined],
-                counts[ReaderComparison::kModuleDeclined], counts[ReaderComparison::kDifferent]);
-    std::printf("functions read directly: %zu of %zu (%.2f%%)\n", functions - declined, functions,
-                functions ? 100.0 * double(functions - declined) / double(functions) : 100.0);
-    for (const auto& [why, n] : reasons) std::printf("  %zu x %s\n", n, why.c_str());
-    std::printf("LLVM parse + export %.3f s (parse %.3f s); direct read + export %.3f s (read %.3f s): %.1fx\n", llvm_s,
-                parse_s, direct_s, read_s, direct_s > 0 ? llvm_s / direct_s : 0.0);
-  }
-  return counts[ReaderComparison::kDifferent] ? kExitFailed : kExitOk;
-}
 
 static int body(int argc, char** argv) {
   using namespace kiln;
@@ -118,7 +60,7 @@ static int body(int argc, char** argv) {
   if (!reader.empty()) kiln::set_reader_choice(reader);
   Profile p = parse_profile(profile);
   bool corpus = is_directory(input);
-  if (check_reader) return check_reader_main(input, corpus, check_json);
+  if (check_reader) return run_reader_check(input, corpus, check_json);
   // Options that belong to the other mode would be ignored: say so instead.
   if (corpus && !output.empty())
     throw KilnError(kExitUsage, input, "-o is for a single file; a corpus takes --out DIR");
