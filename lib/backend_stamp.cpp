@@ -32,8 +32,7 @@ void set_reader_choice(const std::string& name) {
   ::setenv("KILN_READER", name.c_str(), 1);
 }
 
-StampBackend::StampBackend(Profile profile)
-    : llvm_(std::make_unique<LlvmBackend>(profile)), reader_(reader_choice()) {}
+StampBackend::StampBackend(Profile profile) : llvm_(std::make_unique<LlvmBackend>(profile)), reader_(reader_choice()) {}
 StampBackend::~StampBackend() = default;
 
 StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag) {

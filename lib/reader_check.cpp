@@ -79,8 +79,10 @@ std::string first_difference(const FlatExport& llvm_out, const std::string& llvm
         return "flat operand " + std::to_string(i) + " differs";
     return "flat files differ";
   }
-  if (llvm_globals != direct.globals_reason) return "globals: [" + llvm_globals + "] vs [" + direct.globals_reason + "]";
-  if (llvm_whole != direct.whole) return std::string("whole: ") + (llvm_whole ? "llvm yes, reader no" : "llvm no, reader yes");
+  if (llvm_globals != direct.globals_reason)
+    return "globals: [" + llvm_globals + "] vs [" + direct.globals_reason + "]";
+  if (llvm_whole != direct.whole)
+    return std::string("whole: ") + (llvm_whole ? "llvm yes, reader no" : "llvm no, reader yes");
   if (llvm_data.size() != direct.data.size())
     return "global data: " + std::to_string(llvm_data.size()) + " vs " + std::to_string(direct.data.size());
   for (size_t i = 0; i < llvm_data.size(); ++i) {
@@ -151,8 +153,8 @@ ReaderComparison compare_reader(std::string_view bitcode, const std::string& lab
     return r;
   }
   r.functions_declined = direct.declined_function_count;
-  std::string diff =
-      first_difference(flat, module->getSourceFileName(), whole, globals, data, direct, direct.declined_function_count == 0);
+  std::string diff = first_difference(flat, module->getSourceFileName(), whole, globals, data, direct,
+                                      direct.declined_function_count == 0);
   if (!diff.empty()) {
     r.outcome = ReaderComparison::kDifferent;
     r.detail = diff;
@@ -210,8 +212,8 @@ int run_reader_check(const std::string& input, bool corpus, bool json) {
   }
   progress.finish();
   if (!json) {
-    std::printf("%zu modules: %zu identical, %zu with functions declined, %zu declined, %zu different\n", modules.size(),
-                counts[ReaderComparison::kIdentical], counts[ReaderComparison::kFunctionsDeclined],
+    std::printf("%zu modules: %zu identical, %zu with functions declined, %zu declined, %zu different\n",
+                modules.size(), counts[ReaderComparison::kIdentical], counts[ReaderComparison::kFunctionsDeclined],
                 counts[ReaderComparison::kModuleDeclined], counts[ReaderComparison::kDifferent]);
     std::printf("functions read directly: %zu of %zu (%.2f%%)\n", functions - declined, functions,
                 functions ? 100.0 * double(functions - declined) / double(functions) : 100.0);

@@ -135,7 +135,8 @@ class GpuStampService : public EmissionService {
       count_stamp_functions(p.sm.plan, e);
       Stopwatch clock;
       std::string stamp_object;
-      if (p.sm.plan.flat.stamp_function_count) stamp_object = write_stamp_object_for(p.sm.plan.flat.flat, p.sm.plan.data, p.sm.source_name, code);
+      if (p.sm.plan.flat.stamp_function_count)
+        stamp_object = write_stamp_object_for(p.sm.plan.flat.flat, p.sm.plan.data, p.sm.source_name, code);
       e.elf = clock.lap();
       e.codegen = e.stages + e.elf;
       finish_stamp_emission(*llvm_, p.sm, modules_[i].id, stamp_object, e);

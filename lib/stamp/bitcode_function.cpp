@@ -200,7 +200,7 @@ class FunctionReader {
     scratch_.clear();
     return scratch_;
   }
-  uint32_t void_ = kNone, i1_ = kNone;    // looked up once: many instructions need them
+  uint32_t void_ = kNone, i1_ = kNone;  // looked up once: many instructions need them
 };
 
 uint64_t FunctionReader::field() {

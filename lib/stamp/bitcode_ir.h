@@ -134,19 +134,19 @@ enum class GlobalKind : uint8_t { kVariable, kFunction, kAlias, kIFunc };
 
 struct Global {
   GlobalKind kind = GlobalKind::kVariable;
-  std::string name;            // from the string table; empty when unnamed
-  uint32_t value_type = kNone; // variable: its type; function: its function type
+  std::string name;             // from the string table; empty when unnamed
+  uint32_t value_type = kNone;  // variable: its type; function: its function type
   Linkage linkage = Linkage::kExternal;
   Visibility visibility = Visibility::kDefault;
   bool declaration = false;
-  bool constant = false;       // variable: `constant`
+  bool constant = false;  // variable: `constant`
   bool thread_local_ = false;
   bool dso_local = false;
-  uint8_t unnamed_addr = 0;    // 0 none, 1 unnamed_addr, 2 local_unnamed_addr
+  uint8_t unnamed_addr = 0;  // 0 none, 1 unnamed_addr, 2 local_unnamed_addr
   uint32_t address_space = 0;
-  uint64_t align = 0;          // explicit alignment in bytes; 0: none
-  std::string section;         // empty: none
-  uint32_t comdat = kNone;     // index into BcModule::comdats
+  uint64_t align = 0;            // explicit alignment in bytes; 0: none
+  std::string section;           // empty: none
+  uint32_t comdat = kNone;       // index into BcModule::comdats
   uint32_t initializer = kNone;  // variable: value id; alias/ifunc: aliasee/resolver
   // Functions.
   uint32_t calling_conv = 0;
@@ -160,16 +160,72 @@ struct Global {
 // --- Function bodies (FUNCTION_BLOCK_ID 12).
 // LLVM's instruction opcodes by name (not LLVM's numbering): what an Inst is.
 enum class Opcode : uint8_t {
-  kRet, kBr, kSwitch, kIndirectBr, kInvoke, kResume, kUnreachable, kCleanupRet, kCatchRet, kCatchSwitch, kCallBr,
+  kRet,
+  kBr,
+  kSwitch,
+  kIndirectBr,
+  kInvoke,
+  kResume,
+  kUnreachable,
+  kCleanupRet,
+  kCatchRet,
+  kCatchSwitch,
+  kCallBr,
   kFNeg,
-  kAdd, kFAdd, kSub, kFSub, kMul, kFMul, kUDiv, kSDiv, kFDiv, kURem, kSRem, kFRem,
-  kShl, kLShr, kAShr, kAnd, kOr, kXor,
-  kAlloca, kLoad, kStore, kGetElementPtr, kFence, kAtomicCmpXchg, kAtomicRmw,
-  kTrunc, kZExt, kSExt, kFPToUI, kFPToSI, kUIToFP, kSIToFP, kFPTrunc, kFPExt, kPtrToInt, kIntToPtr, kBitCast,
-  kAddrSpaceCast, kPtrToAddr,
-  kCleanupPad, kCatchPad,
-  kICmp, kFCmp, kPhi, kCall, kSelect, kVAArg, kExtractElement, kInsertElement, kShuffleVector, kExtractValue,
-  kInsertValue, kLandingPad, kFreeze,
+  kAdd,
+  kFAdd,
+  kSub,
+  kFSub,
+  kMul,
+  kFMul,
+  kUDiv,
+  kSDiv,
+  kFDiv,
+  kURem,
+  kSRem,
+  kFRem,
+  kShl,
+  kLShr,
+  kAShr,
+  kAnd,
+  kOr,
+  kXor,
+  kAlloca,
+  kLoad,
+  kStore,
+  kGetElementPtr,
+  kFence,
+  kAtomicCmpXchg,
+  kAtomicRmw,
+  kTrunc,
+  kZExt,
+  kSExt,
+  kFPToUI,
+  kFPToSI,
+  kUIToFP,
+  kSIToFP,
+  kFPTrunc,
+  kFPExt,
+  kPtrToInt,
+  kIntToPtr,
+  kBitCast,
+  kAddrSpaceCast,
+  kPtrToAddr,
+  kCleanupPad,
+  kCatchPad,
+  kICmp,
+  kFCmp,
+  kPhi,
+  kCall,
+  kSelect,
+  kVAArg,
+  kExtractElement,
+  kInsertElement,
+  kShuffleVector,
+  kExtractValue,
+  kInsertValue,
+  kLandingPad,
+  kFreeze,
 };
 
 // An operand that names a basic block rather than a value: kBlockTag | block index.
@@ -196,21 +252,21 @@ struct Inst {
   //   catchswitch: parent pad, the unwind block when aux is 1, then the handlers.
   uint32_t first_operand = 0, operand_count = 0;  // into BcFunction::operands
   uint32_t first_index = 0, index_count = 0;      // extractvalue/insertvalue indices, into BcFunction::indices
-  uint32_t aux = 0;           // cmp predicate (LLVM's numbering); cast/binop: none; rmw: RmwOp; alloca: array-size value id;
-                              // catchswitch: 1 when it has an unwind block
+  uint32_t aux = 0;  // cmp predicate (LLVM's numbering); cast/binop: none; rmw: RmwOp; alloca: array-size value id;
+                     // catchswitch: 1 when it has an unwind block
   uint32_t source_type = kNone;  // gep: source element type; alloca: allocated type; call/invoke: function type
   uint32_t attributes = kNone;   // call/invoke: attribute list index
   uint32_t calling_conv = 0;     // call/invoke
   uint64_t align = 0;            // load/store/alloca/atomics: alignment in bytes (0: none given)
   Ordering ordering = Ordering::kNotAtomic;  // load/store/fence/rmw; cmpxchg: success ordering
-  bool single_thread = false;    // sync scope is singlethread
+  bool single_thread = false;                // sync scope is singlethread
   bool is_volatile = false;
-  bool musttail = false;         // call
-  bool has_bundles = false;      // call/invoke: operand bundles precede it
-  bool inbounds = false;         // gep
-  bool cleanup = false;          // landingpad
+  bool musttail = false;                 // call
+  bool has_bundles = false;              // call/invoke: operand bundles precede it
+  bool inbounds = false;                 // gep
+  bool cleanup = false;                  // landingpad
   bool static_alloca_candidate = false;  // alloca: in the entry block (LLVM's isStaticAlloca needs that)
-  bool vector_gep = false;       // gep of vector type
+  bool vector_gep = false;               // gep of vector type
 };
 
 // Every value of the module and of one function at a time, as the bitcode numbers them.
@@ -225,15 +281,15 @@ struct ValueRef {
 };
 
 struct BcFunction {
-  uint32_t global = kNone;  // index into BcModule::globals
+  uint32_t global = kNone;                      // index into BcModule::globals
   uint32_t first_arg_value = 0, arg_count = 0;  // argument value ids
   uint32_t block_count = 0;
-  std::vector<Inst> insts;             // in order; blocks tile them
-  std::vector<uint32_t> block_first;   // per block, its first instruction
+  std::vector<Inst> insts;            // in order; blocks tile them
+  std::vector<uint32_t> block_first;  // per block, its first instruction
   std::vector<uint32_t> operands;
   std::vector<uint32_t> indices;
   std::vector<uint8_t> clause_filter;  // landingpad: indexed like operands, 1 for a filter clause, 0 for a catch
-  std::string declined;  // non-empty: the reader could not decode this body ("reader: ...")
+  std::string declined;                // non-empty: the reader could not decode this body ("reader: ...")
   // Its own values: ids module_value_count + i (arguments, constants, instruction results).
   std::vector<ValueRef> values;
 };

@@ -52,7 +52,6 @@ const ValueRef& value_ref(const BcModule& m, uint32_t fn, uint32_t id) {
   throw KilnError(kExitInternal, "", "value id " + std::to_string(id) + " out of range");
 }
 
-
 namespace {
 
 void decline(BcModule& m, const std::string& why) {

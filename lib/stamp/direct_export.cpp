@@ -40,16 +40,16 @@ enum class Class : uint8_t {
   kArgument,
   kInstruction,
   kMetadata,
-  kInt,       // ConstantInt (scalar)
-  kFP,        // ConstantFP (scalar)
-  kNullPtr,   // ConstantPointerNull
-  kZero,      // ConstantAggregateZero
-  kUndef,     // UndefValue and PoisonValue
-  kDataSeq,   // ConstantDataArray / ConstantDataVector
-  kStruct,    // ConstantStruct
-  kArray,     // ConstantArray
-  kVector,    // ConstantVector
-  kExpr,      // ConstantExpr
+  kInt,      // ConstantInt (scalar)
+  kFP,       // ConstantFP (scalar)
+  kNullPtr,  // ConstantPointerNull
+  kZero,     // ConstantAggregateZero
+  kUndef,    // UndefValue and PoisonValue
+  kDataSeq,  // ConstantDataArray / ConstantDataVector
+  kStruct,   // ConstantStruct
+  kArray,    // ConstantArray
+  kVector,   // ConstantVector
+  kExpr,     // ConstantExpr
   kOtherConstant,
 };
 
@@ -69,12 +69,13 @@ enum : uint32_t {
   kCastAddrSpaceCast = 12,
 };
 const char* cast_name(uint32_t code) {
-  static const char* kNames[] = {"trunc",  "zext",    "sext",    "fptoui",   "fptosi",   "uitofp",        "sitofp",
+  static const char* kNames[] = {"trunc",   "zext",  "sext",     "fptoui",   "fptosi",  "uitofp",        "sitofp",
                                  "fptrunc", "fpext", "ptrtoint", "inttoptr", "bitcast", "addrspacecast", "ptrtoaddr"};
   return code < sizeof(kNames) / sizeof(kNames[0]) ? kNames[code] : nullptr;
 }
 const char* binop_name(uint32_t code, bool fp) {
-  static const char* kInt[] = {"add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "shl", "lshr", "ashr", "and", "or", "xor"};
+  static const char* kInt[] = {"add", "sub",  "mul",  "udiv", "sdiv", "urem", "srem",
+                               "shl", "lshr", "ashr", "and",  "or",   "xor"};
   static const char* kFp[] = {"fadd", "fsub", "fmul", nullptr, "fdiv", nullptr, "frem"};
   if (fp) return code < 7 ? kFp[code] : nullptr;
   return code < 13 ? kInt[code] : nullptr;
@@ -131,8 +132,8 @@ class ModuleContext {
   // The module's functions named like the C library functions stamp calls (memcpy,
   // memmove, memset, _Unwind_Resume): LLVM's exporter calls the module's when there is one.
   std::unordered_map<std::string, uint32_t> library_functions;
-  bool has_vector_types = true;     // a vector type in the table (else no value is one)
-  bool has_aggregate_data = true;   // an aggregate or data constant (else nothing to materialize)
+  bool has_vector_types = true;    // a vector type in the table (else no value is one)
+  bool has_aggregate_data = true;  // an aggregate or data constant (else nothing to materialize)
 
   const Type& type(uint32_t t) const {
     if (t >= m.types.size()) throw Decline{"reader: type out of range"};
@@ -379,8 +380,7 @@ class ModuleContext {
 
   // GEPOperator::accumulateConstantOffset over a source type and index values: false
   // when an index is not a constant integer. 64-bit wrapping arithmetic, as APInt(64).
-  bool accumulate_offset(uint32_t fn, uint32_t source, const uint32_t* indices, size_t count,
-                         uint64_t& offset) const {
+  bool accumulate_offset(uint32_t fn, uint32_t source, const uint32_t* indices, size_t count, uint64_t& offset) const {
     uint32_t cur = source;
     for (size_t k = 0; k < count; ++k) {
       if (klass(fn, indices[k]) != Class::kInt) return false;
@@ -417,7 +417,6 @@ class ModuleContext {
   }
 };
 
-
 // Operands of a function after materialization: a value id, a block (kBlockTag), or one
 // of the loads materialize_aggregate_constants inserted (kLoadTag | load).
 constexpr uint32_t kLoadTag = 0x40000000u;
@@ -431,7 +430,7 @@ struct MaterializedLoad {
 // What materialize_aggregate_constants did to one function.
 struct Materialized {
   std::vector<MaterializedLoad> loads;
-  std::vector<std::vector<uint32_t>> before;  // per instruction, the loads inserted just before it
+  std::vector<std::vector<uint32_t>> before;                   // per instruction, the loads inserted just before it
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> replaced;  // (inst, operand position) -> load
 };
 
@@ -540,7 +539,8 @@ class FunctionExporter {
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
     ff.sret_arg = sret_arg_;
     ff.personality = personality_;
-    for (uint32_t a = 0; a < f_.arg_count; ++a) out_.arg_widths.push_back(static_cast<uint8_t>(ctx_.scalar_width(param_type(a))));
+    for (uint32_t a = 0; a < f_.arg_count; ++a)
+      out_.arg_widths.push_back(static_cast<uint8_t>(ctx_.scalar_width(param_type(a))));
     out_.functions.push_back(ff);
   }
 
@@ -595,8 +595,9 @@ class FunctionExporter {
       uint32_t t = param_type(i);
       if (ctx_.is_float(t)) reason("floating-point arguments");
       else if (!ctx_.is_int_like(t)) reason("argument type " + ctx_.type_name(t));
-      if (fa && (fa->param_has(i, kAttrByVal) || fa->param_has(i, kAttrInAlloca) ||
-                 fa->param_has(i, kAttrPreallocated) || fa->param_has(i, kAttrNest)))
+      if (fa &&
+          (fa->param_has(i, kAttrByVal) || fa->param_has(i, kAttrInAlloca) || fa->param_has(i, kAttrPreallocated) ||
+           fa->param_has(i, kAttrNest)))
         reason("byval, inalloca, preallocated or nest argument");
       if (fa && fa->param_has(i, kAttrStructRet)) {
         fn_flags_ |= kFnHasSret;
@@ -735,8 +736,7 @@ class FunctionExporter {
       uint64_t offset = 0;
       uint32_t base = ctx_.strip_pointer_casts(fn, c.operands.at(0));
       bool global = ctx_.klass(fn, base) == Class::kGlobal;
-      if (global &&
-          ctx_.accumulate_offset(fn, c.source_type, c.operands.data() + 1, c.operands.size() - 1, offset) &&
+      if (global && ctx_.accumulate_offset(fn, c.source_type, c.operands.data() + 1, c.operands.size() - 1, offset) &&
           static_cast<int64_t>(offset) >= -(int64_t(1) << 30) && static_cast<int64_t>(offset) < (int64_t(1) << 30)) {
         uint32_t g = ctx_.ref(fn, base).index;
         op.kind = kOperandSymbol;
@@ -794,7 +794,8 @@ class FunctionExporter {
       case TypeKind::kTargetExt:
         throw Decline{"reader: size of " + ctx_.type_name(t)};
       default:
-        if (ctx_.type(t).kind == TypeKind::kStruct && ctx_.type(t).opaque) throw Decline{"reader: size of opaque struct"};
+        if (ctx_.type(t).kind == TypeKind::kStruct && ctx_.type(t).opaque)
+          throw Decline{"reader: size of opaque struct"};
         return (ctx_.dl.*fn)(m_, t);
     }
   }
@@ -896,33 +897,60 @@ class FunctionExporter {
 
   static const char* opcode_name(Opcode op) {
     switch (op) {
-      case Opcode::kIndirectBr: return "indirectbr";
-      case Opcode::kCallBr: return "callbr";
-      case Opcode::kFNeg: return "fneg";
-      case Opcode::kFAdd: return "fadd";
-      case Opcode::kFSub: return "fsub";
-      case Opcode::kFMul: return "fmul";
-      case Opcode::kFDiv: return "fdiv";
-      case Opcode::kFRem: return "frem";
-      case Opcode::kFPToUI: return "fptoui";
-      case Opcode::kFPToSI: return "fptosi";
-      case Opcode::kUIToFP: return "uitofp";
-      case Opcode::kSIToFP: return "sitofp";
-      case Opcode::kFPTrunc: return "fptrunc";
-      case Opcode::kFPExt: return "fpext";
-      case Opcode::kAddrSpaceCast: return "addrspacecast";
-      case Opcode::kPtrToAddr: return "ptrtoaddr";
-      case Opcode::kCleanupPad: return "cleanuppad";
-      case Opcode::kCatchPad: return "catchpad";
-      case Opcode::kCatchSwitch: return "catchswitch";
-      case Opcode::kCleanupRet: return "cleanupret";
-      case Opcode::kCatchRet: return "catchret";
-      case Opcode::kFCmp: return "fcmp";
-      case Opcode::kVAArg: return "va_arg";
-      case Opcode::kExtractElement: return "extractelement";
-      case Opcode::kInsertElement: return "insertelement";
-      case Opcode::kShuffleVector: return "shufflevector";
-      default: throw Decline{"reader: instruction " + std::to_string(int(op))};
+      case Opcode::kIndirectBr:
+        return "indirectbr";
+      case Opcode::kCallBr:
+        return "callbr";
+      case Opcode::kFNeg:
+        return "fneg";
+      case Opcode::kFAdd:
+        return "fadd";
+      case Opcode::kFSub:
+        return "fsub";
+      case Opcode::kFMul:
+        return "fmul";
+      case Opcode::kFDiv:
+        return "fdiv";
+      case Opcode::kFRem:
+        return "frem";
+      case Opcode::kFPToUI:
+        return "fptoui";
+      case Opcode::kFPToSI:
+        return "fptosi";
+      case Opcode::kUIToFP:
+        return "uitofp";
+      case Opcode::kSIToFP:
+        return "sitofp";
+      case Opcode::kFPTrunc:
+        return "fptrunc";
+      case Opcode::kFPExt:
+        return "fpext";
+      case Opcode::kAddrSpaceCast:
+        return "addrspacecast";
+      case Opcode::kPtrToAddr:
+        return "ptrtoaddr";
+      case Opcode::kCleanupPad:
+        return "cleanuppad";
+      case Opcode::kCatchPad:
+        return "catchpad";
+      case Opcode::kCatchSwitch:
+        return "catchswitch";
+      case Opcode::kCleanupRet:
+        return "cleanupret";
+      case Opcode::kCatchRet:
+        return "catchret";
+      case Opcode::kFCmp:
+        return "fcmp";
+      case Opcode::kVAArg:
+        return "va_arg";
+      case Opcode::kExtractElement:
+        return "extractelement";
+      case Opcode::kInsertElement:
+        return "insertelement";
+      case Opcode::kShuffleVector:
+        return "shufflevector";
+      default:
+        throw Decline{"reader: instruction " + std::to_string(int(op))};
     }
   }
 
@@ -953,7 +981,9 @@ class FunctionExporter {
     if (!in.static_alloca_candidate || !constant_count) reason("dynamic alloca");
     if (in.align > 4096) reason("alloca aligned beyond 4096 bytes");
     FlatInst& fi = emit(in, kOpAlloca);
-    uint64_t elems = !constant_count ? 1 : ctx_.active_bits(fn, in.aux) <= 31 ? ctx_.int_value(fn, in.aux) : (1ull << 31);
+    uint64_t elems = !constant_count         ? 1
+        : ctx_.active_bits(fn, in.aux) <= 31 ? ctx_.int_value(fn, in.aux)
+                                             : (1ull << 31);
     uint64_t elem_size = sized(in.source_type, &Layout::alloc_size);
     uint64_t size = elem_size > (1ull << 31) ? (1ull << 31) : elem_size * elems;
     if (size > (1u << 30)) reason("alloca larger than 1 GiB");
@@ -1030,11 +1060,13 @@ class FunctionExporter {
   // --- Arithmetic, compares, selects, casts.
 
   void export_binary(const Inst& in) {
-    static const std::map<Opcode, uint16_t> kOps = {
-        {Opcode::kAdd, kOpAdd},   {Opcode::kSub, kOpSub},   {Opcode::kMul, kOpMul},   {Opcode::kAnd, kOpAnd},
-        {Opcode::kOr, kOpOr},     {Opcode::kXor, kOpXor},   {Opcode::kShl, kOpShl},   {Opcode::kLShr, kOpLshr},
-        {Opcode::kAShr, kOpAshr}, {Opcode::kUDiv, kOpUdiv}, {Opcode::kSDiv, kOpSdiv}, {Opcode::kURem, kOpUrem},
-        {Opcode::kSRem, kOpSrem}};
+    static const std::map<Opcode, uint16_t> kOps = {{Opcode::kAdd, kOpAdd},   {Opcode::kSub, kOpSub},
+                                                    {Opcode::kMul, kOpMul},   {Opcode::kAnd, kOpAnd},
+                                                    {Opcode::kOr, kOpOr},     {Opcode::kXor, kOpXor},
+                                                    {Opcode::kShl, kOpShl},   {Opcode::kLShr, kOpLshr},
+                                                    {Opcode::kAShr, kOpAshr}, {Opcode::kUDiv, kOpUdiv},
+                                                    {Opcode::kSDiv, kOpSdiv}, {Opcode::kURem, kOpUrem},
+                                                    {Opcode::kSRem, kOpSrem}};
     if (!ctx_.is_integer(in.type)) reason("arithmetic on " + ctx_.type_name(in.type));
     FlatOperand a = operand(op_id(in, 0));
     FlatOperand b = operand(op_id(in, 1));
@@ -1388,9 +1420,9 @@ class FunctionExporter {
 
   void export_bit_intrinsic(const Inst& in, Intrinsic id, const std::string& name, uint32_t arg_count) {
     static const std::map<Intrinsic, uint8_t> kKinds = {
-        {Intrinsic::kCtpop, kBitCtpop},      {Intrinsic::kCtlz, kBitCtlz},        {Intrinsic::kCttz, kBitCttz},
-        {Intrinsic::kBswap, kBitBswap},      {Intrinsic::kAbs, kBitAbs},          {Intrinsic::kUmin, kBitUmin},
-        {Intrinsic::kUmax, kBitUmax},        {Intrinsic::kSmin, kBitSmin},        {Intrinsic::kSmax, kBitSmax},
+        {Intrinsic::kCtpop, kBitCtpop},     {Intrinsic::kCtlz, kBitCtlz},       {Intrinsic::kCttz, kBitCttz},
+        {Intrinsic::kBswap, kBitBswap},     {Intrinsic::kAbs, kBitAbs},         {Intrinsic::kUmin, kBitUmin},
+        {Intrinsic::kUmax, kBitUmax},       {Intrinsic::kSmin, kBitSmin},       {Intrinsic::kSmax, kBitSmax},
         {Intrinsic::kUaddSat, kBitUaddSat}, {Intrinsic::kUsubSat, kBitUsubSat}, {Intrinsic::kUcmp, kBitUcmp},
         {Intrinsic::kScmp, kBitScmp}};
     auto it = kKinds.find(id);
@@ -1539,8 +1571,8 @@ class Materializer {
     std::string key = ctx_.constant_key(fn, id);
     auto it = pool_.find(key);
     if (it != pool_.end()) return it->second;
-    GlobalInfo g{GlobalKind::kVariable, "", Linkage::kPrivate, Visibility::kDefault, false, true, false, false, t,
-                 "", 0};
+    GlobalInfo g{
+        GlobalKind::kVariable, "", Linkage::kPrivate, Visibility::kDefault, false, true, false, false, t, "", 0};
     g.name = pool_.empty() ? "__kiln_const" : "__kiln_const." + std::to_string(++last_unique_);
     g.init_fn = id < ctx_.m.module_value_count ? kNone : fn;
     g.init = id;
@@ -1653,14 +1685,13 @@ std::string lower_constant(const ModuleContext& ctx, uint32_t fn, uint32_t id, s
     if (esize != 1 && esize != 2 && esize != 4 && esize != 8) throw Decline{"reader: data element size"};
     if (c->words.size() * esize > bytes.size() - offset) return "global initializer: constant outside its global";
     for (size_t i = 0; i < c->words.size(); ++i)
-      for (uint64_t b = 0; b < esize; ++b)
-        bytes[offset + i * esize + b] = static_cast<uint8_t>(c->words[i] >> (8 * b));
+      for (uint64_t b = 0; b < esize; ++b) bytes[offset + i * esize + b] = static_cast<uint8_t>(c->words[i] >> (8 * b));
     return "";
   }
   if (k == Class::kStruct) {
     for (uint32_t i = 0; i < c->operands.size(); ++i) {
-      std::string why = lower_constant(ctx, fn, c->operands[i], bytes, offset + ctx.dl.field_offset(m, t, i), relocs,
-                                       depth + 1);
+      std::string why =
+          lower_constant(ctx, fn, c->operands[i], bytes, offset + ctx.dl.field_offset(m, t, i), relocs, depth + 1);
       if (!why.empty()) return why;
     }
     return "";
@@ -1794,11 +1825,13 @@ class ModuleExporter {
     const uint32_t gi = m_.functions.at(fn).global;
     declarations_before(gi);
     const BcFunction& f = m_.functions[fn];
-    const bool aggregate_data = std::any_of(f.values.begin(), f.values.end(), [&](const ValueRef& r) {
-      if (r.kind != ValueKind::kConstant) return false;
-      ConstKind k = m_.constants[r.index].kind;
-      return k == ConstKind::kAggregate || k == ConstKind::kData;
-    }) || module_aggregate_data();
+    const bool aggregate_data = std::any_of(f.values.begin(), f.values.end(),
+                                            [&](const ValueRef& r) {
+                                              if (r.kind != ValueKind::kConstant) return false;
+                                              ConstKind k = m_.constants[r.index].kind;
+                                              return k == ConstKind::kAggregate || k == ConstKind::kData;
+                                            }) ||
+        module_aggregate_data();
     FunctionVerdict v;
     v.name = ctx_.globals[gi].name;
     v.instructions = f.insts.size();
@@ -1929,7 +1962,8 @@ std::string target_problem(const std::string& triple) {
     return "target " + triple + " is x32 (32-bit pointers), not 64-bit x86-64";
   if (parts.size() < 3 || !starts(parts[2], "linux")) return "target " + triple + " is not Linux";
   for (const char* format : {"coff", "macho", "xcoff", "goff", "wasm", "spirv", "dxcontainer"})
-    if (env.size() >= std::strlen(format) && env.compare(env.size() - std::strlen(format), std::string::npos, format) == 0)
+    if (env.size() >= std::strlen(format) &&
+        env.compare(env.size() - std::strlen(format), std::string::npos, format) == 0)
       return "target " + triple + " does not use ELF";
   return "";
 }

@@ -339,12 +339,27 @@ TEST_CASE("direct reader: corrupt bitcode is exit 3 naming the file", "[direct-e
 }
 
 TEST_CASE("direct reader: target triples judged as LLVM's Triple judges them", "[direct-export]") {
-  for (const char* t : {"x86_64-unknown-linux-gnu", "x86_64-pc-linux-gnu", "x86_64-unknown-linux-musl", "amd64-unknown-linux-gnu",
-                        "x86_64h-unknown-linux-gnu", "x86_64-unknown-linux-gnux32", "x86_64-unknown-linux-muslx32",
-                        "x86_64-linux-gnu", "x86_64-unknown-linux", "x86_64-unknown-linux-gnu-coff", "x86_64-pc-windows-msvc",
-                        "x86_64-apple-macosx10.15.0", "aarch64-unknown-linux-gnu", "i686-unknown-linux-gnu", "x86_64",
-                        "x86_64-unknown-freebsd", "riscv64gc-unknown-linux-gnu", "", "x86_64-unknown-linux-android",
-                        "x86_64-unknown-linux-elf", "x86_64-unknown-linux-gnu-macho"}) {
+  for (const char* t : {"x86_64-unknown-linux-gnu",
+                        "x86_64-pc-linux-gnu",
+                        "x86_64-unknown-linux-musl",
+                        "amd64-unknown-linux-gnu",
+                        "x86_64h-unknown-linux-gnu",
+                        "x86_64-unknown-linux-gnux32",
+                        "x86_64-unknown-linux-muslx32",
+                        "x86_64-linux-gnu",
+                        "x86_64-unknown-linux",
+                        "x86_64-unknown-linux-gnu-coff",
+                        "x86_64-pc-windows-msvc",
+                        "x86_64-apple-macosx10.15.0",
+                        "aarch64-unknown-linux-gnu",
+                        "i686-unknown-linux-gnu",
+                        "x86_64",
+                        "x86_64-unknown-freebsd",
+                        "riscv64gc-unknown-linux-gnu",
+                        "",
+                        "x86_64-unknown-linux-android",
+                        "x86_64-unknown-linux-elf",
+                        "x86_64-unknown-linux-gnu-macho"}) {
     INFO("triple '" << t << "'");
     CHECK(target_problem(t) == triple_problem(t));
   }
@@ -433,11 +448,12 @@ TEST_CASE("direct reader peak memory on one module (KILN_READER_MEMORY)", "[.mem
     for (const auto& s : d.flat.symbols) flat += s.size() + sizeof(s);
     for (const auto& g : d.data) flat += g.bytes.size();
     double bound = (2.0 * bytes.size() + flat) / 1024.0;
-    std::printf("%s: %zu bytes of bitcode, flat arrays and data %llu bytes; reader peak %llu KiB over %llu KiB "
-                "before: %.2fx the bound of %.0f KiB\n",
-                path, bytes.size(), static_cast<unsigned long long>(flat),
-                static_cast<unsigned long long>(peak > before ? peak - before : 0),
-                static_cast<unsigned long long>(before), (peak > before ? peak - before : 0) / bound, bound);
+    std::printf(
+        "%s: %zu bytes of bitcode, flat arrays and data %llu bytes; reader peak %llu KiB over %llu KiB "
+        "before: %.2fx the bound of %.0f KiB\n",
+        path, bytes.size(), static_cast<unsigned long long>(flat),
+        static_cast<unsigned long long>(peak > before ? peak - before : 0), static_cast<unsigned long long>(before),
+        (peak > before ? peak - before : 0) / bound, bound);
     std::fflush(stdout);
     _exit(0);
   }
