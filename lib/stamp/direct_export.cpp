@@ -54,9 +54,9 @@ enum class Class : uint8_t {
 };
 
 // llvm::Value::ValueTy of the constants the exporter's "constant kind N" reasons name.
-constexpr int kValueIdUndef = 0, kValueIdPoison = 1, kValueIdCaz = 2, kValueIdCda = 3, kValueIdCdv = 4,
-              kValueIdTargetNone = 7, kValueIdTokenNone = 9, kValueIdVector = 12, kValueIdBlockAddress = 17,
-              kValueIdDsoLocalEquivalent = 19, kValueIdNoCfi = 20, kValueIdPtrAuth = 21, kValueIdInlineAsm = 25;
+constexpr int kValueIdCda = 3, kValueIdCdv = 4, kValueIdTargetNone = 7, kValueIdTokenNone = 9, kValueIdVector = 12,
+              kValueIdBlockAddress = 17, kValueIdDsoLocalEquivalent = 19, kValueIdNoCfi = 20, kValueIdPtrAuth = 21,
+              kValueIdInlineAsm = 25;
 
 // Bitcode cast and binary operator codes (LLVMBitCodes.h).
 enum : uint32_t {
