@@ -453,33 +453,33 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
 }
 
 uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops) {
-  uint64_t raw_code = read_vbr(6), count = read_vbr(6);
-  if (raw_code >= kNoBlock) fail("record code " + std::to_string(raw_code) + " over 32 bits");
-  // Each operand is a VBR6 field: 6 bits at least.
-  if (count > (limit_ - pos_) / 6)
-    fail("record of " + std::to_string(count) + " operands runs past the end of the block");
-  ops.resize(count);
-  // The operands are most of a function block at debug info 2 (DEBUG_LOC and debug
-  // records): decoded with the position in a register, which stores to `ops` would
-  // otherwise make the compiler reload.
-  uint64_t* out = ops.data();
+  // Code, count and operands are VBR6 fields, most of a function block at debug info 2
+  // (DEBUG_LOC and debug records): decoded with the position in a register, which
+  // stores to `ops` would otherwise make the compiler reload.
   const char* bytes = bytes_.data();
   const uint64_t limit = limit_;
   uint64_t pos = pos_;
-  for (uint64_t i = 0; i < count; ++i) {
-    if (limit - pos >= 64) [[likely]] {
-      uint64_t value;
-      unsigned used;
-      if (vbr_in_word<6>(peek(bytes, pos), value, used)) {
-        out[i] = value;
-        pos += used;
-        continue;
-      }
+  auto vbr6 = [&] {
+    uint64_t value;
+    unsigned used;
+    if (limit - pos >= 64 && vbr_in_word<6>(peek(bytes, pos), value, used)) [[likely]] {
+      pos += used;
+      return value;
     }
     pos_ = pos;
-    out[i] = read_vbr_slow(6);
+    value = read_vbr_slow(6);
     pos = pos_;
-  }
+    return value;
+  };
+  uint64_t raw_code = vbr6(), count = vbr6();
+  pos_ = pos;
+  if (raw_code >= kNoBlock) fail("record code " + std::to_string(raw_code) + " over 32 bits");
+  // Each operand is a VBR6 field: 6 bits at least.
+  if (count > (limit - pos) / 6)
+    fail("record of " + std::to_string(count) + " operands runs past the end of the block");
+  ops.resize(count);
+  uint64_t* out = ops.data();
+  for (uint64_t i = 0; i < count; ++i) out[i] = vbr6();
   pos_ = pos;
   return uint32_t(raw_code);
 }
