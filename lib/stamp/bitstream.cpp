@@ -417,10 +417,10 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   FieldReader r{*this};
   uint64_t code = r.scalar(*first);
   if (code >= kNoBlock) r.fail("record code " + std::to_string(code) + " over 32 bits");
-  size_t scalars = size_t(tail - first - 1);
-  ops.resize(scalars);  // as many as the abbreviation has, which its definition's bits bounded
-  uint64_t* out = ops.data();
-  for (const AbbrevOp* op = first + 1; op != tail; ++op) *out++ = r.scalar(*op);
+  // Operands are appended to the caller's vector, whose capacity outlives the record:
+  // nothing is allocated once it has grown, and nothing is reserved from a count in the
+  // file, so a record that fails part way has taken only what it decoded.
+  for (const AbbrevOp* op = first + 1; op != tail; ++op) ops.push_back(r.scalar(*op));
   if (tail == end) {
     r.sync();
     return uint32_t(code);
@@ -434,18 +434,16 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   uint64_t count = r.vbr(AbbrevOp{AbbrevOp::kVbr, 6});
   if (count > (limit_ - r.pos) / min_bits(element))
     r.fail("array of " + std::to_string(count) + " elements runs past the end of the block");
-  ops.resize(scalars + count);  // bounded by the bits left, as just checked
-  out = ops.data() + scalars;
   // One loop per element encoding: char6 strings and fixed-width arrays are most of them.
   switch (element.kind) {
     case AbbrevOp::kFixed:
-      for (uint64_t i = 0; i < count; ++i) out[i] = r.fixed(element);
+      for (uint64_t i = 0; i < count; ++i) ops.push_back(r.fixed(element));
       break;
     case AbbrevOp::kVbr:
-      for (uint64_t i = 0; i < count; ++i) out[i] = r.vbr(element);
+      for (uint64_t i = 0; i < count; ++i) ops.push_back(r.vbr(element));
       break;
     default:  // char6, the only other element define_abbrev() allows
-      for (uint64_t i = 0; i < count; ++i) out[i] = r.char6(element);
+      for (uint64_t i = 0; i < count; ++i) ops.push_back(r.char6(element));
       break;
   }
   r.sync();
@@ -477,9 +475,7 @@ uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops) {
   // Each operand is a VBR6 field: 6 bits at least.
   if (count > (limit - pos) / 6)
     fail("record of " + std::to_string(count) + " operands runs past the end of the block");
-  ops.resize(count);
-  uint64_t* out = ops.data();
-  for (uint64_t i = 0; i < count; ++i) out[i] = vbr6();
+  for (uint64_t i = 0; i < count; ++i) ops.push_back(vbr6());  // appended, as in read_abbreviated()
   pos_ = pos;
   return uint32_t(raw_code);
 }
