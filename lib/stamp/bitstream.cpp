@@ -133,10 +133,11 @@ template <unsigned kWidth>
   // Chunks 2 on, unrolled: each is taken while it ends within the field, and the fold
   // stops at the first that does not.
   static_assert(57 / kWidth == 9, "the chunks below are VBR6's nine");
-  [&]<unsigned... kChunk>(std::integer_sequence<unsigned, kChunk...>) {
+  auto gather = [&]<unsigned... kChunk>(std::integer_sequence<unsigned, kChunk...>) {
     (void)(((kChunk + 1) * kWidth <= end && (v |= (word >> kChunk) & (kPayload << kChunk * (kWidth - 1)), true)) &&
            ...);
-  }(std::integer_sequence<unsigned, 2, 3, 4, 5, 6, 7, 8>{});
+  };
+  gather(std::integer_sequence<unsigned, 2, 3, 4, 5, 6, 7, 8>{});
   value = v;
   used = end;
   return true;
@@ -176,7 +177,7 @@ namespace {
 
 // Out of line, so that the lookup before it is inlined into advance().
 [[noreturn, gnu::noinline, gnu::cold]] void undefined_abbrev(const BitstreamCursor& c, uint32_t abbrev_id,
-                                                              size_t defined) {
+                                                             size_t defined) {
   c.fail("abbreviation id " + std::to_string(abbrev_id) + " not defined (" + std::to_string(defined) + " are)");
 }
 
@@ -411,9 +412,9 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   // scalars come first, the code among them.
   const AbbrevOp* first = a.data();
   const AbbrevOp* end = first + a.size();
-  const AbbrevOp* tail = end[-1].kind == AbbrevOp::kBlob                      ? end - 1
-                         : a.size() >= 2 && end[-2].kind == AbbrevOp::kArray ? end - 2
-                                                                              : end;
+  const AbbrevOp* tail = end[-1].kind == AbbrevOp::kBlob  ? end - 1
+      : a.size() >= 2 && end[-2].kind == AbbrevOp::kArray ? end - 2
+                                                          : end;
   FieldReader r{*this};
   uint64_t code = r.scalar(*first);
   if (code >= kNoBlock) r.fail("record code " + std::to_string(code) + " over 32 bits");
