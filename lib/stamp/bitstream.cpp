@@ -133,10 +133,11 @@ template <unsigned kWidth>
   // Chunks 2 on, unrolled: each is taken while it ends within the field, and the fold
   // stops at the first that does not.
   static_assert(57 / kWidth == 9, "the chunks below are VBR6's nine");
-  [&]<unsigned... kChunk>(std::integer_sequence<unsigned, kChunk...>) {
+  auto gather = [&]<unsigned... kChunk>(std::integer_sequence<unsigned, kChunk...>) {
     (void)(((kChunk + 1) * kWidth <= end && (v |= (word >> kChunk) & (kPayload << kChunk * (kWidth - 1)), true)) &&
            ...);
-  }(std::integer_sequence<unsigned, 2, 3, 4, 5, 6, 7, 8>{});
+  };
+  gather(std::integer_sequence<unsigned, 2, 3, 4, 5, 6, 7, 8>{});
   value = v;
   used = end;
   return true;
@@ -176,7 +177,7 @@ namespace {
 
 // Out of line, so that the lookup before it is inlined into advance().
 [[noreturn, gnu::noinline, gnu::cold]] void undefined_abbrev(const BitstreamCursor& c, uint32_t abbrev_id,
-                                                              size_t defined) {
+                                                             size_t defined) {
   c.fail("abbreviation id " + std::to_string(abbrev_id) + " not defined (" + std::to_string(defined) + " are)");
 }
 
@@ -411,16 +412,16 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   // scalars come first, the code among them.
   const AbbrevOp* first = a.data();
   const AbbrevOp* end = first + a.size();
-  const AbbrevOp* tail = end[-1].kind == AbbrevOp::kBlob                      ? end - 1
-                         : a.size() >= 2 && end[-2].kind == AbbrevOp::kArray ? end - 2
-                                                                              : end;
+  const AbbrevOp* tail = end[-1].kind == AbbrevOp::kBlob  ? end - 1
+      : a.size() >= 2 && end[-2].kind == AbbrevOp::kArray ? end - 2
+                                                          : end;
   FieldReader r{*this};
   uint64_t code = r.scalar(*first);
   if (code >= kNoBlock) r.fail("record code " + std::to_string(code) + " over 32 bits");
-  size_t scalars = size_t(tail - first - 1);
-  ops.resize(scalars);  // as many as the abbreviation has, which its definition's bits bounded
-  uint64_t* out = ops.data();
-  for (const AbbrevOp* op = first + 1; op != tail; ++op) *out++ = r.scalar(*op);
+  // Operands are appended to the caller's vector, whose capacity outlives the record:
+  // nothing is allocated once it has grown, and nothing is reserved from a count in the
+  // file, so a record that fails part way has taken only what it decoded.
+  for (const AbbrevOp* op = first + 1; op != tail; ++op) ops.push_back(r.scalar(*op));
   if (tail == end) {
     r.sync();
     return uint32_t(code);
@@ -434,18 +435,16 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   uint64_t count = r.vbr(AbbrevOp{AbbrevOp::kVbr, 6});
   if (count > (limit_ - r.pos) / min_bits(element))
     r.fail("array of " + std::to_string(count) + " elements runs past the end of the block");
-  ops.resize(scalars + count);  // bounded by the bits left, as just checked
-  out = ops.data() + scalars;
   // One loop per element encoding: char6 strings and fixed-width arrays are most of them.
   switch (element.kind) {
     case AbbrevOp::kFixed:
-      for (uint64_t i = 0; i < count; ++i) out[i] = r.fixed(element);
+      for (uint64_t i = 0; i < count; ++i) ops.push_back(r.fixed(element));
       break;
     case AbbrevOp::kVbr:
-      for (uint64_t i = 0; i < count; ++i) out[i] = r.vbr(element);
+      for (uint64_t i = 0; i < count; ++i) ops.push_back(r.vbr(element));
       break;
     default:  // char6, the only other element define_abbrev() allows
-      for (uint64_t i = 0; i < count; ++i) out[i] = r.char6(element);
+      for (uint64_t i = 0; i < count; ++i) ops.push_back(r.char6(element));
       break;
   }
   r.sync();
@@ -453,33 +452,31 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
 }
 
 uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops) {
-  uint64_t raw_code = read_vbr(6), count = read_vbr(6);
-  if (raw_code >= kNoBlock) fail("record code " + std::to_string(raw_code) + " over 32 bits");
-  // Each operand is a VBR6 field: 6 bits at least.
-  if (count > (limit_ - pos_) / 6)
-    fail("record of " + std::to_string(count) + " operands runs past the end of the block");
-  ops.resize(count);
-  // The operands are most of a function block at debug info 2 (DEBUG_LOC and debug
-  // records): decoded with the position in a register, which stores to `ops` would
-  // otherwise make the compiler reload.
-  uint64_t* out = ops.data();
+  // Code, count and operands are VBR6 fields, most of a function block at debug info 2
+  // (DEBUG_LOC and debug records): decoded with the position in a register, which
+  // stores to `ops` would otherwise make the compiler reload.
   const char* bytes = bytes_.data();
   const uint64_t limit = limit_;
   uint64_t pos = pos_;
-  for (uint64_t i = 0; i < count; ++i) {
-    if (limit - pos >= 64) [[likely]] {
-      uint64_t value;
-      unsigned used;
-      if (vbr_in_word<6>(peek(bytes, pos), value, used)) {
-        out[i] = value;
-        pos += used;
-        continue;
-      }
+  auto vbr6 = [&] {
+    uint64_t value;
+    unsigned used;
+    if (limit - pos >= 64 && vbr_in_word<6>(peek(bytes, pos), value, used)) [[likely]] {
+      pos += used;
+      return value;
     }
     pos_ = pos;
-    out[i] = read_vbr_slow(6);
+    value = read_vbr_slow(6);
     pos = pos_;
-  }
+    return value;
+  };
+  uint64_t raw_code = vbr6(), count = vbr6();
+  pos_ = pos;
+  if (raw_code >= kNoBlock) fail("record code " + std::to_string(raw_code) + " over 32 bits");
+  // Each operand is a VBR6 field: 6 bits at least.
+  if (count > (limit - pos) / 6)
+    fail("record of " + std::to_string(count) + " operands runs past the end of the block");
+  for (uint64_t i = 0; i < count; ++i) ops.push_back(vbr6());  // appended, as in read_abbreviated()
   pos_ = pos;
   return uint32_t(raw_code);
 }

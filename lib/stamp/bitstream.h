@@ -148,7 +148,7 @@ class BitstreamCursor {
   // stream expand into a huge one; they are limited to a few per bit of the stream.
   uint64_t literal_budget_ = 0;
   uint64_t abbrevs_defined_ = 0;
-  uint32_t pending_record_ = 0;  // the abbreviation id of a record announced and not read; 0: none
+  uint32_t pending_record_ = 0;             // the abbreviation id of a record announced and not read; 0: none
   const Abbrev* pending_abbrev_ = nullptr;  // its abbreviation, found by advance(); null for UNABBREV_RECORD
   std::vector<uint64_t> dropped_;
 };

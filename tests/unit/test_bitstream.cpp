@@ -144,8 +144,7 @@ TEST_CASE("bitstream: arrays of char6 and of fixed fields", "[bitstream]") {
 // The cursor decodes a field from one 8-byte load where it can, and chunk by chunk near
 // the end of a block or for a VBR longer than the load: values of every length, at every
 // bit alignment, in every record form, both far from a block's end and in its last bits.
-TEST_CASE("bitstream: VBR and fixed fields of every length read alike far from and near a block's end",
-          "[bitstream]") {
+TEST_CASE("bitstream: VBR and fixed fields of every length read alike far from and near a block's end", "[bitstream]") {
   std::mt19937_64 rng(7);
   auto value = [&](unsigned bits) { return bits == 0 ? 0 : rng() >> (64 - bits); };
   for (int round = 0; round < 40; ++round) {
