@@ -1988,7 +1988,17 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
       if (e.code() != kExitInternal) throw;
       why = std::string("reader: ") + e.what();
     }
+    // The arrays go to the next body, emptied but with their memory, so that bodies do
+    // not grow arrays from nothing one after the other.
     bc::BcFunction& f = m.functions[fn];
+    if (fn + 1 < m.functions.size()) {
+      bc::BcFunction& next = m.functions[fn + 1];
+      f.insts.clear(), f.operands.clear(), f.indices.clear(), f.clause_filter.clear();
+      if (next.insts.empty()) next.insts.swap(f.insts);
+      if (next.operands.empty()) next.operands.swap(f.operands);
+      if (next.indices.empty()) next.indices.swap(f.indices);
+      if (next.clause_filter.empty()) next.clause_filter.swap(f.clause_filter);
+    }
     std::vector<bc::Inst>().swap(f.insts);
     std::vector<uint32_t>().swap(f.operands);
     std::vector<uint32_t>().swap(f.indices);
