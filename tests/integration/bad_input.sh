@@ -22,6 +22,14 @@ expect_error 3 "good.ll: not LLVM bitcode \\(looks like LLVM IR text" kiln-emit 
 expect_error 5 "missing.bc: No such file" kiln-emit missing.bc -o out.o
 expect_error 2 "unknown back end" kiln-emit good.bc -o out.o --backend nonsense
 expect_error 2 "kiln-emit: error: --profile: turbo not in" kiln-emit good.bc -o out.o --profile turbo
+# The stamp back end reads with kiln's own reader first, kiln-replay-flat with nothing
+# else: the same inputs get the same one line and exit 3 there.
+expect_error 3 "arm.bc: target aarch64-unknown-linux-gnu is not x86-64" kiln-emit arm.bc -o out.o --backend stamp
+expect_error 3 "truncated.bc: truncated or corrupt bitcode" kiln-emit truncated.bc -o out.o --backend stamp
+expect_error 3 "arm.bc: target aarch64-unknown-linux-gnu is not x86-64" kiln-replay-flat --device cpu arm.bc
+expect_error 3 "truncated.bc: top level at bit [0-9]+: block 8 of [0-9]+ words runs past the end" \
+  kiln-replay-flat --device cpu truncated.bc
+expect_error 3 "garbage.bc: not LLVM bitcode" kiln-replay-flat --device cpu garbage.bc
 check "no object is left behind by the failures" test ! -e out.o
 
 kiln-emit good.bc -o out.o >/dev/null && cp out.o keep.o
