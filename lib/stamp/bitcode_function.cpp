@@ -81,22 +81,6 @@ struct Decline {
   std::string why;
 };
 
-bool is_fp_kind(TypeKind k) {
-  switch (k) {
-    case TypeKind::kHalf:
-    case TypeKind::kBFloat:
-    case TypeKind::kFloat:
-    case TypeKind::kDouble:
-    case TypeKind::kX86Fp80:
-    case TypeKind::kFp128:
-    case TypeKind::kPpcFp128:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool is_vector_kind(TypeKind k) { return k == TypeKind::kFixedVector || k == TypeKind::kScalableVector; }
 
 class FunctionReader {
  public:
@@ -219,8 +203,8 @@ uint32_t FunctionReader::type_ref(uint64_t id) {
 
 bool FunctionReader::is_fp_or_fp_vector(uint32_t t) const {
   const Type& ty = type(t);
-  if (is_vector_kind(ty.kind)) return !ty.elements.empty() && is_fp_kind(type(ty.elements[0]).kind);
-  return is_fp_kind(ty.kind);
+  if (is_vector(ty.kind)) return !ty.elements.empty() && is_floating_point(type(ty.elements[0]).kind);
+  return is_floating_point(ty.kind);
 }
 
 // FPMathOperator's test for a phi, select or call: floating point, possibly in vectors,
@@ -255,7 +239,7 @@ uint32_t FunctionReader::need(uint32_t t, const char* what) const {
 uint32_t FunctionReader::bool_like(uint32_t operand_type) {
   uint32_t i1 = i1_type();
   const Type& ty = type(operand_type);
-  if (!is_vector_kind(ty.kind)) return i1;
+  if (!is_vector(ty.kind)) return i1;
   return need(m_.find_vector_type(i1, ty.count, ty.kind == TypeKind::kScalableVector), "vector of i1");
 }
 
@@ -411,13 +395,13 @@ void FunctionReader::gep() {
     uint32_t t;
     ops.push_back(value_and_type(&t));
     const Type& ty = type(t);
-    if (!is_vector_kind(type(base_type).kind) && is_vector_kind(ty.kind))
+    if (!is_vector(type(base_type).kind) && is_vector(ty.kind))
       result = need(m_.find_vector_type(base_type, ty.count, ty.kind == TypeKind::kScalableVector), "vector of ptr");
   }
   Inst inst = start(Opcode::kGetElementPtr, result);
   inst.source_type = source;
   inst.inbounds = flags & 1;
-  inst.vector_gep = is_vector_kind(type(result).kind);
+  inst.vector_gep = is_vector(type(result).kind);
   commit(inst, ops);
 }
 
@@ -428,7 +412,7 @@ void FunctionReader::vector_op(uint32_t code) {
   std::vector<uint32_t>& ops = scratch();
   ops.push_back(value_and_type(&vt));
   const Type& vec = type(vt);
-  if (!is_vector_kind(vec.kind) || vec.elements.empty()) cursor_.fail("vector operation on a non-vector");
+  if (!is_vector(vec.kind) || vec.elements.empty()) cursor_.fail("vector operation on a non-vector");
   uint32_t result = vt;
   Opcode op = Opcode::kExtractElement;
   if (code == kExtractElt) {
@@ -444,7 +428,7 @@ void FunctionReader::vector_op(uint32_t code) {
     uint32_t mt;
     ops.push_back(value_and_type(&mt));
     const Type& mask = type(mt);
-    if (!is_vector_kind(mask.kind)) cursor_.fail("shufflevector mask is not a vector");
+    if (!is_vector(mask.kind)) cursor_.fail("shufflevector mask is not a vector");
     result = need(m_.find_vector_type(vec.elements[0], mask.count, mask.kind == TypeKind::kScalableVector),
                   "shufflevector result");
   }

@@ -45,6 +45,12 @@ enum class TypeKind : uint8_t {
   kTargetExt,       // name
 };
 
+inline bool is_floating_point(TypeKind k) {
+  return k == TypeKind::kHalf || k == TypeKind::kBFloat || k == TypeKind::kFloat || k == TypeKind::kDouble ||
+      k == TypeKind::kX86Fp80 || k == TypeKind::kFp128 || k == TypeKind::kPpcFp128;
+}
+inline bool is_vector(TypeKind k) { return k == TypeKind::kFixedVector || k == TypeKind::kScalableVector; }
+
 struct Type {
   TypeKind kind = TypeKind::kVoid;
   uint32_t width = 0;          // kInteger: bits

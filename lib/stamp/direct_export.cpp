@@ -139,15 +139,8 @@ class ModuleContext {
     if (t >= m.types.size()) throw Decline{"reader: type out of range"};
     return m.types[t];
   }
-  bool is_float(uint32_t t) const {
-    TypeKind k = type(t).kind;
-    return k == TypeKind::kHalf || k == TypeKind::kBFloat || k == TypeKind::kFloat || k == TypeKind::kDouble ||
-        k == TypeKind::kX86Fp80 || k == TypeKind::kFp128 || k == TypeKind::kPpcFp128;
-  }
-  bool is_vector(uint32_t t) const {
-    TypeKind k = type(t).kind;
-    return k == TypeKind::kFixedVector || k == TypeKind::kScalableVector;
-  }
+  bool is_float(uint32_t t) const { return is_floating_point(type(t).kind); }
+  bool is_vector(uint32_t t) const { return bc::is_vector(type(t).kind); }
   bool is_integer(uint32_t t) const { return type(t).kind == TypeKind::kInteger; }
   bool is_pointer(uint32_t t) const { return type(t).kind == TypeKind::kPointer; }
   bool is_void(uint32_t t) const { return type(t).kind == TypeKind::kVoid; }
@@ -1809,9 +1802,8 @@ class ModuleExporter {
           (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume"))
         ctx_.library_functions.emplace(n, g);
     }
-    ctx_.has_vector_types = std::any_of(m.types.begin(), m.types.end(), [](const Type& t) {
-      return t.kind == TypeKind::kFixedVector || t.kind == TypeKind::kScalableVector;
-    });
+    ctx_.has_vector_types =
+        std::any_of(m.types.begin(), m.types.end(), [](const Type& t) { return bc::is_vector(t.kind); });
     // Module constants are all read before the first body; a body's own constants
     // are looked at when it is materialized.
     materializer_.emplace(ctx_);
