@@ -132,6 +132,9 @@ class ModuleContext {
   // The module's functions named like the C library functions stamp calls (memcpy,
   // memmove, memset, _Unwind_Resume): LLVM's exporter calls the module's when there is one.
   std::unordered_map<std::string, uint32_t> library_functions;
+  mutable std::vector<uint8_t> widths_;  // scalar_width per type id
+  mutable std::vector<int8_t> plain_;    // is_plain_aggregate per type id (-1: not yet known)
+  mutable std::vector<int8_t> intrinsics_;  // intrinsic_of per global (-1: not yet known)
   bool has_vector_types = true;    // a vector type in the table (else no value is one)
   bool has_aggregate_data = true;  // an aggregate or data constant (else nothing to materialize)
 
@@ -145,8 +148,17 @@ class ModuleContext {
   bool is_pointer(uint32_t t) const { return type(t).kind == TypeKind::kPointer; }
   bool is_void(uint32_t t) const { return type(t).kind == TypeKind::kVoid; }
 
-  // scalar_width of lib/flat_export.cpp.
+  // scalar_width of lib/flat_export.cpp, looked up per type id (the exporter asks it
+  // for every operand).
   unsigned scalar_width(uint32_t t) const {
+    if (widths_.empty()) {
+      widths_.resize(m.types.size());
+      for (uint32_t i = 0; i < m.types.size(); ++i) widths_[i] = static_cast<uint8_t>(compute_scalar_width(i));
+    }
+    if (t >= widths_.size()) throw Decline{"reader: type out of range"};
+    return widths_[t];
+  }
+  unsigned compute_scalar_width(uint32_t t) const {
     const Type& ty = type(t);
     switch (ty.kind) {
       case TypeKind::kPointer:
@@ -164,6 +176,15 @@ class ModuleContext {
   bool is_int_like(uint32_t t) const { return (is_integer(t) || is_pointer(t)) && scalar_width(t) != 0; }
 
   bool is_plain_aggregate(uint32_t t) const {
+    if (plain_.size() != m.types.size()) plain_.assign(m.types.size(), -1);
+    if (t >= plain_.size()) throw Decline{"reader: type out of range"};
+    if (plain_[t] < 0) {
+      plain_[t] = 0;  // a type met again while it is being decided is not plain
+      plain_[t] = compute_plain_aggregate(t) ? 1 : 0;
+    }
+    return plain_[t] > 0;
+  }
+  bool compute_plain_aggregate(uint32_t t) const {
     const Type& ty = type(t);
     if (ty.kind == TypeKind::kStruct) {
       if (ty.opaque || ty.packed) return false;
@@ -205,6 +226,13 @@ class ModuleContext {
     *w1 = leaves[1].first;
     *off1 = leaves[1].second;
     return true;
+  }
+
+  // intrinsic_of a function's name, once per function.
+  Intrinsic intrinsic(uint32_t global) const {
+    if (intrinsics_.size() < globals.size()) intrinsics_.resize(globals.size(), -1);
+    if (intrinsics_[global] < 0) intrinsics_[global] = static_cast<int8_t>(intrinsic_of(globals[global].name));
+    return static_cast<Intrinsic>(intrinsics_[global]);
   }
 
   std::string type_name(uint32_t t) const {
@@ -1339,7 +1367,7 @@ class FunctionExporter {
       if (a >= arg_count) throw Decline{"reader: intrinsic arguments"};
       return op_id(in, a);
     };
-    switch (Intrinsic id = intrinsic_of(name)) {
+    switch (Intrinsic id = ctx_.intrinsic(callee_fn)) {
       case Intrinsic::kLifetimeStart:
       case Intrinsic::kLifetimeEnd:
       case Intrinsic::kAssume:
@@ -1623,11 +1651,14 @@ std::vector<uint32_t> global_values_order(const ModuleContext& ctx) {
 
 // expose_local_symbols: local definitions become hidden globals with the tag appended.
 void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
-  // A renamed symbol ends in ".kiln.TAG": only names containing ".kiln." can be taken.
+  // A renamed symbol ends in ".kiln.TAG": only names that end so can be taken.
+  const std::string suffix = ".kiln." + tag;
+  auto ends_in_suffix = [&](const std::string& n) {
+    return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
   std::unordered_set<std::string> names;
   for (const GlobalInfo& g : ctx.globals)
-    if (g.name.find(".kiln.") != std::string::npos) names.insert(g.name);
-  const std::string suffix = ".kiln." + tag;
+    if (ends_in_suffix(g.name)) names.insert(g.name);
   size_t anonymous = 0;
   for (uint32_t gi : global_values_order(ctx)) {
     GlobalInfo& g = ctx.globals[gi];
