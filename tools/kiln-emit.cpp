@@ -8,6 +8,7 @@
 #include <llvm/IR/Module.h>
 
 #include "bitcode.h"
+#include "direct_export.h"
 #include "corpus.h"
 #include "flat_export.h"
 #include "flat_file.h"
@@ -20,6 +21,25 @@
 #include "reader_check.h"
 #include "backend_stamp.h"
 #include "version.h"
+
+// --export-flat through the direct reader (unless --reader llvm): what it says, or
+// empty when the reader declines a function or the module (LLVM's route then).
+static std::string export_flat_directly(const std::string& bytes, const std::string& input,
+                                        const std::string& flat_path) {
+  using namespace kiln;
+  if (reader_choice() != ReaderChoice::direct) return "";
+  DirectExport d;
+  try {
+    d = export_direct(bytes, input, xxh3_128_hex(bytes).substr(0, 12));
+  } catch (const KilnError&) {
+    return "";  // LLVM's parser has the last word on what is bitcode
+  }
+  if (!d.declined.empty() || d.declined_function_count) return "";
+  if (std::string problem = target_problem(d.triple); !problem.empty()) throw KilnError(kExitBadInput, input, problem);
+  write_file_atomic(flat_path, write_flat_file(d.flat, d.source_filename));
+  return std::to_string(d.stamp_function_count) + " of " + std::to_string(d.verdicts.size()) +
+      " functions exported for stamp (direct reader) -> " + flat_path;
+}
 
 static int body(int argc, char** argv) {
   using namespace kiln;
@@ -70,6 +90,10 @@ static int body(int argc, char** argv) {
     throw KilnError(kExitUsage, input, "--out is for a corpus; a single file takes -o OUT.o");
   if (!flat_path.empty()) {
     std::string bytes = read_file(input);
+    if (std::string said = export_flat_directly(bytes, input, flat_path); !said.empty()) {
+      std::printf("%s\n", said.c_str());
+      return kExitOk;
+    }
     // In a worker process: a module that crashes LLVM fails with a line, not a signal.
     std::string said = run_isolated_one(input, [&] {
       llvm::LLVMContext ctx;
