@@ -54,6 +54,23 @@ const ValueRef& value_ref(const BcModule& m, uint32_t fn, uint32_t id) {
 
 namespace {
 
+// Every record of the block just entered, to its END_BLOCK (blocks nested in it
+// skipped): `record(code)`, with the operands in `ops`. `where` names the block in the
+// error of a stream that ends inside it.
+template <typename F>
+void for_each_record(BitstreamCursor& c, std::vector<uint64_t>& ops, const char* where, F&& record) {
+  for (;;) {
+    BitstreamEntry e = c.advance();
+    if (e.kind == BitstreamEntry::kEndBlock) return;
+    if (e.kind == BitstreamEntry::kEnterBlock) {
+      c.skip_block();
+      continue;
+    }
+    if (e.kind == BitstreamEntry::kEndOfStream) c.fail(std::string("stream ends inside ") + where);
+    record(c.read_record(e.id, ops));
+  }
+}
+
 void decline(BcModule& m, const std::string& why) {
   if (m.declined.empty()) m.declined = "reader: " + why;
 }
@@ -105,16 +122,7 @@ class TypeTableReader {
 
   void read() {
     if (!m_.types.empty()) c_.fail("a second type table");
-    for (;;) {
-      BitstreamEntry e = c_.advance();
-      if (e.kind == BitstreamEntry::kEndBlock) break;
-      if (e.kind == BitstreamEntry::kEnterBlock) {
-        c_.skip_block();
-        continue;
-      }
-      if (e.kind == BitstreamEntry::kEndOfStream) c_.fail("stream ends inside the type table");
-      record(c_.read_record(e.id, ops_));
-    }
+    for_each_record(c_, ops_, "the type table", [&](uint32_t code) { record(code); });
     if (m_.types.size() != declared_)
       c_.fail("type table of " + std::to_string(m_.types.size()) + " types, " + std::to_string(declared_) +
               " announced");
@@ -383,16 +391,7 @@ class AttributeReader {
  private:
   template <typename F>
   void for_each_record(F&& f) {
-    for (;;) {
-      BitstreamEntry e = c_.advance();
-      if (e.kind == BitstreamEntry::kEndBlock) return;
-      if (e.kind == BitstreamEntry::kEnterBlock) {
-        c_.skip_block();
-        continue;
-      }
-      if (e.kind == BitstreamEntry::kEndOfStream) c_.fail("stream ends inside an attribute block");
-      f(c_.read_record(e.id, ops_));
-    }
+    kiln::bc::for_each_record(c_, ops_, "an attribute block", f);
   }
 
   void add_kind(AttrSet& set, uint64_t kind) {
@@ -493,19 +492,8 @@ class ConstantsReader {
       : c_(c), m_(m), values_(values), first_id_(first_id), type_(m.find_integer_type(32)) {}
 
   void read() {
-    for (;;) {
-      BitstreamEntry e = c_.advance();
-      if (e.kind == BitstreamEntry::kEndBlock) break;
-      if (e.kind == BitstreamEntry::kEnterBlock) {
-        c_.skip_block();
-        continue;
-      }
-      if (e.kind == BitstreamEntry::kEndOfStream) c_.fail("stream ends inside a constants block");
-      uint32_t code = c_.read_record(e.id, ops_);
-      if (code == 1) {
-        set_type();
-        continue;
-      }
+    for_each_record(c_, ops_, "a constants block", [&](uint32_t code) {
+      if (code == 1) return set_type();
       if (type_ == kNone) c_.fail("constant before SETTYPE, with no i32 in the type table");
       Constant k;
       k.type = type_;
@@ -513,7 +501,7 @@ class ConstantsReader {
       if (values_.size() + uint64_t(first_id_) >= kMetadataOperand) c_.fail("too many values");
       values_.push_back({ValueKind::kConstant, type_, uint32_t(m_.constants.size())});
       m_.constants.push_back(std::move(k));
-    }
+    });
     // Operands may refer forward within the block: checked once all are known, and an
     // aggregate's elements must have its element types (what its users will assume).
     uint64_t end = uint64_t(first_id_) + values_.size();
@@ -1265,16 +1253,9 @@ class ModuleReader {
   }
 
   void sync_scopes() {
-    for (;;) {
-      BitstreamEntry e = c_.advance();
-      if (e.kind == BitstreamEntry::kEndBlock) return;
-      if (e.kind == BitstreamEntry::kEndOfStream) c_.fail("stream ends inside the sync scope names");
-      if (e.kind == BitstreamEntry::kEnterBlock) {
-        c_.skip_block();
-        continue;
-      }
-      if (c_.read_record(e.id, ops_) == 1) context_.sync_scope_names.push_back(chars(ops_));
-    }
+    for_each_record(c_, ops_, "the sync scope names", [&](uint32_t code) {
+      if (code == 1) context_.sync_scope_names.push_back(chars(ops_));
+    });
   }
 
   // The n-th FUNCTION_BLOCK is the body of the n-th function with a body. Module
