@@ -161,8 +161,10 @@ class TypeTableReader {
         t = sequence(code == 12);
         break;
       case 17:  // x86_mmx: LLVM reads it as <1 x i64>; not modelled
+        // The module is declined (LLVM's route takes it); the table still needs an entry
+        // here so that later type ids keep their numbers while the rest is read.
         decline(m_, "x86_mmx type");
-        t.kind = TypeKind::kMetadata;  // a placeholder that keeps the numbering
+        t.kind = TypeKind::kMetadata;
         break;
       case 18:
         t = structure();
