@@ -5,6 +5,9 @@
 #include "backend_stamp.h"
 #include "error.h"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace kiln {
 
 Profile parse_profile(const std::string& name) {
@@ -26,10 +29,26 @@ const char* profile_name(Profile p) {
   return "?";
 }
 
+BackendOptions BackendOptions::from_environment() {
+  BackendOptions options;
+  const char* env = std::getenv("KILN_VERIFY");
+  if (!env || !*env || std::strcmp(env, "1") == 0) return options;
+  if (std::strcmp(env, "0") != 0)
+    throw KilnError(kExitUsage, "KILN_VERIFY", std::string("'") + env + "': expected 0 or 1");
+  options.verify = false;
+  return options;
+}
+
+void set_verify_choice(bool verify) { ::setenv("KILN_VERIFY", verify ? "1" : "0", 1); }
+
 std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile) {
-  if (spec == "llvm") return std::make_unique<LlvmBackend>(profile);
+  return make_backend(spec, profile, BackendOptions::from_environment());
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile, const BackendOptions& options) {
+  if (spec == "llvm") return std::make_unique<LlvmBackend>(profile, options);
   if (spec.rfind("cmd:", 0) == 0) return std::make_unique<CommandBackend>(spec.substr(4));
-  if (spec == "stamp") return std::make_unique<StampBackend>(profile);
+  if (spec == "stamp") return std::make_unique<StampBackend>(profile, options);
   throw KilnError(kExitUsage, "", "unknown back end '" + spec + "' (expected llvm, stamp or 'cmd:TOOL {in} -o {out}')");
 }
 

@@ -52,9 +52,22 @@ class Backend {
   virtual EmitResult emit(std::string_view bitcode, const std::string& label) = 0;
 };
 
+// How a back end treats its input. verify: LLVM's IR verifier runs on every module LLVM
+// parses, since a user's file can be invalid IR that crashes the code generator.
+// kiln-capture turns it off for the bitcode its compilers have just written (as rustc
+// and clang do not verify their own output either; its --verify turns it back on), and
+// kiln-emit's --no-verify does for a user's file. The tools say so through KILN_VERIFY
+// ("0" off), so that capture's wrappers and the worker processes follow.
+struct BackendOptions {
+  bool verify = true;
+  static BackendOptions from_environment();  // KILN_VERIFY; throws KilnError(kExitUsage) for a value not 0 or 1
+};
+void set_verify_choice(bool verify);  // sets KILN_VERIFY
+
 // spec: "llvm", "stamp", or "cmd:TEMPLATE" (TEMPLATE runs through /bin/sh with {in}
 // and {out} replaced by file paths). Throws KilnError(kExitUsage) for an unknown back end.
-std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile);
+std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile, const BackendOptions& options);
+std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile);  // options from the environment
 
 // Checks that bytes form an x86-64 ELF relocatable object; empty when fine.
 std::string object_problem(std::string_view object);

@@ -77,7 +77,8 @@ ParsedModule& ParsedModule::operator=(ParsedModule&& other) noexcept {
 }
 ParsedModule::~ParsedModule() = default;
 
-LlvmBackend::LlvmBackend(Profile profile) : profile_(profile) {
+LlvmBackend::LlvmBackend(Profile profile, const BackendOptions& backend_options)
+    : profile_(profile), options_(backend_options) {
   initialize_llvm_x86();
   llvm::Triple triple("x86_64-unknown-linux-gnu");
   std::string error;
@@ -101,6 +102,14 @@ ParsedModule LlvmBackend::parse(std::string_view bitcode, const std::string& lab
   parsed.context = std::make_unique<llvm::LLVMContext>();
   parsed.context->setDiagnosticHandler(std::make_unique<ErrorCollector>());
   parsed.module = parse_checked_module(*parsed.context, bitcode, label, checks);
+  return parsed;
+}
+
+ParsedModule LlvmBackend::parse_lazy(std::string_view bitcode, const std::string& label) {
+  ParsedModule parsed;
+  parsed.context = std::make_unique<llvm::LLVMContext>();
+  parsed.context->setDiagnosticHandler(std::make_unique<ErrorCollector>());
+  parsed.module = parse_lazy_bitcode(*parsed.context, bitcode, label);
   return parsed;
 }
 
@@ -135,7 +144,8 @@ EmitResult LlvmBackend::emit(std::string_view bitcode, const std::string& label)
   EmitResult result;
   Stopwatch clock;
   // The triple is codegen's check, for every caller.
-  ParsedModule module = parse(bitcode, label, {.verify = true, .triple = false, .parse_seconds = &result.stages.parse});
+  ParsedModule module =
+      parse(bitcode, label, {.verify = options_.verify, .triple = false, .parse_seconds = &result.stages.parse});
   result.stages.verify = clock.lap() - result.stages.parse;
   count_module(*module, result.counts.functions_llvm, result.counts.instructions_llvm);
   result.object = codegen(*module, label);

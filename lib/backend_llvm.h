@@ -33,7 +33,7 @@ struct ParsedModule {
 
 class LlvmBackend : public Backend {
  public:
-  explicit LlvmBackend(Profile profile);
+  explicit LlvmBackend(Profile profile, const BackendOptions& options = {});
   ~LlvmBackend() override;
   std::string name() const override { return "llvm"; }
   EmitResult emit(std::string_view bitcode, const std::string& label) override;
@@ -41,11 +41,16 @@ class LlvmBackend : public Backend {
   // The steps, for services that parse once and emit many times: a module in a fresh
   // context that reports code generation's errors to codegen().
   ParsedModule parse(std::string_view bitcode, const std::string& label, const ParseChecks& checks = {});
+  // The same with the function bodies left unread until materialized (parse_lazy_bitcode);
+  // nothing is verified. `bitcode` must outlive the module.
+  ParsedModule parse_lazy(std::string_view bitcode, const std::string& label);
+  bool verifies() const { return options_.verify; }
   // Generates code for a module (which is consumed: codegen rewrites IR).
   std::string codegen(llvm::Module& module, const std::string& label);
 
  private:
   Profile profile_;
+  BackendOptions options_;
   std::unique_ptr<llvm::TargetMachine> machine_;
 };
 

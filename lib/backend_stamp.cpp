@@ -32,7 +32,8 @@ void set_reader_choice(const std::string& name) {
   ::setenv("KILN_READER", name.c_str(), 1);
 }
 
-StampBackend::StampBackend(Profile profile) : llvm_(std::make_unique<LlvmBackend>(profile)), reader_(reader_choice()) {}
+StampBackend::StampBackend(Profile profile, const BackendOptions& options)
+    : llvm_(std::make_unique<LlvmBackend>(profile, options)), reader_(reader_choice()) {}
 StampBackend::~StampBackend() = default;
 
 StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag) {
@@ -67,6 +68,26 @@ std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector
   return write_stamp_object(parts.view, source_name, data);
 }
 
+namespace {
+
+// Why the direct reader's module is not wholly stamp's (for the receipt).
+std::string why_not_whole(const DirectExport& direct) {
+  std::string why = direct.globals_reason.empty() ? "functions fall back to llvm" : direct.globals_reason;
+  for (const auto& v : direct.verdicts)
+    if (!v.reasons.empty() && v.reasons[0].compare(0, 8, "reader: ") == 0) why = v.reasons[0];
+  return why;
+}
+
+}  // namespace
+
+bool StampBackend::can_split(const DirectExport& direct) const {
+  // With the verifier on (a user's file), LLVM reads the whole module to verify it, so
+  // the whole-module route is no dearer. A function the reader could not decode leaves
+  // the flat output unlike LLVM's exporter's: that module takes LLVM's route too.
+  return !llvm_->verifies() && direct.declined_function_count == 0 && direct.stamp_function_count > 0 &&
+      direct.constants_reason.empty();
+}
+
 bool StampBackend::emit_direct(std::string_view bitcode, const std::string& label, const std::string& tag,
                                EmitResult& result) {
   DirectExport direct;
@@ -83,25 +104,45 @@ bool StampBackend::emit_direct(std::string_view bitcode, const std::string& labe
     result.reader = {"llvm", direct.declined};
     return false;
   }
-  if (!direct.whole) {
-    std::string why = direct.globals_reason.empty() ? "functions fall back to llvm" : direct.globals_reason;
-    for (const auto& v : direct.verdicts)
-      if (!v.reasons.empty() && v.reasons[0].compare(0, 8, "reader: ") == 0) why = v.reasons[0];
-    result.reader = {"llvm", why};
+  if (!direct.whole && !can_split(direct)) {
+    result.reader = {"llvm", why_not_whole(direct)};
     return false;
   }
   if (std::string problem = target_problem(direct.triple); !problem.empty())
     throw KilnError(kExitBadInput, label, problem);
   for (const auto& v : direct.verdicts) {
-    result.counts.functions_stamp++;
-    result.counts.instructions_stamp += v.instructions;
+    (v.stamp() ? result.counts.functions_stamp : result.counts.functions_llvm)++;
+    (v.stamp() ? result.counts.instructions_stamp : result.counts.instructions_llvm) += v.instructions;
   }
   Stopwatch clock;
   StampOutput code = run_stamp_cpu(direct.flat.view(), 1);
-  result.object = write_stamp_object_for(direct.flat, direct.data, direct.source_filename, code);
+  if (direct.whole) {
+    result.object = write_stamp_object_for(direct.flat, direct.data, direct.source_filename, code);
+    result.stages.codegen = clock.lap();
+    result.reader = {"direct", ""};
+    return true;
+  }
+  std::string stamp_object = write_stamp_object_for(direct.flat, direct.constants, direct.source_filename, code);
   result.stages.codegen = clock.lap();
-  result.reader = {"direct", ""};
+  result.reader = {"split", why_not_whole(direct)};
+  emit_split_rest(bitcode, label, tag, direct.emitted_by_stamp, stamp_object, result);
   return true;
+}
+
+void StampBackend::emit_split_rest(std::string_view bitcode, const std::string& label, const std::string& tag,
+                                   const std::vector<bool>& emitted_by_stamp, const std::string& stamp_object,
+                                   EmitResult& result) {
+  // LLVM reads the module lazily and materializes only the bodies that fall back, with
+  // the globals; the same local symbols are exposed as the direct export exposed.
+  Stopwatch clock;
+  ParsedModule module = llvm_->parse_lazy(bitcode, label);
+  expose_local_symbols(*module, tag);
+  make_fallback_half(*module, emitted_by_stamp);
+  result.stages.parse = clock.lap();
+  std::string llvm_object = llvm_->codegen(*module, label);
+  result.stages.fallback = clock.lap();
+  result.object = combine_objects({stamp_object, llvm_object}, label);
+  result.stages.combine = clock.lap();
 }
 
 EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label) {
@@ -117,7 +158,7 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
     result.reader = {"llvm", "--reader llvm"};
   }
   Stopwatch clock;
-  ParsedModule module = llvm_->parse(bitcode, label, {.parse_seconds = &result.stages.parse});
+  ParsedModule module = llvm_->parse(bitcode, label, {.verify = llvm_->verifies(), .parse_seconds = &result.stages.parse});
   result.stages.verify = clock.lap() - result.stages.parse;
 
   StampPlan plan = plan_stamp_module(*module, tag);

@@ -15,6 +15,7 @@ class Module;
 namespace kiln {
 
 class LlvmBackend;
+struct DirectExport;
 
 // A parsed, verified module made ready for stamp: aggregate constants materialised,
 // exported, local symbols exposed (when stamp takes any function) and, when stamp
@@ -44,15 +45,21 @@ void set_reader_choice(const std::string& name);  // sets KILN_READER; throws Ki
 
 class StampBackend : public Backend {
  public:
-  explicit StampBackend(Profile profile);
+  explicit StampBackend(Profile profile, const BackendOptions& options = {});
   ~StampBackend() override;
   std::string name() const override { return "stamp"; }
   EmitResult emit(std::string_view bitcode, const std::string& label) override;
 
  private:
-  // The direct route: the whole module stamp's, without LLVM. False when it cannot be
-  // (then result.reader says why and LLVM's route runs).
+  // The direct reader's routes: the whole module stamp's, without LLVM ("direct"), or
+  // split ("split"): stamp's part from the direct reader, and LLVM reading only the
+  // bodies that fall back. False when neither can be (then result.reader says why and
+  // LLVM's route runs: LLVM's parser, the whole module cloned for the fallback half).
   bool emit_direct(std::string_view bitcode, const std::string& label, const std::string& tag, EmitResult& result);
+  bool can_split(const DirectExport& direct) const;
+  void emit_split_rest(std::string_view bitcode, const std::string& label, const std::string& tag,
+                       const std::vector<bool>& emitted_by_stamp, const std::string& stamp_object,
+                       EmitResult& result);
   std::unique_ptr<LlvmBackend> llvm_;  // parses, and emits the fallback half
   ReaderChoice reader_;
 };

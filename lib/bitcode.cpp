@@ -58,18 +58,30 @@ void check_bitcode_magic(std::string_view bytes, const std::string& path) {
     throw KilnError(kExitBadInput, path, "not LLVM bitcode (looks like " + describe_foreign_bytes(bytes) + ")");
 }
 
+// LLVM's reason, on one line.
+[[noreturn]] static void throw_corrupt(llvm::Error error, const std::string& path) {
+  std::string message = llvm::toString(std::move(error));
+  for (auto& c : message)
+    if (c == '\n') c = ' ';
+  throw KilnError(kExitBadInput, path, "truncated or corrupt bitcode: " + message);
+}
+
 std::unique_ptr<llvm::Module> parse_bitcode(llvm::LLVMContext& ctx, std::string_view bytes, const std::string& path) {
   check_bitcode_magic(bytes, path);
   llvm::MemoryBufferRef ref(llvm::StringRef(bytes.data(), bytes.size()), path);
   LlvmStage stage("parsing");
   auto parsed = llvm::parseBitcodeFile(ref, ctx);
-  if (!parsed) {
-    std::string message = llvm::toString(parsed.takeError());
-    // Keep the message on one line.
-    for (auto& c : message)
-      if (c == '\n') c = ' ';
-    throw KilnError(kExitBadInput, path, "truncated or corrupt bitcode: " + message);
-  }
+  if (!parsed) throw_corrupt(parsed.takeError(), path);
+  return std::move(*parsed);
+}
+
+std::unique_ptr<llvm::Module> parse_lazy_bitcode(llvm::LLVMContext& ctx, std::string_view bytes,
+                                                 const std::string& path) {
+  check_bitcode_magic(bytes, path);
+  llvm::MemoryBufferRef ref(llvm::StringRef(bytes.data(), bytes.size()), path);
+  LlvmStage stage("parsing");
+  auto parsed = llvm::getLazyBitcodeModule(ref, ctx);
+  if (!parsed) throw_corrupt(parsed.takeError(), path);
   return std::move(*parsed);
 }
 

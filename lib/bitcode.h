@@ -16,6 +16,11 @@ namespace kiln {
 void check_bitcode_magic(std::string_view bytes, const std::string& path);
 // Parses bitcode into ctx; throws KilnError naming `path` with LLVM's reason.
 std::unique_ptr<llvm::Module> parse_bitcode(llvm::LLVMContext& ctx, std::string_view bytes, const std::string& path);
+// The same with the function bodies left in the bitcode until materialized (LLVM's lazy
+// loading; metadata is read in full when the module is materialized). `bytes` must
+// outlive the module.
+std::unique_ptr<llvm::Module> parse_lazy_bitcode(llvm::LLVMContext& ctx, std::string_view bytes,
+                                                 const std::string& path);
 // Cheap look-ups that do not materialise the module.
 std::string bitcode_triple(std::string_view bytes);
 std::string bitcode_producer(std::string_view bytes);

@@ -262,6 +262,7 @@ static std::vector<std::string> wrapper_environment(const CaptureOptions& option
       std::string(kEnvBackend) + "=" + options.backend,
       std::string(kEnvProfile) + "=" + (options.profile.empty() ? "fast" : options.profile),
       std::string(kEnvFallback) + "=" + (options.fallback ? "1" : "0"),
+      std::string("KILN_VERIFY=") + (options.verify ? "1" : "0"),
       std::string(kEnvRealCc) + "=" + real_cc,
       std::string(kEnvRealCxx) + "=" + real_cxx,
       std::string(kEnvTmpdir) + "=" + link_dir,

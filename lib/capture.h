@@ -25,6 +25,7 @@ struct CaptureOptions {
   std::string backend = "native";
   std::string profile;  // empty: leave the build's own settings, code generator at "fast"
   bool fallback = false;
+  bool verify = false;  // LLVM's IR verifier on the bitcode the compilers write (off: they wrote it just now)
   std::vector<std::string> command;
 };
 

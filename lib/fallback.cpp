@@ -96,16 +96,21 @@ size_t expose_local_symbols(llvm::Module& module, const std::string& tag) {
   return locals.size();
 }
 
-std::unique_ptr<llvm::Module> fallback_module(const llvm::Module& module, const std::vector<bool>& emitted_by_stamp) {
-  const std::string label = module.getModuleIdentifier();
+namespace {
+
+void check_split_size(const llvm::Module& module, const std::vector<bool>& emitted_by_stamp) {
   if (emitted_by_stamp.size() != module.size())
-    throw KilnError(kExitInternal, label,
+    throw KilnError(kExitInternal, module.getModuleIdentifier(),
                     "the stamp split marks " + std::to_string(emitted_by_stamp.size()) +
                         " functions but the module has " + std::to_string(module.size()));
-  // CloneModule creates the functions in the order of the source module.
-  std::unique_ptr<llvm::Module> half = llvm::CloneModule(module);
+}
+
+// Stamp's functions become external declarations in the llvm half. A function whose
+// body was never read (lazy loading) is a definition still to be materialized: deleting
+// its body also makes it no longer materializable, so it is never read.
+void drop_stamp_bodies(llvm::Module& half, const std::vector<bool>& emitted_by_stamp) {
   size_t index = 0;
-  for (llvm::Function& f : *half) {
+  for (llvm::Function& f : half) {
     bool marked = emitted_by_stamp[index++];
     if (!marked || f.isDeclaration()) continue;
     f.deleteBody();  // also drops the body's metadata and sets external linkage
@@ -115,13 +120,44 @@ std::unique_ptr<llvm::Module> fallback_module(const llvm::Module& module, const 
     if (f.hasPrologueData()) f.setPrologueData(nullptr);
     f.setComdat(nullptr);
   }
+}
+
+void verify_half(const llvm::Module& half) {
   std::string problems;
   llvm::raw_string_ostream os(problems);
-  if (llvm::verifyModule(*half, &os)) {
+  if (llvm::verifyModule(half, &os)) {
     os.flush();
-    throw KilnError(kExitInternal, label, "the llvm half of the stamp split does not verify: " + one_line(problems, 2));
+    throw KilnError(kExitInternal, half.getModuleIdentifier(),
+                    "the llvm half of the stamp split does not verify: " + one_line(problems, 2));
   }
+}
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> fallback_module(const llvm::Module& module, const std::vector<bool>& emitted_by_stamp) {
+  check_split_size(module, emitted_by_stamp);
+  // CloneModule creates the functions in the order of the source module.
+  std::unique_ptr<llvm::Module> half = llvm::CloneModule(module);
+  drop_stamp_bodies(*half, emitted_by_stamp);
+  verify_half(*half);
   return half;
+}
+
+void make_fallback_half(llvm::Module& lazy, const std::vector<bool>& emitted_by_stamp) {
+  check_split_size(lazy, emitted_by_stamp);
+  drop_stamp_bodies(lazy, emitted_by_stamp);
+  if (llvm::Error e = lazy.materializeAll()) {
+    std::string message = llvm::toString(std::move(e));
+    throw KilnError(kExitBadInput, lazy.getModuleIdentifier(),
+                    "truncated or corrupt bitcode: " + one_line(message, 1));
+  }
+  // Were a dropped body read after all, both halves would define the function.
+  size_t index = 0;
+  for (const llvm::Function& f : lazy)
+    if (emitted_by_stamp[index++] && !f.isDeclaration())
+      throw KilnError(kExitInternal, lazy.getModuleIdentifier(), "stamp's function " + f.getName().str() +
+                                                                    " was materialized in the llvm half");
+  verify_half(lazy);
 }
 
 std::string combine_objects(const std::vector<std::string>& objects, const std::string& label) {

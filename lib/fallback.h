@@ -26,6 +26,12 @@ size_t expose_local_symbols(llvm::Module& module, const std::string& tag);
 // included) lose their bodies and become external declarations; all else stays.
 std::unique_ptr<llvm::Module> fallback_module(const llvm::Module& module, const std::vector<bool>& emitted_by_stamp);
 
+// The same half made in place from a lazily read module (parse_lazy_bitcode): the
+// functions marked in `emitted_by_stamp` become declarations without their bodies ever
+// being read, the others are materialized with the metadata, and the half is verified.
+// No copy of the module is made.
+void make_fallback_half(llvm::Module& lazy, const std::vector<bool>& emitted_by_stamp);
+
 // Combines relocatable objects into one with `ld.lld -r` (LLVM 22's lld, from
 // KILN_LLVM_BINDIR). Throws KilnError(kExitMissingTool) when lld is missing and
 // KilnError(kExitFailed) naming `label` when it fails.

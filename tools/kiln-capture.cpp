@@ -38,6 +38,7 @@ static int body(int argc, char** argv) {
   app.add_option("--profile", options.profile, "fast, balanced or release (see kiln-capture(1))")
       ->check(CLI::IsMember({"fast", "balanced", "release"}));
   app.add_flag("--fallback", options.fallback, "when kiln fails on a module, use the native compiler for it");
+  app.add_flag("--verify", options.verify, "run LLVM's IR verifier on the bitcode the compilers write");
   app.add_option("command", options.command, "the build command, after --");
   app.allow_extras(false);
 

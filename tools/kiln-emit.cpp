@@ -68,6 +68,8 @@ static int body(int argc, char** argv) {
   app.add_flag("--check-reader", check_reader,
                "read each module with the direct reader and with LLVM's parser and compare the outputs");
   app.add_flag("--json", check_json, "with --check-reader: one JSON line per module");
+  bool no_verify = false;
+  app.add_flag("--no-verify", no_verify, "skip LLVM's IR verifier (for bitcode a compiler has just written)");
   std::string reader;
   app.add_option("--reader", reader,
                  "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
@@ -78,6 +80,7 @@ static int body(int argc, char** argv) {
     return cli_exit(app, e);
   }
   if (!reader.empty()) kiln::set_reader_choice(reader);
+  if (no_verify) kiln::set_verify_choice(false);
   Profile p = parse_profile(profile);
   bool corpus = is_directory(input);
   if (check_reader) return run_reader_check(input, corpus, check_json);

@@ -1768,6 +1768,49 @@ std::string lower_constant(const ModuleContext& ctx, uint32_t fn, uint32_t id, s
   throw Decline{"reader: initializer of an unexpected kind"};
 }
 
+// One global variable's bytes and relocations (export_globals' work for one global).
+std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, std::vector<StampData>& out) {
+  const BcModule& m = ctx.m;
+  if (g.linkage == Linkage::kAppending) {
+    if (g.name == "llvm.used" || g.name == "llvm.compiler.used") return "";
+    return "global " + g.name + " (appending linkage)";
+  }
+  if (reserved_name(g.name)) return "global " + g.name;
+  if (g.thread_local_) return "thread-local variable";
+  if (g.has_comdat) return "global in a comdat";
+  if (g.linkage == Linkage::kCommon) return "common symbol";
+  StampData d;
+  d.name = g.name;
+  d.binding = binding_of(g) == SymbolBinding::local ? SymbolBinding::local
+      : (g.linkage == Linkage::kWeakAny || g.linkage == Linkage::kWeakOdr || g.linkage == Linkage::kLinkOnceAny ||
+         g.linkage == Linkage::kLinkOnceOdr)
+      ? SymbolBinding::weak
+      : SymbolBinding::global;
+  d.visibility = visibility_of(g);
+  d.size = ctx.dl.alloc_size(m, g.value_type);
+  Global as_global;
+  as_global.kind = GlobalKind::kVariable;
+  as_global.value_type = g.value_type;
+  as_global.align = g.align;
+  as_global.section = g.section;
+  as_global.declaration = false;
+  as_global.linkage = g.linkage;
+  d.align = static_cast<uint32_t>(ctx.dl.global_preferred_align(m, as_global));
+  d.zero = !g.constant && ctx.is_null_value(g.init_fn, g.init);
+  if (!d.zero) {
+    d.bytes.assign(d.size, 0);
+    std::string why = lower_constant(ctx, g.init_fn, g.init, d.bytes, 0, d.relocations);
+    if (!why.empty()) return why;
+  }
+  d.writable = !g.constant;
+  std::string kind = d.zero ? ".bss." : d.writable ? ".data." : d.relocations.empty() ? ".rodata." : ".data.rel.ro.";
+  d.section = !g.section.empty() ? g.section : kind + d.name;
+  if (!g.section.empty()) d.writable = d.writable || !d.relocations.empty();
+  if (!d.relocations.empty()) d.writable = true;
+  out.push_back(std::move(d));
+  return "";
+}
+
 std::string export_globals(const ModuleContext& ctx, std::vector<StampData>& out) {
   const BcModule& m = ctx.m;
   if (m.module_asm) return "module inline asm";
@@ -1777,43 +1820,8 @@ std::string export_globals(const ModuleContext& ctx, std::vector<StampData>& out
     if (g.kind == GlobalKind::kIFunc) return "ifuncs";
   for (const GlobalInfo& g : ctx.globals) {
     if (g.kind != GlobalKind::kVariable || g.declaration) continue;
-    if (g.linkage == Linkage::kAppending) {
-      if (g.name == "llvm.used" || g.name == "llvm.compiler.used") continue;
-      return "global " + g.name + " (appending linkage)";
-    }
-    if (reserved_name(g.name)) return "global " + g.name;
-    if (g.thread_local_) return "thread-local variable";
-    if (g.has_comdat) return "global in a comdat";
-    if (g.linkage == Linkage::kCommon) return "common symbol";
-    StampData d;
-    d.name = g.name;
-    d.binding = binding_of(g) == SymbolBinding::local ? SymbolBinding::local
-        : (g.linkage == Linkage::kWeakAny || g.linkage == Linkage::kWeakOdr || g.linkage == Linkage::kLinkOnceAny ||
-           g.linkage == Linkage::kLinkOnceOdr)
-        ? SymbolBinding::weak
-        : SymbolBinding::global;
-    d.visibility = visibility_of(g);
-    d.size = ctx.dl.alloc_size(m, g.value_type);
-    Global as_global;
-    as_global.kind = GlobalKind::kVariable;
-    as_global.value_type = g.value_type;
-    as_global.align = g.align;
-    as_global.section = g.section;
-    as_global.declaration = false;
-    as_global.linkage = g.linkage;
-    d.align = static_cast<uint32_t>(ctx.dl.global_preferred_align(m, as_global));
-    d.zero = !g.constant && ctx.is_null_value(g.init_fn, g.init);
-    if (!d.zero) {
-      d.bytes.assign(d.size, 0);
-      std::string why = lower_constant(ctx, g.init_fn, g.init, d.bytes, 0, d.relocations);
-      if (!why.empty()) return why;
-    }
-    d.writable = !g.constant;
-    std::string kind = d.zero ? ".bss." : d.writable ? ".data." : d.relocations.empty() ? ".rodata." : ".data.rel.ro.";
-    d.section = !g.section.empty() ? g.section : kind + d.name;
-    if (!g.section.empty()) d.writable = d.writable || !d.relocations.empty();
-    if (!d.relocations.empty()) d.writable = true;
-    out.push_back(std::move(d));
+    std::string why = export_global(ctx, g, out);
+    if (!why.empty()) return why;
   }
   return "";
 }
@@ -1837,6 +1845,7 @@ class ModuleExporter {
         std::any_of(m.types.begin(), m.types.end(), [](const Type& t) { return bc::is_vector(t.kind); });
     // Module constants are all read before the first body; a body's own constants
     // are looked at when it is materialized.
+    first_materialized_ = static_cast<uint32_t>(ctx_.globals.size());
     materializer_.emplace(ctx_);
     pinned_ = pinned_to_llvm(ctx_);
     symbol_index_.assign(ctx_.globals.size(), kNone);
@@ -1921,7 +1930,13 @@ class ModuleExporter {
     }
     out_.globals_reason = export_globals(ctx_, out_.data);
     out_.whole = out_.stamp_function_count == out_.verdicts.size() && out_.globals_reason.empty();
-    if (!out_.whole) out_.data.clear();
+    if (!out_.whole) {
+      out_.data.clear();
+      // A split module's stamp part carries the constants materialized for it: LLVM's
+      // half is read from the bitcode, which has no such globals.
+      for (uint32_t gi = first_materialized_; gi < ctx_.globals.size() && out_.constants_reason.empty(); ++gi)
+        out_.constants_reason = export_global(ctx_, ctx_.globals[gi], out_.constants);
+    }
   }
 
  private:
@@ -1953,6 +1968,7 @@ class ModuleExporter {
   Layout dl_;
   ModuleContext ctx_;
   std::optional<Materializer> materializer_;
+  uint32_t first_materialized_ = 0;  // ctx_.globals from here on are materialize_aggregate_constants'
   std::unordered_map<uint32_t, std::string> pinned_;
   std::vector<uint32_t> symbol_values_;
   std::vector<std::string> fixed_names_;

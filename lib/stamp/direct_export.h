@@ -29,6 +29,12 @@ struct DirectExport {
   // Every global variable's bytes and relocations when `whole`.
   std::vector<StampData> data;
   std::string globals_reason;  // why the globals are not stamp's (export_globals' reason); empty: they are
+  // When not `whole`: the constant globals that materialize_aggregate_constants adds for
+  // stamp's functions (`__kiln_const...`, renamed as exposed), which a split module's
+  // stamp part carries because LLVM's half, read from the bitcode, has none of them;
+  // constants_reason says why they cannot be (then the module is not split).
+  std::vector<StampData> constants;
+  std::string constants_reason;
   // Every function stamp's and every global exported: the object needs no LLVM.
   bool whole = false;
   std::string source_filename, triple;
