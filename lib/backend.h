@@ -42,6 +42,9 @@ struct EmitResult {
   StageTimes stages;
   EmitCounts counts;
   ReaderRoute reader;
+  // kiln-capture's object cache: "hit" (the object came from the cache, nothing was
+  // emitted), "miss" (emitted, then stored), or empty (no cache: the other tools, cmd:).
+  std::string cache;
 };
 
 class Backend {

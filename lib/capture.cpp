@@ -1,6 +1,8 @@
 #include "capture.h"
 
 #include <dirent.h>
+#include <elf.h>
+#include <link.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -94,13 +96,69 @@ ProcessOptions use_capture_tmpdir() {
   return children;
 }
 
+// This program's GNU build ID (or, without one, the hash of its file): kiln's object
+// cache must not hand one build's objects to another build of kiln with the same
+// version number, as happens while kiln itself is being developed.
+static int note_of_main_program(dl_phdr_info* info, size_t, void* out) {
+  auto* id = static_cast<std::string*>(out);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    const char* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const char* name = p + sizeof(ElfW(Nhdr));
+      const char* desc = name + ((note->n_namesz + 3) & ~3u);
+      if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0) {
+        *id = xxh3_128_hex(std::string_view(desc, note->n_descsz));
+        return 1;
+      }
+      p = desc + ((note->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1;  // the first object is the main program: stop after it
+}
+
+static const std::string& kiln_build_identity() {
+  static const std::string identity = [] {
+    std::string id;
+    ::dl_iterate_phdr(note_of_main_program, &id);
+    if (id.empty()) id = xxh3_128_hex(read_file("/proc/self/exe"));
+    return id;
+  }();
+  return identity;
+}
+
+std::string object_cache_key(const std::string& bitcode_id, const std::string& backend, const std::string& profile) {
+  const char* reader = std::getenv("KILN_READER");
+  std::string parts = bitcode_id + '\0' + backend + '\0' + profile + '\0' + (reader ? reader : "") + '\0' +
+      KILN_VERSION + '\0' + LLVM_VERSION_STRING + '\0' + kiln_build_identity();
+  return xxh3_128_hex(parts);
+}
+
 std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes, const std::string& id,
                              const std::string& label) {
   Profile profile = parse_profile(s.profile);
-  auto backend = make_backend(s.backend, profile);
-  EmitResult r = backend->emit(bytes, label);
   Corpus corpus = Corpus::open(s.corpus_dir);
-  corpus.append_receipt(receipt_json({id, label, backend->name(), profile_name(profile), "kiln-capture"}, r));
+  // cmd: back ends run a tool kiln cannot see change, so their objects are not cached.
+  const bool cached = s.backend == "llvm" || s.backend == "stamp";
+  const std::string key = cached ? object_cache_key(id, s.backend, profile_name(profile)) : "";
+  EmitResult r;
+  std::string name = s.backend;
+  if (std::optional<std::string> hit = cached ? corpus.cached_object(key) : std::nullopt) {
+    r.object = std::move(*hit);
+    r.cache = "hit";
+  } else {
+    auto backend = make_backend(s.backend, profile);
+    name = backend->name();
+    r = backend->emit(bytes, label);
+    if (cached) {
+      corpus.store_object(key, r.object);
+      r.cache = "miss";
+    }
+  }
+  corpus.append_receipt(receipt_json({id, label, name, profile_name(profile), "kiln-capture"}, r));
   return std::move(r.object);
 }
 

@@ -55,7 +55,10 @@ void record_invocation(const WrapperSettings& s, const std::string& tool, const 
 // ends' scratch directories (kiln-cmd-*, kiln-combine-*) go with it even when the build
 // is killed; returns the settings that give the compilers it runs the build's own TMPDIR.
 ProcessOptions use_capture_tmpdir();
-// Emits bitcode with the configured back end (not native), records receipt; returns the object.
+// The object cache's key (Corpus::cached_object) for a module's bitcode blob id.
+std::string object_cache_key(const std::string& bitcode_id, const std::string& backend, const std::string& profile);
+// Emits bitcode with the configured back end (not native), or takes the object from the
+// corpus's object cache (llvm and stamp only); records the receipt; returns the object.
 std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes, const std::string& id,
                              const std::string& label);
 

@@ -235,6 +235,35 @@ std::string Corpus::load_blob(const std::string& id) const {
   return bytes;
 }
 
+static constexpr std::string_view kObjectHeader = "kiln-object-cache 1 ";
+
+std::string Corpus::object_path(const std::string& key) const { return dir_ + "/objects/" + key + ".o"; }
+
+std::optional<std::string> Corpus::cached_object(const std::string& key) const {
+  std::string path = object_path(key);
+  if (!path_exists(path)) return std::nullopt;
+  std::string bytes;
+  try {
+    bytes = read_file(path);
+  } catch (const KilnError&) {
+    return std::nullopt;  // unreadable: emitted again, and rewritten
+  }
+  size_t nl = bytes.find('\n');
+  if (bytes.compare(0, kObjectHeader.size(), kObjectHeader) != 0 || nl == std::string::npos) return std::nullopt;
+  std::string hash = bytes.substr(kObjectHeader.size(), nl - kObjectHeader.size());
+  std::string object = bytes.substr(nl + 1);
+  if (xxh3_128_hex(object) != hash) return std::nullopt;
+  return object;
+}
+
+void Corpus::store_object(const std::string& key, std::string_view object) {
+  std::string path = object_path(key);
+  make_dirs(dirname_of(path));
+  std::string bytes = std::string(kObjectHeader) + xxh3_128_hex(object) + "\n";
+  bytes.append(object);
+  write_file_atomic(path, bytes);  // racing writers write identical bytes; rename is atomic
+}
+
 void Corpus::append_module(const ModuleRecord& m) { append_line_locked(dir_ + "/" + kModulesFile, m.to_json()); }
 void Corpus::append_invocation(const InvocationRecord& r) {
   append_line_locked(dir_ + "/" + kInvocationsFile, r.to_json());

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,15 @@ class Corpus {
   // Stores the bytes (temp + rename; a blob already there is left alone) and returns its id.
   std::string store_blob(std::string_view bytes);
   std::string load_blob(const std::string& id) const;
+
+  // The object cache, objects/KEY.o: objects a back end emitted, under a key that names
+  // the bitcode, the back end and everything else the bytes depend on (kiln-capture's
+  // object_cache_key). A rebuild in which the compiler reuses a unit finds its object
+  // here. Each file starts with a line carrying its object's xxh3-128, so a damaged
+  // entry reads as absent and is written again.
+  std::string object_path(const std::string& key) const;
+  std::optional<std::string> cached_object(const std::string& key) const;
+  void store_object(const std::string& key, std::string_view object);
 
   void append_module(const ModuleRecord& m);
   void append_invocation(const InvocationRecord& r);

@@ -54,6 +54,7 @@ std::string receipt_json(const ReceiptInput& in, const EmitResult& r, const std:
       .field("stamp", r.counts.instructions_stamp)
       .field("llvm", r.counts.instructions_llvm)
       .end_object();
+  if (!r.cache.empty()) w.field("cache", r.cache);
   if (!r.reader.route.empty()) {
     w.key("reader").begin_object().field("route", r.reader.route);
     if (!r.reader.reason.empty()) w.field("reason", r.reader.reason);

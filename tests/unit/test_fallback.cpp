@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <llvm/AsmParser/Parser.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/Comdat.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
@@ -19,6 +20,7 @@
 
 #include "backend.h"
 #include "backend_llvm.h"
+#include "bitcode.h"
 #include "error.h"
 #include "fs.h"
 #include "kiln_config.h"
@@ -431,4 +433,53 @@ TEST_CASE("combine_objects fails with lld's reason on input that is not an objec
     CHECK(what.find("input1.o") != std::string::npos);  // lld names the bad input
     CHECK(what.find('\n') == std::string::npos);
   }
+}
+
+TEST_CASE("make_fallback_half reads only the bodies that fall back, and the halves link", "[fallback]") {
+  Scratch dir;
+  write_file_atomic(dir.path + "/main.c", kMainC);
+  LlvmBackend backend(Profile::fast);
+  llvm::LLVMContext ctx;
+  std::string bitcode, reference, stamp_object;
+  std::vector<bool> marked;
+  {
+    auto whole = parse_ir(ctx, kSplitIr);
+    llvm::raw_string_ostream os(bitcode);
+    llvm::WriteBitcodeToFile(*whole, os);
+    os.flush();
+    reference = link_and_run(dir.path, "whole", backend.codegen(*whole, "whole.ll"));
+    // The stamp half as the other test makes it (here by LLVM, standing in for stamp).
+    auto m = parse_ir(ctx, kSplitIr);
+    expose_local_symbols(*m, "t1");
+    marked.assign(m->size(), false);
+    marked[function_index(*m, m->getFunction("helper.kiln.t1"))] = true;
+    marked[function_index(*m, m->getFunction("compute"))] = true;
+    stamp_object = backend.codegen(*stamp_half_with_llvm(*m, marked), "stamp-half");
+  }
+  llvm::LLVMContext lazy_ctx;
+  auto half = parse_lazy_bitcode(lazy_ctx, bitcode, "split.bc");
+  // Nothing is read yet: every body waits to be materialized.
+  CHECK(half->getFunction("compute")->isMaterializable());
+  CHECK(half->getFunction("twice")->isMaterializable());
+  expose_local_symbols(*half, "t1");
+  make_fallback_half(*half, marked);
+  CHECK(verifier_says(*half).empty());
+  for (const char* name : {"helper.kiln.t1", "compute"}) {
+    INFO(name);
+    llvm::Function* f = half->getFunction(name);
+    REQUIRE(f);
+    CHECK(f->isDeclaration());
+    CHECK_FALSE(f->isMaterializable());
+    CHECK(f->hasExternalLinkage());
+  }
+  CHECK_FALSE(half->getFunction("twice.kiln.t1")->isDeclaration());
+  CHECK_FALSE(half->getFunction("twice.kiln.t1")->isMaterializable());
+  REQUIRE(half->getNamedGlobal("counter.kiln.t1"));
+  CHECK(half->getNamedGlobal("counter.kiln.t1")->hasInitializer());
+  std::string combined = combine_objects({stamp_object, backend.codegen(*half, "llvm-half")}, "split");
+  CHECK(link_and_run(dir.path, "lazy", combined) == reference);
+  // Marks that do not fit are kiln's error, as with fallback_module.
+  llvm::LLVMContext other;
+  auto again = parse_lazy_bitcode(other, bitcode, "split.bc");
+  CHECK_THROWS_AS(make_fallback_half(*again, std::vector<bool>(again->size() + 1, false)), KilnError);
 }
