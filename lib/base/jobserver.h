@@ -31,7 +31,8 @@ JobserverAuth parse_makeflags(const std::string& flags);
 class Jobserver;
 
 // One token taken from a jobserver; the destructor writes the very byte it read back,
-// so a token goes home on every path, exceptions included.
+// so a token goes home on every path, exceptions included. It points at its Jobserver,
+// which must stay where it is until every token is back.
 class JobToken {
  public:
   JobToken() = default;
