@@ -19,6 +19,8 @@ constexpr const char* kEnvFallback = "KILN_CAPTURE_FALLBACK";  // 1: fall back t
 constexpr const char* kEnvRealCc = "KILN_CAPTURE_REAL_CC";
 constexpr const char* kEnvRealCxx = "KILN_CAPTURE_REAL_CXX";
 constexpr const char* kEnvTmpdir = "KILN_CAPTURE_TMPDIR";  // the capture's temporary directory
+// Debugging: a file that gets "max N tokens M" per rustc emission loop (kiln-capture(1)).
+constexpr const char* kEnvTraceEmitThreads = "KILN_TRACE_EMIT_THREADS";
 
 struct CaptureOptions {
   std::string corpus_dir;

@@ -23,6 +23,7 @@
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
+#include "jobserver.h"
 #include "parallel.h"
 #include "process.h"
 #include "timeutil.h"
@@ -276,11 +277,13 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
       errors[i] = e.what();
     }
   }
-  // Emit the units in parallel, as rustc's own code generator would.
+  // Emit the units in parallel, as rustc's own code generator would: each thread
+  // beyond the first holds one of cargo's jobserver tokens, so cargo -jN stays N.
   // Every unit is tried: the body catches its own errors, so one unit's failure
-  // stops no other (parallel_for's first-exception stop never fires).
+  // stops no other (the loop's first-exception stop never fires).
   unsigned threads = std::min<unsigned>(hardware_threads(), static_cast<unsigned>(units.size()));
-  parallel_for(units.size(), threads, [&](size_t i) {
+  Jobserver jobs = Jobserver::from_environment();
+  ParallelPeak peak = parallel_for_jobserver(jobs, units.size(), threads, [&](size_t i) {
     if (!errors[i].empty()) return;
     try {
       std::string object = emit_for_capture(s, contents[i], ids[i], units[i].path);
@@ -302,6 +305,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
       }
     }
   });
+  trace_parallel_peak(kEnvTraceEmitThreads, peak);
 
   std::string failure, fallback;
   for (size_t i = 0; i < units.size(); ++i) {

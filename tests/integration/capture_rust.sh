@@ -42,6 +42,16 @@ cargo clean -q
 kiln-capture -o "$T/S" --backend stamp -- cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/stamp.tests"
 check "cargo test on stamp-emitted objects passes exactly the same tests" cmp "$T/native.tests" "$T/stamp.tests"
 
+# cargo -jN through kiln: the emission threads take cargo's jobserver tokens, so at
+# most N emit at once in each rustc (without them, one per hardware thread).
+for j in 1 2; do
+  cargo clean -q
+  KILN_TRACE_EMIT_THREADS="$T/emit-j$j" kiln-capture -o "$T/J$j" --backend stamp -- cargo build -q -j$j
+  most=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$T/emit-j$j" 2>/dev/null)
+  check "cargo build -j$j through kiln: at most $j emission threads at once (most: $most)" \
+    bash -c "[[ -s '$T/emit-j$j' && $most -le $j ]] && ! grep -vqE '^max [0-9]+ tokens [0-9]+$' '$T/emit-j$j'"
+done
+
 cargo clean -q
 kiln-capture -o "$T/N" -- cargo build -q
 ./target/debug/kiln-example > "$T/native2.out"
