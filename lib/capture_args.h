@@ -25,8 +25,9 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args);
 // Why this invocation must run unchanged, or "" when kiln takes it.
 std::string passthrough_reason(const RustcCall& c);
 // The arguments of the bitcode route's first step (rustc ... -Zno-link): the build's
-// own, less the settings that conflict with it (-C incremental, lto,
-// linker-plugin-lto, embed-bitcode), plus -Clinker-plugin-lto=yes -Clto=off -Zno-link.
+// own, less the settings that conflict with it (-C lto, linker-plugin-lto,
+// embed-bitcode), plus -Clinker-plugin-lto=yes -Clto=off -Zno-link. -C incremental
+// stays: units rustc reuses come back as the same bitcode, whose objects kiln caches.
 std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args);
 
 // ---- clang (CC=kiln-cc, CXX=kiln-c++; lib/capture_cc.cpp) ----------------------------

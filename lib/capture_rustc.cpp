@@ -145,7 +145,7 @@ std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args)
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     std::string setting = a == "-C" && i + 1 < args.size() ? args[i + 1] : (a.rfind("-C", 0) == 0 ? a.substr(2) : "");
-    bool drop = setting.rfind("incremental=", 0) == 0 || setting.rfind("lto", 0) == 0 ||
+    bool drop = setting.rfind("lto", 0) == 0 ||
         setting.rfind("linker-plugin-lto", 0) == 0 || setting.rfind("embed-bitcode", 0) == 0;
     if (drop) {
       if (a == "-C") ++i;
@@ -163,7 +163,9 @@ struct OutputFile {
   std::string path, cgu;
 };
 
-// Files OUT/PREFIX.*SUFFIX written since `since` (this invocation's, by name).
+// Files OUT/PREFIX.*SUFFIX this invocation left (by name, and by an inode change since
+// `since`): a unit that incremental compilation reuses is hard-linked from rustc's
+// incremental directory with its old modification time, but the link changes its ctime.
 std::vector<OutputFile> list_outputs(const std::string& dir, const std::string& prefix, const std::string& suffix,
                                      time_t since) {
   std::vector<OutputFile> out;
@@ -177,7 +179,7 @@ std::vector<OutputFile> list_outputs(const std::string& dir, const std::string& 
     if (middle.find(".no-opt") != std::string::npos) continue;
     struct stat st {};
     std::string path = dir + "/" + name;
-    if (::stat(path.c_str(), &st) != 0 || st.st_mtime + 1 < since) continue;
+    if (::stat(path.c_str(), &st) != 0 || std::max(st.st_mtime, st.st_ctime) + 1 < since) continue;
     out.push_back({path, middle});
   }
   ::closedir(d);
@@ -250,8 +252,9 @@ int capture_native(const WrapperSettings& s, const std::string& rustc, const Rus
 int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id) {
   Stopwatch clock;
   time_t start = ::time(nullptr);
-  // Settings that conflict with the bitcode route are dropped from the first step;
-  // incremental reuse is off so every codegen unit is really produced.
+  // Settings that conflict with the bitcode route are dropped from the first step.
+  // Incremental compilation stays: a unit rustc reuses is still left in OUT (linked
+  // from its incremental directory), and its object comes from the corpus's cache.
   int rc = run_child(rustc, bitcode_step_args(c.args), {"RUSTC_BOOTSTRAP=1"});
   if (rc != 0) {  // a compile error is the user's: rustc has said why
     record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0,

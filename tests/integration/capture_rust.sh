@@ -42,6 +42,26 @@ cargo clean -q
 kiln-capture -o "$T/S" --backend stamp -- cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/stamp.tests"
 check "cargo test on stamp-emitted objects passes exactly the same tests" cmp "$T/native.tests" "$T/stamp.tests"
 
+# Incremental builds through kiln: rustc keeps its incremental state, a unit it reuses
+# comes back as the same bitcode, and its object comes from the corpus's object cache.
+cargo clean -q
+kiln-capture -o "$T/I" --backend stamp -- cargo build -q
+before=$(wc -l < "$T/I/receipts.jsonl")
+check "a first build through kiln emits every unit (all cache misses)" \
+  jq -se 'length > 3 and all(.cache == "miss")' "$T/I/receipts.jsonl"
+cp src/lib.rs "$T/lib.rs.orig"
+sed -i 's/format!("circle r={}", self.r)/format!("circle of radius {}", self.r)/' src/lib.rs
+kiln-capture -o "$T/I" --backend stamp -- cargo build -q
+./target/debug/kiln-example > "$T/inc.out"
+check "after a one-line edit the incremental rebuild shows the edit" grep -q "circle of radius 2 area" "$T/inc.out"
+tail -n +$((before + 1)) "$T/I/receipts.jsonl" > "$T/inc.receipts"
+check "the rebuild emits only the units rustc did not reuse ($(jq -s 'map(select(.cache=="miss")) | length' "$T/inc.receipts") of $(wc -l < "$T/inc.receipts"); the rest from the object cache)" \
+  jq -se '(map(select(.cache == "hit")) | length) > (map(select(.cache == "miss")) | length) and any(.cache == "miss")' "$T/inc.receipts"
+check "a cached object is stored with its own hash, and its receipt counts no emission" \
+  bash -c "head -1 \"\$(ls '$T/I/objects/'*.o | head -1)\" | grep -qE '^kiln-object-cache 1 [0-9a-f]{32}\$' &&
+    jq -se 'map(select(.cache==\"hit\")) | all(.functions.stamp == 0 and .ok)' '$T/inc.receipts'"
+cp "$T/lib.rs.orig" src/lib.rs
+
 # cargo -jN through kiln: the emission threads take cargo's jobserver tokens, so at
 # most N emit at once in each rustc (without them, one per hardware thread).
 for j in 1 2; do

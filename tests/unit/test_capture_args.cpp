@@ -218,10 +218,11 @@ struct BitcodeStep {
 
 const BitcodeStep kBitcodeSteps[] = {
     {"--crate-name a a.rs --out-dir o", "--crate-name a a.rs --out-dir o"},
-    // Incremental reuse would leave codegen units unproduced; LTO and embedded bitcode
-    // conflict with the bitcode route. Dropped with their value, in either spelling.
-    {"a.rs -C incremental=/t/debug/incremental --out-dir o", "a.rs --out-dir o"},
-    {"a.rs -Cincremental=/t/i --out-dir o", "a.rs --out-dir o"},
+    // Incremental compilation stays (reused units come back as bitcode); LTO and
+    // embedded bitcode conflict with the bitcode route: dropped with their value, in
+    // either spelling.
+    {"a.rs -C incremental=/t/debug/incremental --out-dir o", "a.rs -C incremental=/t/debug/incremental --out-dir o"},
+    {"a.rs -Cincremental=/t/i --out-dir o", "a.rs -Cincremental=/t/i --out-dir o"},
     {"a.rs -C embed-bitcode=no -C opt-level=3", "a.rs -C opt-level=3"},
     {"a.rs -Cembed-bitcode=no -Copt-level=3", "a.rs -Copt-level=3"},
     {"a.rs -C lto -C lto=fat -Clto=thin -C linker-plugin-lto=yes", "a.rs"},
@@ -229,7 +230,7 @@ const BitcodeStep kBitcodeSteps[] = {
     {kCargoBin,
      "--crate-name hello --edition=2021 src/main.rs --error-format=json --json=diagnostic-rendered-ansi "
      "--crate-type bin --emit=dep-info,link -C debuginfo=2 -C metadata=0f1e2d3c "
-     "-C extra-filename=-0f1e2d3c --out-dir /t/debug/deps "
+     "-C extra-filename=-0f1e2d3c --out-dir /t/debug/deps -C incremental=/t/debug/incremental "
      "-L dependency=/t/debug/deps --extern memchr=/t/debug/deps/libmemchr-8d4b.rlib"},
     {"a.rs -C codegen-units=16 -C debuginfo=2 -C incremental-verify-ich",
      "a.rs -C codegen-units=16 -C debuginfo=2 -C incremental-verify-ich"},
@@ -237,7 +238,7 @@ const BitcodeStep kBitcodeSteps[] = {
 
 }  // namespace
 
-TEST_CASE("the rustc wrapper's bitcode step drops incremental, LTO and embed-bitcode and asks for bitcode",
+TEST_CASE("the rustc wrapper's bitcode step keeps incremental, drops LTO and embed-bitcode, asks for bitcode",
           "[capture][args][rustc]") {
   for (const auto& row : kBitcodeSteps) {
     INFO("rustc " << row.line);
