@@ -78,7 +78,12 @@ ParsedModule& ParsedModule::operator=(ParsedModule&& other) noexcept {
 ParsedModule::~ParsedModule() = default;
 
 LlvmBackend::LlvmBackend(Profile profile, const BackendOptions& backend_options)
-    : profile_(profile), options_(backend_options) {
+    : profile_(profile), options_(backend_options) {}
+
+// The target machine is made on first use: the stamp back end, which owns an llvm back
+// end for its fallback, then pays nothing for LLVM on a module it takes whole.
+llvm::TargetMachine& LlvmBackend::machine() {
+  if (machine_) return *machine_;
   initialize_llvm_x86();
   llvm::Triple triple("x86_64-unknown-linux-gnu");
   std::string error;
@@ -91,8 +96,9 @@ LlvmBackend::LlvmBackend(Profile profile, const BackendOptions& backend_options)
   options.DataSections = true;
   options.UniqueSectionNames = true;
   machine_.reset(target->createTargetMachine(triple, "x86-64", "", options, llvm::Reloc::PIC_, llvm::CodeModel::Small,
-                                             opt_level_for(profile)));
+                                             opt_level_for(profile_)));
   if (!machine_) throw KilnError(kExitInternal, "", "cannot create the x86-64 target machine");
+  return *machine_;
 }
 
 LlvmBackend::~LlvmBackend() = default;
@@ -116,12 +122,12 @@ ParsedModule LlvmBackend::parse_lazy(std::string_view bitcode, const std::string
 std::string LlvmBackend::codegen(llvm::Module& module, const std::string& label) {
   std::string problem = triple_problem(module.getTargetTriple().str());
   if (!problem.empty()) throw KilnError(kExitBadInput, label, problem);
-  module.setDataLayout(machine_->createDataLayout());
+  module.setDataLayout(machine().createDataLayout());
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   LlvmStage stage("generating code");
   llvm::legacy::PassManager pm;
-  if (machine_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+  if (machine().addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
     throw KilnError(kExitInternal, label, "LLVM cannot emit objects for this target");
   // The context's handler is ours when the module was parsed by this back end.
   auto* errors =

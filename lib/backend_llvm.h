@@ -49,6 +49,7 @@ class LlvmBackend : public Backend {
   std::string codegen(llvm::Module& module, const std::string& label);
 
  private:
+  llvm::TargetMachine& machine();
   Profile profile_;
   BackendOptions options_;
   std::unique_ptr<llvm::TargetMachine> machine_;

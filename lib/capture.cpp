@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <set>
 #include <cstdlib>
 
@@ -71,8 +72,13 @@ std::string current_directory() {
 
 void record_invocation(const WrapperSettings& s, const std::string& tool, const std::string& id,
                        const std::string& action, const std::string& reason, const std::vector<std::string>& args,
-                       int modules, double seconds) {
+                       int modules, double seconds, const Phases& phases) {
   InvocationRecord r;
+  r.phases = phases;
+  double startup = 0;
+  for (const auto& [name, t] : phases)
+    if (name == "startup") startup = t;
+  r.start = unix_seconds_now() - seconds - startup;
   r.id = id;
   r.tool = tool;
   r.action = action;
@@ -137,6 +143,15 @@ std::string object_cache_key(const std::string& bitcode_id, const std::string& b
   return xxh3_128_hex(parts);
 }
 
+// One back end per emitting thread, back end and profile, made on first use, so that a
+// crate's units do not each pay for making one.
+static Backend& capture_backend(const std::string& spec, Profile profile) {
+  thread_local std::map<std::string, std::unique_ptr<Backend>> made;
+  std::unique_ptr<Backend>& backend = made[spec + '\0' + profile_name(profile)];
+  if (!backend) backend = make_backend(spec, profile);
+  return *backend;
+}
+
 std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes, const std::string& id,
                              const std::string& label) {
   Profile profile = parse_profile(s.profile);
@@ -150,9 +165,9 @@ std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes,
     r.object = std::move(*hit);
     r.cache = "hit";
   } else {
-    auto backend = make_backend(s.backend, profile);
-    name = backend->name();
-    r = backend->emit(bytes, label);
+    Backend& backend = capture_backend(s.backend, profile);
+    name = backend.name();
+    r = backend.emit(bytes, label);
     if (cached) {
       corpus.store_object(key, r.object);
       r.cache = "miss";

@@ -50,9 +50,12 @@ std::string new_invocation_id(const std::vector<std::string>& args);
 std::string args_hash(const std::vector<std::string>& args);
 std::string current_directory();
 // Appends one line to the corpus's invocations.jsonl.
+// `phases`: where the time went (InvocationRecord::phases); the record's start is
+// taken as now less `seconds` less the phases' "startup", if any.
+using Phases = std::vector<std::pair<std::string, double>>;
 void record_invocation(const WrapperSettings& s, const std::string& tool, const std::string& id,
                        const std::string& action, const std::string& reason, const std::vector<std::string>& args,
-                       int modules, double seconds);
+                       int modules, double seconds, const Phases& phases = {});
 // Points this wrapper's TMPDIR at the capture's temporary directory, so that the back
 // ends' scratch directories (kiln-cmd-*, kiln-combine-*) go with it even when the build
 // is killed; returns the settings that give the compilers it runs the build's own TMPDIR.

@@ -206,6 +206,9 @@ ModuleRecord module_record(const RustcCall& c, const std::string& bytes, const s
   return m;
 }
 
+// The wrapper's own start (exec, loading kiln and LLVM), measured as main begins.
+double g_startup_seconds = 0;
+
 // The build's own TMPDIR for rustc (this wrapper's points into the capture's directory).
 ProcessOptions g_children;
 
@@ -223,6 +226,7 @@ void remove_outputs(const std::vector<OutputFile>& files) {
 
 int capture_native(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id) {
   Stopwatch clock;
+  Phases phases = {{"startup", g_startup_seconds}};
   time_t start = ::time(nullptr);
   std::vector<std::string> args = c.args;
   args.push_back("-Csave-temps");
@@ -245,20 +249,23 @@ int capture_native(const WrapperSettings& s, const std::string& rustc, const Rus
   remove_outputs(bitcode);
   remove_outputs(list_outputs(c.out_dir, prefix, ".rcgu.no-opt.bc", start));
   remove_outputs(list_outputs(c.out_dir, prefix, ".rcgu.o", start));
-  record_invocation(s, "rustc", id, "captured", "", c.args, static_cast<int>(bitcode.size()), clock.seconds());
+  phases.emplace_back("rustc", clock.seconds());  // rustc with its own code generator, then storing the bitcode
+  record_invocation(s, "rustc", id, "captured", "", c.args, static_cast<int>(bitcode.size()), clock.seconds(), phases);
   return 0;
 }
 
 int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id) {
-  Stopwatch clock;
+  Stopwatch clock, phase;
+  Phases phases = {{"startup", g_startup_seconds}};
   time_t start = ::time(nullptr);
   // Settings that conflict with the bitcode route are dropped from the first step.
   // Incremental compilation stays: a unit rustc reuses is still left in OUT (linked
   // from its incremental directory), and its object comes from the corpus's cache.
   int rc = run_child(rustc, bitcode_step_args(c.args), {"RUSTC_BOOTSTRAP=1"});
+  phases.emplace_back("rustc", phase.lap());
   if (rc != 0) {  // a compile error is the user's: rustc has said why
     record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0,
-                      clock.seconds());
+                      clock.seconds(), phases);
     return rc;
   }
 
@@ -280,6 +287,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
       errors[i] = e.what();
     }
   }
+  phases.emplace_back("store", phase.lap());
   // Emit the units in parallel, as rustc's own code generator would: each thread
   // beyond the first holds one of cargo's jobserver tokens, so cargo -jN stays N.
   // Every unit is tried: the body catches its own errors, so one unit's failure
@@ -309,6 +317,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
     }
   });
   trace_parallel_peak(kEnvTraceEmitThreads, peak);
+  phases.emplace_back("emit", phase.lap());
 
   std::string failure, fallback;
   for (size_t i = 0; i < units.size(); ++i) {
@@ -325,7 +334,8 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
     ::unlink(rlink.c_str());
     std::fprintf(stderr, "kiln-capture: error: crate %s (%s): %s\n", c.crate_name.c_str(), c.input.c_str(),
                  failure.c_str());
-    record_invocation(s, "rustc", id, "failed", failure, c.args, static_cast<int>(units.size()), clock.seconds());
+    record_invocation(s, "rustc", id, "failed", failure, c.args, static_cast<int>(units.size()), clock.seconds(),
+                      phases);
     return kExitFailed;
   }
 
@@ -334,19 +344,21 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   link.push_back("-Zlink-only");
   rc = run_child(rustc, link, {"RUSTC_BOOTSTRAP=1"});
   ::unlink(rlink.c_str());
+  phases.emplace_back("link", phase.lap());
   if (rc != 0) {
     record_invocation(s, "rustc", id, "failed", "rustc -Zlink-only failed with status " + std::to_string(rc), c.args,
-                      static_cast<int>(units.size()), clock.seconds());
+                      static_cast<int>(units.size()), clock.seconds(), phases);
     return rc;
   }
   record_invocation(s, "rustc", id, fallback.empty() ? "captured" : "fallback", fallback, c.args,
-                    static_cast<int>(units.size()), clock.seconds());
+                    static_cast<int>(units.size()), clock.seconds(), phases);
   return 0;
 }
 
 }  // namespace
 
 int rustc_wrapper_main(int argc, char** argv) {
+  g_startup_seconds = seconds_since_process_start();
   if (argc < 2) throw KilnError(kExitUsage, "", "the rustc wrapper expects the rustc path and its arguments");
   std::string rustc = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);

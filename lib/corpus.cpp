@@ -59,8 +59,14 @@ std::string InvocationRecord::to_json() const {
       .field("cwd", cwd)
       .field("time", time)
       .field("modules", modules)
-      .field("seconds", seconds)
-      .end_object();
+      .field("seconds", seconds);
+  if (start > 0) w.field("start", start);
+  if (!phases.empty()) {
+    w.key("phases").begin_object();
+    for (const auto& [name, s] : phases) w.field(name, s);
+    w.end_object();
+  }
+  w.end_object();
   return w.str();
 }
 
@@ -347,6 +353,13 @@ std::vector<InvocationRecord> Corpus::invocations() const {
     r.time = get_string_or(l.value, "time", "");
     r.modules = static_cast<int>(get_int_or(l.value, "modules", 0));
     r.seconds = get_double_or(l.value, "seconds", 0);
+    r.start = get_double_or(l.value, "start", 0);
+    simdjson::dom::object phases;
+    if (l.value["phases"].get(phases) == simdjson::SUCCESS)
+      for (auto field : phases) {
+        double v = 0;
+        if (field.value.get(v) == simdjson::SUCCESS) r.phases.emplace_back(std::string(field.key), v);
+      }
     out.push_back(std::move(r));
   });
   return out;

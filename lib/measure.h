@@ -16,6 +16,7 @@ namespace kiln {
 
 inline constexpr const char* kBuildReportSchema = "kiln-measure-build";
 inline constexpr const char* kSizeReportSchema = "kiln-measure-size";
+inline constexpr const char* kPhasesReportSchema = "kiln-measure-phases";
 inline constexpr int64_t kMeasureReportVersion = 1;  // the newest version this kiln reads
 
 // Where run_*_command writes its report; an empty path writes nothing.
@@ -120,6 +121,46 @@ SizeReport measure_size(const std::string& baseline_path, const std::string& can
 std::string size_report_json(const SizeReport& report);
 std::string size_report_markdown(const SizeReport& report);
 int run_size_command(const std::string& baseline_path, const std::string& candidate_path, const ReportOutputs& outputs);
+
+// ---- phases ------------------------------------------------------------------------
+// Where a build through kiln-capture spent its time, from the corpus it wrote.
+
+struct PhaseTotal {
+  std::string name;
+  double seconds = 0;  // for routes: a count
+};
+
+struct CratePhases {
+  std::string crate;
+  size_t invocations = 0, units = 0;
+  double seconds = 0;  // its invocations' phases, summed
+  std::vector<PhaseTotal> phases;
+};
+
+struct TimelineSpan {
+  std::string crate;
+  double start = 0;  // seconds after the build's first invocation began
+  std::vector<std::pair<std::string, double>> phases;
+};
+
+struct PhasesReport {
+  std::string corpus;
+  double wall = 0;  // the first invocation's start to the last one's end
+  size_t invocations = 0, units = 0, cache_hits = 0, cache_misses = 0;
+  std::vector<PhaseTotal> phases;       // invocations' phases (startup, rustc, store, emit, link), summed
+  std::vector<PhaseTotal> emit_stages;  // kiln-capture's receipts' stages, summed (CPU seconds of all units)
+  std::vector<PhaseTotal> routes;       // stamp's reader routes, counted
+  std::vector<CratePhases> crates;      // the slowest first
+  std::vector<TimelineSpan> timeline;   // by start
+  double phase(const std::string& name) const;
+};
+
+// Throws KilnError like Corpus::open for a missing or corrupt corpus.
+PhasesReport measure_phases(const std::string& corpus_dir);
+std::string phases_report_json(const PhasesReport& report);
+std::string phases_report_markdown(const PhasesReport& report);
+std::string phases_report_svg(const PhasesReport& report);
+int run_phases_command(const std::string& corpus_dir, const ReportOutputs& outputs);
 
 // ---- gate --------------------------------------------------------------------------
 

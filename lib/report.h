@@ -14,6 +14,9 @@ enum class Align { kLeft, kRight };
 std::string markdown_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
                            const std::vector<Align>& align = {});
 
+// Text for SVG/XML: &, <, >, " and ' as entities.
+std::string xml_escape(const std::string& s);
+
 // printf("%.*f") into a std::string; "n/a" for NaN or infinity.
 std::string format_fixed(double value, int decimals);
 

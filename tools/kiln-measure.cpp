@@ -72,6 +72,14 @@ int body(int argc, char** argv) {
       ->capture_default_str()
       ->type_name("RATIO");
 
+  std::string phases_corpus;
+  kiln::ReportOutputs phases_outputs;
+  CLI::App* phases_cmd = app.add_subcommand("phases", "Where a build through kiln-capture spent its time");
+  phases_cmd->add_option("CORPUS", phases_corpus, "The corpus kiln-capture wrote")->required();
+  phases_cmd->add_option("--json", phases_outputs.json_path, "Write the JSON report to FILE")->type_name("FILE");
+  phases_cmd->add_option("--markdown", phases_outputs.markdown_path, "Write the Markdown tables to FILE")->type_name("FILE");
+  phases_cmd->add_option("--svg", phases_outputs.svg_path, "Write the timeline as SVG to FILE")->type_name("FILE");
+
   bool hw_json = false;
   CLI::App* hw_cmd = app.add_subcommand("hw", "Show the hardware profile that reports embed");
   hw_cmd->add_flag("--json", hw_json, "Print the profile as JSON");
@@ -87,6 +95,7 @@ int body(int argc, char** argv) {
     if (*seed_option) build.seed = seed;
     return kiln::run_build_command(build, build_outputs);
   }
+  if (phases_cmd->parsed()) return kiln::run_phases_command(phases_corpus, phases_outputs);
   if (size_cmd->parsed()) return kiln::run_size_command(size_baseline, size_candidate, size_outputs);
   if (gate_cmd->parsed()) {
     kiln::GateThresholds thresholds;

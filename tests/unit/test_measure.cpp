@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "backend_cmd.h"
+#include "corpus.h"
 #include "error.h"
 #include "fs.h"
 #include "hwprofile.h"
@@ -656,4 +657,70 @@ TEST_CASE("a cmd: back end past KILN_CMD_TIMEOUT is killed with all it started",
   CHECK(contains(e->what(), "timed out after 0.5 s"));
   CHECK(took < 20);
   CHECK(process_gone(pid_in_file(pid_file)));
+}
+
+TEST_CASE("kiln-measure phases sums a capture's phases, per crate, with stages, routes and the cache", "[measure]") {
+  std::string dir = make_temp_dir("kiln-test-phases");
+  Corpus corpus = Corpus::create_or_open(dir + "/c", {});
+  auto invocation = [&](const std::string& crate, double start, std::vector<std::pair<std::string, double>> phases) {
+    InvocationRecord r;
+    r.id = crate;
+    r.tool = "rustc";
+    r.action = "captured";
+    r.args = {"--crate-name", crate, "src/lib.rs"};
+    r.modules = 2;
+    r.start = start;
+    r.phases = std::move(phases);
+    for (const auto& p : r.phases) r.seconds += p.second;
+    corpus.append_invocation(r);
+  };
+  invocation("alpha", 1000.0, {{"startup", 0.1}, {"rustc", 2.0}, {"store", 0.1}, {"emit", 0.5}, {"link", 0.3}});
+  invocation("beta", 1001.0, {{"startup", 0.1}, {"rustc", 1.0}, {"store", 0.0}, {"emit", 0.25}, {"link", 0.15}});
+  InvocationRecord pass;
+  pass.action = "passthrough";
+  pass.args = {"--crate-name", "build_script_build"};
+  corpus.append_invocation(pass);
+  corpus.append_receipt(R"({"origin":"kiln-capture","cache":"miss","stages":{"codegen":0.5,"combine":0.25},)"
+                        R"("reader":{"route":"split"}})");
+  corpus.append_receipt(R"({"origin":"kiln-capture","cache":"hit","stages":{"codegen":0}})");
+  corpus.append_receipt(R"({"origin":"kiln-emit","cache":"miss","stages":{"codegen":9}})");  // not the build's
+
+  PhasesReport r = measure_phases(dir + "/c");
+  CHECK(r.invocations == 2);
+  CHECK(r.wall == Approx(3.0));  // alpha, from its start to its end, outlasts beta
+  CHECK(r.phase("rustc") == Approx(3.0));
+  CHECK(r.phase("startup") == Approx(0.2));
+  REQUIRE(r.phases.size() == 5);
+  CHECK(r.phases[0].name == "startup");  // in the order the time was spent
+  CHECK(r.phases[4].name == "link");
+  CHECK(r.units == 2);
+  CHECK(r.cache_hits == 1);
+  CHECK(r.cache_misses == 1);
+  REQUIRE(r.routes.size() == 1);
+  CHECK(r.routes[0].name == "split");
+  for (const auto& s : r.emit_stages) {
+    INFO(s.name);
+    CHECK(s.seconds == Approx(s.name == "codegen" ? 0.5 : s.name == "combine" ? 0.25 : 0.0));
+  }
+  REQUIRE(r.crates.size() == 2);
+  CHECK(r.crates[0].crate == "alpha");  // the slowest first
+  CHECK(r.crates[0].seconds == Approx(3.0));
+  REQUIRE(r.timeline.size() == 2);
+  CHECK(r.timeline[1].crate == "beta");
+  CHECK(r.timeline[1].start == Approx(1.0));
+
+  std::string json = phases_report_json(r);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  REQUIRE(parser.parse(json).get(doc) == simdjson::SUCCESS);
+  CHECK(std::string(doc["schema"].get_string().value()) == "kiln-measure-phases");
+  CHECK(doc["phases"]["emit"].get_double().value() == Approx(0.75));
+  CHECK(doc["crates"].get_array().size() == 2);
+  std::string md = phases_report_markdown(r);
+  CHECK(md.find("| alpha") != std::string::npos);
+  CHECK(md.find("1 hits, 1 misses") != std::string::npos);
+  std::string svg = phases_report_svg(r);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("alpha emit: 0.500 s") != std::string::npos);
+  remove_tree(dir);
 }
