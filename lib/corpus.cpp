@@ -60,7 +60,8 @@ std::string InvocationRecord::to_json() const {
       .field("time", time)
       .field("modules", modules)
       .field("seconds", seconds);
-  if (start > 0) w.field("start", start);
+  // Milliseconds as an integer: the writer's doubles keep 9 digits, not a clock's 13.
+  if (start > 0) w.field("start_ms", static_cast<uint64_t>(start * 1000.0 + 0.5));
   if (!phases.empty()) {
     w.key("phases").begin_object();
     for (const auto& [name, s] : phases) w.field(name, s);
@@ -353,7 +354,7 @@ std::vector<InvocationRecord> Corpus::invocations() const {
     r.time = get_string_or(l.value, "time", "");
     r.modules = static_cast<int>(get_int_or(l.value, "modules", 0));
     r.seconds = get_double_or(l.value, "seconds", 0);
-    r.start = get_double_or(l.value, "start", 0);
+    r.start = static_cast<double>(get_int_or(l.value, "start_ms", 0)) / 1000.0;
     simdjson::dom::object phases;
     if (l.value["phases"].get(phases) == simdjson::SUCCESS)
       for (auto field : phases) {

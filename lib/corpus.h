@@ -71,7 +71,7 @@ struct InvocationRecord {
   double seconds = 0;
   // Where the invocation's time went, in the order it was spent (kiln-corpus(5): startup,
   // rustc, store, emit, link for the rustc wrapper), and when it began (Unix seconds,
-  // with fractions; 0 in records written before version 0.x recorded it).
+  // kept to the millisecond as start_ms; 0 in records from before kiln recorded it).
   std::vector<std::pair<std::string, double>> phases;
   double start = 0;
   std::string to_json() const;
