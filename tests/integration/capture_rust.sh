@@ -61,6 +61,13 @@ check "a cached object is stored with its own hash, and its receipt counts no em
   bash -c "head -1 \"\$(ls '$T/I/objects/'*.o | head -1)\" | grep -qE '^kiln-object-cache 1 [0-9a-f]{32}\$' &&
     jq -se 'map(select(.cache==\"hit\")) | all(.functions.stamp == 0 and .ok)' '$T/inc.receipts'"
 cp "$T/lib.rs.orig" src/lib.rs
+kiln-measure phases "$T/I" --json "$T/phases.json" --svg "$T/phases.svg" > "$T/phases.md"
+check "kiln-measure phases: every captured invocation's phases, the units' stages and the cache, per crate" \
+  jq -e '.schema == "kiln-measure-phases" and .phases.rustc > 0 and .phases.emit > 0 and .phases.link > 0
+    and .phases.startup > 0 and .cache_hits > 0 and .emit_stages.codegen > 0 and .wall_seconds > 0
+    and (.crates | map(.crate) | index("kiln_example")) != null and (.timeline | length) >= 3' "$T/phases.json"
+check "kiln-measure phases: a table and an SVG timeline" \
+  bash -c "grep -q '| rustc' '$T/phases.md' && grep -q '<svg' '$T/phases.svg' && grep -q 'kiln_example link' '$T/phases.svg'"
 
 # cargo -jN through kiln: the emission threads take cargo's jobserver tokens, so at
 # most N emit at once in each rustc (without them, one per hardware thread).
