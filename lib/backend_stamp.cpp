@@ -141,7 +141,7 @@ void StampBackend::emit_split_rest(std::string_view bitcode, const std::string& 
   result.stages.parse = clock.lap();
   std::string llvm_object = llvm_->codegen(*module, label);
   result.stages.fallback = clock.lap();
-  result.object = combine_objects({stamp_object, llvm_object}, label);
+  result.object = combine_objects({stamp_object, llvm_object}, label, tag);
   result.stages.combine = clock.lap();
 }
 
@@ -181,7 +181,7 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   auto rest = fallback_module(*module, plan.flat.emitted_by_stamp);
   std::string llvm_object = llvm_->codegen(*rest, label);
   result.stages.fallback = clock.lap();
-  result.object = combine_objects({stamp_object, llvm_object}, label);
+  result.object = combine_objects({stamp_object, llvm_object}, label, tag);
   result.stages.combine = clock.lap();
   return result;
 }

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "elf_combine.h"
 #include "error.h"
 #include "fs.h"
 #include "kiln_config.h"
@@ -193,6 +194,16 @@ std::string combine_objects(const std::vector<std::string>& objects, const std::
     throw KilnError(kExitFailed, label, "ld.lld -r failed: " + message);
   }
   return read_file(dir.path + "/out.o");
+}
+
+std::string combine_objects(const std::vector<std::string>& objects, const std::string& label,
+                            const std::string& tag) {
+  std::vector<std::string_view> views(objects.begin(), objects.end());
+  CombineResult combined = combine_relocatable(views, tag);
+  if (combined.ok()) return std::move(combined.object);
+  // What the in-process combiner does not handle, ld.lld -r does. The reason is neither
+  // reported nor counted anywhere: the object is just as good, only slower to make.
+  return combine_objects(objects, label);
 }
 
 }  // namespace kiln

@@ -37,4 +37,11 @@ void make_fallback_half(llvm::Module& lazy, const std::vector<bool>& emitted_by_
 // KilnError(kExitFailed) naming `label` when it fails.
 std::string combine_objects(const std::vector<std::string>& objects, const std::string& label);
 
+// The same for the two parts of a module split with expose_local_symbols(module, tag):
+// combined in process (lib/stamp/elf_combine.h), where the renamed symbols the result
+// defines become local under their own names again; what that does not handle goes to
+// ld.lld -r as above (and keeps the renamed names).
+std::string combine_objects(const std::vector<std::string>& objects, const std::string& label,
+                            const std::string& tag);
+
 }  // namespace kiln

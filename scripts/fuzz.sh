@@ -33,7 +33,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 # Seeds: a real module's corpus records and manifest, and its flat file.
 S=$B/fuzz-seeds
-rm -rf "$S" && mkdir -p "$S/records" "$S/flat" "$S/bitcode" "$S/bitstream" "$B/crashes"
+rm -rf "$S" && mkdir -p "$S/records" "$S/flat" "$S/bitcode" "$S/bitstream" "$S/combine" "$B/crashes"
 cat > "$S/m.ll" <<'IR'
 target triple = "x86_64-unknown-linux-gnu"
 @g = global i64 5
@@ -58,13 +58,51 @@ cp "$S/m.bc" tests/data/bitstream/*.bc "$S/bitstream/"  # rustc's modules too, f
 cp "$S/c/modules.jsonl" "$S/records/modules.jsonl"
 cp "$S/c/kiln-corpus.json" "$S/records/manifest.json"
 "$B/tools/kiln-emit" "$S/m.bc" -o "$S/m.o" --backend stamp --export-flat "$S/flat/m.flat" >/dev/null
+# fuzz_elf_combine's seeds: stamp's object of m and LLVM's of a module that uses it (a
+# comdat, exception handling), each pair as the target reads it: the first object's
+# length in 4 bytes (little-endian), then both objects.
+cat > "$S/u.ll" <<'IR'
+target triple = "x86_64-unknown-linux-gnu"
+$k = comdat any
+@g = external global i64
+@t = internal thread_local global i64 1
+declare i64 @f(i64, ptr)
+declare i32 @__gxx_personality_v0(...)
+define linkonce_odr i64 @k() comdat {
+  ret i64 3
+}
+define i32 @main() personality ptr @__gxx_personality_v0 {
+entry:
+  %s = alloca i64
+  %r = invoke i64 @f(i64 1, ptr %s) to label %ok unwind label %lp
+ok:
+  %k = call i64 @k()
+  %v = load i64, ptr @t
+  %x = load i64, ptr @g
+  ret i32 0
+lp:
+  %l = landingpad { ptr, i32 } cleanup
+  resume { ptr, i32 } %l
+}
+IR
+/usr/lib/llvm-22/bin/llvm-as "$S/u.ll" -o "$S/u.bc"
+"$B/tools/kiln-emit" "$S/u.bc" -o "$S/u.o" --backend llvm >/dev/null
+pair_seed() {
+  local n
+  n=$(stat -c %s "$1")
+  printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $((n & 255)) $((n >> 8 & 255)) $((n >> 16 & 255)) $((n >> 24 & 255)))"
+  cat "$1" "$2"
+}
+pair_seed "$S/m.o" "$S/u.o" > "$S/combine/m-u"
+pair_seed "$S/u.o" "$S/m.o" > "$S/combine/u-m"
 
 total=0
-for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode fuzz_bitstream fuzz_direct_reader}; do
+for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode fuzz_bitstream fuzz_direct_reader fuzz_elf_combine}; do
   seeds=$S/records
   [[ $t == fuzz_flat_file ]] && seeds=$S/flat
   [[ $t == fuzz_bitcode ]] && seeds=$S/bitcode
   [[ $t == fuzz_bitstream || $t == fuzz_direct_reader ]] && seeds=$S/bitstream
+  [[ $t == fuzz_elf_combine ]] && seeds=$S/combine
   # The reader must not allocate more than its input justifies: a 64 KiB input gets
   # far less than 256 MiB.
   limit=

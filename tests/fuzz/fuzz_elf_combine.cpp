@@ -1,0 +1,25 @@
+// libFuzzer target: the in-process combiner of relocatable objects (lib/stamp/elf_combine.h).
+// An input is two objects: a 4-byte little-endian length, that many bytes of the first
+// object (as many as there are), the rest the second. Every input is combined or refused
+// with a reason, never a crash; and what the combiner writes it must read back itself.
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+#include "elf_combine.h"
+
+using namespace kiln;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  uint32_t first = 0;
+  for (size_t i = 0; i < 4 && i < bytes.size(); ++i) first |= uint32_t{data[i]} << (8 * i);
+  bytes.remove_prefix(bytes.size() < 4 ? bytes.size() : 4);
+  std::string_view a = bytes.substr(0, first), b = bytes.substr(a.size());
+  CombineResult both = combine_relocatable({a, b}, "0123456789ab");
+  if (both.ok() != both.unsupported.empty()) std::abort();
+  if (both.ok() && !combine_relocatable({both.object}).ok()) std::abort();  // its own output
+  combine_relocatable({a});
+  return 0;
+}
