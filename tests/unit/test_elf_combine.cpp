@@ -457,7 +457,8 @@ TEST_CASE("C++ exceptions thrown across the combined halves are caught, with GNU
     INFO(r.unsupported);
     REQUIRE(r.ok());
     CHECK(r.localized == 1);
-    const Symbol* helper = find_symbol(symbols_of(r.object), "helper");
+    const std::vector<Symbol> symbols = symbols_of(r.object);  // outlives the pointer into it
+    const Symbol* helper = find_symbol(symbols, "helper");
     REQUIRE(helper);
     CHECK(helper->binding == llvm::ELF::STB_LOCAL);
     check_readable(dir.path, r.object);
