@@ -26,6 +26,11 @@ echo "[5/5] measure: cargo build, plain and with kiln's stamp back end (3 interl
 kiln-measure build --runs 3 --warmup 1 --workdir "$OUT/measure" --json "$OUT/measure.json" --svg "$OUT/measure.svg" \
   --prepare 'rm -rf "$CARGO_TARGET_DIR"' --baseline 'cargo build -q' \
   --candidate 'kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend stamp -- cargo build -q' > "$OUT/measure.md"
+# Where the candidate's last build spent its time, and the CI gate's verdict on it.
+kiln-measure phases "$OUT/measure/candidate/corpus" --svg "$OUT/phases.svg" > "$OUT/phases.md"
+gate_status=0
+kiln-measure gate "$OUT/measure.json" --min-speedup 10% > "$OUT/gate.txt" || gate_status=$?
+[[ $gate_status -le 1 ]] || exit "$gate_status"  # 3, 4, 5: the report itself is the problem
 cargo clean -q && cargo build -q && ./target/debug/kiln-example > "$OUT/native.out"
 
 {
@@ -43,6 +48,10 @@ cargo clean -q && cargo build -q && ./target/debug/kiln-example > "$OUT/native.o
   echo "## Replay"; echo '```'; cat "$OUT/replay.txt"; echo '```'
   echo "## Whole build, plain cargo (baseline) vs kiln-capture --backend stamp (candidate)"; cat "$OUT/measure.md"
   echo
-  echo "Files: $OUT/corpus (kiln-corpus(5)), $OUT/measure.json, $OUT/measure.svg, $OUT/corpus/replay-report.json"
+  echo "Gate (at least 10% faster): $(cat "$OUT/gate.txt")"
+  echo
+  echo "## Where the candidate's build spent its time (kiln-measure phases)"; cat "$OUT/phases.md"
+  echo
+  echo "Files: $OUT/corpus (kiln-corpus(5)), $OUT/measure.json, $OUT/measure.svg, $OUT/phases.svg, $OUT/corpus/replay-report.json"
 } > "$OUT/report.md"
 cat "$OUT/report.md"
