@@ -87,6 +87,8 @@ lp:
 IR
 /usr/lib/llvm-22/bin/llvm-as "$S/u.ll" -o "$S/u.bc"
 "$B/tools/kiln-emit" "$S/u.bc" -o "$S/u.o" --backend llvm >/dev/null
+# --export-flat above wrote the flat file instead of an object: stamp's object of m here.
+"$B/tools/kiln-emit" "$S/m.bc" -o "$S/m.o" --backend stamp >/dev/null
 pair_seed() {
   local n
   n=$(stat -c %s "$1")
