@@ -187,7 +187,7 @@ class FunctionExporter {
   }
 
   void check_function() {
-    if (f_.getCallingConv() != CallingConv::C) reason("calling convention " + std::to_string(f_.getCallingConv()));
+    if (!stamp_calling_convention(f_.getCallingConv())) reason("calling convention " + std::to_string(f_.getCallingConv()));
     if (f_.isVarArg()) reason("variadic definition");
     if (f_.hasPersonalityFn()) {
       auto* pers = dyn_cast<GlobalValue>(f_.getPersonalityFn()->stripPointerCasts());
@@ -347,7 +347,7 @@ class FunctionExporter {
       if (invoke) return refuse(call, "invoke of intrinsic " + callee->getName().str());
       return export_intrinsic(cast<CallInst>(call), callee);
     }
-    if (call.getCallingConv() != CallingConv::C)
+    if (!stamp_calling_convention(call.getCallingConv()))
       reason("call with calling convention " + std::to_string(call.getCallingConv()));
     if (call.hasOperandBundles()) reason("operand bundles");
     if (auto* ci = dyn_cast<CallInst>(&call); ci && ci->isMustTailCall()) reason("musttail call");

@@ -596,7 +596,7 @@ class FunctionExporter {
 
   void check_function() {
     const Global& src = m_.globals[g_.source];
-    if (src.calling_conv != 0) reason("calling convention " + std::to_string(src.calling_conv));
+    if (!stamp_calling_convention(src.calling_conv)) reason("calling convention " + std::to_string(src.calling_conv));
     if (ctx_.type(g_.value_type).vararg) reason("variadic definition");
     if (src.personality != kNone) {
       uint32_t pers = ctx_.strip_pointer_casts(kNone, src.personality);
@@ -1321,7 +1321,7 @@ class FunctionExporter {
       if (invoke) return refuse(in, "invoke of intrinsic " + ctx_.globals[callee_fn].name);
       return export_intrinsic(in, callee_fn, arg_count);
     }
-    if (in.calling_conv != 0) reason("call with calling convention " + std::to_string(in.calling_conv));
+    if (!stamp_calling_convention(in.calling_conv)) reason("call with calling convention " + std::to_string(in.calling_conv));
     if (in.has_bundles) reason("operand bundles");
     if (in.musttail) reason("musttail call");
     const uint32_t fnty = in.source_type;

@@ -21,6 +21,14 @@ struct FunctionVerdict {
   bool stamp() const { return reasons.empty(); }  // stamp compiles it
 };
 
+// LLVM's calling conventions that are the C convention on x86-64 ELF: C (0), fastcc
+// (8) and x86_64_sysvcc (78). LLVM's X86 lowering sends fastcc and x86_64_sysvcc to the
+// same rules as C (CC_X86_64_C, RetCC_X86_64_C); fastcc differs only under
+// -tailcallopt (callee-popped stack, guaranteed tail calls), which rustc and clang do
+// not set, and musttail calls fall back anyway. llc-22 emits identical code for all
+// three (tests/unit/test_stamp_abi.cpp links stamp's and llvm's objects across them).
+inline bool stamp_calling_convention(uint32_t cc) { return cc == 0 || cc == 8 || cc == 78; }
+
 struct FlatModuleData {
   std::vector<FlatFunction> functions;
   std::vector<FlatBlock> blocks;

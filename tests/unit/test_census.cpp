@@ -45,7 +45,7 @@ lp:
   resume { ptr, i32 } %l
 }
 
-define fastcc void @fast() {
+define coldcc void @cold() {
   ret void
 }
 )";
@@ -64,7 +64,7 @@ TEST_CASE("census counts functions, blocks, opcodes, intrinsics and features", "
   CHECK(f.opcodes.at("landingpad") == 1);
   CHECK(f.intrinsics.at("llvm.memcpy.p0.p0.i64") == 1);
   CHECK(f.calling_conventions.at("c") == 2);
-  CHECK(f.calling_conventions.at("fast") == 1);
+  CHECK(f.calling_conventions.at("cold") == 1);
   CHECK(f.globals == 3);
   CHECK(f.tls_globals == 1);
   CHECK(f.aliases == 1);
@@ -88,8 +88,8 @@ TEST_CASE("verdicts list every reason; stamp decides per function", "[census]") 
   CHECK(ok.verdicts[1].verdict == "eligible");
   CHECK(ok.verdicts[1].functions_stamp == 1);
 
-  // The rich module: @loop and @fast are stamp's; @eh has inline asm, vectors and
-  // atomics (and fastcc is another calling convention): all reasons are listed.
+  // The rich module: @loop is stamp's; @eh has inline asm, vectors and atomics, and
+  // @cold a calling convention that is not C's (coldcc): all reasons are listed.
   std::string rich = kiln_test::bitcode_from_ir(kRichIr);
   ModuleCensus partial = census_of_bytes(rich, "r", "rich.bc");
   const Verdict& sv = partial.verdicts[1];
@@ -104,7 +104,7 @@ TEST_CASE("verdicts list every reason; stamp decides per function", "[census]") 
   CHECK(has("inline asm (1 functions)"));
   CHECK_FALSE(has("vectors"));                          // vectors that are only loaded and stored are moved as bytes
   CHECK(has("atomics: atomicrmw umax (1 functions)"));  // add, sub, xchg, and, or, xor, nand are stamp's
-  CHECK(has("calling convention 8 (1 functions)"));
+  CHECK(has("calling convention 9 (1 functions)"));
   REQUIRE(partial.function_verdicts.size() == 3);
   CHECK(partial.function_verdicts[0].reasons.empty());  // @loop
 
@@ -138,7 +138,7 @@ TEST_CASE("the census summary counts modules per verdict and first reason", "[ce
 }
 
 TEST_CASE("a census record read back gives the same record and the same summary", "[census]") {
-  // Several functions with reasons (@eh: inline asm, atomics; @fast: its calling
+  // Several functions with reasons (@eh: inline asm, atomics; @cold: its calling
   // convention), a name and a label that are not UTF-8, a module llvm rejects and one
   // that is not bitcode.
   std::string rich = kiln_test::bitcode_from_ir(std::string(kRichIr) + R"(

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -557,4 +558,112 @@ TEST_CASE("atomics (load, store, atomicrmw, cmpxchg, fence) at every width come 
   CHECK(actual == expected);
   CHECK(counts.functions_stamp == 1);
   CHECK(counts.functions_llvm == 0);
+}
+
+// fastcc (8) and x86_64_sysvcc (78) are the C convention on x86-64 ELF: callers and
+// callees built by different back ends must agree. The callees' module and the
+// caller's are each built by stamp and by llvm, and all four pairings must print what
+// llvm's pair prints.
+TEST_CASE("fastcc and x86_64_sysvcc calls agree across stamp's and llvm's objects", "[stamp][differential]") {
+  const std::string head = "target triple = \"x86_64-unknown-linux-gnu\"\n%S = type { i64, i64, i64 }\n";
+  std::string callees = head + R"(
+define fastcc i64 @many(i64 %a, i32 %b, i64 %c, i8 zeroext %d, i64 %e, i16 signext %f, i64 %g, i32 signext %h) {
+  %b64 = zext i32 %b to i64
+  %d64 = zext i8 %d to i64
+  %f64 = sext i16 %f to i64
+  %h64 = sext i32 %h to i64
+  %s1 = add i64 %a, %b64
+  %s2 = mul i64 %s1, %c
+  %s3 = xor i64 %s2, %d64
+  %s4 = sub i64 %s3, %e
+  %s5 = add i64 %s4, %f64
+  %s6 = mul i64 %s5, %g
+  %s7 = add i64 %s6, %h64
+  ret i64 %s7
+}
+define x86_64_sysvcc { i64, i32 } @pair(i64 %x) {
+  %t = trunc i64 %x to i32
+  %a = insertvalue { i64, i32 } poison, i64 %x, 0
+  %b = insertvalue { i64, i32 } %a, i32 %t, 1
+  ret { i64, i32 } %b
+}
+define fastcc void @fill(ptr sret(%S) %out, i64 %x, ptr %in) {
+  %p = getelementptr %S, ptr %in, i64 0, i32 2
+  %v = load i64, ptr %p
+  %s = add i64 %v, %x
+  store i64 %s, ptr %out
+  %o1 = getelementptr %S, ptr %out, i64 0, i32 1
+  store i64 %v, ptr %o1
+  %o2 = getelementptr %S, ptr %out, i64 0, i32 2
+  store i64 %x, ptr %o2
+  ret void
+}
+)";
+  std::string caller = head + R"(
+declare fastcc i64 @many(i64, i32, i64, i8 zeroext, i64, i16 signext, i64, i32 signext)
+declare x86_64_sysvcc { i64, i32 } @pair(i64)
+declare fastcc void @fill(ptr sret(%S), i64, ptr)
+define i64 @f0(i64 %a, i64 %b, i64 %c) {
+  %b32 = trunc i64 %b to i32
+  %c8 = trunc i64 %c to i8
+  %a16 = trunc i64 %a to i16
+  %c32 = trunc i64 %c to i32
+  %m = call fastcc i64 @many(i64 %a, i32 %b32, i64 %c, i8 zeroext %c8, i64 %b, i16 signext %a16, i64 %a, i32 signext %c32)
+  %p = call x86_64_sysvcc { i64, i32 } @pair(i64 %m)
+  %p0 = extractvalue { i64, i32 } %p, 0
+  %p1 = extractvalue { i64, i32 } %p, 1
+  %in = alloca %S, align 8
+  %out = alloca %S, align 8
+  %i2 = getelementptr %S, ptr %in, i64 0, i32 2
+  store i64 %b, ptr %i2
+  call fastcc void @fill(ptr sret(%S) %out, i64 %p0, ptr %in)
+  %o0 = load i64, ptr %out
+  %o1p = getelementptr %S, ptr %out, i64 0, i32 1
+  %o1 = load i64, ptr %o1p
+  %q = sext i32 %p1 to i64
+  %r1 = xor i64 %o0, %q
+  %r2 = mul i64 %r1, %o1
+  ret i64 %r2
+}
+)";
+  kiln_test::ScratchDir dir;
+  std::string driver = replace(replace(replace(replace(kDriver, "FUNCTIONS", "1"), "DECLS",
+                                               "int64_t f0(int64_t, int64_t, int64_t);\n"),
+                                       "TABLE", "f0"),
+                               "SEED", "424242ull");
+  write_file_atomic(dir.path + "/driver.c", driver);
+  ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+  const std::string callee_bc = kiln_test::bitcode_from_ir(callees), caller_bc = kiln_test::bitcode_from_ir(caller);
+  for (const char* backend : {"llvm", "stamp"}) {
+    auto b = make_backend(backend, Profile::fast);
+    EmitResult callee_obj = b->emit(callee_bc, "callees.bc"), caller_obj = b->emit(caller_bc, "caller.bc");
+    if (std::string(backend) == "stamp") {
+      CHECK(callee_obj.counts.functions_stamp == 3);
+      CHECK(caller_obj.counts.functions_stamp == 1);
+      CHECK(callee_obj.counts.functions_llvm + caller_obj.counts.functions_llvm == 0);
+    }
+    write_file_atomic(dir.path + "/callees-" + backend + ".o", callee_obj.object);
+    write_file_atomic(dir.path + "/caller-" + backend + ".o", caller_obj.object);
+  }
+  std::map<std::string, std::string> outputs;
+  for (const char* callee_backend : {"llvm", "stamp"})
+    for (const char* caller_backend : {"llvm", "stamp"}) {
+      const std::string exe = dir.path + "/run-" + callee_backend + "-" + caller_backend;
+      REQUIRE(run_process({"cc", "-o", exe, dir.path + "/driver.o", dir.path + "/callees-" + callee_backend + ".o",
+                           dir.path + "/caller-" + caller_backend + ".o"},
+                          quiet)
+                  .exit_code == 0);
+      ProcessOptions capture;
+      capture.capture_stdout = true;
+      ProcessResult run = run_process({exe}, capture);
+      REQUIRE(run.exit_code == 0);
+      outputs[std::string(callee_backend) + "/" + caller_backend] = run.captured_stdout;
+    }
+  REQUIRE(outputs["llvm/llvm"].size() > 0);
+  for (const auto& [pairing, output] : outputs) {
+    INFO("callees/caller: " << pairing);
+    CHECK(output == outputs["llvm/llvm"]);
+  }
 }
