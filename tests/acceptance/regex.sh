@@ -13,6 +13,7 @@
 # Usage: tests/acceptance/regex.sh [WORKDIR]   (tools from $KILN_BIN or PATH)
 # Set DEBUGINFO=0 or 2 to force the dev profile's debug info (default: cargo's own),
 # BACKENDS="llvm stamp" (the default) names the back ends that rebuild the test suite,
+# REPLAY_ROUNDS (default 3) the rounds of kiln-replay,
 # ONLY_TESTS=1 stops after the tests.
 set -euo pipefail
 [[ -n ${KILN_BIN:-} ]] && export PATH="$KILN_BIN:$PATH"
@@ -70,10 +71,10 @@ done
 
 echo "== kiln-census"
 kiln-census "$W/corpus" | head -40
-echo "== kiln-replay --backend stamp,llvm --rounds 3 -j 1"
+echo "== kiln-replay --backend stamp,llvm --rounds ${REPLAY_ROUNDS:-3} -j 1"
 # Instability is reported, not fatal here: it is a finding about the back end (LLVM's
 # DWARF emission differs when code generators run concurrently in one process).
-kiln-replay "$W/corpus" --backend stamp,llvm --rounds 3 -j 1 || echo "   kiln-replay exit status $?: see $W/corpus/replay-report.json"
+kiln-replay "$W/corpus" --backend stamp,llvm --rounds "${REPLAY_ROUNDS:-3}" -j 1 || echo "   kiln-replay exit status $?: see $W/corpus/replay-report.json"
 echo "== kiln-measure build (cargo build with and without kiln --backend llvm)"
 cargo build -q
 kiln-measure build --runs "${RUNS:-3}" --warmup 1 --json "$W/measure.json" --svg "$W/measure.svg" \
