@@ -178,7 +178,7 @@ int capture_compile(Compile& k) {
   }
   try {
     std::string object = emit_for_capture(s, bytes, m.id, k.output);
-    write_file_atomic(k.output, object);
+    write_file_atomic(k.output, object, Durability::kAtomic);  // the compiler's own output: clang does not sync it
   } catch (const KilnError& e) {
     remove_output(k.output);
     if (!s.fallback) {

@@ -298,7 +298,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
     if (!errors[i].empty()) return;
     try {
       std::string object = emit_for_capture(s, contents[i], ids[i], units[i].path);
-      write_file_atomic(units[i].path, object);
+      write_file_atomic(units[i].path, object, Durability::kAtomic);  // rustc's own output: rustc does not sync it
     } catch (const KilnError& e) {
       errors[i] = e.what();
     }
@@ -308,7 +308,8 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
       try {
         WrapperSettings native = s;
         native.backend = "llvm";
-        write_file_atomic(units[i].path, emit_for_capture(native, contents[i], ids[i], units[i].path));
+        write_file_atomic(units[i].path, emit_for_capture(native, contents[i], ids[i], units[i].path),
+                          Durability::kAtomic);
         fallbacks[i] = errors[i];
         errors[i].clear();
       } catch (const KilnError& e) {

@@ -268,7 +268,9 @@ void Corpus::store_object(const std::string& key, std::string_view object) {
   make_dirs(dirname_of(path));
   std::string bytes = std::string(kObjectHeader) + xxh3_128_hex(object) + "\n";
   bytes.append(object);
-  write_file_atomic(path, bytes);  // racing writers write identical bytes; rename is atomic
+  // Racing writers write identical bytes; rename is atomic. Not synced: a torn entry
+  // fails its hash in cached_object and is emitted and written again.
+  write_file_atomic(path, bytes, Durability::kAtomic);
 }
 
 void Corpus::append_module(const ModuleRecord& m) { append_line_locked(dir_ + "/" + kModulesFile, m.to_json()); }

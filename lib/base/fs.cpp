@@ -118,7 +118,7 @@ static void write_in_place(const std::string& path, std::string_view bytes) {
   ::close(fd);
 }
 
-void write_file_atomic(const std::string& requested, std::string_view bytes) {
+void write_file_atomic(const std::string& requested, std::string_view bytes, Durability durability) {
   // What the path reaches decides how it is written. The kernel follows links for
   // stat and open (also /proc's magic links such as /dev/stdout); only a missing file
   // behind a dangling link needs resolving by hand.
@@ -145,7 +145,8 @@ void write_file_atomic(const std::string& requested, std::string_view bytes) {
   std::string tmp(name.data());
   try {
     write_all(fd, bytes, requested);
-    if (::fsync(fd) != 0 && errno != EINVAL) throw KilnError(kExitIo, requested, errno_reason(errno));
+    if (durability == Durability::kDurable && ::fsync(fd) != 0 && errno != EINVAL)
+      throw KilnError(kExitIo, requested, errno_reason(errno));
     ::fchmod(fd, 0644);
   } catch (...) {
     ::close(fd);
