@@ -19,6 +19,7 @@
 #include "fs.h"
 #include "isolate.h"
 #include "reader_check.h"
+#include "contract.h"
 #include "backend_stamp.h"
 #include "version.h"
 
@@ -49,7 +50,8 @@ static int body(int argc, char** argv) {
       "  kiln-emit CORPUS --out DIR [-j N]\n"
       "  kiln-emit IN.bc --export-flat OUT.flat   (stamp's flat IR, see kiln-flat(5))\n"
       "  kiln-emit IN.flat -o OUT.o                (stamp, without LLVM)\n"
-      "  kiln-emit IN.bc|CORPUS --check-reader     (the direct reader against LLVM's parser)",
+      "  kiln-emit IN.bc|CORPUS --check-reader     (the direct reader against LLVM's parser)\n"
+      "  kiln-emit IN.bc|CORPUS --check-contract   (--backend's symbols against llvm's, see kiln-emit(1))",
       "kiln-emit"};
   app.set_version_flag("--version", version_line("kiln-emit"));
   std::string input, output, out_dir, backend = "llvm", profile = "fast", receipt_path;
@@ -62,15 +64,14 @@ static int body(int argc, char** argv) {
       ->check(CLI::IsMember({"fast", "balanced", "release"}));
   app.add_option("-j,--jobs", jobs, "worker processes for a corpus");
   app.add_option("--receipt", receipt_path, "also write the receipt (single file) here");
-  std::string flat_path;
+  std::string flat_path, reader;
   app.add_option("--export-flat", flat_path, "write the module's stamp functions as a flat IR file");
-  bool check_reader = false, check_json = false;
+  bool check_reader = false, check_json = false, check_contract = false, no_verify = false;
   app.add_flag("--check-reader", check_reader,
                "read each module with the direct reader and with LLVM's parser and compare the outputs");
   app.add_flag("--json", check_json, "with --check-reader: one JSON line per module");
-  bool no_verify = false;
+  app.add_flag("--check-contract", check_contract, "compare the symbols of --backend's (stamp's) objects with llvm's");
   app.add_flag("--no-verify", no_verify, "skip LLVM's IR verifier (for bitcode a compiler has just written)");
-  std::string reader;
   app.add_option("--reader", reader,
                  "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
       ->check(CLI::IsMember({"direct", "llvm"}));
@@ -84,6 +85,7 @@ static int body(int argc, char** argv) {
   Profile p = parse_profile(profile);
   bool corpus = is_directory(input);
   if (check_reader) return run_reader_check(input, corpus, check_json);
+  if (check_contract) return run_contract_check(input, corpus, app.count("--backend") ? backend : "stamp", p, jobs);
   // Options that belong to the other mode would be ignored: say so instead.
   if (corpus && !output.empty())
     throw KilnError(kExitUsage, input, "-o is for a single file; a corpus takes --out DIR");

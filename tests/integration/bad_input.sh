@@ -30,6 +30,10 @@ expect_error 3 "arm.bc: target aarch64-unknown-linux-gnu is not x86-64" kiln-rep
 expect_error 3 "truncated.bc: top level at bit [0-9]+: block 8 of [0-9]+ words runs past the end" \
   kiln-replay-flat --device cpu truncated.bc
 expect_error 3 "garbage.bc: not LLVM bitcode" kiln-replay-flat --device cpu garbage.bc
+# --check-contract emits the file with both back ends: the same line and status.
+expect_error 3 "garbage.bc: not LLVM bitcode" kiln-emit garbage.bc --check-contract
+expect_error 3 "truncated.bc: truncated or corrupt bitcode" kiln-emit truncated.bc --check-contract
+expect_error 5 "missing.bc: No such file" kiln-emit missing.bc --check-contract
 check "no object is left behind by the failures" test ! -e out.o
 
 kiln-emit good.bc -o out.o >/dev/null && cp out.o keep.o

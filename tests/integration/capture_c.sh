@@ -17,6 +17,10 @@ for backend in llvm stamp "cmd:$LLVM_BINDIR/llc -O0 -filetype=obj -relocation-mo
 done
 check "three translation units captured (one build per back end: multiplicity 3)" \
   bash -c "[[ \$(jq -r .id '$T/C/modules.jsonl' | sort -u | wc -l) -eq 3 && \$(wc -l < '$T/C/modules.jsonl') -eq 9 ]]"
+kiln-emit "$T/C" --check-contract --no-verify > "$T/contract.txt"
+rc=$?
+check "--check-contract: stamp's objects of the captured modules keep llvm's symbols (exit $rc: $(tail -1 "$T/contract.txt"))" \
+  bash -c "[[ $rc -eq 0 && \$(cat '$T/contract.txt') == '3 modules: 3 same contract, 0 different, 0 failed' ]]"
 check "the link step passes through" \
   bash -c "jq -r 'select(.action==\"passthrough\") | .reason' '$T/C/invocations.jsonl' | grep -q 'link'"
 check "module records keep the exact compiler arguments and -O level" \
