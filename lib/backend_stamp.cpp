@@ -12,6 +12,7 @@
 #include "stamp_object.h"
 #include "fallback.h"
 #include "direct_export.h"
+#include "elf_combine.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -71,6 +72,16 @@ std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector
 namespace {
 
 // Why the direct reader's module is not wholly stamp's (for the receipt).
+// stamp names a module's local symbols NAME.kiln.TAG, hidden globals, so that a split
+// module's two halves can reach each other's. A whole module needs no such names: the
+// combiner, given its one object, makes them local NAME again, as in llvm's object (the
+// contract kiln-emit --check-contract checks). Where the combiner declines, stamp's
+// object is still correct, only with those names.
+std::string with_local_names(std::string object, const std::string& tag) {
+  CombineResult local = combine_relocatable({std::string_view(object)}, tag);
+  return local.ok() ? std::move(local.object) : object;
+}
+
 std::string why_not_whole(const DirectExport& direct) {
   std::string why = direct.globals_reason.empty() ? "functions fall back to llvm" : direct.globals_reason;
   for (const auto& v : direct.verdicts)
@@ -117,8 +128,10 @@ bool StampBackend::emit_direct(std::string_view bitcode, const std::string& labe
   Stopwatch clock;
   StampOutput code = run_stamp_cpu(direct.flat.view(), 1);
   if (direct.whole) {
-    result.object = write_stamp_object_for(direct.flat, direct.data, direct.source_filename, code);
+    std::string object = write_stamp_object_for(direct.flat, direct.data, direct.source_filename, code);
     result.stages.codegen = clock.lap();
+    result.object = with_local_names(std::move(object), tag);
+    result.stages.combine = clock.lap();
     result.reader = {"direct", ""};
     return true;
   }
@@ -175,7 +188,8 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   std::string stamp_object = write_stamp_part(plan, *module);
   result.stages.codegen = clock.lap();
   if (plan.whole) {
-    result.object = std::move(stamp_object);
+    result.object = with_local_names(std::move(stamp_object), tag);
+    result.stages.combine = clock.lap();
     return result;
   }
   auto rest = fallback_module(*module, plan.flat.emitted_by_stamp);

@@ -181,8 +181,6 @@ const char* contract_kind_name(Difference::Kind kind) {
       return "section kind differs";
     case Difference::kKilnName:
       return ".kiln. name";
-    case Difference::kUnresolved:
-      return "unresolved";
   }
   return "?";
 }
@@ -199,11 +197,6 @@ std::vector<Difference> compare_contract(std::string_view reference, std::string
   }
   for (const auto& [name, c] : cand.defined)
     if (!ref.defined.count(name)) out.push_back({Difference::kExtra, name, where(ref, name), describe(c)});
-  // A reference that LLVM's object also makes is resolved by the final link as LLVM's
-  // would be (or left to it in the same way); only a new one can fail that link.
-  for (const std::string& name : cand.undefined)
-    if (!ref.defined.count(name) && !ref.undefined.count(name))
-      out.push_back({Difference::kUnresolved, name, where(ref, name), "undefined"});
   // A module may name a symbol ".kiln." itself (LLVM's object then has it too).
   for (const auto& [name, c] : cand.kiln_named)
     if (!ref.names.count(name)) out.push_back({Difference::kKilnName, name, "absent", describe(c)});

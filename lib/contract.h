@@ -3,9 +3,10 @@
 // contract of LLVM's object for the same module when it defines the same non-local
 // symbols, each with the same binding, visibility, symbol type and kind of section
 // (text, data, rodata, bss, tls: by section type and flags, since section names and
-// indexes differ between writers); references no non-local symbol that LLVM's object
-// neither defines nor references (the final link could not resolve it); and leaves no
-// symbol named with the ".kiln." suffix of stamp's split (lib/fallback.h) behind.
+// indexes differ between writers); and leaves no symbol named with the ".kiln." suffix
+// of stamp's split (lib/fallback.h) behind. References are not part of it: stamp may
+// call memcpy where LLVM copies inline, or keep a call to a panic function in a block
+// LLVM drops as unreachable; the final link resolves those as any other reference.
 // `kiln-emit --check-contract` checks it over a file or a corpus.
 #pragma once
 #include <string>
@@ -25,7 +26,6 @@ struct ContractDifference {
     kType,         // NOTYPE, OBJECT, FUNC, TLS, ...
     kSectionKind,  // text, data, rodata, bss, tls, other; or absolute, common
     kKilnName,     // a candidate symbol, local or not, named NAME.kiln.TAG
-    kUnresolved,   // the candidate references a symbol the reference neither defines nor references
   };
   Kind kind;
   std::string symbol;

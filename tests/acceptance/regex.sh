@@ -9,7 +9,8 @@
 #                                          with the direct reader; then kiln-emit
 #                                          --check-reader compares it with LLVM's
 #                                          parser on every module of that corpus)
-#   3. kiln-census, kiln-replay --rounds 3, kiln-measure build on that corpus
+#   3. kiln-emit --check-contract, kiln-census, kiln-replay --rounds 3, kiln-measure build
+#      on that corpus
 # Usage: tests/acceptance/regex.sh [WORKDIR]   (tools from $KILN_BIN or PATH)
 # Set DEBUGINFO=0 or 2 to force the dev profile's debug info (default: cargo's own),
 # BACKENDS="llvm stamp" (the default) names the back ends that rebuild the test suite,
@@ -69,6 +70,8 @@ for BACKEND in ${BACKENDS:-llvm stamp}; do
 done
 [[ ${ONLY_TESTS:-} == 1 ]] && exit 0
 
+echo "== kiln-emit --check-contract (stamp's objects against llvm's, every module)"
+kiln-emit "$W/corpus" --check-contract --no-verify | tail -n 20
 echo "== kiln-census"
 kiln-census "$W/corpus" | head -40
 echo "== kiln-replay --backend stamp,llvm --rounds ${REPLAY_ROUNDS:-3} -j 1"
