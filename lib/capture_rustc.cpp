@@ -254,6 +254,40 @@ int capture_native(const WrapperSettings& s, const std::string& rustc, const Rus
   return 0;
 }
 
+// Reads the units rustc wrote and stores their bitcode in the corpus: the blobs with
+// one batched sync, then a module record each. A unit that is not bitcode gets its
+// error and is skipped; a failure to store fails every unit not yet stored.
+static void store_units(Corpus& corpus, const RustcCall& c, const std::string& id, const std::vector<OutputFile>& units,
+                        std::vector<std::string>& contents, std::vector<std::string>& ids,
+                        std::vector<std::string>& errors) {
+  std::vector<ModuleRecord> records(units.size());
+  std::vector<size_t> good;
+  std::vector<std::string_view> blobs;
+  for (size_t i = 0; i < units.size(); ++i) {
+    contents[i] = read_file(units[i].path);
+    try {
+      check_bitcode_magic(contents[i], units[i].path);
+      records[i] = module_record(c, contents[i], units[i].cgu, id);
+      good.push_back(i);
+      blobs.push_back(contents[i]);
+    } catch (const KilnError& e) {
+      errors[i] = e.what();
+    }
+  }
+  try {
+    std::vector<std::string> stored = corpus.store_blobs(blobs);
+    for (size_t k = 0; k < good.size(); ++k) {
+      const size_t i = good[k];
+      records[i].id = stored[k];
+      corpus.append_module(records[i]);
+      ids[i] = stored[k];
+    }
+  } catch (const KilnError& e) {
+    for (size_t i : good)
+      if (ids[i].empty()) errors[i] = e.what();
+  }
+}
+
 int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id) {
   Stopwatch clock, phase;
   Phases phases = {{"startup", g_startup_seconds}};
@@ -276,17 +310,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   std::vector<std::string> ids(units.size());
   std::vector<std::string> errors(units.size()), fallbacks(units.size());
   std::vector<std::string> contents(units.size());
-  for (size_t i = 0; i < units.size(); ++i) {
-    contents[i] = read_file(units[i].path);
-    try {
-      check_bitcode_magic(contents[i], units[i].path);
-      ModuleRecord m = module_record(c, contents[i], units[i].cgu, id);
-      ids[i] = m.id = corpus.store_blob(contents[i]);
-      corpus.append_module(m);
-    } catch (const KilnError& e) {
-      errors[i] = e.what();
-    }
-  }
+  store_units(corpus, c, id, units, contents, ids, errors);
   phases.emplace_back("store", phase.lap());
   // Emit the units in parallel, as rustc's own code generator would: each thread
   // beyond the first holds one of cargo's jobserver tokens, so cargo -jN stays N.

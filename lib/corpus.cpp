@@ -234,6 +234,21 @@ std::string Corpus::store_blob(std::string_view bytes) {
   return id;
 }
 
+std::vector<std::string> Corpus::store_blobs(const std::vector<std::string_view>& blobs) {
+  std::vector<std::string> ids;
+  std::vector<std::pair<std::string, std::string_view>> files;
+  std::set<std::string> queued;
+  for (std::string_view bytes : blobs) {
+    ids.push_back(xxh3_128_hex(bytes));
+    std::string path = blob_path(ids.back());
+    if (path_exists(path) || !queued.insert(path).second) continue;
+    make_dirs(dirname_of(path));
+    files.emplace_back(std::move(path), bytes);
+  }
+  write_new_files_durable(files);
+  return ids;
+}
+
 std::string Corpus::load_blob(const std::string& id) const {
   std::string path = blob_path(id);
   std::string bytes = read_file(path);

@@ -100,6 +100,9 @@ class Corpus {
   std::string blob_path(const std::string& id) const;
   // Stores the bytes (temp + rename; a blob already there is left alone) and returns its id.
   std::string store_blob(std::string_view bytes);
+  // Stores many blobs with one batched sync (write_new_files_durable); their ids, in
+  // order. What is stored already (or twice in `blobs`) is written once.
+  std::vector<std::string> store_blobs(const std::vector<std::string_view>& blobs);
   std::string load_blob(const std::string& id) const;
 
   // The object cache, objects/KEY.o: objects a back end emitted, under a key that names

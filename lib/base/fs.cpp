@@ -165,6 +165,49 @@ void write_file_atomic(const std::string& requested, std::string_view bytes, Dur
   }
 }
 
+void write_new_files_durable(const std::vector<std::pair<std::string, std::string_view>>& files) {
+  struct Pending {
+    std::string tmp;
+    int fd = -1;
+  };
+  std::vector<Pending> pending(files.size());
+  auto discard = [&]() {
+    for (Pending& p : pending) {
+      if (p.fd >= 0) ::close(p.fd);
+      if (!p.tmp.empty()) ::unlink(p.tmp.c_str());
+    }
+  };
+  try {
+    for (size_t i = 0; i < files.size(); ++i) {
+      const std::string& path = files[i].first;
+      std::string dir = dirname_of(path);
+      std::string tmpl = (dir.empty() ? std::string(".") : dir) + "/.kiln-tmp-XXXXXX";
+      std::vector<char> name(tmpl.begin(), tmpl.end());
+      name.push_back('\0');
+      pending[i].fd = ::mkstemp(name.data());
+      if (pending[i].fd < 0)
+        throw KilnError(kExitIo, path, "cannot create a temporary file beside it: " + errno_reason(errno));
+      pending[i].tmp = name.data();
+      write_all(pending[i].fd, files[i].second, path);
+      ::fchmod(pending[i].fd, 0644);
+    }
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (::fsync(pending[i].fd) != 0 && errno != EINVAL) throw KilnError(kExitIo, files[i].first, errno_reason(errno));
+      int fd = pending[i].fd;
+      pending[i].fd = -1;
+      if (::close(fd) != 0) throw KilnError(kExitIo, files[i].first, errno_reason(errno));
+    }
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (::rename(pending[i].tmp.c_str(), files[i].first.c_str()) != 0)
+        throw KilnError(kExitIo, files[i].first, errno_reason(errno));
+      pending[i].tmp.clear();
+    }
+  } catch (...) {
+    discard();
+    throw;
+  }
+}
+
 // A last line without its newline is a record whose writer died (or hit a full disk)
 // mid-write. Gluing the next record onto it would turn it into a corrupt middle line
 // and lose the new record too, so under the lock the fragment is moved aside to

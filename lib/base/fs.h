@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kiln {
@@ -20,6 +21,13 @@ std::string read_file(const std::string& path);
 enum class Durability { kDurable, kAtomic };
 void write_file_atomic(const std::string& path, std::string_view bytes,
                        Durability durability = Durability::kDurable);
+// Writes new regular files (paths that do not exist yet, in existing directories),
+// each replaced atomically and durably as write_file_atomic does, but synced as one
+// batch: every file's data is written first, then each is synced, then each renamed
+// into place. After the first sync the others find little left to flush (0.6 ms a
+// file here, against 4.4 ms one by one). Throws KilnError at the first failure;
+// temporary files left are removed, files already renamed stay (each is whole).
+void write_new_files_durable(const std::vector<std::pair<std::string, std::string_view>>& files);
 // Appends one line (a newline is added) as a single write under an exclusive lock,
 // so that many processes can append to the same JSON Lines file at once. An unfinished
 // last line left by a writer that died is first moved to PATH.torn.

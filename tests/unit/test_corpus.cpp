@@ -1,7 +1,9 @@
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <set>
 
 #include "corpus.h"
@@ -219,4 +221,40 @@ TEST_CASE("corpora merge, and filter by id and crate into new corpora", "[corpus
   // An existing corpus is never overwritten.
   CHECK_THROWS_AS(merge_corpora({dir.path + "/a"}, dir.path + "/one", {}, "merge"), KilnError);
   CHECK(Corpus::open(dir.path + "/one").modules().size() == 1);
+}
+
+TEST_CASE("blobs stored as a batch: the same ids as one by one, each written once, no temporary left",
+          "[corpus]") {
+  ScratchDir dir;
+  Corpus c = Corpus::create_or_open(dir.path + "/c", CorpusManifest{});
+  std::string old_id = c.store_blob("stored before");
+  std::string old_path = dir.path + "/c/blobs/" + old_id.substr(0, 2) + "/" + old_id + ".bc";
+  struct stat before {};
+  REQUIRE(::stat(old_path.c_str(), &before) == 0);
+  std::vector<std::string> ids = c.store_blobs({"alpha", "stored before", "beta", "alpha"});
+  REQUIRE(ids.size() == 4);
+  CHECK(ids[0] == xxh3_128_hex(std::string("alpha")));
+  CHECK(ids[1] == old_id);
+  CHECK(ids[3] == ids[0]);
+  CHECK(c.load_blob(ids[0]) == "alpha");
+  CHECK(c.load_blob(ids[2]) == "beta");
+  struct stat after {};
+  REQUIRE(::stat(old_path.c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);  // not written again
+  CHECK(c.store_blobs({}).empty());
+
+  // One path in a missing directory: the call fails naming it, and no file of the
+  // batch is left behind, temporary or renamed.
+  const std::string good = dir.path + "/good.bin", bad = dir.path + "/missing/dir/bad.bin";
+  try {
+    write_new_files_durable({{good, "g"}, {bad, "b"}});
+    FAIL("no error");
+  } catch (const KilnError& e) {
+    CHECK(std::string(e.what()).find(bad) != std::string::npos);
+  }
+  CHECK_FALSE(path_exists(good));
+  int leftovers = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path))
+    if (entry.path().filename().string().rfind(".kiln-tmp-", 0) == 0) ++leftovers;
+  CHECK(leftovers == 0);
 }
