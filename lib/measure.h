@@ -169,10 +169,14 @@ int run_phases_command(const std::string& corpus_dir, const ReportOutputs& outpu
 double parse_min_speedup(const std::string& text);
 // "1.5", "1.5x" and "50%" (growth) all mean candidate/baseline <= 1.5.
 double parse_max_size_ratio(const std::string& text);
+double parse_max_memory_ratio(const std::string& text);  // as parse_max_size_ratio, or "off" (0)
 
 struct GateThresholds {
   double min_speedup = 1.10;     // applied to build reports
   double max_size_ratio = 1.50;  // applied to size reports
+  // Applied to build reports: candidate/baseline peak RSS medians (the largest process
+  // of the build, the compiler's footprint); 0 leaves memory unchecked.
+  double max_memory_ratio = 1.50;
 };
 
 struct GateCheck {

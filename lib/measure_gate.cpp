@@ -128,6 +128,22 @@ GateCheck check_build(simdjson::dom::element root, const std::string& path, doub
   return check;
 }
 
+// The build's footprint: the peak RSS medians (KiB) the report states per variant. A
+// report without them (a run that recorded none) cannot pass a memory limit.
+GateCheck check_memory(simdjson::dom::element root, const std::string& path, double max_ratio) {
+  simdjson::dom::element variants = member(root, "variants", path);
+  double base = number_member(member(member(variants, "baseline", path), "peak_rss_kib", path), "median", path);
+  double cand = number_member(member(member(variants, "candidate", path), "peak_rss_kib", path), "median", path);
+  GateCheck check;
+  check.report_path = path;
+  check.name = "peak memory";
+  check.value = base > 0 ? cand / base : INFINITY;
+  check.limit = max_ratio;
+  check.pass = std::isfinite(check.value) && check.value <= max_ratio;
+  check.detail = "peak RSS median " + format_fixed(base / 1024, 1) + " MiB -> " + format_fixed(cand / 1024, 1) + " MiB";
+  return check;
+}
+
 GateCheck check_size(simdjson::dom::element root, const std::string& path, double max_ratio) {
   simdjson::dom::array rows;
   if (root["rows"].get(rows) != simdjson::SUCCESS) throw KilnError(kExitBadInput, path, "missing array 'rows'");
@@ -171,13 +187,21 @@ double parse_min_speedup(const std::string& text) {
   return speedup;
 }
 
-double parse_max_size_ratio(const std::string& text) {
+// "1.5", "1.5x" or "50%" (50% more) as a ratio; `option` names the flag in errors.
+static double parse_max_ratio(const std::string& text, const std::string& option) {
   auto parsed = split_threshold(text);
   double ratio = 0;
   if (parsed) ratio = parsed->second == Suffix::kPercent ? 1 + parsed->first / 100 : parsed->first;
   if (!parsed || ratio <= 0)
-    throw KilnError(kExitUsage, "", "--max-size-ratio expects e.g. 1.5, 1.5x or 50%, not '" + text + "'");
+    throw KilnError(kExitUsage, "", option + " expects e.g. 1.5, 1.5x or 50%, not '" + text + "'");
   return ratio;
+}
+
+double parse_max_size_ratio(const std::string& text) { return parse_max_ratio(text, "--max-size-ratio"); }
+
+double parse_max_memory_ratio(const std::string& text) {
+  if (trimmed(text) == "off") return 0;
+  return parse_max_ratio(text, "--max-memory-ratio");
 }
 
 std::vector<GateCheck> evaluate_gate(const std::string& report_path, const GateThresholds& thresholds) {
@@ -199,7 +223,11 @@ std::vector<GateCheck> evaluate_gate(const std::string& report_path, const GateT
                         std::to_string(kMeasureReportVersion) + "); use a newer kiln-measure");
   if (version < 1) throw KilnError(kExitBadInput, report_path, "missing or invalid 'version'");
 
-  if (schema == kBuildReportSchema) return {check_build(root, report_path, thresholds.min_speedup)};
+  if (schema == kBuildReportSchema) {
+    std::vector<GateCheck> checks = {check_build(root, report_path, thresholds.min_speedup)};
+    if (thresholds.max_memory_ratio > 0) checks.push_back(check_memory(root, report_path, thresholds.max_memory_ratio));
+    return checks;
+  }
   return {check_size(root, report_path, thresholds.max_size_ratio)};
 }
 

@@ -62,13 +62,16 @@ int body(int argc, char** argv) {
   size_cmd->add_option("--markdown", size_outputs.markdown_path, "Write the Markdown table to FILE")->type_name("FILE");
 
   std::vector<std::string> gate_reports;
-  std::string min_speedup = "10%", max_size_ratio = "1.5";
+  std::string min_speedup = "10%", max_size_ratio = "1.5", max_memory_ratio = "1.5";
   CLI::App* gate_cmd = app.add_subcommand("gate", "Pass or fail a build or size report against thresholds");
   gate_cmd->add_option("REPORT", gate_reports, "Build or size report(s) written with --json")->required();
   gate_cmd->add_option("--min-speedup", min_speedup, "Least speedup (baseline/candidate wall median): 10%, 1.1x or 0.1")
       ->capture_default_str()
       ->type_name("SPEEDUP");
   gate_cmd->add_option("--max-size-ratio", max_size_ratio, "Most candidate/baseline .text size: 1.5, 1.5x or 50%")
+      ->capture_default_str()
+      ->type_name("RATIO");
+  gate_cmd->add_option("--max-memory-ratio", max_memory_ratio, "Most candidate/baseline peak RSS of a build, or off")
       ->capture_default_str()
       ->type_name("RATIO");
 
@@ -101,6 +104,7 @@ int body(int argc, char** argv) {
     kiln::GateThresholds thresholds;
     thresholds.min_speedup = kiln::parse_min_speedup(min_speedup);
     thresholds.max_size_ratio = kiln::parse_max_size_ratio(max_size_ratio);
+    thresholds.max_memory_ratio = kiln::parse_max_memory_ratio(max_memory_ratio);
     return kiln::run_gate_command(gate_reports, thresholds);
   }
   std::string profile = kiln::hardware_profile_json();

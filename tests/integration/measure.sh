@@ -14,8 +14,12 @@ check "build comparison ran and printed a table" grep -q 'candidate' "$T/build.m
 check "its report has both variants, interleaved runs and a ratio with a 95% interval" \
   jq -e '(.runs | length) == 4 and .wall_ratio.low <= .wall_ratio.value and .wall_ratio.value <= .wall_ratio.high' "$T/build.json"
 check "the chart is SVG" grep -q '<svg' "$T/build.svg"
-kiln-measure gate "$T/build.json" --min-speedup=-99% >/dev/null
+kiln-measure gate "$T/build.json" --min-speedup=-99% --max-memory-ratio off >/dev/null
 check "gate passes a lenient threshold" test $? -eq 0
+jq '.variants.candidate.peak_rss_kib.median = 2 * .variants.baseline.peak_rss_kib.median' "$T/build.json" > "$T/grown.json"
+kiln-measure gate "$T/grown.json" --min-speedup=-99% > "$T/gate-memory.txt"
+check "gate fails a build whose peak memory grew past --max-memory-ratio (1.5x), on its own line" \
+  bash -c "test $? -eq 1 && grep -q '^PASS  speedup' '$T/gate-memory.txt' && grep -q '^FAIL  peak memory 2.000x' '$T/gate-memory.txt'" 
 kiln-measure gate "$T/build.json" --min-speedup 1000% >/dev/null
 check "gate fails an impossible threshold with exit 1" test $? -eq 1
 

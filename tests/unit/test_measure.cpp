@@ -66,8 +66,11 @@ size_t occurrences(const std::string& text, const std::string& needle) {
 }
 
 // A build report with chosen wall medians, written as a real report file.
-std::string write_build_report(const std::string& dir, double baseline_median, double candidate_median) {
+std::string write_build_report(const std::string& dir, double baseline_median, double candidate_median,
+                               double baseline_rss_kib = 200000, double candidate_rss_kib = 200000) {
   BuildReport report;
+  report.baseline.peak_rss_kib = summarize({baseline_rss_kib});
+  report.candidate.peak_rss_kib = summarize({candidate_rss_kib});
   report.timestamp = "2026-01-01T00:00:00Z";
   report.hardware_json = "{}";
   report.runs = 1;
@@ -96,6 +99,7 @@ std::string write_build_report_with_runs(const std::string& dir, const std::vect
   report.candidate.name = "candidate";
   report.baseline.wall_seconds = summarize(baseline_walls);
   report.candidate.wall_seconds = summarize(candidate_walls);
+  report.baseline.peak_rss_kib = report.candidate.peak_rss_kib = summarize({200000});
   for (size_t i = 0; i < baseline_walls.size(); ++i) {
     for (int which = 0; which < 2; ++which) {
       BuildRun run;
@@ -261,7 +265,7 @@ TEST_CASE("gate passes and fails build reports on the speedup", "[measure][gate]
   GateThresholds lenient;
   lenient.min_speedup = parse_min_speedup("10%");
   auto checks = evaluate_gate(path, lenient);
-  REQUIRE(checks.size() == 1);
+  REQUIRE(checks.size() == 2);  // the speedup, then the peak memory
   CHECK(checks[0].name == "speedup");
   CHECK(checks[0].value == Approx(2.0));
   CHECK(checks[0].pass);
@@ -272,6 +276,30 @@ TEST_CASE("gate passes and fails build reports on the speedup", "[measure][gate]
   strict.min_speedup = parse_min_speedup("2.5x");
   CHECK_FALSE(evaluate_gate(path, strict)[0].pass);
   CHECK(run_gate_command({path}, strict) == kExitFailed);
+}
+
+TEST_CASE("gate checks a build's peak memory against --max-memory-ratio", "[measure][gate]") {
+  ScratchDir dir;
+  // Twice as fast, with 1.6 times the footprint: the speed passes, the memory does not.
+  std::string path = write_build_report(dir.path, 2.0, 1.0, 100000, 160000);
+  GateThresholds thresholds;  // at most 1.5x
+  auto checks = evaluate_gate(path, thresholds);
+  REQUIRE(checks.size() == 2);
+  CHECK(checks[0].pass);
+  CHECK(checks[1].name == "peak memory");
+  CHECK(checks[1].value == Approx(1.6));
+  CHECK_FALSE(checks[1].pass);
+  CHECK(contains(format_gate_check(checks[1]), "FAIL  peak memory 1.600x <= 1.500x"));
+  CHECK(run_gate_command({path}, thresholds) == kExitFailed);
+  thresholds.max_memory_ratio = parse_max_memory_ratio("70%");
+  CHECK(evaluate_gate(path, thresholds)[1].pass);
+  thresholds.max_memory_ratio = parse_max_memory_ratio("off");
+  CHECK(evaluate_gate(path, thresholds).size() == 1);
+  CHECK(run_gate_command({path}, thresholds) == kExitOk);
+  CHECK(error_code_of([] { parse_max_memory_ratio("lots"); }) == kExitUsage);
+  // A report that recorded no memory (0 KiB) cannot pass a memory limit.
+  path = write_build_report(dir.path, 2.0, 1.0, 0, 0);
+  CHECK_FALSE(evaluate_gate(path, GateThresholds{})[1].pass);
 }
 
 TEST_CASE("gate refuses negative or zero medians as bad input naming the file", "[measure][gate]") {
@@ -302,7 +330,7 @@ TEST_CASE("the gate's interval is computed like its speedup and contains it", "[
   text.replace(at, text.find('}', at) + 1 - at, "\"speedup\":{\"value\":0.5,\"low\":0.4,\"high\":0.6}");
   write_file_atomic(path, text);
   auto checks = evaluate_gate(path, GateThresholds{});
-  REQUIRE(checks.size() == 1);
+  REQUIRE(checks.size() == 2);
   CHECK(checks[0].value == Approx(median(base) / median(cand)));
   auto [low, high] = printed_interval(format_gate_check(checks[0]));
   CHECK(low <= checks[0].value);
@@ -485,8 +513,9 @@ TEST_CASE("build runs pairs in seeded random order in separate target dirs", "[m
 
   write_file_atomic(dir.path + "/build.json", json);
   auto checks = evaluate_gate(dir.path + "/build.json", GateThresholds{});
-  REQUIRE(checks.size() == 1);
+  REQUIRE(checks.size() == 2);  // speedup, peak memory (of `true`: both nearly nothing)
   CHECK(checks[0].value == Approx(report.baseline.wall_seconds.median / report.candidate.wall_seconds.median));
+  CHECK(checks[1].name == "peak memory");
 }
 
 TEST_CASE("build without a workdir uses a temporary one and removes it", "[measure][build]") {
