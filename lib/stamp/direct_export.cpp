@@ -1445,23 +1445,18 @@ class FunctionExporter {
         {Intrinsic::kBswap, kBitBswap},     {Intrinsic::kAbs, kBitAbs},         {Intrinsic::kUmin, kBitUmin},
         {Intrinsic::kUmax, kBitUmax},       {Intrinsic::kSmin, kBitSmin},       {Intrinsic::kSmax, kBitSmax},
         {Intrinsic::kUaddSat, kBitUaddSat}, {Intrinsic::kUsubSat, kBitUsubSat}, {Intrinsic::kUcmp, kBitUcmp},
-        {Intrinsic::kScmp, kBitScmp}};
+        {Intrinsic::kScmp, kBitScmp},       {Intrinsic::kSaddSat, kBitSaddSat}, {Intrinsic::kSsubSat, kBitSsubSat},
+        {Intrinsic::kFshl, kBitFshl},       {Intrinsic::kFshr, kBitFshr}};
     auto it = kKinds.find(id);
     if (it == kKinds.end()) throw Decline{"reader: intrinsic " + name};
     uint8_t kind = it->second;
-    bool unary = kind <= kBitAbs;
-    if (arg_count < (unary ? 1u : 2u)) throw Decline{"reader: intrinsic arguments"};
+    if (arg_count < bit_op_operands(kind)) throw Decline{"reader: intrinsic arguments"};
     uint32_t t = operand_type(op_id(in, 0));
-    unsigned w = ctx_.scalar_width(t);
-    bool standard = w == 8 || w == 16 || w == 32 || w == 64;
-    if (!ctx_.is_integer(t) || !standard || (kind == kBitBswap && w < 16)) reason("intrinsic " + name);
-    if (unary) {
-      emit(in, kOpBitOp, {operand(op_id(in, 0))}).aux = kind;
-    } else {
-      FlatOperand a = operand(op_id(in, 0));
-      FlatOperand b = operand(op_id(in, 1));
-      emit(in, kOpBitOp, {a, b}).aux = kind;
-    }
+    if (!ctx_.is_integer(t) || !bit_op_width(kind, ctx_.scalar_width(t))) reason("intrinsic " + name);
+    FlatInst& fi = emit(in, kOpBitOp, {operand(op_id(in, 0))});
+    fi.aux = kind;
+    size_t at = insts_.size() - 1;
+    for (uint32_t a = 1; a < bit_op_operands(kind); ++a) add_operand(insts_[at], operand(op_id(in, a)));
   }
 
   uint32_t library_symbol(const char* name) {
