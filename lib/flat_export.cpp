@@ -340,7 +340,15 @@ class FunctionExporter {
   }
 
   void export_call(const CallBase& call) {
-    if (call.isInlineAsm()) return refuse(call, "inline asm");
+    if (call.isInlineAsm()) {
+      const auto* ia = cast<InlineAsm>(call.getCalledOperand());
+      if (isa<CallInst>(call) && call.getType()->isVoidTy() && !call.hasOperandBundles() &&
+          stamp_empty_asm(ia->getAsmString(), ia->getConstraintString())) {
+        emit(call, kOpNop);
+        return;
+      }
+      return refuse(call, "inline asm");
+    }
     const Function* callee = call.getCalledFunction();
     bool invoke = isa<InvokeInst>(call);
     if (callee && callee->isIntrinsic()) {

@@ -1314,7 +1314,7 @@ class FunctionExporter {
     if (!is_materialized(callee) && callee != kMetadataOperand && !(callee & kBlockTag)) {
       int vid = -1;
       if (ctx_.klass(fn_index_in_module_, callee, &vid) == Class::kOtherConstant && vid == kValueIdInlineAsm)
-        return refuse(in, "inline asm");
+        return export_inline_asm(in, ctx_.constant(fn_index_in_module_, callee));
     }
     const uint32_t callee_fn = called_function(in, callee);
     if (callee_fn != kNone && reserved_name(ctx_.globals[callee_fn].name)) {
@@ -1359,6 +1359,22 @@ class FunctionExporter {
       add_operand(insts_[at], operand(op_id(in, arg_count + 1)));
       add_operand(insts_[at], operand(op_id(in, arg_count + 2)));
     }
+  }
+
+  // An empty asm with inputs and clobbers only is no code (stamp_empty_asm); the
+  // constant holds the template's characters, then the constraints'.
+  void export_inline_asm(const Inst& in, const Constant& c) {
+    if (c.kind != ConstKind::kInlineAsm || c.flags > c.words.size()) throw Decline{"reader: inline asm constant"};
+    std::string text;
+    for (uint64_t ch : c.words) text += static_cast<char>(ch);  // LLVM keeps each character's low byte
+    std::string_view all(text);
+    bool is_void = ctx_.is_void(ctx_.type(in.source_type).elements.at(0));
+    if (in.opcode == Opcode::kCall && is_void && !in.has_bundles &&
+        stamp_empty_asm(all.substr(0, c.flags), all.substr(c.flags))) {
+      emit(in, kOpNop);
+      return;
+    }
+    refuse(in, "inline asm");
   }
 
   void export_intrinsic(const Inst& in, uint32_t callee_fn, uint32_t arg_count) {

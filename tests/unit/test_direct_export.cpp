@@ -188,7 +188,7 @@ define i32 @tail(i32 %x) {
                    "calls");
 }
 
-TEST_CASE("direct reader: funnel shifts and saturation as LLVM's exporter", "[direct-export]") {
+TEST_CASE("direct reader: funnel shifts, saturation and empty inline asm as LLVM's exporter", "[direct-export]") {
   // What stamp takes: the whole module.
   std::string taken = std::string(kHeader) + R"(
 declare i8 @llvm.fshl.i8(i8, i8, i8)
@@ -204,6 +204,9 @@ declare i24 @llvm.umin.i24(i24, i24)
 define i64 @f(i64 %a, i8 %b, i24 %c, i40 %d, i16 %e) {
   %x = alloca i64, align 8
   store i64 %a, ptr %x
+  call void asm sideeffect "", "r,~{memory}"(ptr %x)
+  call void asm "", ""()
+  call void asm sideeffect "", "*m,~{dirflag},~{fpsr},~{flags}"(ptr elementtype(i64) %x)
   %f1 = call i8 @llvm.fshl.i8(i8 %b, i8 %b, i8 3)
   %f2 = call i24 @llvm.fshr.i24(i24 %c, i24 7, i24 %c)
   %f3 = call i64 @llvm.fshl.i64(i64 %a, i64 %a, i64 %a)
@@ -251,6 +254,18 @@ define i24 @swap(i24 %a) {
 define i12 @odd(i12 %a) {
   %r = call i12 @llvm.sadd.sat.i12(i12 %a, i12 %a)
   ret i12 %r
+}
+define i64 @output(i64 %a) {
+  %r = call i64 asm "", "=r,0"(i64 %a)
+  ret i64 %r
+}
+define void @indirect_output(ptr %p) {
+  call void asm "", "=*m"(ptr elementtype(i64) %p)
+  ret void
+}
+define void @text(ptr %p) {
+  call void asm sideeffect "nop", "r"(ptr %p)
+  ret void
 }
 )",
                    "refused");

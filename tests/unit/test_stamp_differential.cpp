@@ -795,3 +795,31 @@ TEST_CASE("funnel shifts and saturating arithmetic at every width come out the s
   INFO(outcome_name(reader.outcome) << ": " << reader.detail);
   CHECK(reader.outcome == ReaderComparison::kIdentical);
 }
+
+// Rust's black_box and compiler barriers: inline asm with an empty template, inputs
+// and clobbers only, is no code in stamp. The value behind the pointer must still be
+// the one stored before and read after.
+TEST_CASE("empty inline asm (black_box, barriers) is no code and changes nothing", "[stamp][differential]") {
+  const char* ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+define i64 @f0(i64 %a, i64 %b, i64 %c) {
+  %x = alloca i64, align 8
+  store i64 %a, ptr %x
+  call void asm sideeffect "", "r,~{memory}"(ptr %x)
+  %v = load i64, ptr %x
+  call void asm sideeffect "", "~{memory},~{dirflag},~{fpsr},~{flags}"()
+  %s = add i64 %v, %b
+  call void asm sideeffect "", "r"(i64 %s)
+  store i64 %s, ptr %x
+  call void asm sideeffect "", "*m,~{memory}"(ptr elementtype(i64) %x)
+  %w = load i64, ptr %x
+  %r = mul i64 %w, %c
+  ret i64 %r
+}
+)";
+  EmitCounts counts;
+  auto [expected, actual] = run_f0_both(ir, "31337ull", &counts);
+  CHECK(actual == expected);
+  CHECK(counts.functions_stamp == 1);
+  CHECK(counts.functions_llvm == 0);
+}
