@@ -27,7 +27,7 @@ enum StampOp : uint16_t {
   kOpUrem,
   kOpSrem,
   kOpIcmp,         // aux = predicate (kPred*), operand width in op0.width
-  kOpSelect,       // op0 = condition, op1 = true, op2 = false
+  kOpSelect,       // op0 = condition, op1 = true, op2 = false; aux32 bytes for an aggregate
   kOpAlloca,       // result = address of its frame memory (aux32 = size, imm = align)
   kOpLoad,         // result = *op0; width bits, or aux32 bytes for an aggregate
   kOpStore,        // *op1 = op0; width in op0.width, or aux32 bytes for an aggregate

@@ -897,6 +897,32 @@ KILN_HD inline void encode_funnel(Emitter& e, const FlatModuleView& m, const Sta
   store_result(e, l, i);
 }
 
+// A piece of an aggregate operand into reg, leaving the flags alone: from its slot,
+// or 0 for a zero, undef or poison aggregate.
+KILN_HD inline void select_piece(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t at, uint32_t n,
+                                 uint32_t reg) {
+  if (op.kind == kOperandValue) return load_narrow(e, reg, slot_disp(l, op.index) + static_cast<int32_t>(at), n);
+  mov_imm(e, reg, 0);
+}
+// select of an aggregate (aux32 bytes): piece by piece, the true operand's or the
+// false one's by cmov on one test, so that the code has one size. Pieces are 1, 2, 4
+// or 8 bytes, each a single mov, which keeps the flags.
+KILN_HD inline void encode_select_aggregate(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t dst = slot_disp(l, i);
+  load_operand(e, l, ops[0], RDX);
+  e.byte(0xF6), e.byte(0xC2), e.byte(0x01);  // test dl, 1
+  for (uint32_t done = 0; done < in.aux32;) {
+    uint32_t n = piece_size(in.aux32 - done);
+    select_piece(e, l, ops[1], done, n, RAX);
+    select_piece(e, l, ops[2], done, n, RCX);
+    e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);  // cmovz rax, rcx
+    store_narrow(e, dst + static_cast<int32_t>(done), RAX, n);
+    done += n;
+  }
+}
+
 // A store (the template of kOpStore, without the fence a seq_cst store adds).
 KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
@@ -1261,6 +1287,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       encode_icmp(e, m, l, i);
       return;
     case kOpSelect:
+      if (in.width == 0) return encode_select_aggregate(e, m, l, i);
       load_operand(e, l, ops[0], RDX);
       load_operand(e, l, ops[1], RAX);
       load_operand(e, l, ops[2], RCX);

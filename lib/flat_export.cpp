@@ -748,9 +748,15 @@ class FunctionExporter {
     fi.aux = kPred[c.getPredicate() - CmpInst::FIRST_ICMP_PREDICATE];
   }
 
+  // A select of a scalar, or of a struct or array of scalars (Rust's {ptr, i64} and
+  // Option-like pairs), which is copied piece by piece.
   void export_select(const Instruction& inst) {
-    if (!scalar_width(inst.getType())) reason("select of " + type_name(inst.getType()));
-    emit(inst, kOpSelect, {operand(inst.getOperand(0)), operand(inst.getOperand(1)), operand(inst.getOperand(2))});
+    Type* t = inst.getType();
+    bool aggregate = (t->isStructTy() || t->isArrayTy()) && is_plain_aggregate(t);
+    if (!scalar_width(t) && !aggregate) reason("select of " + type_name(t));
+    FlatInst& fi =
+        emit(inst, kOpSelect, {operand(inst.getOperand(0)), operand(inst.getOperand(1)), operand(inst.getOperand(2))});
+    if (aggregate) fi.aux32 = static_cast<uint32_t>(dl_.getTypeAllocSize(t));
   }
 
   // Casts between scalars: a copy (zext, inttoptr, freeze, bitcast), a truncation

@@ -1104,11 +1104,14 @@ class FunctionExporter {
   }
 
   void export_select(const Inst& in) {
-    if (!ctx_.scalar_width(in.type)) reason("select of " + ctx_.type_name(in.type));
+    TypeKind k = ctx_.type(in.type).kind;
+    bool aggregate = (k == TypeKind::kStruct || k == TypeKind::kArray) && ctx_.is_plain_aggregate(in.type);
+    if (!ctx_.scalar_width(in.type) && !aggregate) reason("select of " + ctx_.type_name(in.type));
     FlatOperand c = operand(op_id(in, 0));
     FlatOperand t = operand(op_id(in, 1));
     FlatOperand f = operand(op_id(in, 2));
-    emit(in, kOpSelect, {c, t, f});
+    FlatInst& fi = emit(in, kOpSelect, {c, t, f});
+    if (aggregate) fi.aux32 = static_cast<uint32_t>(sized(in.type, &Layout::alloc_size));
   }
 
   void export_cast(const Inst& in) {

@@ -83,7 +83,7 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   if (in.operand_count < kMinOperands[in.op]) return "instruction with too few operands";
   // An aggregate's byte count sizes its unrolled copy: like a frame, at most
   // 1 GiB, so no instruction's code can wrap a 32-bit offset.
-  if ((in.op == kOpLoad || in.op == kOpStore || in.op == kOpExtract || in.op == kOpInsert) &&
+  if ((in.op == kOpLoad || in.op == kOpStore || in.op == kOpExtract || in.op == kOpInsert || in.op == kOpSelect) &&
       in.aux32 > static_cast<uint64_t>(kMaxFrameBytes))
     return "aggregate larger than 1 GiB";
   const FlatOperand* ops = f.operands.data() + in.first_operand;

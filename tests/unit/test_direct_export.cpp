@@ -188,7 +188,7 @@ define i32 @tail(i32 %x) {
                    "calls");
 }
 
-TEST_CASE("direct reader: funnel shifts, saturation and empty inline asm as LLVM's exporter", "[direct-export]") {
+TEST_CASE("direct reader: funnel shifts, saturation, empty inline asm and aggregate selects as LLVM's exporter", "[direct-export]") {
   // What stamp takes: the whole module.
   std::string taken = std::string(kHeader) + R"(
 declare i8 @llvm.fshl.i8(i8, i8, i8)
@@ -201,6 +201,14 @@ declare i56 @llvm.uadd.sat.i56(i56, i56)
 declare i24 @llvm.usub.sat.i24(i24, i24)
 declare i48 @llvm.ctpop.i48(i48)
 declare i24 @llvm.umin.i24(i24, i24)
+define i64 @pair_select(i1 %c, i64 %a, ptr %p) {
+  %x = insertvalue { ptr, i64 } poison, ptr %p, 0
+  %y = insertvalue { ptr, i64 } %x, i64 %a, 1
+  %r = select i1 %c, { ptr, i64 } %y, { ptr, i64 } { ptr null, i64 3 }
+  %s = select i1 %c, [2 x i32] [i32 1, i32 2], [2 x i32] zeroinitializer
+  %v = extractvalue { ptr, i64 } %r, 1
+  ret i64 %v
+}
 define i64 @f(i64 %a, i8 %b, i24 %c, i40 %d, i16 %e) {
   %x = alloca i64, align 8
   store i64 %a, ptr %x
@@ -254,6 +262,10 @@ define i24 @swap(i24 %a) {
 define i12 @odd(i12 %a) {
   %r = call i12 @llvm.sadd.sat.i12(i12 %a, i12 %a)
   ret i12 %r
+}
+define <2 x i64> @vector_select(i1 %c, <2 x i64> %a) {
+  %r = select i1 %c, <2 x i64> %a, <2 x i64> zeroinitializer
+  ret <2 x i64> %r
 }
 define i64 @output(i64 %a) {
   %r = call i64 asm "", "=r,0"(i64 %a)

@@ -823,3 +823,83 @@ define i64 @f0(i64 %a, i64 %b, i64 %c) {
   CHECK(counts.functions_stamp == 1);
   CHECK(counts.functions_llvm == 0);
 }
+
+// select of aggregates: two-word pairs ({i64, i64}, {ptr, i64}), one with odd pieces
+// and padding, an array, zero operands, and a poison one (whose result nothing reads:
+// llvm may take the other operand for it, stamp takes zeros).
+TEST_CASE("select of aggregates comes out the same", "[stamp][differential]") {
+  const char* ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+@g = global [4 x i64] [i64 1, i64 2, i64 3, i64 4]
+define { i64, i64 } @pick(i1 %c, i64 %a, i64 %b) {
+  %p = insertvalue { i64, i64 } poison, i64 %a, 0
+  %p2 = insertvalue { i64, i64 } %p, i64 %b, 1
+  %q = insertvalue { i64, i64 } poison, i64 %b, 0
+  %q2 = insertvalue { i64, i64 } %q, i64 %a, 1
+  %r = select i1 %c, { i64, i64 } %p2, { i64, i64 } %q2
+  ret { i64, i64 } %r
+}
+define i64 @f0(i64 %a, i64 %b, i64 %c) {
+  %c1 = trunc i64 %c to i1
+  %c2 = icmp ult i64 %a, %b
+  %r = call { i64, i64 } @pick(i1 %c1, i64 %a, i64 %b)
+  %r0 = extractvalue { i64, i64 } %r, 0
+  %r1 = extractvalue { i64, i64 } %r, 1
+  %i = and i64 %b, 3
+  %gp = getelementptr [4 x i64], ptr @g, i64 0, i64 %i
+  %s = insertvalue { ptr, i64 } poison, ptr %gp, 0
+  %s2 = insertvalue { ptr, i64 } %s, i64 %a, 1
+  %t = insertvalue { ptr, i64 } poison, ptr @g, 0
+  %t2 = insertvalue { ptr, i64 } %t, i64 %c, 1
+  %u = select i1 %c2, { ptr, i64 } %s2, { ptr, i64 } %t2
+  %up = extractvalue { ptr, i64 } %u, 0
+  %uv = load i64, ptr %up
+  %ul = extractvalue { ptr, i64 } %u, 1
+  %o = insertvalue { i32, i8, i16, i24 } poison, i32 7, 0
+  %o2 = insertvalue { i32, i8, i16, i24 } %o, i8 -1, 1
+  %o3 = insertvalue { i32, i8, i16, i24 } %o2, i16 300, 2
+  %ac = trunc i64 %a to i24
+  %o4 = insertvalue { i32, i8, i16, i24 } %o3, i24 %ac, 3
+  %z = select i1 %c1, { i32, i8, i16, i24 } %o4, { i32, i8, i16, i24 } zeroinitializer
+  %zp = select i1 %c2, { i32, i8, i16, i24 } zeroinitializer, { i32, i8, i16, i24 } %z
+  %unused = select i1 %c2, { i32, i8, i16, i24 } poison, { i32, i8, i16, i24 } %z
+  %z1 = extractvalue { i32, i8, i16, i24 } %zp, 1
+  %z3 = extractvalue { i32, i8, i16, i24 } %zp, 3
+  %arr = insertvalue [3 x i16] zeroinitializer, i16 5, 1
+  %ab = trunc i64 %b to i16
+  %arr2 = insertvalue [3 x i16] %arr, i16 %ab, 2
+  %sa = select i1 %c1, [3 x i16] %arr2, [3 x i16] [i16 9, i16 8, i16 7]
+  %a0 = extractvalue [3 x i16] %sa, 0
+  %a2 = extractvalue [3 x i16] %sa, 2
+  %m = alloca { i64, i64 }, align 8
+  %w = select i1 %c2, { i64, i64 } %r, { i64, i64 } zeroinitializer
+  store { i64, i64 } %w, ptr %m
+  %m1p = getelementptr i8, ptr %m, i64 8
+  %m1 = load i64, ptr %m1p
+  %x1 = xor i64 %r0, %r1
+  %x2 = mul i64 %x1, 31
+  %x3 = add i64 %x2, %uv
+  %x4 = xor i64 %x3, %ul
+  %z1w = zext i8 %z1 to i64
+  %z3w = zext i24 %z3 to i64
+  %a0w = zext i16 %a0 to i64
+  %a2w = zext i16 %a2 to i64
+  %x5 = mul i64 %x4, %z1w
+  %x6 = add i64 %x5, %z3w
+  %x7 = mul i64 %x6, 33
+  %x8 = add i64 %x7, %a0w
+  %x9 = xor i64 %x8, %a2w
+  %x10 = add i64 %x9, %m1
+  ret i64 %x10
+}
+)";
+  EmitCounts counts;
+  auto [expected, actual] = run_f0_both(ir, "4711ull", &counts);
+  CHECK(actual == expected);
+  CHECK(counts.functions_stamp == 2);
+  CHECK(counts.functions_llvm == 0);
+  ReaderComparison reader = compare_reader(kiln_test::bitcode_from_ir(ir), "aggregate select");
+  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
+  CHECK(reader.outcome == ReaderComparison::kIdentical);
+  CHECK(reader.whole);
+}
