@@ -1,8 +1,9 @@
 // Differential testing of stamp against llvm: random IR functions (loops, branches,
-// phis, switches, calls, memory, aggregates, overflow checks, bit intrinsics,
-// saturation and funnel shifts over i1..i64) are compiled by both back ends, linked
-// with the same C driver, run on random inputs, and must print the same results. KILN_DIFFERENTIAL_COUNT sets how many modules
-// (default 12 in the unit suite); KILN_DIFFERENTIAL_SEED the first seed.
+// phis, switches, calls, memory, aggregates and their selects, overflow checks, bit
+// intrinsics, saturation and funnel shifts over i1..i64) are compiled by both back
+// ends, linked with the same C driver, run on random inputs, and must print the same
+// results. KILN_DIFFERENTIAL_COUNT sets how many modules (default 12 in the unit
+// suite); KILN_DIFFERENTIAL_SEED the first seed.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -235,9 +236,12 @@ class IrGenerator {
         add64(b, o, 1);
         return;
       }
-      case 6: {  // an aggregate returned in two registers
-        std::string x = value_of(b, 64), a = fresh(), c = fresh();
-        b << "  " << r << " = call {i64, i32} @pair(i64 " << x << ")\n";
+      case 6: {  // aggregates returned in two registers, and a select of them
+        std::string x = value_of(b, 64), y = value_of(b, 64), k = value_of(b, 1), p = fresh(), q = fresh();
+        std::string a = fresh(), c = fresh();
+        b << "  " << p << " = call {i64, i32} @pair(i64 " << x << ")\n";
+        b << "  " << q << " = call {i64, i32} @pair(i64 " << y << ")\n";
+        b << "  " << r << " = select i1 " << k << ", {i64, i32} " << p << ", {i64, i32} " << q << "\n";
         b << "  " << a << " = extractvalue {i64, i32} " << r << ", 0\n";
         b << "  " << c << " = extractvalue {i64, i32} " << r << ", 1\n";
         add64(b, a, 64);
