@@ -27,7 +27,7 @@ enum StampOp : uint16_t {
   kOpUrem,
   kOpSrem,
   kOpIcmp,         // aux = predicate (kPred*), operand width in op0.width
-  kOpSelect,       // op0 = condition, op1 = true, op2 = false
+  kOpSelect,       // op0 = condition, op1 = true, op2 = false; aux32 bytes for an aggregate
   kOpAlloca,       // result = address of its frame memory (aux32 = size, imm = align)
   kOpLoad,         // result = *op0; width bits, or aux32 bytes for an aggregate
   kOpStore,        // *op1 = op0; width in op0.width, or aux32 bytes for an aggregate
@@ -46,7 +46,8 @@ enum StampOp : uint16_t {
   kOpInvoke,       // like kOpCall, then two more operands: normal block, unwind block
   kOpLandingPad,   // {ptr, i32} from rax and edx; aux = kLandingPad* clause kind
   kOpResume,       // _Unwind_Resume(field 0 of op0)
-  kOpBitOp,        // aux = kBit*: one operand (op0, its width in op0.width) or two (op0, op1)
+  kOpBitOp,        // aux = kBit*: one operand (op0, its width in op0.width), two (op0, op1),
+                   // or three for the funnel shifts (op0, op1, shift amount op2)
   // Atomics, with x86-64's mapping of the orderings: loads are plain loads, a seq_cst
   // store is a plain store (kOpStore with aux kStoreSeqCst) followed by mfence.
   kOpAtomicRmw,  // result = old *op0; *op0 = old (aux: kRmw*) op1, at op1.width, locked
@@ -82,8 +83,20 @@ enum BitOpKind : uint8_t {
   kBitUaddSat,
   kBitUsubSat,
   kBitUcmp,
-  kBitScmp  // two
+  kBitScmp,  // two
+  kBitSaddSat,
+  kBitSsubSat,  // two
+  kBitFshl,
+  kBitFshr  // three
 };
+// The operands a kOpBitOp of kind `kind` reads.
+KILN_HD inline uint32_t bit_op_operands(uint32_t kind) { return kind <= kBitAbs ? 1 : kind < kBitFshl ? 2 : 3; }
+// The integer widths a kOpBitOp of kind `kind` has a template for: 8 to 64 bits in
+// steps of 8 (bswap: 16, 32 or 64).
+KILN_HD inline bool bit_op_width(uint32_t kind, uint32_t w) {
+  if (kind == kBitBswap) return w == 16 || w == 32 || w == 64;
+  return w >= 8 && w <= 64 && w % 8 == 0;
+}
 enum OverflowKind : uint8_t { kOvfUadd, kOvfSadd, kOvfUsub, kOvfSsub, kOvfUmul, kOvfSmul };
 enum CallFlags : uint8_t { kCallVarargs = 1 };
 // What a landing pad does for the personality (its LSDA action).

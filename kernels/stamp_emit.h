@@ -559,7 +559,8 @@ KILN_HD inline void encode_overflow(Emitter& e, const FlatInst& in, uint32_t w) 
 }
 
 // Bit manipulation and min/max/saturation intrinsics, without instructions beyond the
-// x86-64 baseline (no popcnt, lzcnt or tzcnt): rax = f(rax[, rcx]) at width w.
+// x86-64 baseline (no popcnt, lzcnt or tzcnt): rax = f(rax[, rcx]) at width w. The
+// funnel shifts, with three operands, are encode_funnel's.
 KILN_HD inline void encode_bit_op(Emitter& e, uint32_t kind, uint32_t w) {
   switch (kind) {
     case kBitCtpop: {  // SWAR population count of the zero-extended value
@@ -619,6 +620,24 @@ KILN_HD inline void encode_bit_op(Emitter& e, uint32_t kind, uint32_t w) {
       e.byte(0xB9), e.u32(0);                                  // mov ecx, 0 (keeps flags)
       e.byte(0x48), e.byte(0x0F), e.byte(0x42), e.byte(0xC1);  // cmovc rax, rcx
       return;
+    case kBitSaddSat:
+    case kBitSsubSat: {
+      // Both left-aligned, so that the 64-bit add or sub overflows exactly when the
+      // w-bit one does. On overflow the operands' signs say which way it went: for
+      // add both have a's sign, for sub a's sign is the one the true result keeps. So
+      // the limit is INT_MAX when a >= 0, else INT_MIN: not (a sar 63), bit 63 flipped.
+      uint32_t pad = 64 - w;
+      if (pad) e.byte(0x48), e.byte(0xC1), e.byte(0xE0), e.byte(pad);  // shl rax, pad
+      if (pad) e.byte(0x48), e.byte(0xC1), e.byte(0xE1), e.byte(pad);  // shl rcx, pad
+      mov_rr(e, RDX, RAX);
+      e.byte(0x48), e.byte(0xC1), e.byte(0xFA), e.byte(0x3F);                // sar rdx, 63
+      e.byte(0x48), e.byte(0xF7), e.byte(0xD2);                              // not rdx
+      e.byte(0x48), e.byte(0x0F), e.byte(0xBA), e.byte(0xFA), e.byte(0x3F);  // btc rdx, 63
+      e.byte(0x48), e.byte(kind == kBitSaddSat ? 0x01 : 0x29), e.byte(0xC8);  // add/sub rax, rcx
+      e.byte(0x48), e.byte(0x0F), e.byte(0x40), e.byte(0xC2);                 // cmovo rax, rdx
+      if (pad) e.byte(0x48), e.byte(0xC1), e.byte(0xE8), e.byte(pad);  // shr rax, pad
+      return;
+    }
     case kBitUcmp:
     case kBitScmp: {
       bool s = kind == kBitScmp;
@@ -839,6 +858,69 @@ KILN_HD inline void load_rax(Emitter& e, const FlatModuleView& m, const StampLay
 // after it: the branch jumps on the compare's flags (no setcc, no test).
 KILN_HD inline bool compare_feeds_branch(const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   return m.insts[i].op == kOpIcmp && l.home && l.home[i] == kHomeRax && m.insts[i + 1].op == kOpCondBr;
+}
+
+// Funnel shifts at width w (8 to 64 bits): fshl(a, b, s) is the high half of
+// (a:b) << (s mod w), fshr(a, b, s) the low half of (a:b) >> (s mod w); rotates are
+// a == b. One 64-bit shld or shrd does it, with the operand whose bits come in
+// left-aligned so that they enter right next to the other's; s mod w is a mask at
+// 8, 16 and 32 bits (shld and shrd mask to 6 bits themselves) and a division at the
+// widths in between.
+KILN_HD inline void encode_funnel(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  uint32_t w = ops[0].width, pad = 64 - w;
+  load_rax(e, m, l, i, ops[0]);  // a
+  if (w & (w - 1)) {             // i24, i40, i48, i56: rcx = s mod w by div, a kept in r11
+    mov_rr(e, R11, RAX);
+    load_operand(e, l, ops[2], RAX);
+    e.byte(0x31), e.byte(0xD2);  // xor edx, edx
+    mov_imm(e, RCX, w);
+    e.byte(0x48), e.byte(0xF7), e.byte(0xF1);  // div rcx
+    mov_rr(e, RCX, RDX);
+    mov_rr(e, RAX, R11);
+  } else {
+    load_operand(e, l, ops[2], RCX);
+    if (w < 64) e.byte(0x83), e.byte(0xE1), e.byte(w - 1);  // and ecx, w - 1
+  }
+  load_operand(e, l, ops[1], RDX);  // b
+  if (in.aux == kBitFshl) {         // rax = a, rdx = b left-aligned: b's top bits come in below a
+    if (pad) e.byte(0x48), e.byte(0xC1), e.byte(0xE2), e.byte(pad);  // shl rdx, pad
+    e.byte(0x48), e.byte(0x0F), e.byte(0xA5), e.byte(0xD0);          // shld rax, rdx, cl
+  } else {  // rax = b left-aligned, rdx = a: a's low bits come in above b; the top w bits are it
+    e.byte(0x48), e.byte(0x92);                                      // xchg rax, rdx
+    if (pad) e.byte(0x48), e.byte(0xC1), e.byte(0xE0), e.byte(pad);  // shl rax, pad
+    e.byte(0x48), e.byte(0x0F), e.byte(0xAD), e.byte(0xD0);          // shrd rax, rdx, cl
+    if (pad) e.byte(0x48), e.byte(0xC1), e.byte(0xE8), e.byte(pad);  // shr rax, pad
+  }
+  normalize(e, RAX, w);
+  store_result(e, l, i);
+}
+
+// A piece of an aggregate operand into reg, leaving the flags alone: from its slot,
+// or 0 for a zero, undef or poison aggregate.
+KILN_HD inline void select_piece(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t at, uint32_t n,
+                                 uint32_t reg) {
+  if (op.kind == kOperandValue) return load_narrow(e, reg, slot_disp(l, op.index) + static_cast<int32_t>(at), n);
+  mov_imm(e, reg, 0);
+}
+// select of an aggregate (aux32 bytes): piece by piece, the true operand's or the
+// false one's by cmov on one test, so that the code has one size. Pieces are 1, 2, 4
+// or 8 bytes, each a single mov, which keeps the flags.
+KILN_HD inline void encode_select_aggregate(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t dst = slot_disp(l, i);
+  load_operand(e, l, ops[0], RDX);
+  e.byte(0xF6), e.byte(0xC2), e.byte(0x01);  // test dl, 1
+  for (uint32_t done = 0; done < in.aux32;) {
+    uint32_t n = piece_size(in.aux32 - done);
+    select_piece(e, l, ops[1], done, n, RAX);
+    select_piece(e, l, ops[2], done, n, RCX);
+    e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);  // cmovz rax, rcx
+    store_narrow(e, dst + static_cast<int32_t>(done), RAX, n);
+    done += n;
+  }
 }
 
 // A store (the template of kOpStore, without the fence a seq_cst store adds).
@@ -1205,6 +1287,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       encode_icmp(e, m, l, i);
       return;
     case kOpSelect:
+      if (in.width == 0) return encode_select_aggregate(e, m, l, i);
       load_operand(e, l, ops[0], RDX);
       load_operand(e, l, ops[1], RAX);
       load_operand(e, l, ops[2], RCX);
@@ -1268,6 +1351,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       return;
     }
     case kOpBitOp:
+      if (in.aux == kBitFshl || in.aux == kBitFshr) return encode_funnel(e, m, l, i);
       load_rax(e, m, l, i, ops[0]);
       if (in.operand_count > 1) load_operand(e, l, ops[1], RCX);
       encode_bit_op(e, in.aux, ops[0].width);

@@ -340,7 +340,15 @@ class FunctionExporter {
   }
 
   void export_call(const CallBase& call) {
-    if (call.isInlineAsm()) return refuse(call, "inline asm");
+    if (call.isInlineAsm()) {
+      const auto* ia = cast<InlineAsm>(call.getCalledOperand());
+      if (isa<CallInst>(call) && call.getType()->isVoidTy() && !call.hasOperandBundles() &&
+          stamp_empty_asm(ia->getAsmString(), ia->getConstraintString())) {
+        emit(call, kOpNop);
+        return;
+      }
+      return refuse(call, "inline asm");
+    }
     const Function* callee = call.getCalledFunction();
     bool invoke = isa<InvokeInst>(call);
     if (callee && callee->isIntrinsic()) {
@@ -469,6 +477,10 @@ class FunctionExporter {
       case Intrinsic::usub_sat:
       case Intrinsic::ucmp:
       case Intrinsic::scmp:
+      case Intrinsic::sadd_sat:
+      case Intrinsic::ssub_sat:
+      case Intrinsic::fshl:
+      case Intrinsic::fshr:
         return export_bit_intrinsic(call, callee, id);
       default:
         return refuse(call, "intrinsic " + callee->getName().str());
@@ -506,23 +518,23 @@ class FunctionExporter {
     if (fi.slot_size < 8) fi.slot_size = 8;
   }
 
-  // Bit counts, byte swap, abs, min and max, saturating add and subtract, and
-  // three-way compares of one standard-width integer: kOpBitOp.
+  // Bit counts, byte swap, abs, min and max, saturating add and subtract, three-way
+  // compares and funnel shifts of one integer of 8 to 64 bits: kOpBitOp.
   void export_bit_intrinsic(const CallInst& call, const Function* callee, Intrinsic::ID id) {
     static const std::unordered_map<unsigned, uint8_t> kKinds = {
         {Intrinsic::ctpop, kBitCtpop},      {Intrinsic::ctlz, kBitCtlz},        {Intrinsic::cttz, kBitCttz},
         {Intrinsic::bswap, kBitBswap},      {Intrinsic::abs, kBitAbs},          {Intrinsic::umin, kBitUmin},
         {Intrinsic::umax, kBitUmax},        {Intrinsic::smin, kBitSmin},        {Intrinsic::smax, kBitSmax},
         {Intrinsic::uadd_sat, kBitUaddSat}, {Intrinsic::usub_sat, kBitUsubSat}, {Intrinsic::ucmp, kBitUcmp},
-        {Intrinsic::scmp, kBitScmp}};
+        {Intrinsic::scmp, kBitScmp},        {Intrinsic::sadd_sat, kBitSaddSat}, {Intrinsic::ssub_sat, kBitSsubSat},
+        {Intrinsic::fshl, kBitFshl},        {Intrinsic::fshr, kBitFshr}};
     uint8_t kind = kKinds.at(id);
-    bool unary = kind <= kBitAbs;
     Type* t = call.getArgOperand(0)->getType();
-    unsigned w = scalar_width(t);
-    bool standard = w == 8 || w == 16 || w == 32 || w == 64;
-    if (!t->isIntegerTy() || !standard || (kind == kBitBswap && w < 16)) reason("intrinsic " + callee->getName().str());
-    if (unary) emit(call, kOpBitOp, {operand(call.getArgOperand(0))}).aux = kind;
-    else emit(call, kOpBitOp, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))}).aux = kind;
+    if (!t->isIntegerTy() || !bit_op_width(kind, scalar_width(t))) reason("intrinsic " + callee->getName().str());
+    FlatInst& fi = emit(call, kOpBitOp, {operand(call.getArgOperand(0))});
+    fi.aux = kind;
+    size_t at = insts_.size() - 1;
+    for (unsigned a = 1; a < bit_op_operands(kind); ++a) add_operand(insts_[at], operand(call.getArgOperand(a)));
   }
 
   // memcpy and friends: the C library function of the same name (a module
@@ -736,9 +748,15 @@ class FunctionExporter {
     fi.aux = kPred[c.getPredicate() - CmpInst::FIRST_ICMP_PREDICATE];
   }
 
+  // A select of a scalar, or of a struct or array of scalars (Rust's {ptr, i64} and
+  // Option-like pairs), which is copied piece by piece.
   void export_select(const Instruction& inst) {
-    if (!scalar_width(inst.getType())) reason("select of " + type_name(inst.getType()));
-    emit(inst, kOpSelect, {operand(inst.getOperand(0)), operand(inst.getOperand(1)), operand(inst.getOperand(2))});
+    Type* t = inst.getType();
+    bool aggregate = (t->isStructTy() || t->isArrayTy()) && is_plain_aggregate(t);
+    if (!scalar_width(t) && !aggregate) reason("select of " + type_name(t));
+    FlatInst& fi =
+        emit(inst, kOpSelect, {operand(inst.getOperand(0)), operand(inst.getOperand(1)), operand(inst.getOperand(2))});
+    if (aggregate) fi.aux32 = static_cast<uint32_t>(dl_.getTypeAllocSize(t));
   }
 
   // Casts between scalars: a copy (zext, inttoptr, freeze, bitcast), a truncation

@@ -105,7 +105,7 @@ enum class ConstKind : uint8_t {
   kDsoLocalEquivalent,
   kNoCfi,
   kPtrAuth,
-  kInlineAsm,
+  kInlineAsm,  // words: the template's characters, then the constraints'; flags: the template's length
   kTokenNone,
   kTargetNone,
   kOther,  // a record the reader does not model: `opcode` holds its code

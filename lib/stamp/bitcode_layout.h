@@ -89,7 +89,7 @@ enum class Intrinsic : uint8_t {
   kLifetimeStart, kLifetimeEnd, kAssume, kNoaliasScopeDecl, kDoNothing, kSideEffect, kDbgDeclare, kDbgValue,
   kDbgLabel, kExpect, kTrap, kUbsanTrap, kMemcpy, kMemmove, kMemset, kUaddWithOverflow, kSaddWithOverflow,
   kUsubWithOverflow, kSsubWithOverflow, kUmulWithOverflow, kSmulWithOverflow, kIsConstant, kCtpop, kCtlz, kCttz,
-  kBswap, kAbs, kUmin, kUmax, kSmin, kSmax, kUaddSat, kUsubSat, kUcmp, kScmp,
+  kBswap, kAbs, kUmin, kUmax, kSmin, kSmax, kUaddSat, kUsubSat, kUcmp, kScmp, kSaddSat, kSsubSat, kFshl, kFshr,
 };
 Intrinsic intrinsic_of(std::string_view function_name);
 

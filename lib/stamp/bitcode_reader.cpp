@@ -798,9 +798,13 @@ class ConstantsReader {
     ++i;  // flags
     uint64_t asm_size = ops_[i++];
     if (asm_size >= ops_.size() - i) c_.fail("inline asm string runs past its record");
+    k.words.assign(ops_.begin() + static_cast<ptrdiff_t>(i), ops_.begin() + static_cast<ptrdiff_t>(i + asm_size));
     i += asm_size;
     uint64_t constraint_size = ops_[i++];
     if (constraint_size > ops_.size() - i) c_.fail("inline asm constraints run past their record");
+    k.words.insert(k.words.end(), ops_.begin() + static_cast<ptrdiff_t>(i),
+                   ops_.begin() + static_cast<ptrdiff_t>(i + constraint_size));
+    k.flags = static_cast<uint32_t>(asm_size);
     k.kind = ConstKind::kInlineAsm;
     k.opcode = code;
   }

@@ -1104,11 +1104,14 @@ class FunctionExporter {
   }
 
   void export_select(const Inst& in) {
-    if (!ctx_.scalar_width(in.type)) reason("select of " + ctx_.type_name(in.type));
+    TypeKind k = ctx_.type(in.type).kind;
+    bool aggregate = (k == TypeKind::kStruct || k == TypeKind::kArray) && ctx_.is_plain_aggregate(in.type);
+    if (!ctx_.scalar_width(in.type) && !aggregate) reason("select of " + ctx_.type_name(in.type));
     FlatOperand c = operand(op_id(in, 0));
     FlatOperand t = operand(op_id(in, 1));
     FlatOperand f = operand(op_id(in, 2));
-    emit(in, kOpSelect, {c, t, f});
+    FlatInst& fi = emit(in, kOpSelect, {c, t, f});
+    if (aggregate) fi.aux32 = static_cast<uint32_t>(sized(in.type, &Layout::alloc_size));
   }
 
   void export_cast(const Inst& in) {
@@ -1314,7 +1317,7 @@ class FunctionExporter {
     if (!is_materialized(callee) && callee != kMetadataOperand && !(callee & kBlockTag)) {
       int vid = -1;
       if (ctx_.klass(fn_index_in_module_, callee, &vid) == Class::kOtherConstant && vid == kValueIdInlineAsm)
-        return refuse(in, "inline asm");
+        return export_inline_asm(in, ctx_.constant(fn_index_in_module_, callee));
     }
     const uint32_t callee_fn = called_function(in, callee);
     if (callee_fn != kNone && reserved_name(ctx_.globals[callee_fn].name)) {
@@ -1359,6 +1362,22 @@ class FunctionExporter {
       add_operand(insts_[at], operand(op_id(in, arg_count + 1)));
       add_operand(insts_[at], operand(op_id(in, arg_count + 2)));
     }
+  }
+
+  // An empty asm with inputs and clobbers only is no code (stamp_empty_asm); the
+  // constant holds the template's characters, then the constraints'.
+  void export_inline_asm(const Inst& in, const Constant& c) {
+    if (c.kind != ConstKind::kInlineAsm || c.flags > c.words.size()) throw Decline{"reader: inline asm constant"};
+    std::string text;
+    for (uint64_t ch : c.words) text += static_cast<char>(ch);  // LLVM keeps each character's low byte
+    std::string_view all(text);
+    bool is_void = ctx_.is_void(ctx_.type(in.source_type).elements.at(0));
+    if (in.opcode == Opcode::kCall && is_void && !in.has_bundles &&
+        stamp_empty_asm(all.substr(0, c.flags), all.substr(c.flags))) {
+      emit(in, kOpNop);
+      return;
+    }
+    refuse(in, "inline asm");
   }
 
   void export_intrinsic(const Inst& in, uint32_t callee_fn, uint32_t arg_count) {
@@ -1445,23 +1464,18 @@ class FunctionExporter {
         {Intrinsic::kBswap, kBitBswap},     {Intrinsic::kAbs, kBitAbs},         {Intrinsic::kUmin, kBitUmin},
         {Intrinsic::kUmax, kBitUmax},       {Intrinsic::kSmin, kBitSmin},       {Intrinsic::kSmax, kBitSmax},
         {Intrinsic::kUaddSat, kBitUaddSat}, {Intrinsic::kUsubSat, kBitUsubSat}, {Intrinsic::kUcmp, kBitUcmp},
-        {Intrinsic::kScmp, kBitScmp}};
+        {Intrinsic::kScmp, kBitScmp},       {Intrinsic::kSaddSat, kBitSaddSat}, {Intrinsic::kSsubSat, kBitSsubSat},
+        {Intrinsic::kFshl, kBitFshl},       {Intrinsic::kFshr, kBitFshr}};
     auto it = kKinds.find(id);
     if (it == kKinds.end()) throw Decline{"reader: intrinsic " + name};
     uint8_t kind = it->second;
-    bool unary = kind <= kBitAbs;
-    if (arg_count < (unary ? 1u : 2u)) throw Decline{"reader: intrinsic arguments"};
+    if (arg_count < bit_op_operands(kind)) throw Decline{"reader: intrinsic arguments"};
     uint32_t t = operand_type(op_id(in, 0));
-    unsigned w = ctx_.scalar_width(t);
-    bool standard = w == 8 || w == 16 || w == 32 || w == 64;
-    if (!ctx_.is_integer(t) || !standard || (kind == kBitBswap && w < 16)) reason("intrinsic " + name);
-    if (unary) {
-      emit(in, kOpBitOp, {operand(op_id(in, 0))}).aux = kind;
-    } else {
-      FlatOperand a = operand(op_id(in, 0));
-      FlatOperand b = operand(op_id(in, 1));
-      emit(in, kOpBitOp, {a, b}).aux = kind;
-    }
+    if (!ctx_.is_integer(t) || !bit_op_width(kind, ctx_.scalar_width(t))) reason("intrinsic " + name);
+    FlatInst& fi = emit(in, kOpBitOp, {operand(op_id(in, 0))});
+    fi.aux = kind;
+    size_t at = insts_.size() - 1;
+    for (uint32_t a = 1; a < bit_op_operands(kind); ++a) add_operand(insts_[at], operand(op_id(in, a)));
   }
 
   uint32_t library_symbol(const char* name) {

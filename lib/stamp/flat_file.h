@@ -10,7 +10,10 @@
 
 namespace kiln {
 
-constexpr int kFlatFileVersion = 3;  // 2: atomics (opcodes 37 to 39, kOpStore's aux); 3: undefined symbols
+// 2: atomics (opcodes 37 to 39, kOpStore's aux); 3: undefined symbols; 4: signed
+// saturation and funnel shifts (kOpBitOp's aux 13 to 16, three operands for the latter),
+// select of aggregates (kOpSelect of width 0, aux32 bytes)
+constexpr int kFlatFileVersion = 4;
 
 std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name);
 // Throws KilnError naming `path` for a foreign, truncated, corrupt (see

@@ -83,7 +83,7 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   if (in.operand_count < kMinOperands[in.op]) return "instruction with too few operands";
   // An aggregate's byte count sizes its unrolled copy: like a frame, at most
   // 1 GiB, so no instruction's code can wrap a 32-bit offset.
-  if ((in.op == kOpLoad || in.op == kOpStore || in.op == kOpExtract || in.op == kOpInsert) &&
+  if ((in.op == kOpLoad || in.op == kOpStore || in.op == kOpExtract || in.op == kOpInsert || in.op == kOpSelect) &&
       in.aux32 > static_cast<uint64_t>(kMaxFrameBytes))
     return "aggregate larger than 1 GiB";
   const FlatOperand* ops = f.operands.data() + in.first_operand;
@@ -95,9 +95,10 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
     return ops[k].kind == kOperandBlock && ops[k].index < f.blocks.size() && f.blocks[ops[k].index].function == fn;
   };
   if ((in.op == kOpIcmp && in.aux > kPredSle) || (in.op == kOpOverflow && in.aux > kOvfSmul) ||
-      (in.op == kOpBitOp && in.aux > kBitScmp) || (in.op == kOpLandingPad && in.aux > kLandingPadEmptyFilter) ||
+      (in.op == kOpBitOp && in.aux > kBitFshr) || (in.op == kOpLandingPad && in.aux > kLandingPadEmptyFilter) ||
       (in.op == kOpAtomicRmw && in.aux > kRmwNand) || (in.op == kOpStore && in.aux > kStoreSeqCst))
     return "instruction with an unknown variant";
+  if (in.op == kOpBitOp && in.operand_count < bit_op_operands(in.aux)) return "instruction with too few operands";
   if ((in.op == kOpBr && !is_block(0)) || (in.op == kOpCondBr && !(is_block(1) && is_block(2))) ||
       (in.op == kOpSwitch && (!is_block(1) || in.operand_count % 2)) ||
       (in.op == kOpInvoke && !(is_block(in.operand_count - 1) && is_block(in.operand_count - 2))) ||

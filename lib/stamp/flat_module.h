@@ -3,8 +3,10 @@
 // (lib/flat_export.h), the flat file reader (flat_file.h) and, next, the direct
 // bitcode reader all produce this, and the executors and the ELF writer consume it.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "flat_ir.h"
@@ -28,6 +30,20 @@ struct FunctionVerdict {
 // not set, and musttail calls fall back anyway. llc-22 emits identical code for all
 // three (tests/unit/test_stamp_abi.cpp links stamp's and llvm's objects across them).
 inline bool stamp_calling_convention(uint32_t cc) { return cc == 0 || cc == 8 || cc == 78; }
+
+// Inline asm stamp takes: an empty template (rustc's black_box, compiler barriers)
+// whose constraints are inputs and clobbers only ('=' starts an output, '!' a label).
+// It needs no code: stamp keeps every value in its frame slot and reads memory afresh
+// at each use, so even a memory clobber already holds.
+inline bool stamp_empty_asm(std::string_view asm_string, std::string_view constraints) {
+  if (!asm_string.empty()) return false;
+  for (size_t at = 0; at < constraints.size();) {
+    size_t end = std::min(constraints.find(',', at), constraints.size());
+    if (constraints[at] == '=' || constraints[at] == '!') return false;
+    at = end + 1;
+  }
+  return true;
+}
 
 struct FlatModuleData {
   std::vector<FlatFunction> functions;

@@ -671,6 +671,14 @@ bc::Intrinsic expected_intrinsic(llvm::Intrinsic::ID id) {
       return bc::Intrinsic::kUcmp;
     case llvm::Intrinsic::scmp:
       return bc::Intrinsic::kScmp;
+    case llvm::Intrinsic::sadd_sat:
+      return bc::Intrinsic::kSaddSat;
+    case llvm::Intrinsic::ssub_sat:
+      return bc::Intrinsic::kSsubSat;
+    case llvm::Intrinsic::fshl:
+      return bc::Intrinsic::kFshl;
+    case llvm::Intrinsic::fshr:
+      return bc::Intrinsic::kFshr;
     default:
       return bc::Intrinsic::kUnknownIntrinsic;
   }

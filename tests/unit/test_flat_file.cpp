@@ -165,6 +165,13 @@ TEST_CASE("check_flat_module checks a module from any producer as read_flat_file
   }
   CHECK(check_flat_module(bad_tables) == "per-function tables disagree");
   CHECK(check_flat_module(bad_variant) == "instruction with an unknown variant");
+  // A funnel shift reads three operands: one with fewer is refused, not read past.
+  FlatModuleData short_funnel = exported(&source);
+  bool made = false;
+  for (FlatInst& in : short_funnel.insts)
+    if (!made && in.op == kOpAdd) in.op = kOpBitOp, in.aux = kBitFshl, made = true;
+  REQUIRE(made);
+  CHECK(check_flat_module(short_funnel) == "instruction with too few operands");
   // A file cannot carry an undefined symbol's binding out of range; a producer in
   // memory can.
   FlatModuleData bad_undefined = exported(&source);

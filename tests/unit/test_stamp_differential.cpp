@@ -1,8 +1,9 @@
 // Differential testing of stamp against llvm: random IR functions (loops, branches,
-// phis, switches, calls, memory, aggregates and overflow checks over i1..i64) are
-// compiled by both back ends, linked with the same C driver, run on random inputs,
-// and must print the same results. KILN_DIFFERENTIAL_COUNT sets how many modules
-// (default 12 in the unit suite); KILN_DIFFERENTIAL_SEED the first seed.
+// phis, switches, calls, memory, aggregates and their selects, overflow checks, bit
+// intrinsics, saturation and funnel shifts over i1..i64) are compiled by both back
+// ends, linked with the same C driver, run on random inputs, and must print the same
+// results. KILN_DIFFERENTIAL_COUNT sets how many modules (default 12 in the unit
+// suite); KILN_DIFFERENTIAL_SEED the first seed.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -33,14 +34,16 @@ class IrGenerator {
          "declare {i32, i1} @llvm.smul.with.overflow.i32(i32, i32)\n"
          "declare {i16, i1} @llvm.usub.with.overflow.i16(i16, i16)\n"
          "declare {i8, i1} @llvm.sadd.with.overflow.i8(i8, i8)\n";
-    for (int w : {8, 16, 32, 64}) {
+    for (int w = 8; w <= 64; w += 8) {
       std::string t = ty(w);
       for (const char* u : {"ctpop"}) m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ")\n";
       for (const char* u : {"ctlz", "cttz", "abs"})
         m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ", i1)\n";
-      if (w >= 16) m << "declare " << t << " @llvm.bswap." << t << "(" << t << ")\n";
-      for (const char* u : {"umin", "umax", "smin", "smax", "uadd.sat", "usub.sat"})
+      if (w == 16 || w == 32 || w == 64) m << "declare " << t << " @llvm.bswap." << t << "(" << t << ")\n";
+      for (const char* u : {"umin", "umax", "smin", "smax", "uadd.sat", "usub.sat", "sadd.sat", "ssub.sat"})
         m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ", " << t << ")\n";
+      for (const char* u : {"fshl", "fshr"})
+        m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ", " << t << ", " << t << ")\n";
       for (const char* u : {"ucmp", "scmp"})
         m << "declare i8 @llvm." << u << ".i8." << t << "(" << t << ", " << t << ")\n";
     }
@@ -114,11 +117,10 @@ class IrGenerator {
         add64(b, q, 48);
         return;
       }
-      case 10: {  // bit manipulation, min/max, saturation and three-way compares
-        static const int kW[] = {8, 16, 32, 64};
-        int bw = kW[pick(4)];
+      case 10: {  // bit manipulation, min/max, saturation, three-way compares and funnel shifts
+        int bw = 8 * (1 + pick(8));
         std::string t = ty(bw), x = value_of(b, bw), y = value_of(b, bw);
-        switch (pick(6)) {
+        switch (pick(7)) {
           case 0:
             b << "  " << r << " = call " << t << " @llvm.ctpop." << t << "(" << t << " " << x << ")\n";
             break;
@@ -130,13 +132,20 @@ class IrGenerator {
             b << "  " << r << " = call " << t << " @llvm.abs." << t << "(" << t << " " << x << ", i1 false)\n";
             break;
           case 3:
-            if (bw == 8) b << "  " << r << " = add i8 " << x << ", " << y << "\n";
+            if (bw != 16 && bw != 32 && bw != 64) b << "  " << r << " = add " << t << " " << x << ", " << y << "\n";
             else b << "  " << r << " = call " << t << " @llvm.bswap." << t << "(" << t << " " << x << ")\n";
             break;
           case 4: {
-            static const char* kOps[] = {"umin", "umax", "smin", "smax", "uadd.sat", "usub.sat"};
-            b << "  " << r << " = call " << t << " @llvm." << kOps[pick(6)] << "." << t << "(" << t << " " << x << ", "
+            static const char* kOps[] = {"umin", "umax", "smin", "smax", "uadd.sat", "usub.sat", "sadd.sat", "ssub.sat"};
+            b << "  " << r << " = call " << t << " @llvm." << kOps[pick(8)] << "." << t << "(" << t << " " << x << ", "
               << t << " " << y << ")\n";
+            break;
+          }
+          case 5: {  // the amount a value (any, even beyond the width), a constant, or a rotate's
+            std::string amount = pick(2) ? value_of(b, bw) : std::to_string(pick(2 * bw));
+            std::string second = pick(3) ? y : x;
+            b << "  " << r << " = call " << t << " @llvm." << (pick(2) ? "fshl." : "fshr.") << t << "(" << t << " " << x
+              << ", " << t << " " << second << ", " << t << " " << amount << ")\n";
             break;
           }
           default:
@@ -227,9 +236,12 @@ class IrGenerator {
         add64(b, o, 1);
         return;
       }
-      case 6: {  // an aggregate returned in two registers
-        std::string x = value_of(b, 64), a = fresh(), c = fresh();
-        b << "  " << r << " = call {i64, i32} @pair(i64 " << x << ")\n";
+      case 6: {  // aggregates returned in two registers, and a select of them
+        std::string x = value_of(b, 64), y = value_of(b, 64), k = value_of(b, 1), p = fresh(), q = fresh();
+        std::string a = fresh(), c = fresh();
+        b << "  " << p << " = call {i64, i32} @pair(i64 " << x << ")\n";
+        b << "  " << q << " = call {i64, i32} @pair(i64 " << y << ")\n";
+        b << "  " << r << " = select i1 " << k << ", {i64, i32} " << p << ", {i64, i32} " << q << "\n";
         b << "  " << a << " = extractvalue {i64, i32} " << r << ", 0\n";
         b << "  " << c << " = extractvalue {i64, i32} " << r << ", 1\n";
         add64(b, a, 64);
@@ -666,4 +678,232 @@ define i64 @f0(i64 %a, i64 %b, i64 %c) {
     INFO("callees/caller: " << pairing);
     CHECK(output == outputs["llvm/llvm"]);
   }
+}
+
+// The first line where two program outputs differ (both printed, with its number), or
+// "" when they are the same: outputs of thousands of lines are not worth printing whole.
+static std::string first_difference(const std::string& expected, const std::string& actual) {
+  std::istringstream e(expected), a(actual);
+  std::string le, la;
+  for (int line = 1;; ++line) {
+    bool more_e = static_cast<bool>(std::getline(e, le)), more_a = static_cast<bool>(std::getline(a, la));
+    if (!more_e && !more_a) return "";
+    if (!more_e || !more_a || le != la)
+      return "line " + std::to_string(line) + ": llvm '" + (more_e ? le : "<end>") + "', stamp '" +
+             (more_a ? la : "<end>") + "'";
+  }
+}
+
+// Funnel shifts (general, rotates, constant amounts) and saturating add and subtract
+// at every width stamp holds, each as a function of (a, b, s) on i64 that truncates
+// its arguments to the width. The amount is truncated last, so that the instruction
+// right before the call leaves a or s in rax.
+static std::string edge_module(std::vector<std::string>* funnel, std::vector<std::string>* saturating) {
+  std::ostringstream ir;
+  ir << "target triple = \"x86_64-unknown-linux-gnu\"\n";
+  auto define = [&](const std::string& name, int w, const std::string& call) {
+    std::string t = "i" + std::to_string(w);
+    ir << "define i64 @" << name << "(i64 %a, i64 %b, i64 %s) {\n";
+    for (const char* v : {"s", "b", "a"}) {
+      if (w < 64) ir << "  %" << v << "w = trunc i64 %" << v << " to " << t << "\n";
+      else ir << "  %" << v << "w = add i64 %" << v << ", 0\n";
+    }
+    ir << "  %r = call " << t << " " << call << "\n";
+    if (w < 64) ir << "  %e = zext " << t << " %r to i64\n  ret i64 %e\n}\n";
+    else ir << "  ret i64 %r\n}\n";
+  };
+  for (int w = 8; w <= 64; w += 8) {
+    std::string t = "i" + std::to_string(w), ws = std::to_string(w);
+    for (const char* f : {"fshl", "fshr"}) {
+      ir << "declare " << t << " @llvm." << f << "." << t << "(" << t << ", " << t << ", " << t << ")\n";
+      std::string callee = std::string("@llvm.") + f + "." + t + "(";
+      std::vector<std::pair<std::string, std::string>> forms = {
+          {"", t + " %aw, " + t + " %bw, " + t + " %sw)"},                         // general
+          {"_rot", t + " %aw, " + t + " %aw, " + t + " %sw)"},                     // rotate
+          {"_c3", t + " %aw, " + t + " %bw, " + t + " 3)"},                        // constant amount
+          {"_cw", t + " %aw, " + t + " %bw, " + t + " " + std::to_string(w + 5) + ")"}};  // constant beyond w
+      for (const auto& [suffix, args] : forms) {
+        std::string name = std::string(f) + suffix + "_" + ws;
+        define(name, w, callee + args);
+        funnel->push_back(name);
+      }
+    }
+    for (const char* f : {"sadd.sat", "ssub.sat", "uadd.sat", "usub.sat"}) {
+      ir << "declare " << t << " @llvm." << f << "." << t << "(" << t << ", " << t << ")\n";
+      std::string name = std::string(f).replace(4, 1, "_") + "_" + ws;
+      define(name, w, std::string("@llvm.") + f + "." + t + "(" + t + " %aw, " + t + " %bw)");
+      saturating->push_back(name);
+    }
+  }
+  return ir.str();
+}
+
+// The driver: every funnel shift on bit patterns times shift amounts around each
+// width (0, w - 1, w, beyond w, all ones), every saturating operation on each
+// width's boundaries (0, 1, INT_MAX, INT_MIN, UINT_MAX) against each other.
+static std::string edge_driver(const std::vector<std::string>& funnel, const std::vector<std::string>& saturating) {
+  std::ostringstream c, values, shifts;
+  c << "#include <stdint.h>\n#include <stdio.h>\ntypedef uint64_t (*fn)(uint64_t, uint64_t, uint64_t);\n";
+  std::string table_f, table_s;
+  for (const auto& n : funnel) c << "uint64_t " << n << "(uint64_t, uint64_t, uint64_t);\n", table_f += n + ", ";
+  for (const auto& n : saturating) c << "uint64_t " << n << "(uint64_t, uint64_t, uint64_t);\n", table_s += n + ", ";
+  values << "0, 1, 2, 3, ~0ull, 0x5A5A5A5A5A5A5A5Aull, 0xDEADBEEFCAFEF00Dull";
+  shifts << "0, 1, 2, 3, 7, 9, 17, 33, 65, 127, 128, 255, 256, ~0ull, 1ull << 63, 0x123456789ABCDEFull";
+  for (int w = 8; w <= 64; w += 8) {
+    std::string high = "(1ull << " + std::to_string(w - 1) + ")";
+    values << ", " << high << ", " << high << " - 1, " << high << " + 1, " << high << " * 2 - 1";
+    for (int s : {w - 1, w, w + 1, 2 * w - 1, 2 * w, 3 * w + 5}) shifts << ", " << s;
+    shifts << ", " << high << " * 2 - 1";  // all ones at width w
+  }
+  c << "static const fn kFunnel[] = {" << table_f << "};\nstatic const fn kSat[] = {" << table_s << "};\n";
+  c << "static const uint64_t kValues[] = {" << values.str() << "};\n";
+  c << "static const uint64_t kShifts[] = {" << shifts.str() << "};\n";
+  c << "static const uint64_t kPatterns[] = {0, ~0ull, 0x0123456789ABCDEFull, 0xF0E1D2C3B4A59687ull, 1ull << 63};\n";
+  c << R"(#define COUNT(x) (sizeof(x) / sizeof((x)[0]))
+int main(void) {
+  for (unsigned f = 0; f < COUNT(kFunnel); ++f)
+    for (unsigned a = 0; a < COUNT(kPatterns); ++a)
+      for (unsigned b = 0; b < COUNT(kPatterns); ++b)
+        for (unsigned s = 0; s < COUNT(kShifts); ++s)
+          printf("funnel %u %u %u %u %llx\n", f, a, b, s,
+                 (unsigned long long)kFunnel[f](kPatterns[a], kPatterns[b], kShifts[s]));
+  for (unsigned f = 0; f < COUNT(kSat); ++f)
+    for (unsigned a = 0; a < COUNT(kValues); ++a)
+      for (unsigned b = 0; b < COUNT(kValues); ++b)
+        printf("sat %u %u %u %llx\n", f, a, b, (unsigned long long)kSat[f](kValues[a], kValues[b], 0));
+  return 0;
+}
+)";
+  return c.str();
+}
+
+TEST_CASE("funnel shifts and saturating arithmetic at every width come out the same on edge inputs",
+          "[stamp][differential]") {
+  std::vector<std::string> funnel, saturating;
+  std::string ir = edge_module(&funnel, &saturating);
+  kiln_test::ScratchDir dir;
+  write_file_atomic(dir.path + "/driver.c", edge_driver(funnel, saturating));
+  ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+  std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
+  EmitCounts counts;
+  std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
+  CHECK(counts.functions_stamp == funnel.size() + saturating.size());
+  CHECK(counts.functions_llvm == 0);
+  REQUIRE(expected.size() > 0);
+  INFO("function tables: funnel " << funnel.size() << ", saturating " << saturating.size());
+  CHECK(first_difference(expected, actual) == "");
+  ReaderComparison reader = compare_reader(bitcode, "edges");
+  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
+  CHECK(reader.outcome == ReaderComparison::kIdentical);
+}
+
+// Rust's black_box and compiler barriers: inline asm with an empty template, inputs
+// and clobbers only, is no code in stamp. The value behind the pointer must still be
+// the one stored before and read after.
+TEST_CASE("empty inline asm (black_box, barriers) is no code and changes nothing", "[stamp][differential]") {
+  const char* ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+define i64 @f0(i64 %a, i64 %b, i64 %c) {
+  %x = alloca i64, align 8
+  store i64 %a, ptr %x
+  call void asm sideeffect "", "r,~{memory}"(ptr %x)
+  %v = load i64, ptr %x
+  call void asm sideeffect "", "~{memory},~{dirflag},~{fpsr},~{flags}"()
+  %s = add i64 %v, %b
+  call void asm sideeffect "", "r"(i64 %s)
+  store i64 %s, ptr %x
+  call void asm sideeffect "", "*m,~{memory}"(ptr elementtype(i64) %x)
+  %w = load i64, ptr %x
+  %r = mul i64 %w, %c
+  ret i64 %r
+}
+)";
+  EmitCounts counts;
+  auto [expected, actual] = run_f0_both(ir, "31337ull", &counts);
+  CHECK(actual == expected);
+  CHECK(counts.functions_stamp == 1);
+  CHECK(counts.functions_llvm == 0);
+}
+
+// select of aggregates: two-word pairs ({i64, i64}, {ptr, i64}), one with odd pieces
+// and padding, an array, zero operands, and a poison one (whose result nothing reads:
+// llvm may take the other operand for it, stamp takes zeros).
+TEST_CASE("select of aggregates comes out the same", "[stamp][differential]") {
+  const char* ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+@g = global [4 x i64] [i64 1, i64 2, i64 3, i64 4]
+define { i64, i64 } @pick(i1 %c, i64 %a, i64 %b) {
+  %p = insertvalue { i64, i64 } poison, i64 %a, 0
+  %p2 = insertvalue { i64, i64 } %p, i64 %b, 1
+  %q = insertvalue { i64, i64 } poison, i64 %b, 0
+  %q2 = insertvalue { i64, i64 } %q, i64 %a, 1
+  %r = select i1 %c, { i64, i64 } %p2, { i64, i64 } %q2
+  ret { i64, i64 } %r
+}
+define i64 @f0(i64 %a, i64 %b, i64 %c) {
+  %c1 = trunc i64 %c to i1
+  %c2 = icmp ult i64 %a, %b
+  %r = call { i64, i64 } @pick(i1 %c1, i64 %a, i64 %b)
+  %r0 = extractvalue { i64, i64 } %r, 0
+  %r1 = extractvalue { i64, i64 } %r, 1
+  %i = and i64 %b, 3
+  %gp = getelementptr [4 x i64], ptr @g, i64 0, i64 %i
+  %s = insertvalue { ptr, i64 } poison, ptr %gp, 0
+  %s2 = insertvalue { ptr, i64 } %s, i64 %a, 1
+  %t = insertvalue { ptr, i64 } poison, ptr @g, 0
+  %t2 = insertvalue { ptr, i64 } %t, i64 %c, 1
+  %u = select i1 %c2, { ptr, i64 } %s2, { ptr, i64 } %t2
+  %up = extractvalue { ptr, i64 } %u, 0
+  %uv = load i64, ptr %up
+  %ul = extractvalue { ptr, i64 } %u, 1
+  %o = insertvalue { i32, i8, i16, i24 } poison, i32 7, 0
+  %o2 = insertvalue { i32, i8, i16, i24 } %o, i8 -1, 1
+  %o3 = insertvalue { i32, i8, i16, i24 } %o2, i16 300, 2
+  %ac = trunc i64 %a to i24
+  %o4 = insertvalue { i32, i8, i16, i24 } %o3, i24 %ac, 3
+  %z = select i1 %c1, { i32, i8, i16, i24 } %o4, { i32, i8, i16, i24 } zeroinitializer
+  %zp = select i1 %c2, { i32, i8, i16, i24 } zeroinitializer, { i32, i8, i16, i24 } %z
+  %unused = select i1 %c2, { i32, i8, i16, i24 } poison, { i32, i8, i16, i24 } %z
+  %z1 = extractvalue { i32, i8, i16, i24 } %zp, 1
+  %z3 = extractvalue { i32, i8, i16, i24 } %zp, 3
+  %arr = insertvalue [3 x i16] zeroinitializer, i16 5, 1
+  %ab = trunc i64 %b to i16
+  %arr2 = insertvalue [3 x i16] %arr, i16 %ab, 2
+  %sa = select i1 %c1, [3 x i16] %arr2, [3 x i16] [i16 9, i16 8, i16 7]
+  %a0 = extractvalue [3 x i16] %sa, 0
+  %a2 = extractvalue [3 x i16] %sa, 2
+  %m = alloca { i64, i64 }, align 8
+  %w = select i1 %c2, { i64, i64 } %r, { i64, i64 } zeroinitializer
+  store { i64, i64 } %w, ptr %m
+  %m1p = getelementptr i8, ptr %m, i64 8
+  %m1 = load i64, ptr %m1p
+  %x1 = xor i64 %r0, %r1
+  %x2 = mul i64 %x1, 31
+  %x3 = add i64 %x2, %uv
+  %x4 = xor i64 %x3, %ul
+  %z1w = zext i8 %z1 to i64
+  %z3w = zext i24 %z3 to i64
+  %a0w = zext i16 %a0 to i64
+  %a2w = zext i16 %a2 to i64
+  %x5 = mul i64 %x4, %z1w
+  %x6 = add i64 %x5, %z3w
+  %x7 = mul i64 %x6, 33
+  %x8 = add i64 %x7, %a0w
+  %x9 = xor i64 %x8, %a2w
+  %x10 = add i64 %x9, %m1
+  ret i64 %x10
+}
+)";
+  EmitCounts counts;
+  auto [expected, actual] = run_f0_both(ir, "4711ull", &counts);
+  CHECK(actual == expected);
+  CHECK(counts.functions_stamp == 2);
+  CHECK(counts.functions_llvm == 0);
+  ReaderComparison reader = compare_reader(kiln_test::bitcode_from_ir(ir), "aggregate select");
+  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
+  CHECK(reader.outcome == ReaderComparison::kIdentical);
+  CHECK(reader.whole);
 }
