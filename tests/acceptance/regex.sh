@@ -14,7 +14,8 @@
 # Usage: tests/acceptance/regex.sh [WORKDIR]   (tools from $KILN_BIN or PATH)
 # Set DEBUGINFO=0 or 2 to force the dev profile's debug info (default: cargo's own),
 # BACKENDS="llvm stamp" (the default) names the back ends that rebuild the test suite,
-# REPLAY_ROUNDS (default 3) the rounds of kiln-replay,
+# REPLAY_ROUNDS (default 3) the rounds of kiln-replay, RUNS (3) and WARMUP (1) those of
+# kiln-measure build,
 # ONLY_TESTS=1 stops after the tests.
 set -euo pipefail
 [[ -n ${KILN_BIN:-} ]] && export PATH="$KILN_BIN:$PATH"
@@ -80,6 +81,6 @@ echo "== kiln-replay --backend stamp,llvm --rounds ${REPLAY_ROUNDS:-3} -j 1"
 kiln-replay "$W/corpus" --backend stamp,llvm --rounds "${REPLAY_ROUNDS:-3}" -j 1 || echo "   kiln-replay exit status $?: see $W/corpus/replay-report.json"
 echo "== kiln-measure build (cargo build with and without kiln --backend llvm)"
 cargo build -q
-kiln-measure build --runs "${RUNS:-3}" --warmup 1 --json "$W/measure.json" --svg "$W/measure.svg" \
+kiln-measure build --runs "${RUNS:-3}" --warmup "${WARMUP:-1}" --json "$W/measure.json" --svg "$W/measure.svg" \
   --prepare 'rm -rf "$CARGO_TARGET_DIR"' --baseline 'cargo build -q' \
   --candidate 'kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend llvm -- cargo build -q'

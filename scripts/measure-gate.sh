@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Issue 11's gate, measured as a new user would: regex 1.7.1 (Debian's librust-regex-dev)
+# with its dependencies, plain cargo against cargo through `kiln-capture --backend stamp`,
+# each with `kiln-measure build` (interleaved runs, medians, 95% intervals) and judged by
+# `kiln-measure gate` (at least 10% faster, peak memory at most 1.5x):
+#   build        a clean `cargo build`
+#   test         a clean `cargo test --no-run`
+#   incremental  a rebuild after a one-line change in regex's src/ (each run's prepare
+#                builds the crate the variant's way, then changes a message in
+#                src/error.rs, so that one codegen unit changes); gated
+#                at "no slower" (--min-speedup 0%)
+# Usage: scripts/measure-gate.sh [WORKDIR]
+#   DEBUGINFO (0; 2 is cargo's dev default, where stamp's objects lack DWARF for its own
+#   functions), RUNS (3), WARMUP (1), STEPS ("build test incremental").
+# About 15 minutes on 2 cores at the defaults. The tools come from $KILN_BIN, else build/.
+# Prints each table and gate verdict; the reports stay in WORKDIR. Exit 0 when every gate
+# passes, 1 when one fails.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+export PATH="${KILN_BIN:-$root/build/tools}:$PATH"
+W=${1:-${TMPDIR:-/tmp}/kiln-gate}
+SRC=/usr/share/cargo/registry/regex-1.7.1
+[[ -d $SRC ]] || { echo "measure-gate.sh: $SRC: missing (install librust-regex-dev)" >&2; exit 6; }
+debuginfo=${DEBUGINFO:-0}
+export CARGO_PROFILE_DEV_DEBUG=$debuginfo CARGO_PROFILE_TEST_DEBUG=$debuginfo
+rm -rf "$W" && mkdir -p "$W"
+cp -r "$SRC" "$W/regex"
+cd "$W/regex"
+mkdir -p .cargo
+cat > .cargo/config.toml <<'TOML'
+[source.crates-io]
+replace-with = "debian"
+[source.debian]
+directory = "/usr/share/cargo/registry"
+[net]
+offline = true
+TOML
+cp src/error.rs "$W/error.rs.orig"
+cargo build -q 2>/dev/null  # lock the dependencies once
+kiln='kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend stamp --'
+status=0
+
+# measure NAME MIN_SPEEDUP PREPARE COMMAND: plain COMMAND against COMMAND through kiln.
+measure() {
+  local name=$1 min=$2 prepare=$3 command=$4
+  echo "== $name, debuginfo $debuginfo: plain \`$command\` against it through kiln-capture --backend stamp"
+  kiln-measure build --runs "${RUNS:-3}" --warmup "${WARMUP:-1}" --workdir "$W/$name" \
+    --json "$W/$name.json" --svg "$W/$name.svg" --prepare "$prepare" \
+    --baseline "$command" --candidate "$kiln $command"
+  kiln-measure phases "$W/$name/candidate/corpus" --json "$W/$name-phases.json" > "$W/$name-phases.md" || true
+  kiln-measure gate "$W/$name.json" --min-speedup "$min" || status=1
+}
+
+for step in ${STEPS:-build test incremental}; do
+  case $step in
+    build) measure build 10% 'rm -rf "$CARGO_TARGET_DIR"' 'cargo build -q' ;;
+    test) measure test 10% 'rm -rf "$CARGO_TARGET_DIR"' 'cargo test -q --no-run' ;;
+    incremental)
+      # The prepare brings the variant's target dir up to date from the original
+      # source (its own way: plain, or through kiln), then changes one line.
+      prepare="cp '$W/error.rs.orig' src/error.rs && if [[ \$KILN_MEASURE_VARIANT == candidate ]];
+        then $kiln cargo build -q; else cargo build -q; fi &&
+        sed -i 's/compiled program too big\"/compiled program too big (edited)\"/' src/error.rs"
+      measure incremental 0% "$prepare" 'cargo build -q'
+      cp "$W/error.rs.orig" src/error.rs ;;
+    *) echo "measure-gate.sh: unknown step '$step' (build, test, incremental)" >&2; exit 2 ;;
+  esac
+done
+exit "$status"
