@@ -58,7 +58,7 @@ for step in ${STEPS:-build test incremental}; do
     incremental)
       # The prepare brings the variant's target dir up to date from the original
       # source (its own way: plain, or through kiln), then changes one line.
-      prepare="cp '$W/error.rs.orig' src/error.rs && if [[ \$KILN_MEASURE_VARIANT == candidate ]];
+      prepare="cp '$W/error.rs.orig' src/error.rs && if [ \"\$KILN_MEASURE_VARIANT\" = candidate ];
         then $kiln cargo build -q; else cargo build -q; fi &&
         sed -i 's/compiled program too big\"/compiled program too big (edited)\"/' src/error.rs"
       measure incremental 0% "$prepare" 'cargo build -q'
