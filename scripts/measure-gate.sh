@@ -19,22 +19,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 export PATH="${KILN_BIN:-$root/build/tools}:$PATH"
 W=${1:-${TMPDIR:-/tmp}/kiln-gate}
-SRC=/usr/share/cargo/registry/regex-1.7.1
-[[ -d $SRC ]] || { echo "measure-gate.sh: $SRC: missing (install librust-regex-dev)" >&2; exit 6; }
 debuginfo=${DEBUGINFO:-0}
 export CARGO_PROFILE_DEV_DEBUG=$debuginfo CARGO_PROFILE_TEST_DEBUG=$debuginfo
-rm -rf "$W" && mkdir -p "$W"
-cp -r "$SRC" "$W/regex"
-cd "$W/regex"
-mkdir -p .cargo
-cat > .cargo/config.toml <<'TOML'
-[source.crates-io]
-replace-with = "debian"
-[source.debian]
-directory = "/usr/share/cargo/registry"
-[net]
-offline = true
-TOML
+source "$root/tests/acceptance/regex-workdir.sh"
 cp src/error.rs "$W/error.rs.orig"
 cargo build -q 2>/dev/null  # lock the dependencies once
 kiln='kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend stamp --'

@@ -20,23 +20,8 @@
 set -euo pipefail
 [[ -n ${KILN_BIN:-} ]] && export PATH="$KILN_BIN:$PATH"
 W=${1:-${TMPDIR:-/tmp}/kiln-regex}
-SRC=/usr/share/cargo/registry/regex-1.7.1
 # regex's tests also need quickcheck, lazy_static and rand: librust-{quickcheck,lazy-static,rand}-dev.
-for dep in regex-1.7.1 quickcheck-1.0.3 lazy_static-1.4.0 rand-0.8.5; do
-  [[ -d /usr/share/cargo/registry/$dep ]] || { echo "regex.sh: /usr/share/cargo/registry/$dep: missing (install Debian's librust-*-dev packages)" >&2; exit 6; }
-done
-rm -rf "$W" && mkdir -p "$W"
-cp -r "$SRC" "$W/regex"
-cd "$W/regex"
-mkdir -p .cargo
-cat > .cargo/config.toml <<'TOML'
-[source.crates-io]
-replace-with = "debian"
-[source.debian]
-directory = "/usr/share/cargo/registry"
-[net]
-offline = true
-TOML
+source "$(dirname "$0")/regex-workdir.sh"
 if [[ -n ${DEBUGINFO:-} ]]; then export CARGO_PROFILE_DEV_DEBUG=$DEBUGINFO CARGO_PROFILE_TEST_DEBUG=$DEBUGINFO; fi
 
 summarize() { grep -E '^test result|^test .* \.\.\. (ok|FAILED|ignored)' | sed 's/; finished in .*//' | sort; }
