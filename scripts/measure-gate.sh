@@ -26,6 +26,10 @@ cp src/error.rs "$W/error.rs.orig"
 cargo build -q 2>/dev/null  # lock the dependencies once
 kiln='kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend stamp --'
 status=0
+if [[ $debuginfo != 0 ]]; then
+  echo "note: at debuginfo $debuginfo, stamp's objects carry no DWARF for the functions stamp compiles (only"
+  echo "      for those that fall back to LLVM): the two builds do not make the same debug information."
+fi
 
 # measure NAME MIN_SPEEDUP PREPARE COMMAND: plain COMMAND against COMMAND through kiln.
 measure() {
