@@ -18,7 +18,9 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <future>
 #include <set>
+#include <tuple>
 #include <cstdlib>
 
 #include "backend.h"
@@ -369,12 +371,17 @@ int run_capture(const CaptureOptions& options) {
   CorpusManifest m;
   m.kiln_version = KILN_VERSION;
   m.llvm_version = LLVM_VERSION_STRING;
-  m.rustc_version = first_line_of({"rustc", "-V"});
   std::string real_cc = find_program("clang-22");
   if (real_cc.empty()) real_cc = std::string(KILN_LLVM_BINDIR) + "/clang";
   std::string real_cxx = find_program("clang++-22");
   if (real_cxx.empty()) real_cxx = std::string(KILN_LLVM_BINDIR) + "/clang++";
-  m.clang_version = first_line_of({real_cc, "--version"});
+  // The compilers' versions are asked while the build runs and written to the manifest
+  // after it: `rustc -V` (through rustup's proxy) and `clang --version` took 0.3 s before
+  // the build could start, a quarter of an incremental rebuild. (Every wait in kiln is
+  // for its own pid, so the queries and the build do not reap each other's children.)
+  std::future<std::pair<std::string, std::string>> versions = std::async(std::launch::async, [real_cc] {
+    return std::make_pair(first_line_of({"rustc", "-V"}), first_line_of({real_cc, "--version"}));
+  });
   m.host = host_description();
   m.hardware_json = hardware_profile_json();
   m.build_command = options.command;
@@ -402,6 +409,7 @@ int run_capture(const CaptureOptions& options) {
   Stopwatch clock;
   int received_signal = 0;
   ProcessResult result = run_build_group(options.command, run, received_signal);
+  std::tie(m.rustc_version, m.clang_version) = versions.get();
   // The manifest describes the latest build that added to the corpus.
   Corpus corpus = Corpus::open(corpus_dir);
   CorpusManifest& cm = corpus.manifest();

@@ -36,6 +36,8 @@ cargo clean -q
 kiln-capture -o "$T/S" --backend stamp -- cargo build -q
 ./target/debug/kiln-example > "$T/stamp.out"
 check "--backend stamp: the program prints the same output" cmp "$T/native.out" "$T/stamp.out"
+check "the manifest names the compilers, asked while the build ran" \
+  jq -e '(.rustc | startswith("rustc ")) and (.clang | test("clang version"))' "$T/S/kiln-corpus.json"
 check "stamp emitted most functions itself, the rest fell back to llvm (counted)" \
   jq -se 'map(.functions.stamp) | add > 300' "$T/S/receipts.jsonl"
 # The object contract over the crate's modules (kiln-emit --check-contract): every
