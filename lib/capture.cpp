@@ -14,6 +14,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -359,9 +360,24 @@ static std::vector<std::string> wrapper_environment(const CaptureOptions& option
   return env;
 }
 
+// The object cache's bound in bytes: KILN_OBJECT_CACHE_MB (MiB, a whole number; 0 keeps
+// no object past the build), 4096 when unset. Every miss adds an object, so without a
+// bound a corpus that sees many rebuilds would grow until the disk is full.
+static uint64_t object_cache_limit() {
+  const char* env = std::getenv("KILN_OBJECT_CACHE_MB");
+  if (!env || !*env) return uint64_t(4096) << 20;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long mib = std::strtoull(env, &end, 10);
+  if (*end != '\0' || errno != 0 || !std::isdigit(static_cast<unsigned char>(env[0])) || mib > (uint64_t(1) << 40))
+    throw KilnError(kExitUsage, "KILN_OBJECT_CACHE_MB", std::string("'") + env + "': expected a whole number of MiB");
+  return uint64_t(mib) << 20;
+}
+
 int run_capture(const CaptureOptions& options) {
   // Everything that can be checked is checked before anything is created.
   if (options.command.empty()) throw KilnError(kExitUsage, "", "no build command given after --");
+  const uint64_t cache_limit = object_cache_limit();
   if (options.backend != "native") {
     make_backend(options.backend, parse_profile(options.profile.empty() ? "fast" : options.profile));
   }
@@ -427,6 +443,7 @@ int run_capture(const CaptureOptions& options) {
   cm.backend = options.backend;
   cm.profile = options.profile;
   corpus.save_manifest();
+  corpus.prune_objects(cache_limit);
   // Stopped by a signal: the build has been stopped with it; the temporary directory
   // goes on return, and the status says which signal.
   if (received_signal) return 128 + received_signal;

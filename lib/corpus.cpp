@@ -275,6 +275,9 @@ std::optional<std::string> Corpus::cached_object(const std::string& key) const {
   std::string hash = bytes.substr(kObjectHeader.size(), nl - kObjectHeader.size());
   std::string object = bytes.substr(nl + 1);
   if (xxh3_128_hex(object) != hash) return std::nullopt;
+  // A hit renews the entry for prune_objects (least recently used goes first); a
+  // read-only corpus keeps the old time, which costs only the order of pruning.
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
   return object;
 }
 
@@ -286,6 +289,32 @@ void Corpus::store_object(const std::string& key, std::string_view object) {
   // Racing writers write identical bytes; rename is atomic. Not synced: a torn entry
   // fails its hash in cached_object and is emitted and written again.
   write_file_atomic(path, bytes, Durability::kAtomic);
+}
+
+uint64_t Corpus::prune_objects(uint64_t max_bytes) {
+  struct Entry {
+    std::string path;
+    uint64_t bytes;
+    struct timespec mtime;
+  };
+  std::vector<Entry> entries;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ + "/objects", ec)) {
+    struct stat st {};
+    if (e.path().extension() != ".o" || ::lstat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    entries.push_back({e.path().string(), static_cast<uint64_t>(st.st_size), st.st_mtim});
+    total += static_cast<uint64_t>(st.st_size);
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec : a.mtime.tv_nsec < b.mtime.tv_nsec;
+  });
+  uint64_t removed = 0;
+  for (const Entry& e : entries) {
+    if (total - removed <= max_bytes) break;
+    if (::unlink(e.path.c_str()) == 0 || errno == ENOENT) removed += e.bytes;
+  }
+  return removed;
 }
 
 void Corpus::append_module(const ModuleRecord& m) { append_line_locked(dir_ + "/" + kModulesFile, m.to_json()); }

@@ -113,6 +113,10 @@ class Corpus {
   std::string object_path(const std::string& key) const;
   std::optional<std::string> cached_object(const std::string& key) const;
   void store_object(const std::string& key, std::string_view object);
+  // Bounds the object cache: while its entries take more than `max_bytes`, the least
+  // recently used (by modification time, which a hit renews) are removed. Returns the
+  // bytes removed. Entries another process removes meanwhile are skipped.
+  uint64_t prune_objects(uint64_t max_bytes);
 
   void append_module(const ModuleRecord& m);
   void append_invocation(const InvocationRecord& r);

@@ -23,6 +23,9 @@ cd "$T"
 expect_error 2 "bogus" kiln-capture bogus -o x
 check "a bad subcommand created nothing" test ! -e x
 expect_error 6 "no-such-build-tool: program not found" kiln-capture -o y -- no-such-build-tool
+KILN_OBJECT_CACHE_MB=lots expect_error 2 "KILN_OBJECT_CACHE_MB: 'lots': expected a whole number of MiB" \
+  kiln-capture -o y2 -- true
+check "a bad KILN_OBJECT_CACHE_MB creates no corpus" test ! -e y2
 check "a build program that is not found created nothing" test ! -e y
 echo 'not bitcode' > junk.bc
 expect_error 3 "junk.bc: not LLVM bitcode" kiln-capture add -o z junk.bc

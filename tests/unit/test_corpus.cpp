@@ -1,4 +1,5 @@
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -257,4 +258,32 @@ TEST_CASE("blobs stored as a batch: the same ids as one by one, each written onc
   for (const auto& entry : std::filesystem::directory_iterator(dir.path))
     if (entry.path().filename().string().rfind(".kiln-tmp-", 0) == 0) ++leftovers;
   CHECK(leftovers == 0);
+}
+
+TEST_CASE("the object cache is pruned least recently used first, and a hit renews an entry", "[corpus]") {
+  ScratchDir dir;
+  Corpus c = Corpus::create_or_open(dir.path + "/c", CorpusManifest{});
+  const std::string kilobyte(1000, 'x');
+  for (const char* key : {"old", "mid", "new"}) c.store_object(key, kilobyte);
+  // Modification times an hour apart, oldest first; then a hit on "old" renews it.
+  int hour = 0;
+  for (const char* key : {"old", "mid", "new"}) {
+    struct timespec times[2] = {{1700000000 + 3600 * hour, 0}, {1700000000 + 3600 * hour, 0}};
+    ++hour;
+    REQUIRE(::utimensat(AT_FDCWD, c.object_path(key).c_str(), times, 0) == 0);
+  }
+  REQUIRE(c.cached_object("old").has_value());
+  struct stat st {};
+  REQUIRE(::stat(c.object_path("new").c_str(), &st) == 0);
+  const uint64_t entry = static_cast<uint64_t>(st.st_size);  // the object and its header line
+  CHECK(c.prune_objects(3 * entry) == 0);                    // within the bound: nothing goes
+  CHECK(c.prune_objects(2 * entry) == entry);                // "mid" is now the least recently used
+  CHECK_FALSE(path_exists(c.object_path("mid")));
+  CHECK(c.cached_object("old").has_value());
+  CHECK(c.cached_object("new").has_value());
+  CHECK(c.prune_objects(0) == 2 * entry);
+  CHECK_FALSE(c.cached_object("old").has_value());
+  CHECK(c.prune_objects(0) == 0);  // an empty cache, and one never made, prune to nothing
+  Corpus fresh = Corpus::create_or_open(dir.path + "/fresh", CorpusManifest{});
+  CHECK(fresh.prune_objects(0) == 0);
 }
