@@ -1325,6 +1325,8 @@ KILN_HD inline void encode_ret(Emitter& e, const FlatModuleView& m, const StampL
       e.byte(0x31), e.byte(0xC0);  // xor eax, eax
       e.byte(0x31), e.byte(0xD2);  // xor edx, edx
     }
+  } else if (in.operand_count && ops[0].width == kWideBits) {  // an i128: rax low, rdx high
+    load_wide(e, l, ops[0], RAX, RDX);
   } else if (in.operand_count) {
     load_rax(e, m, l, i, ops[0]);
     if (f.flags & kFnRetSignExt) sign_extend(e, RAX, ops[0].width);

@@ -157,7 +157,7 @@ class FunctionExporter {
     ff.first_arg = base_arg_;
     ff.arg_count = static_cast<uint32_t>(f_.arg_size());
     ff.flags = fn_flags_;
-    ff.ret_width = static_cast<uint8_t>(scalar_width(f_.getReturnType()));
+    ff.ret_width = static_cast<uint8_t>(operand_width(f_.getReturnType()));
     ff.ret_leaf0_width = ret_w0_;
     ff.ret_leaf1_width = ret_w1_;
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
@@ -222,7 +222,9 @@ class FunctionExporter {
     Type* r = f_.getReturnType();
     if (!r->isVoidTy()) {
       if (r->isFloatingPointTy()) reason("floating-point return");
-      else if (is_int_like(r)) {
+      else if (r->isIntegerTy(kWideBits)) {
+        // in rax (low half) and rdx (high half): encode_ret
+      } else if (is_int_like(r)) {
         if (f_.hasRetAttribute(Attribute::SExt)) fn_flags_ |= kFnRetSignExt;
       } else if (unsigned w0 = 0, w1 = 0; is_integer_pair(r, dl_, &w0, &w1, &ret_off1_)) {
         fn_flags_ |= kFnRetPair;
@@ -753,6 +755,8 @@ class FunctionExporter {
         return export_phi(cast<PHINode>(inst));
       case Instruction::Switch:
         return export_switch(cast<SwitchInst>(inst));
+      case Instruction::Ret:
+        return export_ret(cast<ReturnInst>(inst));
       case Instruction::Call:
       case Instruction::Invoke:
         return export_wide_call(cast<CallBase>(inst));

@@ -557,7 +557,7 @@ class FunctionExporter {
     ff.first_arg = base_arg_;
     ff.arg_count = f_.arg_count;
     ff.flags = fn_flags_;
-    ff.ret_width = static_cast<uint8_t>(ctx_.scalar_width(return_type()));
+    ff.ret_width = static_cast<uint8_t>(ctx_.operand_width(return_type()));
     ff.ret_leaf0_width = ret_w0_;
     ff.ret_leaf1_width = ret_w1_;
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
@@ -632,7 +632,9 @@ class FunctionExporter {
     if (!ctx_.is_void(r)) {
       unsigned w0 = 0, w1 = 0;
       if (ctx_.is_float(r)) reason("floating-point return");
-      else if (ctx_.is_int_like(r)) {
+      else if (ctx_.is_i128(r)) {
+        // in rax (low half) and rdx (high half): encode_ret
+      } else if (ctx_.is_int_like(r)) {
         if (fa && fa->ret.has(kAttrSExt)) fn_flags_ |= kFnRetSignExt;
       } else if (ctx_.is_integer_pair(r, &w0, &w1, &ret_off1_)) {
         fn_flags_ |= kFnRetPair;
@@ -1050,6 +1052,9 @@ class FunctionExporter {
         return export_phi(in);
       case Opcode::kSwitch:
         return export_switch(in);
+      case Opcode::kRet:
+        emit(in, kOpRet, {operand(op_id(in, 0))});
+        return;
       case Opcode::kCall:
       case Opcode::kInvoke:
         return export_wide_call(in);

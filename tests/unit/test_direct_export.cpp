@@ -584,17 +584,21 @@ join:
   %t = trunc i128 %ph to i64
   ret i64 %t
 }
+define i128 @returned(ptr %p) {
+  %a = load i128, ptr %p, align 16
+  ret i128 %a
+}
 )";
   expect_identical(taken, "i128 taken");
   ReaderComparison r = compare_reader(kiln_test::bitcode_from_ir(taken), "i128 taken");
   CHECK(r.whole);
-  // What keeps falling back, for the same reasons by both routes: i128 arguments,
-  // returns and call arguments, constants beyond 96 signed bits, multiplication and
+  // What keeps falling back, for the same reasons by both routes: i128 arguments
+  // and call arguments, constants beyond 96 signed bits, multiplication and
   // division, atomics, i128 addresses and indices, intrinsics.
   expect_identical(std::string(kHeader) + R"(
 declare void @take(i128)
 declare i128 @llvm.ctpop.i128(i128)
-define i128 @ret(i128 %a) {
+define i128 @arg_ret(i128 %a) {
   ret i128 %a
 }
 define void @big(ptr %p) {

@@ -1044,8 +1044,21 @@ join:
   store i128 %back, ptr %out, align 16
   ret void
 }
-define void @un_call(ptr %out, ptr %pa) {
+define i128 @ret_mix(ptr %pa) {
+entry:
   %a = load i128, ptr %pa, align 16
+  %neg = icmp slt i128 %a, 0
+  br i1 %neg, label %minus, label %plus
+minus:
+  ret i128 -39614081257132168796771975168
+plus:
+  %r = add i128 %a, 18446744073709551615
+  ret i128 %r
+}
+define void @un_call(ptr %out, ptr %pa) {
+  %mix = call i128 @ret_mix(ptr %pa)
+  %a0 = load i128, ptr %pa, align 16
+  %a = xor i128 %a0, %mix
   %lo = trunc i128 %a to i64
   %sh = lshr i128 %a, 64
   %hi = trunc i128 %sh to i64
@@ -1060,6 +1073,7 @@ define void @un_call(ptr %out, ptr %pa) {
 }
 )";
   for (const char* u : {"un_consts", "un_trunc", "un_ext", "un_flow", "un_call"}) unary->push_back(u);
+  unary->push_back("ret_mix");  // counted with them; the driver calls it for its return
   return ir.str();
 }
 
@@ -1071,10 +1085,12 @@ static std::string i128_driver(const std::vector<std::string>& binary, const std
   std::ostringstream c;
   c << "#include <stdint.h>\n#include <stdio.h>\ntypedef unsigned __int128 u128;\n";
   c << "u128 make_wide(uint64_t hi, uint64_t lo) { return ((u128)hi << 64 | lo) * 3; }\n";
+  c << "u128 ret_mix(const u128*);\n";
   std::string tb, tc, tu;
   for (const auto& n : binary) c << "void " << n << "(u128*, const u128*, const u128*);\n", tb += n + ", ";
   for (const auto& n : compare) c << "uint64_t " << n << "(const u128*, const u128*);\n", tc += n + ", ";
-  for (const auto& n : unary) c << "void " << n << "(u128*, const u128*);\n", tu += n + ", ";
+  for (const auto& n : unary)
+    if (n != "ret_mix") c << "void " << n << "(u128*, const u128*);\n", tu += n + ", ";
   c << "typedef void (*bin)(u128*, const u128*, const u128*);\ntypedef uint64_t (*cmp)(const u128*, const u128*);\n"
     << "typedef void (*un)(u128*, const u128*);\n";
   c << "static const bin kBin[] = {" << tb << "};\nstatic const cmp kCmp[] = {" << tc << "};\n"
@@ -1105,13 +1121,18 @@ int main(void) {
       kUn[f](&r, &a);
       printf("un %u %u %016llx%016llx\n", f, i, (unsigned long long)(r >> 64), (unsigned long long)r);
     }
+  for (unsigned i = 0; i < COUNT(v); ++i) {
+    a = v[i];
+    r = ret_mix(&a);
+    printf("ret %u %016llx%016llx\n", i, (unsigned long long)(r >> 64), (unsigned long long)r);
+  }
   return 0;
 }
 )";
   return c.str();
 }
 
-TEST_CASE("i128 loads, stores, arithmetic, compares, casts, select, phi, switch and calls come out the same",
+TEST_CASE("i128 loads, stores, arithmetic, compares, casts, select, phi, switch, calls and returns come out the same",
           "[stamp][differential]") {
   std::vector<std::string> binary, compare, unary;
   std::string ir = i128_module(&binary, &compare, &unary);
