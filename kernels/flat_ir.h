@@ -185,7 +185,7 @@ struct FlatFunction {
   uint32_t first_inst, inst_count;
   uint32_t first_arg, arg_count;  // into the module's arg_widths
   uint32_t flags;
-  uint8_t ret_width;  // 0: void or aggregate
+  uint8_t ret_width;  // 0: void or aggregate; 128: i128, in rax (low) and rdx (high)
   uint8_t pad[3];
   // A first-class aggregate return of two integer leaves (LLVM returns each leaf in
   // its own register: the first in rax, the second in rdx): their widths and the
