@@ -121,6 +121,7 @@ enum WideKind : uint8_t {
   kWideShl,
   kWideLshr,
   kWideAshr,
+  kWideMul,
   kWideKindCount
 };
 constexpr uint32_t kWideBits = 128;

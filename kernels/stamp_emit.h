@@ -1436,6 +1436,13 @@ KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const Stamp
       e.byte(0x4C), e.byte(opcode), e.byte(0xDA);  // op rdx, r11
       break;
     }
+    case kWideMul:  // the low product in full, plus both cross products in the high half
+      e.byte(0x48), e.byte(0x0F), e.byte(0xAF), e.byte(0xD1);  // imul rdx, rcx: a.hi * b.lo
+      e.byte(0x4C), e.byte(0x0F), e.byte(0xAF), e.byte(0xD8);  // imul r11, rax: b.hi * a.lo
+      e.byte(0x49), e.byte(0x01), e.byte(0xD3);                // add r11, rdx
+      e.byte(0x48), e.byte(0xF7), e.byte(0xE1);                // mul rcx: rdx:rax = a.lo * b.lo
+      e.byte(0x4C), e.byte(0x01), e.byte(0xDA);                // add rdx, r11
+      break;
     default:  // kWideShl, kWideLshr, kWideAshr
       encode_wide_shift(e, in.aux);
       break;

@@ -766,7 +766,7 @@ class FunctionExporter {
     static const std::unordered_map<unsigned, uint8_t> kBinary = {
         {Instruction::Add, kWideAdd}, {Instruction::Sub, kWideSub},   {Instruction::And, kWideAnd},
         {Instruction::Or, kWideOr},   {Instruction::Xor, kWideXor},   {Instruction::Shl, kWideShl},
-        {Instruction::LShr, kWideLshr}, {Instruction::AShr, kWideAshr}};
+        {Instruction::LShr, kWideLshr}, {Instruction::AShr, kWideAshr}, {Instruction::Mul, kWideMul}};
     auto it = kBinary.find(inst.getOpcode());
     if (it == kBinary.end()) return refuse(inst, refused);
     export_wide_op(inst, it->second, 2);

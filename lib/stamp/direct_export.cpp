@@ -1063,7 +1063,8 @@ class FunctionExporter {
     }
     static const std::map<Opcode, uint8_t> kBinary = {
         {Opcode::kAdd, kWideAdd}, {Opcode::kSub, kWideSub}, {Opcode::kAnd, kWideAnd},   {Opcode::kOr, kWideOr},
-        {Opcode::kXor, kWideXor}, {Opcode::kShl, kWideShl}, {Opcode::kLShr, kWideLshr}, {Opcode::kAShr, kWideAshr}};
+        {Opcode::kXor, kWideXor}, {Opcode::kShl, kWideShl}, {Opcode::kLShr, kWideLshr}, {Opcode::kAShr, kWideAshr},
+        {Opcode::kMul, kWideMul}};
     auto it = kBinary.find(in.opcode);
     if (it == kBinary.end()) return refuse(in, refused);
     export_wide_op(in, it->second, 2);

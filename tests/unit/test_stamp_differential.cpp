@@ -916,7 +916,7 @@ static std::string i128_module(std::vector<std::string>* binary, std::vector<std
   std::ostringstream ir;
   ir << "target triple = \"x86_64-unknown-linux-gnu\"\n";
   ir << "declare i128 @make_wide(i64, i64)\n";
-  for (const char* op : {"add", "sub", "and", "or", "xor", "shl", "lshr", "ashr"}) {
+  for (const char* op : {"add", "sub", "and", "or", "xor", "shl", "lshr", "ashr", "mul"}) {
     bool shift = std::string(op) == "shl" || std::string(op) == "lshr" || std::string(op) == "ashr";
     ir << "define void @bin_" << op << "(ptr %out, ptr %pa, ptr %pb) {\n"
        << "  %a = load i128, ptr %pa, align 16\n  %b0 = load i128, ptr %pb, align 16\n"
