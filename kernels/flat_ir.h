@@ -53,6 +53,11 @@ enum StampOp : uint16_t {
   kOpAtomicRmw,  // result = old *op0; *op0 = old (aux: kRmw*) op1, at op1.width, locked
   kOpCmpXchg,    // {old, i1 ok}: if *op0 == op1 then *op0 = op2; field 1 at imm
   kOpFence,      // aux 1: a seq_cst fence (mfence); 0: no code (acquire/release)
+  // 128-bit integers (kWideBits): every operation that computes on one (aux: kWide*).
+  // Loads, stores, phis, selects, switches and calls move them as width-128 values
+  // in 16-byte slots (low half first) with their own opcodes; a load, store or phi
+  // of one has aux32 = 16, as an aggregate of 16 bytes would.
+  kOpWide,
   kOpCount
 };
 enum StoreFlags : uint8_t { kStoreSeqCst = 1 };
@@ -98,6 +103,28 @@ KILN_HD inline bool bit_op_width(uint32_t kind, uint32_t w) {
   return w >= 8 && w <= 64 && w % 8 == 0;
 }
 enum OverflowKind : uint8_t { kOvfUadd, kOvfSadd, kOvfUsub, kOvfSsub, kOvfUmul, kOvfSmul };
+// kOpWide's operations. Binary ones take two i128 operands (the shift amount is an
+// i128 too: its low half counts); kWideIcmp gives i1 (aux32 = predicate); kWideTrunc
+// gives an integer of the instruction's width; kWideZext and kWideSext take an
+// integer of aux32 bits; kWideCopy is bitcast and freeze.
+enum WideKind : uint8_t {
+  kWideCopy,
+  kWideTrunc,
+  kWideZext,
+  kWideSext,
+  kWideIcmp,
+  kWideAdd,
+  kWideSub,
+  kWideAnd,
+  kWideOr,
+  kWideXor,
+  kWideShl,
+  kWideLshr,
+  kWideAshr,
+  kWideMul,
+  kWideKindCount
+};
+constexpr uint32_t kWideBits = 128;
 enum CallFlags : uint8_t { kCallVarargs = 1 };
 // What a landing pad does for the personality (its LSDA action).
 enum LandingPadKind : uint8_t { kLandingPadCleanup = 0, kLandingPadCatchAll = 1, kLandingPadEmptyFilter = 2 };
@@ -105,7 +132,9 @@ enum LandingPadKind : uint8_t { kLandingPadCleanup = 0, kLandingPadCatchAll = 1,
 enum OperandKind : uint8_t {
   kOperandValue = 1,  // result of instruction `index` (module-wide index)
   kOperandArg,        // argument `index` (module-wide index into arg_widths)
-  kOperandConst,      // integer constant `imm` (already zero-extended to its width)
+  kOperandConst,      // integer constant `imm` (already zero-extended to its width); at
+                      // width 128: low half `imm`, high half `index` sign-extended
+                      // from 32 bits (wider constants are not taken)
   kOperandSymbol,     // address of module symbol `index`, plus `imm`
   kOperandBlock,      // basic block `index` (module-wide index)
   kOperandUndef,      // undef or poison: any value will do
@@ -115,12 +144,17 @@ enum OperandFlags : uint8_t { kOperandSignExt = 1, kOperandZeroExt = 2 };
 
 struct FlatOperand {
   uint8_t kind;
-  uint8_t width;  // scalar width in bits (1, or 8 to 64 in steps of 8); 0 for aggregates
+  uint8_t width;  // scalar width in bits (1, 8 to 64 in steps of 8, or 128); 0 for aggregates
   uint8_t flags;  // kOperand*Ext for call arguments
   uint8_t pad;
   uint32_t index;
   int64_t imm;  // constant, symbol offset, or GEP stride
 };
+
+// The high half of a width-128 constant operand.
+KILN_HD inline uint64_t wide_const_high(const FlatOperand& op) {
+  return static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(op.index)));
+}
 
 struct FlatInst {
   uint16_t op;
@@ -152,7 +186,7 @@ struct FlatFunction {
   uint32_t first_inst, inst_count;
   uint32_t first_arg, arg_count;  // into the module's arg_widths
   uint32_t flags;
-  uint8_t ret_width;  // 0: void or aggregate
+  uint8_t ret_width;  // 0: void or aggregate; 128: i128, in rax (low) and rdx (high)
   uint8_t pad[3];
   // A first-class aggregate return of two integer leaves (LLVM returns each leaf in
   // its own register: the first in rax, the second in rdx): their widths and the

@@ -379,6 +379,35 @@ KILN_HD inline void copy_memory(Emitter& e, bool to_frame, int32_t frame, uint32
   }
 }
 
+// ---- 128-bit integers ------------------------------------------------------------
+// An i128 lives in a 16-byte slot, low half first; it is computed on in two registers.
+
+// An i128 operand into lo (low half) and hi (high half): from its slot, a constant,
+// or zero for zero, undef and poison.
+KILN_HD inline void load_wide(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t lo, uint32_t hi) {
+  if (op.kind == kOperandValue) {
+    load64(e, lo, slot_disp(l, op.index));
+    load64(e, hi, slot_disp(l, op.index) + 8);
+  } else if (op.kind == kOperandConst) {
+    mov_imm(e, lo, static_cast<uint64_t>(op.imm));
+    mov_imm(e, hi, wide_const_high(op));
+  } else {
+    mov_imm(e, lo, 0);
+    mov_imm(e, hi, 0);
+  }
+}
+// lo and hi into the 16 bytes at [rbp + dst].
+KILN_HD inline void store_wide(Emitter& e, int32_t dst, uint32_t lo, uint32_t hi) {
+  store64(e, dst, lo);
+  store64(e, dst + 8, hi);
+}
+// An i128 operand into the 16 bytes at [rbp + dst], through rcx and rdx.
+KILN_HD inline void wide_to_frame(Emitter& e, const StampLayout& l, const FlatOperand& op, int32_t dst) {
+  if (op.kind == kOperandUndef) return;
+  load_wide(e, l, op, RCX, RDX);
+  store_wide(e, dst, RCX, RDX);
+}
+
 // jmp rel32 to `block`, or nothing when it is the next block in layout (fall through).
 KILN_HD inline void jump_to_block(Emitter& e, const StampLayout& l, uint32_t from_block, uint32_t block) {
   if (block == from_block + 1) return;
@@ -399,6 +428,10 @@ KILN_HD inline void phi_copies_for(Emitter& e, const FlatModuleView& m, const St
       const FlatOperand& block = m.operands[phi.first_operand + k + 1];
       if (block.index != from_block) continue;
       const FlatOperand& value = m.operands[phi.first_operand + k];
+      if (phi.width == kWideBits) {  // its shadow is the second 16 bytes of the slot
+        wide_to_frame(e, l, value, slot_disp(l, i) + 16);
+        break;
+      }
       if (phi.width == 0) {  // an aggregate: its shadow is the second half of the slot
         int32_t shadow = slot_disp(l, i) + static_cast<int32_t>((phi.aux32 + 7) / 8 * 8);
         if (value.kind == kOperandValue) copy_frame(e, shadow, slot_disp(l, value.index), phi.aux32);
@@ -701,7 +734,9 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
     e.byte(0x48), e.byte(0x81), e.byte(0xC4);  // add rsp, reserve
     e.u32(reserve);
   }
-  if (in.width) {
+  if (in.width == kWideBits) {  // an i128 comes back in rax (low) and rdx (high)
+    store_wide(e, dst, RAX, RDX);
+  } else if (in.width) {
     normalize(e, RAX, in.width);
     store_result(e, l, i);
   } else if (in.slot_size) {  // two leaves, returned in rax and rdx
@@ -749,7 +784,7 @@ KILN_HD inline bool frame_address(const FlatModuleView& m, const StampLayout& l,
 }
 // Templates that end with their scalar result in rax (and then store it to its slot).
 KILN_HD inline bool result_in_rax(const FlatInst& in) {
-  if (in.width == 0) return false;
+  if (in.width == 0 || in.width == kWideBits) return false;  // 128 bits live in their slot
   switch (in.op) {
     case kOpCopy:
     case kOpTrunc:
@@ -923,11 +958,40 @@ KILN_HD inline void encode_select_aggregate(Emitter& e, const FlatModuleView& m,
   }
 }
 
+// select of an i128: both operands into registers, then one test and two cmovs.
+KILN_HD inline void encode_select_wide(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  load_wide(e, l, ops[1], RAX, RDX);
+  load_wide(e, l, ops[2], RCX, R11);
+  load_operand(e, l, ops[0], RDI);
+  e.byte(0xF7), e.byte(0xC7), e.u32(1);                    // test edi, 1
+  e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);  // cmovz rax, rcx
+  e.byte(0x49), e.byte(0x0F), e.byte(0x44), e.byte(0xD3);  // cmovz rdx, r11
+  store_wide(e, slot_disp(l, i), RAX, RDX);
+}
+
+// A store of an i128: into a frame address, or through the address in rax (which
+// rax_operand names: operand 1) from rcx and rdx.
+KILN_HD inline void encode_store_wide(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t at = 0;
+  if (frame_address(m, l, ops[1], &at)) return wide_to_frame(e, l, ops[0], at);
+  load_rax(e, m, l, i, ops[1]);
+  load_wide(e, l, ops[0], RCX, RDX);
+  e.byte(0x48), e.byte(0x89);  // mov [rax], rcx
+  mem_operand(e, RCX, RAX, 0);
+  e.byte(0x48), e.byte(0x89);  // mov [rax + 8], rdx
+  mem_operand(e, RDX, RAX, 8);
+}
+
 // A store (the template of kOpStore, without the fence a seq_cst store adds).
 KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t at = 0;
+  if (ops[0].width == kWideBits) return encode_store_wide(e, m, l, i);
   if (ops[0].width != 0 && rax_holds(m, i, ops[0])) {  // the value is in rax already
     uint32_t bytes = bytes_of_width(ops[0].width);
     if (frame_address(m, l, ops[1], &at)) return store_bytes(e, RBP, at, RAX, bytes);
@@ -1072,6 +1136,7 @@ KILN_HD inline void encode_load(Emitter& e, const FlatModuleView& m, const Stamp
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
   int32_t at = 0;
   if (frame_address(m, l, ops[0], &at)) {
+    if (in.width == kWideBits) return copy_frame(e, dst, at, 16);
     if (in.width == 0) return copy_frame(e, dst, at, in.aux32);
     load_bytes(e, RAX, RBP, at, bytes_of_width(in.width));
     if (in.width == 1) normalize(e, RAX, 1);
@@ -1079,6 +1144,7 @@ KILN_HD inline void encode_load(Emitter& e, const FlatModuleView& m, const Stamp
     return;
   }
   load_rax(e, m, l, i, ops[0]);
+  if (in.width == kWideBits) return copy_memory(e, true, dst, 16);
   if (in.width == 0) return copy_memory(e, true, dst, in.aux32);
   if (!is_standard_width(in.width)) {  // i24 .. i56: put together from pieces
     load_bytes(e, RCX, RAX, 0, bytes_of_width(in.width));
@@ -1207,11 +1273,29 @@ KILN_HD inline void encode_cond_br(Emitter& e, const FlatModuleView& m, const St
   jump_to_block(e, l, in.block, on_false);
 }
 
+// switch on an i128 (after the phi copies): the value in rax:rdx, and per case a je
+// on (lo ^ case lo) | (hi ^ case hi) == 0; then a jump to the default.
+KILN_HD inline void encode_switch_wide(Emitter& e, const StampLayout& l, const FlatInst& in, const FlatOperand* ops) {
+  load_wide(e, l, ops[0], RAX, RDX);
+  for (uint32_t k = 2; k + 1 < in.operand_count; k += 2) {
+    mov_imm(e, R11, static_cast<uint64_t>(ops[k].imm));
+    mov_imm(e, RCX, wide_const_high(ops[k]));
+    e.byte(0x49), e.byte(0x31), e.byte(0xC3);  // xor r11, rax
+    e.byte(0x48), e.byte(0x31), e.byte(0xD1);  // xor rcx, rdx
+    e.byte(0x4C), e.byte(0x09), e.byte(0xD9);  // or rcx, r11
+    e.byte(0x0F), e.byte(0x84);                // je rel32
+    uint32_t target = l.block_offset ? l.block_offset[ops[k + 1].index] : 0;
+    e.u32(target - (e.pos + 4));
+  }
+  jump_to_block(e, l, in.block, ops[1].index);
+}
+
 // switch: phi copies, then a compare and je per case, then a jump to the default.
 KILN_HD inline void encode_switch(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   phi_copies(e, m, l, in);
+  if (ops[0].width == kWideBits) return encode_switch_wide(e, l, in, ops);
   if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
   else load_rax(e, m, l, i, ops[0]);
   for (uint32_t k = 2; k + 1 < in.operand_count; k += 2) {
@@ -1241,12 +1325,139 @@ KILN_HD inline void encode_ret(Emitter& e, const FlatModuleView& m, const StampL
       e.byte(0x31), e.byte(0xC0);  // xor eax, eax
       e.byte(0x31), e.byte(0xD2);  // xor edx, edx
     }
+  } else if (in.operand_count && ops[0].width == kWideBits) {  // an i128: rax low, rdx high
+    load_wide(e, l, ops[0], RAX, RDX);
   } else if (in.operand_count) {
     load_rax(e, m, l, i, ops[0]);
     if (f.flags & kFnRetSignExt) sign_extend(e, RAX, ops[0].width);
   }
   e.byte(0xC9);  // leave
   e.byte(0xC3);  // ret
+}
+
+// icmp of two i128 (a in rax:rdx, b in rcx:r11), to 0 or 1 in the slot. Equality
+// ors the halves' differences; an order subtracts with borrow (cmp low, sbb high),
+// which leaves CF for unsigned and SF != OF for signed a < b. The predicates that
+// test a > b or a <= b subtract the other way round (b < a, b >= a).
+KILN_HD inline void encode_wide_icmp(Emitter& e, uint32_t predicate) {
+  if (predicate == kPredEq || predicate == kPredNe) {
+    e.byte(0x48), e.byte(0x31), e.byte(0xC8);  // xor rax, rcx
+    e.byte(0x4C), e.byte(0x31), e.byte(0xDA);  // xor rdx, r11
+    e.byte(0x48), e.byte(0x09), e.byte(0xD0);  // or rax, rdx
+    setcc_al(e, predicate);
+  } else if (predicate == kPredUlt || predicate == kPredUge || predicate == kPredSlt || predicate == kPredSge) {
+    e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+    e.byte(0x4C), e.byte(0x19), e.byte(0xDA);  // sbb rdx, r11
+    setcc_al(e, predicate);
+  } else {
+    e.byte(0x48), e.byte(0x39), e.byte(0xC1);  // cmp rcx, rax
+    e.byte(0x49), e.byte(0x19), e.byte(0xD3);  // sbb r11, rdx
+    uint32_t swapped = predicate == kPredUgt ? kPredUlt
+        : predicate == kPredUle              ? kPredUge
+        : predicate == kPredSgt              ? kPredSlt
+                                             : kPredSge;
+    setcc_al(e, swapped);
+  }
+  e.byte(0x0F), e.byte(0xB6), e.byte(0xC0);  // movzx eax, al
+}
+
+// i128 shifts of rax:rdx by cl (the amount's low half; from 128 on the result is
+// poison). A double shift and a shift do it for amounts below 64 (both mask cl to 6
+// bits); bit 6 of cl then moves the half that was shifted by cl - 64 across and
+// fills the other with zeros or the sign (r11, prepared before the test).
+KILN_HD inline void encode_wide_shift(Emitter& e, uint32_t kind) {
+  if (kind == kWideShl) {
+    e.byte(0x45), e.byte(0x31), e.byte(0xDB);                // xor r11d, r11d
+    e.byte(0x48), e.byte(0x0F), e.byte(0xA5), e.byte(0xC2);  // shld rdx, rax, cl
+    e.byte(0x48), e.byte(0xD3), e.byte(0xE0);                // shl rax, cl
+    e.byte(0xF6), e.byte(0xC1), e.byte(0x40);                // test cl, 64
+    e.byte(0x48), e.byte(0x0F), e.byte(0x45), e.byte(0xD0);  // cmovnz rdx, rax
+    e.byte(0x49), e.byte(0x0F), e.byte(0x45), e.byte(0xC3);  // cmovnz rax, r11
+    return;
+  }
+  if (kind == kWideAshr) {
+    e.byte(0x49), e.byte(0x89), e.byte(0xD3);                // mov r11, rdx
+    e.byte(0x49), e.byte(0xC1), e.byte(0xFB), e.byte(0x3F);  // sar r11, 63
+  } else {
+    e.byte(0x45), e.byte(0x31), e.byte(0xDB);  // xor r11d, r11d
+  }
+  e.byte(0x48), e.byte(0x0F), e.byte(0xAD), e.byte(0xD0);             // shrd rax, rdx, cl
+  e.byte(0x48), e.byte(0xD3), e.byte(kind == kWideAshr ? 0xFA : 0xEA);  // sar/shr rdx, cl
+  e.byte(0xF6), e.byte(0xC1), e.byte(0x40);                           // test cl, 64
+  e.byte(0x48), e.byte(0x0F), e.byte(0x45), e.byte(0xC2);             // cmovnz rax, rdx
+  e.byte(0x49), e.byte(0x0F), e.byte(0x45), e.byte(0xD3);             // cmovnz rdx, r11
+}
+
+// kOpWide: an operation on i128 values, which live in their 16-byte slots (never
+// only in rax: result_in_rax is false for these).
+KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t dst = slot_disp(l, i);
+  switch (in.aux) {
+    case kWideCopy:
+      return wide_to_frame(e, l, ops[0], dst);
+    case kWideTrunc:
+      load_wide(e, l, ops[0], RAX, RDX);
+      normalize(e, RAX, in.width);
+      return store64(e, dst, RAX);
+    case kWideZext:
+    case kWideSext:
+      load_operand(e, l, ops[0], RAX);  // normalised: zero-extended already
+      if (in.aux == kWideSext) {
+        sign_extend(e, RAX, in.aux32);
+        e.byte(0x48), e.byte(0x99);  // cqo: rdx = the sign
+      } else {
+        e.byte(0x31), e.byte(0xD2);  // xor edx, edx
+      }
+      return store_wide(e, dst, RAX, RDX);
+    default:
+      break;
+  }
+  load_wide(e, l, ops[0], RAX, RDX);
+  load_wide(e, l, ops[1], RCX, R11);
+  switch (in.aux) {
+    case kWideIcmp:
+      encode_wide_icmp(e, in.aux32);
+      return store64(e, dst, RAX);
+    case kWideAdd:
+      e.byte(0x48), e.byte(0x01), e.byte(0xC8);  // add rax, rcx
+      e.byte(0x4C), e.byte(0x11), e.byte(0xDA);  // adc rdx, r11
+      break;
+    case kWideSub:
+      e.byte(0x48), e.byte(0x29), e.byte(0xC8);  // sub rax, rcx
+      e.byte(0x4C), e.byte(0x19), e.byte(0xDA);  // sbb rdx, r11
+      break;
+    case kWideAnd:
+    case kWideOr:
+    case kWideXor: {
+      uint32_t opcode = in.aux == kWideAnd ? 0x21 : in.aux == kWideOr ? 0x09 : 0x31;
+      e.byte(0x48), e.byte(opcode), e.byte(0xC8);  // op rax, rcx
+      e.byte(0x4C), e.byte(opcode), e.byte(0xDA);  // op rdx, r11
+      break;
+    }
+    case kWideMul:  // the low product in full, plus both cross products in the high half
+      e.byte(0x48), e.byte(0x0F), e.byte(0xAF), e.byte(0xD1);  // imul rdx, rcx: a.hi * b.lo
+      e.byte(0x4C), e.byte(0x0F), e.byte(0xAF), e.byte(0xD8);  // imul r11, rax: b.hi * a.lo
+      e.byte(0x49), e.byte(0x01), e.byte(0xD3);                // add r11, rdx
+      e.byte(0x48), e.byte(0xF7), e.byte(0xE1);                // mul rcx: rdx:rax = a.lo * b.lo
+      e.byte(0x4C), e.byte(0x01), e.byte(0xDA);                // add rdx, r11
+      break;
+    default:  // kWideShl, kWideLshr, kWideAshr
+      encode_wide_shift(e, in.aux);
+      break;
+  }
+  store_wide(e, dst, RAX, RDX);
+}
+
+// A phi: its shadow to its slot, through r11 or rcx: a landing pad's rax and rdx must
+// survive. An aggregate's shadow is the second half of its slot; an i128's the second
+// 16 bytes.
+KILN_HD inline void encode_phi(Emitter& e, const FlatInst& in, int32_t dst) {
+  if (in.width == 0) return copy_frame(e, dst, dst + static_cast<int32_t>((in.aux32 + 7) / 8 * 8), in.aux32);
+  if (in.width == kWideBits) return copy_frame(e, dst, dst + 16, 16);
+  load64(e, R11, dst + 8);
+  store64(e, dst, R11);
 }
 
 // Encodes (or measures) flat instruction `i` at e.pos.
@@ -1288,6 +1499,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       return;
     case kOpSelect:
       if (in.width == 0) return encode_select_aggregate(e, m, l, i);
+      if (in.width == kWideBits) return encode_select_wide(e, m, l, i);
       load_operand(e, l, ops[0], RDX);
       load_operand(e, l, ops[1], RAX);
       load_operand(e, l, ops[2], RCX);
@@ -1322,11 +1534,8 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpInsert:
       encode_insert(e, m, l, i);
       return;
-    case kOpPhi:  // shadow -> slot, through r11 or rcx: a landing pad's rax and rdx must survive
-      if (in.width == 0) return copy_frame(e, dst, dst + static_cast<int32_t>((in.aux32 + 7) / 8 * 8), in.aux32);
-      load64(e, R11, dst + 8);
-      store64(e, dst, R11);
-      return;
+    case kOpPhi:
+      return encode_phi(e, in, dst);
     case kOpOverflow: {
       uint32_t w = ops[0].width;
       load_operand(e, l, ops[0], RAX);
@@ -1366,6 +1575,9 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       return;
     case kOpFence:
       if (in.aux) e.byte(0x0F), e.byte(0xAE), e.byte(0xF0);  // mfence
+      return;
+    case kOpWide:
+      encode_wide(e, m, l, i);
       return;
     case kOpLandingPad:  // the personality hands over the exception in rax and its selector in edx
       store64(e, dst, RAX);

@@ -41,6 +41,10 @@ unsigned scalar_width(Type* t) {
 
 bool is_int_like(Type* t) { return (t->isIntegerTy() || t->isPointerTy()) && scalar_width(t) != 0; }
 
+// A value's width as an operand: a scalar's, or 128 for i128, which stamp moves in a
+// 16-byte slot and computes on with kOpWide (export_wide decides where it may appear).
+unsigned operand_width(Type* t) { return t->isIntegerTy(128) ? kWideBits : scalar_width(t); }
+
 // An aggregate whose leaves are all scalars stamp can move.
 bool is_plain_aggregate(Type* t) {
   if (auto* st = dyn_cast<StructType>(t)) {
@@ -153,7 +157,7 @@ class FunctionExporter {
     ff.first_arg = base_arg_;
     ff.arg_count = static_cast<uint32_t>(f_.arg_size());
     ff.flags = fn_flags_;
-    ff.ret_width = static_cast<uint8_t>(scalar_width(f_.getReturnType()));
+    ff.ret_width = static_cast<uint8_t>(operand_width(f_.getReturnType()));
     ff.ret_leaf0_width = ret_w0_;
     ff.ret_leaf1_width = ret_w1_;
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
@@ -218,7 +222,9 @@ class FunctionExporter {
     Type* r = f_.getReturnType();
     if (!r->isVoidTy()) {
       if (r->isFloatingPointTy()) reason("floating-point return");
-      else if (is_int_like(r)) {
+      else if (r->isIntegerTy(kWideBits)) {
+        // in rax (low half) and rdx (high half): encode_ret
+      } else if (is_int_like(r)) {
         if (f_.hasRetAttribute(Attribute::SExt)) fn_flags_ |= kFnRetSignExt;
       } else if (unsigned w0 = 0, w1 = 0; is_integer_pair(r, dl_, &w0, &w1, &ret_off1_)) {
         fn_flags_ |= kFnRetPair;
@@ -241,7 +247,7 @@ class FunctionExporter {
 
   FlatOperand operand(const Value* v) {
     FlatOperand op{};
-    op.width = static_cast<uint8_t>(scalar_width(v->getType()));
+    op.width = static_cast<uint8_t>(operand_width(v->getType()));
     if (!op.width && !is_plain_aggregate(v->getType()) && !v->getType()->isLabelTy() && !v->getType()->isVoidTy())
       reason("value type " + type_name(v->getType()));
     if (auto* inst = dyn_cast<Instruction>(v)) {
@@ -284,6 +290,7 @@ class FunctionExporter {
     op.kind = kOperandConst;
     if (c->getType()->isVectorTy()) return reason("vector splat constant");
     if (auto* ci = dyn_cast<ConstantInt>(c)) {
+      if (ci->getBitWidth() == kWideBits) return wide_constant(ci->getValue(), op);
       if (ci->getBitWidth() > 64) return reason("integer constant wider than 64 bits");
       op.imm = static_cast<int64_t>(ci->getZExtValue());
       return;
@@ -291,6 +298,15 @@ class FunctionExporter {
     APInt bits = cast<ConstantFP>(c)->getValueAPF().bitcastToAPInt();
     if (bits.getBitWidth() > 64) return reason("floating-point constant wider than 64 bits");
     op.imm = static_cast<int64_t>(bits.getZExtValue());
+  }
+
+  // An i128 constant: its low half in imm, its high half in index, which holds the
+  // high halves that are a 32-bit number sign-extended (kOperandConst).
+  void wide_constant(const APInt& v, FlatOperand& op) {
+    int64_t high = static_cast<int64_t>(v.extractBitsAsZExtValue(64, 64));
+    if (high != static_cast<int32_t>(high)) return reason("i128 constant beyond 96 signed bits");
+    op.imm = static_cast<int64_t>(v.extractBitsAsZExtValue(64, 0));
+    op.index = static_cast<uint32_t>(static_cast<int32_t>(high));
   }
 
   // Constant expressions stamp folds: a global plus a constant offset, and casts of it.
@@ -363,7 +379,7 @@ class FunctionExporter {
     bool pair = false;
     unsigned w0 = 0, w1 = 0;
     uint64_t off1 = 0;
-    if (!r->isVoidTy() && !is_int_like(r)) {
+    if (!r->isVoidTy() && !is_int_like(r) && !r->isIntegerTy(kWideBits)) {
       if (r->isFloatingPointTy()) reason("call returning floating point");
       else if (is_integer_pair(r, dl_, &w0, &w1, &off1)) pair = true;
       else reason("call returning " + type_name(r));
@@ -374,6 +390,7 @@ class FunctionExporter {
       insts_[at].aux32 = w0 | (w1 << 8);
       insts_[at].imm = static_cast<int64_t>(off1);
     }
+    if (r->isIntegerTy(kWideBits)) insts_[at].width = kWideBits;  // in rax and rdx
     if (call.getFunctionType()->isVarArg()) insts_[at].aux |= kCallVarargs;
     for (unsigned a = 0; a < call.arg_size(); ++a) {
       const Value* v = call.getArgOperand(a);
@@ -604,6 +621,7 @@ class FunctionExporter {
   // TPDE; the reasons come in the order the checks run.
   void export_inst(const Instruction& inst) {
     check_vector_use(inst);
+    if (touches_i128(inst)) return export_wide(inst);
     switch (inst.getOpcode()) {
       case Instruction::Alloca:
         return export_alloca(cast<AllocaInst>(inst));
@@ -677,6 +695,103 @@ class FunctionExporter {
     }
   }
 
+  // --- 128-bit integers: the operations stamp takes on them; every other one that
+  // has an i128 result or operand is refused (lib/stamp/direct_export.cpp mirrors it).
+
+  // A call's arguments and result (not its bundles' operands); any other
+  // instruction's operands and result; never an alloca's (its count is a number).
+  static bool touches_i128(const Instruction& inst) {
+    if (isa<AllocaInst>(inst)) return false;
+    if (inst.getType()->isIntegerTy(kWideBits)) return true;
+    if (auto* call = dyn_cast<CallBase>(&inst)) {
+      for (const Value* a : call->args())
+        if (a->getType()->isIntegerTy(kWideBits)) return true;
+      return false;
+    }
+    for (const Value* op : inst.operands())
+      if (op->getType()->isIntegerTy(kWideBits)) return true;
+    return false;
+  }
+
+  void export_wide(const Instruction& inst) {
+    const std::string refused = std::string("i128 ") + inst.getOpcodeName();
+    Type* t = inst.getType();
+    bool wide = t->isIntegerTy(kWideBits);
+    // The source type of a cast (only casts look at it).
+    auto source = [&] { return inst.getOperand(0)->getType(); };
+    switch (inst.getOpcode()) {
+      case Instruction::Load:
+        if (cast<LoadInst>(inst).isAtomic()) return refuse(inst, "i128 atomic load");
+        export_load(cast<LoadInst>(inst));
+        insts_.back().width = kWideBits;
+        return;
+      case Instruction::Store:
+        if (cast<StoreInst>(inst).isAtomic()) return refuse(inst, "i128 atomic store");
+        return export_store(cast<StoreInst>(inst));
+      case Instruction::ICmp:
+        export_wide_op(inst, kWideIcmp, 2).aux32 = icmp_predicate(cast<ICmpInst>(inst));
+        return;
+      case Instruction::Trunc:
+        if (!source()->isIntegerTy(kWideBits) || !t->isIntegerTy() || !scalar_width(t)) return refuse(inst, refused);
+        export_wide_op(inst, kWideTrunc, 1);
+        return;
+      case Instruction::ZExt:
+      case Instruction::SExt:
+        if (!wide || !source()->isIntegerTy() || !scalar_width(source())) return refuse(inst, refused);
+        export_wide_op(inst, inst.getOpcode() == Instruction::ZExt ? kWideZext : kWideSext, 1).aux32 =
+            scalar_width(source());
+        return;
+      case Instruction::BitCast:
+      case Instruction::Freeze:
+        if (!wide || !source()->isIntegerTy(kWideBits)) return refuse(inst, refused);
+        export_wide_op(inst, kWideCopy, 1);
+        return;
+      case Instruction::Select:
+        if (!wide) return refuse(inst, refused);
+        emit(inst, kOpSelect, {operand(inst.getOperand(0)), operand(inst.getOperand(1)), operand(inst.getOperand(2))})
+            .width = kWideBits;
+        return;
+      case Instruction::PHI:
+        return export_phi(cast<PHINode>(inst));
+      case Instruction::Switch:
+        return export_switch(cast<SwitchInst>(inst));
+      case Instruction::Ret:
+        return export_ret(cast<ReturnInst>(inst));
+      case Instruction::Call:
+      case Instruction::Invoke:
+        return export_wide_call(cast<CallBase>(inst));
+      default:
+        break;
+    }
+    static const std::unordered_map<unsigned, uint8_t> kBinary = {
+        {Instruction::Add, kWideAdd}, {Instruction::Sub, kWideSub},   {Instruction::And, kWideAnd},
+        {Instruction::Or, kWideOr},   {Instruction::Xor, kWideXor},   {Instruction::Shl, kWideShl},
+        {Instruction::LShr, kWideLshr}, {Instruction::AShr, kWideAshr}, {Instruction::Mul, kWideMul}};
+    auto it = kBinary.find(inst.getOpcode());
+    if (it == kBinary.end()) return refuse(inst, refused);
+    export_wide_op(inst, it->second, 2);
+  }
+
+  // A kOpWide of `count` operands; its result is 128 bits but for icmp and trunc.
+  FlatInst& export_wide_op(const Instruction& inst, uint8_t kind, unsigned count) {
+    FlatInst& fi = count == 1 ? emit(inst, kOpWide, {operand(inst.getOperand(0))})
+                              : emit(inst, kOpWide, {operand(inst.getOperand(0)), operand(inst.getOperand(1))});
+    fi.aux = kind;
+    if (inst.getType()->isIntegerTy(kWideBits)) fi.width = kWideBits;
+    return fi;
+  }
+
+  // A call with an i128 result (in rax and rdx) is an ordinary call; i128 arguments
+  // (two registers, or 16 aligned bytes on the stack) are not taken yet.
+  void export_wide_call(const CallBase& call) {
+    for (unsigned a = 0; a < call.arg_size(); ++a)
+      if (call.getArgOperand(a)->getType()->isIntegerTy(kWideBits)) return refuse(call, "i128 call argument");
+    if (call.isInlineAsm()) return refuse(call, "i128 inline asm");
+    if (const Function* callee = call.getCalledFunction(); callee && callee->isIntrinsic())
+      return refuse(call, "i128 intrinsic");
+    export_call(call);
+  }
+
   // An operation stamp has no template for: the reason, and a nop in its place.
   void refuse(const Instruction& inst, const std::string& why) {
     reason(why);
@@ -741,11 +856,14 @@ class FunctionExporter {
     emit(inst, kOps.at(inst.getOpcode()), {operand(inst.getOperand(0)), operand(inst.getOperand(1))});
   }
 
-  void export_icmp(const ICmpInst& c) {
+  static uint8_t icmp_predicate(const ICmpInst& c) {
     static const uint8_t kPred[] = {kPredEq,  kPredNe,  kPredUgt, kPredUge, kPredUlt,
                                     kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle};
+    return kPred[c.getPredicate() - CmpInst::FIRST_ICMP_PREDICATE];
+  }
+  void export_icmp(const ICmpInst& c) {
     FlatInst& fi = emit(c, kOpIcmp, {operand(c.getOperand(0)), operand(c.getOperand(1))});
-    fi.aux = kPred[c.getPredicate() - CmpInst::FIRST_ICMP_PREDICATE];
+    fi.aux = icmp_predicate(c);
   }
 
   // A select of a scalar, or of a struct or array of scalars (Rust's {ptr, i64} and
@@ -811,6 +929,10 @@ class FunctionExporter {
     (void)fi;
     if (scalar_width(phi.getType())) {
       insts_[at].slot_size = 16;  // value, then its shadow
+    } else if (phi.getType()->isIntegerTy(kWideBits)) {
+      insts_[at].width = kWideBits;
+      insts_[at].aux32 = 16;
+      insts_[at].slot_size = 32;  // value, then its shadow
     } else {                      // an aggregate: value, then its shadow, each rounded to 8 bytes
       uint32_t bytes = static_cast<uint32_t>(dl_.getTypeAllocSize(phi.getType()));
       insts_[at].aux32 = bytes;

@@ -174,6 +174,9 @@ class ModuleContext {
     }
   }
   bool is_int_like(uint32_t t) const { return (is_integer(t) || is_pointer(t)) && scalar_width(t) != 0; }
+  bool is_i128(uint32_t t) const { return is_integer(t) && type(t).width == kWideBits; }
+  // operand_width of lib/flat_export.cpp.
+  unsigned operand_width(uint32_t t) const { return is_i128(t) ? kWideBits : scalar_width(t); }
 
   bool is_plain_aggregate(uint32_t t) const {
     if (plain_.size() != m.types.size()) plain_.assign(m.types.size(), -1);
@@ -554,7 +557,7 @@ class FunctionExporter {
     ff.first_arg = base_arg_;
     ff.arg_count = f_.arg_count;
     ff.flags = fn_flags_;
-    ff.ret_width = static_cast<uint8_t>(ctx_.scalar_width(return_type()));
+    ff.ret_width = static_cast<uint8_t>(ctx_.operand_width(return_type()));
     ff.ret_leaf0_width = ret_w0_;
     ff.ret_leaf1_width = ret_w1_;
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
@@ -629,7 +632,9 @@ class FunctionExporter {
     if (!ctx_.is_void(r)) {
       unsigned w0 = 0, w1 = 0;
       if (ctx_.is_float(r)) reason("floating-point return");
-      else if (ctx_.is_int_like(r)) {
+      else if (ctx_.is_i128(r)) {
+        // in rax (low half) and rdx (high half): encode_ret
+      } else if (ctx_.is_int_like(r)) {
         if (fa && fa->ret.has(kAttrSExt)) fn_flags_ |= kFnRetSignExt;
       } else if (ctx_.is_integer_pair(r, &w0, &w1, &ret_off1_)) {
         fn_flags_ |= kFnRetPair;
@@ -668,14 +673,14 @@ class FunctionExporter {
     }
     if (is_materialized(id)) {
       uint32_t load = id & ~kLoadTag;
-      op.width = static_cast<uint8_t>(ctx_.scalar_width(mat_.loads.at(load).type));
+      op.width = static_cast<uint8_t>(ctx_.operand_width(mat_.loads.at(load).type));
       op.kind = kOperandValue;
       op.index = load_flat_.at(load);
       return op;
     }
     if (id == kMetadataOperand) throw Decline{"reader: metadata as an operand"};
     uint32_t t = ctx_.type_of(fn, id);
-    op.width = static_cast<uint8_t>(ctx_.scalar_width(t));
+    op.width = static_cast<uint8_t>(ctx_.operand_width(t));
     TypeKind tk = ctx_.type(t).kind;
     if (!op.width && !ctx_.is_plain_aggregate(t) && tk != TypeKind::kLabel && tk != TypeKind::kVoid)
       reason("value type " + ctx_.type_name(t));
@@ -738,6 +743,7 @@ class FunctionExporter {
     op.kind = kOperandConst;
     const Constant& c = ctx_.constant(fn, id);
     if (ctx_.is_integer(c.type)) {
+      if (ctx_.type(c.type).width == kWideBits) return wide_constant(c, op);
       if (ctx_.type(c.type).width > 64) return reason("integer constant wider than 64 bits");
       op.imm = static_cast<int64_t>(ctx_.int_value(fn, id));
       return;
@@ -749,6 +755,14 @@ class FunctionExporter {
     unsigned w = k == TypeKind::kDouble ? 64 : k == TypeKind::kFloat ? 32 : 16;
     if (w < 64) bits &= (uint64_t(1) << w) - 1;
     op.imm = static_cast<int64_t>(bits);
+  }
+
+  // wide_constant of lib/flat_export.cpp: the value's two words, as the reader keeps them.
+  void wide_constant(const Constant& c, FlatOperand& op) {
+    int64_t high = static_cast<int64_t>(c.words.size() > 1 ? c.words[1] : 0);
+    if (high != static_cast<int32_t>(high)) return reason("i128 constant beyond 96 signed bits");
+    op.imm = static_cast<int64_t>(c.words.empty() ? 0 : c.words[0]);
+    op.index = static_cast<uint32_t>(static_cast<int32_t>(high));
   }
 
   void constant_expression(uint32_t fn, uint32_t id, FlatOperand& op) {
@@ -838,6 +852,7 @@ class FunctionExporter {
   // --- One instruction (export_inst of lib/flat_export.cpp).
   void export_inst(const Inst& in) {
     check_vector_use(in);
+    if (touches_i128(in)) return export_wide(in);
     switch (in.opcode) {
       case Opcode::kAlloca:
         return export_alloca(in);
@@ -975,6 +990,160 @@ class FunctionExporter {
     }
   }
 
+  // --- 128-bit integers (export_wide of lib/flat_export.cpp).
+
+  // A call's arguments (operands before the callee) and result; any other
+  // instruction's operands and result; never an alloca (its count is a number).
+  bool touches_i128(const Inst& in) const {
+    if (in.opcode == Opcode::kAlloca) return false;
+    if (ctx_.is_i128(in.type)) return true;
+    uint32_t count = in.opcode == Opcode::kCall     ? (in.operand_count ? in.operand_count - 1 : 0)
+        : in.opcode == Opcode::kInvoke              ? (in.operand_count >= 3 ? in.operand_count - 3 : 0)
+                                                    : in.operand_count;
+    for (uint32_t k = 0; k < count; ++k) {
+      uint32_t id = op_id(in, k);
+      if (id == kMetadataOperand || (!is_materialized(id) && (id & kBlockTag))) continue;
+      if (ctx_.is_i128(operand_type(id))) return true;
+    }
+    return false;
+  }
+
+  void export_wide(const Inst& in) {
+    const std::string refused = std::string("i128 ") + wide_opcode_name(in.opcode);
+    uint32_t t = in.type;
+    bool wide = ctx_.is_i128(t);
+    // The source type of a cast (only casts look at it).
+    auto source = [&] { return operand_type(op_id(in, 0)); };
+    switch (in.opcode) {
+      case Opcode::kLoad:
+        if (in.ordering != Ordering::kNotAtomic) return refuse(in, "i128 atomic load");
+        export_load(in);
+        insts_.back().width = kWideBits;
+        return;
+      case Opcode::kStore:
+        if (in.ordering != Ordering::kNotAtomic) return refuse(in, "i128 atomic store");
+        return export_store(in);
+      case Opcode::kICmp:
+        export_wide_op(in, kWideIcmp, 2).aux32 = icmp_predicate(in);
+        return;
+      case Opcode::kTrunc:
+        if (!ctx_.is_i128(source()) || !ctx_.is_integer(t) || !ctx_.scalar_width(t)) return refuse(in, refused);
+        export_wide_op(in, kWideTrunc, 1);
+        return;
+      case Opcode::kZExt:
+      case Opcode::kSExt:
+        if (!wide || !ctx_.is_integer(source()) || !ctx_.scalar_width(source())) return refuse(in, refused);
+        export_wide_op(in, in.opcode == Opcode::kZExt ? kWideZext : kWideSext, 1).aux32 = ctx_.scalar_width(source());
+        return;
+      case Opcode::kBitCast:
+      case Opcode::kFreeze:
+        if (!wide || !ctx_.is_i128(source())) return refuse(in, refused);
+        export_wide_op(in, kWideCopy, 1);
+        return;
+      case Opcode::kSelect: {
+        if (!wide) return refuse(in, refused);
+        FlatOperand c = operand(op_id(in, 0));
+        FlatOperand a = operand(op_id(in, 1));
+        FlatOperand b = operand(op_id(in, 2));
+        emit(in, kOpSelect, {c, a, b}).width = kWideBits;
+        return;
+      }
+      case Opcode::kPhi:
+        return export_phi(in);
+      case Opcode::kSwitch:
+        return export_switch(in);
+      case Opcode::kRet:
+        emit(in, kOpRet, {operand(op_id(in, 0))});
+        return;
+      case Opcode::kCall:
+      case Opcode::kInvoke:
+        return export_wide_call(in);
+      default:
+        break;
+    }
+    static const std::map<Opcode, uint8_t> kBinary = {
+        {Opcode::kAdd, kWideAdd}, {Opcode::kSub, kWideSub}, {Opcode::kAnd, kWideAnd},   {Opcode::kOr, kWideOr},
+        {Opcode::kXor, kWideXor}, {Opcode::kShl, kWideShl}, {Opcode::kLShr, kWideLshr}, {Opcode::kAShr, kWideAshr},
+        {Opcode::kMul, kWideMul}};
+    auto it = kBinary.find(in.opcode);
+    if (it == kBinary.end()) return refuse(in, refused);
+    export_wide_op(in, it->second, 2);
+  }
+
+  FlatInst& export_wide_op(const Inst& in, uint8_t kind, unsigned count) {
+    FlatOperand a = operand(op_id(in, 0));
+    FlatOperand b{};
+    if (count == 2) b = operand(op_id(in, 1));
+    FlatInst& fi = count == 1 ? emit(in, kOpWide, {a}) : emit(in, kOpWide, {a, b});
+    fi.aux = kind;
+    if (ctx_.is_i128(in.type)) fi.width = kWideBits;
+    return fi;
+  }
+
+  void export_wide_call(const Inst& in) {
+    const bool invoke = in.opcode == Opcode::kInvoke;
+    if (in.operand_count < (invoke ? 3u : 1u)) throw Decline{"reader: call operands"};
+    const uint32_t arg_count = in.operand_count - (invoke ? 3 : 1);
+    for (uint32_t a = 0; a < arg_count; ++a)
+      if (ctx_.is_i128(operand_type(op_id(in, a)))) return refuse(in, "i128 call argument");
+    const uint32_t callee = op_id(in, arg_count);
+    if (!is_materialized(callee) && callee != kMetadataOperand && !(callee & kBlockTag)) {
+      int vid = -1;
+      if (ctx_.klass(fn_index_in_module_, callee, &vid) == Class::kOtherConstant && vid == kValueIdInlineAsm)
+        return refuse(in, "i128 inline asm");
+    }
+    const uint32_t callee_fn = called_function(in, callee);
+    if (callee_fn != kNone && reserved_name(ctx_.globals[callee_fn].name)) return refuse(in, "i128 intrinsic");
+    export_call(in);
+  }
+
+  // LLVM's Instruction::getOpcodeName of the instructions an i128 can meet.
+  static const char* wide_opcode_name(Opcode op) {
+    switch (op) {
+      case Opcode::kRet: return "ret";
+      case Opcode::kBr: return "br";
+      case Opcode::kSwitch: return "switch";
+      case Opcode::kInvoke: return "invoke";
+      case Opcode::kResume: return "resume";
+      case Opcode::kUnreachable: return "unreachable";
+      case Opcode::kAdd: return "add";
+      case Opcode::kSub: return "sub";
+      case Opcode::kMul: return "mul";
+      case Opcode::kUDiv: return "udiv";
+      case Opcode::kSDiv: return "sdiv";
+      case Opcode::kURem: return "urem";
+      case Opcode::kSRem: return "srem";
+      case Opcode::kShl: return "shl";
+      case Opcode::kLShr: return "lshr";
+      case Opcode::kAShr: return "ashr";
+      case Opcode::kAnd: return "and";
+      case Opcode::kOr: return "or";
+      case Opcode::kXor: return "xor";
+      case Opcode::kAlloca: return "alloca";
+      case Opcode::kLoad: return "load";
+      case Opcode::kStore: return "store";
+      case Opcode::kGetElementPtr: return "getelementptr";
+      case Opcode::kFence: return "fence";
+      case Opcode::kAtomicCmpXchg: return "cmpxchg";
+      case Opcode::kAtomicRmw: return "atomicrmw";
+      case Opcode::kTrunc: return "trunc";
+      case Opcode::kZExt: return "zext";
+      case Opcode::kSExt: return "sext";
+      case Opcode::kPtrToInt: return "ptrtoint";
+      case Opcode::kIntToPtr: return "inttoptr";
+      case Opcode::kBitCast: return "bitcast";
+      case Opcode::kICmp: return "icmp";
+      case Opcode::kPhi: return "phi";
+      case Opcode::kCall: return "call";
+      case Opcode::kSelect: return "select";
+      case Opcode::kExtractValue: return "extractvalue";
+      case Opcode::kInsertValue: return "insertvalue";
+      case Opcode::kLandingPad: return "landingpad";
+      case Opcode::kFreeze: return "freeze";
+      default: return opcode_name(op);
+    }
+  }
+
   void refuse(const Inst& in, const std::string& why) {
     reason(why);
     emit(in, kOpNop);
@@ -1094,13 +1263,17 @@ class FunctionExporter {
     emit(in, kOps.at(in.opcode), {a, b});
   }
 
-  void export_icmp(const Inst& in) {
+  static uint8_t icmp_predicate(const Inst& in) {
     static const uint8_t kPred[] = {kPredEq,  kPredNe,  kPredUgt, kPredUge, kPredUlt,
                                     kPredUle, kPredSgt, kPredSge, kPredSlt, kPredSle};
     if (in.aux < 32 || in.aux > 41) throw Decline{"reader: icmp predicate " + std::to_string(in.aux)};
+    return kPred[in.aux - 32];
+  }
+  void export_icmp(const Inst& in) {
+    uint8_t predicate = icmp_predicate(in);
     FlatOperand a = operand(op_id(in, 0));
     FlatOperand b = operand(op_id(in, 1));
-    emit(in, kOpIcmp, {a, b}).aux = kPred[in.aux - 32];
+    emit(in, kOpIcmp, {a, b}).aux = predicate;
   }
 
   void export_select(const Inst& in) {
@@ -1188,6 +1361,10 @@ class FunctionExporter {
     size_t at = insts_.size() - 1;
     if (ctx_.scalar_width(in.type)) {
       insts_[at].slot_size = 16;
+    } else if (ctx_.is_i128(in.type)) {
+      insts_[at].width = kWideBits;
+      insts_[at].aux32 = 16;
+      insts_[at].slot_size = 32;
     } else {
       uint32_t bytes = static_cast<uint32_t>(sized(in.type, &Layout::alloc_size));
       insts_[at].aux32 = bytes;
@@ -1332,7 +1509,7 @@ class FunctionExporter {
     bool pair = false;
     unsigned w0 = 0, w1 = 0;
     uint64_t off1 = 0;
-    if (!ctx_.is_void(r) && !ctx_.is_int_like(r)) {
+    if (!ctx_.is_void(r) && !ctx_.is_int_like(r) && !ctx_.is_i128(r)) {
       if (ctx_.is_float(r)) reason("call returning floating point");
       else if (ctx_.is_integer_pair(r, &w0, &w1, &off1)) pair = true;
       else reason("call returning " + ctx_.type_name(r));
@@ -1344,6 +1521,7 @@ class FunctionExporter {
       insts_[at].aux32 = w0 | (w1 << 8);
       insts_[at].imm = static_cast<int64_t>(off1);
     }
+    if (ctx_.is_i128(r)) insts_[at].width = kWideBits;  // in rax and rdx
     if (ctx_.type(fnty).vararg) insts_[at].aux |= kCallVarargs;
     for (uint32_t a = 0; a < arg_count; ++a) {
       uint32_t v = op_id(in, a);

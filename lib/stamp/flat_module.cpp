@@ -77,7 +77,8 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
                                                  /*bitop*/ 1,
                                                  /*atomicrmw*/ 2,
                                                  /*cmpxchg*/ 3,
-                                                 /*fence*/ 0};
+                                                 /*fence*/ 0,
+                                                 /*wide*/ 1};
   const FlatFunction& func = f.functions[fn];
   if (in.block != b) return "instruction outside its block";
   if (in.operand_count < kMinOperands[in.op]) return "instruction with too few operands";
@@ -96,8 +97,13 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   };
   if ((in.op == kOpIcmp && in.aux > kPredSle) || (in.op == kOpOverflow && in.aux > kOvfSmul) ||
       (in.op == kOpBitOp && in.aux > kBitFshr) || (in.op == kOpLandingPad && in.aux > kLandingPadEmptyFilter) ||
-      (in.op == kOpAtomicRmw && in.aux > kRmwNand) || (in.op == kOpStore && in.aux > kStoreSeqCst))
+      (in.op == kOpAtomicRmw && in.aux > kRmwNand) || (in.op == kOpStore && in.aux > kStoreSeqCst) ||
+      (in.op == kOpWide && (in.aux >= kWideKindCount || (in.aux == kWideIcmp && in.aux32 > kPredSle))))
     return "instruction with an unknown variant";
+  if (in.op == kOpWide && in.aux >= kWideIcmp && in.operand_count < 2) return "instruction with too few operands";
+  // A 128-bit result is written as 16 bytes (a phi's, then its shadow's).
+  bool wide_result = in.width == kWideBits || (in.op == kOpWide && in.aux != kWideTrunc && in.aux != kWideIcmp);
+  if (wide_result && in.slot_size < (in.op == kOpPhi ? 32u : 16u)) return "128-bit value in a short slot";
   if (in.op == kOpBitOp && in.operand_count < bit_op_operands(in.aux)) return "instruction with too few operands";
   if ((in.op == kOpBr && !is_block(0)) || (in.op == kOpCondBr && !(is_block(1) && is_block(2))) ||
       (in.op == kOpSwitch && (!is_block(1) || in.operand_count % 2)) ||

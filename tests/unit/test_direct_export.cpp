@@ -556,3 +556,82 @@ TEST_CASE("direct reader peak memory on one module (KILN_READER_MEMORY)", "[.mem
   waitpid(child, &status, 0);
   CHECK(WIFEXITED(status));
 }
+
+TEST_CASE("direct reader: i128 values as LLVM's exporter", "[direct-export]") {
+  // What stamp takes: the function is whole by both routes.
+  std::string taken = std::string(kHeader) + R"(
+declare i128 @make(i64)
+define i64 @taken(ptr %p, i64 %x) {
+entry:
+  %slot = alloca i128, align 16
+  %a = load i128, ptr %p, align 16
+  store i128 9, ptr %slot, align 16
+  store i128 -39614081257132168796771975168, ptr %p, align 16
+  %c = icmp eq i128 %a, 18446744073709551616
+  %w = zext i64 %x to i128
+  %s = sext i32 -5 to i128
+  %m = shl i128 1, %w
+  %n0 = and i128 %m, %s
+  %n = mul i128 %n0, -7
+  %f = freeze i128 %n
+  %r = call i128 @make(i64 %x)
+  %sel = select i1 %c, i128 %f, i128 %r
+  switch i128 %sel, label %other [ i128 0, label %join
+                                   i128 -1, label %join ]
+other:
+  br label %join
+join:
+  %ph = phi i128 [ 0, %entry ], [ 0, %entry ], [ %sel, %other ]
+  %t = trunc i128 %ph to i64
+  ret i64 %t
+}
+define i128 @returned(ptr %p) {
+  %a = load i128, ptr %p, align 16
+  ret i128 %a
+}
+)";
+  expect_identical(taken, "i128 taken");
+  ReaderComparison r = compare_reader(kiln_test::bitcode_from_ir(taken), "i128 taken");
+  CHECK(r.whole);
+  // What keeps falling back, for the same reasons by both routes: i128 arguments
+  // and call arguments, constants beyond 96 signed bits, division, atomics, i128
+  // addresses and indices, intrinsics.
+  expect_identical(std::string(kHeader) + R"(
+declare void @take(i128)
+declare i128 @llvm.ctpop.i128(i128)
+define i128 @arg_ret(i128 %a) {
+  ret i128 %a
+}
+define void @big(ptr %p) {
+  store i128 170141183460469231731687303715884105727, ptr %p, align 16
+  ret void
+}
+define void @arith(ptr %p) {
+  %a = load i128, ptr %p, align 16
+  %m = mul i128 %a, %a
+  %d = udiv i128 %m, 7
+  %s = srem i128 %d, 3
+  store i128 %s, ptr %p, align 16
+  ret void
+}
+define void @atomic(ptr %p) {
+  %a = load atomic i128, ptr %p seq_cst, align 16
+  store atomic i128 %a, ptr %p seq_cst, align 16
+  ret void
+}
+define ptr @addr(ptr %p, i128 %i) {
+  %q = getelementptr i8, ptr %p, i128 %i
+  %r = inttoptr i128 %i to ptr
+  ret ptr %q
+}
+define void @arg(ptr %p) {
+  %a = load i128, ptr %p, align 16
+  call void @take(i128 %a)
+  %c = call i128 @llvm.ctpop.i128(i128 %a)
+  %t = ptrtoint ptr %p to i128
+  store i128 %t, ptr %p, align 16
+  ret void
+}
+)",
+                   "i128 refused");
+}

@@ -907,3 +907,251 @@ define i64 @f0(i64 %a, i64 %b, i64 %c) {
   CHECK(reader.outcome == ReaderComparison::kIdentical);
   CHECK(reader.whole);
 }
+
+// i128 (issue 12): Rust's -O0 enums compare their discriminants as i128. Every
+// operation stamp takes on i128, each in a function that reads its operands through
+// pointers (i128 arguments and returns are not taken yet) and writes its result.
+static std::string i128_module(std::vector<std::string>* binary, std::vector<std::string>* compare,
+                               std::vector<std::string>* unary) {
+  std::ostringstream ir;
+  ir << "target triple = \"x86_64-unknown-linux-gnu\"\n";
+  ir << "declare i128 @make_wide(i64, i64)\n";
+  for (const char* op : {"add", "sub", "and", "or", "xor", "shl", "lshr", "ashr", "mul"}) {
+    bool shift = std::string(op) == "shl" || std::string(op) == "lshr" || std::string(op) == "ashr";
+    ir << "define void @bin_" << op << "(ptr %out, ptr %pa, ptr %pb) {\n"
+       << "  %a = load i128, ptr %pa, align 16\n  %b0 = load i128, ptr %pb, align 16\n"
+       << (shift ? "  %b = and i128 %b0, 127\n" : "  %b = freeze i128 %b0\n") << "  %r = " << op
+       << " i128 %a, %b\n  store i128 %r, ptr %out, align 16\n  ret void\n}\n";
+    binary->push_back(std::string("bin_") + op);
+  }
+  for (const char* p : {"eq", "ne", "ugt", "uge", "ult", "ule", "sgt", "sge", "slt", "sle"}) {
+    ir << "define i64 @cmp_" << p << "(ptr %pa, ptr %pb) {\n"
+       << "  %a = load i128, ptr %pa, align 16\n  %b = load i128, ptr %pb, align 16\n"
+       << "  %c = icmp " << p << " i128 %a, %b\n  %z = zext i1 %c to i64\n  ret i64 %z\n}\n";
+    compare->push_back(std::string("cmp_") + p);
+  }
+  // Constants (both halves, up to the high halves that are 32-bit numbers: 2^95 - 1,
+  // -2^95), truncations,
+  // extensions, select, phi, switch, a frame slot, and a call returning i128.
+  ir << R"(define void @un_consts(ptr %out, ptr %pa) {
+  %a = load i128, ptr %pa, align 16
+  %c1 = icmp eq i128 %a, 9
+  %c2 = icmp ult i128 %a, 18446744073709551616
+  %c3 = icmp sgt i128 %a, -1
+  %c4 = icmp ne i128 %a, 18446744073709551615
+  %c5 = icmp slt i128 %a, -9223372036854775808
+  %c6 = icmp uge i128 %a, 19807040628566084398385987584
+  %z1 = zext i1 %c1 to i128
+  %z2 = zext i1 %c2 to i128
+  %s2 = shl i128 %z2, 1
+  %z3 = zext i1 %c3 to i128
+  %s3 = shl i128 %z3, 2
+  %z4 = zext i1 %c4 to i128
+  %s4 = shl i128 %z4, 3
+  %z5 = zext i1 %c5 to i128
+  %s5 = shl i128 %z5, 4
+  %z6 = zext i1 %c6 to i128
+  %s6 = shl i128 %z6, 70
+  %o1 = or i128 %z1, %s2
+  %o2 = or i128 %o1, %s3
+  %o3 = or i128 %o2, %s4
+  %o4 = or i128 %o3, %s5
+  %o5 = or i128 %o4, %s6
+  %x = xor i128 %o5, -4294967296
+  %y = add i128 %x, 36893488147419103232
+  store i128 %y, ptr %out, align 16
+  ret void
+}
+define void @un_trunc(ptr %out, ptr %pa) {
+  %a = load i128, ptr %pa, align 16
+  %t64 = trunc i128 %a to i64
+  %t32 = trunc i128 %a to i32
+  %t8 = trunc i128 %a to i8
+  %t1 = trunc i128 %a to i1
+  %h = lshr i128 %a, 64
+  %th = trunc i128 %h to i64
+  %w32 = zext i32 %t32 to i64
+  %w8 = sext i8 %t8 to i64
+  %w1 = zext i1 %t1 to i64
+  %m1 = mul i64 %t64, 31
+  %m2 = add i64 %m1, %w32
+  %m3 = mul i64 %m2, 37
+  %m4 = xor i64 %m3, %w8
+  %m5 = add i64 %m4, %w1
+  %m6 = xor i64 %m5, %th
+  %r = zext i64 %m6 to i128
+  store i128 %r, ptr %out, align 16
+  ret void
+}
+define void @un_ext(ptr %out, ptr %pa) {
+  %a = load i128, ptr %pa, align 16
+  %t64 = trunc i128 %a to i64
+  %t32 = trunc i128 %a to i32
+  %t8 = trunc i128 %a to i8
+  %t1 = trunc i128 %a to i1
+  %e1 = sext i64 %t64 to i128
+  %e2 = sext i32 %t32 to i128
+  %e3 = sext i8 %t8 to i128
+  %e4 = sext i1 %t1 to i128
+  %e5 = zext i32 %t32 to i128
+  %e6 = zext i8 %t8 to i128
+  %f1 = xor i128 %e1, %e2
+  %f2 = add i128 %f1, %e3
+  %f3 = sub i128 %f2, %e4
+  %f4 = shl i128 %f3, 1
+  %f5 = xor i128 %f4, %e5
+  %f6 = add i128 %f5, %e6
+  store i128 %f6, ptr %out, align 16
+  ret void
+}
+define void @un_flow(ptr %out, ptr %pa) {
+entry:
+  %slot = alloca i128, align 16
+  store i128 -4294967291, ptr %slot, align 16
+  %k = load i128, ptr %slot, align 16
+  %a = load i128, ptr %pa, align 16
+  store i128 %a, ptr %slot, align 16
+  %b = load i128, ptr %slot, align 16
+  %neg = icmp slt i128 %b, 0
+  %sel = select i1 %neg, i128 %b, i128 12345678901234567890123
+  %sel2 = select i1 %neg, i128 0, i128 %sel
+  switch i128 %b, label %other [ i128 0, label %zero
+                                 i128 9, label %nine
+                                 i128 18446744073709551616, label %two64
+                                 i128 -1, label %minus1 ]
+zero:
+  br label %join
+nine:
+  br label %join
+two64:
+  br label %join
+minus1:
+  br label %join
+other:
+  %big = icmp ugt i128 %b, 39614081257132168796771975167
+  br i1 %big, label %join, label %small
+small:
+  br label %join
+join:
+  %p = phi i128 [ 1, %zero ], [ %sel, %nine ], [ -18446744073709551616, %two64 ], [ %sel2, %minus1 ],
+                [ %b, %other ], [ 7, %small ]
+  %q = phi i128 [ 0, %zero ], [ 0, %nine ], [ 0, %two64 ], [ 0, %minus1 ], [ 1, %other ], [ 2, %small ]
+  %q2 = shl i128 %q, 100
+  %r0 = xor i128 %p, %q2
+  %r = sub i128 %r0, %k
+  store i128 %r, ptr %slot, align 16
+  %back = load i128, ptr %slot, align 16
+  store i128 %back, ptr %out, align 16
+  ret void
+}
+define i128 @ret_mix(ptr %pa) {
+entry:
+  %a = load i128, ptr %pa, align 16
+  %neg = icmp slt i128 %a, 0
+  br i1 %neg, label %minus, label %plus
+minus:
+  ret i128 -39614081257132168796771975168
+plus:
+  %r = add i128 %a, 18446744073709551615
+  ret i128 %r
+}
+define void @un_call(ptr %out, ptr %pa) {
+  %mix = call i128 @ret_mix(ptr %pa)
+  %a0 = load i128, ptr %pa, align 16
+  %a = xor i128 %a0, %mix
+  %lo = trunc i128 %a to i64
+  %sh = lshr i128 %a, 64
+  %hi = trunc i128 %sh to i64
+  %w = call i128 @make_wide(i64 %hi, i64 %lo)
+  %z = zext i64 %lo to i128
+  %r = add i128 %w, %z
+  store i128 -39614081257132168796771975168, ptr %out, align 16
+  %old = load i128, ptr %out, align 16
+  %r2 = xor i128 %r, %old
+  store i128 %r2, ptr %out, align 16
+  ret void
+}
+)";
+  for (const char* u : {"un_consts", "un_trunc", "un_ext", "un_flow", "un_call"}) unary->push_back(u);
+  unary->push_back("ret_mix");  // counted with them; the driver calls it for its return
+  return ir.str();
+}
+
+// Every binary operation and compare on every pair of edge values (0, 1, -1, 2^63,
+// 2^64 - 1, 2^64, 2^127 - 1, -2^127, values apart only in one half), every unary
+// function on each; results as two hex halves.
+static std::string i128_driver(const std::vector<std::string>& binary, const std::vector<std::string>& compare,
+                               const std::vector<std::string>& unary) {
+  std::ostringstream c;
+  c << "#include <stdint.h>\n#include <stdio.h>\ntypedef unsigned __int128 u128;\n";
+  c << "u128 make_wide(uint64_t hi, uint64_t lo) { return ((u128)hi << 64 | lo) * 3; }\n";
+  c << "u128 ret_mix(const u128*);\n";
+  std::string tb, tc, tu;
+  for (const auto& n : binary) c << "void " << n << "(u128*, const u128*, const u128*);\n", tb += n + ", ";
+  for (const auto& n : compare) c << "uint64_t " << n << "(const u128*, const u128*);\n", tc += n + ", ";
+  for (const auto& n : unary)
+    if (n != "ret_mix") c << "void " << n << "(u128*, const u128*);\n", tu += n + ", ";
+  c << "typedef void (*bin)(u128*, const u128*, const u128*);\ntypedef uint64_t (*cmp)(const u128*, const u128*);\n"
+    << "typedef void (*un)(u128*, const u128*);\n";
+  c << "static const bin kBin[] = {" << tb << "};\nstatic const cmp kCmp[] = {" << tc << "};\n"
+    << "static const un kUn[] = {" << tu << "};\n";
+  c << R"(#define COUNT(x) (sizeof(x) / sizeof((x)[0]))
+#define W(hi, lo) (((u128)(uint64_t)(hi) << 64) | (uint64_t)(lo))
+static u128 v[] = {0, 1, W(-1, -1), W(0, 1ull << 63), W(0, -1), W(1, 0), W(0x7FFFFFFFFFFFFFFFull, -1),
+                   W(1ull << 63, 0), W(5, 9), W(6, 9), W(5, 10), W(-1, 0), W(-2, -1), W(0x123456789ull, 0xFEDCBA9876543210ull),
+                   9, W(-1, -9), W(0x7FFFFFFF, 0x8000000000000000ull), W(0x80000000, 3), 64, 65, 127, 63};
+int main(void) {
+  static u128 a, b, r;
+  for (unsigned f = 0; f < COUNT(kBin); ++f)
+    for (unsigned i = 0; i < COUNT(v); ++i)
+      for (unsigned j = 0; j < COUNT(v); ++j) {
+        a = v[i], b = v[j];
+        kBin[f](&r, &a, &b);
+        printf("bin %u %u %u %016llx%016llx\n", f, i, j, (unsigned long long)(r >> 64), (unsigned long long)r);
+      }
+  for (unsigned f = 0; f < COUNT(kCmp); ++f)
+    for (unsigned i = 0; i < COUNT(v); ++i)
+      for (unsigned j = 0; j < COUNT(v); ++j) {
+        a = v[i], b = v[j];
+        printf("cmp %u %u %u %llu\n", f, i, j, (unsigned long long)kCmp[f](&a, &b));
+      }
+  for (unsigned f = 0; f < COUNT(kUn); ++f)
+    for (unsigned i = 0; i < COUNT(v); ++i) {
+      a = v[i];
+      kUn[f](&r, &a);
+      printf("un %u %u %016llx%016llx\n", f, i, (unsigned long long)(r >> 64), (unsigned long long)r);
+    }
+  for (unsigned i = 0; i < COUNT(v); ++i) {
+    a = v[i];
+    r = ret_mix(&a);
+    printf("ret %u %016llx%016llx\n", i, (unsigned long long)(r >> 64), (unsigned long long)r);
+  }
+  return 0;
+}
+)";
+  return c.str();
+}
+
+TEST_CASE("i128 loads, stores, arithmetic, compares, casts, select, phi, switch, calls and returns come out the same",
+          "[stamp][differential]") {
+  std::vector<std::string> binary, compare, unary;
+  std::string ir = i128_module(&binary, &compare, &unary);
+  kiln_test::ScratchDir dir;
+  write_file_atomic(dir.path + "/driver.c", i128_driver(binary, compare, unary));
+  ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+  std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
+  EmitCounts counts;
+  std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
+  if (counts.functions_llvm != 0 || expected != actual) write_file_atomic("/tmp/kiln-i128-failure.ll", ir);
+  CHECK(counts.functions_stamp == binary.size() + compare.size() + unary.size());
+  CHECK(counts.functions_llvm == 0);
+  REQUIRE(expected.size() > 0);
+  CHECK(first_difference(expected, actual) == "");
+  ReaderComparison reader = compare_reader(bitcode, "i128");
+  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
+  CHECK(reader.outcome == ReaderComparison::kIdentical);
+  CHECK(reader.whole);
+}
