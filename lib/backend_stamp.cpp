@@ -71,7 +71,6 @@ std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector
 
 namespace {
 
-// Why the direct reader's module is not wholly stamp's (for the receipt).
 // stamp names a module's local symbols NAME.kiln.TAG, hidden globals, so that a split
 // module's two halves can reach each other's. A whole module needs no such names: the
 // combiner, given its one object, makes them local NAME again, as in llvm's object (the
@@ -82,6 +81,7 @@ std::string with_local_names(std::string object, const std::string& tag) {
   return local.ok() ? std::move(local.object) : object;
 }
 
+// Why the direct reader's module is not wholly stamp's (for the receipt).
 std::string why_not_whole(const DirectExport& direct) {
   std::string why = direct.globals_reason.empty() ? "functions fall back to llvm" : direct.globals_reason;
   for (const auto& v : direct.verdicts)
