@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# kiln-bisect on the example crate, with culprits planted through stamp's test-only
+# fault switch (KILN_TEST_FAULT: the named function's first conditional branch goes
+# the wrong way):
+#   1. eval_rpn broken: kiln-bisect names exactly it, within 2*log2(items)+10 test runs,
+#      and its reproducer shows the failure and the pass;
+#   2. eval_rpn and fibonacci_u128 broken: with eval_rpn excluded, a second run names
+#      fibonacci_u128, in another module; that run is stopped with SIGINT after a few
+#      probes and started again: it resumes from its state and reaches the same answer;
+#   3. no fault: nothing to bisect (exit 1); bad usage: one line, exit 2.
+# The probes build and test the library's own tests (cargo test --lib), to keep CI short.
+source "$(dirname "$0")/lib.sh"
+
+example_crate "$T/crate"
+cd "$T/crate"
+cargo test --lib --no-run -q 2>/dev/null
+harness=$(find target/debug/deps -maxdepth 1 -type f -executable -name 'kiln_example-*' | head -1)
+symbol() { nm --defined-only "$harness" | awk -v p="$1" '$3 ~ p { print $3; exit }'; }
+rpn=$(symbol '8eval_rpn17h')
+fib=$(symbol '14fibonacci_u12817h')
+check "the planted culprits' symbols are found ($rpn, $fib)" test -n "$rpn" -a -n "$fib"
+cargo clean -q
+
+bisect=(kiln-bisect --build 'cargo test --lib --no-run -q' --test 'cargo test --lib -q' --timeout 60)
+
+# 1. One culprit.
+KILN_TEST_FAULT=$rpn "${bisect[@]}" --state "$T/one" --json > "$T/one.json" 2> "$T/one.err"
+rc=$?
+check "one fault: exit 0 (culprit found)" test $rc -eq 0
+check "it names exactly eval_rpn" jq -e --arg f "$rpn" '(.culprits | length) == 1 and .culprits[0].function == $f' "$T/one.json"
+jq -r '"   \(.items) items, \(.probes) probes, \(.test_runs) test runs, bound \(.bound)"' "$T/one.json"
+check "within 2*log2(items)+10 test runs" jq -e '.test_runs <= .bound and .items > 100' "$T/one.json"
+module=$(jq -r '.culprits[0].module' "$T/one.json")
+R=$T/one/repro
+check "the reproducer holds the module's bitcode, census, objects and flat IR" \
+  test -s "$R/$module.bc" -a -s "$R/$module.census.json" -a -s "$R/$module.candidate.o" -a -s "$R/$module.trusted.o" -a -s "$R/$module.flat"
+check "and the suspect's IR as text" grep -q "define .*$rpn" "$R/suspect-1.ll"
+KILN_TEST_FAULT= "$R/reproduce.sh" > "$T/repro.out" 2>&1
+rc=$?
+sed 's/^/   /' "$T/repro.out"
+check "the reproducer shows the failure and the pass (exit 0)" test $rc -eq 0
+check "its failing run failed in the test, not the build" grep -q 'should FAIL' "$T/repro.out"
+
+# 2. Two culprits: the second found with the first excluded; stopped and resumed.
+two=("${bisect[@]}" --state "$T/two" --exclude "$rpn" --json)
+# Job control on: a script's background job would otherwise start with SIGINT ignored.
+set -m
+KILN_TEST_FAULT=$rpn,$fib "${two[@]}" > "$T/two-stopped.json" 2> "$T/two-stopped.err" &
+pid=$!
+set +m
+for _ in $(seq 1 600); do
+  n=$(jq '.probes | length' "$T/two/bisect.json" 2>/dev/null || echo 0)
+  [[ $n -ge 4 ]] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.5
+done
+kill -INT $pid 2>/dev/null
+wait $pid
+rc=$?
+stopped_at=$(jq '.probes | length' "$T/two/bisect.json")
+check "SIGINT stops the bisect with exit 130 after $stopped_at probes" test $rc -eq 130
+check "and says how to resume" grep -q 'the same command resumes' "$T/two-stopped.err"
+KILN_TEST_FAULT=$rpn,$fib "${two[@]}" > "$T/two.json" 2> "$T/two.err"
+rc=$?
+check "started again: exit 0" test $rc -eq 0
+check "it resumed: the $stopped_at recorded probes were not run again" \
+  jq -e --argjson n "$stopped_at" '.resumed_probes >= $n' "$T/two.json"
+check "it names exactly fibonacci_u128" jq -e --arg f "$fib" '(.culprits | length) == 1 and .culprits[0].function == $f' "$T/two.json"
+check "within 2*log2(items)+10 test runs, the interrupted probe included" jq -e '.test_runs <= .bound' "$T/two.json"
+second=$(jq -r '.culprits[0].module' "$T/two.json")
+if [[ $second != "$module" ]]; then pass "the second culprit is in another module"; else
+  echo "   note: eval_rpn and fibonacci_u128 share module $module in this build"; pass "the second culprit is found (same module)"; fi
+
+# 3. No fault, and usage errors.
+KILN_TEST_FAULT= "${bisect[@]}" --state "$T/none" > "$T/none.out" 2>&1
+rc=$?
+check "no fault: exit 1, nothing to bisect" bash -c "[[ $rc -eq 1 ]] && grep -q 'nothing to bisect' '$T/none.out'"
+expect_error 2 'only llvm' kiln-bisect --build true --test true --trusted stamp --state "$T/u1"
+mkdir -p "$T/plain" "$T/foreign" && touch "$T/foreign/precious"
+expect_error 2 'not a Cargo project' kiln-bisect -C "$T/plain" --build true --test true
+expect_error 2 'holds no kiln-bisect state' kiln-bisect --build true --test true --state "$T/foreign"
+check "a foreign state directory is left as it was" test -f "$T/foreign/precious"
+expect_error 2 'other settings' kiln-bisect --build 'cargo build' --test 'cargo test --lib -q' --state "$T/one"
+finish
