@@ -72,10 +72,11 @@ std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile) 
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile, const BackendOptions& options) {
+  // A bad KILN_SELECTION file is the caller's error now, before any module is emitted.
+  const Selection* selection = active_selection();
   if (spec == "llvm") return std::make_unique<LlvmBackend>(profile, options);
   if (spec.rfind("cmd:", 0) == 0) {
     auto command = std::make_unique<CommandBackend>(spec.substr(4));
-    const Selection* selection = active_selection();
     if (!selection) return command;
     if (selection->by_name())
       throw KilnError(kExitUsage, selection->path(),

@@ -36,7 +36,7 @@ check "an empty selection: no function is stamp's, every receipt names the selec
 : > "$T/defs"
 for id in $(jq -r .id "$T/E/modules.jsonl" | sort -u); do
   "$LLVM_BINDIR/llvm-nm" --defined-only --format=just-symbols "$T/E/blobs/${id:0:2}/$id.bc" 2>/dev/null |
-    grep -E '^_ZN12kiln_example8eval_rpn17h[0-9a-f]{16}E$' | sed "s/^/$id /" >> "$T/defs"
+    grep -E '^_.*12kiln_example8eval_rpn(17h[0-9a-f]{16}E)?$' | sed "s/^/$id /" >> "$T/defs"
 done
 echo "# fault function: $(cut -d' ' -f2 "$T/defs" | sort -u | tr '\n' ' ')in $(wc -l < "$T/defs") modules"
 check "eval_rpn is defined in the library and its unit-test build" test "$(wc -l < "$T/defs")" -ge 2
@@ -58,6 +58,7 @@ KILN_TEST_FAULT=$faults timeout 600 kiln-capture -o "$T/E" --backend stamp --can
 rc=$?
 check "the fault on eval_rpn, selected: cargo test fails (exit $rc), in the rpn test" \
   bash -c "[[ $rc -ne 0 ]] && grep -q 'tests::rpn' '$T/culprit.out' && grep -q 'FAILED' '$T/culprit.out'"
+grep -E 'tests::rpn|panicked' "$T/culprit.out" | head -3 | sed 's/^/# /'
 receipts_since "$T/E" "$before" > "$T/culprit.receipts"
 check "the receipts record the fault where stamp applied it, and one function by stamp there" \
   jq -se "map(select(.test_fault)) | length >= 2 and all(.test_fault == [.test_fault[0]] and .functions.stamp == 1)" \
