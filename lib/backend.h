@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln {
 
@@ -45,6 +46,10 @@ struct EmitResult {
   // kiln-capture's object cache: "hit" (the object came from the cache, nothing was
   // emitted), "miss" (emitted, then stored), or empty (no cache: the other tools, cmd:).
   std::string cache;
+  // kiln-selection(5): the selection's digest_for this module when one applied (stamp,
+  // cmd:), and the KILN_TEST_FAULT names stamp applied to its functions (tests only).
+  std::string selection;
+  std::vector<std::string> test_faults;
 };
 
 class Backend {

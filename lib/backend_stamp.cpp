@@ -8,6 +8,7 @@
 #include "flat_export.h"
 #include "flat_file.h"
 #include "hash.h"
+#include "selection.h"
 #include "stamp_cpu.h"
 #include "stamp_object.h"
 #include "fallback.h"
@@ -37,13 +38,14 @@ StampBackend::StampBackend(Profile profile, const BackendOptions& options)
     : llvm_(std::make_unique<LlvmBackend>(profile, options)), reader_(reader_choice()) {}
 StampBackend::~StampBackend() = default;
 
-StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag) {
+StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag, const FunctionFilter& selected) {
   StampPlan plan;
   materialize_aggregate_constants(module);
-  plan.flat = export_flat(module);
+  plan.flat = export_flat(module, selected);
   // Symbols local to the module become hidden globals so the halves can link.
   if (plan.flat.stamp_function_count) expose_local_symbols(module, tag);
   plan.flat.resolve_symbol_names();
+  plan.faults = apply_test_faults(plan.flat.flat);  // after renaming, before any stage runs
   plan.whole = plan.flat.stamp_function_count == plan.flat.verdicts.size() && export_globals(module, plan.data).empty();
   if (!plan.whole) plan.data.clear();
   return plan;
@@ -100,10 +102,10 @@ bool StampBackend::can_split(const DirectExport& direct) const {
 }
 
 bool StampBackend::emit_direct(std::string_view bitcode, const std::string& label, const std::string& tag,
-                               EmitResult& result) {
+                               const FunctionFilter& selected, EmitResult& result) {
   DirectExport direct;
   try {
-    direct = export_direct(bitcode, label, tag);
+    direct = export_direct(bitcode, label, tag, selected);
   } catch (const KilnError& e) {
     // LLVM's parser has the last word on what is bitcode: it reads the module, or says why not.
     result.reader = {"llvm", std::string("reader: ") + e.what()};
@@ -125,6 +127,7 @@ bool StampBackend::emit_direct(std::string_view bitcode, const std::string& labe
     (v.stamp() ? result.counts.functions_stamp : result.counts.functions_llvm)++;
     (v.stamp() ? result.counts.instructions_stamp : result.counts.instructions_llvm) += v.instructions;
   }
+  result.test_faults = apply_test_faults(direct.flat);  // as plan_stamp_module does on LLVM's route
   Stopwatch clock;
   StampOutput code = run_stamp_cpu(direct.flat.view(), 1);
   if (direct.whole) {
@@ -160,13 +163,17 @@ void StampBackend::emit_split_rest(std::string_view bitcode, const std::string& 
 
 EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label) {
   EmitResult result;
-  const std::string tag = xxh3_128_hex(bitcode).substr(0, 12);
+  const std::string id = xxh3_128_hex(bitcode), tag = id.substr(0, 12);
+  // kiln-selection(5): what is not selected falls back to llvm, function by function.
+  const FunctionFilter selected = selection_filter(id);
+  result.selection = selection_digest(id);
   if (reader_ == ReaderChoice::direct) {
-    if (emit_direct(bitcode, label, tag, result)) return result;
+    if (emit_direct(bitcode, label, tag, selected, result)) return result;
     // The direct attempt's time stays counted (as bitcode_read): it was spent.
     const double attempt = result.stages.bitcode_read + result.stages.flat_export;
     result.stages = {};
     result.stages.bitcode_read = attempt;
+    result.counts = {};
   } else {
     result.reader = {"llvm", "--reader llvm"};
   }
@@ -174,8 +181,9 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   ParsedModule module = llvm_->parse(bitcode, label, {.verify = llvm_->verifies(), .parse_seconds = &result.stages.parse});
   result.stages.verify = clock.lap() - result.stages.parse;
 
-  StampPlan plan = plan_stamp_module(*module, tag);
+  StampPlan plan = plan_stamp_module(*module, tag, selected);
   result.stages.flat_export = clock.lap();
+  result.test_faults = plan.faults;
   for (const auto& v : plan.flat.verdicts) {
     (v.stamp() ? result.counts.functions_stamp : result.counts.functions_llvm)++;
     (v.stamp() ? result.counts.instructions_stamp : result.counts.instructions_llvm) += v.instructions;

@@ -24,8 +24,10 @@ struct StampPlan {
   FlatExport flat;
   std::vector<StampData> data;
   bool whole = false;  // stamp writes every function and the globals: no llvm half
+  std::vector<std::string> faults;  // apply_test_faults' names (selection.h): tests only
 };
-StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag);
+// `selected`: kiln-selection(5)'s filter for the module (selection_filter).
+StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag, const FunctionFilter& selected = {});
 // Runs the stages and writes stamp's object (with the globals when the plan is whole).
 std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, double* stages_seconds = nullptr);
 // The same from stages already run elsewhere (the CUDA executor).
@@ -55,7 +57,8 @@ class StampBackend : public Backend {
   // split ("split"): stamp's part from the direct reader, and LLVM reading only the
   // bodies that fall back. False when neither can be (then result.reader says why and
   // LLVM's route runs: LLVM's parser, the whole module cloned for the fallback half).
-  bool emit_direct(std::string_view bitcode, const std::string& label, const std::string& tag, EmitResult& result);
+  bool emit_direct(std::string_view bitcode, const std::string& label, const std::string& tag,
+                   const FunctionFilter& selected, EmitResult& result);
   bool can_split(const DirectExport& direct) const;
   void emit_split_rest(std::string_view bitcode, const std::string& label, const std::string& tag,
                        const std::vector<bool>& emitted_by_stamp, const std::string& stamp_object,

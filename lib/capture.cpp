@@ -35,6 +35,7 @@
 #include "isolate.h"
 #include "kiln_config.h"
 #include "process.h"
+#include "selection.h"
 #include "timeutil.h"
 
 namespace kiln {
@@ -141,8 +142,15 @@ static const std::string& kiln_build_identity() {
 
 std::string object_cache_key(const std::string& bitcode_id, const std::string& backend, const std::string& profile) {
   const char* reader = std::getenv("KILN_READER");
+  // A selection and test faults change the object: only this module's lines of the
+  // selection count (digest_for), so that a bisect step keeps the other modules' hits.
+  const bool llvm = backend == "llvm";  // follows neither
+  const char* faults = llvm ? nullptr : std::getenv(kEnvTestFault);
+  const std::string selection = llvm ? "" : selection_digest(bitcode_id);
   std::string parts = bitcode_id + '\0' + backend + '\0' + profile + '\0' + (reader ? reader : "") + '\0' +
       KILN_VERSION + '\0' + LLVM_VERSION_STRING + '\0' + kiln_build_identity();
+  if (!selection.empty()) parts += std::string("\0selection ", 11) + selection;
+  if (faults && *faults) parts += std::string("\0test-fault ", 12) + faults;
   return xxh3_128_hex(parts);
 }
 
@@ -167,6 +175,7 @@ std::string emit_for_capture(const WrapperSettings& s, const std::string& bytes,
   if (std::optional<std::string> hit = cached ? corpus.cached_object(key) : std::nullopt) {
     r.object = std::move(*hit);
     r.cache = "hit";
+    if (s.backend == "stamp") r.selection = selection_digest(id);  // as the back end would have said
   } else {
     Backend& backend = capture_backend(s.backend, profile);
     name = backend.name();

@@ -16,6 +16,7 @@
 #include "direct_export.h"
 #include "error.h"
 #include "flat_export.h"
+#include "selection.h"
 #include "hash.h"
 #include "isolate.h"
 #include "json.h"
@@ -106,7 +107,7 @@ ModuleFacts collect_facts(const llvm::Module& module) {
 static Verdict stamp_contract(llvm::Module& module, ModuleCensus& c) {
   Verdict v{"stamp", "eligible", {}};
   materialize_aggregate_constants(module);  // as the stamp back end does before exporting
-  FlatExport flat = export_flat(module);
+  FlatExport flat = export_flat(module, selection_filter(c.id));
   std::map<std::string, uint64_t> reason_functions;
   std::vector<std::string> order;
   for (const auto& f : flat.verdicts) {
@@ -122,18 +123,23 @@ static Verdict stamp_contract(llvm::Module& module, ModuleCensus& c) {
       if (reason_functions[r]++ == 0) order.push_back(r);
   }
   for (const auto& r : order) v.reasons.push_back(r + " (" + std::to_string(reason_functions[r]) + " functions)");
+  if (const Selection* s = active_selection()) {
+    const size_t total = flat.verdicts.size(), refused = reason_functions[kNotSelected];
+    c.selection = s->path() + " (digest " + s->digest_for(c.id) + "): " + std::to_string(total - refused) + " of " +
+        std::to_string(total) + " functions selected";
+  }
   if (v.functions_fallback) v.verdict = v.functions_stamp ? "partial" : "rejected";
   return v;
 }
 
 // The direct reader's view of the module, judged as the stamp back end's direct route
 // judges it (StampBackend::emit_direct): the census says which modules need no LLVM.
-static ReaderRecord read_directly(const std::string& bytes, const std::string& label) {
+static ReaderRecord read_directly(const std::string& bytes, const std::string& id, const std::string& label) {
   ReaderRecord r;
   DirectExport direct;
   try {
     LlvmStage stage("reading directly");  // names the reader if the worker crashes in it
-    direct = export_direct(bytes, label, xxh3_128_hex(bytes).substr(0, 12));
+    direct = export_direct(bytes, label, xxh3_128_hex(bytes).substr(0, 12), selection_filter(id));
   } catch (const KilnError& e) {
     // Without the label: the summary counts modules per reason.
     std::string what = e.what();
@@ -170,7 +176,7 @@ ModuleCensus census_of_bytes(const std::string& bytes, const std::string& id, co
   c.id = id;
   c.label = label;
   c.facts.bytes = bytes.size();
-  c.reader = read_directly(bytes, label);
+  c.reader = read_directly(bytes, id, label);
   // A module the reader declined whole (or could not read) had none of its functions read.
   const bool module_declined = !c.reader.read && c.reader.functions_declined == 0;
   Verdict llvm_verdict{"llvm", "eligible", {}};
@@ -701,6 +707,7 @@ std::string census_explain(const ModuleCensus& c) {
     for (const auto& r : v.reasons) out += "    - " + r + "\n";
   }
   out += "  reader: " + reader_line(c.reader) + "\n";
+  if (!c.selection.empty()) out += "  selection: " + c.selection + "\n";
   if (f.debug_info) out += "  note: stamp does not carry debug information yet; its functions have none\n";
   for (const auto& fn : c.function_verdicts) {
     if (fn.reasons.empty()) continue;

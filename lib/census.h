@@ -59,6 +59,9 @@ struct ModuleCensus {
   // stamp's verdict on every defined function; read back from a record, only those
   // that fall back (a record lists no others: the stamp verdict's counts cover the rest).
   std::vector<FunctionVerdict> function_verdicts;
+  // Under KILN_SELECTION (kiln-selection(5)): which file, its digest for this module,
+  // and how many functions it selected, for census_explain. Not in to_json().
+  std::string selection;
   std::string to_json() const;
 };
 

@@ -55,6 +55,8 @@ std::string receipt_json(const ReceiptInput& in, const EmitResult& r, const std:
       .field("llvm", r.counts.instructions_llvm)
       .end_object();
   if (!r.cache.empty()) w.field("cache", r.cache);
+  if (!r.selection.empty()) w.field("selection", r.selection);
+  if (!r.test_faults.empty()) w.string_array("test_fault", r.test_faults);
   if (!r.reader.route.empty()) {
     w.key("reader").begin_object().field("route", r.reader.route);
     if (!r.reader.reason.empty()) w.field("reason", r.reader.reason);

@@ -1249,7 +1249,7 @@ static std::unordered_map<const llvm::Function*, std::string> pinned_to_llvm(con
   return pinned;
 }
 
-FlatExport export_flat(const llvm::Module& module) {
+FlatExport export_flat(const llvm::Module& module, const FunctionFilter& selected) {
   FlatExport out;
   const llvm::DataLayout dl = target_data_layout();
   std::unordered_map<const llvm::GlobalValue*, uint32_t> symbol_index;
@@ -1262,6 +1262,7 @@ FlatExport export_flat(const llvm::Module& module) {
       // A reason found before run() stops the commit like any other; run() still
       // finds and reports all the others.
       if (auto it = pinned.find(&f); it != pinned.end()) ex.reasons.push_back(it->second);
+      if (selected && !selected(f.getName().str())) ex.reasons.push_back(kNotSelected);
       stamp = ex.run();
       FunctionVerdict v;
       v.name = f.getName().str();

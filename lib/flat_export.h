@@ -29,7 +29,9 @@ struct FlatExport {
   void resolve_symbol_names();  // fills flat.symbols, bindings and visibilities
 };
 
-FlatExport export_flat(const llvm::Module& module);
+// `selected`: which functions stamp may take (kiln-selection(5)); the others fall
+// back with the reason kNotSelected. Empty: all of them.
+FlatExport export_flat(const llvm::Module& module, const FunctionFilter& selected = {});
 
 // Replaces aggregate constants used as instruction operands (a struct or array value
 // stored, inserted, returned or passed through a phi) by loads from private constant

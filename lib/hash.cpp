@@ -14,6 +14,8 @@ std::string xxh3_128_hex(const void* data, size_t size) {
   return std::string(text, 32);
 }
 
+uint64_t xxh3_64(std::string_view bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+
 bool is_content_id(std::string_view text) {
   if (text.size() != 32) return false;
   for (char c : text)

@@ -26,6 +26,7 @@
 #include "json.h"
 #include "parallel.h"
 #include "progress.h"
+#include "selection.h"
 #include "stats.h"
 #include "timeutil.h"
 
@@ -72,7 +73,8 @@ uint64_t elf_text_bytes(const std::string& o) {
 static bool prepare_direct(const ReplayModule& m, StampModule& sm, ModuleEmission& e) {
   DirectExport d;
   try {
-    d = export_direct(m.bytes, m.id, m.id.substr(0, 12));  // m.id is the bitcode's xxh3-128
+    // m.id is the bitcode's xxh3-128; kiln-selection(5) applies as in the back end.
+    d = export_direct(m.bytes, m.id, m.id.substr(0, 12), selection_filter(m.id));
   } catch (const KilnError& err) {
     e.reader_reason = std::string("reader: ") + err.what();
     return false;
@@ -84,6 +86,7 @@ static bool prepare_direct(const ReplayModule& m, StampModule& sm, ModuleEmissio
   else if (!d.whole) e.reader_reason = d.globals_reason.empty() ? "functions fall back to llvm" : d.globals_reason;
   if (!d.declined.empty() || !d.whole) return false;
   sm.plan.flat.flat = std::move(d.flat);
+  sm.plan.faults = apply_test_faults(sm.plan.flat.flat);
   sm.plan.flat.verdicts = std::move(d.verdicts);
   sm.plan.flat.emitted_by_stamp = std::move(d.emitted_by_stamp);
   sm.plan.flat.stamp_function_count = d.stamp_function_count;
@@ -105,7 +108,7 @@ StampModule prepare_stamp_module(LlvmBackend& llvm, const ReplayModule& m, Modul
   // no verifier either).
   ParsedModule parsed = llvm.parse(m.bytes, m.id, {.parse_seconds = &e.parse});
   Stopwatch clock;
-  StampPlan plan = plan_stamp_module(*parsed, m.id.substr(0, 12));
+  StampPlan plan = plan_stamp_module(*parsed, m.id.substr(0, 12), selection_filter(m.id));
   e.flat_export = clock.lap();
   if (!direct) {
     sm.plan = std::move(plan);

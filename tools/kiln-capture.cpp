@@ -12,6 +12,7 @@
 #include "fs.h"
 #include "isolate.h"
 #include "backend_stamp.h"
+#include "selection.h"
 #include "version.h"
 
 static int body(int argc, char** argv) {
@@ -68,6 +69,12 @@ static int body(int argc, char** argv) {
   app.add_option("--reader", reader,
                  "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
       ->check(CLI::IsMember({"direct", "llvm"}));
+  std::string candidate_functions, candidate_hash;
+  app.add_option("--candidate-functions", candidate_functions,
+                 "a selection file (kiln-selection(5)): only its functions go to the back end, the rest to llvm");
+  app.add_option("--candidate-hash", candidate_hash,
+                 "only functions whose name's xxh3-64 ends in these binary digits go to the back end")
+      ->excludes("--candidate-functions");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -100,6 +107,9 @@ static int body(int argc, char** argv) {
                     "unexpected argument '" + options.command[0] +
                         "': not a subcommand (add, merge, filter); the build command goes after --");
   if (options.corpus_dir.empty()) throw KilnError(kExitUsage, "", "-o CORPUS is required (see --help)");
+  // Checked before the build starts; the wrappers find it through KILN_SELECTION.
+  if (!candidate_hash.empty()) candidate_functions = selection_file_for_hash(candidate_hash, options.corpus_dir);
+  if (!candidate_functions.empty()) use_selection_file(candidate_functions);
   return run_capture(options);
 }
 

@@ -2024,8 +2024,8 @@ std::string export_globals(const ModuleContext& ctx, std::vector<StampData>& out
 // module's symbols, renaming and global data at the end.
 class ModuleExporter {
  public:
-  ModuleExporter(const BcModule& m, const std::string& tag, DirectExport& out)
-      : m_(m), tag_(tag), out_(out), dl_(Layout::x86_64_text()), ctx_(m, dl_) {
+  ModuleExporter(const BcModule& m, const std::string& tag, DirectExport& out, const FunctionFilter& selected)
+      : m_(m), tag_(tag), out_(out), selected_(selected), dl_(Layout::x86_64_text()), ctx_(m, dl_) {
     ctx_.globals = global_infos(m);
     for (uint32_t g = 0; g < ctx_.globals.size(); ++g) {
       const std::string& n = ctx_.globals[g].name;
@@ -2073,6 +2073,7 @@ class ModuleExporter {
       FunctionExporter ex(ctx_, out_.flat, symbol_values_, fixed_names_, symbol_index_, library_index_, fn, mat,
                           scratch_);
       if (auto it = pinned_.find(gi); it != pinned_.end()) ex.reasons.push_back(it->second);
+      if (selected_ && !selected_(v.name)) ex.reasons.push_back(kNotSelected);
       const size_t insts = out_.flat.insts.size(), operands = out_.flat.operands.size(),
                    blocks = out_.flat.blocks.size();
       try {
@@ -2157,6 +2158,7 @@ class ModuleExporter {
   const BcModule& m_;
   const std::string& tag_;
   DirectExport& out_;
+  const FunctionFilter& selected_;  // kiln-selection(5): the others are not stamp's
   Layout dl_;
   ModuleContext ctx_;
   std::optional<Materializer> materializer_;
@@ -2199,7 +2201,8 @@ std::string target_problem(const std::string& triple) {
   return "";
 }
 
-DirectExport export_direct(std::string_view bitcode, const std::string& path, const std::string& tag) {
+DirectExport export_direct(std::string_view bitcode, const std::string& path, const std::string& tag,
+                           const FunctionFilter& selected) {
   DirectExport out;
   Stopwatch clock;
   std::optional<ModuleExporter> exporter;
@@ -2211,7 +2214,7 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     if (!why.empty()) return;
     Stopwatch lap;
     try {
-      if (!exporter) exporter.emplace(m, tag, out);
+      if (!exporter) exporter.emplace(m, tag, out, selected);
       exporter->function(fn);
     } catch (const Decline& d) {
       why = d.why;
@@ -2250,7 +2253,7 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
   Stopwatch tail;
   if (why.empty()) {
     try {
-      if (!exporter) exporter.emplace(m, tag, out);  // a module without bodies
+      if (!exporter) exporter.emplace(m, tag, out, selected);  // a module without bodies
       exporter->finish();
     } catch (const Decline& d) {
       why = d.why;

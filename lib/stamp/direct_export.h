@@ -49,6 +49,8 @@ std::string target_problem(const std::string& triple);
 
 // `tag` is expose_local_symbols' tag (the first 12 hex digits of the bitcode's
 // xxh3-128). Throws KilnError(kExitBadInput) naming `path` for a corrupt file.
-DirectExport export_direct(std::string_view bitcode, const std::string& path, const std::string& tag);
+// `selected`: as export_flat's (the functions it refuses fall back as kNotSelected).
+DirectExport export_direct(std::string_view bitcode, const std::string& path, const std::string& tag,
+                           const FunctionFilter& selected = {});
 
 }  // namespace kiln

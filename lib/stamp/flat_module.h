@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,13 @@ struct FunctionVerdict {
   std::vector<std::string> reasons;               // why stamp does not compile it (every reason found)
   bool stamp() const { return reasons.empty(); }  // stamp compiles it
 };
+
+// Which defined functions stamp may take, asked by each function's name in the bitcode
+// (before local symbols are renamed): kiln-selection(5), through lib/selection.h. Both
+// exporters leave a function it refuses to llvm with the reason kNotSelected. Empty:
+// every function may be stamp's.
+using FunctionFilter = std::function<bool(const std::string& name)>;
+constexpr const char* kNotSelected = "not selected";
 
 // LLVM's calling conventions that are the C convention on x86-64 ELF: C (0), fastcc
 // (8) and x86_64_sysvcc (78). LLVM's X86 lowering sends fastcc and x86_64_sysvcc to the
