@@ -41,6 +41,7 @@ static int body(int argc, char** argv) {
   }
   if (!is_directory(o.build_dir)) throw KilnError(kExitUsage, o.build_dir, "--build-dir is not a directory");
   o.build_dir = absolute_path(o.build_dir);
+  while (o.build_dir.size() > 1 && o.build_dir.back() == '/') o.build_dir.pop_back();  // one spelling in the state
   if (o.trusted != "llvm")
     throw KilnError(kExitUsage, "", "--trusted " + o.trusted + ": only llvm can take what the candidate does not");
   if (o.candidate != "stamp" && o.candidate.rfind("cmd:", 0) != 0)
