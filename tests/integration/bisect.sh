@@ -4,8 +4,8 @@
 # the wrong way):
 #   1. eval_rpn broken: kiln-bisect names exactly it, within 2*log2(items)+10 test runs,
 #      and its reproducer shows the failure and the pass;
-#   2. eval_rpn and fibonacci_u128 broken: with eval_rpn excluded, a second run names
-#      fibonacci_u128, in another module; that run is stopped with SIGINT after a few
+#   2. eval_rpn and the unit test counts_words broken: with eval_rpn excluded, a second
+#      run names counts_words, in another module; that run is stopped with SIGINT after a few
 #      probes and started again: it resumes from its state and reaches the same answer;
 #   3. no fault: nothing to bisect (exit 1); bad usage: one line, exit 2.
 # The probes build and test the library's own tests (cargo test --lib), to keep CI short.
@@ -22,8 +22,8 @@ symbol() {  # the defined symbols whose name matches $1, comma-separated
   done | grep -E "$1" | sort -u | paste -sd,
 }
 rpn=$(symbol '12kiln_example8eval_rpn(17h[0-9a-f]{16}E)?$')
-fib=$(symbol '12kiln_example14fibonacci_u128(17h[0-9a-f]{16}E)?$')
-check "the planted culprits' symbols are found ($rpn, $fib)" test -n "$rpn" -a -n "$fib"
+counts=$(symbol '12kiln_example5tests(s_)?12counts_words(17h[0-9a-f]{16}E)?$')
+check "the planted culprits' symbols are found ($rpn, $counts)" test -n "$rpn" -a -n "$counts"
 cargo clean -q
 
 bisect=(kiln-bisect --build 'cargo test --lib --no-run -q' --test 'cargo test --lib -q' --timeout 60)
@@ -52,7 +52,7 @@ for f in ${rpn//,/ }; do excludes+=(--exclude "$f"); done
 two=("${bisect[@]}" --state "$T/two" "${excludes[@]}" --json)
 # Job control on: a script's background job would otherwise start with SIGINT ignored.
 set -m
-KILN_TEST_FAULT=$rpn,$fib "${two[@]}" > "$T/two-stopped.json" 2> "$T/two-stopped.err" &
+KILN_TEST_FAULT=$rpn,$counts "${two[@]}" > "$T/two-stopped.json" 2> "$T/two-stopped.err" &
 pid=$!
 set +m
 for _ in $(seq 1 600); do
@@ -67,16 +67,15 @@ rc=$?
 stopped_at=$(jq '.probes | length' "$T/two/bisect.json")
 check "SIGINT stops the bisect with exit 130 after $stopped_at probes" test $rc -eq 130
 check "and says how to resume" grep -q 'the same command resumes' "$T/two-stopped.err"
-KILN_TEST_FAULT=$rpn,$fib "${two[@]}" > "$T/two.json" 2> "$T/two.err"
+KILN_TEST_FAULT=$rpn,$counts "${two[@]}" > "$T/two.json" 2> "$T/two.err"
 rc=$?
 check "started again: exit 0" test $rc -eq 0
 check "it resumed: the $stopped_at recorded probes were not run again" \
   jq -e --argjson n "$stopped_at" '.resumed_probes >= $n' "$T/two.json"
-check "it names exactly fibonacci_u128" jq -e --arg f "$fib" '(.culprits | length) == 1 and (.culprits[0].function as $c | $f | split(",") | index($c))' "$T/two.json"
+check "it names exactly tests::counts_words" jq -e --arg f "$counts" '(.culprits | length) == 1 and (.culprits[0].function as $c | $f | split(",") | index($c))' "$T/two.json"
 check "within 2*log2(items)+10 test runs, the interrupted probe included" jq -e '.test_runs <= .bound' "$T/two.json"
 second=$(jq -r '.culprits[0].module' "$T/two.json")
-if [[ $second != "$module" ]]; then pass "the second culprit is in another module"; else
-  echo "   note: eval_rpn and fibonacci_u128 share module $module in this build"; pass "the second culprit is found (same module)"; fi
+check "the second culprit is in another module ($second, the first in $module)" test "$second" != "$module"
 
 # 3. No fault, and usage errors.
 KILN_TEST_FAULT= "${bisect[@]}" --state "$T/none" > "$T/none.out" 2>&1
