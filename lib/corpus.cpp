@@ -324,9 +324,13 @@ void Corpus::append_invocation(const InvocationRecord& r) {
 void Corpus::append_census(const std::string& json_line) { append_line_locked(dir_ + "/" + kCensusFile, json_line); }
 void Corpus::append_receipt(const std::string& json_line) { append_line_locked(dir_ + "/" + kReceiptsFile, json_line); }
 
-std::string Corpus::census_path() const { return dir_ + "/" + kCensusFile; }
+std::string Corpus::census_path(Shard shard) const {
+  return shard.whole() ? dir_ + "/" + kCensusFile : dir_ + "/census." + shard.file_tag() + ".jsonl";
+}
 void Corpus::write_census(std::string_view json_lines) { write_file_atomic(census_path(), json_lines); }
-std::string Corpus::replay_report_path() const { return dir_ + "/" + kReplayReportFile; }
+std::string Corpus::replay_report_path(Shard shard) const {
+  return shard.whole() ? dir_ + "/" + kReplayReportFile : dir_ + "/replay-report." + shard.file_tag() + ".json";
+}
 void Corpus::write_replay_report(std::string_view json) { write_file_atomic(replay_report_path(), json); }
 
 void Corpus::for_each_line(const std::string& name, const std::function<void(const JsonLine&)>& visit) const {
