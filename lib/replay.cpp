@@ -439,14 +439,6 @@ double warm_sums_median(const std::vector<RoundResult>& rounds, Value value) {
   return warm_median(rounds, [&](const RoundResult& r) { return value(sum_round(r)); });
 }
 
-// The same over rounds' sums already taken.
-template <class Value>
-double warm_median_of_sums(const std::vector<StageSums>& rounds, Value value) {
-  std::vector<double> v;
-  for (size_t r = rounds.size() > 1 ? 1 : 0; r < rounds.size(); ++r) v.push_back(value(rounds[r]));
-  return median(v);
-}
-
 double llvm_emit_seconds(const StageSums& x) { return x.clone + x.codegen; }
 double stamp_stages_seconds(const StageSums& x) { return x.stages; }
 

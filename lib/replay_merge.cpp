@@ -240,13 +240,6 @@ std::vector<StageSums> round_sums(const ServiceSummary& s) {
   return out;
 }
 
-template <class Value>
-double warm_median_of(const std::vector<StageSums>& rounds, Value value) {
-  std::vector<double> v;
-  for (size_t r = rounds.size() > 1 ? 1 : 0; r < rounds.size(); ++r) v.push_back(value(rounds[r]));
-  return median(v);
-}
-
 // Ratios and medians, from the joined rounds as run_replay takes them from its own.
 void recompute(ReplaySummary& sum) {
   for (auto& service : sum.services)
@@ -275,7 +268,7 @@ void recompute(ReplaySummary& sum) {
     g.span_rate = instr / std::max(1e-12, g.span);
     auto rate = [](const ServiceSummary* s, auto instructions, auto time) {
       if (!s || s->rounds.empty()) return 0.0;
-      return instructions(s->rounds.back().sums) / std::max(1e-12, warm_median_of(round_sums(*s), time));
+      return instructions(s->rounds.back().sums) / std::max(1e-12, warm_median_of_sums(round_sums(*s), time));
     };
     g.llvm_rate = rate(
         llvm, [](const StageSums& x) { return double(x.instructions); },

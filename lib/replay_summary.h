@@ -9,6 +9,7 @@
 
 #include "corpus.h"
 #include "replay.h"
+#include "stats.h"
 
 namespace kiln {
 
@@ -109,6 +110,15 @@ struct ReplaySummary {
   std::vector<Excluded> excluded;
   size_t unstable_modules = 0, failed_modules = 0;
 };
+
+// The median over the warm rounds (all but the first, unless there is only one) of
+// one figure of the rounds' sums.
+template <class Value>
+double warm_median_of_sums(const std::vector<StageSums>& rounds, Value value) {
+  std::vector<double> v;
+  for (size_t r = rounds.size() > 1 ? 1 : 0; r < rounds.size(); ++r) v.push_back(value(rounds[r]));
+  return median(v);
+}
 
 // The throughputs of a round from its sums and wall time.
 void round_rates(RoundSummary& r);

@@ -69,7 +69,7 @@ static int body(int argc, char** argv) {
 
   if (app.count("--explain") && explain.empty())
     throw KilnError(kExitUsage, "", "--explain needs a module id (or id prefix)");
-  Shard shard = app.count("--shard") ? parse_shard(shard_arg) : Shard{};
+  Shard shard = shard_option(shard_arg, app.count("--shard"));
   if (app.count("--shard") && (!explain.empty() || !is_directory(input)))
     throw KilnError(kExitUsage, input, "--shard is for a corpus's census, not --explain or a file");
   if (!is_directory(input)) {

@@ -92,7 +92,7 @@ static int body(int argc, char** argv) {
   if (corpus && !receipt_path.empty()) throw KilnError(kExitUsage, input, "--receipt is for a single file");
   if (corpus && !flat_path.empty()) throw KilnError(kExitUsage, input, "--export-flat is for a single file");
   if (!corpus && (!out_dir.empty() || app.count("--shard")))
-    throw KilnError(kExitUsage, input, "--out and --shard are for a corpus; a single file takes -o OUT.o");
+    throw KilnError(kExitUsage, input, "--out is for a corpus, as is --shard; a single file takes -o OUT.o");
   if (!flat_path.empty()) {
     std::string bytes = read_file(input);
     if (std::string said = export_flat_directly(bytes, input, flat_path); !said.empty()) {
@@ -129,8 +129,7 @@ static int body(int argc, char** argv) {
   }
   if (corpus) {
     if (out_dir.empty()) throw KilnError(kExitUsage, input, "a corpus needs --out DIR");
-    Shard shard = app.count("--shard") ? parse_shard(shard_arg) : Shard{};
-    CorpusEmitSummary s = emit_corpus(input, out_dir, backend, p, jobs, shard);
+    CorpusEmitSummary s = emit_corpus(input, out_dir, backend, p, jobs, shard_option(shard_arg, app.count("--shard")));
     std::printf("%zu modules: %zu emitted, %zu failed in %.3f s -> %s\n", s.modules, s.emitted, s.failed, s.seconds,
                 out_dir.c_str());
     return s.failed ? kExitFailed : kExitOk;

@@ -73,7 +73,7 @@ static int body(int argc, char** argv) {
     return cli_exit(app, e);
   }
   if (!reader.empty()) kiln::set_reader_choice(reader);
-  if (app.count("--shard")) options.shard = parse_shard(shard);
+  options.shard = shard_option(shard, app.count("--shard"));
   options.cpu = options.cuda = false;
   std::stringstream devices(device);
   for (std::string d; std::getline(devices, d, ',');) {

@@ -35,6 +35,10 @@ Shard parse_shard(const std::string& value, const std::string& option) {
   return s;
 }
 
+Shard shard_option(const std::string& value, bool given, const std::string& option) {
+  return given ? parse_shard(value, option) : Shard{};
+}
+
 uint32_t shard_of(const std::string& id, uint32_t n) {
   uint64_t prefix = 0;
   auto [end, err] = std::from_chars(id.data(), id.data() + std::min<size_t>(id.size(), 16), prefix, 16);

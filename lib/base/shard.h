@@ -21,6 +21,9 @@ struct Shard {
 // Parses "K/N". Anything else (0/4, 5/4, 1/0, x, 2/4/1) is a KilnError (kExitUsage)
 // naming `option` and the value.
 Shard parse_shard(const std::string& value, const std::string& option = "--shard");
+// A tool's --shard: the whole corpus (1/1) when the option was not `given`, else
+// parse_shard(value) (an empty value is an error too).
+Shard shard_option(const std::string& value, bool given, const std::string& option = "--shard");
 // The shard (1..n) of a module id; a KilnError (kExitBadInput) when the id does not
 // start with 16 hex digits.
 uint32_t shard_of(const std::string& id, uint32_t n);

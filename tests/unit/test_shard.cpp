@@ -50,6 +50,10 @@ TEST_CASE("parse_shard reads K/N and refuses anything else with a usage error", 
   REQUIRE(s.text() == "2/4");
   REQUIRE(s.file_tag() == "shard-2-of-4");
   REQUIRE(parse_shard("1/1").whole());
+  // A tool's option: not given is the whole corpus; given empty is an error.
+  REQUIRE(shard_option("", false).whole());
+  REQUIRE(shard_option("3/8", true).text() == "3/8");
+  REQUIRE_THROWS_AS(shard_option("", true), KilnError);
   for (const char* bad : {"0/4", "5/4", "1/0", "0/0", "x", "2/4/1", "", "/", "2/", "/4", "-1/4", "+1/4", " 1/4", "1/4 ",
                           "1.0/4", "1/99999999999", "a/b"})
     REQUIRE(usage_code(bad) == kExitUsage);
