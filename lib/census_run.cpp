@@ -4,6 +4,7 @@
 #include "census_run.h"
 
 #include <cstdio>
+#include <map>
 
 #include "error.h"
 #include "fs.h"
@@ -116,6 +117,40 @@ std::vector<ModuleCensus> census_corpus(const Corpus& corpus, const std::vector<
       },
       [&](size_t i) { return corpus.blob_path(modules[i].id); });
   progress.finish();
+  return all;
+}
+
+// Records are read back through census_from_json, whose to_json() gives the same
+// bytes: the merged file is line for line what one unsharded census writes.
+std::vector<ModuleCensus> merge_census_shards(const Corpus& corpus, const std::vector<std::string>& files) {
+  std::vector<ModuleRecord> modules = corpus.modules();
+  std::map<std::string, size_t> order;
+  for (size_t i = 0; i < modules.size(); ++i) order.emplace(modules[i].id, i);
+  std::vector<ModuleCensus> all(modules.size());
+  std::vector<std::string> from(modules.size());  // the file each record came from
+  for (const std::string& file : files) {
+    std::string text = read_file(file);
+    size_t pos = 0, line_no = 0;
+    while (pos < text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string::npos) throw KilnError(kExitBadInput, file, "its last record has no newline (cut short?)");
+      std::string where = file + ":" + std::to_string(++line_no);
+      std::string line = text.substr(pos, end - pos);
+      pos = end + 1;
+      if (line.empty()) continue;
+      ModuleCensus c = census_from_json(line, where);
+      auto it = order.find(c.id);
+      if (it == order.end()) throw KilnError(kExitBadInput, where, "module " + c.id + " is not in " + corpus.dir());
+      if (!from[it->second].empty())
+        throw KilnError(kExitBadInput, where, "module " + c.id + " has a record in " + from[it->second] + " already");
+      from[it->second] = where;
+      all[it->second] = std::move(c);
+    }
+  }
+  for (size_t i = 0; i < modules.size(); ++i)
+    if (from[i].empty())
+      throw KilnError(kExitBadInput, corpus.dir(),
+                      "module " + modules[i].id + " has no census record in the shards given (a shard missing?)");
   return all;
 }
 

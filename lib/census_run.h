@@ -18,4 +18,11 @@ int explain_module(const Corpus& corpus, const ModuleRecord& m, bool json);
 // stops the census with its error.
 std::vector<ModuleCensus> census_corpus(const Corpus& corpus, const std::vector<ModuleRecord>& modules, unsigned jobs);
 
+// The census records of shards (kiln-census --shard K/N, each its own JSON Lines file)
+// joined into what one census of the whole corpus gives: one record per module, in
+// the corpus's module order. A module with no record (a shard missing), with two (the
+// same shard twice, or shards of different N), or not in the corpus is a KilnError
+// (kExitBadInput) naming it.
+std::vector<ModuleCensus> merge_census_shards(const Corpus& corpus, const std::vector<std::string>& files);
+
 }  // namespace kiln

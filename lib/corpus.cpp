@@ -324,9 +324,13 @@ void Corpus::append_invocation(const InvocationRecord& r) {
 void Corpus::append_census(const std::string& json_line) { append_line_locked(dir_ + "/" + kCensusFile, json_line); }
 void Corpus::append_receipt(const std::string& json_line) { append_line_locked(dir_ + "/" + kReceiptsFile, json_line); }
 
-std::string Corpus::census_path() const { return dir_ + "/" + kCensusFile; }
+std::string Corpus::census_path(Shard shard) const {
+  return shard.whole() ? dir_ + "/" + kCensusFile : dir_ + "/census." + shard.file_tag() + ".jsonl";
+}
 void Corpus::write_census(std::string_view json_lines) { write_file_atomic(census_path(), json_lines); }
-std::string Corpus::replay_report_path() const { return dir_ + "/" + kReplayReportFile; }
+std::string Corpus::replay_report_path(Shard shard) const {
+  return shard.whole() ? dir_ + "/" + kReplayReportFile : dir_ + "/replay-report." + shard.file_tag() + ".json";
+}
 void Corpus::write_replay_report(std::string_view json) { write_file_atomic(replay_report_path(), json); }
 
 void Corpus::for_each_line(const std::string& name, const std::function<void(const JsonLine&)>& visit) const {
@@ -496,6 +500,7 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
 
   std::set<std::string> want_ids(filter.ids.begin(), filter.ids.end());
   std::set<std::string> want_crates(filter.crates.begin(), filter.crates.end());
+  std::set<std::string> census_ids;  // modules whose census record is copied already
   for (auto& in : inputs) {
     std::set<std::string> reason_ids;
     if (!filter.reason.empty()) {
@@ -525,7 +530,13 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
         if (kept.count(get_string_or(l.value, "id", ""))) append(std::string(simdjson::minify(l.value)));
       });
     };
-    copy_selected(kCensusFile, [&](const std::string& s) { out.append_census(s); });
+    // A census record is a function of the module's bytes: one per module, as a census
+    // of the merged corpus writes, even when the sources share modules (copies of one
+    // corpus whose shards ran on different machines, say).
+    in.for_each_line(kCensusFile, [&](const JsonLine& l) {
+      std::string id = get_string_or(l.value, "id", "");
+      if (kept.count(id) && census_ids.insert(id).second) out.append_census(std::string(simdjson::minify(l.value)));
+    });
     copy_selected(kReceiptsFile, [&](const std::string& s) { out.append_receipt(s); });
     // A merge keeps every invocation; a filter only those that produced kept modules.
     bool filtering = !want_ids.empty() || !want_crates.empty() || !filter.reason.empty();

@@ -7,12 +7,17 @@
 //                             (every back end inside), rewritten whole by each census
 //   CORPUS/receipts.jsonl     kiln-emit / kiln-capture emission receipts
 //   CORPUS/replay-report.json the last kiln-replay report, rewritten whole by each replay
+//   CORPUS/census.shard-K-of-N.jsonl, CORPUS/replay-report.shard-K-of-N.json
+//                             the same for one shard (--shard K/N, lib/base/shard.h), so
+//                             that shards run into one corpus do not overwrite each other;
+//                             `kiln-census merge` and `kiln-replay merge` join them
 // The other JSON Lines files are only appended to, one locked write per line, so many
 // wrapper processes of one parallel build can record into the same corpus.
 #pragma once
 #include <simdjson.h>
 
 #include "json.h"
+#include "shard.h"
 
 #include <cstdint>
 #include <functional>
@@ -124,9 +129,11 @@ class Corpus {
   void append_receipt(const std::string& json_line);
 
   // The files a step rewrites whole, atomically (temp + rename).
-  std::string census_path() const;
+  // With a shard other than 1/1: that shard's own file (CORPUS/census.shard-K-of-N.jsonl).
+  std::string census_path(Shard shard = {}) const;
   void write_census(std::string_view json_lines);
-  std::string replay_report_path() const;
+  // With a shard other than 1/1: CORPUS/replay-report.shard-K-of-N.json.
+  std::string replay_report_path(Shard shard = {}) const;
   void write_replay_report(std::string_view json);
 
   // Modules merged by id, in first-seen order, with multiplicity filled in.

@@ -124,9 +124,11 @@ std::string emit_one_module(Backend& backend, const Corpus& corpus, const Module
 }  // namespace
 
 CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& out_dir,
-                              const std::string& backend_spec, Profile profile, unsigned jobs) {
+                              const std::string& backend_spec, Profile profile, unsigned jobs, Shard shard) {
   Corpus corpus = Corpus::open(corpus_dir);
-  std::vector<ModuleRecord> modules = corpus.modules();
+  std::vector<ModuleRecord> modules;
+  for (auto& m : corpus.modules())
+    if (in_shard(m.id, shard)) modules.push_back(std::move(m));
   make_dirs(out_dir);
   std::string backend_name = make_backend(backend_spec, profile)->name();  // reject a bad spec before the workers
   CorpusEmitSummary summary;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backend.h"
+#include "shard.h"
 
 namespace kiln {
 
@@ -42,8 +43,9 @@ struct CorpusEmitSummary {
 // Emits every module of the corpus into out_dir/ID.o with `jobs` worker processes,
 // appending a receipt per module to the corpus and to out_dir/receipts.jsonl. A module
 // that crashes LLVM fails alone (its receipt says how); an error writing receipts is
-// thrown (kExitIo) after the workers are stopped.
+// thrown (kExitIo) after the workers are stopped. With a shard other than 1/1, only that
+// shard's modules (lib/base/shard.h).
 CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& out_dir,
-                              const std::string& backend_spec, Profile profile, unsigned jobs);
+                              const std::string& backend_spec, Profile profile, unsigned jobs, Shard shard = {});
 
 }  // namespace kiln

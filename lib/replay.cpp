@@ -15,6 +15,7 @@
 #include "direct_export.h"
 #include "flat_export.h"
 #include "replay_internal.h"
+#include "replay_summary.h"
 #include "fallback.h"
 #include "bitcode.h"
 #include "process.h"
@@ -273,15 +274,6 @@ std::unique_ptr<EmissionService> make_cpu_service(const std::string& backend_spe
 
 namespace {
 
-struct StageSums {
-  double parse = 0, clone = 0, codegen = 0, flat_export = 0, fallback = 0, stages = 0, elf = 0;
-  double bitcode_read = 0, direct_export = 0;
-  uint64_t modules_direct = 0, modules_read_directly = 0;
-  uint64_t instructions = 0, modules = 0, failed = 0, instructions_stamp = 0, functions_stamp = 0, functions = 0;
-  uint64_t text_bytes = 0, kernel_launches = 0;
-  double gpu_upload = 0, gpu_kernels = 0, gpu_download = 0;
-};
-
 StageSums sum_round(const RoundResult& r) {
   StageSums s;
   for (const auto& e : r.emissions) {
@@ -313,11 +305,6 @@ StageSums sum_round(const RoundResult& r) {
   }
   return s;
 }
-
-// A module left out of the rounds: it crashed LLVM, or stopped it with a fatal error.
-struct Excluded {
-  std::string id, error;
-};
 
 // The services run LLVM in this process, across rounds: a module that crashes LLVM
 // there would take the whole replay (and its report) down. So each module is emitted
@@ -364,40 +351,6 @@ std::vector<Excluded> vet_modules(std::vector<ReplayModule>& modules, const Repl
   return excluded;
 }
 
-// Everything the report and the table say, computed once from the rounds; the two
-// renderers below only lay it out.
-
-// One round of one service: its sums and throughputs.
-struct RoundSummary {
-  int round = 0;
-  double wall_seconds = 0;
-  StageSums sums;
-  // Throughput of the emission work itself, per core-second (llvm: clone + codegen;
-  // stamp: its stages and ELF writing, plus LLVM for what it left), and over the
-  // round's wall time (all workers together).
-  double per_core = 0, wall_rate = 0, modules_per_second = 0;
-};
-
-struct ServiceSummary {
-  std::string name, backend;
-  unsigned workers = 0;
-  std::vector<RoundSummary> rounds;
-};
-
-// stamp against llvm on the same modules, from the last (warm) round of each.
-struct StampVsLlvm {
-  int last_round = 0;  // the stamp service's
-  StageSums st;        // the stamp service's last round, its times the warm medians
-  double llvm_rate = 0, stamp_rate = 0, end_to_end = 0, export_rate = 0, parse_rate = 0, text_ratio = 0;
-  // The direct reader (first round): on the modules it read (module and every function),
-  // LLVM's parse plus export against its read plus export; and on the modules it took
-  // whole, bitcode to stamp's object (read, export, stages, ELF) against LLVM's parse
-  // plus its code generation (the llvm service's warm median per module).
-  uint64_t modules = 0, modules_read = 0, modules_direct = 0;
-  double read_llvm_seconds = 0, read_direct_seconds = 0, read_speedup = 0;
-  double direct_llvm_seconds = 0, direct_seconds = 0, direct_end_to_end = 0;
-};
-
 // Per module, the median over the warm rounds of one time of its emissions.
 template <class Value>
 double module_warm_median(const std::vector<RoundResult>& rounds, size_t i, Value value) {
@@ -425,46 +378,6 @@ void compare_readers(const std::vector<RoundResult>& llvm, const std::vector<Rou
   c.read_speedup = c.read_llvm_seconds / std::max(1e-12, c.read_direct_seconds);
   c.direct_end_to_end = c.direct_llvm_seconds / std::max(1e-12, c.direct_seconds);
 }
-
-// A module the GPU service emitted on the device in its last round.
-struct GpuReceipt {
-  std::string module;
-  int round = 0;
-  ModuleEmission emission;
-};
-
-struct GpuSummary {
-  std::string service;
-  unsigned streams = 0;
-  uint32_t batches = 0;
-  uint64_t batch_instructions = 0, kernel_launches = 0;
-  double gpu_rate = 0, gpu_time = 0, span = 0, span_rate = 0, llvm_rate = 0, cpu_stages_rate = 0;
-  double busy = 0, upload = 0, kernels = 0, download = 0, first_round_device_phase = 0;
-  std::vector<GpuReceipt> receipts;
-};
-
-// A module whose objects differ between emissions, or that failed.
-struct Instability {
-  std::string module, backend;
-  bool differ = false;  // else failed
-  std::string error;
-  std::map<std::string, std::vector<std::string>> objects;  // hash -> "[cuda ]round r worker w"
-  std::string reproduce;
-};
-
-struct ReplaySummary {
-  std::string corpus, time;
-  const char* profile = "";
-  int rounds = 0;
-  unsigned jobs = 0;
-  size_t modules = 0;  // all, excluded ones included
-  std::vector<ServiceSummary> services;
-  std::optional<StampVsLlvm> stamp_vs_llvm;
-  std::optional<GpuSummary> gpu;
-  std::vector<Instability> instability;
-  std::vector<Excluded> excluded;
-  size_t unstable_modules = 0, failed_modules = 0;
-};
 
 // The services and their rounds: rounds[service][round].
 struct ReplayRounds {
@@ -495,11 +408,7 @@ RoundSummary summarize_round(const RoundResult& r) {
   rs.round = r.round;
   rs.wall_seconds = r.wall_seconds;
   rs.sums = sum_round(r);
-  const StageSums& sums = rs.sums;
-  double emit_cpu = sums.clone + sums.codegen + sums.fallback;
-  rs.per_core = emit_cpu > 0 ? static_cast<double>(sums.instructions) / emit_cpu : 0;
-  rs.wall_rate = r.wall_seconds > 0 ? static_cast<double>(sums.instructions) / r.wall_seconds : 0;
-  rs.modules_per_second = r.wall_seconds > 0 ? static_cast<double>(sums.modules) / r.wall_seconds : 0.0;
+  round_rates(rs);
   return rs;
 }
 
@@ -537,14 +446,28 @@ double llvm_emit_seconds(const StageSums& x) { return x.clone + x.codegen; }
 double stamp_stages_seconds(const StageSums& x) { return x.stages; }
 
 StampVsLlvm compare_stamp_llvm(const std::vector<RoundResult>& llvm, const std::vector<RoundResult>& stamp) {
+  std::vector<StageSums> l, st;
+  for (const auto& r : llvm) l.push_back(sum_round(r));
+  for (const auto& r : stamp) st.push_back(sum_round(r));
+  StampVsLlvm c = compare_round_sums(l, st, stamp.back().round);
+  compare_readers(llvm, stamp, c);
+  return c;
+}
+
+}  // namespace
+
+// From the rounds' sums alone, so that a merge of shards' reports (replay_merge.cpp)
+// computes the figures from its joined rounds just as one run does.
+StampVsLlvm compare_round_sums(const std::vector<StageSums>& llvm, const std::vector<StageSums>& stamp,
+                               int last_round) {
   StampVsLlvm c;
-  c.last_round = stamp.back().round;
-  StageSums l = sum_round(llvm.back()), first = sum_round(stamp.front());
-  StageSums& st = c.st = sum_round(stamp.back());
-  double llvm_time = warm_sums_median(llvm, llvm_emit_seconds);
-  double stamp_time = warm_sums_median(stamp, [](const StageSums& x) { return x.codegen; });
-  double stamp_stages_time = warm_sums_median(stamp, stamp_stages_seconds);
-  double fallback_time = warm_sums_median(stamp, [](const StageSums& x) { return x.fallback; });
+  c.last_round = last_round;
+  StageSums l = llvm.back(), first = stamp.front();
+  StageSums& st = c.st = stamp.back();
+  double llvm_time = warm_median_of_sums(llvm, llvm_emit_seconds);
+  double stamp_time = warm_median_of_sums(stamp, [](const StageSums& x) { return x.codegen; });
+  double stamp_stages_time = warm_median_of_sums(stamp, stamp_stages_seconds);
+  double fallback_time = warm_median_of_sums(stamp, [](const StageSums& x) { return x.fallback; });
   st.stages = stamp_stages_time;
   st.elf = stamp_time - stamp_stages_time;
   st.codegen = stamp_time;
@@ -554,9 +477,18 @@ StampVsLlvm compare_stamp_llvm(const std::vector<RoundResult>& llvm, const std::
   c.export_rate = first.instructions / std::max(1e-12, first.flat_export);
   c.parse_rate = first.instructions / std::max(1e-12, first.parse);
   c.text_ratio = l.text_bytes ? static_cast<double>(st.text_bytes) / static_cast<double>(l.text_bytes) : 0;
-  compare_readers(llvm, stamp, c);
   return c;
 }
+
+void round_rates(RoundSummary& rs) {
+  const StageSums& sums = rs.sums;
+  double emit_cpu = sums.clone + sums.codegen + sums.fallback;
+  rs.per_core = emit_cpu > 0 ? static_cast<double>(sums.instructions) / emit_cpu : 0;
+  rs.wall_rate = rs.wall_seconds > 0 ? static_cast<double>(sums.instructions) / rs.wall_seconds : 0;
+  rs.modules_per_second = rs.wall_seconds > 0 ? static_cast<double>(sums.modules) / rs.wall_seconds : 0.0;
+}
+
+namespace {
 
 // The GPU service: its stages (upload, kernels, download) against llvm and against
 // the CPU executor's stages, on the same modules.
@@ -600,6 +532,18 @@ GpuSummary summarize_gpu(const ReplayOptions& options, const std::vector<ReplayM
 
 // Stability: within each back end, every emission of a module must hash the same;
 // stamp's objects from the GPU service must equal the CPU executor's.
+}  // namespace
+
+// Emits the module twice from its blob and compares: runs anywhere, offline.
+std::string reproduce_command(const Corpus& corpus, const std::string& id, const std::string& backend,
+                              const std::string& profile) {
+  std::string emit = "kiln-emit " + shell_quote(absolute_path(corpus.blob_path(id))) + " --backend " +
+      shell_quote(backend) + " --profile " + profile;
+  return "d=$(mktemp -d) && " + emit + " -o \"$d/a.o\" && " + emit + " -o \"$d/b.o\" && cmp \"$d/a.o\" \"$d/b.o\"";
+}
+
+namespace {
+
 void find_instability(const ReplayOptions& options, const Corpus& corpus, const std::vector<ReplayModule>& modules,
                       const ReplayRounds& run, const ServiceRoles& roles, ReplaySummary& summary) {
   for (size_t s = 0; s < run.services.size(); ++s) {
@@ -620,16 +564,16 @@ void find_instability(const ReplayOptions& options, const Corpus& corpus, const 
         }
       }
       if (!x.error.empty()) summary.failed_modules++;
-      if (x.objects.size() <= 1 && x.error.empty()) continue;
       x.differ = x.objects.size() > 1;
+      const char* verdict = !x.error.empty() ? "failed" : x.differ ? "unstable" : "stable";
+      summary.verdicts.push_back({modules[i].id, run.services[s]->backend(), verdict,
+                                  verdict == std::string("stable") ? x.objects.begin()->first : "",
+                                  run.rounds[s].back().emissions[i].instructions});
+      if (!x.differ && x.error.empty()) continue;
       if (x.differ) summary.unstable_modules++;
       x.module = modules[i].id;
       x.backend = run.services[s]->backend();
-      // Emits the module twice from its blob and compares: runs anywhere, offline.
-      std::string emit = "kiln-emit " + shell_quote(absolute_path(corpus.blob_path(x.module))) + " --backend " +
-          shell_quote(x.backend) + " --profile " + profile_name(options.profile);
-      x.reproduce =
-          "d=$(mktemp -d) && " + emit + " -o \"$d/a.o\" && " + emit + " -o \"$d/b.o\" && cmp \"$d/a.o\" \"$d/b.o\"";
+      x.reproduce = reproduce_command(corpus, x.module, x.backend, profile_name(options.profile));
       summary.instability.push_back(std::move(x));
     }
   }
@@ -790,6 +734,18 @@ void json_instability(JsonWriter& w, const ReplaySummary& sum) {
   w.end_array();
 }
 
+void json_verdicts(JsonWriter& w, const ReplaySummary& sum) {
+  w.key("module_verdicts").begin_array();
+  for (const ModuleVerdict& v : sum.verdicts) {
+    w.begin_object().field("module", v.module).field("backend", v.backend).field("verdict", v.verdict);
+    if (!v.object_xxh3.empty()) w.field("object_xxh3", v.object_xxh3);
+    w.field("instructions", v.instructions).end_object();
+  }
+  w.end_array();
+}
+
+}  // namespace
+
 // The JSON report (kiln-replay-report).
 std::string render_report_json(const ReplaySummary& sum) {
   JsonWriter w;
@@ -797,8 +753,9 @@ std::string render_report_json(const ReplaySummary& sum) {
       .field("schema", "kiln-replay-report")
       .field("v", kReplaySchemaVersion)
       .field("corpus", sum.corpus)
-      .field("time", sum.time)
-      .field("profile", sum.profile)
+      .field("time", sum.time);
+  if (!sum.shard.empty()) w.field("shard", sum.shard);
+  w.field("profile", sum.profile)
       .field("rounds", sum.rounds)
       .field("jobs", sum.jobs)
       .field("modules", static_cast<uint64_t>(sum.modules))
@@ -807,11 +764,14 @@ std::string render_report_json(const ReplaySummary& sum) {
   if (sum.stamp_vs_llvm) json_stamp_vs_llvm(w, *sum.stamp_vs_llvm);
   if (sum.gpu) json_gpu(w, *sum.gpu);
   json_instability(w, sum);
+  json_verdicts(w, sum);
   w.field("unstable_modules", static_cast<uint64_t>(sum.unstable_modules))
       .field("failed_modules", static_cast<uint64_t>(sum.failed_modules));
   w.end_object();
   return w.str() + "\n";
 }
+
+namespace {
 
 std::string table_stamp_vs_llvm(const ReplaySummary& sum) {
   const StampVsLlvm& c = *sum.stamp_vs_llvm;
@@ -830,7 +790,7 @@ std::string table_stamp_vs_llvm(const ReplaySummary& sum) {
       "  direct reader: read %llu of %llu modules (every function), took %llu whole without LLVM; read + export "
       "%.1fx faster than LLVM's parse + export; bitcode to object %.1fx faster than LLVM's parse + codegen\n",
       c.last_round, 100.0 * st.instructions_stamp / std::max<uint64_t>(1, st.instructions),
-      100.0 * st.functions_stamp / std::max<uint64_t>(1, st.functions), c.stamp_rate / 1e6, sum.profile,
+      100.0 * st.functions_stamp / std::max<uint64_t>(1, st.functions), c.stamp_rate / 1e6, sum.profile.c_str(),
       c.llvm_rate / 1e6, c.stamp_rate / c.llvm_rate, 100.0 * st.stages / std::max(1e-12, st.codegen),
       st.instructions_stamp / std::max(1e-12, st.stages) / 1e6, 100.0 * st.elf / std::max(1e-12, st.codegen),
       c.end_to_end, c.export_rate / 1e6, c.parse_rate / 1e6, c.text_ratio, (unsigned long long)c.modules_read,
@@ -854,7 +814,7 @@ std::string table_gpu(const ReplaySummary& sum) {
   table += block;
   if (g.llvm_rate > 0) {
     std::snprintf(block, sizeof block, "  %.1fx llvm %s on one core (%.1fx over the device span)\n",
-                  g.gpu_rate / g.llvm_rate, sum.profile, g.span_rate / g.llvm_rate);
+                  g.gpu_rate / g.llvm_rate, sum.profile.c_str(), g.span_rate / g.llvm_rate);
     table += block;
   }
   if (g.cpu_stages_rate > 0) {
@@ -863,6 +823,8 @@ std::string table_gpu(const ReplaySummary& sum) {
   }
   return table;
 }
+
+}  // namespace
 
 // The table for people.
 std::string render_table(const ReplaySummary& sum) {
@@ -897,25 +859,27 @@ std::string render_table(const ReplaySummary& sum) {
   return table;
 }
 
-}  // namespace
-
 ReplayOutcome run_replay(const ReplayOptions& options) {
   Corpus corpus = Corpus::open(options.corpus_dir);
+  std::vector<ModuleRecord> records = corpus.modules();
+  if (records.empty()) throw KilnError(kExitBadInput, options.corpus_dir, "the corpus holds no modules");
+  // A shard may hold none of them: its report is then empty, and still joins the others'.
   std::vector<ReplayModule> modules;
-  for (const auto& rec : corpus.modules()) modules.push_back({rec.id, corpus.load_blob(rec.id)});
-  if (modules.empty()) throw KilnError(kExitBadInput, options.corpus_dir, "the corpus holds no modules");
+  for (const auto& rec : records)
+    if (in_shard(rec.id, options.shard)) modules.push_back({rec.id, corpus.load_blob(rec.id)});
   if (options.rounds < 1) throw KilnError(kExitUsage, "", "--rounds must be at least 1");
   std::vector<Excluded> excluded = vet_modules(modules, options);
   ReplayRounds run = run_rounds(options, modules);
   ReplaySummary summary = summarize_replay(options, corpus, modules, std::move(excluded), run);
+  if (!options.shard.whole()) summary.shard = options.shard.text();
 
   ReplayOutcome outcome;
   outcome.unstable_modules = summary.unstable_modules;
   outcome.failed_modules = summary.failed_modules;
   outcome.report_json = render_report_json(summary);
   outcome.table = render_table(summary);
-  if (options.report_path.empty()) corpus.write_replay_report(outcome.report_json);
-  else write_file_atomic(options.report_path, outcome.report_json);
+  write_file_atomic(options.report_path.empty() ? corpus.replay_report_path(options.shard) : options.report_path,
+                    outcome.report_json);
   return outcome;
 }
 

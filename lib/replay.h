@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "shard.h"
 
 namespace kiln {
 
@@ -92,6 +93,7 @@ struct ReplayOptions {
   unsigned gpu_streams = 4;                 // --gpu-streams
   uint64_t gpu_batch_instructions = 32768;  // --gpu-batch
   std::string report_path;                  // JSON report; empty: CORPUS/replay-report.json
+  Shard shard;                              // --shard: only these modules; its own default report
 };
 
 struct ReplayOutcome {
@@ -101,5 +103,13 @@ struct ReplayOutcome {
 };
 
 ReplayOutcome run_replay(const ReplayOptions& options);
+
+// kiln-replay merge: shards' reports (kiln-replay --shard K/N) joined into the report
+// one run over the whole corpus gives (kiln-replay(1) says which figures are summed
+// and which recomputed); the report is written to `output` (empty: the corpus's
+// replay-report.json). Reports of another replay (other back ends, rounds, profile),
+// or shards missing or given twice, are a KilnError (kExitBadInput).
+ReplayOutcome merge_replay_reports(const std::string& corpus_dir, const std::vector<std::string>& reports,
+                                   const std::string& output);
 
 }  // namespace kiln

@@ -9,7 +9,6 @@
 
 #include "bitcode.h"
 #include "direct_export.h"
-#include "corpus.h"
 #include "flat_export.h"
 #include "flat_file.h"
 #include "hash.h"
@@ -64,7 +63,7 @@ static int body(int argc, char** argv) {
       ->check(CLI::IsMember({"fast", "balanced", "release"}));
   app.add_option("-j,--jobs", jobs, "worker processes for a corpus");
   app.add_option("--receipt", receipt_path, "also write the receipt (single file) here");
-  std::string flat_path, reader;
+  std::string flat_path, reader, shard_arg;
   app.add_option("--export-flat", flat_path, "write the module's stamp functions as a flat IR file");
   bool check_reader = false, check_json = false, check_contract = false, no_verify = false;
   app.add_flag("--check-reader", check_reader,
@@ -75,6 +74,7 @@ static int body(int argc, char** argv) {
   app.add_option("--reader", reader,
                  "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
       ->check(CLI::IsMember({"direct", "llvm"}));
+  app.add_option("--shard", shard_arg, "only shard K of N of a corpus")->excludes("--check-reader", "--check-contract");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -91,8 +91,8 @@ static int body(int argc, char** argv) {
     throw KilnError(kExitUsage, input, "-o is for a single file; a corpus takes --out DIR");
   if (corpus && !receipt_path.empty()) throw KilnError(kExitUsage, input, "--receipt is for a single file");
   if (corpus && !flat_path.empty()) throw KilnError(kExitUsage, input, "--export-flat is for a single file");
-  if (!corpus && !out_dir.empty())
-    throw KilnError(kExitUsage, input, "--out is for a corpus; a single file takes -o OUT.o");
+  if (!corpus && (!out_dir.empty() || app.count("--shard")))
+    throw KilnError(kExitUsage, input, "--out is for a corpus, as is --shard; a single file takes -o OUT.o");
   if (!flat_path.empty()) {
     std::string bytes = read_file(input);
     if (std::string said = export_flat_directly(bytes, input, flat_path); !said.empty()) {
@@ -129,7 +129,7 @@ static int body(int argc, char** argv) {
   }
   if (corpus) {
     if (out_dir.empty()) throw KilnError(kExitUsage, input, "a corpus needs --out DIR");
-    CorpusEmitSummary s = emit_corpus(input, out_dir, backend, p, jobs);
+    CorpusEmitSummary s = emit_corpus(input, out_dir, backend, p, jobs, shard_option(shard_arg, app.count("--shard")));
     std::printf("%zu modules: %zu emitted, %zu failed in %.3f s -> %s\n", s.modules, s.emitted, s.failed, s.seconds,
                 out_dir.c_str());
     return s.failed ? kExitFailed : kExitOk;

@@ -10,7 +10,8 @@
 #                                          --check-reader compares it with LLVM's
 #                                          parser on every module of that corpus)
 #   3. kiln-emit --check-contract, kiln-census, kiln-replay --rounds 3, kiln-measure build
-#      on that corpus
+#      on that corpus; census and replay in 4 shards (--shard K/4, GNU parallel) merged
+#      and compared with one run
 # Usage: tests/acceptance/regex.sh [WORKDIR]   (tools from $KILN_BIN or PATH)
 # Set DEBUGINFO=0 or 2 to force the dev profile's debug info (default: cargo's own),
 # BACKENDS="llvm stamp" (the default) names the back ends that rebuild the test suite,
@@ -65,6 +66,29 @@ echo "== kiln-replay --backend stamp,llvm --rounds ${REPLAY_ROUNDS:-3} -j 1"
 # Instability is reported, not fatal here: it is a finding about the back end (LLVM's
 # DWARF emission differs when code generators run concurrently in one process).
 kiln-replay "$W/corpus" --backend stamp,llvm --rounds "${REPLAY_ROUNDS:-3}" -j 1 || echo "   kiln-replay exit status $?: see $W/corpus/replay-report.json"
+echo "== --shard: census and stamp's replay in 4 shards under GNU parallel, merged, against one run"
+# What the shards merge into must be what one run gives (tests/integration/shard.sh
+# on the example crate; here on regex's corpus): the census line for line, and the
+# replay's figures and per-module verdicts, timings aside.
+if ! command -v parallel >/dev/null; then
+  echo "FAIL: GNU parallel is not installed; it is a dependency (scripts/install-deps.sh)"
+  exit 1
+fi
+S=$W/shard-check
+rm -rf "$S" && mkdir -p "$S"
+parallel --halt now,fail=1 kiln-census "$W/corpus" --shard {}/4 -j 1 '>' /dev/null ::: 1 2 3 4
+kiln-census merge "$W/corpus" "$W"/corpus/census.shard-{1,2,3,4}-of-4.jsonl -o "$S/census.jsonl" > /dev/null
+cmp "$W/corpus/census.jsonl" "$S/census.jsonl" || { echo "FAIL: the shards' merged census differs from one census"; exit 1; }
+rounds=${REPLAY_ROUNDS:-3}
+kiln-replay "$W/corpus" --backend stamp --rounds "$rounds" -j 1 --report "$S/whole.json" > /dev/null || true
+parallel kiln-replay "$W/corpus" --backend stamp --rounds "$rounds" -j 1 --shard {}/4 --report "$S/shard-{}.json" \
+  '>' /dev/null ::: 1 2 3 4 || true
+kiln-replay merge "$W/corpus" "$S"/shard-{1,2,3,4}.json -o "$S/merged.json" > /dev/null || true
+untimed='del(.time) | .services[].rounds[] |= {round, instructions, modules_ok, modules_failed, functions,
+  functions_stamp, instructions_stamp, text_bytes, kernel_launches}'
+diff <(jq -S "$untimed" "$S/whole.json") <(jq -S "$untimed" "$S/merged.json") > "$S/diff.txt" ||
+  { head -40 "$S/diff.txt"; echo "FAIL: the shards' merged replay report differs from one run's"; exit 1; }
+echo "   the same census and replay verdicts as one run ($(jq '.module_verdicts | length' "$S/merged.json") modules)"
 [[ ${MEASURE:-1} == 0 ]] && exit 0
 echo "== kiln-measure build (cargo build with and without kiln --backend llvm)"
 cargo build -q

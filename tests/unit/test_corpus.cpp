@@ -82,6 +82,16 @@ TEST_CASE("the census and the replay report are the corpus's files, rewritten wh
   CHECK(read_file(c.census_path()) == "{\"id\":\"c\"}\n");
   c.write_replay_report("{}\n");
   CHECK(read_file(c.replay_report_path()) == "{}\n");
+  // A shard's (--shard K/N) are files of their own beside them.
+  CHECK(c.census_path(Shard{2, 4}) == dir.path + "/c/census.shard-2-of-4.jsonl");
+  CHECK(c.replay_report_path(Shard{3, 4}) == dir.path + "/c/replay-report.shard-3-of-4.json");
+  CHECK(c.census_path(Shard{1, 1}) == c.census_path());
+  write_file_atomic(c.census_path(Shard{2, 4}), "");
+  write_file_atomic(c.census_path(Shard{1, 4}), "");
+  write_file_atomic(c.census_path(Shard{1, 2}), "");
+  write_file_atomic(dir.path + "/c/census.shard-x-of-4.jsonl", "");
+  CHECK(find_shard_files(c.dir(), "census", "jsonl") ==
+        std::vector<std::string>{c.census_path(Shard{1, 2}), c.census_path(Shard{1, 4}), c.census_path(Shard{2, 4})});
 }
 
 TEST_CASE("a blob whose bytes do not match its id is reported as corrupt", "[corpus]") {
@@ -219,6 +229,13 @@ TEST_CASE("corpora merge, and filter by id and crate into new corpora", "[corpus
   by_id.ids = {ia};
   merge_corpora({dir.path + "/all"}, dir.path + "/one", by_id, "filter");
   CHECK(Corpus::open(dir.path + "/one").modules().at(0).id == ia);
+  // Corpora that share modules (copies of one corpus, say): one census record per
+  // module, as a census of the merged corpus writes; every occurrence is kept.
+  merge_corpora({dir.path + "/all", dir.path + "/b"}, dir.path + "/twice", {}, "merge");
+  size_t census_lines = 0;
+  Corpus::open(dir.path + "/twice").for_each_line("census.jsonl", [&](const JsonLine&) { census_lines++; });
+  CHECK(census_lines == 1);
+  CHECK(Corpus::open(dir.path + "/twice").modules().at(2).multiplicity == 2);
   // An existing corpus is never overwritten.
   CHECK_THROWS_AS(merge_corpora({dir.path + "/a"}, dir.path + "/one", {}, "merge"), KilnError);
   CHECK(Corpus::open(dir.path + "/one").modules().size() == 1);
