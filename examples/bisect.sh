@@ -14,10 +14,13 @@ cp -r "$root/examples/rust-crate/." "$W/crate/"
 rm -rf "$W/crate/target"
 cd "$W/crate"
 
-# The symbol to break, as the test harness has it (a plain build, to read its name).
-cargo test --no-run -q 2>/dev/null
-harness=$(find target/debug/deps -maxdepth 1 -type f -executable -name 'kiln_example-*' | head -1)
-name=$(nm --defined-only "$harness" | awk '$3 ~ /8eval_rpn17h/ { print $3; exit }')
+# The symbol to break, as builds through kiln-capture name it (rustc there mangles with
+# v0), read from the bitcode of one such build.
+kiln-capture -o "$W/names" --backend llvm -- cargo test --no-run -q 2>/dev/null
+name=$(for id in $(jq -r .id "$W/names/modules.jsonl" | sort -u); do
+         llvm-nm-22 --defined-only --format=just-symbols "$W/names/blobs/${id:0:2}/$id.bc" 2>/dev/null
+       done | grep -E '12kiln_example8eval_rpn$' | sort -u | paste -sd,)
+cargo clean -q
 echo "== planting a fault in $name (test-only: KILN_TEST_FAULT)"
 export KILN_TEST_FAULT=$name
 

@@ -36,6 +36,10 @@ EmitFileResult emit_bytes(const std::string& bytes, const std::string& in_path, 
 std::string emit_file_isolated(const std::string& in_path, const std::string& out_path, const std::string& backend_spec,
                                Profile profile, const std::string* bytes_read = nullptr);
 
+// --export-flat (emit_flat.cpp): the module's stamp functions, as the active selection
+// allows, to a flat IR file; returns the line to print.
+std::string export_flat_file(const std::string& input, const std::string& flat_path);
+
 struct CorpusEmitSummary {
   size_t modules = 0, emitted = 0, failed = 0;
   double seconds = 0;

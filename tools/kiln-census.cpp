@@ -9,6 +9,7 @@
 #include "fs.h"
 #include "isolate.h"
 #include "shard.h"
+#include "selection_options.h"
 #include "version.h"
 
 // kiln-census merge CORPUS [SHARD_FILES...]: the shards' census files joined into the
@@ -61,11 +62,14 @@ static int body(int argc, char** argv) {
   app.add_option("-j,--jobs", jobs, "worker processes for a corpus");
   app.add_option("--shard", shard_arg,
                  "only shard K of N of the corpus's modules, into CORPUS/census.shard-K-of-N.jsonl");
+  SelectionOptions selection;
+  selection.add_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
+  selection.apply();
 
   if (app.count("--explain") && explain.empty())
     throw KilnError(kExitUsage, "", "--explain needs a module id (or id prefix)");

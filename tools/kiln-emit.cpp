@@ -4,15 +4,7 @@
 
 #include <thread>
 
-#include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Module.h>
-
-#include "bitcode.h"
-#include "direct_export.h"
-#include "flat_export.h"
 #include "flat_file.h"
-#include "hash.h"
-#include "fallback.h"
 #include "emit.h"
 #include "error.h"
 #include "fs.h"
@@ -20,26 +12,8 @@
 #include "reader_check.h"
 #include "contract.h"
 #include "backend_stamp.h"
+#include "selection_options.h"
 #include "version.h"
-
-// --export-flat through the direct reader (unless --reader llvm): what it says, or
-// empty when the reader declines a function or the module (LLVM's route then).
-static std::string export_flat_directly(const std::string& bytes, const std::string& input,
-                                        const std::string& flat_path) {
-  using namespace kiln;
-  if (reader_choice() != ReaderChoice::direct) return "";
-  DirectExport d;
-  try {
-    d = export_direct(bytes, input, xxh3_128_hex(bytes).substr(0, 12));
-  } catch (const KilnError&) {
-    return "";  // LLVM's parser has the last word on what is bitcode
-  }
-  if (!d.declined.empty() || d.declined_function_count) return "";
-  if (std::string problem = target_problem(d.triple); !problem.empty()) throw KilnError(kExitBadInput, input, problem);
-  write_file_atomic(flat_path, write_flat_file(d.flat, d.source_filename));
-  return std::to_string(d.stamp_function_count) + " of " + std::to_string(d.verdicts.size()) +
-      " functions exported for stamp (direct reader) -> " + flat_path;
-}
 
 static int body(int argc, char** argv) {
   using namespace kiln;
@@ -75,11 +49,14 @@ static int body(int argc, char** argv) {
                  "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
       ->check(CLI::IsMember({"direct", "llvm"}));
   app.add_option("--shard", shard_arg, "only shard K of N of a corpus")->excludes("--check-reader", "--check-contract");
+  SelectionOptions selection;
+  selection.add_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
+  selection.apply();
   if (!reader.empty()) kiln::set_reader_choice(reader);
   if (no_verify) kiln::set_verify_choice(false);
   Profile p = parse_profile(profile);
@@ -94,25 +71,7 @@ static int body(int argc, char** argv) {
   if (!corpus && (!out_dir.empty() || app.count("--shard")))
     throw KilnError(kExitUsage, input, "--out is for a corpus, as is --shard; a single file takes -o OUT.o");
   if (!flat_path.empty()) {
-    std::string bytes = read_file(input);
-    if (std::string said = export_flat_directly(bytes, input, flat_path); !said.empty()) {
-      std::printf("%s\n", said.c_str());
-      return kExitOk;
-    }
-    // In a worker process: a module that crashes LLVM fails with a line, not a signal.
-    std::string said = run_isolated_one(input, [&] {
-      llvm::LLVMContext ctx;
-      auto module = parse_checked_module(ctx, bytes, input);
-      LlvmStage stage("exporting flat IR");
-      materialize_aggregate_constants(*module);
-      FlatExport flat = export_flat(*module);
-      if (flat.stamp_function_count) expose_local_symbols(*module, xxh3_128_hex(bytes).substr(0, 12));
-      flat.resolve_symbol_names();
-      write_file_atomic(flat_path, write_flat_file(flat.flat, module->getSourceFileName()));
-      return std::to_string(flat.stamp_function_count) + " of " + std::to_string(flat.verdicts.size()) +
-          " functions exported for stamp -> " + flat_path;
-    });
-    std::printf("%s\n", said.c_str());
+    std::printf("%s\n", export_flat_file(input, flat_path).c_str());
     return kExitOk;
   }
   std::string bytes;

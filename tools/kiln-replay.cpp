@@ -7,6 +7,7 @@
 #include "isolate.h"
 #include "replay.h"
 #include "backend_stamp.h"
+#include "selection_options.h"
 #include "version.h"
 
 // kiln-replay merge CORPUS [REPORTS...]: shards' reports joined into one run's.
@@ -23,11 +24,14 @@ static int merge_body(int argc, char** argv) {
   app.add_option("reports", reports, "shards' reports (default: CORPUS/replay-report.shard-K-of-N.json, all there)");
   app.add_option("-o,--output", output, "report to write (default CORPUS/replay-report.json)");
   app.add_flag("--json", json, "print the JSON report instead of the table");
+  SelectionOptions selection;
+  selection.add_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
+  selection.apply();
   ReplayOutcome out = merge_replay_reports(dir, reports, output);
   std::fputs(json ? out.report_json.c_str() : out.table.c_str(), stdout);
   return out.unstable_modules || out.failed_modules ? kExitFailed : kExitOk;
