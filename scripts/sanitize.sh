@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The sanitizer run (part of scripts/test.sh): kiln built with clang-22 under
-# AddressSanitizer and UndefinedBehaviorSanitizer in build-fuzz/, its unit and
-# integration tests run there, then every fuzz target for FUZZ_RUNS executions.
+# AddressSanitizer and UndefinedBehaviorSanitizer in build-fuzz/, its unit tests and
+# the integration tests of hostile input run there (tests/meson.build: those outside
+# the suite no-sanitizer), then every fuzz target for FUZZ_RUNS executions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fuzz.sh --build-only

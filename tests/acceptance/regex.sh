@@ -28,17 +28,17 @@ if [[ -n ${DEBUGINFO:-} ]]; then export CARGO_PROFILE_DEV_DEBUG=$DEBUGINFO CARGO
 
 summarize() { grep -E '^test result|^test .* \.\.\. (ok|FAILED|ignored)' | sed 's/; finished in .*//' | sort; }
 
-echo "== plain cargo test"
+echo "== plain cargo test [at ${SECONDS} s]"
 cargo test --no-fail-fast 2>&1 | summarize > "$W/plain.tests" || true
 cargo clean -q
 
-echo "== capture: kiln-capture -o corpus -- cargo build"
+echo "== capture: kiln-capture -o corpus -- cargo build [at ${SECONDS} s]"
 kiln-capture -o "$W/corpus" -- cargo build -q
 echo "   $(jq -r .id "$W/corpus/modules.jsonl" | sort -u | wc -l) distinct modules from crates: $(jq -r .crate "$W/corpus/modules.jsonl" | sort -u | tr '\n' ' ')"
 
 # Each back end in BACKENDS rebuilds the whole test suite from its own objects.
 for BACKEND in ${BACKENDS:-llvm stamp}; do
-  echo "== kiln-capture --backend $BACKEND -- cargo test"
+  echo "== kiln-capture --backend $BACKEND -- cargo test [at ${SECONDS} s]"
   cargo clean -q
   kiln-capture -o "$W/test-corpus-$BACKEND" --backend "$BACKEND" -- cargo test --no-fail-fast 2>&1 | summarize > "$W/$BACKEND.tests" || true
   if cmp -s "$W/plain.tests" "$W/$BACKEND.tests"; then
@@ -52,21 +52,21 @@ for BACKEND in ${BACKENDS:-llvm stamp}; do
     jq -rs '"   reader routes: \(map(.reader.route // "none") | group_by(.) | map("\(.[0]) \(length)") | join(", "))"' "$W/test-corpus-$BACKEND/receipts.jsonl"
     # The oracle: every module of the test corpus read by the direct reader and by
     # LLVM's parser and exporter must come out byte-identical, or be declined.
-    echo "== kiln-emit --check-reader on the stamp test corpus"
+    echo "== kiln-emit --check-reader on the stamp test corpus [at ${SECONDS} s]"
     kiln-emit --check-reader "$W/test-corpus-$BACKEND"
   fi
 done
 [[ ${ONLY_TESTS:-} == 1 ]] && exit 0
 
-echo "== kiln-emit --check-contract (stamp's objects against llvm's, every module)"
+echo "== kiln-emit --check-contract (stamp's objects against llvm's, every module) [at ${SECONDS} s]"
 kiln-emit "$W/corpus" --check-contract --no-verify | tail -n 20
-echo "== kiln-census"
+echo "== kiln-census [at ${SECONDS} s]"
 kiln-census "$W/corpus" | head -40
-echo "== kiln-replay --backend stamp,llvm --rounds ${REPLAY_ROUNDS:-3} -j 1"
+echo "== kiln-replay --backend stamp,llvm --rounds ${REPLAY_ROUNDS:-3} -j 1 [at ${SECONDS} s]"
 # Instability is reported, not fatal here: it is a finding about the back end (LLVM's
 # DWARF emission differs when code generators run concurrently in one process).
 kiln-replay "$W/corpus" --backend stamp,llvm --rounds "${REPLAY_ROUNDS:-3}" -j 1 || echo "   kiln-replay exit status $?: see $W/corpus/replay-report.json"
-echo "== --shard: census and stamp's replay in 4 shards under GNU parallel, merged, against one run"
+echo "== --shard: census and stamp's replay in 4 shards under GNU parallel, merged, against one run [at ${SECONDS} s]"
 # What the shards merge into must be what one run gives (tests/integration/shard.sh
 # on the example crate; here on regex's corpus): the census line for line, and the
 # replay's figures and per-module verdicts, timings aside.
@@ -90,7 +90,7 @@ diff <(jq -S "$untimed" "$S/whole.json") <(jq -S "$untimed" "$S/merged.json") > 
   { head -40 "$S/diff.txt"; echo "FAIL: the shards' merged replay report differs from one run's"; exit 1; }
 echo "   the same census and replay verdicts as one run ($(jq '.module_verdicts | length' "$S/merged.json") modules)"
 [[ ${MEASURE:-1} == 0 ]] && exit 0
-echo "== kiln-measure build (cargo build with and without kiln --backend llvm)"
+echo "== kiln-measure build (cargo build with and without kiln --backend llvm) [at ${SECONDS} s]"
 cargo build -q
 kiln-measure build --runs "${RUNS:-3}" --warmup "${WARMUP:-1}" --json "$W/measure.json" --svg "$W/measure.svg" \
   --prepare 'rm -rf "$CARGO_TARGET_DIR"' --baseline 'cargo build -q' \

@@ -8,7 +8,8 @@
 #      run names counts_words, in another module; that run is stopped with SIGINT after a few
 #      probes and started again: it resumes from its state and reaches the same answer;
 #   3. no fault: nothing to bisect (exit 1); bad usage: one line, exit 2.
-# The probes build and test the library's own tests (cargo test --lib), to keep CI short.
+# The probes build and test the library's own tests (cargo test --lib) and clean only
+# the crate, to keep CI short.
 source "$(dirname "$0")/lib.sh"
 
 example_crate "$T/crate"
@@ -26,7 +27,9 @@ counts=$(symbol '12kiln_example5tests(s_)?12counts_words(17h[0-9a-f]{16}E)?$')
 check "the planted culprits' symbols are found ($rpn, $counts)" test -n "$rpn" -a -n "$counts"
 cargo clean -q
 
-bisect=(kiln-bisect --build 'cargo test --lib --no-run -q' --test 'cargo test --lib -q' --timeout 60)
+# Each probe cleans only the crate itself: memchr stays as the first build made it.
+bisect=(kiln-bisect --build 'cargo test --lib --no-run -q' --test 'cargo test --lib -q' --timeout 60
+        --clean 'cargo clean -q -p kiln-example')
 
 # 1. One culprit.
 KILN_TEST_FAULT=$rpn "${bisect[@]}" --state "$T/one" --json > "$T/one.json" 2> "$T/one.err"
