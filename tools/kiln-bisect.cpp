@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "bisect.h"
 #include "error.h"
@@ -51,6 +52,9 @@ static int body(int argc, char** argv) {
       throw KilnError(kExitUsage, o.build_dir, "not a Cargo project: say how to clean it with --clean");
     o.clean_command = "cargo clean";
   }
+  // The bisect decides the selection of every probe; one in the caller's environment
+  // would also narrow the functions it lists.
+  ::unsetenv("KILN_SELECTION");
   o.state_dir = absolute_path(o.state_dir.empty() ? o.build_dir + "/.kiln-bisect" : o.state_dir);
   o.kiln_capture = dirname_of(self_executable()) + "/kiln-capture";
   if (!path_exists(o.kiln_capture)) o.kiln_capture = find_program("kiln-capture");
