@@ -24,14 +24,11 @@ static int merge_body(int argc, char** argv) {
   app.add_option("reports", reports, "shards' reports (default: CORPUS/replay-report.shard-K-of-N.json, all there)");
   app.add_option("-o,--output", output, "report to write (default CORPUS/replay-report.json)");
   app.add_flag("--json", json, "print the JSON report instead of the table");
-  SelectionOptions selection;
-  selection.add_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
-  selection.apply();
   ReplayOutcome out = merge_replay_reports(dir, reports, output);
   std::fputs(json ? out.report_json.c_str() : out.table.c_str(), stdout);
   return out.unstable_modules || out.failed_modules ? kExitFailed : kExitOk;
@@ -71,11 +68,14 @@ static int body(int argc, char** argv) {
   app.add_option("--reader", reader,
                  "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
       ->check(CLI::IsMember({"direct", "llvm"}));
+  SelectionOptions selection;
+  selection.add_to(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return cli_exit(app, e);
   }
+  selection.apply();
   if (!reader.empty()) kiln::set_reader_choice(reader);
   options.shard = shard_option(shard, app.count("--shard"));
   options.cpu = options.cuda = false;

@@ -50,6 +50,22 @@ check "kiln-census --explain names the selection and what it left to llvm" \
   bash -c "grep -q '  selection: $T/culprit.txt (digest [0-9a-f]*): 1 of ' '$T/explain.txt' &&
     grep -q '\[not selected\]' '$T/explain.txt'"
 
+# The other tools' flags: kiln-census, kiln-emit (also --export-flat) and kiln-replay
+# with --candidate-functions take exactly the selected function as stamp's.
+kiln-census "$T/E" --explain "$one" --candidate-functions "$T/culprit.txt" > "$T/explain2.txt"
+check "kiln-census --candidate-functions: the same explanation as KILN_SELECTION" cmp "$T/explain.txt" "$T/explain2.txt"
+blob="$T/E/blobs/${one:0:2}/$one.bc"
+kiln-emit "$blob" -o "$T/one.o" --backend stamp --no-verify --candidate-functions "$T/culprit.txt" > "$T/one.receipt"
+check "kiln-emit --candidate-functions: one function by stamp, the rest by llvm" \
+  jq -e '.functions.stamp == 1 and .functions.llvm > 0 and (.selection | length) == 16' "$T/one.receipt"
+kiln-emit "$blob" --export-flat "$T/one.flat" --candidate-functions "$T/culprit.txt" > "$T/flat.out"
+check "kiln-emit --export-flat --candidate-functions: one function in the flat file ($(cat "$T/flat.out"))" \
+  grep -q '^1 of [0-9]* functions exported' "$T/flat.out"
+kiln-replay "$T/E" --backend stamp --rounds 2 --candidate-functions "$T/culprit.txt" --json > "$T/replay.json"
+check "kiln-replay --candidate-functions: stamp takes as many functions as the selection names" \
+  jq -e --argjson n "$(wc -l < "$T/defs")" '[.services[] | select(.backend == "stamp") | .rounds[0].functions_stamp] == [$n]' "$T/replay.json"
+expect_error 3 "bad.txt:2" kiln-replay "$T/E" --backend stamp --candidate-functions "$T/bad.txt"
+
 # The fault on, stamp taking eval_rpn: the tests fail.
 cargo clean -q
 before=$(wc -l < "$T/E/receipts.jsonl")
