@@ -48,6 +48,7 @@ struct State {
   bool have_items = false;
   std::vector<BisectItem> items;
   std::map<std::string, std::string> crates;  // module id -> crate
+  std::set<std::string> excluded_in;          // modules where --exclude kept a function on llvm
   size_t modules_first_build = 0;
   std::vector<ProbeRecord> probes;
 };
@@ -78,6 +79,7 @@ std::string state_json(const State& s) {
     w.key("crates").begin_object();
     for (const auto& [id, crate] : s.crates) w.field(id, crate);
     w.end_object();
+    w.string_array("excluded_in", std::vector<std::string>(s.excluded_in.begin(), s.excluded_in.end()));
   }
   w.key("probes").begin_array();
   for (const auto& p : s.probes)
@@ -123,6 +125,7 @@ State read_state(const std::string& path) {
     simdjson::dom::object crates;
     if (!root["crates"].get(crates))
       for (auto [id, crate] : crates) s.crates[std::string(id)] = std::string(crate.get_string().value_unsafe());
+    for (const auto& id : get_string_array(root, "excluded_in")) s.excluded_in.insert(id);
   }
   if (root["probes"].get(probes)) throw KilnError(kExitBadInput, path, "no probes");
   for (auto p : probes) {
@@ -314,8 +317,11 @@ void Bisector::find_items() {
       state_.items.push_back({m.id, ""});
     } else {
       ModuleCensus c = census_of_bytes(corpus.load_blob(m.id), m.id, m.id);
-      for (const auto& v : c.function_verdicts)
-        if (v.stamp() && !excluded.count(v.name)) state_.items.push_back({m.id, v.name});
+      for (const auto& v : c.function_verdicts) {
+        if (!v.stamp()) continue;
+        if (excluded.count(v.name)) state_.excluded_in.insert(m.id);
+        else state_.items.push_back({m.id, v.name});
+      }
     }
     progress.advance();
   }
@@ -331,7 +337,7 @@ bool Bisector::fails(const std::vector<size_t>& set, size_t candidates_left) {
   for (size_t i : set) modules.insert(state_.items[i].module);
   const std::string what = plural(set.size(), "function", "functions") + " in " + plural(modules.size(), "module", "modules");
   const size_t before = state_.probes.size();
-  const ProbeRecord& r = probe(what, o_.candidate, selection_text(state_.items, set), set.size());
+  const ProbeRecord& r = probe(what, o_.candidate, selection_text(state_.items, set, state_.excluded_in), set.size());
   steps_++;
   say("step " + std::to_string(steps_) + ": " + std::to_string(candidates_left) + " candidates left; " + what + " on " +
       o_.candidate + ": " + (r.fails ? "FAIL (" + r.reason + ")" : "pass") +
@@ -357,7 +363,7 @@ BisectOutcome Bisector::run() {
   out.items = state_.items.size();
   std::vector<size_t> all(state_.items.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  const ProbeRecord everything = probe("everything on " + o_.candidate, o_.candidate, selection_text(state_.items, all), all.size());
+  const ProbeRecord everything = probe("everything on " + o_.candidate, o_.candidate, selection_text(state_.items, all, state_.excluded_in), all.size());
   say("everything on " + o_.candidate + " (" + plural(all.size(), "function", "functions") + "): " +
       (everything.fails ? "FAIL (" + everything.reason + ")" : "pass"));
   if (!everything.fails) {
@@ -369,7 +375,7 @@ BisectOutcome Bisector::run() {
   std::vector<size_t> culprits = narrow_culprits(all, [&](const std::vector<size_t>& set, size_t left) { return fails(set, left); });
   // The answer must fail on its own (it does unless the test is flaky or the build
   // is not reproducible: then more repeats, --repeat, may help).
-  if (!probe("the culprits alone", o_.candidate, selection_text(state_.items, culprits), culprits.size()).fails) {
+  if (!probe("the culprits alone", o_.candidate, selection_text(state_.items, culprits, state_.excluded_in), culprits.size()).fails) {
     out.exit_code = kBisectInconclusive;
     out.message = "inconclusive: the narrowed set passes on its own (a flaky test? try --repeat N)";
     return finish(out, {});
@@ -399,7 +405,7 @@ BisectOutcome Bisector::finish(BisectOutcome out, const std::vector<size_t>& cul
   repro.kiln_emit = dirname_of(o_.kiln_capture) + "/kiln-emit";
   repro.dir = o_.state_dir + "/repro";
   repro.culprits = out.culprits;
-  repro.selection = selection_text(state_.items, culprits);
+  repro.selection = selection_text(state_.items, culprits, state_.excluded_in);
   write_reproducer(repro);
   out.repro_dir = repro.dir;
   say(out.message + "; reproducer in " + repro.dir);

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,10 @@ struct BisectItem {
 // The selection file (kiln-selection(5)) giving the candidate exactly `chosen` of
 // `items`: a `module ID` line where every item of a module is chosen, else one
 // `function ID NAME` line per chosen function. Sorted, so one set has one text.
-std::string selection_text(const std::vector<BisectItem>& items, const std::vector<size_t>& chosen);
+// Modules in `listed` always get function lines: a module line would also select the
+// functions that are not items there (those --exclude keeps on llvm).
+std::string selection_text(const std::vector<BisectItem>& items, const std::vector<size_t>& chosen,
+                           const std::set<std::string>& listed = {});
 
 // ---- The tool ------------------------------------------------------------------------
 struct BisectOptions {

@@ -40,7 +40,8 @@ std::vector<size_t> narrow_culprits(const std::vector<size_t>& candidates, const
   return narrow(sorted, {}, fails);
 }
 
-std::string selection_text(const std::vector<BisectItem>& items, const std::vector<size_t>& chosen) {
+std::string selection_text(const std::vector<BisectItem>& items, const std::vector<size_t>& chosen,
+                           const std::set<std::string>& listed) {
   std::map<std::string, size_t> per_module;  // items of each module
   for (const auto& item : items) per_module[item.module]++;
   std::map<std::string, std::vector<std::string>> picked;  // sorted by module, then name
@@ -48,7 +49,7 @@ std::string selection_text(const std::vector<BisectItem>& items, const std::vect
   std::string text = "# kiln-selection 1\n";
   for (auto& [module, functions] : picked) {
     std::sort(functions.begin(), functions.end());
-    if (functions.size() == per_module[module] || functions.front().empty()) {
+    if (functions.front().empty() || (functions.size() == per_module[module] && !listed.count(module))) {
       text += "module " + module + "\n";
       continue;
     }

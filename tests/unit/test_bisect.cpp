@@ -77,6 +77,10 @@ TEST_CASE("bisect: selection text, module lines for whole modules, sorted", "[bi
   CHECK(selection_text(items, {3, 0, 2}) ==
         "# kiln-selection 1\nfunction " + m1 + " alpha\nmodule " + m2 + "\n");
   CHECK(selection_text(items, {3}) == "# kiln-selection 1\nfunction " + m2 + " eta\n");
+  // A module where --exclude kept a function on llvm is never a module line: that
+  // would select the excluded function too.
+  CHECK(selection_text(items, {1, 2}, {m1}) ==
+        "# kiln-selection 1\nfunction " + m1 + " alpha\nfunction " + m1 + " beta\n");
   // Whole-module items (a cmd: candidate) always give module lines.
   std::vector<BisectItem> modules = {{m1, ""}, {m2, ""}};
   CHECK(selection_text(modules, {1}) == "# kiln-selection 1\nmodule " + m2 + "\n");
