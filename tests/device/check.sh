@@ -5,17 +5,24 @@
 #      CUDA executor, kiln-replay-flat, gpu_unit) with nvcc for sm_90 and the host C++
 #      compiler, checks that nothing in it came from LLVM, and runs the core's tests;
 #   2. the CUDA tests: gpu_unit (batch edge cases: empty, without functions, growing
-#      and shrinking buffers, instruction orders) and then replays the regex corpus carried in tests/device/corpus (203
-#      flat IR files exported on a CPU machine) on the GPU and on the CPU, round after
-#      round, and requires every object to be byte-identical to the CPU executor's,
-#      in several set-ups: batches of 32k instructions on 4 streams (the default),
-#      one module per batch, the whole corpus as one batch, instructions in file order,
-#      and a single stream;
-#   3. prints a table per set-up (per-stage GPU times, modules/s, IR instructions/s,
+#      and shrinking buffers, instruction orders) and then replays the regex corpus
+#      carried in tests/device/corpus (203 modules as flat IR files exported on a CPU
+#      machine, regex-d0.tar.xz) on the GPU and on the CPU, round after round, and
+#      requires every object to be byte-identical to the CPU executor's, in several
+#      set-ups: batches of 32k instructions on 4 streams (the default), one module per
+#      batch, the whole corpus as one batch, instructions in file order, and a single
+#      stream;
+#   3. replays the same 203 modules from their bitcode (regex-d0-bc.tar.xz), read by
+#      kiln's direct bitcode reader (no LLVM), in the default set-up: every module must
+#      be read (none declined by the reader) and every object must be byte-identical
+#      to the CPU executor's;
+#   4. prints a table per replay (per-stage GPU times, modules/s, IR instructions/s,
 #      ratios to the CPU executor and to llvm -O0 from baseline.json, measured on the
-#      CPU machine on the same modules) and a summary of all of them.
+#      CPU machine on the same modules) and a summary of all of them, by input (flat
+#      files, bitcode) with the direct reader's read time and what it declined.
 # On a machine without a usable GPU it says so and checks what it can (the CPU
-# executor against itself over the same corpus). Results: $OUT (default a temp dir).
+# executor against itself over the same corpus, and the default set-up on the GPU
+# stand-in, from flat files and from bitcode). Results: $OUT (default a temp dir).
 # Usage: tests/device/check.sh [ROUNDS]   (default 5; nvcc from PATH or /usr/local/cuda/bin)
 # KILN_CORE_CUDA=disabled builds the core without its CUDA executor (what CI's run of
 # this check does: CI's main build has compiled the kernels with nvcc already, it has
@@ -71,13 +78,18 @@ replay_flat="$b/tools/kiln-replay-flat"
 gpu_unit="$b/tests/gpu_unit"
 log "built in $((SECONDS - start)) s"
 
-log "corpus: tests/device/corpus/regex-d0.tar.xz"
-if command -v xz >/dev/null; then
-  tar -C "$out" -xJf "$root/tests/device/corpus/regex-d0.tar.xz"
-else  # a machine without xz-utils: Python's lzma reads it too
-  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' \
-    "$root/tests/device/corpus/regex-d0.tar.xz" "$out"
-fi
+# The corpus twice: flat files (regex-d0/) and the same modules' bitcode (regex-d0-bc/).
+unpack() {
+  if command -v xz >/dev/null; then
+    tar -C "$out" -xJf "$root/tests/device/corpus/$1"
+  else  # a machine without xz-utils: Python's lzma reads it too
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1], "r:xz").extractall(sys.argv[2])' \
+      "$root/tests/device/corpus/$1" "$out"
+  fi
+}
+log "corpus: tests/device/corpus/regex-d0.tar.xz (flat files), tests/device/corpus/regex-d0-bc.tar.xz (bitcode)"
+unpack regex-d0.tar.xz
+unpack regex-d0-bc.tar.xz
 device=cuda,cpu
 standin=0
 if ! "$replay_flat" "$out/regex-d0" --device cuda --rounds 2 > "$out/probe.txt" 2>&1; then
@@ -111,26 +123,61 @@ for setup in "${setups[@]}"; do
   "$replay_flat" "$out/regex-d0" --device "$device" --rounds "$rounds" $opts \
     --baseline "$root/tests/device/corpus/baseline.json" --json "$out/$name.json" | tee "$out/$name.txt" || status=1
 done
+# The same modules from bitcode, read by kiln's direct reader (no LLVM) instead of from
+# the flat files, in the default set-up (on the GPU, or on the stand-in): every module
+# must be read, none declined, and every object must equal the CPU executor's.
+read -r _ opts <<< "${setups[0]}"
+log "replay default-bc (from bitcode, kiln's direct reader): --device $device --rounds $rounds $opts"
+# shellcheck disable=SC2086
+"$replay_flat" "$out/regex-d0-bc" --device "$device" --rounds "$rounds" $opts \
+  --baseline "$root/tests/device/corpus/baseline.json" --json "$out/default-bc.json" | tee "$out/default-bc.txt" || status=1
+bc_files=$(find "$out/regex-d0-bc" -name '*.bc' | wc -l)
+bc_read=$(grep -o '"bitcode_modules":[0-9]*' "$out/default-bc.json" 2>/dev/null | cut -d: -f2 || true)
+bc_declined=$(grep -o '"bitcode_declined":[0-9]*' "$out/default-bc.json" 2>/dev/null | cut -d: -f2 || true)
+if [[ $bc_read != "$bc_files" || $bc_declined != 0 ]]; then
+  echo "check.sh: bitcode: the direct reader was given ${bc_read:-no result for} of $bc_files files and declined ${bc_declined:-?}; expected all, none declined" >&2
+  status=1
+fi
 if command -v python3 >/dev/null; then
   log "summary (medians of warm rounds; GPU wall: host prepare to cut; span: first upload to last download)$([[ $standin == 1 ]] && echo "; NO GPU: the CPU stand-in")"
-  python3 - "$out" "${setups[@]}" <<'PY'
-import json, sys
+  python3 - "$out" "${setups[@]}" default-bc <<'PY'
+import json, os, sys
 out, setups = sys.argv[1], sys.argv[2:]
-print(f"{'set-up':<13} {'batches':>7} {'launches':>8} {'GPU wall s':>10} {'M instr/s':>9} {'x llvm':>7} {'x cpu1':>6} "
-      f"{'span s':>8} {'M instr/s':>9} {'x llvm':>7} {'differ':>6}")
+print(f"{'set-up':<13} {'input':<7} {'batches':>7} {'launches':>8} {'GPU wall s':>10} {'M instr/s':>9} {'x llvm':>7} "
+      f"{'x cpu1':>6} {'span s':>8} {'M instr/s':>9} {'x llvm':>7} {'differ':>6}")
+inputs = []
 for setup in setups:
     name = setup.split()[0]
+    if not os.path.exists(f"{out}/{name}.json"):
+        print(f"{name:<13} no result (above)")
+        continue
     r = json.load(open(f"{out}/{name}.json"))
+    kind = "bitcode" if r.get("bitcode_modules") else "flat"
+    inputs.append((kind, r))
+    label = name[:-3] if kind == "bitcode" and name.endswith("-bc") else name
     g, c = r.get("gpu"), r.get("cpu", {})
     if g:
         ratio_cpu = c.get("stages_seconds", 0) / max(g["wall_seconds"], 1e-12)
-        print(f"{name:<13} {g['batches']:>7} {g['launches_per_round']:>8} {g['wall_seconds']:>10.5f} "
+        print(f"{label:<13} {kind:<7} {g['batches']:>7} {g['launches_per_round']:>8} {g['wall_seconds']:>10.5f} "
               f"{g['instructions_per_second']/1e6:>9.2f} {g.get('speedup_vs_llvm', 0):>7.1f} {ratio_cpu:>6.1f} "
               f"{g['span_seconds']:>8.5f} {g['span_instructions_per_second']/1e6:>9.2f} "
               f"{g.get('span_speedup_vs_llvm', 0):>7.1f} {r['mismatches']:>6}")
     else:
-        print(f"{name:<13} {'-':>7} {'-':>8} {'-':>10} {c['instructions_per_second']/1e6:>9.2f} {'-':>7} {'(cpu)':>6} "
-              f"{'-':>8} {'-':>9} {'-':>7} {r['mismatches']:>6}")
+        print(f"{label:<13} {kind:<7} {'-':>7} {'-':>8} {'-':>10} {c['instructions_per_second']/1e6:>9.2f} {'-':>7} "
+              f"{'(cpu)':>6} {'-':>8} {'-':>9} {'-':>7} {r['mismatches']:>6}")
+# Each input once (its first replay): what was replayed, and for bitcode what reading it took.
+for kind in ("flat", "bitcode"):
+    r = next((r for k, r in inputs if k == kind), None)
+    if r is None:
+        continue
+    line = (f"{'from flat files:' if kind == 'flat' else 'from bitcode:':<17}{r['modules']} modules, "
+            f"{r['instructions']} IR instructions, {r['mismatches']} objects differ")
+    if kind == "bitcode":
+        line += (f"; the direct reader (no LLVM) read {r['bitcode_modules'] - r['bitcode_declined']} of "
+                 f"{r['bitcode_modules']} in {r['bitcode_read_seconds']:.3f} s, declined {r['bitcode_declined']}")
+    print(line)
+if not os.path.exists(f"{out}/{setups[0].split()[0]}.json"):
+    sys.exit(0)
 r = json.load(open(f"{out}/{setups[0].split()[0]}.json"))
 c, g = r.get("cpu", {}), r.get("gpu")
 if c.get("parallel_stages_seconds") and g:
