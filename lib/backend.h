@@ -38,6 +38,17 @@ struct ReaderRoute {
   std::string route, reason;
 };
 
+// Where stamp's stages ran when a stamp service was given (KILN_STAMP_SERVICE, set by
+// kiln-capture --device): the service's executor and batch, or, when the service could
+// not be reached or failed, `lost` says why and the stages ran here on the CPU. `check`
+// (KILN_SERVICE_CHECK=1): "equal" or "differs", the service's output against the CPU
+// executor's run here. Empty without a service.
+struct ServiceRoute {
+  std::string device, lost, check;
+  uint64_t batch = 0;
+  uint32_t batch_modules = 0;
+};
+
 struct EmitResult {
   std::string object;  // the ELF bytes
   StageTimes stages;
@@ -50,6 +61,7 @@ struct EmitResult {
   // cmd:), and the KILN_TEST_FAULT names stamp applied to its functions (tests only).
   std::string selection;
   std::vector<std::string> test_faults;
+  ServiceRoute service;
 };
 
 class Backend {

@@ -14,9 +14,12 @@
 #include "fallback.h"
 #include "direct_export.h"
 #include "elf_combine.h"
+#include "stamp_service.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <future>
+#include <mutex>
 #include "timeutil.h"
 
 namespace kiln {
@@ -69,6 +72,65 @@ std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector
   parts.view.undefined = flat.undefined.data();
   parts.view.undefined_count = static_cast<uint32_t>(flat.undefined.size());
   return write_stamp_object(parts.view, source_name, data);
+}
+
+namespace {
+
+// Set once the service has failed this process: its other modules run here at once,
+// and the warning is printed once.
+std::mutex g_service_mutex;
+std::string g_service_lost;
+
+// Who sends a module, for the service's batch receipts: the crate, as the file name of
+// a rustc unit starts (CRATE-HASH.CRATE.CGU.rcgu.o), or the file name.
+std::string service_client(const std::string& label) {
+  std::string base = label.substr(label.find_last_of('/') + 1);
+  return base.substr(0, base.find('.'));
+}
+
+}  // namespace
+
+const char* stamp_service_socket() {
+  const char* path = std::getenv(kEnvStampService);
+  return path && *path ? path : nullptr;
+}
+
+StampOutput run_stamp_stages(const FlatModuleData& flat, const std::string& source_name, const std::string& label,
+                             ServiceRoute& route) {
+  const char* socket = stamp_service_socket();
+  if (!socket) return run_stamp_cpu(flat.view(), 1);
+  {
+    std::lock_guard<std::mutex> lock(g_service_mutex);
+    route.lost = g_service_lost;
+  }
+  if (route.lost.empty()) {
+    try {
+      StampServiceAnswer a = run_stages_in_service(socket, flat, source_name, service_client(label));
+      route.device = a.device;
+      route.batch = a.batch;
+      route.batch_modules = a.batch_modules;
+      const char* check = std::getenv(kEnvServiceCheck);
+      if (check && std::strcmp(check, "1") == 0) {
+        StampOutput oracle = run_stamp_cpu(flat.view(), 1);
+        route.check = same_stamp_output(a.code, oracle) ? "equal" : "differs";
+        if (route.check == "differs") {  // generated code is correct or not emitted: the oracle's goes out
+          std::fprintf(stderr, "kiln: warning: %s: the stamp service's output differs from the CPU executor's; "
+                               "the CPU executor's is used\n", label.c_str());
+          return oracle;
+        }
+      }
+      return std::move(a.code);
+    } catch (const KilnError& e) {
+      std::lock_guard<std::mutex> lock(g_service_mutex);
+      if (g_service_lost.empty()) {
+        g_service_lost = e.what();
+        std::fprintf(stderr, "kiln: warning: the stamp service is lost (%s); %s and what follows run on the CPU\n",
+                     e.what(), label.c_str());
+      }
+      route.lost = g_service_lost;
+    }
+  }
+  return run_stamp_cpu(flat.view(), 1);
 }
 
 namespace {
@@ -128,26 +190,37 @@ bool StampBackend::emit_direct(std::string_view bitcode, const std::string& labe
     (v.stamp() ? result.counts.instructions_stamp : result.counts.instructions_llvm) += v.instructions;
   }
   result.test_faults = apply_test_faults(direct.flat);  // as plan_stamp_module does on LLVM's route
-  Stopwatch clock;
-  StampOutput code = run_stamp_cpu(direct.flat.view(), 1);
+  auto stamp_part = [&, &data = direct.whole ? direct.data : direct.constants] {
+    Stopwatch clock;
+    StampOutput code = run_stamp_stages(direct.flat, direct.source_filename, label, result.service);
+    std::string object = write_stamp_object_for(direct.flat, data, direct.source_filename, code);
+    result.stages.codegen = clock.seconds();
+    return object;
+  };
   if (direct.whole) {
-    std::string object = write_stamp_object_for(direct.flat, direct.data, direct.source_filename, code);
-    result.stages.codegen = clock.lap();
+    std::string object = stamp_part();
+    Stopwatch clock;
     result.object = with_local_names(std::move(object), tag);
-    result.stages.combine = clock.lap();
+    result.stages.combine = clock.seconds();
     result.reader = {"direct", ""};
     return true;
   }
-  std::string stamp_object = write_stamp_object_for(direct.flat, direct.constants, direct.source_filename, code);
-  result.stages.codegen = clock.lap();
   result.reader = {"split", why_not_whole(direct)};
-  emit_split_rest(bitcode, label, tag, direct.emitted_by_stamp, stamp_object, result);
+  // With a service, LLVM's half is emitted here while the service runs stamp's.
+  std::future<std::string> in_service;
+  if (stamp_service_socket()) in_service = std::async(std::launch::async, stamp_part);
+  std::string stamp_object = in_service.valid() ? "" : stamp_part();
+  std::string llvm_object = emit_fallback_half(bitcode, label, tag, direct.emitted_by_stamp, result);
+  if (in_service.valid()) stamp_object = in_service.get();
+  Stopwatch clock;
+  result.object = combine_objects({stamp_object, llvm_object}, label, tag);
+  result.stages.combine = clock.seconds();
   return true;
 }
 
-void StampBackend::emit_split_rest(std::string_view bitcode, const std::string& label, const std::string& tag,
-                                   const std::vector<bool>& emitted_by_stamp, const std::string& stamp_object,
-                                   EmitResult& result) {
+std::string StampBackend::emit_fallback_half(std::string_view bitcode, const std::string& label,
+                                             const std::string& tag, const std::vector<bool>& emitted_by_stamp,
+                                             EmitResult& result) {
   // LLVM reads the module lazily and materializes only the bodies that fall back, with
   // the globals; the same local symbols are exposed as the direct export exposed.
   Stopwatch clock;
@@ -157,8 +230,7 @@ void StampBackend::emit_split_rest(std::string_view bitcode, const std::string& 
   result.stages.parse = clock.lap();
   std::string llvm_object = llvm_->codegen(*module, label);
   result.stages.fallback = clock.lap();
-  result.object = combine_objects({stamp_object, llvm_object}, label, tag);
-  result.stages.combine = clock.lap();
+  return llvm_object;
 }
 
 EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label) {
@@ -193,7 +265,8 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
     result.stages.fallback = clock.lap();
     return result;
   }
-  std::string stamp_object = write_stamp_part(plan, *module);
+  StampOutput code = run_stamp_stages(plan.flat.flat, module->getSourceFileName(), label, result.service);
+  std::string stamp_object = write_stamp_part(plan, *module, code);
   result.stages.codegen = clock.lap();
   if (plan.whole) {
     result.object = with_local_names(std::move(stamp_object), tag);

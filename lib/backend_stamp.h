@@ -37,6 +37,19 @@ std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, 
 std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector<StampData>& data,
                                    const std::string& source_name, const StampOutput& code);
 
+// The stamp service (lib/stamp/stamp_service.h) that runs stamp's stages, named by its
+// socket: kiln-capture --device sets it for the build's wrappers. Unset: the stages run
+// in the process, on the CPU.
+constexpr const char* kEnvStampService = "KILN_STAMP_SERVICE";
+// "1": each module's output from the service is compared with the CPU executor's (the
+// receipt's service.check); where they differ, the CPU executor's is used.
+constexpr const char* kEnvServiceCheck = "KILN_SERVICE_CHECK";
+const char* stamp_service_socket();  // nullptr when none
+// stamp's stages over `flat`: in the service when there is one (falling back to the CPU
+// when it is lost, for the rest of the process), else on the CPU; `route` says which.
+StampOutput run_stamp_stages(const FlatModuleData& flat, const std::string& source_name, const std::string& label,
+                             ServiceRoute& route);
+
 // Which parser the stamp back end reads bitcode with: the direct reader (the default;
 // a module it declines, or one not wholly stamp's, goes through LLVM's parser), or
 // LLVM's parser always. The tools' --reader option sets KILN_READER, which the back
@@ -60,9 +73,9 @@ class StampBackend : public Backend {
   bool emit_direct(std::string_view bitcode, const std::string& label, const std::string& tag,
                    const FunctionFilter& selected, EmitResult& result);
   bool can_split(const DirectExport& direct) const;
-  void emit_split_rest(std::string_view bitcode, const std::string& label, const std::string& tag,
-                       const std::vector<bool>& emitted_by_stamp, const std::string& stamp_object,
-                       EmitResult& result);
+  // LLVM's half of a split module: only the bodies that fall back, read lazily.
+  std::string emit_fallback_half(std::string_view bitcode, const std::string& label, const std::string& tag,
+                                 const std::vector<bool>& emitted_by_stamp, EmitResult& result);
   std::unique_ptr<LlvmBackend> llvm_;  // parses, and emits the fallback half
   ReaderChoice reader_;
 };

@@ -1,4 +1,6 @@
 #include "capture.h"
+#include "capture_service.h"
+#include "backend_stamp.h"
 
 #include <dirent.h>
 #include <elf.h>
@@ -383,9 +385,24 @@ static uint64_t object_cache_limit() {
   return uint64_t(mib) << 20;
 }
 
+// Stops the build's stamp service and says how it ended: a line on a terminal, and a
+// warning wherever it died before the build ended (its modules after that ran on the CPU,
+// as their receipts say).
+static void report_service_end(StampServiceProcess& service, const std::string& corpus_dir) {
+  std::string how = service.stop();
+  if (how != "stopped")
+    std::fprintf(stderr, "kiln-capture: warning: the stamp service on %s %s; the modules it did not take were emitted "
+                 "on the CPU (see their receipts)\n", service.device_name().c_str(), how.c_str());
+  else if (::isatty(2))
+    std::fprintf(stderr, "kiln-capture: the stamp service on %s stopped; its batches: %s/service.jsonl\n",
+                 service.device_name().c_str(), corpus_dir.c_str());
+}
+
 int run_capture(const CaptureOptions& options) {
   // Everything that can be checked is checked before anything is created.
   if (options.command.empty()) throw KilnError(kExitUsage, "", "no build command given after --");
+  if (!options.device.empty() && options.backend != "stamp")
+    throw KilnError(kExitUsage, "--device", "runs stamp's stages: it needs --backend stamp");
   const uint64_t cache_limit = object_cache_limit();
   if (options.backend != "native") {
     make_backend(options.backend, parse_profile(options.profile.empty() ? "fast" : options.profile));
@@ -426,6 +443,13 @@ int run_capture(const CaptureOptions& options) {
     throw KilnError(kExitIo, link_dir, "cannot create compiler wrapper links: " + errno_reason(errno));
   ProcessOptions run;
   run.set_env = wrapper_environment(options, corpus_dir, link_dir, real_cc, real_cxx);
+  // The service before the corpus: a device that cannot be opened leaves nothing behind.
+  std::unique_ptr<StampServiceProcess> service;
+  if (!options.device.empty()) {
+    const std::string socket = link_dir + "/stamp.sock";
+    service = std::make_unique<StampServiceProcess>(options.device, socket, corpus_dir + "/service.jsonl");
+    run.set_env.push_back(std::string(kEnvStampService) + "=" + socket);
+  }
   Corpus::create_or_open(corpus_dir, m);
   check_corpus_writable(corpus_dir);
   if (const char* existing = std::getenv("RUSTC_WRAPPER"); existing && *existing)
@@ -434,6 +458,7 @@ int run_capture(const CaptureOptions& options) {
   Stopwatch clock;
   int received_signal = 0;
   ProcessResult result = run_build_group(options.command, run, received_signal);
+  if (service) report_service_end(*service, corpus_dir);
   std::tie(m.rustc_version, m.clang_version) = versions.get();
   // The manifest describes the latest build that added to the corpus.
   Corpus corpus = Corpus::open(corpus_dir);

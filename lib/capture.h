@@ -28,6 +28,7 @@ struct CaptureOptions {
   std::string profile;  // empty: leave the build's own settings, code generator at "fast"
   bool fallback = false;
   bool verify = false;  // LLVM's IR verifier on the bitcode the compilers write (off: they wrote it just now)
+  std::string device;   // --device cuda|cpu: stamp's stages in one service for the build (capture_service.h)
   std::vector<std::string> command;
 };
 

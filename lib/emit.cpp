@@ -57,6 +57,14 @@ std::string receipt_json(const ReceiptInput& in, const EmitResult& r, const std:
   if (!r.cache.empty()) w.field("cache", r.cache);
   if (!r.selection.empty()) w.field("selection", r.selection);
   if (!r.test_faults.empty()) w.string_array("test_fault", r.test_faults);
+  if (!r.service.device.empty() || !r.service.lost.empty()) {
+    w.key("service").begin_object();
+    if (!r.service.device.empty())
+      w.field("device", r.service.device).field("batch", r.service.batch).field("batch_modules", r.service.batch_modules);
+    if (!r.service.lost.empty()) w.field("lost", r.service.lost);
+    if (!r.service.check.empty()) w.field("check", r.service.check);
+    w.end_object();
+  }
   if (!r.reader.route.empty()) {
     w.key("reader").begin_object().field("route", r.reader.route);
     if (!r.reader.reason.empty()) w.field("reason", r.reader.reason);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "capture.h"
+#include "capture_service.h"
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
@@ -24,6 +25,7 @@ static int body(int argc, char** argv) {
   const char* role = std::getenv(kEnvRole);
   if (role && std::strcmp(role, "rustc") == 0 && argc >= 2 && std::string(argv[1]).find("rustc") != std::string::npos)
     return rustc_wrapper_main(argc, argv);
+  if (role && std::strcmp(role, "service") == 0) return stamp_service_main();  // kiln-capture --device's
 
   CLI::App app{
       "Capture the LLVM bitcode of every module of a real build into a kiln corpus.\n"
@@ -40,6 +42,8 @@ static int body(int argc, char** argv) {
       ->check(CLI::IsMember({"fast", "balanced", "release"}));
   app.add_flag("--fallback", options.fallback, "when kiln fails on a module, use the native compiler for it");
   app.add_flag("--verify", options.verify, "run LLVM's IR verifier on the bitcode the compilers write");
+  app.add_option("--device", options.device, "run stamp's stages in one service for the whole build, on cuda or cpu")
+      ->check(CLI::IsMember({"cuda", "cpu"}));
   app.add_option("command", options.command, "the build command, after --");
   app.allow_extras(false);
 
