@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# kiln-capture --device: one stamp service for a whole real build (cargo test of the
+# example crate). With the GPU stand-in (KILN_GPU_STANDIN=cpu: the CUDA executor's
+# form of the stages run on the CPU; this machine has no GPU) the suite passes as with
+# plain cargo, every module's output from the service equals the CPU executor's (each
+# checked in the build, KILN_SERVICE_CHECK=1) and so does every object (against a
+# build without the service), batches hold modules of several crates, and nothing of
+# the service is left. A service killed mid-build (KILN_TEST_SERVICE_DIE_AFTER) still
+# gives a correct build, the rest on the CPU, said in receipts and on stderr. ^C stops
+# build and service. Two builds at once get a service each. No GPU: exit 7.
+source "$(dirname "$0")/lib.sh"
+
+mkdir -p "$T/tmp"
+export TMPDIR=$T/tmp  # the captures' sockets, so that the service's processes can be found by path
+example_crate "$T/crate"
+# No process of a service of this test's captures ("servic[e]": not this check's own command line).
+none_left() { ! pgrep -f -- "--stamp-servic[e] $T/" > /dev/null; }
+tests_of() { grep -E '^test .* (ok|FAILED|ignored)$' "$1" | sort; }
+
+(cd "$T/crate" && cargo test 2>/dev/null > "$T/plain.out") || fail "plain cargo test failed"
+(cd "$T/crate" && cargo clean -q)
+
+# ---- refusals: no GPU, a back end that has no stages -----------------------------
+expect_error 7 "--device cuda: " env -u KILN_GPU_STANDIN kiln-capture -o "$T/nogpu" --backend stamp --device cuda -- true
+check "no corpus was made for a device that cannot be opened" test ! -e "$T/nogpu"
+expect_error 2 "needs --backend stamp" kiln-capture -o "$T/llvm" --backend llvm --device cpu -- true
+
+# ---- the stand-in for a GPU, each output checked against the CPU executor's ---------
+export KILN_GPU_STANDIN=cpu
+(cd "$T/crate" && KILN_SERVICE_CHECK=1 kiln-capture -o "$T/S" --backend stamp --device cuda -- cargo test \
+  > "$T/service.out" 2> "$T/service.err")
+check "cargo test through the service passed" test $? -eq 0
+check "the same tests passed as with plain cargo" diff <(tests_of "$T/plain.out") <(tests_of "$T/service.out")
+summary=$(tail -1 "$T/S/service.jsonl")
+echo "service: $summary"
+# Modules with a function for stamp (a module with none goes to llvm whole, no stages).
+stamp_receipts=$(jq -s '[.[] | select(.backend == "stamp" and .functions.stamp > 0)] | length' "$T/S/receipts.jsonl")
+check "every stamp module went through the service ($stamp_receipts)" \
+  test "$(jq -s '[.[] | select(.service.device != null)] | length' "$T/S/receipts.jsonl")" -eq "$stamp_receipts"
+check "every output from the service equals the CPU executor's" \
+  test "$(jq -s '[.[] | select(.service.check == "equal")] | length' "$T/S/receipts.jsonl")" -eq "$stamp_receipts"
+check "the service counted as many requests, none failed" \
+  jq -e --argjson n "$stamp_receipts" '.summary and .requests == $n and .failed == 0' <<< "$summary" > /dev/null
+check "some batches hold modules of several crates" jq -e '.batches_from_several_clients > 0' <<< "$summary" > /dev/null
+check "its receipts name the stand-in, never a GPU" jq -e '.device | test("stand-in")' <<< "$summary" > /dev/null
+check "nothing of the service is left after the build" none_left
+
+# Every object equals the one the same build writes without the service.
+(cd "$T/crate" && cargo clean -q && kiln-capture -o "$T/N" --backend stamp -- cargo test > /dev/null 2>&1)
+check "the same objects (the object cache's, by bitcode) without the service" \
+  diff -r "$T/S/objects" "$T/N/objects"
+
+# ---- the service dies mid-build: the rest is emitted on the CPU ----------------------
+(cd "$T/crate" && cargo clean -q && KILN_TEST_SERVICE_DIE_AFTER=15 kiln-capture -o "$T/D" --backend stamp \
+  --device cuda -- cargo test > "$T/died.out" 2> "$T/died.err")
+check "cargo test passed with the service killed mid-build" test $? -eq 0
+check "the same tests passed as with plain cargo" diff <(tests_of "$T/plain.out") <(tests_of "$T/died.out")
+check "kiln-capture said the service died" grep -q "the stamp service on .* died during the build" "$T/died.err"
+check "the wrappers said they went on without it" grep -q "the stamp service is lost" "$T/died.err"
+check "receipts: 15 modules from the service, the rest on the CPU with the reason" jq -se '
+  ([.[] | select(.service.device != null)] | length) == 15 and
+  ([.[] | select(.service.lost != null)] | length) > 0' "$T/D/receipts.jsonl" > /dev/null
+check "the same objects as without the service" diff -r "$T/D/objects" "$T/N/objects"
+check "nothing of the service is left" none_left
+
+# ---- ^C mid-build stops the build and the service ----------------------------------
+(cd "$T/crate" && cargo clean -q)
+(cd "$T/crate" && exec kiln-capture -o "$T/I" --backend stamp --device cuda -- cargo test --no-run > /dev/null 2>&1) &
+capture=$!
+for _ in $(seq 300); do [[ -s $T/I/receipts.jsonl ]] && break; sleep 0.05; done
+kill -INT $capture
+wait $capture
+rc=$?
+check "interrupted: exit 130 (got $rc)" test $rc -eq 130
+check "nothing of the service is left after ^C" none_left
+check "the capture's temporary directory is gone" bash -c "[[ -z \$(ls '$T/tmp') ]]"
+
+# ---- two builds at once: a service each --------------------------------------------
+example_crate "$T/crate2"
+(cd "$T/crate" && cargo clean -q)
+(cd "$T/crate" && kiln-capture -o "$T/P1" --backend stamp --device cpu -- cargo build -q > /dev/null 2>&1) &
+one=$!
+(cd "$T/crate2" && kiln-capture -o "$T/P2" --backend stamp --device cpu -- cargo build -q > /dev/null 2>&1) &
+two=$!
+wait $one; rc1=$?
+wait $two; rc2=$?
+check "two builds at once both passed ($rc1, $rc2)" test $rc1 -eq 0 -a $rc2 -eq 0
+check "each had its own service, which took its modules" bash -c "
+  for c in P1 P2; do
+    jq -se --argjson n \$(jq -s '[.[] | select(.service.device != null)] | length' '$T'/\$c/receipts.jsonl) \
+      '.[-1].summary and .[-1].requests == \$n and \$n > 0' '$T'/\$c/service.jsonl > /dev/null || exit 1
+  done"
+check "nothing of either service is left" none_left
+
+finish
