@@ -20,6 +20,9 @@
 # integration test covers the tool, scripts/measure-gate.sh the figures),
 # PLAIN_CARGO=0 takes plain cargo test's results from their record instead of running it,
 # ONLY_TESTS=1 stops after the tests.
+# DEVICE=cuda or cpu runs stamp's stages in one service for the build (kiln-capture
+# --device; KILN_GPU_STANDIN=cpu for the CPU stand-in where there is no GPU, as in CI),
+# each of its outputs checked against the CPU executor's (KILN_SERVICE_CHECK=1).
 set -euo pipefail
 [[ -n ${KILN_BIN:-} ]] && export PATH="$KILN_BIN:$PATH"
 W=${1:-${TMPDIR:-/tmp}/kiln-regex}
@@ -27,6 +30,23 @@ W=${1:-${TMPDIR:-/tmp}/kiln-regex}
 recorded="$(cd "$(dirname "$0")" && pwd)/regex-1.7.1.tests.xz"
 source "$(dirname "$0")/regex-workdir.sh"
 if [[ -n ${DEBUGINFO:-} ]]; then export CARGO_PROFILE_DEV_DEBUG=$DEBUGINFO CARGO_PROFILE_TEST_DEBUG=$DEBUGINFO; fi
+
+# The build's stamp service (DEVICE=...): every module with stamp functions went through
+# it and its output equals the CPU executor's; batches drew on several crates; nothing
+# of it is left running.
+service_check() {
+  local c=$1
+  echo "   service: $(tail -1 "$c/service.jsonl")"
+  # (A module without functions but with globals for stamp's object goes through it too.)
+  jq -se '[.[] | select(.backend == "stamp" and .functions.stamp > 0)] as $stamp | ($stamp | length) > 0 and
+    all($stamp[]; .service.check == "equal") and all(.[]; .service.lost == null and .service.check != "differs")' \
+    "$c/receipts.jsonl" > /dev/null ||
+    { echo "FAIL: not every stamp module went through the service with an output equal to the CPU executor's"; exit 1; }
+  tail -1 "$c/service.jsonl" | jq -e '.summary and .failed == 0 and .batches_from_several_clients > 0' > /dev/null ||
+    { echo "FAIL: the service's summary: no batch from several crates, or failures"; exit 1; }
+  if pgrep -f -- "--stamp-servic[e] " > /dev/null; then echo "FAIL: a stamp service is still running"; exit 1; fi
+  echo "   every output from the service equals the CPU executor's; batches from several crates; no service left"
+}
 
 summarize() { grep -E '^test result|^test .* \.\.\. (ok|FAILED|ignored)' | sed 's/; finished in .*//' | sort; }
 
@@ -53,7 +73,9 @@ echo "   $(jq -r .id "$W/corpus/modules.jsonl" | sort -u | wc -l) distinct modul
 for BACKEND in ${BACKENDS:-llvm stamp}; do
   echo "== kiln-capture --backend $BACKEND -- cargo test [at ${SECONDS} s]"
   cargo clean -q
-  kiln-capture -o "$W/test-corpus-$BACKEND" --backend "$BACKEND" -- cargo test --no-fail-fast 2>&1 | summarize > "$W/$BACKEND.tests" || true
+  device=()
+  [[ $BACKEND == stamp && -n ${DEVICE:-} ]] && device=(--device "$DEVICE")
+  KILN_SERVICE_CHECK=1 kiln-capture -o "$W/test-corpus-$BACKEND" --backend "$BACKEND" "${device[@]}" -- cargo test --no-fail-fast 2>&1 | summarize > "$W/$BACKEND.tests" || true
   if cmp -s "$W/plain.tests" "$W/$BACKEND.tests"; then
     echo "   same test results: $(grep -c ' ok$' "$W/$BACKEND.tests") tests ok, $(grep -c 'FAILED$' "$W/$BACKEND.tests" || true) failed, in both builds"
   else
@@ -63,6 +85,7 @@ for BACKEND in ${BACKENDS:-llvm stamp}; do
   jq -rs '"   functions emitted: stamp \(map(.functions.stamp) | add), llvm \(map(.functions.llvm) | add); instructions: stamp \(map(.instructions.stamp) | add), llvm \(map(.instructions.llvm) | add)"' "$W/test-corpus-$BACKEND/receipts.jsonl"
   if [[ $BACKEND == stamp ]]; then
     jq -rs '"   reader routes: \(map(.reader.route // "none") | group_by(.) | map("\(.[0]) \(length)") | join(", "))"' "$W/test-corpus-$BACKEND/receipts.jsonl"
+    if [[ -n ${DEVICE:-} ]]; then service_check "$W/test-corpus-$BACKEND"; fi
     # The oracle: every module of the test corpus read by the direct reader and by
     # LLVM's parser and exporter must come out byte-identical, or be declined.
     echo "== kiln-emit --check-reader on the stamp test corpus [at ${SECONDS} s]"
