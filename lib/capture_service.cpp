@@ -161,18 +161,19 @@ int stamp_service_main() {
   o.socket_path = text(kEnvServiceSocket);
   o.device = text(kEnvServiceDevice);
   o.receipts_path = text(kEnvServiceReceipts);
+  if (o.device != "cuda" && o.device != "cpu") {
+    std::printf("error: --device '%s': expected cuda or cpu\n", o.device.c_str());
+    return kExitUsage;
+  }
   try {
     o.streams = static_cast<unsigned>(env_number(kEnvServiceStreams, 2, 1, 64));
     o.batch_instructions = static_cast<uint64_t>(env_number(kEnvServiceBatch, 32768, 1, 1e9));
-    o.max_wait = env_number(kEnvServiceWaitMs, 10, 0, 10000) / 1000;
+    // The CPU executor gains nothing from batches: its modules do not wait.
+    o.max_wait = env_number(kEnvServiceWaitMs, o.device == "cpu" ? 0 : 10, 0, 10000) / 1000;
     o.die_after = static_cast<uint64_t>(env_number(kEnvTestServiceDieAfter, 0, 0, 1e12));
   } catch (const KilnError& e) {
     std::printf("error: %s\n", e.what());
     return e.code();
-  }
-  if (o.device != "cuda" && o.device != "cpu") {
-    std::printf("error: --device '%s': expected cuda or cpu\n", o.device.c_str());
-    return kExitUsage;
   }
   std::fflush(stdout);
   return run_stamp_service(o, STDOUT_FILENO);

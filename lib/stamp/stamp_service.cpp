@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <map>
 #include <set>
 #include <thread>
 #include <type_traits>
@@ -341,6 +342,11 @@ class StampService {
   uint64_t queued_instructions_ = 0;
   bool stopping_ = false;
   unsigned open_connections_ = 0;  // their threads are detached: a build makes thousands
+  unsigned reading_ = 0;           // connections whose request is still arriving
+  // When each client last sent a module: a batch waits for others only while another
+  // client is sending (a build's crates compiled side by side).
+  std::map<std::string, std::chrono::steady_clock::time_point> last_seen_;
+  bool others_active(const std::string& client, std::chrono::steady_clock::time_point now) const;
   // Totals for the summary, under mutex_.
   uint64_t requests_ = 0, answered_ = 0, failed_ = 0, batches_ = 0, mixed_batches_ = 0, modules_ = 0,
            instructions_ = 0;
@@ -348,8 +354,19 @@ class StampService {
   std::set<std::string> clients_;
 };
 
+bool StampService::others_active(const std::string& client, std::chrono::steady_clock::time_point now) const {
+  const auto recent = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(4 * o_.max_wait));
+  for (const auto& [name, when] : last_seen_)
+    if (name != client && now - when <= recent) return true;
+  return false;
+}
+
 // Waits for a batch: the queue's first module and whatever else arrives until the batch
-// holds batch_instructions or the first module has waited max_wait.
+// holds batch_instructions or the first module has waited max_wait; but only while a
+// request is arriving or another client has sent lately: a lone crate's modules come
+// one per emitting thread, each waiting for its answer, and waiting would only hold
+// them back.
 std::vector<std::shared_ptr<ServiceJob>> StampService::next_batch(std::unique_lock<std::mutex>& lock) {
   queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
   if (queue_.empty()) return {};
@@ -357,7 +374,11 @@ std::vector<std::shared_ptr<ServiceJob>> StampService::next_batch(std::unique_lo
       queue_.front()->arrived + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     std::chrono::duration<double>(o_.max_wait));
   queued_.wait_until(lock, deadline,
-                     [&] { return stopping_ || queue_.empty() || queued_instructions_ >= o_.batch_instructions; });
+                     [&] {
+                       return stopping_ || queue_.empty() || queued_instructions_ >= o_.batch_instructions ||
+                           (reading_ == 0 &&
+                            !others_active(queue_.front()->client, std::chrono::steady_clock::now()));
+                     });
   std::vector<std::shared_ptr<ServiceJob>> batch;
   uint64_t instructions = 0;
   while (!queue_.empty() && (batch.empty() || instructions < o_.batch_instructions)) {
@@ -465,11 +486,17 @@ void StampService::connection(int fd) {
   set_timeouts(fd);
   std::shared_ptr<ServiceJob> job;
   std::string error = read_request(fd, job);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --reading_;
+  }
+  queued_.notify_all();
   if (error.empty()) {
     std::unique_lock<std::mutex> lock(mutex_);
     ++requests_;
     clients_.insert(job->client);
     job->arrived = std::chrono::steady_clock::now();
+    last_seen_[job->client] = job->arrived;
     queue_.push_back(job);
     queued_instructions_ += job->instructions;
     queued_.notify_all();
@@ -534,6 +561,7 @@ void StampService::serve(int listen_fd) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++open_connections_;
+      ++reading_;
     }
     std::thread([this, fd] { connection(fd); }).detach();
   }

@@ -27,7 +27,9 @@ expect_error 2 "needs --backend stamp" kiln-capture -o "$T/llvm" --backend llvm 
 
 # ---- the stand-in for a GPU, each output checked against the CPU executor's ---------
 export KILN_GPU_STANDIN=cpu
-(cd "$T/crate" && KILN_SERVICE_CHECK=1 kiln-capture -o "$T/S" --backend stamp --device cuda -- cargo test \
+# A batch waits for other crates' modules (only while another crate is sending) up to
+# 30 ms here instead of 10, so that crates compiled side by side surely share some.
+(cd "$T/crate" && KILN_SERVICE_CHECK=1 KILN_SERVICE_WAIT_MS=30 kiln-capture -o "$T/S" --backend stamp --device cuda -- cargo test \
   > "$T/service.out" 2> "$T/service.err")
 check "cargo test through the service passed" test $? -eq 0
 check "the same tests passed as with plain cargo" diff <(tests_of "$T/plain.out") <(tests_of "$T/service.out")
