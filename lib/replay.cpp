@@ -127,12 +127,20 @@ void count_stamp_functions(const StampPlan& plan, ModuleEmission& e) {
   }
 }
 
-void finish_stamp_emission(LlvmBackend& llvm, const StampModule& sm, const std::string& id,
-                           const std::string& stamp_object, ModuleEmission& e) {
+std::string emit_stamp_rest(LlvmBackend& llvm, const StampModule& sm, const std::string& id, ModuleEmission& e) {
   Stopwatch clock;
   std::string rest;
   if (!sm.plan.whole) rest = llvm.codegen(*fallback_module(*sm.module, sm.plan.flat.emitted_by_stamp), id);
-  e.fallback = clock.lap();
+  e.fallback = clock.seconds();
+  return rest;
+}
+
+void finish_stamp_emission(LlvmBackend& llvm, const StampModule& sm, const std::string& id,
+                           const std::string& stamp_object, ModuleEmission& e) {
+  record_stamp_object(stamp_object, emit_stamp_rest(llvm, sm, id, e), e);
+}
+
+void record_stamp_object(const std::string& stamp_object, const std::string& rest, ModuleEmission& e) {
   e.object_xxh3 = xxh3_128_hex(stamp_object + rest);
   e.object_bytes = stamp_object.size() + rest.size();
   e.text_bytes = elf_text_bytes(stamp_object) + elf_text_bytes(rest);

@@ -2,16 +2,18 @@
 // verified and exported once; every round its flat form goes to the GPU in batches,
 // and several executors (a CUDA stream, buffers and a host thread each) take batches
 // from one queue, so that one batch's upload, another's kernels and a third's download
-// overlap (lib/stamp/stamp_gpu_pool.h, shared with kiln-replay-flat). The objects are
-// then written on the CPU: stamp's part from the GPU's code, and LLVM's part for any
-// function stamp leaves.
+// overlap (lib/stamp/stamp_gpu_pool.h, shared with kiln-replay-flat). LLVM emits its
+// part for the functions stamp leaves on a thread of its own while the GPU runs; stamp's
+// objects are written from the GPU's code afterwards, on all the host's threads.
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "backend_llvm.h"
 #include "backend_stamp.h"
 #include "error.h"
+#include "parallel.h"
 #include "progress.h"
 #include "replay.h"
 #include "replay_internal.h"
@@ -52,11 +54,21 @@ class GpuStampService : public EmissionService {
     for (size_t i = 0; i < modules_.size(); ++i) prepare(i, result.emissions[i]);
     std::vector<StampGpuBatch> batches = make_batches();
     std::vector<StampOutput> code(modules_.size());
-    result.device_phase_seconds = run_batches(batches, code, result.emissions, &result.device_span_seconds);
-    for (size_t i = 0; i < modules_.size(); ++i) {
-      finish(i, code[i], result.emissions[i]);
-      progress.advance();
+    std::vector<std::string> rest(modules_.size()), rest_error(modules_.size());
+    std::thread fallback([&] {
+      for (size_t i = 0; i < modules_.size(); ++i) emit_rest(i, rest[i], rest_error[i], result.emissions[i]);
+    });
+    try {
+      result.device_phase_seconds = run_batches(batches, code, result.emissions, &result.device_span_seconds);
+    } catch (...) {
+      fallback.join();
+      throw;
     }
+    fallback.join();
+    parallel_for(modules_.size(), hardware_threads(), [&](size_t i) {
+      finish(i, code[i], rest[i], rest_error[i], result.emissions[i]);
+      progress.advance();
+    });
     result.wall_seconds = clock.seconds();
     progress.finish();
     return result;
@@ -122,15 +134,32 @@ class GpuStampService : public EmissionService {
     return run.wall;
   }
 
+  // LLVM's part for what stamp left (on the fallback thread, while the GPU runs). Only
+  // e.fallback is written here: the batches' callbacks write e's other fields meanwhile.
+  void emit_rest(size_t i, std::string& rest, std::string& error, ModuleEmission& e) {
+    const PreparedModule& p = prepared_[i];
+    if (!p.error.empty()) return;
+    try {
+      rest = emit_stamp_rest(*llvm_, p.sm, modules_[i].id, e);
+    } catch (const std::exception& err) {
+      error = err.what();
+    }
+  }
+
   // The object: stamp's part from the GPU's code (ELF writing on the CPU) and LLVM's
-  // part for what stamp left, hashed together as the CPU stamp service does.
-  void finish(size_t i, const StampOutput& code, ModuleEmission& e) {
+  // part, hashed together as the CPU stamp service does.
+  void finish(size_t i, const StampOutput& code, const std::string& rest, const std::string& rest_error,
+              ModuleEmission& e) {
     const PreparedModule& p = prepared_[i];
     if (!p.error.empty()) {
       e.error = p.error;
       return;
     }
     if (!e.error.empty()) return;  // its batch failed
+    if (!rest_error.empty()) {
+      e.error = rest_error;
+      return;
+    }
     try {
       count_stamp_functions(p.sm.plan, e);
       Stopwatch clock;
@@ -139,7 +168,7 @@ class GpuStampService : public EmissionService {
         stamp_object = write_stamp_object_for(p.sm.plan.flat.flat, p.sm.plan.data, p.sm.source_name, code);
       e.elf = clock.lap();
       e.codegen = e.stages + e.elf;
-      finish_stamp_emission(*llvm_, p.sm, modules_[i].id, stamp_object, e);
+      record_stamp_object(stamp_object, rest, e);
     } catch (const std::exception& err) {
       e.error = err.what();
     }

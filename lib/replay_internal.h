@@ -45,5 +45,8 @@ void count_stamp_functions(const StampPlan& plan, ModuleEmission& e);
 // and LLVM's, hashed together (combining them, ld.lld -r, is not part of a round).
 void finish_stamp_emission(LlvmBackend& llvm, const StampModule& sm, const std::string& id,
                            const std::string& stamp_object, ModuleEmission& e);
+// Its two halves, for the GPU service, which emits LLVM's half while the GPU runs stamp's.
+std::string emit_stamp_rest(LlvmBackend& llvm, const StampModule& sm, const std::string& id, ModuleEmission& e);
+void record_stamp_object(const std::string& stamp_object, const std::string& rest, ModuleEmission& e);
 
 }  // namespace kiln
