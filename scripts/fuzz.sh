@@ -101,12 +101,18 @@ pair_seed "$S/m.o" "$S/u.o" > "$S/combine/m-u"
 pair_seed "$S/u.o" "$S/m.o" > "$S/combine/u-m"
 
 total=0
-for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode fuzz_bitstream fuzz_direct_reader fuzz_elf_combine}; do
+# fuzz_stamp_output's seed: an output with no functions (KSO1, nine empty arrays, five
+# stage times and the launch count, all zero), as the stamp service sends it.
+mkdir -p "$S/output"
+{ printf 'KSO1'; head -c 120 /dev/zero; } > "$S/output/empty"
+
+for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode fuzz_bitstream fuzz_direct_reader fuzz_elf_combine fuzz_stamp_output}; do
   seeds=$S/records
   [[ $t == fuzz_flat_file ]] && seeds=$S/flat
   [[ $t == fuzz_bitcode ]] && seeds=$S/bitcode
   [[ $t == fuzz_bitstream || $t == fuzz_direct_reader ]] && seeds=$S/bitstream
   [[ $t == fuzz_elf_combine ]] && seeds=$S/combine
+  [[ $t == fuzz_stamp_output ]] && seeds=$S/output
   # The reader must not allocate more than its input justifies: a 64 KiB input gets
   # far less than 256 MiB.
   limit=
