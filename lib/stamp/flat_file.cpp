@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "counted_bytes.h"
 #include "error.h"
 #include "stamp_cpu.h"
 #include "stamp_object.h"
@@ -14,55 +15,6 @@ namespace kiln {
 namespace {
 
 const char kMagic[8] = {'K', 'I', 'L', 'N', 'F', 'L', 'A', 'T'};
-
-template <class T>
-void put_array(std::string& out, const std::vector<T>& v) {
-  uint64_t n = v.size();
-  out.append(reinterpret_cast<const char*>(&n), sizeof n);
-  if (n) out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
-}
-
-void put_string(std::string& out, const std::string& s) {
-  uint64_t n = s.size();
-  out.append(reinterpret_cast<const char*>(&n), sizeof n);
-  out += s;
-}
-
-struct Reader {
-  const std::string& bytes;
-  const std::string& path;
-  size_t pos = 0;
-  void need(uint64_t n) {
-    if (n > bytes.size() - pos) throw KilnError(kExitBadInput, path, "truncated flat IR file");
-  }
-  uint64_t u64() {
-    need(8);
-    uint64_t v;
-    std::memcpy(&v, bytes.data() + pos, 8);
-    pos += 8;
-    return v;
-  }
-  template <class T>
-  std::vector<T> array() {
-    uint64_t n = u64();
-    if (n > (bytes.size() - pos) / sizeof(T)) throw KilnError(kExitBadInput, path, "truncated flat IR file");
-    std::vector<T> v(n);
-    if (n) std::memcpy(v.data(), bytes.data() + pos, n * sizeof(T));
-    pos += n * sizeof(T);
-    return v;
-  }
-  uint8_t byte() {
-    need(1);
-    return static_cast<uint8_t>(bytes[pos++]);
-  }
-  std::string string() {
-    uint64_t n = u64();
-    need(n);
-    std::string s = bytes.substr(pos, n);
-    pos += n;
-    return s;
-  }
-};
 
 }  // namespace
 
@@ -103,7 +55,7 @@ namespace {
 FlatModuleData parse_flat_file(const std::string& bytes, const std::string& path, std::string* source_name) {
   if (bytes.size() < 16 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     throw KilnError(kExitBadInput, path, "not a kiln flat IR file");
-  Reader r{bytes, path, sizeof kMagic};
+  CountedReader r(std::string_view(bytes).substr(sizeof kMagic), path, "truncated flat IR file");
   uint64_t version = r.u64();
   if (version == 0) throw KilnError(kExitBadInput, path, "corrupt flat IR file: version 0");
   if (version > static_cast<uint64_t>(kFlatFileVersion))
@@ -128,7 +80,7 @@ FlatModuleData parse_flat_file(const std::string& bytes, const std::string& path
     for (uint64_t i = 0; i < n; ++i) {
       UndefinedSymbol u;
       u.name = r.string();
-      uint8_t kinds[2] = {r.byte(), r.byte()};
+      uint8_t kinds[2] = {r.value<uint8_t>(), r.value<uint8_t>()};
       if (kinds[0] > uint8_t(SymbolBinding::weak) || kinds[1] > uint8_t(SymbolVisibility::protected_))
         throw KilnError(kExitBadInput, path,
                         "corrupt flat IR file: undefined symbol's binding or visibility out of range");

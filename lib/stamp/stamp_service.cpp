@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "counted_bytes.h"
 #include "error.h"
 #include "flat_file.h"
 #include "fs.h"
@@ -108,51 +110,6 @@ bool fill_address(const std::string& path, sockaddr_un& addr) {
   return true;
 }
 
-template <class T>
-void put_array(std::string& out, const std::vector<T>& v) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  const uint64_t n = v.size();
-  out.append(reinterpret_cast<const char*>(&n), sizeof n);
-  out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
-}
-
-template <class T>
-void put_value(std::string& out, const T& v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-// Reads back what put_array and put_value wrote, each count checked against the bytes
-// that remain before anything is allocated.
-class OutputReader {
- public:
-  OutputReader(std::string_view bytes, const std::string& what) : rest_(bytes), what_(what) {}
-  template <class T>
-  void array(std::vector<T>& v) {
-    uint64_t n = 0;
-    value(n);
-    if (n > rest_.size() / sizeof(T)) fail("an array longer than the message");
-    v.resize(n);
-    std::memcpy(v.data(), rest_.data(), n * sizeof(T));
-    rest_.remove_prefix(n * sizeof(T));
-  }
-  template <class T>
-  void value(T& v) {
-    if (rest_.size() < sizeof v) fail("truncated");
-    std::memcpy(&v, rest_.data(), sizeof v);
-    rest_.remove_prefix(sizeof v);
-  }
-  void finish() {
-    if (!rest_.empty()) fail("bytes after the output");
-  }
-  [[noreturn]] void fail(const std::string& why) {
-    throw KilnError(kExitBadInput, what_, "not an encoded stamp output: " + why);
-  }
-
- private:
-  std::string_view rest_;
-  std::string what_;
-};
-
 }  // namespace
 
 std::string encode_stamp_output(const StampOutput& c) {
@@ -173,30 +130,31 @@ std::string encode_stamp_output(const StampOutput& c) {
 
 StampOutput decode_stamp_output(std::string_view bytes, const std::string& what) {
   StampOutput c;
-  OutputReader r(bytes, what);
-  if (bytes.size() < 4 || std::memcmp(bytes.data(), kOutputMagic, 4) != 0) r.fail("no KSO1 magic");
-  r = OutputReader(bytes.substr(4), what);
-  r.array(c.code);
-  r.array(c.code_start);
-  r.array(c.code_size);
-  r.array(c.relocs);
-  r.array(c.reloc_start);
-  r.array(c.reloc_count);
-  r.array(c.lsda);
-  r.array(c.lsda_start);
-  r.array(c.lsda_size);
-  for (double* s : {&c.frame, &c.measure, &c.offsets, &c.encode, &c.lsda_seconds}) r.value(*s);
-  r.value(c.launches);
-  r.finish();
+  CountedReader r(bytes, what, "not an encoded stamp output: truncated");
+  if (bytes.size() < 4 || std::memcmp(bytes.data(), kOutputMagic, 4) != 0)
+    r.fail("not an encoded stamp output: no KSO1 magic");
+  r.value<std::array<char, 4>>();
+  c.code = r.array<uint8_t>();
+  c.code_start = r.array<uint32_t>();
+  c.code_size = r.array<uint32_t>();
+  c.relocs = r.array<StampReloc>();
+  c.reloc_start = r.array<uint32_t>();
+  c.reloc_count = r.array<uint32_t>();
+  c.lsda = r.array<uint8_t>();
+  c.lsda_start = r.array<uint32_t>();
+  c.lsda_size = r.array<uint32_t>();
+  for (double* s : {&c.frame, &c.measure, &c.offsets, &c.encode, &c.lsda_seconds}) *s = r.value<double>();
+  c.launches = r.value<uint64_t>();
+  if (r.left()) r.fail("not an encoded stamp output: bytes after the output");
   const size_t functions = c.code_start.size();
   for (size_t n : {c.code_size.size(), c.reloc_start.size(), c.reloc_count.size(), c.lsda_start.size(),
                    c.lsda_size.size()})
-    if (n != functions) r.fail("per-function arrays of different lengths");
+    if (n != functions) r.fail("not an encoded stamp output: per-function arrays of different lengths");
   for (size_t f = 0; f < functions; ++f)
     if (uint64_t(c.code_start[f]) + c.code_size[f] > c.code.size() ||
         uint64_t(c.reloc_start[f]) + c.reloc_count[f] > c.relocs.size() ||
         uint64_t(c.lsda_start[f]) + c.lsda_size[f] > c.lsda.size())
-      r.fail("a function's range outside its array");
+      r.fail("not an encoded stamp output: a function's range outside its array");
   return c;
 }
 
