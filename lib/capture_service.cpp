@@ -175,6 +175,12 @@ int stamp_service_main() {
     std::printf("error: %s\n", e.what());
     return e.code();
   }
+  const std::string batching = text(kEnvServiceBatching);
+  if (!batching.empty() && batching != "adaptive" && batching != "fixed") {
+    std::printf("error: %s: '%s': expected adaptive or fixed\n", kEnvServiceBatching, batching.c_str());
+    return kExitUsage;
+  }
+  o.adaptive = batching != "fixed";
   std::fflush(stdout);
   return run_stamp_service(o, STDOUT_FILENO);
 }

@@ -18,6 +18,7 @@ constexpr const char* kEnvServiceReceipts = "KILN_SERVICE_RECEIPTS";
 constexpr const char* kEnvServiceStreams = "KILN_SERVICE_STREAMS";
 constexpr const char* kEnvServiceBatch = "KILN_SERVICE_BATCH_INSTRUCTIONS";
 constexpr const char* kEnvServiceWaitMs = "KILN_SERVICE_WAIT_MS";
+constexpr const char* kEnvServiceBatching = "KILN_SERVICE_BATCHING";  // adaptive (default) or fixed
 // Tests only: the service kills itself (SIGKILL) after answering N requests.
 constexpr const char* kEnvTestServiceDieAfter = "KILN_TEST_SERVICE_DIE_AFTER";
 

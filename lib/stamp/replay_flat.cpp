@@ -399,7 +399,9 @@ void json_gpu(const ReplayFlatResult& r, JsonWriter& j) {
 
 std::string replay_flat_table(const ReplayFlatResult& r) {
   std::string t;
-  appendf(t, "%zu flat modules, %llu IR instructions, %d rounds (medians of rounds 2..%d)\n", r.modules,
+  const size_t from_bitcode = r.bitcode_modules - r.bitcode_declined;
+  appendf(t, "%zu modules (%zu from flat IR files, %zu from bitcode), %llu IR instructions, %d rounds (medians of "
+          "rounds 2..%d)\n", r.modules, r.modules - from_bitcode, from_bitcode,
           static_cast<unsigned long long>(r.instructions), r.options.rounds, r.options.rounds);
   if (r.bitcode_modules)
     appendf(t, "bitcode: %zu modules read directly in %.3f s (no LLVM), %zu declined by the reader and skipped\n",

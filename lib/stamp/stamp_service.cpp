@@ -334,7 +334,7 @@ std::vector<std::shared_ptr<ServiceJob>> StampService::next_batch(std::unique_lo
   queued_.wait_until(lock, deadline,
                      [&] {
                        return stopping_ || queue_.empty() || queued_instructions_ >= o_.batch_instructions ||
-                           (reading_ == 0 &&
+                           (o_.adaptive && reading_ == 0 &&
                             !others_active(queue_.front()->client, std::chrono::steady_clock::now()));
                      });
   std::vector<std::shared_ptr<ServiceJob>> batch;

@@ -28,6 +28,9 @@ struct StampServiceOptions {
   unsigned streams = 2;        // executors, each on a host thread of its own
   uint64_t batch_instructions = 32768;  // a batch is cut once it holds this many IR instructions
   double max_wait = 0.010;              // seconds a batch waits for more modules after its first
+  // adaptive: a batch waits only while a request is arriving or another client sent a
+  // module lately (within 4 max_wait); fixed: always, up to max_wait.
+  bool adaptive = true;
   std::string receipts_path;            // a JSON line per batch and a summary line at the end (empty: none)
   // Tests only (KILN_TEST_SERVICE_DIE_AFTER): the service kills itself with SIGKILL
   // after answering this many requests, as a crash mid-build would (0: never).

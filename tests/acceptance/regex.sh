@@ -22,7 +22,9 @@
 # ONLY_TESTS=1 stops after the tests.
 # DEVICE=cuda or cpu runs stamp's stages in one service for the build (kiln-capture
 # --device; KILN_GPU_STANDIN=cpu for the CPU stand-in where there is no GPU, as in CI),
-# each of its outputs checked against the CPU executor's (KILN_SERVICE_CHECK=1).
+# each of its outputs checked against the CPU executor's (KILN_SERVICE_CHECK=1); the
+# check that batches drew on several crates wants KILN_SERVICE_BATCHING=fixed on a
+# machine of few cores (CI sets it), where crates seldom emit at the same moment.
 set -euo pipefail
 [[ -n ${KILN_BIN:-} ]] && export PATH="$KILN_BIN:$PATH"
 W=${1:-${TMPDIR:-/tmp}/kiln-regex}

@@ -18,6 +18,7 @@ none_left() { ! pgrep -f -- "--stamp-servic[e] $T/" > /dev/null; }
 tests_of() { grep -E '^test .* (ok|FAILED|ignored)$' "$1" | sort; }
 
 (cd "$T/crate" && cargo test 2>/dev/null > "$T/plain.out") || fail "plain cargo test failed"
+check "plain cargo test ran the crate's tests" test "$(tests_of "$T/plain.out" | wc -l)" -ge 3
 (cd "$T/crate" && cargo clean -q)
 
 # ---- refusals: no GPU, a back end that has no stages -----------------------------
@@ -27,9 +28,10 @@ expect_error 2 "needs --backend stamp" kiln-capture -o "$T/llvm" --backend llvm 
 
 # ---- the stand-in for a GPU, each output checked against the CPU executor's ---------
 export KILN_GPU_STANDIN=cpu
-# A batch waits for other crates' modules (only while another crate is sending) up to
-# 30 ms here instead of 10, so that crates compiled side by side surely share some.
-(cd "$T/crate" && KILN_SERVICE_CHECK=1 KILN_SERVICE_WAIT_MS=30 kiln-capture -o "$T/S" --backend stamp --device cuda -- cargo test \
+# Every batch waits 30 ms for more (KILN_SERVICE_BATCHING=fixed; by default a batch waits
+# only while another crate is sending, which two cores seldom see), so that crates
+# compiled side by side surely share some.
+(cd "$T/crate" && KILN_SERVICE_CHECK=1 KILN_SERVICE_BATCHING=fixed KILN_SERVICE_WAIT_MS=30 kiln-capture -o "$T/S" --backend stamp --device cuda -- cargo test \
   > "$T/service.out" 2> "$T/service.err")
 check "cargo test through the service passed" test $? -eq 0
 check "the same tests passed as with plain cargo" diff <(tests_of "$T/plain.out") <(tests_of "$T/service.out")
