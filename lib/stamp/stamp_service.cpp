@@ -49,8 +49,8 @@ struct RequestHeader {
   char magic[4];
   uint32_t version;
   uint32_t client_bytes;  // the client's name, then
-  uint32_t source_bytes;  // the module's source file name, then
-  uint64_t flat_bytes;    // its flat IR file (kiln-flat(5))
+  uint32_t reserved;      // 0
+  uint64_t flat_bytes;    // the module's flat IR file (kiln-flat(5), which names its source file)
 };
 struct AnswerHeader {
   char magic[4];
@@ -193,11 +193,9 @@ StampServiceAnswer run_stages_in_service(const std::string& socket_path, const F
   std::memcpy(q.magic, kRequestMagic, 4);
   q.version = kStampServiceProtocol;
   q.client_bytes = static_cast<uint32_t>(name.size());
-  q.source_bytes = static_cast<uint32_t>(std::min<size_t>(source_name.size(), kMaxClientName));
   q.flat_bytes = body.size();
   std::string why = send_all(fd, &q, sizeof q);
   if (why.empty()) why = send_all(fd, name.data(), name.size());
-  if (why.empty()) why = send_all(fd, source_name.data(), q.source_bytes);
   if (why.empty()) why = send_all(fd, body.data(), body.size());
   if (!why.empty()) throw fail(why);
 
@@ -409,12 +407,11 @@ std::string StampService::read_request(int fd, std::shared_ptr<ServiceJob>& job)
   if (q.version != kStampServiceProtocol)
     return "protocol version " + std::to_string(q.version) + ", this service speaks " +
         std::to_string(kStampServiceProtocol);
-  if (q.client_bytes > kMaxClientName || q.source_bytes > kMaxClientName || q.flat_bytes > kMaxMessage)
-    return "an oversized request";
-  std::string source, body;
+  if (q.client_bytes > kMaxClientName || q.reserved != 0 || q.flat_bytes > kMaxMessage)
+    return "an oversized request, or a reserved field not 0";
+  std::string body;
   job = std::make_shared<ServiceJob>();
   if (std::string why = recv_string(fd, q.client_bytes, job->client); !why.empty()) return why;
-  if (std::string why = recv_string(fd, q.source_bytes, source); !why.empty()) return why;
   if (std::string why = recv_string(fd, q.flat_bytes, body); !why.empty()) return why;
   try {
     job->flat = read_flat_file(body, job->client);  // checked: the stages may run it
