@@ -10,6 +10,7 @@
 #endif
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -74,9 +75,11 @@ double env_number(const char* name, double fallback, double low, double high) {
   if (!v || !*v) return fallback;
   char* end = nullptr;
   double x = std::strtod(v, &end);
-  if (*end != '\0' || !(x >= low && x <= high))
-    throw KilnError(kExitUsage, name, std::string("'") + v + "': expected a number from " + std::to_string(low) +
-                        " to " + std::to_string(high));
+  if (*end != '\0' || !(x >= low && x <= high)) {
+    char range[64];
+    std::snprintf(range, sizeof range, "from %g to %g", low, high);
+    throw KilnError(kExitUsage, name, std::string("'") + v + "': expected a number " + range);
+  }
   return x;
 }
 
@@ -118,9 +121,10 @@ StampServiceProcess::StampServiceProcess(const std::string& device, const std::s
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;
-  if (line.rfind("error: ", 0) == 0) {
-    const bool no_device = WIFEXITED(status) && WEXITSTATUS(status) == kExitNoDevice;
-    throw KilnError(no_device ? kExitNoDevice : kExitIo, "", line.substr(7));
+  if (line.rfind("error: ", 0) == 0) {  // its own exit status: usage (a bad KILN_SERVICE_*), I/O or no device
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : kExitIo;
+    const bool known = code == kExitUsage || code == kExitIo || code == kExitNoDevice;
+    throw KilnError(known ? static_cast<ExitCode>(code) : kExitIo, "", line.substr(7));
   }
   throw KilnError(kExitIo, socket_path, "the stamp service did not start (" + describe_status(status) + ")");
 }

@@ -25,6 +25,11 @@ check "plain cargo test ran the crate's tests" test "$(tests_of "$T/plain.out" |
 expect_error 7 "--device cuda: " env -u KILN_GPU_STANDIN kiln-capture -o "$T/nogpu" --backend stamp --device cuda -- true
 check "no corpus was made for a device that cannot be opened" test ! -e "$T/nogpu"
 expect_error 2 "needs --backend stamp" kiln-capture -o "$T/llvm" --backend llvm --device cpu -- true
+expect_error 2 "KILN_SERVICE_STREAMS: 'abc': expected a number from 1 to 64" \
+  env KILN_SERVICE_STREAMS=abc kiln-capture -o "$T/bad" --backend stamp --device cpu -- true
+expect_error 2 "KILN_SERVICE_BATCHING: 'x': expected adaptive or fixed" \
+  env KILN_SERVICE_BATCHING=x kiln-capture -o "$T/bad" --backend stamp --device cpu -- true
+check "no corpus was made for a bad service setting" test ! -e "$T/bad"
 
 # ---- the stand-in for a GPU, each output checked against the CPU executor's ---------
 export KILN_GPU_STANDIN=cpu
