@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "flat_debug.h"
 #include "flat_ir.h"
 #include "stamp_object.h"
 
@@ -67,6 +68,8 @@ struct FlatModuleData {
   // The module's extern_weak declarations and those with non-default visibility, for
   // the ELF writer (carried by flat IR files from version 3).
   std::vector<UndefinedSymbol> undefined;
+  // What stamp's DWARF needs of the module's debug information (version 6).
+  FlatDebugInfo debug;
 
   FlatModuleView view() const;  // the stages' read-only view of the arrays
 };

@@ -1,0 +1,71 @@
+// The debug information stamp carries for the functions it emits: what a line table
+// and a subprogram entry per function need (kiln-flat(5), version 6). Host-side only:
+// the stages never read it; the DWARF writer (stamp_dwarf.h) reads it together with
+// the stages' instruction offsets. Both exporters, LLVM's (lib/flat_export.cpp) and
+// the direct reader's (direct_export.cpp), fill it by the same rules, written here,
+// so that their flat files stay byte-identical.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+// A source file, as its DIFile names it.
+struct FlatDebugFile {
+  std::string directory, name;
+  bool operator==(const FlatDebugFile&) const = default;
+};
+
+// Where a flat instruction comes from: the LLVM instruction's DILocation itself (not
+// the inlinedAt chain: a line table gives the innermost frame). `file` is 1 + an index
+// into FlatDebugInfo::files, the file of the location's scope (DISubprogram,
+// DILexicalBlock or DILexicalBlockFile); 0 means no location (the instruction has no
+// !dbg, was made by kiln, or its scope names no file).
+struct FlatDebugLocation {
+  uint32_t file = 0, line = 0, column = 0;
+  bool operator==(const FlatDebugLocation&) const = default;
+};
+
+// A stamp function's DISubprogram (the function's own !dbg attachment).
+struct FlatDebugFunction {
+  bool has_subprogram = false;  // false: no !dbg on the function; nothing else is set
+  bool local_to_unit = false;   // DISPFlagLocalToUnit: no DW_AT_external
+  uint32_t file = 0;            // 1 + index into files; 0: none
+  uint32_t line = 0, scope_line = 0;
+  std::string name, linkage_name;  // linkage_name may be empty
+  bool operator==(const FlatDebugFunction&) const = default;
+};
+
+// What DICompileUnit::DebugEmissionKind says: full, or line tables only (LLVM's
+// DebugDirectivesOnly is read as line tables only).
+enum class DebugEmission : uint8_t { none = 0, full = 1, line_tables = 2 };
+
+struct FlatDebugInfo {
+  // The DWARF version the module asks for (its "Dwarf Version" module flag; 4 when the
+  // flag is absent). 0: the module carries no debug information for stamp to write:
+  // no compile unit in !llvm.dbg.cu, or the first one's emission kind is NoDebug.
+  uint32_t dwarf_version = 0;
+  DebugEmission emission = DebugEmission::none;
+  uint32_t language = 0;                     // DW_LANG_* of the first compile unit
+  std::string producer, name, directory;     // its producer and its DIFile
+  std::vector<FlatDebugFile> files;          // every file named below, in first-use order
+  std::vector<FlatDebugFunction> functions;  // one per flat function (empty when dwarf_version is 0)
+  std::vector<FlatDebugLocation> locations;  // one per flat instruction (empty when dwarf_version is 0)
+
+  bool present() const { return dwarf_version != 0; }
+  bool operator==(const FlatDebugInfo&) const = default;
+};
+
+// The order of `files`, which both exporters follow: walking the stamp functions in
+// flat order, each function's subprogram file first, then the file of each of its flat
+// instructions' locations in order; a (directory, name) pair already listed is not
+// listed again. Functions that fall back add nothing. Returns the 1-based index.
+inline uint32_t intern_debug_file(std::vector<FlatDebugFile>& files, const FlatDebugFile& f) {
+  for (size_t i = files.size(); i-- > 0;)  // the last ones are the likeliest
+    if (files[i] == f) return static_cast<uint32_t>(i + 1);
+  files.push_back(f);
+  return static_cast<uint32_t>(files.size());
+}
+
+}  // namespace kiln
