@@ -182,6 +182,7 @@ class FunctionExporter {
     if (const DISubprogram* sp = f_.getSubprogram()) {
       fn.has_subprogram = true;
       fn.local_to_unit = sp->isLocalToUnit();
+      fn.scope = debug_scope(d.scopes, sp->getScope());
       if (const DIFile* file = sp->getFile())
         fn.file = intern_debug_file(d.files, {file->getDirectory().str(), file->getFilename().str()});
       fn.line = sp->getLine();
@@ -203,6 +204,16 @@ class FunctionExporter {
       }
       d.locations.push_back(l);
     }
+  }
+
+  // A subprogram's scope as flat_debug.h interns it: outermost first.
+  static uint32_t debug_scope(std::vector<FlatDebugScope>& scopes, const DIScope* s) {
+    FlatDebugScope scope;
+    if (auto* ns = dyn_cast_or_null<DINamespace>(s)) scope.tag = kDwarfTagNamespace, scope.name = ns->getName().str();
+    else if (auto* type = dyn_cast_or_null<DICompositeType>(s)) scope.tag = type->getTag(), scope.name = type->getName().str();
+    else return 0;
+    scope.parent = debug_scope(scopes, s->getScope());
+    return intern_debug_scope(scopes, scope);
   }
 
   void reason(const std::string& r) {

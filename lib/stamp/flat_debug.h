@@ -27,10 +27,22 @@ struct FlatDebugLocation {
   bool operator==(const FlatDebugLocation&) const = default;
 };
 
+// A scope a subprogram is declared in, which debuggers qualify its name with
+// (regex::pikevm::Fsm<I>::add): a DINamespace (tag DW_TAG_namespace) or a
+// DICompositeType (its own tag: structure, union, enumeration, class).
+struct FlatDebugScope {
+  uint32_t parent = 0;  // 1 + index into FlatDebugInfo::scopes; 0: the compile unit
+  uint16_t tag = 0;
+  std::string name;
+  bool operator==(const FlatDebugScope&) const = default;
+};
+constexpr uint16_t kDwarfTagNamespace = 0x39;
+
 // A stamp function's DISubprogram (the function's own !dbg attachment).
 struct FlatDebugFunction {
   bool has_subprogram = false;  // false: no !dbg on the function; nothing else is set
   bool local_to_unit = false;   // DISPFlagLocalToUnit: no DW_AT_external
+  uint32_t scope = 0;           // 1 + index into scopes; 0: the compile unit (or a scope of another kind)
   uint32_t file = 0;            // 1 + index into files; 0: none
   uint32_t line = 0, scope_line = 0;
   std::string name, linkage_name;  // linkage_name may be empty
@@ -50,6 +62,7 @@ struct FlatDebugInfo {
   uint32_t language = 0;                     // DW_LANG_* of the first compile unit
   std::string producer, name, directory;     // its producer and its DIFile
   std::vector<FlatDebugFile> files;          // every file named below, in first-use order
+  std::vector<FlatDebugScope> scopes;        // every scope named below, parents first
   std::vector<FlatDebugFunction> functions;  // one per flat function (empty when dwarf_version is 0)
   std::vector<FlatDebugLocation> locations;  // one per flat instruction (empty when dwarf_version is 0)
 
@@ -61,11 +74,21 @@ struct FlatDebugInfo {
 // flat order, each function's subprogram file first, then the file of each of its flat
 // instructions' locations in order; a (directory, name) pair already listed is not
 // listed again. Functions that fall back add nothing. Returns the 1-based index.
+// `scopes` in the same walk: each subprogram's scope chain is interned from the
+// outermost scope in (a scope's parent before it), before its file; a scope chain
+// ends at the first scope that is neither a DINamespace nor a DICompositeType.
 inline uint32_t intern_debug_file(std::vector<FlatDebugFile>& files, const FlatDebugFile& f) {
   for (size_t i = files.size(); i-- > 0;)  // the last ones are the likeliest
     if (files[i] == f) return static_cast<uint32_t>(i + 1);
   files.push_back(f);
   return static_cast<uint32_t>(files.size());
+}
+
+inline uint32_t intern_debug_scope(std::vector<FlatDebugScope>& scopes, const FlatDebugScope& s) {
+  for (size_t i = scopes.size(); i-- > 0;)
+    if (scopes[i] == s) return static_cast<uint32_t>(i + 1);
+  scopes.push_back(s);
+  return static_cast<uint32_t>(scopes.size());
 }
 
 }  // namespace kiln

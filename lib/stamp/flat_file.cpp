@@ -26,10 +26,12 @@ void put_debug_info(std::string& out, const FlatDebugInfo& d) {
   put_string(out, d.directory);
   put_value(out, uint64_t(d.files.size()));
   for (const FlatDebugFile& f : d.files) put_string(out, f.directory), put_string(out, f.name);
+  put_value(out, uint64_t(d.scopes.size()));
+  for (const FlatDebugScope& s : d.scopes) put_value(out, s.parent), put_value(out, s.tag), put_string(out, s.name);
   put_value(out, uint64_t(d.functions.size()));
   for (const FlatDebugFunction& f : d.functions) {
     put_value(out, uint8_t(f.has_subprogram | f.local_to_unit << 1));
-    put_value(out, f.file), put_value(out, f.line), put_value(out, f.scope_line);
+    put_value(out, f.scope), put_value(out, f.file), put_value(out, f.line), put_value(out, f.scope_line);
     put_string(out, f.name), put_string(out, f.linkage_name);
   }
   put_array(out, d.locations);
@@ -49,12 +51,16 @@ FlatDebugInfo read_debug_info(CountedReader& r) {
   d.files.resize(n);
   for (FlatDebugFile& f : d.files) f.directory = r.string(), f.name = r.string();
   n = r.u64();
-  r.need(n > r.left() / 29 ? r.left() + 1 : 0);
+  r.need(n > r.left() / 14 ? r.left() + 1 : 0);
+  d.scopes.resize(n);
+  for (FlatDebugScope& s : d.scopes) s.parent = r.value<uint32_t>(), s.tag = r.value<uint16_t>(), s.name = r.string();
+  n = r.u64();
+  r.need(n > r.left() / 33 ? r.left() + 1 : 0);
   d.functions.resize(n);
   for (FlatDebugFunction& f : d.functions) {
     uint8_t flags = r.value<uint8_t>();
     f.has_subprogram = flags & 1, f.local_to_unit = flags & 2;
-    f.file = r.value<uint32_t>(), f.line = r.value<uint32_t>(), f.scope_line = r.value<uint32_t>();
+    f.scope = r.value<uint32_t>(), f.file = r.value<uint32_t>(), f.line = r.value<uint32_t>(), f.scope_line = r.value<uint32_t>();
     f.name = r.string(), f.linkage_name = r.string();
   }
   d.locations = r.array<FlatDebugLocation>();

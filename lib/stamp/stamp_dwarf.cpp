@@ -22,6 +22,7 @@ enum DwarfAttribute : uint16_t {
   kAtLanguage = 0x13,
   kAtCompDir = 0x1b,
   kAtProducer = 0x25,
+  kAtDeclaration = 0x3c,
   kAtDeclFile = 0x3a,
   kAtDeclLine = 0x3b,
   kAtExternal = 0x3f,
@@ -132,6 +133,8 @@ class DwarfBuilder {
   std::unordered_map<std::string_view, uint32_t> string_offset_;
   std::vector<Abbreviation> abbreviations_;
   uint32_t ranges_offset_ = 0;  // where the unit's range list starts
+  // Per scope (0: the unit): the scopes and the subprograms directly inside it.
+  std::vector<std::vector<uint32_t>> scope_children_, scope_functions_;
 
   [[noreturn]] void fail(const std::string& why) const { throw KilnError(kExitInternal, source_, why); }
 
@@ -343,6 +346,26 @@ class DwarfBuilder {
     put_section_offset(kInfo, kRanges, ranges_offset_);
   }
 
+  // The DIEs inside scope `s` (0: the unit): its scopes, then its subprograms.
+  void write_children(uint32_t s) {
+    for (uint32_t child : scope_children_[s]) write_scope_die(child);
+    for (uint32_t fn : scope_functions_[s]) write_subprogram_die(fn);
+  }
+
+  // A namespace, or a declaration of the type a method belongs to: what a debugger
+  // qualifies the subprograms inside it with.
+  void write_scope_die(uint32_t s) {
+    std::string& b = s_[kInfo].bytes;
+    const FlatDebugScope& scope = d_.scopes[s - 1];
+    Abbreviation a{scope.tag, true, {}};
+    if (!scope.name.empty()) a.attributes.push_back({kAtName, kFormStrp});
+    if (scope.tag != kDwarfTagNamespace) a.attributes.push_back({kAtDeclaration, kFormFlagPresent});
+    put_uleb(b, abbreviation(std::move(a)));
+    if (!scope.name.empty()) put_strp(kInfo, scope.name);
+    write_children(s);
+    put_u8(b, 0);
+  }
+
   void write_subprogram_die(uint32_t fn) {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugFunction& sp = d_.functions[fn];
@@ -373,8 +396,12 @@ class DwarfBuilder {
       put_u8(b, 8);
     }
     write_unit_die();
+    scope_children_.assign(d_.scopes.size() + 1, {});
+    scope_functions_.assign(d_.scopes.size() + 1, {});
+    for (uint32_t s = 0; s < d_.scopes.size(); ++s) scope_children_[d_.scopes[s].parent].push_back(s + 1);
     for (uint32_t fn = 0; fn < flat_.functions.size(); ++fn)
-      if (d_.functions[fn].has_subprogram) write_subprogram_die(fn);
+      if (d_.functions[fn].has_subprogram) scope_functions_[d_.functions[fn].scope].push_back(fn);
+    write_children(0);
     put_u8(b, 0);  // the unit's children end
     patch_u32(b, 0, static_cast<uint32_t>(b.size() - 4));
   }
