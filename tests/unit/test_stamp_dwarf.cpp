@@ -1,0 +1,176 @@
+// stamp's DWARF (lib/stamp/stamp_dwarf.h) read back with LLVM's DWARF reader: the
+// verifier's verdict, the line table against each instruction's own location and
+// llvm -O0's rows (lib/line_check.h, what kiln-emit --check-lines runs), the DIE tree,
+// and the flat file's debug section.
+#include <catch2/catch.hpp>
+
+#include <llvm/DebugInfo/DWARF/DWARFContext.h>
+#include <llvm/Object/ObjectFile.h>
+
+#include "backend_llvm.h"
+#include "backend_stamp.h"
+#include "error.h"
+#include "flat_file.h"
+#include "hash.h"
+#include "ir_helpers.h"
+#include "line_check.h"
+
+using namespace kiln;
+
+namespace {
+
+// Two files, a namespace and a type as scopes, a lexical block, a line 0 and a call
+// whose row must name the call's line.
+std::string debug_module(const char* dwarf_version, const char* emission) {
+  std::string ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+define i64 @"_ZN4demo3sum17h0000000000000001E"(i64 %a, i64 %b) !dbg !10 {
+  %s = add i64 %a, %b, !dbg !20
+  %t = mul i64 %s, 3, !dbg !21
+  %u = sub i64 %t, %a, !dbg !22
+  %v = call i64 @"_ZN4demo5Point4norm17h0000000000000002E"(i64 %u), !dbg !23
+  %w = xor i64 %v, 1, !dbg !24
+  ret i64 %w, !dbg !25
+}
+define internal i64 @"_ZN4demo5Point4norm17h0000000000000002E"(i64 %x) !dbg !30 {
+  %y = shl i64 %x, 1, !dbg !31
+  %z = or i64 %y, 1, !dbg !32
+  ret i64 %z, !dbg !33
+}
+define i64 @no_debug(i64 %x) {
+  %y = add i64 %x, 7
+  ret i64 %y
+}
+!llvm.dbg.cu = !{!0}
+!llvm.module.flags = !{!3, !4}
+!0 = distinct !DICompileUnit(language: DW_LANG_Rust, file: !1, producer: "kiln test", isOptimized: false, runtimeVersion: 0, emissionKind: EMISSION)
+!1 = !DIFile(filename: "src/lib.rs", directory: "/work/demo")
+!2 = !DIFile(filename: "src/point.rs", directory: "/work/demo")
+!3 = !{i32 7, !"Dwarf Version", i32 VERSION}
+!4 = !{i32 2, !"Debug Info Version", i32 3}
+!5 = !DINamespace(name: "demo", scope: null)
+!6 = !DICompositeType(tag: DW_TAG_structure_type, name: "Point", scope: !5, file: !2, size: 64, align: 64, elements: !{}, identifier: "point")
+!7 = !DISubroutineType(types: !{})
+!10 = distinct !DISubprogram(name: "sum", linkageName: "_ZN4demo3sum17h0000000000000001E", scope: !5, file: !1, line: 3, type: !7, scopeLine: 3, spFlags: DISPFlagDefinition, unit: !0)
+!11 = distinct !DILexicalBlock(scope: !10, file: !1, line: 5, column: 9)
+!20 = !DILocation(line: 4, column: 5, scope: !10)
+!21 = !DILocation(line: 5, column: 13, scope: !11)
+!22 = !DILocation(line: 0, scope: !10)
+!23 = !DILocation(line: 6, column: 9, scope: !10)
+!24 = !DILocation(line: 7, column: 5, scope: !10)
+!25 = !DILocation(line: 8, column: 2, scope: !10)
+!30 = distinct !DISubprogram(name: "norm", linkageName: "_ZN4demo5Point4norm17h0000000000000002E", scope: !6, file: !2, line: 20, type: !7, scopeLine: 21, spFlags: DISPFlagLocalToUnit | DISPFlagDefinition, unit: !0)
+!31 = !DILocation(line: 22, column: 9, scope: !30)
+!32 = !DILocation(line: 23, column: 9, scope: !30)
+!33 = !DILocation(line: 24, column: 6, scope: !30)
+)";
+  auto replace = [&](const std::string& key, const std::string& value) { ir.replace(ir.find(key), key.size(), value); };
+  replace("EMISSION", emission);
+  replace("VERSION", dwarf_version);
+  return kiln_test::bitcode_from_ir(ir);
+}
+
+// stamp's object for a module's stamp functions, as the stamp back end writes it.
+std::string stamp_object(const std::string& bitcode) {
+  LlvmBackend llvm(Profile::fast);
+  ParsedModule m = llvm.parse(bitcode, "test");
+  StampPlan plan = plan_stamp_module(*m, xxh3_128_hex(bitcode).substr(0, 12));
+  return write_stamp_part(plan, *m);
+}
+
+// "ns::Type::name" for each subprogram DIE of the object's unit, from its parents.
+std::vector<std::string> qualified_subprograms(const std::string& object) {
+  auto file = llvm::cantFail(llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "stamp")));
+  auto ctx = llvm::DWARFContext::create(*file);
+  std::vector<std::string> names;
+  for (const auto& unit : ctx->compile_units())
+    for (const auto& entry : unit->dies()) {
+      llvm::DWARFDie die(unit.get(), &entry);
+      if (die.getTag() != llvm::dwarf::DW_TAG_subprogram) continue;
+      std::string name = die.getShortName();
+      for (llvm::DWARFDie p = die.getParent(); p && p.getTag() != llvm::dwarf::DW_TAG_compile_unit; p = p.getParent())
+        name = std::string(p.getShortName()) + "::" + name;
+      names.push_back(name);
+    }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("stamp DWARF: line tables exact and as llvm's, the verifier content, DWARF 4 and 5", "[dwarf]") {
+  for (const char* version : {"4", "5"}) {
+    LineAgreement r = check_lines(debug_module(version, "FullDebug"), "debug module");
+    INFO("DWARF " << version << ": " << r.verify_errors << r.first_difference);
+    CHECK(r.has_debug_info);
+    CHECK(r.verify_errors.empty());
+    CHECK(r.functions == 2);  // no_debug has no subprogram
+    CHECK(r.instructions >= 8);
+    CHECK(r.exact == r.instructions);
+    CHECK(r.as_llvm == r.instructions);
+    CHECK(r.llvm_functions == 2);
+  }
+  LineAgreement lines_only = check_lines(debug_module("4", "LineTablesOnly"), "line tables only");
+  CHECK(lines_only.verify_errors.empty());
+  CHECK(lines_only.exact == lines_only.instructions);
+  CHECK(lines_only.instructions >= 8);
+}
+
+TEST_CASE("stamp DWARF: subprograms inside their namespace and type, as debuggers qualify them", "[dwarf]") {
+  std::vector<std::string> names = qualified_subprograms(stamp_object(debug_module("4", "FullDebug")));
+  // A scope's inner scopes come before its subprograms.
+  CHECK(names == std::vector<std::string>{"demo::Point::norm", "demo::sum"});
+}
+
+TEST_CASE("stamp DWARF: none for a module without debug information, or whose unit is NoDebug", "[dwarf]") {
+  for (const std::string& bitcode :
+       {kiln_test::bitcode_from_ir(kiln_test::kAddIr), debug_module("4", "NoDebug")}) {
+    std::string object = stamp_object(bitcode);
+    CHECK(object.find(".debug_info") == std::string::npos);
+    CHECK(object.find(".debug_line") == std::string::npos);
+    CHECK_FALSE(check_lines(bitcode, "no debug").has_debug_info);
+  }
+}
+
+TEST_CASE("stamp DWARF: the flat file carries the debug information, and refuses it out of range", "[dwarf]") {
+  LlvmBackend llvm(Profile::fast);
+  std::string bitcode = debug_module("5", "FullDebug");
+  ParsedModule m = llvm.parse(bitcode, "test");
+  StampPlan plan = plan_stamp_module(*m, "0123456789ab");
+  const FlatModuleData& flat = plan.flat.flat;
+  REQUIRE(flat.debug.present());
+  CHECK(flat.debug.dwarf_version == 5);
+  CHECK(flat.debug.files.size() == 2);
+  CHECK(flat.debug.scopes.size() == 2);
+  FlatModuleData back = read_flat_file(write_flat_file(flat, "lib.rs"), "test.flat");
+  CHECK(back.debug == flat.debug);
+  CHECK_FALSE(read_flat_file(write_flat_file(flat, "lib.rs", FlatFileDebug::omit), "test.flat").debug.present());
+  // The emission from the file alone (the GPU machine's route) writes the same DWARF.
+  CHECK(emit_flat_module(back, "lib.rs") == emit_flat_module(flat, "lib.rs"));
+
+  FlatModuleData bad = flat;
+  bad.debug.locations[0].file = 3;
+  CHECK(check_flat_module(bad) == "debug file out of range");
+  bad = flat;
+  bad.debug.locations.pop_back();
+  CHECK(check_flat_module(bad) == "debug locations not one per instruction");
+  bad = flat;
+  bad.debug.scopes[0].parent = 2;
+  CHECK(check_flat_module(bad) == "debug scope's parent not before it");
+  bad = flat;
+  bad.debug.dwarf_version = 0;
+  CHECK(check_flat_module(bad) == "debug information without a version");
+  CHECK_THROWS_AS(read_flat_file(write_flat_file(bad, "lib.rs"), "bad.flat"), KilnError);
+}
+
+TEST_CASE("stamp DWARF: an output without instruction offsets is an internal error, not a wild table", "[dwarf]") {
+  LlvmBackend llvm(Profile::fast);
+  std::string bitcode = debug_module("4", "FullDebug");
+  ParsedModule m = llvm.parse(bitcode, "test");
+  StampPlan plan = plan_stamp_module(*m, "0123456789ab");
+  StampOutput code = run_stamp_cpu(plan.flat.flat.view(), 1);
+  code.inst_offset.clear();
+  CHECK_THROWS_AS(build_stamp_dwarf(plan.flat.flat, code, "test"), KilnError);
+  code = run_stamp_cpu(plan.flat.flat.view(), 1);
+  code.inst_offset[1] = code.code_size[0] + 1;
+  CHECK_THROWS_AS(build_stamp_dwarf(plan.flat.flat, code, "test"), KilnError);
+}
