@@ -178,32 +178,55 @@ class FunctionExporter {
   void commit_debug_info() {
     FlatDebugInfo& d = out_.debug;
     if (!d.present()) return;
-    FlatDebugFunction fn;
-    if (const DISubprogram* sp = f_.getSubprogram()) {
-      fn.has_subprogram = true;
-      fn.local_to_unit = sp->isLocalToUnit();
-      fn.scope = debug_scope(d.scopes, sp->getScope());
-      if (const DIFile* file = sp->getFile())
-        fn.file = intern_debug_file(d.files, {file->getDirectory().str(), file->getFilename().str()});
-      fn.line = sp->getLine();
-      fn.scope_line = sp->getScopeLine();
-      fn.name = sp->getName().str();
-      fn.linkage_name = sp->getLinkageName().str();
-    }
-    d.functions.push_back(std::move(fn));
+    d.functions.push_back(f_.getSubprogram() ? describe_subprogram(d, f_.getSubprogram()) : FlatDebugFunction{});
     const DIFile* last_file = nullptr;  // consecutive instructions mostly share a file
     uint32_t last_index = 0;
+    std::unordered_map<const DILocation*, uint32_t> site_of;  // an inlinedAt's site, once found
     for (const DILocation* loc : locations_) {
       FlatDebugLocation l;
       const DIFile* file = loc ? loc->getScope()->getFile() : nullptr;
       if (file) {
-        if (file != last_file)
-          last_file = file,
-          last_index = intern_debug_file(d.files, {file->getDirectory().str(), file->getFilename().str()});
-        l = {last_index, loc->getLine(), loc->getColumn()};
+        if (file != last_file) last_file = file, last_index = debug_file(d, file);
+        l = {last_index, loc->getLine(), loc->getColumn(), 0};
+        if (const DILocation* at = loc->getInlinedAt()) {
+          auto [it, inserted] = site_of.emplace(at, 0);
+          if (inserted) it->second = inline_site(d, loc->getScope()->getSubprogram(), at);
+          l.inline_site = it->second;
+        }
       }
       d.locations.push_back(l);
     }
+  }
+
+  static uint32_t debug_file(FlatDebugInfo& d, const DIFile* file) {
+    return intern_debug_file(d.files, {file->getDirectory().str(), file->getFilename().str()});
+  }
+
+  // A subprogram as flat_debug.h describes it: its scope chain and file interned first.
+  static FlatDebugFunction describe_subprogram(FlatDebugInfo& d, const DISubprogram* sp) {
+    FlatDebugFunction fn;
+    fn.has_subprogram = true;
+    fn.local_to_unit = sp->isLocalToUnit();
+    fn.scope = debug_scope(d.scopes, sp->getScope());
+    if (const DIFile* file = sp->getFile()) fn.file = debug_file(d, file);
+    fn.line = sp->getLine();
+    fn.scope_line = sp->getScopeLine();
+    fn.name = sp->getName().str();
+    fn.linkage_name = sp->getLinkageName().str();
+    return fn;
+  }
+
+  // The site of a call to `callee` inlined at `at`, in flat_debug.h's order: its parent
+  // site, the callee, the call's file, then the site.
+  static uint32_t inline_site(FlatDebugInfo& d, const DISubprogram* callee, const DILocation* at) {
+    FlatDebugInlineSite site;
+    if (const DILocation* outer = at->getInlinedAt())
+      site.parent = inline_site(d, at->getScope()->getSubprogram(), outer);
+    site.callee = intern_debug_record(d.inlined, describe_subprogram(d, callee));
+    if (const DIFile* file = at->getScope()->getFile()) site.call_file = debug_file(d, file);
+    site.call_line = at->getLine();
+    site.call_column = at->getColumn();
+    return intern_debug_record(d.inline_sites, site);
   }
 
   // A subprogram's scope as flat_debug.h interns it: outermost first.
@@ -1301,16 +1324,8 @@ static FlatDebugInfo debug_unit(const llvm::Module& module) {
   auto units = module.debug_compile_units();
   if (units.empty()) return d;
   const llvm::DICompileUnit* cu = *units.begin();
-  switch (cu->getEmissionKind()) {
-    case llvm::DICompileUnit::NoDebug:
-      return d;
-    case llvm::DICompileUnit::FullDebug:
-      d.emission = DebugEmission::full;
-      break;
-    default:
-      d.emission = DebugEmission::line_tables;
-      break;
-  }
+  // debug_compile_units() passes over NoDebug units: this one is full or line tables.
+  d.emission = cu->getEmissionKind() == llvm::DICompileUnit::FullDebug ? DebugEmission::full : DebugEmission::line_tables;
   unsigned version = module.getDwarfVersion();
   d.dwarf_version = version ? version : 4;
   const llvm::DISourceLanguageName language = cu->getSourceLanguage();

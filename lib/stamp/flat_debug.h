@@ -17,13 +17,15 @@ struct FlatDebugFile {
   bool operator==(const FlatDebugFile&) const = default;
 };
 
-// Where a flat instruction comes from: the LLVM instruction's DILocation itself (not
-// the inlinedAt chain: a line table gives the innermost frame). `file` is 1 + an index
-// into FlatDebugInfo::files, the file of the location's scope (DISubprogram,
-// DILexicalBlock or DILexicalBlockFile); 0 means no location (the instruction has no
-// !dbg, was made by kiln, or its scope names no file).
+// Where a flat instruction comes from: the LLVM instruction's DILocation itself (a
+// line table gives the innermost frame), and the inlined call it sits in. `file` is
+// 1 + an index into FlatDebugInfo::files, the file of the location's scope
+// (DISubprogram, DILexicalBlock or DILexicalBlockFile); 0 means no location (the
+// instruction has no !dbg, was made by kiln, or its scope names no file), and then
+// the other fields are 0 too. `inline_site` is 1 + an index into inline_sites for a
+// location with an inlinedAt, else 0.
 struct FlatDebugLocation {
-  uint32_t file = 0, line = 0, column = 0;
+  uint32_t file = 0, line = 0, column = 0, inline_site = 0;
   bool operator==(const FlatDebugLocation&) const = default;
 };
 
@@ -49,21 +51,37 @@ struct FlatDebugFunction {
   bool operator==(const FlatDebugFunction&) const = default;
 };
 
+// A call inlined into a function (DW_TAG_inlined_subroutine): the DILocation of an
+// inlinedAt. For a location L whose inlinedAt is IA: the site's callee is the
+// subprogram of L's scope, its call is IA's line and column in the file of IA's scope,
+// and its parent is the site of IA's own inlinedAt (0: the call is in the function's
+// own body). Sites equal in every field are one site.
+struct FlatDebugInlineSite {
+  uint32_t parent = 0;     // 1 + index into inline_sites; 0: none
+  uint32_t callee = 0;     // 1 + index into inlined (the callee's subprogram)
+  uint32_t call_file = 0;  // 1 + index into files; 0: none
+  uint32_t call_line = 0, call_column = 0;
+  bool operator==(const FlatDebugInlineSite&) const = default;
+};
+
 // What DICompileUnit::DebugEmissionKind says: full, or line tables only (LLVM's
 // DebugDirectivesOnly is read as line tables only).
 enum class DebugEmission : uint8_t { none = 0, full = 1, line_tables = 2 };
 
 struct FlatDebugInfo {
   // The DWARF version the module asks for (its "Dwarf Version" module flag; 4 when the
-  // flag is absent). 0: the module carries no debug information for stamp to write:
-  // no compile unit in !llvm.dbg.cu, or the first one's emission kind is NoDebug.
+  // flag is absent or 0). 0: the module carries no debug information for stamp to
+  // write: no compile unit in !llvm.dbg.cu other than NoDebug ones. The fields below
+  // are the first unit's that is not NoDebug (what Module::debug_compile_units gives).
   uint32_t dwarf_version = 0;
   DebugEmission emission = DebugEmission::none;
-  uint32_t language = 0;                     // DW_LANG_* of the first compile unit
+  uint32_t language = 0;                     // DW_LANG_* of that compile unit
   std::string producer, name, directory;     // its producer and its DIFile
   std::vector<FlatDebugFile> files;          // every file named below, in first-use order
   std::vector<FlatDebugScope> scopes;        // every scope named below, parents first
   std::vector<FlatDebugFunction> functions;  // one per flat function (empty when dwarf_version is 0)
+  std::vector<FlatDebugFunction> inlined;    // the subprograms of inlined calls (has_subprogram set)
+  std::vector<FlatDebugInlineSite> inline_sites;
   std::vector<FlatDebugLocation> locations;  // one per flat instruction (empty when dwarf_version is 0)
 
   bool present() const { return dwarf_version != 0; }
@@ -77,11 +95,24 @@ struct FlatDebugInfo {
 // `scopes` in the same walk: each subprogram's scope chain is interned from the
 // outermost scope in (a scope's parent before it), before its file; a scope chain
 // ends at the first scope that is neither a DINamespace nor a DICompositeType.
+// An instruction's location interns its file, then (with an inlinedAt) its site:
+// site(callee, IA) interns, in order, the parent site (site of IA's scope's
+// subprogram and IA's inlinedAt, when IA has one), the callee (its scope chain, its
+// file, then the FlatDebugFunction itself into `inlined`, equal records being one),
+// the file of IA's scope, and then the site itself.
 inline uint32_t intern_debug_file(std::vector<FlatDebugFile>& files, const FlatDebugFile& f) {
   for (size_t i = files.size(); i-- > 0;)  // the last ones are the likeliest
     if (files[i] == f) return static_cast<uint32_t>(i + 1);
   files.push_back(f);
   return static_cast<uint32_t>(files.size());
+}
+
+template <class T>
+uint32_t intern_debug_record(std::vector<T>& records, const T& r) {
+  for (size_t i = records.size(); i-- > 0;)
+    if (records[i] == r) return static_cast<uint32_t>(i + 1);
+  records.push_back(r);
+  return static_cast<uint32_t>(records.size());
 }
 
 inline uint32_t intern_debug_scope(std::vector<FlatDebugScope>& scopes, const FlatDebugScope& s) {

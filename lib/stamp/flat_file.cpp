@@ -16,6 +16,29 @@ namespace {
 
 const char kMagic[8] = {'K', 'I', 'L', 'N', 'F', 'L', 'A', 'T'};
 
+void put_debug_functions(std::string& out, const std::vector<FlatDebugFunction>& functions) {
+  put_value(out, uint64_t(functions.size()));
+  for (const FlatDebugFunction& f : functions) {
+    put_value(out, uint8_t(f.has_subprogram | f.local_to_unit << 1));
+    put_value(out, f.scope), put_value(out, f.file), put_value(out, f.line), put_value(out, f.scope_line);
+    put_string(out, f.name), put_string(out, f.linkage_name);
+  }
+}
+
+std::vector<FlatDebugFunction> read_debug_functions(CountedReader& r) {
+  uint64_t n = r.u64();
+  r.need(n > r.left() / 33 ? r.left() + 1 : 0);  // each takes at least 33 bytes
+  std::vector<FlatDebugFunction> functions(n);
+  for (FlatDebugFunction& f : functions) {
+    uint8_t flags = r.value<uint8_t>();
+    f.has_subprogram = flags & 1, f.local_to_unit = flags & 2;
+    f.scope = r.value<uint32_t>(), f.file = r.value<uint32_t>(), f.line = r.value<uint32_t>();
+    f.scope_line = r.value<uint32_t>();
+    f.name = r.string(), f.linkage_name = r.string();
+  }
+  return functions;
+}
+
 // Version 6: the debug information stamp writes as DWARF (flat_debug.h).
 void put_debug_info(std::string& out, const FlatDebugInfo& d) {
   put_value(out, d.dwarf_version);
@@ -28,12 +51,9 @@ void put_debug_info(std::string& out, const FlatDebugInfo& d) {
   for (const FlatDebugFile& f : d.files) put_string(out, f.directory), put_string(out, f.name);
   put_value(out, uint64_t(d.scopes.size()));
   for (const FlatDebugScope& s : d.scopes) put_value(out, s.parent), put_value(out, s.tag), put_string(out, s.name);
-  put_value(out, uint64_t(d.functions.size()));
-  for (const FlatDebugFunction& f : d.functions) {
-    put_value(out, uint8_t(f.has_subprogram | f.local_to_unit << 1));
-    put_value(out, f.scope), put_value(out, f.file), put_value(out, f.line), put_value(out, f.scope_line);
-    put_string(out, f.name), put_string(out, f.linkage_name);
-  }
+  put_debug_functions(out, d.functions);
+  put_debug_functions(out, d.inlined);
+  put_array(out, d.inline_sites);
   put_array(out, d.locations);
 }
 
@@ -54,15 +74,9 @@ FlatDebugInfo read_debug_info(CountedReader& r) {
   r.need(n > r.left() / 14 ? r.left() + 1 : 0);
   d.scopes.resize(n);
   for (FlatDebugScope& s : d.scopes) s.parent = r.value<uint32_t>(), s.tag = r.value<uint16_t>(), s.name = r.string();
-  n = r.u64();
-  r.need(n > r.left() / 33 ? r.left() + 1 : 0);
-  d.functions.resize(n);
-  for (FlatDebugFunction& f : d.functions) {
-    uint8_t flags = r.value<uint8_t>();
-    f.has_subprogram = flags & 1, f.local_to_unit = flags & 2;
-    f.scope = r.value<uint32_t>(), f.file = r.value<uint32_t>(), f.line = r.value<uint32_t>(), f.scope_line = r.value<uint32_t>();
-    f.name = r.string(), f.linkage_name = r.string();
-  }
+  d.functions = read_debug_functions(r);
+  d.inlined = read_debug_functions(r);
+  d.inline_sites = r.array<FlatDebugInlineSite>();
   d.locations = r.array<FlatDebugLocation>();
   return d;
 }

@@ -170,22 +170,33 @@ const char* check_owners_and_operands(const FlatModuleData& f) {
 const char* check_debug_info(const FlatModuleData& f) {
   const FlatDebugInfo& d = f.debug;
   if (!d.present())
-    return d.files.empty() && d.scopes.empty() && d.functions.empty() && d.locations.empty()
+    return d.files.empty() && d.scopes.empty() && d.functions.empty() && d.inlined.empty() &&
+            d.inline_sites.empty() && d.locations.empty()
         ? nullptr
         : "debug information without a version";
   if (d.dwarf_version < 2 || d.dwarf_version > 5) return "DWARF version other than 2 to 5";
   if (d.emission == DebugEmission::none) return "debug information of emission kind none";
   if (d.functions.size() != f.functions.size()) return "debug information not one per function";
   if (d.locations.size() != f.insts.size()) return "debug locations not one per instruction";
-  for (const FlatDebugFunction& fn : d.functions) {
-    if (fn.file > d.files.size()) return "debug file out of range";
-    if (fn.scope > d.scopes.size()) return "debug scope out of range";
+  for (const auto* list : {&d.functions, &d.inlined})
+    for (const FlatDebugFunction& fn : *list) {
+      if (fn.file > d.files.size()) return "debug file out of range";
+      if (fn.scope > d.scopes.size()) return "debug scope out of range";
+    }
+  // A site's parent comes before it (no cycles), as the exporters intern them.
+  for (size_t s = 0; s < d.inline_sites.size(); ++s) {
+    const FlatDebugInlineSite& site = d.inline_sites[s];
+    if (site.parent > s) return "inline site's parent not before it";
+    if (site.callee == 0 || site.callee > d.inlined.size()) return "inline site's callee out of range";
+    if (site.call_file > d.files.size()) return "debug file out of range";
   }
   // A scope's parent comes before it, so the scopes form a tree (no cycles).
   for (size_t s = 0; s < d.scopes.size(); ++s)
     if (d.scopes[s].parent > s) return "debug scope's parent not before it";
-  for (const FlatDebugLocation& l : d.locations)
+  for (const FlatDebugLocation& l : d.locations) {
     if (l.file > d.files.size()) return "debug file out of range";
+    if (l.inline_site > d.inline_sites.size()) return "inline site out of range";
+  }
   return nullptr;
 }
 

@@ -3,6 +3,7 @@
 // LLVM's headers: the core builds without LLVM.
 #include "stamp_dwarf.h"
 
+#include <map>
 #include <string_view>
 #include <unordered_map>
 
@@ -13,7 +14,7 @@ namespace kiln {
 
 namespace {
 
-enum DwarfTag : uint16_t { kTagCompileUnit = 0x11, kTagSubprogram = 0x2e };
+enum DwarfTag : uint16_t { kTagInlinedSubroutine = 0x1d, kTagCompileUnit = 0x11, kTagSubprogram = 0x2e };
 enum DwarfAttribute : uint16_t {
   kAtName = 0x03,
   kAtStmtList = 0x10,
@@ -22,7 +23,12 @@ enum DwarfAttribute : uint16_t {
   kAtLanguage = 0x13,
   kAtCompDir = 0x1b,
   kAtProducer = 0x25,
+  kAtInline = 0x20,
+  kAtAbstractOrigin = 0x31,
   kAtDeclaration = 0x3c,
+  kAtCallColumn = 0x57,
+  kAtCallFile = 0x58,
+  kAtCallLine = 0x59,
   kAtDeclFile = 0x3a,
   kAtDeclLine = 0x3b,
   kAtExternal = 0x3f,
@@ -34,6 +40,8 @@ enum DwarfForm : uint8_t {
   kFormAddr = 0x01,
   kFormData2 = 0x05,
   kFormData4 = 0x06,
+  kFormData1 = 0x0b,
+  kFormRef4 = 0x13,
   kFormString = 0x08,
   kFormStrp = 0x0e,
   kFormUdata = 0x0f,
@@ -41,6 +49,7 @@ enum DwarfForm : uint8_t {
   kFormExprloc = 0x18,
   kFormFlagPresent = 0x19,
 };
+constexpr uint8_t kInlineInlined = 1;  // DW_INL_inlined
 constexpr uint8_t kOpReg6 = 0x56;  // DW_OP_reg6: rbp, which every stamp frame is based on
 enum LineOpcode : uint8_t {
   kLnsCopy = 1,
@@ -116,8 +125,9 @@ class DwarfBuilder {
     s_[kLine].name = ".debug_line";
     s_[kRanges].name = version_ >= 5 ? ".debug_rnglists" : ".debug_ranges";
     write_line_table();
-    write_ranges();
+    write_unit_ranges();
     write_info();
+    finish_ranges();
     write_abbreviations();
     out.sections = std::move(s_);
     return out;
@@ -134,7 +144,9 @@ class DwarfBuilder {
   std::vector<Abbreviation> abbreviations_;
   uint32_t ranges_offset_ = 0;  // where the unit's range list starts
   // Per scope (0: the unit): the scopes and the subprograms directly inside it.
-  std::vector<std::vector<uint32_t>> scope_children_, scope_functions_;
+  std::vector<std::vector<uint32_t>> scope_children_, scope_functions_, scope_inlined_;
+  std::vector<uint32_t> abstract_offset_;                    // per inlined callee: its DIE in the unit
+  std::vector<std::pair<uint32_t, uint32_t>> origin_fixups_;  // (where, callee) of each abstract origin
 
   [[noreturn]] void fail(const std::string& why) const { throw KilnError(kExitInternal, source_, why); }
 
@@ -291,7 +303,7 @@ class DwarfBuilder {
 
   // ---- the unit's code ranges ----------------------------------------------------
 
-  void write_ranges() {
+  void write_unit_ranges() {
     std::string& b = s_[kRanges].bytes;
     if (version_ >= 5) {
       put_le<uint32_t>(b, 0);  // unit_length, patched below
@@ -308,12 +320,30 @@ class DwarfBuilder {
         put_address(kRanges, fn, 0), put_address(kRanges, fn, code_.code_size[fn]);
       }
     }
-    if (version_ >= 5) {
-      put_u8(b, kRleEndOfList);
-      patch_u32(b, 0, static_cast<uint32_t>(b.size() - 4));
-    } else {
-      put_le<uint64_t>(b, 0), put_le<uint64_t>(b, 0);
+    end_range_list();
+  }
+
+  void end_range_list() {
+    std::string& b = s_[kRanges].bytes;
+    if (version_ >= 5) put_u8(b, kRleEndOfList);
+    else put_le<uint64_t>(b, 0), put_le<uint64_t>(b, 0);
+  }
+
+  // Version 5's lists share one header, whose length counts them all.
+  void finish_ranges() {
+    if (version_ >= 5) patch_u32(s_[kRanges].bytes, 0, static_cast<uint32_t>(s_[kRanges].bytes.size() - 4));
+  }
+
+  // A list of code ranges of function `fn`; returns where it starts.
+  uint32_t range_list(uint32_t fn, const std::vector<std::pair<uint32_t, uint32_t>>& ranges) {
+    std::string& b = s_[kRanges].bytes;
+    const uint32_t at = static_cast<uint32_t>(b.size());
+    for (auto [begin, end] : ranges) {
+      if (version_ >= 5) put_u8(b, kRleStartLength), put_address(kRanges, fn, begin), put_uleb(b, end - begin);
+      else put_address(kRanges, fn, begin), put_address(kRanges, fn, end);
     }
+    end_range_list();
+    return at;
   }
 
   // ---- .debug_info and .debug_abbrev ---------------------------------------------
@@ -346,10 +376,74 @@ class DwarfBuilder {
     put_section_offset(kInfo, kRanges, ranges_offset_);
   }
 
-  // The DIEs inside scope `s` (0: the unit): its scopes, then its subprograms.
+  // The DIEs inside scope `s` (0: the unit): its scopes, then the subprograms of
+  // inlined calls, then the functions' subprograms.
   void write_children(uint32_t s) {
     for (uint32_t child : scope_children_[s]) write_scope_die(child);
+    for (uint32_t k : scope_inlined_[s]) write_abstract_die(k);
     for (uint32_t fn : scope_functions_[s]) write_subprogram_die(fn);
+  }
+
+  // The abstract subprogram of an inlined callee, which its inlined calls point to.
+  void write_abstract_die(uint32_t k) {
+    std::string& b = s_[kInfo].bytes;
+    const FlatDebugFunction& sp = d_.inlined[k];
+    abstract_offset_[k] = static_cast<uint32_t>(b.size());
+    const bool linkage = !sp.linkage_name.empty() && sp.linkage_name != sp.name;
+    Abbreviation a{kTagSubprogram, false, {}};
+    if (linkage) a.attributes.push_back({kAtLinkageName, kFormStrp});
+    a.attributes.push_back({kAtName, kFormStrp});
+    if (sp.file) a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
+    if (!sp.local_to_unit) a.attributes.push_back({kAtExternal, kFormFlagPresent});
+    a.attributes.push_back({kAtInline, kFormData1});
+    put_uleb(b, abbreviation(std::move(a)));
+    if (linkage) put_strp(kInfo, sp.linkage_name);
+    put_strp(kInfo, sp.name);
+    if (sp.file) put_uleb(b, sp.file), put_uleb(b, sp.line);
+    put_u8(b, kInlineInlined);
+  }
+
+  // Per inline site used by function `fn`: the code of the instructions inside it
+  // (its own and its inner sites'), as ranges merged where they touch.
+  std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> site_ranges(uint32_t fn) const {
+    std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> ranges;
+    const FlatFunction& f = flat_.functions[fn];
+    const uint32_t end = f.first_inst + f.inst_count;
+    for (uint32_t i = f.first_inst; i < end; ++i) {
+      const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_.code_size[fn];
+      if (next == at) continue;
+      for (uint32_t s = d_.locations[i].inline_site; s; s = d_.inline_sites[s - 1].parent) {
+        auto& list = ranges[s];
+        if (!list.empty() && list.back().second == at) list.back().second = next;
+        else list.push_back({at, next});
+      }
+    }
+    return ranges;
+  }
+
+  // An inlined call: where its code is, its callee, its call; then the calls inlined
+  // into it.
+  void write_site_die(uint32_t fn, uint32_t s, const std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>>& ranges) {
+    std::string& b = s_[kInfo].bytes;
+    const FlatDebugInlineSite& site = d_.inline_sites[s - 1];
+    const auto& code = ranges.at(s);
+    std::vector<uint32_t> inner;
+    for (const auto& [other, list] : ranges)
+      if (d_.inline_sites[other - 1].parent == s) inner.push_back(other);
+    Abbreviation a{kTagInlinedSubroutine, !inner.empty(), {{kAtAbstractOrigin, kFormRef4}}};
+    if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
+    else a.attributes.push_back({kAtRanges, kFormSecOffset});
+    if (site.call_file)
+      a.attributes.insert(a.attributes.end(),
+                          {{kAtCallFile, kFormUdata}, {kAtCallLine, kFormUdata}, {kAtCallColumn, kFormUdata}});
+    put_uleb(b, abbreviation(std::move(a)));
+    origin_fixups_.push_back({static_cast<uint32_t>(b.size()), site.callee - 1});
+    put_le<uint32_t>(b, 0);
+    if (code.size() == 1) put_address(kInfo, fn, code[0].first), put_le<uint32_t>(b, code[0].second - code[0].first);
+    else put_section_offset(kInfo, kRanges, range_list(fn, code));
+    if (site.call_file) put_uleb(b, site.call_file), put_uleb(b, site.call_line), put_uleb(b, site.call_column);
+    for (uint32_t other : inner) write_site_die(fn, other, ranges);
+    if (!inner.empty()) put_u8(b, 0);
   }
 
   // A namespace, or a declaration of the type a method belongs to: what a debugger
@@ -370,7 +464,9 @@ class DwarfBuilder {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugFunction& sp = d_.functions[fn];
     const bool linkage = !sp.linkage_name.empty() && sp.linkage_name != sp.name;
-    Abbreviation a{kTagSubprogram, false, {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
+    const auto ranges = site_ranges(fn);
+    const bool inlined = !ranges.empty();
+    Abbreviation a{kTagSubprogram, inlined, {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
     if (linkage) a.attributes.push_back({kAtLinkageName, kFormStrp});
     a.attributes.push_back({kAtName, kFormStrp});
     if (sp.file) a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
@@ -382,6 +478,10 @@ class DwarfBuilder {
     if (linkage) put_strp(kInfo, sp.linkage_name);
     put_strp(kInfo, sp.name);
     if (sp.file) put_uleb(b, sp.file), put_uleb(b, sp.line);
+    if (!inlined) return;
+    for (const auto& [s, list] : ranges)
+      if (d_.inline_sites[s - 1].parent == 0) write_site_die(fn, s, ranges);
+    put_u8(b, 0);
   }
 
   void write_info() {
@@ -401,8 +501,13 @@ class DwarfBuilder {
     for (uint32_t s = 0; s < d_.scopes.size(); ++s) scope_children_[d_.scopes[s].parent].push_back(s + 1);
     for (uint32_t fn = 0; fn < flat_.functions.size(); ++fn)
       if (d_.functions[fn].has_subprogram) scope_functions_[d_.functions[fn].scope].push_back(fn);
+    scope_inlined_.assign(d_.scopes.size() + 1, {});
+    for (uint32_t k = 0; k < d_.inlined.size(); ++k) scope_inlined_[d_.inlined[k].scope].push_back(k);
+    abstract_offset_.assign(d_.inlined.size(), 0);
     write_children(0);
     put_u8(b, 0);  // the unit's children end
+    // An inlined call may come before its callee's abstract subprogram.
+    for (auto [at, k] : origin_fixups_) patch_u32(b, at, abstract_offset_[k]);
     patch_u32(b, 0, static_cast<uint32_t>(b.size() - 4));
   }
 
