@@ -234,7 +234,7 @@ void BitstreamCursor::enter_block() {
   if (words * 32 > limit() - pos_)
     fail("block " + std::to_string(block_id) + " of " + std::to_string(words) + " words runs past the end of the " +
          (scopes_.empty() ? "stream" : "block around it"));
-  Scope scope{uint32_t(block_id), unsigned(width), pos_ + words * 32, nullptr, 0, {}};
+  Scope scope{uint32_t(block_id), unsigned(width), pos_, pos_ + words * 32, nullptr, 0, {}};
   if (scope.block_id == kBlockInfoId) {
     block_info_target_ = kNoBlock;
     if (!block_info_->empty()) {
@@ -268,6 +268,54 @@ void BitstreamCursor::skip_block() {
   pos_ = scopes_.back().end;
   pending_record_ = 0;
   pop_scope();
+}
+
+BitstreamCursor::BlockMark BitstreamCursor::mark_block() const {
+  if (scopes_.empty()) throw KilnError(kExitInternal, path_, "mark_block at the top level");
+  BlockMark mark;
+  mark.scope_ = scopes_.back();
+  return mark;
+}
+
+uint32_t BitstreamCursor::read_record_at(BlockMark& block, uint64_t at, std::vector<uint64_t>& ops,
+                                         std::string_view* blob) {
+  if (pending_record_) throw KilnError(kExitInternal, path_, "read_record_at with a record announced and not read");
+  if (at < block.scope_.begin || at >= block.scope_.end)
+    fail("record index entry " + std::to_string(at) + " outside its block (bits " +
+         std::to_string(block.scope_.begin) + " to " + std::to_string(block.scope_.end) + ")");
+  // The marked block becomes the innermost for one record; its abbreviations are moved
+  // in and back out, not copied.
+  const uint64_t resume = pos_;
+  Scope& scope = scopes_.emplace_back(block.scope_.block_id, block.scope_.abbrev_width, block.scope_.begin,
+                                      block.scope_.end, block.scope_.info, block.scope_.info_abbrevs,
+                                      std::vector<Abbrev>{});
+  scope.local.swap(block.scope_.local);
+  struct Restore {
+    BitstreamCursor& c;
+    BlockMark& block;
+    uint64_t resume;
+    ~Restore() {
+      c.scopes_.back().local.swap(block.scope_.local);
+      c.pop_scope();
+      c.pos_ = resume;
+      c.pending_record_ = 0;
+    }
+  } restore{*this, block, resume};
+  pos_ = at;
+  limit_ = scope.end;
+  uint32_t id = uint32_t(read(scope.abbrev_width));
+  if (id < kUnabbrevRecordId) fail("record index entry " + std::to_string(at) + " is no record");
+  pending_abbrev_ = id == kUnabbrevRecordId ? nullptr : &abbrev(id);
+  pending_record_ = id;
+  return read_record(id, ops, blob);
+}
+
+void BitstreamCursor::skip_to(uint64_t at) {
+  if (scopes_.empty() || pending_record_) throw KilnError(kExitInternal, path_, "skip_to outside a block or mid-record");
+  if (at < pos_ || at > limit_)
+    fail("skip to bit " + std::to_string(at) + ", behind the cursor or past the block's end (bit " +
+         std::to_string(limit_) + ")");
+  pos_ = at;
 }
 
 AbbrevOp BitstreamCursor::read_abbrev_op() {

@@ -45,6 +45,15 @@ using Abbrev = std::vector<AbbrevOp>;
 // limited to 4 per bit (plus a million), so neither time nor memory can grow faster
 // than the stream.
 class BitstreamCursor {
+  struct Scope {
+    uint32_t block_id = kNoBlock;
+    unsigned abbrev_width = 0;
+    uint64_t begin = 0, end = 0;                // bit offsets of the block's first entry and just past its END_BLOCK
+    const std::vector<Abbrev>* info = nullptr;  // BLOCKINFO's abbreviations for the block (ids 4 on)
+    size_t info_abbrevs = 0;                    // how many of them it sees: those defined before it
+    std::vector<Abbrev> local;                  // the block's own, after those
+  };
+
  public:
   // `file` as a whole (see unwrap_bitcode); it must outlive the cursor.
   BitstreamCursor(std::string_view file, std::string path);
@@ -61,6 +70,25 @@ class BitstreamCursor {
   void skip_block();
 
   uint64_t bit_offset() const { return pos_; }
+
+  // --- Records found by position: a block that carries an index of its own records
+  // (LLVM's METADATA_INDEX) is read where the index points, not record by record.
+  // The innermost open block as it is now: where it lies and the abbreviations defined
+  // in it so far, kept for reading its records again after it is left.
+  class BlockMark {
+    friend class BitstreamCursor;
+    Scope scope_;
+  };
+  BlockMark mark_block() const;
+  // Reads the record whose abbreviation id starts at bit `at` of the marked block, and
+  // comes back to where the cursor was; no record may be announced and not read. Fails
+  // unless a record starts there (not a block, an END_BLOCK or an abbreviation).
+  uint32_t read_record_at(BlockMark& block, uint64_t at, std::vector<uint64_t>& ops, std::string_view* blob = nullptr);
+  // Moves forward to bit `at` of the innermost block, decoding nothing between (what is
+  // skipped must define no abbreviation that follows). Fails for a bit behind the cursor
+  // or past the block's end; no record may be announced and not read.
+  void skip_to(uint64_t at);
+
   size_t depth() const { return scopes_.size(); }
   // How many DEFINE_ABBREVs advance() has read so far, in all blocks.
   uint64_t abbrevs_defined() const { return abbrevs_defined_; }
@@ -74,15 +102,6 @@ class BitstreamCursor {
   static constexpr size_t kMaxDepth = 64;  // LLVM nests a few deep; a bound keeps the stack small
 
  private:
-  struct Scope {
-    uint32_t block_id;
-    unsigned abbrev_width;
-    uint64_t end;                     // bit offset just past the block's END_BLOCK
-    const std::vector<Abbrev>* info;  // BLOCKINFO's abbreviations for the block (ids 4 on)
-    size_t info_abbrevs;              // how many of them it sees: those defined before it
-    std::vector<Abbrev> local;        // the block's own, after those
-  };
-
   // Fields are read from one 8-byte load at pos_'s byte, which holds the 57 bits from
   // pos_ at least. With 64 bits left before the limit that load cannot pass the end of
   // the stream either (limit_ <= end_, the stream's size), so the common path, inline,
