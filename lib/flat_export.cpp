@@ -2,6 +2,7 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DataLayout.h>
+#include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GetElementPtrTypeIterator.h>
@@ -168,10 +169,42 @@ class FunctionExporter {
     out_.blocks.insert(out_.blocks.end(), blocks_.begin(), blocks_.end());
     out_.insts.insert(out_.insts.end(), insts_.begin(), insts_.end());
     out_.operands.insert(out_.operands.end(), operands_.begin(), operands_.end());
+    commit_debug_info();
     return true;
   }
 
  private:
+  // The function's subprogram and its instructions' locations, in flat_debug.h's order.
+  void commit_debug_info() {
+    FlatDebugInfo& d = out_.debug;
+    if (!d.present()) return;
+    FlatDebugFunction fn;
+    if (const DISubprogram* sp = f_.getSubprogram()) {
+      fn.has_subprogram = true;
+      fn.local_to_unit = sp->isLocalToUnit();
+      if (const DIFile* file = sp->getFile())
+        fn.file = intern_debug_file(d.files, {file->getDirectory().str(), file->getFilename().str()});
+      fn.line = sp->getLine();
+      fn.scope_line = sp->getScopeLine();
+      fn.name = sp->getName().str();
+      fn.linkage_name = sp->getLinkageName().str();
+    }
+    d.functions.push_back(std::move(fn));
+    const DIFile* last_file = nullptr;  // consecutive instructions mostly share a file
+    uint32_t last_index = 0;
+    for (const DILocation* loc : locations_) {
+      FlatDebugLocation l;
+      const DIFile* file = loc ? loc->getScope()->getFile() : nullptr;
+      if (file) {
+        if (file != last_file)
+          last_file = file,
+          last_index = intern_debug_file(d.files, {file->getDirectory().str(), file->getFilename().str()});
+        l = {last_index, loc->getLine(), loc->getColumn()};
+      }
+      d.locations.push_back(l);
+    }
+  }
+
   void reason(const std::string& r) {
     if (std::find(reasons.begin(), reasons.end(), r) == reasons.end()) reasons.push_back(r);
   }
@@ -348,6 +381,7 @@ class FunctionExporter {
     if (fi.width) fi.slot_size = 8;
     else if (!t->isVoidTy()) fi.slot_size = round8(dl_.getTypeAllocSize(t));
     insts_.push_back(fi);
+    locations_.push_back(inst.getDebugLoc().get());
     return insts_.back();
   }
   void add_operand(FlatInst& fi, const FlatOperand& o) {
@@ -1025,6 +1059,7 @@ class FunctionExporter {
   std::unordered_map<const Instruction*, uint32_t> inst_index_;
   std::unordered_map<const BasicBlock*, uint32_t> block_index_;
   std::vector<FlatInst> insts_;
+  std::vector<const DILocation*> locations_;  // per flat instruction: its !dbg, or null
   std::vector<FlatOperand> operands_;
   std::vector<FlatBlock> blocks_;
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
@@ -1249,8 +1284,37 @@ static std::unordered_map<const llvm::Function*, std::string> pinned_to_llvm(con
   return pinned;
 }
 
+// The module's compile unit, as flat_debug.h says; absent when there is none to write.
+static FlatDebugInfo debug_unit(const llvm::Module& module) {
+  FlatDebugInfo d;
+  auto units = module.debug_compile_units();
+  if (units.empty()) return d;
+  const llvm::DICompileUnit* cu = *units.begin();
+  switch (cu->getEmissionKind()) {
+    case llvm::DICompileUnit::NoDebug:
+      return d;
+    case llvm::DICompileUnit::FullDebug:
+      d.emission = DebugEmission::full;
+      break;
+    default:
+      d.emission = DebugEmission::line_tables;
+      break;
+  }
+  unsigned version = module.getDwarfVersion();
+  d.dwarf_version = version ? version : 4;
+  const llvm::DISourceLanguageName language = cu->getSourceLanguage();
+  d.language = language.hasVersionedName() ? 0 : language.getName();
+  d.producer = cu->getProducer().str();
+  if (const llvm::DIFile* file = cu->getFile()) {
+    d.name = file->getFilename().str();
+    d.directory = file->getDirectory().str();
+  }
+  return d;
+}
+
 FlatExport export_flat(const llvm::Module& module, const FunctionFilter& selected) {
   FlatExport out;
+  out.flat.debug = debug_unit(module);
   const llvm::DataLayout dl = target_data_layout();
   std::unordered_map<const llvm::GlobalValue*, uint32_t> symbol_index;
   std::unordered_map<std::string, uint32_t> library_index;

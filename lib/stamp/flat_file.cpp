@@ -16,6 +16,51 @@ namespace {
 
 const char kMagic[8] = {'K', 'I', 'L', 'N', 'F', 'L', 'A', 'T'};
 
+// Version 6: the debug information stamp writes as DWARF (flat_debug.h).
+void put_debug_info(std::string& out, const FlatDebugInfo& d) {
+  put_value(out, d.dwarf_version);
+  put_value(out, static_cast<uint8_t>(d.emission));
+  put_value(out, d.language);
+  put_string(out, d.producer);
+  put_string(out, d.name);
+  put_string(out, d.directory);
+  put_value(out, uint64_t(d.files.size()));
+  for (const FlatDebugFile& f : d.files) put_string(out, f.directory), put_string(out, f.name);
+  put_value(out, uint64_t(d.functions.size()));
+  for (const FlatDebugFunction& f : d.functions) {
+    put_value(out, uint8_t(f.has_subprogram | f.local_to_unit << 1));
+    put_value(out, f.file), put_value(out, f.line), put_value(out, f.scope_line);
+    put_string(out, f.name), put_string(out, f.linkage_name);
+  }
+  put_array(out, d.locations);
+}
+
+FlatDebugInfo read_debug_info(CountedReader& r) {
+  FlatDebugInfo d;
+  d.dwarf_version = r.value<uint32_t>();
+  uint8_t emission = r.value<uint8_t>();
+  if (emission > uint8_t(DebugEmission::line_tables)) r.fail("corrupt flat IR file: debug emission kind out of range");
+  d.emission = static_cast<DebugEmission>(emission);
+  d.language = r.value<uint32_t>();
+  d.producer = r.string(), d.name = r.string(), d.directory = r.string();
+  // Each entry takes at least 16 bytes (two counts): a count beyond that is a lie.
+  uint64_t n = r.u64();
+  r.need(n > r.left() / 16 ? r.left() + 1 : 0);
+  d.files.resize(n);
+  for (FlatDebugFile& f : d.files) f.directory = r.string(), f.name = r.string();
+  n = r.u64();
+  r.need(n > r.left() / 29 ? r.left() + 1 : 0);
+  d.functions.resize(n);
+  for (FlatDebugFunction& f : d.functions) {
+    uint8_t flags = r.value<uint8_t>();
+    f.has_subprogram = flags & 1, f.local_to_unit = flags & 2;
+    f.file = r.value<uint32_t>(), f.line = r.value<uint32_t>(), f.scope_line = r.value<uint32_t>();
+    f.name = r.string(), f.linkage_name = r.string();
+  }
+  d.locations = r.array<FlatDebugLocation>();
+  return d;
+}
+
 }  // namespace
 
 std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name) {
@@ -45,6 +90,7 @@ std::string write_flat_file(const FlatModuleData& flat, const std::string& sourc
     out.push_back(static_cast<char>(u.binding));
     out.push_back(static_cast<char>(u.visibility));
   }
+  put_debug_info(out, flat.debug);
   return out;
 }
 
@@ -89,6 +135,7 @@ FlatModuleData parse_flat_file(const std::string& bytes, const std::string& path
       f.undefined.push_back(std::move(u));
     }
   }
+  if (version >= 6) f.debug = read_debug_info(r);
   return f;
 }
 

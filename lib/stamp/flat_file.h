@@ -13,8 +13,9 @@ namespace kiln {
 // 2: atomics (opcodes 37 to 39, kOpStore's aux); 3: undefined symbols; 4: signed
 // saturation and funnel shifts (kOpBitOp's aux 13 to 16, three operands for the latter),
 // select of aggregates (kOpSelect of width 0, aux32 bytes); 5: 128-bit integers (width
-// 128 operands and results, kOpWide = 40, a constant's high half in its index)
-constexpr int kFlatFileVersion = 5;
+// 128 operands and results, kOpWide = 40, a constant's high half in its index);
+// 6: debug information (flat_debug.h) after the undefined symbols
+constexpr int kFlatFileVersion = 6;
 
 std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name);
 // Throws KilnError naming `path` for a foreign, truncated, corrupt (see

@@ -165,6 +165,23 @@ const char* check_owners_and_operands(const FlatModuleData& f) {
   return nullptr;
 }
 
+// The debug information is all or nothing, one entry per function and instruction, and
+// names only files it lists; the DWARF writer indexes by these without checking again.
+const char* check_debug_info(const FlatModuleData& f) {
+  const FlatDebugInfo& d = f.debug;
+  if (!d.present())
+    return d.files.empty() && d.functions.empty() && d.locations.empty() ? nullptr : "debug information without a version";
+  if (d.dwarf_version < 2 || d.dwarf_version > 5) return "DWARF version other than 2 to 5";
+  if (d.emission == DebugEmission::none) return "debug information of emission kind none";
+  if (d.functions.size() != f.functions.size()) return "debug information not one per function";
+  if (d.locations.size() != f.insts.size()) return "debug locations not one per instruction";
+  for (const FlatDebugFunction& fn : d.functions)
+    if (fn.file > d.files.size()) return "debug file out of range";
+  for (const FlatDebugLocation& l : d.locations)
+    if (l.file > d.files.size()) return "debug file out of range";
+  return nullptr;
+}
+
 }  // namespace
 
 std::string check_flat_module(const FlatModuleData& flat) {
@@ -172,6 +189,7 @@ std::string check_flat_module(const FlatModuleData& flat) {
   const char* defect = check_tables(flat);
   for (size_t fn = 0; !defect && fn < flat.functions.size(); ++fn) defect = check_function(flat, fn);
   if (!defect) defect = check_owners_and_operands(flat);
+  if (!defect) defect = check_debug_info(flat);
   return defect ? defect : "";
 }
 
