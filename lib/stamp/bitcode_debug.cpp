@@ -38,6 +38,17 @@ bool defines_id(uint32_t code) {
       code == 37 || code == 40 || code == 41 || (code >= 44 && code <= 49);
 }
 
+// The records whose fields stamp reads; the others are counted, their operands passed
+// over. Tuples and values matter only as module flags.
+bool read_in_function(uint32_t code) {
+  return code == kStrings || code == kName || code == kKind || code == kFile || code == kSubprogram ||
+      code == kLexicalBlock || code == kLexicalBlockFile;
+}
+bool read_in_module(uint32_t code) {
+  return read_in_function(code) || code == kCompileUnit || code == kNode || code == kDistinctNode || code == kValue ||
+      code == kIndexOffset;
+}
+
 constexpr size_t kMaxIds = 0xFFFFFFF0u;        // ids are 32-bit in LLVM
 constexpr uint64_t kLangVersioned = 1ull << 63;  // COMPILE_UNIT's language: a versioned name
 constexpr uint64_t kSpFlagsPresent = 4, kSpHasUnit = 2;  // SUBPROGRAM's first field
@@ -50,10 +61,6 @@ void DebugMetadata::decline(const std::string& why) {
   if (m_.declined.empty()) m_.declined = "reader: " + why;
 }
 
-DebugMetadata::Sizes DebugMetadata::sizes() const {
-  return {entries_.size(), strings_.size(), files_.size(), subprograms_.size(), units_.size(), node_ops_.size()};
-}
-
 void DebugMetadata::read_kinds(BitstreamCursor& c) {
   for (;;) {
     BitstreamEntry e = c.advance();
@@ -63,14 +70,16 @@ void DebugMetadata::read_kinds(BitstreamCursor& c) {
       c.skip_block();
       continue;
     }
-    if (c.read_record(e.id, ops_) == kKind) kind_record();
+    if (c.read_record(e.id, ops_) == kKind && kind_record()) return c.skip_block();  // one kind is enough
   }
 }
 
-// KIND [id, name...]: stamp asks of one kind only.
-void DebugMetadata::kind_record() {
+// KIND [id, name...]: stamp asks of one kind only. True when this is it.
+bool DebugMetadata::kind_record() {
   static constexpr std::string_view kDbg = "dbg";
-  if (ops_.size() == 1 + kDbg.size() && std::equal(kDbg.begin(), kDbg.end(), ops_.begin() + 1)) dbg_kind_ = ops_[0];
+  if (ops_.size() != 1 + kDbg.size() || !std::equal(kDbg.begin(), kDbg.end(), ops_.begin() + 1)) return false;
+  dbg_kind_ = ops_[0];
+  return true;
 }
 
 void DebugMetadata::read_module_block(BitstreamCursor& c) {
@@ -95,7 +104,8 @@ void DebugMetadata::read_block(BitstreamCursor& c, bool module_level) {
       continue;
     }
     std::string_view blob;
-    uint32_t code = c.read_record(e.id, ops_, &blob);
+    const auto read = module_level ? read_in_module : read_in_function;
+    uint32_t code = c.read_record(e.id, ops_, &blob, read);
     switch (code) {
       case kStrings:
         strings(c, blob);
@@ -112,7 +122,7 @@ void DebugMetadata::read_block(BitstreamCursor& c, bool module_level) {
       default:
         if (!defines_id(code)) break;
         if (entries_.size() >= kMaxIds) c.fail("more metadata than 32-bit ids number");
-        entries_.push_back(decode(c, code));
+        entries_.push_back(read(code) ? decode(c, code) : Entry{Kind::kOther, 0});
         break;
     }
   }
@@ -258,34 +268,30 @@ std::string DebugMetadata::string(BitstreamCursor& c, uint32_t id_plus_one) {
     return {};
   }
   Strings& s = strings_[e.index];
-  if (s.ends.empty()) {
-    // VBR6 lengths, from bit 0 of their bytes, as LLVM's writer packs them.
-    s.ends.reserve(s.count);
-    uint64_t bit = 0, end = 0;
-    const uint64_t bits = uint64_t(s.lengths.size()) * 8;
-    auto six = [&] {
-      if (bits - bit < 6) c.fail("metadata string lengths run past their bytes");
-      unsigned byte = unsigned(bit / 8), shift = unsigned(bit % 8);
-      unsigned word = uint8_t(s.lengths[byte]) | (byte + 1 < s.lengths.size() ? uint8_t(s.lengths[byte + 1]) << 8 : 0);
-      bit += 6;
-      return (word >> shift) & 63;
-    };
-    for (uint32_t i = 0; i < s.count; ++i) {
-      uint64_t length = 0;
-      for (unsigned shift = 0;; shift += 5) {
-        unsigned chunk = six();
-        if (shift > 30) c.fail("metadata string length over 32 bits");
-        length |= uint64_t(chunk & 31) << shift;
-        if (!(chunk & 32)) break;
-      }
-      end += length;
-      if (end > s.chars.size()) c.fail("metadata strings run past their bytes");
-      s.ends.push_back(uint32_t(end));
-    }
-  }
-  uint32_t i = id_plus_one - 1 - s.first_id;
+  const uint32_t i = id_plus_one - 1 - s.first_id;
+  while (s.ends.size() <= i) s.ends.push_back(next_end(c, s));
   uint32_t begin = i ? s.ends[i - 1] : 0;
   return std::string(s.chars.substr(begin, s.ends[i] - begin));
+}
+
+// Where the next string of `s` ends in its bytes: its length is the next VBR6 field of
+// `lengths`, packed from bit 0 as LLVM's writer packs them.
+uint32_t DebugMetadata::next_end(BitstreamCursor& c, Strings& s) {
+  uint64_t length = 0;
+  for (unsigned shift = 0;; shift += 5) {
+    if (uint64_t(s.lengths.size()) * 8 - s.bit < 6) c.fail("metadata string lengths run past their bytes");
+    if (shift > 30) c.fail("metadata string length over 32 bits");
+    const size_t byte = size_t(s.bit / 8);
+    unsigned pair = uint8_t(s.lengths[byte]);
+    if (byte + 1 < s.lengths.size()) pair |= unsigned(uint8_t(s.lengths[byte + 1])) << 8;
+    const unsigned chunk = (pair >> (s.bit % 8)) & 63;
+    s.bit += 6;
+    length |= uint64_t(chunk & 31) << shift;
+    if (!(chunk & 32)) break;
+  }
+  const uint64_t end = (s.ends.empty() ? 0 : s.ends.back()) + length;
+  if (end > s.chars.size()) c.fail("metadata strings run past their bytes");
+  return uint32_t(end);
 }
 
 // A scope's or subprogram's file (id + 1) as a BcDebug::files number, 0 for none.
@@ -316,15 +322,21 @@ bool DebugMetadata::integer_value(uint32_t value_id, uint64_t& value) const {
   return true;
 }
 
-// Module::getModuleFlag: the value of the first flag {behaviour, key, value} of `key`;
-// false when there is none.
+// Module::getModuleFlag: the value of the first valid flag {behaviour, key, value} of
+// `key` (a behaviour is an integer from Error, 1, to Min, 8); false when there is none.
 bool DebugMetadata::flag(BitstreamCursor& c, std::string_view key, Entry& value) {
+  constexpr uint64_t kFirstBehaviour = 1, kLastBehaviour = 8;
   for (uint32_t id : flags_named_) {
     Entry flag = entry(c, id);
     if (flag.kind != Kind::kNode || node_ops_[flag.index] < 3) continue;
-    const uint32_t key_id = node_ops_[flag.index + 2], value_id = node_ops_[flag.index + 3];
-    if (key_id == 0 || entry(c, key_id - 1).kind != Kind::kString || string(c, key_id) != key) continue;
-    value = value_id ? entry(c, value_id - 1) : Entry{Kind::kOther, 0};
+    const uint32_t* ops = &node_ops_[flag.index + 1];  // behaviour, key, value: ids + 1
+    uint64_t behaviour = 0;
+    Entry b = ops[0] ? entry(c, ops[0] - 1) : Entry{Kind::kOther, 0};
+    if (b.kind != Kind::kValue || !integer_value(b.index, behaviour) || behaviour < kFirstBehaviour ||
+        behaviour > kLastBehaviour)
+      continue;
+    if (ops[1] == 0 || entry(c, ops[1] - 1).kind != Kind::kString || string(c, ops[1]) != key) continue;
+    value = ops[2] ? entry(c, ops[2] - 1) : Entry{Kind::kOther, 0};
     return true;
   }
   return false;
@@ -332,22 +344,31 @@ bool DebugMetadata::flag(BitstreamCursor& c, std::string_view key, Entry& value)
 
 void DebugMetadata::finish_module(BitstreamCursor& c) {
   read_header(c);
-  module_ = sizes();  // what the header read from the index stays for every body
+  module_ids_ = entries_.size();
+  module_strings_ = strings_.size();
 }
 
-// What LLVM's exporter reads of the module: the first compile unit and the DWARF
-// version. LLVM's reader drops all debug information of a "Debug Info Version" other
-// than its own (UpgradeDebugInfo): such a module has none here either.
+// What LLVM's exporter reads of the module: the first compile unit that is not NoDebug
+// (Module::debug_compile_units skips those) and the DWARF version (getDwarfVersion, 4
+// for none or 0). LLVM's reader drops all debug information of a "Debug Info Version"
+// other than its own (UpgradeDebugInfo): such a module has none here either.
 void DebugMetadata::read_header(BitstreamCursor& c) {
   Entry v;
-  uint64_t version = 0, dwarf = 4;
-  if (units_named_.empty() || !flag(c, "Debug Info Version", v) || v.kind != Kind::kValue ||
-      !integer_value(v.index, version) || version != kDebugMetadataVersion)
+  uint64_t version = 0, dwarf = 0;
+  if (!flag(c, "Debug Info Version", v) || v.kind != Kind::kValue || !integer_value(v.index, version) ||
+      version != kDebugMetadataVersion)
     return;
-  Entry e = entry(c, units_named_[0]);
-  if (e.kind != Kind::kUnit) return decline("!llvm.dbg.cu names no compile unit");
-  const Unit u = units_[e.index];
-  if (u.emission == 0) return;  // NoDebug
+  const Unit* unit = nullptr;
+  for (uint32_t id : units_named_) {
+    Entry e = entry(c, id);
+    if (e.kind != Kind::kUnit) return decline("!llvm.dbg.cu names what is no compile unit");
+    if (units_[e.index].emission != 0) {
+      unit = &units_[e.index];
+      break;
+    }
+  }
+  if (!unit) return;
+  const Unit u = *unit;  // the strings below may read records into units_
   if (u.emission > 3) return decline("compile unit of emission kind " + std::to_string(u.emission));
   if (flag(c, "Dwarf Version", v) && !(v.kind == Kind::kValue && integer_value(v.index, dwarf)))
     return decline("a \"Dwarf Version\" flag that is no integer");
@@ -362,7 +383,7 @@ void DebugMetadata::read_header(BitstreamCursor& c) {
     d.name = string(c, file.name);
     d.directory = string(c, file.directory);
   }
-  d.dwarf_version = uint32_t(dwarf);
+  d.dwarf_version = uint32_t(dwarf) ? uint32_t(dwarf) : 4;
 }
 
 void DebugMetadata::read_attachments(BitstreamCursor& c, BcFunction& f) {
@@ -400,27 +421,30 @@ void DebugMetadata::read_attachments(BitstreamCursor& c, BcFunction& f) {
 // bits is unknown), the file of its scope.
 BcDebugLoc DebugMetadata::location(BitstreamCursor& c, uint64_t line, uint64_t column, uint64_t scope_plus_one) {
   if (scope_plus_one == 0 || scope_plus_one > kMaxIds) c.fail("debug location without a scope");
-  Entry scope = entry(c, scope_plus_one - 1);
-  uint32_t file_id;
-  if (scope.kind == Kind::kSubprogram) file_id = subprograms_[scope.index].file;
-  else if (scope.kind == Kind::kBlock) file_id = scope.index;
-  else {
-    decline("a debug location's scope that is no subprogram or lexical block");
-    return {};
+  if (scope_plus_one != located_scope_) {
+    Entry scope = entry(c, scope_plus_one - 1);
+    uint32_t file_id;
+    if (scope.kind == Kind::kSubprogram) file_id = subprograms_[scope.index].file;
+    else if (scope.kind == Kind::kBlock) file_id = scope.index;
+    else {
+      decline("a debug location's scope that is no subprogram or lexical block");
+      return {};
+    }
+    located_file_ = reader_file(c, file_id);
+    located_scope_ = scope_plus_one;
   }
-  uint32_t file = reader_file(c, file_id);
+  const uint32_t file = located_file_;
   if (!file) return {};
   uint32_t col = uint32_t(column);
   return {file, uint32_t(line), col >= 0x10000 ? 0 : col};
 }
 
+// The body's ids go; what they decoded into files_ and subprograms_ stays, next to
+// what the module's own records, read from the index while the body was read, put there.
 void DebugMetadata::end_function() {
-  entries_.resize(module_.entries);
-  strings_.resize(module_.strings);
-  files_.resize(module_.files);
-  subprograms_.resize(module_.subprograms);
-  units_.resize(module_.units);
-  node_ops_.resize(module_.node_ops);
+  located_scope_ = 0;
+  entries_.resize(module_ids_);
+  strings_.resize(module_strings_);
 }
 
 }  // namespace kiln::bc::detail

@@ -63,7 +63,8 @@ class DebugMetadata {
   struct Strings {
     uint32_t first_id, count;
     std::string_view lengths, chars;
-    std::vector<uint32_t> ends;  // where each string ends in chars: decoded at the first use
+    std::vector<uint32_t> ends;  // where each string ends in chars, as far as one was asked for
+    uint64_t bit = 0;            // in lengths, where the next one's length starts
   };
   // Fields that are metadata ids are kept as the record has them: id + 1, 0 for none.
   struct File {
@@ -78,15 +79,10 @@ class DebugMetadata {
     uint64_t language, emission;
     uint32_t file, producer;
   };
-  // How much of each table the module's own metadata fills (a body's is cut back to it).
-  struct Sizes {
-    size_t entries, strings, files, subprograms, units, node_ops;
-  };
-
   void read_block(BitstreamCursor& c, bool module_level);
   void strings(BitstreamCursor& c, std::string_view blob);
   void named_node(BitstreamCursor& c);
-  void kind_record();
+  bool kind_record();
   void index(BitstreamCursor& c);
   Entry decode(BitstreamCursor& c, uint32_t code);
   Entry subprogram(BitstreamCursor& c);
@@ -95,12 +91,12 @@ class DebugMetadata {
 
   Entry entry(BitstreamCursor& c, uint64_t id);
   std::string string(BitstreamCursor& c, uint32_t id_plus_one);
+  uint32_t next_end(BitstreamCursor& c, Strings& s);
   uint32_t reader_file(BitstreamCursor& c, uint32_t id_plus_one);
   bool flag(BitstreamCursor& c, std::string_view key, Entry& value);
   void read_header(BitstreamCursor& c);
   bool integer_value(uint32_t value_id, uint64_t& value) const;
   void decline(const std::string& why);
-  Sizes sizes() const;
 
   BcModule& m_;
   std::vector<uint64_t> ops_;
@@ -115,7 +111,10 @@ class DebugMetadata {
   std::vector<uint32_t> units_named_, flags_named_;  // !llvm.dbg.cu and !llvm.module.flags (ids)
   uint64_t dbg_kind_ = ~uint64_t(0);
   int module_blocks_ = 0;
-  Sizes module_{};
+  // The scope (id + 1) of the body's last location and its file: most share one.
+  uint64_t located_scope_ = 0;
+  uint32_t located_file_ = 0;
+  size_t module_ids_ = 0, module_strings_ = 0;  // the module's own, which outlive a body's
 };
 
 }  // namespace kiln::bc::detail

@@ -455,7 +455,8 @@ struct BitstreamCursor::FieldReader {
   }
 };
 
-uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob) {
+uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob,
+                                           CodeFilter wanted) {
   // define_abbrev() allows an array only second to last and a blob only last: the
   // scalars come first, the code among them.
   const AbbrevOp* first = a.data();
@@ -466,23 +467,39 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   FieldReader r{*this};
   uint64_t code = r.scalar(*first);
   if (code >= kNoBlock) r.fail("record code " + std::to_string(code) + " over 32 bits");
+  const bool keep = !wanted || wanted(uint32_t(code));
+  if (!keep) {
+    for (const AbbrevOp* op = first + 1; op != tail; ++op) r.scalar(*op);
+  } else {
   // Operands are appended to the caller's vector, whose capacity outlives the record:
   // nothing is allocated once it has grown, and nothing is reserved from a count in the
   // file, so a record that fails part way has taken only what it decoded.
-  for (const AbbrevOp* op = first + 1; op != tail; ++op) ops.push_back(r.scalar(*op));
+    for (const AbbrevOp* op = first + 1; op != tail; ++op) ops.push_back(r.scalar(*op));
+  }
   if (tail == end) {
     r.sync();
     return uint32_t(code);
   }
   if (tail->kind == AbbrevOp::kBlob) {
     r.sync();
-    read_blob(ops, blob);
+    std::string_view passed;
+    read_blob(ops, keep ? blob : &passed);
     return uint32_t(code);
   }
   const AbbrevOp& element = tail[1];
   uint64_t count = r.vbr(AbbrevOp{AbbrevOp::kVbr, 6});
   if (count > (limit_ - r.pos) / min_bits(element))
     r.fail("array of " + std::to_string(count) + " elements runs past the end of the block");
+  if (!keep) {
+    // Fixed-width and char6 elements are passed over at once; VBR ones one by one.
+    if (element.kind == AbbrevOp::kVbr) {
+      for (uint64_t i = 0; i < count; ++i) r.vbr(element);
+    } else {
+      r.pos += count * min_bits(element);
+    }
+    r.sync();
+    return uint32_t(code);
+  }
   // One loop per element encoding: char6 strings and fixed-width arrays are most of them.
   switch (element.kind) {
     case AbbrevOp::kFixed:
@@ -499,7 +516,7 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   return uint32_t(code);
 }
 
-uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops) {
+uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops, CodeFilter wanted) {
   // Code, count and operands are VBR6 fields, most of a function block at debug info 2
   // (DEBUG_LOC and debug records): decoded with the position in a register, which
   // stores to `ops` would otherwise make the compiler reload.
@@ -524,12 +541,49 @@ uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops) {
   // Each operand is a VBR6 field: 6 bits at least.
   if (count > (limit - pos) / 6)
     fail("record of " + std::to_string(count) + " operands runs past the end of the block");
+  if (wanted && !wanted(uint32_t(raw_code))) {
+    skip_vbr6(count);
+    return uint32_t(raw_code);
+  }
   for (uint64_t i = 0; i < count; ++i) ops.push_back(vbr6());  // appended, as in read_abbreviated()
   pos_ = pos;
   return uint32_t(raw_code);
 }
 
+// Passes over `count` VBR6 fields, up to nine chunks a step: a chunk whose continuation
+// bit is clear ends a field. A field longer than the load, and fields near the limit,
+// go through read_vbr_slow(), which checks them.
+void BitstreamCursor::skip_vbr6(uint64_t count) {
+  constexpr uint64_t kContinues = [] {
+    uint64_t bits = 0;
+    for (unsigned end = 6; end <= 57; end += 6) bits |= uint64_t(1) << (end - 1);
+    return bits;
+  }();
+  while (count > 0) {
+    uint64_t ends = can_peek() ? ~peek(bytes_.data(), pos_) & kContinues : 0;
+    if (!ends) {
+      read_vbr_slow(6);
+      --count;
+      continue;
+    }
+    unsigned n = unsigned(std::popcount(ends));
+    if (n > count) {
+      for (uint64_t k = 1; k < count; ++k) ends &= ends - 1;  // keep the count-th end lowest
+      n = unsigned(count);
+      pos_ += unsigned(std::countr_zero(ends)) + 1;
+    } else {
+      pos_ += 64 - unsigned(std::countl_zero(ends));
+    }
+    count -= n;
+  }
+}
+
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob) {
+  return read_record(abbrev_id, ops, blob, nullptr);
+}
+
+uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob,
+                                      CodeFilter wanted) {
   if (abbrev_id != pending_record_)
     throw KilnError(kExitInternal, path_,
                     "read_record of abbreviation id " + std::to_string(abbrev_id) + ", not the record announced");
@@ -537,8 +591,8 @@ uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>&
   ops.clear();
   if (blob) *blob = {};
   // advance() found the abbreviation; none is defined between it and here.
-  uint32_t code =
-      abbrev_id == kUnabbrevRecordId ? read_unabbreviated(ops) : read_abbreviated(*pending_abbrev_, ops, blob);
+  uint32_t code = abbrev_id == kUnabbrevRecordId ? read_unabbreviated(ops, wanted)
+                                                 : read_abbreviated(*pending_abbrev_, ops, blob, wanted);
   if (scopes_.back().block_id == kBlockInfoId && code == kSetBid) {
     if (ops.empty() || ops[0] >= kNoBlock) fail("SETBID without a 32-bit block id");
     block_info_target_ = uint32_t(ops[0]);

@@ -64,6 +64,11 @@ class BitstreamCursor {
   // code; its operands replace `ops`. A blob is returned in `blob` (a view into the
   // file) or, with no `blob`, appended to `ops` byte by byte, as LLVM's reader does.
   uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob = nullptr);
+  // The same for a reader that wants few of a block's records: the code is read first,
+  // and the operands of a record whose code `wanted` refuses are passed over, not kept
+  // (`ops` and `blob` are then left empty).
+  using CodeFilter = bool (*)(uint32_t code);
+  uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob, CodeFilter wanted);
   // Leaves the innermost open block, decoding nothing more of it: jumps past its
   // END_BLOCK by the length its header gave. Right after advance() returned kEnterBlock,
   // that skips the whole block.
@@ -146,10 +151,11 @@ class BitstreamCursor {
   AbbrevOp read_abbrev_op();
   const Abbrev& abbrev(uint32_t abbrev_id) const;
   uint64_t read_scalar(const AbbrevOp& op);
-  uint32_t read_unabbreviated(std::vector<uint64_t>& ops);
+  uint32_t read_unabbreviated(std::vector<uint64_t>& ops, CodeFilter wanted);
+  void skip_vbr6(uint64_t count);
   struct FieldReader;
   void read_blob(std::vector<uint64_t>& ops, std::string_view* blob);
-  uint32_t read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob);
+  uint32_t read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob, CodeFilter wanted);
 
   std::string_view bytes_;  // the stream, magic included; a whole number of 32-bit words
   std::string path_;
