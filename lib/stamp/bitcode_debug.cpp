@@ -92,12 +92,32 @@ void DebugMetadata::read_module_block(BitstreamCursor& c) {
   read_block(c, true);
 }
 
-void DebugMetadata::read_function_block(BitstreamCursor& c) { read_block(c, false); }
+// A body's block is passed over where it stands and read when one of its ids is first
+// needed, only as far as that id: the scopes locations name come early (LLVM writes
+// distinct nodes before uniqued ones), the variables, types and locations of the debug
+// records after them, unread.
+void DebugMetadata::read_function_block(BitstreamCursor& c) {
+  BitstreamCursor::BlockMark mark = c.mark_block();
+  const uint64_t begin = BitstreamCursor::block_begin(mark);
+  deferred_.push_back({std::move(mark), begin});
+  c.skip_block();
+}
 
-void DebugMetadata::read_block(BitstreamCursor& c, bool module_level) {
-  for (;;) {
+void DebugMetadata::read_deferred(BitstreamCursor& c, uint64_t id) {
+  while (entries_.size() <= id && read_deferred_ < deferred_.size()) {
+    Deferred& d = deferred_[read_deferred_];
+    c.resume_block(d.block, d.at);
+    const bool ended = read_block(c, false, id);
+    d.at = c.leave_block(d.block);
+    if (ended) ++read_deferred_;
+  }
+}
+
+// Reads records to the block's END_BLOCK (true), or until id `until` is defined.
+bool DebugMetadata::read_block(BitstreamCursor& c, bool module_level, uint64_t until) {
+  while (entries_.size() <= until) {
     BitstreamEntry e = c.advance();
-    if (e.kind == BitstreamEntry::kEndBlock) return;
+    if (e.kind == BitstreamEntry::kEndBlock) return true;
     if (e.kind == BitstreamEntry::kEndOfStream) c.fail("stream ends inside a metadata block");
     if (e.kind == BitstreamEntry::kEnterBlock) {
       c.skip_block();
@@ -126,6 +146,7 @@ void DebugMetadata::read_block(BitstreamCursor& c, bool module_level) {
         break;
     }
   }
+  return false;
 }
 
 // STRINGS [count, offset to the bytes] and a blob: the strings take the next `count`
@@ -248,6 +269,7 @@ DebugMetadata::Entry DebugMetadata::node() {
 
 // Metadata `id`, read from the module block first if the index left it unread.
 DebugMetadata::Entry DebugMetadata::entry(BitstreamCursor& c, uint64_t id) {
+  if (id >= entries_.size()) read_deferred(c, id);
   if (id >= entries_.size()) c.fail("metadata id " + std::to_string(id) + " is never defined");
   if (entries_[id].kind != Kind::kUnread) return entries_[id];
   std::string_view blob;
@@ -443,6 +465,8 @@ BcDebugLoc DebugMetadata::location(BitstreamCursor& c, uint64_t line, uint64_t c
 // what the module's own records, read from the index while the body was read, put there.
 void DebugMetadata::end_function() {
   located_scope_ = 0;
+  deferred_.clear();
+  read_deferred_ = 0;
   entries_.resize(module_ids_);
   strings_.resize(module_strings_);
 }

@@ -79,7 +79,8 @@ class DebugMetadata {
     uint64_t language, emission;
     uint32_t file, producer;
   };
-  void read_block(BitstreamCursor& c, bool module_level);
+  bool read_block(BitstreamCursor& c, bool module_level, uint64_t until = ~uint64_t(0));
+  void read_deferred(BitstreamCursor& c, uint64_t id);
   void strings(BitstreamCursor& c, std::string_view blob);
   void named_node(BitstreamCursor& c);
   bool kind_record();
@@ -110,6 +111,13 @@ class DebugMetadata {
   BitstreamCursor::BlockMark indexed_block_;  // the module block, to read those records in
   std::vector<uint32_t> units_named_, flags_named_;  // !llvm.dbg.cu and !llvm.module.flags (ids)
   uint64_t dbg_kind_ = ~uint64_t(0);
+  // The body's own metadata blocks, passed over, and where reading them goes on.
+  struct Deferred {
+    BitstreamCursor::BlockMark block;
+    uint64_t at;
+  };
+  std::vector<Deferred> deferred_;
+  size_t read_deferred_ = 0;  // the first not read to its end
   int module_blocks_ = 0;
   // The scope (id + 1) of the body's last location and its file: most share one.
   uint64_t located_scope_ = 0;

@@ -975,7 +975,7 @@ void FunctionReader::debug_loc(uint32_t code) {
   } else if (!has_last_loc_) {
     cursor_.fail("DEBUG_LOC_AGAIN with no location before it");
   }
-  f_.debug_locs.resize(f_.insts.size());
+  while (f_.debug_locs.size() < f_.insts.size()) f_.debug_locs.emplace_back();
   f_.debug_locs.back() = last_loc_;
 }
 

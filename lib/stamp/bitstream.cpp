@@ -310,6 +310,31 @@ uint32_t BitstreamCursor::read_record_at(BlockMark& block, uint64_t at, std::vec
   return read_record(id, ops, blob);
 }
 
+void BitstreamCursor::resume_block(BlockMark& block, uint64_t at) {
+  if (pending_record_) throw KilnError(kExitInternal, path_, "resume_block with a record announced and not read");
+  if (at < block.scope_.begin || at >= block.scope_.end)
+    fail("resuming block " + std::to_string(block.scope_.block_id) + " at bit " + std::to_string(at) +
+         ", outside it");
+  block.outer_ = pos_;
+  block.depth_ = scopes_.size();
+  scopes_.push_back(std::move(block.scope_));
+  limit_ = scopes_.back().end;
+  pos_ = at;
+}
+
+uint64_t BitstreamCursor::leave_block(BlockMark& block) {
+  if (pending_record_) throw KilnError(kExitInternal, path_, "leave_block with a record announced and not read");
+  const uint64_t at = pos_;
+  if (scopes_.size() == block.depth_ + 1) {
+    block.scope_ = std::move(scopes_.back());
+    pop_scope();
+  } else if (scopes_.size() != block.depth_) {  // else its END_BLOCK was read, which left it
+    throw KilnError(kExitInternal, path_, "leave_block inside another block");
+  }
+  pos_ = block.outer_;
+  return at;
+}
+
 void BitstreamCursor::skip_to(uint64_t at) {
   if (scopes_.empty() || pending_record_) throw KilnError(kExitInternal, path_, "skip_to outside a block or mid-record");
   if (at < pos_ || at > limit_)

@@ -83,8 +83,19 @@ class BitstreamCursor {
   class BlockMark {
     friend class BitstreamCursor;
     Scope scope_;
+    uint64_t outer_ = 0;  // while resumed: where the cursor was, and how deep
+    size_t depth_ = 0;
   };
   BlockMark mark_block() const;
+  // The marked block entered again at bit `at`, one of its entries, as the innermost
+  // block: advance() and read_record() read it on (it may end) until leave_block() comes
+  // back to where the cursor was. A block skipped at first can so be read later, part by
+  // part: leave_block() returns where the reading stopped, and the mark keeps the
+  // abbreviations defined so far. No record may be announced and not read at either.
+  void resume_block(BlockMark& block, uint64_t at);
+  uint64_t leave_block(BlockMark& block);
+  // Where the marked block's first entry starts.
+  static uint64_t block_begin(const BlockMark& block) { return block.scope_.begin; }
   // Reads the record whose abbreviation id starts at bit `at` of the marked block, and
   // comes back to where the cursor was; no record may be announced and not read. Fails
   // unless a record starts there (not a block, an END_BLOCK or an abbreviation).

@@ -506,9 +506,10 @@ class FunctionExporter {
     for (uint32_t b = 0; b < f_.block_count; ++b) {
       FlatBlock fb{static_cast<uint32_t>(insts_.size()), 0, fn_index_};
       for (uint32_t i = block_begin(b); i < block_end(b); ++i) {
-        if (!mat_.before.empty())
+        if (!mat_.before.empty() && !mat_.before[i].empty()) {
           for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
-        locate({});  // kiln's loads have no location
+          locate({});  // kiln's loads have no location
+        }
         current_ = i;
         export_inst(f_.insts[i]);
         if (!f_.debug_locs.empty()) locate(f_.debug_locs.at(i));
@@ -578,7 +579,8 @@ class FunctionExporter {
 
   // The flat instructions emitted since the last call come from an instruction at `loc`.
   void locate(const BcDebugLoc& loc) {
-    if (m_.debug.dwarf_version) flat_locs_.resize(insts_.size() - base_inst_, loc);
+    if (!m_.debug.dwarf_version) return;
+    while (flat_locs_.size() < insts_.size() - base_inst_) flat_locs_.push_back(loc);
   }
 
   // The function's subprogram and its instructions' locations; their files are interned
@@ -596,8 +598,13 @@ class FunctionExporter {
       fd.linkage_name = sp.linkage_name;
     }
     out_.debug.functions.push_back(std::move(fd));
-    flat_locs_.resize(insts_.size() - base_inst_);
-    for (const BcDebugLoc& l : flat_locs_) out_.debug.locations.push_back({flat_file(l.file), l.line, l.column});
+    locate({});
+    out_.debug.locations.reserve(out_.debug.locations.size() + flat_locs_.size());
+    uint32_t reader = 0, flat = 0;  // the last file: a body's locations mostly share one
+    for (const BcDebugLoc& l : flat_locs_) {
+      if (l.file != reader) reader = l.file, flat = flat_file(l.file);
+      out_.debug.locations.push_back({flat, l.line, l.column});
+    }
   }
 
   uint32_t flat_file(uint32_t reader_file) {
