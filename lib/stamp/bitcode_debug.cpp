@@ -335,7 +335,8 @@ uint32_t DebugMetadata::reader_file(BitstreamCursor& c, uint32_t id_plus_one) {
 bool DebugMetadata::integer_value(uint32_t value_id, uint64_t& value) const {
   if (value_id >= m_.module_value_count || value_id >= m_.values.size()) return false;
   const ValueRef& r = m_.values[value_id];
-  if (r.kind != ValueKind::kConstant || r.type >= m_.types.size() || m_.types[r.type].kind != TypeKind::kInteger)
+  if (r.kind != ValueKind::kConstant || r.index >= m_.constants.size() || r.type >= m_.types.size() ||
+      m_.types[r.type].kind != TypeKind::kInteger)
     return false;
   const Constant& k = m_.constants[r.index];
   if (k.kind == ConstKind::kNull) return value = 0, true;
@@ -351,7 +352,8 @@ bool DebugMetadata::flag(BitstreamCursor& c, std::string_view key, Entry& value)
   for (uint32_t id : flags_named_) {
     Entry flag = entry(c, id);
     if (flag.kind != Kind::kNode || node_ops_[flag.index] < 3) continue;
-    const uint32_t* ops = &node_ops_[flag.index + 1];  // behaviour, key, value: ids + 1
+    // Behaviour, key, value (ids + 1), copied: reading them may add to node_ops_.
+    const uint32_t ops[3] = {node_ops_[flag.index + 1], node_ops_[flag.index + 2], node_ops_[flag.index + 3]};
     uint64_t behaviour = 0;
     Entry b = ops[0] ? entry(c, ops[0] - 1) : Entry{Kind::kOther, 0};
     if (b.kind != Kind::kValue || !integer_value(b.index, behaviour) || behaviour < kFirstBehaviour ||

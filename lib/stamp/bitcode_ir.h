@@ -4,9 +4,10 @@
 // numbered as the bitcode numbers them (module values, then per function its
 // arguments, its constants and its instructions), so an operand is one index.
 //
-// Two layers fill it: bitcode_reader.cpp (identification, module records, string
-// table, types, attributes, constants, sync scopes) and bitcode_function.cpp (function
-// bodies). What they do not know is never guessed: a module-wide unknown sets
+// Three parts fill it: bitcode_reader.cpp (identification, module records, string
+// table, types, attributes, constants, sync scopes), bitcode_function.cpp (function
+// bodies) and bitcode_debug.cpp (the metadata that debug information for stamp comes
+// from). What they do not know is never guessed: a module-wide unknown sets
 // BcModule::declined, an unknown inside a function body sets that BcFunction's
 // declined, each a short named reason ("reader: ..."). Corrupt input throws
 // KilnError(kExitBadInput) through BitstreamCursor::fail (block and bit offset named).
