@@ -34,8 +34,9 @@ enum Reg : uint8_t {
 // initializers). The one spelling of them; lib/stamp/stamp_object.cpp checks the values
 // against <elf.h> (kernels/ includes nothing of the system's ELF headers).
 enum StampRelocType : uint32_t {
-  kReloc64 = 1,             // R_X86_64_64: an absolute address (global initializers, DW.ref.NAME)
+  kReloc64 = 1,             // R_X86_64_64: an absolute address (global initializers, DW.ref.NAME, DWARF)
   kRelocPc32 = 2,           // R_X86_64_PC32
+  kReloc32 = 10,            // R_X86_64_32: DWARF's offsets into another debug section
   kRelocPlt32 = 4,          // R_X86_64_PLT32 (calls)
   kRelocGotPcRelX = 41,     // R_X86_64_GOTPCRELX (mov reg, [rip+sym@GOTPCREL] without REX)
   kRelocRexGotPcRelX = 42,  // R_X86_64_REX_GOTPCRELX (with a REX prefix)

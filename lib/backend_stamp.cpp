@@ -67,7 +67,7 @@ std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, 
 
 std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector<StampData>& data,
                                    const std::string& source_name, const StampOutput& code) {
-  StampObjectParts parts = stamp_object_parts(flat, code);
+  StampObjectParts parts = stamp_object_parts(flat, code, source_name);
   // extern_weak and hidden declarations: the flat module knows them, the parts do not.
   parts.view.undefined = flat.undefined.data();
   parts.view.undefined_count = static_cast<uint32_t>(flat.undefined.size());

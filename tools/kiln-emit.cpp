@@ -10,6 +10,7 @@
 #include "fs.h"
 #include "isolate.h"
 #include "reader_check.h"
+#include "line_check.h"
 #include "contract.h"
 #include "backend_stamp.h"
 #include "selection_options.h"
@@ -24,7 +25,8 @@ static int body(int argc, char** argv) {
       "  kiln-emit IN.bc --export-flat OUT.flat   (stamp's flat IR, see kiln-flat(5))\n"
       "  kiln-emit IN.flat -o OUT.o                (stamp, without LLVM)\n"
       "  kiln-emit IN.bc|CORPUS --check-reader     (the direct reader against LLVM's parser)\n"
-      "  kiln-emit IN.bc|CORPUS --check-contract   (--backend's symbols against llvm's, see kiln-emit(1))",
+      "  kiln-emit IN.bc|CORPUS --check-contract   (--backend's symbols against llvm's, see kiln-emit(1))\n"
+      "  kiln-emit IN.bc|CORPUS --check-lines      (stamp's DWARF line tables against llvm -O0's)",
       "kiln-emit"};
   app.set_version_flag("--version", version_line("kiln-emit"));
   std::string input, output, out_dir, backend = "llvm", profile = "fast", receipt_path;
@@ -39,16 +41,18 @@ static int body(int argc, char** argv) {
   app.add_option("--receipt", receipt_path, "also write the receipt (single file) here");
   std::string flat_path, reader, shard_arg;
   app.add_option("--export-flat", flat_path, "write the module's stamp functions as a flat IR file");
-  bool check_reader = false, check_json = false, check_contract = false, no_verify = false;
+  bool check_reader = false, check_json = false, check_contract = false, check_lines = false, no_verify = false;
   app.add_flag("--check-reader", check_reader,
                "read each module with the direct reader and with LLVM's parser and compare the outputs");
-  app.add_flag("--json", check_json, "with --check-reader: one JSON line per module");
+  app.add_flag("--check-lines", check_lines,
+               "verify stamp's DWARF and compare its line tables with llvm -O0's, per located instruction");
+  app.add_flag("--json", check_json, "with --check-reader or --check-lines: one JSON line per module");
   app.add_flag("--check-contract", check_contract, "compare the symbols of --backend's (stamp's) objects with llvm's");
   app.add_flag("--no-verify", no_verify, "skip LLVM's IR verifier (for bitcode a compiler has just written)");
   app.add_option("--reader", reader,
                  "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
       ->check(CLI::IsMember({"direct", "llvm"}));
-  app.add_option("--shard", shard_arg, "only shard K of N of a corpus")->excludes("--check-reader", "--check-contract");
+  app.add_option("--shard", shard_arg, "only shard K of N of a corpus")->excludes("--check-reader", "--check-contract", "--check-lines");
   SelectionOptions selection;
   selection.add_to(app);
   try {
@@ -62,6 +66,7 @@ static int body(int argc, char** argv) {
   Profile p = parse_profile(profile);
   bool corpus = is_directory(input);
   if (check_reader) return run_reader_check(input, corpus, check_json);
+  if (check_lines) return run_line_check(input, corpus, check_json);
   if (check_contract) return run_contract_check(input, corpus, app.count("--backend") ? backend : "stamp", p, jobs);
   // Options that belong to the other mode would be ignored: say so instead.
   if (corpus && !output.empty())

@@ -63,7 +63,7 @@ FlatDebugInfo read_debug_info(CountedReader& r) {
 
 }  // namespace
 
-std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name) {
+std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name, FlatFileDebug debug) {
   std::string out(kMagic, sizeof kMagic);
   uint64_t version = kFlatFileVersion;
   out.append(reinterpret_cast<const char*>(&version), sizeof version);
@@ -90,7 +90,7 @@ std::string write_flat_file(const FlatModuleData& flat, const std::string& sourc
     out.push_back(static_cast<char>(u.binding));
     out.push_back(static_cast<char>(u.visibility));
   }
-  put_debug_info(out, flat.debug);
+  put_debug_info(out, debug == FlatFileDebug::keep ? flat.debug : FlatDebugInfo{});
   return out;
 }
 
@@ -151,10 +151,11 @@ FlatModuleData read_flat_file(const std::string& bytes, const std::string& path,
 
 std::string emit_flat_module(const FlatModuleData& flat, const std::string& source_name) {
   StampOutput code = run_stamp_cpu(flat.view(), 1);
-  return write_stamp_object(stamp_object_parts(flat, code).view, source_name);
+  return write_stamp_object(stamp_object_parts(flat, code, source_name).view, source_name);
 }
 
-StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutput& code) {
+StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutput& code,
+                                    const std::string& source_name) {
   StampObjectParts parts;
   const size_t F = flat.functions.size();
   parts.function_name.resize(F);
@@ -184,6 +185,10 @@ StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutpu
   v.lsda = code.lsda.data();
   v.lsda_start = code.lsda_start.data();
   v.lsda_size = code.lsda_size.data();
+  if (flat.debug.present()) {
+    parts.dwarf = std::make_unique<StampDwarf>(build_stamp_dwarf(flat, code, source_name));
+    v.dwarf = parts.dwarf.get();
+  }
   return parts;
 }
 

@@ -2,11 +2,13 @@
 // functions without LLVM, so that a machine without LLVM (the GPU machine) can emit,
 // and a failing module can be reproduced from one file.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "flat_module.h"
 #include "stamp_cpu.h"
+#include "stamp_dwarf.h"
 
 namespace kiln {
 
@@ -17,7 +19,11 @@ namespace kiln {
 // 6: debug information (flat_debug.h) after the undefined symbols
 constexpr int kFlatFileVersion = 6;
 
-std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name);
+// `omit`: the file says the module has no debug information (for the stamp service,
+// which runs the stages only).
+enum class FlatFileDebug { keep, omit };
+std::string write_flat_file(const FlatModuleData& flat, const std::string& source_name,
+                            FlatFileDebug debug = FlatFileDebug::keep);
 // Throws KilnError naming `path` for a foreign, truncated, corrupt (see
 // check_flat_module in flat_module.h) or newer file.
 FlatModuleData read_flat_file(const std::string& bytes, const std::string& path, std::string* source_name = nullptr);
@@ -27,11 +33,15 @@ std::vector<std::string> flat_files_named(const std::vector<std::string>& args);
 // Emits the flat module's functions (all of them stamp's) into an object.
 std::string emit_flat_module(const FlatModuleData& flat, const std::string& source_name);
 // What the ELF writer reads: a view of the flat module's names and of the stages'
-// output, with the two per-function tables the view needs of its own.
+// output, with the two per-function tables the view needs of its own, and the DWARF
+// for the module's debug information (none when it has none). `source_name` names
+// the module in errors.
 struct StampObjectParts {
   std::vector<uint32_t> function_name, personality;
+  std::unique_ptr<StampDwarf> dwarf;  // where view.dwarf points
   StampObjectView view;
 };
-StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutput& code);
+StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutput& code,
+                                    const std::string& source_name);
 
 }  // namespace kiln

@@ -140,7 +140,7 @@ void check_cpu_batches(const std::vector<Module>& modules, const std::vector<Sta
     std::vector<StampOutput> cut = run_stamp_cpu_batch(b.views.data(), b.views.size(), 1);
     for (size_t k = 0; k < b.modules.size(); ++k) {
       const Module& m = modules[b.modules[k]];
-      if (write_stamp_object(stamp_object_parts(m.flat, cut[k]).view, m.source) != m.cpu_object)
+      if (write_stamp_object(stamp_object_parts(m.flat, cut[k], m.source).view, m.source) != m.cpu_object)
         note_mismatch(result, "  cpu batch: " + m.path + "\n");
     }
   }
@@ -169,7 +169,7 @@ ReplayFlatRound gpu_round(StampGpuPool& pool, const std::vector<Module>& modules
   Stopwatch elf;
   std::mutex mismatch_mutex;
   parallel_for(modules.size(), hardware_threads(), [&](size_t i) {
-    std::string object = write_stamp_object(stamp_object_parts(modules[i].flat, outputs[i]).view, modules[i].source);
+    std::string object = write_stamp_object(stamp_object_parts(modules[i].flat, outputs[i], modules[i].source).view, modules[i].source);
     if (object != modules[i].cpu_object) {
       std::lock_guard<std::mutex> lock(mismatch_mutex);
       note_mismatch(result, "  round " + std::to_string(r) + ": " + modules[i].path + "\n");
@@ -190,7 +190,7 @@ ReplayFlatRound cpu_round(const std::vector<Module>& modules, unsigned cpu_threa
     c.frame += code.frame, c.measure += code.measure, c.offsets += code.offsets, c.encode += code.encode;
     c.lsda += code.lsda_seconds;
     Stopwatch elf;
-    std::string object = write_stamp_object(stamp_object_parts(m.flat, code).view, m.source);
+    std::string object = write_stamp_object(stamp_object_parts(m.flat, code, m.source).view, m.source);
     c.elf += elf.seconds();
     if (object != m.cpu_object) note_mismatch(result, "  cpu round " + std::to_string(r) + ": " + m.path + "\n");
   }

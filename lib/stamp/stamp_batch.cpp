@@ -86,7 +86,8 @@ FlatModuleView write_stamp_batch(const FlatModuleView* modules, const StampBatch
 StampOutputView view_of(const StampOutput& out) {
   return StampOutputView{out.code.data(),   out.code_start.data(),  out.code_size.data(),
                          out.relocs.data(), out.reloc_start.data(), out.reloc_count.data(),
-                         out.lsda.data(),   out.lsda_start.data(),  out.lsda_size.data()};
+                         out.lsda.data(),   out.lsda_start.data(),  out.lsda_size.data(),
+                         out.inst_offset.data()};
 }
 
 StampOutput cut_stamp_output(const StampOutputView& b, const StampBatchLayout& l, size_t k) {
@@ -96,6 +97,7 @@ StampOutput cut_stamp_output(const StampOutputView& b, const StampBatchLayout& l
   out.code_size.assign(b.code_size + first, b.code_size + last);
   out.reloc_count.assign(b.reloc_count + first, b.reloc_count + last);
   out.lsda_size.assign(b.lsda_size + first, b.lsda_size + last);
+  out.inst_offset.assign(b.inst_offset + l.first_inst[k], b.inst_offset + l.first_inst[k + 1]);
   if (F == 0) return out;
   // A module's functions are consecutive in the batch, so each of its parts is one
   // range, placed by the batch's exclusive scans; here they start from zero again.

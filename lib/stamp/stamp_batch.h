@@ -43,6 +43,7 @@ struct StampOutputView {
   const uint32_t *reloc_start, *reloc_count;
   const uint8_t* lsda;
   const uint32_t *lsda_start, *lsda_size;
+  const uint32_t* inst_offset;  // per instruction of the batch, function-relative
 };
 StampOutputView view_of(const StampOutput& out);
 

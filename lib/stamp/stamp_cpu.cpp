@@ -183,6 +183,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
     code_total += out.code_size[fn];
     reloc_total += out.reloc_count[fn];
   }
+  out.inst_offset.assign(inst_offset, inst_offset + N);
   out.offsets = clock.lap();
 
   out.code.resize(code_total);

@@ -18,6 +18,9 @@ struct StampOutput {
   std::vector<uint32_t> reloc_count;
   std::vector<uint8_t> lsda;                    // exception tables of functions with a personality
   std::vector<uint32_t> lsda_start, lsda_size;  // per function (size 0: none)
+  // Per instruction, where its code starts in its function's: what the line table of
+  // stamp's DWARF is made of (stamp_dwarf.h).
+  std::vector<uint32_t> inst_offset;
   // Per-stage seconds, for receipts and replay reports.
   double frame = 0, measure = 0, offsets = 0, encode = 0, lsda_seconds = 0;
   uint64_t launches = 0;  // stage invocations over an index space

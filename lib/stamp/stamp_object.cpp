@@ -17,12 +17,15 @@
 #include "stamp_eh_frame.h"
 #include "stamp_object.h"
 
+#include "stamp_dwarf.h"
+
 namespace kiln {
 
 // The relocation types are spelled once, in kernels/stamp_emit.h (a leaf without
 // <elf.h>); here they are checked against the system's.
 static_assert(kReloc64 == R_X86_64_64);
 static_assert(kRelocPc32 == R_X86_64_PC32);
+static_assert(kReloc32 == R_X86_64_32);
 static_assert(kRelocPlt32 == R_X86_64_PLT32);
 static_assert(kRelocGotPcRelX == R_X86_64_GOTPCRELX);
 static_assert(kRelocRexGotPcRelX == R_X86_64_REX_GOTPCRELX);
@@ -209,7 +212,8 @@ class SectionOwner {
     dwref_group,  // index: the personality; its .group
     lsda_table,   // .gcc_except_table: every function's LSDA
     eh_frame,
-    note,  // .note.GNU-stack
+    note,   // .note.GNU-stack
+    debug,  // index: the StampDwarf section
     symtab,
     symtab_shndx,
     strtab,
@@ -221,6 +225,7 @@ class SectionOwner {
   static SectionOwner data(size_t d) { return {Kind::data, d}; }
   static SectionOwner dwref(size_t personality) { return {Kind::dwref, personality}; }
   static SectionOwner dwref_group(size_t personality) { return {Kind::dwref_group, personality}; }
+  static SectionOwner debug(size_t k) { return {Kind::debug, k}; }
   static SectionOwner of(Kind kind) { return {kind, 0}; }  // the object's own sections
   Kind kind() const { return kind_; }
   size_t index() const { return index_; }
@@ -284,6 +289,7 @@ struct ObjectWriter {
   std::string eh_frame;
   size_t eh_frame_index = 0, eh_rela_index = 0, note_index = 0, symtab_index = 0, shndx_index = 0, strtab_index = 0,
          shstrtab_index = 0;
+  std::vector<size_t> debug_index, debug_rela_index;  // per StampDwarf section
   bool need_shndx = false;
   // name_sections
   std::string shstrtab;
@@ -294,6 +300,7 @@ struct ObjectWriter {
   std::vector<uint32_t> symbol_of_name;  // canonical name -> symbol (0: none yet)
   std::vector<uint32_t> section_symbol;  // per function
   uint32_t lsda_symbol = 0;
+  std::vector<uint32_t> debug_symbol;  // per StampDwarf section: its section symbol
   std::vector<uint32_t> dwref_symbol;       // per personality
   std::vector<uint32_t> data_reloc_symbol;  // every global's relocations, in order
   // lay_out_contents and after
@@ -319,6 +326,7 @@ struct ObjectWriter {
     lay_out_contents();
     write_function_and_data_relocations();
     write_eh_relocations();
+    write_debug_relocations();
     write_tables();
     write_header();
     return std::move(out);
@@ -483,14 +491,31 @@ struct ObjectWriter {
     for (uint32_t i = 0; i < F; ++i) eh_relocs += personality_of[i] >= 0;
     if (F) eh_rela_index = add_rela(eh_frame_index, eh_relocs, 0);
     note_index = add_section(SectionOwner::of(SectionOwner::Kind::note), SHT_PROGBITS, 0, 1, 0, nullptr);
+    plan_debug_sections();
     symtab_index = add_section(SectionOwner::of(SectionOwner::Kind::symtab), SHT_SYMTAB, 0, 8, 0, nullptr);
     // Section indexes from SHN_LORESERVE up do not fit st_shndx: such objects need a
     // .symtab_shndx section (and extended numbering in the ELF header, below).
-    need_shndx = eh_frame_index >= SHN_LORESERVE;  // the highest index a symbol names
+    need_shndx = std::max(eh_frame_index, debug_index.empty() ? 0 : debug_index.back()) >=
+        SHN_LORESERVE;  // the highest index a symbol names
     if (need_shndx)
       shndx_index = add_section(SectionOwner::of(SectionOwner::Kind::symtab_shndx), SHT_SYMTAB_SHNDX, 0, 4, 0, nullptr);
     strtab_index = add_section(SectionOwner::of(SectionOwner::Kind::strtab), SHT_STRTAB, 0, 1, 0, nullptr);
     shstrtab_index = add_section(SectionOwner::of(SectionOwner::Kind::shstrtab), SHT_STRTAB, 0, 1, 0, nullptr);
+  }
+
+  // The DWARF sections (non-allocated, so a link without -g can drop them), each with
+  // its relocations.
+  void plan_debug_sections() {
+    if (!v.dwarf) return;
+    const size_t K = v.dwarf->sections.size();
+    debug_index.resize(K), debug_rela_index.assign(K, 0);
+    for (size_t k = 0; k < K; ++k) {
+      const DwarfSection& d = v.dwarf->sections[k];
+      debug_index[k] = add_section(SectionOwner::debug(k), SHT_PROGBITS, d.strings ? SHF_MERGE | SHF_STRINGS : 0, 1,
+                                   d.bytes.size(), reinterpret_cast<const uint8_t*>(d.bytes.data()));
+      if (d.strings) sections[debug_index[k]].header.sh_entsize = 1;
+      if (!d.relocs.empty()) debug_rela_index[k] = add_rela(debug_index[k], d.relocs.size(), 0);
+    }
   }
 
   // Appends section i's name (without ".rela") to .shstrtab.
@@ -522,6 +547,9 @@ struct ObjectWriter {
         return;
       case Kind::note:
         shstrtab += ".note.GNU-stack";
+        return;
+      case Kind::debug:
+        shstrtab += v.dwarf->sections[owner.index()].name;
         return;
       case Kind::symtab:
         shstrtab += ".symtab";
@@ -616,6 +644,9 @@ struct ObjectWriter {
       section_symbol[i] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
     add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, eh_frame_index, 0);
     lsda_symbol = lsda_index ? add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, lsda_index, 0) : 0;
+    debug_symbol.resize(debug_index.size());
+    for (size_t k = 0; k < debug_index.size(); ++k)
+      debug_symbol[k] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, debug_index[k], 0);
     for (int pass = 0; pass < 2; ++pass) {
       for (uint32_t i = 0; i < F; ++i) {
         if ((v.binding[i] == SymbolBinding::local) != (pass == 0)) continue;
@@ -715,6 +746,23 @@ struct ObjectWriter {
     }
     for (size_t p = 0; p < personalities.size(); ++p)
       put_rela_at(out, sections[dwref_rela[p]].header.sh_offset, 0, symbol_for(personalities[p]), kReloc64, 0);
+  }
+
+  // Each DWARF relocation names a function's section or a debug section's symbol.
+  void write_debug_relocations() {
+    for (size_t k = 0; k < debug_index.size(); ++k) {
+      if (!debug_rela_index[k]) continue;
+      size_t at = sections[debug_rela_index[k]].header.sh_offset;
+      for (const DwarfReloc& r : v.dwarf->sections[k].relocs) {
+        uint32_t symbol;
+        if (r.target < kDwarfSectionTarget && r.target < F) symbol = section_symbol[r.target];
+        else if (r.target >= kDwarfSectionTarget && r.target - kDwarfSectionTarget < debug_symbol.size())
+          symbol = debug_symbol[r.target - kDwarfSectionTarget];
+        else fail("a DWARF relocation names no section");
+        put_rela_at(out, at, r.offset, symbol, r.type, r.addend);
+        at += sizeof(Elf64_Rela);
+      }
+    }
   }
 
   void append_section(size_t i, const void* bytes, size_t size, uint64_t entsize, uint32_t link) {

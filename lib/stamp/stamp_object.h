@@ -15,6 +15,8 @@
 
 namespace kiln {
 
+struct StampDwarf;  // stamp_dwarf.h
+
 // A relocation that names its symbol, for the self-contained records below (data, and
 // functions written without the stages); the stages' StampReloc names it by index.
 struct StampNamedReloc {
@@ -95,6 +97,9 @@ struct StampObjectView {
   // undefined symbol is a default-visibility global.
   const UndefinedSymbol* undefined = nullptr;
   uint32_t undefined_count = 0;
+  // Optional: the DWARF for these functions (stamp_dwarf.h); its relocations' function
+  // indexes are this view's.
+  const StampDwarf* dwarf = nullptr;
 };
 
 // A relocatable x86-64 ELF object: one SHF_ALLOC|SHF_EXECINSTR section per function

@@ -38,7 +38,7 @@ namespace {
 
 constexpr char kRequestMagic[4] = {'K', 'S', 'V', 'Q'};
 constexpr char kAnswerMagic[4] = {'K', 'S', 'V', 'A'};
-constexpr char kOutputMagic[4] = {'K', 'S', 'O', '1'};
+constexpr char kOutputMagic[4] = {'K', 'S', 'O', '2'};  // 2: instruction offsets
 // A module's flat IR or output above this is refused before anything is allocated.
 constexpr uint64_t kMaxMessage = uint64_t(1) << 30;
 constexpr uint32_t kMaxClientName = 4096;
@@ -123,6 +123,7 @@ std::string encode_stamp_output(const StampOutput& c) {
   put_array(out, c.lsda);
   put_array(out, c.lsda_start);
   put_array(out, c.lsda_size);
+  put_array(out, c.inst_offset);
   for (double s : {c.frame, c.measure, c.offsets, c.encode, c.lsda_seconds}) put_value(out, s);
   put_value(out, c.launches);
   return out;
@@ -132,7 +133,7 @@ StampOutput decode_stamp_output(std::string_view bytes, const std::string& what)
   StampOutput c;
   CountedReader r(bytes, what, "not an encoded stamp output: truncated");
   if (bytes.size() < 4 || std::memcmp(bytes.data(), kOutputMagic, 4) != 0)
-    r.fail("not an encoded stamp output: no KSO1 magic");
+    r.fail("not an encoded stamp output: no KSO2 magic");
   r.value<std::array<char, 4>>();
   c.code = r.array<uint8_t>();
   c.code_start = r.array<uint32_t>();
@@ -143,6 +144,7 @@ StampOutput decode_stamp_output(std::string_view bytes, const std::string& what)
   c.lsda = r.array<uint8_t>();
   c.lsda_start = r.array<uint32_t>();
   c.lsda_size = r.array<uint32_t>();
+  c.inst_offset = r.array<uint32_t>();
   for (double* s : {&c.frame, &c.measure, &c.offsets, &c.encode, &c.lsda_seconds}) *s = r.value<double>();
   c.launches = r.value<uint64_t>();
   if (r.left()) r.fail("not an encoded stamp output: bytes after the output");
@@ -167,7 +169,8 @@ bool same_stamp_output(const StampOutput& a, const StampOutput& b) {
   };
   return a.code == b.code && a.code_start == b.code_start && a.code_size == b.code_size &&
       same_relocs(a.relocs, b.relocs) && a.reloc_start == b.reloc_start && a.reloc_count == b.reloc_count &&
-      a.lsda == b.lsda && a.lsda_start == b.lsda_start && a.lsda_size == b.lsda_size;
+      a.lsda == b.lsda && a.lsda_start == b.lsda_start && a.lsda_size == b.lsda_size &&
+      a.inst_offset == b.inst_offset;
 }
 
 // ---- the client --------------------------------------------------------------------
@@ -187,7 +190,8 @@ StampServiceAnswer run_stages_in_service(const std::string& socket_path, const F
     throw fail("cannot connect: " + errno_reason(errno));
   set_timeouts(fd);
 
-  const std::string body = write_flat_file(flat, source_name);
+  // The service needs the code's part only: the debug information stays here.
+  const std::string body = write_flat_file(flat, source_name, FlatFileDebug::omit);
   const std::string name = client.substr(0, kMaxClientName);
   RequestHeader q{};
   std::memcpy(q.magic, kRequestMagic, 4);

@@ -20,7 +20,7 @@
 
 namespace kiln {
 
-constexpr uint32_t kStampServiceProtocol = 1;
+constexpr uint32_t kStampServiceProtocol = 2;  // 2: answers carry instruction offsets
 
 struct StampServiceOptions {
   std::string socket_path;

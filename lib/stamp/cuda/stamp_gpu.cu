@@ -184,8 +184,9 @@ class CudaStampExecutor final : public StampGpuExecutor {
     uint32_t code_total = 0, reloc_total = 0, lsda_total = 0;
     uint8_t *code = nullptr, *lsda = nullptr;
     StampReloc* reloc_out = nullptr;
-    uint8_t* down = nullptr;  // pinned download staging: per-function tables, code, relocations, LSDAs
-    size_t at_code = 0, at_relocs = 0, at_lsda = 0;
+    uint8_t* down = nullptr;  // pinned download staging: per-function tables, code, relocations, LSDAs,
+                              // instruction offsets
+    size_t at_code = 0, at_relocs = 0, at_lsda = 0, at_inst = 0;
   };
 
   // The host thread that runs a batch works on the CPUs of the GPU's NUMA node (where
@@ -434,13 +435,15 @@ class CudaStampExecutor final : public StampGpuExecutor {
     CUDA_CHECK(cudaEventRecord(events_[7], stream_));
   }
 
-  // 8. Download through pinned staging: per-function tables, code, relocations, LSDAs.
+  // 8. Download through pinned staging: per-function tables, code, relocations, LSDAs,
+  // and the instructions' offsets (the line tables of stamp's DWARF are made of them).
   void download() {
-    const uint32_t F = b_.F, code_total = b_.code_total, lsda_total = b_.lsda_total;
+    const uint32_t F = b_.F, N = b_.N, code_total = b_.code_total, lsda_total = b_.lsda_total;
     const size_t fn_bytes = 6 * size_t(F) * sizeof(uint32_t), reloc_bytes = size_t(b_.reloc_total) * sizeof(StampReloc);
+    const size_t inst_bytes = size_t(N) * sizeof(uint32_t);
     b_.at_code = align16(fn_bytes), b_.at_relocs = b_.at_code + align16(code_total),
-    b_.at_lsda = b_.at_relocs + align16(reloc_bytes);
-    const size_t down_total = b_.at_lsda + lsda_total;
+    b_.at_lsda = b_.at_relocs + align16(reloc_bytes), b_.at_inst = b_.at_lsda + align16(lsda_total);
+    const size_t down_total = b_.at_inst + inst_bytes;
     uint8_t* down = b_.down = download_staging_.reserve(down_total);
     CUDA_CHECK(cudaMemcpyAsync(down, b_.per_fn, fn_bytes, cudaMemcpyDeviceToHost, stream_));
     if (code_total)
@@ -449,6 +452,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
       CUDA_CHECK(cudaMemcpyAsync(down + b_.at_relocs, b_.reloc_out, reloc_bytes, cudaMemcpyDeviceToHost, stream_));
     if (lsda_total)
       CUDA_CHECK(cudaMemcpyAsync(down + b_.at_lsda, b_.lsda, lsda_total, cudaMemcpyDeviceToHost, stream_));
+    if (inst_bytes)
+      CUDA_CHECK(cudaMemcpyAsync(down + b_.at_inst, b_.inst_offset, inst_bytes, cudaMemcpyDeviceToHost, stream_));
     CUDA_CHECK(cudaEventRecord(events_[8], stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -463,7 +468,7 @@ class CudaStampExecutor final : public StampGpuExecutor {
                           fn_tables,         reinterpret_cast<const StampReloc*>(down + b_.at_relocs),
                           fn_tables + 3 * F, fn_tables + 2 * F,
                           down + b_.at_lsda, fn_tables + 5 * F,
-                          fn_tables + 4 * F};
+                          fn_tables + 4 * F, reinterpret_cast<const uint32_t*>(down + b_.at_inst)};
     std::vector<StampOutput> outputs;
     outputs.reserve(count);
     for (size_t k = 0; k < count; ++k) outputs.push_back(cut_stamp_output(whole, b_.batch, k));

@@ -1,0 +1,400 @@
+// stamp_dwarf.h. One DwarfBuilder per module runs the phases in order (build() below).
+// DWARF's numbers are spelled out here (DWARF 5, section 7) rather than taken from
+// LLVM's headers: the core builds without LLVM.
+#include "stamp_dwarf.h"
+
+#include <string_view>
+#include <unordered_map>
+
+#include "error.h"
+#include "stamp_emit.h"  // kReloc64, kReloc32
+
+namespace kiln {
+
+namespace {
+
+enum DwarfTag : uint16_t { kTagCompileUnit = 0x11, kTagSubprogram = 0x2e };
+enum DwarfAttribute : uint16_t {
+  kAtName = 0x03,
+  kAtStmtList = 0x10,
+  kAtLowPc = 0x11,
+  kAtHighPc = 0x12,
+  kAtLanguage = 0x13,
+  kAtCompDir = 0x1b,
+  kAtProducer = 0x25,
+  kAtDeclFile = 0x3a,
+  kAtDeclLine = 0x3b,
+  kAtExternal = 0x3f,
+  kAtFrameBase = 0x40,
+  kAtRanges = 0x55,
+  kAtLinkageName = 0x6e,
+};
+enum DwarfForm : uint8_t {
+  kFormAddr = 0x01,
+  kFormData2 = 0x05,
+  kFormData4 = 0x06,
+  kFormString = 0x08,
+  kFormStrp = 0x0e,
+  kFormUdata = 0x0f,
+  kFormSecOffset = 0x17,
+  kFormExprloc = 0x18,
+  kFormFlagPresent = 0x19,
+};
+constexpr uint8_t kOpReg6 = 0x56;  // DW_OP_reg6: rbp, which every stamp frame is based on
+enum LineOpcode : uint8_t {
+  kLnsCopy = 1,
+  kLnsAdvancePc = 2,
+  kLnsAdvanceLine = 3,
+  kLnsSetFile = 4,
+  kLnsSetColumn = 5,
+  kLnsSetPrologueEnd = 10,
+};
+enum LineExtendedOpcode : uint8_t { kLneEndSequence = 1, kLneSetAddress = 2 };
+enum LineContentType : uint8_t { kLnctPath = 1, kLnctDirectoryIndex = 2 };
+constexpr uint8_t kUnitCompile = 1;  // DW_UT_compile
+enum RangeListEntry : uint8_t { kRleEndOfList = 0, kRleStartLength = 7 };
+// The line program's special opcodes: LLVM's choices, which suit short steps.
+constexpr int kLineBase = -5;
+constexpr int kLineRange = 14;
+constexpr uint8_t kOpcodeBase = 13;
+constexpr uint8_t kStandardOpcodeLengths[kOpcodeBase - 1] = {0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1};
+
+// The sections, by their index in StampDwarf::sections.
+enum DebugSection : uint32_t { kAbbrev, kInfo, kStr, kLine, kRanges, kDebugSectionCount };
+
+void put_u8(std::string& s, uint8_t v) { s.push_back(static_cast<char>(v)); }
+template <class T>
+void put_le(std::string& s, T v) {
+  for (size_t i = 0; i < sizeof(T); ++i) s.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff));
+}
+void put_uleb(std::string& s, uint64_t v) {
+  do {
+    uint8_t byte = v & 0x7f;
+    v >>= 7;
+    put_u8(s, byte | (v ? 0x80 : 0));
+  } while (v);
+}
+void put_sleb(std::string& s, int64_t v) {
+  for (bool more = true; more;) {
+    uint8_t byte = v & 0x7f;
+    v >>= 7;  // arithmetic
+    more = !((v == 0 && !(byte & 0x40)) || (v == -1 && (byte & 0x40)));
+    put_u8(s, byte | (more ? 0x80 : 0));
+  }
+}
+void put_cstring(std::string& s, std::string_view v) {
+  s.append(v);
+  s.push_back('\0');
+}
+void patch_u32(std::string& s, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i) s[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+struct Abbreviation {
+  uint16_t tag;
+  bool children;
+  std::vector<std::pair<uint16_t, uint8_t>> attributes;
+};
+
+class DwarfBuilder {
+ public:
+  DwarfBuilder(const FlatModuleData& flat, const StampOutput& code, const std::string& source)
+      : flat_(flat), code_(code), d_(flat.debug), source_(source), version_(d_.dwarf_version >= 5 ? 5 : 4) {}
+
+  StampDwarf build() {
+    StampDwarf out;
+    if (!d_.present()) return out;
+    check_offsets();
+    bool any = false;
+    for (const FlatDebugFunction& f : d_.functions) any |= f.has_subprogram;
+    if (!any) return out;  // no function of this object has a subprogram: no unit to write
+    s_.resize(kDebugSectionCount);
+    s_[kAbbrev].name = ".debug_abbrev";
+    s_[kInfo].name = ".debug_info";
+    s_[kStr].name = ".debug_str", s_[kStr].strings = true;
+    s_[kLine].name = ".debug_line";
+    s_[kRanges].name = version_ >= 5 ? ".debug_rnglists" : ".debug_ranges";
+    write_line_table();
+    write_ranges();
+    write_info();
+    write_abbreviations();
+    out.sections = std::move(s_);
+    return out;
+  }
+
+ private:
+  const FlatModuleData& flat_;
+  const StampOutput& code_;
+  const FlatDebugInfo& d_;
+  const std::string& source_;
+  const unsigned version_;
+  std::vector<DwarfSection> s_;
+  std::unordered_map<std::string_view, uint32_t> string_offset_;
+  std::vector<Abbreviation> abbreviations_;
+  uint32_t ranges_offset_ = 0;  // where the unit's range list starts
+
+  [[noreturn]] void fail(const std::string& why) const { throw KilnError(kExitInternal, source_, why); }
+
+  // The stages' offsets must fit the module, or the line table would point anywhere.
+  void check_offsets() const {
+    if (code_.inst_offset.size() != flat_.insts.size() || code_.code_size.size() != flat_.functions.size())
+      fail("stamp's output has no instruction offsets for this module's debug information");
+    for (size_t fn = 0; fn < flat_.functions.size(); ++fn) {
+      const FlatFunction& f = flat_.functions[fn];
+      uint32_t previous = 0;
+      for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
+        if (code_.inst_offset[i] < previous || code_.inst_offset[i] > code_.code_size[fn])
+          fail("stamp's instruction offsets are out of order in function " + std::to_string(fn));
+        previous = code_.inst_offset[i];
+      }
+    }
+  }
+
+  uint32_t string(std::string_view s) {
+    auto [it, inserted] = string_offset_.emplace(s, static_cast<uint32_t>(s_[kStr].bytes.size()));
+    if (inserted) put_cstring(s_[kStr].bytes, s);
+    return it->second;
+  }
+  // A 4-byte offset into another debug section, relocated against its start.
+  void put_section_offset(DebugSection in, DebugSection to, uint32_t offset) {
+    std::string& b = s_[in].bytes;
+    s_[in].relocs.push_back({static_cast<uint32_t>(b.size()), kReloc32, kDwarfSectionTarget + to, offset});
+    put_le<uint32_t>(b, 0);
+  }
+  void put_strp(DebugSection in, std::string_view s) { put_section_offset(in, kStr, string(s)); }
+  // An 8-byte address: function `fn`'s start plus `addend`.
+  void put_address(DebugSection in, uint32_t fn, int64_t addend) {
+    std::string& b = s_[in].bytes;
+    s_[in].relocs.push_back({static_cast<uint32_t>(b.size()), kReloc64, fn, addend});
+    put_le<uint64_t>(b, 0);
+  }
+
+  // ---- .debug_line --------------------------------------------------------------
+
+  // Directory 0 is the compile unit's; a file in it, or in none, names directory 0.
+  std::vector<std::string_view> line_directories(std::vector<uint32_t>& file_directory) const {
+    std::vector<std::string_view> dirs{d_.directory};
+    file_directory.assign(d_.files.size(), 0);
+    std::unordered_map<std::string_view, uint32_t> index{{d_.directory, 0}};
+    for (size_t f = 0; f < d_.files.size(); ++f) {
+      const std::string& dir = d_.files[f].directory;
+      if (dir.empty()) continue;
+      auto [it, inserted] = index.emplace(dir, static_cast<uint32_t>(dirs.size()));
+      if (inserted) dirs.push_back(dir);
+      file_directory[f] = it->second;
+    }
+    return dirs;
+  }
+
+  // The header's directory and file tables. Files are numbered as flat_debug.h numbers
+  // them (from 1); version 5's file 0 is the unit's own source file.
+  void write_line_files(std::string& b) const {
+    std::vector<uint32_t> file_directory;
+    std::vector<std::string_view> dirs = line_directories(file_directory);
+    if (version_ >= 5) {
+      put_u8(b, 1), put_uleb(b, kLnctPath), put_uleb(b, kFormString);
+      put_uleb(b, dirs.size());
+      for (std::string_view dir : dirs) put_cstring(b, dir);
+      put_u8(b, 2), put_uleb(b, kLnctPath), put_uleb(b, kFormString), put_uleb(b, kLnctDirectoryIndex),
+          put_uleb(b, kFormUdata);
+      put_uleb(b, d_.files.size() + 1);
+      put_cstring(b, d_.name), put_uleb(b, 0);
+      for (size_t f = 0; f < d_.files.size(); ++f) put_cstring(b, d_.files[f].name), put_uleb(b, file_directory[f]);
+      return;
+    }
+    for (size_t i = 1; i < dirs.size(); ++i) put_cstring(b, dirs[i]);
+    put_u8(b, 0);
+    for (size_t f = 0; f < d_.files.size(); ++f)
+      put_cstring(b, d_.files[f].name), put_uleb(b, file_directory[f]), put_uleb(b, 0), put_uleb(b, 0);
+    put_u8(b, 0);
+  }
+
+  void write_line_table() {
+    std::string& b = s_[kLine].bytes;
+    put_le<uint32_t>(b, 0);  // unit_length, patched below
+    put_le<uint16_t>(b, static_cast<uint16_t>(version_));
+    if (version_ >= 5) put_u8(b, 8), put_u8(b, 0);  // address and segment selector sizes
+    const size_t header_length_at = b.size();
+    put_le<uint32_t>(b, 0);
+    put_u8(b, 1);  // minimum_instruction_length
+    put_u8(b, 1);  // maximum_operations_per_instruction
+    put_u8(b, 1);  // default_is_stmt
+    put_u8(b, static_cast<uint8_t>(static_cast<int8_t>(kLineBase)));
+    put_u8(b, kLineRange);
+    put_u8(b, kOpcodeBase);
+    b.append(reinterpret_cast<const char*>(kStandardOpcodeLengths), sizeof kStandardOpcodeLengths);
+    write_line_files(b);
+    patch_u32(b, header_length_at, static_cast<uint32_t>(b.size() - header_length_at - 4));
+    for (uint32_t fn = 0; fn < flat_.functions.size(); ++fn)
+      if (d_.functions[fn].has_subprogram) write_line_sequence(fn);
+    patch_u32(b, 0, static_cast<uint32_t>(b.size() - 4));
+  }
+
+  // The line program's registers as the rows so far left them.
+  struct LineState {
+    uint32_t address = 0, file = 1, line = 1, column = 0;
+  };
+
+  // A row at `address` for `loc`: the registers that changed, then a special opcode
+  // when the step fits one, else DW_LNS_copy.
+  void put_row(LineState& st, uint32_t address, const FlatDebugLocation& loc, bool prologue_end) {
+    std::string& b = s_[kLine].bytes;
+    if (loc.file != st.file) put_u8(b, kLnsSetFile), put_uleb(b, loc.file), st.file = loc.file;
+    if (loc.column != st.column) put_u8(b, kLnsSetColumn), put_uleb(b, loc.column), st.column = loc.column;
+    if (prologue_end) put_u8(b, kLnsSetPrologueEnd);
+    int64_t line_step = int64_t(loc.line) - int64_t(st.line);
+    uint64_t address_step = address - st.address;
+    if (line_step < kLineBase || line_step >= kLineBase + kLineRange) {
+      put_u8(b, kLnsAdvanceLine), put_sleb(b, line_step);
+      line_step = 0;
+    }
+    uint64_t special = uint64_t(line_step - kLineBase) + kLineRange * address_step + kOpcodeBase;
+    if (special > 255) {
+      put_u8(b, kLnsAdvancePc), put_uleb(b, address_step);
+      special = uint64_t(line_step - kLineBase) + kOpcodeBase;
+    }
+    put_u8(b, static_cast<uint8_t>(special));
+    st.address = address, st.line = loc.line;
+  }
+
+  // One sequence per function: a row at its start for the subprogram's scope line (as
+  // LLVM's prologue has), then a row wherever the location of the instruction whose
+  // code starts there changes; instructions without code or location add none.
+  void write_line_sequence(uint32_t fn) {
+    std::string& b = s_[kLine].bytes;
+    const FlatFunction& f = flat_.functions[fn];
+    const FlatDebugFunction& sp = d_.functions[fn];
+    put_u8(b, 0), put_uleb(b, 9), put_u8(b, kLneSetAddress);
+    put_address(kLine, fn, 0);
+    LineState st;
+    FlatDebugLocation current{0, 0, 0};
+    if (sp.file) {
+      current = {sp.file, sp.scope_line ? sp.scope_line : sp.line, 0};
+      put_row(st, 0, current, false);
+    }
+    bool prologue_end = true;
+    const uint32_t end = f.first_inst + f.inst_count, code_size = code_.code_size[fn];
+    for (uint32_t i = f.first_inst; i < end; ++i) {
+      const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_size;
+      const FlatDebugLocation& loc = d_.locations[i];
+      if (next == at || loc.file == 0) continue;
+      if (!prologue_end && loc == current) continue;
+      put_row(st, at, loc, prologue_end);
+      current = loc, prologue_end = false;
+    }
+    if (code_size > st.address) put_u8(b, kLnsAdvancePc), put_uleb(b, code_size - st.address);
+    put_u8(b, 0), put_uleb(b, 1), put_u8(b, kLneEndSequence);
+  }
+
+  // ---- the unit's code ranges ----------------------------------------------------
+
+  void write_ranges() {
+    std::string& b = s_[kRanges].bytes;
+    if (version_ >= 5) {
+      put_le<uint32_t>(b, 0);  // unit_length, patched below
+      put_le<uint16_t>(b, 5);
+      put_u8(b, 8), put_u8(b, 0);
+      put_le<uint32_t>(b, 0);  // offset_entry_count: the unit names its list by offset
+    }
+    ranges_offset_ = static_cast<uint32_t>(b.size());
+    for (uint32_t fn = 0; fn < flat_.functions.size(); ++fn) {
+      if (!d_.functions[fn].has_subprogram) continue;
+      if (version_ >= 5) {
+        put_u8(b, kRleStartLength), put_address(kRanges, fn, 0), put_uleb(b, code_.code_size[fn]);
+      } else {
+        put_address(kRanges, fn, 0), put_address(kRanges, fn, code_.code_size[fn]);
+      }
+    }
+    if (version_ >= 5) {
+      put_u8(b, kRleEndOfList);
+      patch_u32(b, 0, static_cast<uint32_t>(b.size() - 4));
+    } else {
+      put_le<uint64_t>(b, 0), put_le<uint64_t>(b, 0);
+    }
+  }
+
+  // ---- .debug_info and .debug_abbrev ---------------------------------------------
+
+  uint32_t abbreviation(Abbreviation a) {
+    for (size_t i = 0; i < abbreviations_.size(); ++i)
+      if (abbreviations_[i].tag == a.tag && abbreviations_[i].children == a.children &&
+          abbreviations_[i].attributes == a.attributes)
+        return static_cast<uint32_t>(i + 1);
+    abbreviations_.push_back(std::move(a));
+    return static_cast<uint32_t>(abbreviations_.size());
+  }
+
+  void write_unit_die() {
+    std::string& b = s_[kInfo].bytes;
+    Abbreviation a{kTagCompileUnit, true, {{kAtProducer, kFormStrp}}};
+    if (d_.language) a.attributes.push_back({kAtLanguage, kFormData2});
+    a.attributes.insert(a.attributes.end(), {{kAtName, kFormStrp},
+                                             {kAtStmtList, kFormSecOffset},
+                                             {kAtCompDir, kFormStrp},
+                                             {kAtLowPc, kFormAddr},
+                                             {kAtRanges, kFormSecOffset}});
+    put_uleb(b, abbreviation(std::move(a)));
+    put_strp(kInfo, d_.producer);
+    if (d_.language) put_le<uint16_t>(b, static_cast<uint16_t>(d_.language));
+    put_strp(kInfo, d_.name);
+    put_section_offset(kInfo, kLine, 0);
+    put_strp(kInfo, d_.directory);
+    put_le<uint64_t>(b, 0);  // low_pc 0: the ranges are addresses
+    put_section_offset(kInfo, kRanges, ranges_offset_);
+  }
+
+  void write_subprogram_die(uint32_t fn) {
+    std::string& b = s_[kInfo].bytes;
+    const FlatDebugFunction& sp = d_.functions[fn];
+    const bool linkage = !sp.linkage_name.empty() && sp.linkage_name != sp.name;
+    Abbreviation a{kTagSubprogram, false, {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
+    if (linkage) a.attributes.push_back({kAtLinkageName, kFormStrp});
+    a.attributes.push_back({kAtName, kFormStrp});
+    if (sp.file) a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
+    if (!sp.local_to_unit) a.attributes.push_back({kAtExternal, kFormFlagPresent});
+    put_uleb(b, abbreviation(std::move(a)));
+    put_address(kInfo, fn, 0);
+    put_le<uint32_t>(b, code_.code_size[fn]);
+    put_uleb(b, 1), put_u8(b, kOpReg6);
+    if (linkage) put_strp(kInfo, sp.linkage_name);
+    put_strp(kInfo, sp.name);
+    if (sp.file) put_uleb(b, sp.file), put_uleb(b, sp.line);
+  }
+
+  void write_info() {
+    std::string& b = s_[kInfo].bytes;
+    put_le<uint32_t>(b, 0);  // unit_length, patched below
+    put_le<uint16_t>(b, static_cast<uint16_t>(version_));
+    if (version_ >= 5) {
+      put_u8(b, kUnitCompile), put_u8(b, 8);
+      put_section_offset(kInfo, kAbbrev, 0);
+    } else {
+      put_section_offset(kInfo, kAbbrev, 0);
+      put_u8(b, 8);
+    }
+    write_unit_die();
+    for (uint32_t fn = 0; fn < flat_.functions.size(); ++fn)
+      if (d_.functions[fn].has_subprogram) write_subprogram_die(fn);
+    put_u8(b, 0);  // the unit's children end
+    patch_u32(b, 0, static_cast<uint32_t>(b.size() - 4));
+  }
+
+  void write_abbreviations() {
+    std::string& b = s_[kAbbrev].bytes;
+    for (size_t i = 0; i < abbreviations_.size(); ++i) {
+      const Abbreviation& a = abbreviations_[i];
+      put_uleb(b, i + 1), put_uleb(b, a.tag), put_u8(b, a.children ? 1 : 0);
+      for (auto [attribute, form] : a.attributes) put_uleb(b, attribute), put_uleb(b, form);
+      put_u8(b, 0), put_u8(b, 0);
+    }
+    put_u8(b, 0);
+  }
+};
+
+}  // namespace
+
+StampDwarf build_stamp_dwarf(const FlatModuleData& flat, const StampOutput& code, const std::string& source_name) {
+  return DwarfBuilder(flat, code, source_name).build();
+}
+
+}  // namespace kiln

@@ -1,0 +1,43 @@
+// stamp's DWARF: for the functions stamp emits, a compile unit with a subprogram per
+// function (name, linkage name, declaration, code range, frame base) and a line table
+// made of the stages' instruction offsets and the flat IR's debug locations
+// (flat_debug.h), in the DWARF version the module asks for (4 or 5; 2 and 3 are
+// written as 4). The ELF writer (stamp_object.h) places the sections and turns the
+// relocations below into its own. Data-parallel in shape: each function's part of
+// every section depends on that function alone, so they are laid end to end.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flat_module.h"
+#include "stamp_cpu.h"
+
+namespace kiln {
+
+// A relocation's target: function `target`'s code section when below
+// kDwarfSectionTarget, else debug section `target - kDwarfSectionTarget` (its start).
+constexpr uint32_t kDwarfSectionTarget = 0x80000000u;
+struct DwarfReloc {
+  uint32_t offset = 0;  // in its section
+  uint32_t type = 0;    // kReloc64 (addresses) or kReloc32 (offsets into another section)
+  uint32_t target = 0;
+  int64_t addend = 0;
+};
+
+struct DwarfSection {
+  const char* name = "";
+  std::string bytes;
+  std::vector<DwarfReloc> relocs;
+  bool strings = false;  // .debug_str: SHF_MERGE | SHF_STRINGS
+};
+
+struct StampDwarf {
+  std::vector<DwarfSection> sections;  // empty: nothing to write
+};
+
+// Throws KilnError(kExitInternal) when `code` does not fit `flat` (instruction offsets
+// missing, out of order or past their function's end).
+StampDwarf build_stamp_dwarf(const FlatModuleData& flat, const StampOutput& code, const std::string& source_name);
+
+}  // namespace kiln
