@@ -49,8 +49,8 @@ bool read_in_module(uint32_t code) {
       code == kIndexOffset;
 }
 
-constexpr size_t kMaxIds = 0xFFFFFFF0u;        // ids are 32-bit in LLVM
-constexpr uint64_t kLangVersioned = 1ull << 63;  // COMPILE_UNIT's language: a versioned name
+constexpr size_t kMaxIds = 0xFFFFFFF0u;                  // ids are 32-bit in LLVM
+constexpr uint64_t kLangVersioned = 1ull << 63;          // COMPILE_UNIT's language: a versioned name
 constexpr uint64_t kSpFlagsPresent = 4, kSpHasUnit = 2;  // SUBPROGRAM's first field
 constexpr uint64_t kSpFlagLocalToUnit = 4;               // DISubprogram::SPFlagLocalToUnit
 constexpr uint64_t kDebugMetadataVersion = 3;            // llvm::DEBUG_METADATA_VERSION
@@ -167,8 +167,8 @@ void DebugMetadata::named_node(BitstreamCursor& c) {
   if (e.kind != BitstreamEntry::kRecord || c.read_record(e.id, ops_) != kNamedNode)
     c.fail("METADATA_NAME not followed by METADATA_NAMED_NODE");
   std::vector<uint32_t>* named = name == "llvm.dbg.cu" ? &units_named_
-      : name == "llvm.module.flags"                      ? &flags_named_
-                                                         : nullptr;
+      : name == "llvm.module.flags"                    ? &flags_named_
+                                                       : nullptr;
   if (!named) return;
   for (uint64_t id : ops_) {
     if (id >= kMaxIds) c.fail("named metadata operand out of range");
@@ -210,7 +210,7 @@ DebugMetadata::Entry DebugMetadata::decode(BitstreamCursor& c, uint32_t code) {
       if (ops_.size() != 3 && ops_.size() != 5 && ops_.size() != 6) c.fail("invalid DIFile record");
       files_.push_back({id_field(1), id_field(2)});
       return {Kind::kFile, uint32_t(files_.size() - 1)};
-    case kLexicalBlock:  // [distinct, scope, file, line, column]
+    case kLexicalBlock:      // [distinct, scope, file, line, column]
     case kLexicalBlockFile:  // [distinct, scope, file, discriminator]
       if (ops_.size() != (code == kLexicalBlock ? 5u : 4u)) c.fail("invalid lexical block record");
       return {Kind::kBlock, id_field(2)};
@@ -243,8 +243,12 @@ DebugMetadata::Entry DebugMetadata::subprogram(BitstreamCursor& c) {
   }
   for (size_t i : {2, 3, 4})
     if (ops_[i] >= kMaxIds) c.fail("DISubprogram operand out of range");
-  Subprogram s{uint32_t(ops_[2]), uint32_t(ops_[3]), uint32_t(ops_[4]), uint32_t(ops_[5]),
-               uint32_t(ops_[sp_flags ? 7 : 9]), sp_flags ? (ops_[9] & kSpFlagLocalToUnit) != 0 : ops_[7] != 0};
+  Subprogram s{uint32_t(ops_[2]),
+               uint32_t(ops_[3]),
+               uint32_t(ops_[4]),
+               uint32_t(ops_[5]),
+               uint32_t(ops_[sp_flags ? 7 : 9]),
+               sp_flags ? (ops_[9] & kSpFlagLocalToUnit) != 0 : ops_[7] != 0};
   subprograms_.push_back(s);
   return {Kind::kSubprogram, uint32_t(subprograms_.size() - 1)};
 }

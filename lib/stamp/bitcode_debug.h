@@ -106,8 +106,8 @@ class DebugMetadata {
   std::vector<File> files_;
   std::vector<Subprogram> subprograms_;
   std::vector<Unit> units_;
-  std::vector<uint32_t> node_ops_;   // per node: how many operands are kept (3 at most), then those (id + 1)
-  std::vector<uint64_t> positions_;  // kUnread's: the bit where its record starts
+  std::vector<uint32_t> node_ops_;            // per node: how many operands are kept (3 at most), then those (id + 1)
+  std::vector<uint64_t> positions_;           // kUnread's: the bit where its record starts
   BitstreamCursor::BlockMark indexed_block_;  // the module block, to read those records in
   std::vector<uint32_t> units_named_, flags_named_;  // !llvm.dbg.cu and !llvm.module.flags (ids)
   uint64_t dbg_kind_ = ~uint64_t(0);

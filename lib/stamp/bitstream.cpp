@@ -281,14 +281,14 @@ uint32_t BitstreamCursor::read_record_at(BlockMark& block, uint64_t at, std::vec
                                          std::string_view* blob) {
   if (pending_record_) throw KilnError(kExitInternal, path_, "read_record_at with a record announced and not read");
   if (at < block.scope_.begin || at >= block.scope_.end)
-    fail("record index entry " + std::to_string(at) + " outside its block (bits " +
-         std::to_string(block.scope_.begin) + " to " + std::to_string(block.scope_.end) + ")");
+    fail("record index entry " + std::to_string(at) + " outside its block (bits " + std::to_string(block.scope_.begin) +
+         " to " + std::to_string(block.scope_.end) + ")");
   // The marked block becomes the innermost for one record; its abbreviations are moved
   // in and back out, not copied.
   const uint64_t resume = pos_;
-  Scope& scope = scopes_.emplace_back(block.scope_.block_id, block.scope_.abbrev_width, block.scope_.begin,
-                                      block.scope_.end, block.scope_.info, block.scope_.info_abbrevs,
-                                      std::vector<Abbrev>{});
+  Scope& scope =
+      scopes_.emplace_back(block.scope_.block_id, block.scope_.abbrev_width, block.scope_.begin, block.scope_.end,
+                           block.scope_.info, block.scope_.info_abbrevs, std::vector<Abbrev>{});
   scope.local.swap(block.scope_.local);
   struct Restore {
     BitstreamCursor& c;
@@ -313,8 +313,7 @@ uint32_t BitstreamCursor::read_record_at(BlockMark& block, uint64_t at, std::vec
 void BitstreamCursor::resume_block(BlockMark& block, uint64_t at) {
   if (pending_record_) throw KilnError(kExitInternal, path_, "resume_block with a record announced and not read");
   if (at < block.scope_.begin || at >= block.scope_.end)
-    fail("resuming block " + std::to_string(block.scope_.block_id) + " at bit " + std::to_string(at) +
-         ", outside it");
+    fail("resuming block " + std::to_string(block.scope_.block_id) + " at bit " + std::to_string(at) + ", outside it");
   block.outer_ = pos_;
   block.depth_ = scopes_.size();
   scopes_.push_back(std::move(block.scope_));
@@ -336,7 +335,8 @@ uint64_t BitstreamCursor::leave_block(BlockMark& block) {
 }
 
 void BitstreamCursor::skip_to(uint64_t at) {
-  if (scopes_.empty() || pending_record_) throw KilnError(kExitInternal, path_, "skip_to outside a block or mid-record");
+  if (scopes_.empty() || pending_record_)
+    throw KilnError(kExitInternal, path_, "skip_to outside a block or mid-record");
   if (at < pos_ || at > limit_)
     fail("skip to bit " + std::to_string(at) + ", behind the cursor or past the block's end (bit " +
          std::to_string(limit_) + ")");
@@ -496,9 +496,9 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   if (!keep) {
     for (const AbbrevOp* op = first + 1; op != tail; ++op) r.scalar(*op);
   } else {
-  // Operands are appended to the caller's vector, whose capacity outlives the record:
-  // nothing is allocated once it has grown, and nothing is reserved from a count in the
-  // file, so a record that fails part way has taken only what it decoded.
+    // Operands are appended to the caller's vector, whose capacity outlives the record:
+    // nothing is allocated once it has grown, and nothing is reserved from a count in the
+    // file, so a record that fails part way has taken only what it decoded.
     for (const AbbrevOp* op = first + 1; op != tail; ++op) ops.push_back(r.scalar(*op));
   }
   if (tail == end) {

@@ -609,7 +609,8 @@ class FunctionExporter {
 
   uint32_t flat_file(uint32_t reader_file) {
     if (reader_file == 0) return 0;
-    if (ctx_.flat_files.size() < reader_file) ctx_.flat_files.resize(std::max<size_t>(reader_file, m_.debug.files.size()));
+    if (ctx_.flat_files.size() < reader_file)
+      ctx_.flat_files.resize(std::max<size_t>(reader_file, m_.debug.files.size()));
     uint32_t& flat = ctx_.flat_files.at(reader_file - 1);
     if (!flat) flat = intern_debug_file(out_.debug.files, m_.debug.files[reader_file - 1]);
     return flat;

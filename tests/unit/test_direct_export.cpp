@@ -529,7 +529,7 @@ TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export
   REQUIRE(debug.locations.size() == d.flat.insts.size());
   // @f: the lexical block, the block file, none, line 0, the inlined location (its own
   // scope, not the call site), kiln's load of the constant (none), the store and ret.
-  const std::vector<FlatDebugLocation> f = {{1, 12, 5}, {2, 3, 9}, {0, 0, 0}, {1, 0, 0},
+  const std::vector<FlatDebugLocation> f = {{1, 12, 5}, {2, 3, 9}, {0, 0, 0},  {1, 0, 0},
                                             {3, 2, 4},  {0, 0, 0}, {1, 14, 1}, {1, 14, 1}};
   CHECK(std::vector<FlatDebugLocation>(debug.locations.begin(), debug.locations.begin() + 8) == f);
 
