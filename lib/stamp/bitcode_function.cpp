@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bitcode_debug.h"
 #include "bitcode_reader_internal.h"
 
 namespace kiln::bc::detail {
@@ -131,6 +132,8 @@ class FunctionReader {
   void commit(Inst inst, const uint32_t* operands, size_t count, bool terminator);
   void read_record(uint32_t abbrev_id);
   void read_constants();
+  void debug_loc(uint32_t code);
+  void block(uint32_t id);
   void finish();
 
   // One function per record family.
@@ -185,6 +188,8 @@ class FunctionReader {
     return scratch_;
   }
   uint32_t void_ = kNone, i1_ = kNone;  // looked up once: many instructions need them
+  BcDebugLoc last_loc_;                 // DEBUG_LOC_AGAIN's
+  bool has_last_loc_ = false;
 };
 
 uint64_t FunctionReader::field() {
@@ -931,10 +936,10 @@ void FunctionReader::read_record(uint32_t abbrev_id) {
     case kCatchRet:
     case kCatchSwitch:
       return funclet_exit(code_);
-    // Debug locations, debug records (not instructions) and blockaddress users say
-    // nothing about the code.
     case kDebugLoc:
     case kDebugLocAgain:
+      return debug_loc(code_);
+    // Debug records (not instructions) and blockaddress users say nothing about the code.
     case kBlockAddrUsers:
       return;
     default:
@@ -957,11 +962,38 @@ void FunctionReader::read_constants() {
   }
 }
 
+// DEBUG_LOC [line, column, scope + 1, inlined-at + 1, ...] or DEBUG_LOC_AGAIN (the last
+// one again): the location of the instruction read last. Only the innermost location
+// matters (flat_debug.h), so inlined-at is not followed.
+void FunctionReader::debug_loc(uint32_t code) {
+  if (!context_.debug) return;
+  if (f_.insts.empty()) cursor_.fail("debug location before any instruction");
+  if (code == kDebugLoc) {
+    if (rec_.size() < 4) cursor_.fail("invalid debug location record");
+    last_loc_ = context_.debug->location(cursor_, rec_[0], rec_[1], rec_[2]);
+    has_last_loc_ = true;
+  } else if (!has_last_loc_) {
+    cursor_.fail("DEBUG_LOC_AGAIN with no location before it");
+  }
+  while (f_.debug_locs.size() < f_.insts.size()) f_.debug_locs.emplace_back();
+  f_.debug_locs.back() = last_loc_;
+}
+
+// A block inside the body: its constants, and with debug information its metadata and
+// attachments; use lists and the value symbol table are not read.
+void FunctionReader::block(uint32_t id) {
+  if (id == kConstantsBlock) return read_constants();
+  if (context_.debug && id == kMetadataBlock) return context_.debug->read_function_block(cursor_);
+  if (context_.debug && id == kMetadataAttachmentBlock) return context_.debug->read_attachments(cursor_, f_);
+  cursor_.skip_block();
+}
+
 void FunctionReader::finish() {
   if (bundles_pending_) cursor_.fail("operand bundles found with no consumer");
   if (!forward_.empty()) cursor_.fail("value " + std::to_string(forward_.begin()->first) + " is never defined");
   if (!blocks_declared_) throw Decline{"reader: function body without blocks"};
   if (block_ != f_.block_count) cursor_.fail("block " + std::to_string(block_) + " has no terminator");
+  if (context_.debug) f_.debug_locs.resize(f_.insts.size());
 }
 
 void FunctionReader::read() {
@@ -987,9 +1019,7 @@ void FunctionReader::read() {
       case BitstreamEntry::kEndOfStream:
         cursor_.fail("function block not ended");
       case BitstreamEntry::kEnterBlock:
-        // Metadata, its attachments, use lists and the value symbol table are not read.
-        if (entry.id == kConstantsBlock) read_constants();
-        else cursor_.skip_block();
+        block(entry.id);
         break;
       case BitstreamEntry::kRecord:
         read_record(entry.id);
@@ -1010,6 +1040,8 @@ void read_function_block(BitstreamCursor& cursor, BcModule& m, uint32_t fn, cons
   f.clause_filter.clear();
   f.values.clear();
   f.declined.clear();
+  f.debug_locs.clear();
+  f.subprogram = {};
   f.block_count = 0;
   size_t depth = cursor.depth();
   try {
@@ -1019,6 +1051,7 @@ void read_function_block(BitstreamCursor& cursor, BcModule& m, uint32_t fn, cons
     f.declined = d.why;
     if (cursor.depth() == depth) cursor.skip_block();
   }
+  if (context.debug) context.debug->end_function();
 }
 
 }  // namespace kiln::bc::detail

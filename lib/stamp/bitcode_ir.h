@@ -4,9 +4,10 @@
 // numbered as the bitcode numbers them (module values, then per function its
 // arguments, its constants and its instructions), so an operand is one index.
 //
-// Two layers fill it: bitcode_reader.cpp (identification, module records, string
-// table, types, attributes, constants, sync scopes) and bitcode_function.cpp (function
-// bodies). What they do not know is never guessed: a module-wide unknown sets
+// Three parts fill it: bitcode_reader.cpp (identification, module records, string
+// table, types, attributes, constants, sync scopes), bitcode_function.cpp (function
+// bodies) and bitcode_debug.cpp (the metadata that debug information for stamp comes
+// from). What they do not know is never guessed: a module-wide unknown sets
 // BcModule::declined, an unknown inside a function body sets that BcFunction's
 // declined, each a short named reason ("reader: ..."). Corrupt input throws
 // KilnError(kExitBadInput) through BitstreamCursor::fail (block and bit offset named).
@@ -16,6 +17,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "flat_debug.h"
 
 namespace kiln::bc {
 
@@ -286,6 +289,28 @@ struct ValueRef {
   uint32_t index = kNone;  // into globals, constants, the function's arguments or insts
 };
 
+// --- Debug information (METADATA_BLOCK 15, METADATA_KIND_BLOCK 22, METADATA_ATTACHMENT 16
+// and the bodies' DEBUG_LOC records): only what stamp's line table and subprogram
+// entries need (flat_debug.h). Files are the reader's own numbering: 1 + an index into
+// BcDebug::files, 0 for none; one per DIFile record the locations reach, so the same
+// (directory, name) may come twice (the exporter interns them).
+struct BcDebugLoc {
+  uint32_t file = 0, line = 0, column = 0;  // all 0: no location, or a scope without a file
+};
+struct BcSubprogram {
+  bool present = false;  // the function has a !dbg DISubprogram; nothing else is set without one
+  bool local_to_unit = false;
+  uint32_t file = 0, line = 0, scope_line = 0;
+  std::string name, linkage_name;
+};
+struct BcDebug {
+  uint32_t dwarf_version = 0;  // 0: no debug information to carry, and none below (FlatDebugInfo's rule)
+  uint8_t emission = 0;        // the first compile unit's DebugEmissionKind: 1 full, 2 line tables, 3 directives
+  uint32_t language = 0;       // its DW_LANG_*, 0 for a versioned language name
+  std::string producer, name, directory;
+  std::vector<FlatDebugFile> files;
+};
+
 struct BcFunction {
   uint32_t global = kNone;                      // index into BcModule::globals
   uint32_t first_arg_value = 0, arg_count = 0;  // argument value ids
@@ -296,6 +321,10 @@ struct BcFunction {
   std::vector<uint32_t> indices;
   std::vector<uint8_t> clause_filter;  // landingpad: indexed like operands, 1 for a filter clause, 0 for a catch
   std::string declined;                // non-empty: the reader could not decode this body ("reader: ...")
+  // With BcModule::debug present: the location of each instruction, and the function's
+  // subprogram. Empty and absent otherwise.
+  std::vector<BcDebugLoc> debug_locs;
+  BcSubprogram subprogram;
   // Its own values: ids module_value_count + i (arguments, constants, instruction results).
   std::vector<ValueRef> values;
 };
@@ -318,6 +347,7 @@ struct BcModule {
   std::vector<ValueRef> values;
   uint32_t module_value_count = 0;
   std::vector<BcFunction> functions;  // definitions, in the order of their FUNCTION records
+  BcDebug debug;                      // known before the first body
   std::string declined;               // non-empty: the reader cannot take this module
 
   const Type& type(uint32_t id) const { return types[id]; }

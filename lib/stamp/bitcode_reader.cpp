@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bitcode_debug.h"
 #include "bitcode_ir.h"
 #include "bitcode_reader_internal.h"
 #include "bitstream.h"
@@ -1002,9 +1003,21 @@ class ModuleReader {
       case detail::kFunctionBlock:
         function_body();
         break;
+      case detail::kMetadataKindBlock:
+      case detail::kMetadataBlock:
+        // LLVM writes both before the bodies, which they are read for.
+        if (bodies_ > 0) {
+          decline(m_, "module metadata after a function body");
+          c_.skip_block();
+        } else if (id == detail::kMetadataKindBlock) {
+          debug_.read_kinds(c_);
+        } else {
+          debug_.read_module_block(c_);
+        }
+        break;
       default:
         c_.skip_block();
-        break;  // metadata, symbol tables, use lists, bundle tags...
+        break;  // symbol tables, use lists, bundle tags...
     }
   }
 
@@ -1267,23 +1280,26 @@ class ModuleReader {
   // The n-th FUNCTION_BLOCK is the body of the n-th function with a body. Module
   // values are all known by the first (module constants come before the bodies).
   void function_body() {
-    if (bodies_ == 0) {
-      m_.module_value_count = uint32_t(m_.values.size());
-      for (BcFunction& f : m_.functions) f.first_arg_value = m_.module_value_count;
-    }
+    if (bodies_ == 0) module_values_known();
     if (bodies_ >= m_.functions.size()) c_.fail("more function bodies than function definitions");
     detail::read_function_block(c_, m_, bodies_, context_);
     if (on_body_) on_body_(m_, bodies_);
     ++bodies_;
   }
 
+  // Module values and metadata come before the bodies: what they say is settled at the
+  // first body, or at the end of a module without one.
+  void module_values_known() {
+    m_.module_value_count = uint32_t(m_.values.size());
+    for (BcFunction& f : m_.functions) f.first_arg_value = m_.module_value_count;
+    debug_.finish_module(c_);
+    context_.debug = debug_.present() ? &debug_ : nullptr;
+  }
+
   // Values the module's records name, checked once every module value is known.
   void finish() {
     if (context_.module_version == 0) decline(m_, "module version 0 (names outside the string table)");
-    if (bodies_ == 0) {
-      m_.module_value_count = uint32_t(m_.values.size());
-      for (BcFunction& f : m_.functions) f.first_arg_value = m_.module_value_count;
-    }
+    if (bodies_ == 0) module_values_known();
     for (const Global& g : m_.globals) {
       if (g.initializer != kNone && g.initializer >= m_.module_value_count)
         c_.fail("initializer or target of @" + g.name + " is no module value");
@@ -1302,6 +1318,7 @@ class ModuleReader {
   std::string_view strtab_;
   AttributeReader attributes_;
   const BodyHandler& on_body_;  // called after each body (see read_bitcode)
+  detail::DebugMetadata debug_{m_};
   detail::ReaderContext context_;
   std::vector<uint64_t> ops_;
   std::vector<std::string> sections_, gc_names_;

@@ -33,10 +33,13 @@ enum BlockId : uint32_t {
   kSyncScopeNamesBlock = 26,
 };
 
+class DebugMetadata;  // bitcode_debug.h
+
 // What the module half learned that function bodies need.
 struct ReaderContext {
   uint64_t module_version = 2;                // MODULE_CODE_VERSION: 1 and 2 use relative value ids
   std::vector<std::string> sync_scope_names;  // by sync scope id; "singlethread" is single_thread
+  DebugMetadata* debug = nullptr;             // the module's metadata when it has debug information for stamp
 };
 
 // A CONSTANTS_BLOCK just entered (advance() returned kEnterBlock for it): decodes it to
@@ -46,8 +49,9 @@ struct ReaderContext {
 void read_constants_block(BitstreamCursor& cursor, BcModule& m, std::vector<ValueRef>& values, uint32_t first_id);
 
 // A FUNCTION_BLOCK just entered: decodes the body of m.functions[fn] to its END_BLOCK
-// (arguments, constants, instructions; metadata, attachments, use lists and the value
-// symbol table skipped). What it cannot decode sets m.functions[fn].declined and skips
+// (arguments, constants, instructions; with context.debug, its metadata, its
+// subprogram and its instructions' locations; use lists and the value symbol table
+// skipped). What it cannot decode sets m.functions[fn].declined and skips
 // the rest of the block.
 void read_function_block(BitstreamCursor& cursor, BcModule& m, uint32_t fn, const ReaderContext& context);
 

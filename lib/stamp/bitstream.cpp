@@ -234,7 +234,7 @@ void BitstreamCursor::enter_block() {
   if (words * 32 > limit() - pos_)
     fail("block " + std::to_string(block_id) + " of " + std::to_string(words) + " words runs past the end of the " +
          (scopes_.empty() ? "stream" : "block around it"));
-  Scope scope{uint32_t(block_id), unsigned(width), pos_ + words * 32, nullptr, 0, {}};
+  Scope scope{uint32_t(block_id), unsigned(width), pos_, pos_ + words * 32, nullptr, 0, {}};
   if (scope.block_id == kBlockInfoId) {
     block_info_target_ = kNoBlock;
     if (!block_info_->empty()) {
@@ -268,6 +268,79 @@ void BitstreamCursor::skip_block() {
   pos_ = scopes_.back().end;
   pending_record_ = 0;
   pop_scope();
+}
+
+BitstreamCursor::BlockMark BitstreamCursor::mark_block() const {
+  if (scopes_.empty()) throw KilnError(kExitInternal, path_, "mark_block at the top level");
+  BlockMark mark;
+  mark.scope_ = scopes_.back();
+  return mark;
+}
+
+uint32_t BitstreamCursor::read_record_at(BlockMark& block, uint64_t at, std::vector<uint64_t>& ops,
+                                         std::string_view* blob) {
+  if (pending_record_) throw KilnError(kExitInternal, path_, "read_record_at with a record announced and not read");
+  if (at < block.scope_.begin || at >= block.scope_.end)
+    fail("record index entry " + std::to_string(at) + " outside its block (bits " + std::to_string(block.scope_.begin) +
+         " to " + std::to_string(block.scope_.end) + ")");
+  // The marked block becomes the innermost for one record; its abbreviations are moved
+  // in and back out, not copied.
+  const uint64_t resume = pos_;
+  Scope& scope =
+      scopes_.emplace_back(block.scope_.block_id, block.scope_.abbrev_width, block.scope_.begin, block.scope_.end,
+                           block.scope_.info, block.scope_.info_abbrevs, std::vector<Abbrev>{});
+  scope.local.swap(block.scope_.local);
+  struct Restore {
+    BitstreamCursor& c;
+    BlockMark& block;
+    uint64_t resume;
+    ~Restore() {
+      c.scopes_.back().local.swap(block.scope_.local);
+      c.pop_scope();
+      c.pos_ = resume;
+      c.pending_record_ = 0;
+    }
+  } restore{*this, block, resume};
+  pos_ = at;
+  limit_ = scope.end;
+  uint32_t id = uint32_t(read(scope.abbrev_width));
+  if (id < kUnabbrevRecordId) fail("record index entry " + std::to_string(at) + " is no record");
+  pending_abbrev_ = id == kUnabbrevRecordId ? nullptr : &abbrev(id);
+  pending_record_ = id;
+  return read_record(id, ops, blob);
+}
+
+void BitstreamCursor::resume_block(BlockMark& block, uint64_t at) {
+  if (pending_record_) throw KilnError(kExitInternal, path_, "resume_block with a record announced and not read");
+  if (at < block.scope_.begin || at >= block.scope_.end)
+    fail("resuming block " + std::to_string(block.scope_.block_id) + " at bit " + std::to_string(at) + ", outside it");
+  block.outer_ = pos_;
+  block.depth_ = scopes_.size();
+  scopes_.push_back(std::move(block.scope_));
+  limit_ = scopes_.back().end;
+  pos_ = at;
+}
+
+uint64_t BitstreamCursor::leave_block(BlockMark& block) {
+  if (pending_record_) throw KilnError(kExitInternal, path_, "leave_block with a record announced and not read");
+  const uint64_t at = pos_;
+  if (scopes_.size() == block.depth_ + 1) {
+    block.scope_ = std::move(scopes_.back());
+    pop_scope();
+  } else if (scopes_.size() != block.depth_) {  // else its END_BLOCK was read, which left it
+    throw KilnError(kExitInternal, path_, "leave_block inside another block");
+  }
+  pos_ = block.outer_;
+  return at;
+}
+
+void BitstreamCursor::skip_to(uint64_t at) {
+  if (scopes_.empty() || pending_record_)
+    throw KilnError(kExitInternal, path_, "skip_to outside a block or mid-record");
+  if (at < pos_ || at > limit_)
+    fail("skip to bit " + std::to_string(at) + ", behind the cursor or past the block's end (bit " +
+         std::to_string(limit_) + ")");
+  pos_ = at;
 }
 
 AbbrevOp BitstreamCursor::read_abbrev_op() {
@@ -407,7 +480,8 @@ struct BitstreamCursor::FieldReader {
   }
 };
 
-uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob) {
+uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob,
+                                           CodeFilter wanted) {
   // define_abbrev() allows an array only second to last and a blob only last: the
   // scalars come first, the code among them.
   const AbbrevOp* first = a.data();
@@ -418,23 +492,39 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   FieldReader r{*this};
   uint64_t code = r.scalar(*first);
   if (code >= kNoBlock) r.fail("record code " + std::to_string(code) + " over 32 bits");
-  // Operands are appended to the caller's vector, whose capacity outlives the record:
-  // nothing is allocated once it has grown, and nothing is reserved from a count in the
-  // file, so a record that fails part way has taken only what it decoded.
-  for (const AbbrevOp* op = first + 1; op != tail; ++op) ops.push_back(r.scalar(*op));
+  const bool keep = !wanted || wanted(uint32_t(code));
+  if (!keep) {
+    for (const AbbrevOp* op = first + 1; op != tail; ++op) r.scalar(*op);
+  } else {
+    // Operands are appended to the caller's vector, whose capacity outlives the record:
+    // nothing is allocated once it has grown, and nothing is reserved from a count in the
+    // file, so a record that fails part way has taken only what it decoded.
+    for (const AbbrevOp* op = first + 1; op != tail; ++op) ops.push_back(r.scalar(*op));
+  }
   if (tail == end) {
     r.sync();
     return uint32_t(code);
   }
   if (tail->kind == AbbrevOp::kBlob) {
     r.sync();
-    read_blob(ops, blob);
+    std::string_view passed;
+    read_blob(ops, keep ? blob : &passed);
     return uint32_t(code);
   }
   const AbbrevOp& element = tail[1];
   uint64_t count = r.vbr(AbbrevOp{AbbrevOp::kVbr, 6});
   if (count > (limit_ - r.pos) / min_bits(element))
     r.fail("array of " + std::to_string(count) + " elements runs past the end of the block");
+  if (!keep) {
+    // Fixed-width and char6 elements are passed over at once; VBR ones one by one.
+    if (element.kind == AbbrevOp::kVbr) {
+      for (uint64_t i = 0; i < count; ++i) r.vbr(element);
+    } else {
+      r.pos += count * min_bits(element);
+    }
+    r.sync();
+    return uint32_t(code);
+  }
   // One loop per element encoding: char6 strings and fixed-width arrays are most of them.
   switch (element.kind) {
     case AbbrevOp::kFixed:
@@ -451,7 +541,7 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
   return uint32_t(code);
 }
 
-uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops) {
+uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops, CodeFilter wanted) {
   // Code, count and operands are VBR6 fields, most of a function block at debug info 2
   // (DEBUG_LOC and debug records): decoded with the position in a register, which
   // stores to `ops` would otherwise make the compiler reload.
@@ -476,12 +566,49 @@ uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops) {
   // Each operand is a VBR6 field: 6 bits at least.
   if (count > (limit - pos) / 6)
     fail("record of " + std::to_string(count) + " operands runs past the end of the block");
+  if (wanted && !wanted(uint32_t(raw_code))) {
+    skip_vbr6(count);
+    return uint32_t(raw_code);
+  }
   for (uint64_t i = 0; i < count; ++i) ops.push_back(vbr6());  // appended, as in read_abbreviated()
   pos_ = pos;
   return uint32_t(raw_code);
 }
 
+// Passes over `count` VBR6 fields, up to nine chunks a step: a chunk whose continuation
+// bit is clear ends a field. A field longer than the load, and fields near the limit,
+// go through read_vbr_slow(), which checks them.
+void BitstreamCursor::skip_vbr6(uint64_t count) {
+  constexpr uint64_t kContinues = [] {
+    uint64_t bits = 0;
+    for (unsigned end = 6; end <= 57; end += 6) bits |= uint64_t(1) << (end - 1);
+    return bits;
+  }();
+  while (count > 0) {
+    uint64_t ends = can_peek() ? ~peek(bytes_.data(), pos_) & kContinues : 0;
+    if (!ends) {
+      read_vbr_slow(6);
+      --count;
+      continue;
+    }
+    unsigned n = unsigned(std::popcount(ends));
+    if (n > count) {
+      for (uint64_t k = 1; k < count; ++k) ends &= ends - 1;  // keep the count-th end lowest
+      n = unsigned(count);
+      pos_ += unsigned(std::countr_zero(ends)) + 1;
+    } else {
+      pos_ += 64 - unsigned(std::countl_zero(ends));
+    }
+    count -= n;
+  }
+}
+
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob) {
+  return read_record(abbrev_id, ops, blob, nullptr);
+}
+
+uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob,
+                                      CodeFilter wanted) {
   if (abbrev_id != pending_record_)
     throw KilnError(kExitInternal, path_,
                     "read_record of abbreviation id " + std::to_string(abbrev_id) + ", not the record announced");
@@ -489,8 +616,8 @@ uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>&
   ops.clear();
   if (blob) *blob = {};
   // advance() found the abbreviation; none is defined between it and here.
-  uint32_t code =
-      abbrev_id == kUnabbrevRecordId ? read_unabbreviated(ops) : read_abbreviated(*pending_abbrev_, ops, blob);
+  uint32_t code = abbrev_id == kUnabbrevRecordId ? read_unabbreviated(ops, wanted)
+                                                 : read_abbreviated(*pending_abbrev_, ops, blob, wanted);
   if (scopes_.back().block_id == kBlockInfoId && code == kSetBid) {
     if (ops.empty() || ops[0] >= kNoBlock) fail("SETBID without a 32-bit block id");
     block_info_target_ = uint32_t(ops[0]);

@@ -45,6 +45,15 @@ using Abbrev = std::vector<AbbrevOp>;
 // limited to 4 per bit (plus a million), so neither time nor memory can grow faster
 // than the stream.
 class BitstreamCursor {
+  struct Scope {
+    uint32_t block_id = kNoBlock;
+    unsigned abbrev_width = 0;
+    uint64_t begin = 0, end = 0;                // bit offsets of the block's first entry and just past its END_BLOCK
+    const std::vector<Abbrev>* info = nullptr;  // BLOCKINFO's abbreviations for the block (ids 4 on)
+    size_t info_abbrevs = 0;                    // how many of them it sees: those defined before it
+    std::vector<Abbrev> local;                  // the block's own, after those
+  };
+
  public:
   // `file` as a whole (see unwrap_bitcode); it must outlive the cursor.
   BitstreamCursor(std::string_view file, std::string path);
@@ -55,12 +64,47 @@ class BitstreamCursor {
   // code; its operands replace `ops`. A blob is returned in `blob` (a view into the
   // file) or, with no `blob`, appended to `ops` byte by byte, as LLVM's reader does.
   uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob = nullptr);
+  // The same for a reader that wants few of a block's records: the code is read first,
+  // and the operands of a record whose code `wanted` refuses are passed over, not kept
+  // (`ops` and `blob` are then left empty).
+  using CodeFilter = bool (*)(uint32_t code);
+  uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob, CodeFilter wanted);
   // Leaves the innermost open block, decoding nothing more of it: jumps past its
   // END_BLOCK by the length its header gave. Right after advance() returned kEnterBlock,
   // that skips the whole block.
   void skip_block();
 
   uint64_t bit_offset() const { return pos_; }
+
+  // --- Records found by position: a block that carries an index of its own records
+  // (LLVM's METADATA_INDEX) is read where the index points, not record by record.
+  // The innermost open block as it is now: where it lies and the abbreviations defined
+  // in it so far, kept for reading its records again after it is left.
+  class BlockMark {
+    friend class BitstreamCursor;
+    Scope scope_;
+    uint64_t outer_ = 0;  // while resumed: where the cursor was, and how deep
+    size_t depth_ = 0;
+  };
+  BlockMark mark_block() const;
+  // The marked block entered again at bit `at`, one of its entries, as the innermost
+  // block: advance() and read_record() read it on (it may end) until leave_block() comes
+  // back to where the cursor was. A block skipped at first can so be read later, part by
+  // part: leave_block() returns where the reading stopped, and the mark keeps the
+  // abbreviations defined so far. No record may be announced and not read at either.
+  void resume_block(BlockMark& block, uint64_t at);
+  uint64_t leave_block(BlockMark& block);
+  // Where the marked block's first entry starts.
+  static uint64_t block_begin(const BlockMark& block) { return block.scope_.begin; }
+  // Reads the record whose abbreviation id starts at bit `at` of the marked block, and
+  // comes back to where the cursor was; no record may be announced and not read. Fails
+  // unless a record starts there (not a block, an END_BLOCK or an abbreviation).
+  uint32_t read_record_at(BlockMark& block, uint64_t at, std::vector<uint64_t>& ops, std::string_view* blob = nullptr);
+  // Moves forward to bit `at` of the innermost block, decoding nothing between (what is
+  // skipped must define no abbreviation that follows). Fails for a bit behind the cursor
+  // or past the block's end; no record may be announced and not read.
+  void skip_to(uint64_t at);
+
   size_t depth() const { return scopes_.size(); }
   // How many DEFINE_ABBREVs advance() has read so far, in all blocks.
   uint64_t abbrevs_defined() const { return abbrevs_defined_; }
@@ -74,15 +118,6 @@ class BitstreamCursor {
   static constexpr size_t kMaxDepth = 64;  // LLVM nests a few deep; a bound keeps the stack small
 
  private:
-  struct Scope {
-    uint32_t block_id;
-    unsigned abbrev_width;
-    uint64_t end;                     // bit offset just past the block's END_BLOCK
-    const std::vector<Abbrev>* info;  // BLOCKINFO's abbreviations for the block (ids 4 on)
-    size_t info_abbrevs;              // how many of them it sees: those defined before it
-    std::vector<Abbrev> local;        // the block's own, after those
-  };
-
   // Fields are read from one 8-byte load at pos_'s byte, which holds the 57 bits from
   // pos_ at least. With 64 bits left before the limit that load cannot pass the end of
   // the stream either (limit_ <= end_, the stream's size), so the common path, inline,
@@ -127,10 +162,11 @@ class BitstreamCursor {
   AbbrevOp read_abbrev_op();
   const Abbrev& abbrev(uint32_t abbrev_id) const;
   uint64_t read_scalar(const AbbrevOp& op);
-  uint32_t read_unabbreviated(std::vector<uint64_t>& ops);
+  uint32_t read_unabbreviated(std::vector<uint64_t>& ops, CodeFilter wanted);
+  void skip_vbr6(uint64_t count);
   struct FieldReader;
   void read_blob(std::vector<uint64_t>& ops, std::string_view* blob);
-  uint32_t read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob);
+  uint32_t read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob, CodeFilter wanted);
 
   std::string_view bytes_;  // the stream, magic included; a whole number of 32-bit words
   std::string path_;

@@ -137,6 +137,8 @@ class ModuleContext {
   mutable std::vector<int8_t> intrinsics_;  // intrinsic_of per global (-1: not yet known)
   bool has_vector_types = true;    // a vector type in the table (else no value is one)
   bool has_aggregate_data = true;  // an aggregate or data constant (else nothing to materialize)
+  // Per BcDebug::files number - 1, its FlatDebugInfo::files number; 0: not interned yet.
+  std::vector<uint32_t> flat_files;
 
   const Type& type(uint32_t t) const {
     if (t >= m.types.size()) throw Decline{"reader: type out of range"};
@@ -462,6 +464,7 @@ struct Materialized {
 // their memory is allocated once per module.
 struct ExportScratch {
   std::vector<uint32_t> inst_flat, load_flat;
+  std::vector<BcDebugLoc> flat_locs;  // per flat instruction of the function, with debug information
 };
 
 class FunctionExporter {
@@ -484,6 +487,7 @@ class FunctionExporter {
         mat_(mat),
         inst_flat_(scratch.inst_flat),
         load_flat_(scratch.load_flat),
+        flat_locs_(scratch.flat_locs),
         insts_(out.insts),
         operands_(out.operands),
         blocks_(out.blocks) {}
@@ -496,15 +500,19 @@ class FunctionExporter {
     base_operand_ = static_cast<uint32_t>(out_.operands.size());
     base_arg_ = static_cast<uint32_t>(out_.arg_widths.size());
     fn_index_ = static_cast<uint32_t>(out_.functions.size());
+    flat_locs_.clear();
     check_function();
     number_instructions();
     for (uint32_t b = 0; b < f_.block_count; ++b) {
       FlatBlock fb{static_cast<uint32_t>(insts_.size()), 0, fn_index_};
       for (uint32_t i = block_begin(b); i < block_end(b); ++i) {
-        if (!mat_.before.empty())
+        if (!mat_.before.empty() && !mat_.before[i].empty()) {
           for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
+          locate({});  // kiln's loads have no location
+        }
         current_ = i;
         export_inst(f_.insts[i]);
+        if (!f_.debug_locs.empty()) locate(f_.debug_locs.at(i));
       }
       fb.inst_count = static_cast<uint32_t>(insts_.size()) - fb.first_inst;
       blocks_.push_back(fb);
@@ -566,6 +574,46 @@ class FunctionExporter {
     for (uint32_t a = 0; a < f_.arg_count; ++a)
       out_.arg_widths.push_back(static_cast<uint8_t>(ctx_.scalar_width(param_type(a))));
     out_.functions.push_back(ff);
+    if (m_.debug.dwarf_version) commit_debug();
+  }
+
+  // The flat instructions emitted since the last call come from an instruction at `loc`.
+  void locate(const BcDebugLoc& loc) {
+    if (!m_.debug.dwarf_version) return;
+    while (flat_locs_.size() < insts_.size() - base_inst_) flat_locs_.push_back(loc);
+  }
+
+  // The function's subprogram and its instructions' locations; their files are interned
+  // in that order (flat_debug.h), only for a function that is stamp's.
+  void commit_debug() {
+    const BcSubprogram& sp = f_.subprogram;
+    FlatDebugFunction fd;
+    if (sp.present) {
+      fd.has_subprogram = true;
+      fd.local_to_unit = sp.local_to_unit;
+      fd.file = flat_file(sp.file);
+      fd.line = sp.line;
+      fd.scope_line = sp.scope_line;
+      fd.name = sp.name;
+      fd.linkage_name = sp.linkage_name;
+    }
+    out_.debug.functions.push_back(std::move(fd));
+    locate({});
+    out_.debug.locations.reserve(out_.debug.locations.size() + flat_locs_.size());
+    uint32_t reader = 0, flat = 0;  // the last file: a body's locations mostly share one
+    for (const BcDebugLoc& l : flat_locs_) {
+      if (l.file != reader) reader = l.file, flat = flat_file(l.file);
+      out_.debug.locations.push_back({flat, l.line, l.column});
+    }
+  }
+
+  uint32_t flat_file(uint32_t reader_file) {
+    if (reader_file == 0) return 0;
+    if (ctx_.flat_files.size() < reader_file)
+      ctx_.flat_files.resize(std::max<size_t>(reader_file, m_.debug.files.size()));
+    uint32_t& flat = ctx_.flat_files.at(reader_file - 1);
+    if (!flat) flat = intern_debug_file(out_.debug.files, m_.debug.files[reader_file - 1]);
+    return flat;
   }
 
   void reason(const std::string& r) {
@@ -1680,6 +1728,7 @@ class FunctionExporter {
   const Materialized& mat_;
   uint32_t current_ = 0;
   std::vector<uint32_t>&inst_flat_, &load_flat_;
+  std::vector<BcDebugLoc>& flat_locs_;
   std::vector<FlatInst>& insts_;
   std::vector<FlatOperand>& operands_;
   std::vector<FlatBlock>& blocks_;
@@ -2039,6 +2088,7 @@ class ModuleExporter {
     // are looked at when it is materialized.
     first_materialized_ = static_cast<uint32_t>(ctx_.globals.size());
     materializer_.emplace(ctx_);
+    debug_header();
     pinned_ = pinned_to_llvm(ctx_);
     symbol_index_.assign(ctx_.globals.size(), kNone);
   }
@@ -2133,6 +2183,20 @@ class ModuleExporter {
   }
 
  private:
+  // What the module's debug information says of the whole (functions and instructions
+  // add theirs as they are committed).
+  void debug_header() {
+    const BcDebug& d = m_.debug;
+    if (!d.dwarf_version) return;
+    FlatDebugInfo& out = out_.flat.debug;
+    out.dwarf_version = d.dwarf_version;
+    out.emission = d.emission == 1 ? DebugEmission::full : DebugEmission::line_tables;
+    out.language = d.language;
+    out.producer = d.producer;
+    out.name = d.name;
+    out.directory = d.directory;
+  }
+
   // Function declarations (and definitions without a body, which the reader refuses)
   // up to global `end`: not stamp's, in module order.
   void declarations_before(uint32_t end) {
@@ -2227,16 +2291,19 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     bc::BcFunction& f = m.functions[fn];
     if (fn + 1 < m.functions.size()) {
       bc::BcFunction& next = m.functions[fn + 1];
-      f.insts.clear(), f.operands.clear(), f.indices.clear(), f.clause_filter.clear();
+      f.insts.clear(), f.operands.clear(), f.indices.clear(), f.clause_filter.clear(), f.debug_locs.clear();
       if (next.insts.empty()) next.insts.swap(f.insts);
       if (next.operands.empty()) next.operands.swap(f.operands);
       if (next.indices.empty()) next.indices.swap(f.indices);
       if (next.clause_filter.empty()) next.clause_filter.swap(f.clause_filter);
+      if (next.debug_locs.empty()) next.debug_locs.swap(f.debug_locs);
     }
     std::vector<bc::Inst>().swap(f.insts);
     std::vector<uint32_t>().swap(f.operands);
     std::vector<uint32_t>().swap(f.indices);
     std::vector<uint8_t>().swap(f.clause_filter);
+    std::vector<bc::BcDebugLoc>().swap(f.debug_locs);
+    f.subprogram = {};
     export_seconds += lap.seconds();
   };
   bc::BcModule m = bc::read_bitcode(bitcode, path, on_body);

@@ -410,6 +410,137 @@ define i24 @odd(i24 %a) {
                    "refusals");
 }
 
+// Debug information (flat_debug.h): a module with a metadata index (its retained
+// types make it big enough) and DWARF 5, and a small one without an index, the
+// version flag or full emission, whose first compile unit is NoDebug.
+const char* kDebugIr = R"(
+%pair = type { i32, i64 }
+define i64 @f(i64 %a, i64 %b, ptr %p) !dbg !10 {
+entry:
+  %x = add i64 %a, 1, !dbg !20
+  %y = mul i64 %x, 3, !dbg !21
+  %z = add i64 %y, %b
+  %w = sub i64 %z, 1, !dbg !22
+  %v = add i64 %w, 2, !dbg !23
+  store %pair { i32 1, i64 2 }, ptr %p, align 8, !dbg !24
+  ret i64 %v, !dbg !24
+}
+define i64 @g(i64 %a) {
+  %s = add i64 %a, 7
+  ret i64 %s
+}
+define double @h(double %a) !dbg !30 {
+  %s = fadd double %a, 1.0, !dbg !31
+  ret double %s, !dbg !31
+}
+define i64 @k(i64 %a) !dbg !40 {
+  %s = add i64 %a, 5, !dbg !41
+  ret i64 %s, !dbg !42
+}
+!llvm.dbg.cu = !{!0}
+!llvm.module.flags = !{!1, !2}
+!0 = distinct !DICompileUnit(language: DW_LANG_C99, file: !3, producer: "kiln test", isOptimized: false, runtimeVersion: 0, emissionKind: FullDebug, retainedTypes: !50)
+!1 = !{i32 7, !"Dwarf Version", i32 5}
+!2 = !{i32 2, !"Debug Info Version", i32 3}
+!3 = !DIFile(filename: "a.c", directory: "/src")
+!4 = !DIFile(filename: "b.h", directory: "/src/include")
+!5 = !DIFile(filename: "c.h", directory: "/src")
+!6 = !DIFile(filename: "d.c", directory: "/elsewhere")
+!7 = !DISubroutineType(types: !8)
+!8 = !{null}
+!10 = distinct !DISubprogram(name: "f", linkageName: "f_linkage", scope: !3, file: !3, line: 10, type: !7, scopeLine: 11, spFlags: DISPFlagDefinition, unit: !0)
+!11 = distinct !DILexicalBlock(scope: !10, file: !3, line: 12, column: 3)
+!12 = !DILexicalBlockFile(scope: !11, file: !4, discriminator: 0)
+!13 = distinct !DISubprogram(name: "inl", scope: !5, file: !5, line: 1, type: !7, scopeLine: 1, spFlags: DISPFlagDefinition | DISPFlagLocalToUnit, unit: !0)
+!20 = !DILocation(line: 12, column: 5, scope: !11)
+!21 = !DILocation(line: 3, column: 9, scope: !12)
+!22 = !DILocation(line: 0, scope: !10)
+!23 = !DILocation(line: 2, column: 4, scope: !13, inlinedAt: !25)
+!24 = !DILocation(line: 14, column: 1, scope: !10)
+!25 = !DILocation(line: 13, column: 7, scope: !10)
+!30 = distinct !DISubprogram(name: "h", scope: !6, file: !6, line: 1, type: !7, scopeLine: 1, spFlags: DISPFlagDefinition, unit: !0)
+!31 = !DILocation(line: 2, column: 3, scope: !30)
+!40 = distinct !DISubprogram(name: "k", scope: !3, file: !3, line: 30, type: !7, scopeLine: 30, spFlags: DISPFlagDefinition | DISPFlagLocalToUnit, unit: !0)
+!41 = !DILocation(line: 3, column: 1, scope: !13, inlinedAt: !42)
+!42 = !DILocation(line: 31, column: 2, scope: !40)
+!50 = !{!51, !52, !53, !54, !55, !56, !57, !58, !59, !60, !61, !62, !63, !64, !65, !66, !67, !68, !69, !70}
+!51 = !DIBasicType(name: "t1", size: 8, encoding: DW_ATE_unsigned)
+!52 = !DIBasicType(name: "t2", size: 16, encoding: DW_ATE_unsigned)
+!53 = !DIBasicType(name: "t3", size: 32, encoding: DW_ATE_unsigned)
+!54 = !DIBasicType(name: "t4", size: 64, encoding: DW_ATE_unsigned)
+!55 = !DIBasicType(name: "t5", size: 8, encoding: DW_ATE_signed)
+!56 = !DIBasicType(name: "t6", size: 16, encoding: DW_ATE_signed)
+!57 = !DIBasicType(name: "t7", size: 32, encoding: DW_ATE_signed)
+!58 = !DIBasicType(name: "t8", size: 64, encoding: DW_ATE_signed)
+!59 = !DIBasicType(name: "t9", size: 32, encoding: DW_ATE_float)
+!60 = !DIBasicType(name: "t10", size: 64, encoding: DW_ATE_float)
+!61 = !DIBasicType(name: "t11", size: 8, encoding: DW_ATE_boolean)
+!62 = !DIBasicType(name: "t12", size: 32, encoding: DW_ATE_UTF)
+!63 = !DIBasicType(name: "t13", size: 8, encoding: DW_ATE_unsigned_char)
+!64 = !DIBasicType(name: "t14", size: 8, encoding: DW_ATE_signed_char)
+!65 = !DIBasicType(name: "t15", size: 128, encoding: DW_ATE_unsigned)
+!66 = !DIBasicType(name: "t16", size: 128, encoding: DW_ATE_signed)
+!67 = !DIBasicType(name: "t17", size: 16, encoding: DW_ATE_float)
+!68 = !DIBasicType(name: "t18", size: 128, encoding: DW_ATE_float)
+!69 = !DIBasicType(name: "t19", size: 16, encoding: DW_ATE_UTF)
+!70 = !DIBasicType(name: "t20", size: 64, encoding: DW_ATE_address)
+)";
+
+const char* kLineTablesIr = R"(
+define i64 @f(i64 %a) !dbg !10 {
+  %s = add i64 %a, 1, !dbg !11
+  ret i64 %s, !dbg !12
+}
+!llvm.dbg.cu = !{!9, !0}
+!llvm.module.flags = !{!2}
+!9 = distinct !DICompileUnit(language: DW_LANG_C, file: !4, producer: "unused", isOptimized: false, runtimeVersion: 0, emissionKind: NoDebug)
+!0 = distinct !DICompileUnit(language: DW_LANG_Rust, file: !3, producer: "kiln test", isOptimized: true, runtimeVersion: 0, emissionKind: LineTablesOnly)
+!2 = !{i32 2, !"Debug Info Version", i32 3}
+!3 = !DIFile(filename: "lib.rs", directory: "/crate")
+!4 = !DIFile(filename: "other.c", directory: "/other")
+!7 = !DISubroutineType(types: !8)
+!8 = !{}
+!10 = distinct !DISubprogram(name: "f", scope: !3, file: !3, line: 4, type: !7, scopeLine: 5, spFlags: DISPFlagDefinition, unit: !0)
+!11 = !DILocation(line: 5, column: 13, scope: !10)
+!12 = !DILocation(line: 6, column: 1, scope: !10)
+)";
+
+TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export]") {
+  expect_identical(std::string(kHeader) + kDebugIr, "debug information");
+  expect_identical(std::string(kHeader) + kLineTablesIr, "line tables only");
+
+  // What both routes agree on is what flat_debug.h asks for.
+  std::string bitcode = kiln_test::bitcode_from_ir(std::string(kHeader) + kDebugIr);
+  DirectExport d = export_direct(bitcode, "debug.bc", "t");
+  REQUIRE(d.declined.empty());
+  const FlatDebugInfo& debug = d.flat.debug;
+  CHECK(debug.dwarf_version == 5);
+  CHECK(debug.emission == DebugEmission::full);
+  CHECK(debug.language == 0x0c);  // DW_LANG_C99
+  CHECK(debug.producer == "kiln test");
+  CHECK((debug.name == "a.c" && debug.directory == "/src"));
+  // @h falls back: its file is not named.
+  CHECK(d.emitted_by_stamp == std::vector<bool>{true, true, false, true});
+  CHECK(debug.files == std::vector<FlatDebugFile>{{"/src", "a.c"}, {"/src/include", "b.h"}, {"/src", "c.h"}});
+  REQUIRE(debug.functions.size() == 3);
+  CHECK(debug.functions[0] == FlatDebugFunction{true, false, 1, 10, 11, "f", "f_linkage"});
+  CHECK(debug.functions[1] == FlatDebugFunction{});
+  CHECK(debug.functions[2] == FlatDebugFunction{true, true, 1, 30, 30, "k", ""});
+  REQUIRE(debug.locations.size() == d.flat.insts.size());
+  // @f: the lexical block, the block file, none, line 0, the inlined location (its own
+  // scope, not the call site), kiln's load of the constant (none), the store and ret.
+  const std::vector<FlatDebugLocation> f = {{1, 12, 5}, {2, 3, 9}, {0, 0, 0},  {1, 0, 0},
+                                            {3, 2, 4},  {0, 0, 0}, {1, 14, 1}, {1, 14, 1}};
+  CHECK(std::vector<FlatDebugLocation>(debug.locations.begin(), debug.locations.begin() + 8) == f);
+
+  std::string small = kiln_test::bitcode_from_ir(std::string(kHeader) + kLineTablesIr);
+  DirectExport lines = export_direct(small, "lines.bc", "t");
+  CHECK(lines.flat.debug.dwarf_version == 4);
+  CHECK(lines.flat.debug.emission == DebugEmission::line_tables);
+  CHECK(lines.flat.debug.language == 0x1c);  // DW_LANG_Rust, of the second unit: the first is NoDebug
+  CHECK(lines.flat.debug.name == "lib.rs");
+}
+
 TEST_CASE("direct reader: regex modules as LLVM's exporter", "[direct-export]") {
   for (const char* name : {"regex-4k.bc", "regex-18k.bc", "regex-78k.bc"}) {
     std::string path = std::string(KILN_TEST_DATA) + "/bitstream/" + name;
@@ -508,7 +639,7 @@ TEST_CASE("direct reader speed over a corpus (KILN_BITCODE_CORPUS)", "[.bench]")
       exported += d.export_seconds;
       for (const auto& v : d.verdicts) instructions += v.instructions;
     }
-    std::printf("round %d: %zu modules, %llu IR instructions, read %.3f s, export %.3f s\n", r + 1, files.size(),
+    std::printf("round %d: %zu modules, %llu IR instructions, read %.4f s, export %.4f s\n", r + 1, files.size(),
                 static_cast<unsigned long long>(instructions), read, exported);
   }
 }
@@ -635,3 +766,4 @@ define void @arg(ptr %p) {
 )",
                    "i128 refused");
 }
+

@@ -1,0 +1,480 @@
+// Metadata records (METADATA_BLOCK 15 and its kin) as MetadataLoader.cpp's
+// parseOneMetadata numbers them, decoded only as far as stamp's debug information goes.
+#include "bitcode_debug.h"
+
+#include <algorithm>
+
+#include "bitcode_reader_internal.h"
+
+namespace kiln::bc::detail {
+
+namespace {
+
+// METADATA_* record codes (LLVMBitCodes.h).
+enum MetadataCode : uint32_t {
+  kValue = 2,
+  kNode = 3,
+  kName = 4,
+  kDistinctNode = 5,
+  kKind = 6,
+  kNamedNode = 10,
+  kAttachment = 11,
+  kFile = 16,
+  kCompileUnit = 20,
+  kSubprogram = 21,
+  kLexicalBlock = 22,
+  kLexicalBlockFile = 23,
+  kStrings = 35,
+  kIndexOffset = 38,
+  kIndex = 39,
+};
+
+// The records that define the next metadata id: every one parseOneMetadata gives
+// NextMetadataNo to. METADATA_STRINGS defines one per string; NAME, KIND, NAMED_NODE,
+// GLOBAL_DECL_ATTACHMENT, the index records and unknown codes define none (LLVM
+// ignores what it does not know).
+bool defines_id(uint32_t code) {
+  return (code >= 1 && code <= 34 && code != kName && code != kKind && code != kNamedNode && code != kAttachment) ||
+      code == 37 || code == 40 || code == 41 || (code >= 44 && code <= 49);
+}
+
+// The records whose fields stamp reads; the others are counted, their operands passed
+// over. Tuples and values matter only as module flags.
+bool read_in_function(uint32_t code) {
+  return code == kStrings || code == kName || code == kKind || code == kFile || code == kSubprogram ||
+      code == kLexicalBlock || code == kLexicalBlockFile;
+}
+bool read_in_module(uint32_t code) {
+  return read_in_function(code) || code == kCompileUnit || code == kNode || code == kDistinctNode || code == kValue ||
+      code == kIndexOffset;
+}
+
+constexpr size_t kMaxIds = 0xFFFFFFF0u;                  // ids are 32-bit in LLVM
+constexpr uint64_t kLangVersioned = 1ull << 63;          // COMPILE_UNIT's language: a versioned name
+constexpr uint64_t kSpFlagsPresent = 4, kSpHasUnit = 2;  // SUBPROGRAM's first field
+constexpr uint64_t kSpFlagLocalToUnit = 4;               // DISubprogram::SPFlagLocalToUnit
+constexpr uint64_t kDebugMetadataVersion = 3;            // llvm::DEBUG_METADATA_VERSION
+
+}  // namespace
+
+void DebugMetadata::decline(const std::string& why) {
+  if (m_.declined.empty()) m_.declined = "reader: " + why;
+}
+
+void DebugMetadata::read_kinds(BitstreamCursor& c) {
+  for (;;) {
+    BitstreamEntry e = c.advance();
+    if (e.kind == BitstreamEntry::kEndBlock) return;
+    if (e.kind == BitstreamEntry::kEndOfStream) c.fail("stream ends inside the metadata kinds");
+    if (e.kind == BitstreamEntry::kEnterBlock) {
+      c.skip_block();
+      continue;
+    }
+    if (c.read_record(e.id, ops_) == kKind && kind_record()) return c.skip_block();  // one kind is enough
+  }
+}
+
+// KIND [id, name...]: stamp asks of one kind only. True when this is it.
+bool DebugMetadata::kind_record() {
+  static constexpr std::string_view kDbg = "dbg";
+  if (ops_.size() != 1 + kDbg.size() || !std::equal(kDbg.begin(), kDbg.end(), ops_.begin() + 1)) return false;
+  dbg_kind_ = ops_[0];
+  return true;
+}
+
+void DebugMetadata::read_module_block(BitstreamCursor& c) {
+  if (++module_blocks_ > 1) {
+    // LLVM writes one; a second would continue the numbering after records the
+    // first one's index may have left unread.
+    decline("a second module-level metadata block");
+    return c.skip_block();
+  }
+  read_block(c, true);
+}
+
+// A body's block is passed over where it stands and read when one of its ids is first
+// needed, only as far as that id: the scopes locations name come early (LLVM writes
+// distinct nodes before uniqued ones), the variables, types and locations of the debug
+// records after them, unread.
+void DebugMetadata::read_function_block(BitstreamCursor& c) {
+  BitstreamCursor::BlockMark mark = c.mark_block();
+  const uint64_t begin = BitstreamCursor::block_begin(mark);
+  deferred_.push_back({std::move(mark), begin});
+  c.skip_block();
+}
+
+void DebugMetadata::read_deferred(BitstreamCursor& c, uint64_t id) {
+  while (entries_.size() <= id && read_deferred_ < deferred_.size()) {
+    Deferred& d = deferred_[read_deferred_];
+    c.resume_block(d.block, d.at);
+    const bool ended = read_block(c, false, id);
+    d.at = c.leave_block(d.block);
+    if (ended) ++read_deferred_;
+  }
+}
+
+// Reads records to the block's END_BLOCK (true), or until id `until` is defined.
+bool DebugMetadata::read_block(BitstreamCursor& c, bool module_level, uint64_t until) {
+  while (entries_.size() <= until) {
+    BitstreamEntry e = c.advance();
+    if (e.kind == BitstreamEntry::kEndBlock) return true;
+    if (e.kind == BitstreamEntry::kEndOfStream) c.fail("stream ends inside a metadata block");
+    if (e.kind == BitstreamEntry::kEnterBlock) {
+      c.skip_block();
+      continue;
+    }
+    std::string_view blob;
+    const auto read = module_level ? read_in_module : read_in_function;
+    uint32_t code = c.read_record(e.id, ops_, &blob, read);
+    switch (code) {
+      case kStrings:
+        strings(c, blob);
+        break;
+      case kName:
+        named_node(c);
+        break;
+      case kKind:
+        kind_record();  // older files keep the kinds here
+        break;
+      case kIndexOffset:
+        if (module_level) index(c);  // LLVM's reader uses a module's index only
+        break;
+      default:
+        if (!defines_id(code)) break;
+        if (entries_.size() >= kMaxIds) c.fail("more metadata than 32-bit ids number");
+        entries_.push_back(read(code) ? decode(c, code) : Entry{Kind::kOther, 0});
+        break;
+    }
+  }
+  return false;
+}
+
+// STRINGS [count, offset to the bytes] and a blob: the strings take the next `count`
+// ids. Their lengths are decoded when one of them is first used.
+void DebugMetadata::strings(BitstreamCursor& c, std::string_view blob) {
+  if (ops_.size() != 2 || ops_[0] == 0 || ops_[1] > blob.size()) c.fail("invalid metadata strings record");
+  // Each length takes six bits at least: a count the lengths cannot hold is corrupt.
+  if (ops_[0] > ops_[1] * 8 / 6 || entries_.size() + ops_[0] > kMaxIds) c.fail("metadata strings record of too many");
+  Strings s{uint32_t(entries_.size()), uint32_t(ops_[0]), blob.substr(0, ops_[1]), blob.substr(ops_[1]), {}};
+  entries_.insert(entries_.end(), s.count, Entry{Kind::kString, uint32_t(strings_.size())});
+  strings_.push_back(std::move(s));
+}
+
+// NAME [chars] and then NAMED_NODE [node ids]: two named nodes are stamp's.
+void DebugMetadata::named_node(BitstreamCursor& c) {
+  std::string name(ops_.begin(), ops_.end());
+  BitstreamEntry e = c.advance();
+  if (e.kind != BitstreamEntry::kRecord || c.read_record(e.id, ops_) != kNamedNode)
+    c.fail("METADATA_NAME not followed by METADATA_NAMED_NODE");
+  std::vector<uint32_t>* named = name == "llvm.dbg.cu" ? &units_named_
+      : name == "llvm.module.flags"                    ? &flags_named_
+                                                       : nullptr;
+  if (!named) return;
+  for (uint64_t id : ops_) {
+    if (id >= kMaxIds) c.fail("named metadata operand out of range");
+    named->push_back(uint32_t(id));
+  }
+}
+
+// INDEX_OFFSET [low 32 bits, high 32 bits]: how far METADATA_INDEX lies past this
+// record's end. The index holds, delta by delta from there, where each record up to it
+// starts, one per id after the strings: those records are left unread and the cursor
+// moves on to the index, after which come the named nodes.
+void DebugMetadata::index(BitstreamCursor& c) {
+  if (ops_.size() != 2) c.fail("invalid metadata index offset record");
+  const uint64_t begin = c.bit_offset(), offset = ops_[0] + (ops_[1] << 32);
+  if (offset > ~uint64_t(0) - begin) c.fail("metadata index offset out of range");
+  indexed_block_ = c.mark_block();
+  c.skip_to(begin + offset);
+  BitstreamEntry e = c.advance();
+  if (e.kind != BitstreamEntry::kRecord || c.read_record(e.id, ops_) != kIndex)
+    c.fail("metadata index offset points to no METADATA_INDEX record");
+  if (entries_.size() + ops_.size() > kMaxIds) c.fail("metadata index of too many records");
+  uint64_t at = begin;
+  for (uint64_t delta : ops_) {
+    if (delta >= begin + offset - at) c.fail("metadata index entry past the index");
+    at += delta;
+    entries_.push_back({Kind::kUnread, uint32_t(positions_.size())});
+    positions_.push_back(at);
+  }
+}
+
+// A record that defines an id, in ops_: what stamp keeps of it.
+DebugMetadata::Entry DebugMetadata::decode(BitstreamCursor& c, uint32_t code) {
+  auto id_field = [&](size_t i) {
+    if (ops_[i] >= kMaxIds) c.fail("metadata operand " + std::to_string(ops_[i]) + " out of range");
+    return uint32_t(ops_[i]);
+  };
+  switch (code) {
+    case kFile:  // [distinct, filename, directory, (checksum kind, checksum), (source)]
+      if (ops_.size() != 3 && ops_.size() != 5 && ops_.size() != 6) c.fail("invalid DIFile record");
+      files_.push_back({id_field(1), id_field(2)});
+      return {Kind::kFile, uint32_t(files_.size() - 1)};
+    case kLexicalBlock:      // [distinct, scope, file, line, column]
+    case kLexicalBlockFile:  // [distinct, scope, file, discriminator]
+      if (ops_.size() != (code == kLexicalBlock ? 5u : 4u)) c.fail("invalid lexical block record");
+      return {Kind::kBlock, id_field(2)};
+    case kSubprogram:
+      return subprogram(c);
+    case kCompileUnit:
+      return unit(c);
+    case kNode:
+    case kDistinctNode:
+      return node();
+    case kValue:  // [type, value id]
+      if (ops_.size() != 2) c.fail("invalid metadata value record");
+      return ops_[1] < kMetadataOperand ? Entry{Kind::kValue, uint32_t(ops_[1])} : Entry{Kind::kOther, 0};
+    default:
+      return {Kind::kOther, 0};
+  }
+}
+
+// SUBPROGRAM [flags, scope, name, linkage name, file, line, type, ...]. Since LLVM 8
+// (flag 4) its DISPFlags are field 9 and the scope line field 7; before, field 7 says
+// local-to-unit and the scope line is field 9.
+DebugMetadata::Entry DebugMetadata::subprogram(BitstreamCursor& c) {
+  if (ops_.size() < 18 || ops_.size() > 22) c.fail("invalid DISubprogram record");
+  const bool sp_flags = ops_[0] & kSpFlagsPresent, has_unit = ops_[0] & kSpHasUnit;
+  if (sp_flags ? !has_unit : has_unit && ops_.size() < 19) c.fail("invalid DISubprogram record");
+  if (!sp_flags && !has_unit && ops_.size() >= 19) {
+    // A subprogram that names its function (before LLVM 4.0): LLVM attaches it there.
+    decline("a subprogram that names its function (debug information before LLVM 4)");
+    return {Kind::kOther, 0};
+  }
+  for (size_t i : {2, 3, 4})
+    if (ops_[i] >= kMaxIds) c.fail("DISubprogram operand out of range");
+  Subprogram s{uint32_t(ops_[2]),
+               uint32_t(ops_[3]),
+               uint32_t(ops_[4]),
+               uint32_t(ops_[5]),
+               uint32_t(ops_[sp_flags ? 7 : 9]),
+               sp_flags ? (ops_[9] & kSpFlagLocalToUnit) != 0 : ops_[7] != 0};
+  subprograms_.push_back(s);
+  return {Kind::kSubprogram, uint32_t(subprograms_.size() - 1)};
+}
+
+// COMPILE_UNIT [distinct, language, file, producer, optimized, flags, runtime version,
+// split file, emission kind, ...].
+DebugMetadata::Entry DebugMetadata::unit(BitstreamCursor& c) {
+  if (ops_.size() < 14 || ops_.size() > 23) c.fail("invalid DICompileUnit record");
+  if (ops_[2] >= kMaxIds || ops_[3] >= kMaxIds) c.fail("DICompileUnit operand out of range");
+  units_.push_back({ops_[1], ops_[8], uint32_t(ops_[2]), uint32_t(ops_[3])});
+  return {Kind::kUnit, uint32_t(units_.size() - 1)};
+}
+
+// NODE [ids + 1]: a module flag is {behaviour, key, value}; more operands are not needed.
+DebugMetadata::Entry DebugMetadata::node() {
+  Entry e{Kind::kNode, uint32_t(node_ops_.size())};
+  size_t kept = std::min<size_t>(ops_.size(), 3);
+  node_ops_.push_back(uint32_t(kept));
+  for (size_t i = 0; i < kept; ++i) node_ops_.push_back(uint32_t(std::min<uint64_t>(ops_[i], kMaxIds)));
+  return e;
+}
+
+// Metadata `id`, read from the module block first if the index left it unread.
+DebugMetadata::Entry DebugMetadata::entry(BitstreamCursor& c, uint64_t id) {
+  if (id >= entries_.size()) read_deferred(c, id);
+  if (id >= entries_.size()) c.fail("metadata id " + std::to_string(id) + " is never defined");
+  if (entries_[id].kind != Kind::kUnread) return entries_[id];
+  std::string_view blob;
+  uint32_t code = c.read_record_at(indexed_block_, positions_[entries_[id].index], ops_, &blob);
+  if (!defines_id(code) || code == kStrings)
+    c.fail("metadata index entry of record code " + std::to_string(code) + ", which defines no id");
+  Entry e = decode(c, code);
+  entries_[id] = e;
+  return e;
+}
+
+// The string of a name field (id + 1); "" for none, as LLVM's getStringOperand gives.
+std::string DebugMetadata::string(BitstreamCursor& c, uint32_t id_plus_one) {
+  if (id_plus_one == 0) return {};
+  Entry e = entry(c, id_plus_one - 1);
+  if (e.kind != Kind::kString) {
+    decline("a debug information name that is no string");
+    return {};
+  }
+  Strings& s = strings_[e.index];
+  const uint32_t i = id_plus_one - 1 - s.first_id;
+  while (s.ends.size() <= i) s.ends.push_back(next_end(c, s));
+  uint32_t begin = i ? s.ends[i - 1] : 0;
+  return std::string(s.chars.substr(begin, s.ends[i] - begin));
+}
+
+// Where the next string of `s` ends in its bytes: its length is the next VBR6 field of
+// `lengths`, packed from bit 0 as LLVM's writer packs them.
+uint32_t DebugMetadata::next_end(BitstreamCursor& c, Strings& s) {
+  uint64_t length = 0;
+  for (unsigned shift = 0;; shift += 5) {
+    if (uint64_t(s.lengths.size()) * 8 - s.bit < 6) c.fail("metadata string lengths run past their bytes");
+    if (shift > 30) c.fail("metadata string length over 32 bits");
+    const size_t byte = size_t(s.bit / 8);
+    unsigned pair = uint8_t(s.lengths[byte]);
+    if (byte + 1 < s.lengths.size()) pair |= unsigned(uint8_t(s.lengths[byte + 1])) << 8;
+    const unsigned chunk = (pair >> (s.bit % 8)) & 63;
+    s.bit += 6;
+    length |= uint64_t(chunk & 31) << shift;
+    if (!(chunk & 32)) break;
+  }
+  const uint64_t end = (s.ends.empty() ? 0 : s.ends.back()) + length;
+  if (end > s.chars.size()) c.fail("metadata strings run past their bytes");
+  return uint32_t(end);
+}
+
+// A scope's or subprogram's file (id + 1) as a BcDebug::files number, 0 for none.
+uint32_t DebugMetadata::reader_file(BitstreamCursor& c, uint32_t id_plus_one) {
+  if (id_plus_one == 0) return 0;
+  Entry e = entry(c, id_plus_one - 1);
+  if (e.kind != Kind::kFile) {
+    decline("a debug scope's file that is no DIFile");
+    return 0;
+  }
+  if (files_[e.index].reader_file) return files_[e.index].reader_file;
+  const File f = files_[e.index];  // the strings below may read records into files_
+  FlatDebugFile named{string(c, f.directory), string(c, f.name)};
+  m_.debug.files.push_back(std::move(named));
+  return files_[e.index].reader_file = uint32_t(m_.debug.files.size());
+}
+
+// A ConstantInt's value, zero-extended (LLVM's getZExtValue); false for any other value.
+bool DebugMetadata::integer_value(uint32_t value_id, uint64_t& value) const {
+  if (value_id >= m_.module_value_count || value_id >= m_.values.size()) return false;
+  const ValueRef& r = m_.values[value_id];
+  if (r.kind != ValueKind::kConstant || r.index >= m_.constants.size() || r.type >= m_.types.size() ||
+      m_.types[r.type].kind != TypeKind::kInteger)
+    return false;
+  const Constant& k = m_.constants[r.index];
+  if (k.kind == ConstKind::kNull) return value = 0, true;
+  if (k.kind != ConstKind::kInteger || k.words.empty()) return false;
+  value = k.words[0];
+  return true;
+}
+
+// Module::getModuleFlag: the value of the first valid flag {behaviour, key, value} of
+// `key` (a behaviour is an integer from Error, 1, to Min, 8); false when there is none.
+bool DebugMetadata::flag(BitstreamCursor& c, std::string_view key, Entry& value) {
+  constexpr uint64_t kFirstBehaviour = 1, kLastBehaviour = 8;
+  for (uint32_t id : flags_named_) {
+    Entry flag = entry(c, id);
+    if (flag.kind != Kind::kNode || node_ops_[flag.index] < 3) continue;
+    // Behaviour, key, value (ids + 1), copied: reading them may add to node_ops_.
+    const uint32_t ops[3] = {node_ops_[flag.index + 1], node_ops_[flag.index + 2], node_ops_[flag.index + 3]};
+    uint64_t behaviour = 0;
+    Entry b = ops[0] ? entry(c, ops[0] - 1) : Entry{Kind::kOther, 0};
+    if (b.kind != Kind::kValue || !integer_value(b.index, behaviour) || behaviour < kFirstBehaviour ||
+        behaviour > kLastBehaviour)
+      continue;
+    if (ops[1] == 0 || entry(c, ops[1] - 1).kind != Kind::kString || string(c, ops[1]) != key) continue;
+    value = ops[2] ? entry(c, ops[2] - 1) : Entry{Kind::kOther, 0};
+    return true;
+  }
+  return false;
+}
+
+void DebugMetadata::finish_module(BitstreamCursor& c) {
+  read_header(c);
+  module_ids_ = entries_.size();
+  module_strings_ = strings_.size();
+}
+
+// What LLVM's exporter reads of the module: the first compile unit that is not NoDebug
+// (Module::debug_compile_units skips those) and the DWARF version (getDwarfVersion, 4
+// for none or 0). LLVM's reader drops all debug information of a "Debug Info Version"
+// other than its own (UpgradeDebugInfo): such a module has none here either.
+void DebugMetadata::read_header(BitstreamCursor& c) {
+  Entry v;
+  uint64_t version = 0, dwarf = 0;
+  if (!flag(c, "Debug Info Version", v) || v.kind != Kind::kValue || !integer_value(v.index, version) ||
+      version != kDebugMetadataVersion)
+    return;
+  const Unit* unit = nullptr;
+  for (uint32_t id : units_named_) {
+    Entry e = entry(c, id);
+    if (e.kind != Kind::kUnit) return decline("!llvm.dbg.cu names what is no compile unit");
+    if (units_[e.index].emission != 0) {
+      unit = &units_[e.index];
+      break;
+    }
+  }
+  if (!unit) return;
+  const Unit u = *unit;  // the strings below may read records into units_
+  if (u.emission > 3) return decline("compile unit of emission kind " + std::to_string(u.emission));
+  if (flag(c, "Dwarf Version", v) && !(v.kind == Kind::kValue && integer_value(v.index, dwarf)))
+    return decline("a \"Dwarf Version\" flag that is no integer");
+  BcDebug& d = m_.debug;
+  d.emission = uint8_t(u.emission);
+  d.language = u.language & kLangVersioned ? 0 : uint16_t(u.language);
+  d.producer = string(c, u.producer);
+  if (u.file) {
+    Entry f = entry(c, u.file - 1);
+    if (f.kind != Kind::kFile) return decline("a compile unit's file that is no DIFile");
+    const File file = files_[f.index];
+    d.name = string(c, file.name);
+    d.directory = string(c, file.directory);
+  }
+  d.dwarf_version = uint32_t(dwarf) ? uint32_t(dwarf) : 4;
+}
+
+void DebugMetadata::read_attachments(BitstreamCursor& c, BcFunction& f) {
+  uint64_t sp = ~uint64_t(0);
+  for (;;) {
+    BitstreamEntry e = c.advance();
+    if (e.kind == BitstreamEntry::kEndBlock) break;
+    if (e.kind == BitstreamEntry::kEndOfStream) c.fail("stream ends inside metadata attachments");
+    if (e.kind == BitstreamEntry::kEnterBlock) {
+      c.skip_block();
+      continue;
+    }
+    if (c.read_record(e.id, ops_) != kAttachment) continue;
+    if (ops_.empty()) c.fail("empty metadata attachment record");
+    // [kind, node]* attaches to the function; an odd count, to an instruction.
+    if (ops_.size() % 2 == 0)
+      for (size_t i = 0; i < ops_.size() && sp == ~uint64_t(0); i += 2)
+        if (ops_[i] == dbg_kind_) sp = ops_[i + 1];
+  }
+  if (sp == ~uint64_t(0)) return;
+  Entry e = entry(c, sp);
+  if (e.kind != Kind::kSubprogram) return decline("a function's !dbg that is no subprogram");
+  const Subprogram s = subprograms_[e.index];
+  BcSubprogram& out = f.subprogram;
+  out.present = true;
+  out.local_to_unit = s.local_to_unit;
+  out.file = reader_file(c, s.file);
+  out.line = s.line;
+  out.scope_line = s.scope_line;
+  out.name = string(c, s.name);
+  out.linkage_name = string(c, s.linkage_name);
+}
+
+// DEBUG_LOC's DILocation: line and column as DILocation keeps them (a column past 16
+// bits is unknown), the file of its scope.
+BcDebugLoc DebugMetadata::location(BitstreamCursor& c, uint64_t line, uint64_t column, uint64_t scope_plus_one) {
+  if (scope_plus_one == 0 || scope_plus_one > kMaxIds) c.fail("debug location without a scope");
+  if (scope_plus_one != located_scope_) {
+    Entry scope = entry(c, scope_plus_one - 1);
+    uint32_t file_id;
+    if (scope.kind == Kind::kSubprogram) file_id = subprograms_[scope.index].file;
+    else if (scope.kind == Kind::kBlock) file_id = scope.index;
+    else {
+      decline("a debug location's scope that is no subprogram or lexical block");
+      return {};
+    }
+    located_file_ = reader_file(c, file_id);
+    located_scope_ = scope_plus_one;
+  }
+  const uint32_t file = located_file_;
+  if (!file) return {};
+  uint32_t col = uint32_t(column);
+  return {file, uint32_t(line), col >= 0x10000 ? 0 : col};
+}
+
+// The body's ids go; what they decoded into files_ and subprograms_ stays, next to
+// what the module's own records, read from the index while the body was read, put there.
+void DebugMetadata::end_function() {
+  located_scope_ = 0;
+  deferred_.clear();
+  read_deferred_ = 0;
+  entries_.resize(module_ids_);
+  strings_.resize(module_strings_);
+}
+
+}  // namespace kiln::bc::detail
