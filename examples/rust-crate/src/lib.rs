@@ -123,6 +123,15 @@ pub fn sort_by_key_desc<T: Clone, K: Ord, F: Fn(&T) -> K>(items: &[T], key: F) -
     v
 }
 
+/// Panics `depth` calls down: `kiln-example --panic` with RUST_BACKTRACE=1 prints a
+/// backtrace, which kiln's tests compare between builds.
+pub fn panic_at_depth(depth: u32) -> u32 {
+    if depth == 0 {
+        panic!("panic at depth 0");
+    }
+    panic_at_depth(depth - 1) + 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

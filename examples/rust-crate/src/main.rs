@@ -1,6 +1,9 @@
 use kiln_example::*;
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("--panic") {
+        panic_at_depth(3);
+    }
     let text = "the quick brown fox jumps over the lazy dog The End";
     for (word, n) in word_counts(text) {
         println!("{word}: {n}");
