@@ -218,10 +218,11 @@ class FunctionExporter {
 
   // The site of a call to `callee` inlined at `at`, in flat_debug.h's order: its parent
   // site, the callee, the call's file, then the site.
-  static uint32_t inline_site(FlatDebugInfo& d, const DISubprogram* callee, const DILocation* at) {
+  static uint32_t inline_site(FlatDebugInfo& d, const DISubprogram* callee, const DILocation* at,
+                              uint32_t depth = 1) {
     FlatDebugInlineSite site;
-    if (const DILocation* outer = at->getInlinedAt())
-      site.parent = inline_site(d, at->getScope()->getSubprogram(), outer);
+    if (const DILocation* outer = at->getInlinedAt(); outer && depth < kMaxDebugNesting)
+      site.parent = inline_site(d, at->getScope()->getSubprogram(), outer, depth + 1);
     site.callee = intern_debug_record(d.inlined, describe_subprogram(d, callee));
     if (const DIFile* file = at->getScope()->getFile()) site.call_file = debug_file(d, file);
     site.call_line = at->getLine();
@@ -230,12 +231,12 @@ class FunctionExporter {
   }
 
   // A subprogram's scope as flat_debug.h interns it: outermost first.
-  static uint32_t debug_scope(std::vector<FlatDebugScope>& scopes, const DIScope* s) {
+  static uint32_t debug_scope(std::vector<FlatDebugScope>& scopes, const DIScope* s, uint32_t depth = 1) {
     FlatDebugScope scope;
     if (auto* ns = dyn_cast_or_null<DINamespace>(s)) scope.tag = kDwarfTagNamespace, scope.name = ns->getName().str();
     else if (auto* type = dyn_cast_or_null<DICompositeType>(s)) scope.tag = type->getTag(), scope.name = type->getName().str();
     else return 0;
-    scope.parent = debug_scope(scopes, s->getScope());
+    if (depth < kMaxDebugNesting) scope.parent = debug_scope(scopes, s->getScope(), depth + 1);
     return intern_debug_scope(scopes, scope);
   }
 

@@ -60,6 +60,8 @@ cp "$S/m.bc" tests/data/bitstream/*.bc "$S/bitstream/"  # rustc's modules too, f
 cp "$S/c/modules.jsonl" "$S/records/modules.jsonl"
 cp "$S/c/kiln-corpus.json" "$S/records/manifest.json"
 "$B/tools/kiln-emit" "$S/m.bc" -o "$S/m.o" --backend stamp --export-flat "$S/flat/m.flat" >/dev/null
+# A rustc module with debug information: the flat file's debug section, and the DWARF.
+"$B/tools/kiln-emit" tests/data/bitstream/regex-4k.bc --export-flat "$S/flat/regex-4k.flat" >/dev/null
 # fuzz_elf_combine's seeds: stamp's object of m and LLVM's of a module that uses it (a
 # comdat, exception handling), each pair as the target reads it: the first object's
 # length in 4 bytes (little-endian), then both objects.
@@ -101,10 +103,10 @@ pair_seed "$S/m.o" "$S/u.o" > "$S/combine/m-u"
 pair_seed "$S/u.o" "$S/m.o" > "$S/combine/u-m"
 
 total=0
-# fuzz_stamp_output's seed: an output with no functions (KSO1, nine empty arrays, five
+# fuzz_stamp_output's seed: an output with no functions (KSO2, ten empty arrays, five
 # stage times and the launch count, all zero), as the stamp service sends it.
 mkdir -p "$S/output"
-{ printf 'KSO1'; head -c 120 /dev/zero; } > "$S/output/empty"
+{ printf 'KSO2'; head -c 128 /dev/zero; } > "$S/output/empty"
 
 for t in ${TARGETS:-fuzz_records fuzz_flat_file fuzz_bitcode fuzz_bitstream fuzz_direct_reader fuzz_elf_combine fuzz_stamp_output}; do
   seeds=$S/records

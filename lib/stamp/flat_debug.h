@@ -107,6 +107,12 @@ inline uint32_t intern_debug_file(std::vector<FlatDebugFile>& files, const FlatD
   return static_cast<uint32_t>(files.size());
 }
 
+// How deep scope chains and inlined calls may nest: real code stays far below (a few
+// dozen), and the DWARF writer recurses once per level. An exporter cuts a longer chain
+// at this depth (the scope or site there gets parent 0), so hostile metadata (a chain
+// that loops, say) cannot exhaust the stack; check_flat_module refuses a deeper one.
+constexpr uint32_t kMaxDebugNesting = 256;
+
 template <class T>
 uint32_t intern_debug_record(std::vector<T>& records, const T& r) {
   for (size_t i = records.size(); i-- > 0;)

@@ -165,6 +165,23 @@ const char* check_owners_and_operands(const FlatModuleData& f) {
   return nullptr;
 }
 
+// Parents before their children, and no chain deeper than kMaxDebugNesting.
+const char* debug_nesting_defect(const FlatDebugInfo& d) {
+  std::vector<uint32_t> depth(d.scopes.size());
+  for (size_t s = 0; s < d.scopes.size(); ++s) {
+    if (d.scopes[s].parent > s) return "debug scope's parent not before it";
+    depth[s] = d.scopes[s].parent ? depth[d.scopes[s].parent - 1] + 1 : 1;
+    if (depth[s] > kMaxDebugNesting) return "debug scopes nested too deep";
+  }
+  depth.assign(d.inline_sites.size(), 0);
+  for (size_t s = 0; s < d.inline_sites.size(); ++s) {
+    if (d.inline_sites[s].parent > s) return "inline site's parent not before it";
+    depth[s] = d.inline_sites[s].parent ? depth[d.inline_sites[s].parent - 1] + 1 : 1;
+    if (depth[s] > kMaxDebugNesting) return "inline sites nested too deep";
+  }
+  return nullptr;
+}
+
 // The debug information is all or nothing, one entry per function and instruction, and
 // names only files it lists; the DWARF writer indexes by these without checking again.
 const char* check_debug_info(const FlatModuleData& f) {
@@ -183,16 +200,13 @@ const char* check_debug_info(const FlatModuleData& f) {
       if (fn.file > d.files.size()) return "debug file out of range";
       if (fn.scope > d.scopes.size()) return "debug scope out of range";
     }
+  if (const char* defect = debug_nesting_defect(d)) return defect;
   // A site's parent comes before it (no cycles), as the exporters intern them.
   for (size_t s = 0; s < d.inline_sites.size(); ++s) {
     const FlatDebugInlineSite& site = d.inline_sites[s];
-    if (site.parent > s) return "inline site's parent not before it";
     if (site.callee == 0 || site.callee > d.inlined.size()) return "inline site's callee out of range";
     if (site.call_file > d.files.size()) return "debug file out of range";
   }
-  // A scope's parent comes before it, so the scopes form a tree (no cycles).
-  for (size_t s = 0; s < d.scopes.size(); ++s)
-    if (d.scopes[s].parent > s) return "debug scope's parent not before it";
   for (const FlatDebugLocation& l : d.locations) {
     if (l.file > d.files.size()) return "debug file out of range";
     if (l.inline_site > d.inline_sites.size()) return "inline site out of range";
@@ -201,6 +215,8 @@ const char* check_debug_info(const FlatModuleData& f) {
 }
 
 }  // namespace
+
+const char* check_debug_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug); }
 
 std::string check_flat_module(const FlatModuleData& flat) {
   // In this order: each check relies on the indices the ones before it checked.

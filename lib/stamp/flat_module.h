@@ -81,5 +81,9 @@ struct FlatModuleData {
 // 1 GiB. Empty when so, else the first defect found (a short fixed text). Every
 // producer's output should pass it; read_flat_file refuses a file that does not.
 std::string check_flat_module(const FlatModuleData& flat);
+// The part of it the DWARF writer relies on (it recurses along these chains): every
+// scope's and inline site's parent before it, no chain deeper than kMaxDebugNesting.
+// nullptr when so.
+const char* check_debug_nesting(const FlatDebugInfo& debug);
 
 }  // namespace kiln

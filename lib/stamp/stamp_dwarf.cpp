@@ -154,6 +154,7 @@ class DwarfBuilder {
   void check_offsets() const {
     if (code_.inst_offset.size() != flat_.insts.size() || code_.code_size.size() != flat_.functions.size())
       fail("stamp's output has no instruction offsets for this module's debug information");
+    if (const char* defect = check_debug_nesting(d_)) fail(std::string("debug information: ") + defect);
     for (size_t fn = 0; fn < flat_.functions.size(); ++fn) {
       const FlatFunction& f = flat_.functions[fn];
       uint32_t previous = 0;

@@ -156,6 +156,10 @@ TEST_CASE("stamp DWARF: the flat file carries the debug information, and refuses
   bad = flat;
   bad.debug.scopes[0].parent = 2;
   CHECK(check_flat_module(bad) == "debug scope's parent not before it");
+  bad = flat;  // a chain of scopes deeper than the writer recurses
+  for (uint32_t s = 0; s <= kMaxDebugNesting; ++s)
+    bad.debug.scopes.push_back({static_cast<uint32_t>(bad.debug.scopes.size()), kDwarfTagNamespace, "deep"});
+  CHECK(check_flat_module(bad) == "debug scopes nested too deep");
   bad = flat;
   bad.debug.dwarf_version = 0;
   CHECK(check_flat_module(bad) == "debug information without a version");
