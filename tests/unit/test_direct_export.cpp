@@ -523,14 +523,14 @@ TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export
   CHECK(d.emitted_by_stamp == std::vector<bool>{true, true, false, true});
   CHECK(debug.files == std::vector<FlatDebugFile>{{"/src", "a.c"}, {"/src/include", "b.h"}, {"/src", "c.h"}});
   REQUIRE(debug.functions.size() == 3);
-  CHECK(debug.functions[0] == FlatDebugFunction{true, false, 1, 10, 11, "f", "f_linkage"});
+  CHECK(debug.functions[0] == FlatDebugFunction{true, false, 0, 1, 10, 11, "f", "f_linkage"});
   CHECK(debug.functions[1] == FlatDebugFunction{});
-  CHECK(debug.functions[2] == FlatDebugFunction{true, true, 1, 30, 30, "k", ""});
+  CHECK(debug.functions[2] == FlatDebugFunction{true, true, 0, 1, 30, 30, "k", ""});
   REQUIRE(debug.locations.size() == d.flat.insts.size());
   // @f: the lexical block, the block file, none, line 0, the inlined location (its own
   // scope, not the call site), kiln's load of the constant (none), the store and ret.
   const std::vector<FlatDebugLocation> f = {{1, 12, 5}, {2, 3, 9}, {0, 0, 0},  {1, 0, 0},
-                                            {3, 2, 4},  {0, 0, 0}, {1, 14, 1}, {1, 14, 1}};
+                                            {3, 2, 4, 1}, {0, 0, 0}, {1, 14, 1}, {1, 14, 1}};
   CHECK(std::vector<FlatDebugLocation>(debug.locations.begin(), debug.locations.begin() + 8) == f);
 
   std::string small = kiln_test::bitcode_from_ir(std::string(kHeader) + kLineTablesIr);
