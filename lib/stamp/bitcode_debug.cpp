@@ -60,11 +60,11 @@ constexpr uint64_t kSpFlagsPresent = 4, kSpHasUnit = 2;  // SUBPROGRAM's first f
 constexpr uint64_t kSpFlagLocalToUnit = 4;               // DISubprogram::SPFlagLocalToUnit
 constexpr uint64_t kDebugMetadataVersion = 3;            // llvm::DEBUG_METADATA_VERSION
 constexpr uint16_t kTagNamespace = 0x39;                 // DW_TAG_namespace
-// How deep scope chains and inlined calls may nest: real code stays at a few dozen.
-// LLVM's exporter is to cut deeper chains (flat_debug.h's kMaxDebugNesting, 256); the
-// reader declines them, and loops, rather than follow it there.
+// How deep scope chains and inlined calls may nest: real code stays at a few dozen. A
+// deeper chain, or a loop (which LLVM's exporter would follow without end), declines
+// the module rather than have the reader guess where an exporter cuts it.
 constexpr unsigned kMaxNesting = 256;
-constexpr uint32_t kResolving = ~0u;  // a reader_* cache while its entry is being made
+constexpr uint32_t kResolving = ~0u;     // a reader_* cache while its entry is being made
 constexpr uint32_t kMaxColumn = 0xFFFF;  // DILocation keeps 16 bits of column; more is unknown (0)
 
 }  // namespace

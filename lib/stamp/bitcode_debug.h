@@ -89,7 +89,7 @@ class DebugMetadata {
   };
   struct Location {
     uint32_t line, column, scope, inlined_at;  // scope and inlined_at: ids + 1
-    uint32_t reader_call = 0;  // its BcDebug::calls number once an inlined location reached it
+    uint32_t reader_call = 0;                  // its BcDebug::calls number once an inlined location reached it
   };
   struct Unit {
     uint64_t language, emission;

@@ -316,8 +316,8 @@ struct BcDebugScope {
 };
 // An inlinedAt DILocation: the call an inlined location sits in.
 struct BcInlineCall {
-  uint32_t caller = 0;  // with `outer`: the subprogram of its scope (BcDebug::subprograms)
-  uint32_t outer = 0;   // its own inlinedAt (BcDebug::calls); 0: the call is in the function's body
+  uint32_t caller = 0;                      // with `outer`: the subprogram of its scope (BcDebug::subprograms)
+  uint32_t outer = 0;                       // its own inlinedAt (BcDebug::calls); 0: the call is in the function's body
   uint32_t file = 0, line = 0, column = 0;  // file: of its scope
 };
 struct BcDebug {

@@ -606,7 +606,7 @@ TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export
   REQUIRE(debug.locations.size() == d.flat.insts.size());
   // @f: the lexical block, the block file, none, line 0, the inlined location (its own
   // scope, not the call site), kiln's load of the constant (none), the store and ret.
-  const std::vector<FlatDebugLocation> f = {{1, 12, 5}, {2, 3, 9}, {0, 0, 0},  {1, 0, 0},
+  const std::vector<FlatDebugLocation> f = {{1, 12, 5},   {2, 3, 9}, {0, 0, 0},  {1, 0, 0},
                                             {3, 2, 4, 1}, {0, 0, 0}, {1, 14, 1}, {1, 14, 1}};
   CHECK(std::vector<FlatDebugLocation>(debug.locations.begin(), debug.locations.begin() + 8) == f);
 
@@ -616,9 +616,10 @@ TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export
   REQUIRE(i.declined.empty());
   const FlatDebugInfo& id = i.flat.debug;
   CHECK(id.files == std::vector<FlatDebugFile>{{"/src", "a.rs"}, {"/src", "b.rs"}, {"/src", "c.rs"}});
-  CHECK(id.scopes == std::vector<FlatDebugScope>{{0, kDwarfTagNamespace, "outer"},
-                                                 {1, kDwarfTagNamespace, "inner"},
-                                                 {2, 0x13, "Fsm"}});  // DW_TAG_structure_type
+  CHECK(id.scopes ==
+        std::vector<FlatDebugScope>{{0, kDwarfTagNamespace, "outer"},
+                                    {1, kDwarfTagNamespace, "inner"},
+                                    {2, 0x13, "Fsm"}});  // DW_TAG_structure_type
   const FlatDebugFunction callee{true, false, 1, 1, 1, 1, "callee", ""};
   CHECK(id.functions == std::vector<FlatDebugFunction>{callee, {true, false, 2, 1, 4, 4, "m", "_ZN5outer5inner1m"}});
   REQUIRE(id.inlined.size() == 3);
