@@ -17,13 +17,16 @@ enum MetadataCode : uint32_t {
   kName = 4,
   kDistinctNode = 5,
   kKind = 6,
+  kLocation = 7,
   kNamedNode = 10,
   kAttachment = 11,
   kFile = 16,
+  kCompositeType = 18,
   kCompileUnit = 20,
   kSubprogram = 21,
   kLexicalBlock = 22,
   kLexicalBlockFile = 23,
+  kNamespace = 24,
   kStrings = 35,
   kIndexOffset = 38,
   kIndex = 39,
@@ -39,10 +42,12 @@ bool defines_id(uint32_t code) {
 }
 
 // The records whose fields stamp reads; the others are counted, their operands passed
-// over. Tuples and values matter only as module flags.
+// over. Tuples and values matter only as module flags; locations, namespaces and
+// composite types as inlined calls and the scopes subprograms are declared in.
 bool read_in_function(uint32_t code) {
   return code == kStrings || code == kName || code == kKind || code == kFile || code == kSubprogram ||
-      code == kLexicalBlock || code == kLexicalBlockFile;
+      code == kLexicalBlock || code == kLexicalBlockFile || code == kLocation || code == kNamespace ||
+      code == kCompositeType;
 }
 bool read_in_module(uint32_t code) {
   return read_in_function(code) || code == kCompileUnit || code == kNode || code == kDistinctNode || code == kValue ||
@@ -54,6 +59,13 @@ constexpr uint64_t kLangVersioned = 1ull << 63;          // COMPILE_UNIT's langu
 constexpr uint64_t kSpFlagsPresent = 4, kSpHasUnit = 2;  // SUBPROGRAM's first field
 constexpr uint64_t kSpFlagLocalToUnit = 4;               // DISubprogram::SPFlagLocalToUnit
 constexpr uint64_t kDebugMetadataVersion = 3;            // llvm::DEBUG_METADATA_VERSION
+constexpr uint16_t kTagNamespace = 0x39;                 // DW_TAG_namespace
+// How deep scope chains and inlined calls may nest: real code stays at a few dozen. A
+// deeper chain, or a loop (which LLVM's exporter would follow without end), declines
+// the module rather than have the reader guess where an exporter cuts it.
+constexpr unsigned kMaxNesting = 256;
+constexpr uint32_t kResolving = ~0u;     // a reader_* cache while its entry is being made
+constexpr uint32_t kMaxColumn = 0xFFFF;  // DILocation keeps 16 bits of column; more is unknown (0)
 
 }  // namespace
 
@@ -213,9 +225,15 @@ DebugMetadata::Entry DebugMetadata::decode(BitstreamCursor& c, uint32_t code) {
     case kLexicalBlock:      // [distinct, scope, file, line, column]
     case kLexicalBlockFile:  // [distinct, scope, file, discriminator]
       if (ops_.size() != (code == kLexicalBlock ? 5u : 4u)) c.fail("invalid lexical block record");
-      return {Kind::kBlock, id_field(2)};
+      blocks_.push_back({id_field(1), id_field(2)});
+      return {Kind::kBlock, uint32_t(blocks_.size() - 1)};
     case kSubprogram:
       return subprogram(c);
+    case kNamespace:
+    case kCompositeType:
+      return scope(c, code);
+    case kLocation:
+      return location_record(c);
     case kCompileUnit:
       return unit(c);
     case kNode:
@@ -243,7 +261,9 @@ DebugMetadata::Entry DebugMetadata::subprogram(BitstreamCursor& c) {
   }
   for (size_t i : {2, 3, 4})
     if (ops_[i] >= kMaxIds) c.fail("DISubprogram operand out of range");
-  Subprogram s{uint32_t(ops_[2]),
+  if (ops_[1] >= kMaxIds) c.fail("DISubprogram operand out of range");
+  Subprogram s{uint32_t(ops_[1]),
+               uint32_t(ops_[2]),
                uint32_t(ops_[3]),
                uint32_t(ops_[4]),
                uint32_t(ops_[5]),
@@ -251,6 +271,35 @@ DebugMetadata::Entry DebugMetadata::subprogram(BitstreamCursor& c) {
                sp_flags ? (ops_[9] & kSpFlagLocalToUnit) != 0 : ops_[7] != 0};
   subprograms_.push_back(s);
   return {Kind::kSubprogram, uint32_t(subprograms_.size() - 1)};
+}
+
+// NAMESPACE [distinct | export symbols << 1, scope, name] (LLVM 5 on; before, [distinct,
+// scope, file, name, line]) or COMPOSITE_TYPE [flags, tag, name, file, line, scope, ...]:
+// a scope a subprogram may be declared in. Ids are + 1.
+DebugMetadata::Entry DebugMetadata::scope(BitstreamCursor& c, uint32_t code) {
+  size_t name, scope;
+  if (code == kNamespace) {
+    if (ops_.size() != 3 && ops_.size() != 5) c.fail("invalid DINamespace record");
+    name = ops_.size() == 3 ? 2 : 3, scope = 1;
+  } else {
+    if (ops_.size() < 16 || ops_.size() > 26) c.fail("invalid DICompositeType record");
+    name = 2, scope = 5;
+  }
+  if (ops_[name] >= kMaxIds || ops_[scope] >= kMaxIds) c.fail("debug scope operand out of range");
+  // DINode keeps 16 bits of tag.
+  const uint16_t tag = code == kNamespace ? kTagNamespace : uint16_t(ops_[1]);
+  scopes_.push_back({tag, uint32_t(ops_[name]), uint32_t(ops_[scope])});
+  return {Kind::kScope, uint32_t(scopes_.size() - 1)};
+}
+
+// LOCATION [distinct, line, column, scope, inlined-at + 1, (implicit, (atom group, rank))]:
+// its scope is an id, not id + 1 (LLVM's getMD).
+DebugMetadata::Entry DebugMetadata::location_record(BitstreamCursor& c) {
+  if (ops_.size() != 5 && ops_.size() != 6 && ops_.size() != 8) c.fail("invalid DILocation record");
+  if (ops_[3] >= kMaxIds - 1 || ops_[4] >= kMaxIds) c.fail("DILocation operand out of range");
+  const uint32_t column = uint32_t(ops_[2]);
+  locations_.push_back({uint32_t(ops_[1]), column > kMaxColumn ? 0 : column, uint32_t(ops_[3] + 1), uint32_t(ops_[4])});
+  return {Kind::kLocation, uint32_t(locations_.size() - 1)};
 }
 
 // COMPILE_UNIT [distinct, language, file, producer, optimized, flags, runtime version,
@@ -434,43 +483,140 @@ void DebugMetadata::read_attachments(BitstreamCursor& c, BcFunction& f) {
   if (sp == ~uint64_t(0)) return;
   Entry e = entry(c, sp);
   if (e.kind != Kind::kSubprogram) return decline("a function's !dbg that is no subprogram");
-  const Subprogram s = subprograms_[e.index];
-  BcSubprogram& out = f.subprogram;
+  f.subprogram = describe(c, subprograms_[e.index]);
+}
+
+// A subprogram as BcSubprogram gives it, its scope chain, file and names read. `s` is a
+// copy: reading them may add to subprograms_.
+BcSubprogram DebugMetadata::describe(BitstreamCursor& c, Subprogram s) {
+  BcSubprogram out;
   out.present = true;
   out.local_to_unit = s.local_to_unit;
+  out.scope = reader_scope(c, s.scope);
   out.file = reader_file(c, s.file);
   out.line = s.line;
   out.scope_line = s.scope_line;
   out.name = string(c, s.name);
   out.linkage_name = string(c, s.linkage_name);
+  return out;
 }
 
-// DEBUG_LOC's DILocation: line and column as DILocation keeps them (a column past 16
-// bits is unknown), the file of its scope.
-BcDebugLoc DebugMetadata::location(BitstreamCursor& c, uint64_t line, uint64_t column, uint64_t scope_plus_one) {
-  if (scope_plus_one == 0 || scope_plus_one > kMaxIds) c.fail("debug location without a scope");
-  if (scope_plus_one != located_scope_) {
-    Entry scope = entry(c, scope_plus_one - 1);
-    uint32_t file_id;
-    if (scope.kind == Kind::kSubprogram) file_id = subprograms_[scope.index].file;
-    else if (scope.kind == Kind::kBlock) file_id = scope.index;
-    else {
-      decline("a debug location's scope that is no subprogram or lexical block");
-      return {};
-    }
-    located_file_ = reader_file(c, file_id);
-    located_scope_ = scope_plus_one;
+// A subprogram's scope field (id + 1) as a BcDebug::scopes number: its namespaces and
+// composite types, each with the one it is in, up to the first scope of another kind
+// (a file, the compile unit, none), where the chain ends (flat_debug.h).
+uint32_t DebugMetadata::reader_scope(BitstreamCursor& c, uint32_t id_plus_one, unsigned depth) {
+  if (id_plus_one == 0) return 0;
+  Entry e = entry(c, id_plus_one - 1);
+  if (e.kind == Kind::kString) {
+    // LLVM's reader would look the type up by this identifier; the reader does not.
+    decline("a debug scope named by a type identifier (debug information before LLVM 3.9)");
+    return 0;
   }
-  const uint32_t file = located_file_;
-  if (!file) return {};
-  uint32_t col = uint32_t(column);
-  return {file, uint32_t(line), col >= 0x10000 ? 0 : col};
+  if (e.kind != Kind::kScope) return 0;
+  const uint32_t i = e.index;
+  if (scopes_[i].reader_scope == kResolving || depth > kMaxNesting) return nested_too_deep(), 0;
+  if (scopes_[i].reader_scope) return scopes_[i].reader_scope;
+  const Scope s = scopes_[i];  // reading the others may add to scopes_
+  scopes_[i].reader_scope = kResolving;
+  const uint32_t parent = reader_scope(c, s.scope, depth + 1);
+  // Counted through scopes made before, which depth does not see.
+  const uint16_t height = uint16_t(1 + (parent ? scope_heights_[parent - 1] : 0));
+  if (height > kMaxNesting) return nested_too_deep(), 0;
+  m_.debug.scopes.push_back({parent, s.tag, string(c, s.name)});
+  scope_heights_.push_back(height);
+  return scopes_[i].reader_scope = uint32_t(m_.debug.scopes.size());
 }
 
-// The body's ids go; what they decoded into files_ and subprograms_ stays, next to
+void DebugMetadata::nested_too_deep() {
+  decline("debug scopes or inlined calls nested deeper than " + std::to_string(kMaxNesting) + " (or in a loop)");
+}
+
+// getSubprogram() of a location's scope (id + 1): lexical blocks are followed out to
+// their subprogram. Its subprograms_ index, or kNone (declining) where the chain meets
+// anything else, which the verifier calls broken.
+uint32_t DebugMetadata::subprogram_of(BitstreamCursor& c, uint32_t scope_plus_one) {
+  // Lexical blocks nest as deep as the source; a loop of them ends here too.
+  for (unsigned depth = 0; scope_plus_one && depth < (1u << 16); ++depth) {
+    Entry e = entry(c, scope_plus_one - 1);
+    if (e.kind == Kind::kSubprogram) return e.index;
+    if (e.kind != Kind::kBlock) break;
+    scope_plus_one = blocks_[e.index].scope;
+  }
+  decline("a debug location's scope that is in no subprogram");
+  return kNone;
+}
+
+// subprograms_[sp] as a BcDebug::subprograms number (0 for kNone), made once.
+uint32_t DebugMetadata::reader_subprogram(BitstreamCursor& c, uint32_t sp) {
+  if (sp == kNone) return 0;
+  if (subprograms_[sp].reader_subprogram) return subprograms_[sp].reader_subprogram;
+  BcSubprogram out = describe(c, subprograms_[sp]);
+  m_.debug.subprograms.push_back(std::move(out));
+  return subprograms_[sp].reader_subprogram = uint32_t(m_.debug.subprograms.size());
+}
+
+// The file of a location's scope (id + 1, a subprogram or a lexical block) as a
+// BcDebug::files number.
+uint32_t DebugMetadata::scope_file(BitstreamCursor& c, uint32_t scope_plus_one) {
+  Entry scope = entry(c, scope_plus_one - 1);
+  if (scope.kind == Kind::kSubprogram) return reader_file(c, subprograms_[scope.index].file);
+  if (scope.kind == Kind::kBlock) return reader_file(c, blocks_[scope.index].file);
+  decline("a debug location's scope that is no subprogram or lexical block");
+  return 0;
+}
+
+// An inlinedAt (id + 1) as a BcDebug::calls number, made once, with the call it is
+// itself inlined in and that one's caller: the parent site the exporter will make.
+uint32_t DebugMetadata::reader_call(BitstreamCursor& c, uint32_t id_plus_one, unsigned depth) {
+  Entry e = entry(c, id_plus_one - 1);
+  if (e.kind != Kind::kLocation) {
+    decline("an inlinedAt that is no location");
+    return 0;
+  }
+  const uint32_t i = e.index;
+  if (locations_[i].reader_call == kResolving || depth > kMaxNesting) return nested_too_deep(), 0;
+  if (locations_[i].reader_call) return locations_[i].reader_call;
+  const Location at = locations_[i];  // reading the others may add to locations_
+  locations_[i].reader_call = kResolving;
+  BcInlineCall call{0, 0, scope_file(c, at.scope), at.line, at.column};
+  if (at.inlined_at) {
+    call.outer = reader_call(c, at.inlined_at, depth + 1);
+    call.caller = reader_subprogram(c, subprogram_of(c, at.scope));
+  }
+  const uint16_t height = uint16_t(1 + (call.outer ? call_heights_[call.outer - 1] : 0));
+  if (height > kMaxNesting) return nested_too_deep(), 0;
+  m_.debug.calls.push_back(call);
+  call_heights_.push_back(height);
+  return locations_[i].reader_call = uint32_t(m_.debug.calls.size());
+}
+
+// DEBUG_LOC's DILocation: line and column as DILocation keeps them, the file of its
+// scope, and with an inlinedAt the callee (its scope's subprogram) and the call.
+BcDebugLoc DebugMetadata::location(BitstreamCursor& c, uint64_t line, uint64_t column, uint64_t scope_plus_one,
+                                   uint64_t inlined_at_plus_one) {
+  if (scope_plus_one == 0 || scope_plus_one > kMaxIds) c.fail("debug location without a scope");
+  if (inlined_at_plus_one > kMaxIds) c.fail("debug location's inlinedAt out of range");
+  if (scope_plus_one != located_scope_) {
+    located_file_ = scope_file(c, uint32_t(scope_plus_one));
+    located_scope_ = scope_plus_one;
+    located_callee_ = 0;
+  }
+  if (!located_file_) return {};  // LLVM's exporter keeps no site either
+  const uint32_t col = uint32_t(column);
+  BcDebugLoc loc{located_file_, uint32_t(line), col > kMaxColumn ? 0 : col};
+  if (inlined_at_plus_one) {
+    if (!located_callee_) located_callee_ = reader_subprogram(c, subprogram_of(c, uint32_t(scope_plus_one)));
+    loc.callee = located_callee_;
+    loc.call = reader_call(c, uint32_t(inlined_at_plus_one));
+  }
+  return loc;
+}
+
+// The body's ids go; what they decoded into files_, subprograms_ and the others stays, next to
 // what the module's own records, read from the index while the body was read, put there.
 void DebugMetadata::end_function() {
   located_scope_ = 0;
+  located_callee_ = 0;
   deferred_.clear();
   read_deferred_ = 0;
   entries_.resize(module_ids_);

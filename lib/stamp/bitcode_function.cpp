@@ -963,14 +963,13 @@ void FunctionReader::read_constants() {
 }
 
 // DEBUG_LOC [line, column, scope + 1, inlined-at + 1, ...] or DEBUG_LOC_AGAIN (the last
-// one again): the location of the instruction read last. Only the innermost location
-// matters (flat_debug.h), so inlined-at is not followed.
+// one again): the location of the instruction read last, and the inlined call it is in.
 void FunctionReader::debug_loc(uint32_t code) {
   if (!context_.debug) return;
   if (f_.insts.empty()) cursor_.fail("debug location before any instruction");
   if (code == kDebugLoc) {
     if (rec_.size() < 4) cursor_.fail("invalid debug location record");
-    last_loc_ = context_.debug->location(cursor_, rec_[0], rec_[1], rec_[2]);
+    last_loc_ = context_.debug->location(cursor_, rec_[0], rec_[1], rec_[2], rec_[3]);
     has_last_loc_ = true;
   } else if (!has_last_loc_) {
     cursor_.fail("DEBUG_LOC_AGAIN with no location before it");

@@ -290,18 +290,35 @@ struct ValueRef {
 };
 
 // --- Debug information (METADATA_BLOCK 15, METADATA_KIND_BLOCK 22, METADATA_ATTACHMENT 16
-// and the bodies' DEBUG_LOC records): only what stamp's line table and subprogram
-// entries need (flat_debug.h). Files are the reader's own numbering: 1 + an index into
-// BcDebug::files, 0 for none; one per DIFile record the locations reach, so the same
-// (directory, name) may come twice (the exporter interns them).
+// and the bodies' DEBUG_LOC records): only what stamp's line table, subprogram and
+// inlined-call entries need (flat_debug.h). Everything is in the reader's own numbering,
+// 1 + an index into a BcDebug array, 0 for none: one entry per metadata record the
+// locations and subprograms reach (a body's own records are read again by the next
+// body), so equal entries may come twice; the exporter interns them in flat order.
 struct BcDebugLoc {
   uint32_t file = 0, line = 0, column = 0;  // all 0: no location, or a scope without a file
+  // With an inlinedAt (and a file): the subprogram of the location's scope
+  // (BcDebug::subprograms) and the inlinedAt itself (BcDebug::calls); else 0.
+  uint32_t callee = 0, call = 0;
 };
 struct BcSubprogram {
   bool present = false;  // the function has a !dbg DISubprogram; nothing else is set without one
   bool local_to_unit = false;
+  uint32_t scope = 0;  // BcDebug::scopes: the innermost namespace or composite type it is declared in
   uint32_t file = 0, line = 0, scope_line = 0;
   std::string name, linkage_name;
+};
+// A DINamespace (tag DW_TAG_namespace) or DICompositeType.
+struct BcDebugScope {
+  uint32_t parent = 0;  // BcDebug::scopes; 0: the chain ends there
+  uint16_t tag = 0;
+  std::string name;
+};
+// An inlinedAt DILocation: the call an inlined location sits in.
+struct BcInlineCall {
+  uint32_t caller = 0;                      // with `outer`: the subprogram of its scope (BcDebug::subprograms)
+  uint32_t outer = 0;                       // its own inlinedAt (BcDebug::calls); 0: the call is in the function's body
+  uint32_t file = 0, line = 0, column = 0;  // file: of its scope
 };
 struct BcDebug {
   uint32_t dwarf_version = 0;  // 0: no debug information to carry, and none below (FlatDebugInfo's rule)
@@ -309,6 +326,9 @@ struct BcDebug {
   uint32_t language = 0;       // its DW_LANG_*, 0 for a versioned language name
   std::string producer, name, directory;
   std::vector<FlatDebugFile> files;
+  std::vector<BcDebugScope> scopes;
+  std::vector<BcSubprogram> subprograms;  // inlined callees and their callers (present set)
+  std::vector<BcInlineCall> calls;
 };
 
 struct BcFunction {

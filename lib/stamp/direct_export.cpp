@@ -122,10 +122,107 @@ SymbolVisibility visibility_of(const GlobalInfo& g) {
 
 uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
 
+// The reader's debug numbering (BcDebug) turned into FlatDebugInfo's as the stamp
+// functions are committed, in flat_debug.h's order. FlatDebugInfo interns by value, so a
+// reader entry's flat number, once found, holds for the rest of the module: each is
+// kept, and what it interned is not walked again.
+class DebugInterner {
+ public:
+  explicit DebugInterner(const bc::BcDebug& in) : in_(in) {}
+
+  // A stamp function's subprogram, then its flat instructions' locations.
+  void function(const bc::BcSubprogram& sp, const std::vector<BcDebugLoc>& locs, FlatDebugInfo& out) {
+    out.functions.push_back(sp.present ? subprogram(sp, out) : FlatDebugFunction{});
+    out.locations.reserve(out.locations.size() + locs.size());
+    site_of_.clear();
+    uint32_t reader = 0, flat = 0;  // the last file: a body's locations mostly share one
+    for (const BcDebugLoc& l : locs) {
+      if (l.file != reader) reader = l.file, flat = file(l.file, out);
+      out.locations.push_back({flat, l.line, l.column, l.call ? call_site(l, out) : 0});
+    }
+  }
+
+ private:
+  // The site of an inlined location. LLVM's exporter finds it once per inlinedAt and
+  // function, for the first location inlined there, and so does this.
+  uint32_t call_site(const BcDebugLoc& l, FlatDebugInfo& out) {
+    auto [it, inserted] = site_of_.emplace(l.call, 0);
+    if (inserted) it->second = site(l.callee, l.call, out);
+    return it->second;
+  }
+
+  // The site of a call to `callee` (BcDebug::subprograms) at `call` (BcDebug::calls):
+  // its parent site, the callee, the call's file, then the site itself.
+  uint32_t site(uint32_t callee, uint32_t call, FlatDebugInfo& out) {
+    const uint64_t key = uint64_t(callee) << 32 | call;
+    if (auto it = sites_.find(key); it != sites_.end()) return it->second;
+    const bc::BcInlineCall& c = in_.calls.at(call - 1);
+    FlatDebugInlineSite s;
+    if (c.outer) s.parent = site(c.caller, c.outer, out);
+    s.callee = inlined(callee, out);
+    s.call_file = file(c.file, out);
+    s.call_line = c.line;
+    s.call_column = c.column;
+    const uint32_t flat = intern_debug_record(out.inline_sites, s);
+    sites_.emplace(key, flat);
+    return flat;
+  }
+
+  uint32_t inlined(uint32_t reader, FlatDebugInfo& out) {
+    if (!reader) return 0;
+    uint32_t& flat = slot(inlined_, reader, in_.subprograms.size());
+    if (!flat) flat = intern_debug_record(out.inlined, subprogram(in_.subprograms[reader - 1], out));
+    return flat;
+  }
+
+  // A subprogram: its scope chain, then its file.
+  FlatDebugFunction subprogram(const bc::BcSubprogram& sp, FlatDebugInfo& out) {
+    FlatDebugFunction fd;
+    fd.has_subprogram = true;
+    fd.local_to_unit = sp.local_to_unit;
+    fd.scope = scope(sp.scope, out);
+    fd.file = file(sp.file, out);
+    fd.line = sp.line;
+    fd.scope_line = sp.scope_line;
+    fd.name = sp.name;
+    fd.linkage_name = sp.linkage_name;
+    return fd;
+  }
+
+  // A scope after the one it is in (outermost first).
+  uint32_t scope(uint32_t reader, FlatDebugInfo& out) {
+    if (!reader) return 0;
+    if (uint32_t flat = slot(scopes_, reader, in_.scopes.size())) return flat;
+    const bc::BcDebugScope& s = in_.scopes[reader - 1];
+    const uint32_t parent = scope(s.parent, out);
+    return slot(scopes_, reader, in_.scopes.size()) = intern_debug_scope(out.scopes, {parent, s.tag, s.name});
+  }
+
+  uint32_t file(uint32_t reader, FlatDebugInfo& out) {
+    if (!reader) return 0;
+    uint32_t& flat = slot(files_, reader, in_.files.size());
+    if (!flat) flat = intern_debug_file(out.files, in_.files[reader - 1]);
+    return flat;
+  }
+
+  // The flat number kept for a reader number (0: none yet); the reader's arrays grow
+  // from body to body.
+  static uint32_t& slot(std::vector<uint32_t>& flat, uint32_t reader, size_t reader_count) {
+    if (reader > reader_count) throw Decline{"reader: debug entry out of range"};
+    if (flat.size() < reader) flat.resize(reader_count);
+    return flat[reader - 1];
+  }
+
+  const bc::BcDebug& in_;
+  std::vector<uint32_t> files_, scopes_, inlined_;  // per reader number - 1: the flat one, 0 for none yet
+  std::unordered_map<uint64_t, uint32_t> sites_;    // (callee, call) -> flat site
+  std::unordered_map<uint32_t, uint32_t> site_of_;  // the function's: call -> flat site
+};
+
 // The module with the exporter's questions about types and constants.
 class ModuleContext {
  public:
-  ModuleContext(const BcModule& m, const Layout& dl) : m(m), dl(dl) {}
+  ModuleContext(const BcModule& m, const Layout& dl) : m(m), dl(dl), debug(m.debug) {}
   const BcModule& m;
   const Layout& dl;
   std::vector<GlobalInfo> globals;
@@ -137,8 +234,7 @@ class ModuleContext {
   mutable std::vector<int8_t> intrinsics_;  // intrinsic_of per global (-1: not yet known)
   bool has_vector_types = true;    // a vector type in the table (else no value is one)
   bool has_aggregate_data = true;  // an aggregate or data constant (else nothing to materialize)
-  // Per BcDebug::files number - 1, its FlatDebugInfo::files number; 0: not interned yet.
-  std::vector<uint32_t> flat_files;
+  DebugInterner debug;
 
   const Type& type(uint32_t t) const {
     if (t >= m.types.size()) throw Decline{"reader: type out of range"};
@@ -583,37 +679,11 @@ class FunctionExporter {
     while (flat_locs_.size() < insts_.size() - base_inst_) flat_locs_.push_back(loc);
   }
 
-  // The function's subprogram and its instructions' locations; their files are interned
-  // in that order (flat_debug.h), only for a function that is stamp's.
+  // The function's subprogram and its instructions' locations, only for a function that
+  // is stamp's.
   void commit_debug() {
-    const BcSubprogram& sp = f_.subprogram;
-    FlatDebugFunction fd;
-    if (sp.present) {
-      fd.has_subprogram = true;
-      fd.local_to_unit = sp.local_to_unit;
-      fd.file = flat_file(sp.file);
-      fd.line = sp.line;
-      fd.scope_line = sp.scope_line;
-      fd.name = sp.name;
-      fd.linkage_name = sp.linkage_name;
-    }
-    out_.debug.functions.push_back(std::move(fd));
     locate({});
-    out_.debug.locations.reserve(out_.debug.locations.size() + flat_locs_.size());
-    uint32_t reader = 0, flat = 0;  // the last file: a body's locations mostly share one
-    for (const BcDebugLoc& l : flat_locs_) {
-      if (l.file != reader) reader = l.file, flat = flat_file(l.file);
-      out_.debug.locations.push_back({flat, l.line, l.column});
-    }
-  }
-
-  uint32_t flat_file(uint32_t reader_file) {
-    if (reader_file == 0) return 0;
-    if (ctx_.flat_files.size() < reader_file)
-      ctx_.flat_files.resize(std::max<size_t>(reader_file, m_.debug.files.size()));
-    uint32_t& flat = ctx_.flat_files.at(reader_file - 1);
-    if (!flat) flat = intern_debug_file(out_.debug.files, m_.debug.files[reader_file - 1]);
-    return flat;
+    ctx_.debug.function(f_.subprogram, flat_locs_, out_.debug);
   }
 
   void reason(const std::string& r) {

@@ -505,9 +505,86 @@ define i64 @f(i64 %a) !dbg !10 {
 !12 = !DILocation(line: 6, column: 1, scope: !10)
 )";
 
+// Scopes and inlined calls: @m is declared in namespace outer::inner, the inlined
+// `add` in a structure (DICompositeType) in that namespace; %x is inlined one level,
+// %y two (`step` inlined into `add`'s lexical block, itself inlined into @m), %z at a
+// distinct inlinedAt equal to %x's (one site), %w from @callee, a function of the
+// module. %v is `step` inlined straight at %x's inlinedAt node: LLVM's exporter
+// finds a site once per inlinedAt and function, so its value is left unasserted.
+// The retained types make a metadata index: `outer` is read through it, the rest from
+// @m's own metadata block.
+const char* kInlineIr = R"(
+define i64 @callee(i64 %a) !dbg !10 {
+  %s = add i64 %a, 1, !dbg !11
+  ret i64 %s, !dbg !11
+}
+define i64 @m(i64 %a) !dbg !20 {
+  %x = add i64 %a, 1, !dbg !30
+  %y = mul i64 %x, 3, !dbg !32
+  %z = add i64 %y, 3, !dbg !34
+  %w = add i64 %z, 4, !dbg !35
+  %v = add i64 %w, 5, !dbg !39
+  ret i64 %v, !dbg !37
+}
+!llvm.dbg.cu = !{!0}
+!llvm.module.flags = !{!1}
+!0 = distinct !DICompileUnit(language: DW_LANG_Rust, file: !3, producer: "kiln test", isOptimized: true, runtimeVersion: 0, emissionKind: FullDebug, retainedTypes: !60)
+!1 = !{i32 2, !"Debug Info Version", i32 3}
+!3 = !DIFile(filename: "a.rs", directory: "/src")
+!4 = !DIFile(filename: "b.rs", directory: "/src")
+!5 = !DIFile(filename: "c.rs", directory: "/src")
+!7 = !DISubroutineType(types: !8)
+!8 = !{}
+!10 = distinct !DISubprogram(name: "callee", scope: !50, file: !3, line: 1, type: !7, scopeLine: 1, spFlags: DISPFlagDefinition, unit: !0)
+!11 = !DILocation(line: 2, column: 5, scope: !10)
+!20 = distinct !DISubprogram(name: "m", linkageName: "_ZN5outer5inner1m", scope: !51, file: !3, line: 4, type: !7, scopeLine: 4, spFlags: DISPFlagDefinition, unit: !0)
+!30 = !DILocation(line: 21, column: 9, scope: !40, inlinedAt: !31)
+!31 = !DILocation(line: 5, column: 3, scope: !20)
+!32 = !DILocation(line: 31, column: 1, scope: !41, inlinedAt: !33)
+!33 = !DILocation(line: 22, column: 2, scope: !42, inlinedAt: !31)
+!34 = !DILocation(line: 23, column: 1, scope: !40, inlinedAt: !38)
+!35 = !DILocation(line: 2, column: 5, scope: !10, inlinedAt: !36)
+!36 = !DILocation(line: 8, column: 1, scope: !20)
+!37 = !DILocation(line: 9, column: 1, scope: !20)
+!38 = distinct !DILocation(line: 5, column: 3, scope: !20)
+!39 = !DILocation(line: 32, column: 4, scope: !41, inlinedAt: !31)
+!40 = distinct !DISubprogram(name: "add", linkageName: "_ZN5outer5inner3Fsm3add", scope: !52, file: !4, line: 20, type: !7, scopeLine: 20, spFlags: DISPFlagDefinition, unit: !0)
+!41 = distinct !DISubprogram(name: "step", scope: !51, file: !5, line: 30, type: !7, scopeLine: 30, spFlags: DISPFlagDefinition | DISPFlagLocalToUnit, unit: !0)
+!42 = distinct !DILexicalBlock(scope: !40, file: !4, line: 22, column: 1)
+!50 = !DINamespace(name: "outer", scope: null)
+!51 = !DINamespace(name: "inner", scope: !50)
+!52 = !DICompositeType(tag: DW_TAG_structure_type, name: "Fsm", scope: !51, file: !4, line: 1, size: 64, elements: !8)
+!60 = !{!61, !62, !63, !64, !65, !66, !67, !68, !69, !70, !71, !72, !73, !74, !75, !76, !77, !78, !79, !80, !81, !82, !83, !84}
+!61 = !DIBasicType(name: "t0", size: 8, encoding: DW_ATE_unsigned)
+!62 = !DIBasicType(name: "t1", size: 16, encoding: DW_ATE_unsigned)
+!63 = !DIBasicType(name: "t2", size: 32, encoding: DW_ATE_unsigned)
+!64 = !DIBasicType(name: "t3", size: 64, encoding: DW_ATE_unsigned)
+!65 = !DIBasicType(name: "t4", size: 8, encoding: DW_ATE_unsigned)
+!66 = !DIBasicType(name: "t5", size: 16, encoding: DW_ATE_unsigned)
+!67 = !DIBasicType(name: "t6", size: 32, encoding: DW_ATE_unsigned)
+!68 = !DIBasicType(name: "t7", size: 64, encoding: DW_ATE_unsigned)
+!69 = !DIBasicType(name: "t8", size: 8, encoding: DW_ATE_unsigned)
+!70 = !DIBasicType(name: "t9", size: 16, encoding: DW_ATE_unsigned)
+!71 = !DIBasicType(name: "t10", size: 32, encoding: DW_ATE_unsigned)
+!72 = !DIBasicType(name: "t11", size: 64, encoding: DW_ATE_unsigned)
+!73 = !DIBasicType(name: "t12", size: 8, encoding: DW_ATE_unsigned)
+!74 = !DIBasicType(name: "t13", size: 16, encoding: DW_ATE_unsigned)
+!75 = !DIBasicType(name: "t14", size: 32, encoding: DW_ATE_unsigned)
+!76 = !DIBasicType(name: "t15", size: 64, encoding: DW_ATE_unsigned)
+!77 = !DIBasicType(name: "t16", size: 8, encoding: DW_ATE_unsigned)
+!78 = !DIBasicType(name: "t17", size: 16, encoding: DW_ATE_unsigned)
+!79 = !DIBasicType(name: "t18", size: 32, encoding: DW_ATE_unsigned)
+!80 = !DIBasicType(name: "t19", size: 64, encoding: DW_ATE_unsigned)
+!81 = !DIBasicType(name: "t20", size: 8, encoding: DW_ATE_unsigned)
+!82 = !DIBasicType(name: "t21", size: 16, encoding: DW_ATE_unsigned)
+!83 = !DIBasicType(name: "t22", size: 32, encoding: DW_ATE_unsigned)
+!84 = !DIBasicType(name: "t23", size: 64, encoding: DW_ATE_unsigned)
+)";
+
 TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export]") {
   expect_identical(std::string(kHeader) + kDebugIr, "debug information");
   expect_identical(std::string(kHeader) + kLineTablesIr, "line tables only");
+  expect_identical(std::string(kHeader) + kInlineIr, "scopes and inlined calls");
 
   // What both routes agree on is what flat_debug.h asks for.
   std::string bitcode = kiln_test::bitcode_from_ir(std::string(kHeader) + kDebugIr);
@@ -523,15 +600,44 @@ TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export
   CHECK(d.emitted_by_stamp == std::vector<bool>{true, true, false, true});
   CHECK(debug.files == std::vector<FlatDebugFile>{{"/src", "a.c"}, {"/src/include", "b.h"}, {"/src", "c.h"}});
   REQUIRE(debug.functions.size() == 3);
-  CHECK(debug.functions[0] == FlatDebugFunction{true, false, 1, 10, 11, "f", "f_linkage"});
+  CHECK(debug.functions[0] == FlatDebugFunction{true, false, 0, 1, 10, 11, "f", "f_linkage"});
   CHECK(debug.functions[1] == FlatDebugFunction{});
-  CHECK(debug.functions[2] == FlatDebugFunction{true, true, 1, 30, 30, "k", ""});
+  CHECK(debug.functions[2] == FlatDebugFunction{true, true, 0, 1, 30, 30, "k", ""});
   REQUIRE(debug.locations.size() == d.flat.insts.size());
   // @f: the lexical block, the block file, none, line 0, the inlined location (its own
   // scope, not the call site), kiln's load of the constant (none), the store and ret.
-  const std::vector<FlatDebugLocation> f = {{1, 12, 5}, {2, 3, 9}, {0, 0, 0},  {1, 0, 0},
-                                            {3, 2, 4},  {0, 0, 0}, {1, 14, 1}, {1, 14, 1}};
+  const std::vector<FlatDebugLocation> f = {{1, 12, 5},   {2, 3, 9}, {0, 0, 0},  {1, 0, 0},
+                                            {3, 2, 4, 1}, {0, 0, 0}, {1, 14, 1}, {1, 14, 1}};
   CHECK(std::vector<FlatDebugLocation>(debug.locations.begin(), debug.locations.begin() + 8) == f);
+
+  // Scopes and inlined calls, interned in flat_debug.h's order.
+  std::string inl = kiln_test::bitcode_from_ir(std::string(kHeader) + kInlineIr);
+  DirectExport i = export_direct(inl, "inline.bc", "t");
+  REQUIRE(i.declined.empty());
+  const FlatDebugInfo& id = i.flat.debug;
+  CHECK(id.files == std::vector<FlatDebugFile>{{"/src", "a.rs"}, {"/src", "b.rs"}, {"/src", "c.rs"}});
+  CHECK(id.scopes ==
+        std::vector<FlatDebugScope>{{0, kDwarfTagNamespace, "outer"},
+                                    {1, kDwarfTagNamespace, "inner"},
+                                    {2, 0x13, "Fsm"}});  // DW_TAG_structure_type
+  const FlatDebugFunction callee{true, false, 1, 1, 1, 1, "callee", ""};
+  CHECK(id.functions == std::vector<FlatDebugFunction>{callee, {true, false, 2, 1, 4, 4, "m", "_ZN5outer5inner1m"}});
+  REQUIRE(id.inlined.size() == 3);
+  CHECK(id.inlined[0] == FlatDebugFunction{true, false, 3, 2, 20, 20, "add", "_ZN5outer5inner3Fsm3add"});
+  CHECK(id.inlined[1] == FlatDebugFunction{true, true, 2, 3, 30, 30, "step", ""});
+  CHECK(id.inlined[2] == callee);
+  REQUIRE(id.inline_sites.size() >= 3);
+  CHECK(id.inline_sites[0] == FlatDebugInlineSite{0, 1, 1, 5, 3});
+  CHECK(id.inline_sites[1] == FlatDebugInlineSite{1, 2, 2, 22, 2});  // in `add`, in @m
+  CHECK(id.inline_sites[2] == FlatDebugInlineSite{0, 3, 1, 8, 1});
+  REQUIRE(id.locations.size() == 8);
+  // @callee's two, then @m's %x, %y, %z, %w (%v unasserted) and ret.
+  CHECK(id.locations[0] == FlatDebugLocation{1, 2, 5, 0});
+  CHECK(id.locations[2] == FlatDebugLocation{2, 21, 9, 1});
+  CHECK(id.locations[3] == FlatDebugLocation{3, 31, 1, 2});
+  CHECK(id.locations[4] == FlatDebugLocation{2, 23, 1, 1});
+  CHECK(id.locations[5] == FlatDebugLocation{1, 2, 5, 3});
+  CHECK(id.locations[7] == FlatDebugLocation{1, 9, 1, 0});
 
   std::string small = kiln_test::bitcode_from_ir(std::string(kHeader) + kLineTablesIr);
   DirectExport lines = export_direct(small, "lines.bc", "t");
