@@ -220,6 +220,14 @@ void Corpus::save_manifest() {
   write_file_atomic(dir_ + "/" + kCorpusManifestName, manifest_to_json(manifest_));
 }
 
+std::vector<std::pair<std::string, std::string>> Corpus::modules_to_check(const std::string& input, bool corpus) {
+  std::vector<std::pair<std::string, std::string>> modules;
+  if (!corpus) return {{input, input}};
+  Corpus c = Corpus::open(input);
+  for (const ModuleRecord& m : c.modules()) modules.push_back({m.id, c.blob_path(m.id)});
+  return modules;
+}
+
 std::string Corpus::blob_path(const std::string& id) const {
   return dir_ + "/blobs/" + id.substr(0, 2) + "/" + id + ".bc";
 }

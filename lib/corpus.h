@@ -97,6 +97,9 @@ class Corpus {
   // Opens an existing corpus; throws KilnError when missing, corrupt or newer.
   static Corpus open(const std::string& dir);
   static bool looks_like_corpus(const std::string& dir);
+  // What the checks of kiln-emit run over: every module of the corpus at `input` as
+  // (its id, its blob's path), or, when `corpus` is false, the one file (input, input).
+  static std::vector<std::pair<std::string, std::string>> modules_to_check(const std::string& input, bool corpus);
 
   const std::string& dir() const { return dir_; }
   CorpusManifest& manifest() { return manifest_; }

@@ -173,13 +173,7 @@ LineAgreement check_lines(std::string_view bitcode, const std::string& label) {
 }
 
 int run_line_check(const std::string& input, bool corpus, bool json) {
-  std::vector<std::pair<std::string, std::string>> modules;  // label, path
-  if (corpus) {
-    Corpus c = Corpus::open(input);
-    for (const ModuleRecord& m : c.modules()) modules.push_back({m.id, c.blob_path(m.id)});
-  } else {
-    modules.push_back({input, input});
-  }
+  const auto modules = Corpus::modules_to_check(input, corpus);  // label, path
   LineAgreement total;
   size_t with_debug = 0, failed = 0;
   Progress progress("checking line tables", modules.size());

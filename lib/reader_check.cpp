@@ -172,13 +172,7 @@ ReaderComparison compare_reader(std::string_view bitcode, const std::string& lab
 // --check-reader: every module of a file or corpus read both ways; a line per module
 // that is not identical (or per module with --json), and a summary.
 int run_reader_check(const std::string& input, bool corpus, bool json) {
-  std::vector<std::pair<std::string, std::string>> modules;  // label, path
-  if (corpus) {
-    Corpus c = Corpus::open(input);
-    for (const ModuleRecord& m : c.modules()) modules.push_back({m.id, c.blob_path(m.id)});
-  } else {
-    modules.push_back({input, input});
-  }
+  const auto modules = Corpus::modules_to_check(input, corpus);  // label, path
   size_t counts[4] = {0, 0, 0, 0}, functions = 0, declined = 0;
   double llvm_s = 0, direct_s = 0, parse_s = 0, read_s = 0;
   std::map<std::string, size_t> reasons;
