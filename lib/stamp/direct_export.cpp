@@ -133,7 +133,8 @@ class DebugInterner {
   // A stamp function's subprogram, then its flat instructions' locations.
   void function(const bc::BcSubprogram& sp, const std::vector<BcDebugLoc>& locs, FlatDebugInfo& out) {
     out.functions.push_back(sp.present ? subprogram(sp, out) : FlatDebugFunction{});
-    out.locations.reserve(out.locations.size() + locs.size());
+    // No reserve() here: reserving each function's exact need would move the module's
+    // locations once per function (quadratic); push_back's doubling does not.
     site_of_.clear();
     uint32_t reader = 0, flat = 0;  // the last file: a body's locations mostly share one
     for (const BcDebugLoc& l : locs) {
