@@ -122,6 +122,45 @@ SymbolVisibility visibility_of(const GlobalInfo& g) {
 
 uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
 
+// flat_debug.h's intern_debug_record (equal records are one; the number is 1 + the
+// index) through a hash of each record: a body's own metadata is read again for each
+// body, so its callees, scopes and sites come back to be interned once per function,
+// and a scan of all the module's records each time would grow with their square.
+template <class T, class Hash>
+class HashedRecords {
+ public:
+  uint32_t intern(std::vector<T>& records, T&& r) {
+    const size_t h = Hash{}(r);
+    for (auto [it, end] = index_.equal_range(h); it != end; ++it)
+      if (records[it->second - 1] == r) return it->second;
+    records.push_back(std::move(r));
+    index_.emplace(h, uint32_t(records.size()));
+    return uint32_t(records.size());
+  }
+
+ private:
+  std::unordered_multimap<size_t, uint32_t> index_;
+};
+
+inline size_t hash_mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
+struct HashSite {
+  size_t operator()(const FlatDebugInlineSite& s) const {
+    return hash_mix(hash_mix(hash_mix(hash_mix(s.parent, s.callee), s.call_file), s.call_line), s.call_column);
+  }
+};
+struct HashScope {
+  size_t operator()(const FlatDebugScope& s) const {
+    return hash_mix(hash_mix(s.parent, s.tag), std::hash<std::string>{}(s.name));
+  }
+};
+struct HashFunction {
+  size_t operator()(const FlatDebugFunction& f) const {
+    size_t h = hash_mix(hash_mix(f.scope, f.file), hash_mix(f.line, f.scope_line));
+    h = hash_mix(h, f.has_subprogram + 2 * f.local_to_unit);
+    return hash_mix(hash_mix(h, std::hash<std::string>{}(f.name)), std::hash<std::string>{}(f.linkage_name));
+  }
+};
+
 // The reader's debug numbering (BcDebug) turned into FlatDebugInfo's as the stamp
 // functions are committed, in flat_debug.h's order. FlatDebugInfo interns by value, so a
 // reader entry's flat number, once found, holds for the rest of the module: each is
@@ -133,7 +172,8 @@ class DebugInterner {
   // A stamp function's subprogram, then its flat instructions' locations.
   void function(const bc::BcSubprogram& sp, const std::vector<BcDebugLoc>& locs, FlatDebugInfo& out) {
     out.functions.push_back(sp.present ? subprogram(sp, out) : FlatDebugFunction{});
-    out.locations.reserve(out.locations.size() + locs.size());
+    // No reserve() here: reserving each function's exact need would move the module's
+    // locations once per function (quadratic); push_back's doubling does not.
     site_of_.clear();
     uint32_t reader = 0, flat = 0;  // the last file: a body's locations mostly share one
     for (const BcDebugLoc& l : locs) {
@@ -163,7 +203,7 @@ class DebugInterner {
     s.call_file = file(c.file, out);
     s.call_line = c.line;
     s.call_column = c.column;
-    const uint32_t flat = intern_debug_record(out.inline_sites, s);
+    const uint32_t flat = sites_index_.intern(out.inline_sites, std::move(s));
     sites_.emplace(key, flat);
     return flat;
   }
@@ -171,7 +211,7 @@ class DebugInterner {
   uint32_t inlined(uint32_t reader, FlatDebugInfo& out) {
     if (!reader) return 0;
     uint32_t& flat = slot(inlined_, reader, in_.subprograms.size());
-    if (!flat) flat = intern_debug_record(out.inlined, subprogram(in_.subprograms[reader - 1], out));
+    if (!flat) flat = inlined_index_.intern(out.inlined, subprogram(in_.subprograms[reader - 1], out));
     return flat;
   }
 
@@ -195,7 +235,7 @@ class DebugInterner {
     if (uint32_t flat = slot(scopes_, reader, in_.scopes.size())) return flat;
     const bc::BcDebugScope& s = in_.scopes[reader - 1];
     const uint32_t parent = scope(s.parent, out);
-    return slot(scopes_, reader, in_.scopes.size()) = intern_debug_scope(out.scopes, {parent, s.tag, s.name});
+    return slot(scopes_, reader, in_.scopes.size()) = scopes_index_.intern(out.scopes, {parent, s.tag, s.name});
   }
 
   uint32_t file(uint32_t reader, FlatDebugInfo& out) {
@@ -217,6 +257,9 @@ class DebugInterner {
   std::vector<uint32_t> files_, scopes_, inlined_;  // per reader number - 1: the flat one, 0 for none yet
   std::unordered_map<uint64_t, uint32_t> sites_;    // (callee, call) -> flat site
   std::unordered_map<uint32_t, uint32_t> site_of_;  // the function's: call -> flat site
+  HashedRecords<FlatDebugInlineSite, HashSite> sites_index_;
+  HashedRecords<FlatDebugFunction, HashFunction> inlined_index_;
+  HashedRecords<FlatDebugScope, HashScope> scopes_index_;
 };
 
 // The module with the exporter's questions about types and constants.
