@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -181,7 +182,9 @@ class FunctionExporter {
     d.functions.push_back(f_.getSubprogram() ? describe_subprogram(d, f_.getSubprogram()) : FlatDebugFunction{});
     const DIFile* last_file = nullptr;  // consecutive instructions mostly share a file
     uint32_t last_index = 0;
-    std::unordered_map<const DILocation*, uint32_t> site_of;  // an inlinedAt's site, once found
+    // A location's site, once found: by its callee and its inlinedAt, since calls to two
+    // callees can be inlined at one DILocation (calls desugared from one source span).
+    std::map<std::pair<const DISubprogram*, const DILocation*>, uint32_t> site_of;
     for (const DILocation* loc : locations_) {
       FlatDebugLocation l;
       const DIFile* file = loc ? loc->getScope()->getFile() : nullptr;
@@ -189,7 +192,7 @@ class FunctionExporter {
         if (file != last_file) last_file = file, last_index = debug_file(d, file);
         l = {last_index, loc->getLine(), loc->getColumn(), 0};
         if (const DILocation* at = loc->getInlinedAt()) {
-          auto [it, inserted] = site_of.emplace(at, 0);
+          auto [it, inserted] = site_of.emplace(std::make_pair(loc->getScope()->getSubprogram(), at), 0);
           if (inserted) it->second = inline_site(d, loc->getScope()->getSubprogram(), at);
           l.inline_site = it->second;
         }

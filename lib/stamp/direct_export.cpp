@@ -174,7 +174,6 @@ class DebugInterner {
     out.functions.push_back(sp.present ? subprogram(sp, out) : FlatDebugFunction{});
     // No reserve() here: reserving each function's exact need would move the module's
     // locations once per function (quadratic); push_back's doubling does not.
-    site_of_.clear();
     uint32_t reader = 0, flat = 0;  // the last file: a body's locations mostly share one
     for (const BcDebugLoc& l : locs) {
       if (l.file != reader) reader = l.file, flat = file(l.file, out);
@@ -183,13 +182,9 @@ class DebugInterner {
   }
 
  private:
-  // The site of an inlined location. LLVM's exporter finds it once per inlinedAt and
-  // function, for the first location inlined there, and so does this.
-  uint32_t call_site(const BcDebugLoc& l, FlatDebugInfo& out) {
-    auto [it, inserted] = site_of_.emplace(l.call, 0);
-    if (inserted) it->second = site(l.callee, l.call, out);
-    return it->second;
-  }
+  // The site of an inlined location: of its own callee (its scope's subprogram) at its
+  // inlinedAt, as LLVM's exporter finds it.
+  uint32_t call_site(const BcDebugLoc& l, FlatDebugInfo& out) { return site(l.callee, l.call, out); }
 
   // The site of a call to `callee` (BcDebug::subprograms) at `call` (BcDebug::calls):
   // its parent site, the callee, the call's file, then the site itself.
@@ -256,7 +251,6 @@ class DebugInterner {
   const bc::BcDebug& in_;
   std::vector<uint32_t> files_, scopes_, inlined_;  // per reader number - 1: the flat one, 0 for none yet
   std::unordered_map<uint64_t, uint32_t> sites_;    // (callee, call) -> flat site
-  std::unordered_map<uint32_t, uint32_t> site_of_;  // the function's: call -> flat site
   HashedRecords<FlatDebugInlineSite, HashSite> sites_index_;
   HashedRecords<FlatDebugFunction, HashFunction> inlined_index_;
   HashedRecords<FlatDebugScope, HashScope> scopes_index_;

@@ -509,8 +509,8 @@ define i64 @f(i64 %a) !dbg !10 {
 // `add` in a structure (DICompositeType) in that namespace; %x is inlined one level,
 // %y two (`step` inlined into `add`'s lexical block, itself inlined into @m), %z at a
 // distinct inlinedAt equal to %x's (one site), %w from @callee, a function of the
-// module. %v is `step` inlined straight at %x's inlinedAt node: LLVM's exporter
-// finds a site once per inlinedAt and function, so its value is left unasserted.
+// module. %v is `step` inlined straight at %x's inlinedAt node: a site of its own
+// (same call, another callee).
 // The retained types make a metadata index: `outer` is read through it, the rest from
 // @m's own metadata block.
 const char* kInlineIr = R"(
@@ -626,17 +626,19 @@ TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export
   CHECK(id.inlined[0] == FlatDebugFunction{true, false, 3, 2, 20, 20, "add", "_ZN5outer5inner3Fsm3add"});
   CHECK(id.inlined[1] == FlatDebugFunction{true, true, 2, 3, 30, 30, "step", ""});
   CHECK(id.inlined[2] == callee);
-  REQUIRE(id.inline_sites.size() >= 3);
+  REQUIRE(id.inline_sites.size() == 4);
   CHECK(id.inline_sites[0] == FlatDebugInlineSite{0, 1, 1, 5, 3});
   CHECK(id.inline_sites[1] == FlatDebugInlineSite{1, 2, 2, 22, 2});  // in `add`, in @m
   CHECK(id.inline_sites[2] == FlatDebugInlineSite{0, 3, 1, 8, 1});
+  CHECK(id.inline_sites[3] == FlatDebugInlineSite{0, 2, 1, 5, 3});  // %v: `step` at %x's call
   REQUIRE(id.locations.size() == 8);
-  // @callee's two, then @m's %x, %y, %z, %w (%v unasserted) and ret.
+  // @callee's two, then @m's %x, %y, %z, %w, %v and ret.
   CHECK(id.locations[0] == FlatDebugLocation{1, 2, 5, 0});
   CHECK(id.locations[2] == FlatDebugLocation{2, 21, 9, 1});
   CHECK(id.locations[3] == FlatDebugLocation{3, 31, 1, 2});
   CHECK(id.locations[4] == FlatDebugLocation{2, 23, 1, 1});
   CHECK(id.locations[5] == FlatDebugLocation{1, 2, 5, 3});
+  CHECK(id.locations[6].inline_site == 4);
   CHECK(id.locations[7] == FlatDebugLocation{1, 9, 1, 0});
 
   std::string small = kiln_test::bitcode_from_ir(std::string(kHeader) + kLineTablesIr);
