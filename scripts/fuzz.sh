@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs kiln's libFuzzer targets (tests/fuzz) for a bounded number of executions each,
 # built with clang-22, AddressSanitizer and UndefinedBehaviorSanitizer in build-fuzz/.
-#   scripts/fuzz.sh                 # RUNS=20000 executions per target (what CI runs);
+#   scripts/fuzz.sh                 # RUNS=20000 executions per target (CI runs 10000:
+#                                   # scripts/sanitize.sh, FUZZ_RUNS);
 #                                   # fuzz_bitcode forks a worker per input: BITCODE_RUNS,
 #                                   # default RUNS/4
 #   RUNS=500000 scripts/fuzz.sh     # a longer campaign, on demand
