@@ -53,6 +53,13 @@ class CountedReader {
     return v;
   }
   uint64_t u64() { return value<uint64_t>(); }
+  // A count of entries that take at least `min_bytes` each: more than the bytes left
+  // can hold is a truncated input, found before anything is allocated for them.
+  uint64_t count(size_t min_bytes) {
+    const uint64_t n = u64();
+    if (n > rest_.size() / min_bytes) fail(truncated_);
+    return n;
+  }
   template <class T>
   std::vector<T> array() {
     static_assert(std::is_trivially_copyable_v<T>);

@@ -26,8 +26,7 @@ void put_debug_functions(std::string& out, const std::vector<FlatDebugFunction>&
 }
 
 std::vector<FlatDebugFunction> read_debug_functions(CountedReader& r) {
-  uint64_t n = r.u64();
-  r.need(n > r.left() / 33 ? r.left() + 1 : 0);  // each takes at least 33 bytes
+  uint64_t n = r.count(33);
   std::vector<FlatDebugFunction> functions(n);
   for (FlatDebugFunction& f : functions) {
     uint8_t flags = r.value<uint8_t>();
@@ -65,13 +64,11 @@ FlatDebugInfo read_debug_info(CountedReader& r) {
   d.emission = static_cast<DebugEmission>(emission);
   d.language = r.value<uint32_t>();
   d.producer = r.string(), d.name = r.string(), d.directory = r.string();
-  // Each entry takes at least 16 bytes (two counts): a count beyond that is a lie.
-  uint64_t n = r.u64();
-  r.need(n > r.left() / 16 ? r.left() + 1 : 0);
+  // Files take at least 16 bytes (two counts), scopes 14, functions 33.
+  uint64_t n = r.count(16);
   d.files.resize(n);
   for (FlatDebugFile& f : d.files) f.directory = r.string(), f.name = r.string();
-  n = r.u64();
-  r.need(n > r.left() / 14 ? r.left() + 1 : 0);
+  n = r.count(14);
   d.scopes.resize(n);
   for (FlatDebugScope& s : d.scopes) s.parent = r.value<uint32_t>(), s.tag = r.value<uint16_t>(), s.name = r.string();
   d.functions = read_debug_functions(r);
