@@ -58,6 +58,9 @@ enum StampOp : uint16_t {
   // in 16-byte slots (low half first) with their own opcodes; a load, store or phi
   // of one has aux32 = 16, as an aggregate of 16 bytes would.
   kOpWide,
+  // Floating point (aux: kFloat*) on float (width 32) and double (width 64) values,
+  // which are kept as their bit patterns, zero-extended like integers of that width.
+  kOpFloat,
   kOpCount
 };
 enum StoreFlags : uint8_t { kStoreSeqCst = 1 };
@@ -125,7 +128,51 @@ enum WideKind : uint8_t {
   kWideKindCount
 };
 constexpr uint32_t kWideBits = 128;
-enum CallFlags : uint8_t { kCallVarargs = 1 };
+// kOpFloat's operations. Arithmetic, negation, absolute value and square root are at
+// the instruction's width (32 or 64); kFloatCmp compares op0 and op1 at op0's width
+// with LLVM's fcmp predicate in imm (0 false, 1 oeq, ... 15 true: kFcmp*) and gives
+// i1; the conversions from an integer read op0 at its width (at most 64), those to an
+// integer give the instruction's width (at most 64) from op0's floating-point width.
+enum FloatKind : uint8_t {
+  kFloatAdd,
+  kFloatSub,
+  kFloatMul,
+  kFloatDiv,
+  kFloatNeg,
+  kFloatAbs,
+  kFloatSqrt,
+  kFloatCmp,
+  kFloatExt,           // float to double
+  kFloatTrunc,         // double to float
+  kFloatFromSigned,    // sitofp
+  kFloatFromUnsigned,  // uitofp
+  kFloatToSigned,      // fptosi
+  kFloatToUnsigned,    // fptoui
+  kFloatKindCount
+};
+// LLVM's fcmp predicates (FCmpInst's numbering, which bitcode and the IR share).
+enum FcmpPredicate : uint8_t {
+  kFcmpFalse,
+  kFcmpOeq,
+  kFcmpOgt,
+  kFcmpOge,
+  kFcmpOlt,
+  kFcmpOle,
+  kFcmpOne,
+  kFcmpOrd,
+  kFcmpUno,
+  kFcmpUeq,
+  kFcmpUgt,
+  kFcmpUge,
+  kFcmpUlt,
+  kFcmpUle,
+  kFcmpUne,
+  kFcmpTrue
+};
+// The floating-point widths kOpFloat computes at.
+KILN_HD inline bool is_float_width(uint32_t w) { return w == 32 || w == 64; }
+// kCallRetFloat: the callee returns a float or double in xmm0.
+enum CallFlags : uint8_t { kCallVarargs = 1, kCallRetFloat = 2 };
 // What a landing pad does for the personality (its LSDA action).
 enum LandingPadKind : uint8_t { kLandingPadCleanup = 0, kLandingPadCatchAll = 1, kLandingPadEmptyFilter = 2 };
 
@@ -140,12 +187,13 @@ enum OperandKind : uint8_t {
   kOperandUndef,      // undef or poison: any value will do
   kOperandZero,       // zeroinitializer of an aggregate (its size is the instruction's aux32)
 };
-enum OperandFlags : uint8_t { kOperandSignExt = 1, kOperandZeroExt = 2 };
+// kOperandFloat: a call argument that is a float or double (passed in an xmm register).
+enum OperandFlags : uint8_t { kOperandSignExt = 1, kOperandZeroExt = 2, kOperandFloat = 4 };
 
 struct FlatOperand {
   uint8_t kind;
   uint8_t width;  // scalar width in bits (1, 8 to 64 in steps of 8, or 128); 0 for aggregates
-  uint8_t flags;  // kOperand*Ext for call arguments
+  uint8_t flags;  // kOperand*Ext, kOperandFloat for call arguments
   uint8_t pad;
   uint32_t index;
   int64_t imm;  // constant, symbol offset, or GEP stride
@@ -177,8 +225,11 @@ enum FunctionFlags : uint32_t {
   kFnRetZeroExt = 2,
   kFnHasSret = 4,
   kFnRetPair = 8,
-  kFnHasPersonality = 16
+  kFnHasPersonality = 16,
+  kFnRetFloat = 32  // a float or double return, in xmm0
 };
+// Arguments that can be floating point: the first kMaxFloatArgs (FlatFunction::float_args).
+constexpr uint32_t kMaxFloatArgs = 16;
 
 struct FlatFunction {
   uint32_t symbol;  // its module symbol
@@ -192,7 +243,10 @@ struct FlatFunction {
   // its own register: the first in rax, the second in rdx): their widths and the
   // second leaf's byte offset (the first is at 0).
   uint8_t ret_leaf0_width, ret_leaf1_width;
-  uint16_t pad2;
+  // Bit a: argument a is a float or double (in an xmm register, or on the stack in
+  // its order among the arguments that do not fit registers). Only the first
+  // kMaxFloatArgs arguments can be: the exporters refuse a function with a later one.
+  uint16_t float_args;
   uint32_t ret_leaf1_offset;
   uint32_t sret_arg;     // argument holding the sret pointer (with kFnHasSret)
   uint32_t personality;  // module symbol of the personality (with kFnHasPersonality)

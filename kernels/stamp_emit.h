@@ -499,6 +499,42 @@ KILN_HD inline uint32_t argument_register(uint32_t i) {
   return regs[i];
 }
 
+// ---- floating point: xmm registers --------------------------------------------------
+// Floats and doubles live in the frame and in general registers as bit patterns (a
+// float zero-extended, like an i32); they pass through xmm0 and xmm1 (caller-saved,
+// like every register stamp uses) only to be computed on, and through xmm0 .. xmm7
+// as arguments and returns.
+
+KILN_HD inline bool is_float_arg(const FlatFunction& f, uint32_t a) { return a < kMaxFloatArgs && ((f.float_args >> a) & 1); }
+
+// movq xmm, reg
+KILN_HD inline void movq_to_xmm(Emitter& e, uint32_t xmm, uint32_t reg) {
+  e.byte(0x66), e.byte(0x48 | (reg >> 3)), e.byte(0x0F), e.byte(0x6E), e.byte(0xC0 | ((xmm & 7) << 3) | (reg & 7));
+}
+// reg = the low `width` bits of xmm, zero-extended: movd r32, xmm (32) or movq r64, xmm.
+KILN_HD inline void move_from_xmm(Emitter& e, uint32_t reg, uint32_t xmm, uint32_t width) {
+  e.byte(0x66);
+  if (width != 32 || reg >= 8) e.byte((width != 32 ? 0x48 : 0x40) | (reg >> 3));
+  e.byte(0x0F), e.byte(0x7E), e.byte(0xC0 | ((xmm & 7) << 3) | (reg & 7));
+}
+// A scalar SSE operation dst = dst op src at `width` (F2: double, F3: float).
+KILN_HD inline void sse_scalar(Emitter& e, uint32_t width, uint32_t opcode, uint32_t dst, uint32_t src) {
+  e.byte(width == 32 ? 0xF3 : 0xF2), e.byte(0x0F), e.byte(opcode), e.byte(0xC0 | ((dst & 7) << 3) | (src & 7));
+}
+// cvtsi2sd/cvtsi2ss xmm, r64 (reg < 8)
+KILN_HD inline void convert_from_int(Emitter& e, uint32_t width, uint32_t xmm, uint32_t reg) {
+  e.byte(width == 32 ? 0xF3 : 0xF2), e.byte(0x48), e.byte(0x0F), e.byte(0x2A), e.byte(0xC0 | ((xmm & 7) << 3) | (reg & 7));
+}
+// cvttsd2si/cvttss2si r64, xmm (reg < 8): truncating, 2^63 for what does not fit.
+KILN_HD inline void convert_to_int(Emitter& e, uint32_t width, uint32_t reg, uint32_t xmm) {
+  e.byte(width == 32 ? 0xF3 : 0xF2), e.byte(0x48), e.byte(0x0F), e.byte(0x2C), e.byte(0xC0 | ((reg & 7) << 3) | (xmm & 7));
+}
+// ucomisd/ucomiss a, b on xmm registers.
+KILN_HD inline void unordered_compare(Emitter& e, uint32_t width, uint32_t a, uint32_t b) {
+  if (width != 32) e.byte(0x66);
+  e.byte(0x0F), e.byte(0x2E), e.byte(0xC0 | ((a & 7) << 3) | (b & 7));
+}
+
 // ---- prologue and instructions ---------------------------------------------------
 
 // push rbp; mov rbp, rsp; sub rsp, frame; then every argument into its slot.
@@ -514,9 +550,14 @@ KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const S
     e.byte(0x48), e.byte(0x83), e.byte(0xEC);  // sub rsp, imm8
     e.byte(frame);
   }
+  // The SysV classes in order: integers take rdi .. r9, floats and doubles xmm0 ..
+  // xmm7, and whatever does not fit its registers the caller's stack, in order.
+  uint32_t ints = 0, floats = 0, stacked = 0;
   for (uint32_t a = 0; a < f.arg_count; ++a) {
-    uint32_t reg = a < 6 ? argument_register(a) : static_cast<uint32_t>(RAX);
-    if (a >= 6) load64(e, RAX, static_cast<int32_t>(16 + 8 * (a - 6)));  // the caller's stack arguments
+    uint32_t reg = RAX;
+    if (is_float_arg(f, a) && floats < 8) move_from_xmm(e, RAX, floats++, 64);
+    else if (!is_float_arg(f, a) && ints < 6) reg = argument_register(ints++);
+    else load64(e, RAX, static_cast<int32_t>(16 + 8 * stacked++));  // the caller's stack arguments
     normalize(e, reg, m.arg_widths[f.first_arg + a]);
     store64(e, -l.arg_slot[f.first_arg + a], reg);
   }
@@ -700,28 +741,44 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
-  // Arguments after the sixth go on the stack, the seventh at [rsp]; the area keeps
-  // rsp 16-byte aligned at the call.
-  uint32_t stack_args = count > 7 ? count - 7 : 0;
-  uint32_t reserve = (stack_args * 8 + 15) / 16 * 16;
+  // The SysV classes in order (as in encode_prologue): integers in rdi .. r9, floats
+  // and doubles in xmm0 .. xmm7, the rest on the stack in order, the first at [rsp];
+  // the area keeps rsp 16-byte aligned at the call.
+  uint32_t ints = 0, floats = 0, stacked = 0;
+  for (uint32_t a = 1; a < count; ++a) {
+    bool is_float = ops[a].flags & kOperandFloat;
+    if (is_float ? floats < 8 : ints < 6) is_float ? ++floats : ++ints;
+    else ++stacked;
+  }
+  uint32_t reserve = (stacked * 8 + 15) / 16 * 16;
   if (reserve) {
     e.byte(0x48), e.byte(0x81), e.byte(0xEC);  // sub rsp, reserve
     e.u32(reserve);
-    for (uint32_t k = 0; k < stack_args; ++k) {
-      const FlatOperand& op = ops[7 + k];
-      load_operand(e, l, op, RAX);
-      if (op.flags & kOperandSignExt) sign_extend(e, RAX, op.width);
-      e.byte(0x48), e.byte(0x89), e.byte(0x84), e.byte(0x24);  // mov [rsp + disp32], rax
-      e.u32(8 * k);
-    }
   }
-  for (uint32_t a = 1; a < count && a <= 6; ++a) {
-    uint32_t reg = argument_register(a - 1);
+  ints = floats = stacked = 0;
+  for (uint32_t a = 1; a < count; ++a) {  // the stack's and the xmm registers' through rax
+    const FlatOperand& op = ops[a];
+    bool is_float = op.flags & kOperandFloat;
+    if (is_float ? floats < 8 : ints < 6) {
+      if (is_float) load_operand(e, l, op, RAX), movq_to_xmm(e, floats, RAX);
+      is_float ? ++floats : ++ints;
+      continue;
+    }
+    load_operand(e, l, op, RAX);
+    if (op.flags & kOperandSignExt) sign_extend(e, RAX, op.width);
+    e.byte(0x48), e.byte(0x89), e.byte(0x84), e.byte(0x24);  // mov [rsp + disp32], rax
+    e.u32(8 * stacked++);
+  }
+  ints = 0;
+  for (uint32_t a = 1; a < count && ints < 6; ++a) {
+    if (ops[a].flags & kOperandFloat) continue;
+    uint32_t reg = argument_register(ints++);
     load_operand(e, l, ops[a], reg);
     if (ops[a].flags & kOperandSignExt) sign_extend(e, reg, ops[a].width);
   }
   if (ops[0].kind != kOperandSymbol) load_operand(e, l, ops[0], R11);
-  if (in.aux & kCallVarargs) e.byte(0x31), e.byte(0xC0);  // xor eax, eax: no vector registers
+  if ((in.aux & kCallVarargs) && floats) e.byte(0xB8), e.u32(floats);  // mov eax, n: vector registers used
+  else if (in.aux & kCallVarargs) e.byte(0x31), e.byte(0xC0);          // xor eax, eax: none
   e.call_begin = e.pos;
   if (ops[0].kind == kOperandSymbol) {
     e.byte(0xE8);
@@ -737,6 +794,9 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   }
   if (in.width == kWideBits) {  // an i128 comes back in rax (low) and rdx (high)
     store_wide(e, dst, RAX, RDX);
+  } else if (in.width && (in.aux & kCallRetFloat)) {  // in xmm0
+    move_from_xmm(e, RAX, 0, in.width);  // zero-extended (the width is 32 or 64: checked)
+    store_result(e, l, i);
   } else if (in.width) {
     normalize(e, RAX, in.width);
     store_result(e, l, i);
@@ -811,6 +871,7 @@ KILN_HD inline bool result_in_rax(const FlatInst& in) {
     case kOpExtract:
     case kOpBitOp:
     case kOpCall:
+    case kOpFloat:
       return true;
     default:
       return false;
@@ -864,6 +925,7 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, uint32_t i) {
     case kOpSrem:
     case kOpIcmp:
     case kOpBitOp:
+    case kOpFloat:
       return 0;
     case kOpLoad:
       return is_frame_shape(m, ops[0]) ? -1 : 0;
@@ -1331,6 +1393,7 @@ KILN_HD inline void encode_ret(Emitter& e, const FlatModuleView& m, const StampL
   } else if (in.operand_count) {
     load_rax(e, m, l, i, ops[0]);
     if (f.flags & kFnRetSignExt) sign_extend(e, RAX, ops[0].width);
+    if (f.flags & kFnRetFloat) movq_to_xmm(e, 0, RAX);
   }
   e.byte(0xC9);  // leave
   e.byte(0xC3);  // ret
@@ -1449,6 +1512,126 @@ KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const Stamp
       break;
   }
   store_wide(e, dst, RAX, RDX);
+}
+
+// fcmp of xmm0 (a) and xmm1 (b) into al, by predicate (kFcmp*). ucomis sets ZF, PF
+// and CF all for unordered (a NaN), none for a > b, CF for a < b and ZF for a == b;
+// the "less" predicates compare the other way round so that seta/setae (which are
+// false on unordered) and setb/setbe (true on unordered) cover every order.
+KILN_HD inline void encode_fcmp(Emitter& e, uint32_t width, uint32_t predicate) {
+  if (predicate == kFcmpFalse || predicate == kFcmpTrue) {
+    e.byte(0xB8), e.u32(predicate == kFcmpTrue ? 1 : 0);  // mov eax, 0 or 1
+    return;
+  }
+  bool swap = predicate == kFcmpOlt || predicate == kFcmpOle || predicate == kFcmpUgt || predicate == kFcmpUge;
+  swap ? unordered_compare(e, width, 1, 0) : unordered_compare(e, width, 0, 1);
+  uint32_t setcc = 0;
+  switch (predicate) {
+    case kFcmpOgt: case kFcmpOlt: setcc = 0x97; break;   // seta
+    case kFcmpOge: case kFcmpOle: setcc = 0x93; break;   // setae
+    case kFcmpUgt: case kFcmpUlt: setcc = 0x92; break;   // setb
+    case kFcmpUge: case kFcmpUle: setcc = 0x96; break;   // setbe
+    case kFcmpOeq: case kFcmpUeq: setcc = 0x94; break;   // sete
+    case kFcmpOne: case kFcmpUne: setcc = 0x95; break;   // setne
+    case kFcmpOrd: setcc = 0x9B; break;                   // setnp
+    default: setcc = 0x9A; break;                         // setp (uno)
+  }
+  e.byte(0x0F), e.byte(setcc), e.byte(0xC0);
+  if (predicate == kFcmpOeq) e.byte(0x0F), e.byte(0x9B), e.byte(0xC1), e.byte(0x20), e.byte(0xC8);  // setnp cl; and al, cl
+  if (predicate == kFcmpUne) e.byte(0x0F), e.byte(0x9A), e.byte(0xC1), e.byte(0x08), e.byte(0xC8);  // setp cl; or al, cl
+  e.byte(0x0F), e.byte(0xB6), e.byte(0xC0);  // movzx eax, al
+}
+
+// uitofp from 64 bits (rax) to `width`: a value below 2^63 converts as signed; a
+// larger one is halved, keeping its lowest bit sticky so that it rounds the same,
+// converted and doubled.
+KILN_HD inline void encode_u64_to_float(Emitter& e, uint32_t width) {
+  e.byte(0x48), e.byte(0x85), e.byte(0xC0);  // test rax, rax
+  e.byte(0x78), e.byte(7);                   // js big
+  convert_from_int(e, width, 0, RAX);        // (5 bytes)
+  e.byte(0xEB), e.byte(21);                  // jmp done
+  e.byte(0x48), e.byte(0x89), e.byte(0xC1);  // big: mov rcx, rax
+  e.byte(0x48), e.byte(0xD1), e.byte(0xE9);  // shr rcx, 1
+  e.byte(0x83), e.byte(0xE0), e.byte(0x01);  // and eax, 1
+  e.byte(0x48), e.byte(0x09), e.byte(0xC1);  // or rcx, rax
+  convert_from_int(e, width, 0, RCX);        // (5 bytes)
+  sse_scalar(e, width, 0x58, 0, 0);          // add xmm0, xmm0 (4 bytes); done:
+}
+
+// fptoui to 64 bits from xmm0 at `width`: below 2^63 it converts as signed; from
+// 2^63 on, 2^63 is subtracted first and the top bit set after.
+KILN_HD inline void encode_float_to_u64(Emitter& e, uint32_t width) {
+  mov_imm(e, RCX, width == 32 ? 0x5F000000ull : 0x43E0000000000000ull);  // 2^63
+  movq_to_xmm(e, 1, RCX);
+  unordered_compare(e, width, 0, 1);
+  e.byte(0x73), e.byte(7);                                  // jae big
+  convert_to_int(e, width, RAX, 0);                         // (5 bytes)
+  e.byte(0xEB), e.byte(14);                                 // jmp done
+  sse_scalar(e, width, 0x5C, 0, 1);                         // big: sub xmm0, xmm1 (4 bytes)
+  convert_to_int(e, width, RAX, 0);                         // (5 bytes)
+  e.byte(0x48), e.byte(0x0F), e.byte(0xBA), e.byte(0xF8), e.byte(0x3F);  // btc rax, 63; done:
+}
+
+// kOpFloat: op0 in rax (rax_operand), op1 in rcx; the result in rax, normalised (movd
+// zero-extends a float; the 32-bit xor and and of a float's sign do too).
+// Negation and absolute value flip or clear the sign bit in rax, as LLVM's fneg and
+// fabs do to any value, NaN included. Out-of-range fptosi/fptoui are poison in LLVM:
+// whatever the conversion gives will do.
+KILN_HD inline void encode_float(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  uint32_t w = in.width, from = ops[0].width;
+  load_rax(e, m, l, i, ops[0]);
+  switch (in.aux) {
+    case kFloatAdd:
+    case kFloatSub:
+    case kFloatMul:
+    case kFloatDiv: {
+      uint32_t opcode = in.aux == kFloatAdd ? 0x58 : in.aux == kFloatSub ? 0x5C : in.aux == kFloatMul ? 0x59 : 0x5E;
+      load_operand(e, l, ops[1], RCX);
+      movq_to_xmm(e, 0, RAX);
+      movq_to_xmm(e, 1, RCX);
+      sse_scalar(e, w, opcode, 0, 1);
+      move_from_xmm(e, RAX, 0, w);
+      break;
+    }
+    case kFloatNeg:
+    case kFloatAbs:
+      if (w == 32) e.byte(in.aux == kFloatNeg ? 0x35 : 0x25), e.u32(in.aux == kFloatNeg ? 0x80000000u : 0x7FFFFFFFu);
+      else e.byte(0x48), e.byte(0x0F), e.byte(0xBA), e.byte(in.aux == kFloatNeg ? 0xF8 : 0xF0), e.byte(0x3F);  // btc/btr rax, 63
+      break;
+    case kFloatSqrt:
+      movq_to_xmm(e, 0, RAX);
+      sse_scalar(e, w, 0x51, 0, 0);
+      move_from_xmm(e, RAX, 0, w);
+      break;
+    case kFloatCmp:
+      load_operand(e, l, ops[1], RCX);
+      movq_to_xmm(e, 0, RAX);
+      movq_to_xmm(e, 1, RCX);
+      encode_fcmp(e, from, static_cast<uint32_t>(in.imm));
+      break;
+    case kFloatExt:
+    case kFloatTrunc:  // cvtss2sd (F3 0F 5A) / cvtsd2ss (F2 0F 5A)
+      movq_to_xmm(e, 0, RAX);
+      sse_scalar(e, in.aux == kFloatExt ? 32 : 64, 0x5A, 0, 0);
+      move_from_xmm(e, RAX, 0, w);
+      break;
+    case kFloatFromSigned:
+    case kFloatFromUnsigned:  // below 64 bits an unsigned value is a non-negative signed one
+      if (in.aux == kFloatFromSigned) sign_extend(e, RAX, from);
+      if (in.aux == kFloatFromUnsigned && from == 64) encode_u64_to_float(e, w);
+      else convert_from_int(e, w, 0, RAX);
+      move_from_xmm(e, RAX, 0, w);
+      break;
+    default:  // kFloatToSigned, kFloatToUnsigned: below 64 bits both fit a signed conversion
+      movq_to_xmm(e, 0, RAX);
+      if (in.aux == kFloatToUnsigned && w == 64) encode_float_to_u64(e, from);
+      else convert_to_int(e, from, RAX, 0);
+      normalize(e, RAX, w);
+      break;
+  }
+  store_result(e, l, i);
 }
 
 // A phi: its shadow to its slot, through r11 or rcx: a landing pad's rax and rdx must
@@ -1579,6 +1762,9 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       return;
     case kOpWide:
       encode_wide(e, m, l, i);
+      return;
+    case kOpFloat:
+      encode_float(e, m, l, i);
       return;
     case kOpLandingPad:  // the personality hands over the exception in rax and its selector in edx
       store64(e, dst, RAX);

@@ -29,7 +29,7 @@ namespace {
 using namespace llvm;
 
 // Widths stamp keeps in a 64-bit slot: integers of these widths, pointers, and
-// float/double as raw bits (only moved, never computed on).
+// float/double as their bit patterns (kOpFloat computes on them).
 unsigned scalar_width(Type* t) {
   if (t->isPointerTy()) return t->getPointerAddressSpace() == 0 ? 64 : 0;
   if (t->isIntegerTy()) {
@@ -46,6 +46,9 @@ bool is_int_like(Type* t) { return (t->isIntegerTy() || t->isPointerTy()) && sca
 // A value's width as an operand: a scalar's, or 128 for i128, which stamp moves in a
 // 16-byte slot and computes on with kOpWide (export_wide decides where it may appear).
 unsigned operand_width(Type* t) { return t->isIntegerTy(128) ? kWideBits : scalar_width(t); }
+
+// The floating-point types stamp computes on and passes in xmm registers.
+bool is_float_or_double(Type* t) { return t->isFloatTy() || t->isDoubleTy(); }
 
 // An aggregate whose leaves are all scalars stamp can move.
 bool is_plain_aggregate(Type* t) {
@@ -159,6 +162,7 @@ class FunctionExporter {
     ff.first_arg = base_arg_;
     ff.arg_count = static_cast<uint32_t>(f_.arg_size());
     ff.flags = fn_flags_;
+    ff.float_args = float_args_;
     ff.ret_width = static_cast<uint8_t>(operand_width(f_.getReturnType()));
     ff.ret_leaf0_width = ret_w0_;
     ff.ret_leaf1_width = ret_w1_;
@@ -280,7 +284,8 @@ class FunctionExporter {
     unsigned i = 0;
     for (const Argument& a : f_.args()) {
       Type* t = a.getType();
-      if (t->isFloatingPointTy()) reason("floating-point arguments");
+      if (is_float_or_double(t) && i >= kMaxFloatArgs) reason("floating-point argument after the 16th");
+      else if (is_float_or_double(t)) float_args_ |= static_cast<uint16_t>(1u << i);
       else if (!is_int_like(t)) reason("argument type " + type_name(t));
       if (a.hasByValAttr() || a.hasInAllocaAttr() || a.hasPreallocatedAttr() || a.hasNestAttr())
         reason("byval, inalloca, preallocated or nest argument");
@@ -292,7 +297,7 @@ class FunctionExporter {
     }
     Type* r = f_.getReturnType();
     if (!r->isVoidTy()) {
-      if (r->isFloatingPointTy()) reason("floating-point return");
+      if (is_float_or_double(r)) fn_flags_ |= kFnRetFloat;  // in xmm0
       else if (r->isIntegerTy(kWideBits)) {
         // in rax (low half) and rdx (high half): encode_ret
       } else if (is_int_like(r)) {
@@ -451,9 +456,8 @@ class FunctionExporter {
     bool pair = false;
     unsigned w0 = 0, w1 = 0;
     uint64_t off1 = 0;
-    if (!r->isVoidTy() && !is_int_like(r) && !r->isIntegerTy(kWideBits)) {
-      if (r->isFloatingPointTy()) reason("call returning floating point");
-      else if (is_integer_pair(r, dl_, &w0, &w1, &off1)) pair = true;
+    if (!r->isVoidTy() && !is_int_like(r) && !r->isIntegerTy(kWideBits) && !is_float_or_double(r)) {
+      if (is_integer_pair(r, dl_, &w0, &w1, &off1)) pair = true;
       else reason("call returning " + type_name(r));
     }
     FlatInst& fi = emit(call, invoke ? kOpInvoke : kOpCall, {operand(call.getCalledOperand())});
@@ -464,15 +468,17 @@ class FunctionExporter {
     }
     if (r->isIntegerTy(kWideBits)) insts_[at].width = kWideBits;  // in rax and rdx
     if (call.getFunctionType()->isVarArg()) insts_[at].aux |= kCallVarargs;
+    if (is_float_or_double(r)) insts_[at].aux |= kCallRetFloat;  // in xmm0
     for (unsigned a = 0; a < call.arg_size(); ++a) {
       const Value* v = call.getArgOperand(a);
-      if (v->getType()->isFloatingPointTy()) reason("floating-point call arguments");
-      else if (!is_int_like(v->getType())) reason("call argument type " + type_name(v->getType()));
+      if (!is_int_like(v->getType()) && !is_float_or_double(v->getType()))
+        reason("call argument type " + type_name(v->getType()));
       if (call.paramHasAttr(a, Attribute::ByVal) || call.paramHasAttr(a, Attribute::InAlloca) ||
           call.paramHasAttr(a, Attribute::Preallocated))
         reason("byval, inalloca or preallocated call argument");
       FlatOperand o = operand(v);
       if (call.paramHasAttr(a, Attribute::SExt)) o.flags |= kOperandSignExt;
+      if (is_float_or_double(v->getType())) o.flags |= kOperandFloat;
       add_operand(insts_[at], o);
     }
     if (auto* inv = dyn_cast<InvokeInst>(&call)) {
@@ -571,6 +577,9 @@ class FunctionExporter {
       case Intrinsic::fshl:
       case Intrinsic::fshr:
         return export_bit_intrinsic(call, callee, id);
+      case Intrinsic::fabs:
+      case Intrinsic::sqrt:
+        return export_float_intrinsic(call, callee, id);
       default:
         return refuse(call, "intrinsic " + callee->getName().str());
     }
@@ -624,6 +633,13 @@ class FunctionExporter {
     fi.aux = kind;
     size_t at = insts_.size() - 1;
     for (unsigned a = 1; a < bit_op_operands(kind); ++a) add_operand(insts_[at], operand(call.getArgOperand(a)));
+  }
+
+  // fabs and sqrt of a float or double: kOpFloat.
+  void export_float_intrinsic(const CallInst& call, const Function* callee, Intrinsic::ID id) {
+    if (!is_float_or_double(call.getType())) reason("intrinsic " + callee->getName().str());
+    FlatInst& fi = emit(call, kOpFloat, {operand(call.getArgOperand(0))});
+    fi.aux = id == Intrinsic::fabs ? kFloatAbs : kFloatSqrt;
   }
 
   // memcpy and friends: the C library function of the same name (a module
@@ -719,6 +735,19 @@ class FunctionExporter {
         return export_binary(inst);
       case Instruction::ICmp:
         return export_icmp(cast<ICmpInst>(inst));
+      case Instruction::FAdd:
+      case Instruction::FSub:
+      case Instruction::FMul:
+      case Instruction::FDiv:
+      case Instruction::FNeg:
+      case Instruction::FCmp:
+      case Instruction::FPExt:
+      case Instruction::FPTrunc:
+      case Instruction::SIToFP:
+      case Instruction::UIToFP:
+      case Instruction::FPToSI:
+      case Instruction::FPToUI:
+        return export_float(inst);
       case Instruction::Select:
         return export_select(inst);
       case Instruction::ZExt:
@@ -938,6 +967,43 @@ class FunctionExporter {
     fi.aux = icmp_predicate(c);
   }
 
+  // --- Floating point: arithmetic, compares and conversions on float and double
+  // (kOpFloat); half, fp128, x86_fp80 and integers wider than 64 bits fall back.
+  void export_float(const Instruction& inst) {
+    static const std::unordered_map<unsigned, uint8_t> kKinds = {
+        {Instruction::FAdd, kFloatAdd},          {Instruction::FSub, kFloatSub},
+        {Instruction::FMul, kFloatMul},          {Instruction::FDiv, kFloatDiv},
+        {Instruction::FNeg, kFloatNeg},          {Instruction::FCmp, kFloatCmp},
+        {Instruction::FPExt, kFloatExt},         {Instruction::FPTrunc, kFloatTrunc},
+        {Instruction::SIToFP, kFloatFromSigned}, {Instruction::UIToFP, kFloatFromUnsigned},
+        {Instruction::FPToSI, kFloatToSigned},   {Instruction::FPToUI, kFloatToUnsigned}};
+    uint8_t kind = kKinds.at(inst.getOpcode());
+    Type* from = inst.getOperand(0)->getType();
+    Type* to = inst.getType();
+    bool fits = false;
+    switch (kind) {
+      case kFloatFromSigned:
+      case kFloatFromUnsigned:
+        fits = is_float_or_double(to) && from->isIntegerTy() && scalar_width(from);
+        break;
+      case kFloatToSigned:
+      case kFloatToUnsigned:
+        fits = is_float_or_double(from) && to->isIntegerTy() && scalar_width(to);
+        break;
+      case kFloatCmp:
+        fits = is_float_or_double(from);
+        break;
+      default:  // arithmetic keeps its type; fpext and fptrunc go between float and double
+        fits = is_float_or_double(from) && is_float_or_double(to);
+        break;
+    }
+    if (!fits) reason(std::string(inst.getOpcodeName()) + " of " + type_name(from) + " to " + type_name(to));
+    FlatInst& fi = inst.getNumOperands() == 2 ? emit(inst, kOpFloat, {operand(inst.getOperand(0)), operand(inst.getOperand(1))})
+                                              : emit(inst, kOpFloat, {operand(inst.getOperand(0))});
+    fi.aux = kind;
+    if (auto* c = dyn_cast<FCmpInst>(&inst)) fi.imm = c->getPredicate();
+  }
+
   // A select of a scalar, or of a struct or array of scalars (Rust's {ptr, i64} and
   // Option-like pairs), which is copied piece by piece.
   void export_select(const Instruction& inst) {
@@ -1102,6 +1168,7 @@ class FunctionExporter {
   std::vector<FlatBlock> blocks_;
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
   uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
+  uint16_t float_args_ = 0;
   uint64_t ret_off1_ = 0;
   uint8_t ret_w0_ = 0, ret_w1_ = 0;
 };

@@ -90,6 +90,7 @@ enum class Intrinsic : uint8_t {
   kDbgLabel, kExpect, kTrap, kUbsanTrap, kMemcpy, kMemmove, kMemset, kUaddWithOverflow, kSaddWithOverflow,
   kUsubWithOverflow, kSsubWithOverflow, kUmulWithOverflow, kSmulWithOverflow, kIsConstant, kCtpop, kCtlz, kCttz,
   kBswap, kAbs, kUmin, kUmax, kSmin, kSmax, kUaddSat, kUsubSat, kUcmp, kScmp, kSaddSat, kSsubSat, kFshl, kFshr,
+  kFabs, kSqrt,
 };
 Intrinsic intrinsic_of(std::string_view function_name);
 

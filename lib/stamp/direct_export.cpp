@@ -278,6 +278,11 @@ class ModuleContext {
     return m.types[t];
   }
   bool is_float(uint32_t t) const { return is_floating_point(type(t).kind); }
+  // is_float_or_double of lib/flat_export.cpp: the types stamp computes on.
+  bool is_float_or_double(uint32_t t) const {
+    TypeKind k = type(t).kind;
+    return k == TypeKind::kFloat || k == TypeKind::kDouble;
+  }
   bool is_vector(uint32_t t) const { return bc::is_vector(type(t).kind); }
   bool is_integer(uint32_t t) const { return type(t).kind == TypeKind::kInteger; }
   bool is_pointer(uint32_t t) const { return type(t).kind == TypeKind::kPointer; }
@@ -698,6 +703,7 @@ class FunctionExporter {
     ff.first_arg = base_arg_;
     ff.arg_count = f_.arg_count;
     ff.flags = fn_flags_;
+    ff.float_args = float_args_;
     ff.ret_width = static_cast<uint8_t>(ctx_.operand_width(return_type()));
     ff.ret_leaf0_width = ret_w0_;
     ff.ret_leaf1_width = ret_w1_;
@@ -772,7 +778,8 @@ class FunctionExporter {
     if (g_.linkage == Linkage::kAvailableExternally) reason("available_externally");
     for (uint32_t i = 0; i < f_.arg_count; ++i) {
       uint32_t t = param_type(i);
-      if (ctx_.is_float(t)) reason("floating-point arguments");
+      if (ctx_.is_float_or_double(t) && i >= kMaxFloatArgs) reason("floating-point argument after the 16th");
+      else if (ctx_.is_float_or_double(t)) float_args_ |= static_cast<uint16_t>(1u << i);
       else if (!ctx_.is_int_like(t)) reason("argument type " + ctx_.type_name(t));
       if (fa &&
           (fa->param_has(i, kAttrByVal) || fa->param_has(i, kAttrInAlloca) || fa->param_has(i, kAttrPreallocated) ||
@@ -786,7 +793,7 @@ class FunctionExporter {
     uint32_t r = return_type();
     if (!ctx_.is_void(r)) {
       unsigned w0 = 0, w1 = 0;
-      if (ctx_.is_float(r)) reason("floating-point return");
+      if (ctx_.is_float_or_double(r)) fn_flags_ |= kFnRetFloat;  // in xmm0
       else if (ctx_.is_i128(r)) {
         // in rax (low half) and rdx (high half): encode_ret
       } else if (ctx_.is_int_like(r)) {
@@ -1033,6 +1040,19 @@ class FunctionExporter {
         return export_binary(in);
       case Opcode::kICmp:
         return export_icmp(in);
+      case Opcode::kFAdd:
+      case Opcode::kFSub:
+      case Opcode::kFMul:
+      case Opcode::kFDiv:
+      case Opcode::kFNeg:
+      case Opcode::kFCmp:
+      case Opcode::kFPExt:
+      case Opcode::kFPTrunc:
+      case Opcode::kSIToFP:
+      case Opcode::kUIToFP:
+      case Opcode::kFPToSI:
+      case Opcode::kFPToUI:
+        return export_float(in);
       case Opcode::kSelect:
         return export_select(in);
       case Opcode::kZExt:
@@ -1431,6 +1451,50 @@ class FunctionExporter {
     emit(in, kOpIcmp, {a, b}).aux = predicate;
   }
 
+  // Floating point (export_float of lib/flat_export.cpp).
+  void export_float(const Inst& in) {
+    static const std::map<Opcode, uint8_t> kKinds = {
+        {Opcode::kFAdd, kFloatAdd},          {Opcode::kFSub, kFloatSub},         {Opcode::kFMul, kFloatMul},
+        {Opcode::kFDiv, kFloatDiv},          {Opcode::kFNeg, kFloatNeg},         {Opcode::kFCmp, kFloatCmp},
+        {Opcode::kFPExt, kFloatExt},         {Opcode::kFPTrunc, kFloatTrunc},    {Opcode::kSIToFP, kFloatFromSigned},
+        {Opcode::kUIToFP, kFloatFromUnsigned}, {Opcode::kFPToSI, kFloatToSigned}, {Opcode::kFPToUI, kFloatToUnsigned}};
+    uint8_t kind = kKinds.at(in.opcode);
+    bool binary = kind <= kFloatDiv || kind == kFloatCmp;
+    if (in.operand_count < (binary ? 2u : 1u)) throw Decline{"reader: floating-point operands"};
+    uint32_t from = operand_type(op_id(in, 0)), to = in.type;
+    bool fits = false;
+    switch (kind) {
+      case kFloatFromSigned:
+      case kFloatFromUnsigned:
+        fits = ctx_.is_float_or_double(to) && ctx_.is_integer(from) && ctx_.scalar_width(from);
+        break;
+      case kFloatToSigned:
+      case kFloatToUnsigned:
+        fits = ctx_.is_float_or_double(from) && ctx_.is_integer(to) && ctx_.scalar_width(to);
+        break;
+      case kFloatCmp:
+        fits = ctx_.is_float_or_double(from);
+        break;
+      default:
+        fits = ctx_.is_float_or_double(from) && ctx_.is_float_or_double(to);
+        break;
+    }
+    if (!fits) reason(std::string(opcode_name(in.opcode)) + " of " + ctx_.type_name(from) + " to " + ctx_.type_name(to));
+    FlatOperand a = operand(op_id(in, 0));
+    if (binary) {
+      FlatOperand b = operand(op_id(in, 1));
+      emit(in, kOpFloat, {a, b});
+    } else {
+      emit(in, kOpFloat, {a});
+    }
+    FlatInst& fi = insts_.back();
+    fi.aux = kind;
+    if (kind == kFloatCmp) {
+      if (in.aux > kFcmpTrue) throw Decline{"reader: fcmp predicate " + std::to_string(in.aux)};
+      fi.imm = in.aux;
+    }
+  }
+
   void export_select(const Inst& in) {
     TypeKind k = ctx_.type(in.type).kind;
     bool aggregate = (k == TypeKind::kStruct || k == TypeKind::kArray) && ctx_.is_plain_aggregate(in.type);
@@ -1664,9 +1728,8 @@ class FunctionExporter {
     bool pair = false;
     unsigned w0 = 0, w1 = 0;
     uint64_t off1 = 0;
-    if (!ctx_.is_void(r) && !ctx_.is_int_like(r) && !ctx_.is_i128(r)) {
-      if (ctx_.is_float(r)) reason("call returning floating point");
-      else if (ctx_.is_integer_pair(r, &w0, &w1, &off1)) pair = true;
+    if (!ctx_.is_void(r) && !ctx_.is_int_like(r) && !ctx_.is_i128(r) && !ctx_.is_float_or_double(r)) {
+      if (ctx_.is_integer_pair(r, &w0, &w1, &off1)) pair = true;
       else reason("call returning " + ctx_.type_name(r));
     }
     FlatOperand callee_op = operand(callee);
@@ -1678,17 +1741,18 @@ class FunctionExporter {
     }
     if (ctx_.is_i128(r)) insts_[at].width = kWideBits;  // in rax and rdx
     if (ctx_.type(fnty).vararg) insts_[at].aux |= kCallVarargs;
+    if (ctx_.is_float_or_double(r)) insts_[at].aux |= kCallRetFloat;  // in xmm0
     for (uint32_t a = 0; a < arg_count; ++a) {
       uint32_t v = op_id(in, a);
       if (v == kMetadataOperand) throw Decline{"reader: metadata argument"};
       uint32_t t = operand_type(v);
-      if (ctx_.is_float(t)) reason("floating-point call arguments");
-      else if (!ctx_.is_int_like(t)) reason("call argument type " + ctx_.type_name(t));
+      if (!ctx_.is_int_like(t) && !ctx_.is_float_or_double(t)) reason("call argument type " + ctx_.type_name(t));
       if (param_has(in, callee_fn, a, kAttrByVal) || param_has(in, callee_fn, a, kAttrInAlloca) ||
           param_has(in, callee_fn, a, kAttrPreallocated))
         reason("byval, inalloca or preallocated call argument");
       FlatOperand o = operand(v);
       if (param_has(in, callee_fn, a, kAttrSExt)) o.flags |= kOperandSignExt;
+      if (ctx_.is_float_or_double(t)) o.flags |= kOperandFloat;
       add_operand(insts_[at], o);
     }
     if (invoke) {
@@ -1763,6 +1827,13 @@ class FunctionExporter {
         zero.kind = kOperandConst;
         zero.width = 1;
         emit(in, kOpCopy, {zero});
+        return;
+      }
+      case Intrinsic::kFabs:
+      case Intrinsic::kSqrt: {
+        if (!ctx_.is_float_or_double(in.type)) reason("intrinsic " + name);
+        FlatInst& fi = emit(in, kOpFloat, {operand(arg(0))});
+        fi.aux = id == Intrinsic::kFabs ? kFloatAbs : kFloatSqrt;
         return;
       }
       case Intrinsic::kNotIntrinsic:
@@ -1841,6 +1912,7 @@ class FunctionExporter {
   std::vector<FlatBlock>& blocks_;
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
   uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
+  uint16_t float_args_ = 0;
   uint64_t ret_off1_ = 0;
   uint8_t ret_w0_ = 0, ret_w1_ = 0;
 };

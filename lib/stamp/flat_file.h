@@ -16,8 +16,10 @@ namespace kiln {
 // saturation and funnel shifts (kOpBitOp's aux 13 to 16, three operands for the latter),
 // select of aggregates (kOpSelect of width 0, aux32 bytes); 5: 128-bit integers (width
 // 128 operands and results, kOpWide = 40, a constant's high half in its index);
-// 6: debug information (flat_debug.h) after the undefined symbols
-constexpr int kFlatFileVersion = 6;
+// 6: debug information (flat_debug.h) after the undefined symbols; 7: floating point
+// (kOpFloat = 41, FlatFunction::float_args where there was padding, kFnRetFloat,
+// kCallRetFloat, kOperandFloat)
+constexpr int kFlatFileVersion = 7;
 
 // `omit`: the file says the module has no debug information (for the stamp service,
 // which runs the stages only).

@@ -47,6 +47,28 @@ const char* check_tables(const FlatModuleData& f) {
   return nullptr;
 }
 
+// A kOpFloat's result and operand widths are the ones its kind computes at (operand
+// count and kind checked before).
+bool float_widths_fit(const FlatInst& in, const FlatOperand* ops) {
+  uint32_t w = in.width, from = ops[0].width;
+  switch (in.aux) {
+    case kFloatCmp:
+      return w == 1 && is_float_width(from) && ops[1].width == from;
+    case kFloatExt:
+      return w == 64 && from == 32;
+    case kFloatTrunc:
+      return w == 32 && from == 64;
+    case kFloatFromSigned:
+    case kFloatFromUnsigned:
+      return is_float_width(w) && from >= 1 && from <= 64;
+    case kFloatToSigned:
+    case kFloatToUnsigned:
+      return w >= 1 && w <= 64 && is_float_width(from);
+    default:  // arithmetic, negation, absolute value, square root
+      return is_float_width(w) && from == w && (in.aux > kFloatDiv || ops[1].width == w);
+  }
+}
+
 // Instruction `in` of block `b` of function `fn`: it has the operands its template
 // reads, of the kinds it reads them as, and its values come from its own function.
 // The tables are in range (check_tables).
@@ -78,7 +100,8 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
                                                  /*atomicrmw*/ 2,
                                                  /*cmpxchg*/ 3,
                                                  /*fence*/ 0,
-                                                 /*wide*/ 1};
+                                                 /*wide*/ 1,
+                                                 /*float*/ 1};
   const FlatFunction& func = f.functions[fn];
   if (in.block != b) return "instruction outside its block";
   if (in.operand_count < kMinOperands[in.op]) return "instruction with too few operands";
@@ -101,6 +124,14 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
       (in.op == kOpWide && (in.aux >= kWideKindCount || (in.aux == kWideIcmp && in.aux32 > kPredSle))))
     return "instruction with an unknown variant";
   if (in.op == kOpWide && in.aux >= kWideIcmp && in.operand_count < 2) return "instruction with too few operands";
+  if (in.op == kOpFloat) {
+    if (in.aux >= kFloatKindCount || (in.aux == kFloatCmp && (in.imm < kFcmpFalse || in.imm > kFcmpTrue)))
+      return "instruction with an unknown variant";
+    if ((in.aux <= kFloatDiv || in.aux == kFloatCmp) && in.operand_count < 2) return "instruction with too few operands";
+    if (!float_widths_fit(in, ops)) return "floating point at a width stamp has no template for";
+  }
+  if (in.op == kOpCall && (in.aux & kCallRetFloat) && !is_float_width(in.width))
+    return "floating-point call result that is not a float or double";
   // A 128-bit result is written as 16 bytes (a phi's, then its shadow's).
   bool wide_result = in.width == kWideBits || (in.op == kOpWide && in.aux != kWideTrunc && in.aux != kWideIcmp);
   if (wide_result && in.slot_size < (in.op == kOpPhi ? 32u : 16u)) return "128-bit value in a short slot";
@@ -122,6 +153,12 @@ const char* check_function(const FlatModuleData& f, size_t fn) {
   const FlatFunction& func = f.functions[fn];
   if ((func.flags & kFnHasPersonality) && func.personality >= f.symbols.size()) return "personality out of range";
   if ((func.flags & kFnHasSret) && func.sret_arg >= func.arg_count) return "sret argument out of range";
+  if (func.arg_count < kMaxFloatArgs && (func.float_args >> func.arg_count) != 0)
+    return "floating-point argument out of range";
+  for (uint32_t a = 0; a < func.arg_count && a < kMaxFloatArgs; ++a)
+    if (((func.float_args >> a) & 1) && !is_float_width(f.arg_widths[func.first_arg + a]))
+      return "floating-point argument that is not a float or double";
+  if ((func.flags & kFnRetFloat) && !is_float_width(func.ret_width)) return "floating-point return that is not a float or double";
   if (frame_bound(f.insts.data() + func.first_inst, func.inst_count, func.arg_count) >
       static_cast<uint64_t>(kMaxFrameBytes))
     return "frame larger than 1 GiB";

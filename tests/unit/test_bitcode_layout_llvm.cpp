@@ -679,6 +679,10 @@ bc::Intrinsic expected_intrinsic(llvm::Intrinsic::ID id) {
       return bc::Intrinsic::kFshl;
     case llvm::Intrinsic::fshr:
       return bc::Intrinsic::kFshr;
+    case llvm::Intrinsic::fabs:
+      return bc::Intrinsic::kFabs;
+    case llvm::Intrinsic::sqrt:
+      return bc::Intrinsic::kSqrt;
     default:
       return bc::Intrinsic::kUnknownIntrinsic;
   }

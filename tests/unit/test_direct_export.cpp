@@ -430,7 +430,7 @@ define i64 @g(i64 %a) {
   ret i64 %s
 }
 define double @h(double %a) !dbg !30 {
-  %s = fadd double %a, 1.0, !dbg !31
+  %s = frem double %a, 1.0, !dbg !31
   ret double %s, !dbg !31
 }
 define i64 @k(i64 %a) !dbg !40 {

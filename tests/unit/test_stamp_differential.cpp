@@ -13,11 +13,14 @@
 
 #include "backend.h"
 #include "fs.h"
+#include "differential.h"
 #include "ir_helpers.h"
 #include "reader_check.h"
 #include "process.h"
 
 using namespace kiln;
+using kiln_test::first_difference;
+using kiln_test::run_with;
 
 namespace {
 
@@ -365,22 +368,6 @@ std::string replace(std::string s, const std::string& from, const std::string& t
   return s;
 }
 
-std::string run_with(const std::string& backend, const std::string& bitcode, const std::string& driver_o,
-                     const std::string& dir, EmitCounts* counts) {
-  auto b = make_backend(backend, Profile::fast);
-  EmitResult r = b->emit(bitcode, backend + ".bc");
-  if (counts) *counts = r.counts;
-  write_file_atomic(dir + "/" + backend + ".o", r.object);
-  ProcessOptions quiet;
-  quiet.quiet = true;
-  REQUIRE(run_process({"cc", "-o", dir + "/" + backend, driver_o, dir + "/" + backend + ".o"}, quiet).exit_code == 0);
-  ProcessOptions capture;
-  capture.capture_stdout = true;
-  ProcessResult run = run_process({dir + "/" + backend}, capture);
-  REQUIRE(run.exit_code == 0);
-  return run.captured_stdout;
-}
-
 }  // namespace
 
 TEST_CASE("stamp and llvm compute the same results on random programs", "[stamp][differential]") {
@@ -677,20 +664,6 @@ define i64 @f0(i64 %a, i64 %b, i64 %c) {
   for (const auto& [pairing, output] : outputs) {
     INFO("callees/caller: " << pairing);
     CHECK(output == outputs["llvm/llvm"]);
-  }
-}
-
-// The first line where two program outputs differ (both printed, with its number), or
-// "" when they are the same: outputs of thousands of lines are not worth printing whole.
-static std::string first_difference(const std::string& expected, const std::string& actual) {
-  std::istringstream e(expected), a(actual);
-  std::string le, la;
-  for (int line = 1;; ++line) {
-    bool more_e = static_cast<bool>(std::getline(e, le)), more_a = static_cast<bool>(std::getline(a, la));
-    if (!more_e && !more_a) return "";
-    if (!more_e || !more_a || le != la)
-      return "line " + std::to_string(line) + ": llvm '" + (more_e ? le : "<end>") + "', stamp '" +
-             (more_a ? la : "<end>") + "'";
   }
 }
 
