@@ -238,10 +238,15 @@ struct FlatFunction {
   uint32_t first_arg, arg_count;  // into the module's arg_widths
   uint32_t flags;
   uint8_t ret_width;  // 0: void or aggregate; 128: i128, in rax (low) and rdx (high)
-  uint8_t pad[3];
-  // A first-class aggregate return of two integer leaves (LLVM returns each leaf in
-  // its own register: the first in rax, the second in rdx): their widths and the
-  // second leaf's byte offset (the first is at 0).
+  // With kFnRetPair, bit k: leaf k is a float or double, returned in the next of
+  // xmm0 and xmm1 (integer leaves take the next of rax and rdx), as LLVM lowers an IR
+  // aggregate return leaf by leaf.
+  uint8_t ret_leaf_float;
+  uint8_t pad[2];
+  // A first-class aggregate return of two scalar leaves (LLVM returns each leaf in
+  // its own register: integers in rax, then rdx; floats and doubles in xmm0, then
+  // xmm1; see ret_leaf_float): their widths and the second leaf's byte offset (the
+  // first is at 0).
   uint8_t ret_leaf0_width, ret_leaf1_width;
   // Bit a: argument a is a float or double (in an xmm register, or on the stack in
   // its order among the arguments that do not fit registers). Only the first

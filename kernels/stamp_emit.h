@@ -535,6 +535,21 @@ KILN_HD inline void unordered_compare(Emitter& e, uint32_t width, uint32_t a, ui
   e.byte(0x0F), e.byte(0x2E), e.byte(0xC0 | ((a & 7) << 3) | (b & 7));
 }
 
+// A two-leaf aggregate in rax (leaf 0) and rdx (leaf 1) into the registers LLVM
+// returns it in: integer leaves in rax, then rdx; float leaves in xmm0, then xmm1
+// (`float_leaves`: bit k, leaf k is a float or double).
+KILN_HD inline void pair_to_return_registers(Emitter& e, uint32_t float_leaves) {
+  if (float_leaves == 1) movq_to_xmm(e, 0, RAX), mov_rr(e, RAX, RDX);
+  if (float_leaves == 2) movq_to_xmm(e, 0, RDX);
+  if (float_leaves == 3) movq_to_xmm(e, 0, RAX), movq_to_xmm(e, 1, RDX);
+}
+// The other way, after a call: leaf 0 into rax and leaf 1 into rdx.
+KILN_HD inline void pair_from_return_registers(Emitter& e, uint32_t float_leaves) {
+  if (float_leaves == 1) mov_rr(e, RDX, RAX), move_from_xmm(e, RAX, 0, 64);
+  if (float_leaves == 2) move_from_xmm(e, RDX, 0, 64);
+  if (float_leaves == 3) move_from_xmm(e, RAX, 0, 64), move_from_xmm(e, RDX, 1, 64);
+}
+
 // ---- prologue and instructions ---------------------------------------------------
 
 // push rbp; mov rbp, rsp; sub rsp, frame; then every argument into its slot.
@@ -800,8 +815,9 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   } else if (in.width) {
     normalize(e, RAX, in.width);
     store_result(e, l, i);
-  } else if (in.slot_size) {  // two leaves, returned in rax and rdx
+  } else if (in.slot_size) {  // two leaves, returned in rax and rdx (or xmm0 and xmm1)
     uint32_t w0 = in.aux32 & 0xff, w1 = (in.aux32 >> 8) & 0xff;
+    pair_from_return_registers(e, (in.aux32 >> 16) & 3);
     store_narrow(e, dst, RAX, bytes_of_width(w0));
     store_narrow(e, dst + static_cast<int32_t>(in.imm), RDX, bytes_of_width(w1));
   }
@@ -1388,6 +1404,7 @@ KILN_HD inline void encode_ret(Emitter& e, const FlatModuleView& m, const StampL
       e.byte(0x31), e.byte(0xC0);  // xor eax, eax
       e.byte(0x31), e.byte(0xD2);  // xor edx, edx
     }
+    pair_to_return_registers(e, f.ret_leaf_float);
   } else if (in.operand_count && ops[0].width == kWideBits) {  // an i128: rax low, rdx high
     load_wide(e, l, ops[0], RAX, RDX);
   } else if (in.operand_count) {

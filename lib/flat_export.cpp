@@ -74,10 +74,13 @@ bool is_plain_aggregate(Type* t) {
 // A first-class aggregate LLVM returns in registers leaf by leaf: exactly two
 // integer or pointer leaves, the first in rax and the second in rdx. Gives their
 // widths and byte offsets.
-bool is_integer_pair(Type* t, const DataLayout& dl, unsigned* w0 = nullptr, unsigned* w1 = nullptr,
-                     uint64_t* off1 = nullptr) {
+// An aggregate of exactly two scalar leaves, the first at offset 0, returned in two
+// registers (*float_leaves: bit k, leaf k is a float or double, in an xmm register).
+bool is_scalar_pair(Type* t, const DataLayout& dl, unsigned* w0, unsigned* w1, uint64_t* off1,
+                    unsigned* float_leaves) {
   if (!is_plain_aggregate(t)) return false;
   std::vector<std::pair<unsigned, uint64_t>> leaves;  // width, offset
+  unsigned floats = 0;
   bool ok = true;
   std::function<void(Type*, uint64_t)> walk = [&](Type* x, uint64_t base) {
     if (auto* st = dyn_cast<StructType>(x)) {
@@ -86,7 +89,8 @@ bool is_integer_pair(Type* t, const DataLayout& dl, unsigned* w0 = nullptr, unsi
     } else if (auto* at = dyn_cast<ArrayType>(x)) {
       for (uint64_t i = 0; i < at->getNumElements(); ++i)
         walk(at->getElementType(), base + i * dl.getTypeAllocSize(at->getElementType()));
-    } else if (is_int_like(x)) {
+    } else if (is_int_like(x) || is_float_or_double(x)) {
+      if (is_float_or_double(x) && leaves.size() < 2) floats |= 1u << leaves.size();
       leaves.push_back({scalar_width(x), base});
     } else {
       ok = false;
@@ -94,9 +98,10 @@ bool is_integer_pair(Type* t, const DataLayout& dl, unsigned* w0 = nullptr, unsi
   };
   walk(t, 0);
   if (!ok || leaves.size() != 2 || leaves[0].second != 0) return false;
-  if (w0) *w0 = leaves[0].first;
-  if (w1) *w1 = leaves[1].first;
-  if (off1) *off1 = leaves[1].second;
+  *w0 = leaves[0].first;
+  *w1 = leaves[1].first;
+  *off1 = leaves[1].second;
+  *float_leaves = floats;
   return true;
 }
 
@@ -164,6 +169,7 @@ class FunctionExporter {
     ff.flags = fn_flags_;
     ff.float_args = float_args_;
     ff.ret_width = static_cast<uint8_t>(operand_width(f_.getReturnType()));
+    ff.ret_leaf_float = ret_leaf_float_;
     ff.ret_leaf0_width = ret_w0_;
     ff.ret_leaf1_width = ret_w1_;
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
@@ -302,8 +308,9 @@ class FunctionExporter {
         // in rax (low half) and rdx (high half): encode_ret
       } else if (is_int_like(r)) {
         if (f_.hasRetAttribute(Attribute::SExt)) fn_flags_ |= kFnRetSignExt;
-      } else if (unsigned w0 = 0, w1 = 0; is_integer_pair(r, dl_, &w0, &w1, &ret_off1_)) {
+      } else if (unsigned w0 = 0, w1 = 0, floats = 0; is_scalar_pair(r, dl_, &w0, &w1, &ret_off1_, &floats)) {
         fn_flags_ |= kFnRetPair;
+        ret_leaf_float_ = static_cast<uint8_t>(floats);
         ret_w0_ = static_cast<uint8_t>(w0);
         ret_w1_ = static_cast<uint8_t>(w1);
       } else {
@@ -454,16 +461,16 @@ class FunctionExporter {
     if (auto* ci = dyn_cast<CallInst>(&call); ci && ci->isMustTailCall()) reason("musttail call");
     Type* r = call.getType();
     bool pair = false;
-    unsigned w0 = 0, w1 = 0;
+    unsigned w0 = 0, w1 = 0, floats = 0;
     uint64_t off1 = 0;
     if (!r->isVoidTy() && !is_int_like(r) && !r->isIntegerTy(kWideBits) && !is_float_or_double(r)) {
-      if (is_integer_pair(r, dl_, &w0, &w1, &off1)) pair = true;
+      if (is_scalar_pair(r, dl_, &w0, &w1, &off1, &floats)) pair = true;
       else reason("call returning " + type_name(r));
     }
     FlatInst& fi = emit(call, invoke ? kOpInvoke : kOpCall, {operand(call.getCalledOperand())});
     size_t at = insts_.size() - 1;
     if (pair) {
-      insts_[at].aux32 = w0 | (w1 << 8);
+      insts_[at].aux32 = w0 | (w1 << 8) | (floats << 16);
       insts_[at].imm = static_cast<int64_t>(off1);
     }
     if (r->isIntegerTy(kWideBits)) insts_[at].width = kWideBits;  // in rax and rdx
@@ -1169,6 +1176,7 @@ class FunctionExporter {
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
   uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
   uint16_t float_args_ = 0;
+  uint8_t ret_leaf_float_ = 0;
   uint64_t ret_off1_ = 0;
   uint8_t ret_w0_ = 0, ret_w1_ = 0;
 };

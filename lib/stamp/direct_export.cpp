@@ -346,9 +346,11 @@ class ModuleContext {
     return false;
   }
 
-  bool is_integer_pair(uint32_t t, unsigned* w0, unsigned* w1, uint64_t* off1) const {
+  // is_scalar_pair of lib/flat_export.cpp.
+  bool is_scalar_pair(uint32_t t, unsigned* w0, unsigned* w1, uint64_t* off1, unsigned* float_leaves) const {
     if (!is_plain_aggregate(t)) return false;
     std::vector<std::pair<unsigned, uint64_t>> leaves;
+    unsigned floats = 0;
     bool ok = true;
     std::function<void(uint32_t, uint64_t)> walk = [&](uint32_t x, uint64_t base) {
       const Type& ty = type(x);
@@ -357,7 +359,8 @@ class ModuleContext {
       } else if (ty.kind == TypeKind::kArray) {
         for (uint64_t i = 0; i < ty.count && ok && leaves.size() <= 2; ++i)
           walk(ty.elements[0], base + i * dl.alloc_size(m, ty.elements[0]));
-      } else if (is_int_like(x)) {
+      } else if (is_int_like(x) || is_float_or_double(x)) {
+        if (is_float_or_double(x) && leaves.size() < 2) floats |= 1u << leaves.size();
         leaves.push_back({scalar_width(x), base});
       } else {
         ok = false;
@@ -368,6 +371,7 @@ class ModuleContext {
     *w0 = leaves[0].first;
     *w1 = leaves[1].first;
     *off1 = leaves[1].second;
+    *float_leaves = floats;
     return true;
   }
 
@@ -705,6 +709,7 @@ class FunctionExporter {
     ff.flags = fn_flags_;
     ff.float_args = float_args_;
     ff.ret_width = static_cast<uint8_t>(ctx_.operand_width(return_type()));
+    ff.ret_leaf_float = ret_leaf_float_;
     ff.ret_leaf0_width = ret_w0_;
     ff.ret_leaf1_width = ret_w1_;
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
@@ -798,8 +803,9 @@ class FunctionExporter {
         // in rax (low half) and rdx (high half): encode_ret
       } else if (ctx_.is_int_like(r)) {
         if (fa && fa->ret.has(kAttrSExt)) fn_flags_ |= kFnRetSignExt;
-      } else if (ctx_.is_integer_pair(r, &w0, &w1, &ret_off1_)) {
+      } else if (unsigned floats = 0; ctx_.is_scalar_pair(r, &w0, &w1, &ret_off1_, &floats)) {
         fn_flags_ |= kFnRetPair;
+        ret_leaf_float_ = static_cast<uint8_t>(floats);
         ret_w0_ = static_cast<uint8_t>(w0);
         ret_w1_ = static_cast<uint8_t>(w1);
       } else {
@@ -1726,17 +1732,17 @@ class FunctionExporter {
     const uint32_t fnty = in.source_type;
     const uint32_t r = ctx_.type(fnty).elements.at(0);
     bool pair = false;
-    unsigned w0 = 0, w1 = 0;
+    unsigned w0 = 0, w1 = 0, floats = 0;
     uint64_t off1 = 0;
     if (!ctx_.is_void(r) && !ctx_.is_int_like(r) && !ctx_.is_i128(r) && !ctx_.is_float_or_double(r)) {
-      if (ctx_.is_integer_pair(r, &w0, &w1, &off1)) pair = true;
+      if (ctx_.is_scalar_pair(r, &w0, &w1, &off1, &floats)) pair = true;
       else reason("call returning " + ctx_.type_name(r));
     }
     FlatOperand callee_op = operand(callee);
     emit(in, invoke ? kOpInvoke : kOpCall, {callee_op});
     size_t at = insts_.size() - 1;
     if (pair) {
-      insts_[at].aux32 = w0 | (w1 << 8);
+      insts_[at].aux32 = w0 | (w1 << 8) | (floats << 16);
       insts_[at].imm = static_cast<int64_t>(off1);
     }
     if (ctx_.is_i128(r)) insts_[at].width = kWideBits;  // in rax and rdx
@@ -1913,6 +1919,7 @@ class FunctionExporter {
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
   uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
   uint16_t float_args_ = 0;
+  uint8_t ret_leaf_float_ = 0;
   uint64_t ret_off1_ = 0;
   uint8_t ret_w0_ = 0, ret_w1_ = 0;
 };

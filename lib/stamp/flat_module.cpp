@@ -132,6 +132,10 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   }
   if (in.op == kOpCall && (in.aux & kCallRetFloat) && !is_float_width(in.width))
     return "floating-point call result that is not a float or double";
+  if ((in.op == kOpCall || in.op == kOpInvoke) && in.width == 0 && in.slot_size &&
+      ((((in.aux32 >> 16) & 1) && !is_float_width(in.aux32 & 0xff)) ||
+       (((in.aux32 >> 16) & 2) && !is_float_width((in.aux32 >> 8) & 0xff)) || (in.aux32 >> 18) != 0))
+    return "floating-point call result leaf that is not a float or double";
   // A 128-bit result is written as 16 bytes (a phi's, then its shadow's).
   bool wide_result = in.width == kWideBits || (in.op == kOpWide && in.aux != kWideTrunc && in.aux != kWideIcmp);
   if (wide_result && in.slot_size < (in.op == kOpPhi ? 32u : 16u)) return "128-bit value in a short slot";
@@ -159,6 +163,10 @@ const char* check_function(const FlatModuleData& f, size_t fn) {
     if (((func.float_args >> a) & 1) && !is_float_width(f.arg_widths[func.first_arg + a]))
       return "floating-point argument that is not a float or double";
   if ((func.flags & kFnRetFloat) && !is_float_width(func.ret_width)) return "floating-point return that is not a float or double";
+  if (func.ret_leaf_float > 3 || (func.ret_leaf_float && !(func.flags & kFnRetPair)) ||
+      ((func.ret_leaf_float & 1) && !is_float_width(func.ret_leaf0_width)) ||
+      ((func.ret_leaf_float & 2) && !is_float_width(func.ret_leaf1_width)))
+    return "floating-point return leaf that is not a float or double";
   if (frame_bound(f.insts.data() + func.first_inst, func.inst_count, func.arg_count) >
       static_cast<uint64_t>(kMaxFrameBytes))
     return "frame larger than 1 GiB";

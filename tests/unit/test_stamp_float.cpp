@@ -4,8 +4,9 @@
 // (zeros of both signs, infinities, NaNs, denormals, the limits of the integer
 // conversions), and the SysV convention for floating-point arguments and returns
 // (xmm registers, stack overflow of both classes in order, calls into C, a varargs
-// call with al set), each function in its own module compiled by both back ends and
-// linked with one C driver that prints every result's bits.
+// call with al set, aggregates of two leaves returned in rax/rdx and xmm0/xmm1 leaf by
+// leaf), all in one module compiled by both back ends and linked with one C driver
+// that prints every result's bits.
 #include <catch2/catch.hpp>
 
 #include <sstream>
@@ -180,6 +181,70 @@ body:
 exit:
   ret double %acc
 }
+define { i32, float } @pair_if(i32 %a, float %b) {
+  %p = insertvalue { i32, float } poison, i32 %a, 0
+  %q = insertvalue { i32, float } %p, float %b, 1
+  ret { i32, float } %q
+}
+define { double, i64 } @pair_di(double %a, i64 %b) {
+  %p = insertvalue { double, i64 } poison, double %a, 0
+  %q = insertvalue { double, i64 } %p, i64 %b, 1
+  ret { double, i64 } %q
+}
+define { float, double } @pair_fd(float %a, double %b) {
+  %p = insertvalue { float, double } poison, float %a, 0
+  %q = insertvalue { float, double } %p, double %b, 1
+  ret { float, double } %q
+}
+define { i64, double } @pair_id(i64 %a, double %b) {
+  %p = insertvalue { i64, double } poison, i64 %a, 0
+  %q = insertvalue { i64, double } %p, double %b, 1
+  ret { i64, double } %q
+}
+; Each pair back through a call (the callee may be the other back end's, in C).
+define double @pairs(i64 %x, double %y) {
+  %xi = trunc i64 %x to i32
+  %yf = fptrunc double %y to float
+  %a = call { i32, float } @pair_if(i32 %xi, float %yf)
+  %b = call { double, i64 } @pair_di(double %y, i64 %x)
+  %c = call { float, double } @pair_fd(float %yf, double %y)
+  %d = call { i64, double } @pair_id(i64 %x, double %y)
+  %e = call { double, double } @c_pair(double %y, double 2.5)
+  %a0 = extractvalue { i32, float } %a, 0
+  %a1 = extractvalue { i32, float } %a, 1
+  %b0 = extractvalue { double, i64 } %b, 0
+  %b1 = extractvalue { double, i64 } %b, 1
+  %c0 = extractvalue { float, double } %c, 0
+  %c1 = extractvalue { float, double } %c, 1
+  %d0 = extractvalue { i64, double } %d, 0
+  %d1 = extractvalue { i64, double } %d, 1
+  %e0 = extractvalue { double, double } %e, 0
+  %e1 = extractvalue { double, double } %e, 1
+  %s0 = sitofp i32 %a0 to double
+  %s1 = fpext float %a1 to double
+  %s2 = sitofp i64 %b1 to double
+  %s3 = fpext float %c0 to double
+  %s4 = sitofp i64 %d0 to double
+  %t0 = fadd double %s0, %s1
+  %t1 = fmul double %t0, 3.0
+  %t2 = fadd double %t1, %b0
+  %t3 = fmul double %t2, 3.0
+  %t4 = fadd double %t3, %s2
+  %t5 = fmul double %t4, 3.0
+  %t6 = fadd double %t5, %s3
+  %t7 = fmul double %t6, 3.0
+  %t8 = fadd double %t7, %c1
+  %t9 = fmul double %t8, 3.0
+  %u0 = fadd double %t9, %s4
+  %u1 = fmul double %u0, 3.0
+  %u2 = fadd double %u1, %d1
+  %u3 = fmul double %u2, 3.0
+  %u4 = fadd double %u3, %e0
+  %u5 = fmul double %u4, 3.0
+  %u6 = fadd double %u5, %e1
+  ret double %u6
+}
+declare { double, double } @c_pair(double, double)
 define double @fpext_f(float %x) {
   %r = fpext float %x to double
   ret double %r
@@ -245,6 +310,9 @@ std::string float_driver(const FloatFunctions& f32, const FloatFunctions& f64) {
 static unsigned long long bits_d(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
 static unsigned long long bits_f(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
 double scale(double a, float b, int c) { return a * b + c; }
+typedef struct { double a, b; } Two;
+Two c_pair(double a, double b) { Two t = {a - b, a * b}; return t; }
+double pairs(int64_t, double);
 double mix(int64_t, double, int, float, double, int8_t, double, double, int64_t, double, float, double, uint16_t,
            double, float, double, int64_t, int64_t);
 double call_mix(double, int64_t);
@@ -295,6 +363,7 @@ int main(void) {
   for (unsigned a = 0; a < COUNT(kValues); ++a) {
     printf("ext %u %llx\n", a, bits_d(fpext_f((float)kValues[a])));
     printf("call_mix %u %llx\n", a, bits_d(call_mix(kValues[a], kInts[a % COUNT(kInts)])));
+    printf("pairs %u %llx\n", a, bits_d(pairs(kInts[a % COUNT(kInts)], kValues[a])));
     char buf[64] = {0};
     int n = format(buf, kValues[a], (float)kValues[a]);
     printf("format %u %d %s", a, n, buf);
@@ -329,7 +398,7 @@ TEST_CASE("floating point: every operation on edge values and the SysV float con
   std::string actual = kiln_test::run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
   if (counts.functions_llvm != 0 || expected != actual) write_file_atomic("/tmp/kiln-float-failure.ll", ir);
   size_t per_type = f32.binary.size() + f32.unary.size() + f32.compare.size() + f32.from_int.size() + f32.to_int.size();
-  CHECK(counts.functions_stamp == 2 * per_type + 6);  // and mix, call_mix, format, sum, fpext_f, halve
+  CHECK(counts.functions_stamp == 2 * per_type + 11);  // and mix, call_mix, format, sum, five of pairs, fpext_f, halve
   CHECK(counts.functions_llvm == 0);
   REQUIRE(expected.size() > 0);
   CHECK(kiln_test::first_difference(expected, actual) == "");
