@@ -1,5 +1,7 @@
 #include "flat_export.h"
 
+#include "bitcode_layout.h"  // libm_function
+
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/DebugInfoMetadata.h>
@@ -588,6 +590,8 @@ class FunctionExporter {
       case Intrinsic::sqrt:
         return export_float_intrinsic(call, callee, id);
       default:
+        if (bc::libm_function(Intrinsic::getBaseName(id).str(), true))
+          return export_libm_call(call, "intrinsic " + callee->getName().str(), Intrinsic::getBaseName(id).str());
         return refuse(call, "intrinsic " + callee->getName().str());
     }
   }
@@ -647,6 +651,27 @@ class FunctionExporter {
     if (!is_float_or_double(call.getType())) reason("intrinsic " + callee->getName().str());
     FlatInst& fi = emit(call, kOpFloat, {operand(call.getArgOperand(0))});
     fi.aux = id == Intrinsic::fabs ? kFloatAbs : kFloatSqrt;
+  }
+
+  // A floating-point intrinsic LLVM calls libm for at -O0 (bc::libm_function), or
+  // frem (fmod): the same call, float and double arguments in xmm registers.
+  void export_libm_call(const Instruction& inst, const std::string& refusal, const std::string& base) {
+    Type* t = inst.getType();
+    if (!is_float_or_double(t)) return refuse(inst, refusal);
+    FlatOperand callee_op{};
+    callee_op.kind = kOperandSymbol;
+    callee_op.width = 64;
+    callee_op.index = library_symbol(bc::libm_function(base, t->isDoubleTy()));
+    emit(inst, kOpCall, {callee_op});
+    size_t at = insts_.size() - 1;
+    insts_[at].aux |= kCallRetFloat;
+    const unsigned args = isa<CallInst>(inst) ? cast<CallInst>(inst).arg_size() : inst.getNumOperands();
+    for (unsigned a = 0; a < args; ++a) {
+      const Value* v = inst.getOperand(a);
+      FlatOperand o = operand(v);
+      if (is_float_or_double(v->getType())) o.flags |= kOperandFloat;
+      add_operand(insts_[at], o);
+    }
   }
 
   // memcpy and friends: the C library function of the same name (a module
@@ -755,6 +780,8 @@ class FunctionExporter {
       case Instruction::FPToSI:
       case Instruction::FPToUI:
         return export_float(inst);
+      case Instruction::FRem:
+        return export_libm_call(inst, "instruction frem", "frem");
       case Instruction::Select:
         return export_select(inst);
       case Instruction::ZExt:

@@ -569,6 +569,9 @@ constexpr KnownIntrinsic kKnown[] = {
     {"llvm.abs", Intrinsic::kAbs, true},
     {"llvm.assume", Intrinsic::kAssume, false},
     {"llvm.bswap", Intrinsic::kBswap, true},
+    {"llvm.ceil", Intrinsic::kLibmCall, true},
+    {"llvm.copysign", Intrinsic::kLibmCall, true},
+    {"llvm.cos", Intrinsic::kLibmCall, true},
     {"llvm.ctlz", Intrinsic::kCtlz, true},
     {"llvm.ctpop", Intrinsic::kCtpop, true},
     {"llvm.cttz", Intrinsic::kCttz, true},
@@ -576,15 +579,22 @@ constexpr KnownIntrinsic kKnown[] = {
     {"llvm.dbg.label", Intrinsic::kDbgLabel, false},
     {"llvm.dbg.value", Intrinsic::kDbgValue, false},
     {"llvm.donothing", Intrinsic::kDoNothing, false},
+    {"llvm.exp", Intrinsic::kLibmCall, true},
+    {"llvm.exp2", Intrinsic::kLibmCall, true},
     {"llvm.expect", Intrinsic::kExpect, true},
     {"llvm.expect.with.probability", Intrinsic::kUnknownIntrinsic, true},
     {"llvm.experimental.noalias.scope.decl", Intrinsic::kNoaliasScopeDecl, false},
     {"llvm.fabs", Intrinsic::kFabs, true},
+    {"llvm.floor", Intrinsic::kLibmCall, true},
+    {"llvm.fma", Intrinsic::kLibmCall, true},
     {"llvm.fshl", Intrinsic::kFshl, true},
     {"llvm.fshr", Intrinsic::kFshr, true},
     {"llvm.is.constant", Intrinsic::kIsConstant, true},
     {"llvm.lifetime.end", Intrinsic::kLifetimeEnd, true},
     {"llvm.lifetime.start", Intrinsic::kLifetimeStart, true},
+    {"llvm.log", Intrinsic::kLibmCall, true},
+    {"llvm.log10", Intrinsic::kLibmCall, true},
+    {"llvm.log2", Intrinsic::kLibmCall, true},
     {"llvm.memcpy", Intrinsic::kMemcpy, true},
     {"llvm.memcpy.element.unordered.atomic", Intrinsic::kUnknownIntrinsic, true},
     {"llvm.memcpy.inline", Intrinsic::kUnknownIntrinsic, true},
@@ -593,10 +603,16 @@ constexpr KnownIntrinsic kKnown[] = {
     {"llvm.memset", Intrinsic::kMemset, true},
     {"llvm.memset.element.unordered.atomic", Intrinsic::kUnknownIntrinsic, true},
     {"llvm.memset.inline", Intrinsic::kUnknownIntrinsic, true},
+    {"llvm.nearbyint", Intrinsic::kLibmCall, true},
+    {"llvm.pow", Intrinsic::kLibmCall, true},
+    {"llvm.powi", Intrinsic::kLibmCall, true},
+    {"llvm.rint", Intrinsic::kLibmCall, true},
+    {"llvm.round", Intrinsic::kLibmCall, true},
     {"llvm.sadd.sat", Intrinsic::kSaddSat, true},
     {"llvm.sadd.with.overflow", Intrinsic::kSaddWithOverflow, true},
     {"llvm.scmp", Intrinsic::kScmp, true},
     {"llvm.sideeffect", Intrinsic::kSideEffect, false},
+    {"llvm.sin", Intrinsic::kLibmCall, true},
     {"llvm.smax", Intrinsic::kSmax, true},
     {"llvm.smin", Intrinsic::kSmin, true},
     {"llvm.smul.with.overflow", Intrinsic::kSmulWithOverflow, true},
@@ -604,6 +620,7 @@ constexpr KnownIntrinsic kKnown[] = {
     {"llvm.ssub.sat", Intrinsic::kSsubSat, true},
     {"llvm.ssub.with.overflow", Intrinsic::kSsubWithOverflow, true},
     {"llvm.trap", Intrinsic::kTrap, false},
+    {"llvm.trunc", Intrinsic::kLibmCall, true},
     {"llvm.uadd.sat", Intrinsic::kUaddSat, true},
     {"llvm.uadd.with.overflow", Intrinsic::kUaddWithOverflow, true},
     {"llvm.ubsantrap", Intrinsic::kUbsanTrap, false},
@@ -657,7 +674,51 @@ const KnownIntrinsic* candidate(std::string_view name) {
   return nullptr;
 }
 
+// libm_function's table, by base name (sorted).
+struct LibmIntrinsic {
+  const char* base;
+  const char* double_function;
+  const char* float_function;
+};
+constexpr LibmIntrinsic kLibm[] = {
+    {"frem", "fmod", "fmodf"},
+    {"llvm.ceil", "ceil", "ceilf"},
+    {"llvm.copysign", "copysign", "copysignf"},
+    {"llvm.cos", "cos", "cosf"},
+    {"llvm.exp", "exp", "expf"},
+    {"llvm.exp2", "exp2", "exp2f"},
+    {"llvm.floor", "floor", "floorf"},
+    {"llvm.fma", "fma", "fmaf"},
+    {"llvm.log", "log", "logf"},
+    {"llvm.log10", "log10", "log10f"},
+    {"llvm.log2", "log2", "log2f"},
+    {"llvm.nearbyint", "nearbyint", "nearbyintf"},
+    {"llvm.pow", "pow", "powf"},
+    {"llvm.powi", "__powidf2", "__powisf2"},
+    {"llvm.rint", "rint", "rintf"},
+    {"llvm.round", "round", "roundf"},
+    {"llvm.sin", "sin", "sinf"},
+    {"llvm.trunc", "trunc", "truncf"},
+};
+
 }  // namespace
+
+const char* libm_function(std::string_view base, bool is_double) {
+  for (const LibmIntrinsic& l : kLibm)
+    if (base == l.base) return is_double ? l.double_function : l.float_function;
+  return nullptr;
+}
+
+bool is_libm_function(std::string_view name) {
+  for (const LibmIntrinsic& l : kLibm)
+    if (name == l.double_function || name == l.float_function) return true;
+  return false;
+}
+
+std::string_view intrinsic_base(std::string_view function_name) {
+  if (intrinsic_of(function_name) <= Intrinsic::kUnknownIntrinsic) return {};
+  return candidate(function_name)->name;
+}
 
 Intrinsic intrinsic_of(std::string_view function_name) {
   if (function_name.substr(0, 5) != "llvm.") return Intrinsic::kNotIntrinsic;

@@ -91,7 +91,17 @@ enum class Intrinsic : uint8_t {
   kUsubWithOverflow, kSsubWithOverflow, kUmulWithOverflow, kSmulWithOverflow, kIsConstant, kCtpop, kCtlz, kCttz,
   kBswap, kAbs, kUmin, kUmax, kSmin, kSmax, kUaddSat, kUsubSat, kUcmp, kScmp, kSaddSat, kSsubSat, kFshl, kFshr,
   kFabs, kSqrt,
+  kLibmCall,  // one of libm_function's: a call of the C function
 };
 Intrinsic intrinsic_of(std::string_view function_name);
+// The intrinsic's name without type suffixes ("llvm.floor" for "llvm.floor.f64"), as
+// intrinsic_of found it; "" for a name it does not know.
+std::string_view intrinsic_base(std::string_view function_name);
+// The C function LLVM calls at -O0 on x86-64 (no SSE4.1, no FMA) for a floating-point
+// intrinsic by its base name, and that stamp calls the same way: floor or floorf,
+// __powidf2 or __powisf2, ...; nullptr for any other. Also "frem" (fmod, fmodf).
+const char* libm_function(std::string_view base, bool is_double);
+// Every C function libm_function names (the exporters look their declarations up).
+bool is_libm_function(std::string_view name);
 
 }  // namespace kiln::bc

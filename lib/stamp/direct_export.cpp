@@ -1059,6 +1059,8 @@ class FunctionExporter {
       case Opcode::kFPToSI:
       case Opcode::kFPToUI:
         return export_float(in);
+      case Opcode::kFRem:
+        return export_libm_call(in, "instruction frem", "frem", in.operand_count);
       case Opcode::kSelect:
         return export_select(in);
       case Opcode::kZExt:
@@ -1457,6 +1459,26 @@ class FunctionExporter {
     emit(in, kOpIcmp, {a, b}).aux = predicate;
   }
 
+  // export_libm_call of lib/flat_export.cpp: a call of the C function.
+  void export_libm_call(const Inst& in, const std::string& refusal, std::string_view base, uint32_t arg_count) {
+    if (!ctx_.is_float_or_double(in.type)) return refuse(in, refusal);
+    if (arg_count > in.operand_count) throw Decline{"reader: libm call operands"};
+    FlatOperand callee_op{};
+    callee_op.kind = kOperandSymbol;
+    callee_op.width = 64;
+    callee_op.index = library_symbol(libm_function(base, ctx_.type(in.type).kind == TypeKind::kDouble));
+    emit(in, kOpCall, {callee_op});
+    size_t at = insts_.size() - 1;
+    insts_[at].aux |= kCallRetFloat;
+    for (uint32_t a = 0; a < arg_count; ++a) {
+      uint32_t v = op_id(in, a);
+      if (v == kMetadataOperand) throw Decline{"reader: metadata argument"};
+      FlatOperand o = operand(v);
+      if (ctx_.is_float_or_double(operand_type(v))) o.flags |= kOperandFloat;
+      add_operand(insts_[at], o);
+    }
+  }
+
   // Floating point (export_float of lib/flat_export.cpp).
   void export_float(const Inst& in) {
     static const std::map<Opcode, uint8_t> kKinds = {
@@ -1842,6 +1864,8 @@ class FunctionExporter {
         fi.aux = id == Intrinsic::kFabs ? kFloatAbs : kFloatSqrt;
         return;
       }
+      case Intrinsic::kLibmCall:
+        return export_libm_call(in, "intrinsic " + name, intrinsic_base(name), arg_count);
       case Intrinsic::kNotIntrinsic:
       case Intrinsic::kUnknownIntrinsic:
         return refuse(in, "intrinsic " + name);
@@ -2265,7 +2289,7 @@ class ModuleExporter {
     for (uint32_t g = 0; g < ctx_.globals.size(); ++g) {
       const std::string& n = ctx_.globals[g].name;
       if (ctx_.globals[g].kind == GlobalKind::kFunction &&
-          (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume"))
+          (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume" || is_libm_function(n)))
         ctx_.library_functions.emplace(n, g);
     }
     ctx_.has_vector_types =

@@ -683,6 +683,24 @@ bc::Intrinsic expected_intrinsic(llvm::Intrinsic::ID id) {
       return bc::Intrinsic::kFabs;
     case llvm::Intrinsic::sqrt:
       return bc::Intrinsic::kSqrt;
+    case llvm::Intrinsic::ceil:
+    case llvm::Intrinsic::copysign:
+    case llvm::Intrinsic::cos:
+    case llvm::Intrinsic::exp:
+    case llvm::Intrinsic::exp2:
+    case llvm::Intrinsic::floor:
+    case llvm::Intrinsic::fma:
+    case llvm::Intrinsic::log:
+    case llvm::Intrinsic::log10:
+    case llvm::Intrinsic::log2:
+    case llvm::Intrinsic::nearbyint:
+    case llvm::Intrinsic::pow:
+    case llvm::Intrinsic::powi:
+    case llvm::Intrinsic::rint:
+    case llvm::Intrinsic::round:
+    case llvm::Intrinsic::sin:
+    case llvm::Intrinsic::trunc:
+      return bc::Intrinsic::kLibmCall;
     default:
       return bc::Intrinsic::kUnknownIntrinsic;
   }

@@ -1,6 +1,7 @@
 // Differential tests of stamp's floating point against llvm: every operation on float
 // and double (arithmetic, fneg, fabs, sqrt, fcmp with every predicate, conversions
-// from and to integers of every width, fpext, fptrunc) on every pair of edge values
+// from and to integers of every width, fpext, fptrunc, frem and the intrinsics LLVM
+// calls libm for: floor, sin, pow, fma, powi, ...) on every pair of edge values
 // (zeros of both signs, infinities, NaNs, denormals, the limits of the integer
 // conversions), and the SysV convention for floating-point arguments and returns
 // (xmm registers, stack overflow of both classes in order, calls into C, a varargs
@@ -59,6 +60,34 @@ void define_operations(std::ostringstream& ir, const FloatType& t, FloatFunction
        << intrinsic << "." << t.suffix << "(" << T << " %a)\n  ret " << T << " %r\n}\n";
   }
   out->unary = {std::string("fneg_") + T, std::string("fabs_") + T, std::string("sqrt_") + T};
+  // The intrinsics LLVM calls libm for at -O0, frem (fmod) and powi (__powidf2).
+  for (const char* intrinsic : {"floor", "ceil", "trunc", "round", "rint", "nearbyint", "sin", "cos", "exp", "exp2",
+                                "log", "log2", "log10"}) {
+    ir << "declare " << T << " @llvm." << intrinsic << "." << t.suffix << "(" << T << ")\n";
+    ir << "define " << T << " @" << intrinsic << "_" << T << "(" << T << " %a) {\n  %r = call " << T << " @llvm."
+       << intrinsic << "." << t.suffix << "(" << T << " %a)\n  ret " << T << " %r\n}\n";
+    out->unary.push_back(std::string(intrinsic) + "_" + T);
+  }
+  for (const char* intrinsic : {"copysign", "pow"}) {
+    ir << "declare " << T << " @llvm." << intrinsic << "." << t.suffix << "(" << T << ", " << T << ")\n";
+    ir << "define " << T << " @" << intrinsic << "_" << T << "(" << T << " %a, " << T << " %b) {\n  %r = call " << T
+       << " @llvm." << intrinsic << "." << t.suffix << "(" << T << " %a, " << T << " %b)\n  ret " << T << " %r\n}\n";
+    out->binary.push_back(std::string(intrinsic) + "_" + T);
+  }
+  ir << "declare " << T << " @llvm.fma." << t.suffix << "(" << T << ", " << T << ", " << T << ")\n"
+     << "define " << T << " @fma_" << T << "(" << T << " %a, " << T << " %b) {\n  %r = call " << T << " @llvm.fma."
+     << t.suffix << "(" << T << " %a, " << T << " %b, " << T << " %a)\n  ret " << T << " %r\n}\n"
+     << "define " << T << " @frem_" << T << "(" << T << " %a, " << T << " %b) {\n  %r = frem " << T
+     << " %a, %b\n  ret " << T << " %r\n}\n"
+     << "declare " << T << " @llvm.powi." << t.suffix << ".i32(" << T << ", i32)\n";
+  out->binary.push_back(std::string("fma_") + T);
+  out->binary.push_back(std::string("frem_") + T);
+  for (int n : {3, -2}) {
+    std::string name = std::string("powi") + (n < 0 ? "m" : "") + std::to_string(n < 0 ? -n : n) + "_" + T;
+    ir << "define " << T << " @" << name << "(" << T << " %a) {\n  %r = call " << T << " @llvm.powi." << t.suffix
+       << ".i32(" << T << " %a, i32 " << n << ")\n  ret " << T << " %r\n}\n";
+    out->unary.push_back(name);
+  }
   for (const char* p : kPredicates) {
     std::string name = std::string("fcmp_") + p + "_" + T;
     ir << "define i32 @" << name << "(" << T << " %a, " << T << " %b) {\n  %c = fcmp " << p << " " << T
