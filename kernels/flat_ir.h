@@ -257,13 +257,17 @@ struct FlatFunction {
   uint32_t personality;  // module symbol of the personality (with kFnHasPersonality)
 };
 
+// The bytes of an argument's slot in the frame: 16 for an i128 (low half first), 8 for
+// any other.
+KILN_HD inline uint32_t arg_slot_bytes(uint32_t width) { return width == kWideBits ? 16 : 8; }
+
 // The largest frame stamp lays out, so that every frame displacement fits 32 bits.
 constexpr int64_t kMaxFrameBytes = int64_t(1) << 30;
 
 // An upper bound of the frame stamp_frame lays out for a function: its arguments, a
 // slot per result and every alloca with its alignment slack.
 KILN_HD inline uint64_t frame_bound(const FlatInst* insts, uint32_t inst_count, uint32_t arg_count) {
-  uint64_t bytes = 8ull * arg_count + 16;
+  uint64_t bytes = 16ull * arg_count + 16;  // an i128 argument's slot is 16 bytes (arg_slot_bytes)
   for (uint32_t i = 0; i < inst_count; ++i) {
     const FlatInst& in = insts[i];
     bytes += in.slot_size + 8ull;

@@ -383,12 +383,13 @@ KILN_HD inline void copy_memory(Emitter& e, bool to_frame, int32_t frame, uint32
 // ---- 128-bit integers ------------------------------------------------------------
 // An i128 lives in a 16-byte slot, low half first; it is computed on in two registers.
 
-// An i128 operand into lo (low half) and hi (high half): from its slot, a constant,
-// or zero for zero, undef and poison.
+// An i128 operand into lo (low half) and hi (high half): from its slot or its
+// argument's, a constant, or zero for zero, undef and poison.
 KILN_HD inline void load_wide(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t lo, uint32_t hi) {
-  if (op.kind == kOperandValue) {
-    load64(e, lo, slot_disp(l, op.index));
-    load64(e, hi, slot_disp(l, op.index) + 8);
+  if (op.kind == kOperandValue || op.kind == kOperandArg) {
+    int32_t at = op.kind == kOperandValue ? slot_disp(l, op.index) : -l.arg_slot[op.index];
+    load64(e, lo, at);
+    load64(e, hi, at + 8);
   } else if (op.kind == kOperandConst) {
     mov_imm(e, lo, static_cast<uint64_t>(op.imm));
     mov_imm(e, hi, wide_const_high(op));
@@ -566,15 +567,31 @@ KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const S
     e.byte(frame);
   }
   // The SysV classes in order: integers take rdi .. r9, floats and doubles xmm0 ..
-  // xmm7, and whatever does not fit its registers the caller's stack, in order.
+  // xmm7, and whatever does not fit its registers the caller's stack, in order. An
+  // i128 takes two registers, or 16-byte aligned stack (the next integer may still
+  // take a register it left).
   uint32_t ints = 0, floats = 0, stacked = 0;
   for (uint32_t a = 0; a < f.arg_count; ++a) {
+    const int32_t slot = -l.arg_slot[f.first_arg + a];
+    if (m.arg_widths[f.first_arg + a] == kWideBits) {
+      if (ints + 2 <= 6) {
+        store_wide(e, slot, argument_register(ints), argument_register(ints + 1));
+        ints += 2;
+      } else {
+        stacked = (stacked + 1) & ~1u;
+        load64(e, RAX, static_cast<int32_t>(16 + 8 * stacked));
+        load64(e, RCX, static_cast<int32_t>(24 + 8 * stacked));
+        store_wide(e, slot, RAX, RCX);
+        stacked += 2;
+      }
+      continue;
+    }
     uint32_t reg = RAX;
     if (is_float_arg(f, a) && floats < 8) move_from_xmm(e, RAX, floats++, 64);
     else if (!is_float_arg(f, a) && ints < 6) reg = argument_register(ints++);
     else load64(e, RAX, static_cast<int32_t>(16 + 8 * stacked++));  // the caller's stack arguments
     normalize(e, reg, m.arg_widths[f.first_arg + a]);
-    store64(e, -l.arg_slot[f.first_arg + a], reg);
+    store64(e, slot, reg);
   }
 }
 
@@ -756,14 +773,17 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
-  // The SysV classes in order (as in encode_prologue): integers in rdi .. r9, floats
-  // and doubles in xmm0 .. xmm7, the rest on the stack in order, the first at [rsp];
-  // the area keeps rsp 16-byte aligned at the call.
+  // The SysV classes in order (as in encode_prologue): integers in rdi .. r9 (an
+  // i128 in two, else in 16-byte aligned stack), floats and doubles in xmm0 .. xmm7,
+  // the rest on the stack in order, the first at [rsp]; the area keeps rsp 16-byte
+  // aligned at the call.
   uint32_t ints = 0, floats = 0, stacked = 0;
   for (uint32_t a = 1; a < count; ++a) {
-    bool is_float = ops[a].flags & kOperandFloat;
-    if (is_float ? floats < 8 : ints < 6) is_float ? ++floats : ++ints;
-    else ++stacked;
+    const FlatOperand& op = ops[a];
+    uint32_t regs = op.width == kWideBits ? 2 : 1;
+    if (op.flags & kOperandFloat) floats < 8 ? ++floats : ++stacked;
+    else if (ints + regs <= 6) ints += regs;
+    else stacked = regs == 2 ? ((stacked + 1) & ~1u) + 2 : stacked + 1;
   }
   uint32_t reserve = (stacked * 8 + 15) / 16 * 16;
   if (reserve) {
@@ -771,25 +791,40 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
     e.u32(reserve);
   }
   ints = floats = stacked = 0;
-  for (uint32_t a = 1; a < count; ++a) {  // the stack's and the xmm registers' through rax
+  for (uint32_t a = 1; a < count; ++a) {  // the stack's and the xmm registers' through rax (and rcx)
     const FlatOperand& op = ops[a];
     bool is_float = op.flags & kOperandFloat;
-    if (is_float ? floats < 8 : ints < 6) {
+    uint32_t regs = op.width == kWideBits ? 2 : 1;
+    if (is_float ? floats < 8 : ints + regs <= 6) {
       if (is_float) load_operand(e, l, op, RAX), movq_to_xmm(e, floats, RAX);
-      is_float ? ++floats : ++ints;
+      is_float ? ++floats : ints += regs;
       continue;
     }
-    load_operand(e, l, op, RAX);
-    if (op.flags & kOperandSignExt) sign_extend(e, RAX, op.width);
+    if (regs == 2) {
+      stacked = (stacked + 1) & ~1u;
+      load_wide(e, l, op, RAX, RCX);
+      e.byte(0x48), e.byte(0x89), e.byte(0x8C), e.byte(0x24);  // mov [rsp + disp32 + 8], rcx
+      e.u32(8 * stacked + 8);
+    } else {
+      load_operand(e, l, op, RAX);
+      if (op.flags & kOperandSignExt) sign_extend(e, RAX, op.width);
+    }
     e.byte(0x48), e.byte(0x89), e.byte(0x84), e.byte(0x24);  // mov [rsp + disp32], rax
-    e.u32(8 * stacked++);
+    e.u32(8 * stacked);
+    stacked += regs;
   }
   ints = 0;
-  for (uint32_t a = 1; a < count && ints < 6; ++a) {
-    if (ops[a].flags & kOperandFloat) continue;
+  for (uint32_t a = 1; a < count; ++a) {
+    const FlatOperand& op = ops[a];
+    if (op.flags & kOperandFloat) continue;
+    if (op.width == kWideBits) {
+      if (ints + 2 <= 6) load_wide(e, l, op, argument_register(ints), argument_register(ints + 1)), ints += 2;
+      continue;
+    }
+    if (ints >= 6) continue;
     uint32_t reg = argument_register(ints++);
-    load_operand(e, l, ops[a], reg);
-    if (ops[a].flags & kOperandSignExt) sign_extend(e, reg, ops[a].width);
+    load_operand(e, l, op, reg);
+    if (op.flags & kOperandSignExt) sign_extend(e, reg, op.width);
   }
   if (ops[0].kind != kOperandSymbol) load_operand(e, l, ops[0], R11);
   if ((in.aux & kCallVarargs) && floats) e.byte(0xB8), e.u32(floats);  // mov eax, n: vector registers used

@@ -49,7 +49,7 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint
   const FlatFunction& f = m.functions[fn];
   uint32_t off = 0;
   for (uint32_t a = 0; a < f.arg_count; ++a) {
-    off += 8;
+    off += arg_slot_bytes(m.arg_widths[f.first_arg + a]);
     arg_slot[f.first_arg + a] = static_cast<int32_t>(off);
   }
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {

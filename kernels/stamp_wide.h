@@ -108,9 +108,14 @@ struct WideFrameScans {
   const uint32_t* slot_sum;
 };
 
-KILN_HD inline int64_t wide_args_end(const FlatFunction& f) { return 8 * int64_t(f.arg_count); }
-KILN_HD inline int64_t wide_allocas_end(const FlatFunction& f, const WideFrameScans& s) {
-  const int64_t start = wide_args_end(f);
+// The argument slots' bytes (a function has few arguments: a loop, not a scan).
+KILN_HD inline int64_t wide_args_end(const FlatModuleView& m, const FlatFunction& f) {
+  int64_t bytes = 0;
+  for (uint32_t a = 0; a < f.arg_count; ++a) bytes += arg_slot_bytes(m.arg_widths[f.first_arg + a]);
+  return bytes;
+}
+KILN_HD inline int64_t wide_allocas_end(const FlatModuleView& m, const FlatFunction& f, const WideFrameScans& s) {
+  const int64_t start = wide_args_end(m, f);
   return f.inst_count ? apply_step(s.alloca_scan[f.first_inst + f.inst_count - 1], start) : start;
 }
 
@@ -119,14 +124,14 @@ KILN_HD inline void wide_frame_inst(const FlatModuleView& m, uint32_t i, const u
                                     const WideFrameScans& s, int32_t* inst_slot, int32_t* alloca_mem) {
   const FlatInst& in = m.insts[i];
   const FlatFunction& f = m.functions[function_of(m, i)];
-  const int64_t args_end = wide_args_end(f);
+  const int64_t args_end = wide_args_end(m, f);
   alloca_mem[i] = in.op == kOpAlloca ? static_cast<int32_t>(apply_step(s.alloca_scan[i], args_end)) : 0;
   int32_t slot = 0;
   if (in.slot_size && home[i] == kHomeSlot) {
     uint32_t owner = i;  // an in-place insert shares its source's slot, which may be shared in turn
     while (wide_in_place(m, owner, use_count, home)) owner = m.operands[m.insts[owner].first_operand].index;
     const int64_t slots_before = s.slot_sum[owner + 1] - s.slot_sum[f.first_inst];  // through owner
-    slot = static_cast<int32_t>(wide_allocas_end(f, s) + slots_before);
+    slot = static_cast<int32_t>(wide_allocas_end(m, f, s) + slots_before);
   } else if (home[i] == kHomeNone) {
     uint32_t alloca_inst = 0;
     int64_t offset = 0;
@@ -140,8 +145,12 @@ KILN_HD inline void wide_frame_inst(const FlatModuleView& m, uint32_t i, const u
 KILN_HD inline void wide_frame_function(const FlatModuleView& m, uint32_t fn, const WideFrameScans& s,
                                         int32_t* arg_slot, uint32_t* frame_size) {
   const FlatFunction& f = m.functions[fn];
-  for (uint32_t a = 0; a < f.arg_count; ++a) arg_slot[f.first_arg + a] = static_cast<int32_t>(8 * (a + 1));
-  const int64_t end = wide_allocas_end(f, s) + (s.slot_sum[f.first_inst + f.inst_count] - s.slot_sum[f.first_inst]);
+  int32_t off = 0;
+  for (uint32_t a = 0; a < f.arg_count; ++a) {
+    off += static_cast<int32_t>(arg_slot_bytes(m.arg_widths[f.first_arg + a]));
+    arg_slot[f.first_arg + a] = off;
+  }
+  const int64_t end = wide_allocas_end(m, f, s) + (s.slot_sum[f.first_inst + f.inst_count] - s.slot_sum[f.first_inst]);
   frame_size[fn] = static_cast<uint32_t>((end + 15) / 16 * 16);
 }
 

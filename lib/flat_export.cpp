@@ -177,7 +177,7 @@ class FunctionExporter {
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
     ff.sret_arg = sret_arg_;
     ff.personality = personality_;
-    for (const Argument& a : f_.args()) out_.arg_widths.push_back(static_cast<uint8_t>(scalar_width(a.getType())));
+    for (const Argument& a : f_.args()) out_.arg_widths.push_back(static_cast<uint8_t>(operand_width(a.getType())));
     out_.functions.push_back(ff);
     out_.blocks.insert(out_.blocks.end(), blocks_.begin(), blocks_.end());
     out_.insts.insert(out_.insts.end(), insts_.begin(), insts_.end());
@@ -222,6 +222,7 @@ class FunctionExporter {
     FlatDebugFunction fn;
     fn.has_subprogram = true;
     fn.local_to_unit = sp->isLocalToUnit();
+    fn.main_subprogram = sp->isMainSubprogram();
     fn.scope = debug_scope(d.scopes, sp->getScope());
     if (const DIFile* file = sp->getFile()) fn.file = debug_file(d, file);
     fn.line = sp->getLine();
@@ -294,7 +295,7 @@ class FunctionExporter {
       Type* t = a.getType();
       if (is_float_or_double(t) && i >= kMaxFloatArgs) reason("floating-point argument after the 16th");
       else if (is_float_or_double(t)) float_args_ |= static_cast<uint16_t>(1u << i);
-      else if (!is_int_like(t)) reason("argument type " + type_name(t));
+      else if (!is_int_like(t) && !t->isIntegerTy(kWideBits)) reason("argument type " + type_name(t));
       if (a.hasByValAttr() || a.hasInAllocaAttr() || a.hasPreallocatedAttr() || a.hasNestAttr())
         reason("byval, inalloca, preallocated or nest argument");
       if (a.hasStructRetAttr()) {
@@ -480,7 +481,7 @@ class FunctionExporter {
     if (is_float_or_double(r)) insts_[at].aux |= kCallRetFloat;  // in xmm0
     for (unsigned a = 0; a < call.arg_size(); ++a) {
       const Value* v = call.getArgOperand(a);
-      if (!is_int_like(v->getType()) && !is_float_or_double(v->getType()))
+      if (!is_int_like(v->getType()) && !is_float_or_double(v->getType()) && !v->getType()->isIntegerTy(kWideBits))
         reason("call argument type " + type_name(v->getType()));
       if (call.paramHasAttr(a, Attribute::ByVal) || call.paramHasAttr(a, Attribute::InAlloca) ||
           call.paramHasAttr(a, Attribute::Preallocated))
@@ -916,11 +917,9 @@ class FunctionExporter {
     return fi;
   }
 
-  // A call with an i128 result (in rax and rdx) is an ordinary call; i128 arguments
-  // (two registers, or 16 aligned bytes on the stack) are not taken yet.
+  // A call with i128 arguments (two registers, or 16 aligned bytes on the stack) or
+  // an i128 result (in rax and rdx) is an ordinary call.
   void export_wide_call(const CallBase& call) {
-    for (unsigned a = 0; a < call.arg_size(); ++a)
-      if (call.getArgOperand(a)->getType()->isIntegerTy(kWideBits)) return refuse(call, "i128 call argument");
     if (call.isInlineAsm()) return refuse(call, "i128 inline asm");
     if (const Function* callee = call.getCalledFunction(); callee && callee->isIntrinsic())
       return refuse(call, "i128 intrinsic");

@@ -58,6 +58,7 @@ constexpr size_t kMaxIds = 0xFFFFFFF0u;                  // ids are 32-bit in LL
 constexpr uint64_t kLangVersioned = 1ull << 63;          // COMPILE_UNIT's language: a versioned name
 constexpr uint64_t kSpFlagsPresent = 4, kSpHasUnit = 2;  // SUBPROGRAM's first field
 constexpr uint64_t kSpFlagLocalToUnit = 4;               // DISubprogram::SPFlagLocalToUnit
+constexpr uint64_t kSpFlagMainSubprogram = 1u << 8;      // DISubprogram::SPFlagMainSubprogram
 constexpr uint64_t kDebugMetadataVersion = 3;            // llvm::DEBUG_METADATA_VERSION
 constexpr uint16_t kTagNamespace = 0x39;                 // DW_TAG_namespace
 // How deep scope chains and inlined calls may nest: real code stays at a few dozen. A
@@ -248,15 +249,16 @@ DebugMetadata::Entry DebugMetadata::decode(BitstreamCursor& c, uint32_t code) {
 }
 
 // SUBPROGRAM [flags, scope, name, linkage name, file, line, type, ...]. Since LLVM 8
-// (flag 4) its DISPFlags are field 9 and the scope line field 7; before, field 7 says
-// local-to-unit and the scope line is field 9.
+// (flag 4) its DISPFlags are field 9 and the scope line field 7; older records are
+// declined.
 DebugMetadata::Entry DebugMetadata::subprogram(BitstreamCursor& c) {
   if (ops_.size() < 18 || ops_.size() > 22) c.fail("invalid DISubprogram record");
   const bool sp_flags = ops_[0] & kSpFlagsPresent, has_unit = ops_[0] & kSpHasUnit;
   if (sp_flags ? !has_unit : has_unit && ops_.size() < 19) c.fail("invalid DISubprogram record");
-  if (!sp_flags && !has_unit && ops_.size() >= 19) {
-    // A subprogram that names its function (before LLVM 4.0): LLVM attaches it there.
-    decline("a subprogram that names its function (debug information before LLVM 4)");
+  if (!sp_flags) {
+    // Before LLVM 8 the main-subprogram flag was one of the DIFlags, which LLVM moves
+    // into the SP flags as it reads them; not worth mirroring for such old bitcode.
+    decline("a subprogram record without SP flags (debug information before LLVM 8)");
     return {Kind::kOther, 0};
   }
   for (size_t i : {2, 3, 4})
@@ -267,8 +269,9 @@ DebugMetadata::Entry DebugMetadata::subprogram(BitstreamCursor& c) {
                uint32_t(ops_[3]),
                uint32_t(ops_[4]),
                uint32_t(ops_[5]),
-               uint32_t(ops_[sp_flags ? 7 : 9]),
-               sp_flags ? (ops_[9] & kSpFlagLocalToUnit) != 0 : ops_[7] != 0};
+               uint32_t(ops_[7]),
+               (ops_[9] & kSpFlagLocalToUnit) != 0,
+               (ops_[9] & kSpFlagMainSubprogram) != 0};
   subprograms_.push_back(s);
   return {Kind::kSubprogram, uint32_t(subprograms_.size() - 1)};
 }
@@ -492,6 +495,7 @@ BcSubprogram DebugMetadata::describe(BitstreamCursor& c, Subprogram s) {
   BcSubprogram out;
   out.present = true;
   out.local_to_unit = s.local_to_unit;
+  out.main_subprogram = s.main_subprogram;
   out.scope = reader_scope(c, s.scope);
   out.file = reader_file(c, s.file);
   out.line = s.line;

@@ -79,7 +79,7 @@ class DebugMetadata {
   };
   struct Subprogram {
     uint32_t scope, name, linkage_name, file, line, scope_line;
-    bool local_to_unit;
+    bool local_to_unit, main_subprogram;
     uint32_t reader_subprogram = 0;  // its BcDebug::subprograms number once an inlined call reached it
   };
   struct Scope {

@@ -304,6 +304,7 @@ struct BcDebugLoc {
 struct BcSubprogram {
   bool present = false;  // the function has a !dbg DISubprogram; nothing else is set without one
   bool local_to_unit = false;
+  bool main_subprogram = false;
   uint32_t scope = 0;  // BcDebug::scopes: the innermost namespace or composite type it is declared in
   uint32_t file = 0, line = 0, scope_line = 0;
   std::string name, linkage_name;

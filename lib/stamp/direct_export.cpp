@@ -156,7 +156,7 @@ struct HashScope {
 struct HashFunction {
   size_t operator()(const FlatDebugFunction& f) const {
     size_t h = hash_mix(hash_mix(f.scope, f.file), hash_mix(f.line, f.scope_line));
-    h = hash_mix(h, f.has_subprogram + 2 * f.local_to_unit);
+    h = hash_mix(h, f.has_subprogram + 2 * f.local_to_unit + 4 * f.main_subprogram);
     return hash_mix(hash_mix(h, std::hash<std::string>{}(f.name)), std::hash<std::string>{}(f.linkage_name));
   }
 };
@@ -215,6 +215,7 @@ class DebugInterner {
     FlatDebugFunction fd;
     fd.has_subprogram = true;
     fd.local_to_unit = sp.local_to_unit;
+    fd.main_subprogram = sp.main_subprogram;
     fd.scope = scope(sp.scope, out);
     fd.file = file(sp.file, out);
     fd.line = sp.line;
@@ -716,7 +717,7 @@ class FunctionExporter {
     ff.sret_arg = sret_arg_;
     ff.personality = personality_;
     for (uint32_t a = 0; a < f_.arg_count; ++a)
-      out_.arg_widths.push_back(static_cast<uint8_t>(ctx_.scalar_width(param_type(a))));
+      out_.arg_widths.push_back(static_cast<uint8_t>(ctx_.operand_width(param_type(a))));
     out_.functions.push_back(ff);
     if (m_.debug.dwarf_version) commit_debug();
   }
@@ -785,7 +786,7 @@ class FunctionExporter {
       uint32_t t = param_type(i);
       if (ctx_.is_float_or_double(t) && i >= kMaxFloatArgs) reason("floating-point argument after the 16th");
       else if (ctx_.is_float_or_double(t)) float_args_ |= static_cast<uint16_t>(1u << i);
-      else if (!ctx_.is_int_like(t)) reason("argument type " + ctx_.type_name(t));
+      else if (!ctx_.is_int_like(t) && !ctx_.is_i128(t)) reason("argument type " + ctx_.type_name(t));
       if (fa &&
           (fa->param_has(i, kAttrByVal) || fa->param_has(i, kAttrInAlloca) || fa->param_has(i, kAttrPreallocated) ||
            fa->param_has(i, kAttrNest)))
@@ -1267,8 +1268,6 @@ class FunctionExporter {
     const bool invoke = in.opcode == Opcode::kInvoke;
     if (in.operand_count < (invoke ? 3u : 1u)) throw Decline{"reader: call operands"};
     const uint32_t arg_count = in.operand_count - (invoke ? 3 : 1);
-    for (uint32_t a = 0; a < arg_count; ++a)
-      if (ctx_.is_i128(operand_type(op_id(in, a)))) return refuse(in, "i128 call argument");
     const uint32_t callee = op_id(in, arg_count);
     if (!is_materialized(callee) && callee != kMetadataOperand && !(callee & kBlockTag)) {
       int vid = -1;
@@ -1774,7 +1773,8 @@ class FunctionExporter {
       uint32_t v = op_id(in, a);
       if (v == kMetadataOperand) throw Decline{"reader: metadata argument"};
       uint32_t t = operand_type(v);
-      if (!ctx_.is_int_like(t) && !ctx_.is_float_or_double(t)) reason("call argument type " + ctx_.type_name(t));
+      if (!ctx_.is_int_like(t) && !ctx_.is_float_or_double(t) && !ctx_.is_i128(t))
+        reason("call argument type " + ctx_.type_name(t));
       if (param_has(in, callee_fn, a, kAttrByVal) || param_has(in, callee_fn, a, kAttrInAlloca) ||
           param_has(in, callee_fn, a, kAttrPreallocated))
         reason("byval, inalloca or preallocated call argument");

@@ -44,6 +44,8 @@ constexpr uint16_t kDwarfTagNamespace = 0x39;
 struct FlatDebugFunction {
   bool has_subprogram = false;  // false: no !dbg on the function; nothing else is set
   bool local_to_unit = false;   // DISPFlagLocalToUnit: no DW_AT_external
+  bool main_subprogram = false;  // DISPFlagMainSubprogram: DW_AT_main_subprogram (Rust's fn main;
+                                 // debuggers stop a backtrace there)
   uint32_t scope = 0;           // 1 + index into scopes; 0: the compile unit (or a scope of another kind)
   uint32_t file = 0;            // 1 + index into files; 0: none
   uint32_t line = 0, scope_line = 0;

@@ -19,7 +19,7 @@ const char kMagic[8] = {'K', 'I', 'L', 'N', 'F', 'L', 'A', 'T'};
 void put_debug_functions(std::string& out, const std::vector<FlatDebugFunction>& functions) {
   put_value(out, uint64_t(functions.size()));
   for (const FlatDebugFunction& f : functions) {
-    put_value(out, uint8_t(f.has_subprogram | f.local_to_unit << 1));
+    put_value(out, uint8_t(f.has_subprogram | f.local_to_unit << 1 | f.main_subprogram << 2));
     put_value(out, f.scope), put_value(out, f.file), put_value(out, f.line), put_value(out, f.scope_line);
     put_string(out, f.name), put_string(out, f.linkage_name);
   }
@@ -30,7 +30,7 @@ std::vector<FlatDebugFunction> read_debug_functions(CountedReader& r) {
   std::vector<FlatDebugFunction> functions(n);
   for (FlatDebugFunction& f : functions) {
     uint8_t flags = r.value<uint8_t>();
-    f.has_subprogram = flags & 1, f.local_to_unit = flags & 2;
+    f.has_subprogram = flags & 1, f.local_to_unit = flags & 2, f.main_subprogram = flags & 4;
     f.scope = r.value<uint32_t>(), f.file = r.value<uint32_t>(), f.line = r.value<uint32_t>();
     f.scope_line = r.value<uint32_t>();
     f.name = r.string(), f.linkage_name = r.string();

@@ -32,6 +32,7 @@ enum DwarfAttribute : uint16_t {
   kAtDeclFile = 0x3a,
   kAtDeclLine = 0x3b,
   kAtExternal = 0x3f,
+  kAtMainSubprogram = 0x6a,
   kAtFrameBase = 0x40,
   kAtRanges = 0x55,
   kAtLinkageName = 0x6e,
@@ -396,6 +397,7 @@ class DwarfBuilder {
     a.attributes.push_back({kAtName, kFormStrp});
     if (sp.file) a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
     if (!sp.local_to_unit) a.attributes.push_back({kAtExternal, kFormFlagPresent});
+    if (sp.main_subprogram) a.attributes.push_back({kAtMainSubprogram, kFormFlagPresent});
     a.attributes.push_back({kAtInline, kFormData1});
     put_uleb(b, abbreviation(std::move(a)));
     if (linkage) put_strp(kInfo, sp.linkage_name);
@@ -472,6 +474,7 @@ class DwarfBuilder {
     a.attributes.push_back({kAtName, kFormStrp});
     if (sp.file) a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
     if (!sp.local_to_unit) a.attributes.push_back({kAtExternal, kFormFlagPresent});
+    if (sp.main_subprogram) a.attributes.push_back({kAtMainSubprogram, kFormFlagPresent});
     put_uleb(b, abbreviation(std::move(a)));
     put_address(kInfo, fn, 0);
     put_le<uint32_t>(b, code_.code_size[fn]);

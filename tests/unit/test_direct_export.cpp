@@ -448,7 +448,7 @@ define i64 @k(i64 %a) !dbg !40 {
 !6 = !DIFile(filename: "d.c", directory: "/elsewhere")
 !7 = !DISubroutineType(types: !8)
 !8 = !{null}
-!10 = distinct !DISubprogram(name: "f", linkageName: "f_linkage", scope: !3, file: !3, line: 10, type: !7, scopeLine: 11, spFlags: DISPFlagDefinition, unit: !0)
+!10 = distinct !DISubprogram(name: "f", linkageName: "f_linkage", scope: !3, file: !3, line: 10, type: !7, scopeLine: 11, spFlags: DISPFlagDefinition | DISPFlagMainSubprogram, unit: !0)
 !11 = distinct !DILexicalBlock(scope: !10, file: !3, line: 12, column: 3)
 !12 = !DILexicalBlockFile(scope: !11, file: !4, discriminator: 0)
 !13 = distinct !DISubprogram(name: "inl", scope: !5, file: !5, line: 1, type: !7, scopeLine: 1, spFlags: DISPFlagDefinition | DISPFlagLocalToUnit, unit: !0)
@@ -600,9 +600,9 @@ TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export
   CHECK(d.emitted_by_stamp == std::vector<bool>{true, true, false, true});
   CHECK(debug.files == std::vector<FlatDebugFile>{{"/src", "a.c"}, {"/src/include", "b.h"}, {"/src", "c.h"}});
   REQUIRE(debug.functions.size() == 3);
-  CHECK(debug.functions[0] == FlatDebugFunction{true, false, 0, 1, 10, 11, "f", "f_linkage"});
+  CHECK(debug.functions[0] == FlatDebugFunction{true, false, true, 0, 1, 10, 11, "f", "f_linkage"});
   CHECK(debug.functions[1] == FlatDebugFunction{});
-  CHECK(debug.functions[2] == FlatDebugFunction{true, true, 0, 1, 30, 30, "k", ""});
+  CHECK(debug.functions[2] == FlatDebugFunction{true, true, false, 0, 1, 30, 30, "k", ""});
   REQUIRE(debug.locations.size() == d.flat.insts.size());
   // @f: the lexical block, the block file, none, line 0, the inlined location (its own
   // scope, not the call site), kiln's load of the constant (none), the store and ret.
@@ -620,11 +620,11 @@ TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export
         std::vector<FlatDebugScope>{{0, kDwarfTagNamespace, "outer"},
                                     {1, kDwarfTagNamespace, "inner"},
                                     {2, 0x13, "Fsm"}});  // DW_TAG_structure_type
-  const FlatDebugFunction callee{true, false, 1, 1, 1, 1, "callee", ""};
-  CHECK(id.functions == std::vector<FlatDebugFunction>{callee, {true, false, 2, 1, 4, 4, "m", "_ZN5outer5inner1m"}});
+  const FlatDebugFunction callee{true, false, false, 1, 1, 1, 1, "callee", ""};
+  CHECK(id.functions == std::vector<FlatDebugFunction>{callee, {true, false, false, 2, 1, 4, 4, "m", "_ZN5outer5inner1m"}});
   REQUIRE(id.inlined.size() == 3);
-  CHECK(id.inlined[0] == FlatDebugFunction{true, false, 3, 2, 20, 20, "add", "_ZN5outer5inner3Fsm3add"});
-  CHECK(id.inlined[1] == FlatDebugFunction{true, true, 2, 3, 30, 30, "step", ""});
+  CHECK(id.inlined[0] == FlatDebugFunction{true, false, false, 3, 2, 20, 20, "add", "_ZN5outer5inner3Fsm3add"});
+  CHECK(id.inlined[1] == FlatDebugFunction{true, true, false, 2, 3, 30, 30, "step", ""});
   CHECK(id.inlined[2] == callee);
   REQUIRE(id.inline_sites.size() == 4);
   CHECK(id.inline_sites[0] == FlatDebugInlineSite{0, 1, 1, 5, 3});
@@ -832,9 +832,9 @@ define i128 @returned(ptr %p) {
   expect_identical(taken, "i128 taken");
   ReaderComparison r = compare_reader(kiln_test::bitcode_from_ir(taken), "i128 taken");
   CHECK(r.whole);
-  // What keeps falling back, for the same reasons by both routes: i128 arguments
-  // and call arguments, constants beyond 96 signed bits, division, atomics, i128
-  // addresses and indices, intrinsics.
+  // The same result by both routes, taken or falling back for the same reasons: i128
+  // arguments and call arguments (taken), constants beyond 96 signed bits, division,
+  // atomics, i128 addresses and indices, intrinsics (falling back).
   expect_identical(std::string(kHeader) + R"(
 declare void @take(i128)
 declare i128 @llvm.ctpop.i128(i128)
