@@ -130,7 +130,7 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
     if ((in.aux <= kFloatDiv || in.aux == kFloatCmp) && in.operand_count < 2) return "instruction with too few operands";
     if (!float_widths_fit(in, ops)) return "floating point at a width stamp has no template for";
   }
-  if (in.op == kOpCall && (in.aux & kCallRetFloat) && !is_float_width(in.width))
+  if ((in.op == kOpCall || in.op == kOpInvoke) && (in.aux & kCallRetFloat) && !is_float_width(in.width))
     return "floating-point call result that is not a float or double";
   if ((in.op == kOpCall || in.op == kOpInvoke) && in.width == 0 && in.slot_size &&
       ((((in.aux32 >> 16) & 1) && !is_float_width(in.aux32 & 0xff)) ||
