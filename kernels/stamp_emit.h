@@ -551,6 +551,31 @@ KILN_HD inline void pair_from_return_registers(Emitter& e, uint32_t float_leaves
   if (float_leaves == 3) move_from_xmm(e, RAX, 0, 64), move_from_xmm(e, RDX, 1, 64);
 }
 
+// Where the SysV x86-64 convention puts each argument, in order (LLVM 22's reading of
+// it): integers in the next of rdi .. r9, an i128 in the next two (else in 16-byte
+// aligned stack, a later integer still taking the register it left), floats and
+// doubles in the next of xmm0 .. xmm7; whatever does not fit its registers goes on
+// the stack in order. encode_prologue and encode_call both place arguments with it.
+struct ArgPlace {
+  bool in_register;
+  uint32_t reg;         // argument_register index (the first of two for an i128), or the xmm number
+  uint32_t stack_slot;  // else: 8-byte units from the start of the stack arguments
+};
+struct SysvArgs {
+  uint32_t ints = 0, floats = 0, stacked = 0;
+  KILN_HD ArgPlace next(bool is_float, bool wide) {
+    const uint32_t regs = wide ? 2 : 1;
+    if (is_float && floats < 8) return ArgPlace{true, floats++, 0};
+    if (!is_float && ints + regs <= 6) {
+      ints += regs;
+      return ArgPlace{true, ints - regs, 0};
+    }
+    if (wide) stacked = (stacked + 1) & ~1u;
+    stacked += regs;
+    return ArgPlace{false, 0, stacked - regs};
+  }
+};
+
 // ---- prologue and instructions ---------------------------------------------------
 
 // push rbp; mov rbp, rsp; sub rsp, frame; then every argument into its slot.
@@ -566,30 +591,28 @@ KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const S
     e.byte(0x48), e.byte(0x83), e.byte(0xEC);  // sub rsp, imm8
     e.byte(frame);
   }
-  // The SysV classes in order: integers take rdi .. r9, floats and doubles xmm0 ..
-  // xmm7, and whatever does not fit its registers the caller's stack, in order. An
-  // i128 takes two registers, or 16-byte aligned stack (the next integer may still
-  // take a register it left).
-  uint32_t ints = 0, floats = 0, stacked = 0;
+  // Each argument from where SysvArgs says the caller put it (the caller's stack
+  // arguments start at [rbp + 16]) into its slot.
+  SysvArgs place;
   for (uint32_t a = 0; a < f.arg_count; ++a) {
     const int32_t slot = -l.arg_slot[f.first_arg + a];
-    if (m.arg_widths[f.first_arg + a] == kWideBits) {
-      if (ints + 2 <= 6) {
-        store_wide(e, slot, argument_register(ints), argument_register(ints + 1));
-        ints += 2;
+    const bool wide = m.arg_widths[f.first_arg + a] == kWideBits, is_float = is_float_arg(f, a);
+    const ArgPlace p = place.next(is_float, wide);
+    const int32_t stack = static_cast<int32_t>(16 + 8 * p.stack_slot);
+    if (wide) {
+      if (p.in_register) {
+        store_wide(e, slot, argument_register(p.reg), argument_register(p.reg + 1));
       } else {
-        stacked = (stacked + 1) & ~1u;
-        load64(e, RAX, static_cast<int32_t>(16 + 8 * stacked));
-        load64(e, RCX, static_cast<int32_t>(24 + 8 * stacked));
+        load64(e, RAX, stack);
+        load64(e, RCX, stack + 8);
         store_wide(e, slot, RAX, RCX);
-        stacked += 2;
       }
       continue;
     }
     uint32_t reg = RAX;
-    if (is_float_arg(f, a) && floats < 8) move_from_xmm(e, RAX, floats++, 64);
-    else if (!is_float_arg(f, a) && ints < 6) reg = argument_register(ints++);
-    else load64(e, RAX, static_cast<int32_t>(16 + 8 * stacked++));  // the caller's stack arguments
+    if (!p.in_register) load64(e, RAX, stack);
+    else if (is_float) move_from_xmm(e, RAX, p.reg, 64);
+    else reg = argument_register(p.reg);
     normalize(e, reg, m.arg_widths[f.first_arg + a]);
     store64(e, slot, reg);
   }
@@ -773,61 +796,52 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
-  // The SysV classes in order (as in encode_prologue): integers in rdi .. r9 (an
-  // i128 in two, else in 16-byte aligned stack), floats and doubles in xmm0 .. xmm7,
-  // the rest on the stack in order, the first at [rsp]; the area keeps rsp 16-byte
-  // aligned at the call.
-  uint32_t ints = 0, floats = 0, stacked = 0;
-  for (uint32_t a = 1; a < count; ++a) {
-    const FlatOperand& op = ops[a];
-    uint32_t regs = op.width == kWideBits ? 2 : 1;
-    if (op.flags & kOperandFloat) floats < 8 ? ++floats : ++stacked;
-    else if (ints + regs <= 6) ints += regs;
-    else stacked = regs == 2 ? ((stacked + 1) & ~1u) + 2 : stacked + 1;
-  }
-  uint32_t reserve = (stacked * 8 + 15) / 16 * 16;
+  // Arguments where SysvArgs places them, the stack's from [rsp]; the area keeps rsp
+  // 16-byte aligned at the call. Three passes over the arguments: their places (for
+  // the area's size), then the stack's and the xmm registers' (through rax and rcx),
+  // then the integer registers', which nothing loads through afterwards.
+  SysvArgs all;
+  for (uint32_t a = 1; a < count; ++a) all.next(ops[a].flags & kOperandFloat, ops[a].width == kWideBits);
+  uint32_t reserve = (all.stacked * 8 + 15) / 16 * 16;
   if (reserve) {
     e.byte(0x48), e.byte(0x81), e.byte(0xEC);  // sub rsp, reserve
     e.u32(reserve);
   }
-  ints = floats = stacked = 0;
-  for (uint32_t a = 1; a < count; ++a) {  // the stack's and the xmm registers' through rax (and rcx)
+  SysvArgs place;
+  for (uint32_t a = 1; a < count; ++a) {
     const FlatOperand& op = ops[a];
-    bool is_float = op.flags & kOperandFloat;
-    uint32_t regs = op.width == kWideBits ? 2 : 1;
-    if (is_float ? floats < 8 : ints + regs <= 6) {
-      if (is_float) load_operand(e, l, op, RAX), movq_to_xmm(e, floats, RAX);
-      is_float ? ++floats : ints += regs;
+    const bool is_float = op.flags & kOperandFloat, wide = op.width == kWideBits;
+    const ArgPlace p = place.next(is_float, wide);
+    if (p.in_register) {
+      if (is_float) load_operand(e, l, op, RAX), movq_to_xmm(e, p.reg, RAX);
       continue;
     }
-    if (regs == 2) {
-      stacked = (stacked + 1) & ~1u;
+    if (wide) {
       load_wide(e, l, op, RAX, RCX);
       e.byte(0x48), e.byte(0x89), e.byte(0x8C), e.byte(0x24);  // mov [rsp + disp32 + 8], rcx
-      e.u32(8 * stacked + 8);
+      e.u32(8 * p.stack_slot + 8);
     } else {
       load_operand(e, l, op, RAX);
       if (op.flags & kOperandSignExt) sign_extend(e, RAX, op.width);
     }
     e.byte(0x48), e.byte(0x89), e.byte(0x84), e.byte(0x24);  // mov [rsp + disp32], rax
-    e.u32(8 * stacked);
-    stacked += regs;
+    e.u32(8 * p.stack_slot);
   }
-  ints = 0;
+  place = SysvArgs{};
   for (uint32_t a = 1; a < count; ++a) {
     const FlatOperand& op = ops[a];
-    if (op.flags & kOperandFloat) continue;
-    if (op.width == kWideBits) {
-      if (ints + 2 <= 6) load_wide(e, l, op, argument_register(ints), argument_register(ints + 1)), ints += 2;
+    const bool is_float = op.flags & kOperandFloat, wide = op.width == kWideBits;
+    const ArgPlace p = place.next(is_float, wide);
+    if (!p.in_register || is_float) continue;
+    if (wide) {
+      load_wide(e, l, op, argument_register(p.reg), argument_register(p.reg + 1));
       continue;
     }
-    if (ints >= 6) continue;
-    uint32_t reg = argument_register(ints++);
-    load_operand(e, l, op, reg);
-    if (op.flags & kOperandSignExt) sign_extend(e, reg, op.width);
+    load_operand(e, l, op, argument_register(p.reg));
+    if (op.flags & kOperandSignExt) sign_extend(e, argument_register(p.reg), op.width);
   }
   if (ops[0].kind != kOperandSymbol) load_operand(e, l, ops[0], R11);
-  if ((in.aux & kCallVarargs) && floats) e.byte(0xB8), e.u32(floats);  // mov eax, n: vector registers used
+  if ((in.aux & kCallVarargs) && all.floats) e.byte(0xB8), e.u32(all.floats);  // mov eax, n: vector registers used
   else if (in.aux & kCallVarargs) e.byte(0x31), e.byte(0xC0);          // xor eax, eax: none
   e.call_begin = e.pos;
   if (ops[0].kind == kOperandSymbol) {
