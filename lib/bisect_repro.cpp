@@ -45,7 +45,7 @@ void run_or_note(const std::string& command, const std::string& dir) {
 
 // The module on each back end: the candidate with only the suspects selected, and
 // the trusted one; and the candidate's flat IR (the functions it emits, no LLVM needed).
-void emit_both(const ReproInput& in, const std::string& module) {
+void emit_repro_objects(const ReproInput& in, const std::string& module) {
   const std::string bc = in.dir + "/" + module + ".bc";
   const std::string selection = "KILN_SELECTION=" + shell_quote(in.dir + "/selection") + " ";
   const std::string emit = shell_quote(in.kiln_emit) + " " + shell_quote(bc);
@@ -109,7 +109,7 @@ void write_reproducer(const ReproInput& in) {
     std::string bytes = corpus.load_blob(m);
     write_file_atomic(in.dir + "/" + m + ".bc", bytes);
     write_file_atomic(in.dir + "/" + m + ".census.json", census_of_bytes(bytes, m, m).to_json() + "\n");
-    emit_both(in, m);
+    emit_repro_objects(in, m);
   }
   int n = 0;
   for (const auto& c : in.culprits)

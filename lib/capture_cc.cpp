@@ -32,7 +32,7 @@ bool is_source(const std::string& a) {
 }
 
 // clang options whose value is the next argument.
-bool takes_value(const std::string& a) {
+bool clang_takes_value(const std::string& a) {
   static const char* const kFlags[] = {"-o",       "-I",        "-D",          "-U",      "-include",
                                        "-isystem", "-iquote",   "-idirafter",  "-MF",     "-MT",
                                        "-MQ",      "-x",        "-arch",       "-target", "--target",
@@ -62,7 +62,7 @@ CcCall parse_cc_args(const std::vector<std::string>& args) {
     else if (a == "-g0") c.debuginfo = 0;
     else if (a == "-g1" || a == "-gline-tables-only") c.debuginfo = 1;
     else if (a.rfind("-g", 0) == 0 && a.rfind("-gno", 0) != 0) c.debuginfo = 2;
-    else if (takes_value(a)) ++i;
+    else if (clang_takes_value(a)) ++i;
     else if (!a.empty() && a[0] != '-' && is_source(a)) c.sources.push_back(a);
   }
   return c;

@@ -33,7 +33,7 @@ namespace kiln {
 namespace {
 
 // rustc options whose value is the next argument when not attached.
-bool takes_value(const std::string& a) {
+bool rustc_takes_value(const std::string& a) {
   static const char* const kFlags[] = {"--crate-name",
                                        "--edition",
                                        "--error-format",
@@ -117,7 +117,7 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args) {
       c.debuginfo = 2;
     } else if (a == "-O") {
       c.opt_level = "3";  // rustc's -O
-    } else if (takes_value(a)) {
+    } else if (rustc_takes_value(a)) {
       ++i;
     } else if (!a.empty() && (a[0] != '-' || a == "-") && c.input.empty()) {
       c.input = a;

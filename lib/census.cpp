@@ -422,7 +422,7 @@ namespace {
 struct Tally {
   uint64_t modules = 0, functions = 0, instructions = 0;
 };
-void add(Tally& t, const ModuleFacts& f) {
+void tally(Tally& t, const ModuleFacts& f) {
   t.modules++;
   t.functions += f.functions_defined;
   t.instructions += f.instructions;
@@ -533,7 +533,7 @@ std::string census_summary_table(const std::vector<ModuleCensus>& all) {
   Tally total;
   std::map<std::string, uint64_t> opcodes;
   for (const auto& c : all) {
-    add(total, c.facts);
+    tally(total, c.facts);
     for (const auto& [k, v] : c.facts.opcodes) opcodes[k] += v;
   }
   std::snprintf(line, sizeof line, "%s modules, %s functions defined, %s IR instructions\n\n",
@@ -549,8 +549,8 @@ std::string census_summary_table(const std::vector<ModuleCensus>& all) {
     for (const auto& c : all)
       for (const auto& v : c.verdicts)
         if (v.backend == b) {
-          add(by_verdict[v.verdict], c.facts);
-          if (!v.reasons.empty()) add(by_reason[first_reason_key(v)], c.facts);
+          tally(by_verdict[v.verdict], c.facts);
+          if (!v.reasons.empty()) tally(by_reason[first_reason_key(v)], c.facts);
         }
     out += "back end " + b + "\n";
     std::snprintf(line, sizeof line, "  %-28s %10s %12s %14s\n", "verdict / first reason", "modules", "functions",
@@ -608,11 +608,11 @@ std::string census_summary_json(const std::vector<ModuleCensus>& all) {
   std::map<std::string, uint64_t> opcodes;
   std::map<std::string, std::map<std::string, Tally>> verdicts, reasons;
   for (const auto& c : all) {
-    add(total, c.facts);
+    tally(total, c.facts);
     for (const auto& [k, v] : c.facts.opcodes) opcodes[k] += v;
     for (const auto& v : c.verdicts) {
-      add(verdicts[v.backend][v.verdict], c.facts);
-      if (!v.reasons.empty()) add(reasons[v.backend][first_reason_key(v)], c.facts);
+      tally(verdicts[v.backend][v.verdict], c.facts);
+      if (!v.reasons.empty()) tally(reasons[v.backend][first_reason_key(v)], c.facts);
     }
   }
   w.field("modules", total.modules).field("functions", total.functions).field("instructions", total.instructions);

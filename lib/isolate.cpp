@@ -123,7 +123,7 @@ std::string frame(uint64_t index, bool ok, int32_t code, const std::string& text
   }
 }
 
-std::string signal_name(int sig) {
+std::string crash_signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
@@ -212,7 +212,7 @@ class Supervisor {
     r.crashed = true;
     r.code = kExitBadInput;
     std::string label = p.item >= 0 ? label_(static_cast<size_t>(p.item)) : "";
-    if (WIFSIGNALED(status)) r.text = label + ": LLVM crashed (" + signal_name(WTERMSIG(status)) + ") while " + stage;
+    if (WIFSIGNALED(status)) r.text = label + ": LLVM crashed (" + crash_signal_name(WTERMSIG(status)) + ") while " + stage;
     else if (WIFEXITED(status) && WEXITSTATUS(status) == kLlvmFatalExit)
       r.text = label + ": LLVM ERROR while " + stage + ": " + std::string(s.fatal);
     else

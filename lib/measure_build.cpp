@@ -22,7 +22,7 @@ namespace {
 
 constexpr int kBootstrapResamples = 10000;
 
-std::string describe_status(const ProcessResult& result) {
+std::string describe_result(const ProcessResult& result) {
   if (result.signaled) return "was killed by signal " + std::to_string(result.exit_code - 128);
   return "exited with status " + std::to_string(result.exit_code);
 }
@@ -57,7 +57,7 @@ ProcessResult run_for_variant(const VariantResult& variant, const std::string& c
                         " s (--timeout) and was killed: '" + command + "' (its output is in " + variant.log_path + ")");
   if (result.exit_code != 0)
     throw KilnError(kExitFailed, "",
-                    variant.name + " " + what + " failed: '" + command + "' " + describe_status(result) +
+                    variant.name + " " + what + " failed: '" + command + "' " + describe_result(result) +
                         " (its output is in " + variant.log_path + ")");
   return result;
 }

@@ -32,7 +32,7 @@ std::string crate_of(const std::vector<std::string>& args) {
   return "?";
 }
 
-void add(std::vector<PhaseTotal>& totals, const std::string& name, double seconds) {
+void add_phase(std::vector<PhaseTotal>& totals, const std::string& name, double seconds) {
   for (auto& t : totals)
     if (t.name == name) {
       t.seconds += seconds;
@@ -54,8 +54,8 @@ void read_invocations(const Corpus& corpus, PhasesReport& report) {
     c.units += r.modules;
     double total = 0;
     for (const auto& [name, s] : r.phases) {
-      add(report.phases, name, s);
-      add(c.phases, name, s);
+      add_phase(report.phases, name, s);
+      add_phase(c.phases, name, s);
       total += s;
     }
     if (r.phases.empty()) total = r.seconds;  // a record from before phases were kept
@@ -90,7 +90,7 @@ void read_receipts(const Corpus& corpus, PhasesReport& report) {
     simdjson::dom::element reader;
     if (l.value["reader"].get(reader) == simdjson::SUCCESS) {
       std::string route = get_string_or(reader, "route", "");
-      if (!route.empty()) add(report.routes, route, 1);
+      if (!route.empty()) add_phase(report.routes, route, 1);
     }
   });
 }

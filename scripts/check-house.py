@@ -4,7 +4,10 @@
   - no function in lib/ or kernels/ is over 150 lines, except those listed in
     scripts/house-exceptions.txt with the reason why;
   - kernels/ is a leaf: nothing in it includes a header from lib/;
-  - nothing in lib/base/, lib/stamp/ or kernels/ includes an LLVM header.
+  - nothing in lib/base/, lib/stamp/ or kernels/ includes an LLVM header;
+  - no two files of a unity build (lib/*.cpp, tests/unit/test_*.cpp: meson compiles
+    them a few files to a unit) define a file-local function of the same name: in one
+    unit, one would silently overload or hide the other.
 Usage: scripts/check-house.py [--list N]   (--list: every function over N lines)
 Exit 0: all rules hold; 1: a rule is broken (each on one line: file:line: why)."""
 import os
@@ -69,11 +72,13 @@ def strip(text):
 
 
 SCOPE = re.compile(r"\b(namespace|class|struct|union|enum)\b|\bextern\s*\"\"")
+NAMESPACE = re.compile(r"\bnamespace\b|\bextern\s*\"\"")
 NOT_FUNCTION = re.compile(r"(=|\breturn|,|\(|\[)\s*$")
 
 
-def functions(text):
-    """(name, first line, last line) of every function body at namespace or class scope."""
+def functions(text, namespace_scope_only=False):
+    """(name, first line, last line) of every function body at namespace or class scope
+    (namespace_scope_only: at namespace scope)."""
     code = strip(text)
     found = []
     stack = []  # per open brace: 'scope', 'function' or 'block'
@@ -87,9 +92,10 @@ def functions(text):
             header_start = i + 1
         elif c == "{":
             header = code[header_start:i]
-            in_scope = all(k == "scope" for k, _, _ in stack)
+            scopes = ("namespace",) if namespace_scope_only else ("namespace", "scope")
+            in_scope = all(k in scopes for k, _, _ in stack)
             if SCOPE.search(header) and "(" not in header.split("{")[0].split("=")[0]:
-                stack.append(("scope", 0, ""))
+                stack.append(("namespace" if NAMESPACE.search(header) else "scope", 0, ""))
             elif in_scope and ")" in header and not NOT_FUNCTION.search(header.strip()):
                 begin = header_start + len(header) - len(header.lstrip())
                 name = re.findall(r"([~\w:]+)\s*\(", header)
@@ -98,6 +104,40 @@ def functions(text):
                 stack.append(("block", 0, ""))
             header_start = i + 1
     return found
+
+
+UNITY_TARGETS = [("lib", re.compile(r"\.cpp$"), "lib"), ("tests/unit", re.compile(r"^test_.*\.cpp$"), "tests/unit")]
+
+
+def unity_clashes():
+    """file:line: why, for each file-local function whose name another file of the same
+    unity build also defines. A name declared in one of the directory's headers is an
+    overload set on purpose, not a clash."""
+    problems = []
+    for directory, pattern, headers_dir in UNITY_TARGETS:
+        base = os.path.join(ROOT, directory)
+        declared = ""
+        for name in os.listdir(os.path.join(ROOT, headers_dir)):
+            if name.endswith(".h"):
+                with open(os.path.join(ROOT, headers_dir, name), encoding="utf-8", errors="replace") as f:
+                    declared += strip(f.read())
+        seen = {}
+        for name in sorted(os.listdir(base)):
+            if not pattern.search(name):
+                continue
+            with open(os.path.join(base, name), encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            for fn, first, _ in functions(text, namespace_scope_only=True):
+                if "::" in fn or not re.match(r"[a-z_]\w*$", fn) or fn == "main":
+                    continue
+                if re.search(r"\b" + re.escape(fn) + r"\s*\(", declared):
+                    continue
+                where = f"{directory}/{name}:{first}"
+                if fn in seen and not seen[fn].startswith(f"{directory}/{name}:"):
+                    problems.append(f"{where}: {fn} is also defined in {seen[fn]}; these files share a unity "
+                                    f"build, so give one another name or share one definition")
+                seen.setdefault(fn, where)
+    return problems
 
 
 def main():
@@ -147,6 +187,7 @@ def main():
                     if rel.startswith("kernels" + os.sep) and not os.path.exists(os.path.join(dirpath, inc)) and '"' in \
                             re.search(r'#\s*include\s*(["<])' + re.escape(inc), text).group(1):
                         problems.append(f"{rel}:1: includes \"{inc}\" from outside kernels/; kernels/ is a leaf")
+    problems += unity_clashes()
     for key in sorted(set(exceptions) - used):
         problems.append(f"scripts/house-exceptions.txt:1: {key} is listed but no longer over {MAX_FUNCTION_LINES} lines")
     for p in problems:

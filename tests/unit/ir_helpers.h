@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fs.h"
+#include "scratch_dir.h"
 
 namespace kiln_test {
 
@@ -25,11 +26,6 @@ inline std::string bitcode_from_ir(const std::string& ir) {
   os.flush();
   return bytes;
 }
-
-struct ScratchDir {
-  std::string path = kiln::make_temp_dir("kiln-test");
-  ~ScratchDir() { kiln::remove_tree(path); }
-};
 
 inline const char* kAddIr = R"(
 target triple = "x86_64-unknown-linux-gnu"

@@ -17,7 +17,7 @@ std::vector<size_t> range(size_t n) {
   return all;
 }
 
-bool has(const std::vector<size_t>& set, size_t i) { return std::binary_search(set.begin(), set.end(), i); }
+bool in_set(const std::vector<size_t>& set, size_t i) { return std::binary_search(set.begin(), set.end(), i); }
 
 }  // namespace
 
@@ -30,7 +30,7 @@ TEST_CASE("bisect: one culprit among n is found within 2*ceil(log2 n) probes", "
         REQUIRE(left <= n);
         REQUIRE(std::is_sorted(set.begin(), set.end()));
         probes++;
-        return has(set, culprit);
+        return in_set(set, culprit);
       });
       CHECK(found == std::vector<size_t>{culprit});
       CHECK(probes <= bound);
@@ -41,7 +41,7 @@ TEST_CASE("bisect: one culprit among n is found within 2*ceil(log2 n) probes", "
 TEST_CASE("bisect: a failure that needs two items together finds both", "[bisect]") {
   for (auto [a, b] : {std::pair<size_t, size_t>{0, 1}, {3, 90}, {49, 50}, {0, 99}, {17, 18}}) {
     auto found = narrow_culprits(range(100), [&](const std::vector<size_t>& set, size_t) {
-      return has(set, a) && has(set, b);
+      return in_set(set, a) && in_set(set, b);
     });
     CHECK(found == std::vector<size_t>{a, b});
   }
@@ -49,13 +49,13 @@ TEST_CASE("bisect: a failure that needs two items together finds both", "[bisect
 
 TEST_CASE("bisect: a failure that needs three items together finds the three", "[bisect]") {
   auto found = narrow_culprits(range(200), [&](const std::vector<size_t>& set, size_t) {
-    return has(set, 7) && has(set, 120) && has(set, 121);
+    return in_set(set, 7) && in_set(set, 120) && in_set(set, 121);
   });
   CHECK(found == std::vector<size_t>{7, 120, 121});
 }
 
 TEST_CASE("bisect: two culprits that each fail alone: one of them, the same every time", "[bisect]") {
-  auto probe = [](const std::vector<size_t>& set, size_t) { return has(set, 30) || has(set, 70); };
+  auto probe = [](const std::vector<size_t>& set, size_t) { return in_set(set, 30) || in_set(set, 70); };
   auto first = narrow_culprits(range(100), probe);
   REQUIRE(first.size() == 1);
   CHECK((first[0] == 30 || first[0] == 70));

@@ -8,7 +8,7 @@
 
 using namespace kiln;
 
-static std::string error_of(const std::string& bytes) {
+static std::string parse_error_of(const std::string& bytes) {
   llvm::LLVMContext ctx;
   try {
     parse_bitcode(ctx, bytes, "in.bc");
@@ -20,23 +20,23 @@ static std::string error_of(const std::string& bytes) {
 }
 
 TEST_CASE("bitcode reading rejects bad input with one line naming the file", "[bitcode]") {
-  CHECK(error_of("") == "in.bc: empty file, not LLVM bitcode");
-  CHECK(error_of("\x7f"
+  CHECK(parse_error_of("") == "in.bc: empty file, not LLVM bitcode");
+  CHECK(parse_error_of("\x7f"
                  "ELF\x02\x01\x01rest-of-an-object") == "in.bc: not LLVM bitcode (looks like an ELF file)");
-  CHECK(error_of("define void @f() {\n ret void\n}\n").find("LLVM IR text") != std::string::npos);
+  CHECK(parse_error_of("define void @f() {\n ret void\n}\n").find("LLVM IR text") != std::string::npos);
   std::string good = kiln_test::bitcode_from_ir(kiln_test::kAddIr);
   std::string truncated = good.substr(0, good.size() / 2);
-  std::string message = error_of(truncated);
+  std::string message = parse_error_of(truncated);
   CHECK(message.rfind("in.bc: truncated or corrupt bitcode: ", 0) == 0);
   CHECK(message.find('\n') == std::string::npos);
-  CHECK(error_of(good).empty());
+  CHECK(parse_error_of(good).empty());
 }
 
 TEST_CASE("a file cut short inside the magic number is truncated bitcode, not a text file", "[bitcode]") {
-  CHECK(error_of("BC") == "in.bc: truncated bitcode: 2 bytes, shorter than the 4-byte magic number");
-  CHECK(error_of("BC\xC0") == "in.bc: truncated bitcode: 3 bytes, shorter than the 4-byte magic number");
-  CHECK(error_of("\xDE\xC0\x17") == "in.bc: truncated bitcode: 3 bytes, shorter than the 4-byte magic number");
-  CHECK(error_of("BCxx").rfind("in.bc: not LLVM bitcode", 0) == 0);  // not a prefix of the magic
+  CHECK(parse_error_of("BC") == "in.bc: truncated bitcode: 2 bytes, shorter than the 4-byte magic number");
+  CHECK(parse_error_of("BC\xC0") == "in.bc: truncated bitcode: 3 bytes, shorter than the 4-byte magic number");
+  CHECK(parse_error_of("\xDE\xC0\x17") == "in.bc: truncated bitcode: 3 bytes, shorter than the 4-byte magic number");
+  CHECK(parse_error_of("BCxx").rfind("in.bc: not LLVM bitcode", 0) == 0);  // not a prefix of the magic
 }
 
 TEST_CASE("triples other than x86-64 Linux ELF are named as the problem", "[bitcode]") {

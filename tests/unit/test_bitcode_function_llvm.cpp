@@ -32,6 +32,7 @@
 #include "error.h"
 #include "fs.h"
 #include "ir_helpers.h"
+#include "test_helpers.h"
 
 using namespace kiln;
 
@@ -537,14 +538,6 @@ void print(const Tally& t, const char* what) {
   for (const std::string& d : t.differences) std::printf("  differs: %s\n", d.c_str());
 }
 
-std::vector<std::string> bitcode_files_under(const std::string& dir) {
-  std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
-    if (entry.is_regular_file() && entry.path().extension() == ".bc") files.push_back(entry.path().string());
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 // Every function of `ir` must match LLVM's, none declined.
 void check_ir(const char* ir, const char* what) {
   Tally t;
@@ -863,7 +856,7 @@ void expect_bad_body(const Records& body, const std::string& why) {
 }
 
 // Hidden tests run where test_main.cpp narrows the run; with no corpus named they pass.
-const char* corpus_dir() {
+const char* function_corpus_dir() {
   const char* dir = std::getenv("KILN_BITCODE_CORPUS");
   if (!dir) std::printf("skip - [.corpus] bitcode functions need KILN_BITCODE_CORPUS=DIR\n");
   return dir;
@@ -873,7 +866,7 @@ const char* corpus_dir() {
 
 TEST_CASE("bitcode functions: the regex modules read as LLVM reads them", "[bitcode-function]") {
   Tally t;
-  std::vector<std::string> files = bitcode_files_under(KILN_TEST_DATA "/bitstream");
+  std::vector<std::string> files = kiln_test::bitcode_files_under(KILN_TEST_DATA "/bitstream");
   REQUIRE(files.size() >= 3);
   for (const std::string& path : files) compare_module(read_file(path), path, t);
   print(t, "bitcode functions (tests/data/bitstream)");
@@ -909,10 +902,10 @@ TEST_CASE("bitcode functions: extractvalue, insertvalue and va_arg", "[bitcode-f
 }
 
 TEST_CASE("bitcode functions: a corpus read as LLVM reads it", "[.corpus]") {
-  const char* dir = corpus_dir();
+  const char* dir = function_corpus_dir();
   if (!dir) return;
   Tally t;
-  for (const std::string& path : bitcode_files_under(dir)) compare_module(read_file(path), path, t);
+  for (const std::string& path : kiln_test::bitcode_files_under(dir)) compare_module(read_file(path), path, t);
   print(t, "bitcode functions (corpus)");
   CHECK(t.differences.empty());
 }
@@ -924,7 +917,7 @@ TEST_CASE("bitcode functions: callbr (asm goto)", "[bitcode-function]") { check_
 TEST_CASE("bitcode functions: corrupt modules fail as bad input", "[bitcode-function]") {
   uint64_t state = 0x9E3779B97F4A7C15u, read = 0, refused = 0;
   auto next = [&] { return state = state * 6364136223846793005u + 1442695040888963407u, state >> 33; };
-  for (const std::string& path : bitcode_files_under(KILN_TEST_DATA "/bitstream")) {
+  for (const std::string& path : kiln_test::bitcode_files_under(KILN_TEST_DATA "/bitstream")) {
     std::string original = read_file(path);
     for (int round = 0; round < 300; ++round) {
       std::string bytes = original;

@@ -202,6 +202,7 @@ struct Counts {
 };
 
 // Fails the test naming the type, the layout and the query; cheap when it holds.
+#undef AGREE  // another file of this unity build defines its own
 #define AGREE(ours, theirs, what)                                                                                  \
   do {                                                                                                             \
     auto o_ = (ours);                                                                                              \
@@ -243,7 +244,7 @@ void compare_type(const bc::Layout& ours, const llvm::DataLayout& dl, const std:
   }
 }
 
-void compare_module(llvm::Module& module, const std::vector<llvm::Type*>& extra, Counts& counts) {
+void compare_layouts(llvm::Module& module, const std::vector<llvm::Type*>& extra, Counts& counts) {
   TypeSet types;
   types.add_module(module);
   for (llvm::Type* t : extra) types.add(t);
@@ -272,7 +273,7 @@ void compare_module(llvm::Module& module, const std::vector<llvm::Type*>& extra,
   }
 }
 
-std::unique_ptr<llvm::Module> parse_ir(llvm::LLVMContext& ctx, const char* text) {
+std::unique_ptr<llvm::Module> parse_hand_written(llvm::LLVMContext& ctx, const char* text) {
   llvm::SMDiagnostic diag;
   auto module = llvm::parseAssemblyString(text, diag, ctx);
   if (!module) FAIL("hand-written IR: " << diag.getMessage().str() << " at line " << diag.getLineNo());
@@ -392,13 +393,13 @@ std::vector<llvm::Type*> built_types(llvm::LLVMContext& ctx) {
 
 TEST_CASE("bitcode layout: sizes, alignments, offsets and names of hand-written IR are LLVM's", "[bitcode-layout]") {
   llvm::LLVMContext ctx;
-  auto module = parse_ir(ctx, kHandWritten);
+  auto module = parse_hand_written(ctx, kHandWritten);
   // An identified struct without a name, which LLVM prints by address or number.
   auto* unnamed = llvm::StructType::create(ctx, {llvm::Type::getInt32Ty(ctx)});
   std::vector<llvm::Type*> extra = built_types(ctx);
   extra.push_back(unnamed);
   Counts counts;
-  compare_module(*module, extra, counts);
+  compare_layouts(*module, extra, counts);
   std::printf(
       "bitcode layout, hand-written: %llu types (%llu sized, %llu refused), %llu values, %llu field offsets, "
       "%llu globals, %llu names\n",
@@ -438,7 +439,7 @@ TEST_CASE("bitcode layout: every type and global of the regex modules is LLVM's"
     llvm::LLVMContext ctx;
     auto module = llvm::parseBitcodeFile((*buffer)->getMemBufferRef(), ctx);
     if (!module) FAIL(entry.path() << ": " << llvm::toString(module.takeError()));
-    compare_module(**module, {}, counts);
+    compare_layouts(**module, {}, counts);
     ++modules;
   }
   std::printf(

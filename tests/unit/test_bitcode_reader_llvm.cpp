@@ -44,6 +44,7 @@ std::unique_ptr<llvm::Module> llvm_read(const std::string& bytes, const std::str
 }
 
 // Fails naming the module and what differs; cheap when it holds.
+#undef AGREE  // another file of this unity build defines its own
 #define AGREE(cond, what)                    \
   do {                                       \
     if (!(cond)) FAIL(name << ": " << what); \

@@ -29,6 +29,7 @@
 #include "error.h"
 #include "fs.h"
 #include "ir_helpers.h"
+#include "test_helpers.h"
 
 using namespace kiln;
 
@@ -36,6 +37,7 @@ namespace {
 
 // Fails the test naming the module and where; cheap when it holds (Catch's REQUIRE is
 // too slow for every operand of a corpus).
+#undef AGREE  // another file of this unity build defines its own
 #define AGREE(cond, what)                                                                                      \
   do {                                                                                                         \
     if (!(cond))                                                                                               \
@@ -68,7 +70,7 @@ llvm::BitstreamEntry next_llvm_entry(llvm::BitstreamCursor& theirs, uint64_t& ab
 
 // Walks `file` with both readers in step. Every other record is read with a blob view,
 // the others with the blob's bytes among the operands.
-void compare_with_llvm(const std::string& file, const std::string& name, Totals& totals) {
+void compare_stream_with_llvm(const std::string& file, const std::string& name, Totals& totals) {
   std::string_view stream = unwrap_bitcode(file, name);
   llvm::BitstreamCursor theirs(llvm::ArrayRef<uint8_t>(reinterpret_cast<const uint8_t*>(stream.data()), stream.size()));
   expect(theirs.Read(32), name);
@@ -203,22 +205,14 @@ void compare_stats(const std::string& file, const std::string& path) {
   REQUIRE(ours.size() == theirs.size());
 }
 
-std::vector<std::string> bitcode_files_under(const std::string& dir) {
-  std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
-    if (entry.is_regular_file() && entry.path().extension() == ".bc") files.push_back(entry.path().string());
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 }  // namespace
 
 TEST_CASE("bitstream: every record of real modules is LLVM's, and the counts llvm-bcanalyzer's", "[bitstream]") {
   Totals totals;
-  std::vector<std::string> files = bitcode_files_under(KILN_TEST_DATA "/bitstream");
+  std::vector<std::string> files = kiln_test::bitcode_files_under(KILN_TEST_DATA "/bitstream");
   REQUIRE(files.size() >= 3);
   for (const std::string& path : files) {
-    compare_with_llvm(read_file(path), path, totals);
+    compare_stream_with_llvm(read_file(path), path, totals);
     compare_stats(read_file(path), path);
   }
   kiln_test::ScratchDir scratch;
@@ -228,14 +222,14 @@ TEST_CASE("bitstream: every record of real modules is LLVM's, and the counts llv
                 path = scratch.path + "/m" + std::to_string(made.size()) + ".bc";
     std::ofstream(path, std::ios::binary) << bytes;
     made.push_back(path);
-    compare_with_llvm(bytes, path, totals);
+    compare_stream_with_llvm(bytes, path, totals);
     compare_stats(bytes, path);
   }
   // Both in one file of two modules (llvm-cat -b), a BLOCKINFO in each.
   std::string tool = KILN_LLVM_AS, both = scratch.path + "/both.bc";
   tool = tool.substr(0, tool.size() - std::string("llvm-as").size()) + "llvm-cat";
   REQUIRE(std::system((tool + " -b -o '" + both + "' '" + made[0] + "' '" + made[1] + "'").c_str()) == 0);
-  compare_with_llvm(read_file(both), both, totals);
+  compare_stream_with_llvm(read_file(both), both, totals);
   compare_stats(read_file(both), both);
   std::printf("bitstream: %llu modules, %llu blocks, %llu records (%llu operands, %llu blob bytes) agree with LLVM\n",
               (unsigned long long)totals.modules, (unsigned long long)totals.blocks, (unsigned long long)totals.records,
@@ -244,7 +238,7 @@ TEST_CASE("bitstream: every record of real modules is LLVM's, and the counts llv
 
 TEST_CASE("bitstream: skipping every metadata block leaves the other records as they were", "[bitstream]") {
   const uint32_t kMetadata = 15;
-  for (const std::string& path : bitcode_files_under(KILN_TEST_DATA "/bitstream")) {
+  for (const std::string& path : kiln_test::bitcode_files_under(KILN_TEST_DATA "/bitstream")) {
     std::string file = read_file(path);
     auto walk = [&](bool skip) {
       std::vector<std::vector<uint64_t>> seen;  // block id, code, operands: outside metadata
@@ -278,9 +272,9 @@ TEST_CASE("bitstream: a whole corpus agrees with LLVM", "[.corpus]") {
   const char* dir = corpus_dir("[.corpus]");
   if (!dir) return;
   Totals totals;
-  for (const std::string& path : bitcode_files_under(dir)) {
+  for (const std::string& path : kiln_test::bitcode_files_under(dir)) {
     std::string file = read_file(path);
-    compare_with_llvm(file, path, totals);
+    compare_stream_with_llvm(file, path, totals);
     compare_stats(file, path);
   }
   std::printf("bitstream: %llu modules, %llu blocks, %llu records (%llu operands, %llu blob bytes) agree with LLVM\n",
@@ -336,7 +330,7 @@ TEST_CASE("bitstream: the time to walk every record of a corpus, ours and LLVM's
   if (!dir) return;
   std::vector<std::string> files;
   uint64_t bytes = 0;
-  for (const std::string& path : bitcode_files_under(dir)) {
+  for (const std::string& path : kiln_test::bitcode_files_under(dir)) {
     files.push_back(read_file(path));
     bytes += files.back().size();
   }

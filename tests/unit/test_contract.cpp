@@ -11,6 +11,7 @@
 #include "contract.h"
 #include "error.h"
 #include "ir_helpers.h"
+#include "test_helpers.h"
 
 using namespace kiln;
 
@@ -80,12 +81,6 @@ define i64 @tls_reader() {
 }
 )";
 
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  if (at == std::string::npos) throw std::runtime_error("not in the test IR: " + from);
-  return text.replace(at, from.size(), to);
-}
-
 std::string object_of(const std::string& ir, const std::string& backend = "llvm") {
   return make_backend(backend, Profile::fast)->emit(kiln_test::bitcode_from_ir(ir), "m.bc").object;
 }
@@ -102,7 +97,7 @@ using Lines = std::vector<std::string>;
 // The differences of the object that `backend` makes of kContractIr altered (`from`
 // replaced by `to`) from llvm's object of kContractIr.
 Lines altered(const std::string& from, const std::string& to, const std::string& backend = "llvm") {
-  return lines(compare_contract(object_of(kContractIr), object_of(replaced(kContractIr, from, to), backend)));
+  return lines(compare_contract(object_of(kContractIr), object_of(kiln_test::replaced(kContractIr, from, to), backend)));
 }
 
 }  // namespace
@@ -136,7 +131,7 @@ TEST_CASE("a function made internal, hidden or weak breaks the contract", "[cont
   }
   // And the other way round: what the candidate has that llvm's object does not.
   const std::string internal =
-      object_of(replaced(kContractIr, "define hidden i64 @hidden_fn", "define internal i64 @hidden_fn"));
+      object_of(kiln_test::replaced(kContractIr, "define hidden i64 @hidden_fn", "define internal i64 @hidden_fn"));
   CHECK(lines(compare_contract(internal, object_of(kContractIr))) ==
         Lines{"hidden_fn: extra: llvm LOCAL FUNC default text, cand GLOBAL FUNC hidden text"});
 }
@@ -155,7 +150,7 @@ TEST_CASE("a .kiln. name, local or not, and a definition llvm's object only refe
   std::string ir = kContractIr +
       "define i64 @\"extra.kiln.0123456789ab\"() {\n  ret i64 1\n}\n"
       "define internal i64 @\"local.kiln.0123456789ab\"() {\n  ret i64 2\n}\n";
-  ir = replaced(ir, "declare i64 @external_a(i64)", "define i64 @external_a(i64 %x) {\n  ret i64 %x\n}");
+  ir = kiln_test::replaced(ir, "declare i64 @external_a(i64)", "define i64 @external_a(i64 %x) {\n  ret i64 %x\n}");
   CHECK(lines(compare_contract(reference, object_of(ir))) ==
         Lines{"external_a: extra: llvm undefined, cand GLOBAL FUNC default text",
               "extra.kiln.0123456789ab: extra: llvm absent, cand GLOBAL FUNC default text",
@@ -170,11 +165,11 @@ TEST_CASE("references are not part of the contract; a definition turned into one
   const std::string reference = object_of(kContractIr);
   // external_b is new and external_a no longer referenced: the final link resolves
   // references as it would any other (stamp's memcpy calls, say).
-  std::string ir = replaced(kContractIr, "declare i64 @external_a(i64)", "declare i64 @external_b(i64)");
-  ir = replaced(ir, "call i64 @external_a", "call i64 @external_b");
+  std::string ir = kiln_test::replaced(kContractIr, "declare i64 @external_a(i64)", "declare i64 @external_b(i64)");
+  ir = kiln_test::replaced(ir, "call i64 @external_a", "call i64 @external_b");
   CHECK(lines(compare_contract(reference, object_of(ir))).empty());
   // weak_fn only declared, and called: missing, but the reference resolves as before.
-  ir = replaced(
+  ir = kiln_test::replaced(
       kContractIr, "define weak i64 @weak_fn(i64 %x) {\n  %r = add i64 %x, 3\n  ret i64 %r\n}",
       "declare i64 @weak_fn(i64)\ndefine i64 @calls_weak() {\n  %r = call i64 @weak_fn(i64 0)\n  ret i64 %r\n}");
   CHECK(lines(compare_contract(reference, object_of(ir))) ==

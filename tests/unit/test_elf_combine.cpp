@@ -31,6 +31,7 @@
 #include "process.h"
 #include "split_module.h"
 #include "stamp_object.h"
+#include "test_helpers.h"
 
 using namespace kiln;
 using namespace kiln_test;
@@ -38,23 +39,6 @@ using namespace kiln_test;
 namespace {
 
 const std::string kTag = "0123456789ab";
-
-template <typename T>
-T must(llvm::Expected<T> value) {
-  if (!value) throw std::runtime_error(llvm::toString(value.takeError()));
-  return std::move(*value);
-}
-
-std::string tool(const char* name) { return std::string(KILN_LLVM_BINDIR) + "/" + name; }
-
-// A command line's stdout and stderr together, and its status.
-ProcessResult shell(const std::string& command) {
-  ProcessOptions capture;
-  capture.capture_stdout = true;
-  return run_shell(command + " 2>&1", capture);
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 CombineResult combine(const std::vector<std::string>& objects, std::string_view tag = kTag) {
   std::vector<std::string_view> views(objects.begin(), objects.end());
@@ -159,7 +143,7 @@ std::string link_with(const std::string& dir, const std::string& name, const std
 void check_readable(const std::string& dir, const std::string& object,
                     const std::vector<std::string>& what = {"-h", "-S", "-s", "-r", "-g"}) {
   write_file_atomic(dir + "/readable.o", object);
-  for (std::string reader : {std::string("readelf"), tool("llvm-readelf")}) {
+  for (std::string reader : {std::string("readelf"), llvm_tool("llvm-readelf")}) {
     std::vector<std::string> argv = {reader};
     argv.insert(argv.end(), what.begin(), what.end());
     argv.insert(argv.end(), {"-W", dir + "/readable.o"});
@@ -218,7 +202,7 @@ TEST_CASE("the split module's halves combine in process, link with cc and lld, a
     CHECK(link_with(dir.path, "lld", "cc -fuse-ld=lld", {dir.path + "/main.c"}, r.object) == h.reference);
     // ld.lld -r of the combined object (a later partial link) still works.
     write_file_atomic(dir.path + "/again.o", r.object);
-    CHECK(shell(shell_join({tool("ld.lld"), "-r", "-o", dir.path + "/again2.o", dir.path + "/again.o"})).exit_code ==
+    CHECK(shell(shell_join({llvm_tool("ld.lld"), "-r", "-o", dir.path + "/again2.o", dir.path + "/again.o"})).exit_code ==
           0);
   }
   // Deterministic: the same inputs give the same bytes.
@@ -418,7 +402,7 @@ int main() {
 
 // What llvm-dwarfdump --verify concludes: "No errors." or its count of each error.
 std::string dwarf_verdict(const std::string& file) {
-  std::string out = shell(shell_join({tool("llvm-dwarfdump"), "--verify", file})).captured_stdout;
+  std::string out = shell(shell_join({llvm_tool("llvm-dwarfdump"), "--verify", file})).captured_stdout;
   if (contains(out, "\nNo errors.")) return "No errors.";
   size_t at = out.find("Aggregated error counts");
   return at == std::string::npos ? out : out.substr(at);

@@ -18,23 +18,15 @@
 #include "fs.h"
 #include "kiln_config.h"
 #include "process.h"
+#include "scratch_dir.h"
 #include "stamp_eh_frame.h"
 #include "stamp_object.h"
+#include "test_helpers.h"
 
 using namespace kiln;
+using namespace kiln_test;
 
 namespace {
-
-struct Scratch {
-  std::string path = make_temp_dir("kiln-elf-writer");
-  ~Scratch() { remove_tree(path); }
-};
-
-template <typename T>
-T must(llvm::Expected<T> value) {
-  if (!value) throw std::runtime_error(llvm::toString(value.takeError()));
-  return std::move(*value);
-}
 
 // push rbp; mov rbp, rsp; BODY; leave; ret -- the fixed stamp frame shape.
 std::vector<uint8_t> framed(std::vector<uint8_t> body) {
@@ -91,7 +83,7 @@ std::vector<StampFunction> test_functions() {
   return fs;
 }
 
-const char* kMainC = R"(#include <stdint.h>
+const char* kUnwindMainC = R"(#include <stdint.h>
 #include <stdio.h>
 #include <unwind.h>
 int answer(void);
@@ -136,15 +128,6 @@ int main() {
   return 1;
 }
 )";
-
-std::string tool(const char* name) { return std::string(KILN_LLVM_BINDIR) + "/" + name; }
-
-// Runs a command line; stdout and stderr together.
-ProcessResult shell(const std::string& command) {
-  ProcessOptions capture;
-  capture.capture_stdout = true;
-  return run_shell(command + " 2>&1", capture);
-}
 
 struct SymbolInfo {
   std::string name;
@@ -204,7 +187,7 @@ ObjectInfo read_object(const std::string& bytes) {
   return info;
 }
 
-const SymbolInfo* find_symbol(const ObjectInfo& info, const std::string& name) {
+const SymbolInfo* find_symbol_info(const ObjectInfo& info, const std::string& name) {
   for (const auto& s : info.symbols)
     if (s.name == name && s.type != llvm::ELF::STT_SECTION) return &s;
   return nullptr;
@@ -222,10 +205,6 @@ bool has_relocation(const ObjectInfo& info, const std::string& section, uint64_t
     if (r.section == section && r.offset == offset && r.type == type && r.symbol == symbol && r.addend == addend)
       return true;
   return false;
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
 }
 
 }  // namespace
@@ -295,30 +274,30 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   for (size_t i = 0; i < info.symbols.size(); ++i)
     CHECK((info.symbols[i].binding == llvm::ELF::STB_LOCAL) == (i + 1 < info.symtab_first_global));
 
-  const SymbolInfo* answer = find_symbol(info, "answer");
+  const SymbolInfo* answer = find_symbol_info(info, "answer");
   REQUIRE(answer);
   CHECK(answer->type == llvm::ELF::STT_FUNC);
   CHECK(answer->binding == llvm::ELF::STB_GLOBAL);
   CHECK(answer->other == llvm::ELF::STV_HIDDEN);
   CHECK(answer->size == 11);
   CHECK(answer->section == ".text.answer");
-  const SymbolInfo* seven = find_symbol(info, "seven");
+  const SymbolInfo* seven = find_symbol_info(info, "seven");
   REQUIRE(seven);
   CHECK(seven->binding == llvm::ELF::STB_LOCAL);
   CHECK(seven->type == llvm::ELF::STT_FUNC);
-  const SymbolInfo* walk = find_symbol(info, "walk");
+  const SymbolInfo* walk = find_symbol_info(info, "walk");
   REQUIRE(walk);
   CHECK(walk->section == ".text.stamp_walk");
   CHECK(walk->other == llvm::ELF::STV_DEFAULT);
-  const SymbolInfo* weak = find_symbol(info, "weak_answer");
+  const SymbolInfo* weak = find_symbol_info(info, "weak_answer");
   REQUIRE(weak);
   CHECK(weak->binding == llvm::ELF::STB_WEAK);
   CHECK(weak->other == llvm::ELF::STV_PROTECTED);
-  const SymbolInfo* load = find_symbol(info, "load_global");
+  const SymbolInfo* load = find_symbol_info(info, "load_global");
   REQUIRE(load);
   CHECK(load->size == 15);
   for (const char* undefined : {"stamp_global", "count_frames"}) {
-    const SymbolInfo* s = find_symbol(info, undefined);
+    const SymbolInfo* s = find_symbol_info(info, undefined);
     REQUIRE(s);
     CHECK(s->section.empty());
     CHECK(s->binding == llvm::ELF::STB_GLOBAL);
@@ -338,10 +317,10 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   CHECK(has_relocation(info, ".eh_frame", 24 + 5 * 32 + 8, R_X86_64_PC32, ".text.stamp_walk", 0));
   CHECK(info.relocations.size() == 4 + 7);
 
-  Scratch dir;
+  ScratchDir dir;
   write_file_atomic(dir.path + "/stamp.o", bytes);
   auto readobj =
-      shell(shell_join({tool("llvm-readobj"), "--sections", "--relocations", "--symbols", dir.path + "/stamp.o"}));
+      shell(shell_join({llvm_tool("llvm-readobj"), "--sections", "--relocations", "--symbols", dir.path + "/stamp.o"}));
   CHECK(readobj.exit_code == 0);
   CHECK_FALSE(contains(readobj.captured_stdout, "warning"));
   CHECK(contains(readobj.captured_stdout, "Type: SHT_X86_64_UNWIND (0x70000001)"));
@@ -351,7 +330,7 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   CHECK(gnu.exit_code == 0);
   CHECK_FALSE(contains(gnu.captured_stdout, "arning"));
 
-  auto dwarf = shell(shell_join({tool("llvm-dwarfdump"), "--eh-frame", dir.path + "/stamp.o"}));
+  auto dwarf = shell(shell_join({llvm_tool("llvm-dwarfdump"), "--eh-frame", dir.path + "/stamp.o"}));
   CHECK(dwarf.exit_code == 0);
   const std::string& eh = dwarf.captured_stdout;
   CHECK_FALSE(contains(eh, "error"));
@@ -403,15 +382,15 @@ TEST_CASE("undefined symbols are weak or hidden as the undefined list says", "[e
                           Expect{"weak_data", llvm::ELF::STB_WEAK, llvm::ELF::STV_HIDDEN},
                           Expect{"protected_data", llvm::ELF::STB_GLOBAL, llvm::ELF::STV_PROTECTED}}) {
     INFO(e.name);
-    const SymbolInfo* s = find_symbol(info, e.name);
+    const SymbolInfo* s = find_symbol_info(info, e.name);
     REQUIRE(s);
     CHECK(s->section.empty());
     CHECK(s->binding == e.binding);
     CHECK(s->other == e.other);
   }
-  CHECK_FALSE(find_symbol(info, "never_named"));  // listed, but nothing refers to it
+  CHECK_FALSE(find_symbol_info(info, "never_named"));  // listed, but nothing refers to it
   // A defined symbol keeps its own binding and visibility whatever the list says.
-  const SymbolInfo* defined = find_symbol(info, "uses");
+  const SymbolInfo* defined = find_symbol_info(info, "uses");
   REQUIRE(defined);
   CHECK(defined->binding == llvm::ELF::STB_GLOBAL);
   CHECK(defined->other == llvm::ELF::STV_DEFAULT);
@@ -420,9 +399,9 @@ TEST_CASE("undefined symbols are weak or hidden as the undefined list says", "[e
 }
 
 TEST_CASE("stamp objects link with C and C++, run, and unwind through stamp frames", "[elf_writer]") {
-  Scratch dir;
+  ScratchDir dir;
   write_file_atomic(dir.path + "/stamp.o", write_stamp_object(test_functions(), "unit.c"));
-  write_file_atomic(dir.path + "/main.c", kMainC);
+  write_file_atomic(dir.path + "/main.c", kUnwindMainC);
   auto cc = shell(shell_join({"cc", "-c", "-O1", "-o", dir.path + "/main.o", dir.path + "/main.c"}));
   INFO(cc.captured_stdout);
   REQUIRE(cc.exit_code == 0);
@@ -437,7 +416,7 @@ TEST_CASE("stamp objects link with C and C++, run, and unwind through stamp fram
   // GNU ld, and lld where it is installed (in PATH or next to the LLVM tools).
   std::vector<std::vector<std::string>> linkers = {{"-fuse-ld=bfd"}};
   if (!find_program("ld.lld").empty()) linkers.push_back({"-fuse-ld=lld"});
-  else if (path_exists(tool("ld.lld"))) linkers.push_back({"-fuse-ld=lld", "-B" + std::string(KILN_LLVM_BINDIR)});
+  else if (path_exists(llvm_tool("ld.lld"))) linkers.push_back({"-fuse-ld=lld", "-B" + std::string(KILN_LLVM_BINDIR)});
   else WARN("ld.lld not found: linking with GNU ld only");
   for (const auto& linker : linkers) {
     for (const char* pie : {"-pie", "-no-pie"}) {
@@ -507,13 +486,13 @@ TEST_CASE("objects with more than 65279 sections use extended section numbering"
   ObjectInfo info = read_object(bytes);
   REQUIRE(info.sections.size() == 1 + 2 * count - 1 + 7);  // + .symtab_shndx
   CHECK(info.sections[info.sections.size() - 3] == ".symtab_shndx");
-  const SymbolInfo* last = find_symbol(info, "f" + std::to_string(count - 1));
+  const SymbolInfo* last = find_symbol_info(info, "f" + std::to_string(count - 1));
   REQUIRE(last);
   CHECK(last->section == ".text.f" + std::to_string(count - 1));
   CHECK(has_relocation(info, ".eh_frame", 24 + uint64_t(count - 1) * 32 + 8, llvm::ELF::R_X86_64_PC32,
                        ".text.f" + std::to_string(count - 1), 0));
 
-  Scratch dir;
+  ScratchDir dir;
   write_file_atomic(dir.path + "/many.o", bytes);
   write_file_atomic(dir.path + "/main.c",
                     "#include <stdio.h>\nint f" + std::to_string(count - 1) +

@@ -26,19 +26,11 @@
 #include "kiln_config.h"
 #include "process.h"
 #include "fallback.h"
+#include "scratch_dir.h"
 #include "split_module.h"
 
 using namespace kiln;
 using namespace kiln_test;
-
-namespace {
-
-struct Scratch {
-  std::string path = make_temp_dir("kiln-test-split");
-  ~Scratch() { remove_tree(path); }
-};
-
-}  // namespace
 
 TEST_CASE("expose_local_symbols gives local symbols unique hidden external names", "[fallback]") {
   llvm::LLVMContext ctx;
@@ -155,7 +147,7 @@ define i32 @use() {
   LlvmBackend backend(Profile::fast);
   std::string object = backend.codegen(*m, "comdat.ll");
   CHECK(object_problem(object).empty());
-  Scratch dir;
+  ScratchDir dir;
   write_file_atomic(dir.path + "/comdat.o", object);
   ProcessOptions capture;
   capture.capture_stdout = true;
@@ -168,7 +160,7 @@ define i32 @use() {
 }
 
 TEST_CASE("fallback_module keeps all but the functions stamp emits, and the halves link", "[fallback]") {
-  Scratch dir;
+  ScratchDir dir;
   write_file_atomic(dir.path + "/main.c", kMainC);
 
   // The unsplit module, emitted whole: the reference result.
@@ -293,7 +285,7 @@ TEST_CASE("combine_objects fails with lld's reason on input that is not an objec
 }
 
 TEST_CASE("make_fallback_half reads only the bodies that fall back, and the halves link", "[fallback]") {
-  Scratch dir;
+  ScratchDir dir;
   write_file_atomic(dir.path + "/main.c", kMainC);
   LlvmBackend backend(Profile::fast);
   llvm::LLVMContext ctx;

@@ -22,16 +22,14 @@
 #include "measure.h"
 #include "process.h"
 #include "report.h"
+#include "scratch_dir.h"
 #include "stats.h"
+#include "test_helpers.h"
 
 using namespace kiln;
+using namespace kiln_test;
 
 namespace {
-
-struct ScratchDir {
-  std::string path = make_temp_dir("kiln-test-measure");
-  ~ScratchDir() { remove_tree(path); }
-};
 
 template <class F>
 std::optional<KilnError> error_of(F&& f) {
@@ -48,10 +46,6 @@ template <class F>
 int error_code_of(F&& f) {
   auto e = error_of(std::forward<F>(f));
   return e ? static_cast<int>(e->code()) : 0;
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
 }
 
 size_t line_count(const std::string& path) {
@@ -125,12 +119,6 @@ std::pair<double, double> printed_interval(const std::string& line) {
   size_t dash = line.find("x-", at);
   REQUIRE(dash != std::string::npos);
   return {low, std::stod(line.substr(dash + 2))};
-}
-
-std::string replaced(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  REQUIRE(at != std::string::npos);
-  return text.replace(at, from.size(), to);
 }
 
 std::string write_size_report(const std::string& dir, uint64_t text_base, uint64_t text_cand, uint64_t total_base,

@@ -38,7 +38,7 @@ struct ScopedEnv {
 Selection parsed(const std::string& body) { return parse_selection("# kiln-selection 1\n" + body, "sel.txt"); }
 
 // The error parse_selection gives for `text` (which must be bad).
-std::string error_of(const std::string& text) {
+std::string selection_error_of(const std::string& text) {
   try {
     parse_selection(text, "sel.txt");
   } catch (const KilnError& e) {
@@ -105,20 +105,20 @@ TEST_CASE("a selection's digest covers exactly the lines that can affect the mod
 }
 
 TEST_CASE("a bad selection file is one error naming FILE:LINE and why", "[selection]") {
-  CHECK_THAT(error_of(""), Catch::Contains("sel.txt:1: the first line must be '# kiln-selection 1'"));
-  CHECK_THAT(error_of("# kiln-selection 2\n"), Catch::Contains("sel.txt:1:"));
-  CHECK_THAT(error_of("module " + kIdA + "\n"), Catch::Contains("sel.txt:1:"));
+  CHECK_THAT(selection_error_of(""), Catch::Contains("sel.txt:1: the first line must be '# kiln-selection 1'"));
+  CHECK_THAT(selection_error_of("# kiln-selection 2\n"), Catch::Contains("sel.txt:1:"));
+  CHECK_THAT(selection_error_of("module " + kIdA + "\n"), Catch::Contains("sel.txt:1:"));
   const std::string h = "# kiln-selection 1\n";
-  CHECK_THAT(error_of(h + "\nmodules " + kIdA + "\n"), Catch::Contains("sel.txt:3: unknown keyword 'modules'"));
-  CHECK_THAT(error_of(h + "module ABC\n"), Catch::Contains("sel.txt:2: 'ABC' is not a module id"));
-  CHECK_THAT(error_of(h + "module " + std::string(32, 'A') + "\n"), Catch::Contains("sel.txt:2:"));
-  CHECK_THAT(error_of(h + "function xyz foo\n"), Catch::Contains("sel.txt:2: 'xyz' is not a module id"));
-  CHECK_THAT(error_of(h + "function * \n"), Catch::Contains("sel.txt:2: empty field"));
-  CHECK_THAT(error_of(h + "function *  foo\n"), Catch::Contains("sel.txt:2: empty field"));
-  CHECK_THAT(error_of(h + "function foo\n"), Catch::Contains("sel.txt:2: 'function' takes 2 fields"));
-  CHECK_THAT(error_of(h + "hash 012\n"), Catch::Contains("sel.txt:2: '012' is not 1 to 64 binary digits"));
-  CHECK_THAT(error_of(h + "hash " + std::string(65, '1') + "\n"), Catch::Contains("sel.txt:2:"));
-  CHECK_THAT(error_of(h + "hash\n"), Catch::Contains("sel.txt:2: 'hash' takes 1 field"));
+  CHECK_THAT(selection_error_of(h + "\nmodules " + kIdA + "\n"), Catch::Contains("sel.txt:3: unknown keyword 'modules'"));
+  CHECK_THAT(selection_error_of(h + "module ABC\n"), Catch::Contains("sel.txt:2: 'ABC' is not a module id"));
+  CHECK_THAT(selection_error_of(h + "module " + std::string(32, 'A') + "\n"), Catch::Contains("sel.txt:2:"));
+  CHECK_THAT(selection_error_of(h + "function xyz foo\n"), Catch::Contains("sel.txt:2: 'xyz' is not a module id"));
+  CHECK_THAT(selection_error_of(h + "function * \n"), Catch::Contains("sel.txt:2: empty field"));
+  CHECK_THAT(selection_error_of(h + "function *  foo\n"), Catch::Contains("sel.txt:2: empty field"));
+  CHECK_THAT(selection_error_of(h + "function foo\n"), Catch::Contains("sel.txt:2: 'function' takes 2 fields"));
+  CHECK_THAT(selection_error_of(h + "hash 012\n"), Catch::Contains("sel.txt:2: '012' is not 1 to 64 binary digits"));
+  CHECK_THAT(selection_error_of(h + "hash " + std::string(65, '1') + "\n"), Catch::Contains("sel.txt:2:"));
+  CHECK_THAT(selection_error_of(h + "hash\n"), Catch::Contains("sel.txt:2: 'hash' takes 1 field"));
 }
 
 TEST_CASE("selection files on disk: missing, --candidate-hash, KILN_SELECTION", "[selection]") {

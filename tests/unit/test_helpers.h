@@ -1,0 +1,52 @@
+// Small helpers that several unit-test files use: one definition each, since meson
+// compiles the test files a few to a unit (a second definition would clash there).
+#pragma once
+#include <llvm/Support/Error.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kiln_config.h"
+#include "process.h"
+
+namespace kiln_test {
+
+// The value, or the error as an exception (which fails the test that called it).
+template <typename T>
+T must(llvm::Expected<T> value) {
+  if (!value) throw std::runtime_error(llvm::toString(value.takeError()));
+  return std::move(*value);
+}
+
+// The path of one of LLVM's tools (llvm-readelf, ...).
+inline std::string llvm_tool(const char* name) { return std::string(KILN_LLVM_BINDIR) + "/" + name; }
+
+// A command line's stdout and stderr together, and its status.
+inline kiln::ProcessResult shell(const std::string& command) {
+  kiln::ProcessOptions capture;
+  capture.capture_stdout = true;
+  return kiln::run_shell(command + " 2>&1", capture);
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// `text` with the first `from` replaced by `to`; `from` must be there.
+inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  if (at == std::string::npos) throw std::runtime_error("not in the test text: " + from);
+  return text.replace(at, from.size(), to);
+}
+
+// Every .bc file under `dir`, sorted.
+inline std::vector<std::string> bitcode_files_under(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".bc") files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace kiln_test
