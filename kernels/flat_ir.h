@@ -148,6 +148,10 @@ enum FloatKind : uint8_t {
   kFloatFromUnsigned,  // uitofp
   kFloatToSigned,      // fptosi
   kFloatToUnsigned,    // fptoui
+  // llvm.fptosi.sat and llvm.fptoui.sat: toward zero, then clamped to the result's
+  // range; NaN gives 0.
+  kFloatToSignedSat,
+  kFloatToUnsignedSat,
   kFloatKindCount
 };
 // LLVM's fcmp predicates (FCmpInst's numbering, which bitcode and the IR share).

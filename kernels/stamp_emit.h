@@ -1638,6 +1638,45 @@ KILN_HD inline void encode_float_to_u64(Emitter& e, uint32_t width) {
   e.byte(0x48), e.byte(0x0F), e.byte(0xBA), e.byte(0xF8), e.byte(0x3F);  // btc rax, 63; done:
 }
 
+// fptosi.sat / fptoui.sat of xmm0 (x, `from` bits; its bits also in rax) to a w-bit
+// integer in rax, without branches: convert, then cmov the bounds and 0 in where x
+// lies beyond them. cvtt gives 2^63 for what does not fit 64 signed bits, so the
+// upper bound is tested on x itself, and x >= bound catches every such case.
+KILN_HD inline uint64_t float_power_of_two(uint32_t from, uint32_t k) {  // 2^k's bits, k <= 64
+  return from == 32 ? static_cast<uint64_t>(127 + k) << 23 : static_cast<uint64_t>(1023 + k) << 52;
+}
+KILN_HD inline void encode_float_saturating(Emitter& e, uint32_t w, uint32_t from, bool is_signed) {
+  const uint64_t max = is_signed ? (w == 64 ? 0x7FFFFFFFFFFFFFFFull : (1ull << (w - 1)) - 1)
+                                 : (w == 64 ? ~0ull : (1ull << w) - 1);
+  if (is_signed) {
+    convert_to_int(e, from, RAX, 0);
+    if (w < 64) {  // below the range (x < -2^63 converts to -2^63 too): the minimum
+      mov_imm(e, RCX, ~0ull << (w - 1));
+      e.byte(0x48), e.byte(0x39), e.byte(0xC8);                // cmp rax, rcx
+      e.byte(0x48), e.byte(0x0F), e.byte(0x4C), e.byte(0xC1);  // cmovl rax, rcx
+    }
+  } else {
+    mov_rr(e, RDX, RAX);  // x's bits: the u64 conversion changes xmm0
+    if (w == 64) encode_float_to_u64(e, from);
+    else convert_to_int(e, from, RAX, 0);
+    movq_to_xmm(e, 0, RDX);
+    e.byte(0x31), e.byte(0xC9);                              // xor ecx, ecx
+    e.byte(0x0F), e.byte(0x57), e.byte(0xC9);                // xorps xmm1, xmm1
+    unordered_compare(e, from, 0, 1);                        // x < 0 or NaN: CF
+    e.byte(0x48), e.byte(0x0F), e.byte(0x42), e.byte(0xC1);  // cmovb rax, rcx
+  }
+  mov_imm(e, R11, float_power_of_two(from, is_signed ? w - 1 : w));
+  movq_to_xmm(e, 1, R11);
+  mov_imm(e, RCX, max);
+  unordered_compare(e, from, 0, 1);                        // x >= 2^(w-1) or 2^w: no CF
+  e.byte(0x48), e.byte(0x0F), e.byte(0x43), e.byte(0xC1);  // cmovae rax, rcx
+  if (is_signed) {
+    e.byte(0x31), e.byte(0xC9);                              // xor ecx, ecx
+    unordered_compare(e, from, 0, 0);                        // NaN: PF
+    e.byte(0x48), e.byte(0x0F), e.byte(0x4A), e.byte(0xC1);  // cmovp rax, rcx
+  }
+}
+
 // kOpFloat: op0 in rax (rax_operand), op1 in rcx; the result in rax, normalised (movd
 // zero-extends a float; the 32-bit xor and and of a float's sign do too).
 // Negation and absolute value flip or clear the sign bit in rax, as LLVM's fneg and
@@ -1689,6 +1728,12 @@ KILN_HD inline void encode_float(Emitter& e, const FlatModuleView& m, const Stam
       if (in.aux == kFloatFromUnsigned && from == 64) encode_u64_to_float(e, w);
       else convert_from_int(e, w, 0, RAX);
       move_from_xmm(e, RAX, 0, w);
+      break;
+    case kFloatToSignedSat:
+    case kFloatToUnsignedSat:
+      movq_to_xmm(e, 0, RAX);
+      encode_float_saturating(e, w, from, in.aux == kFloatToSignedSat);
+      normalize(e, RAX, w);
       break;
     default:  // kFloatToSigned, kFloatToUnsigned: below 64 bits both fit a signed conversion
       movq_to_xmm(e, 0, RAX);

@@ -590,6 +590,9 @@ class FunctionExporter {
       case Intrinsic::fabs:
       case Intrinsic::sqrt:
         return export_float_intrinsic(call, callee, id);
+      case Intrinsic::fptosi_sat:
+      case Intrinsic::fptoui_sat:
+        return export_saturating_conversion(call, callee, id == Intrinsic::fptosi_sat);
       default:
         if (bc::libm_function(Intrinsic::getBaseName(id).str(), true))
           return export_libm_call(call, "intrinsic " + callee->getName().str(), Intrinsic::getBaseName(id).str());
@@ -652,6 +655,15 @@ class FunctionExporter {
     if (!is_float_or_double(call.getType())) reason("intrinsic " + callee->getName().str());
     FlatInst& fi = emit(call, kOpFloat, {operand(call.getArgOperand(0))});
     fi.aux = id == Intrinsic::fabs ? kFloatAbs : kFloatSqrt;
+  }
+
+  // fptosi.sat and fptoui.sat from a float or double to an integer of at most 64 bits.
+  void export_saturating_conversion(const CallInst& call, const Function* callee, bool is_signed) {
+    Type* from = call.getArgOperand(0)->getType();
+    if (!is_float_or_double(from) || !call.getType()->isIntegerTy() || !scalar_width(call.getType()))
+      reason("intrinsic " + callee->getName().str());
+    FlatInst& fi = emit(call, kOpFloat, {operand(call.getArgOperand(0))});
+    fi.aux = is_signed ? kFloatToSignedSat : kFloatToUnsignedSat;
   }
 
   // A floating-point intrinsic LLVM calls libm for at -O0 (bc::libm_function), or
@@ -896,6 +908,14 @@ class FunctionExporter {
       case Instruction::Call:
       case Instruction::Invoke:
         return export_wide_call(cast<CallBase>(inst));
+      case Instruction::UDiv:
+      case Instruction::SDiv:
+      case Instruction::URem:
+      case Instruction::SRem: {
+        const unsigned op = inst.getOpcode();
+        return export_wide_division(inst, bc::wide_division_function(op == Instruction::SDiv || op == Instruction::SRem,
+                                                                      op == Instruction::URem || op == Instruction::SRem));
+      }
       default:
         break;
     }
@@ -906,6 +926,20 @@ class FunctionExporter {
     auto it = kBinary.find(inst.getOpcode());
     if (it == kBinary.end()) return refuse(inst, refused);
     export_wide_op(inst, it->second, 2);
+  }
+
+  // i128 division and remainder: a call of compiler-rt's function, as llvm -O0 makes
+  // it (both operands and the result in register pairs).
+  void export_wide_division(const Instruction& inst, const char* function) {
+    if (!inst.getType()->isIntegerTy(kWideBits)) return refuse(inst, std::string("i128 ") + inst.getOpcodeName());
+    FlatOperand callee_op{};
+    callee_op.kind = kOperandSymbol;
+    callee_op.width = 64;
+    callee_op.index = library_symbol(function);
+    emit(inst, kOpCall, {callee_op});
+    size_t at = insts_.size() - 1;
+    for (unsigned a = 0; a < 2; ++a) add_operand(insts_[at], operand(inst.getOperand(a)));
+    insts_[at].width = kWideBits;
   }
 
   // A kOpWide of `count` operands; its result is 128 bits but for icmp and trunc.

@@ -587,6 +587,8 @@ constexpr KnownIntrinsic kKnown[] = {
     {"llvm.fabs", Intrinsic::kFabs, true},
     {"llvm.floor", Intrinsic::kLibmCall, true},
     {"llvm.fma", Intrinsic::kLibmCall, true},
+    {"llvm.fptosi.sat", Intrinsic::kFptosiSat, true},
+    {"llvm.fptoui.sat", Intrinsic::kFptouiSat, true},
     {"llvm.fshl", Intrinsic::kFshl, true},
     {"llvm.fshr", Intrinsic::kFshr, true},
     {"llvm.is.constant", Intrinsic::kIsConstant, true},
@@ -713,6 +715,15 @@ bool is_libm_function(std::string_view name) {
   for (const LibmIntrinsic& l : kLibm)
     if (name == l.double_function || name == l.float_function) return true;
   return false;
+}
+
+const char* wide_division_function(bool is_signed, bool is_remainder) {
+  if (is_remainder) return is_signed ? "__modti3" : "__umodti3";
+  return is_signed ? "__divti3" : "__udivti3";
+}
+
+bool is_wide_division_function(std::string_view name) {
+  return name == "__udivti3" || name == "__divti3" || name == "__umodti3" || name == "__modti3";
 }
 
 std::string_view intrinsic_base(std::string_view function_name) {

@@ -1242,6 +1242,12 @@ class FunctionExporter {
       case Opcode::kCall:
       case Opcode::kInvoke:
         return export_wide_call(in);
+      case Opcode::kUDiv:
+      case Opcode::kSDiv:
+      case Opcode::kURem:
+      case Opcode::kSRem:
+        return export_wide_division(in, wide_division_function(in.opcode == Opcode::kSDiv || in.opcode == Opcode::kSRem,
+                                                               in.opcode == Opcode::kURem || in.opcode == Opcode::kSRem));
       default:
         break;
     }
@@ -1252,6 +1258,19 @@ class FunctionExporter {
     auto it = kBinary.find(in.opcode);
     if (it == kBinary.end()) return refuse(in, refused);
     export_wide_op(in, it->second, 2);
+  }
+
+  // export_wide_division of lib/flat_export.cpp: compiler-rt's call.
+  void export_wide_division(const Inst& in, const char* function) {
+    if (!ctx_.is_i128(in.type)) return refuse(in, std::string("i128 ") + wide_opcode_name(in.opcode));
+    FlatOperand callee_op{};
+    callee_op.kind = kOperandSymbol;
+    callee_op.width = 64;
+    callee_op.index = library_symbol(function);
+    emit(in, kOpCall, {callee_op});
+    size_t at = insts_.size() - 1;
+    for (uint32_t a = 0; a < 2; ++a) add_operand(insts_[at], operand(op_id(in, a)));
+    insts_[at].width = kWideBits;
   }
 
   FlatInst& export_wide_op(const Inst& in, uint8_t kind, unsigned count) {
@@ -1864,6 +1883,14 @@ class FunctionExporter {
         fi.aux = id == Intrinsic::kFabs ? kFloatAbs : kFloatSqrt;
         return;
       }
+      case Intrinsic::kFptosiSat:
+      case Intrinsic::kFptouiSat: {  // export_saturating_conversion of lib/flat_export.cpp
+        if (!ctx_.is_float_or_double(operand_type(arg(0))) || !ctx_.is_integer(in.type) || !ctx_.scalar_width(in.type))
+          reason("intrinsic " + name);
+        FlatInst& fi = emit(in, kOpFloat, {operand(arg(0))});
+        fi.aux = id == Intrinsic::kFptosiSat ? kFloatToSignedSat : kFloatToUnsignedSat;
+        return;
+      }
       case Intrinsic::kLibmCall:
         return export_libm_call(in, "intrinsic " + name, intrinsic_base(name), arg_count);
       case Intrinsic::kNotIntrinsic:
@@ -2289,7 +2316,8 @@ class ModuleExporter {
     for (uint32_t g = 0; g < ctx_.globals.size(); ++g) {
       const std::string& n = ctx_.globals[g].name;
       if (ctx_.globals[g].kind == GlobalKind::kFunction &&
-          (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume" || is_libm_function(n)))
+          (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume" || is_libm_function(n) ||
+           is_wide_division_function(n)))
         ctx_.library_functions.emplace(n, g);
     }
     ctx_.has_vector_types =

@@ -63,6 +63,8 @@ bool float_widths_fit(const FlatInst& in, const FlatOperand* ops) {
       return is_float_width(w) && from >= 1 && from <= 64;
     case kFloatToSigned:
     case kFloatToUnsigned:
+    case kFloatToSignedSat:
+    case kFloatToUnsignedSat:
       return w >= 1 && w <= 64 && is_float_width(from);
     default:  // arithmetic, negation, absolute value, square root
       return is_float_width(w) && from == w && (in.aux > kFloatDiv || ops[1].width == w);

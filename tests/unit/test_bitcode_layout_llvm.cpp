@@ -684,6 +684,10 @@ bc::Intrinsic expected_intrinsic(llvm::Intrinsic::ID id) {
       return bc::Intrinsic::kFabs;
     case llvm::Intrinsic::sqrt:
       return bc::Intrinsic::kSqrt;
+    case llvm::Intrinsic::fptosi_sat:
+      return bc::Intrinsic::kFptosiSat;
+    case llvm::Intrinsic::fptoui_sat:
+      return bc::Intrinsic::kFptouiSat;
     case llvm::Intrinsic::ceil:
     case llvm::Intrinsic::copysign:
     case llvm::Intrinsic::cos:

@@ -35,7 +35,7 @@ const int kIntWidths[] = {1, 8, 16, 32, 64};
 // The functions of one type: name tables the driver walks (binary, unary, compares,
 // from integers, to integers).
 struct FloatFunctions {
-  std::vector<std::string> binary, unary, compare, from_int, to_int;
+  std::vector<std::string> binary, unary, compare, from_int, to_int, to_int_sat;
 };
 
 // An integer argument (i64 %x) truncated to iN as %t.
@@ -113,6 +113,19 @@ void define_operations(std::ostringstream& ir, const FloatType& t, FloatFunction
       out->to_int.push_back(name);
     }
   }
+  // The saturating conversions (Rust's `as` from a float to an integer), defined for
+  // every input.
+  for (int w : kIntWidths)
+    for (const char* op : {"fptosi", "fptoui"}) {
+      std::string name = std::string(op) + "_sat_" + T + "_i" + std::to_string(w);
+      std::string iw = "i" + std::to_string(w);
+      std::string back = w == 64 ? "  %e = add i64 %r, 0\n"
+                                 : std::string("  %e = ") + (op[4] == 's' ? "sext " : "zext ") + iw + " %r to i64\n";
+      ir << "declare " << iw << " @llvm." << op << ".sat." << iw << "." << t.suffix << "(" << T << ")\n"
+         << "define i64 @" << name << "(" << T << " %x) {\n  %r = call " << iw << " @llvm." << op << ".sat." << iw
+         << "." << t.suffix << "(" << T << " %x)\n" << back << "  ret i64 %e\n}\n";
+      out->to_int_sat.push_back(name);
+    }
 }
 
 // The calling convention and floating point in flow: 11 floating-point and 7 integer
@@ -324,6 +337,7 @@ void declare_all(std::ostringstream& c, const FloatType& t, const FloatFunctions
   table("compare", f.compare);
   table("from_int", f.from_int);
   table("to_int", f.to_int);
+  table("to_int_sat", f.to_int_sat);
 }
 
 // The driver: every operation of each type on every (pair of) edge value(s), each
@@ -352,7 +366,8 @@ double fpext_f(float);
 static const double kValues[] = {0.0, -0.0, 1.0, -1.0, 0.5, 1.5, 2.5, -2.5, 3.0, 1e300, -1e300,
     2.2250738585072014e-308, 4.9e-324, INFINITY, -INFINITY, NAN, -NAN, 9223372036854775808.0,
     18446744073709551616.0, 9223372036854774784.0, 3e9, -3e9, 123456789.123, 1.0 / 3, 255.9, -128.7, 65535.5,
-    -0.75, 4294967295.0, 2147483648.0, -2147483649.0, 1e-40, 3.4028234663852886e38, 1e39};
+    -0.75, 4294967295.0, 2147483648.0, -2147483649.0, 1e-40, 3.4028234663852886e38, 1e39, 127.5, -129.0,
+    2147483647.5, -9223372036854777856.0, 18446744073709549568.0, 32767.9, -32768.5, 1.9, -1.9};
 static const int64_t kInts[] = {0, 1, -1, 2, 127, -128, 255, 256, 32767, -32768, 65535, 2147483647,
     -2147483647 - 1, 4294967295ll, INT64_MAX, INT64_MIN, (1ll << 53) + 1, (int64_t)((1ull << 63) + 1025),
     0x123456789ABCDEFll, -0x123456789ABCDEFll, (int64_t)0xFFFFFFFFFFFFF801ull, 16777217};
@@ -385,7 +400,11 @@ static int in_range(double x, int w, int is_signed) {
     for (unsigned a = 0; a < COUNT(kValues); ++a)                                                       \
       if (in_range((T)kValues[a], w, is_signed))                                                         \
         printf("%s %u %lld\n", name, a, (long long)((int64_t(*)(T))to_int_##T[f])((T)kValues[a]));      \
-  }
+  }                                                                                                     \
+  for (unsigned f = 0; f < COUNT(to_int_sat_##T); ++f)                                                  \
+    for (unsigned a = 0; a < COUNT(kValues); ++a)                                                       \
+      printf("%s %u %lld\n", to_int_sat_##T##_names[f], a,                                              \
+             (long long)((int64_t(*)(T))to_int_sat_##T[f])((T)kValues[a]));
 int main(void) {
   RUN(float, bits_f)
   RUN(double, bits_d)
@@ -426,7 +445,8 @@ TEST_CASE("floating point: every operation on edge values and the SysV float con
   EmitCounts counts;
   std::string actual = kiln_test::run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
   if (counts.functions_llvm != 0 || expected != actual) write_file_atomic("/tmp/kiln-float-failure.ll", ir);
-  size_t per_type = f32.binary.size() + f32.unary.size() + f32.compare.size() + f32.from_int.size() + f32.to_int.size();
+  size_t per_type = f32.binary.size() + f32.unary.size() + f32.compare.size() + f32.from_int.size() + f32.to_int.size() +
+                    f32.to_int_sat.size();
   CHECK(counts.functions_stamp == 2 * per_type + 11);  // and mix, call_mix, format, sum, five of pairs, fpext_f, halve
   CHECK(counts.functions_llvm == 0);
   REQUIRE(expected.size() > 0);
