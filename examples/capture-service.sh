@@ -31,7 +31,7 @@ echo "== the service's summary"
 tail -1 "$corpus/service.jsonl" | jq .
 echo "== batches that held modules of several crates (first five)"
 jq -c 'select(.clients and (.clients | length) > 1) | {batch, modules, instructions, clients}' \
-  "$corpus/service.jsonl" | head -5
+  "$corpus/service.jsonl" | sed -n 1,5p  # not head: jq killed by SIGPIPE would fail the pipeline
 echo "== receipts: where stamp's stages ran, and the check against the CPU executor"
 jq -r 'select(.service) | "\(.service.device // "lost: \(.service.lost)")  check: \(.service.check // "-")"' \
   "$corpus/receipts.jsonl" | sort | uniq -c

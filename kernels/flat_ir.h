@@ -125,8 +125,15 @@ enum WideKind : uint8_t {
   kWideLshr,
   kWideAshr,
   kWideMul,
+  // The *.with.overflow intrinsics at 128 bits: {i128, i1}, the sum or difference in
+  // the slot's first 16 bytes and the carry, borrow or signed overflow at byte imm.
+  kWideUaddOverflow,
+  kWideSaddOverflow,
+  kWideUsubOverflow,
+  kWideSsubOverflow,
   kWideKindCount
 };
+KILN_HD inline bool is_wide_overflow(uint32_t kind) { return kind >= kWideUaddOverflow && kind <= kWideSsubOverflow; }
 constexpr uint32_t kWideBits = 128;
 // kOpFloat's operations. Arithmetic, negation, absolute value and square root are at
 // the instruction's width (32 or 64); kFloatCmp compares op0 and op1 at op0's width
@@ -152,8 +159,16 @@ enum FloatKind : uint8_t {
   // range; NaN gives 0.
   kFloatToSignedSat,
   kFloatToUnsignedSat,
+  // llvm.minnum and llvm.maxnum as llvm -O0 computes them on x86-64: op1 when op0 is
+  // NaN, else minsd/maxsd of op1 and op0 (op0 when they compare equal or op1 is NaN).
+  kFloatMin,
+  kFloatMax,
   kFloatKindCount
 };
+// The kinds that read two operands.
+constexpr bool float_kind_is_binary(uint32_t kind) {
+  return kind <= kFloatDiv || kind == kFloatCmp || kind == kFloatMin || kind == kFloatMax;
+}
 // LLVM's fcmp predicates (FCmpInst's numbering, which bitcode and the IR share).
 enum FcmpPredicate : uint8_t {
   kFcmpFalse,

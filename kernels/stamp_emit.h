@@ -1323,7 +1323,9 @@ KILN_HD inline void encode_extract(Emitter& e, const FlatModuleView& m, const St
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
   if (ops[0].kind != kOperandValue) {  // undef, poison or zero aggregate: the field is 0
-    if (in.width) {
+    if (in.width == kWideBits) {
+      zero_frame(e, dst, 16);
+    } else if (in.width) {
       mov_imm(e, RAX, 0);
       store_result(e, l, i);
     } else {
@@ -1333,6 +1335,7 @@ KILN_HD inline void encode_extract(Emitter& e, const FlatModuleView& m, const St
   }
   int32_t src = slot_disp(l, ops[0].index) + static_cast<int32_t>(in.imm);
   if (in.width == 0) return copy_frame(e, dst, src, in.aux32);
+  if (in.width == kWideBits) return copy_frame(e, dst, src, 16);
   load_narrow(e, RAX, src, bytes_of_width(in.width));
   if (in.width == 1) normalize(e, RAX, 1);
   store_result(e, l, i);
@@ -1353,6 +1356,7 @@ KILN_HD inline void encode_insert(Emitter& e, const FlatModuleView& m, const Sta
     else if (ops[1].kind == kOperandZero) zero_frame(e, field, in.aux32);
     return;
   }
+  if (ops[1].width == kWideBits) return wide_to_frame(e, l, ops[1], field);
   load_operand(e, l, ops[1], RAX);
   store_narrow(e, field, RAX, bytes_of_width(ops[1].width));
 }
@@ -1566,6 +1570,19 @@ KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const Stamp
       e.byte(0x4C), e.byte(opcode), e.byte(0xDA);  // op rdx, r11
       break;
     }
+    case kWideUaddOverflow:
+    case kWideSaddOverflow:
+    case kWideUsubOverflow:
+    case kWideSsubOverflow: {  // add/adc or sub/sbb, then the flag of the high half's
+      const bool add = in.aux == kWideUaddOverflow || in.aux == kWideSaddOverflow;
+      e.byte(0x48), e.byte(add ? 0x01 : 0x29), e.byte(0xC8);  // add/sub rax, rcx
+      e.byte(0x4C), e.byte(add ? 0x11 : 0x19), e.byte(0xDA);  // adc/sbb rdx, r11
+      const bool is_signed = in.aux == kWideSaddOverflow || in.aux == kWideSsubOverflow;
+      e.byte(0x0F), e.byte(is_signed ? 0x90 : 0x92), e.byte(0xC1);  // seto/setc cl
+      store_wide(e, dst, RAX, RDX);
+      store_narrow(e, dst + static_cast<int32_t>(in.imm), RCX, 1);
+      return;
+    }
     case kWideMul:  // the low product in full, plus both cross products in the high half
       e.byte(0x48), e.byte(0x0F), e.byte(0xAF), e.byte(0xD1);  // imul rdx, rcx: a.hi * b.lo
       e.byte(0x4C), e.byte(0x0F), e.byte(0xAF), e.byte(0xD8);  // imul r11, rax: b.hi * a.lo
@@ -1704,6 +1721,16 @@ KILN_HD inline void encode_float(Emitter& e, const FlatModuleView& m, const Stam
     case kFloatAbs:
       if (w == 32) e.byte(in.aux == kFloatNeg ? 0x35 : 0x25), e.u32(in.aux == kFloatNeg ? 0x80000000u : 0x7FFFFFFFu);
       else e.byte(0x48), e.byte(0x0F), e.byte(0xBA), e.byte(in.aux == kFloatNeg ? 0xF8 : 0xF0), e.byte(0x3F);  // btc/btr rax, 63
+      break;
+    case kFloatMin:
+    case kFloatMax:  // xmm2 = b min/max a; b (in rcx) where a is NaN
+      load_operand(e, l, ops[1], RCX);
+      movq_to_xmm(e, 0, RAX);
+      movq_to_xmm(e, 2, RCX);
+      sse_scalar(e, w, in.aux == kFloatMin ? 0x5D : 0x5F, 2, 0);
+      move_from_xmm(e, RAX, 2, w);
+      unordered_compare(e, w, 0, 0);
+      e.byte(0x48), e.byte(0x0F), e.byte(0x4A), e.byte(0xC1);  // cmovp rax, rcx
       break;
     case kFloatSqrt:
       movq_to_xmm(e, 0, RAX);

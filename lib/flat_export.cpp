@@ -589,6 +589,8 @@ class FunctionExporter {
         return export_bit_intrinsic(call, callee, id);
       case Intrinsic::fabs:
       case Intrinsic::sqrt:
+      case Intrinsic::minnum:
+      case Intrinsic::maxnum:
         return export_float_intrinsic(call, callee, id);
       case Intrinsic::fptosi_sat:
       case Intrinsic::fptoui_sat:
@@ -650,11 +652,17 @@ class FunctionExporter {
     for (unsigned a = 1; a < bit_op_operands(kind); ++a) add_operand(insts_[at], operand(call.getArgOperand(a)));
   }
 
-  // fabs and sqrt of a float or double: kOpFloat.
+  // fabs, sqrt, minnum and maxnum of float or double: kOpFloat.
   void export_float_intrinsic(const CallInst& call, const Function* callee, Intrinsic::ID id) {
     if (!is_float_or_double(call.getType())) reason("intrinsic " + callee->getName().str());
-    FlatInst& fi = emit(call, kOpFloat, {operand(call.getArgOperand(0))});
-    fi.aux = id == Intrinsic::fabs ? kFloatAbs : kFloatSqrt;
+    const uint8_t kind = id == Intrinsic::fabs ? kFloatAbs
+                         : id == Intrinsic::sqrt ? kFloatSqrt
+                         : id == Intrinsic::minnum ? kFloatMin
+                                                   : kFloatMax;
+    FlatInst& fi = float_kind_is_binary(kind)
+                       ? emit(call, kOpFloat, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))})
+                       : emit(call, kOpFloat, {operand(call.getArgOperand(0))});
+    fi.aux = kind;
   }
 
   // fptosi.sat and fptoui.sat from a float or double to an integer of at most 64 bits.
@@ -899,6 +907,13 @@ class FunctionExporter {
         emit(inst, kOpSelect, {operand(inst.getOperand(0)), operand(inst.getOperand(1)), operand(inst.getOperand(2))})
             .width = kWideBits;
         return;
+      case Instruction::ExtractValue:  // an i128 field: 16 bytes of the aggregate's slot
+        if (!wide) return refuse(inst, refused);
+        export_extract_value(cast<ExtractValueInst>(inst));
+        insts_.back().width = kWideBits;
+        return;
+      case Instruction::InsertValue:
+        return export_insert_value(cast<InsertValueInst>(inst));
       case Instruction::PHI:
         return export_phi(cast<PHINode>(inst));
       case Instruction::Switch:
@@ -955,8 +970,21 @@ class FunctionExporter {
   // an i128 result (in rax and rdx) is an ordinary call.
   void export_wide_call(const CallBase& call) {
     if (call.isInlineAsm()) return refuse(call, "i128 inline asm");
-    if (const Function* callee = call.getCalledFunction(); callee && callee->isIntrinsic())
-      return refuse(call, "i128 intrinsic");
+    if (const Function* callee = call.getCalledFunction(); callee && callee->isIntrinsic()) {
+      const Intrinsic::ID id = callee->getIntrinsicID();
+      const int kind = id == Intrinsic::uadd_with_overflow   ? kWideUaddOverflow
+                       : id == Intrinsic::sadd_with_overflow ? kWideSaddOverflow
+                       : id == Intrinsic::usub_with_overflow ? kWideUsubOverflow
+                       : id == Intrinsic::ssub_with_overflow ? kWideSsubOverflow
+                                                             : -1;
+      if (kind < 0 || !isa<CallInst>(call) || !call.getArgOperand(0)->getType()->isIntegerTy(kWideBits))
+        return refuse(call, "i128 intrinsic");
+      // {i128, i1}: the flag at the second field's offset.
+      FlatInst& fi = emit(call, kOpWide, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))});
+      fi.aux = static_cast<uint8_t>(kind);
+      fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(call.getType()))->getElementOffset(1));
+      return;
+    }
     export_call(call);
   }
 

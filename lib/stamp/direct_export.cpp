@@ -1232,6 +1232,13 @@ class FunctionExporter {
         emit(in, kOpSelect, {c, a, b}).width = kWideBits;
         return;
       }
+      case Opcode::kExtractValue:  // an i128 field: 16 bytes of the aggregate's slot
+        if (!wide) return refuse(in, refused);
+        export_extract_value(in);
+        insts_.back().width = kWideBits;
+        return;
+      case Opcode::kInsertValue:
+        return export_insert_value(in);
       case Opcode::kPhi:
         return export_phi(in);
       case Opcode::kSwitch:
@@ -1294,8 +1301,27 @@ class FunctionExporter {
         return refuse(in, "i128 inline asm");
     }
     const uint32_t callee_fn = called_function(in, callee);
-    if (callee_fn != kNone && reserved_name(ctx_.globals[callee_fn].name)) return refuse(in, "i128 intrinsic");
+    if (callee_fn != kNone && reserved_name(ctx_.globals[callee_fn].name))
+      return export_wide_intrinsic(in, ctx_.intrinsic(callee_fn), invoke, arg_count);
     export_call(in);
+  }
+
+  // export_wide_call of lib/flat_export.cpp: the *.with.overflow intrinsics on i128
+  // operands; every other intrinsic with an i128 is refused.
+  void export_wide_intrinsic(const Inst& in, Intrinsic id, bool invoke, uint32_t arg_count) {
+    const int kind = id == Intrinsic::kUaddWithOverflow   ? kWideUaddOverflow
+                     : id == Intrinsic::kSaddWithOverflow ? kWideSaddOverflow
+                     : id == Intrinsic::kUsubWithOverflow ? kWideUsubOverflow
+                     : id == Intrinsic::kSsubWithOverflow ? kWideSsubOverflow
+                                                          : -1;
+    if (kind < 0 || invoke || arg_count != 2 || !ctx_.is_i128(operand_type(op_id(in, 0))))
+      return refuse(in, "i128 intrinsic");
+    if (ctx_.type(in.type).kind != TypeKind::kStruct) throw Decline{"reader: overflow intrinsic type"};
+    FlatOperand a = operand(op_id(in, 0));
+    FlatOperand b = operand(op_id(in, 1));
+    FlatInst& fi = emit(in, kOpWide, {a, b});
+    fi.aux = static_cast<uint8_t>(kind);
+    fi.imm = static_cast<int64_t>(ctx_.dl.field_offset(m_, in.type, 1));
   }
 
   // LLVM's Instruction::getOpcodeName of the instructions an i128 can meet.
@@ -1505,7 +1531,7 @@ class FunctionExporter {
         {Opcode::kFPExt, kFloatExt},         {Opcode::kFPTrunc, kFloatTrunc},    {Opcode::kSIToFP, kFloatFromSigned},
         {Opcode::kUIToFP, kFloatFromUnsigned}, {Opcode::kFPToSI, kFloatToSigned}, {Opcode::kFPToUI, kFloatToUnsigned}};
     uint8_t kind = kKinds.at(in.opcode);
-    bool binary = kind <= kFloatDiv || kind == kFloatCmp;
+    bool binary = float_kind_is_binary(kind);
     if (in.operand_count < (binary ? 2u : 1u)) throw Decline{"reader: floating-point operands"};
     uint32_t from = operand_type(op_id(in, 0)), to = in.type;
     bool fits = false;
@@ -1877,10 +1903,17 @@ class FunctionExporter {
         return;
       }
       case Intrinsic::kFabs:
-      case Intrinsic::kSqrt: {
+      case Intrinsic::kSqrt:
+      case Intrinsic::kMinnum:
+      case Intrinsic::kMaxnum: {  // export_float_intrinsic of lib/flat_export.cpp
         if (!ctx_.is_float_or_double(in.type)) reason("intrinsic " + name);
-        FlatInst& fi = emit(in, kOpFloat, {operand(arg(0))});
-        fi.aux = id == Intrinsic::kFabs ? kFloatAbs : kFloatSqrt;
+        const uint8_t kind = id == Intrinsic::kFabs ? kFloatAbs
+                             : id == Intrinsic::kSqrt ? kFloatSqrt
+                             : id == Intrinsic::kMinnum ? kFloatMin
+                                                        : kFloatMax;
+        FlatOperand a = operand(arg(0));
+        FlatInst& fi = float_kind_is_binary(kind) ? emit(in, kOpFloat, {a, operand(arg(1))}) : emit(in, kOpFloat, {a});
+        fi.aux = kind;
         return;
       }
       case Intrinsic::kFptosiSat:

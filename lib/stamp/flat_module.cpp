@@ -66,8 +66,8 @@ bool float_widths_fit(const FlatInst& in, const FlatOperand* ops) {
     case kFloatToSignedSat:
     case kFloatToUnsignedSat:
       return w >= 1 && w <= 64 && is_float_width(from);
-    default:  // arithmetic, negation, absolute value, square root
-      return is_float_width(w) && from == w && (in.aux > kFloatDiv || ops[1].width == w);
+    default:  // arithmetic, negation, absolute value, square root, minimum and maximum
+      return is_float_width(w) && from == w && (!float_kind_is_binary(in.aux) || ops[1].width == w);
   }
 }
 
@@ -129,7 +129,7 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   if (in.op == kOpFloat) {
     if (in.aux >= kFloatKindCount || (in.aux == kFloatCmp && (in.imm < kFcmpFalse || in.imm > kFcmpTrue)))
       return "instruction with an unknown variant";
-    if ((in.aux <= kFloatDiv || in.aux == kFloatCmp) && in.operand_count < 2) return "instruction with too few operands";
+    if (float_kind_is_binary(in.aux) && in.operand_count < 2) return "instruction with too few operands";
     if (!float_widths_fit(in, ops)) return "floating point at a width stamp has no template for";
   }
   if ((in.op == kOpCall || in.op == kOpInvoke) && (in.aux & kCallRetFloat) && !is_float_width(in.width))
@@ -138,6 +138,8 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
       ((((in.aux32 >> 16) & 1) && !is_float_width(in.aux32 & 0xff)) ||
        (((in.aux32 >> 16) & 2) && !is_float_width((in.aux32 >> 8) & 0xff)) || (in.aux32 >> 18) != 0))
     return "floating-point call result leaf that is not a float or double";
+  if (in.op == kOpWide && is_wide_overflow(in.aux) && (in.imm < 16 || in.imm >= in.slot_size))
+    return "overflow flag outside its slot";
   // A 128-bit result is written as 16 bytes (a phi's, then its shadow's).
   bool wide_result = in.width == kWideBits || (in.op == kOpWide && in.aux != kWideTrunc && in.aux != kWideIcmp);
   if (wide_result && in.slot_size < (in.op == kOpPhi ? 32u : 16u)) return "128-bit value in a short slot";

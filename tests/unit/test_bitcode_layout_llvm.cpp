@@ -688,6 +688,10 @@ bc::Intrinsic expected_intrinsic(llvm::Intrinsic::ID id) {
       return bc::Intrinsic::kFptosiSat;
     case llvm::Intrinsic::fptoui_sat:
       return bc::Intrinsic::kFptouiSat;
+    case llvm::Intrinsic::minnum:
+      return bc::Intrinsic::kMinnum;
+    case llvm::Intrinsic::maxnum:
+      return bc::Intrinsic::kMaxnum;
     case llvm::Intrinsic::ceil:
     case llvm::Intrinsic::copysign:
     case llvm::Intrinsic::cos:

@@ -1327,3 +1327,87 @@ int main(void) {
   CHECK(reader.outcome == ReaderComparison::kIdentical);
   CHECK(reader.whole);
 }
+
+// The *.with.overflow intrinsics at 128 bits (Rust's checked and overflowing u128 and
+// i128 arithmetic, and every debug-build `+` and `-` on them), the i128 field taken out
+// with extractvalue, and an i128 put into an aggregate with insertvalue.
+static std::string wide_overflow_ir() {
+  std::ostringstream ir;
+  ir << "target triple = \"x86_64-unknown-linux-gnu\"\n";
+  for (const char* op : {"uadd", "sadd", "usub", "ssub"}) {
+    ir << "declare {i128, i1} @llvm." << op << ".with.overflow.i128(i128, i128)\n"
+       << "define void @o_" << op << "(ptr %r, ptr %pa, ptr %pb) {\n"
+       << "  %a = load i128, ptr %pa\n  %b = load i128, ptr %pb\n"
+       << "  %s = call {i128, i1} @llvm." << op << ".with.overflow.i128(i128 %a, i128 %b)\n"
+       << "  %v = extractvalue {i128, i1} %s, 0\n  %o = extractvalue {i128, i1} %s, 1\n"
+       << "  store i128 %v, ptr %r\n  %o64 = zext i1 %o to i64\n"
+       << "  %rp = getelementptr i8, ptr %r, i64 16\n  store i64 %o64, ptr %rp\n  ret void\n}\n";
+  }
+  ir << R"(define i128 @o_insert(i128 %a, i64 %k) {
+  %k1 = zext i64 %k to i128
+  %g0 = insertvalue {i64, i128} undef, i64 %k, 0
+  %g1 = insertvalue {i64, i128} %g0, i128 %a, 1
+  %g2 = insertvalue {i64, i128} %g1, i128 5, 1
+  %x = extractvalue {i64, i128} %g1, 1
+  %z = extractvalue {i64, i128} %g2, 1
+  %y = add i128 %x, %k1
+  %w = mul i128 %y, %z
+  ret i128 %w
+}
+)";
+  return ir.str();
+}
+
+TEST_CASE("i128 overflow intrinsics, extractvalue and insertvalue come out the same", "[stamp][differential]") {
+  kiln_test::ScratchDir dir;
+  write_file_atomic(dir.path + "/driver.c", R"(#include <stdint.h>
+#include <stdio.h>
+typedef unsigned __int128 u128;
+typedef struct { u128 v; uint64_t flag, pad; } Result;
+void o_uadd(Result*, const u128*, const u128*);
+void o_sadd(Result*, const u128*, const u128*);
+void o_usub(Result*, const u128*, const u128*);
+void o_ssub(Result*, const u128*, const u128*);
+u128 o_insert(u128, int64_t);
+#define W(h, l) (((u128)(uint64_t)(h) << 64) | (uint64_t)(l))
+int main(void) {
+  static const u128 v[] = {0, 1, 2, W(-1, -1), W(-1, -2), W(0, -1), W(1, 0), W(0x7FFFFFFFFFFFFFFFull, -1),
+                           W(0x8000000000000000ull, 0), W(0x8000000000000000ull, 1), W(0x4000000000000000ull, 0),
+                           W(0x0123456789ABCDEFull, 0xFEDCBA9876543210ull), W(0xC000000000000000ull, 0)};
+  static void (*const kOps[])(Result*, const u128*, const u128*) = {o_uadd, o_sadd, o_usub, o_ssub};
+  static const char* const kNames[] = {"uadd", "sadd", "usub", "ssub"};
+  const unsigned n = sizeof v / sizeof v[0];
+  static u128 a, b;
+  static Result r;
+  for (unsigned f = 0; f < 4; ++f)
+    for (unsigned i = 0; i < n; ++i)
+      for (unsigned j = 0; j < n; ++j) {
+        a = v[i], b = v[j];
+        r.flag = 7;
+        kOps[f](&r, &a, &b);
+        printf("%s %u %u %016llx%016llx %llu\n", kNames[f], i, j, (unsigned long long)(r.v >> 64),
+               (unsigned long long)r.v, (unsigned long long)r.flag);
+      }
+  for (unsigned i = 0; i < n; ++i) {
+    u128 x = o_insert(v[i], 1000 + i);
+    printf("insert %u %016llx%016llx\n", i, (unsigned long long)(x >> 64), (unsigned long long)x);
+  }
+  return 0;
+}
+)");
+  ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+  std::string bitcode = kiln_test::bitcode_from_ir(wide_overflow_ir());
+  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
+  EmitCounts counts;
+  std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
+  CHECK(counts.functions_stamp == 5);
+  CHECK(counts.functions_llvm == 0);
+  REQUIRE(expected.size() > 0);
+  CHECK(first_difference(expected, actual) == "");
+  ReaderComparison reader = compare_reader(bitcode, "i128-overflow");
+  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
+  CHECK(reader.outcome == ReaderComparison::kIdentical);
+  CHECK(reader.whole);
+}

@@ -68,7 +68,7 @@ void define_operations(std::ostringstream& ir, const FloatType& t, FloatFunction
        << intrinsic << "." << t.suffix << "(" << T << " %a)\n  ret " << T << " %r\n}\n";
     out->unary.push_back(std::string(intrinsic) + "_" + T);
   }
-  for (const char* intrinsic : {"copysign", "pow"}) {
+  for (const char* intrinsic : {"copysign", "pow", "minnum", "maxnum"}) {
     ir << "declare " << T << " @llvm." << intrinsic << "." << t.suffix << "(" << T << ", " << T << ")\n";
     ir << "define " << T << " @" << intrinsic << "_" << T << "(" << T << " %a, " << T << " %b) {\n  %r = call " << T
        << " @llvm." << intrinsic << "." << t.suffix << "(" << T << " %a, " << T << " %b)\n  ret " << T << " %r\n}\n";
