@@ -52,18 +52,20 @@ unsigned operand_width(Type* t) { return t->isIntegerTy(128) ? kWideBits : scala
 // The floating-point types stamp computes on and passes in xmm registers.
 bool is_float_or_double(Type* t) { return t->isFloatTy() || t->isDoubleTy(); }
 
-// An aggregate whose leaves are all scalars stamp can move.
-bool is_plain_aggregate(Type* t) {
+// An aggregate whose leaves are all scalars stamp can move. With wide_leaves, i128
+// leaves too: such a value (an i128 overflow intrinsic's {i128, i1}) is moved as bytes
+// and taken apart, never passed, returned or materialized as a constant.
+bool is_plain_aggregate(Type* t, bool wide_leaves = false) {
+  auto leaf = [&](Type* e) {
+    return scalar_width(e) || (wide_leaves && e->isIntegerTy(kWideBits)) || is_plain_aggregate(e, wide_leaves);
+  };
   if (auto* st = dyn_cast<StructType>(t)) {
     if (st->isOpaque() || st->isPacked()) return false;
     for (Type* e : st->elements())
-      if (!(scalar_width(e) || is_plain_aggregate(e))) return false;
+      if (!leaf(e)) return false;
     return true;
   }
-  if (auto* at = dyn_cast<ArrayType>(t)) {
-    Type* e = at->getElementType();
-    return scalar_width(e) || is_plain_aggregate(e);
-  }
+  if (auto* at = dyn_cast<ArrayType>(t)) return leaf(at->getElementType());
   // Fixed vectors of byte-sized elements are moved as bytes (loads, stores, phis);
   // any arithmetic on them is refused.
   if (auto* vt = dyn_cast<FixedVectorType>(t)) {
@@ -334,7 +336,7 @@ class FunctionExporter {
   FlatOperand operand(const Value* v) {
     FlatOperand op{};
     op.width = static_cast<uint8_t>(operand_width(v->getType()));
-    if (!op.width && !is_plain_aggregate(v->getType()) && !v->getType()->isLabelTy() && !v->getType()->isVoidTy())
+    if (!op.width && !is_plain_aggregate(v->getType(), true) && !v->getType()->isLabelTy() && !v->getType()->isVoidTy())
       reason("value type " + type_name(v->getType()));
     if (auto* inst = dyn_cast<Instruction>(v)) {
       op.kind = kOperandValue;

@@ -269,6 +269,7 @@ class ModuleContext {
   std::unordered_map<std::string, uint32_t> library_functions;
   mutable std::vector<uint8_t> widths_;  // scalar_width per type id
   mutable std::vector<int8_t> plain_;    // is_plain_aggregate per type id (-1: not yet known)
+  mutable std::vector<int8_t> plain_wide_;  // the same with i128 leaves allowed
   mutable std::vector<int8_t> intrinsics_;  // intrinsic_of per global (-1: not yet known)
   bool has_vector_types = true;    // a vector type in the table (else no value is one)
   bool has_aggregate_data = true;  // an aggregate or data constant (else nothing to materialize)
@@ -319,27 +320,27 @@ class ModuleContext {
   // operand_width of lib/flat_export.cpp.
   unsigned operand_width(uint32_t t) const { return is_i128(t) ? kWideBits : scalar_width(t); }
 
-  bool is_plain_aggregate(uint32_t t) const {
-    if (plain_.size() != m.types.size()) plain_.assign(m.types.size(), -1);
-    if (t >= plain_.size()) throw Decline{"reader: type out of range"};
-    if (plain_[t] < 0) {
-      plain_[t] = 0;  // a type met again while it is being decided is not plain
-      plain_[t] = compute_plain_aggregate(t) ? 1 : 0;
+  // is_plain_aggregate of lib/flat_export.cpp (wide_leaves: i128 leaves too).
+  bool is_plain_aggregate(uint32_t t, bool wide_leaves = false) const {
+    std::vector<int8_t>& cache = wide_leaves ? plain_wide_ : plain_;
+    if (cache.size() != m.types.size()) cache.assign(m.types.size(), -1);
+    if (t >= cache.size()) throw Decline{"reader: type out of range"};
+    if (cache[t] < 0) {
+      cache[t] = 0;  // a type met again while it is being decided is not plain
+      cache[t] = compute_plain_aggregate(t, wide_leaves) ? 1 : 0;
     }
-    return plain_[t] > 0;
+    return cache[t] > 0;
   }
-  bool compute_plain_aggregate(uint32_t t) const {
+  bool compute_plain_aggregate(uint32_t t, bool wide_leaves) const {
     const Type& ty = type(t);
+    auto leaf = [&](uint32_t e) { return scalar_width(e) || (wide_leaves && is_i128(e)) || is_plain_aggregate(e, wide_leaves); };
     if (ty.kind == TypeKind::kStruct) {
       if (ty.opaque || ty.packed) return false;
       for (uint32_t e : ty.elements)
-        if (!(scalar_width(e) || is_plain_aggregate(e))) return false;
+        if (!leaf(e)) return false;
       return true;
     }
-    if (ty.kind == TypeKind::kArray) {
-      uint32_t e = ty.elements.at(0);
-      return scalar_width(e) || is_plain_aggregate(e);
-    }
+    if (ty.kind == TypeKind::kArray) return leaf(ty.elements.at(0));
     if (ty.kind == TypeKind::kFixedVector) {
       uint32_t e = ty.elements.at(0);
       return scalar_width(e) >= 8 && (is_integer(e) || is_pointer(e) || is_float(e));
@@ -851,7 +852,7 @@ class FunctionExporter {
     uint32_t t = ctx_.type_of(fn, id);
     op.width = static_cast<uint8_t>(ctx_.operand_width(t));
     TypeKind tk = ctx_.type(t).kind;
-    if (!op.width && !ctx_.is_plain_aggregate(t) && tk != TypeKind::kLabel && tk != TypeKind::kVoid)
+    if (!op.width && !ctx_.is_plain_aggregate(t, true) && tk != TypeKind::kLabel && tk != TypeKind::kVoid)
       reason("value type " + ctx_.type_name(t));
     int vid = -1;
     switch (ctx_.klass(fn, id, &vid)) {
