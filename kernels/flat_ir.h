@@ -200,12 +200,18 @@ enum OperandKind : uint8_t {
   kOperandArg,        // argument `index` (module-wide index into arg_widths)
   kOperandConst,      // integer constant `imm` (already zero-extended to its width); at
                       // width 128: low half `imm`, high half `index` sign-extended
-                      // from 32 bits (wider constants are not taken)
+                      // from 32 bits (wider constants are loaded from constant data:
+                      // wide_immediate_fits)
   kOperandSymbol,     // address of module symbol `index`, plus `imm`
   kOperandBlock,      // basic block `index` (module-wide index)
   kOperandUndef,      // undef or poison: any value will do
   kOperandZero,       // zeroinitializer of an aggregate (its size is the instruction's aux32)
 };
+// Whether an i128 constant with this high half fits a kOperandConst; the exporters put
+// the others in private constant globals and load them, as they do aggregates.
+KILN_HD inline bool wide_immediate_fits(uint64_t high) {
+  return static_cast<int64_t>(high) == static_cast<int32_t>(static_cast<uint32_t>(high));
+}
 // kOperandFloat: a call argument that is a float or double (passed in an xmm register).
 enum OperandFlags : uint8_t { kOperandSignExt = 1, kOperandZeroExt = 2, kOperandFloat = 4 };
 

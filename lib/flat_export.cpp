@@ -392,7 +392,7 @@ class FunctionExporter {
   // high halves that are a 32-bit number sign-extended (kOperandConst).
   void wide_constant(const APInt& v, FlatOperand& op) {
     int64_t high = static_cast<int64_t>(v.extractBitsAsZExtValue(64, 64));
-    if (high != static_cast<int32_t>(high)) return reason("i128 constant beyond 96 signed bits");
+    if (!wide_immediate_fits(high)) return reason("i128 constant beyond 96 signed bits");
     op.imm = static_cast<int64_t>(v.extractBitsAsZExtValue(64, 0));
     op.index = static_cast<uint32_t>(static_cast<int32_t>(high));
   }
@@ -1429,11 +1429,15 @@ size_t materialize_aggregate_constants(llvm::Module& module) {
           continue;
         for (unsigned k = 0; k < inst.getNumOperands(); ++k) {
           auto* c = dyn_cast<Constant>(inst.getOperand(k));
-          if (!c ||
-              !(isa<ConstantStruct>(c) || isa<ConstantArray>(c) || isa<ConstantDataSequential>(c) ||
-                isa<ConstantVector>(c)))
+          if (!c) continue;
+          // An i128 constant that no immediate holds is loaded like an aggregate.
+          auto* ci = dyn_cast<ConstantInt>(c);
+          const bool wide = ci && ci->getBitWidth() == kWideBits &&
+                            !wide_immediate_fits(ci->getValue().extractBitsAsZExtValue(64, 64));
+          if (!wide && !(isa<ConstantStruct>(c) || isa<ConstantArray>(c) || isa<ConstantDataSequential>(c) ||
+                         isa<ConstantVector>(c)))
             continue;
-          if (!is_plain_aggregate(c->getType())) continue;
+          if (!wide && !is_plain_aggregate(c->getType())) continue;
           GlobalVariable*& g = pool[c];
           if (!g) {
             g = new GlobalVariable(module, c->getType(), true, GlobalValue::PrivateLinkage, c, "__kiln_const");

@@ -930,7 +930,7 @@ class FunctionExporter {
   // wide_constant of lib/flat_export.cpp: the value's two words, as the reader keeps them.
   void wide_constant(const Constant& c, FlatOperand& op) {
     int64_t high = static_cast<int64_t>(c.words.size() > 1 ? c.words[1] : 0);
-    if (high != static_cast<int32_t>(high)) return reason("i128 constant beyond 96 signed bits");
+    if (!wide_immediate_fits(high)) return reason("i128 constant beyond 96 signed bits");
     op.imm = static_cast<int64_t>(c.words.empty() ? 0 : c.words[0]);
     op.index = static_cast<uint32_t>(static_cast<int32_t>(high));
   }
@@ -1017,6 +1017,7 @@ class FunctionExporter {
     ptr.index = symbol(l.global);
     FlatInst& fi = emit_typed(block, l.type, kOpLoad, {ptr});
     if (!fi.width) fi.aux32 = static_cast<uint32_t>(sized(l.type, &Layout::store_size));
+    if (ctx_.is_i128(l.type)) fi.width = kWideBits;  // a wide constant's load, as export_wide's
   }
 
   // --- One instruction (export_inst of lib/flat_export.cpp).
@@ -2037,6 +2038,14 @@ std::vector<GlobalInfo> global_infos(const BcModule& m) {
   return out;
 }
 
+// A constant materialize_aggregate_constants may turn into a load: an aggregate or
+// data record, or an integer wider than an immediate holds (Materializer::run decides;
+// this lets a function with none of them skip it).
+bool may_materialize(const Constant& c) {
+  if (c.kind == ConstKind::kAggregate || c.kind == ConstKind::kData) return true;
+  return c.kind == ConstKind::kInteger && c.words.size() > 1 && !wide_immediate_fits(c.words[1]);
+}
+
 // materialize_aggregate_constants: which operands become loads of which new private
 // constant globals, named as LLVM names them (__kiln_const, then __kiln_const.1, ...).
 class Materializer {
@@ -2060,15 +2069,20 @@ class Materializer {
       for (uint32_t k = 0; k < count; ++k) {
         uint32_t id = f.operands[in.first_operand + k];
         if (id == kMetadataOperand || (id & kBlockTag)) continue;
-        // Only aggregate and data records can be the constants it materializes.
+        // Only aggregate and data records, and i128 integers that no immediate holds,
+        // can be the constants it materializes.
         const ValueRef& r = ctx_.ref(fn, id);
         if (r.kind != ValueKind::kConstant) continue;
-        ConstKind kind = ctx_.m.constants[r.index].kind;
-        if (kind != ConstKind::kAggregate && kind != ConstKind::kData) continue;
-        Class c = ctx_.klass(fn, id);
-        if (!(c == Class::kStruct || c == Class::kArray || c == Class::kDataSeq || c == Class::kVector)) continue;
+        const Constant& constant = ctx_.m.constants[r.index];
         uint32_t t = ctx_.type_of(fn, id);
-        if (!ctx_.is_plain_aggregate(t)) continue;
+        const bool wide = constant.kind == ConstKind::kInteger && ctx_.is_i128(t) &&
+                          !wide_immediate_fits(constant.words.size() > 1 ? constant.words[1] : 0);
+        if (!wide) {
+          if (constant.kind != ConstKind::kAggregate && constant.kind != ConstKind::kData) continue;
+          Class c = ctx_.klass(fn, id);
+          if (!(c == Class::kStruct || c == Class::kArray || c == Class::kDataSeq || c == Class::kVector)) continue;
+          if (!ctx_.is_plain_aggregate(t)) continue;
+        }
         uint32_t global = pooled(fn, id, t);
         // A phi's value must be ready at the end of its incoming block.
         uint32_t where = i;
@@ -2373,9 +2387,8 @@ class ModuleExporter {
     const BcFunction& f = m_.functions[fn];
     const bool aggregate_data = std::any_of(f.values.begin(), f.values.end(),
                                             [&](const ValueRef& r) {
-                                              if (r.kind != ValueKind::kConstant) return false;
-                                              ConstKind k = m_.constants[r.index].kind;
-                                              return k == ConstKind::kAggregate || k == ConstKind::kData;
+                                              return r.kind == ValueKind::kConstant &&
+                                                     may_materialize(m_.constants[r.index]);
                                             }) ||
         module_aggregate_data();
     FunctionVerdict v;
@@ -2484,8 +2497,7 @@ class ModuleExporter {
       for (uint32_t id = 0; id < m_.module_value_count && !module_aggregate_data_; ++id) {
         const ValueRef& r = m_.values[id];
         if (r.kind != ValueKind::kConstant) continue;
-        ConstKind k = m_.constants[r.index].kind;
-        module_aggregate_data_ = k == ConstKind::kAggregate || k == ConstKind::kData;
+        module_aggregate_data_ = may_materialize(m_.constants[r.index]);
       }
     }
     return module_aggregate_data_ > 0;

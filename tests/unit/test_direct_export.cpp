@@ -833,9 +833,9 @@ define i128 @returned(ptr %p) {
   ReaderComparison r = compare_reader(kiln_test::bitcode_from_ir(taken), "i128 taken");
   CHECK(r.whole);
   // The same result by both routes, taken or falling back for the same reasons: i128
-  // arguments and call arguments and division (taken; division as compiler-rt's
-  // calls), constants beyond 96 signed bits, atomics, i128 addresses and indices,
-  // intrinsics (falling back).
+  // arguments and call arguments, division (as compiler-rt's calls) and constants
+  // beyond 96 signed bits (loaded from constant data) taken; atomics, i128 addresses
+  // and indices, intrinsics falling back.
   expect_identical(std::string(kHeader) + R"(
 declare void @take(i128)
 declare i128 @llvm.ctpop.i128(i128)

@@ -1330,7 +1330,9 @@ int main(void) {
 
 // The *.with.overflow intrinsics at 128 bits (Rust's checked and overflowing u128 and
 // i128 arithmetic, and every debug-build `+` and `-` on them), the i128 field taken out
-// with extractvalue, and an i128 put into an aggregate with insertvalue.
+// with extractvalue, an i128 put into an aggregate with insertvalue, and i128 constants
+// beyond an immediate's 96 bits (loaded from constant data) in arithmetic, a phi and a
+// store.
 static std::string wide_overflow_ir() {
   std::ostringstream ir;
   ir << "target triple = \"x86_64-unknown-linux-gnu\"\n";
@@ -1354,11 +1356,25 @@ static std::string wide_overflow_ir() {
   %w = mul i128 %y, %z
   ret i128 %w
 }
+define i128 @o_const(i128 %a, ptr %p) {
+entry:
+  %x = xor i128 %a, 170141183460469231731687303715884105727
+  %y = add i128 %x, -85070591730234615865843651857942052864
+  store i128 324518553658426726783156020576255, ptr %p
+  %c = icmp ult i128 %a, 1000
+  br i1 %c, label %small, label %done
+small:
+  br label %done
+done:
+  %r = phi i128 [ %y, %entry ], [ 340282366920938463463374607431768211455, %small ]
+  ret i128 %r
+}
 )";
   return ir.str();
 }
 
-TEST_CASE("i128 overflow intrinsics, extractvalue and insertvalue come out the same", "[stamp][differential]") {
+TEST_CASE("i128 overflow intrinsics, extractvalue, insertvalue and wide constants come out the same",
+          "[stamp][differential]") {
   kiln_test::ScratchDir dir;
   write_file_atomic(dir.path + "/driver.c", R"(#include <stdint.h>
 #include <stdio.h>
@@ -1369,6 +1385,7 @@ void o_sadd(Result*, const u128*, const u128*);
 void o_usub(Result*, const u128*, const u128*);
 void o_ssub(Result*, const u128*, const u128*);
 u128 o_insert(u128, int64_t);
+u128 o_const(u128, u128*);
 #define W(h, l) (((u128)(uint64_t)(h) << 64) | (uint64_t)(l))
 int main(void) {
   static const u128 v[] = {0, 1, 2, W(-1, -1), W(-1, -2), W(0, -1), W(1, 0), W(0x7FFFFFFFFFFFFFFFull, -1),
@@ -1391,6 +1408,10 @@ int main(void) {
   for (unsigned i = 0; i < n; ++i) {
     u128 x = o_insert(v[i], 1000 + i);
     printf("insert %u %016llx%016llx\n", i, (unsigned long long)(x >> 64), (unsigned long long)x);
+    u128 stored = 0;
+    x = o_const(v[i], &stored);
+    printf("const %u %016llx%016llx %016llx%016llx\n", i, (unsigned long long)(x >> 64), (unsigned long long)x,
+           (unsigned long long)(stored >> 64), (unsigned long long)stored);
   }
   return 0;
 }
@@ -1402,7 +1423,7 @@ int main(void) {
   std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
   EmitCounts counts;
   std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
-  CHECK(counts.functions_stamp == 5);
+  CHECK(counts.functions_stamp == 6);
   CHECK(counts.functions_llvm == 0);
   REQUIRE(expected.size() > 0);
   CHECK(first_difference(expected, actual) == "");
