@@ -95,10 +95,13 @@ enum BitOpKind : uint8_t {
   kBitSaddSat,
   kBitSsubSat,  // two
   kBitFshl,
-  kBitFshr  // three
+  kBitFshr,       // three
+  kBitBitreverse  // one
 };
 // The operands a kOpBitOp of kind `kind` reads.
-KILN_HD inline uint32_t bit_op_operands(uint32_t kind) { return kind <= kBitAbs ? 1 : kind < kBitFshl ? 2 : 3; }
+KILN_HD inline uint32_t bit_op_operands(uint32_t kind) {
+  return kind <= kBitAbs || kind == kBitBitreverse ? 1 : kind < kBitFshl ? 2 : 3;
+}
 // The integer widths a kOpBitOp of kind `kind` has a template for: 8 to 64 bits in
 // steps of 8 (bswap: 16, 32 or 64).
 KILN_HD inline bool bit_op_width(uint32_t kind, uint32_t w) {
@@ -131,9 +134,24 @@ enum WideKind : uint8_t {
   kWideSaddOverflow,
   kWideUsubOverflow,
   kWideSsubOverflow,
+  // llvm.ucmp and llvm.scmp of two i128: -1, 0 or 1 at the instruction's width
+  // (8 to 64 bits); llvm.ctpop of one i128.
+  kWideUcmp,
+  kWideScmp,
+  kWideCtpop,
+  kWideBitreverse,  // one operand
   kWideKindCount
 };
 KILN_HD inline bool is_wide_overflow(uint32_t kind) { return kind >= kWideUaddOverflow && kind <= kWideSsubOverflow; }
+// The operands a kOpWide of kind `kind` reads.
+KILN_HD inline uint32_t wide_operands(uint32_t kind) {
+  return kind < kWideIcmp || kind == kWideCtpop || kind == kWideBitreverse ? 1 : 2;
+}
+// Whether its result is an i128 (the others: an integer of the instruction's width, or
+// the overflow intrinsics' {i128, i1}, whose first 16 bytes are one).
+KILN_HD inline bool wide_result_is_i128(uint32_t kind) {
+  return kind != kWideTrunc && kind != kWideIcmp && kind != kWideUcmp && kind != kWideScmp;
+}
 constexpr uint32_t kWideBits = 128;
 // kOpFloat's operations. Arithmetic, negation, absolute value and square root are at
 // the instruction's width (32 or 64); kFloatCmp compares op0 and op1 at op0's width

@@ -727,6 +727,22 @@ KILN_HD inline void encode_bit_op(Emitter& e, uint32_t kind, uint32_t w) {
       e.byte(0x48), e.byte(0x0F), e.byte(0xBC), e.byte(0xC0);  // bsf rax, rax
       e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);  // cmovz rax, rcx
       return;
+    case kBitBitreverse: {  // swap bits, pairs and nibbles, then bytes; w bits end on top
+      const uint64_t masks[3] = {0x5555555555555555ull, 0x3333333333333333ull, 0x0F0F0F0F0F0F0F0Full};
+      for (uint32_t k = 0; k < 3; ++k) {
+        const uint32_t s = 1u << k;
+        mov_rr(e, RCX, RAX);
+        e.byte(0x48), e.byte(0xC1), e.byte(0xE9), e.byte(s);  // shr rcx, s
+        mov_imm(e, RDX, masks[k]);
+        e.byte(0x48), e.byte(0x21), e.byte(0xD1);             // and rcx, rdx
+        e.byte(0x48), e.byte(0x21), e.byte(0xD0);             // and rax, rdx
+        e.byte(0x48), e.byte(0xC1), e.byte(0xE0), e.byte(s);  // shl rax, s
+        e.byte(0x48), e.byte(0x09), e.byte(0xC8);             // or rax, rcx
+      }
+      e.byte(0x48), e.byte(0x0F), e.byte(0xC8);  // bswap rax
+      if (w < 64) e.byte(0x48), e.byte(0xC1), e.byte(0xE8), e.byte(64 - w);  // shr rax, 64 - w
+      return;
+    }
     case kBitBswap:
       if (w == 64) e.byte(0x48), e.byte(0x0F), e.byte(0xC8);        // bswap rax
       else if (w == 32) e.byte(0x0F), e.byte(0xC8);                 // bswap eax
@@ -1545,11 +1561,46 @@ KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const Stamp
         e.byte(0x31), e.byte(0xD2);  // xor edx, edx
       }
       return store_wide(e, dst, RAX, RDX);
+    case kWideCtpop:  // the halves' counts added (r8: the high half; r9: the low count)
+      load_wide(e, l, ops[0], RAX, RDX);
+      mov_rr(e, R8, RDX);
+      encode_bit_op(e, kBitCtpop, 64);
+      mov_rr(e, R9, RAX);
+      mov_rr(e, RAX, R8);
+      encode_bit_op(e, kBitCtpop, 64);
+      e.byte(0x4C), e.byte(0x01), e.byte(0xC8);  // add rax, r9
+      e.byte(0x31), e.byte(0xD2);                // xor edx, edx
+      return store_wide(e, dst, RAX, RDX);
+    case kWideBitreverse:  // each half reversed, the halves swapped (r8: the high half)
+      load_wide(e, l, ops[0], RAX, RDX);
+      mov_rr(e, R8, RDX);
+      encode_bit_op(e, kBitBitreverse, 64);
+      mov_rr(e, R9, RAX);
+      mov_rr(e, RAX, R8);
+      encode_bit_op(e, kBitBitreverse, 64);
+      mov_rr(e, RDX, R9);
+      return store_wide(e, dst, RAX, RDX);
     default:
       break;
   }
   load_wide(e, l, ops[0], RAX, RDX);
   load_wide(e, l, ops[1], RCX, R11);
+  if (in.aux == kWideUcmp || in.aux == kWideScmp) {  // (b < a) - (a < b), a kept in r8:r9
+    const uint32_t setcc = in.aux == kWideUcmp ? 0x92 : 0x9C;  // setb / setl
+    mov_rr(e, R8, RAX);
+    mov_rr(e, R9, RDX);
+    e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+    e.byte(0x4C), e.byte(0x19), e.byte(0xDA);  // sbb rdx, r11
+    e.byte(0x0F), e.byte(setcc), e.byte(0xC0);  // al = a < b
+    e.byte(0x4C), e.byte(0x39), e.byte(0xC1);  // cmp rcx, r8
+    e.byte(0x4D), e.byte(0x19), e.byte(0xCB);  // sbb r11, r9
+    e.byte(0x0F), e.byte(setcc), e.byte(0xC1);  // cl = b < a
+    e.byte(0x28), e.byte(0xC1);                // sub cl, al
+    e.byte(0x0F), e.byte(0xBE), e.byte(0xC1);  // movsx eax, cl
+    e.byte(0x48), e.byte(0x98);                // cdqe
+    normalize(e, RAX, in.width);
+    return store64(e, dst, RAX);
+  }
   switch (in.aux) {
     case kWideIcmp:
       encode_wide_icmp(e, in.aux32);

@@ -588,6 +588,7 @@ class FunctionExporter {
       case Intrinsic::ssub_sat:
       case Intrinsic::fshl:
       case Intrinsic::fshr:
+      case Intrinsic::bitreverse:
         return export_bit_intrinsic(call, callee, id);
       case Intrinsic::fabs:
       case Intrinsic::sqrt:
@@ -644,7 +645,7 @@ class FunctionExporter {
         {Intrinsic::umax, kBitUmax},        {Intrinsic::smin, kBitSmin},        {Intrinsic::smax, kBitSmax},
         {Intrinsic::uadd_sat, kBitUaddSat}, {Intrinsic::usub_sat, kBitUsubSat}, {Intrinsic::ucmp, kBitUcmp},
         {Intrinsic::scmp, kBitScmp},        {Intrinsic::sadd_sat, kBitSaddSat}, {Intrinsic::ssub_sat, kBitSsubSat},
-        {Intrinsic::fshl, kBitFshl},        {Intrinsic::fshr, kBitFshr}};
+        {Intrinsic::fshl, kBitFshl},        {Intrinsic::fshr, kBitFshr},        {Intrinsic::bitreverse, kBitBitreverse}};
     uint8_t kind = kKinds.at(id);
     Type* t = call.getArgOperand(0)->getType();
     if (!t->isIntegerTy() || !bit_op_width(kind, scalar_width(t))) reason("intrinsic " + callee->getName().str());
@@ -933,6 +934,11 @@ class FunctionExporter {
         return export_wide_division(inst, bc::wide_division_function(op == Instruction::SDiv || op == Instruction::SRem,
                                                                       op == Instruction::URem || op == Instruction::SRem));
       }
+      case Instruction::FPToSI:
+      case Instruction::FPToUI:
+      case Instruction::SIToFP:
+      case Instruction::UIToFP:
+        return export_wide_conversion(inst);
       default:
         break;
     }
@@ -959,6 +965,29 @@ class FunctionExporter {
     insts_[at].width = kWideBits;
   }
 
+  // Conversions between i128 and float or double: compiler-rt's calls, as llvm -O0
+  // makes them (the float in xmm0, the i128 in a register pair).
+  void export_wide_conversion(const Instruction& inst) {
+    const unsigned op = inst.getOpcode();
+    const bool to_float = op == Instruction::SIToFP || op == Instruction::UIToFP;
+    Type* f = to_float ? inst.getType() : inst.getOperand(0)->getType();
+    Type* i = to_float ? inst.getOperand(0)->getType() : inst.getType();
+    if (!is_float_or_double(f) || !i->isIntegerTy(kWideBits))
+      return refuse(inst, std::string("i128 ") + inst.getOpcodeName());
+    FlatOperand callee_op{};
+    callee_op.kind = kOperandSymbol;
+    callee_op.width = 64;
+    callee_op.index = library_symbol(bc::wide_conversion_function(
+        to_float, op == Instruction::SIToFP || op == Instruction::FPToSI, f->isDoubleTy()));
+    emit(inst, kOpCall, {callee_op});
+    size_t at = insts_.size() - 1;
+    FlatOperand a = operand(inst.getOperand(0));
+    if (!to_float) a.flags |= kOperandFloat;
+    add_operand(insts_[at], a);
+    if (to_float) insts_[at].aux |= kCallRetFloat;
+    else insts_[at].width = kWideBits;
+  }
+
   // A kOpWide of `count` operands; its result is 128 bits but for icmp and trunc.
   FlatInst& export_wide_op(const Instruction& inst, uint8_t kind, unsigned count) {
     FlatInst& fi = count == 1 ? emit(inst, kOpWide, {operand(inst.getOperand(0))})
@@ -978,13 +1007,24 @@ class FunctionExporter {
                        : id == Intrinsic::sadd_with_overflow ? kWideSaddOverflow
                        : id == Intrinsic::usub_with_overflow ? kWideUsubOverflow
                        : id == Intrinsic::ssub_with_overflow ? kWideSsubOverflow
+                       : id == Intrinsic::ucmp               ? kWideUcmp
+                       : id == Intrinsic::scmp               ? kWideScmp
+                       : id == Intrinsic::ctpop              ? kWideCtpop
+                       : id == Intrinsic::bitreverse         ? kWideBitreverse
                                                              : -1;
-      if (kind < 0 || !isa<CallInst>(call) || !call.getArgOperand(0)->getType()->isIntegerTy(kWideBits))
+      const bool three_way = kind == kWideUcmp || kind == kWideScmp;
+      Type* r = call.getType();
+      if (kind < 0 || !isa<CallInst>(call) || !call.getArgOperand(0)->getType()->isIntegerTy(kWideBits) ||
+          (three_way && !(r->isIntegerTy() && scalar_width(r) >= 8)))
         return refuse(call, "i128 intrinsic");
-      // {i128, i1}: the flag at the second field's offset.
-      FlatInst& fi = emit(call, kOpWide, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))});
+      const bool unary = wide_operands(static_cast<uint32_t>(kind)) == 1;
+      FlatInst& fi = unary ? emit(call, kOpWide, {operand(call.getArgOperand(0))})
+                           : emit(call, kOpWide, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))});
       fi.aux = static_cast<uint8_t>(kind);
-      fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(call.getType()))->getElementOffset(1));
+      if (unary) fi.width = kWideBits;
+      // {i128, i1}: the flag at the second field's offset.
+      if (is_wide_overflow(kind))
+        fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(r))->getElementOffset(1));
       return;
     }
     export_call(call);

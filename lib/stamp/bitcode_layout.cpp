@@ -568,6 +568,7 @@ struct KnownIntrinsic {
 constexpr KnownIntrinsic kKnown[] = {
     {"llvm.abs", Intrinsic::kAbs, true},
     {"llvm.assume", Intrinsic::kAssume, false},
+    {"llvm.bitreverse", Intrinsic::kBitreverse, true},
     {"llvm.bswap", Intrinsic::kBswap, true},
     {"llvm.ceil", Intrinsic::kLibmCall, true},
     {"llvm.copysign", Intrinsic::kLibmCall, true},
@@ -724,8 +725,24 @@ const char* wide_division_function(bool is_signed, bool is_remainder) {
   return is_signed ? "__divti3" : "__udivti3";
 }
 
-bool is_wide_division_function(std::string_view name) {
-  return name == "__udivti3" || name == "__divti3" || name == "__umodti3" || name == "__modti3";
+const char* wide_conversion_function(bool to_float, bool is_signed, bool is_double) {
+  if (to_float) {
+    if (is_double) return is_signed ? "__floattidf" : "__floatuntidf";
+    return is_signed ? "__floattisf" : "__floatuntisf";
+  }
+  if (is_double) return is_signed ? "__fixdfti" : "__fixunsdfti";
+  return is_signed ? "__fixsfti" : "__fixunssfti";
+}
+
+bool is_compiler_rt_function(std::string_view name) {
+  for (bool s : {false, true}) {
+    for (bool r : {false, true})
+      if (name == wide_division_function(s, r)) return true;
+    for (bool f : {false, true})
+      for (bool d : {false, true})
+        if (name == wide_conversion_function(f, s, d)) return true;
+  }
+  return false;
 }
 
 std::string_view intrinsic_base(std::string_view function_name) {

@@ -90,7 +90,7 @@ enum class Intrinsic : uint8_t {
   kDbgLabel, kExpect, kTrap, kUbsanTrap, kMemcpy, kMemmove, kMemset, kUaddWithOverflow, kSaddWithOverflow,
   kUsubWithOverflow, kSsubWithOverflow, kUmulWithOverflow, kSmulWithOverflow, kIsConstant, kCtpop, kCtlz, kCttz,
   kBswap, kAbs, kUmin, kUmax, kSmin, kSmax, kUaddSat, kUsubSat, kUcmp, kScmp, kSaddSat, kSsubSat, kFshl, kFshr,
-  kFabs, kSqrt, kFptosiSat, kFptouiSat, kMinnum, kMaxnum,
+  kFabs, kSqrt, kFptosiSat, kFptouiSat, kMinnum, kMaxnum, kBitreverse,
   kLibmCall,  // one of libm_function's: a call of the C function
 };
 Intrinsic intrinsic_of(std::string_view function_name);
@@ -103,9 +103,12 @@ std::string_view intrinsic_base(std::string_view function_name);
 const char* libm_function(std::string_view base, bool is_double);
 // Every C function libm_function names (the exporters look their declarations up).
 bool is_libm_function(std::string_view name);
-// The compiler-rt function llvm -O0 calls for an i128 udiv, sdiv, urem or srem on
-// x86-64 (__udivti3, __divti3, __umodti3, __modti3), and whether a name is one of them.
+// The compiler-rt functions llvm -O0 calls on x86-64 for an i128 udiv, sdiv, urem or
+// srem (__udivti3, __divti3, __umodti3, __modti3), and for conversions between i128
+// and float or double (__fixdfti, __fixunssfti, __floattidf, __floatuntisf, ...).
 const char* wide_division_function(bool is_signed, bool is_remainder);
-bool is_wide_division_function(std::string_view name);
+const char* wide_conversion_function(bool to_float, bool is_signed, bool is_double);
+// Whether a name is one of those (the exporters look their declarations up).
+bool is_compiler_rt_function(std::string_view name);
 
 }  // namespace kiln::bc

@@ -1257,6 +1257,11 @@ class FunctionExporter {
       case Opcode::kSRem:
         return export_wide_division(in, wide_division_function(in.opcode == Opcode::kSDiv || in.opcode == Opcode::kSRem,
                                                                in.opcode == Opcode::kURem || in.opcode == Opcode::kSRem));
+      case Opcode::kFPToSI:
+      case Opcode::kFPToUI:
+      case Opcode::kSIToFP:
+      case Opcode::kUIToFP:
+        return export_wide_conversion(in);
       default:
         break;
     }
@@ -1267,6 +1272,27 @@ class FunctionExporter {
     auto it = kBinary.find(in.opcode);
     if (it == kBinary.end()) return refuse(in, refused);
     export_wide_op(in, it->second, 2);
+  }
+
+  // export_wide_conversion of lib/flat_export.cpp: compiler-rt's call.
+  void export_wide_conversion(const Inst& in) {
+    const bool to_float = in.opcode == Opcode::kSIToFP || in.opcode == Opcode::kUIToFP;
+    const uint32_t from = operand_type(op_id(in, 0));
+    const uint32_t f = to_float ? in.type : from, i = to_float ? from : in.type;
+    if (!ctx_.is_float_or_double(f) || !ctx_.is_i128(i))
+      return refuse(in, std::string("i128 ") + wide_opcode_name(in.opcode));
+    FlatOperand callee_op{};
+    callee_op.kind = kOperandSymbol;
+    callee_op.width = 64;
+    callee_op.index = library_symbol(wide_conversion_function(
+        to_float, in.opcode == Opcode::kSIToFP || in.opcode == Opcode::kFPToSI, ctx_.scalar_width(f) == 64));
+    emit(in, kOpCall, {callee_op});
+    size_t at = insts_.size() - 1;
+    FlatOperand a = operand(op_id(in, 0));
+    if (!to_float) a.flags |= kOperandFloat;
+    add_operand(insts_[at], a);
+    if (to_float) insts_[at].aux |= kCallRetFloat;
+    else insts_[at].width = kWideBits;
   }
 
   // export_wide_division of lib/flat_export.cpp: compiler-rt's call.
@@ -1315,15 +1341,26 @@ class FunctionExporter {
                      : id == Intrinsic::kSaddWithOverflow ? kWideSaddOverflow
                      : id == Intrinsic::kUsubWithOverflow ? kWideUsubOverflow
                      : id == Intrinsic::kSsubWithOverflow ? kWideSsubOverflow
+                     : id == Intrinsic::kUcmp             ? kWideUcmp
+                     : id == Intrinsic::kScmp             ? kWideScmp
+                     : id == Intrinsic::kCtpop            ? kWideCtpop
+                     : id == Intrinsic::kBitreverse       ? kWideBitreverse
                                                           : -1;
-    if (kind < 0 || invoke || arg_count != 2 || !ctx_.is_i128(operand_type(op_id(in, 0))))
+    const bool three_way = kind == kWideUcmp || kind == kWideScmp;
+    if (kind < 0 || invoke || arg_count != wide_operands(static_cast<uint32_t>(kind)) ||
+        !ctx_.is_i128(operand_type(op_id(in, 0))) ||
+        (three_way && !(ctx_.is_integer(in.type) && ctx_.scalar_width(in.type) >= 8)))
       return refuse(in, "i128 intrinsic");
-    if (ctx_.type(in.type).kind != TypeKind::kStruct) throw Decline{"reader: overflow intrinsic type"};
+    if (is_wide_overflow(kind) && ctx_.type(in.type).kind != TypeKind::kStruct)
+      throw Decline{"reader: overflow intrinsic type"};
     FlatOperand a = operand(op_id(in, 0));
-    FlatOperand b = operand(op_id(in, 1));
-    FlatInst& fi = emit(in, kOpWide, {a, b});
+    FlatOperand b{};
+    const bool unary = wide_operands(static_cast<uint32_t>(kind)) == 1;
+    if (!unary) b = operand(op_id(in, 1));
+    FlatInst& fi = unary ? emit(in, kOpWide, {a}) : emit(in, kOpWide, {a, b});
     fi.aux = static_cast<uint8_t>(kind);
-    fi.imm = static_cast<int64_t>(ctx_.dl.field_offset(m_, in.type, 1));
+    if (unary) fi.width = kWideBits;
+    if (is_wide_overflow(kind)) fi.imm = static_cast<int64_t>(ctx_.dl.field_offset(m_, in.type, 1));
   }
 
   // LLVM's Instruction::getOpcodeName of the instructions an i128 can meet.
@@ -1961,7 +1998,7 @@ class FunctionExporter {
         {Intrinsic::kUmax, kBitUmax},       {Intrinsic::kSmin, kBitSmin},       {Intrinsic::kSmax, kBitSmax},
         {Intrinsic::kUaddSat, kBitUaddSat}, {Intrinsic::kUsubSat, kBitUsubSat}, {Intrinsic::kUcmp, kBitUcmp},
         {Intrinsic::kScmp, kBitScmp},       {Intrinsic::kSaddSat, kBitSaddSat}, {Intrinsic::kSsubSat, kBitSsubSat},
-        {Intrinsic::kFshl, kBitFshl},       {Intrinsic::kFshr, kBitFshr}};
+        {Intrinsic::kFshl, kBitFshl},       {Intrinsic::kFshr, kBitFshr},       {Intrinsic::kBitreverse, kBitBitreverse}};
     auto it = kKinds.find(id);
     if (it == kKinds.end()) throw Decline{"reader: intrinsic " + name};
     uint8_t kind = it->second;
@@ -2365,7 +2402,7 @@ class ModuleExporter {
       const std::string& n = ctx_.globals[g].name;
       if (ctx_.globals[g].kind == GlobalKind::kFunction &&
           (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume" || is_libm_function(n) ||
-           is_wide_division_function(n)))
+           is_compiler_rt_function(n)))
         ctx_.library_functions.emplace(n, g);
     }
     ctx_.has_vector_types =

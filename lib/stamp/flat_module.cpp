@@ -121,11 +121,11 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
     return ops[k].kind == kOperandBlock && ops[k].index < f.blocks.size() && f.blocks[ops[k].index].function == fn;
   };
   if ((in.op == kOpIcmp && in.aux > kPredSle) || (in.op == kOpOverflow && in.aux > kOvfSmul) ||
-      (in.op == kOpBitOp && in.aux > kBitFshr) || (in.op == kOpLandingPad && in.aux > kLandingPadEmptyFilter) ||
+      (in.op == kOpBitOp && in.aux > kBitBitreverse) || (in.op == kOpLandingPad && in.aux > kLandingPadEmptyFilter) ||
       (in.op == kOpAtomicRmw && in.aux > kRmwNand) || (in.op == kOpStore && in.aux > kStoreSeqCst) ||
       (in.op == kOpWide && (in.aux >= kWideKindCount || (in.aux == kWideIcmp && in.aux32 > kPredSle))))
     return "instruction with an unknown variant";
-  if (in.op == kOpWide && in.aux >= kWideIcmp && in.operand_count < 2) return "instruction with too few operands";
+  if (in.op == kOpWide && in.operand_count < wide_operands(in.aux)) return "instruction with too few operands";
   if (in.op == kOpFloat) {
     if (in.aux >= kFloatKindCount || (in.aux == kFloatCmp && (in.imm < kFcmpFalse || in.imm > kFcmpTrue)))
       return "instruction with an unknown variant";
@@ -141,7 +141,9 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   if (in.op == kOpWide && is_wide_overflow(in.aux) && (in.imm < 16 || in.imm >= in.slot_size))
     return "overflow flag outside its slot";
   // A 128-bit result is written as 16 bytes (a phi's, then its shadow's).
-  bool wide_result = in.width == kWideBits || (in.op == kOpWide && in.aux != kWideTrunc && in.aux != kWideIcmp);
+  bool wide_result = in.width == kWideBits || (in.op == kOpWide && wide_result_is_i128(in.aux));
+  if (in.op == kOpWide && (in.aux == kWideUcmp || in.aux == kWideScmp) && !(in.width >= 8 && in.width <= 64))
+    return "three-way compare at a width stamp has no template for";
   if (wide_result && in.slot_size < (in.op == kOpPhi ? 32u : 16u)) return "128-bit value in a short slot";
   if (in.op == kOpBitOp && in.operand_count < bit_op_operands(in.aux)) return "instruction with too few operands";
   if ((in.op == kOpBr && !is_block(0)) || (in.op == kOpCondBr && !(is_block(1) && is_block(2))) ||

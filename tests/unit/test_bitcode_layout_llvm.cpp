@@ -654,6 +654,8 @@ bc::Intrinsic expected_intrinsic(llvm::Intrinsic::ID id) {
       return bc::Intrinsic::kCttz;
     case llvm::Intrinsic::bswap:
       return bc::Intrinsic::kBswap;
+    case llvm::Intrinsic::bitreverse:
+      return bc::Intrinsic::kBitreverse;
     case llvm::Intrinsic::abs:
       return bc::Intrinsic::kAbs;
     case llvm::Intrinsic::umin:

@@ -19,7 +19,7 @@ namespace {
 
 // Data in every section kind, functions of every binding and visibility, a local
 // function that both halves call, and two functions that fall back to LLVM (an i128
-// bit count, which stamp does not compute, a thread-local read): stamp splits the module.
+// byte swap, which stamp does not compute, a thread-local read): stamp splits the module.
 const std::string kContractIr = R"(
 target triple = "x86_64-unknown-linux-gnu"
 
@@ -33,7 +33,7 @@ target triple = "x86_64-unknown-linux-gnu"
 
 declare i64 @external_a(i64)
 declare ptr @llvm.threadlocal.address.p0(ptr)
-declare i128 @llvm.ctpop.i128(i128)
+declare i128 @llvm.bswap.i128(i128)
 
 define internal i64 @helper(i64 %x) {
   %c = load i64, ptr @local_table
@@ -68,7 +68,7 @@ define weak i64 @weak_fn(i64 %x) {
 
 define i64 @wide(i64 %x) {
   %a = zext i64 %x to i128
-  %m = call i128 @llvm.ctpop.i128(i128 %a)
+  %m = call i128 @llvm.bswap.i128(i128 %a)
   %s = lshr i128 %m, 64
   %r = trunc i128 %s to i64
   %h = call i64 @helper(i64 %r)

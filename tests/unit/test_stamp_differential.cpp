@@ -39,7 +39,8 @@ class IrGenerator {
          "declare {i8, i1} @llvm.sadd.with.overflow.i8(i8, i8)\n";
     for (int w = 8; w <= 64; w += 8) {
       std::string t = ty(w);
-      for (const char* u : {"ctpop"}) m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ")\n";
+      for (const char* u : {"ctpop", "bitreverse"})
+        m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ")\n";
       for (const char* u : {"ctlz", "cttz", "abs"})
         m << "declare " << t << " @llvm." << u << "." << t << "(" << t << ", i1)\n";
       if (w == 16 || w == 32 || w == 64) m << "declare " << t << " @llvm.bswap." << t << "(" << t << ")\n";
@@ -125,7 +126,8 @@ class IrGenerator {
         std::string t = ty(bw), x = value_of(b, bw), y = value_of(b, bw);
         switch (pick(7)) {
           case 0:
-            b << "  " << r << " = call " << t << " @llvm.ctpop." << t << "(" << t << " " << x << ")\n";
+            b << "  " << r << " = call " << t << " @llvm." << (pick(2) ? "ctpop." : "bitreverse.") << t << "(" << t
+              << " " << x << ")\n";
             break;
           case 1:
             b << "  " << r << " = call " << t << " @llvm." << (pick(2) ? "ctlz." : "cttz.") << t << "(" << t << " " << x
@@ -1231,7 +1233,9 @@ int main(void) {
 
 // i128 division and remainder: calls of compiler-rt's __udivti3, __divti3, __umodti3
 // and __modti3, as llvm -O0 makes them, on register pairs and through memory; the
-// driver leaves out a zero divisor and the one signed quotient that overflows.
+// driver leaves out a zero divisor and the one signed quotient that overflows. And
+// conversions between i128 and float or double (__fixdfti, __floatuntisf, ...), on
+// values where they are defined.
 static const char* kWideDivisionIr = R"(
 target triple = "x86_64-unknown-linux-gnu"
 define void @d_udiv(ptr %r, ptr %pa, ptr %pb) {
@@ -1273,12 +1277,46 @@ define i128 @d_mixed(i128 %a, i64 %k) {
   %r = add i128 %m, %q
   ret i128 %r
 }
+define i128 @c_fptosi_d(double %x) {
+  %r = fptosi double %x to i128
+  ret i128 %r
+}
+define i128 @c_fptoui_d(double %x) {
+  %r = fptoui double %x to i128
+  ret i128 %r
+}
+define i128 @c_fptosi_f(float %x) {
+  %r = fptosi float %x to i128
+  ret i128 %r
+}
+define i128 @c_fptoui_f(float %x) {
+  %r = fptoui float %x to i128
+  ret i128 %r
+}
+define double @c_sitofp_d(i128 %a) {
+  %r = sitofp i128 %a to double
+  ret double %r
+}
+define double @c_uitofp_d(i128 %a) {
+  %r = uitofp i128 %a to double
+  ret double %r
+}
+define float @c_sitofp_f(i128 %a) {
+  %r = sitofp i128 %a to float
+  ret float %r
+}
+define float @c_uitofp_f(i128 %a) {
+  %r = uitofp i128 %a to float
+  ret float %r
+}
 )";
 
-TEST_CASE("i128 division and remainder call compiler-rt as llvm does and come out the same", "[stamp][differential]") {
+TEST_CASE("i128 division, remainder and conversions call compiler-rt as llvm does and come out the same",
+          "[stamp][differential]") {
   kiln_test::ScratchDir dir;
   write_file_atomic(dir.path + "/driver.c", R"(#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 typedef unsigned __int128 u128;
 typedef __int128 i128;
 void d_udiv(u128*, const u128*, const u128*);
@@ -1286,6 +1324,9 @@ void d_sdiv(u128*, const u128*, const u128*);
 void d_urem(u128*, const u128*, const u128*);
 void d_srem(u128*, const u128*, const u128*);
 u128 d_mixed(u128, int64_t);
+u128 c_fptosi_d(double), c_fptoui_d(double), c_fptosi_f(float), c_fptoui_f(float);
+double c_sitofp_d(u128), c_uitofp_d(u128);
+float c_sitofp_f(u128), c_uitofp_f(u128);
 #define W(h, l) (((u128)(uint64_t)(h) << 64) | (uint64_t)(l))
 static void show(const char* what, unsigned i, unsigned j, u128 r) {
   printf("%s %u %u %016llx%016llx\n", what, i, j, (unsigned long long)(r >> 64), (unsigned long long)r);
@@ -1308,6 +1349,24 @@ int main(void) {
         show(kNames[f], i, j, r);
       }
   for (unsigned i = 0; i < n; ++i) show("mixed", i, 0, d_mixed(v[i], 3 + 1000 * i));
+  static const double kSigned[] = {0.0, -0.0, 1.5, -2.5, 1e18, -1e20, 1.7e38, -1.7e38, 12345678901234567890.0, -0.99};
+  static const double kUnsigned[] = {0.0, 0.75, 3.0, 1e19, 1.8446744073709552e19, 3.4e38, 1e30, 2.5e7};
+  for (unsigned i = 0; i < sizeof kSigned / sizeof kSigned[0]; ++i) {
+    show("fptosi_d", i, 0, c_fptosi_d(kSigned[i]));
+    show("fptosi_f", i, 0, c_fptosi_f((float)kSigned[i]));
+  }
+  for (unsigned i = 0; i < sizeof kUnsigned / sizeof kUnsigned[0]; ++i) {
+    show("fptoui_d", i, 0, c_fptoui_d(kUnsigned[i]));
+    show("fptoui_f", i, 0, c_fptoui_f((float)kUnsigned[i]));
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    double a = c_sitofp_d(v[i]), b = c_uitofp_d(v[i]);
+    float c = c_sitofp_f(v[i]), d = c_uitofp_f(v[i]);
+    unsigned long long ab, bb;
+    unsigned int cb, db;
+    memcpy(&ab, &a, 8), memcpy(&bb, &b, 8), memcpy(&cb, &c, 4), memcpy(&db, &d, 4);
+    printf("tofp %u %llx %llx %x %x\n", i, ab, bb, cb, db);
+  }
   return 0;
 }
 )");
@@ -1318,7 +1377,7 @@ int main(void) {
   std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
   EmitCounts counts;
   std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
-  CHECK(counts.functions_stamp == 5);
+  CHECK(counts.functions_stamp == 13);
   CHECK(counts.functions_llvm == 0);
   REQUIRE(expected.size() > 0);
   CHECK(first_difference(expected, actual) == "");
@@ -1332,7 +1391,7 @@ int main(void) {
 // i128 arithmetic, and every debug-build `+` and `-` on them), the i128 field taken out
 // with extractvalue, an i128 put into an aggregate with insertvalue, and i128 constants
 // beyond an immediate's 96 bits (loaded from constant data) in arithmetic, a phi and a
-// store.
+// store; three-way compares, the bit count and bit reversal of i128.
 static std::string wide_overflow_ir() {
   std::ostringstream ir;
   ir << "target triple = \"x86_64-unknown-linux-gnu\"\n";
@@ -1369,11 +1428,39 @@ done:
   %r = phi i128 [ %y, %entry ], [ 340282366920938463463374607431768211455, %small ]
   ret i128 %r
 }
+declare i8 @llvm.ucmp.i8.i128(i128, i128)
+declare i8 @llvm.scmp.i8.i128(i128, i128)
+declare i32 @llvm.scmp.i32.i128(i128, i128)
+declare i128 @llvm.ctpop.i128(i128)
+define i64 @o_cmp(ptr %pa, ptr %pb) {
+  %a = load i128, ptr %pa
+  %b = load i128, ptr %pb
+  %u = call i8 @llvm.ucmp.i8.i128(i128 %a, i128 %b)
+  %s = call i8 @llvm.scmp.i8.i128(i128 %a, i128 %b)
+  %t = call i32 @llvm.scmp.i32.i128(i128 %b, i128 %a)
+  %u64 = sext i8 %u to i64
+  %s64 = sext i8 %s to i64
+  %t64 = sext i32 %t to i64
+  %x = mul i64 %u64, 100
+  %y = mul i64 %s64, 10
+  %z = add i64 %x, %y
+  %r = add i64 %z, %t64
+  ret i64 %r
+}
+declare i128 @llvm.bitreverse.i128(i128)
+define i128 @o_ctpop(i128 %a) {
+  %c = call i128 @llvm.ctpop.i128(i128 %a)
+  %b = call i128 @llvm.bitreverse.i128(i128 %a)
+  %s = shl i128 %c, 120
+  %r = xor i128 %b, %s
+  ret i128 %r
+}
 )";
   return ir.str();
 }
 
-TEST_CASE("i128 overflow intrinsics, extractvalue, insertvalue and wide constants come out the same",
+TEST_CASE("i128 overflow intrinsics, extractvalue, insertvalue, wide constants, three-way compares and ctpop come out "
+          "the same",
           "[stamp][differential]") {
   kiln_test::ScratchDir dir;
   write_file_atomic(dir.path + "/driver.c", R"(#include <stdint.h>
@@ -1386,6 +1473,8 @@ void o_usub(Result*, const u128*, const u128*);
 void o_ssub(Result*, const u128*, const u128*);
 u128 o_insert(u128, int64_t);
 u128 o_const(u128, u128*);
+int64_t o_cmp(const u128*, const u128*);
+u128 o_ctpop(u128);
 #define W(h, l) (((u128)(uint64_t)(h) << 64) | (uint64_t)(l))
 int main(void) {
   static const u128 v[] = {0, 1, 2, W(-1, -1), W(-1, -2), W(0, -1), W(1, 0), W(0x7FFFFFFFFFFFFFFFull, -1),
@@ -1404,6 +1493,7 @@ int main(void) {
         kOps[f](&r, &a, &b);
         printf("%s %u %u %016llx%016llx %llu\n", kNames[f], i, j, (unsigned long long)(r.v >> 64),
                (unsigned long long)r.v, (unsigned long long)r.flag);
+        if (f == 0) printf("cmp %u %u %lld\n", i, j, (long long)o_cmp(&a, &b));
       }
   for (unsigned i = 0; i < n; ++i) {
     u128 x = o_insert(v[i], 1000 + i);
@@ -1412,6 +1502,8 @@ int main(void) {
     x = o_const(v[i], &stored);
     printf("const %u %016llx%016llx %016llx%016llx\n", i, (unsigned long long)(x >> 64), (unsigned long long)x,
            (unsigned long long)(stored >> 64), (unsigned long long)stored);
+    x = o_ctpop(v[i]);
+    printf("ctpop %u %016llx%016llx\n", i, (unsigned long long)(x >> 64), (unsigned long long)x);
   }
   return 0;
 }
@@ -1423,7 +1515,7 @@ int main(void) {
   std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
   EmitCounts counts;
   std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
-  CHECK(counts.functions_stamp == 6);
+  CHECK(counts.functions_stamp == 8);
   CHECK(counts.functions_llvm == 0);
   REQUIRE(expected.size() > 0);
   CHECK(first_difference(expected, actual) == "");
