@@ -1538,6 +1538,17 @@ KILN_HD inline void encode_wide_shift(Emitter& e, uint32_t kind) {
   e.byte(0x49), e.byte(0x0F), e.byte(0x45), e.byte(0xD3);             // cmovnz rdx, r11
 }
 
+// A 64-bit kOpBitOp on each half of rax:rdx: the low half's result in r9, the high
+// half's in rax (r8 keeps the high half meanwhile; no value lives in r8 or r9 between
+// instructions).
+KILN_HD inline void bit_op_on_halves(Emitter& e, uint32_t kind) {
+  mov_rr(e, R8, RDX);
+  encode_bit_op(e, kind, 64);
+  mov_rr(e, R9, RAX);
+  mov_rr(e, RAX, R8);
+  encode_bit_op(e, kind, 64);
+}
+
 // kOpWide: an operation on i128 values, which live in their 16-byte slots (never
 // only in rax: result_in_rax is false for these).
 KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
@@ -1561,23 +1572,15 @@ KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const Stamp
         e.byte(0x31), e.byte(0xD2);  // xor edx, edx
       }
       return store_wide(e, dst, RAX, RDX);
-    case kWideCtpop:  // the halves' counts added (r8: the high half; r9: the low count)
+    case kWideCtpop:  // the halves' counts added
       load_wide(e, l, ops[0], RAX, RDX);
-      mov_rr(e, R8, RDX);
-      encode_bit_op(e, kBitCtpop, 64);
-      mov_rr(e, R9, RAX);
-      mov_rr(e, RAX, R8);
-      encode_bit_op(e, kBitCtpop, 64);
+      bit_op_on_halves(e, kBitCtpop);
       e.byte(0x4C), e.byte(0x01), e.byte(0xC8);  // add rax, r9
       e.byte(0x31), e.byte(0xD2);                // xor edx, edx
       return store_wide(e, dst, RAX, RDX);
-    case kWideBitreverse:  // each half reversed, the halves swapped (r8: the high half)
+    case kWideBitreverse:  // each half reversed, the halves swapped
       load_wide(e, l, ops[0], RAX, RDX);
-      mov_rr(e, R8, RDX);
-      encode_bit_op(e, kBitBitreverse, 64);
-      mov_rr(e, R9, RAX);
-      mov_rr(e, RAX, R8);
-      encode_bit_op(e, kBitBitreverse, 64);
+      bit_op_on_halves(e, kBitBitreverse);
       mov_rr(e, RDX, R9);
       return store_wide(e, dst, RAX, RDX);
     default:

@@ -609,13 +609,7 @@ class FunctionExporter {
   // same first three arguments.
   void export_memory_intrinsic(const CallInst& call, Intrinsic::ID id) {
     const char* name = id == Intrinsic::memcpy ? "memcpy" : id == Intrinsic::memmove ? "memmove" : "memset";
-    FlatOperand callee_op{};
-    callee_op.kind = kOperandSymbol;
-    callee_op.width = 64;
-    callee_op.index = library_symbol(name);
-    FlatInst& fi = emit(call, kOpCall, {callee_op});
-    size_t at = insts_.size() - 1;
-    (void)fi;
+    const size_t at = emit_library_call(call, name);
     for (unsigned a = 0; a < 3; ++a) add_operand(insts_[at], operand(call.getArgOperand(a)));
   }
 
@@ -682,12 +676,7 @@ class FunctionExporter {
   void export_libm_call(const Instruction& inst, const std::string& refusal, const std::string& base) {
     Type* t = inst.getType();
     if (!is_float_or_double(t)) return refuse(inst, refusal);
-    FlatOperand callee_op{};
-    callee_op.kind = kOperandSymbol;
-    callee_op.width = 64;
-    callee_op.index = library_symbol(bc::libm_function(base, t->isDoubleTy()));
-    emit(inst, kOpCall, {callee_op});
-    size_t at = insts_.size() - 1;
+    const size_t at = emit_library_call(inst, bc::libm_function(base, t->isDoubleTy()));
     insts_[at].aux |= kCallRetFloat;
     const unsigned args = isa<CallInst>(inst) ? cast<CallInst>(inst).arg_size() : inst.getNumOperands();
     for (unsigned a = 0; a < args; ++a) {
@@ -696,6 +685,17 @@ class FunctionExporter {
       if (is_float_or_double(v->getType())) o.flags |= kOperandFloat;
       add_operand(insts_[at], o);
     }
+  }
+
+  // A kOpCall of the C library or compiler-rt function `name` for `inst` (its operands
+  // still to add); its index in insts_.
+  size_t emit_library_call(const Instruction& inst, const char* name) {
+    FlatOperand callee_op{};
+    callee_op.kind = kOperandSymbol;
+    callee_op.width = 64;
+    callee_op.index = library_symbol(name);
+    emit(inst, kOpCall, {callee_op});
+    return insts_.size() - 1;
   }
 
   // memcpy and friends: the C library function of the same name (a module
@@ -955,12 +955,7 @@ class FunctionExporter {
   // it (both operands and the result in register pairs).
   void export_wide_division(const Instruction& inst, const char* function) {
     if (!inst.getType()->isIntegerTy(kWideBits)) return refuse(inst, std::string("i128 ") + inst.getOpcodeName());
-    FlatOperand callee_op{};
-    callee_op.kind = kOperandSymbol;
-    callee_op.width = 64;
-    callee_op.index = library_symbol(function);
-    emit(inst, kOpCall, {callee_op});
-    size_t at = insts_.size() - 1;
+    const size_t at = emit_library_call(inst, function);
     for (unsigned a = 0; a < 2; ++a) add_operand(insts_[at], operand(inst.getOperand(a)));
     insts_[at].width = kWideBits;
   }
@@ -974,13 +969,8 @@ class FunctionExporter {
     Type* i = to_float ? inst.getOperand(0)->getType() : inst.getType();
     if (!is_float_or_double(f) || !i->isIntegerTy(kWideBits))
       return refuse(inst, std::string("i128 ") + inst.getOpcodeName());
-    FlatOperand callee_op{};
-    callee_op.kind = kOperandSymbol;
-    callee_op.width = 64;
-    callee_op.index = library_symbol(bc::wide_conversion_function(
+    const size_t at = emit_library_call(inst, bc::wide_conversion_function(
         to_float, op == Instruction::SIToFP || op == Instruction::FPToSI, f->isDoubleTy()));
-    emit(inst, kOpCall, {callee_op});
-    size_t at = insts_.size() - 1;
     FlatOperand a = operand(inst.getOperand(0));
     if (!to_float) a.flags |= kOperandFloat;
     add_operand(insts_[at], a);

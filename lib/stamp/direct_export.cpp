@@ -1281,13 +1281,8 @@ class FunctionExporter {
     const uint32_t f = to_float ? in.type : from, i = to_float ? from : in.type;
     if (!ctx_.is_float_or_double(f) || !ctx_.is_i128(i))
       return refuse(in, std::string("i128 ") + wide_opcode_name(in.opcode));
-    FlatOperand callee_op{};
-    callee_op.kind = kOperandSymbol;
-    callee_op.width = 64;
-    callee_op.index = library_symbol(wide_conversion_function(
+    const size_t at = emit_library_call(in, wide_conversion_function(
         to_float, in.opcode == Opcode::kSIToFP || in.opcode == Opcode::kFPToSI, ctx_.scalar_width(f) == 64));
-    emit(in, kOpCall, {callee_op});
-    size_t at = insts_.size() - 1;
     FlatOperand a = operand(op_id(in, 0));
     if (!to_float) a.flags |= kOperandFloat;
     add_operand(insts_[at], a);
@@ -1298,12 +1293,7 @@ class FunctionExporter {
   // export_wide_division of lib/flat_export.cpp: compiler-rt's call.
   void export_wide_division(const Inst& in, const char* function) {
     if (!ctx_.is_i128(in.type)) return refuse(in, std::string("i128 ") + wide_opcode_name(in.opcode));
-    FlatOperand callee_op{};
-    callee_op.kind = kOperandSymbol;
-    callee_op.width = 64;
-    callee_op.index = library_symbol(function);
-    emit(in, kOpCall, {callee_op});
-    size_t at = insts_.size() - 1;
+    const size_t at = emit_library_call(in, function);
     for (uint32_t a = 0; a < 2; ++a) add_operand(insts_[at], operand(op_id(in, a)));
     insts_[at].width = kWideBits;
   }
@@ -1546,12 +1536,7 @@ class FunctionExporter {
   void export_libm_call(const Inst& in, const std::string& refusal, std::string_view base, uint32_t arg_count) {
     if (!ctx_.is_float_or_double(in.type)) return refuse(in, refusal);
     if (arg_count > in.operand_count) throw Decline{"reader: libm call operands"};
-    FlatOperand callee_op{};
-    callee_op.kind = kOperandSymbol;
-    callee_op.width = 64;
-    callee_op.index = library_symbol(libm_function(base, ctx_.type(in.type).kind == TypeKind::kDouble));
-    emit(in, kOpCall, {callee_op});
-    size_t at = insts_.size() - 1;
+    const size_t at = emit_library_call(in, libm_function(base, ctx_.type(in.type).kind == TypeKind::kDouble));
     insts_[at].aux |= kCallRetFloat;
     for (uint32_t a = 0; a < arg_count; ++a) {
       uint32_t v = op_id(in, a);
@@ -1918,12 +1903,7 @@ class FunctionExporter {
       case Intrinsic::kMemmove:
       case Intrinsic::kMemset: {
         const char* lib = id == Intrinsic::kMemcpy ? "memcpy" : id == Intrinsic::kMemmove ? "memmove" : "memset";
-        FlatOperand callee_op{};
-        callee_op.kind = kOperandSymbol;
-        callee_op.width = 64;
-        callee_op.index = library_symbol(lib);
-        emit(in, kOpCall, {callee_op});
-        size_t at = insts_.size() - 1;
+        const size_t at = emit_library_call(in, lib);
         for (uint32_t a = 0; a < 3; ++a) add_operand(insts_[at], operand(arg(a)));
         return;
       }
@@ -2009,6 +1989,16 @@ class FunctionExporter {
     fi.aux = kind;
     size_t at = insts_.size() - 1;
     for (uint32_t a = 1; a < bit_op_operands(kind); ++a) add_operand(insts_[at], operand(op_id(in, a)));
+  }
+
+  // emit_library_call of lib/flat_export.cpp.
+  size_t emit_library_call(const Inst& in, const char* name) {
+    FlatOperand callee_op{};
+    callee_op.kind = kOperandSymbol;
+    callee_op.width = 64;
+    callee_op.index = library_symbol(name);
+    emit(in, kOpCall, {callee_op});
+    return insts_.size() - 1;
   }
 
   uint32_t library_symbol(const char* name) {
