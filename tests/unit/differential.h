@@ -9,7 +9,9 @@
 
 #include "backend.h"
 #include "fs.h"
+#include "ir_helpers.h"
 #include "process.h"
+#include "reader_check.h"
 
 namespace kiln_test {
 
@@ -48,5 +50,29 @@ inline std::string first_difference(const std::string& expected, const std::stri
   }
 }
 
+// A hand-written differential test from end to end: `driver_c` compiled and linked with
+// the module's object from llvm and from stamp, both run; their outputs must be the same
+// line for line, stamp must take all `stamp_functions` functions, and the direct
+// reader's output must equal LLVM's parser's plus the exporter's, the module whole.
+inline void expect_same_as_llvm(const std::string& ir, const std::string& driver_c, size_t stamp_functions,
+                                const std::string& label) {
+  ScratchDir dir;
+  write_file_atomic(dir.path + "/driver.c", driver_c);
+  ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+  std::string bitcode = bitcode_from_ir(ir);
+  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
+  EmitCounts counts;
+  std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
+  CHECK(counts.functions_stamp == stamp_functions);
+  CHECK(counts.functions_llvm == 0);
+  REQUIRE(expected.size() > 0);
+  CHECK(first_difference(expected, actual) == "");
+  ReaderComparison reader = compare_reader(bitcode, label);
+  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
+  CHECK(reader.outcome == ReaderComparison::kIdentical);
+  CHECK(reader.whole);
+}
 
 }  // namespace kiln_test

@@ -20,6 +20,7 @@
 
 using namespace kiln;
 using kiln_test::first_difference;
+using kiln_test::expect_same_as_llvm;
 using kiln_test::run_with;
 
 namespace {
@@ -1187,8 +1188,7 @@ define i128 @w_call(i128 %a, i64 %k) {
 )";
 
 TEST_CASE("i128 arguments in registers and on the stack come out the same", "[stamp][differential]") {
-  kiln_test::ScratchDir dir;
-  write_file_atomic(dir.path + "/driver.c", R"(#include <stdint.h>
+  expect_same_as_llvm(kWideArgsIr, R"(#include <stdint.h>
 #include <stdio.h>
 typedef unsigned __int128 u128;
 u128 c_wide(int64_t a, u128 x, int64_t b, int64_t c, int64_t d, u128 y) { return x * (u128)a + y * (u128)(b + c + d); }
@@ -1213,22 +1213,7 @@ int main(void) {
   }
   return 0;
 }
-)");
-  ProcessOptions quiet;
-  quiet.quiet = true;
-  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
-  std::string bitcode = kiln_test::bitcode_from_ir(kWideArgsIr);
-  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
-  EmitCounts counts;
-  std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
-  CHECK(counts.functions_stamp == 5);
-  CHECK(counts.functions_llvm == 0);
-  REQUIRE(expected.size() > 0);
-  CHECK(first_difference(expected, actual) == "");
-  ReaderComparison reader = compare_reader(bitcode, "i128-args");
-  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
-  CHECK(reader.outcome == ReaderComparison::kIdentical);
-  CHECK(reader.whole);
+)", 5, "i128-args");
 }
 
 // i128 division and remainder: calls of compiler-rt's __udivti3, __divti3, __umodti3
@@ -1313,8 +1298,7 @@ define float @c_uitofp_f(i128 %a) {
 
 TEST_CASE("i128 division, remainder and conversions call compiler-rt as llvm does and come out the same",
           "[stamp][differential]") {
-  kiln_test::ScratchDir dir;
-  write_file_atomic(dir.path + "/driver.c", R"(#include <stdint.h>
+  expect_same_as_llvm(kWideDivisionIr, R"(#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 typedef unsigned __int128 u128;
@@ -1369,22 +1353,7 @@ int main(void) {
   }
   return 0;
 }
-)");
-  ProcessOptions quiet;
-  quiet.quiet = true;
-  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
-  std::string bitcode = kiln_test::bitcode_from_ir(kWideDivisionIr);
-  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
-  EmitCounts counts;
-  std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
-  CHECK(counts.functions_stamp == 13);
-  CHECK(counts.functions_llvm == 0);
-  REQUIRE(expected.size() > 0);
-  CHECK(first_difference(expected, actual) == "");
-  ReaderComparison reader = compare_reader(bitcode, "i128-division");
-  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
-  CHECK(reader.outcome == ReaderComparison::kIdentical);
-  CHECK(reader.whole);
+)", 13, "i128-division");
 }
 
 // The *.with.overflow intrinsics at 128 bits (Rust's checked and overflowing u128 and
@@ -1462,8 +1431,7 @@ define i128 @o_ctpop(i128 %a) {
 TEST_CASE("i128 overflow intrinsics, extractvalue, insertvalue, wide constants, three-way compares and ctpop come out "
           "the same",
           "[stamp][differential]") {
-  kiln_test::ScratchDir dir;
-  write_file_atomic(dir.path + "/driver.c", R"(#include <stdint.h>
+  expect_same_as_llvm(wide_overflow_ir(), R"(#include <stdint.h>
 #include <stdio.h>
 typedef unsigned __int128 u128;
 typedef struct { u128 v; uint64_t flag, pad; } Result;
@@ -1507,20 +1475,5 @@ int main(void) {
   }
   return 0;
 }
-)");
-  ProcessOptions quiet;
-  quiet.quiet = true;
-  REQUIRE(run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
-  std::string bitcode = kiln_test::bitcode_from_ir(wide_overflow_ir());
-  std::string expected = run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
-  EmitCounts counts;
-  std::string actual = run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
-  CHECK(counts.functions_stamp == 8);
-  CHECK(counts.functions_llvm == 0);
-  REQUIRE(expected.size() > 0);
-  CHECK(first_difference(expected, actual) == "");
-  ReaderComparison reader = compare_reader(bitcode, "i128-overflow");
-  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
-  CHECK(reader.outcome == ReaderComparison::kIdentical);
-  CHECK(reader.whole);
+)", 8, "i128-overflow");
 }
