@@ -15,24 +15,8 @@
 set -euo pipefail
 [[ -n ${KILN_BIN:-} ]] && export PATH="$KILN_BIN:$PATH"
 W=${1:-${TMPDIR:-/tmp}/kiln-float-crate}
-for dep in num-traits-0.2.15 autocfg-1.1.0; do
-  [[ -d /usr/share/cargo/registry/$dep ]] || {
-    echo "$(basename "$0"): /usr/share/cargo/registry/$dep: missing (install Debian's librust-num-traits-dev)" >&2
-    exit 6
-  }
-done
-rm -rf "$W" && mkdir -p "$W"
-cp -r /usr/share/cargo/registry/num-traits-0.2.15 "$W/crate"
-cd "$W/crate"
-mkdir -p .cargo
-cat > .cargo/config.toml <<'TOML'
-[source.crates-io]
-replace-with = "debian"
-[source.debian]
-directory = "/usr/share/cargo/registry"
-[net]
-offline = true
-TOML
+source "$(dirname "$0")/debian-crate.sh"
+debian_crate_workdir "$W" crate num-traits-0.2.15 autocfg-1.1.0
 export RUSTFLAGS="-A arithmetic_overflow"
 summarize() { grep -E '^test result|^test .* \.\.\. (ok|FAILED|ignored)' | sed 's/; finished in .*//' | sort; }
 
