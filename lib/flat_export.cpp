@@ -991,33 +991,32 @@ class FunctionExporter {
   // an i128 result (in rax and rdx) is an ordinary call.
   void export_wide_call(const CallBase& call) {
     if (call.isInlineAsm()) return refuse(call, "i128 inline asm");
-    if (const Function* callee = call.getCalledFunction(); callee && callee->isIntrinsic()) {
-      const Intrinsic::ID id = callee->getIntrinsicID();
-      const int kind = id == Intrinsic::uadd_with_overflow   ? kWideUaddOverflow
-                       : id == Intrinsic::sadd_with_overflow ? kWideSaddOverflow
-                       : id == Intrinsic::usub_with_overflow ? kWideUsubOverflow
-                       : id == Intrinsic::ssub_with_overflow ? kWideSsubOverflow
-                       : id == Intrinsic::ucmp               ? kWideUcmp
-                       : id == Intrinsic::scmp               ? kWideScmp
-                       : id == Intrinsic::ctpop              ? kWideCtpop
-                       : id == Intrinsic::bitreverse         ? kWideBitreverse
-                                                             : -1;
-      const bool three_way = kind == kWideUcmp || kind == kWideScmp;
-      Type* r = call.getType();
-      if (kind < 0 || !isa<CallInst>(call) || !call.getArgOperand(0)->getType()->isIntegerTy(kWideBits) ||
-          (three_way && !(r->isIntegerTy() && scalar_width(r) >= 8)))
-        return refuse(call, "i128 intrinsic");
-      const bool unary = wide_operands(static_cast<uint32_t>(kind)) == 1;
-      FlatInst& fi = unary ? emit(call, kOpWide, {operand(call.getArgOperand(0))})
-                           : emit(call, kOpWide, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))});
-      fi.aux = static_cast<uint8_t>(kind);
-      if (unary) fi.width = kWideBits;
-      // {i128, i1}: the flag at the second field's offset.
-      if (is_wide_overflow(kind))
-        fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(r))->getElementOffset(1));
-      return;
-    }
+    if (const Function* callee = call.getCalledFunction(); callee && callee->isIntrinsic())
+      return export_wide_intrinsic(call, callee->getIntrinsicID());
     export_call(call);
+  }
+
+  // The *.with.overflow intrinsics, three-way compares, ctpop and bitreverse on i128
+  // operands; every other intrinsic with an i128 is refused.
+  void export_wide_intrinsic(const CallBase& call, Intrinsic::ID id) {
+    const int kind = id == Intrinsic::uadd_with_overflow   ? kWideUaddOverflow
+                     : id == Intrinsic::sadd_with_overflow ? kWideSaddOverflow
+                     : id == Intrinsic::usub_with_overflow ? kWideUsubOverflow
+                     : id == Intrinsic::ssub_with_overflow ? kWideSsubOverflow
+                     : id == Intrinsic::ucmp               ? kWideUcmp
+                     : id == Intrinsic::scmp               ? kWideScmp
+                     : id == Intrinsic::ctpop              ? kWideCtpop
+                     : id == Intrinsic::bitreverse         ? kWideBitreverse
+                                                           : -1;
+    const bool three_way = kind == kWideUcmp || kind == kWideScmp;
+    Type* r = call.getType();
+    if (kind < 0 || !isa<CallInst>(call) || !call.getArgOperand(0)->getType()->isIntegerTy(kWideBits) ||
+        (three_way && !(r->isIntegerTy() && scalar_width(r) >= 8)))
+      return refuse(call, "i128 intrinsic");
+    FlatInst& fi = export_wide_op(call, static_cast<uint8_t>(kind), wide_operands(static_cast<uint32_t>(kind)));
+    // {i128, i1}: the flag at the second field's offset.
+    if (is_wide_overflow(kind))
+      fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(r))->getElementOffset(1));
   }
 
   // An operation stamp has no template for: the reason, and a nop in its place.

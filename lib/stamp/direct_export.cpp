@@ -1343,13 +1343,7 @@ class FunctionExporter {
       return refuse(in, "i128 intrinsic");
     if (is_wide_overflow(kind) && ctx_.type(in.type).kind != TypeKind::kStruct)
       throw Decline{"reader: overflow intrinsic type"};
-    FlatOperand a = operand(op_id(in, 0));
-    FlatOperand b{};
-    const bool unary = wide_operands(static_cast<uint32_t>(kind)) == 1;
-    if (!unary) b = operand(op_id(in, 1));
-    FlatInst& fi = unary ? emit(in, kOpWide, {a}) : emit(in, kOpWide, {a, b});
-    fi.aux = static_cast<uint8_t>(kind);
-    if (unary) fi.width = kWideBits;
+    FlatInst& fi = export_wide_op(in, static_cast<uint8_t>(kind), wide_operands(static_cast<uint32_t>(kind)));
     if (is_wide_overflow(kind)) fi.imm = static_cast<int64_t>(ctx_.dl.field_offset(m_, in.type, 1));
   }
 
