@@ -1223,34 +1223,6 @@ int main(void) {
 // values where they are defined.
 static const char* kWideDivisionIr = R"(
 target triple = "x86_64-unknown-linux-gnu"
-define void @d_udiv(ptr %r, ptr %pa, ptr %pb) {
-  %a = load i128, ptr %pa
-  %b = load i128, ptr %pb
-  %q = udiv i128 %a, %b
-  store i128 %q, ptr %r
-  ret void
-}
-define void @d_sdiv(ptr %r, ptr %pa, ptr %pb) {
-  %a = load i128, ptr %pa
-  %b = load i128, ptr %pb
-  %q = sdiv i128 %a, %b
-  store i128 %q, ptr %r
-  ret void
-}
-define void @d_urem(ptr %r, ptr %pa, ptr %pb) {
-  %a = load i128, ptr %pa
-  %b = load i128, ptr %pb
-  %q = urem i128 %a, %b
-  store i128 %q, ptr %r
-  ret void
-}
-define void @d_srem(ptr %r, ptr %pa, ptr %pb) {
-  %a = load i128, ptr %pa
-  %b = load i128, ptr %pb
-  %q = srem i128 %a, %b
-  store i128 %q, ptr %r
-  ret void
-}
 define i128 @d_mixed(i128 %a, i64 %k) {
   %k1 = zext i64 %k to i128
   %k2 = or i128 %k1, 1
@@ -1262,43 +1234,29 @@ define i128 @d_mixed(i128 %a, i64 %k) {
   %r = add i128 %m, %q
   ret i128 %r
 }
-define i128 @c_fptosi_d(double %x) {
-  %r = fptosi double %x to i128
-  ret i128 %r
-}
-define i128 @c_fptoui_d(double %x) {
-  %r = fptoui double %x to i128
-  ret i128 %r
-}
-define i128 @c_fptosi_f(float %x) {
-  %r = fptosi float %x to i128
-  ret i128 %r
-}
-define i128 @c_fptoui_f(float %x) {
-  %r = fptoui float %x to i128
-  ret i128 %r
-}
-define double @c_sitofp_d(i128 %a) {
-  %r = sitofp i128 %a to double
-  ret double %r
-}
-define double @c_uitofp_d(i128 %a) {
-  %r = uitofp i128 %a to double
-  ret double %r
-}
-define float @c_sitofp_f(i128 %a) {
-  %r = sitofp i128 %a to float
-  ret float %r
-}
-define float @c_uitofp_f(i128 %a) {
-  %r = uitofp i128 %a to float
-  ret float %r
-}
 )";
+
+// d_udiv, d_sdiv, d_urem and d_srem through memory, then the conversions between i128
+// and float or double: c_fptosi_d, ..., c_uitofp_f.
+static std::string wide_division_ir() {
+  std::ostringstream ir;
+  for (const char* op : {"udiv", "sdiv", "urem", "srem"})
+    ir << "define void @d_" << op << "(ptr %r, ptr %pa, ptr %pb) {\n  %a = load i128, ptr %pa\n"
+       << "  %b = load i128, ptr %pb\n  %q = " << op << " i128 %a, %b\n  store i128 %q, ptr %r\n  ret void\n}\n";
+  for (const char* t : {"double", "float"})
+    for (const char* op : {"fptosi", "fptoui"})
+      ir << "define i128 @c_" << op << "_" << t[0] << "(" << t << " %x) {\n  %r = " << op << " " << t
+         << " %x to i128\n  ret i128 %r\n}\n";
+  for (const char* t : {"double", "float"})
+    for (const char* op : {"sitofp", "uitofp"})
+      ir << "define " << t << " @c_" << op << "_" << t[0] << "(i128 %a) {\n  %r = " << op << " i128 %a to " << t
+         << "\n  ret " << t << " %r\n}\n";
+  return ir.str();
+}
 
 TEST_CASE("i128 division, remainder and conversions call compiler-rt as llvm does and come out the same",
           "[stamp][differential]") {
-  expect_same_as_llvm(kWideDivisionIr, R"(#include <stdint.h>
+  expect_same_as_llvm(std::string(kWideDivisionIr) + wide_division_ir(), R"(#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 typedef unsigned __int128 u128;
