@@ -53,15 +53,6 @@ std::string one_line(const std::string& text, size_t lines) {
   return out;
 }
 
-// Removes the temporary directory however the function leaves.
-struct TempDir {
-  std::string path;
-  explicit TempDir(const std::string& prefix) : path(make_temp_dir(prefix)) {}
-  ~TempDir() { remove_tree(path); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
-
 }  // namespace
 
 size_t expose_local_symbols(llvm::Module& module, const std::string& tag) {

@@ -73,12 +73,6 @@ double ratio_of(uint64_t candidate, uint64_t baseline) {
   return static_cast<double>(candidate) / static_cast<double>(baseline);
 }
 
-// Removes a temporary directory however the scope is left.
-struct TempDir {
-  std::string path;
-  ~TempDir() { remove_tree(path); }
-};
-
 }  // namespace
 
 SectionSizes read_section_sizes(const std::string& path) {
@@ -111,7 +105,7 @@ SectionSizes stripped_section_sizes(const std::string& path) {
   std::string strip = find_program("strip");
   if (strip.empty()) throw KilnError(kExitMissingTool, "strip", "not found in PATH (it comes with binutils)");
 
-  TempDir dir{make_temp_dir("kiln-measure-size")};
+  TempDir dir("kiln-measure-size");
   std::string copy = dir.path + "/" + basename_of(path);
   std::error_code ec;
   std::filesystem::copy_file(path, copy, ec);

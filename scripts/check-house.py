@@ -6,7 +6,7 @@
   - kernels/ is a leaf: nothing in it includes a header from lib/;
   - nothing in lib/base/, lib/stamp/ or kernels/ includes an LLVM header;
   - no two files of a unity build (lib/*.cpp, tests/unit/test_*.cpp: meson compiles
-    them a few files to a unit) define a file-local function of the same name: in one
+    them a few files to a unit) define a file-local function or type of the same name: in one
     unit, one would silently overload or hide the other.
 Usage: scripts/check-house.py [--list N]   (--list: every function over N lines)
 Exit 0: all rules hold; 1: a rule is broken (each on one line: file:line: why)."""
@@ -137,6 +137,17 @@ def unity_clashes():
                     problems.append(f"{where}: {fn} is also defined in {seen[fn]}; these files share a unity "
                                     f"build, so give one another name or share one definition")
                 seen.setdefault(fn, where)
+            # File-local types clash the same way (a redefinition error at best).
+            for number, line in enumerate(text.splitlines(), 1):
+                m = re.match(r"(?:struct|class|enum(?: class)?)\s+(\w+)\s*(?:final\s*)?[{:]", line)
+                if not m or re.search(r"\b(?:struct|class|enum)\s+" + m.group(1) + r"\b", declared):
+                    continue
+                kind = "type " + m.group(1)
+                where = f"{directory}/{name}:{number}"
+                if kind in seen and not seen[kind].startswith(f"{directory}/{name}:"):
+                    problems.append(f"{where}: {kind} is also defined in {seen[kind]}; these files share a unity "
+                                    f"build, so give one another name or share one definition")
+                seen.setdefault(kind, where)
     return problems
 
 

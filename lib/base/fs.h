@@ -46,6 +46,15 @@ std::string make_temp_dir(const std::string& prefix);
 // that is renamed into place at the end.
 std::string make_sibling_dir(const std::string& path, const std::string& suffix);
 void remove_tree(const std::string& path);
+// A temporary directory (make_temp_dir), removed with its contents however the scope
+// that owns it is left.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& prefix) : path(make_temp_dir(prefix)) {}
+  ~TempDir() { remove_tree(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 std::string errno_reason(int err);
 // "a directory", "a character device", ... for messages about a file of the wrong kind.
 const char* file_kind(unsigned mode);

@@ -341,12 +341,12 @@ struct Comparer {
   }
 };
 
-struct Totals {
+struct ReaderTotals {
   uint64_t modules = 0, globals = 0, constants = 0, types = 0;
 };
 
 // Reads `bytes` with both readers and compares them.
-void compare_with_llvm(const std::string& bytes, const std::string& name, Totals& totals) {
+void compare_with_llvm(const std::string& bytes, const std::string& name, ReaderTotals& totals) {
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> theirs = llvm_read(bytes, name, ctx);
   bc::BcModule ours = bc::read_bitcode(bytes, name);
@@ -380,7 +380,7 @@ std::vector<std::string> files_under(const std::string& dir, bool bc_only) {
 }
 
 void compare_ir(const char* ir, const std::string& name) {
-  Totals totals;
+  ReaderTotals totals;
   compare_with_llvm(kiln_test::bitcode_from_ir(ir), name, totals);
 }
 
@@ -571,7 +571,7 @@ void expect_bad(const std::string& file, const std::string& why) {
 }  // namespace
 
 TEST_CASE("bitcode reader: real modules read as LLVM reads them", "[bitcode-reader]") {
-  Totals totals;
+  ReaderTotals totals;
   std::vector<std::string> files = files_under(KILN_TEST_DATA "/bitstream", true);
   REQUIRE(files.size() >= 3);
   for (const std::string& path : files) compare_with_llvm(read_file(path), path, totals);
@@ -589,7 +589,7 @@ TEST_CASE("bitcode reader: a whole corpus reads as LLVM reads it", "[.corpus]") 
     std::printf("skip - [.corpus] needs KILN_BITCODE_CORPUS=DIR\n");
     return;
   }
-  Totals totals;
+  ReaderTotals totals;
   for (const std::string& path : files_under(dir, false)) compare_with_llvm(read_file(path), path, totals);
   std::printf("bitcode reader: %llu modules, %llu globals, %llu constants, %llu types agree with LLVM\n",
               (unsigned long long)totals.modules, (unsigned long long)totals.globals,
@@ -726,7 +726,7 @@ int use(void) { return counter + tagged[2] + (int)wide + (int)ld; }
     std::printf("skip - no clang next to llvm-as\n");
     return;
   }
-  Totals totals;
+  ReaderTotals totals;
   compare_with_llvm(bytes, "clang", totals);
   CHECK(totals.globals >= 8);
 }
@@ -881,7 +881,7 @@ pub fn boxed(x: u64) -> Box<dyn Fn(u64) -> u64> { Box::new(move |y| x * y + TABL
     std::printf("skip - no rustc that writes LLVM 22 bitcode\n");
     return;
   }
-  Totals totals;
+  ReaderTotals totals;
   compare_with_llvm(read_file(bc), "rustc", totals);
   CHECK(totals.globals >= 10);
 }

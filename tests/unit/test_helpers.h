@@ -4,6 +4,8 @@
 #include <llvm/Support/Error.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -30,6 +32,19 @@ inline kiln::ProcessResult shell(const std::string& command) {
   capture.capture_stdout = true;
   return kiln::run_shell(command + " 2>&1", capture);
 }
+
+// Sets an environment variable for one scope, then puts back what was there.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(const std::string& n, const std::string& value) : name(n) {
+    if (const char* v = std::getenv(n.c_str())) old = v;
+    ::setenv(n.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() { old ? (void)::setenv(name.c_str(), old->c_str(), 1) : (void)::unsetenv(name.c_str()); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

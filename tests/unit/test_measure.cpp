@@ -155,12 +155,6 @@ pid_t pid_in_file(const std::string& path) {
   return static_cast<pid_t>(std::stol(read_file(path)));
 }
 
-// Sets an environment variable for one scope.
-struct ScopedEnv {
-  std::string name;
-  ScopedEnv(std::string n, const std::string& value) : name(std::move(n)) { ::setenv(name.c_str(), value.c_str(), 1); }
-  ~ScopedEnv() { ::unsetenv(name.c_str()); }
-};
 
 }  // namespace
 

@@ -16,24 +16,15 @@
 #include "ir_helpers.h"
 #include "process.h"
 #include "selection.h"
+#include "test_helpers.h"
 
 using namespace kiln;
 using kiln_test::ScratchDir;
+using kiln_test::ScopedEnv;
 
 namespace {
 
 const std::string kIdA(32, 'a'), kIdB(32, 'b');
-
-// Sets an environment variable for one scope, then puts back what was there.
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const std::string& n, const std::string& value) : name(n) {
-    if (const char* v = std::getenv(n.c_str())) old = v;
-    ::setenv(n.c_str(), value.c_str(), 1);
-  }
-  ~ScopedEnv() { old ? (void)::setenv(name.c_str(), old->c_str(), 1) : (void)::unsetenv(name.c_str()); }
-};
 
 Selection parsed(const std::string& body) { return parse_selection("# kiln-selection 1\n" + body, "sel.txt"); }
 
