@@ -24,11 +24,17 @@ struct RustcCall {
 RustcCall parse_rustc_args(const std::vector<std::string>& args);
 // Why this invocation must run unchanged, or "" when kiln takes it.
 std::string passthrough_reason(const RustcCall& c);
-// The arguments of the bitcode route's first step (rustc ... -Zno-link): the build's
-// own, less the settings that conflict with it (-C lto, linker-plugin-lto,
-// embed-bitcode), plus -Clinker-plugin-lto=yes -Clto=off -Zno-link. -C incremental
-// stays: units rustc reuses come back as the same bitcode, whose objects kiln caches.
-std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args);
+// The arguments of the bitcode route's first step: the build's own, less the settings
+// that conflict with it (-C lto, linker-plugin-lto, embed-bitcode), plus
+// -Clinker-plugin-lto=yes -Clto=off, and -Zno-link when `stop_before_link` (rustc then
+// leaves its units and an .rlink for a second rustc, -Zlink-only, to finish). Without
+// it, rustc archives the bitcode units into the rlib itself. -C incremental stays:
+// units rustc reuses come back as the same bitcode, whose objects kiln caches.
+std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args, bool stop_before_link = true);
+// Why the invocation needs the second rustc, or "" when it makes only an rlib in its
+// --out-dir: then rustc archives the bitcode units itself and kiln replaces them in the
+// archive by objects (lib/ar_archive.h), and no second rustc runs.
+std::string rlib_rewrite_obstacle(const RustcCall& c);
 
 // ---- clang (CC=kiln-cc, CXX=kiln-c++; lib/capture_cc.cpp) ----------------------------
 

@@ -1,10 +1,15 @@
 // The rustc wrapper. Cargo runs `WRAPPER RUSTC ARGS...`. For a crate to capture:
-//   1. rustc ARGS -Clinker-plugin-lto=yes -Clto=off -Zno-link  (RUSTC_BOOTSTRAP=1)
-//      leaves OUT/CRATE{extra}.*.rcgu.o as bitcode and OUT/CRATE{extra}.rlink, and
-//      runs no LLVM code generation;
-//   2. each bitcode file is stored in the corpus and replaced by an object that the
-//      selected back end emits;
-//   3. rustc ARGS(with the .rlink as input) -Zlink-only finishes the rlib or binary.
+//   1. rustc ARGS -Clinker-plugin-lto=yes -Clto=off runs no LLVM code generation: its
+//      codegen units are bitcode. For a crate that is only an rlib, rustc archives
+//      them into OUT/libCRATE{extra}.rlib itself; for anything else (binaries, tests,
+//      other crate types) it stops before linking (-Zno-link, RUSTC_BOOTSTRAP=1) and
+//      leaves OUT/CRATE{extra}.*.rcgu.o and OUT/CRATE{extra}.rlink;
+//   2. each unit's bitcode is stored in the corpus and emitted by the selected back end;
+//   3. the objects replace the bitcode members of the rlib, which is written again with
+//      a fresh symbol index (lib/ar_archive.h), or replace the unit files, and
+//      rustc ARGS(with the .rlink as input) -Zlink-only finishes the binary.
+// Archiving in process saves a second rustc per library crate (its start, reading the
+// crate's metadata again); KILN_RLIB_REWRITE=0 turns it off, for comparisons.
 // With --backend native, rustc runs unchanged plus -Csave-temps, and the kept
 // pre-codegen bitcode (*.rcgu.bc) is stored.
 // --fallback: a unit the selected back end cannot emit is emitted by `llvm` (rustc's
@@ -17,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "ar_archive.h"
 #include "bitcode.h"
 #include "capture.h"
 #include "capture_args.h"
@@ -140,7 +146,7 @@ std::string passthrough_reason(const RustcCall& c) {
   return "";
 }
 
-std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args) {
+std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args, bool stop_before_link) {
   std::vector<std::string> first;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -153,8 +159,24 @@ std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args)
     }
     first.push_back(a);
   }
-  first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off", "-Zno-link"});
+  first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off"});
+  if (stop_before_link) first.push_back("-Zno-link");
   return first;
+}
+
+std::string rlib_rewrite_obstacle(const RustcCall& c) {
+  if (c.crate_types.empty()) return "no --crate-type (a binary)";
+  for (const std::string& types : c.crate_types)
+    for (size_t at = 0; at <= types.size();) {
+      size_t comma = std::min(types.find(',', at), types.size());
+      std::string type = types.substr(at, comma - at);
+      if (type != "lib" && type != "rlib") return "crate type " + type;
+      at = comma + 1;
+    }
+  if (c.emit.find("link=") != std::string::npos) return "an explicit --emit link path";
+  for (const std::string& a : c.args)
+    if (a == "-o" || a.rfind("-o", 0) == 0) return "an explicit -o output";
+  return "";
 }
 
 namespace {
@@ -254,48 +276,134 @@ int capture_native(const WrapperSettings& s, const std::string& rustc, const Rus
   return 0;
 }
 
-// Reads the units rustc wrote and stores their bitcode in the corpus: the blobs with
-// one batched sync, then a module record each. A unit that is not bitcode gets its
-// error and is skipped; a failure to store fails every unit not yet stored.
-static void store_units(Corpus& corpus, const RustcCall& c, const std::string& id, const std::vector<OutputFile>& units,
-                        std::vector<std::string>& contents, std::vector<std::string>& ids,
-                        std::vector<std::string>& errors) {
+// One codegen unit of a crate: its bitcode (a file rustc left, or a member of the rlib
+// rustc archived), and what became of it.
+struct Unit {
+  std::string label;  // the file, or RLIB(MEMBER), for messages and receipts
+  std::string cgu;
+  std::string bitcode;
+  size_t member = 0;  // its index among the rlib's members
+  std::string id, object, error, fallback;
+};
+
+// The codegen unit named by a file or member name PREFIX.CGU.rcgu.o, or "" when the
+// name is not one.
+std::string unit_cgu(const std::string& name, const std::string& prefix) {
+  static const std::string kSuffix = ".rcgu.o";
+  if (name.size() <= prefix.size() + kSuffix.size() || name.compare(0, prefix.size(), prefix) != 0) return "";
+  if (name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) return "";
+  return name.substr(prefix.size(), name.size() - prefix.size() - kSuffix.size());
+}
+
+// Stores the units' bitcode in the corpus: the blobs with one batched sync, then a
+// module record each. A unit that is not bitcode gets its error and is skipped; a
+// failure to store fails every unit not yet stored.
+void store_units(Corpus& corpus, const RustcCall& c, const std::string& id, std::vector<Unit>& units) {
   std::vector<ModuleRecord> records(units.size());
   std::vector<size_t> good;
   std::vector<std::string_view> blobs;
   for (size_t i = 0; i < units.size(); ++i) {
-    contents[i] = read_file(units[i].path);
     try {
-      check_bitcode_magic(contents[i], units[i].path);
-      records[i] = module_record(c, contents[i], units[i].cgu, id);
+      check_bitcode_magic(units[i].bitcode, units[i].label);
+      records[i] = module_record(c, units[i].bitcode, units[i].cgu, id);
       good.push_back(i);
-      blobs.push_back(contents[i]);
+      blobs.push_back(units[i].bitcode);
     } catch (const KilnError& e) {
-      errors[i] = e.what();
+      units[i].error = e.what();
     }
   }
   try {
     std::vector<std::string> stored = corpus.store_blobs(blobs);
     for (size_t k = 0; k < good.size(); ++k) {
-      const size_t i = good[k];
-      records[i].id = stored[k];
-      corpus.append_module(records[i]);
-      ids[i] = stored[k];
+      records[good[k]].id = stored[k];
+      corpus.append_module(records[good[k]]);
+      units[good[k]].id = stored[k];
     }
   } catch (const KilnError& e) {
     for (size_t i : good)
-      if (ids[i].empty()) errors[i] = e.what();
+      if (units[i].id.empty()) units[i].error = e.what();
   }
 }
 
+// Emits the units in parallel, as rustc's own code generator would: each thread beyond
+// the first holds one of cargo's jobserver tokens, so cargo -jN stays N. Every unit is
+// tried: the body catches its own errors, so one unit's failure stops no other (the
+// loop's first-exception stop never fires).
+void emit_units(const WrapperSettings& s, std::vector<Unit>& units) {
+  unsigned threads = std::min<unsigned>(hardware_threads(), static_cast<unsigned>(units.size()));
+  Jobserver jobs = Jobserver::from_environment();
+  ParallelPeak peak = parallel_for_jobserver(jobs, units.size(), threads, [&](size_t i) {
+    Unit& u = units[i];
+    if (!u.error.empty()) return;
+    try {
+      u.object = emit_for_capture(s, u.bitcode, u.id, u.label);
+    } catch (const KilnError& e) {
+      u.error = e.what();
+    }
+    if (!u.error.empty() && s.fallback && s.backend != "llvm") {
+      // rustc's own code generator is LLVM: emitting this unit with it is what
+      // the native build would have done, and the crate's metadata stays valid.
+      try {
+        WrapperSettings native = s;
+        native.backend = "llvm";
+        u.object = emit_for_capture(native, u.bitcode, u.id, u.label);
+        u.fallback = u.error;
+        u.error.clear();
+      } catch (const KilnError& e) {
+        u.error += "; the llvm fallback failed too: " + std::string(e.what());
+      }
+    }
+  });
+  trace_parallel_peak(kEnvTraceEmitThreads, peak);
+}
+
+// The first unit's error ("" when none failed); warns of each unit that fell back and
+// returns the first such reason in `fallback`.
+std::string unit_failure(const RustcCall& c, const std::vector<Unit>& units, std::string& fallback) {
+  std::string failure;
+  for (const Unit& u : units) {
+    if (!u.error.empty() && failure.empty()) failure = u.error;
+    if (!u.fallback.empty()) {
+      std::fprintf(stderr, "kiln-capture: warning: crate %s: %s; emitted with llvm instead\n", c.crate_name.c_str(),
+                   u.fallback.c_str());
+      if (fallback.empty()) fallback = u.fallback;
+    }
+  }
+  return failure;
+}
+
+// The units of an rlib that rustc archived itself: its bitcode members.
+std::vector<Unit> rlib_units(const std::string& rlib, const std::vector<ArchiveMember>& members,
+                             const std::string& prefix) {
+  std::vector<Unit> units;
+  for (size_t k = 0; k < members.size(); ++k) {
+    std::string cgu = unit_cgu(members[k].name, prefix);
+    if (cgu.empty() || cgu.find(".no-opt") != std::string::npos) continue;
+    Unit u;
+    u.label = rlib + "(" + members[k].name + ")";
+    u.cgu = cgu;
+    u.bitcode = members[k].bytes;
+    u.member = k;
+    units.push_back(std::move(u));
+  }
+  return units;
+}
+
+// The rustc wrapper's route, in its phases: rustc writes bitcode; its units are
+// stored in the corpus and emitted by the back end; the rlib is rewritten with the
+// objects (rlib_rewrite_obstacle is ""), or rustc -Zlink-only finishes the crate.
 int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id) {
   Stopwatch clock, phase;
   Phases phases = {{"startup", g_startup_seconds}};
   time_t start = ::time(nullptr);
+  const char* rewrite_env = std::getenv("KILN_RLIB_REWRITE");
+  const bool rewrite = rlib_rewrite_obstacle(c).empty() && !(rewrite_env && std::string(rewrite_env) == "0");
   // Settings that conflict with the bitcode route are dropped from the first step.
   // Incremental compilation stays: a unit rustc reuses is still left in OUT (linked
   // from its incremental directory), and its object comes from the corpus's cache.
-  int rc = run_child(rustc, bitcode_step_args(c.args), {"RUSTC_BOOTSTRAP=1"});
+  std::vector<std::string> env;
+  if (!rewrite) env.push_back("RUSTC_BOOTSTRAP=1");  // for -Zno-link
+  int rc = run_child(rustc, bitcode_step_args(c.args, !rewrite), env);
   phases.emplace_back("rustc", phase.lap());
   if (rc != 0) {  // a compile error is the user's: rustc has said why
     record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0,
@@ -303,77 +411,77 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
     return rc;
   }
 
-  std::string prefix = c.crate_name + c.extra_filename + ".";
-  std::string rlink = c.out_dir + "/" + c.crate_name + c.extra_filename + ".rlink";
-  auto units = list_outputs(c.out_dir, prefix, ".rcgu.o", start);
-  Corpus corpus = Corpus::open(s.corpus_dir);
-  std::vector<std::string> ids(units.size());
-  std::vector<std::string> errors(units.size()), fallbacks(units.size());
-  std::vector<std::string> contents(units.size());
-  store_units(corpus, c, id, units, contents, ids, errors);
-  phases.emplace_back("store", phase.lap());
-  // Emit the units in parallel, as rustc's own code generator would: each thread
-  // beyond the first holds one of cargo's jobserver tokens, so cargo -jN stays N.
-  // Every unit is tried: the body catches its own errors, so one unit's failure
-  // stops no other (the loop's first-exception stop never fires).
-  unsigned threads = std::min<unsigned>(hardware_threads(), static_cast<unsigned>(units.size()));
-  Jobserver jobs = Jobserver::from_environment();
-  ParallelPeak peak = parallel_for_jobserver(jobs, units.size(), threads, [&](size_t i) {
-    if (!errors[i].empty()) return;
+  const std::string stem = c.crate_name + c.extra_filename, prefix = stem + ".";
+  const std::string rlink = c.out_dir + "/" + stem + ".rlink", rlib = c.out_dir + "/lib" + stem + ".rlib";
+  std::vector<Unit> units;
+  std::vector<OutputFile> files;
+  std::vector<ArchiveMember> members;
+  std::string failure;
+  if (rewrite) {
     try {
-      std::string object = emit_for_capture(s, contents[i], ids[i], units[i].path);
-      write_file_atomic(units[i].path, object, Durability::kAtomic);  // rustc's own output: rustc does not sync it
+      members = read_archive(rlib, read_file(rlib));
+      units = rlib_units(rlib, members, prefix);
     } catch (const KilnError& e) {
-      errors[i] = e.what();
+      failure = e.what();
     }
-    if (!errors[i].empty() && s.fallback && s.backend != "llvm") {
-      // rustc's own code generator is LLVM: emitting this unit with it is what
-      // the native build would have done, and the crate's metadata stays valid.
-      try {
-        WrapperSettings native = s;
-        native.backend = "llvm";
-        write_file_atomic(units[i].path, emit_for_capture(native, contents[i], ids[i], units[i].path),
-                          Durability::kAtomic);
-        fallbacks[i] = errors[i];
-        errors[i].clear();
-      } catch (const KilnError& e) {
-        errors[i] += "; the llvm fallback failed too: " + std::string(e.what());
-      }
-    }
-  });
-  trace_parallel_peak(kEnvTraceEmitThreads, peak);
-  phases.emplace_back("emit", phase.lap());
-
-  std::string failure, fallback;
-  for (size_t i = 0; i < units.size(); ++i) {
-    if (!errors[i].empty() && failure.empty()) failure = errors[i];
-    if (!fallbacks[i].empty()) {
-      std::fprintf(stderr, "kiln-capture: warning: crate %s: %s; emitted with llvm instead\n", c.crate_name.c_str(),
-                   fallbacks[i].c_str());
-      if (fallback.empty()) fallback = fallbacks[i];
+  } else {
+    files = list_outputs(c.out_dir, prefix, ".rcgu.o", start);
+    for (const OutputFile& f : files) {
+      Unit u;
+      u.label = f.path;
+      u.cgu = f.cgu;
+      u.bitcode = read_file(f.path);
+      units.push_back(std::move(u));
     }
   }
-  if (units.empty()) failure = c.out_dir + ": rustc left no " + prefix + "*.rcgu.o bitcode";
+  Corpus corpus = Corpus::open(s.corpus_dir);
+  store_units(corpus, c, id, units);
+  phases.emplace_back("store", phase.lap());
+  emit_units(s, units);
+  phases.emplace_back("emit", phase.lap());
+
+  std::string fallback;
+  if (failure.empty()) failure = unit_failure(c, units, fallback);
+  if (failure.empty() && units.empty())
+    failure = (rewrite ? rlib + ": rustc archived no " : c.out_dir + ": rustc left no ") + prefix +
+              "*.rcgu.o bitcode";
+  if (failure.empty()) {
+    try {
+      if (rewrite) {
+        for (Unit& u : units) members[u.member].bytes = std::move(u.object);
+        write_file_atomic(rlib, write_archive(rlib, members), Durability::kAtomic);
+      } else {
+        for (Unit& u : units) write_file_atomic(u.label, u.object, Durability::kAtomic);  // rustc does not sync its own
+      }
+    } catch (const KilnError& e) {
+      failure = e.what();
+    }
+  }
   if (!failure.empty()) {
-    remove_outputs(units);
-    ::unlink(rlink.c_str());
+    // Nothing half-made is left for cargo or the linker to take: no bitcode posing as
+    // objects, no rlib holding bitcode.
+    remove_outputs(files);
+    ::unlink(rewrite ? rlib.c_str() : rlink.c_str());
     std::fprintf(stderr, "kiln-capture: error: crate %s (%s): %s\n", c.crate_name.c_str(), c.input.c_str(),
                  failure.c_str());
     record_invocation(s, "rustc", id, "failed", failure, c.args, static_cast<int>(units.size()), clock.seconds(),
                       phases);
     return kExitFailed;
   }
-
-  std::vector<std::string> link = c.args;
-  link[c.input_index] = rlink;
-  link.push_back("-Zlink-only");
-  rc = run_child(rustc, link, {"RUSTC_BOOTSTRAP=1"});
-  ::unlink(rlink.c_str());
-  phases.emplace_back("link", phase.lap());
-  if (rc != 0) {
-    record_invocation(s, "rustc", id, "failed", "rustc -Zlink-only failed with status " + std::to_string(rc), c.args,
-                      static_cast<int>(units.size()), clock.seconds(), phases);
-    return rc;
+  if (rewrite) {
+    phases.emplace_back("archive", phase.lap());
+  } else {
+    std::vector<std::string> link = c.args;
+    link[c.input_index] = rlink;
+    link.push_back("-Zlink-only");
+    rc = run_child(rustc, link, {"RUSTC_BOOTSTRAP=1"});
+    ::unlink(rlink.c_str());
+    phases.emplace_back("link", phase.lap());
+    if (rc != 0) {
+      record_invocation(s, "rustc", id, "failed", "rustc -Zlink-only failed with status " + std::to_string(rc),
+                        c.args, static_cast<int>(units.size()), clock.seconds(), phases);
+      return rc;
+    }
   }
   record_invocation(s, "rustc", id, fallback.empty() ? "captured" : "fallback", fallback, c.args,
                     static_cast<int>(units.size()), clock.seconds(), phases);

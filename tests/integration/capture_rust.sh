@@ -57,6 +57,22 @@ check "capture --backend llvm: cargo build succeeds" test $? -eq 0
 check "the program built from kiln's objects prints the same output" cmp "$T/native.out" "$T/kiln.out"
 check "its objects came from kiln (receipts from kiln-capture)" grep -q '"origin":"kiln-capture"' "$T/C/receipts.jsonl"
 
+# Library crates are archived by rustc itself and their rlibs rewritten in process:
+# no second rustc (-Zlink-only) for them; the binary still has its link step.
+phases_of() {  # phases_of CORPUS CRATE: the phase names of the crate's captured invocation
+  jq -r --arg c "$2" 'select(.action=="captured" and (.args | index("--crate-name")) as $i | .args[$i + 1] == $c)
+    | .phases | keys | join(" ")' "$1/invocations.jsonl" | sort -u
+}
+check "library crates are archived in process, no second rustc (memchr: $(phases_of "$T/C" memchr))" \
+  bash -c "[[ '$(phases_of "$T/C" memchr)' == *archive* && '$(phases_of "$T/C" memchr)' != *link* ]]"
+check "the binary keeps its -Zlink-only step ($(phases_of "$T/C" kiln_example | tail -1))" \
+  bash -c "phases=\$(jq -r 'select(.action==\"captured\") | .phases | keys | join(\" \")' '$T/C/invocations.jsonl'); grep -q link <<< \"\$phases\""
+rlib=$(ls "$PWD"/target/debug/deps/libmemchr-*.rlib | head -1)
+mkdir -p "$T/members" && (cd "$T/members" && ar x "$rlib")
+check "the rewritten rlib holds ELF objects, no bitcode, and a symbol index ($(nm -s "$rlib" 2>/dev/null | grep -c ' in ') entries)" \
+  bash -c "ls '$T/members'/*.rcgu.o >/dev/null && ! file '$T/members'/*.rcgu.o | grep -v 'ELF 64-bit LSB relocatable' &&
+    [[ \$(nm -s '$rlib' 2>/dev/null | grep -c ' in ') -gt 10 ]] && test -s '$T/members/lib.rmeta'"
+
 modules=$(jq -r .id "$T/C/modules.jsonl" | sort -u | wc -l)
 crates=$(jq -r .crate "$T/C/modules.jsonl" | sort -u | tr '\n' ' ')
 check "modules of the crate and its dependency are captured ($modules: $crates)" \
@@ -144,7 +160,7 @@ cargo clean -q
 kiln-capture -o "$T/F" --backend "cmd:false {in} {out}" -- cargo build -q 2> "$T/fail.err"
 rc=$?
 check "a failing back end fails the build (status $rc) and says which crate and module" \
-  bash -c "[[ $rc -ne 0 ]] && grep -Eq '^kiln-capture: error: crate [a-z_]+ \(.*\): .*rcgu\.o: back end command failed' '$T/fail.err' && grep -q '\"action\":\"failed\"' '$T/F/invocations.jsonl'"
+  bash -c "[[ $rc -ne 0 ]] && grep -Eq '^kiln-capture: error: crate [a-z_]+ \(.*\): .*rcgu\.o\)?: back end command failed' '$T/fail.err' && grep -q '\"action\":\"failed\"' '$T/F/invocations.jsonl'"
 cargo clean -q
 kiln-capture -o "$T/F2" --fallback --backend "cmd:false {in} {out}" -- cargo build -q 2>/dev/null
 ./target/debug/kiln-example > "$T/fallback.out"

@@ -245,6 +245,40 @@ TEST_CASE("the rustc wrapper's bitcode step keeps incremental, drops LTO and emb
     std::vector<std::string> expected = words(row.first_step);
     expected.insert(expected.end(), {"-Clinker-plugin-lto=yes", "-Clto=off", "-Zno-link"});
     CHECK(bitcode_step_args(words(row.line)) == expected);
+    // An rlib's step lets rustc archive the bitcode units itself.
+    expected.pop_back();
+    CHECK(bitcode_step_args(words(row.line), false) == expected);
+  }
+}
+
+namespace {
+
+struct RlibRow {
+  std::string line;
+  std::string obstacle;  // "" : kiln rewrites the rlib, no second rustc
+};
+
+const RlibRow kRlibRows[] = {
+    {"--crate-name memchr --crate-type lib --emit=dep-info,metadata,link src/lib.rs --out-dir /t/d", ""},
+    {"--crate-name m --crate-type rlib --emit=dep-info,metadata,link src/lib.rs --out-dir /t/d", ""},
+    {"--crate-name m --crate-type=lib --emit=link src/lib.rs --out-dir /t/d", ""},
+    {"--crate-name m --crate-type lib,rlib src/lib.rs --out-dir /t/d", ""},
+    {"--crate-name m --crate-type bin src/main.rs --out-dir /t/d", "crate type bin"},
+    {"--crate-name m --crate-type lib --crate-type cdylib src/lib.rs --out-dir /t/d", "crate type cdylib"},
+    {"--crate-name m --crate-type lib,staticlib src/lib.rs --out-dir /t/d", "crate type staticlib"},
+    {"--crate-name m --test src/lib.rs --out-dir /t/d", "no --crate-type (a binary)"},
+    {"--crate-name m src/main.rs --out-dir /t/d", "no --crate-type (a binary)"},
+    {"--crate-name m --crate-type lib --emit=metadata,link=/x/libm.rlib src/lib.rs", "an explicit --emit link path"},
+    {"--crate-name m --crate-type lib src/lib.rs -o /x/libm.rlib", "an explicit -o output"},
+};
+
+}  // namespace
+
+TEST_CASE("library crates are archived by rustc and rewritten in process; other crates keep the second rustc",
+          "[capture][args][rustc]") {
+  for (const auto& row : kRlibRows) {
+    INFO("rustc " << row.line);
+    CHECK(rlib_rewrite_obstacle(parse_rustc_args(words(row.line))) == row.obstacle);
   }
 }
 
