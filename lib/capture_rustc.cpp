@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "ar_archive.h"
 #include "bitcode.h"
@@ -29,6 +30,7 @@
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
+#include "hash.h"
 #include "jobserver.h"
 #include "parallel.h"
 #include "process.h"
@@ -295,35 +297,66 @@ std::string unit_cgu(const std::string& name, const std::string& prefix) {
   return name.substr(prefix.size(), name.size() - prefix.size() - kSuffix.size());
 }
 
-// Stores the units' bitcode in the corpus: the blobs with one batched sync, then a
-// module record each. A unit that is not bitcode gets its error and is skipped; a
-// failure to store fails every unit not yet stored.
-void store_units(Corpus& corpus, const RustcCall& c, const std::string& id, std::vector<Unit>& units) {
-  std::vector<ModuleRecord> records(units.size());
-  std::vector<size_t> good;
-  std::vector<std::string_view> blobs;
-  for (size_t i = 0; i < units.size(); ++i) {
-    try {
-      check_bitcode_magic(units[i].bitcode, units[i].label);
-      records[i] = module_record(c, units[i].bitcode, units[i].cgu, id);
-      good.push_back(i);
-      blobs.push_back(units[i].bitcode);
-    } catch (const KilnError& e) {
-      units[i].error = e.what();
+// Stores the units' bitcode in the corpus while they are emitted. The blobs are written
+// and synced as one batch on a thread of their own (a sync waits on the disk, not on a
+// core: 0.1 s for a crate of 175 units here, which emission now hides), and the module
+// records are appended only after it, so no record names a blob a crash could lose. A
+// unit that is not bitcode gets its error and is neither stored nor emitted; a failure
+// to store fails every unit (`finish`).
+class UnitStore {
+ public:
+  UnitStore(Corpus& corpus, const RustcCall& c, const std::string& id, std::vector<Unit>& units)
+      : corpus_(corpus), units_(units), records_(units.size()) {
+    std::vector<std::string_view> blobs;
+    for (size_t i = 0; i < units.size(); ++i) {
+      try {
+        check_bitcode_magic(units[i].bitcode, units[i].label);
+        records_[i] = module_record(c, units[i].bitcode, units[i].cgu, id);
+        units[i].id = records_[i].id = xxh3_128_hex(units[i].bitcode);
+        good_.push_back(i);
+        blobs.push_back(units[i].bitcode);
+      } catch (const KilnError& e) {
+        units[i].error = e.what();
+      }
+    }
+    thread_ = std::thread([this, blobs = std::move(blobs)] {
+      try {
+        corpus_.store_blobs(blobs);
+      } catch (const KilnError& e) {
+        error_ = e.what();
+      }
+    });
+  }
+  ~UnitStore() {
+    if (thread_.joinable()) thread_.join();
+  }
+  UnitStore(const UnitStore&) = delete;
+  UnitStore& operator=(const UnitStore&) = delete;
+
+  // Waits for the blobs, then records the modules (or fails every stored unit).
+  void finish() {
+    thread_.join();
+    for (size_t i : good_) {
+      if (!error_.empty()) {
+        units_[i].error = error_;
+        continue;
+      }
+      try {
+        corpus_.append_module(records_[i]);
+      } catch (const KilnError& e) {
+        units_[i].error = e.what();
+      }
     }
   }
-  try {
-    std::vector<std::string> stored = corpus.store_blobs(blobs);
-    for (size_t k = 0; k < good.size(); ++k) {
-      records[good[k]].id = stored[k];
-      corpus.append_module(records[good[k]]);
-      units[good[k]].id = stored[k];
-    }
-  } catch (const KilnError& e) {
-    for (size_t i : good)
-      if (units[i].id.empty()) units[i].error = e.what();
-  }
-}
+
+ private:
+  Corpus& corpus_;
+  std::vector<Unit>& units_;
+  std::vector<ModuleRecord> records_;
+  std::vector<size_t> good_;
+  std::string error_;
+  std::thread thread_;
+};
 
 // Emits the units in parallel, as rustc's own code generator would: each thread beyond
 // the first holds one of cargo's jobserver tokens, so cargo -jN stays N. Every unit is
@@ -435,10 +468,13 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
     }
   }
   Corpus corpus = Corpus::open(s.corpus_dir);
-  store_units(corpus, c, id, units);
-  phases.emplace_back("store", phase.lap());
-  emit_units(s, units);
-  phases.emplace_back("emit", phase.lap());
+  {
+    UnitStore store(corpus, c, id, units);
+    emit_units(s, units);
+    phases.emplace_back("emit", phase.lap());
+    store.finish();
+    phases.emplace_back("store", phase.lap());  // what is left of it once emission is done
+  }
 
   std::string fallback;
   if (failure.empty()) failure = unit_failure(c, units, fallback);
