@@ -61,6 +61,15 @@ enum StampOp : uint16_t {
   // Floating point (aux: kFloat*) on float (width 32) and double (width 64) values,
   // which are kept as their bit patterns, zero-extended like integers of that width.
   kOpFloat,
+  // Vectors (aux: kVec*) of at most kMaxVectorLanes lanes, each an integer of 8, 16,
+  // 32 or 64 bits, or an i1 (a mask). A vector lives in its slot as its lanes in
+  // order: an integer lane at its width (the vector's memory layout, so loads, stores,
+  // phis and selects move vectors as aggregates of aux32 bytes), a mask lane as one
+  // byte, 0 or 1 (masks are never loaded or stored). Operands that are vectors are
+  // values, or zero, undef or poison (all lanes 0); vector constants are loaded from
+  // constant data. Fields: width = the result's lane width (or its scalar width),
+  // aux32 = the lane count (vector_lanes), imm = the kind's parameter (VectorKind).
+  kOpVector,
   kOpCount
 };
 enum StoreFlags : uint8_t { kStoreSeqCst = 1 };
@@ -206,6 +215,38 @@ enum FcmpPredicate : uint8_t {
   kFcmpUne,
   kFcmpTrue
 };
+// kOpVector's operations, lane by lane. `N` is aux32, `w` the result's lane width.
+enum VectorKind : uint8_t {
+  kVecBinary,     // op0 OP op1, N lanes of w; imm = OP, a StampOp: add, sub, mul, and,
+                  // or, xor, shl, lshr, ashr (and, or, xor only on masks)
+  kVecIcmp,       // op0 cmp op1 -> N mask lanes; imm = predicate | operand lane width << 8
+  kVecTrunc,      // N lanes narrowed to w (a mask: bit 0); imm = operand lane width
+  kVecZext,       // N lanes widened to w; imm = operand lane width (a mask: 0 or 1)
+  kVecSext,       // the same, sign-extended (a mask lane of 1 becomes all ones)
+  kVecMaskToInt,  // bitcast <N x i1> to iN: lane k is bit k; w = N (at most 64)
+  kVecExtract,    // the scalar lane imm of op0 (N lanes of w)
+  kVecInsert,     // op0 (N lanes of w) with lane imm replaced by the scalar op1
+  kVecShuffle,    // N lanes of w picked from the 2 * imm lanes of op0 then op1 by
+                  // operands 2 .. N + 1: constant lane numbers, or -1 (undef: 0)
+  kVecReduce,     // the N lanes of op0 folded from lane 0 by imm, a StampOp (add, mul,
+                  // and, or, xor): a scalar of w bits
+  kVecKindCount
+};
+constexpr uint32_t kMaxVectorLanes = 64;
+// The bytes a lane of `w` bits takes in a vector's slot: a mask lane takes one.
+KILN_HD inline uint32_t vector_lane_bytes(uint32_t w) { return w == 1 ? 1 : w / 8; }
+KILN_HD inline bool is_vector_lane_width(uint32_t w) { return w == 1 || w == 8 || w == 16 || w == 32 || w == 64; }
+// The operands a kOpVector of kind `kind` with `lanes` result lanes reads.
+KILN_HD inline uint32_t vector_operands(uint32_t kind, uint32_t lanes) {
+  if (kind == kVecShuffle) return 2 + lanes;
+  return kind == kVecBinary || kind == kVecIcmp || kind == kVecInsert ? 2 : 1;
+}
+// Whether the kind's result is a scalar (in an 8-byte slot, zero-extended) rather
+// than a vector.
+KILN_HD inline bool vector_result_is_scalar(uint32_t kind) {
+  return kind == kVecMaskToInt || kind == kVecExtract || kind == kVecReduce;
+}
+
 // The floating-point widths kOpFloat computes at.
 KILN_HD inline bool is_float_width(uint32_t w) { return w == 32 || w == 64; }
 // kCallRetFloat: the callee returns a float or double in xmm0.

@@ -1837,6 +1837,107 @@ KILN_HD inline void encode_phi(Emitter& e, const FlatInst& in, int32_t dst) {
 }
 
 // Encodes (or measures) flat instruction `i` at e.pos.
+// ---- vectors ---------------------------------------------------------------------
+// kOpVector works lane by lane through rax and rcx with the scalar templates, so each
+// lane computes exactly as the scalar operation does; x86-64's baseline has no packed
+// form of most of these (compares give all-ones lanes, not masks), and vector code is
+// rare in real crates (the core::arch wrappers around one operation).
+
+// Lane k (of `w` bits) of vector operand `op` into reg, zero-extended; zero for zero,
+// undef and poison.
+KILN_HD inline void load_lane(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t k, uint32_t w,
+                              uint32_t reg) {
+  if (op.kind != kOperandValue) return mov_imm(e, reg, 0);
+  const uint32_t bytes = vector_lane_bytes(w);
+  load_bytes(e, reg, RBP, slot_disp(l, op.index) + static_cast<int32_t>(k * bytes), bytes);
+}
+KILN_HD inline void store_lane(Emitter& e, int32_t dst, uint32_t k, uint32_t w, uint32_t reg) {
+  const uint32_t bytes = vector_lane_bytes(w);
+  store_bytes(e, RBP, dst + static_cast<int32_t>(k * bytes), reg, bytes);
+}
+// rax = rax OP rcx at width w, as the scalar template computes it.
+KILN_HD inline void lane_binary(Emitter& e, uint32_t op, uint32_t w) {
+  FlatInst scalar{};
+  scalar.op = static_cast<uint16_t>(op);
+  scalar.width = static_cast<uint8_t>(w);
+  encode_binary(e, scalar);
+}
+
+KILN_HD inline void encode_vector(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  const int32_t dst = slot_disp(l, i);
+  const uint32_t lanes = in.aux32, w = in.width;
+  const uint32_t param = static_cast<uint32_t>(in.imm);
+  switch (in.aux) {
+    case kVecBinary:
+      for (uint32_t k = 0; k < lanes; ++k) {
+        load_lane(e, l, ops[0], k, w, RAX);
+        load_lane(e, l, ops[1], k, w, RCX);
+        lane_binary(e, param, w);
+        store_lane(e, dst, k, w, RAX);
+      }
+      return;
+    case kVecIcmp: {
+      const uint32_t predicate = param & 0xff, from = (param >> 8) & 0xff;
+      for (uint32_t k = 0; k < lanes; ++k) {
+        load_lane(e, l, ops[0], k, from, RAX);
+        load_lane(e, l, ops[1], k, from, RCX);
+        if (is_signed_predicate(predicate)) {
+          sign_extend(e, RAX, from);
+          sign_extend(e, RCX, from);
+        }
+        e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+        setcc_al(e, predicate);
+        store_lane(e, dst, k, 1, RAX);
+      }
+      return;
+    }
+    case kVecTrunc:
+    case kVecZext:
+    case kVecSext:
+      for (uint32_t k = 0; k < lanes; ++k) {
+        load_lane(e, l, ops[0], k, param, RAX);
+        if (in.aux == kVecSext) sign_extend(e, RAX, param);
+        if (in.aux == kVecTrunc) normalize(e, RAX, w);
+        store_lane(e, dst, k, w, RAX);
+      }
+      return;
+    case kVecMaskToInt:
+      e.byte(0x31), e.byte(0xC0);  // xor eax, eax
+      for (uint32_t k = 0; k < lanes; ++k) {
+        load_lane(e, l, ops[0], k, 1, RCX);
+        if (k) e.byte(0x48), e.byte(0xC1), e.byte(0xE1), e.byte(k);  // shl rcx, k
+        e.byte(0x48), e.byte(0x09), e.byte(0xC8);                     // or rax, rcx
+      }
+      return store64(e, dst, RAX);
+    case kVecExtract:
+      load_lane(e, l, ops[0], param, w, RAX);
+      return store64(e, dst, RAX);
+    case kVecInsert:
+      if (ops[0].kind == kOperandValue) copy_frame(e, dst, slot_disp(l, ops[0].index), lanes * vector_lane_bytes(w));
+      else zero_frame(e, dst, lanes * vector_lane_bytes(w));
+      load_operand(e, l, ops[1], RAX);
+      return store_lane(e, dst, param, w, RAX);
+    case kVecShuffle:
+      for (uint32_t k = 0; k < lanes; ++k) {
+        const int64_t pick = ops[2 + k].imm;
+        if (pick < 0) mov_imm(e, RAX, 0);
+        else if (static_cast<uint64_t>(pick) < param) load_lane(e, l, ops[0], static_cast<uint32_t>(pick), w, RAX);
+        else load_lane(e, l, ops[1], static_cast<uint32_t>(pick - param), w, RAX);
+        store_lane(e, dst, k, w, RAX);
+      }
+      return;
+    default:  // kVecReduce
+      load_lane(e, l, ops[0], 0, w, RAX);
+      for (uint32_t k = 1; k < lanes; ++k) {
+        load_lane(e, l, ops[0], k, w, RCX);
+        lane_binary(e, param, w);
+      }
+      return store64(e, dst, RAX);
+  }
+}
+
 KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
@@ -1944,20 +2045,18 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       store_result(e, l, i);
       return;
     case kOpAtomicRmw:
-      encode_atomic_rmw(e, m, l, i);
-      return;
+      return encode_atomic_rmw(e, m, l, i);
     case kOpCmpXchg:
-      encode_cmpxchg(e, m, l, i);
-      return;
+      return encode_cmpxchg(e, m, l, i);
     case kOpFence:
       if (in.aux) e.byte(0x0F), e.byte(0xAE), e.byte(0xF0);  // mfence
       return;
     case kOpWide:
-      encode_wide(e, m, l, i);
-      return;
+      return encode_wide(e, m, l, i);
     case kOpFloat:
-      encode_float(e, m, l, i);
-      return;
+      return encode_float(e, m, l, i);
+    case kOpVector:
+      return encode_vector(e, m, l, i);
     case kOpLandingPad:  // the personality hands over the exception in rax and its selector in edx
       store64(e, dst, RAX);
       store_narrow(e, dst + 8, RDX, 4);

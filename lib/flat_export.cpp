@@ -764,6 +764,7 @@ class FunctionExporter {
   // instruction (a nop when it cannot). One function per operation or family, as in
   // TPDE; the reasons come in the order the checks run.
   void export_inst(const Instruction& inst) {
+    if (computes_on_vectors(inst)) return export_vector(inst);
     check_vector_use(inst);
     if (touches_i128(inst)) return export_wide(inst);
     switch (inst.getOpcode()) {
@@ -1025,8 +1026,203 @@ class FunctionExporter {
     emit(inst, kOpNop);
   }
 
+  // --- Vectors: the lane-by-lane operations of kOpVector (lib/stamp/direct_export.cpp
+  // mirrors these). Lanes are i1 (masks) or 8- to 64-bit integers, at most
+  // kMaxVectorLanes of them; floating-point lanes fall back.
+
+  // The lane width of a vector type kOpVector computes on, or 0.
+  static uint32_t vector_lane_width(Type* t) {
+    auto* vt = dyn_cast<FixedVectorType>(t);
+    if (!vt || vt->getNumElements() == 0 || vt->getNumElements() > kMaxVectorLanes) return 0;
+    Type* e = vt->getElementType();
+    return e->isIntegerTy() && is_vector_lane_width(e->getIntegerBitWidth()) ? e->getIntegerBitWidth() : 0;
+  }
+  static uint32_t vector_lanes(Type* t) { return cast<FixedVectorType>(t)->getNumElements(); }
+
+  // The instructions export_vector takes: the integer operations, compares, casts,
+  // element operations and reductions it has kinds for, with a vector result or
+  // operand. Every other use of a vector (loads, stores and phis move them) goes the
+  // scalar way, whose checks refuse it.
+  static bool computes_on_vectors(const Instruction& inst) {
+    if (auto* call = dyn_cast<CallInst>(&inst)) return reduction_kind(*call) != 0;
+    switch (inst.getOpcode()) {
+      case Instruction::Add: case Instruction::Sub: case Instruction::Mul: case Instruction::Shl:
+      case Instruction::LShr: case Instruction::AShr: case Instruction::And: case Instruction::Or:
+      case Instruction::Xor: case Instruction::ICmp: case Instruction::Trunc: case Instruction::ZExt:
+      case Instruction::SExt: case Instruction::BitCast: case Instruction::ExtractElement:
+      case Instruction::InsertElement: case Instruction::ShuffleVector:
+        break;
+      default:
+        return false;
+    }
+    if (inst.getType()->isVectorTy()) return true;
+    for (const Value* op : inst.operands())
+      if (op->getType()->isVectorTy()) return true;
+    return false;
+  }
+  // The StampOp a llvm.vector.reduce.* call folds with, or 0.
+  static uint16_t reduction_kind(const CallInst& call) {
+    const Function* f = call.getCalledFunction();
+    if (!f) return 0;
+    switch (f->getIntrinsicID()) {
+      case Intrinsic::vector_reduce_add: return kOpAdd;
+      case Intrinsic::vector_reduce_mul: return kOpMul;
+      case Intrinsic::vector_reduce_and: return kOpAnd;
+      case Intrinsic::vector_reduce_or: return kOpOr;
+      case Intrinsic::vector_reduce_xor: return kOpXor;
+      default: return 0;
+    }
+  }
+
+  // A vector operand: a value, or zero, undef or poison (every lane 0). Constants with
+  // other lanes were turned into loads (materialize_aggregate_constants), but for masks.
+  FlatOperand vector_operand(const Value* v) {
+    FlatOperand op{};
+    if (auto* inst = dyn_cast<Instruction>(v)) {
+      op.kind = kOperandValue;
+      op.index = inst_index_.at(inst);
+    } else if (isa<UndefValue>(v)) {
+      op.kind = kOperandUndef;
+    } else if (isa<ConstantAggregateZero>(v)) {
+      op.kind = kOperandZero;
+    } else {
+      reason(isa<Argument>(v) ? "vector argument" : "vector constant of " + type_name(v->getType()));
+    }
+    return op;
+  }
+  FlatInst& emit_vector(const Instruction& inst, uint8_t kind, std::initializer_list<FlatOperand> ops) {
+    FlatInst& fi = emit(inst, kOpVector, ops);
+    fi.aux = kind;
+    if (uint32_t w = vector_lane_width(inst.getType())) {
+      fi.width = static_cast<uint8_t>(w);
+      fi.aux32 = vector_lanes(inst.getType());
+      fi.slot_size = round8(fi.aux32 * vector_lane_bytes(w));
+    }
+    return fi;
+  }
+
+  void export_vector(const Instruction& inst) {
+    Type* t = inst.getType();
+    const uint32_t w = vector_lane_width(t);
+    auto refuse_vector = [&](const std::string& why) {
+      reason("vectors");
+      refuse(inst, why);
+    };
+    if (auto* call = dyn_cast<CallInst>(&inst)) {  // llvm.vector.reduce.*
+      Type* from = call->getArgOperand(0)->getType();
+      const uint32_t lane = vector_lane_width(from);
+      if (!lane || lane != scalar_width(t)) return refuse_vector("reduction of " + type_name(from));
+      FlatInst& fi = emit_vector(inst, kVecReduce, {vector_operand(call->getArgOperand(0))});
+      fi.aux32 = vector_lanes(from);
+      fi.imm = reduction_kind(*call);
+      return;
+    }
+    switch (inst.getOpcode()) {
+      case Instruction::Add:
+      case Instruction::Sub:
+      case Instruction::Mul:
+      case Instruction::Shl:
+      case Instruction::LShr:
+      case Instruction::AShr:
+      case Instruction::And:
+      case Instruction::Or:
+      case Instruction::Xor: {
+        static const std::unordered_map<unsigned, uint16_t> kOps = {
+            {Instruction::Add, kOpAdd}, {Instruction::Sub, kOpSub},   {Instruction::Mul, kOpMul},
+            {Instruction::And, kOpAnd}, {Instruction::Or, kOpOr},     {Instruction::Xor, kOpXor},
+            {Instruction::Shl, kOpShl}, {Instruction::LShr, kOpLshr}, {Instruction::AShr, kOpAshr}};
+        const uint16_t op = kOps.at(inst.getOpcode());
+        if (!w || (w == 1 && op != kOpAnd && op != kOpOr && op != kOpXor))
+          return refuse_vector("arithmetic on " + type_name(t));
+        FlatInst& fi =
+            emit_vector(inst, kVecBinary, {vector_operand(inst.getOperand(0)), vector_operand(inst.getOperand(1))});
+        fi.imm = op;
+        return;
+      }
+      case Instruction::ICmp: {
+        const uint32_t from = vector_lane_width(inst.getOperand(0)->getType());
+        if (!w || !from) return refuse_vector("compare of " + type_name(inst.getOperand(0)->getType()));
+        FlatInst& fi =
+            emit_vector(inst, kVecIcmp, {vector_operand(inst.getOperand(0)), vector_operand(inst.getOperand(1))});
+        fi.imm = icmp_predicate(cast<ICmpInst>(inst)) | (from << 8);
+        return;
+      }
+      case Instruction::Trunc:
+      case Instruction::ZExt:
+      case Instruction::SExt: {
+        const uint32_t from = vector_lane_width(inst.getOperand(0)->getType());
+        if (!w || !from) return refuse_vector(std::string(inst.getOpcodeName()) + " of " + type_name(t));
+        const uint8_t kind = inst.getOpcode() == Instruction::Trunc  ? kVecTrunc
+                             : inst.getOpcode() == Instruction::ZExt ? kVecZext
+                                                                     : kVecSext;
+        FlatInst& fi = emit_vector(inst, kind, {vector_operand(inst.getOperand(0))});
+        fi.imm = from;
+        return;
+      }
+      case Instruction::BitCast:
+        return export_vector_bitcast(inst);
+      case Instruction::ExtractElement: {
+        Type* from = inst.getOperand(0)->getType();
+        auto* index = dyn_cast<ConstantInt>(inst.getOperand(1));
+        const uint32_t lane = vector_lane_width(from);
+        if (!lane || lane != scalar_width(t) || !index || index->getZExtValue() >= vector_lanes(from))
+          return refuse_vector("instruction extractelement");
+        FlatInst& fi = emit_vector(inst, kVecExtract, {vector_operand(inst.getOperand(0))});
+        fi.aux32 = vector_lanes(from);
+        fi.imm = static_cast<int64_t>(index->getZExtValue());
+        return;
+      }
+      case Instruction::InsertElement: {
+        auto* index = dyn_cast<ConstantInt>(inst.getOperand(2));
+        if (!w || !index || index->getZExtValue() >= vector_lanes(t)) return refuse_vector("instruction insertelement");
+        FlatInst& fi = emit_vector(inst, kVecInsert, {vector_operand(inst.getOperand(0)), operand(inst.getOperand(1))});
+        fi.imm = static_cast<int64_t>(index->getZExtValue());
+        return;
+      }
+      case Instruction::ShuffleVector: {
+        const auto& shuffle = cast<ShuffleVectorInst>(inst);
+        if (!w || vector_lane_width(shuffle.getOperand(0)->getType()) != w)
+          return refuse_vector("instruction shufflevector");
+        FlatInst& fi =
+            emit_vector(inst, kVecShuffle, {vector_operand(shuffle.getOperand(0)), vector_operand(shuffle.getOperand(1))});
+        fi.imm = vector_lanes(shuffle.getOperand(0)->getType());
+        for (int pick : shuffle.getShuffleMask()) {
+          FlatOperand lane{};
+          lane.kind = kOperandConst;
+          lane.width = 64;
+          lane.imm = pick < 0 ? -1 : pick;
+          add_operand(insts_.back(), lane);
+        }
+        return;
+      }
+      default:  // not taken by computes_on_vectors
+        return refuse_vector(std::string("instruction ") + inst.getOpcodeName());
+    }
+  }
+
+  // A bitcast from or to a vector: a mask to the integer of its lanes, or a vector of
+  // integer lanes to one of the same size (its bytes, as an aggregate copy).
+  void export_vector_bitcast(const Instruction& inst) {
+    Type* from = inst.getOperand(0)->getType();
+    Type* t = inst.getType();
+    const uint32_t lane = vector_lane_width(from);
+    if (lane == 1 && scalar_width(t) == vector_lanes(from) && t->isIntegerTy()) {
+      FlatInst& fi = emit_vector(inst, kVecMaskToInt, {vector_operand(inst.getOperand(0))});
+      fi.aux32 = vector_lanes(from);
+      return;
+    }
+    const uint32_t to = vector_lane_width(t);
+    if (lane >= 8 && to >= 8 && dl_.getTypeAllocSize(from) == dl_.getTypeAllocSize(t)) {
+      FlatInst& fi = emit(inst, kOpExtract, {vector_operand(inst.getOperand(0))});
+      fi.aux32 = static_cast<uint32_t>(dl_.getTypeAllocSize(t));
+      return;
+    }
+    reason("vectors");
+    refuse(inst, "bitcast of " + type_name(from));
+  }
+
   // Vector values may be loaded, stored and carried through phis as bytes; every
-  // other use of them (arithmetic, compares, shuffles, calls) is refused.
+  // other use of them that export_vector does not take (calls, selects) is refused.
   void check_vector_use(const Instruction& inst) {
     bool moves_only = isa<LoadInst>(inst) || isa<StoreInst>(inst) || isa<PHINode>(inst);
     if (moves_only) return;

@@ -635,6 +635,11 @@ constexpr KnownIntrinsic kKnown[] = {
     {"llvm.umul.with.overflow", Intrinsic::kUmulWithOverflow, true},
     {"llvm.usub.sat", Intrinsic::kUsubSat, true},
     {"llvm.usub.with.overflow", Intrinsic::kUsubWithOverflow, true},
+    {"llvm.vector.reduce.add", Intrinsic::kVectorReduceAdd, true},
+    {"llvm.vector.reduce.and", Intrinsic::kVectorReduceAnd, true},
+    {"llvm.vector.reduce.mul", Intrinsic::kVectorReduceMul, true},
+    {"llvm.vector.reduce.or", Intrinsic::kVectorReduceOr, true},
+    {"llvm.vector.reduce.xor", Intrinsic::kVectorReduceXor, true},
 };
 
 // strncmp over name[start, end) against the table entry (which ends at its NUL), as

@@ -90,7 +90,8 @@ enum class Intrinsic : uint8_t {
   kDbgLabel, kExpect, kTrap, kUbsanTrap, kMemcpy, kMemmove, kMemset, kUaddWithOverflow, kSaddWithOverflow,
   kUsubWithOverflow, kSsubWithOverflow, kUmulWithOverflow, kSmulWithOverflow, kIsConstant, kCtpop, kCtlz, kCttz,
   kBswap, kAbs, kUmin, kUmax, kSmin, kSmax, kUaddSat, kUsubSat, kUcmp, kScmp, kSaddSat, kSsubSat, kFshl, kFshr,
-  kFabs, kSqrt, kFptosiSat, kFptouiSat, kMinnum, kMaxnum, kBitreverse,
+  kFabs, kSqrt, kFptosiSat, kFptouiSat, kMinnum, kMaxnum, kBitreverse, kVectorReduceAdd, kVectorReduceMul,
+  kVectorReduceAnd, kVectorReduceOr, kVectorReduceXor,
   kLibmCall,  // one of libm_function's: a call of the C function
 };
 Intrinsic intrinsic_of(std::string_view function_name);

@@ -1022,6 +1022,7 @@ class FunctionExporter {
 
   // --- One instruction (export_inst of lib/flat_export.cpp).
   void export_inst(const Inst& in) {
+    if (ctx_.has_vector_types && computes_on_vectors(in)) return export_vector(in);
     check_vector_use(in);
     if (touches_i128(in)) return export_wide(in);
     switch (in.opcode) {
@@ -1397,6 +1398,244 @@ class FunctionExporter {
   void refuse(const Inst& in, const std::string& why) {
     reason(why);
     emit(in, kOpNop);
+  }
+
+  // --- Vectors (export_vector of lib/flat_export.cpp).
+
+  // The lane width of a vector type kOpVector computes on, or 0.
+  uint32_t vector_lane_width(uint32_t t) const {
+    const Type& v = ctx_.type(t);
+    if (v.kind != TypeKind::kFixedVector || v.count == 0 || v.count > kMaxVectorLanes || v.elements.empty()) return 0;
+    const Type& e = ctx_.type(v.elements[0]);
+    return e.kind == TypeKind::kInteger && is_vector_lane_width(e.width) ? e.width : 0;
+  }
+  uint32_t vector_lanes(uint32_t t) const { return static_cast<uint32_t>(ctx_.type(t).count); }
+
+  // The StampOp a llvm.vector.reduce.* call folds with, or 0.
+  uint16_t reduction_kind(const Inst& in) const {
+    if (in.opcode != Opcode::kCall || in.operand_count < 1) return 0;
+    const uint32_t callee = op_id(in, in.operand_count - 1);
+    const uint32_t fn = called_function(in, callee);
+    if (fn == kNone) return 0;
+    switch (ctx_.intrinsic(fn)) {
+      case Intrinsic::kVectorReduceAdd: return kOpAdd;
+      case Intrinsic::kVectorReduceMul: return kOpMul;
+      case Intrinsic::kVectorReduceAnd: return kOpAnd;
+      case Intrinsic::kVectorReduceOr: return kOpOr;
+      case Intrinsic::kVectorReduceXor: return kOpXor;
+      default: return 0;
+    }
+  }
+  bool computes_on_vectors(const Inst& in) const {
+    if (in.opcode == Opcode::kCall) return reduction_kind(in) != 0;
+    switch (in.opcode) {
+      case Opcode::kAdd: case Opcode::kSub: case Opcode::kMul: case Opcode::kShl: case Opcode::kLShr:
+      case Opcode::kAShr: case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor: case Opcode::kICmp:
+      case Opcode::kTrunc: case Opcode::kZExt: case Opcode::kSExt: case Opcode::kBitCast:
+      case Opcode::kExtractElement: case Opcode::kInsertElement: case Opcode::kShuffleVector:
+        break;
+      default:
+        return false;
+    }
+    if (ctx_.is_vector(in.type)) return true;
+    const uint32_t count = in.opcode == Opcode::kShuffleVector ? std::min(in.operand_count, 2u) : in.operand_count;
+    for (uint32_t k = 0; k < count; ++k) {
+      uint32_t id = op_id(in, k);
+      if (id == kMetadataOperand || (!is_materialized(id) && (id & kBlockTag))) continue;
+      if (ctx_.is_vector(operand_type(id))) return true;
+    }
+    return false;
+  }
+
+  // vector_operand of lib/flat_export.cpp.
+  FlatOperand vector_operand(uint32_t id) {
+    FlatOperand op{};
+    if (is_materialized(id)) {
+      op.kind = kOperandValue;
+      op.index = load_flat_.at(id & ~kLoadTag);
+      return op;
+    }
+    if (id == kMetadataOperand || (id & kBlockTag)) throw Decline{"reader: vector operand"};
+    const uint32_t fn = fn_index_in_module_;
+    switch (ctx_.klass(fn, id)) {
+      case Class::kInstruction:
+        op.kind = kOperandValue;
+        op.index = inst_flat_.at(ctx_.ref(fn, id).index);
+        break;
+      case Class::kUndef:
+        op.kind = kOperandUndef;
+        break;
+      case Class::kZero:
+        op.kind = kOperandZero;
+        break;
+      case Class::kArgument:
+        reason("vector argument");
+        break;
+      default:
+        reason("vector constant of " + ctx_.type_name(ctx_.type_of(fn, id)));
+        break;
+    }
+    return op;
+  }
+  FlatInst& emit_vector(const Inst& in, uint8_t kind, std::initializer_list<FlatOperand> ops) {
+    FlatInst& fi = emit(in, kOpVector, ops);
+    fi.aux = kind;
+    if (uint32_t w = vector_lane_width(in.type)) {
+      fi.width = static_cast<uint8_t>(w);
+      fi.aux32 = vector_lanes(in.type);
+      fi.slot_size = round8(fi.aux32 * vector_lane_bytes(w));
+    }
+    return fi;
+  }
+  // A constant lane number (an extractelement or insertelement index) below `lanes`.
+  bool lane_index(uint32_t id, uint32_t lanes, uint64_t* index) const {
+    if (is_materialized(id) || id == kMetadataOperand || (id & kBlockTag)) return false;
+    if (ctx_.klass(fn_index_in_module_, id) != Class::kInt) return false;
+    *index = ctx_.int_value(fn_index_in_module_, id);
+    return *index < lanes;
+  }
+  // A shufflevector's mask as ShuffleVectorInst::getShuffleMask gives it (-1: undef).
+  std::vector<int64_t> shuffle_mask(uint32_t id, uint32_t lanes) const {
+    const uint32_t fn = fn_index_in_module_;
+    if (id == kMetadataOperand || (id & kBlockTag)) throw Decline{"reader: shufflevector mask"};
+    const Class c = ctx_.klass(fn, id);
+    if (c == Class::kZero) return std::vector<int64_t>(lanes, 0);
+    if (c == Class::kUndef) return std::vector<int64_t>(lanes, -1);
+    const Constant& k = ctx_.constant(fn, id);
+    std::vector<int64_t> mask;
+    if (c == Class::kDataSeq) {
+      for (uint64_t w : k.words) mask.push_back(static_cast<int64_t>(static_cast<uint32_t>(w)));
+    } else if (c == Class::kVector) {
+      for (uint32_t e : k.operands) {
+        Class ec = ctx_.klass(fn, e);
+        if (ec == Class::kUndef) mask.push_back(-1);
+        else if (ec == Class::kInt) mask.push_back(static_cast<int64_t>(static_cast<uint32_t>(ctx_.int_value(fn, e))));
+        else throw Decline{"reader: shufflevector mask element"};
+      }
+    } else {
+      throw Decline{"reader: shufflevector mask"};
+    }
+    if (mask.size() != lanes) throw Decline{"reader: shufflevector mask length"};
+    return mask;
+  }
+
+  void export_vector(const Inst& in) {
+    const uint32_t t = in.type, w = vector_lane_width(t);
+    auto refuse_vector = [&](const std::string& why) {
+      reason("vectors");
+      refuse(in, why);
+    };
+    if (in.opcode == Opcode::kCall) {  // llvm.vector.reduce.*
+      if (in.operand_count != 2) return refuse_vector("reduction of " + ctx_.type_name(t));
+      const uint32_t from = operand_type(op_id(in, 0)), lane = vector_lane_width(from);
+      if (!lane || lane != ctx_.scalar_width(t)) return refuse_vector("reduction of " + ctx_.type_name(from));
+      FlatInst& fi = emit_vector(in, kVecReduce, {vector_operand(op_id(in, 0))});
+      fi.aux32 = vector_lanes(from);
+      fi.imm = reduction_kind(in);
+      return;
+    }
+    switch (in.opcode) {
+      case Opcode::kAdd:
+      case Opcode::kSub:
+      case Opcode::kMul:
+      case Opcode::kShl:
+      case Opcode::kLShr:
+      case Opcode::kAShr:
+      case Opcode::kAnd:
+      case Opcode::kOr:
+      case Opcode::kXor: {
+        static const std::map<Opcode, uint16_t> kOps = {
+            {Opcode::kAdd, kOpAdd}, {Opcode::kSub, kOpSub}, {Opcode::kMul, kOpMul},   {Opcode::kAnd, kOpAnd},
+            {Opcode::kOr, kOpOr},   {Opcode::kXor, kOpXor}, {Opcode::kShl, kOpShl},   {Opcode::kLShr, kOpLshr},
+            {Opcode::kAShr, kOpAshr}};
+        const uint16_t op = kOps.at(in.opcode);
+        if (!w || (w == 1 && op != kOpAnd && op != kOpOr && op != kOpXor))
+          return refuse_vector("arithmetic on " + ctx_.type_name(t));
+        FlatOperand a = vector_operand(op_id(in, 0));
+        FlatOperand b = vector_operand(op_id(in, 1));
+        emit_vector(in, kVecBinary, {a, b}).imm = op;
+        return;
+      }
+      case Opcode::kICmp: {
+        const uint32_t from = vector_lane_width(operand_type(op_id(in, 0)));
+        if (!w || !from) return refuse_vector("compare of " + ctx_.type_name(operand_type(op_id(in, 0))));
+        const uint8_t predicate = icmp_predicate(in);
+        FlatOperand a = vector_operand(op_id(in, 0));
+        FlatOperand b = vector_operand(op_id(in, 1));
+        emit_vector(in, kVecIcmp, {a, b}).imm = predicate | (from << 8);
+        return;
+      }
+      case Opcode::kTrunc:
+      case Opcode::kZExt:
+      case Opcode::kSExt: {
+        const uint32_t from = vector_lane_width(operand_type(op_id(in, 0)));
+        const char* name = in.opcode == Opcode::kTrunc ? "trunc" : in.opcode == Opcode::kZExt ? "zext" : "sext";
+        if (!w || !from) return refuse_vector(std::string(name) + " of " + ctx_.type_name(t));
+        const uint8_t kind = in.opcode == Opcode::kTrunc ? kVecTrunc : in.opcode == Opcode::kZExt ? kVecZext : kVecSext;
+        emit_vector(in, kind, {vector_operand(op_id(in, 0))}).imm = from;
+        return;
+      }
+      case Opcode::kBitCast:
+        return export_vector_bitcast(in);
+      case Opcode::kExtractElement: {
+        const uint32_t from = operand_type(op_id(in, 0)), lane = vector_lane_width(from);
+        uint64_t index = 0;
+        if (in.operand_count < 2 || !lane || lane != ctx_.scalar_width(t) ||
+            !lane_index(op_id(in, 1), vector_lanes(from), &index))
+          return refuse_vector("instruction extractelement");
+        FlatInst& fi = emit_vector(in, kVecExtract, {vector_operand(op_id(in, 0))});
+        fi.aux32 = vector_lanes(from);
+        fi.imm = static_cast<int64_t>(index);
+        return;
+      }
+      case Opcode::kInsertElement: {
+        uint64_t index = 0;
+        if (in.operand_count < 3 || !w || !lane_index(op_id(in, 2), vector_lanes(t), &index))
+          return refuse_vector("instruction insertelement");
+        FlatOperand v = vector_operand(op_id(in, 0));
+        FlatOperand x = operand(op_id(in, 1));
+        emit_vector(in, kVecInsert, {v, x}).imm = static_cast<int64_t>(index);
+        return;
+      }
+      case Opcode::kShuffleVector: {
+        if (in.operand_count < 3 || !w || vector_lane_width(operand_type(op_id(in, 0))) != w)
+          return refuse_vector("instruction shufflevector");
+        FlatOperand a = vector_operand(op_id(in, 0));
+        FlatOperand b = vector_operand(op_id(in, 1));
+        std::vector<int64_t> mask = shuffle_mask(f_.operands[in.first_operand + 2], vector_lanes(t));
+        FlatInst& fi = emit_vector(in, kVecShuffle, {a, b});
+        fi.imm = vector_lanes(operand_type(op_id(in, 0)));
+        for (int64_t pick : mask) {
+          FlatOperand lane{};
+          lane.kind = kOperandConst;
+          lane.width = 64;
+          lane.imm = pick;
+          operands_.push_back(lane);
+          insts_.back().operand_count++;
+        }
+        return;
+      }
+      default:  // not taken by computes_on_vectors
+        throw Decline{"reader: vector instruction"};
+    }
+  }
+
+  // export_vector_bitcast of lib/flat_export.cpp.
+  void export_vector_bitcast(const Inst& in) {
+    const uint32_t from = operand_type(op_id(in, 0)), t = in.type;
+    const uint32_t lane = vector_lane_width(from);
+    if (lane == 1 && ctx_.scalar_width(t) == vector_lanes(from) && ctx_.is_integer(t)) {
+      emit_vector(in, kVecMaskToInt, {vector_operand(op_id(in, 0))}).aux32 = vector_lanes(from);
+      return;
+    }
+    const uint32_t to = vector_lane_width(t);
+    if (lane >= 8 && to >= 8 && sized(from, &Layout::alloc_size) == sized(t, &Layout::alloc_size)) {
+      FlatInst& fi = emit(in, kOpExtract, {vector_operand(op_id(in, 0))});
+      fi.aux32 = static_cast<uint32_t>(sized(t, &Layout::alloc_size));
+      return;
+    }
+    reason("vectors");
+    refuse(in, "bitcast of " + ctx_.type_name(from));
   }
 
   void check_vector_use(const Inst& in) {

@@ -18,8 +18,8 @@ namespace kiln {
 // 128 operands and results, kOpWide = 40, a constant's high half in its index);
 // 6: debug information (flat_debug.h) after the undefined symbols; 7: floating point
 // (kOpFloat = 41, FlatFunction::float_args where there was padding, kFnRetFloat,
-// kCallRetFloat, kOperandFloat)
-constexpr int kFlatFileVersion = 7;
+// kCallRetFloat, kOperandFloat); 8: vectors (kOpVector = 42)
+constexpr int kFlatFileVersion = 8;
 
 // `omit`: the file says the module has no debug information (for the stamp service,
 // which runs the stages only).

@@ -71,6 +71,69 @@ bool float_widths_fit(const FlatInst& in, const FlatOperand* ops) {
   }
 }
 
+// A kOpVector: a known kind with its operands, lanes that fit its template and its
+// slot, and vector operands whose slots hold every lane it reads (operands checked to
+// come from the function before).
+const char* check_vector(const FlatModuleData& f, const FlatInst& in, const FlatOperand* ops) {
+  if (in.aux >= kVecKindCount) return "instruction with an unknown variant";
+  const uint32_t lanes = in.aux32, w = in.width;
+  if (lanes == 0 || lanes > kMaxVectorLanes) return "vector of more lanes than stamp has a template for";
+  if (in.operand_count < vector_operands(in.aux, lanes)) return "instruction with too few operands";
+  const uint64_t param = static_cast<uint64_t>(in.imm);
+  // The lane width the vector operands have, and how many lanes of it they hold.
+  uint32_t from = w, from_lanes = lanes;
+  switch (in.aux) {
+    case kVecBinary:
+    case kVecReduce:
+      if (!(param == kOpAdd || param == kOpSub || param == kOpMul || param == kOpAnd || param == kOpOr ||
+            param == kOpXor || param == kOpShl || param == kOpLshr || param == kOpAshr) ||
+          (in.aux == kVecReduce && (param == kOpSub || param >= kOpShl)))
+        return "instruction with an unknown variant";
+      break;
+    case kVecIcmp:
+      if ((param & 0xff) > kPredSle || param >> 16) return "instruction with an unknown variant";
+      from = static_cast<uint32_t>(param >> 8);
+      if (w != 1) return "vector compare whose lanes are not a mask";
+      break;
+    case kVecTrunc:
+    case kVecZext:
+    case kVecSext:
+      from = static_cast<uint32_t>(param);
+      if (param > 64 || (in.aux == kVecTrunc ? from <= w : from >= w)) return "vector cast between the wrong widths";
+      break;
+    case kVecMaskToInt:
+      from = 1;
+      if (w != lanes) return "mask bitcast to an integer of another width";
+      break;
+    case kVecExtract:
+    case kVecInsert:
+      if (param >= lanes) return "vector lane out of range";
+      break;
+    case kVecShuffle:
+      if (param == 0 || param > kMaxVectorLanes) return "vector of more lanes than stamp has a template for";
+      from_lanes = static_cast<uint32_t>(param);
+      for (uint32_t k = 0; k < lanes; ++k)
+        if (ops[2 + k].kind != kOperandConst || ops[2 + k].imm < -1 || ops[2 + k].imm >= 2 * int64_t(param))
+          return "shuffle lane out of range";
+      break;
+    default:
+      break;
+  }
+  if ((in.aux != kVecMaskToInt && !is_vector_lane_width(w)) || !is_vector_lane_width(from))
+    return "vector lanes of a width stamp has no template for";
+  const uint64_t result_bytes = vector_result_is_scalar(in.aux) ? 8 : uint64_t(lanes) * vector_lane_bytes(w);
+  if (in.slot_size < result_bytes) return "vector in a short slot";
+  const uint32_t vector_ops = in.aux == kVecShuffle || in.aux == kVecBinary || in.aux == kVecIcmp ? 2 : 1;
+  for (uint32_t k = 0; k < vector_ops; ++k) {
+    if (ops[k].kind == kOperandValue &&
+        f.insts[ops[k].index].slot_size < uint64_t(from_lanes) * vector_lane_bytes(from))
+      return "vector operand in a short slot";
+    if (ops[k].kind != kOperandValue && ops[k].kind != kOperandZero && ops[k].kind != kOperandUndef)
+      return "instruction with operands of the wrong kind";
+  }
+  return nullptr;
+}
+
 // Instruction `in` of block `b` of function `fn`: it has the operands its template
 // reads, of the kinds it reads them as, and its values come from its own function.
 // The tables are in range (check_tables).
@@ -103,7 +166,8 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
                                                  /*cmpxchg*/ 3,
                                                  /*fence*/ 0,
                                                  /*wide*/ 1,
-                                                 /*float*/ 1};
+                                                 /*float*/ 1,
+                                                 /*vector*/ 1};
   const FlatFunction& func = f.functions[fn];
   if (in.block != b) return "instruction outside its block";
   if (in.operand_count < kMinOperands[in.op]) return "instruction with too few operands";
@@ -132,6 +196,8 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
     if (float_kind_is_binary(in.aux) && in.operand_count < 2) return "instruction with too few operands";
     if (!float_widths_fit(in, ops)) return "floating point at a width stamp has no template for";
   }
+  if (in.op == kOpVector)
+    if (const char* defect = check_vector(f, in, ops)) return defect;
   if ((in.op == kOpCall || in.op == kOpInvoke) && (in.aux & kCallRetFloat) && !is_float_width(in.width))
     return "floating-point call result that is not a float or double";
   if ((in.op == kOpCall || in.op == kOpInvoke) && in.width == 0 && in.slot_size &&

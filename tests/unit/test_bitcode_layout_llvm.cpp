@@ -694,6 +694,16 @@ bc::Intrinsic expected_intrinsic(llvm::Intrinsic::ID id) {
       return bc::Intrinsic::kMinnum;
     case llvm::Intrinsic::maxnum:
       return bc::Intrinsic::kMaxnum;
+    case llvm::Intrinsic::vector_reduce_add:
+      return bc::Intrinsic::kVectorReduceAdd;
+    case llvm::Intrinsic::vector_reduce_mul:
+      return bc::Intrinsic::kVectorReduceMul;
+    case llvm::Intrinsic::vector_reduce_and:
+      return bc::Intrinsic::kVectorReduceAnd;
+    case llvm::Intrinsic::vector_reduce_or:
+      return bc::Intrinsic::kVectorReduceOr;
+    case llvm::Intrinsic::vector_reduce_xor:
+      return bc::Intrinsic::kVectorReduceXor;
     case llvm::Intrinsic::ceil:
     case llvm::Intrinsic::copysign:
     case llvm::Intrinsic::cos:

@@ -178,3 +178,43 @@ TEST_CASE("check_flat_module checks a module from any producer as read_flat_file
   bad_undefined.undefined.push_back({"x", static_cast<SymbolBinding>(7), SymbolVisibility::default_});
   CHECK(check_flat_module(bad_undefined) == "undefined symbol's binding or visibility out of range");
 }
+
+TEST_CASE("a vector instruction whose lanes do not fit its template or its slots is refused", "[flat][vector]") {
+  static const char* const kVectorIr = R"(
+define void @blend(ptr %pa, ptr %pb, ptr %po) {
+  %a = load <16 x i8>, ptr %pa, align 1
+  %b = load <16 x i8>, ptr %pb, align 1
+  %s = shufflevector <16 x i8> %a, <16 x i8> %b, <16 x i32> <i32 0, i32 17, i32 2, i32 19, i32 4, i32 21, i32 6, i32 23, i32 8, i32 25, i32 10, i32 27, i32 12, i32 29, i32 14, i32 31>
+  store <16 x i8> %s, ptr %po, align 1
+  ret void
+}
+)";
+  llvm::LLVMContext ctx;
+  auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(kVectorIr), "vector.bc");
+  FlatExport exported_vector = export_flat(*module);
+  REQUIRE(exported_vector.stamp_function_count == 1);
+  const FlatModuleData good = exported_vector.flat;
+  CHECK(check_flat_module(good).empty());
+  size_t at = good.insts.size();
+  for (size_t i = 0; i < good.insts.size(); ++i)
+    if (good.insts[i].op == kOpVector) at = i;
+  REQUIRE(at < good.insts.size());
+  REQUIRE(good.insts[at].aux == kVecShuffle);
+  auto defect_of = [&](auto change) {
+    FlatModuleData bad = good;
+    change(bad.insts[at], bad.operands.data() + bad.insts[at].first_operand);
+    return check_flat_module(bad);
+  };
+  CHECK(defect_of([](FlatInst& in, FlatOperand*) { in.aux = kVecKindCount; }) == "instruction with an unknown variant");
+  CHECK(defect_of([](FlatInst& in, FlatOperand*) { in.aux32 = 65; }) ==
+        "vector of more lanes than stamp has a template for");
+  CHECK(defect_of([](FlatInst& in, FlatOperand*) { in.aux32 = 17; }) == "instruction with too few operands");
+  CHECK(defect_of([](FlatInst&, FlatOperand* ops) { ops[5].imm = 32; }) == "shuffle lane out of range");
+  CHECK(defect_of([](FlatInst& in, FlatOperand*) { in.slot_size = 8; }) == "vector in a short slot");
+  CHECK(defect_of([](FlatInst& in, FlatOperand*) { in.width = 24; }) ==
+        "vector lanes of a width stamp has no template for");
+  CHECK(defect_of([](FlatInst& in, FlatOperand*) { in.width = 64, in.slot_size = 128; }) ==
+        "vector operand in a short slot");
+  CHECK(defect_of([](FlatInst&, FlatOperand* ops) { ops[0].kind = kOperandArg; }) ==
+        "instruction with operands of the wrong kind");
+}

@@ -1,0 +1,223 @@
+// Differential tests of stamp's vectors against llvm: lane-by-lane integer arithmetic,
+// shifts, compares to masks, casts between lane widths, masks to integers (the
+// movemask pattern of core::arch), element extraction and insertion, shuffles (splats,
+// byte rotations, picks from both operands and undef lanes), vector bitcasts and
+// reductions, on vectors of i8, i16, i32 and i64 lanes of 64, 128 and 256 bits. One
+// module, compiled by both back ends and linked with one C driver that feeds every
+// function every pair of 12 vectors of edge lanes and prints each result's bytes.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "differential.h"
+
+using namespace kiln;
+
+namespace {
+
+struct VectorType {
+  int lanes, bits;
+  std::string ir() const { return "<" + std::to_string(lanes) + " x i" + std::to_string(bits) + ">"; }
+  std::string lane() const { return "i" + std::to_string(bits); }
+  std::string name() const { return "v" + std::to_string(lanes) + "i" + std::to_string(bits); }
+  int bytes() const { return lanes * bits / 8; }
+  // A constant vector of `value` in every lane, written out (a ConstantDataVector).
+  std::string splat(long long value) const {
+    std::string s = "<";
+    for (int k = 0; k < lanes; ++k) s += (k ? ", " : "") + lane() + " " + std::to_string(value);
+    return s + ">";
+  }
+};
+const VectorType kTypes[] = {{16, 8}, {8, 16}, {4, 32}, {2, 64}, {32, 8}, {8, 8}, {4, 64}};
+
+// Function kinds the driver calls: f(a, b, out) writing `out_bytes`, or g(a, b)
+// returning a 64-bit integer.
+struct Function {
+  std::string name;
+  int out_bytes;  // 0: returns an integer
+};
+
+// void NAME(ptr %pa, ptr %pb, ptr %po): loads a and b of type T, runs BODY (which
+// defines %r of type R), stores %r.
+void vector_function(std::ostringstream& ir, std::vector<Function>& fns, const std::string& name,
+                     const VectorType& t, const std::string& body, const std::string& result, int out_bytes) {
+  ir << "define void @" << name << "(ptr %pa, ptr %pb, ptr %po) {\n  %a = load " << t.ir() << ", ptr %pa, align 1\n"
+     << "  %b = load " << t.ir() << ", ptr %pb, align 1\n"
+     << body << "  store " << result << " %r, ptr %po, align 1\n  ret void\n}\n";
+  fns.push_back({name, out_bytes});
+}
+// i64 NAME(ptr %pa, ptr %pb): the same with a scalar %r of type R, zero-extended.
+void scalar_function(std::ostringstream& ir, std::vector<Function>& fns, const std::string& name,
+                     const VectorType& t, const std::string& body, const std::string& result) {
+  ir << "define i64 @" << name << "(ptr %pa, ptr %pb) {\n  %a = load " << t.ir() << ", ptr %pa, align 1\n"
+     << "  %b = load " << t.ir() << ", ptr %pb, align 1\n" << body;
+  if (result == "i64") ir << "  ret i64 %r\n}\n";
+  else ir << "  %z = zext " << result << " %r to i64\n  ret i64 %z\n}\n";
+  fns.push_back({name, 0});
+}
+
+std::string vector_module(std::vector<Function>& fns) {
+  std::ostringstream ir;
+  ir << "target triple = \"x86_64-unknown-linux-gnu\"\n";
+  const char* const predicates[] = {"eq", "ne", "ugt", "uge", "ult", "ule", "sgt", "sge", "slt", "sle"};
+  for (const VectorType& t : kTypes) {
+    const std::string T = t.ir(), N = t.name(), M = "<" + std::to_string(t.lanes) + " x i1>";
+    for (const char* op : {"add", "sub", "mul", "and", "or", "xor"})
+      vector_function(ir, fns, std::string(op) + "_" + N, t, "  %r = " + std::string(op) + " " + T + " %a, %b\n", T,
+                      t.bytes());
+    // Shift amounts below the lane width (wider ones are poison): b masked by a
+    // constant vector, which both back ends load from constant data.
+    for (const char* op : {"shl", "lshr", "ashr"})
+      vector_function(ir, fns, std::string(op) + "_" + N, t,
+                      "  %s = and " + T + " %b, " + t.splat(t.bits - 1) + "\n  %r = " + op + " " + T + " %a, %s\n", T,
+                      t.bytes());
+    for (const char* p : predicates)
+      vector_function(ir, fns, std::string("icmp_") + p + "_" + N, t,
+                      "  %m = icmp " + std::string(p) + " " + T + " %a, %b\n  %r = sext " + M + " %m to " + T + "\n",
+                      T, t.bytes());
+    // Masks: zext, a mask's and/or/xor, select-free blends, reductions and the integer.
+    vector_function(ir, fns, "mask_zext_" + N, t,
+                    "  %m = icmp ult " + T + " %a, %b\n  %n = icmp eq " + T + " %a, zeroinitializer\n"
+                    "  %x = xor " + M + " %m, %n\n  %o = or " + M + " %x, %n\n  %p = and " + M + " %o, %m\n"
+                    "  %r = zext " + M + " %p to " + T + "\n",
+                    T, t.bytes());
+    scalar_function(ir, fns, "all_eq_" + N, t,
+                    "  %m = icmp eq " + T + " %a, %b\n  %r = call i1 @llvm.vector.reduce.and.v" +
+                        std::to_string(t.lanes) + "i1(" + M + " %m)\n",
+                    "i1");
+    scalar_function(ir, fns, "any_lt_" + N, t,
+                    "  %m = icmp slt " + T + " %a, %b\n  %r = call i1 @llvm.vector.reduce.or.v" +
+                        std::to_string(t.lanes) + "i1(" + M + " %m)\n",
+                    "i1");
+    scalar_function(ir, fns, "sum_" + N, t,
+                    "  %r = call " + t.lane() + " @llvm.vector.reduce.add." + N + "(" + T + " %a)\n", t.lane());
+    scalar_function(ir, fns, "product_" + N, t,
+                    "  %r = call " + t.lane() + " @llvm.vector.reduce.mul." + N + "(" + T + " %b)\n", t.lane());
+    scalar_function(ir, fns, "parity_" + N, t,
+                    "  %x = xor " + T + " %a, %b\n  %r = call " + t.lane() + " @llvm.vector.reduce.xor." + N + "(" + T +
+                        " %x)\n",
+                    t.lane());
+    if (t.lanes >= 8) {  // an integer stamp keeps in a slot: i8 to i64
+      const std::string I = "i" + std::to_string(t.lanes);
+      scalar_function(ir, fns, "movemask_" + N, t,
+                      "  %m = icmp slt " + T + " %a, zeroinitializer\n  %s = sext " + M + " %m to " + T +
+                          "\n  %h = lshr " + T + " %s, " + t.splat(t.bits - 1) + "\n  %l = trunc " + T + " %h to " + M +
+                          "\n  %r = bitcast " + M + " %l to " + I + "\n",
+                      I);
+    }
+    // Elements: the last lane out, lane 1 replaced by a's lane 0 plus 1, a splat.
+    scalar_function(ir, fns, "extract_" + N, t,
+                    "  %r = extractelement " + T + " %a, i32 " + std::to_string(t.lanes - 1) + "\n", t.lane());
+    vector_function(ir, fns, "insert_" + N, t,
+                    "  %e = extractelement " + T + " %a, i64 0\n  %f = add " + t.lane() + " %e, 1\n  %r = insertelement " +
+                        T + " %b, " + t.lane() + " %f, i64 1\n",
+                    T, t.bytes());
+    vector_function(ir, fns, "splat_" + N, t,
+                    "  %e = extractelement " + T + " %b, i32 1\n  %i = insertelement " + T + " poison, " + t.lane() +
+                        " %e, i64 0\n  %r = shufflevector " + T + " %i, " + T + " poison, <" +
+                        std::to_string(t.lanes) + " x i32> zeroinitializer\n",
+                    T, t.bytes());
+    // A rotation across a and b (as alignr), with lane 0 undef (then set: an undef
+    // lane may hold anything).
+    std::string mask = "<";
+    for (int k = 0; k < t.lanes; ++k)
+      mask += std::string(k ? ", " : "") + (k == 0 ? "i32 poison" : "i32 " + std::to_string(k + t.lanes / 2));
+    vector_function(ir, fns, "rotate_" + N, t,
+                    "  %q = shufflevector " + T + " %a, " + T + " %b, <" + std::to_string(t.lanes) + " x i32> " + mask +
+                        ">\n  %r = insertelement " + T + " %q, " + t.lane() + " 0, i32 0\n",
+                    T, t.bytes());
+    // Casts between lane widths of the same lane count.
+    if (t.bits > 8) {
+      const std::string narrow = "<" + std::to_string(t.lanes) + " x i8>";
+      vector_function(ir, fns, "trunc_" + N, t, "  %r = trunc " + T + " %a to " + narrow + "\n", narrow, t.lanes);
+    }
+    if (t.bits < 64 && t.lanes <= 8) {
+      const std::string wide = "<" + std::to_string(t.lanes) + " x i64>";
+      vector_function(ir, fns, "zext_" + N, t, "  %r = zext " + T + " %a to " + wide + "\n", wide, t.lanes * 8);
+      vector_function(ir, fns, "sext_" + N, t, "  %r = sext " + T + " %b to " + wide + "\n", wide, t.lanes * 8);
+    }
+    // A bitcast to bytes, then byte arithmetic.
+    const std::string bytes = "<" + std::to_string(t.bytes()) + " x i8>";
+    vector_function(ir, fns, "bytes_" + N, t,
+                    "  %c = bitcast " + T + " %a to " + bytes + "\n  %r = add " + bytes + " %c, " +
+                        VectorType{t.bytes(), 8}.splat(3) + "\n",
+                    bytes, t.bytes());
+  }
+  return ir.str();
+}
+
+std::string vector_driver(const std::vector<Function>& fns) {
+  std::ostringstream c;
+  c << "#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n";
+  for (const Function& f : fns) {
+    if (f.out_bytes) c << "void " << f.name << "(const void*, const void*, void*);\n";
+    else c << "uint64_t " << f.name << "(const void*, const void*);\n";
+  }
+  // 12 vectors of 32 bytes: every lane width reads its lanes from the same bytes.
+  c << R"(static uint8_t inputs[12][32];
+static void fill(void) {
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int v = 0; v < 12; ++v)
+    for (int i = 0; i < 32; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      uint8_t b = (uint8_t)(x >> 56);
+      switch (v) {
+        case 0: b = 0; break;
+        case 1: b = 0xFF; break;
+        case 2: b = (i % 8 == 7) ? 0x80 : 0; break;   /* each lane's minimum */
+        case 3: b = (i % 8 == 7) ? 0x7F : 0xFF; break; /* each lane's maximum */
+        case 4: b = 1; break;
+        case 5: b = (uint8_t)i; break;
+        case 6: b = (uint8_t)(0x80 + i); break;
+        default: break;
+      }
+      inputs[v][i] = b;
+    }
+}
+static void print(const char* name, int a, int b, const uint8_t* out, int n) {
+  printf("%s %d %d", name, a, b);
+  for (int i = 0; i < n; ++i) printf(" %02x", out[i]);
+  printf("\n");
+}
+int main(void) {
+  fill();
+  uint8_t out[64];
+  for (int a = 0; a < 12; ++a)
+    for (int b = 0; b < 12; ++b) {
+)";
+  for (const Function& f : fns) {
+    if (f.out_bytes)
+      c << "      memset(out, 0xAA, sizeof out); " << f.name << "(inputs[a], inputs[b], out); print(\"" << f.name
+        << "\", a, b, out, " << f.out_bytes << ");\n";
+    else
+      c << "      printf(\"" << f.name << " %d %d %llx\\n\", a, b, (unsigned long long)" << f.name
+        << "(inputs[a], inputs[b]));\n";
+  }
+  c << "    }\n  return 0;\n}\n";
+  return c.str();
+}
+
+}  // namespace
+
+TEST_CASE("vectors: lane arithmetic, masks, elements, shuffles and reductions come out the same as llvm's",
+          "[stamp][differential][vector]") {
+  std::vector<Function> fns;
+  std::string ir = vector_module(fns);
+  // The reductions' declarations, once each.
+  std::ostringstream declarations;
+  for (const VectorType& t : kTypes) {
+    const std::string M = "<" + std::to_string(t.lanes) + " x i1>", L = std::to_string(t.lanes);
+    for (const char* op : {"and", "or"}) {
+      std::string d = "declare i1 @llvm.vector.reduce." + std::string(op) + ".v" + L + "i1(" + M + ")\n";
+      if (declarations.str().find(d) == std::string::npos) declarations << d;
+    }
+    for (const char* op : {"add", "mul", "xor"})
+      declarations << "declare " << t.lane() << " @llvm.vector.reduce." << op << "." << t.name() << "(" << t.ir()
+                   << ")\n";
+  }
+  ir += declarations.str();
+  INFO(fns.size() << " functions");
+  kiln_test::expect_same_as_llvm(ir, vector_driver(fns), fns.size(), "vector");
+}
