@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Acceptance on a real crate that uses SSE2 and AVX2 intrinsics: memchr 2.5.0 from
+# Debian's librust-memchr-dev (its x86 searchers call core::arch's _mm_cmpeq_epi8,
+# _mm_movemask_epi8, _mm256_* and friends, chosen at run time by CPU feature; its tests
+# run them against the naive searchers with quickcheck from librust-quickcheck-dev).
+#   1. plain cargo test --lib --tests    the results to match
+#   2. kiln-capture --backend stamp -- cargo test --lib --tests
+#                                        the same tests must pass on stamp's objects
+#   3. kiln-census on that corpus        how much of it stamp took, and why not the rest
+#   4. kiln-emit --check-reader          the direct reader equals LLVM's parser there
+# Doctests are left out, as in float-crate.sh: rustdoc compiles each on its own.
+# Usage: tests/acceptance/simd-crate.sh [WORKDIR]   (tools from $KILN_BIN or PATH)
+set -euo pipefail
+[[ -n ${KILN_BIN:-} ]] && export PATH="$KILN_BIN:$PATH"
+W=${1:-${TMPDIR:-/tmp}/kiln-simd-crate}
+source "$(dirname "$0")/debian-crate.sh"
+debian_crate_workdir "$W" crate memchr-2.5.0 quickcheck-1.0.3 rand-0.8.5 rand_core-0.6.3
+summarize() { grep -E '^test result|^test .* \.\.\. (ok|FAILED|ignored)' | sed 's/; finished in .*//' | sort; }
+
+echo "== plain cargo test --lib --tests [at ${SECONDS} s]"
+cargo test --lib --tests --no-fail-fast 2>&1 | summarize > "$W/plain.tests" || true
+cargo clean -q
+passed=$(grep -c ' ok$' "$W/plain.tests" || true)
+[[ $passed -ge 50 ]] || { echo "FAIL: plain cargo test passed only $passed tests"; cat "$W/plain.tests"; exit 1; }
+
+echo "== kiln-capture --backend stamp -- cargo test --lib --tests [at ${SECONDS} s]"
+kiln-capture -o "$W/corpus" --backend stamp -- cargo test --lib --tests --no-fail-fast 2>&1 | summarize > "$W/stamp.tests" || true
+if cmp -s "$W/plain.tests" "$W/stamp.tests"; then
+  echo "   same test results: $passed tests ok, $(grep -c 'FAILED$' "$W/stamp.tests" || true) failed, in both builds"
+else
+  echo "   DIFFERENT test results:"; diff "$W/plain.tests" "$W/stamp.tests" | head -20 || true; exit 1
+fi
+jq -rs '"   functions emitted: stamp \(map(.functions.stamp) | add), llvm \(map(.functions.llvm) | add); instructions: stamp \(map(.instructions.stamp) | add), llvm \(map(.instructions.llvm) | add)"' "$W/corpus/receipts.jsonl"
+
+echo "== kiln-census [at ${SECONDS} s]"
+kiln-census "$W/corpus" | sed -n '1,/^opcodes/p'
+echo "   why functions fall back (functions per reason):"
+jq -r '.stamp_fallback_functions[]?.reasons[]' "$W/corpus/census.jsonl" | sort | uniq -c | sort -rn | sed 's/^/   /'
+# The searchers' vector code is stamp's: every core::arch function memchr calls.
+left=$(jq -r '.stamp_fallback_functions[]? | select(.name | test("core_arch")) | .name' "$W/corpus/census.jsonl" | sort -u)
+if [[ -n $left ]]; then echo "FAIL: core::arch functions still fall back:"; echo "$left" | head; exit 1; fi
+
+echo "== kiln-emit --check-reader on the corpus [at ${SECONDS} s]"
+kiln-emit --check-reader "$W/corpus" | tail -n 3
+echo "== simd crate: done [at ${SECONDS} s]"
