@@ -24,6 +24,12 @@ std::vector<ArchiveMember> read_archive(const std::string& path, const std::stri
     if (!name) throw fail(name.takeError());
     auto data = child.getBuffer();
     if (!data) throw fail(data.takeError());
+    // LLVM's reader takes a member's size from its header: one past the end of a
+    // truncated archive must not be read (AddressSanitizer found it).
+    const char* first = bytes.data();
+    if (data->data() < first || data->size() > bytes.size() ||
+        static_cast<size_t>(data->data() - first) > bytes.size() - data->size())
+      throw KilnError(kExitBadInput, path, "truncated ar archive: member " + name->str() + " ends past its end");
     members.push_back({name->str(), data->str()});
   }
   if (err) throw fail(std::move(err));
