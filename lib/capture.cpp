@@ -452,6 +452,15 @@ int run_capture(const CaptureOptions& options) {
   }
   Corpus::create_or_open(corpus_dir, m);
   check_corpus_writable(corpus_dir);
+  // A capture killed before a rename left its temporary file; sweep them while the
+  // build runs (only files whose writer is gone; a failure to remove one is no error).
+  std::future<size_t> swept = std::async(std::launch::async, [corpus_dir] {
+    try {
+      return Corpus::open(corpus_dir).remove_orphaned_temp_files();
+    } catch (const KilnError&) {
+      return size_t(0);
+    }
+  });
   if (const char* existing = std::getenv("RUSTC_WRAPPER"); existing && *existing)
     std::fprintf(stderr, "kiln-capture: warning: replacing RUSTC_WRAPPER=%s for this build\n", existing);
 
@@ -460,6 +469,7 @@ int run_capture(const CaptureOptions& options) {
   ProcessResult result = run_build_group(options.command, run, received_signal);
   if (service) report_service_end(*service, corpus_dir);
   std::tie(m.rustc_version, m.clang_version) = versions.get();
+  swept.get();
   // The manifest describes the latest build that added to the corpus.
   Corpus corpus = Corpus::open(corpus_dir);
   CorpusManifest& cm = corpus.manifest();

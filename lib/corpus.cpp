@@ -1,5 +1,6 @@
 #include "corpus.h"
 
+#include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <fcntl.h>
@@ -226,6 +227,17 @@ std::vector<std::pair<std::string, std::string>> Corpus::modules_to_check(const 
   Corpus c = Corpus::open(input);
   for (const ModuleRecord& m : c.modules()) modules.push_back({m.id, c.blob_path(m.id)});
   return modules;
+}
+
+size_t Corpus::remove_orphaned_temp_files() const {
+  size_t removed = kiln::remove_orphaned_temp_files(dir_) + kiln::remove_orphaned_temp_files(dir_ + "/objects") +
+                   kiln::remove_orphaned_temp_files(dir_ + "/blobs");
+  if (DIR* d = ::opendir((dir_ + "/blobs").c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (e->d_name[0] != '.') removed += kiln::remove_orphaned_temp_files(dir_ + "/blobs/" + e->d_name);
+    ::closedir(d);
+  }
+  return removed;
 }
 
 std::string Corpus::blob_path(const std::string& id) const {

@@ -106,6 +106,9 @@ class Corpus {
   void save_manifest();
 
   std::string blob_path(const std::string& id) const;
+  // Removes the temporary files that writers killed before their rename left in the
+  // corpus (its top, blobs/*/ and objects/; see remove_orphaned_temp_files); how many.
+  size_t remove_orphaned_temp_files() const;
   // Stores the bytes (temp + rename; a blob already there is left alone) and returns its id.
   std::string store_blob(std::string_view bytes);
   // Stores many blobs with one batched sync (write_new_files_durable); their ids, in

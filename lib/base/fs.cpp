@@ -1,6 +1,8 @@
 #include "fs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +19,11 @@
 #include "error.h"
 
 namespace kiln {
+
+// .kiln-tmp-PID-: whose temporary file it is, so that remove_orphaned_temp_files can
+// tell a killed writer's from a live one's.
+static std::string temp_file_prefix() { return ".kiln-tmp-" + std::to_string(::getpid()) + "-"; }
+
 
 std::string errno_reason(int err) {
   if (err == ENOSPC) return "no space left on device";
@@ -137,7 +144,7 @@ void write_file_atomic(const std::string& requested, std::string_view bytes, Dur
     throw KilnError(kExitIo, requested, errno_reason(errno));
   }
   std::string dir = dirname_of(path);
-  std::string tmpl = (dir.empty() ? std::string(".") : dir) + "/.kiln-tmp-XXXXXX";
+  std::string tmpl = (dir.empty() ? std::string(".") : dir) + "/" + temp_file_prefix() + "XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
   int fd = ::mkstemp(name.data());
@@ -165,6 +172,26 @@ void write_file_atomic(const std::string& requested, std::string_view bytes, Dur
   }
 }
 
+size_t remove_orphaned_temp_files(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  size_t removed = 0;
+  static const std::string kPrefix = ".kiln-tmp-";
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, kPrefix.size(), kPrefix) != 0) continue;
+    size_t dash = name.find('-', kPrefix.size());
+    if (dash == std::string::npos || dash == kPrefix.size()) continue;  // an older kiln's: no pid
+    std::string digits = name.substr(kPrefix.size(), dash - kPrefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to know
+    if (::unlink((dir + "/" + name).c_str()) == 0) ++removed;
+  }
+  ::closedir(d);
+  return removed;
+}
+
 void write_new_files_durable(const std::vector<std::pair<std::string, std::string_view>>& files) {
   struct Pending {
     std::string tmp;
@@ -181,7 +208,7 @@ void write_new_files_durable(const std::vector<std::pair<std::string, std::strin
     for (size_t i = 0; i < files.size(); ++i) {
       const std::string& path = files[i].first;
       std::string dir = dirname_of(path);
-      std::string tmpl = (dir.empty() ? std::string(".") : dir) + "/.kiln-tmp-XXXXXX";
+      std::string tmpl = (dir.empty() ? std::string(".") : dir) + "/" + temp_file_prefix() + "XXXXXX";
       std::vector<char> name(tmpl.begin(), tmpl.end());
       name.push_back('\0');
       pending[i].fd = ::mkstemp(name.data());

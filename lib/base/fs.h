@@ -46,6 +46,10 @@ std::string make_temp_dir(const std::string& prefix);
 // that is renamed into place at the end.
 std::string make_sibling_dir(const std::string& path, const std::string& suffix);
 void remove_tree(const std::string& path);
+// write_file_atomic and write_new_files_durable write beside their target, to
+// .kiln-tmp-PID-XXXXXX, then rename. A writer killed before the rename leaves its file;
+// this removes those in `dir` whose process is gone, and returns how many.
+size_t remove_orphaned_temp_files(const std::string& dir);
 // A temporary directory (make_temp_dir), removed with its contents however the scope
 // that owns it is left.
 struct TempDir {
