@@ -149,12 +149,20 @@ enum WideKind : uint8_t {
   kWideScmp,
   kWideCtpop,
   kWideBitreverse,  // one operand
+  kWideUmulOverflow,  // {i128, i1} as the other overflow intrinsics
+  kWideAbs,           // one operand (llvm.abs's second, the poison flag, is not read)
+  kWideUmin,
+  kWideUmax,
+  kWideSmin,
+  kWideSmax,
   kWideKindCount
 };
-KILN_HD inline bool is_wide_overflow(uint32_t kind) { return kind >= kWideUaddOverflow && kind <= kWideSsubOverflow; }
+KILN_HD inline bool is_wide_overflow(uint32_t kind) {
+  return (kind >= kWideUaddOverflow && kind <= kWideSsubOverflow) || kind == kWideUmulOverflow;
+}
 // The operands a kOpWide of kind `kind` reads.
 KILN_HD inline uint32_t wide_operands(uint32_t kind) {
-  return kind < kWideIcmp || kind == kWideCtpop || kind == kWideBitreverse ? 1 : 2;
+  return kind < kWideIcmp || kind == kWideCtpop || kind == kWideBitreverse || kind == kWideAbs ? 1 : 2;
 }
 // Whether its result is an i128 (the others: an integer of the instruction's width, or
 // the overflow intrinsics' {i128, i1}, whose first 16 bytes are one).

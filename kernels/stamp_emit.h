@@ -1551,6 +1551,51 @@ KILN_HD inline void bit_op_on_halves(Emitter& e, uint32_t kind) {
 
 // kOpWide: an operation on i128 values, which live in their 16-byte slots (never
 // only in rax: result_in_rax is false for these).
+// a (rax:rdx) = min or max of a and b (rcx:r11), unsigned or signed: the 128-bit
+// compare of cmp/sbb (on copies of a), then b taken by cmov where it wins.
+KILN_HD inline void encode_wide_min_max(Emitter& e, uint32_t kind) {
+  mov_rr(e, R8, RAX);
+  mov_rr(e, R9, RDX);
+  e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+  e.byte(0x4C), e.byte(0x19), e.byte(0xDA);  // sbb rdx, r11: flags of a - b
+  mov_rr(e, RAX, R8);                        // movs keep the flags
+  mov_rr(e, RDX, R9);
+  // b wins a min when a >= b, a max when a < b.
+  const uint32_t cc = kind == kWideUmin ? 0x43 : kind == kWideUmax ? 0x42 : kind == kWideSmin ? 0x4D : 0x4C;
+  e.byte(0x48), e.byte(0x0F), e.byte(cc), e.byte(0xC1);  // cmovcc rax, rcx
+  e.byte(0x49), e.byte(0x0F), e.byte(cc), e.byte(0xD3);  // cmovcc rdx, r11
+}
+// llvm.umul.with.overflow.i128 of a (rax:rdx) and b (rcx:r11): the product's low 128
+// bits in rax:rdx, and in dil whether it needs more: both high halves nonzero, a cross
+// product beyond 64 bits, or a carry out of the high half's sum.
+KILN_HD inline void encode_wide_umul_overflow(Emitter& e) {
+  mov_rr(e, R8, RAX);                                      // a.lo
+  mov_rr(e, R9, RDX);                                      // a.hi
+  e.byte(0x4D), e.byte(0x85), e.byte(0xC9);                // test r9, r9
+  e.byte(0x40), e.byte(0x0F), e.byte(0x95), e.byte(0xC7);  // setnz dil
+  e.byte(0x4D), e.byte(0x85), e.byte(0xDB);                // test r11, r11
+  e.byte(0x40), e.byte(0x0F), e.byte(0x95), e.byte(0xC6);  // setnz sil
+  e.byte(0x40), e.byte(0x20), e.byte(0xF7);                // and dil, sil
+  mov_rr(e, RAX, R9);
+  e.byte(0x48), e.byte(0xF7), e.byte(0xE1);                // mul rcx: a.hi * b.lo
+  e.byte(0x48), e.byte(0x85), e.byte(0xD2);                // test rdx, rdx
+  e.byte(0x40), e.byte(0x0F), e.byte(0x95), e.byte(0xC6);  // setnz sil
+  e.byte(0x40), e.byte(0x08), e.byte(0xF7);                // or dil, sil
+  mov_rr(e, R10, RAX);
+  mov_rr(e, RAX, R8);
+  e.byte(0x49), e.byte(0xF7), e.byte(0xE3);                // mul r11: a.lo * b.hi
+  e.byte(0x48), e.byte(0x85), e.byte(0xD2);                // test rdx, rdx
+  e.byte(0x40), e.byte(0x0F), e.byte(0x95), e.byte(0xC6);  // setnz sil
+  e.byte(0x40), e.byte(0x08), e.byte(0xF7);                // or dil, sil
+  e.byte(0x49), e.byte(0x01), e.byte(0xC2);                // add r10, rax: the cross sum
+  e.byte(0x40), e.byte(0x0F), e.byte(0x92), e.byte(0xC6);  // setc sil
+  e.byte(0x40), e.byte(0x08), e.byte(0xF7);                // or dil, sil
+  mov_rr(e, RAX, R8);
+  e.byte(0x48), e.byte(0xF7), e.byte(0xE1);                // mul rcx: a.lo * b.lo
+  e.byte(0x4C), e.byte(0x01), e.byte(0xD2);                // add rdx, r10
+  e.byte(0x40), e.byte(0x0F), e.byte(0x92), e.byte(0xC6);  // setc sil
+  e.byte(0x40), e.byte(0x08), e.byte(0xF7);                // or dil, sil
+}
 KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
@@ -1583,6 +1628,15 @@ KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const Stamp
       bit_op_on_halves(e, kBitBitreverse);
       mov_rr(e, RDX, R9);
       return store_wide(e, dst, RAX, RDX);
+    case kWideAbs:  // (x ^ m) - m with m the sign spread over 64 bits
+      load_wide(e, l, ops[0], RAX, RDX);
+      e.byte(0x48), e.byte(0x89), e.byte(0xD1);                // mov rcx, rdx
+      e.byte(0x48), e.byte(0xC1), e.byte(0xF9), e.byte(0x3F);  // sar rcx, 63
+      e.byte(0x48), e.byte(0x31), e.byte(0xC8);                // xor rax, rcx
+      e.byte(0x48), e.byte(0x31), e.byte(0xCA);                // xor rdx, rcx
+      e.byte(0x48), e.byte(0x29), e.byte(0xC8);                // sub rax, rcx
+      e.byte(0x48), e.byte(0x19), e.byte(0xCA);                // sbb rdx, rcx
+      return store_wide(e, dst, RAX, RDX);
     default:
       break;
   }
@@ -1608,6 +1662,16 @@ KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const Stamp
     case kWideIcmp:
       encode_wide_icmp(e, in.aux32);
       return store64(e, dst, RAX);
+    case kWideUmin:
+    case kWideUmax:
+    case kWideSmin:
+    case kWideSmax:
+      encode_wide_min_max(e, in.aux);
+      break;
+    case kWideUmulOverflow:
+      encode_wide_umul_overflow(e);
+      store_wide(e, dst, RAX, RDX);
+      return store_narrow(e, dst + static_cast<int32_t>(in.imm), RDI, 1);
     case kWideAdd:
       e.byte(0x48), e.byte(0x01), e.byte(0xC8);  // add rax, rcx
       e.byte(0x4C), e.byte(0x11), e.byte(0xDA);  // adc rdx, r11

@@ -1008,6 +1008,12 @@ class FunctionExporter {
                      : id == Intrinsic::scmp               ? kWideScmp
                      : id == Intrinsic::ctpop              ? kWideCtpop
                      : id == Intrinsic::bitreverse         ? kWideBitreverse
+                     : id == Intrinsic::umul_with_overflow ? kWideUmulOverflow
+                     : id == Intrinsic::abs                ? kWideAbs
+                     : id == Intrinsic::umin               ? kWideUmin
+                     : id == Intrinsic::umax               ? kWideUmax
+                     : id == Intrinsic::smin               ? kWideSmin
+                     : id == Intrinsic::smax               ? kWideSmax
                                                            : -1;
     const bool three_way = kind == kWideUcmp || kind == kWideScmp;
     Type* r = call.getType();

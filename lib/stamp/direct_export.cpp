@@ -1336,9 +1336,17 @@ class FunctionExporter {
                      : id == Intrinsic::kScmp             ? kWideScmp
                      : id == Intrinsic::kCtpop            ? kWideCtpop
                      : id == Intrinsic::kBitreverse       ? kWideBitreverse
+                     : id == Intrinsic::kUmulWithOverflow ? kWideUmulOverflow
+                     : id == Intrinsic::kAbs              ? kWideAbs
+                     : id == Intrinsic::kUmin             ? kWideUmin
+                     : id == Intrinsic::kUmax             ? kWideUmax
+                     : id == Intrinsic::kSmin             ? kWideSmin
+                     : id == Intrinsic::kSmax             ? kWideSmax
                                                           : -1;
     const bool three_way = kind == kWideUcmp || kind == kWideScmp;
-    if (kind < 0 || invoke || arg_count != wide_operands(static_cast<uint32_t>(kind)) ||
+    // llvm.abs has a second argument, the i1 that makes INT_MIN poison: not read.
+    const uint32_t args = kind == kWideAbs ? 2 : kind < 0 ? 0 : wide_operands(static_cast<uint32_t>(kind));
+    if (kind < 0 || invoke || arg_count != args ||
         !ctx_.is_i128(operand_type(op_id(in, 0))) ||
         (three_way && !(ctx_.is_integer(in.type) && ctx_.scalar_width(in.type) >= 8)))
       return refuse(in, "i128 intrinsic");

@@ -1318,11 +1318,12 @@ int main(void) {
 // i128 arithmetic, and every debug-build `+` and `-` on them), the i128 field taken out
 // with extractvalue, an i128 put into an aggregate with insertvalue, and i128 constants
 // beyond an immediate's 96 bits (loaded from constant data) in arithmetic, a phi and a
-// store; three-way compares, the bit count and bit reversal of i128.
+// store; three-way compares, the bit count and bit reversal, umin, umax, smin, smax and
+// abs of i128, and umul.with.overflow (Rust's checked u128 multiplication).
 static std::string wide_overflow_ir() {
   std::ostringstream ir;
   ir << "target triple = \"x86_64-unknown-linux-gnu\"\n";
-  for (const char* op : {"uadd", "sadd", "usub", "ssub"}) {
+  for (const char* op : {"uadd", "sadd", "usub", "ssub", "umul"}) {
     ir << "declare {i128, i1} @llvm." << op << ".with.overflow.i128(i128, i128)\n"
        << "define void @o_" << op << "(ptr %r, ptr %pa, ptr %pb) {\n"
        << "  %a = load i128, ptr %pa\n  %b = load i128, ptr %pb\n"
@@ -1374,6 +1375,30 @@ define i64 @o_cmp(ptr %pa, ptr %pb) {
   %r = add i64 %z, %t64
   ret i64 %r
 }
+declare i128 @llvm.umin.i128(i128, i128)
+declare i128 @llvm.umax.i128(i128, i128)
+declare i128 @llvm.smin.i128(i128, i128)
+declare i128 @llvm.smax.i128(i128, i128)
+declare i128 @llvm.abs.i128(i128, i1)
+define void @o_minmax(ptr %r, ptr %pa, ptr %pb) {
+  %a = load i128, ptr %pa
+  %b = load i128, ptr %pb
+  %u = call i128 @llvm.umin.i128(i128 %a, i128 %b)
+  %v = call i128 @llvm.umax.i128(i128 %a, i128 %b)
+  %s = call i128 @llvm.smin.i128(i128 %a, i128 %b)
+  %t = call i128 @llvm.smax.i128(i128 %a, i128 %b)
+  %x = call i128 @llvm.abs.i128(i128 %a, i1 false)
+  store i128 %u, ptr %r
+  %r1 = getelementptr i8, ptr %r, i64 16
+  store i128 %v, ptr %r1
+  %r2 = getelementptr i8, ptr %r, i64 32
+  store i128 %s, ptr %r2
+  %r3 = getelementptr i8, ptr %r, i64 48
+  store i128 %t, ptr %r3
+  %r4 = getelementptr i8, ptr %r, i64 64
+  store i128 %x, ptr %r4
+  ret void
+}
 declare i128 @llvm.bitreverse.i128(i128)
 define i128 @o_ctpop(i128 %a) {
   %c = call i128 @llvm.ctpop.i128(i128 %a)
@@ -1397,6 +1422,8 @@ void o_uadd(Result*, const u128*, const u128*);
 void o_sadd(Result*, const u128*, const u128*);
 void o_usub(Result*, const u128*, const u128*);
 void o_ssub(Result*, const u128*, const u128*);
+void o_umul(Result*, const u128*, const u128*);
+void o_minmax(u128*, const u128*, const u128*);
 u128 o_insert(u128, int64_t);
 u128 o_const(u128, u128*);
 int64_t o_cmp(const u128*, const u128*);
@@ -1406,12 +1433,22 @@ int main(void) {
   static const u128 v[] = {0, 1, 2, W(-1, -1), W(-1, -2), W(0, -1), W(1, 0), W(0x7FFFFFFFFFFFFFFFull, -1),
                            W(0x8000000000000000ull, 0), W(0x8000000000000000ull, 1), W(0x4000000000000000ull, 0),
                            W(0x0123456789ABCDEFull, 0xFEDCBA9876543210ull), W(0xC000000000000000ull, 0)};
-  static void (*const kOps[])(Result*, const u128*, const u128*) = {o_uadd, o_sadd, o_usub, o_ssub};
-  static const char* const kNames[] = {"uadd", "sadd", "usub", "ssub"};
+  static void (*const kOps[])(Result*, const u128*, const u128*) = {o_uadd, o_sadd, o_usub, o_ssub, o_umul};
+  static const char* const kNames[] = {"uadd", "sadd", "usub", "ssub", "umul"};
   const unsigned n = sizeof v / sizeof v[0];
   static u128 a, b;
   static Result r;
-  for (unsigned f = 0; f < 4; ++f)
+  static u128 mm[5];
+  for (unsigned i = 0; i < n; ++i)
+    for (unsigned j = 0; j < n; ++j) {
+      a = v[i], b = v[j];
+      o_minmax(mm, &a, &b);
+      printf("minmax %u %u", i, j);
+      for (unsigned k = 0; k < 5; ++k)
+        printf(" %016llx%016llx", (unsigned long long)(mm[k] >> 64), (unsigned long long)mm[k]);
+      printf("\n");
+    }
+  for (unsigned f = 0; f < 5; ++f)
     for (unsigned i = 0; i < n; ++i)
       for (unsigned j = 0; j < n; ++j) {
         a = v[i], b = v[j];
@@ -1433,5 +1470,5 @@ int main(void) {
   }
   return 0;
 }
-)", 8, "i128-overflow");
+)", 10, "i128-overflow");
 }
