@@ -3,7 +3,8 @@
 // LLVM's headers: the core builds without LLVM.
 #include "stamp_dwarf.h"
 
-#include <map>
+#include <algorithm>
+#include <array>
 #include <string_view>
 #include <unordered_map>
 
@@ -101,10 +102,35 @@ void patch_u32(std::string& s, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) s[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
 }
 
+// A DIE's (attribute, form) pairs, held inline: every DIE makes one to look its
+// abbreviation up, and a heap vector each was most of the writer's malloc and free.
+class AttributeList {
+ public:
+  using Pair = std::pair<uint16_t, uint8_t>;
+  AttributeList(std::initializer_list<Pair> pairs = {}) { insert(end(), pairs); }
+  void push_back(Pair p) {
+    if (count_ == kMax) throw KilnError(kExitInternal, "", "a DIE with more than 16 attributes");
+    pairs_[count_++] = p;
+  }
+  // Appends (the only place kiln inserts at).
+  void insert(const Pair* at, std::initializer_list<Pair> pairs) {
+    if (at != end()) throw KilnError(kExitInternal, "", "attributes inserted before the end");
+    for (Pair p : pairs) push_back(p);
+  }
+  const Pair* begin() const { return pairs_.data(); }
+  const Pair* end() const { return pairs_.data() + count_; }
+  bool operator==(const AttributeList& o) const { return count_ == o.count_ && std::equal(begin(), end(), o.begin()); }
+
+ private:
+  static constexpr uint8_t kMax = 16;
+  std::array<Pair, kMax> pairs_{};
+  uint8_t count_ = 0;
+};
+
 struct Abbreviation {
   uint16_t tag;
   bool children;
-  std::vector<std::pair<uint16_t, uint8_t>> attributes;
+  AttributeList attributes;
 };
 
 class DwarfBuilder {
@@ -148,6 +174,8 @@ class DwarfBuilder {
   std::vector<std::vector<uint32_t>> scope_children_, scope_functions_, scope_inlined_;
   std::vector<uint32_t> abstract_offset_;                    // per inlined callee: its DIE in the unit
   std::vector<std::pair<uint32_t, uint32_t>> origin_fixups_;  // (where, callee) of each abstract origin
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> site_code_;  // site_ranges's, per inline site
+  std::vector<uint32_t> used_sites_;                                   // the sites of site_code_ in use
 
   [[noreturn]] void fail(const std::string& why) const { throw KilnError(kExitInternal, source_, why); }
 
@@ -406,32 +434,37 @@ class DwarfBuilder {
     put_u8(b, kInlineInlined);
   }
 
-  // Per inline site used by function `fn`: the code of the instructions inside it
-  // (its own and its inner sites'), as ranges merged where they touch.
-  std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> site_ranges(uint32_t fn) const {
-    std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> ranges;
+  // Per inline site used by function `fn` (site_code_[s], sites in used_sites_ in
+  // ascending order): the code of the instructions inside it (its own and its inner
+  // sites'), as ranges merged where they touch. The tables are the builder's, emptied
+  // for each function, so that no function allocates its own.
+  void site_ranges(uint32_t fn) {
+    for (uint32_t s : used_sites_) site_code_[s].clear();
+    used_sites_.clear();
+    site_code_.resize(d_.inline_sites.size() + 1);
     const FlatFunction& f = flat_.functions[fn];
     const uint32_t end = f.first_inst + f.inst_count;
     for (uint32_t i = f.first_inst; i < end; ++i) {
       const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_.code_size[fn];
       if (next == at) continue;
       for (uint32_t s = d_.locations[i].inline_site; s; s = d_.inline_sites[s - 1].parent) {
-        auto& list = ranges[s];
+        auto& list = site_code_[s];
+        if (list.empty()) used_sites_.push_back(s);
         if (!list.empty() && list.back().second == at) list.back().second = next;
         else list.push_back({at, next});
       }
     }
-    return ranges;
+    std::sort(used_sites_.begin(), used_sites_.end());
   }
 
   // An inlined call: where its code is, its callee, its call; then the calls inlined
   // into it.
-  void write_site_die(uint32_t fn, uint32_t s, const std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>>& ranges) {
+  void write_site_die(uint32_t fn, uint32_t s) {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugInlineSite& site = d_.inline_sites[s - 1];
-    const auto& code = ranges.at(s);
+    const auto& code = site_code_[s];
     std::vector<uint32_t> inner;
-    for (const auto& [other, list] : ranges)
+    for (uint32_t other : used_sites_)
       if (d_.inline_sites[other - 1].parent == s) inner.push_back(other);
     Abbreviation a{kTagInlinedSubroutine, !inner.empty(), {{kAtAbstractOrigin, kFormRef4}}};
     if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
@@ -445,7 +478,7 @@ class DwarfBuilder {
     if (code.size() == 1) put_address(kInfo, fn, code[0].first), put_le<uint32_t>(b, code[0].second - code[0].first);
     else put_section_offset(kInfo, kRanges, range_list(fn, code));
     if (site.call_file) put_uleb(b, site.call_file), put_uleb(b, site.call_line), put_uleb(b, site.call_column);
-    for (uint32_t other : inner) write_site_die(fn, other, ranges);
+    for (uint32_t other : inner) write_site_die(fn, other);
     if (!inner.empty()) put_u8(b, 0);
   }
 
@@ -467,8 +500,8 @@ class DwarfBuilder {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugFunction& sp = d_.functions[fn];
     const bool linkage = !sp.linkage_name.empty() && sp.linkage_name != sp.name;
-    const auto ranges = site_ranges(fn);
-    const bool inlined = !ranges.empty();
+    site_ranges(fn);
+    const bool inlined = !used_sites_.empty();
     Abbreviation a{kTagSubprogram, inlined, {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
     if (linkage) a.attributes.push_back({kAtLinkageName, kFormStrp});
     a.attributes.push_back({kAtName, kFormStrp});
@@ -483,8 +516,8 @@ class DwarfBuilder {
     put_strp(kInfo, sp.name);
     if (sp.file) put_uleb(b, sp.file), put_uleb(b, sp.line);
     if (!inlined) return;
-    for (const auto& [s, list] : ranges)
-      if (d_.inline_sites[s - 1].parent == 0) write_site_die(fn, s, ranges);
+    for (uint32_t s : used_sites_)
+      if (d_.inline_sites[s - 1].parent == 0) write_site_die(fn, s);
     put_u8(b, 0);
   }
 
