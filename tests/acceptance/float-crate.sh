@@ -18,28 +18,5 @@ W=${1:-${TMPDIR:-/tmp}/kiln-float-crate}
 source "$(dirname "$0")/debian-crate.sh"
 debian_crate_workdir "$W" crate num-traits-0.2.15 autocfg-1.1.0
 export RUSTFLAGS="-A arithmetic_overflow"
-summarize() { grep -E '^test result|^test .* \.\.\. (ok|FAILED|ignored)' | sed 's/; finished in .*//' | sort; }
-
-echo "== plain cargo test --lib --tests [at ${SECONDS} s]"
-cargo test --lib --tests --no-fail-fast 2>&1 | summarize > "$W/plain.tests" || true
-cargo clean -q
-passed=$(grep -c ' ok$' "$W/plain.tests" || true)
-[[ $passed -ge 50 ]] || { echo "FAIL: plain cargo test passed only $passed tests"; cat "$W/plain.tests"; exit 1; }
-
-echo "== kiln-capture --backend stamp -- cargo test --lib --tests [at ${SECONDS} s]"
-kiln-capture -o "$W/corpus" --backend stamp -- cargo test --lib --tests --no-fail-fast 2>&1 | summarize > "$W/stamp.tests" || true
-if cmp -s "$W/plain.tests" "$W/stamp.tests"; then
-  echo "   same test results: $passed tests ok, $(grep -c 'FAILED$' "$W/stamp.tests" || true) failed, in both builds"
-else
-  echo "   DIFFERENT test results:"; diff "$W/plain.tests" "$W/stamp.tests" | head -20 || true; exit 1
-fi
-jq -rs '"   functions emitted: stamp \(map(.functions.stamp) | add), llvm \(map(.functions.llvm) | add); instructions: stamp \(map(.instructions.stamp) | add), llvm \(map(.instructions.llvm) | add)"' "$W/corpus/receipts.jsonl"
-
-echo "== kiln-census [at ${SECONDS} s]"
-kiln-census "$W/corpus"
-echo "   why functions fall back (functions per reason):"
-jq -r '.stamp_fallback_functions[]?.reasons[]' "$W/corpus/census.jsonl" | sort | uniq -c | sort -rn | sed 's/^/   /'
-
-echo "== kiln-emit --check-reader on the corpus [at ${SECONDS} s]"
-kiln-emit --check-reader "$W/corpus" | tail -n 3
+stamp_runs_crate_tests "$W" 50 --lib --tests
 echo "== float crate: done [at ${SECONDS} s]"

@@ -15,31 +15,8 @@ set -euo pipefail
 W=${1:-${TMPDIR:-/tmp}/kiln-simd-crate}
 source "$(dirname "$0")/debian-crate.sh"
 debian_crate_workdir "$W" crate memchr-2.5.0 quickcheck-1.0.3 rand-0.8.5 rand_core-0.6.3
-summarize() { grep -E '^test result|^test .* \.\.\. (ok|FAILED|ignored)' | sed 's/; finished in .*//' | sort; }
-
-echo "== plain cargo test --lib --tests [at ${SECONDS} s]"
-cargo test --lib --tests --no-fail-fast 2>&1 | summarize > "$W/plain.tests" || true
-cargo clean -q
-passed=$(grep -c ' ok$' "$W/plain.tests" || true)
-[[ $passed -ge 50 ]] || { echo "FAIL: plain cargo test passed only $passed tests"; cat "$W/plain.tests"; exit 1; }
-
-echo "== kiln-capture --backend stamp -- cargo test --lib --tests [at ${SECONDS} s]"
-kiln-capture -o "$W/corpus" --backend stamp -- cargo test --lib --tests --no-fail-fast 2>&1 | summarize > "$W/stamp.tests" || true
-if cmp -s "$W/plain.tests" "$W/stamp.tests"; then
-  echo "   same test results: $passed tests ok, $(grep -c 'FAILED$' "$W/stamp.tests" || true) failed, in both builds"
-else
-  echo "   DIFFERENT test results:"; diff "$W/plain.tests" "$W/stamp.tests" | head -20 || true; exit 1
-fi
-jq -rs '"   functions emitted: stamp \(map(.functions.stamp) | add), llvm \(map(.functions.llvm) | add); instructions: stamp \(map(.instructions.stamp) | add), llvm \(map(.instructions.llvm) | add)"' "$W/corpus/receipts.jsonl"
-
-echo "== kiln-census [at ${SECONDS} s]"
-kiln-census "$W/corpus" | sed -n '1,/^opcodes/p'
-echo "   why functions fall back (functions per reason):"
-jq -r '.stamp_fallback_functions[]?.reasons[]' "$W/corpus/census.jsonl" | sort | uniq -c | sort -rn | sed 's/^/   /'
+stamp_runs_crate_tests "$W" 50 --lib --tests
 # The searchers' vector code is stamp's: every core::arch function memchr calls.
 left=$(jq -r '.stamp_fallback_functions[]? | select(.name | test("core_arch")) | .name' "$W/corpus/census.jsonl" | sort -u)
 if [[ -n $left ]]; then echo "FAIL: core::arch functions still fall back:"; echo "$left" | head; exit 1; fi
-
-echo "== kiln-emit --check-reader on the corpus [at ${SECONDS} s]"
-kiln-emit --check-reader "$W/corpus" | tail -n 3
 echo "== simd crate: done [at ${SECONDS} s]"
