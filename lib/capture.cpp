@@ -417,15 +417,24 @@ int run_capture(const CaptureOptions& options) {
   if (real_cc.empty()) real_cc = std::string(KILN_LLVM_BINDIR) + "/clang";
   std::string real_cxx = find_program("clang++-22");
   if (real_cxx.empty()) real_cxx = std::string(KILN_LLVM_BINDIR) + "/clang++";
-  // The compilers' versions are asked while the build runs and written to the manifest
-  // after it: `rustc -V` (through rustup's proxy) and `clang --version` took 0.3 s before
-  // the build could start, a quarter of an incremental rebuild. (Every wait in kiln is
-  // for its own pid, so the queries and the build do not reap each other's children.)
-  std::future<std::pair<std::string, std::string>> versions = std::async(std::launch::async, [real_cc] {
-    return std::make_pair(first_line_of({"rustc", "-V"}), first_line_of({real_cc, "--version"}));
+  // The compilers' versions and the hardware profile are found while the build runs and
+  // written to the manifest after it: `rustc -V` (through rustup's proxy) and
+  // `clang --version` took 0.3 s before the build could start, a quarter of an
+  // incremental rebuild, and the profile asks the CUDA runtime for devices (its start
+  // alone is 0.1 s and more where a GPU is). Each in its own thread. (Every wait in kiln
+  // is for its own pid, so the queries and the build do not reap each other's children.)
+  std::future<std::string> rustc_version =
+      std::async(std::launch::async, [] { return first_line_of({"rustc", "-V"}); });
+  std::future<std::string> clang_version =
+      std::async(std::launch::async, [real_cc] { return first_line_of({real_cc, "--version"}); });
+  std::future<std::string> hardware = std::async(std::launch::async, [] {
+    try {
+      return hardware_profile_json();
+    } catch (const std::exception&) {  // a profile is a description, not worth failing a build for
+      return std::string();
+    }
   });
   m.host = host_description();
-  m.hardware_json = hardware_profile_json();
   m.build_command = options.command;
   m.build_cwd = current_directory();
   m.profile = options.profile;
@@ -468,7 +477,9 @@ int run_capture(const CaptureOptions& options) {
   int received_signal = 0;
   ProcessResult result = run_build_group(options.command, run, received_signal);
   if (service) report_service_end(*service, corpus_dir);
-  std::tie(m.rustc_version, m.clang_version) = versions.get();
+  m.rustc_version = rustc_version.get();
+  m.clang_version = clang_version.get();
+  m.hardware_json = hardware.get();
   swept.get();
   // The manifest describes the latest build that added to the corpus.
   Corpus corpus = Corpus::open(corpus_dir);
