@@ -421,18 +421,21 @@ int run_capture(const CaptureOptions& options) {
   // written to the manifest after it: `rustc -V` (through rustup's proxy) and
   // `clang --version` took 0.3 s before the build could start, a quarter of an
   // incremental rebuild, and the profile asks the CUDA runtime for devices (its start
-  // alone is 0.1 s and more where a GPU is). Each in its own thread. (Every wait in kiln
+  // alone is 0.1 s and more where a GPU is). One after the other on one thread: on two
+  // cores more threads would take a core from the build's own start. (Every wait in kiln
   // is for its own pid, so the queries and the build do not reap each other's children.)
-  std::future<std::string> rustc_version =
-      std::async(std::launch::async, [] { return first_line_of({"rustc", "-V"}); });
-  std::future<std::string> clang_version =
-      std::async(std::launch::async, [real_cc] { return first_line_of({real_cc, "--version"}); });
-  std::future<std::string> hardware = std::async(std::launch::async, [] {
+  struct BuildFacts {
+    std::string rustc_version, clang_version, hardware_json;
+  };
+  std::future<BuildFacts> facts = std::async(std::launch::async, [real_cc] {
+    BuildFacts f;
     try {
-      return hardware_profile_json();
+      f.hardware_json = hardware_profile_json();
     } catch (const std::exception&) {  // a profile is a description, not worth failing a build for
-      return std::string();
     }
+    f.rustc_version = first_line_of({"rustc", "-V"});
+    f.clang_version = first_line_of({real_cc, "--version"});
+    return f;
   });
   m.host = host_description();
   m.build_command = options.command;
@@ -477,9 +480,10 @@ int run_capture(const CaptureOptions& options) {
   int received_signal = 0;
   ProcessResult result = run_build_group(options.command, run, received_signal);
   if (service) report_service_end(*service, corpus_dir);
-  m.rustc_version = rustc_version.get();
-  m.clang_version = clang_version.get();
-  m.hardware_json = hardware.get();
+  const BuildFacts found = facts.get();
+  m.rustc_version = found.rustc_version;
+  m.clang_version = found.clang_version;
+  m.hardware_json = found.hardware_json;
   swept.get();
   // The manifest describes the latest build that added to the corpus.
   Corpus corpus = Corpus::open(corpus_dir);
