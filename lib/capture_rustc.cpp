@@ -177,7 +177,7 @@ std::string rlib_rewrite_obstacle(const RustcCall& c) {
     }
   if (c.emit.find("link=") != std::string::npos) return "an explicit --emit link path";
   for (const std::string& a : c.args)
-    if (a == "-o" || a.rfind("-o", 0) == 0) return "an explicit -o output";
+    if (a.rfind("-o", 0) == 0) return "an explicit -o output";  // -o PATH or -oPATH
   return "";
 }
 
@@ -190,6 +190,16 @@ struct OutputFile {
 // Files OUT/PREFIX.*SUFFIX this invocation left (by name, and by an inode change since
 // `since`): a unit that incremental compilation reuses is hard-linked from rustc's
 // incremental directory with its old modification time, but the link changes its ctime.
+// The codegen unit named by a file or archive member name PREFIX.CGU.SUFFIX (SUFFIX
+// .rcgu.o or .rcgu.bc), or "" when the name is not one, or names a unit's unoptimized
+// copy (.no-opt).
+std::string unit_cgu(const std::string& name, const std::string& prefix, const std::string& suffix) {
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0) return "";
+  if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return "";
+  std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  return middle.find(".no-opt") == std::string::npos ? middle : "";
+}
+
 std::vector<OutputFile> list_outputs(const std::string& dir, const std::string& prefix, const std::string& suffix,
                                      time_t since) {
   std::vector<OutputFile> out;
@@ -197,10 +207,8 @@ std::vector<OutputFile> list_outputs(const std::string& dir, const std::string& 
   if (!d) throw KilnError(kExitIo, dir, "cannot list the output directory: " + errno_reason(errno));
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
-    if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-    if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
-    std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (middle.find(".no-opt") != std::string::npos) continue;
+    std::string middle = unit_cgu(name, prefix, suffix);
+    if (middle.empty()) continue;
     struct stat st {};
     std::string path = dir + "/" + name;
     if (::stat(path.c_str(), &st) != 0 || std::max(st.st_mtime, st.st_ctime) + 1 < since) continue;
@@ -287,15 +295,6 @@ struct Unit {
   size_t member = 0;  // its index among the rlib's members
   std::string id, object, error, fallback;
 };
-
-// The codegen unit named by a file or member name PREFIX.CGU.rcgu.o, or "" when the
-// name is not one.
-std::string unit_cgu(const std::string& name, const std::string& prefix) {
-  static const std::string kSuffix = ".rcgu.o";
-  if (name.size() <= prefix.size() + kSuffix.size() || name.compare(0, prefix.size(), prefix) != 0) return "";
-  if (name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) return "";
-  return name.substr(prefix.size(), name.size() - prefix.size() - kSuffix.size());
-}
 
 // Stores the units' bitcode in the corpus while they are emitted. The blobs are written
 // and synced as one batch on a thread of their own (a sync waits on the disk, not on a
@@ -410,8 +409,8 @@ std::vector<Unit> rlib_units(const std::string& rlib, const std::vector<ArchiveM
                              const std::string& prefix) {
   std::vector<Unit> units;
   for (size_t k = 0; k < members.size(); ++k) {
-    std::string cgu = unit_cgu(members[k].name, prefix);
-    if (cgu.empty() || cgu.find(".no-opt") != std::string::npos) continue;
+    std::string cgu = unit_cgu(members[k].name, prefix, ".rcgu.o");
+    if (cgu.empty()) continue;
     Unit u;
     u.label = rlib + "(" + members[k].name + ")";
     u.cgu = cgu;
