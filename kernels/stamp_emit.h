@@ -1565,6 +1565,11 @@ KILN_HD inline void encode_wide_min_max(Emitter& e, uint32_t kind) {
   e.byte(0x48), e.byte(0x0F), e.byte(cc), e.byte(0xC1);  // cmovcc rax, rcx
   e.byte(0x49), e.byte(0x0F), e.byte(cc), e.byte(0xD3);  // cmovcc rdx, r11
 }
+// dil |= the condition `setcc` (a setcc opcode's second byte) names, through sil.
+KILN_HD inline void or_condition_into_dil(Emitter& e, uint32_t setcc) {
+  e.byte(0x40), e.byte(0x0F), e.byte(setcc), e.byte(0xC6);  // setcc sil
+  e.byte(0x40), e.byte(0x08), e.byte(0xF7);                 // or dil, sil
+}
 // llvm.umul.with.overflow.i128 of a (rax:rdx) and b (rcx:r11): the product's low 128
 // bits in rax:rdx, and in dil whether it needs more: both high halves nonzero, a cross
 // product beyond 64 bits, or a carry out of the high half's sum.
@@ -1579,22 +1584,18 @@ KILN_HD inline void encode_wide_umul_overflow(Emitter& e) {
   mov_rr(e, RAX, R9);
   e.byte(0x48), e.byte(0xF7), e.byte(0xE1);                // mul rcx: a.hi * b.lo
   e.byte(0x48), e.byte(0x85), e.byte(0xD2);                // test rdx, rdx
-  e.byte(0x40), e.byte(0x0F), e.byte(0x95), e.byte(0xC6);  // setnz sil
-  e.byte(0x40), e.byte(0x08), e.byte(0xF7);                // or dil, sil
+  or_condition_into_dil(e, 0x95);                          // setnz
   mov_rr(e, R10, RAX);
   mov_rr(e, RAX, R8);
   e.byte(0x49), e.byte(0xF7), e.byte(0xE3);                // mul r11: a.lo * b.hi
   e.byte(0x48), e.byte(0x85), e.byte(0xD2);                // test rdx, rdx
-  e.byte(0x40), e.byte(0x0F), e.byte(0x95), e.byte(0xC6);  // setnz sil
-  e.byte(0x40), e.byte(0x08), e.byte(0xF7);                // or dil, sil
+  or_condition_into_dil(e, 0x95);                          // setnz
   e.byte(0x49), e.byte(0x01), e.byte(0xC2);                // add r10, rax: the cross sum
-  e.byte(0x40), e.byte(0x0F), e.byte(0x92), e.byte(0xC6);  // setc sil
-  e.byte(0x40), e.byte(0x08), e.byte(0xF7);                // or dil, sil
+  or_condition_into_dil(e, 0x92);                          // setc
   mov_rr(e, RAX, R8);
   e.byte(0x48), e.byte(0xF7), e.byte(0xE1);                // mul rcx: a.lo * b.lo
   e.byte(0x4C), e.byte(0x01), e.byte(0xD2);                // add rdx, r10
-  e.byte(0x40), e.byte(0x0F), e.byte(0x92), e.byte(0xC6);  // setc sil
-  e.byte(0x40), e.byte(0x08), e.byte(0xF7);                // or dil, sil
+  or_condition_into_dil(e, 0x92);                          // setc
 }
 KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
