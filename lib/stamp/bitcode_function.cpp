@@ -188,6 +188,7 @@ class FunctionReader {
     return scratch_;
   }
   uint32_t void_ = kNone, i1_ = kNone;  // looked up once: many instructions need them
+  int64_t default_alloca_as_ = -1;       // the data layout's alloca address space, once asked
   BcDebugLoc last_loc_;                 // DEBUG_LOC_AGAIN's
   bool has_last_loc_ = false;
 };
@@ -681,7 +682,8 @@ void FunctionReader::alloca_inst() {
   uint32_t size_type = type_ref(rec_[1]);
   if (rec_[2] >= kMetadataOperand) cursor_.fail("alloca size id out of range");
   uint32_t size = typed_id(uint32_t(rec_[2]), size_type);
-  uint32_t as = rec_.size() == 5 ? uint32_t(rec_[4]) : alloca_address_space(m_.data_layout);
+  if (rec_.size() != 5 && default_alloca_as_ < 0) default_alloca_as_ = alloca_address_space(m_.data_layout);
+  uint32_t as = rec_.size() == 5 ? uint32_t(rec_[4]) : uint32_t(default_alloca_as_);
   if (rec_.size() == 5 && rec_[4] > 0xFFFFFF) cursor_.fail("invalid alloca address space");
   Inst inst = start(Opcode::kAlloca, need(find_type(TypeKind::kPointer, as), "alloca's pointer"));
   inst.source_type = allocated;

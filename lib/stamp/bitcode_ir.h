@@ -81,8 +81,14 @@ enum AttrKind : uint8_t {
   kAttrPreallocated = 65,
 };
 struct AttrSet {
-  std::vector<uint8_t> kinds;  // enum and type attributes' kinds, sorted, unique
-  bool has(uint8_t kind) const;
+  // enum and type attributes' kinds (bitcode numbers them below 256), one bit each: the
+  // exporter asks several per call argument.
+  uint64_t kinds[4] = {};
+  bool has(uint8_t kind) const { return kinds[kind >> 6] >> (kind & 63) & 1; }
+  void add(uint8_t kind) { kinds[kind >> 6] |= uint64_t(1) << (kind & 63); }
+  void add(const AttrSet& other) {
+    for (int i = 0; i < 4; ++i) kinds[i] |= other.kinds[i];
+  }
 };
 // One attribute list (a PARAMATTR_CODE_ENTRY): sets by index as LLVM numbers them in
 // bitcode: 0xFFFFFFFF the function, 0 the return value, 1 + n parameter n.

@@ -265,7 +265,28 @@ uint64_t Layout::integer_align(uint32_t bits, bool abi) const {
   return abi ? it->abi : it->pref;
 }
 
+// Per type id, once per Layout (one per module): the exporter asks sizes and alignments
+// of the same few types for nearly every instruction and constant. The tables follow
+// the type table's growth (a test's converter adds types as it goes).
+namespace {
+template <typename F>
+uint64_t cached(std::vector<uint64_t>& table, const BcModule& m, uint32_t type, F&& compute) {
+  constexpr uint64_t kUnknown = ~uint64_t(0);
+  if (type >= m.types.size()) return compute();  // type_at refuses it
+  if (table.size() != m.types.size()) table.assign(m.types.size(), kUnknown);
+  if (table[type] == kUnknown) {
+    uint64_t value = compute();  // recurses into the table: index it again after
+    table[type] = value;
+  }
+  return table[type];
+}
+}  // namespace
+
 uint64_t Layout::size_bits(const BcModule& m, uint32_t type, int depth) const {
+  return cached(size_bits_, m, type, [&] { return compute_size_bits(m, type, depth); });
+}
+
+uint64_t Layout::compute_size_bits(const BcModule& m, uint32_t type, int depth) const {
   const Type& t = type_at(m, type, depth);
   switch (t.kind) {
     case TypeKind::kInteger:
@@ -305,6 +326,10 @@ uint64_t Layout::alloc_bytes(const BcModule& m, uint32_t type, int depth) const 
 }
 
 uint64_t Layout::alignment(const BcModule& m, uint32_t type, bool abi, int depth) const {
+  return cached(abi ? abi_aligns_ : pref_aligns_, m, type, [&] { return compute_alignment(m, type, abi, depth); });
+}
+
+uint64_t Layout::compute_alignment(const BcModule& m, uint32_t type, bool abi, int depth) const {
   const Type& t = type_at(m, type, depth);
   switch (t.kind) {
     case TypeKind::kInteger:
@@ -719,7 +744,17 @@ const char* libm_function(std::string_view base, bool is_double) {
   return nullptr;
 }
 
+// The longest C library name kLibm holds: most names a module declares are far longer,
+// and are passed over without a comparison each.
+constexpr size_t kLongestLibm = [] {
+  size_t n = 0;
+  for (const LibmIntrinsic& l : kLibm)
+    n = std::max({n, std::string_view(l.double_function).size(), std::string_view(l.float_function).size()});
+  return n;
+}();
+
 bool is_libm_function(std::string_view name) {
+  if (name.size() > kLongestLibm) return false;
   for (const LibmIntrinsic& l : kLibm)
     if (name == l.double_function || name == l.float_function) return true;
   return false;
@@ -740,6 +775,7 @@ const char* wide_conversion_function(bool to_float, bool is_signed, bool is_doub
 }
 
 bool is_compiler_rt_function(std::string_view name) {
+  if (name.size() > std::string_view("__floatuntidf").size() || name.substr(0, 2) != "__") return false;  // the longest
   for (bool s : {false, true}) {
     for (bool r : {false, true})
       if (name == wide_division_function(s, r)) return true;

@@ -55,8 +55,10 @@ class Layout {
   };
   const StructLayout& struct_layout(const BcModule& m, uint32_t type, int depth) const;
   uint64_t size_bits(const BcModule& m, uint32_t type, int depth) const;
+  uint64_t compute_size_bits(const BcModule& m, uint32_t type, int depth) const;
   uint64_t alloc_bytes(const BcModule& m, uint32_t type, int depth) const;
   uint64_t alignment(const BcModule& m, uint32_t type, bool abi, int depth) const;
+  uint64_t compute_alignment(const BcModule& m, uint32_t type, bool abi, int depth) const;
   uint64_t integer_align(uint32_t bits, bool abi) const;
   const Pointer& pointer(uint32_t address_space) const;
   void parse_spec(std::string_view spec, std::vector<std::string>& names);
@@ -69,6 +71,8 @@ class Layout {
   // alloc_size by type id (0: not yet known; no sized type allocates 0 bytes but {} and
   // [0 x T], which are cheap to compute again). One Layout per module, as structs_.
   mutable std::vector<uint64_t> alloc_sizes_;
+  // size_bits and alignment by type id (~0: not yet known), as alloc_sizes_.
+  mutable std::vector<uint64_t> size_bits_, abi_aligns_, pref_aligns_;
 };
 
 // LLVM's Type::print of `type` (e.g. "i32", "ptr", "{ i64, ptr }", "<4 x i32>",

@@ -17,7 +17,6 @@
 
 namespace kiln::bc {
 
-bool AttrSet::has(uint8_t kind) const { return std::binary_search(kinds.begin(), kinds.end(), kind); }
 
 uint32_t BcModule::find_integer_type(uint32_t width) const {
   for (uint32_t i = 0; i < types.size(); ++i)
@@ -366,8 +365,6 @@ class AttributeReader {
       g.index = uint32_t(ops_[1]);
       if (ops_[1] > 0xFFFFFFFFu) c_.fail("attribute group index over 32 bits");
       parse_group(g.set);
-      std::sort(g.set.kinds.begin(), g.set.kinds.end());
-      g.set.kinds.erase(std::unique(g.set.kinds.begin(), g.set.kinds.end()), g.set.kinds.end());
       groups_[ops_[0]] = std::move(g);
     });
   }
@@ -402,7 +399,7 @@ class AttributeReader {
       decline(m_, "attribute kind " + std::to_string(kind));
       return;
     }
-    set.kinds.push_back(uint8_t(kind));
+    set.add(uint8_t(kind));
   }
 
   size_t need(size_t i, size_t n) {
@@ -472,9 +469,7 @@ class AttributeReader {
       }
       set = &list.params[g.index - 1];
     }
-    set->kinds.insert(set->kinds.end(), g.set.kinds.begin(), g.set.kinds.end());
-    std::sort(set->kinds.begin(), set->kinds.end());
-    set->kinds.erase(std::unique(set->kinds.begin(), set->kinds.end()), set->kinds.end());
+    set->add(g.set);
   }
 
   BitstreamCursor& c_;

@@ -267,7 +267,14 @@ class ModuleContext {
   // The module's functions named like the C library functions stamp calls (memcpy,
   // memmove, memset, _Unwind_Resume): LLVM's exporter calls the module's when there is one.
   std::unordered_map<std::string, uint32_t> library_functions;
-  mutable std::vector<uint8_t> widths_;  // scalar_width per type id
+  // What the exporter asks of a type for nearly every operand, once per type id.
+  struct TypeFacts {
+    TypeKind kind;
+    uint8_t scalar_width;   // scalar_width of lib/flat_export.cpp
+    uint8_t operand_width;  // operand_width: kWideBits for i128
+  };
+  mutable std::vector<TypeFacts> facts_;
+  mutable bool has_wide_types = true;  // an i128 in the type table (else no value is one); set with facts_
   mutable std::vector<int8_t> plain_;    // is_plain_aggregate per type id (-1: not yet known)
   mutable std::vector<int8_t> plain_wide_;  // the same with i128 leaves allowed
   mutable std::vector<int8_t> intrinsics_;  // intrinsic_of per global (-1: not yet known)
@@ -279,27 +286,36 @@ class ModuleContext {
     if (t >= m.types.size()) throw Decline{"reader: type out of range"};
     return m.types[t];
   }
-  bool is_float(uint32_t t) const { return is_floating_point(type(t).kind); }
+  const TypeFacts& facts(uint32_t t) const {
+    if (facts_.size() != m.types.size()) [[unlikely]]
+      compute_facts();
+    if (t >= facts_.size()) throw Decline{"reader: type out of range"};
+    return facts_[t];
+  }
+  [[gnu::noinline]] void compute_facts() const {
+    facts_.resize(m.types.size());
+    has_wide_types = false;
+    for (uint32_t i = 0; i < m.types.size(); ++i) {
+      const Type& ty = m.types[i];
+      unsigned w = compute_scalar_width(i);
+      bool wide = ty.kind == TypeKind::kInteger && ty.width == kWideBits;
+      has_wide_types = has_wide_types || wide;
+      facts_[i] = {ty.kind, static_cast<uint8_t>(w), static_cast<uint8_t>(wide ? kWideBits : w)};
+    }
+  }
+  TypeKind kind(uint32_t t) const { return facts(t).kind; }
+  bool is_float(uint32_t t) const { return is_floating_point(kind(t)); }
   // is_float_or_double of lib/flat_export.cpp: the types stamp computes on.
   bool is_float_or_double(uint32_t t) const {
-    TypeKind k = type(t).kind;
+    TypeKind k = kind(t);
     return k == TypeKind::kFloat || k == TypeKind::kDouble;
   }
-  bool is_vector(uint32_t t) const { return bc::is_vector(type(t).kind); }
-  bool is_integer(uint32_t t) const { return type(t).kind == TypeKind::kInteger; }
-  bool is_pointer(uint32_t t) const { return type(t).kind == TypeKind::kPointer; }
-  bool is_void(uint32_t t) const { return type(t).kind == TypeKind::kVoid; }
+  bool is_vector(uint32_t t) const { return bc::is_vector(kind(t)); }
+  bool is_integer(uint32_t t) const { return kind(t) == TypeKind::kInteger; }
+  bool is_pointer(uint32_t t) const { return kind(t) == TypeKind::kPointer; }
+  bool is_void(uint32_t t) const { return kind(t) == TypeKind::kVoid; }
 
-  // scalar_width of lib/flat_export.cpp, looked up per type id (the exporter asks it
-  // for every operand).
-  unsigned scalar_width(uint32_t t) const {
-    if (widths_.empty()) {
-      widths_.resize(m.types.size());
-      for (uint32_t i = 0; i < m.types.size(); ++i) widths_[i] = static_cast<uint8_t>(compute_scalar_width(i));
-    }
-    if (t >= widths_.size()) throw Decline{"reader: type out of range"};
-    return widths_[t];
-  }
+  unsigned scalar_width(uint32_t t) const { return facts(t).scalar_width; }
   unsigned compute_scalar_width(uint32_t t) const {
     const Type& ty = type(t);
     switch (ty.kind) {
@@ -315,10 +331,13 @@ class ModuleContext {
         return 0;
     }
   }
-  bool is_int_like(uint32_t t) const { return (is_integer(t) || is_pointer(t)) && scalar_width(t) != 0; }
-  bool is_i128(uint32_t t) const { return is_integer(t) && type(t).width == kWideBits; }
+  bool is_int_like(uint32_t t) const {
+    const TypeFacts& f = facts(t);
+    return (f.kind == TypeKind::kInteger || f.kind == TypeKind::kPointer) && f.scalar_width != 0;
+  }
+  bool is_i128(uint32_t t) const { return facts(t).operand_width == kWideBits; }
   // operand_width of lib/flat_export.cpp.
-  unsigned operand_width(uint32_t t) const { return is_i128(t) ? kWideBits : scalar_width(t); }
+  unsigned operand_width(uint32_t t) const { return facts(t).operand_width; }
 
   // is_plain_aggregate of lib/flat_export.cpp (wide_leaves: i128 leaves too).
   bool is_plain_aggregate(uint32_t t, bool wide_leaves = false) const {
@@ -849,23 +868,29 @@ class FunctionExporter {
       return op;
     }
     if (id == kMetadataOperand) throw Decline{"reader: metadata as an operand"};
-    uint32_t t = ctx_.type_of(fn, id);
-    op.width = static_cast<uint8_t>(ctx_.operand_width(t));
-    TypeKind tk = ctx_.type(t).kind;
-    if (!op.width && !ctx_.is_plain_aggregate(t, true) && tk != TypeKind::kLabel && tk != TypeKind::kVoid)
+    const ValueRef& r = ctx_.ref(fn, id);
+    const uint32_t t = r.type;
+    const auto& facts = ctx_.facts(t);
+    op.width = facts.operand_width;
+    if (!op.width && facts.kind != TypeKind::kLabel && facts.kind != TypeKind::kVoid &&
+        !ctx_.is_plain_aggregate(t, true))
       reason("value type " + ctx_.type_name(t));
+    // Instructions and arguments, most operands, without klass's look-ups.
+    if (r.kind == ValueKind::kInstruction) {
+      op.kind = kOperandValue;
+      op.index = inst_flat_.at(r.index);
+      return op;
+    }
+    if (r.kind == ValueKind::kArgument) {
+      op.kind = kOperandArg;
+      op.index = base_arg_ + r.index;
+      return op;
+    }
     int vid = -1;
     switch (ctx_.klass(fn, id, &vid)) {
-      case Class::kInstruction: {
-        const ValueRef& r = ctx_.ref(fn, id);
-        op.kind = kOperandValue;
-        op.index = inst_flat_.at(r.index);
-        break;
-      }
+      case Class::kInstruction:
       case Class::kArgument:
-        op.kind = kOperandArg;
-        op.index = base_arg_ + ctx_.ref(fn, id).index;
-        break;
+        break;  // taken above
       case Class::kInt:
       case Class::kFP:
         scalar_constant(fn, id, op);
@@ -1183,7 +1208,8 @@ class FunctionExporter {
   // instruction's operands and result; never an alloca (its count is a number).
   bool touches_i128(const Inst& in) const {
     if (in.opcode == Opcode::kAlloca) return false;
-    if (ctx_.is_i128(in.type)) return true;
+    if (ctx_.is_i128(in.type)) return true;  // computes the type facts, has_wide_types with them
+    if (!ctx_.has_wide_types) return false;
     uint32_t count = in.opcode == Opcode::kCall     ? (in.operand_count ? in.operand_count - 1 : 0)
         : in.opcode == Opcode::kInvoke              ? (in.operand_count >= 3 ? in.operand_count - 3 : 0)
                                                     : in.operand_count;
@@ -2034,12 +2060,15 @@ class FunctionExporter {
     return r.index;
   }
 
-  // CallBase::paramHasAttr: the call site's attributes, then the called function's.
-  bool param_has(const Inst& in, uint32_t callee_fn, uint32_t arg, uint8_t kind) const {
-    if (const AttrList* a = attrs(in.attributes); a && a->param_has(arg, kind)) return true;
-    if (callee_fn == kNone) return false;
-    const AttrList* fa = attrs(m_.globals[ctx_.globals[callee_fn].source].attributes);
-    return fa && fa->param_has(arg, kind);
+  // CallBase::paramHasAttr for every kind at once: the call site's attributes, then the
+  // called function's (an attribute in either counts).
+  AttrSet param_attrs(const Inst& in, uint32_t callee_fn, uint32_t arg) const {
+    AttrSet set;
+    if (const AttrList* a = attrs(in.attributes); a && arg < a->params.size()) set.add(a->params[arg]);
+    if (callee_fn == kNone) return set;
+    if (const AttrList* fa = attrs(m_.globals[ctx_.globals[callee_fn].source].attributes); fa && arg < fa->params.size())
+      set.add(fa->params[arg]);
+    return set;
   }
 
   void export_call(const Inst& in) {
@@ -2085,11 +2114,11 @@ class FunctionExporter {
       uint32_t t = operand_type(v);
       if (!ctx_.is_int_like(t) && !ctx_.is_float_or_double(t) && !ctx_.is_i128(t))
         reason("call argument type " + ctx_.type_name(t));
-      if (param_has(in, callee_fn, a, kAttrByVal) || param_has(in, callee_fn, a, kAttrInAlloca) ||
-          param_has(in, callee_fn, a, kAttrPreallocated))
+      const AttrSet pa = param_attrs(in, callee_fn, a);
+      if (pa.has(kAttrByVal) || pa.has(kAttrInAlloca) || pa.has(kAttrPreallocated))
         reason("byval, inalloca or preallocated call argument");
       FlatOperand o = operand(v);
-      if (param_has(in, callee_fn, a, kAttrSExt)) o.flags |= kOperandSignExt;
+      if (pa.has(kAttrSExt)) o.flags |= kOperandSignExt;
       if (ctx_.is_float_or_double(t)) o.flags |= kOperandFloat;
       add_operand(insts_[at], o);
     }
