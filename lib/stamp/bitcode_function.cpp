@@ -86,7 +86,12 @@ struct Decline {
 class FunctionReader {
  public:
   FunctionReader(BitstreamCursor& cursor, BcModule& m, uint32_t fn, const ReaderContext& context)
-      : cursor_(cursor), m_(m), f_(m.functions[fn]), context_(context) {}
+      : cursor_(cursor),
+        m_(m),
+        f_(m.functions[fn]),
+        context_(context),
+        rec_(context.buffers ? context.buffers->record : own_.record),
+        scratch_(context.buffers ? context.buffers->operands : own_.operands) {}
 
   void read();
 
@@ -173,7 +178,8 @@ class FunctionReader {
   BcModule& m_;
   BcFunction& f_;
   const ReaderContext& context_;
-  std::vector<uint64_t> rec_;
+  BodyBuffers own_;
+  std::vector<uint64_t>& rec_;
   size_t pos_ = 0;
   uint32_t code_ = 0;
   uint32_t next_id_ = 0;  // LLVM's NextValueNo: the id the next value gets
@@ -182,7 +188,7 @@ class FunctionReader {
   bool bundles_pending_ = false;
   std::map<uint32_t, uint32_t> forward_;  // value id used before its definition -> its type
   // One record's operands, reused from record to record (no allocation per instruction).
-  std::vector<uint32_t> scratch_;
+  std::vector<uint32_t>& scratch_;
   std::vector<uint32_t>& scratch() {
     scratch_.clear();
     return scratch_;

@@ -960,6 +960,7 @@ class ModuleReader {
   ModuleReader(BitstreamCursor& c, BcModule& m, std::string_view strtab, const BodyHandler& on_body)
       : c_(c), m_(m), strtab_(strtab), attributes_(c, m), on_body_(on_body) {
     context_.module_version = 0;  // a module without VERSION is version 0, as in LLVM
+    context_.buffers = &buffers_;
   }
 
   void read() {
@@ -1314,6 +1315,7 @@ class ModuleReader {
   AttributeReader attributes_;
   const BodyHandler& on_body_;  // called after each body (see read_bitcode)
   detail::DebugMetadata debug_{m_};
+  detail::BodyBuffers buffers_;
   detail::ReaderContext context_;
   std::vector<uint64_t> ops_;
   std::vector<std::string> sections_, gc_names_;

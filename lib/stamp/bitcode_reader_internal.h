@@ -36,10 +36,18 @@ enum BlockId : uint32_t {
 class DebugMetadata;  // bitcode_debug.h
 
 // What the module half learned that function bodies need.
+// A body's record and operand buffers, kept from body to body so that each body does
+// not grow them from nothing again.
+struct BodyBuffers {
+  std::vector<uint64_t> record;
+  std::vector<uint32_t> operands;
+};
+
 struct ReaderContext {
   uint64_t module_version = 2;                // MODULE_CODE_VERSION: 1 and 2 use relative value ids
   std::vector<std::string> sync_scope_names;  // by sync scope id; "singlethread" is single_thread
   DebugMetadata* debug = nullptr;             // the module's metadata when it has debug information for stamp
+  BodyBuffers* buffers = nullptr;             // the reader's; null: each body has its own
 };
 
 // A CONSTANTS_BLOCK just entered (advance() returned kEnterBlock for it): decodes it to

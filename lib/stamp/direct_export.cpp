@@ -286,12 +286,14 @@ class ModuleContext {
     if (t >= m.types.size()) throw Decline{"reader: type out of range"};
     return m.types[t];
   }
-  const TypeFacts& facts(uint32_t t) const {
+  [[gnu::always_inline]] const TypeFacts& facts(uint32_t t) const {
     if (facts_.size() != m.types.size()) [[unlikely]]
       compute_facts();
-    if (t >= facts_.size()) throw Decline{"reader: type out of range"};
+    if (t >= facts_.size()) [[unlikely]]
+      type_out_of_range();
     return facts_[t];
   }
+  [[noreturn, gnu::noinline]] static void type_out_of_range() { throw Decline{"reader: type out of range"}; }
   [[gnu::noinline]] void compute_facts() const {
     facts_.resize(m.types.size());
     has_wide_types = false;
@@ -410,7 +412,25 @@ class ModuleContext {
   }
 
   // --- Values in the scope of function `fn` (kNone: module scope).
-  const ValueRef& ref(uint32_t fn, uint32_t id) const {
+  [[gnu::always_inline]] const ValueRef& ref(uint32_t fn, uint32_t id) const {
+    // The body being exported asks most: its values without the functions' array.
+    if (fn == current_fn_ && id >= m.module_value_count && id - m.module_value_count < current_values_size_) {
+      const ValueRef& r = current_values_[id - m.module_value_count];
+      if (r.kind != ValueKind::kForward) [[likely]]
+        return r;
+    }
+    return ref_slow(fn, id);
+  }
+  // Set while function `fn`'s body is exported (its values do not move then).
+  void set_current_function(uint32_t fn) {
+    current_fn_ = fn;
+    current_values_ = fn == kNone ? nullptr : m.functions[fn].values.data();
+    current_values_size_ = fn == kNone ? 0 : m.functions[fn].values.size();
+  }
+  uint32_t current_fn_ = kNone;
+  const ValueRef* current_values_ = nullptr;
+  size_t current_values_size_ = 0;
+  const ValueRef& ref_slow(uint32_t fn, uint32_t id) const {
     const ValueRef* r = nullptr;
     if (id < m.module_value_count) r = &m.values[id];
     else if (fn != kNone && id != kMetadataOperand && id - m.module_value_count < m.functions[fn].values.size())
@@ -2356,8 +2376,7 @@ class Materializer {
 
   Materialized run(uint32_t fn) {
     const BcFunction& f = ctx_.m.functions[fn];
-    Materialized mat;
-    mat.before.resize(f.insts.size());
+    Materialized mat;  // `before` is sized at the first load: most bodies have none
     for (uint32_t i = 0; i < f.insts.size(); ++i) {
       const Inst& in = f.insts[i];
       if (skipped(fn, in)) continue;
@@ -2391,6 +2410,7 @@ class Materializer {
           where = end - 1;
         }
         mat.replaced[{i, k}] = static_cast<uint32_t>(mat.loads.size());
+        if (mat.before.empty()) mat.before.resize(f.insts.size());
         mat.before[where].push_back(static_cast<uint32_t>(mat.loads.size()));
         mat.loads.push_back({t, global});
       }
@@ -2696,6 +2716,11 @@ class ModuleExporter {
       v.reasons.push_back(f.declined);
       out_.declined_function_count++;
     } else {
+      struct Current {  // the body's values, looked up without the functions' array
+        ModuleContext& ctx;
+        ~Current() { ctx.set_current_function(kNone); }
+      } current{ctx_};
+      ctx_.set_current_function(fn);
       Materialized mat;
       if (aggregate_data) mat = materializer_->run(fn);
       if (symbol_index_.size() < ctx_.globals.size()) symbol_index_.resize(ctx_.globals.size(), kNone);
