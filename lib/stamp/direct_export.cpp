@@ -274,11 +274,22 @@ class ModuleContext {
     uint8_t operand_width;  // operand_width: kWideBits for i128
   };
   mutable std::vector<TypeFacts> facts_;
-  mutable bool has_wide_types = true;  // an i128 in the type table (else no value is one); set with facts_
   mutable std::vector<int8_t> plain_;    // is_plain_aggregate per type id (-1: not yet known)
   mutable std::vector<int8_t> plain_wide_;  // the same with i128 leaves allowed
   mutable std::vector<int8_t> intrinsics_;  // intrinsic_of per global (-1: not yet known)
   bool has_vector_types = true;    // a vector type in the table (else no value is one)
+  // Whether a module-level value (a global or a module constant) is a vector, or an i128:
+  // with none, and none among a body's own values, no operand of the body can be one.
+  bool module_vector_values = true, module_wide_values = true;
+  // Whether any of `values` has a type that `pred` accepts.
+  template <typename Pred>
+  bool any_value_type(const ValueRef* values, size_t count, Pred&& pred) const {
+    for (size_t i = 0; i < count; ++i)
+      if (values[i].type != kNone && pred(facts(values[i].type))) return true;
+    return false;
+  }
+  static bool vector_facts(const TypeFacts& f) { return bc::is_vector(f.kind); }
+  static bool wide_facts(const TypeFacts& f) { return f.operand_width == kWideBits; }
   bool has_aggregate_data = true;  // an aggregate or data constant (else nothing to materialize)
   DebugInterner debug;
 
@@ -296,12 +307,10 @@ class ModuleContext {
   [[noreturn, gnu::noinline]] static void type_out_of_range() { throw Decline{"reader: type out of range"}; }
   [[gnu::noinline]] void compute_facts() const {
     facts_.resize(m.types.size());
-    has_wide_types = false;
     for (uint32_t i = 0; i < m.types.size(); ++i) {
       const Type& ty = m.types[i];
       unsigned w = compute_scalar_width(i);
       bool wide = ty.kind == TypeKind::kInteger && ty.width == kWideBits;
-      has_wide_types = has_wide_types || wide;
       facts_[i] = {ty.kind, static_cast<uint8_t>(w), static_cast<uint8_t>(wide ? kWideBits : w)};
     }
   }
@@ -678,6 +687,11 @@ class FunctionExporter {
   std::vector<std::string> reasons;
 
   bool run() {
+    vectors_ = ctx_.has_vector_types &&
+        (ctx_.module_vector_values ||
+         ctx_.any_value_type(f_.values.data(), f_.values.size(), ModuleContext::vector_facts));
+    wide_ = ctx_.module_wide_values ||
+        ctx_.any_value_type(f_.values.data(), f_.values.size(), ModuleContext::wide_facts);
     base_inst_ = static_cast<uint32_t>(out_.insts.size());
     base_block_ = static_cast<uint32_t>(out_.blocks.size());
     base_operand_ = static_cast<uint32_t>(out_.operands.size());
@@ -1067,7 +1081,7 @@ class FunctionExporter {
 
   // --- One instruction (export_inst of lib/flat_export.cpp).
   void export_inst(const Inst& in) {
-    if (ctx_.has_vector_types && computes_on_vectors(in)) return export_vector(in);
+    if (vectors_ && computes_on_vectors(in)) return export_vector(in);
     check_vector_use(in);
     if (touches_i128(in)) return export_wide(in);
     switch (in.opcode) {
@@ -1228,8 +1242,8 @@ class FunctionExporter {
   // instruction's operands and result; never an alloca (its count is a number).
   bool touches_i128(const Inst& in) const {
     if (in.opcode == Opcode::kAlloca) return false;
-    if (ctx_.is_i128(in.type)) return true;  // computes the type facts, has_wide_types with them
-    if (!ctx_.has_wide_types) return false;
+    if (!wide_) return false;  // no value the body uses is an i128, its own result included
+    if (ctx_.is_i128(in.type)) return true;
     uint32_t count = in.opcode == Opcode::kCall     ? (in.operand_count ? in.operand_count - 1 : 0)
         : in.opcode == Opcode::kInvoke              ? (in.operand_count >= 3 ? in.operand_count - 3 : 0)
                                                     : in.operand_count;
@@ -1693,7 +1707,7 @@ class FunctionExporter {
   }
 
   void check_vector_use(const Inst& in) {
-    if (!ctx_.has_vector_types) return;  // no value of the module can be a vector
+    if (!vectors_) return;  // no value the body uses can be a vector
     if (in.opcode == Opcode::kLoad || in.opcode == Opcode::kStore || in.opcode == Opcode::kPhi) return;
     for (uint32_t k = 0; k < in.operand_count; ++k) {
       uint32_t id = op_id(in, k);
@@ -2314,6 +2328,9 @@ class FunctionExporter {
   const GlobalInfo& g_;
   const Materialized& mat_;
   uint32_t current_ = 0;
+  // Whether an operand of the body can be a vector, or an i128 (a value of the body or
+  // of the module is one): without, export_inst does not look at every operand's type.
+  bool vectors_ = true, wide_ = true;
   std::vector<uint32_t>&inst_flat_, &load_flat_;
   std::vector<BcDebugLoc>& flat_locs_;
   std::vector<FlatInst>& insts_;
@@ -2687,6 +2704,9 @@ class ModuleExporter {
     }
     ctx_.has_vector_types =
         std::any_of(m.types.begin(), m.types.end(), [](const Type& t) { return bc::is_vector(t.kind); });
+    const size_t module_values = std::min<size_t>(m.module_value_count, m.values.size());
+    ctx_.module_vector_values = ctx_.any_value_type(m.values.data(), module_values, ModuleContext::vector_facts);
+    ctx_.module_wide_values = ctx_.any_value_type(m.values.data(), module_values, ModuleContext::wide_facts);
     // Module constants are all read before the first body; a body's own constants
     // are looked at when it is materialized.
     first_materialized_ = static_cast<uint32_t>(ctx_.globals.size());
