@@ -238,6 +238,8 @@ enum VectorKind : uint8_t {
                   // operands 2 .. N + 1: constant lane numbers, or -1 (undef: 0)
   kVecReduce,     // the N lanes of op0 folded from lane 0 by imm, a StampOp (add, mul,
                   // and, or, xor): a scalar of w bits
+  kVecShuffleBytes,  // pshufb, N bytes (16 or 32): lane k is 0 where op1's lane k has
+                     // bit 7 set, else op0's lane (k & ~15) + (op1's lane k & 15)
   kVecKindCount
 };
 constexpr uint32_t kMaxVectorLanes = 64;
@@ -247,7 +249,7 @@ KILN_HD inline bool is_vector_lane_width(uint32_t w) { return w == 1 || w == 8 |
 // The operands a kOpVector of kind `kind` with `lanes` result lanes reads.
 KILN_HD inline uint32_t vector_operands(uint32_t kind, uint32_t lanes) {
   if (kind == kVecShuffle) return 2 + lanes;
-  return kind == kVecBinary || kind == kVecIcmp || kind == kVecInsert ? 2 : 1;
+  return kind == kVecBinary || kind == kVecIcmp || kind == kVecInsert || kind == kVecShuffleBytes ? 2 : 1;
 }
 // Whether the kind's result is a scalar (in an 8-byte slot, zero-extended) rather
 // than a vector.

@@ -1993,6 +1993,23 @@ KILN_HD inline void encode_vector(Emitter& e, const FlatModuleView& m, const Sta
         store_lane(e, dst, k, w, RAX);
       }
       return;
+    case kVecShuffleBytes:  // without branches: the picked byte, and-ed with 0 or all ones
+      for (uint32_t k = 0; k < lanes; ++k) {
+        load_lane(e, l, ops[1], k, 8, RAX);         // movzx eax, the selector
+        e.byte(0x89), e.byte(0xC1);                 // mov ecx, eax
+        e.byte(0x83), e.byte(0xE0), e.byte(0x0F);  // and eax, 15
+        if (ops[0].kind == kOperandValue) {         // movzx eax, byte [rbp + rax + table's 16-byte half]
+          e.byte(0x0F), e.byte(0xB6), e.byte(0x84), e.byte(0x05);
+          e.u32(static_cast<uint32_t>(slot_disp(l, ops[0].index) + static_cast<int32_t>(k & ~15u)));
+        } else {
+          e.byte(0x31), e.byte(0xC0);  // xor eax, eax: a zero or undef table
+        }
+        e.byte(0xC1), e.byte(0xE9), e.byte(0x07);  // shr ecx, 7: 1 where bit 7 is set
+        e.byte(0xFF), e.byte(0xC9);                // dec ecx: then 0, else all ones
+        e.byte(0x21), e.byte(0xC8);                // and eax, ecx
+        store_lane(e, dst, k, 8, RAX);
+      }
+      return;
     default:  // kVecReduce
       load_lane(e, l, ops[0], 0, w, RAX);
       for (uint32_t k = 1; k < lanes; ++k) {

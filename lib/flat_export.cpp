@@ -13,6 +13,7 @@
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Operator.h>
 #include <llvm/TargetParser/Triple.h>
@@ -1050,7 +1051,7 @@ class FunctionExporter {
   // operand. Every other use of a vector (loads, stores and phis move them) goes the
   // scalar way, whose checks refuse it.
   static bool computes_on_vectors(const Instruction& inst) {
-    if (auto* call = dyn_cast<CallInst>(&inst)) return reduction_kind(*call) != 0;
+    if (auto* call = dyn_cast<CallInst>(&inst)) return reduction_kind(*call) != 0 || byte_shuffle(*call);
     switch (inst.getOpcode()) {
       case Instruction::Add: case Instruction::Sub: case Instruction::Mul: case Instruction::Shl:
       case Instruction::LShr: case Instruction::AShr: case Instruction::And: case Instruction::Or:
@@ -1078,6 +1079,13 @@ class FunctionExporter {
       case Intrinsic::vector_reduce_xor: return kOpXor;
       default: return 0;
     }
+  }
+
+  // A call of pshufb (llvm.x86.ssse3.pshuf.b.128 or llvm.x86.avx2.pshuf.b).
+  static bool byte_shuffle(const CallInst& call) {
+    const Function* f = call.getCalledFunction();
+    return f && (f->getIntrinsicID() == Intrinsic::x86_ssse3_pshuf_b_128 ||
+                 f->getIntrinsicID() == Intrinsic::x86_avx2_pshuf_b);
   }
 
   // A vector operand: a value, or zero, undef or poison (every lane 0). Constants with
@@ -1114,6 +1122,16 @@ class FunctionExporter {
       reason("vectors");
       refuse(inst, why);
     };
+    if (auto* call = dyn_cast<CallInst>(&inst); call && byte_shuffle(*call)) {  // <N x i8> table, selectors
+      const uint32_t lanes = w == 8 ? vector_lanes(t) : 0;
+      if (call->arg_size() != 2 || (lanes != 16 && lanes != 32) || call->getArgOperand(0)->getType() != t ||
+          call->getArgOperand(1)->getType() != t)
+        return refuse_vector("byte shuffle of " + type_name(t));
+      FlatOperand table = vector_operand(call->getArgOperand(0));
+      FlatOperand selectors = vector_operand(call->getArgOperand(1));
+      emit_vector(inst, kVecShuffleBytes, {table, selectors});
+      return;
+    }
     if (auto* call = dyn_cast<CallInst>(&inst)) {  // llvm.vector.reduce.*
       Type* from = call->getArgOperand(0)->getType();
       const uint32_t lane = vector_lane_width(from);
@@ -1655,8 +1673,12 @@ size_t materialize_aggregate_constants(llvm::Module& module) {
     for (BasicBlock& bb : f) {
       for (Instruction& inst : bb) {
         if (isa<LandingPadInst>(inst) || isa<SwitchInst>(inst)) continue;
+        // Intrinsics keep their constant operands, but for pshufb's: stamp computes on
+        // its vectors, which must be values.
         if (auto* call = dyn_cast<CallBase>(&inst);
-            call && call->getCalledFunction() && call->getCalledFunction()->isIntrinsic())
+            call && call->getCalledFunction() && call->getCalledFunction()->isIntrinsic() &&
+            call->getIntrinsicID() != Intrinsic::x86_ssse3_pshuf_b_128 &&
+            call->getIntrinsicID() != Intrinsic::x86_avx2_pshuf_b)
           continue;
         for (unsigned k = 0; k < inst.getNumOperands(); ++k) {
           auto* c = dyn_cast<Constant>(inst.getOperand(k));

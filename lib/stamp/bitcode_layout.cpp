@@ -665,6 +665,8 @@ constexpr KnownIntrinsic kKnown[] = {
     {"llvm.vector.reduce.mul", Intrinsic::kVectorReduceMul, true},
     {"llvm.vector.reduce.or", Intrinsic::kVectorReduceOr, true},
     {"llvm.vector.reduce.xor", Intrinsic::kVectorReduceXor, true},
+    {"llvm.x86.avx2.pshuf.b", Intrinsic::kX86PshufB256, false},
+    {"llvm.x86.ssse3.pshuf.b.128", Intrinsic::kX86PshufB128, false},
 };
 
 // strncmp over name[start, end) against the table entry (which ends at its NUL), as

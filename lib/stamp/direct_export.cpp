@@ -1495,7 +1495,7 @@ class FunctionExporter {
     }
   }
   bool computes_on_vectors(const Inst& in) const {
-    if (in.opcode == Opcode::kCall) return reduction_kind(in) != 0;
+    if (in.opcode == Opcode::kCall) return reduction_kind(in) != 0 || byte_shuffle(in);
     switch (in.opcode) {
       case Opcode::kAdd: case Opcode::kSub: case Opcode::kMul: case Opcode::kShl: case Opcode::kLShr:
       case Opcode::kAShr: case Opcode::kAnd: case Opcode::kOr: case Opcode::kXor: case Opcode::kICmp:
@@ -1587,12 +1587,30 @@ class FunctionExporter {
     return mask;
   }
 
+  // A call of pshufb (llvm.x86.ssse3.pshuf.b.128 or llvm.x86.avx2.pshuf.b).
+  bool byte_shuffle(const Inst& in) const {
+    if (in.opcode != Opcode::kCall || in.operand_count < 1) return false;
+    const uint32_t fn = called_function(in, op_id(in, in.operand_count - 1));
+    if (fn == kNone) return false;
+    const Intrinsic id = ctx_.intrinsic(fn);
+    return id == Intrinsic::kX86PshufB128 || id == Intrinsic::kX86PshufB256;
+  }
   void export_vector(const Inst& in) {
     const uint32_t t = in.type, w = vector_lane_width(t);
     auto refuse_vector = [&](const std::string& why) {
       reason("vectors");
       refuse(in, why);
     };
+    if (byte_shuffle(in)) {  // <N x i8> table, <N x i8> selectors
+      const uint32_t lanes = w == 8 ? vector_lanes(t) : 0;
+      if (in.operand_count != 3 || (lanes != 16 && lanes != 32) || operand_type(op_id(in, 0)) != t ||
+          operand_type(op_id(in, 1)) != t)
+        return refuse_vector("byte shuffle of " + ctx_.type_name(t));
+      FlatOperand table = vector_operand(op_id(in, 0));
+      FlatOperand selectors = vector_operand(op_id(in, 1));
+      emit_vector(in, kVecShuffleBytes, {table, selectors});
+      return;
+    }
     if (in.opcode == Opcode::kCall) {  // llvm.vector.reduce.*
       if (in.operand_count != 2) return refuse_vector("reduction of " + ctx_.type_name(t));
       const uint32_t from = operand_type(op_id(in, 0)), lane = vector_lane_width(from);
@@ -2445,7 +2463,10 @@ class Materializer {
     const ValueRef& r = ctx_.ref(fn, callee);
     if (r.kind != ValueKind::kGlobal) return false;
     const GlobalInfo& g = ctx_.globals[r.index];
-    return g.kind == GlobalKind::kFunction && g.value_type == in.source_type && reserved_name(g.name);
+    if (g.kind != GlobalKind::kFunction || g.value_type != in.source_type || !reserved_name(g.name)) return false;
+    // Intrinsics keep their constant operands, but for pshufb's (lib/flat_export.cpp).
+    const Intrinsic id = ctx_.intrinsic(r.index);
+    return id != Intrinsic::kX86PshufB128 && id != Intrinsic::kX86PshufB256;
   }
 
   uint32_t pooled(uint32_t fn, uint32_t id, uint32_t t) {

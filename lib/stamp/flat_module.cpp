@@ -109,6 +109,10 @@ const char* check_vector(const FlatModuleData& f, const FlatInst& in, const Flat
     case kVecInsert:
       if (param >= lanes) return "vector lane out of range";
       break;
+    case kVecShuffleBytes:
+      if (param != 0) return "instruction with an unknown variant";
+      if (w != 8 || (lanes != 16 && lanes != 32)) return "byte shuffle of other than 16 or 32 bytes";
+      break;
     case kVecShuffle:
       if (param == 0 || param > kMaxVectorLanes) return "vector of more lanes than stamp has a template for";
       from_lanes = static_cast<uint32_t>(param);
@@ -123,7 +127,8 @@ const char* check_vector(const FlatModuleData& f, const FlatInst& in, const Flat
     return "vector lanes of a width stamp has no template for";
   const uint64_t result_bytes = vector_result_is_scalar(in.aux) ? 8 : uint64_t(lanes) * vector_lane_bytes(w);
   if (in.slot_size < result_bytes) return "vector in a short slot";
-  const uint32_t vector_ops = in.aux == kVecShuffle || in.aux == kVecBinary || in.aux == kVecIcmp ? 2 : 1;
+  const uint32_t vector_ops =
+      in.aux == kVecShuffle || in.aux == kVecBinary || in.aux == kVecIcmp || in.aux == kVecShuffleBytes ? 2 : 1;
   for (uint32_t k = 0; k < vector_ops; ++k) {
     if (ops[k].kind == kOperandValue &&
         f.insts[ops[k].index].slot_size < uint64_t(from_lanes) * vector_lane_bytes(from))

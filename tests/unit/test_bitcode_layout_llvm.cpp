@@ -12,6 +12,7 @@
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
@@ -704,6 +705,10 @@ bc::Intrinsic expected_intrinsic(llvm::Intrinsic::ID id) {
       return bc::Intrinsic::kVectorReduceOr;
     case llvm::Intrinsic::vector_reduce_xor:
       return bc::Intrinsic::kVectorReduceXor;
+    case llvm::Intrinsic::x86_ssse3_pshuf_b_128:
+      return bc::Intrinsic::kX86PshufB128;
+    case llvm::Intrinsic::x86_avx2_pshuf_b:
+      return bc::Intrinsic::kX86PshufB256;
     case llvm::Intrinsic::ceil:
     case llvm::Intrinsic::copysign:
     case llvm::Intrinsic::cos:

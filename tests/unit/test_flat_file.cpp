@@ -217,4 +217,16 @@ define void @blend(ptr %pa, ptr %pb, ptr %po) {
         "vector operand in a short slot");
   CHECK(defect_of([](FlatInst&, FlatOperand* ops) { ops[0].kind = kOperandArg; }) ==
         "instruction with operands of the wrong kind");
+  // The same two 16-byte operands as a pshufb: taken, and refused out of its shape.
+  auto pshufb = [](FlatInst& in) { in.aux = kVecShuffleBytes, in.imm = 0; };
+  CHECK(defect_of([&](FlatInst& in, FlatOperand*) { pshufb(in); }).empty());
+  CHECK(defect_of([&](FlatInst& in, FlatOperand*) { pshufb(in), in.imm = 1; }) == "instruction with an unknown variant");
+  CHECK(defect_of([&](FlatInst& in, FlatOperand*) { pshufb(in), in.aux32 = 8; }) ==
+        "byte shuffle of other than 16 or 32 bytes");
+  CHECK(defect_of([&](FlatInst& in, FlatOperand*) { pshufb(in), in.width = 16; }) ==
+        "byte shuffle of other than 16 or 32 bytes");
+  CHECK(defect_of([&](FlatInst& in, FlatOperand*) { pshufb(in), in.aux32 = 32, in.slot_size = 32; }) ==
+        "vector operand in a short slot");
+  CHECK(defect_of([&](FlatInst& in, FlatOperand* ops) { pshufb(in), ops[1].kind = kOperandArg; }) ==
+        "instruction with operands of the wrong kind");
 }

@@ -2,7 +2,7 @@
 // shifts, compares to masks, casts between lane widths, masks to integers (the
 // movemask pattern of core::arch), element extraction and insertion, shuffles (splats,
 // byte rotations, picks from both operands and undef lanes), vector bitcasts and
-// reductions, on vectors of i8, i16, i32 and i64 lanes of 64, 128 and 256 bits. One
+// reductions, and pshufb, on vectors of i8, i16, i32 and i64 lanes of 64, 128 and 256 bits. One
 // module, compiled by both back ends and linked with one C driver that feeds every
 // function every pair of 12 vectors of edge lanes and prints each result's bytes.
 #include <catch2/catch.hpp>
@@ -36,7 +36,8 @@ const VectorType kTypes[] = {{16, 8}, {8, 16}, {4, 32}, {2, 64}, {32, 8}, {8, 8}
 // returning a 64-bit integer.
 struct Function {
   std::string name;
-  int out_bytes;  // 0: returns an integer
+  int out_bytes;      // 0: returns an integer
+  std::string guard;  // the CPU feature llvm's code needs to run ("": none): checked by the driver
 };
 
 // void NAME(ptr %pa, ptr %pb, ptr %po): loads a and b of type T, runs BODY (which
@@ -46,7 +47,7 @@ void vector_function(std::ostringstream& ir, std::vector<Function>& fns, const s
   ir << "define void @" << name << "(ptr %pa, ptr %pb, ptr %po) {\n  %a = load " << t.ir() << ", ptr %pa, align 1\n"
      << "  %b = load " << t.ir() << ", ptr %pb, align 1\n"
      << body << "  store " << result << " %r, ptr %po, align 1\n  ret void\n}\n";
-  fns.push_back({name, out_bytes});
+  fns.push_back({name, out_bytes, ""});
 }
 // i64 NAME(ptr %pa, ptr %pb): the same with a scalar %r of type R, zero-extended.
 void scalar_function(std::ostringstream& ir, std::vector<Function>& fns, const std::string& name,
@@ -55,8 +56,10 @@ void scalar_function(std::ostringstream& ir, std::vector<Function>& fns, const s
      << "  %b = load " << t.ir() << ", ptr %pb, align 1\n" << body;
   if (result == "i64") ir << "  ret i64 %r\n}\n";
   else ir << "  %z = zext " << result << " %r to i64\n  ret i64 %z\n}\n";
-  fns.push_back({name, 0});
+  fns.push_back({name, 0, ""});
 }
+
+void byte_shuffles(std::ostringstream& ir, std::vector<Function>& fns);
 
 std::string vector_module(std::vector<Function>& fns) {
   std::ostringstream ir;
@@ -145,7 +148,41 @@ std::string vector_module(std::vector<Function>& fns) {
                         VectorType{t.bytes(), 8}.splat(3) + "\n",
                     bytes, t.bytes());
   }
+  byte_shuffles(ir, fns);
   return ir.str();
+}
+
+// pshufb, as core::arch's _mm_shuffle_epi8 and _mm256_shuffle_epi8 call it: on variable
+// tables and selectors (every pair of the edge vectors: bytes with bit 7 set, small and
+// large indices), a constant selector (loaded from constant data) and a zero table.
+// llvm's code is the instruction itself, so each function carries the target feature,
+// and the driver calls it only on a CPU that has it.
+void byte_shuffles(std::ostringstream& ir, std::vector<Function>& fns) {
+  const struct {
+    int lanes;
+    const char *intrinsic, *feature, *attributes;
+  } kShuffles[] = {{16, "llvm.x86.ssse3.pshuf.b.128", "ssse3", "#100"}, {32, "llvm.x86.avx2.pshuf.b", "avx2", "#101"}};
+  for (const auto& s : kShuffles) {
+    const VectorType t{s.lanes, 8};
+    const std::string T = t.ir(), N = t.name(), call = "call " + T + " @" + s.intrinsic + "(";
+    std::string selectors = "<";
+    for (int k = 0; k < t.lanes; ++k)
+      selectors += std::string(k ? ", " : "") + "i8 " + std::to_string(k % 3 == 0 ? -128 + k : (k * 7) % 19);
+    selectors += ">";
+    const std::pair<std::string, std::string> bodies[] = {
+        {"pshufb_", "  %r = " + call + T + " %a, " + T + " %b)\n"},
+        {"pshufb_const_", "  %r = " + call + T + " %a, " + T + " " + selectors + ")\n"},
+        {"pshufb_zero_", "  %r = " + call + T + " zeroinitializer, " + T + " %b)\n"}};
+    for (const auto& [prefix, body] : bodies) {
+      ir << "define void @" << prefix << N << "(ptr %pa, ptr %pb, ptr %po) " << s.attributes << " {\n"
+         << "  %a = load " << T << ", ptr %pa, align 1\n  %b = load " << T << ", ptr %pb, align 1\n"
+         << body << "  store " << T << " %r, ptr %po, align 1\n  ret void\n}\n";
+      fns.push_back({prefix + N, t.bytes(), s.feature});
+    }
+    ir << "declare " << T << " @" << s.intrinsic << "(" << T << ", " << T << ")\n";
+  }
+  ir << "attributes #100 = { \"target-features\"=\"+ssse3\" }\n"
+     << "attributes #101 = { \"target-features\"=\"+avx2\" }\n";
 }
 
 std::string vector_driver(const std::vector<Function>& fns) {
@@ -188,12 +225,15 @@ int main(void) {
     for (int b = 0; b < 12; ++b) {
 )";
   for (const Function& f : fns) {
+    // A function llvm compiled for a CPU feature runs where the CPU has it (both runs
+    // are on the same machine, so both skip it alike).
+    c << "      if (" << (f.guard.empty() ? "1" : "__builtin_cpu_supports(\"" + f.guard + "\")") << ") { ";
     if (f.out_bytes)
-      c << "      memset(out, 0xAA, sizeof out); " << f.name << "(inputs[a], inputs[b], out); print(\"" << f.name
-        << "\", a, b, out, " << f.out_bytes << ");\n";
+      c << "memset(out, 0xAA, sizeof out); " << f.name << "(inputs[a], inputs[b], out); print(\"" << f.name
+        << "\", a, b, out, " << f.out_bytes << "); }\n";
     else
-      c << "      printf(\"" << f.name << " %d %d %llx\\n\", a, b, (unsigned long long)" << f.name
-        << "(inputs[a], inputs[b]));\n";
+      c << "printf(\"" << f.name << " %d %d %llx\\n\", a, b, (unsigned long long)" << f.name
+        << "(inputs[a], inputs[b])); }\n";
   }
   c << "    }\n  return 0;\n}\n";
   return c.str();
@@ -219,5 +259,7 @@ TEST_CASE("vectors: lane arithmetic, masks, elements, shuffles and reductions co
   }
   ir += declarations.str();
   INFO(fns.size() << " functions");
+  if (!__builtin_cpu_supports("ssse3")) WARN("this CPU has no SSSE3: pshufb on 16 bytes is not run");
+  if (!__builtin_cpu_supports("avx2")) WARN("this CPU has no AVX2: pshufb on 32 bytes is not run");
   kiln_test::expect_same_as_llvm(ir, vector_driver(fns), fns.size(), "vector");
 }
