@@ -70,6 +70,10 @@ enum StampOp : uint16_t {
   // constant data. Fields: width = the result's lane width (or its scalar width),
   // aux32 = the lane count (vector_lanes), imm = the kind's parameter (VectorKind).
   kOpVector,
+  // The address of thread-local variable op0 (a symbol) in the running thread: the
+  // general-dynamic sequence (op1: the __tls_get_addr symbol) that linkers relax to
+  // the initial- or local-exec one where the variable allows. Result in a slot of 8.
+  kOpTlsAddress,
   kOpCount
 };
 enum StoreFlags : uint8_t { kStoreSeqCst = 1 };

@@ -40,6 +40,7 @@ enum StampRelocType : uint32_t {
   kRelocPlt32 = 4,          // R_X86_64_PLT32 (calls)
   kRelocGotPcRelX = 41,     // R_X86_64_GOTPCRELX (mov reg, [rip+sym@GOTPCREL] without REX)
   kRelocRexGotPcRelX = 42,  // R_X86_64_REX_GOTPCRELX (with a REX prefix)
+  kRelocTlsGd = 19,         // R_X86_64_TLSGD (a thread-local variable's general-dynamic access)
 };
 
 struct StampReloc {
@@ -2137,6 +2138,18 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       return encode_wide(e, m, l, i);
     case kOpFloat:
       return encode_float(e, m, l, i);
+    case kOpTlsAddress:
+      // The 16 bytes the x86-64 TLS ABI fixes, so that linkers recognise and relax
+      // them: data16 lea rdi, [rip + var@tlsgd]; data16 data16 rex.W call
+      // __tls_get_addr@plt. The address comes back in rax.
+      e.byte(0x66), e.byte(0x48), e.byte(0x8D), e.byte(0x3D);
+      e.reloc(kRelocTlsGd, ops[0].index, -4);
+      e.u32(0);
+      e.byte(0x66), e.byte(0x66), e.byte(0x48), e.byte(0xE8);
+      e.reloc(kRelocPlt32, ops[1].index, -4);
+      e.u32(0);
+      store_result(e, l, i);
+      return;
     case kOpVector:
       return encode_vector(e, m, l, i);
     case kOpLandingPad:  // the personality hands over the exception in rax and its selector in edx

@@ -550,6 +550,8 @@ class FunctionExporter {
       case Intrinsic::expect:
         emit(call, kOpCopy, {operand(call.getArgOperand(0))});
         return;
+      case Intrinsic::threadlocal_address:
+        return export_tls_address(call, callee);
       case Intrinsic::trap:
       case Intrinsic::ubsantrap:
         emit(call, kOpUnreachable);
@@ -690,6 +692,19 @@ class FunctionExporter {
 
   // A kOpCall of the C library or compiler-rt function `name` for `inst` (its operands
   // still to add); its index in insts_.
+  // llvm.threadlocal.address of a thread-local variable: its address in the running
+  // thread (kOpTlsAddress, through __tls_get_addr). Anything else (an alias) is not stamp's.
+  void export_tls_address(const CallInst& call, const Function* callee) {
+    auto* var = dyn_cast<GlobalVariable>(call.getArgOperand(0));
+    if (!var || !var->isThreadLocal()) return refuse(call, "intrinsic " + callee->getName().str());
+    FlatOperand address{}, get_addr{};
+    address.kind = get_addr.kind = kOperandSymbol;
+    address.width = get_addr.width = 64;
+    address.index = symbol(var);
+    get_addr.index = library_symbol("__tls_get_addr");
+    emit(call, kOpTlsAddress, {address, get_addr});
+  }
+
   size_t emit_library_call(const Instruction& inst, const char* name) {
     FlatOperand callee_op{};
     callee_op.kind = kOperandSymbol;
@@ -1611,6 +1626,7 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
   base = base->stripPointerCasts();
   if (auto* gv = dyn_cast<GlobalValue>(base)) {
     if (dl.getTypeStoreSize(c->getType()) != 8) return "global initializer: address narrower than 64 bits";
+    if (gv->isThreadLocal()) return "global initializer: address of a thread-local variable";
     relocs.push_back({static_cast<uint32_t>(offset), kReloc64, gv->getName().str(), delta.getSExtValue()});
     return "";
   }
@@ -1635,7 +1651,6 @@ std::string export_globals(const llvm::Module& module, std::vector<StampData>& o
       return "global " + g.getName().str() + " (appending linkage)";
     }
     if (g.getName().starts_with("llvm.")) return "global " + g.getName().str();
-    if (g.isThreadLocal()) return "thread-local variable";
     if (g.hasComdat()) return "global in a comdat";
     if (g.hasCommonLinkage()) return "common symbol";
     StampData d;
@@ -1655,8 +1670,14 @@ std::string export_globals(const llvm::Module& module, std::vector<StampData>& o
       std::string why = lower_constant(init, dl, d.bytes, 0, d.relocations);
       if (!why.empty()) return why;
     }
-    d.writable = !g.isConstant();
-    std::string kind = d.zero ? ".bss." : d.writable ? ".data." : d.relocations.empty() ? ".rodata." : ".data.rel.ro.";
+    // A thread-local variable is each thread's copy of its initial image: always writable.
+    d.tls = g.isThreadLocal();
+    d.writable = !g.isConstant() || d.tls;
+    std::string kind = d.tls ? (d.zero ? ".tbss." : ".tdata.")
+        : d.zero             ? ".bss."
+        : d.writable         ? ".data."
+        : d.relocations.empty() ? ".rodata."
+                                : ".data.rel.ro.";
     d.section = g.hasSection() ? g.getSection().str() : kind + d.name;
     if (g.hasSection()) d.writable = d.writable || !d.relocations.empty();
     if (!d.relocations.empty()) d.writable = true;  // relocated at load time in PIC code

@@ -649,6 +649,7 @@ constexpr KnownIntrinsic kKnown[] = {
     {"llvm.sqrt", Intrinsic::kSqrt, true},
     {"llvm.ssub.sat", Intrinsic::kSsubSat, true},
     {"llvm.ssub.with.overflow", Intrinsic::kSsubWithOverflow, true},
+    {"llvm.threadlocal.address", Intrinsic::kThreadlocalAddress, true},
     {"llvm.trap", Intrinsic::kTrap, false},
     {"llvm.trunc", Intrinsic::kLibmCall, true},
     {"llvm.uadd.sat", Intrinsic::kUaddSat, true},

@@ -96,6 +96,7 @@ enum class Intrinsic : uint8_t {
   kBswap, kAbs, kUmin, kUmax, kSmin, kSmax, kUaddSat, kUsubSat, kUcmp, kScmp, kSaddSat, kSsubSat, kFshl, kFshr,
   kFabs, kSqrt, kFptosiSat, kFptouiSat, kMinnum, kMaxnum, kBitreverse, kVectorReduceAdd, kVectorReduceMul,
   kVectorReduceAnd, kVectorReduceOr, kVectorReduceXor, kX86PshufB128, kX86PshufB256,
+  kThreadlocalAddress,
   kLibmCall,  // one of libm_function's: a call of the C function
 };
 Intrinsic intrinsic_of(std::string_view function_name);

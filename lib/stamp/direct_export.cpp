@@ -2217,6 +2217,8 @@ class FunctionExporter {
       case Intrinsic::kExpect:
         emit(in, kOpCopy, {operand(arg(0))});
         return;
+      case Intrinsic::kThreadlocalAddress:
+        return export_tls_address(in, arg(0), name);
       case Intrinsic::kTrap:
       case Intrinsic::kUbsanTrap:
         emit(in, kOpUnreachable);
@@ -2314,6 +2316,22 @@ class FunctionExporter {
   }
 
   // emit_library_call of lib/flat_export.cpp.
+  // export_tls_address of lib/flat_export.cpp.
+  void export_tls_address(const Inst& in, uint32_t var, const std::string& name) {
+    const uint32_t fn = fn_index_in_module_;
+    const bool global =
+        !is_materialized(var) && var != kMetadataOperand && !(var & kBlockTag) && ctx_.klass(fn, var) == Class::kGlobal;
+    const uint32_t g = global ? ctx_.ref(fn, var).index : kNone;
+    if (g == kNone || ctx_.globals[g].kind != GlobalKind::kVariable || !ctx_.globals[g].thread_local_)
+      return refuse(in, "intrinsic " + name);
+    FlatOperand address{}, get_addr{};
+    address.kind = get_addr.kind = kOperandSymbol;
+    address.width = get_addr.width = 64;
+    address.index = symbol(g);
+    get_addr.index = library_symbol("__tls_get_addr");
+    emit(in, kOpTlsAddress, {address, get_addr});
+  }
+
   size_t emit_library_call(const Inst& in, const char* name) {
     FlatOperand callee_op{};
     callee_op.kind = kOperandSymbol;
@@ -2633,6 +2651,8 @@ std::string lower_constant(const ModuleContext& ctx, uint32_t fn, uint32_t id, s
   base = ctx.strip_pointer_casts(fn, base);
   if (ctx.klass(fn, base) == Class::kGlobal) {
     if (store != 8) return "global initializer: address narrower than 64 bits";
+    if (const GlobalInfo& g = ctx.globals[ctx.ref(fn, base).index]; g.kind == GlobalKind::kVariable && g.thread_local_)
+      return "global initializer: address of a thread-local variable";
     relocs.push_back({static_cast<uint32_t>(offset), kReloc64, ctx.globals[ctx.ref(fn, base).index].name,
                       static_cast<int64_t>(delta)});
     return "";
@@ -2657,7 +2677,6 @@ std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, std::ve
     return "global " + g.name + " (appending linkage)";
   }
   if (reserved_name(g.name)) return "global " + g.name;
-  if (g.thread_local_) return "thread-local variable";
   if (g.has_comdat) return "global in a comdat";
   if (g.linkage == Linkage::kCommon) return "common symbol";
   StampData d;
@@ -2683,8 +2702,14 @@ std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, std::ve
     std::string why = lower_constant(ctx, g.init_fn, g.init, d.bytes, 0, d.relocations);
     if (!why.empty()) return why;
   }
-  d.writable = !g.constant;
-  std::string kind = d.zero ? ".bss." : d.writable ? ".data." : d.relocations.empty() ? ".rodata." : ".data.rel.ro.";
+  // A thread-local variable is each thread's copy of its initial image: always writable.
+  d.tls = g.thread_local_;
+  d.writable = !g.constant || d.tls;
+  std::string kind = d.tls ? (d.zero ? ".tbss." : ".tdata.")
+      : d.zero             ? ".bss."
+      : d.writable         ? ".data."
+      : d.relocations.empty() ? ".rodata."
+                              : ".data.rel.ro.";
   d.section = !g.section.empty() ? g.section : kind + d.name;
   if (!g.section.empty()) d.writable = d.writable || !d.relocations.empty();
   if (!d.relocations.empty()) d.writable = true;
@@ -2719,7 +2744,8 @@ class ModuleExporter {
     for (uint32_t g = 0; g < ctx_.globals.size(); ++g) {
       const std::string& n = ctx_.globals[g].name;
       if (ctx_.globals[g].kind == GlobalKind::kFunction &&
-          (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume" || is_libm_function(n) ||
+          (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume" || n == "__tls_get_addr" ||
+           is_libm_function(n) ||
            is_compiler_rt_function(n)))
         ctx_.library_functions.emplace(n, g);
     }

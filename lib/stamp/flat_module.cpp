@@ -172,7 +172,8 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
                                                  /*fence*/ 0,
                                                  /*wide*/ 1,
                                                  /*float*/ 1,
-                                                 /*vector*/ 1};
+                                                 /*vector*/ 1,
+                                                 /*tls address*/ 2};
   const FlatFunction& func = f.functions[fn];
   if (in.block != b) return "instruction outside its block";
   if (in.operand_count < kMinOperands[in.op]) return "instruction with too few operands";
@@ -203,6 +204,9 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   }
   if (in.op == kOpVector)
     if (const char* defect = check_vector(f, in, ops)) return defect;
+  if (in.op == kOpTlsAddress &&
+      (ops[0].kind != kOperandSymbol || ops[1].kind != kOperandSymbol || in.width != 64 || in.slot_size < 8))
+    return "thread-local address of other than a symbol";
   if ((in.op == kOpCall || in.op == kOpInvoke) && (in.aux & kCallRetFloat) && !is_float_width(in.width))
     return "floating-point call result that is not a float or double";
   if ((in.op == kOpCall || in.op == kOpInvoke) && in.width == 0 && in.slot_size &&

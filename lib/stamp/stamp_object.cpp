@@ -29,6 +29,7 @@ static_assert(kReloc32 == R_X86_64_32);
 static_assert(kRelocPlt32 == R_X86_64_PLT32);
 static_assert(kRelocGotPcRelX == R_X86_64_GOTPCRELX);
 static_assert(kRelocRexGotPcRelX == R_X86_64_REX_GOTPCRELX);
+static_assert(kRelocTlsGd == R_X86_64_TLSGD);
 
 namespace {
 
@@ -71,6 +72,7 @@ uint32_t relocation_field_size(uint32_t type) {
     case R_X86_64_GOTPCREL:
     case R_X86_64_GOTPCRELX:
     case R_X86_64_REX_GOTPCRELX:
+    case R_X86_64_TLSGD:
       return 4;
     default:
       return 0;
@@ -443,7 +445,7 @@ struct ObjectWriter {
     for (size_t d = 0; d < data.size(); ++d) {
       const StampData& g = data[d];
       data_index[d] = add_section(SectionOwner::data(d), g.zero ? SHT_NOBITS : SHT_PROGBITS,
-                                  SHF_ALLOC | (g.writable ? SHF_WRITE : 0), g.align ? g.align : 1,
+                                  SHF_ALLOC | (g.writable ? SHF_WRITE : 0) | (g.tls ? SHF_TLS : 0), g.align ? g.align : 1,
                                   g.zero ? g.size : g.bytes.size(), g.bytes.data());
       if (!g.relocations.empty()) data_rela_index[d] = add_rela(data_index[d], g.relocations.size(), 0);
     }
@@ -617,15 +619,17 @@ struct ObjectWriter {
     return static_cast<uint32_t>(symbols.size() - 1);
   }
 
-  // The symbol of name `name`; one not defined here becomes an undefined symbol.
-  uint32_t symbol_for(uint32_t name) {
+  // The symbol of name `name`; one not defined here becomes an undefined symbol, of
+  // type TLS when a thread-local access first names it (as LLVM types it: linkers
+  // check that TLS relocations name TLS symbols).
+  uint32_t symbol_for(uint32_t name, bool tls = false) {
     uint32_t c = canon[name];
     if (!symbol_of_name[c]) {
       const UndefinedSymbol* u = c < undefined_of.size() ? undefined_of[c] : nullptr;
       // extern_weak: a weak undefined symbol resolves to 0 when nothing defines it.
       unsigned char bind = u && u->binding == SymbolBinding::weak ? STB_WEAK : STB_GLOBAL;
       symbol_of_name[c] =
-          add_symbol(names[c], bind, STT_NOTYPE, u ? st_other_for(u->visibility) : STV_DEFAULT, SHN_UNDEF, 0);
+          add_symbol(names[c], bind, tls ? STT_TLS : STT_NOTYPE, u ? st_other_for(u->visibility) : STV_DEFAULT, SHN_UNDEF, 0);
     }
     return symbol_of_name[c];
   }
@@ -658,7 +662,8 @@ struct ObjectWriter {
         const StampData& g = data[d];
         if ((g.binding == SymbolBinding::local) != (pass == 0)) continue;
         symbol_of_name[data_name[d]] =
-            add_symbol(g.name, st_bind_for(g.binding), STT_OBJECT, st_other_for(g.visibility), data_index[d], g.size);
+            add_symbol(g.name, st_bind_for(g.binding), g.tls ? STT_TLS : STT_OBJECT, st_other_for(g.visibility),
+                       data_index[d], g.size);
       }
       if (pass == 0) sections[symtab_index].header.sh_info = static_cast<uint32_t>(symbols.size());
     }
@@ -677,7 +682,7 @@ struct ObjectWriter {
   void add_undefined_symbols() {
     for (uint32_t i = 0; i < F; ++i) {
       const StampReloc* r = v.relocs + v.reloc_start[i];
-      for (uint32_t k = 0; k < v.reloc_count[i]; ++k) symbol_for(r[k].symbol);
+      for (uint32_t k = 0; k < v.reloc_count[i]; ++k) symbol_for(r[k].symbol, r[k].type == kRelocTlsGd);
     }
     for (size_t d = 0; d < data.size(); ++d) {
       for (const StampNamedReloc& r : data[d].relocations) {

@@ -56,6 +56,7 @@ struct StampData {
   uint64_t size = 0;
   bool zero = false;  // SHT_NOBITS
   bool writable = false;
+  bool tls = false;  // a thread-local variable: SHF_TLS (.tbss or .tdata), STT_TLS
   std::vector<uint8_t> bytes;
   std::vector<StampNamedReloc> relocations;
 };

@@ -709,6 +709,8 @@ bc::Intrinsic expected_intrinsic(llvm::Intrinsic::ID id) {
       return bc::Intrinsic::kX86PshufB128;
     case llvm::Intrinsic::x86_avx2_pshuf_b:
       return bc::Intrinsic::kX86PshufB256;
+    case llvm::Intrinsic::threadlocal_address:
+      return bc::Intrinsic::kThreadlocalAddress;
     case llvm::Intrinsic::ceil:
     case llvm::Intrinsic::copysign:
     case llvm::Intrinsic::cos:
