@@ -1694,13 +1694,14 @@ size_t materialize_aggregate_constants(llvm::Module& module) {
     for (BasicBlock& bb : f) {
       for (Instruction& inst : bb) {
         if (isa<LandingPadInst>(inst) || isa<SwitchInst>(inst)) continue;
-        // Intrinsics keep their constant operands, but for pshufb's: stamp computes on
-        // its vectors, which must be values.
-        if (auto* call = dyn_cast<CallBase>(&inst);
-            call && call->getCalledFunction() && call->getCalledFunction()->isIntrinsic() &&
-            call->getIntrinsicID() != Intrinsic::x86_ssse3_pshuf_b_128 &&
-            call->getIntrinsicID() != Intrinsic::x86_avx2_pshuf_b)
-          continue;
+        // Intrinsics keep their constant operands (an immarg must stay one), but for
+        // i128 constants wider than an immediate (no immarg is one) and pshufb's
+        // vectors, which stamp computes on as values.
+        auto* call = dyn_cast<CallBase>(&inst);
+        const bool keeps_constants = call && call->getCalledFunction() &&
+                                     call->getCalledFunction()->isIntrinsic() &&
+                                     call->getIntrinsicID() != Intrinsic::x86_ssse3_pshuf_b_128 &&
+                                     call->getIntrinsicID() != Intrinsic::x86_avx2_pshuf_b;
         for (unsigned k = 0; k < inst.getNumOperands(); ++k) {
           auto* c = dyn_cast<Constant>(inst.getOperand(k));
           if (!c) continue;
@@ -1708,6 +1709,7 @@ size_t materialize_aggregate_constants(llvm::Module& module) {
           auto* ci = dyn_cast<ConstantInt>(c);
           const bool wide = ci && ci->getBitWidth() == kWideBits &&
                             !wide_immediate_fits(ci->getValue().extractBitsAsZExtValue(64, 64));
+          if (!wide && keeps_constants) continue;
           if (!wide && !(isa<ConstantStruct>(c) || isa<ConstantArray>(c) || isa<ConstantDataSequential>(c) ||
                          isa<ConstantVector>(c)))
             continue;

@@ -2432,7 +2432,8 @@ class Materializer {
     Materialized mat;  // `before` is sized at the first load: most bodies have none
     for (uint32_t i = 0; i < f.insts.size(); ++i) {
       const Inst& in = f.insts[i];
-      if (skipped(fn, in)) continue;
+      if (in.opcode == Opcode::kLandingPad || in.opcode == Opcode::kSwitch) continue;
+      const bool keeps = keeps_constants(fn, in);
       // A shufflevector's mask is a third operand in the reader's IR, not in LLVM's.
       const uint32_t count = in.opcode == Opcode::kShuffleVector ? std::min(in.operand_count, 2u) : in.operand_count;
       for (uint32_t k = 0; k < count; ++k) {
@@ -2447,6 +2448,7 @@ class Materializer {
         const bool wide = constant.kind == ConstKind::kInteger && ctx_.is_i128(t) &&
                           !wide_immediate_fits(constant.words.size() > 1 ? constant.words[1] : 0);
         if (!wide) {
+          if (keeps) continue;
           if (constant.kind != ConstKind::kAggregate && constant.kind != ConstKind::kData) continue;
           Class c = ctx_.klass(fn, id);
           if (!(c == Class::kStruct || c == Class::kArray || c == Class::kDataSeq || c == Class::kVector)) continue;
@@ -2472,8 +2474,9 @@ class Materializer {
   }
 
  private:
-  bool skipped(uint32_t fn, const Inst& in) const {
-    if (in.opcode == Opcode::kLandingPad || in.opcode == Opcode::kSwitch) return true;
+  // An intrinsic call keeps its constant operands, but i128 ones wider than an
+  // immediate and pshufb's vectors (materialize_aggregate_constants).
+  bool keeps_constants(uint32_t fn, const Inst& in) const {
     if (in.opcode != Opcode::kCall && in.opcode != Opcode::kInvoke) return false;
     const BcFunction& f = ctx_.m.functions[fn];
     uint32_t callee = f.operands.at(in.first_operand + in.operand_count - (in.opcode == Opcode::kInvoke ? 3 : 1));
@@ -2482,7 +2485,6 @@ class Materializer {
     if (r.kind != ValueKind::kGlobal) return false;
     const GlobalInfo& g = ctx_.globals[r.index];
     if (g.kind != GlobalKind::kFunction || g.value_type != in.source_type || !reserved_name(g.name)) return false;
-    // Intrinsics keep their constant operands, but for pshufb's (lib/flat_export.cpp).
     const Intrinsic id = ctx_.intrinsic(r.index);
     return id != Intrinsic::kX86PshufB128 && id != Intrinsic::kX86PshufB256;
   }

@@ -1407,6 +1407,17 @@ define i128 @o_ctpop(i128 %a) {
   %r = xor i128 %b, %s
   ret i128 %r
 }
+; Intrinsics on i128 constants beyond an immediate (i128::MIN - x, as checked_sub
+; from a constant compiles), which are loaded from constant data as elsewhere.
+define i128 @o_const_intrinsic(i128 %a) {
+  %s = call {i128, i1} @llvm.ssub.with.overflow.i128(i128 -170141183460469231731687303715884105728, i128 %a)
+  %v = extractvalue {i128, i1} %s, 0
+  %o = extractvalue {i128, i1} %s, 1
+  %m = call i128 @llvm.umax.i128(i128 %v, i128 324518553658426726783156020576255)
+  %o128 = zext i1 %o to i128
+  %r = xor i128 %m, %o128
+  ret i128 %r
+}
 )";
   return ir.str();
 }
@@ -1428,6 +1439,7 @@ u128 o_insert(u128, int64_t);
 u128 o_const(u128, u128*);
 int64_t o_cmp(const u128*, const u128*);
 u128 o_ctpop(u128);
+u128 o_const_intrinsic(u128);
 #define W(h, l) (((u128)(uint64_t)(h) << 64) | (uint64_t)(l))
 int main(void) {
   static const u128 v[] = {0, 1, 2, W(-1, -1), W(-1, -2), W(0, -1), W(1, 0), W(0x7FFFFFFFFFFFFFFFull, -1),
@@ -1467,8 +1479,10 @@ int main(void) {
            (unsigned long long)(stored >> 64), (unsigned long long)stored);
     x = o_ctpop(v[i]);
     printf("ctpop %u %016llx%016llx\n", i, (unsigned long long)(x >> 64), (unsigned long long)x);
+    x = o_const_intrinsic(v[i]);
+    printf("const_intrinsic %u %016llx%016llx\n", i, (unsigned long long)(x >> 64), (unsigned long long)x);
   }
   return 0;
 }
-)", 10, "i128-overflow");
+)", 11, "i128-overflow");
 }
