@@ -2021,6 +2021,20 @@ KILN_HD inline void encode_vector(Emitter& e, const FlatModuleView& m, const Sta
   }
 }
 
+// A thread-local variable's address (op0), through __tls_get_addr (op1): the 16 bytes
+// the x86-64 TLS ABI fixes, so that linkers recognise and relax them: data16 lea rdi,
+// [rip + var@tlsgd]; data16 data16 rex.W call __tls_get_addr@plt. The address comes
+// back in rax.
+KILN_HD inline void encode_tls_address(Emitter& e, const StampLayout& l, uint32_t i, const FlatOperand* ops) {
+  e.byte(0x66), e.byte(0x48), e.byte(0x8D), e.byte(0x3D);
+  e.reloc(kRelocTlsGd, ops[0].index, -4);
+  e.u32(0);
+  e.byte(0x66), e.byte(0x66), e.byte(0x48), e.byte(0xE8);
+  e.reloc(kRelocPlt32, ops[1].index, -4);
+  e.u32(0);
+  store_result(e, l, i);
+}
+
 KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
@@ -2139,17 +2153,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpFloat:
       return encode_float(e, m, l, i);
     case kOpTlsAddress:
-      // The 16 bytes the x86-64 TLS ABI fixes, so that linkers recognise and relax
-      // them: data16 lea rdi, [rip + var@tlsgd]; data16 data16 rex.W call
-      // __tls_get_addr@plt. The address comes back in rax.
-      e.byte(0x66), e.byte(0x48), e.byte(0x8D), e.byte(0x3D);
-      e.reloc(kRelocTlsGd, ops[0].index, -4);
-      e.u32(0);
-      e.byte(0x66), e.byte(0x66), e.byte(0x48), e.byte(0xE8);
-      e.reloc(kRelocPlt32, ops[1].index, -4);
-      e.u32(0);
-      store_result(e, l, i);
-      return;
+      return encode_tls_address(e, l, i, ops);
     case kOpVector:
       return encode_vector(e, m, l, i);
     case kOpLandingPad:  // the personality hands over the exception in rax and its selector in edx

@@ -152,3 +152,33 @@ TEST_CASE("thread-local variables: their addresses, loads and stores come out th
   CHECK(expected.find("thread bump 6 -4 996") != std::string::npos);  // the thread's own copy, from 5
   CHECK(kiln_test::first_difference(expected, run_as_shared_library("stamp", bitcode, dir.path)) == "");
 }
+
+TEST_CASE("thread-local variables of a split module: stamp's code reaches those llvm's half defines", "[stamp][tls]") {
+  // One function stamp does not take (a byte swap of an i128) splits the module: its
+  // variables, local ones too, are defined in llvm's half, and stamp's accesses name
+  // them across the combined object.
+  const std::string ir = std::string(kTlsIr) + R"(
+define i64 @kept_by_llvm(i64 %x) {
+  %a = zext i64 %x to i128
+  %m = call i128 @llvm.bswap.i128(i128 %a)
+  %s = lshr i128 %m, 64
+  %r = trunc i128 %s to i64
+  ret i64 %r
+}
+declare i128 @llvm.bswap.i128(i128)
+)";
+  kiln_test::ScratchDir dir;
+  kiln::write_file_atomic(dir.path + "/driver.c", kTlsDriver);
+  kiln::ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(kiln::run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+  const std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  kiln::EmitCounts counts;
+  const std::string expected = kiln_test::run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
+  const std::string actual = kiln_test::run_with("stamp", bitcode, dir.path + "/driver.o", dir.path, &counts);
+  CHECK(counts.functions_stamp == 5);
+  CHECK(counts.functions_llvm == 1);
+  CHECK(kiln_test::first_difference(expected, actual) == "");
+  CHECK(kiln_test::first_difference(run_as_shared_library("llvm", bitcode, dir.path),
+                                    run_as_shared_library("stamp", bitcode, dir.path)) == "");
+}
