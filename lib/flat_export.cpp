@@ -690,8 +690,6 @@ class FunctionExporter {
     }
   }
 
-  // A kOpCall of the C library or compiler-rt function `name` for `inst` (its operands
-  // still to add); its index in insts_.
   // llvm.threadlocal.address of a thread-local variable: its address in the running
   // thread (kOpTlsAddress, through __tls_get_addr). Anything else (an alias) is not stamp's.
   void export_tls_address(const CallInst& call, const Function* callee) {
@@ -705,6 +703,8 @@ class FunctionExporter {
     emit(call, kOpTlsAddress, {address, get_addr});
   }
 
+  // A kOpCall of the C library or compiler-rt function `name` for `inst` (its operands
+  // still to add); its index in insts_.
   size_t emit_library_call(const Instruction& inst, const char* name) {
     FlatOperand callee_op{};
     callee_op.kind = kOperandSymbol;

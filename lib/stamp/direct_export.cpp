@@ -2315,7 +2315,6 @@ class FunctionExporter {
     for (uint32_t a = 1; a < bit_op_operands(kind); ++a) add_operand(insts_[at], operand(op_id(in, a)));
   }
 
-  // emit_library_call of lib/flat_export.cpp.
   // export_tls_address of lib/flat_export.cpp.
   void export_tls_address(const Inst& in, uint32_t var, const std::string& name) {
     const uint32_t fn = fn_index_in_module_;
@@ -2332,6 +2331,7 @@ class FunctionExporter {
     emit(in, kOpTlsAddress, {address, get_addr});
   }
 
+  // emit_library_call of lib/flat_export.cpp.
   size_t emit_library_call(const Inst& in, const char* name) {
     FlatOperand callee_op{};
     callee_op.kind = kOperandSymbol;
