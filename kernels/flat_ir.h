@@ -159,6 +159,10 @@ enum WideKind : uint8_t {
   kWideUmax,
   kWideSmin,
   kWideSmax,
+  // llvm.fptosi.sat / fptoui.sat to i128: op0 a float or double (aux32 its width), op1
+  // the compiler-rt conversion (__fixdfti, __fixunssfti, ...) called on it; imm 1 signed,
+  // 0 unsigned. Its result is clamped: NaN to 0, out of range to the nearest bound.
+  kWideFromFloatSat,
   kWideKindCount
 };
 KILN_HD inline bool is_wide_overflow(uint32_t kind) {

@@ -1598,6 +1598,54 @@ KILN_HD inline void encode_wide_umul_overflow(Emitter& e) {
   e.byte(0x4C), e.byte(0x01), e.byte(0xD2);                // add rdx, r10
   or_condition_into_dil(e, 0x92);                          // setc
 }
+// fptosi.sat / fptoui.sat to i128: the compiler-rt conversion (op1) of op0, then
+// clamped without branches as llvm -O0's expansion is: at or above the upper bound
+// (2^127, or 2^128 unsigned) the maximum, below the lower one (-2^127, or 0) the
+// minimum, NaN 0. Each bound is tested by ucomis, which leaves a NaN outside it.
+KILN_HD inline void encode_wide_from_float_sat(Emitter& e, const StampLayout& l, const FlatInst& in,
+                                               const FlatOperand* ops, int32_t dst) {
+  const bool is_double = in.aux32 == 64, is_signed = in.imm != 0;
+  // The bounds' bit patterns: 2^127, -2^127, 2^128 (a float's is infinity) and 0.
+  enum Bound { kUpperSigned, kLowerSigned, kUpperUnsigned, kZero };
+  auto bound = [&](Bound b) {  // movq xmm1, the bound at the operand's width (through rcx)
+    uint64_t bits = 0;
+    if (b == kUpperSigned) bits = is_double ? 0x47E0000000000000ull : 0x7F000000u;
+    if (b == kLowerSigned) bits = is_double ? 0xC7E0000000000000ull : 0xFF000000u;
+    if (b == kUpperUnsigned) bits = is_double ? 0x47F0000000000000ull : 0x7F800000u;
+    e.byte(0x48), e.byte(0xB9), e.u64(bits);  // mov rcx, imm64
+    movq_to_xmm(e, 1, RCX);
+  };
+  auto ucomis = [&](uint32_t a, uint32_t b) {  // flags of xmm_a against xmm_b
+    if (is_double) e.byte(0x66);
+    e.byte(0x0F), e.byte(0x2E), e.byte(0xC0 | (a << 3) | b);
+  };
+  auto cmov_pair = [&](uint32_t cc, uint32_t lo, uint32_t hi) {  // cmovCC rax, lo; cmovCC rdx, hi
+    e.byte(0x48 | (lo >> 3)), e.byte(0x0F), e.byte(cc), e.byte(0xC0 | (lo & 7));
+    e.byte(0x48 | (hi >> 3)), e.byte(0x0F), e.byte(cc), e.byte(0xD0 | (hi & 7));
+  };
+  load_operand(e, l, ops[0], RAX);
+  movq_to_xmm(e, 0, RAX);
+  e.byte(0xE8);
+  e.reloc(kRelocPlt32, ops[1].index, -4);
+  e.u32(0);  // the conversion, into rdx:rax
+  load_operand(e, l, ops[0], RCX);
+  movq_to_xmm(e, 0, RCX);  // the operand again (xmm0 is the callee's)
+  bound(is_signed ? kUpperSigned : kUpperUnsigned);
+  e.byte(0x49), e.byte(0xB8), e.u64(is_signed ? 0x7FFFFFFFFFFFFFFFull : ~0ull);  // mov r8, the maximum's high half
+  e.byte(0x48), e.byte(0xC7), e.byte(0xC1), e.u32(0xFFFFFFFFu);                   // mov rcx, -1
+  ucomis(0, 1);
+  cmov_pair(0x43, RCX, R8);  // cmovae: x >= upper
+  bound(is_signed ? kLowerSigned : kZero);
+  e.byte(0x49), e.byte(0xB8), e.u64(is_signed ? 0x8000000000000000ull : 0);  // mov r8, the minimum's high half
+  e.byte(0xB9), e.u32(0);                                                     // mov ecx, 0
+  ucomis(1, 0);
+  cmov_pair(0x47, RCX, R8);  // cmova: lower > x
+  e.byte(0x49), e.byte(0xC7), e.byte(0xC0), e.u32(0);  // mov r8, 0
+  ucomis(0, 0);
+  cmov_pair(0x4A, R8, R8);  // cmovp: NaN
+  store_wide(e, dst, RAX, RDX);
+}
+
 KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
@@ -1605,6 +1653,8 @@ KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const Stamp
   switch (in.aux) {
     case kWideCopy:
       return wide_to_frame(e, l, ops[0], dst);
+    case kWideFromFloatSat:
+      return encode_wide_from_float_sat(e, l, in, ops, dst);
     case kWideTrunc:
       load_wide(e, l, ops[0], RAX, RDX);
       normalize(e, RAX, in.width);

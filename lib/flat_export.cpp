@@ -1016,6 +1016,8 @@ class FunctionExporter {
   // The *.with.overflow intrinsics, three-way compares, ctpop and bitreverse on i128
   // operands; every other intrinsic with an i128 is refused.
   void export_wide_intrinsic(const CallBase& call, Intrinsic::ID id) {
+    if (id == Intrinsic::fptosi_sat || id == Intrinsic::fptoui_sat)
+      return export_wide_saturating_conversion(call, id == Intrinsic::fptosi_sat);
     const int kind = id == Intrinsic::uadd_with_overflow   ? kWideUaddOverflow
                      : id == Intrinsic::sadd_with_overflow ? kWideSaddOverflow
                      : id == Intrinsic::usub_with_overflow ? kWideUsubOverflow
@@ -1040,6 +1042,24 @@ class FunctionExporter {
     // {i128, i1}: the flag at the second field's offset.
     if (is_wide_overflow(kind))
       fi.imm = static_cast<int64_t>(dl_.getStructLayout(cast<StructType>(r))->getElementOffset(1));
+  }
+
+  // fptosi.sat / fptoui.sat to i128: compiler-rt's conversion of the float or double,
+  // clamped (kWideFromFloatSat).
+  void export_wide_saturating_conversion(const CallBase& call, bool is_signed) {
+    Type* f = call.getArgOperand(0)->getType();
+    if (!isa<CallInst>(call) || !is_float_or_double(f) || !call.getType()->isIntegerTy(kWideBits))
+      return refuse(call, "i128 intrinsic");
+    FlatOperand x = operand(call.getArgOperand(0));
+    FlatOperand convert{};
+    convert.kind = kOperandSymbol;
+    convert.width = 64;
+    convert.index = library_symbol(bc::wide_conversion_function(false, is_signed, f->isDoubleTy()));
+    FlatInst& fi = emit(call, kOpWide, {x, convert});
+    fi.aux = kWideFromFloatSat;
+    fi.width = kWideBits;
+    fi.aux32 = scalar_width(f);
+    fi.imm = is_signed;
   }
 
   // An operation stamp has no template for: the reason, and a nop in its place.

@@ -1388,6 +1388,8 @@ class FunctionExporter {
   // export_wide_call of lib/flat_export.cpp: the *.with.overflow intrinsics on i128
   // operands; every other intrinsic with an i128 is refused.
   void export_wide_intrinsic(const Inst& in, Intrinsic id, bool invoke, uint32_t arg_count) {
+    if (id == Intrinsic::kFptosiSat || id == Intrinsic::kFptouiSat)
+      return export_wide_saturating_conversion(in, id == Intrinsic::kFptosiSat, invoke, arg_count);
     const int kind = id == Intrinsic::kUaddWithOverflow   ? kWideUaddOverflow
                      : id == Intrinsic::kSaddWithOverflow ? kWideSaddOverflow
                      : id == Intrinsic::kUsubWithOverflow ? kWideUsubOverflow
@@ -1417,6 +1419,22 @@ class FunctionExporter {
   }
 
   // LLVM's Instruction::getOpcodeName of the instructions an i128 can meet.
+  // export_wide_saturating_conversion of lib/flat_export.cpp.
+  void export_wide_saturating_conversion(const Inst& in, bool is_signed, bool invoke, uint32_t arg_count) {
+    if (arg_count != 1) throw Decline{"reader: conversion intrinsic arguments"};
+    const uint32_t f = operand_type(op_id(in, 0));
+    if (invoke || !ctx_.is_float_or_double(f) || !ctx_.is_i128(in.type)) return refuse(in, "i128 intrinsic");
+    FlatOperand x = operand(op_id(in, 0));
+    FlatOperand convert{};
+    convert.kind = kOperandSymbol;
+    convert.width = 64;
+    convert.index = library_symbol(wide_conversion_function(false, is_signed, ctx_.scalar_width(f) == 64));
+    FlatInst& fi = emit(in, kOpWide, {x, convert});
+    fi.aux = kWideFromFloatSat;
+    fi.width = kWideBits;
+    fi.aux32 = ctx_.scalar_width(f);
+    fi.imm = is_signed;
+  }
   static const char* wide_opcode_name(Opcode op) {
     switch (op) {
       case Opcode::kRet: return "ret";

@@ -215,6 +215,9 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
     return "floating-point call result leaf that is not a float or double";
   if (in.op == kOpWide && is_wide_overflow(in.aux) && (in.imm < 16 || in.imm >= in.slot_size))
     return "overflow flag outside its slot";
+  if (in.op == kOpWide && in.aux == kWideFromFloatSat &&
+      (!is_float_width(in.aux32) || in.imm < 0 || in.imm > 1 || ops[1].kind != kOperandSymbol))
+    return "conversion to i128 from other than a float or double";
   // A 128-bit result is written as 16 bytes (a phi's, then its shadow's).
   bool wide_result = in.width == kWideBits || (in.op == kOpWide && wide_result_is_i128(in.aux));
   if (in.op == kOpWide && (in.aux == kWideUcmp || in.aux == kWideScmp) && !(in.width >= 8 && in.width <= 64))

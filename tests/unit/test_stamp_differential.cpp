@@ -1251,12 +1251,21 @@ static std::string wide_division_ir() {
     for (const char* op : {"sitofp", "uitofp"})
       ir << "define " << t << " @c_" << op << "_" << t[0] << "(i128 %a) {\n  %r = " << op << " i128 %a to " << t
          << "\n  ret " << t << " %r\n}\n";
+  // Rust's `as` to i128 and u128: the saturating intrinsics.
+  for (const char* t : {"double", "float"}) {
+    const std::string suffix = t[0] == 'd' ? "f64" : "f32";
+    for (const char* op : {"fptosi", "fptoui"})
+      ir << "declare i128 @llvm." << op << ".sat.i128." << suffix << "(" << t << ")\n"
+         << "define i128 @s_" << op << "_" << t[0] << "(" << t << " %x) {\n  %r = call i128 @llvm." << op
+         << ".sat.i128." << suffix << "(" << t << " %x)\n  ret i128 %r\n}\n";
+  }
   return ir.str();
 }
 
 TEST_CASE("i128 division, remainder and conversions call compiler-rt as llvm does and come out the same",
           "[stamp][differential]") {
-  expect_same_as_llvm(std::string(kWideDivisionIr) + wide_division_ir(), R"(#include <stdint.h>
+  expect_same_as_llvm(std::string(kWideDivisionIr) + wide_division_ir(), R"(#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 typedef unsigned __int128 u128;
@@ -1267,6 +1276,7 @@ void d_urem(u128*, const u128*, const u128*);
 void d_srem(u128*, const u128*, const u128*);
 u128 d_mixed(u128, int64_t);
 u128 c_fptosi_d(double), c_fptoui_d(double), c_fptosi_f(float), c_fptoui_f(float);
+u128 s_fptosi_d(double), s_fptoui_d(double), s_fptosi_f(float), s_fptoui_f(float);
 double c_sitofp_d(u128), c_uitofp_d(u128);
 float c_sitofp_f(u128), c_uitofp_f(u128);
 #define W(h, l) (((u128)(uint64_t)(h) << 64) | (uint64_t)(l))
@@ -1309,9 +1319,27 @@ int main(void) {
     memcpy(&ab, &a, 8), memcpy(&bb, &b, 8), memcpy(&cb, &c, 4), memcpy(&db, &d, 4);
     printf("tofp %u %llx %llx %x %x\n", i, ab, bb, cb, db);
   }
+  /* The saturating conversions at their bounds: 2^127 and 2^128 and the values next to
+     them, NaN, the infinities, signed zeros and fractions around 0 and -1. */
+  const double p127 = ldexp(1, 127), p128 = ldexp(1, 128);
+  const double kEdges[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, -0.5, -1.0, -1.5, 1.5, -2.5,
+                           p127, nextafter(p127, 0), -p127, nextafter(-p127, -INFINITY), p128, nextafter(p128, 0),
+                           1e38, -1e38, 1e300, -1e300, 12345678901234567890.0, 9.5e37};
+  for (unsigned i = 0; i < sizeof kEdges / sizeof kEdges[0]; ++i) {
+    show("sat_d", i, 0, s_fptosi_d(kEdges[i]));
+    show("sat_d", i, 1, s_fptoui_d(kEdges[i]));
+    show("sat_f", i, 0, s_fptosi_f((float)kEdges[i]));
+    show("sat_f", i, 1, s_fptoui_f((float)kEdges[i]));
+  }
+  const float kFloatEdges[] = {nextafterf(ldexpf(1, 127), 0), nextafterf(-ldexpf(1, 127), -INFINITY),
+                               nextafterf(INFINITY, 0), -nextafterf(INFINITY, 0)};
+  for (unsigned i = 0; i < sizeof kFloatEdges / sizeof kFloatEdges[0]; ++i) {
+    show("sat_f_edge", i, 0, s_fptosi_f(kFloatEdges[i]));
+    show("sat_f_edge", i, 1, s_fptoui_f(kFloatEdges[i]));
+  }
   return 0;
 }
-)", 13, "i128-division");
+)", 17, "i128-division");
 }
 
 // The *.with.overflow intrinsics at 128 bits (Rust's checked and overflowing u128 and
