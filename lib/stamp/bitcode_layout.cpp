@@ -778,7 +778,8 @@ const char* wide_conversion_function(bool to_float, bool is_signed, bool is_doub
 }
 
 bool is_compiler_rt_function(std::string_view name) {
-  if (name.size() > std::string_view("__floatuntidf").size() || name.substr(0, 2) != "__") return false;  // the longest
+  // "__floatuntidf" is the longest name of the two lists below.
+  if (name.size() > std::string_view("__floatuntidf").size() || name.substr(0, 2) != "__") return false;
   for (bool s : {false, true}) {
     for (bool r : {false, true})
       if (name == wide_division_function(s, r)) return true;
