@@ -135,6 +135,14 @@ std::string run_as_shared_library(const std::string& backend, const std::string&
   return run.captured_stdout;
 }
 
+// The C driver, compiled once into dir/driver.o for both back ends' links.
+void compile_driver(const std::string& dir) {
+  kiln::write_file_atomic(dir + "/driver.c", kTlsDriver);
+  kiln::ProcessOptions quiet;
+  quiet.quiet = true;
+  REQUIRE(kiln::run_process({"cc", "-c", "-o", dir + "/driver.o", dir + "/driver.c"}, quiet).exit_code == 0);
+}
+
 }  // namespace
 
 TEST_CASE("thread-local variables: their addresses, loads and stores come out the same as llvm's, per thread",
@@ -143,10 +151,7 @@ TEST_CASE("thread-local variables: their addresses, loads and stores come out th
   kiln_test::expect_same_as_llvm(kTlsIr, kTlsDriver, 5, "tls");
   // In a shared library, where the sequence runs as written.
   kiln_test::ScratchDir dir;
-  kiln::write_file_atomic(dir.path + "/driver.c", kTlsDriver);
-  kiln::ProcessOptions quiet;
-  quiet.quiet = true;
-  REQUIRE(kiln::run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+  compile_driver(dir.path);
   const std::string bitcode = kiln_test::bitcode_from_ir(kTlsIr);
   const std::string expected = run_as_shared_library("llvm", bitcode, dir.path);
   CHECK(expected.find("thread bump 6 -4 996") != std::string::npos);  // the thread's own copy, from 5
@@ -168,10 +173,7 @@ define i64 @kept_by_llvm(i64 %x) {
 declare i128 @llvm.bswap.i128(i128)
 )";
   kiln_test::ScratchDir dir;
-  kiln::write_file_atomic(dir.path + "/driver.c", kTlsDriver);
-  kiln::ProcessOptions quiet;
-  quiet.quiet = true;
-  REQUIRE(kiln::run_process({"cc", "-c", "-o", dir.path + "/driver.o", dir.path + "/driver.c"}, quiet).exit_code == 0);
+  compile_driver(dir.path);
   const std::string bitcode = kiln_test::bitcode_from_ir(ir);
   kiln::EmitCounts counts;
   const std::string expected = kiln_test::run_with("llvm", bitcode, dir.path + "/driver.o", dir.path, nullptr);
