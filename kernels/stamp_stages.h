@@ -44,8 +44,10 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
 // stage 0. Allocas get the memory nearest
 // rbp, stored values the rest: on regex's corpus that order gives slightly smaller
 // code (more 8-bit displacements) than the other way round.
-KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint32_t* use_count, const uint8_t* home,
-                                int32_t* inst_slot, int32_t* alloca_mem, int32_t* arg_slot, uint32_t* frame_size) {
+// The first part of stage 1, which the DWARF writer also runs to find variables in
+// the frame: arguments' slots, then allocas' memory (zero for other instructions),
+// as distances below rbp. Returns the frame bytes they take.
+KILN_HD inline uint32_t stamp_frame_allocas(const FlatModuleView& m, uint32_t fn, int32_t* alloca_mem, int32_t* arg_slot) {
   const FlatFunction& f = m.functions[fn];
   uint32_t off = 0;
   for (uint32_t a = 0; a < f.arg_count; ++a) {
@@ -55,7 +57,6 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
     const FlatInst& in = m.insts[i];
     alloca_mem[i] = 0;
-    inst_slot[i] = 0;
     if (in.op == kOpAlloca) {
       // rbp is 16-byte aligned; beyond that the address is aligned at run time
       // (encode_inst), so the area gets align - 16 bytes of slack.
@@ -66,6 +67,14 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint
       alloca_mem[i] = static_cast<int32_t>(off);
     }
   }
+  return off;
+}
+
+KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint32_t* use_count, const uint8_t* home,
+                                int32_t* inst_slot, int32_t* alloca_mem, int32_t* arg_slot, uint32_t* frame_size) {
+  const FlatFunction& f = m.functions[fn];
+  uint32_t off = stamp_frame_allocas(m, fn, alloca_mem, arg_slot);
+  for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) inst_slot[i] = 0;
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
     const FlatInst& in = m.insts[i];
     if (in.slot_size && home[i] == kHomeSlot) {

@@ -1,6 +1,7 @@
 #include "flat_export.h"
 
 #include "bitcode_layout.h"  // libm_function
+#include "flat_export_debug.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DataLayout.h>
@@ -128,13 +129,15 @@ class FunctionExporter {
  public:
   FunctionExporter(const Module& m, const DataLayout& dl, FlatExport& out,
                    std::unordered_map<const GlobalValue*, uint32_t>& symbol_index,
-                   std::unordered_map<std::string, uint32_t>& library_index, const Function& f)
+                   std::unordered_map<std::string, uint32_t>& library_index, FlatDebugExporter& debug,
+                   const Function& f)
       : m_(m),
         dl_(dl),
         out_(out.flat),
         export_(out),
         symbol_index_(symbol_index),
         library_index_(library_index),
+        debug_(debug),
         f_(f) {}
 
   std::vector<std::string> reasons;
@@ -185,80 +188,11 @@ class FunctionExporter {
     out_.blocks.insert(out_.blocks.end(), blocks_.begin(), blocks_.end());
     out_.insts.insert(out_.insts.end(), insts_.begin(), insts_.end());
     out_.operands.insert(out_.operands.end(), operands_.begin(), operands_.end());
-    commit_debug_info();
+    debug_.function(f_, fn_index_, locations_, inst_index_);
     return true;
   }
 
  private:
-  // The function's subprogram and its instructions' locations, in flat_debug.h's order.
-  void commit_debug_info() {
-    FlatDebugInfo& d = out_.debug;
-    if (!d.present()) return;
-    d.functions.push_back(f_.getSubprogram() ? describe_subprogram(d, f_.getSubprogram()) : FlatDebugFunction{});
-    const DIFile* last_file = nullptr;  // consecutive instructions mostly share a file
-    uint32_t last_index = 0;
-    // A location's site, once found: by its callee and its inlinedAt, since calls to two
-    // callees can be inlined at one DILocation (calls desugared from one source span).
-    std::map<std::pair<const DISubprogram*, const DILocation*>, uint32_t> site_of;
-    for (const DILocation* loc : locations_) {
-      FlatDebugLocation l;
-      const DIFile* file = loc ? loc->getScope()->getFile() : nullptr;
-      if (file) {
-        if (file != last_file) last_file = file, last_index = debug_file(d, file);
-        l = {last_index, loc->getLine(), loc->getColumn(), 0};
-        if (const DILocation* at = loc->getInlinedAt()) {
-          auto [it, inserted] = site_of.emplace(std::make_pair(loc->getScope()->getSubprogram(), at), 0);
-          if (inserted) it->second = inline_site(d, loc->getScope()->getSubprogram(), at);
-          l.inline_site = it->second;
-        }
-      }
-      d.locations.push_back(l);
-    }
-  }
-
-  static uint32_t debug_file(FlatDebugInfo& d, const DIFile* file) {
-    return intern_debug_file(d.files, {file->getDirectory().str(), file->getFilename().str()});
-  }
-
-  // A subprogram as flat_debug.h describes it: its scope chain and file interned first.
-  static FlatDebugFunction describe_subprogram(FlatDebugInfo& d, const DISubprogram* sp) {
-    FlatDebugFunction fn;
-    fn.has_subprogram = true;
-    fn.local_to_unit = sp->isLocalToUnit();
-    fn.main_subprogram = sp->isMainSubprogram();
-    fn.scope = debug_scope(d.scopes, sp->getScope());
-    if (const DIFile* file = sp->getFile()) fn.file = debug_file(d, file);
-    fn.line = sp->getLine();
-    fn.scope_line = sp->getScopeLine();
-    fn.name = sp->getName().str();
-    fn.linkage_name = sp->getLinkageName().str();
-    return fn;
-  }
-
-  // The site of a call to `callee` inlined at `at`, in flat_debug.h's order: its parent
-  // site, the callee, the call's file, then the site.
-  static uint32_t inline_site(FlatDebugInfo& d, const DISubprogram* callee, const DILocation* at,
-                              uint32_t depth = 1) {
-    FlatDebugInlineSite site;
-    if (const DILocation* outer = at->getInlinedAt(); outer && depth < kMaxDebugNesting)
-      site.parent = inline_site(d, at->getScope()->getSubprogram(), outer, depth + 1);
-    site.callee = intern_debug_record(d.inlined, describe_subprogram(d, callee));
-    if (const DIFile* file = at->getScope()->getFile()) site.call_file = debug_file(d, file);
-    site.call_line = at->getLine();
-    site.call_column = at->getColumn();
-    return intern_debug_record(d.inline_sites, site);
-  }
-
-  // A subprogram's scope as flat_debug.h interns it: outermost first.
-  static uint32_t debug_scope(std::vector<FlatDebugScope>& scopes, const DIScope* s, uint32_t depth = 1) {
-    FlatDebugScope scope;
-    if (auto* ns = dyn_cast_or_null<DINamespace>(s)) scope.tag = kDwarfTagNamespace, scope.name = ns->getName().str();
-    else if (auto* type = dyn_cast_or_null<DICompositeType>(s)) scope.tag = type->getTag(), scope.name = type->getName().str();
-    else return 0;
-    if (depth < kMaxDebugNesting) scope.parent = debug_scope(scopes, s->getScope(), depth + 1);
-    return intern_debug_scope(scopes, scope);
-  }
-
   void reason(const std::string& r) {
     if (std::find(reasons.begin(), reasons.end(), r) == reasons.end()) reasons.push_back(r);
   }
@@ -1540,6 +1474,7 @@ class FunctionExporter {
   FlatExport& export_;  // the symbols' LLVM values, resolved to names at the end
   std::unordered_map<const GlobalValue*, uint32_t>& symbol_index_;
   std::unordered_map<std::string, uint32_t>& library_index_;
+  FlatDebugExporter& debug_;
   const Function& f_;
   std::unordered_map<const Instruction*, uint32_t> inst_index_;
   std::unordered_map<const BasicBlock*, uint32_t> block_index_;
@@ -1814,10 +1749,11 @@ FlatExport export_flat(const llvm::Module& module, const FunctionFilter& selecte
   std::unordered_map<const llvm::GlobalValue*, uint32_t> symbol_index;
   std::unordered_map<std::string, uint32_t> library_index;
   const auto pinned = pinned_to_llvm(module);
+  FlatDebugExporter debug(out.flat.debug);
   for (const llvm::Function& f : module) {
     bool stamp = false;
     if (!f.isDeclaration()) {
-      FunctionExporter ex(module, dl, out, symbol_index, library_index, f);
+      FunctionExporter ex(module, dl, out, symbol_index, library_index, debug, f);
       // A reason found before run() stops the commit like any other; run() still
       // finds and reports all the others.
       if (auto it = pinned.find(&f); it != pinned.end()) ex.reasons.push_back(it->second);

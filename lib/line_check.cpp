@@ -167,8 +167,14 @@ LineAgreement check_lines(std::string_view bitcode, const std::string& label) {
   llvm::DIDumpOptions options;
   if (!stamp.dwarf->verify(os, options)) r.verify_errors = report.empty() ? "the verifier failed" : report;
   const std::string suffix = ".kiln." + tag;
-  for (uint32_t fn = 0; fn < flat.functions.size(); ++fn)
-    if (flat.debug.functions[fn].has_subprogram) compare_function(flat, code, fn, stamp, reference, suffix, r);
+  std::vector<std::string> subprograms;
+  for (uint32_t fn = 0; fn < flat.functions.size(); ++fn) {
+    const FlatDebugFunction& sp = flat.debug.functions[fn];
+    if (!sp.has_subprogram) continue;
+    compare_function(flat, code, fn, stamp, reference, suffix, r);
+    subprograms.push_back(sp.linkage_name.empty() ? sp.name : sp.linkage_name);
+  }
+  compare_variables(*stamp.dwarf, *reference.dwarf, subprograms, r.variables);
   return r;
 }
 
@@ -176,6 +182,7 @@ int run_line_check(const std::string& input, bool corpus, bool json) {
   const auto modules = Corpus::modules_to_check(input, corpus);  // label, path
   LineAgreement total;
   size_t with_debug = 0, failed = 0;
+  std::string first_variable_difference;  // the first module's that has one
   Progress progress("checking line tables", modules.size());
   for (const auto& [label, path] : modules) {
     LineAgreement r = check_lines(read_file(path), label);
@@ -183,6 +190,10 @@ int run_line_check(const std::string& input, bool corpus, bool json) {
     with_debug += r.has_debug_info;
     total.functions += r.functions, total.instructions += r.instructions, total.exact += r.exact;
     total.as_llvm += r.as_llvm, total.llvm_functions += r.llvm_functions;
+    total.variables.llvm += r.variables.llvm, total.variables.stamp += r.variables.stamp;
+    total.variables.same += r.variables.same;
+    if (first_variable_difference.empty() && !r.variables.first_difference.empty())
+      first_variable_difference = label + ": " + r.variables.first_difference;
     const bool bad = !r.verify_errors.empty() || r.exact != r.instructions;
     failed += bad;
     if (json) {
@@ -192,6 +203,10 @@ int run_line_check(const std::string& input, bool corpus, bool json) {
       w.key("functions").value(r.functions).key("instructions").value(r.instructions);
       w.key("exact").value(r.exact).key("as_llvm").value(r.as_llvm);
       w.key("verify_errors").value(r.verify_errors).key("first_difference").value(r.first_difference);
+      w.key("variables").begin_object();
+      w.key("llvm").value(r.variables.llvm).key("stamp").value(r.variables.stamp).key("same").value(r.variables.same);
+      w.key("first_difference").value(r.variables.first_difference);
+      w.end_object();
       w.end_object();
       std::printf("%s\n", w.str().c_str());
     } else if (bad) {
@@ -210,6 +225,11 @@ int run_line_check(const std::string& input, bool corpus, bool json) {
                 (unsigned long long)total.instructions, (unsigned long long)total.exact,
                 pct(total.exact, total.instructions), (unsigned long long)total.as_llvm,
                 pct(total.as_llvm, total.instructions));
+    std::printf("%llu variables in llvm -O0's DWARF, %llu in stamp's: %llu the same (%.2f%% of llvm's)\n",
+                (unsigned long long)total.variables.llvm, (unsigned long long)total.variables.stamp,
+                (unsigned long long)total.variables.same, pct(total.variables.same, total.variables.llvm));
+    if (!first_variable_difference.empty())
+      std::printf("first variable difference: %s\n", first_variable_difference.c_str());
   }
   return failed ? kExitFailed : kExitOk;
 }

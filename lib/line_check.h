@@ -10,10 +10,13 @@
 //     same function ("as llvm"): where stamp says a byte comes from, LLVM says some
 //     byte of that function comes from too. LLVM's object does not say which of its
 //     bytes an IR instruction became, so this is the nearest exact comparison.
+//   - and the variables of each function agree with llvm -O0's (variable_check.h).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "variable_check.h"
 
 namespace kiln {
 
@@ -26,6 +29,7 @@ struct LineAgreement {
   std::string verify_errors;    // the DWARF verifier's report on stamp's object (empty: none)
   std::string first_difference;  // the first instruction that is not exact, described
   bool has_debug_info = false;   // the module carries debug information for stamp
+  VariableAgreement variables;
 };
 
 // Throws KilnError naming `label` for bitcode LLVM cannot read.

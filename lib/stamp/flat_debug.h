@@ -26,7 +26,22 @@ struct FlatDebugFile {
 // location with an inlinedAt, else 0.
 struct FlatDebugLocation {
   uint32_t file = 0, line = 0, column = 0, inline_site = 0;
+  uint32_t block = 0;  // 1 + index into FlatDebugInfo::blocks: the innermost lexical block; 0: none
   bool operator==(const FlatDebugLocation&) const = default;
+};
+
+// A DILexicalBlock a location or a variable is in. LLVM's lexical scopes pass over
+// DILexicalBlockFile (a change of file, not of scope): a scope's block is the nearest
+// DILexicalBlock on its chain of scopes, and that block's parent the next one out; the
+// chain ends at the subprogram (parent 0). One entry per DILexicalBlock node, even where
+// two have equal fields (macro expansions repeat positions: merged, their variables
+// would share a block); a block's code is found per function and inline site, from
+// the locations that name it.
+struct FlatDebugBlock {
+  uint32_t parent = 0;  // 1 + index into blocks; 0: the subprogram's (or inlined callee's) body
+  uint32_t file = 0;    // 1 + index into files; 0: none
+  uint32_t line = 0, column = 0;
+  bool operator==(const FlatDebugBlock&) const = default;
 };
 
 // A scope a subprogram is declared in, which debuggers qualify its name with
@@ -57,14 +72,92 @@ struct FlatDebugFunction {
 // inlinedAt. For a location L whose inlinedAt is IA: the site's callee is the
 // subprogram of L's scope, its call is IA's line and column in the file of IA's scope,
 // and its parent is the site of IA's own inlinedAt (0: the call is in the function's
-// own body). Sites equal in every field are one site.
+// own body). One site per pair of callee and inlinedAt nodes (version 9; before, sites
+// equal in every field were one): calls a macro expands twice differ only in their
+// scopes' discriminators, and are two calls with their own variables.
 struct FlatDebugInlineSite {
   uint32_t parent = 0;     // 1 + index into inline_sites; 0: none
   uint32_t callee = 0;     // 1 + index into inlined (the callee's subprogram)
   uint32_t call_file = 0;  // 1 + index into files; 0: none
   uint32_t call_line = 0, call_column = 0;
+  uint32_t block = 0;  // 1 + index into blocks: the block of IA's scope, where the call is; 0: none
   bool operator==(const FlatDebugInlineSite&) const = default;
 };
+
+// A type, or a part of one, that a variable's type reaches: one DI metadata node (or one
+// element of a node's list), written as one DIE. Which fields a node fills depends on
+// its kind:
+//   DIBasicType       tag, name, size_bits, align_bits, encoding
+//   DIDerivedType     tag (pointer, reference, typedef, member, inheritance, const,
+//                     volatile, ...), name, file, line, size_bits, align_bits,
+//                     offset_bits, flags, type (its baseType); a member of a variant
+//                     part: value, the discriminant (its extraData, when a ConstantInt)
+//   DICompositeType   tag (structure, union, enumeration, array, variant part), name,
+//                     file, line, size_bits, align_bits, flags, type (baseType: an
+//                     enumeration's underlying type, an array's element type),
+//                     discriminator (a variant part's), elements (its elements, then its
+//                     templateParams)
+//   DISubroutineType  tag 0x15, flags, type (types[0], the return type), elements
+//                     (types[1..]; a null one is 0: unspecified parameters)
+//   DISubrange        tag 0x21, value (its count, when a constant), flags
+//   DIEnumerator      tag 0x28, name, value, flags (kDebugTypeUnsigned)
+//   DITemplateTypeParameter tag 0x2f, name, type
+// A node of another kind (a DIStringType, a DIFixedPointType, a
+// DITemplateValueParameter, ...) is not interned, nor is a static member
+// (DIFlagStaticMember): a reference to one is 0, as for none. Only a DICompositeType
+// other than a variant part, and a typedef, have a scope: a DICompositeType scope is
+// its parent_type, a chain of namespaces its scope; the others' are not interned (a
+// member's DIE is in its owner's). A member's discriminant is read when its scope is a
+// variant part, and is the constant's value sign-extended to 64 bits.
+struct FlatDebugType {
+  uint16_t tag = 0;
+  uint16_t encoding = 0;  // DW_ATE_* of a base type
+  uint32_t flags = 0;     // kDebugType* below
+  uint32_t scope = 0;     // 1 + index into scopes: the namespace chain it is declared in
+  uint32_t parent_type = 0;  // 1 + index into types: the composite type it is declared in
+  uint32_t file = 0, line = 0;
+  uint32_t type = 0;           // 1 + index into types; 0: none (void)
+  uint32_t discriminator = 0;  // 1 + index into types: a variant part's discriminator member
+  uint32_t align_bits = 0;
+  uint64_t size_bits = 0, offset_bits = 0;
+  int64_t value = 0;  // see above; meaningful with kDebugTypeHasValue
+  std::string name;
+  std::vector<uint32_t> elements;  // 1 + indices into types (0: unspecified parameters)
+  bool operator==(const FlatDebugType&) const = default;
+};
+constexpr uint32_t kDebugTypeHasValue = 1;     // value is set (a discriminant, a count, an enumerator's)
+constexpr uint32_t kDebugTypeArtificial = 2;   // DIFlagArtificial
+constexpr uint32_t kDebugTypeDeclaration = 4;  // DIFlagFwdDecl: a declaration, no members
+constexpr uint32_t kDebugTypeUnsigned = 8;     // DIEnumerator's isUnsigned
+constexpr uint32_t kDebugTypeBitField = 16;    // DIFlagBitField: size_bits and offset_bits in bits
+constexpr uint32_t kDebugTypeFlagMask = 31;
+
+// A variable a #dbg_declare record gives a place in the frame: a DILocalVariable (a
+// parameter when arg is not 0) at an alloca stamp gives a fixed frame slot, or at the
+// memory an argument points to. Listed in flat function order, and in a function in
+// the order of its records; a second record for the same variable and inline site adds
+// nothing. A record whose address is neither an alloca of the same function nor an
+// argument, or whose expression has operations other than those below, adds nothing;
+// nor does a variable of a function without a subprogram.
+struct FlatDebugVariable {
+  uint32_t function = 0;     // the flat function (0-based)
+  uint32_t inline_site = 0;  // 1 + index into inline_sites: the record's location's site; 0: none
+  uint32_t block = 0;        // 1 + index into blocks: the variable's scope's block; 0: none
+  uint32_t arg = 0;          // DILocalVariable's arg: 0 for a local
+  uint32_t file = 0, line = 0;
+  uint32_t type = 0;   // 1 + index into types; 0: none
+  uint32_t flags = 0;  // kDebugTypeArtificial
+  uint32_t storage = 0;  // the alloca's flat instruction index, or the argument's number (0-based)
+  uint8_t storage_kind = 0;  // kDebugStorage* below
+  std::string name;
+  // The DIExpression's operations after the address: DW_OP_deref (0x06) and
+  // DW_OP_plus_uconst (0x23) with its operand, as LLVM lists them.
+  std::vector<uint64_t> expression;
+  bool operator==(const FlatDebugVariable&) const = default;
+};
+constexpr uint64_t kDwarfOpDeref = 0x06, kDwarfOpPlusUconst = 0x23;
+constexpr uint8_t kDebugStorageAlloca = 0;    // the alloca's memory is the variable
+constexpr uint8_t kDebugStorageArgument = 1;  // the argument is the variable's address
 
 // What DICompileUnit::DebugEmissionKind says: full, or line tables only (LLVM's
 // DebugDirectivesOnly is read as line tables only).
@@ -85,6 +178,10 @@ struct FlatDebugInfo {
   std::vector<FlatDebugFunction> inlined;    // the subprograms of inlined calls (has_subprogram set)
   std::vector<FlatDebugInlineSite> inline_sites;
   std::vector<FlatDebugLocation> locations;  // one per flat instruction (empty when dwarf_version is 0)
+  std::vector<FlatDebugBlock> blocks;        // every block named by a location or variable
+  // Full emission only (line tables only leave both empty):
+  std::vector<FlatDebugVariable> variables;
+  std::vector<FlatDebugType> types;  // every type the variables reach, in the order below
 
   bool present() const { return dwarf_version != 0; }
   bool operator==(const FlatDebugInfo&) const = default;
@@ -101,7 +198,20 @@ struct FlatDebugInfo {
 // site(callee, IA) interns, in order, the parent site (site of IA's scope's
 // subprogram and IA's inlinedAt, when IA has one), the callee (its scope chain, its
 // file, then the FlatDebugFunction itself into `inlined`, equal records being one),
-// the file of IA's scope, and then the site itself.
+// the file of IA's scope, the block of IA's scope (version 9), and then the site itself.
+// Blocks: an instruction's location interns its block chain (outermost first) after
+// its site; a block interns its parent, then its file, then itself. A function's variables come after all of its instructions' locations; a
+// variable's record interns, in order: its location's site (as an
+// instruction's location would), its scope's block chain, its file, then its type.
+//
+// Types are interned by node (one DI node is one entry, whatever its fields), as a
+// queue: a reference to a node not seen yet appends it, unfilled; then the entries are
+// filled in index order, each interning, in this order: its scope (a DICompositeType
+// scope as parent_type, else the scope chain as a subprogram's), its file, its type
+// (baseType, or types[0]), its discriminator, then its elements (then template
+// parameters, then for a subroutine type types[1..]). A variable interns its own type
+// and then the queue is run to its end, before the next variable. The queue, not
+// recursion: type graphs are deep and cyclic (a list node points at its own type).
 inline uint32_t intern_debug_file(std::vector<FlatDebugFile>& files, const FlatDebugFile& f) {
   for (size_t i = files.size(); i-- > 0;)  // the last ones are the likeliest
     if (files[i] == f) return static_cast<uint32_t>(i + 1);
@@ -114,6 +224,31 @@ inline uint32_t intern_debug_file(std::vector<FlatDebugFile>& files, const FlatD
 // at this depth (the scope or site there gets parent 0), so hostile metadata (a chain
 // that loops, say) cannot exhaust the stack; check_flat_module refuses a deeper one.
 constexpr uint32_t kMaxDebugNesting = 256;
+
+// The kinds of node that are DIEs inside their owner's only (members, enumerators,
+// subranges, template parameters, variant parts): never written on their own, nor
+// named by a DW_AT_type.
+inline bool debug_type_is_element(uint16_t tag) {
+  return tag == 0x0d || tag == 0x1c || tag == 0x21 || tag == 0x28 || tag == 0x2f || tag == 0x30 || tag == 0x33;
+}
+
+// The DIEs a type's DIE contains, by 0-based index: a variant part's discriminator
+// member, its elements (a subroutine type's are its parameters' types, which it does
+// not contain), then the types declared inside it (parent_type). Entries are
+// in range (checked before this is called).
+inline std::vector<std::vector<uint32_t>> debug_type_children(const std::vector<FlatDebugType>& types) {
+  constexpr uint16_t kSubroutineType = 0x15;
+  std::vector<std::vector<uint32_t>> children(types.size());
+  for (size_t t = 0; t < types.size(); ++t) {
+    if (types[t].discriminator) children[t].push_back(types[t].discriminator - 1);
+    if (types[t].tag != kSubroutineType)
+      for (uint32_t e : types[t].elements)
+        if (e) children[t].push_back(e - 1);
+  }
+  for (size_t t = 0; t < types.size(); ++t)
+    if (types[t].parent_type) children[types[t].parent_type - 1].push_back(static_cast<uint32_t>(t));
+  return children;
+}
 
 template <class T>
 uint32_t intern_debug_record(std::vector<T>& records, const T& r) {

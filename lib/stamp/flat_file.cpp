@@ -38,6 +38,82 @@ std::vector<FlatDebugFunction> read_debug_functions(CountedReader& r) {
   return functions;
 }
 
+// Version 9: variables and types.
+void put_debug_variables(std::string& out, const std::vector<FlatDebugVariable>& variables) {
+  put_value(out, uint64_t(variables.size()));
+  for (const FlatDebugVariable& v : variables) {
+    for (uint32_t field : {v.function, v.inline_site, v.block, v.arg, v.file, v.line, v.type, v.flags, v.storage})
+      put_value(out, field);
+    put_value(out, v.storage_kind);
+    put_string(out, v.name);
+    put_array(out, v.expression);
+  }
+}
+
+std::vector<FlatDebugVariable> read_debug_variables(CountedReader& r) {
+  std::vector<FlatDebugVariable> variables(r.count(9 * 4 + 1 + 16));
+  for (FlatDebugVariable& v : variables) {
+    for (uint32_t* field : {&v.function, &v.inline_site, &v.block, &v.arg, &v.file, &v.line, &v.type, &v.flags,
+                            &v.storage})
+      *field = r.value<uint32_t>();
+    v.storage_kind = r.value<uint8_t>();
+    v.name = r.string();
+    v.expression = r.array<uint64_t>();
+  }
+  return variables;
+}
+
+void put_debug_types(std::string& out, const std::vector<FlatDebugType>& types) {
+  put_value(out, uint64_t(types.size()));
+  for (const FlatDebugType& t : types) {
+    put_value(out, t.tag), put_value(out, t.encoding);
+    for (uint32_t field : {t.flags, t.scope, t.parent_type, t.file, t.line, t.type, t.discriminator, t.align_bits})
+      put_value(out, field);
+    put_value(out, t.size_bits), put_value(out, t.offset_bits), put_value(out, t.value);
+    put_string(out, t.name);
+    put_array(out, t.elements);
+  }
+}
+
+std::vector<FlatDebugType> read_debug_types(CountedReader& r) {
+  std::vector<FlatDebugType> types(r.count(2 * 2 + 8 * 4 + 3 * 8 + 16));
+  for (FlatDebugType& t : types) {
+    t.tag = r.value<uint16_t>(), t.encoding = r.value<uint16_t>();
+    for (uint32_t* field : {&t.flags, &t.scope, &t.parent_type, &t.file, &t.line, &t.type, &t.discriminator,
+                            &t.align_bits})
+      *field = r.value<uint32_t>();
+    t.size_bits = r.value<uint64_t>(), t.offset_bits = r.value<uint64_t>(), t.value = r.value<int64_t>();
+    t.name = r.string();
+    t.elements = r.array<uint32_t>();
+  }
+  return types;
+}
+
+// Versions 6 to 8 wrote inline sites and locations without their blocks.
+std::vector<FlatDebugInlineSite> read_debug_inline_sites(CountedReader& r, uint64_t version) {
+  if (version >= 9) return r.array<FlatDebugInlineSite>();
+  struct Version6Site {
+    uint32_t parent, callee, call_file, call_line, call_column;
+  };
+  std::vector<Version6Site> old = r.array<Version6Site>();
+  std::vector<FlatDebugInlineSite> sites(old.size());
+  for (size_t i = 0; i < old.size(); ++i)
+    sites[i] = {old[i].parent, old[i].callee, old[i].call_file, old[i].call_line, old[i].call_column, 0};
+  return sites;
+}
+
+std::vector<FlatDebugLocation> read_debug_locations(CountedReader& r, uint64_t version) {
+  if (version >= 9) return r.array<FlatDebugLocation>();
+  struct Version6Location {
+    uint32_t file, line, column, inline_site;
+  };
+  std::vector<Version6Location> old = r.array<Version6Location>();
+  std::vector<FlatDebugLocation> locations(old.size());
+  for (size_t i = 0; i < old.size(); ++i)
+    locations[i] = {old[i].file, old[i].line, old[i].column, old[i].inline_site, 0};
+  return locations;
+}
+
 // Version 6: the debug information stamp writes as DWARF (flat_debug.h).
 void put_debug_info(std::string& out, const FlatDebugInfo& d) {
   put_value(out, d.dwarf_version);
@@ -54,9 +130,12 @@ void put_debug_info(std::string& out, const FlatDebugInfo& d) {
   put_debug_functions(out, d.inlined);
   put_array(out, d.inline_sites);
   put_array(out, d.locations);
+  put_array(out, d.blocks);
+  put_debug_variables(out, d.variables);
+  put_debug_types(out, d.types);
 }
 
-FlatDebugInfo read_debug_info(CountedReader& r) {
+FlatDebugInfo read_debug_info(CountedReader& r, uint64_t version) {
   FlatDebugInfo d;
   d.dwarf_version = r.value<uint32_t>();
   uint8_t emission = r.value<uint8_t>();
@@ -73,8 +152,13 @@ FlatDebugInfo read_debug_info(CountedReader& r) {
   for (FlatDebugScope& s : d.scopes) s.parent = r.value<uint32_t>(), s.tag = r.value<uint16_t>(), s.name = r.string();
   d.functions = read_debug_functions(r);
   d.inlined = read_debug_functions(r);
-  d.inline_sites = r.array<FlatDebugInlineSite>();
-  d.locations = r.array<FlatDebugLocation>();
+  d.inline_sites = read_debug_inline_sites(r, version);
+  d.locations = read_debug_locations(r, version);
+  if (version >= 9) {
+    d.blocks = r.array<FlatDebugBlock>();
+    d.variables = read_debug_variables(r);
+    d.types = read_debug_types(r);
+  }
   return d;
 }
 
@@ -152,7 +236,7 @@ FlatModuleData parse_flat_file(const std::string& bytes, const std::string& path
       f.undefined.push_back(std::move(u));
     }
   }
-  if (version >= 6) f.debug = read_debug_info(r);
+  if (version >= 6) f.debug = read_debug_info(r, version);
   return f;
 }
 

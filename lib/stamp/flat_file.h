@@ -18,8 +18,9 @@ namespace kiln {
 // 128 operands and results, kOpWide = 40, a constant's high half in its index);
 // 6: debug information (flat_debug.h) after the undefined symbols; 7: floating point
 // (kOpFloat = 41, FlatFunction::float_args where there was padding, kFnRetFloat,
-// kCallRetFloat, kOperandFloat); 8: vectors (kOpVector = 42)
-constexpr int kFlatFileVersion = 8;
+// kCallRetFloat, kOperandFloat); 8: vectors (kOpVector = 42); 9: debug information's
+// lexical blocks (a location's block), variables and types
+constexpr int kFlatFileVersion = 9;
 
 // `omit`: the file says the module has no debug information (for the stamp service,
 // which runs the stages only).

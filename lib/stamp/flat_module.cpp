@@ -294,6 +294,9 @@ const char* check_owners_and_operands(const FlatModuleData& f) {
   return nullptr;
 }
 
+const char* debug_type_nesting_defect(const std::vector<FlatDebugType>& types);
+const char* check_debug_variables(const FlatModuleData& f);
+
 // Parents before their children, and no chain deeper than kMaxDebugNesting.
 const char* debug_nesting_defect(const FlatDebugInfo& d) {
   std::vector<uint32_t> depth(d.scopes.size());
@@ -308,7 +311,59 @@ const char* debug_nesting_defect(const FlatDebugInfo& d) {
     depth[s] = d.inline_sites[s].parent ? depth[d.inline_sites[s].parent - 1] + 1 : 1;
     if (depth[s] > kMaxDebugNesting) return "inline sites nested too deep";
   }
-  return nullptr;
+  depth.assign(d.blocks.size(), 0);
+  for (size_t b = 0; b < d.blocks.size(); ++b) {
+    if (d.blocks[b].parent > b) return "debug block's parent not before it";
+    depth[b] = d.blocks[b].parent ? depth[d.blocks[b].parent - 1] + 1 : 1;
+    if (depth[b] > kMaxDebugNesting) return "debug blocks nested too deep";
+  }
+  return debug_type_nesting_defect(d.types);
+}
+
+// The DWARF writer writes a type's DIE with the DIEs it contains (debug_type_children)
+// inside it, by recursion, and an element shared by several types once in each: the
+// containment must have no cycle, nest at most kMaxDebugNesting deep and expand to a
+// bounded number of DIEs. An iterative walk, so that the check itself cannot run out
+// of stack.
+const char* debug_type_nesting_defect(const std::vector<FlatDebugType>& types) {
+  for (const FlatDebugType& t : types) {
+    if (t.parent_type > types.size() || t.discriminator > types.size()) return "debug type out of range";
+    for (uint32_t e : t.elements)
+      if (e > types.size()) return "debug type out of range";
+  }
+  const std::vector<std::vector<uint32_t>> children = debug_type_children(types);
+  constexpr uint64_t kMaxDies = 1u << 24;
+  enum : uint8_t { kNew, kOpen, kDone };
+  std::vector<uint8_t> state(types.size(), kNew);
+  std::vector<uint64_t> dies(types.size(), 0);  // DIEs the type's DIE expands to, itself included
+  struct Frame {
+    uint32_t type, next;
+  };
+  std::vector<Frame> stack;
+  for (uint32_t root = 0; root < types.size(); ++root) {
+    if (state[root] != kNew) continue;
+    stack.push_back({root, 0}), state[root] = kOpen;
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next < children[f.type].size()) {
+        const uint32_t c = children[f.type][f.next++];
+        if (state[c] == kOpen) return "debug types contain themselves";
+        if (state[c] == kNew) {
+          if (stack.size() >= kMaxDebugNesting) return "debug types nested too deep";
+          stack.push_back({c, 0}), state[c] = kOpen;
+        }
+        continue;
+      }
+      uint64_t n = 1;
+      for (uint32_t c : children[f.type]) n = std::min(kMaxDies, n + dies[c]);
+      dies[f.type] = n, state[f.type] = kDone;
+      stack.pop_back();
+    }
+  }
+  uint64_t total = 0;
+  for (uint32_t t = 0; t < types.size(); ++t)
+    if (!types[t].parent_type) total = std::min(kMaxDies, total + dies[t]);
+  return total >= kMaxDies ? "debug types expand to too many entries" : nullptr;
 }
 
 // The debug information is all or nothing, one entry per function and instruction, and
@@ -317,7 +372,8 @@ const char* check_debug_info(const FlatModuleData& f) {
   const FlatDebugInfo& d = f.debug;
   if (!d.present())
     return d.files.empty() && d.scopes.empty() && d.functions.empty() && d.inlined.empty() &&
-            d.inline_sites.empty() && d.locations.empty()
+            d.inline_sites.empty() && d.locations.empty() && d.blocks.empty() && d.variables.empty() &&
+            d.types.empty()
         ? nullptr
         : "debug information without a version";
   if (d.dwarf_version < 2 || d.dwarf_version > 5) return "DWARF version other than 2 to 5";
@@ -335,10 +391,53 @@ const char* check_debug_info(const FlatModuleData& f) {
     const FlatDebugInlineSite& site = d.inline_sites[s];
     if (site.callee == 0 || site.callee > d.inlined.size()) return "inline site's callee out of range";
     if (site.call_file > d.files.size()) return "debug file out of range";
+    if (site.block > d.blocks.size()) return "debug block out of range";
   }
   for (const FlatDebugLocation& l : d.locations) {
     if (l.file > d.files.size()) return "debug file out of range";
     if (l.inline_site > d.inline_sites.size()) return "inline site out of range";
+    if (l.block > d.blocks.size()) return "debug block out of range";
+  }
+  for (const FlatDebugBlock& b : d.blocks)
+    if (b.file > d.files.size()) return "debug file out of range";
+  for (const FlatDebugType& t : d.types) {
+    if (t.file > d.files.size()) return "debug file out of range";
+    if (t.scope > d.scopes.size()) return "debug scope out of range";
+    if (t.type > d.types.size()) return "debug type out of range";
+    if (t.flags & ~kDebugTypeFlagMask) return "debug type flags unknown";
+    if (t.parent_type && debug_type_is_element(d.types[t.parent_type - 1].tag))
+      return "debug type declared inside a member";
+  }
+  return check_debug_variables(f);
+}
+
+// A variable's storage is an alloca of its own function or one of its arguments, and
+// the variables come in function order.
+const char* check_debug_variables(const FlatModuleData& f) {
+  const FlatDebugInfo& d = f.debug;
+  uint32_t previous = 0;
+  for (const FlatDebugVariable& v : d.variables) {
+    if (v.function >= f.functions.size() || v.function < previous) return "debug variable's function out of order";
+    previous = v.function;
+    const FlatFunction& fn = f.functions[v.function];
+    if (v.inline_site > d.inline_sites.size()) return "inline site out of range";
+    if (v.block > d.blocks.size()) return "debug block out of range";
+    if (v.file > d.files.size()) return "debug file out of range";
+    if (v.type > d.types.size()) return "debug type out of range";
+    if (v.flags & ~kDebugTypeArtificial) return "debug variable flags unknown";
+    if (v.storage_kind == kDebugStorageAlloca) {
+      if (v.storage < fn.first_inst || v.storage - fn.first_inst >= fn.inst_count || f.insts[v.storage].op != kOpAlloca)
+        return "debug variable's alloca not an alloca of its function";
+    } else if (v.storage_kind == kDebugStorageArgument) {
+      if (v.storage >= fn.arg_count) return "debug variable's argument out of range";
+    } else {
+      return "debug variable's storage of an unknown kind";
+    }
+    for (size_t k = 0; k < v.expression.size(); ++k) {
+      if (v.expression[k] == kDwarfOpPlusUconst) ++k;
+      else if (v.expression[k] != kDwarfOpDeref) return "debug variable's expression has an unknown operation";
+      if (k >= v.expression.size()) return "debug variable's expression ends inside an operation";
+    }
   }
   return nullptr;
 }

@@ -5,17 +5,45 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <string_view>
 #include <unordered_map>
 
 #include "error.h"
 #include "stamp_emit.h"  // kReloc64, kReloc32
+#include "stamp_stages.h"  // stamp_frame_allocas
 
 namespace kiln {
 
 namespace {
 
-enum DwarfTag : uint16_t { kTagInlinedSubroutine = 0x1d, kTagCompileUnit = 0x11, kTagSubprogram = 0x2e };
+enum DwarfTag : uint16_t {
+  kTagFormalParameter = 0x05,
+  kTagLexicalBlock = 0x0b,
+  kTagMember = 0x0d,
+  kTagPointer = 0x0f,
+  kTagReference = 0x10,
+  kTagCompileUnit = 0x11,
+  kTagSubroutineType = 0x15,
+  kTagUnspecifiedParameters = 0x18,
+  kTagVariant = 0x19,
+  kTagInheritance = 0x1c,
+  kTagInlinedSubroutine = 0x1d,
+  kTagPtrToMember = 0x1f,
+  kTagSubrange = 0x21,
+  kTagEnumerator = 0x28,
+  kTagSubprogram = 0x2e,
+  kTagTemplateTypeParameter = 0x2f,
+  kTagVariantPart = 0x33,
+  kTagVariable = 0x34,
+  kTagRvalueReference = 0x42,
+  kTagArray = 0x01,
+  kTagClass = 0x02,
+  kTagEnumeration = 0x04,
+  kTagStructure = 0x13,
+  kTagUnion = 0x17,
+  kTagBaseType = 0x24,
+};
 enum DwarfAttribute : uint16_t {
   kAtName = 0x03,
   kAtStmtList = 0x10,
@@ -37,12 +65,26 @@ enum DwarfAttribute : uint16_t {
   kAtFrameBase = 0x40,
   kAtRanges = 0x55,
   kAtLinkageName = 0x6e,
+  kAtLocation = 0x02,
+  kAtByteSize = 0x0b,
+  kAtBitSize = 0x0d,
+  kAtDiscr = 0x15,
+  kAtDiscrValue = 0x16,
+  kAtConstValue = 0x1c,
+  kAtArtificial = 0x34,
+  kAtCount = 0x37,
+  kAtDataMemberLocation = 0x38,
+  kAtEncoding = 0x3e,
+  kAtType = 0x49,
+  kAtDataBitOffset = 0x6b,
+  kAtAlignment = 0x88,
 };
 enum DwarfForm : uint8_t {
   kFormAddr = 0x01,
   kFormData2 = 0x05,
   kFormData4 = 0x06,
   kFormData1 = 0x0b,
+  kFormSdata = 0x0d,
   kFormRef4 = 0x13,
   kFormString = 0x08,
   kFormStrp = 0x0e,
@@ -53,12 +95,16 @@ enum DwarfForm : uint8_t {
 };
 constexpr uint8_t kInlineInlined = 1;  // DW_INL_inlined
 constexpr uint8_t kOpReg6 = 0x56;  // DW_OP_reg6: rbp, which every stamp frame is based on
+constexpr uint8_t kOpFbreg = 0x91;  // DW_OP_fbreg: frame base (rbp) + a signed offset
+// DW_ATE_* that LLVM's isUnsignedDIType calls unsigned (a discriminant's form follows it).
+constexpr uint16_t kAteBoolean = 0x02, kAteUnsigned = 0x07, kAteUnsignedChar = 0x08, kAteUtf = 0x10;
 enum LineOpcode : uint8_t {
   kLnsCopy = 1,
   kLnsAdvancePc = 2,
   kLnsAdvanceLine = 3,
   kLnsSetFile = 4,
   kLnsSetColumn = 5,
+  kLnsNegateStmt = 6,
   kLnsSetPrologueEnd = 10,
 };
 enum LineExtendedOpcode : uint8_t { kLneEndSequence = 1, kLneSetAddress = 2 };
@@ -133,10 +179,32 @@ struct Abbreviation {
   AttributeList attributes;
 };
 
+// A DIE's attributes with their values, for the DIEs whose attributes depend on which
+// fields are set (types and variables): the abbreviation follows from the list.
+struct DieValue {
+  uint16_t attribute = 0;
+  uint8_t form = 0;
+  uint64_t number = 0;     // udata, sdata (two's complement), data1; ref4: 1 + the type's index
+  std::string_view text;   // strp; exprloc's bytes
+};
+struct DieValues {
+  std::array<DieValue, 16> values;
+  uint8_t count = 0;
+  void add(uint16_t attribute, uint8_t form, uint64_t number = 0, std::string_view text = {}) {
+    if (count == values.size()) throw KilnError(kExitInternal, "", "a DIE with more than 16 attributes");
+    values[count++] = {attribute, form, number, text};
+  }
+};
+
 class DwarfBuilder {
  public:
   DwarfBuilder(const FlatModuleData& flat, const StampOutput& code, const std::string& source)
-      : flat_(flat), code_(code), d_(flat.debug), source_(source), version_(d_.dwarf_version >= 5 ? 5 : 4) {}
+      : flat_(flat),
+        view_(flat.view()),
+        code_(code),
+        d_(flat.debug),
+        source_(source),
+        version_(d_.dwarf_version >= 5 ? 5 : 4) {}
 
   StampDwarf build() {
     StampDwarf out;
@@ -162,6 +230,7 @@ class DwarfBuilder {
 
  private:
   const FlatModuleData& flat_;
+  const FlatModuleView view_;
   const StampOutput& code_;
   const FlatDebugInfo& d_;
   const std::string& source_;
@@ -176,6 +245,19 @@ class DwarfBuilder {
   std::vector<std::pair<uint32_t, uint32_t>> origin_fixups_;  // (where, callee) of each abstract origin
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> site_code_;  // site_ranges's, per inline site
   std::vector<uint32_t> used_sites_;                                   // the sites of site_code_ in use
+  // Types: per scope, the types written in it; per type, the DIE of its first copy
+  // (0: none yet); the DW_AT_type and DW_AT_discr references to patch at the end.
+  std::vector<std::vector<uint32_t>> scope_types_, type_children_;
+  std::vector<uint32_t> type_offset_;
+  std::vector<std::pair<uint32_t, uint32_t>> type_fixups_;  // (where, type)
+  // Variables: where each function's start in d_.variables, and for the function being
+  // written, per (inline site, block): its variables, and the code of the blocks that
+  // hold some (scope_plan).
+  std::vector<uint32_t> first_variable_;
+  using ScopeKey = std::pair<uint32_t, uint32_t>;
+  std::map<ScopeKey, std::vector<uint32_t>> scope_variables_;
+  std::map<ScopeKey, std::vector<std::pair<uint32_t, uint32_t>>> block_code_;
+  std::vector<int32_t> alloca_mem_, arg_slot_;  // stamp_frame_allocas's, per instruction and argument
 
   [[noreturn]] void fail(const std::string& why) const { throw KilnError(kExitInternal, source_, why); }
 
@@ -278,12 +360,14 @@ class DwarfBuilder {
   // The line program's registers as the rows so far left them.
   struct LineState {
     uint32_t address = 0, file = 1, line = 1, column = 0;
+    bool is_stmt = true;  // the header's default_is_stmt
   };
 
   // A row at `address` for `loc`: the registers that changed, then a special opcode
   // when the step fits one, else DW_LNS_copy.
-  void put_row(LineState& st, uint32_t address, const FlatDebugLocation& loc, bool prologue_end) {
+  void put_row(LineState& st, uint32_t address, const FlatDebugLocation& loc, bool prologue_end, bool is_stmt) {
     std::string& b = s_[kLine].bytes;
+    if (is_stmt != st.is_stmt) put_u8(b, kLnsNegateStmt), st.is_stmt = is_stmt;
     if (loc.file != st.file) put_u8(b, kLnsSetFile), put_uleb(b, loc.file), st.file = loc.file;
     if (loc.column != st.column) put_u8(b, kLnsSetColumn), put_uleb(b, loc.column), st.column = loc.column;
     if (prologue_end) put_u8(b, kLnsSetPrologueEnd);
@@ -315,7 +399,7 @@ class DwarfBuilder {
     FlatDebugLocation current{0, 0, 0};
     if (sp.file) {
       current = {sp.file, sp.scope_line ? sp.scope_line : sp.line, 0};
-      put_row(st, 0, current, false);
+      put_row(st, 0, current, false, true);
     }
     bool prologue_end = true;
     const uint32_t end = f.first_inst + f.inst_count, code_size = code_.code_size[fn];
@@ -324,7 +408,10 @@ class DwarfBuilder {
       const FlatDebugLocation& loc = d_.locations[i];
       if (next == at || loc.file == 0) continue;
       if (!prologue_end && loc == current) continue;
-      put_row(st, at, loc, prologue_end);
+      // A statement starts where the line changes, as LLVM marks its rows: a row that
+      // changes the column only is no place for a breakpoint by line (gdb would stop at
+      // each such row that starts a lexical block).
+      put_row(st, at, loc, prologue_end, prologue_end || (loc.line != 0 && loc.line != current.line));
       current = loc, prologue_end = false;
     }
     if (code_size > st.address) put_u8(b, kLnsAdvancePc), put_uleb(b, code_size - st.address);
@@ -406,10 +493,11 @@ class DwarfBuilder {
     put_section_offset(kInfo, kRanges, ranges_offset_);
   }
 
-  // The DIEs inside scope `s` (0: the unit): its scopes, then the subprograms of
-  // inlined calls, then the functions' subprograms.
+  // The DIEs inside scope `s` (0: the unit): its scopes, its types, then the
+  // subprograms of inlined calls, then the functions' subprograms.
   void write_children(uint32_t s) {
     for (uint32_t child : scope_children_[s]) write_scope_die(child);
+    for (uint32_t t : scope_types_[s]) write_type_die(t);
     for (uint32_t k : scope_inlined_[s]) write_abstract_die(k);
     for (uint32_t fn : scope_functions_[s]) write_subprogram_die(fn);
   }
@@ -457,16 +545,14 @@ class DwarfBuilder {
     std::sort(used_sites_.begin(), used_sites_.end());
   }
 
-  // An inlined call: where its code is, its callee, its call; then the calls inlined
-  // into it.
+  // An inlined call: where its code is, its callee, its call; then its variables, blocks
+  // and the calls inlined into it.
   void write_site_die(uint32_t fn, uint32_t s) {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugInlineSite& site = d_.inline_sites[s - 1];
     const auto& code = site_code_[s];
-    std::vector<uint32_t> inner;
-    for (uint32_t other : used_sites_)
-      if (d_.inline_sites[other - 1].parent == s) inner.push_back(other);
-    Abbreviation a{kTagInlinedSubroutine, !inner.empty(), {{kAtAbstractOrigin, kFormRef4}}};
+    const bool inner = has_contents(s, 0);
+    Abbreviation a{kTagInlinedSubroutine, inner, {{kAtAbstractOrigin, kFormRef4}}};
     if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
     else a.attributes.push_back({kAtRanges, kFormSecOffset});
     if (site.call_file)
@@ -475,11 +561,18 @@ class DwarfBuilder {
     put_uleb(b, abbreviation(std::move(a)));
     origin_fixups_.push_back({static_cast<uint32_t>(b.size()), site.callee - 1});
     put_le<uint32_t>(b, 0);
+    put_code_ranges(fn, code);
+    if (site.call_file) put_uleb(b, site.call_file), put_uleb(b, site.call_line), put_uleb(b, site.call_column);
+    if (!inner) return;
+    write_scope_contents(fn, s, 0);
+    put_u8(b, 0);
+  }
+
+  // low_pc and high_pc for one range, else a range list (the abbreviation says which).
+  void put_code_ranges(uint32_t fn, const std::vector<std::pair<uint32_t, uint32_t>>& code) {
+    std::string& b = s_[kInfo].bytes;
     if (code.size() == 1) put_address(kInfo, fn, code[0].first), put_le<uint32_t>(b, code[0].second - code[0].first);
     else put_section_offset(kInfo, kRanges, range_list(fn, code));
-    if (site.call_file) put_uleb(b, site.call_file), put_uleb(b, site.call_line), put_uleb(b, site.call_column);
-    for (uint32_t other : inner) write_site_die(fn, other);
-    if (!inner.empty()) put_u8(b, 0);
   }
 
   // A namespace, or a declaration of the type a method belongs to: what a debugger
@@ -501,8 +594,9 @@ class DwarfBuilder {
     const FlatDebugFunction& sp = d_.functions[fn];
     const bool linkage = !sp.linkage_name.empty() && sp.linkage_name != sp.name;
     site_ranges(fn);
-    const bool inlined = !used_sites_.empty();
-    Abbreviation a{kTagSubprogram, inlined, {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
+    scope_plan(fn);
+    const bool children = has_contents(0, 0);
+    Abbreviation a{kTagSubprogram, children, {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
     if (linkage) a.attributes.push_back({kAtLinkageName, kFormStrp});
     a.attributes.push_back({kAtName, kFormStrp});
     if (sp.file) a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
@@ -515,10 +609,326 @@ class DwarfBuilder {
     if (linkage) put_strp(kInfo, sp.linkage_name);
     put_strp(kInfo, sp.name);
     if (sp.file) put_uleb(b, sp.file), put_uleb(b, sp.line);
-    if (!inlined) return;
-    for (uint32_t s : used_sites_)
-      if (d_.inline_sites[s - 1].parent == 0) write_site_die(fn, s);
+    if (!children) return;
+    write_scope_contents(fn, 0, 0);
     put_u8(b, 0);
+  }
+
+  // ---- variables and lexical blocks ------------------------------------------------
+
+  // For function `fn`: its variables by (inline site, block), and the code of each
+  // block that holds a variable or an inlined call, itself or inside it (the other
+  // blocks are not written: no debugger would see them). A block's code is that of the
+  // instructions whose location is in it or in a block inside it, or in a call inlined
+  // there. A variable whose block or site has no code is not written, as LLVM makes no
+  // scope for it.
+  void scope_plan(uint32_t fn) {
+    scope_variables_.clear(), block_code_.clear();
+    if ((d_.blocks.empty() && d_.variables.empty()) || !d_.functions[fn].has_subprogram) return;
+    for (uint32_t v = first_variable_[fn]; v < first_variable_[fn + 1]; ++v) {
+      const FlatDebugVariable& var = d_.variables[v];
+      if (var.inline_site && !std::binary_search(used_sites_.begin(), used_sites_.end(), var.inline_site)) continue;
+      scope_variables_[{var.inline_site, var.block}].push_back(v);
+      want_blocks(var.inline_site, var.block);
+    }
+    for (uint32_t s : used_sites_) want_blocks(d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block);
+    if (block_code_.empty() && scope_variables_.empty()) return;
+    if (!scope_variables_.empty()) stamp_frame_allocas(view_, fn, alloca_mem_.data(), arg_slot_.data());
+    const FlatFunction& f = flat_.functions[fn];
+    const uint32_t end = f.first_inst + f.inst_count;
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>*> targets;  // of the last location's scope
+    ScopeKey last{~0u, ~0u};
+    for (uint32_t i = f.first_inst; i < end; ++i) {
+      const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_.code_size[fn];
+      const FlatDebugLocation& loc = d_.locations[i];
+      if (next == at || loc.file == 0) continue;
+      if (ScopeKey key{loc.inline_site, loc.block}; key != last) {
+        last = key, targets.clear();
+        for (uint32_t site = loc.inline_site, block = loc.block;;) {
+          for (uint32_t k = block; k; k = d_.blocks[k - 1].parent)
+            if (auto it = block_code_.find({site, k}); it != block_code_.end()) targets.push_back(&it->second);
+          if (!site) break;
+          block = d_.inline_sites[site - 1].block, site = d_.inline_sites[site - 1].parent;
+        }
+      }
+      for (auto* list : targets) {
+        if (!list->empty() && list->back().second == at) list->back().second = next;
+        else list->push_back({at, next});
+      }
+    }
+  }
+
+  // Marks the blocks that hold (site, block): its block chain at its site, then the
+  // chain of the block each enclosing inlined call is made in.
+  void want_blocks(uint32_t site, uint32_t block) {
+    for (;;) {
+      for (uint32_t k = block; k; k = d_.blocks[k - 1].parent) block_code_[{site, k}];
+      if (!site) return;
+      block = d_.inline_sites[site - 1].block, site = d_.inline_sites[site - 1].parent;
+    }
+  }
+
+  bool block_has_code(uint32_t site, uint32_t block) const {
+    auto it = block_code_.find({site, block});
+    return it != block_code_.end() && !it->second.empty();
+  }
+  bool variable_written(const FlatDebugVariable& v) const { return !v.block || block_has_code(v.inline_site, v.block); }
+  bool site_in(uint32_t s, uint32_t site, uint32_t block) const {
+    return d_.inline_sites[s - 1].parent == site && d_.inline_sites[s - 1].block == block;
+  }
+
+  bool has_own_variables(uint32_t site, uint32_t block) const {
+    if (auto it = scope_variables_.find({site, block}); it != scope_variables_.end())
+      for (uint32_t v : it->second)
+        if (variable_written(d_.variables[v])) return true;
+    return false;
+  }
+
+  // Whether a subprogram, an inlined call or a block has DIEs inside it: a variable, a
+  // block with some, or an inlined call.
+  bool has_contents(uint32_t site, uint32_t block) const {
+    if (has_own_variables(site, block)) return true;
+    for (const auto& [key, code] : block_code_)
+      if (key.first == site && d_.blocks[key.second - 1].parent == block && !code.empty() &&
+          has_contents(site, key.second))
+        return true;
+    for (uint32_t s : used_sites_)
+      if (site_in(s, site, block)) return true;
+    return false;
+  }
+
+  // The DIEs inside a subprogram, an inlined call or a block: its parameters by number,
+  // its other variables in order, its blocks, then the calls inlined in it. A block
+  // without variables of its own is no DIE: what is inside it goes to the enclosing
+  // one, as LLVM does with a scope whose children are all scopes.
+  void write_scope_contents(uint32_t fn, uint32_t site, uint32_t block) {
+    if (auto it = scope_variables_.find({site, block}); it != scope_variables_.end()) {
+      std::vector<uint32_t> vars = it->second;
+      std::stable_sort(vars.begin(), vars.end(), [&](uint32_t x, uint32_t y) {
+        const uint32_t ax = d_.variables[x].arg, ay = d_.variables[y].arg;
+        return ax && (!ay || ax < ay);
+      });
+      for (uint32_t v : vars)
+        if (variable_written(d_.variables[v])) write_variable_die(d_.variables[v]);
+    }
+    for (const auto& [key, code] : block_code_)
+      if (key.first == site && d_.blocks[key.second - 1].parent == block && !code.empty() &&
+          has_contents(site, key.second)) {
+        if (has_own_variables(site, key.second)) write_block_die(fn, site, key.second);
+        else write_scope_contents(fn, site, key.second);
+      }
+    for (uint32_t s : used_sites_)
+      if (site_in(s, site, block)) write_site_die(fn, s);
+  }
+
+  void write_block_die(uint32_t fn, uint32_t site, uint32_t block) {
+    std::string& b = s_[kInfo].bytes;
+    const auto& code = block_code_.at({site, block});
+    Abbreviation a{kTagLexicalBlock, true, {}};
+    if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
+    else a.attributes.push_back({kAtRanges, kFormSecOffset});
+    put_uleb(b, abbreviation(std::move(a)));
+    put_code_ranges(fn, code);
+    write_scope_contents(fn, site, block);
+    put_u8(b, 0);
+  }
+
+  // Where a variable is: its alloca's memory, or the memory its argument points to,
+  // both at fixed distances below rbp (the frame base); then the record's expression.
+  // An alloca aligned beyond 16 is aligned at run time: no fixed place, no location.
+  bool variable_location(const FlatDebugVariable& v, std::string& e) const {
+    int64_t offset = 0;
+    if (v.storage_kind == kDebugStorageAlloca) {
+      if (flat_.insts[v.storage].imm > 16) return false;
+      offset = -int64_t(alloca_mem_[v.storage]);
+    } else {
+      offset = -int64_t(arg_slot_[flat_.functions[v.function].first_arg + v.storage]);
+    }
+    put_u8(e, kOpFbreg), put_sleb(e, offset);
+    if (v.storage_kind == kDebugStorageArgument) put_u8(e, static_cast<uint8_t>(kDwarfOpDeref));
+    for (size_t k = 0; k < v.expression.size(); ++k) {
+      put_u8(e, static_cast<uint8_t>(v.expression[k]));
+      if (v.expression[k] == kDwarfOpPlusUconst) put_uleb(e, v.expression[++k]);
+    }
+    return true;
+  }
+
+  void write_variable_die(const FlatDebugVariable& v) {
+    std::string location;
+    DieValues die;
+    if (variable_location(v, location)) die.add(kAtLocation, kFormExprloc, 0, location);
+    if (!v.name.empty()) die.add(kAtName, kFormStrp, 0, v.name);
+    if (v.file) die.add(kAtDeclFile, kFormUdata, v.file), die.add(kAtDeclLine, kFormUdata, v.line);
+    add_type(die, kAtType, v.type);
+    if (v.flags & kDebugTypeArtificial) die.add(kAtArtificial, kFormFlagPresent);
+    put_die(v.arg ? kTagFormalParameter : kTagVariable, false, die);
+  }
+
+  // ---- types ------------------------------------------------------------------
+
+  void put_die(uint16_t tag, bool children, const DieValues& die) {
+    std::string& b = s_[kInfo].bytes;
+    Abbreviation a{tag, children, {}};
+    for (uint8_t k = 0; k < die.count; ++k) a.attributes.push_back({die.values[k].attribute, die.values[k].form});
+    put_uleb(b, abbreviation(std::move(a)));
+    for (uint8_t k = 0; k < die.count; ++k) {
+      const DieValue& v = die.values[k];
+      switch (v.form) {
+        case kFormStrp: put_strp(kInfo, v.text); break;
+        case kFormUdata: put_uleb(b, v.number); break;
+        case kFormSdata: put_sleb(b, static_cast<int64_t>(v.number)); break;
+        case kFormData1: put_u8(b, static_cast<uint8_t>(v.number)); break;
+        case kFormFlagPresent: break;
+        case kFormRef4:
+          type_fixups_.push_back({static_cast<uint32_t>(b.size()), static_cast<uint32_t>(v.number - 1)});
+          put_le<uint32_t>(b, 0);
+          break;
+        case kFormExprloc: put_uleb(b, v.text.size()), b.append(v.text); break;
+        default: fail("a DIE value of form " + std::to_string(v.form));
+      }
+    }
+  }
+
+  // DW_AT_type (or DW_AT_discr) naming type `t` (1-based): none for 0, and for an
+  // element, which has no DIE of its own (DW_AT_discr names one inside its owner).
+  void add_type(DieValues& die, uint16_t attribute, uint32_t t) {
+    if (t && (attribute == kAtDiscr || !debug_type_is_element(d_.types[t - 1].tag)))
+      die.add(attribute, kFormRef4, t);
+  }
+
+  void add_name_and_line(DieValues& die, const FlatDebugType& t) {
+    if (!t.name.empty()) die.add(kAtName, kFormStrp, 0, t.name);
+    if (t.file && !(t.flags & kDebugTypeDeclaration))
+      die.add(kAtDeclFile, kFormUdata, t.file), die.add(kAtDeclLine, kFormUdata, t.line);
+  }
+
+  // Whether a discriminant is written unsigned: as LLVM's isUnsignedDIType says of the
+  // discriminator member's type.
+  bool discriminant_unsigned(uint32_t discriminator) const {
+    if (!discriminator || !d_.types[discriminator - 1].type) return false;
+    const FlatDebugType& t = d_.types[d_.types[discriminator - 1].type - 1];
+    if (t.tag != kTagBaseType) return true;  // pointers and the like
+    return t.encoding == kAteUnsigned || t.encoding == kAteUnsignedChar || t.encoding == kAteBoolean ||
+        t.encoding == kAteUtf;
+  }
+
+  // A base, derived or composite type's attributes, as LLVM's DwarfUnit gives them: a
+  // base type always has its size, a structure, union, class or enumeration its size
+  // (0 too) and alignment unless only declared, a derived type a size that is not 0
+  // (and pointers none), an array none.
+  void add_type_attributes(DieValues& die, const FlatDebugType& ty) {
+    const bool aggregate = ty.tag == kTagStructure || ty.tag == kTagUnion || ty.tag == kTagClass ||
+        ty.tag == kTagEnumeration;
+    const bool pointer = ty.tag == kTagPointer || ty.tag == kTagReference || ty.tag == kTagRvalueReference ||
+        ty.tag == kTagPtrToMember;
+    add_type(die, kAtType, ty.type);
+    add_name_and_line(die, ty);
+    if (ty.tag == kTagBaseType) {
+      die.add(kAtByteSize, kFormUdata, ty.size_bits / 8);
+      die.add(kAtEncoding, kFormData1, ty.encoding);
+    } else if (aggregate && !(ty.flags & kDebugTypeDeclaration)) {
+      die.add(kAtByteSize, kFormUdata, ty.size_bits / 8);
+      if (ty.align_bits / 8) die.add(kAtAlignment, kFormUdata, ty.align_bits / 8);
+    } else if (!aggregate && !pointer && ty.tag != kTagArray && ty.tag != kTagSubroutineType && ty.size_bits) {
+      die.add(kAtByteSize, kFormUdata, ty.size_bits / 8);
+    }
+    if (ty.flags & kDebugTypeDeclaration) die.add(kAtDeclaration, kFormFlagPresent);
+  }
+
+  // A type's DIE and, inside it, the DIEs it contains (debug_type_children).
+  void write_type_die(uint32_t t) {
+    std::string& b = s_[kInfo].bytes;
+    const FlatDebugType& ty = d_.types[t];
+    if (!type_offset_[t]) type_offset_[t] = static_cast<uint32_t>(b.size());
+    DieValues die;
+    switch (ty.tag) {
+      case kTagMember:
+      case kTagInheritance:
+        add_name_and_line(die, ty);
+        add_type(die, kAtType, ty.type);
+        if (ty.flags & kDebugTypeBitField)
+          die.add(kAtBitSize, kFormUdata, ty.size_bits), die.add(kAtDataBitOffset, kFormUdata, ty.offset_bits);
+        else die.add(kAtDataMemberLocation, kFormUdata, ty.offset_bits / 8);
+        if (ty.align_bits / 8) die.add(kAtAlignment, kFormUdata, ty.align_bits / 8);
+        break;
+      case kTagSubrange:
+        if ((ty.flags & kDebugTypeHasValue) && ty.value >= 0) die.add(kAtCount, kFormUdata, ty.value);
+        break;
+      case kTagEnumerator:
+        die.add(kAtName, kFormStrp, 0, ty.name);
+        die.add(kAtConstValue, (ty.flags & kDebugTypeUnsigned) ? kFormUdata : kFormSdata, ty.value);
+        break;
+      case kTagTemplateTypeParameter:
+        add_type(die, kAtType, ty.type);
+        if (!ty.name.empty()) die.add(kAtName, kFormStrp, 0, ty.name);
+        break;
+      case kTagVariantPart: add_type(die, kAtDiscr, ty.discriminator); break;
+      default: add_type_attributes(die, ty);
+    }
+    if (ty.flags & kDebugTypeArtificial) die.add(kAtArtificial, kFormFlagPresent);
+    const bool children = !type_children_[t].empty() || (ty.tag == kTagSubroutineType && !ty.elements.empty());
+    put_die(ty.tag, children, die);
+    if (!children) return;
+    if (ty.tag == kTagSubroutineType) {
+      write_parameter_types(ty);
+    } else if (ty.tag == kTagVariantPart) {
+      write_variants(t);
+    } else {
+      // Template parameters first, as LLVM writes them.
+      for (uint32_t c : type_children_[t])
+        if (d_.types[c].tag == kTagTemplateTypeParameter) write_type_die(c);
+      for (uint32_t c : type_children_[t])
+        if (d_.types[c].tag != kTagTemplateTypeParameter) write_type_die(c);
+    }
+    put_u8(b, 0);
+  }
+
+  void write_parameter_types(const FlatDebugType& routine) {
+    for (uint32_t p : routine.elements) {
+      DieValues die;
+      add_type(die, kAtType, p);
+      put_die(p ? kTagFormalParameter : kTagUnspecifiedParameters, false, die);
+    }
+  }
+
+  // A variant part: its discriminator member, then each member in a DW_TAG_variant
+  // with its discriminant value (none: the default variant), as LLVM writes Rust's enums.
+  void write_variants(uint32_t t) {
+    std::string& b = s_[kInfo].bytes;
+    const FlatDebugType& part = d_.types[t];
+    const bool is_unsigned = discriminant_unsigned(part.discriminator);
+    for (uint32_t c : type_children_[t]) {
+      const FlatDebugType& member = d_.types[c];
+      if (c + 1 == part.discriminator || member.tag != kTagMember) {
+        write_type_die(c);
+        continue;
+      }
+      DieValues die;
+      if (member.flags & kDebugTypeHasValue) {
+        uint64_t value = static_cast<uint64_t>(member.value);
+        const uint64_t bits = part.discriminator ? d_.types[part.discriminator - 1].size_bits : 64;
+        if (is_unsigned && bits && bits < 64) value &= (uint64_t(1) << bits) - 1;
+        die.add(kAtDiscrValue, is_unsigned ? kFormUdata : kFormSdata, value);
+      }
+      put_die(kTagVariant, true, die);
+      write_type_die(c);
+      put_u8(b, 0);
+    }
+  }
+
+  // Which types are written where: the types declared in a namespace chain or in
+  // the unit at that scope, the others inside their owners.
+  void plan_types() {
+    scope_types_.assign(d_.scopes.size() + 1, {});
+    type_children_ = debug_type_children(d_.types);
+    type_offset_.assign(d_.types.size(), 0);
+    for (uint32_t t = 0; t < d_.types.size(); ++t)
+      if (!d_.types[t].parent_type && !debug_type_is_element(d_.types[t].tag))
+        scope_types_[d_.types[t].scope].push_back(t);
+    first_variable_.assign(flat_.functions.size() + 1, 0);
+    for (const FlatDebugVariable& v : d_.variables) ++first_variable_[v.function + 1];
+    for (size_t fn = 0; fn < flat_.functions.size(); ++fn) first_variable_[fn + 1] += first_variable_[fn];
+    if (!d_.variables.empty()) alloca_mem_.assign(flat_.insts.size(), 0), arg_slot_.assign(flat_.arg_widths.size(), 0);
   }
 
   void write_info() {
@@ -541,10 +951,13 @@ class DwarfBuilder {
     scope_inlined_.assign(d_.scopes.size() + 1, {});
     for (uint32_t k = 0; k < d_.inlined.size(); ++k) scope_inlined_[d_.inlined[k].scope].push_back(k);
     abstract_offset_.assign(d_.inlined.size(), 0);
+    plan_types();
     write_children(0);
     put_u8(b, 0);  // the unit's children end
-    // An inlined call may come before its callee's abstract subprogram.
+    // An inlined call may come before its callee's abstract subprogram, a variable
+    // before its type.
     for (auto [at, k] : origin_fixups_) patch_u32(b, at, abstract_offset_[k]);
+    for (auto [at, t] : type_fixups_) patch_u32(b, at, type_offset_[t]);
     patch_u32(b, 0, static_cast<uint32_t>(b.size() - 4));
   }
 

@@ -84,7 +84,7 @@ TEST_CASE("foreign, truncated, corrupt and newer flat files are refused with a r
   CHECK(code_of("garbage that is long enough") == kExitBadInput);
   CHECK(code_of(file.substr(0, file.size() / 2)) == kExitBadInput);
   std::string newer = file;
-  newer[8] = 9;  // version field
+  newer[8] = static_cast<char>(kFlatFileVersion + 1);  // version field
   CHECK(code_of(newer) == kExitNewerSchema);
   // An operand pointing past its array must not reach the stages.
   FlatModuleData flat = exported(&source);

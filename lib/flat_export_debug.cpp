@@ -1,0 +1,244 @@
+#include "flat_export_debug.h"
+
+#include <llvm/BinaryFormat/Dwarf.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DebugInfoMetadata.h>
+#include <llvm/IR/DebugProgramInstruction.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/Instructions.h>
+
+#include <map>
+#include <set>
+
+namespace kiln {
+
+using namespace llvm;
+
+namespace {
+
+using SiteIndex = std::map<std::pair<const DISubprogram*, const DILocation*>, uint32_t>;
+
+uint32_t debug_file(FlatDebugInfo& d, const DIFile* file) {
+  return intern_debug_file(d.files, {file->getDirectory().str(), file->getFilename().str()});
+}
+
+// A subprogram's scope as flat_debug.h interns it: outermost first.
+uint32_t debug_scope(std::vector<FlatDebugScope>& scopes, const DIScope* s, uint32_t depth = 1) {
+  FlatDebugScope scope;
+  if (auto* ns = dyn_cast_or_null<DINamespace>(s)) scope.tag = kDwarfTagNamespace, scope.name = ns->getName().str();
+  else if (auto* type = dyn_cast_or_null<DICompositeType>(s)) scope.tag = type->getTag(), scope.name = type->getName().str();
+  else return 0;
+  if (depth < kMaxDebugNesting) scope.parent = debug_scope(scopes, s->getScope(), depth + 1);
+  return intern_debug_scope(scopes, scope);
+}
+
+// A subprogram as flat_debug.h describes it: its scope chain and file interned first.
+FlatDebugFunction describe_subprogram(FlatDebugInfo& d, const DISubprogram* sp) {
+  FlatDebugFunction fn;
+  fn.has_subprogram = true;
+  fn.local_to_unit = sp->isLocalToUnit();
+  fn.main_subprogram = sp->isMainSubprogram();
+  fn.scope = debug_scope(d.scopes, sp->getScope());
+  if (const DIFile* file = sp->getFile()) fn.file = debug_file(d, file);
+  fn.line = sp->getLine();
+  fn.scope_line = sp->getScopeLine();
+  fn.name = sp->getName().str();
+  fn.linkage_name = sp->getLinkageName().str();
+  return fn;
+}
+
+// The block of scope `s` (flat_debug.h): the nearest DILexicalBlock, block files passed
+// over; its parent, file and itself interned in that order, one entry per node
+// (`seen` is the module's).
+uint32_t debug_block(FlatDebugInfo& d, std::map<const DIScope*, uint32_t>& seen, const DIScope* s,
+                     uint32_t depth = 1) {
+  if (auto* file_block = dyn_cast_or_null<DILexicalBlockFile>(s))
+    return depth < kMaxDebugNesting ? debug_block(d, seen, file_block->getScope(), depth + 1) : 0;
+  auto* block = dyn_cast_or_null<DILexicalBlock>(s);
+  if (!block) return 0;
+  if (auto it = seen.find(block); it != seen.end()) return it->second;
+  FlatDebugBlock b;
+  if (depth < kMaxDebugNesting) b.parent = debug_block(d, seen, block->getScope(), depth + 1);
+  if (const DIFile* file = block->getFile()) b.file = debug_file(d, file);
+  b.line = block->getLine();
+  b.column = block->getColumn();
+  d.blocks.push_back(b);
+  return seen[block] = static_cast<uint32_t>(d.blocks.size());
+}
+
+// The site of a call to `callee` inlined at `at`, in flat_debug.h's order: its parent
+// site, the callee, the call's file, its block, then the site; one per (callee, at)
+// pair of nodes (`sites` is the module's).
+uint32_t inline_site(FlatDebugInfo& d, std::map<const DIScope*, uint32_t>& blocks, SiteIndex& sites,
+                     const DISubprogram* callee, const DILocation* at, uint32_t depth = 1) {
+  if (auto it = sites.find({callee, at}); it != sites.end()) return it->second;
+  FlatDebugInlineSite site;
+  if (const DILocation* outer = at->getInlinedAt(); outer && depth < kMaxDebugNesting)
+    site.parent = inline_site(d, blocks, sites, at->getScope()->getSubprogram(), outer, depth + 1);
+  site.callee = intern_debug_record(d.inlined, describe_subprogram(d, callee));
+  if (const DIFile* file = at->getScope()->getFile()) site.call_file = debug_file(d, file);
+  site.call_line = at->getLine();
+  site.call_column = at->getColumn();
+  site.block = debug_block(d, blocks, at->getScope());
+  d.inline_sites.push_back(site);
+  return sites[{callee, at}] = static_cast<uint32_t>(d.inline_sites.size());
+}
+
+// The DIExpression's operations as FlatDebugVariable keeps them; false for others.
+bool expression_ops(const DIExpression* e, std::vector<uint64_t>& ops) {
+  for (auto op : e->expr_ops()) {
+    if (op.getOp() == dwarf::DW_OP_deref) ops.push_back(kDwarfOpDeref);
+    else if (op.getOp() == dwarf::DW_OP_plus_uconst) ops.push_back(kDwarfOpPlusUconst), ops.push_back(op.getArg(0));
+    else return false;
+  }
+  return true;
+}
+
+// A constant int as flat_debug.h keeps values: sign-extended from its width, or its
+// low 64 bits when wider.
+int64_t constant_value(const APInt& v) {
+  return v.getBitWidth() <= 64 ? v.getSExtValue() : static_cast<int64_t>(v.getLoBits(64).getZExtValue());
+}
+
+}  // namespace
+
+void FlatDebugExporter::function(const Function& f, uint32_t fn, const std::vector<const DILocation*>& locations,
+                                 const std::unordered_map<const Instruction*, uint32_t>& flat_index) {
+  FlatDebugInfo& d = d_;
+  if (!d.present()) return;
+  d.functions.push_back(f.getSubprogram() ? describe_subprogram(d, f.getSubprogram()) : FlatDebugFunction{});
+  const DIFile* last_file = nullptr;  // consecutive instructions mostly share a file
+  uint32_t last_index = 0;
+  // A location's site: by its callee and its inlinedAt, since calls to two callees can
+  // be inlined at one DILocation (calls desugared from one source span).
+  std::map<const DIScope*, uint32_t>& block_of = block_index_;
+  for (const DILocation* loc : locations) {
+    FlatDebugLocation l;
+    const DIFile* file = loc ? loc->getScope()->getFile() : nullptr;
+    if (file) {
+      if (file != last_file) last_file = file, last_index = debug_file(d, file);
+      l = {last_index, loc->getLine(), loc->getColumn(), 0, 0};
+      if (const DILocation* at = loc->getInlinedAt()) {
+        l.inline_site = inline_site(d, block_of, site_index_, loc->getScope()->getSubprogram(), at);
+      }
+      l.block = debug_block(d, block_of, loc->getScope());
+    }
+    d.locations.push_back(l);
+  }
+  if (d.emission != DebugEmission::full || !f.getSubprogram()) return;
+  // The function's variables, in the order of their records.
+  std::set<std::pair<const DILocalVariable*, uint32_t>> seen;
+  for (const BasicBlock& bb : f)
+    for (const Instruction& inst : bb)
+      for (const DbgVariableRecord& r : filterDbgVars(inst.getDbgRecordRange())) {
+        if (!r.isDbgDeclare() || !r.getVariable() || !r.getDebugLoc()) continue;
+        FlatDebugVariable v;
+        v.function = fn;
+        const Value* address = r.getVariableLocationOp(0);
+        if (auto* alloca = dyn_cast_or_null<AllocaInst>(address)) {
+          auto it = flat_index.find(alloca);
+          if (it == flat_index.end()) continue;
+          v.storage_kind = kDebugStorageAlloca, v.storage = it->second;
+        } else if (auto* arg = dyn_cast_or_null<Argument>(address); arg && arg->getParent() == &f) {
+          v.storage_kind = kDebugStorageArgument, v.storage = arg->getArgNo();
+        } else {
+          continue;
+        }
+        if (!expression_ops(r.getExpression(), v.expression)) continue;
+        const DILocation* loc = r.getDebugLoc().get();
+        if (const DILocation* at = loc->getInlinedAt()) {
+          v.inline_site = inline_site(d, block_of, site_index_, loc->getScope()->getSubprogram(), at);
+        }
+        const DILocalVariable* var = r.getVariable();
+        if (!seen.emplace(var, v.inline_site).second) continue;
+        v.block = debug_block(d, block_of, var->getScope());
+        if (const DIFile* file = var->getFile()) v.file = debug_file(d, file);
+        v.line = var->getLine();
+        v.arg = var->getArg();
+        v.flags = var->isArtificial() ? kDebugTypeArtificial : 0;
+        v.name = var->getName().str();
+        v.type = type(var->getType());
+        fill_types();
+        d.variables.push_back(std::move(v));
+      }
+}
+
+// 1 + the node's index in d_.types, appended unfilled when new; 0 for none and for
+// kinds flat_debug.h leaves out.
+uint32_t FlatDebugExporter::type(const Metadata* node) {
+  if (!node) return 0;
+  if (auto* derived = dyn_cast<DIDerivedType>(node); derived && derived->isStaticMember()) return 0;
+  const bool kept = (isa<DIBasicType>(node) && !isa<DIFixedPointType>(node)) || isa<DIDerivedType>(node) ||
+      isa<DICompositeType>(node) || isa<DISubroutineType>(node) || isa<DISubrange>(node) ||
+      isa<DIEnumerator>(node) || isa<DITemplateTypeParameter>(node);
+  if (!kept) return 0;
+  auto [it, inserted] = type_index_.emplace(node, static_cast<uint32_t>(d_.types.size() + 1));
+  if (inserted) d_.types.emplace_back(), type_nodes_.push_back(node);
+  return it->second;
+}
+
+void FlatDebugExporter::fill_types() {
+  while (types_filled_ < d_.types.size()) {
+    FlatDebugType t;  // filled aside: filling appends to d_.types
+    fill_type(t, type_nodes_[types_filled_]);
+    d_.types[types_filled_++] = std::move(t);
+  }
+}
+
+void FlatDebugExporter::fill_type(FlatDebugType& t, const Metadata* node) {
+  auto common = [&](const DIType* ty, bool scoped) {
+    t.tag = static_cast<uint16_t>(ty->getTag());
+    t.name = ty->getName().str();
+    t.line = ty->getLine();
+    t.size_bits = ty->getSizeInBits();
+    t.align_bits = ty->getAlignInBits();
+    t.offset_bits = ty->getOffsetInBits();
+    t.flags = (ty->isArtificial() ? kDebugTypeArtificial : 0) | (ty->isForwardDecl() ? kDebugTypeDeclaration : 0) |
+        (ty->isBitField() ? kDebugTypeBitField : 0);
+    if (scoped) {
+      if (auto* owner = dyn_cast_or_null<DICompositeType>(ty->getScope())) t.parent_type = type(owner);
+      else t.scope = debug_scope(d_.scopes, ty->getScope());
+    }
+    if (const DIFile* file = ty->getFile()) t.file = debug_file(d_, file);
+  };
+  if (auto* basic = dyn_cast<DIBasicType>(node)) {
+    common(basic, false);
+    t.encoding = static_cast<uint16_t>(basic->getEncoding());
+  } else if (auto* derived = dyn_cast<DIDerivedType>(node)) {
+    common(derived, derived->getTag() == dwarf::DW_TAG_typedef);
+    t.type = type(derived->getBaseType());
+    auto* owner = dyn_cast_or_null<DICompositeType>(derived->getScope());
+    if (derived->getTag() == dwarf::DW_TAG_member && owner && owner->getTag() == dwarf::DW_TAG_variant_part)
+      if (auto* value = dyn_cast_or_null<ConstantInt>(derived->getDiscriminantValue()))
+        t.value = constant_value(value->getValue()), t.flags |= kDebugTypeHasValue;
+  } else if (auto* composite = dyn_cast<DICompositeType>(node)) {
+    common(composite, composite->getTag() != dwarf::DW_TAG_variant_part);
+    t.type = type(composite->getBaseType());
+    t.discriminator = type(composite->getDiscriminator());
+    for (const DINode* e : composite->getElements())
+      if (uint32_t k = type(e)) t.elements.push_back(k);
+    for (const DITemplateParameter* p : composite->getTemplateParams())
+      if (uint32_t k = type(p)) t.elements.push_back(k);
+  } else if (auto* routine = dyn_cast<DISubroutineType>(node)) {
+    t.tag = dwarf::DW_TAG_subroutine_type;
+    t.flags = routine->isArtificial() ? kDebugTypeArtificial : 0;
+    DITypeRefArray types = routine->getTypeArray();
+    if (types.size() > 0) t.type = type(types[0]);
+    for (size_t k = 1; k < types.size(); ++k) t.elements.push_back(type(types[k]));
+  } else if (auto* range = dyn_cast<DISubrange>(node)) {
+    t.tag = dwarf::DW_TAG_subrange_type;
+    if (auto* count = dyn_cast_if_present<ConstantInt*>(range->getCount()))
+      t.value = constant_value(count->getValue()), t.flags = kDebugTypeHasValue;
+  } else if (auto* enumerator = dyn_cast<DIEnumerator>(node)) {
+    t.tag = dwarf::DW_TAG_enumerator;
+    t.name = enumerator->getName().str();
+    t.value = constant_value(enumerator->getValue());
+    t.flags = kDebugTypeHasValue | (enumerator->isUnsigned() ? kDebugTypeUnsigned : 0);
+  } else if (auto* param = dyn_cast<DITemplateTypeParameter>(node)) {
+    t.tag = dwarf::DW_TAG_template_type_parameter;
+    t.name = param->getName().str();
+    t.type = type(param->getType());
+  }
+}
+
+}  // namespace kiln
