@@ -10,27 +10,7 @@ namespace kiln::bc::detail {
 
 namespace {
 
-// METADATA_* record codes (LLVMBitCodes.h).
-enum MetadataCode : uint32_t {
-  kValue = 2,
-  kNode = 3,
-  kName = 4,
-  kDistinctNode = 5,
-  kKind = 6,
-  kLocation = 7,
-  kNamedNode = 10,
-  kAttachment = 11,
-  kFile = 16,
-  kCompositeType = 18,
-  kCompileUnit = 20,
-  kSubprogram = 21,
-  kLexicalBlock = 22,
-  kLexicalBlockFile = 23,
-  kNamespace = 24,
-  kStrings = 35,
-  kIndexOffset = 38,
-  kIndex = 39,
-};
+using namespace md;
 
 // The records that define the next metadata id: every one parseOneMetadata gives
 // NextMetadataNo to. METADATA_STRINGS defines one per string; NAME, KIND, NAMED_NODE,
@@ -49,9 +29,20 @@ bool read_in_function(uint32_t code) {
       code == kLexicalBlock || code == kLexicalBlockFile || code == kLocation || code == kNamespace ||
       code == kCompositeType;
 }
+// At full emission, a body's variables and the types and values they name too.
+bool read_types(uint32_t code) {
+  return code == kSubrange || code == kEnumerator || code == kBasicType || code == kDerivedType ||
+      code == kSubroutineType || code == kTemplateType || code == kLocalVar || code == kExpression ||
+      code == kStringType || code == kSubrangeType || code == kFixedPointType;
+}
+bool read_in_function_full(uint32_t code) {
+  return read_in_function(code) || read_types(code) || code == kNode || code == kDistinctNode || code == kValue;
+}
+// The module's records are read in order only when it has no index (small modules):
+// its types are then kept whatever the emission, which is not known yet.
 bool read_in_module(uint32_t code) {
-  return read_in_function(code) || code == kCompileUnit || code == kNode || code == kDistinctNode || code == kValue ||
-      code == kIndexOffset;
+  return read_in_function(code) || read_types(code) || code == kCompileUnit || code == kNode || code == kDistinctNode ||
+      code == kValue || code == kIndexOffset;
 }
 
 constexpr size_t kMaxIds = 0xFFFFFFF0u;                  // ids are 32-bit in LLVM
@@ -137,7 +128,7 @@ bool DebugMetadata::read_block(BitstreamCursor& c, bool module_level, uint64_t u
       continue;
     }
     std::string_view blob;
-    const auto read = module_level ? read_in_module : read_in_function;
+    const auto read = module_level ? read_in_module : full_ ? read_in_function_full : read_in_function;
     uint32_t code = c.read_record(e.id, ops_, &blob, read);
     switch (code) {
       case kStrings:
@@ -226,20 +217,41 @@ DebugMetadata::Entry DebugMetadata::decode(BitstreamCursor& c, uint32_t code) {
     case kLexicalBlock:      // [distinct, scope, file, line, column]
     case kLexicalBlockFile:  // [distinct, scope, file, discriminator]
       if (ops_.size() != (code == kLexicalBlock ? 5u : 4u)) c.fail("invalid lexical block record");
-      blocks_.push_back({id_field(1), id_field(2)});
+      if (code == kLexicalBlockFile) blocks_.push_back({id_field(1), id_field(2), false, 0, 0});
+      else blocks_.push_back({id_field(1), id_field(2), true, uint32_t(ops_[3]), uint16_t(ops_[4])});
       return {Kind::kBlock, uint32_t(blocks_.size() - 1)};
     case kSubprogram:
       return subprogram(c);
     case kNamespace:
-    case kCompositeType:
       return scope(c, code);
+    case kCompositeType: {
+      Entry e = scope(c, code);
+      composite_type(c);
+      return e;
+    }
+    case kBasicType:
+    case kDerivedType:
+    case kSubroutineType:
+      return type_record(c, code);
+    case kSubrange:
+    case kEnumerator:
+    case kTemplateType:
+      return type_parts(c, code);
+    case kStringType:
+    case kSubrangeType:
+    case kFixedPointType:
+      return {Kind::kOtherType, 0};
+    case kLocalVar:
+      return variable_record(c);
+    case kExpression:
+      return expression_record(c);
     case kLocation:
       return location_record(c);
     case kCompileUnit:
       return unit(c);
     case kNode:
     case kDistinctNode:
-      return node();
+      return node(c);
     case kValue:  // [type, value id]
       if (ops_.size() != 2) c.fail("invalid metadata value record");
       return ops_[1] < kMetadataOperand ? Entry{Kind::kValue, uint32_t(ops_[1])} : Entry{Kind::kOther, 0};
@@ -314,12 +326,12 @@ DebugMetadata::Entry DebugMetadata::unit(BitstreamCursor& c) {
   return {Kind::kUnit, uint32_t(units_.size() - 1)};
 }
 
-// NODE [ids + 1]: a module flag is {behaviour, key, value}; more operands are not needed.
-DebugMetadata::Entry DebugMetadata::node() {
+// NODE [ids + 1]: a module flag {behaviour, key, value}, or a type's list of elements.
+DebugMetadata::Entry DebugMetadata::node(BitstreamCursor& c) {
   Entry e{Kind::kNode, uint32_t(node_ops_.size())};
-  size_t kept = std::min<size_t>(ops_.size(), 3);
-  node_ops_.push_back(uint32_t(kept));
-  for (size_t i = 0; i < kept; ++i) node_ops_.push_back(uint32_t(std::min<uint64_t>(ops_[i], kMaxIds)));
+  if (node_ops_.size() + ops_.size() >= kMaxIds) c.fail("metadata nodes of too many operands");
+  node_ops_.push_back(uint32_t(ops_.size()));
+  for (uint64_t op : ops_) node_ops_.push_back(uint32_t(std::min<uint64_t>(op, kMaxIds)));
   return e;
 }
 
@@ -454,6 +466,7 @@ void DebugMetadata::read_header(BitstreamCursor& c) {
     return decline("a \"Dwarf Version\" flag that is no integer");
   BcDebug& d = m_.debug;
   d.emission = uint8_t(u.emission);
+  full_ = u.emission == 1;  // FullDebug
   d.language = u.language & kLangVersioned ? 0 : uint16_t(u.language);
   d.producer = string(c, u.producer);
   if (u.file) {
@@ -582,7 +595,8 @@ uint32_t DebugMetadata::reader_call(BitstreamCursor& c, uint32_t id_plus_one, un
   if (locations_[i].reader_call) return locations_[i].reader_call;
   const Location at = locations_[i];  // reading the others may add to locations_
   locations_[i].reader_call = kResolving;
-  BcInlineCall call{0, 0, scope_file(c, at.scope), at.line, at.column};
+  unsigned length = 0;
+  BcInlineCall call{0, 0, scope_file(c, at.scope), at.line, at.column, reader_block(c, at.scope, 1, length)};
   if (at.inlined_at) {
     call.outer = reader_call(c, at.inlined_at, depth + 1);
     call.caller = reader_subprogram(c, subprogram_of(c, at.scope));
@@ -592,6 +606,41 @@ uint32_t DebugMetadata::reader_call(BitstreamCursor& c, uint32_t id_plus_one, un
   m_.debug.calls.push_back(call);
   call_heights_.push_back(height);
   return locations_[i].reader_call = uint32_t(m_.debug.calls.size());
+}
+
+// The innermost DILexicalBlock of a scope (id + 1) as a BcDebug::blocks number (0 for
+// none), with those it is in: DILexicalBlockFiles are passed over, the chain ends at
+// anything else (flat_debug.h). `depth` is where the scope stands in the chain LLVM's
+// exporter walks (1 for a location's own); `length` becomes how many blocks and block
+// files the chain holds from it. LLVM's exporter cuts a chain at kMaxNesting: one that
+// would reach it declines, as does a loop.
+uint32_t DebugMetadata::reader_block(BitstreamCursor& c, uint32_t scope_plus_one, unsigned depth, unsigned& length) {
+  length = 0;
+  uint32_t i = kNone;
+  while (scope_plus_one && i == kNone) {
+    if (depth + length >= kMaxNesting) return nested_too_deep(), 0;
+    Entry e = entry(c, scope_plus_one - 1);
+    if (e.kind != Kind::kBlock) return 0;
+    ++length;
+    if (blocks_[e.index].lexical) i = e.index;
+    else scope_plus_one = blocks_[e.index].scope;
+  }
+  if (i == kNone) return 0;
+  if (blocks_[i].reader_block == kResolving) return nested_too_deep(), 0;
+  if (!blocks_[i].reader_block) {
+    const Block b = blocks_[i];  // reading the others may add to blocks_
+    blocks_[i].reader_block = kResolving;
+    unsigned above = 0;
+    const uint32_t parent = reader_block(c, b.scope, depth + length, above);
+    const uint32_t file = reader_file(c, b.file);
+    m_.debug.blocks.push_back({parent, file, b.line, b.column});
+    block_lengths_.push_back(uint16_t(std::min<unsigned>(1 + above, kMaxNesting + 1)));
+    blocks_[i].reader_block = uint32_t(m_.debug.blocks.size());
+  }
+  const uint32_t block = blocks_[i].reader_block;
+  length += block_lengths_[block - 1] - 1u;
+  if (depth + length > kMaxNesting) nested_too_deep();
+  return block;
 }
 
 // DEBUG_LOC's DILocation: line and column as DILocation keeps them, the file of its
@@ -604,10 +653,13 @@ BcDebugLoc DebugMetadata::location(BitstreamCursor& c, uint64_t line, uint64_t c
     located_file_ = scope_file(c, uint32_t(scope_plus_one));
     located_scope_ = scope_plus_one;
     located_callee_ = 0;
+    unsigned length = 0;
+    located_block_ = located_file_ ? reader_block(c, uint32_t(scope_plus_one), 1, length) : 0;
   }
-  if (!located_file_) return {};  // LLVM's exporter keeps no site either
+  if (!located_file_) return {};  // LLVM's exporter keeps no site or block either
   const uint32_t col = uint32_t(column);
   BcDebugLoc loc{located_file_, uint32_t(line), col > kMaxColumn ? 0 : col};
+  loc.block = located_block_;
   if (inlined_at_plus_one) {
     if (!located_callee_) located_callee_ = reader_subprogram(c, subprogram_of(c, uint32_t(scope_plus_one)));
     loc.callee = located_callee_;
@@ -621,6 +673,8 @@ BcDebugLoc DebugMetadata::location(BitstreamCursor& c, uint64_t line, uint64_t c
 void DebugMetadata::end_function() {
   located_scope_ = 0;
   located_callee_ = 0;
+  located_block_ = 0;
+  declares_.clear();
   deferred_.clear();
   read_deferred_ = 0;
   entries_.resize(module_ids_);

@@ -3,10 +3,11 @@
 // MetadataLoader.cpp, numbered as it numbers them, and decoded only where an id is
 // needed. A module's METADATA_BLOCK usually carries an index of its records
 // (METADATA_INDEX_OFFSET, METADATA_INDEX): then its records are skipped and each is read
-// where the index says, when a location, a subprogram, a scope, an inlined call or the
-// compile unit needs it, most never. Without an index (small modules) and in function bodies, whose own
-// metadata blocks have none, the records are read in order, each kept as an id and,
-// for the few kinds asked about, its fields.
+// where the index says, when a location, a subprogram, a scope, an inlined call, a
+// variable's type or the compile unit needs it, most never. Without an index (small
+// modules) and in function bodies, whose own metadata blocks have none, the records are
+// read in order, each kept as an id and, for the kinds asked about, its fields; a body's
+// variables and types are asked about at full emission only.
 //
 // What LLVM's reader would refuse throws KilnError(kExitBadInput) through the cursor;
 // debug information LLVM reads but the verifier would call broken (which makes LLVM's
@@ -21,6 +22,41 @@
 #include "bitstream.h"
 
 namespace kiln::bc::detail {
+
+// METADATA_* record codes (LLVMBitCodes.h) the reader looks at.
+namespace md {
+enum Code : uint32_t {
+  kValue = 2,
+  kNode = 3,
+  kName = 4,
+  kDistinctNode = 5,
+  kKind = 6,
+  kLocation = 7,
+  kNamedNode = 10,
+  kAttachment = 11,
+  kSubrange = 13,
+  kEnumerator = 14,
+  kBasicType = 15,
+  kFile = 16,
+  kDerivedType = 17,
+  kCompositeType = 18,
+  kSubroutineType = 19,
+  kCompileUnit = 20,
+  kSubprogram = 21,
+  kLexicalBlock = 22,
+  kLexicalBlockFile = 23,
+  kNamespace = 24,
+  kTemplateType = 25,
+  kLocalVar = 28,
+  kExpression = 29,
+  kStrings = 35,
+  kIndexOffset = 38,
+  kIndex = 39,
+  kStringType = 41,
+  kSubrangeType = 48,
+  kFixedPointType = 49,
+};
+}  // namespace md
 
 class DebugMetadata {
  public:
@@ -41,6 +77,12 @@ class DebugMetadata {
   // A DEBUG_LOC's fields: line, column, its scope's and its inlinedAt's ids + 1.
   BcDebugLoc location(BitstreamCursor& c, uint64_t line, uint64_t column, uint64_t scope_plus_one,
                       uint64_t inlined_at_plus_one);
+  // At full emission, variables and the types they reach are wanted (else the records
+  // that name them are not read): a DEBUG_RECORD_DECLARE's operands (metadata ids) are
+  // kept as the body is read, and made f.debug_vars when it ends (bitcode_debug_types.cpp).
+  bool wants_variables() const { return full_; }
+  void declare(BitstreamCursor& c, const std::vector<uint64_t>& record);
+  void variables(BitstreamCursor& c, BcFunction& f);
   void end_function();
 
  private:
@@ -54,9 +96,13 @@ class DebugMetadata {
     kScope,       // DINamespace or DICompositeType; index: scopes_
     kLocation,    // DILocation; index: locations_
     kUnit,        // index: units_
-    kNode,        // MDTuple; index: its first operands in node_ops_
+    kNode,        // MDTuple; index: its operand count in node_ops_, its operands after it
     kValue,       // ValueAsMetadata; index: the value id
     kUnread,      // in the module's index, not read yet; index: positions_
+    kType,        // a type node flat_debug.h keeps, or a part of one (not a composite); index: types_
+    kOtherType,   // a DIType flat_debug.h leaves out (string, subrange or fixed-point type)
+    kVariable,    // DILocalVariable; index: variables_
+    kExpression,  // DIExpression; index: expressions_
   };
   struct Entry {
     Kind kind;
@@ -76,6 +122,9 @@ class DebugMetadata {
   };
   struct Block {
     uint32_t scope, file;
+    bool lexical;               // a DILexicalBlock; else a DILexicalBlockFile, which has no line
+    uint32_t line, column;      // as DILexicalBlock keeps them (a 16-bit column)
+    uint32_t reader_block = 0;  // its BcDebug::blocks number once a location or variable reached it
   };
   struct Subprogram {
     uint32_t scope, name, linkage_name, file, line, scope_line;
@@ -86,6 +135,35 @@ class DebugMetadata {
     uint16_t tag;
     uint32_t name, scope;
     uint32_t reader_scope = 0;  // its BcDebug::scopes number once a subprogram reached it
+    uint32_t type = kNone;      // a DICompositeType's fields as a type: its types_ index
+  };
+  // A type node's record, kept as read (ids + 1); its fields are looked at when a
+  // variable reaches it, and its BcDebug::types entry made then, once per node.
+  struct TypeRecord {
+    uint32_t code;    // METADATA_*: basic, derived, composite, subroutine, subrange, enumerator,
+                      // template type parameter
+    uint16_t tag;     // DINode keeps 16 bits
+    bool size_is_md;  // size and offset (a subrange: its count) are ids + 1, not constants
+    bool upper;       // a subrange: an upper bound is given
+    uint32_t name, file, line, scope, base;
+    uint32_t extra;                   // derived: extraData; composite: discriminator
+    uint32_t list, list2;             // composite: elements and templateParams; subroutine: types
+    uint32_t align, encoding, flags;  // flags: DIFlags (an enumerator: kDebugType*)
+    uint64_t size, offset;            // or a subrange's count
+    int64_t value;                    // an enumerator's
+    uint32_t reader_type = 0;         // its BcDebug::types number once a variable reached it
+  };
+  struct Variable {  // DILocalVariable's fields, ids + 1
+    uint32_t scope, name, file, line, type, arg, flags;
+  };
+  // A DIExpression's operations as FlatDebugVariable keeps them (expr_ops_[first..+count]),
+  // and whether it has others.
+  struct Expression {
+    uint32_t first, count;
+    uint8_t state;  // kExprKept, kExprOther or kExprBroken
+  };
+  struct Declare {  // DEBUG_RECORD_DECLARE: [location, variable, expression, address] (ids)
+    uint32_t location, variable, expression, address;
   };
   struct Location {
     uint32_t line, column, scope, inlined_at;  // scope and inlined_at: ids + 1
@@ -106,7 +184,12 @@ class DebugMetadata {
   Entry scope(BitstreamCursor& c, uint32_t code);
   Entry location_record(BitstreamCursor& c);
   Entry unit(BitstreamCursor& c);
-  Entry node();
+  Entry node(BitstreamCursor& c);
+  Entry type_record(BitstreamCursor& c, uint32_t code);
+  Entry type_parts(BitstreamCursor& c, uint32_t code);
+  Entry variable_record(BitstreamCursor& c);
+  Entry expression_record(BitstreamCursor& c);
+  void composite_type(BitstreamCursor& c);
 
   Entry entry(BitstreamCursor& c, uint64_t id);
   std::string string(BitstreamCursor& c, uint32_t id_plus_one);
@@ -119,6 +202,21 @@ class DebugMetadata {
   uint32_t reader_subprogram(BitstreamCursor& c, uint32_t subprogram);
   uint32_t scope_file(BitstreamCursor& c, uint32_t scope_plus_one);
   uint32_t reader_call(BitstreamCursor& c, uint32_t id_plus_one, unsigned depth = 1);
+  uint32_t reader_block(BitstreamCursor& c, uint32_t scope_plus_one, unsigned depth, unsigned& length);
+  // bitcode_debug_types.cpp: a declare record's variable, and the types it reaches.
+  bool variable(BitstreamCursor& c, const Declare& d, const BcFunction& f, BcDebugVariable& v);
+  bool storage(BitstreamCursor& c, uint32_t address, const BcFunction& f, BcDebugVariable& v);
+  uint32_t reader_type(BitstreamCursor& c, uint32_t id_plus_one, bool must_be_type);
+  void fill_types(BitstreamCursor& c);
+  void fill_type(BitstreamCursor& c, const TypeRecord& r, FlatDebugType& t);
+  void fill_scoped(BitstreamCursor& c, const TypeRecord& r, FlatDebugType& t);
+  void fill_composite(BitstreamCursor& c, const TypeRecord& r, FlatDebugType& t);
+  void fill_subroutine(BitstreamCursor& c, const TypeRecord& r, FlatDebugType& t);
+  void fill_subrange(BitstreamCursor& c, const TypeRecord& r, FlatDebugType& t);
+  void discriminant(BitstreamCursor& c, const TypeRecord& r, FlatDebugType& t);
+  uint32_t tuple(BitstreamCursor& c, uint32_t id_plus_one, const char* what);
+  uint64_t size_value(BitstreamCursor& c, bool is_metadata, uint64_t field);
+  bool constant_int(uint32_t value_id, uint64_t& bits, uint32_t& width) const;
   bool flag(BitstreamCursor& c, std::string_view key, Entry& value);
   void read_header(BitstreamCursor& c);
   bool integer_value(uint32_t value_id, uint64_t& value) const;
@@ -133,13 +231,25 @@ class DebugMetadata {
   std::vector<Subprogram> subprograms_;
   std::vector<Scope> scopes_;
   std::vector<Location> locations_;
+  std::vector<TypeRecord> types_;
+  std::vector<Variable> variables_;
+  std::vector<Expression> expressions_;
+  std::vector<uint64_t> expr_ops_;
+  std::vector<Declare> declares_;  // the body's, in record order
+  // Per BcDebug::blocks entry: how many blocks and block files its chain holds (itself
+  // and those it is in), which with the depth it is reached at may not pass kMaxNesting.
+  std::vector<uint16_t> block_lengths_;
+  // BcDebug::types entries made but not filled yet, with their types_ index: filled as a
+  // queue, not by recursion (type graphs are deep and cyclic).
+  std::vector<std::pair<uint32_t, uint32_t>> type_queue_;
+  bool full_ = false;  // the compile unit asks for full debug information
   // Per BcDebug::scopes and BcDebug::calls entry: how many it chains (itself and those
   // it is in), which may not pass kMaxNesting.
   std::vector<uint16_t> scope_heights_, call_heights_;
   std::vector<Unit> units_;
-  std::vector<uint32_t> node_ops_;            // per node: how many operands are kept (3 at most), then those (id + 1)
-  std::vector<uint64_t> positions_;           // kUnread's: the bit where its record starts
-  BitstreamCursor::BlockMark indexed_block_;  // the module block, to read those records in
+  std::vector<uint32_t> node_ops_;                   // per node: its operand count, then its operands (id + 1)
+  std::vector<uint64_t> positions_;                  // kUnread's: the bit where its record starts
+  BitstreamCursor::BlockMark indexed_block_;         // the module block, to read those records in
   std::vector<uint32_t> units_named_, flags_named_;  // !llvm.dbg.cu and !llvm.module.flags (ids)
   uint64_t dbg_kind_ = ~uint64_t(0);
   // The body's own metadata blocks, passed over, and where reading them goes on.
@@ -153,7 +263,7 @@ class DebugMetadata {
   // The scope (id + 1) of the body's last location, its file and (once an inlined
   // location asked) its subprogram's BcDebug::subprograms number: most share one.
   uint64_t located_scope_ = 0;
-  uint32_t located_file_ = 0, located_callee_ = 0;
+  uint32_t located_file_ = 0, located_callee_ = 0, located_block_ = 0;
   size_t module_ids_ = 0, module_strings_ = 0;  // the module's own, which outlive a body's
 };
 

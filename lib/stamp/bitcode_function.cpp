@@ -65,6 +65,7 @@ enum FuncCode : uint32_t {
   kAtomicRmw = 59,
   kBlockAddrUsers = 60,
   kFirstDebugRecord = 61,
+  kDebugRecordDeclare = 62,
   kLastDebugRecord = 66,
 };
 
@@ -138,6 +139,7 @@ class FunctionReader {
   void read_record(uint32_t abbrev_id);
   void read_constants();
   void debug_loc(uint32_t code);
+  void debug_record();
   void block(uint32_t id);
   void finish();
 
@@ -951,7 +953,7 @@ void FunctionReader::read_record(uint32_t abbrev_id) {
     case kBlockAddrUsers:
       return;
     default:
-      if (code_ >= kFirstDebugRecord && code_ <= kLastDebugRecord) return;
+      if (code_ >= kFirstDebugRecord && code_ <= kLastDebugRecord) return debug_record();
       throw Decline{"reader: function record " + std::to_string(code_)};
   }
 }
@@ -986,6 +988,14 @@ void FunctionReader::debug_loc(uint32_t code) {
   f_.debug_locs.back() = last_loc_;
 }
 
+// A debug record attaches to the instruction before it, which LLVM's reader requires.
+// At full emission, a #dbg_declare is kept for the body's variables.
+void FunctionReader::debug_record() {
+  if (f_.insts.empty()) cursor_.fail("debug record before any instruction");
+  if (code_ == kDebugRecordDeclare && context_.debug && context_.debug->wants_variables())
+    context_.debug->declare(cursor_, rec_);
+}
+
 // A block inside the body: its constants, and with debug information its metadata and
 // attachments; use lists and the value symbol table are not read.
 void FunctionReader::block(uint32_t id) {
@@ -1001,6 +1011,7 @@ void FunctionReader::finish() {
   if (!blocks_declared_) throw Decline{"reader: function body without blocks"};
   if (block_ != f_.block_count) cursor_.fail("block " + std::to_string(block_) + " has no terminator");
   if (context_.debug) f_.debug_locs.resize(f_.insts.size());
+  if (context_.debug && context_.debug->wants_variables()) context_.debug->variables(cursor_, f_);
 }
 
 void FunctionReader::read() {
@@ -1048,6 +1059,7 @@ void read_function_block(BitstreamCursor& cursor, BcModule& m, uint32_t fn, cons
   f.values.clear();
   f.declined.clear();
   f.debug_locs.clear();
+  f.debug_vars.clear();
   f.subprogram = {};
   f.block_count = 0;
   size_t depth = cursor.depth();

@@ -306,6 +306,7 @@ struct BcDebugLoc {
   // With an inlinedAt (and a file): the subprogram of the location's scope
   // (BcDebug::subprograms) and the inlinedAt itself (BcDebug::calls); else 0.
   uint32_t callee = 0, call = 0;
+  uint32_t block = 0;  // with a file: the innermost DILexicalBlock of its scope (BcDebug::blocks)
 };
 struct BcSubprogram {
   bool present = false;  // the function has a !dbg DISubprogram; nothing else is set without one
@@ -326,6 +327,25 @@ struct BcInlineCall {
   uint32_t caller = 0;                      // with `outer`: the subprogram of its scope (BcDebug::subprograms)
   uint32_t outer = 0;                       // its own inlinedAt (BcDebug::calls); 0: the call is in the function's body
   uint32_t file = 0, line = 0, column = 0;  // file: of its scope
+  uint32_t block = 0;                       // the innermost DILexicalBlock of its scope (BcDebug::blocks)
+};
+// A DILexicalBlock node (flat_debug.h's FlatDebugBlock; one entry per node, a body's own
+// nodes once per body): parent is the next one out (BcDebug::blocks, block files passed
+// over), file a BcDebug::files number.
+struct BcDebugBlock {
+  uint32_t parent = 0, file = 0, line = 0, column = 0;
+};
+// A #dbg_declare record flat_debug.h keeps (its address an alloca or an argument, its
+// expression of DW_OP_deref and DW_OP_plus_uconst only), at full emission.
+struct BcDebugVariable {
+  uint32_t callee = 0, call = 0;  // the record's location's inlined call, as BcDebugLoc's
+  uint32_t variable = 0;          // the DILocalVariable's metadata id: one per node in a body
+  uint32_t block = 0, file = 0, line = 0, arg = 0, flags = 0;  // block, file: BcDebug numbers
+  uint32_t type = 0;                                           // BcDebug::types
+  uint32_t storage = 0;      // the alloca's index in the body's instructions, or the argument's number
+  uint8_t storage_kind = 0;  // kDebugStorage*
+  std::string name;
+  std::vector<uint64_t> expression;  // as FlatDebugVariable's
 };
 struct BcDebug {
   uint32_t dwarf_version = 0;  // 0: no debug information to carry, and none below (FlatDebugInfo's rule)
@@ -336,6 +356,11 @@ struct BcDebug {
   std::vector<BcDebugScope> scopes;
   std::vector<BcSubprogram> subprograms;  // inlined callees and their callers (present set)
   std::vector<BcInlineCall> calls;
+  std::vector<BcDebugBlock> blocks;
+  // One per type node the variables reach (a body's own nodes once per body): FlatDebugType's
+  // fields with its references (scope, parent_type, file, type, discriminator, elements)
+  // in the reader's numbering, BcDebug::scopes, files and types. Filled when made.
+  std::vector<FlatDebugType> types;
 };
 
 struct BcFunction {
@@ -352,6 +377,7 @@ struct BcFunction {
   // subprogram. Empty and absent otherwise.
   std::vector<BcDebugLoc> debug_locs;
   BcSubprogram subprogram;
+  std::vector<BcDebugVariable> debug_vars;  // at full emission, with a subprogram: in record order
   // Its own values: ids module_value_count + i (arguments, constants, instruction results).
   std::vector<ValueRef> values;
 };

@@ -143,11 +143,6 @@ class HashedRecords {
 };
 
 inline size_t hash_mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
-struct HashSite {
-  size_t operator()(const FlatDebugInlineSite& s) const {
-    return hash_mix(hash_mix(hash_mix(hash_mix(s.parent, s.callee), s.call_file), s.call_line), s.call_column);
-  }
-};
 struct HashScope {
   size_t operator()(const FlatDebugScope& s) const {
     return hash_mix(hash_mix(s.parent, s.tag), std::hash<std::string>{}(s.name));
@@ -161,33 +156,147 @@ struct HashFunction {
   }
 };
 
+// A set of at most n keys, made for each function: open addressing in an array kept
+// from function to function, so that no key costs an allocation.
+class SeenKeys {
+ public:
+  void reset(size_t n) {
+    bits_ = 4;
+    while ((size_t(1) << bits_) < 2 * n) ++bits_;
+    slots_.assign(size_t(1) << bits_, 0);
+  }
+  // False when `key` is in the set already.
+  bool insert(uint64_t key) {
+    const uint64_t stored = key + 1;  // 0 marks an empty slot
+    const size_t mask = slots_.size() - 1;
+    // Fibonacci hashing: the product's top bits mix the variable's and the site's.
+    for (size_t i = size_t((key * 0x9e3779b97f4a7c15ull) >> (64 - bits_));; i = (i + 1) & mask) {
+      if (slots_[i] == stored) return false;
+      if (slots_[i] == 0) return slots_[i] = stored, true;
+    }
+  }
+
+ private:
+  std::vector<uint64_t> slots_;
+  unsigned bits_ = 4;
+};
+
 // The reader's debug numbering (BcDebug) turned into FlatDebugInfo's as the stamp
-// functions are committed, in flat_debug.h's order. FlatDebugInfo interns by value, so a
-// reader entry's flat number, once found, holds for the rest of the module: each is
-// kept, and what it interned is not walked again.
+// functions are committed, in flat_debug.h's order. FlatDebugInfo interns files, scopes
+// and subprograms by value, and sites, blocks and types by node (one reader number each),
+// so a reader entry's flat number, once found, holds for the rest of the module: each
+// is kept, and what it interned is not walked again.
 class DebugInterner {
  public:
   explicit DebugInterner(const bc::BcDebug& in) : in_(in) {}
 
-  // A stamp function's subprogram, then its flat instructions' locations.
-  void function(const bc::BcSubprogram& sp, const std::vector<BcDebugLoc>& locs, FlatDebugInfo& out) {
+  // A stamp function's subprogram, then its flat instructions' locations (each its file,
+  // site and block, in that order), then its variables. `inst_flat`: the flat index of
+  // each of the body's instructions; `fn`: the flat function.
+  void function(const bc::BcFunction& f, const std::vector<BcDebugLoc>& locs, const std::vector<uint32_t>& inst_flat,
+                uint32_t fn, FlatDebugInfo& out) {
+    const bc::BcSubprogram& sp = f.subprogram;
     out.functions.push_back(sp.present ? subprogram(sp, out) : FlatDebugFunction{});
     // No reserve() here: reserving each function's exact need would move the module's
     // locations once per function (quadratic); push_back's doubling does not.
     uint32_t reader = 0, flat = 0;  // the last file: a body's locations mostly share one
     for (const BcDebugLoc& l : locs) {
       if (l.file != reader) reader = l.file, flat = file(l.file, out);
-      out.locations.push_back({flat, l.line, l.column, l.call ? call_site(l, out) : 0});
+      out.locations.push_back({flat, l.line, l.column, l.call ? call_site(l, out) : 0, block(l.block, out)});
     }
+    if (out.emission == DebugEmission::full && sp.present) variables(f, inst_flat, fn, out);
   }
 
  private:
+  // The body's variables, in the order of their records: each its site, then (unless
+  // the same variable at the same site came before) its block, file and type, the
+  // types it reaches run to the queue's end.
+  void variables(const bc::BcFunction& f, const std::vector<uint32_t>& inst_flat, uint32_t fn, FlatDebugInfo& out) {
+    seen_.reset(f.debug_vars.size());
+    for (const bc::BcDebugVariable& r : f.debug_vars) {
+      FlatDebugVariable v;
+      v.function = fn;
+      v.storage_kind = r.storage_kind;
+      v.storage = r.storage;
+      if (r.storage_kind == kDebugStorageAlloca) {
+        if (r.storage >= inst_flat.size()) throw Decline{"reader: debug variable's alloca out of range"};
+        v.storage = inst_flat[r.storage];
+      }
+      if (r.call) v.inline_site = site(r.callee, r.call, out);
+      if (!seen_.insert(uint64_t(r.variable) << 32 | v.inline_site)) continue;
+      v.block = block(r.block, out);
+      v.file = file(r.file, out);
+      v.line = r.line;
+      v.arg = r.arg;
+      v.flags = r.flags;
+      v.name = r.name;
+      v.expression = r.expression;
+      v.type = type(r.type, out);
+      fill_types(out);
+      out.variables.push_back(std::move(v));
+    }
+  }
+
+  // A type node's flat entry: appended unfilled when first named (flat_debug.h's queue).
+  uint32_t type(uint32_t reader, FlatDebugInfo& out) {
+    if (!reader) return 0;
+    uint32_t& flat = slot(types_, reader, in_.types.size());
+    if (!flat) {
+      out.types.emplace_back();
+      type_queue_.push_back(reader);
+      flat = uint32_t(out.types.size());
+    }
+    return flat;
+  }
+
+  // The queue's entries filled in index order, each interning its scope (or the type
+  // it is declared in), its file, its type, its discriminator, then its elements.
+  void fill_types(FlatDebugInfo& out) {
+    while (types_filled_ < out.types.size()) {
+      const FlatDebugType& in = in_.types[type_queue_[types_filled_] - 1];
+      FlatDebugType t;  // filled aside: filling appends to out.types
+      t.tag = in.tag;
+      t.encoding = in.encoding;
+      t.flags = in.flags;
+      t.line = in.line;
+      t.align_bits = in.align_bits;
+      t.size_bits = in.size_bits;
+      t.offset_bits = in.offset_bits;
+      t.value = in.value;
+      t.name = in.name;
+      if (in.parent_type) t.parent_type = type(in.parent_type, out);
+      else t.scope = scope(in.scope, out);
+      t.file = file(in.file, out);
+      t.type = type(in.type, out);
+      t.discriminator = type(in.discriminator, out);
+      t.elements.reserve(in.elements.size());
+      for (uint32_t e : in.elements) t.elements.push_back(type(e, out));
+      out.types[types_filled_++] = std::move(t);
+    }
+  }
+
+  // A block after the one it is in, then its file: one entry per DILexicalBlock node,
+  // which is one reader number (a body's own nodes are new numbers in each body).
+  uint32_t block(uint32_t reader, FlatDebugInfo& out) {
+    if (!reader) return 0;
+    if (uint32_t flat = slot(blocks_, reader, in_.blocks.size())) return flat;
+    const bc::BcDebugBlock& b = in_.blocks[reader - 1];
+    FlatDebugBlock fb;
+    fb.parent = block(b.parent, out);
+    fb.file = file(b.file, out);
+    fb.line = b.line;
+    fb.column = b.column;
+    out.blocks.push_back(fb);
+    return slot(blocks_, reader, in_.blocks.size()) = uint32_t(out.blocks.size());
+  }
+
   // The site of an inlined location: of its own callee (its scope's subprogram) at its
   // inlinedAt, as LLVM's exporter finds it.
   uint32_t call_site(const BcDebugLoc& l, FlatDebugInfo& out) { return site(l.callee, l.call, out); }
 
   // The site of a call to `callee` (BcDebug::subprograms) at `call` (BcDebug::calls):
-  // its parent site, the callee, the call's file, then the site itself.
+  // its parent site, the callee, the call's file, its block, then the site itself, one
+  // per pair of nodes (each a reader number; a body's own are new numbers in each body).
   uint32_t site(uint32_t callee, uint32_t call, FlatDebugInfo& out) {
     const uint64_t key = uint64_t(callee) << 32 | call;
     if (auto it = sites_.find(key); it != sites_.end()) return it->second;
@@ -198,7 +307,9 @@ class DebugInterner {
     s.call_file = file(c.file, out);
     s.call_line = c.line;
     s.call_column = c.column;
-    const uint32_t flat = sites_index_.intern(out.inline_sites, std::move(s));
+    s.block = block(c.block, out);
+    out.inline_sites.push_back(s);
+    const uint32_t flat = uint32_t(out.inline_sites.size());
     sites_.emplace(key, flat);
     return flat;
   }
@@ -250,9 +361,12 @@ class DebugInterner {
   }
 
   const bc::BcDebug& in_;
-  std::vector<uint32_t> files_, scopes_, inlined_;  // per reader number - 1: the flat one, 0 for none yet
-  std::unordered_map<uint64_t, uint32_t> sites_;    // (callee, call) -> flat site
-  HashedRecords<FlatDebugInlineSite, HashSite> sites_index_;
+  // Per reader number - 1: the flat one, 0 for none yet.
+  std::vector<uint32_t> files_, scopes_, inlined_, blocks_, types_;
+  std::unordered_map<uint64_t, uint32_t> sites_;  // (callee, call) -> flat site
+  std::vector<uint32_t> type_queue_;              // per flat type: its reader number
+  size_t types_filled_ = 0;
+  SeenKeys seen_;  // a function's (variable, flat site) pairs
   HashedRecords<FlatDebugFunction, HashFunction> inlined_index_;
   HashedRecords<FlatDebugScope, HashScope> scopes_index_;
 };
@@ -786,7 +900,7 @@ class FunctionExporter {
   // is stamp's.
   void commit_debug() {
     locate({});
-    ctx_.debug.function(f_.subprogram, flat_locs_, out_.debug);
+    ctx_.debug.function(f_, flat_locs_, inst_flat_, fn_index_, out_.debug);
   }
 
   void reason(const std::string& r) {
@@ -2996,6 +3110,7 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     std::vector<uint32_t>().swap(f.indices);
     std::vector<uint8_t>().swap(f.clause_filter);
     std::vector<bc::BcDebugLoc>().swap(f.debug_locs);
+    std::vector<bc::BcDebugVariable>().swap(f.debug_vars);
     f.subprogram = {};
     export_seconds += lap.seconds();
   };
