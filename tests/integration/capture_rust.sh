@@ -9,28 +9,46 @@ source "$(dirname "$0")/lib.sh"
 debugger_checks() {
   local native=$1 stamp=$2 corpus=$3
   kiln-emit "$corpus" --check-lines > "$T/lines.txt"
-  check "--check-lines: stamp's DWARF passes LLVM's verifier and every located instruction's row is its own line ($(tail -1 "$T/lines.txt"))" \
+  check "--check-lines: stamp's DWARF passes LLVM's verifier and every located instruction's row is its own line ($(grep 'failing$' "$T/lines.txt"))" \
     grep -Eq ' 0 failing$' "$T/lines.txt"
   check "--check-lines: at least 98% of those lines are among llvm -O0's rows for the function" \
     awk '/as llvm -O0/ { gsub(/[(%)]/, "", $NF); exit !($NF >= 98) }' "$T/lines.txt"
-  # gdb: breakpoints by file:line, each stop's frames by name and file:line (not
-  # arguments, which need variables: not written yet). lib.rs:122's stop is under an
-  # inlined #[inline(always)] frame of the standard library's sort.
-  {
-    echo "set pagination off"; echo "set print address off"; echo "set width 0"
-    for at in lib.rs:11 lib.rs:18 lib.rs:24 lib.rs:53 lib.rs:64 lib.rs:93 lib.rs:98 lib.rs:108 lib.rs:114 \
-      lib.rs:122 main.rs:19 main.rs:22; do echo "tbreak $at"; done
-    echo "run > /dev/null"
-    for _ in $(seq 12); do printf 'bt\ncontinue\n'; done
-  } > "$T/breaks.gdb"
+  # Variables as llvm -O0's: at least 85% (those of calls inlined where stamp's code has
+  # no instruction, such as an address computed into the frame, have no scope to be in).
+  check "--check-lines: variables as llvm -O0's ($(grep '^[0-9]* variables' "$T/lines.txt"))" \
+    awk '/variables in llvm/ { gsub(/[(%]/, "", $(NF-2)); exit !($(NF-2) >= 85) }' "$T/lines.txt"
+  # gdb: breakpoints by file:line; at each stop the backtrace, the arguments and locals
+  # of the frame, and a struct (*self, stack), an enum (token) and slices (input,
+  # haystack, values), where the frame has them. lib.rs:122's stop is under an inlined
+  # #[inline(always)] frame of the standard library's sort.
+  # -ex commands, not a script: a script stops at its first error (a print of a name
+  # the frame does not have).
+  local gdb_args=(-ex "set pagination off" -ex "set print address off" -ex "set width 0")
+  for at in lib.rs:11 lib.rs:18 lib.rs:24 lib.rs:33 lib.rs:53 lib.rs:64 lib.rs:93 lib.rs:98 lib.rs:108 \
+    lib.rs:114 lib.rs:122 main.rs:19 main.rs:22; do gdb_args+=(-ex "tbreak $at"); done
+  gdb_args+=(-ex "run > /dev/null")
+  for _ in $(seq 13); do
+    gdb_args+=(-ex bt -ex "info args" -ex "info locals")
+    for e in '*self' stack token input haystack values; do gdb_args+=(-ex "print $e"); done
+    gdb_args+=(-ex continue)
+  done
   for b in native stamp; do
     local bin=$native; [[ $b == stamp ]] && bin=$stamp
-    timeout 300 gdb -q -batch -x "$T/breaks.gdb" "$bin" 2>&1 |
-      grep -E '^#|^Temporary breakpoint [0-9.]+,' |
-      sed -E 's/ \(.*\) at / at /; s/^(Temporary breakpoint )[0-9.]+, .* at /\1at /' > "$T/$b.gdb"
+    timeout 300 gdb -q -batch "${gdb_args[@]}" "$bin" 2>&1 |
+      grep -Ev '^(\[Inferior|\[Thread|Using host|Reading symbols|Temporary breakpoint [0-9]+ at |warning: |of file |Use .info auto-load)' |
+      sed -E 's/^(Temporary breakpoint )[0-9.]+, /\1/' > "$T/$b.gdb"
   done
-  check "gdb: 12 breakpoints by file:line stop at the same lines with the same frames as cargo's build ($(grep -c '^Temporary' "$T/stamp.gdb") stops, $(grep -c '^#' "$T/stamp.gdb") frames)" \
-    bash -c "[[ \$(grep -c '^Temporary' '$T/native.gdb') -eq 12 ]] && diff '$T/native.gdb' '$T/stamp.gdb'"
+  # One known difference, counted and then set aside: stamp's objects name a private
+  # global's data (anon.HASH.N, a local symbol) where LLVM's use a .L label that stays
+  # out of the symbol table, so gdb prints a pointer into it as <anon.HASH.N+8>.
+  local symbolic; symbolic=$(grep -o '<anon\.[0-9a-f]*\(\.[0-9]*\)\?\(+[0-9]*\)\?>' "$T/stamp.gdb" | wc -l)
+  sed -i -E 's/<anon\.[0-9a-f]+(\.[0-9]+)?(\+[0-9]+)?>//g' "$T/stamp.gdb"
+  echo "gdb: pointers stamp's build prints by a private global's symbol (known difference): $symbolic"
+  diff "$T/native.gdb" "$T/stamp.gdb" | head -40  # the differences, if any, in the log
+  check "gdb: 13 breakpoints by file:line print the same backtraces, arguments, locals and values (struct, enum, slices) as cargo's build ($(grep -c '^Temporary breakpoint [^0-9]' "$T/stamp.gdb") stops, $(grep -c '^#' "$T/stamp.gdb") frames, $(grep -c ' = ' "$T/stamp.gdb") values)" \
+    bash -c "[[ \$(grep -c '^Temporary breakpoint [^0-9]' '$T/native.gdb') -eq 13 ]] && diff -q '$T/native.gdb' '$T/stamp.gdb'"
+  check "gdb: the values include a struct, an enum and a slice" \
+    bash -c "grep -q '^\\\$[0-9]* = kiln_example::Rect' '$T/stamp.gdb' && grep -q 'kiln_example::Token::' '$T/stamp.gdb' && grep -q '^\\\$[0-9]* = &\\[' '$T/stamp.gdb'"
   # The standard library's backtrace (addr2line over the binary's DWARF): the same
   # frames at the same file:line:column. Names only for the crate's own functions:
   # the two-step build gives the standard library's shims v0-mangled symbols.

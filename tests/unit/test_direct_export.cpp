@@ -604,10 +604,11 @@ TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export
   CHECK(debug.functions[1] == FlatDebugFunction{});
   CHECK(debug.functions[2] == FlatDebugFunction{true, true, false, 0, 1, 30, 30, "k", ""});
   REQUIRE(debug.locations.size() == d.flat.insts.size());
-  // @f: the lexical block, the block file, none, line 0, the inlined location (its own
-  // scope, not the call site), kiln's load of the constant (none), the store and ret.
-  const std::vector<FlatDebugLocation> f = {{1, 12, 5},   {2, 3, 9}, {0, 0, 0},  {1, 0, 0},
-                                            {3, 2, 4, 1}, {0, 0, 0}, {1, 14, 1}, {1, 14, 1}};
+  // @f: the lexical block, the block file (in that block), none, line 0, the inlined
+  // location (its own scope, not the call site), kiln's load of the constant (none),
+  // the store and ret.
+  const std::vector<FlatDebugLocation> f = {{1, 12, 5, 0, 1}, {2, 3, 9, 0, 1}, {0, 0, 0},  {1, 0, 0},
+                                            {3, 2, 4, 1},     {0, 0, 0},       {1, 14, 1}, {1, 14, 1}};
   CHECK(std::vector<FlatDebugLocation>(debug.locations.begin(), debug.locations.begin() + 8) == f);
 
   // Scopes and inlined calls, interned in flat_debug.h's order.
@@ -626,19 +627,23 @@ TEST_CASE("direct reader: debug information as LLVM's exporter", "[direct-export
   CHECK(id.inlined[0] == FlatDebugFunction{true, false, false, 3, 2, 20, 20, "add", "_ZN5outer5inner3Fsm3add"});
   CHECK(id.inlined[1] == FlatDebugFunction{true, true, false, 2, 3, 30, 30, "step", ""});
   CHECK(id.inlined[2] == callee);
-  REQUIRE(id.inline_sites.size() == 4);
+  // One site per (callee, inlinedAt) pair: %z's inlinedAt is a distinct node equal to
+  // %x's, and is a site of its own.
+  REQUIRE(id.inline_sites.size() == 5);
   CHECK(id.inline_sites[0] == FlatDebugInlineSite{0, 1, 1, 5, 3});
-  CHECK(id.inline_sites[1] == FlatDebugInlineSite{1, 2, 2, 22, 2});  // in `add`, in @m
-  CHECK(id.inline_sites[2] == FlatDebugInlineSite{0, 3, 1, 8, 1});
-  CHECK(id.inline_sites[3] == FlatDebugInlineSite{0, 2, 1, 5, 3});  // %v: `step` at %x's call
+  CHECK(id.inline_sites[1] == FlatDebugInlineSite{1, 2, 2, 22, 2, 1});  // in `add`'s block, in @m
+  CHECK(id.inline_sites[2] == FlatDebugInlineSite{0, 1, 1, 5, 3});      // %z: `add` at the distinct !38
+  CHECK(id.inline_sites[3] == FlatDebugInlineSite{0, 3, 1, 8, 1});
+  CHECK(id.inline_sites[4] == FlatDebugInlineSite{0, 2, 1, 5, 3});  // %v: `step` at %x's call
+  CHECK(id.blocks == std::vector<FlatDebugBlock>{{0, 2, 22, 1}});
   REQUIRE(id.locations.size() == 8);
   // @callee's two, then @m's %x, %y, %z, %w, %v and ret.
   CHECK(id.locations[0] == FlatDebugLocation{1, 2, 5, 0});
   CHECK(id.locations[2] == FlatDebugLocation{2, 21, 9, 1});
   CHECK(id.locations[3] == FlatDebugLocation{3, 31, 1, 2});
-  CHECK(id.locations[4] == FlatDebugLocation{2, 23, 1, 1});
-  CHECK(id.locations[5] == FlatDebugLocation{1, 2, 5, 3});
-  CHECK(id.locations[6].inline_site == 4);
+  CHECK(id.locations[4] == FlatDebugLocation{2, 23, 1, 3});
+  CHECK(id.locations[5] == FlatDebugLocation{1, 2, 5, 4});
+  CHECK(id.locations[6].inline_site == 5);
   CHECK(id.locations[7] == FlatDebugLocation{1, 9, 1, 0});
 
   std::string small = kiln_test::bitcode_from_ir(std::string(kHeader) + kLineTablesIr);
