@@ -2,7 +2,7 @@
 # Installs what kiln needs from Debian 12's packages, only when something is missing.
 # rustc/cargo 1.95 (LLVM 22) are not Debian packages: they must already be on PATH.
 set -euo pipefail
-packages=(meson ninja-build pkg-config g++ make binutils util-linux jq parallel xz-utils gdb
+packages=(meson ninja-build pkg-config g++ make binutils util-linux jq parallel xz-utils gdb lldb-22
           llvm-22-dev clang-22 libclang-rt-22-dev lld-22 libcli11-dev libxxhash-dev libsimdjson-dev catch2 zlib1g-dev libzstd-dev
           librust-regex-dev librust-quickcheck-dev librust-lazy-static-dev librust-rand-dev
           librust-num-traits-dev librust-memchr-dev)

@@ -87,7 +87,7 @@ struct FlatDebugInlineSite {
 // A type, or a part of one, that a variable's type reaches: one DI metadata node (or one
 // element of a node's list), written as one DIE. Which fields a node fills depends on
 // its kind:
-//   DIBasicType       tag, name, size_bits, align_bits, encoding
+//   DIBasicType       tag, name, size_bits, align_bits, encoding, flags
 //   DIDerivedType     tag (pointer, reference, typedef, member, inheritance, const,
 //                     volatile, ...), name, file, line, size_bits, align_bits,
 //                     offset_bits, flags, type (its baseType); a member of a variant
@@ -97,18 +97,21 @@ struct FlatDebugInlineSite {
 //                     enumeration's underlying type, an array's element type),
 //                     discriminator (a variant part's), elements (its elements, then its
 //                     templateParams)
-//   DISubroutineType  tag 0x15, flags, type (types[0], the return type), elements
-//                     (types[1..]; a null one is 0: unspecified parameters)
+//   DISubroutineType  tag 0x15, flags (artificial only), type (types[0], the return
+//                     type), elements (types[1..]; a null one, or one of a kind left
+//                     out below, is 0: unspecified parameters)
 //   DISubrange        tag 0x21, value (its count, when a constant), flags
 //   DIEnumerator      tag 0x28, name, value, flags (kDebugTypeUnsigned)
 //   DITemplateTypeParameter tag 0x2f, name, type
 // A node of another kind (a DIStringType, a DIFixedPointType, a
-// DITemplateValueParameter, ...) is not interned, nor is a static member
-// (DIFlagStaticMember): a reference to one is 0, as for none. Only a DICompositeType
+// DITemplateValueParameter, a DISubprogram among a type's elements, ...) is not
+// interned, nor is a static member (DIFlagStaticMember): a reference to one is 0, as
+// for none, and a composite type's elements and template parameters leave it out. Only a DICompositeType
 // other than a variant part, and a typedef, have a scope: a DICompositeType scope is
 // its parent_type, a chain of namespaces its scope; the others' are not interned (a
 // member's DIE is in its owner's). A member's discriminant is read when its scope is a
-// variant part, and is the constant's value sign-extended to 64 bits.
+// variant part, and is the constant's value sign-extended to 64 bits (a wider one's low
+// 64 bits), as are a subrange's count and an enumerator's value.
 struct FlatDebugType {
   uint16_t tag = 0;
   uint16_t encoding = 0;  // DW_ATE_* of a base type
@@ -136,7 +139,7 @@ constexpr uint32_t kDebugTypeFlagMask = 31;
 // parameter when arg is not 0) at an alloca stamp gives a fixed frame slot, or at the
 // memory an argument points to. Listed in flat function order, and in a function in
 // the order of its records; a second record for the same variable and inline site adds
-// nothing. A record whose address is neither an alloca of the same function nor an
+// nothing (its location's site is interned all the same). A record whose address is neither an alloca of the same function nor an
 // argument, or whose expression has operations other than those below, adds nothing;
 // nor does a variable of a function without a subprogram.
 struct FlatDebugVariable {

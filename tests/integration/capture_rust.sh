@@ -49,6 +49,29 @@ debugger_checks() {
     bash -c "[[ \$(grep -c '^Temporary breakpoint [^0-9]' '$T/native.gdb') -eq 13 ]] && diff -q '$T/native.gdb' '$T/stamp.gdb'"
   check "gdb: the values include a struct, an enum and a slice" \
     bash -c "grep -q '^\\\$[0-9]* = kiln_example::Rect' '$T/stamp.gdb' && grep -q 'kiln_example::Token::' '$T/stamp.gdb' && grep -q '^\\\$[0-9]* = &\\[' '$T/stamp.gdb'"
+  # lldb-22 on a subset: four one-shot breakpoints by file:line, each stop's place and
+  # its frame's variables (a u128, a range, a struct through a pointer, a slice, a
+  # Vec, an enum). The bytes after a string's end are not compared: they are whatever
+  # the two builds' data placed there.
+  if command -v lldb-22 >/dev/null 2>&1; then
+    local lldb_args=()
+    for at in lib.rs:24 lib.rs:53 lib.rs:98 main.rs:22; do
+      lldb_args+=(-o "breakpoint set -o true -f ${at%:*} -l ${at#*:}")
+    done
+    lldb_args+=(-o "process launch -o /dev/null")
+    for _ in 1 2 3 4; do lldb_args+=(-o "frame variable" -o continue); done
+    for b in native stamp; do
+      local bin=$native; [[ $b == stamp ]] && bin=$stamp
+      timeout 300 lldb-22 -b "${lldb_args[@]}" "$bin" 2>&1 | grep -E '^ *\(|stop reason|frame #0' |
+        grep -v '^(lldb)' | sed -E 's/0x[0-9a-f]+/ADDR/g; s/data_ptr = "[^"]*"/data_ptr = STR/g;
+          s/.* at ([a-z]+\.rs:[0-9]+:[0-9]+)$/at \1/; s/name = .[^,]*., //' > "$T/$b.lldb"
+    done
+    diff "$T/native.lldb" "$T/stamp.lldb" | head -20
+    check "lldb-22: 4 breakpoints by file:line show the same variables as cargo's build ($(grep -c '^ *(' "$T/stamp.lldb") values)" \
+      bash -c "[[ \$(grep -c 'stop reason' '$T/native.lldb') -eq 4 ]] && diff -q '$T/native.lldb' '$T/stamp.lldb'"
+  else
+    echo "skip - lldb-22 is not installed (scripts/install-deps.sh installs it)"
+  fi
   # The standard library's backtrace (addr2line over the binary's DWARF): the same
   # frames at the same file:line:column. Names only for the crate's own functions:
   # the two-step build gives the standard library's shims v0-mangled symbols.
