@@ -257,6 +257,8 @@ class DwarfBuilder {
   using ScopeKey = std::pair<uint32_t, uint32_t>;
   std::map<ScopeKey, std::vector<uint32_t>> scope_variables_;
   std::map<ScopeKey, std::vector<std::pair<uint32_t, uint32_t>>> block_code_;
+  std::map<ScopeKey, std::vector<uint32_t>> scope_sites_, scope_blocks_;  // sites_in, blocks_in
+  std::map<ScopeKey, bool> contents_;                                     // has_contents' answers
   std::vector<int32_t> alloca_mem_, arg_slot_;  // stamp_frame_allocas's, per instruction and argument
 
   [[noreturn]] void fail(const std::string& why) const { throw KilnError(kExitInternal, source_, why); }
@@ -623,7 +625,8 @@ class DwarfBuilder {
   // there. A variable whose block or site has no code is not written, as LLVM makes no
   // scope for it.
   void scope_plan(uint32_t fn) {
-    scope_variables_.clear(), block_code_.clear();
+    scope_variables_.clear(), block_code_.clear(), scope_sites_.clear(), scope_blocks_.clear(), contents_.clear();
+    for (uint32_t s : used_sites_) scope_sites_[{d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block}].push_back(s);
     if ((d_.blocks.empty() && d_.variables.empty()) || !d_.functions[fn].has_subprogram) return;
     for (uint32_t v = first_variable_[fn]; v < first_variable_[fn + 1]; ++v) {
       const FlatDebugVariable& var = d_.variables[v];
@@ -656,6 +659,8 @@ class DwarfBuilder {
         else list->push_back({at, next});
       }
     }
+    for (const auto& [key, code] : block_code_)
+      if (!code.empty()) scope_blocks_[{key.first, d_.blocks[key.second - 1].parent}].push_back(key.second);
   }
 
   // Marks the blocks that hold (site, block): its block chain at its site, then the
@@ -673,8 +678,16 @@ class DwarfBuilder {
     return it != block_code_.end() && !it->second.empty();
   }
   bool variable_written(const FlatDebugVariable& v) const { return !v.block || block_has_code(v.inline_site, v.block); }
-  bool site_in(uint32_t s, uint32_t site, uint32_t block) const {
-    return d_.inline_sites[s - 1].parent == site && d_.inline_sites[s - 1].block == block;
+  // The used inline sites, and the blocks with code, directly inside (site, block).
+  const std::vector<uint32_t>& sites_in(uint32_t site, uint32_t block) const {
+    static const std::vector<uint32_t> none;
+    auto it = scope_sites_.find({site, block});
+    return it == scope_sites_.end() ? none : it->second;
+  }
+  const std::vector<uint32_t>& blocks_in(uint32_t site, uint32_t block) const {
+    static const std::vector<uint32_t> none;
+    auto it = scope_blocks_.find({site, block});
+    return it == scope_blocks_.end() ? none : it->second;
   }
 
   bool has_own_variables(uint32_t site, uint32_t block) const {
@@ -686,15 +699,12 @@ class DwarfBuilder {
 
   // Whether a subprogram, an inlined call or a block has DIEs inside it: a variable, a
   // block with some, or an inlined call.
-  bool has_contents(uint32_t site, uint32_t block) const {
-    if (has_own_variables(site, block)) return true;
-    for (const auto& [key, code] : block_code_)
-      if (key.first == site && d_.blocks[key.second - 1].parent == block && !code.empty() &&
-          has_contents(site, key.second))
-        return true;
-    for (uint32_t s : used_sites_)
-      if (site_in(s, site, block)) return true;
-    return false;
+  // Each answer is kept: the writer asks again for every block on the way down.
+  bool has_contents(uint32_t site, uint32_t block) {
+    if (auto it = contents_.find({site, block}); it != contents_.end()) return it->second;
+    bool any = has_own_variables(site, block) || !sites_in(site, block).empty();
+    for (uint32_t c : blocks_in(site, block)) any = any || has_contents(site, c);
+    return contents_[{site, block}] = any;
   }
 
   // The DIEs inside a subprogram, an inlined call or a block: its parameters by number,
@@ -711,14 +721,12 @@ class DwarfBuilder {
       for (uint32_t v : vars)
         if (variable_written(d_.variables[v])) write_variable_die(d_.variables[v]);
     }
-    for (const auto& [key, code] : block_code_)
-      if (key.first == site && d_.blocks[key.second - 1].parent == block && !code.empty() &&
-          has_contents(site, key.second)) {
-        if (has_own_variables(site, key.second)) write_block_die(fn, site, key.second);
-        else write_scope_contents(fn, site, key.second);
-      }
-    for (uint32_t s : used_sites_)
-      if (site_in(s, site, block)) write_site_die(fn, s);
+    for (uint32_t c : blocks_in(site, block)) {
+      if (!has_contents(site, c)) continue;
+      if (has_own_variables(site, c)) write_block_die(fn, site, c);
+      else write_scope_contents(fn, site, c);
+    }
+    for (uint32_t s : sites_in(site, block)) write_site_die(fn, s);
   }
 
   void write_block_die(uint32_t fn, uint32_t site, uint32_t block) {
