@@ -239,18 +239,37 @@ inline bool debug_type_is_element(uint16_t tag) {
 // member, its elements (a subroutine type's are its parameters' types, which it does
 // not contain), then the types declared inside it (parent_type). Entries are
 // in range (checked before this is called).
-inline std::vector<std::vector<uint32_t>> debug_type_children(const std::vector<FlatDebugType>& types) {
+// As one array, a type's children at [first[t], first[t + 1]): a vector per type was
+// most of the DWARF writer's allocations.
+struct DebugTypeChildren {
+  std::vector<uint32_t> first, items;
+  size_t count(size_t t) const { return first[t + 1] - first[t]; }
+  const uint32_t* begin(size_t t) const { return items.data() + first[t]; }
+  const uint32_t* end(size_t t) const { return items.data() + first[t + 1]; }
+};
+inline DebugTypeChildren debug_type_children(const std::vector<FlatDebugType>& types) {
   constexpr uint16_t kSubroutineType = 0x15;
-  std::vector<std::vector<uint32_t>> children(types.size());
+  DebugTypeChildren c;
+  c.first.assign(types.size() + 1, 0);
+  // Count, then place: the discriminator, the elements, then the nested types.
   for (size_t t = 0; t < types.size(); ++t) {
-    if (types[t].discriminator) children[t].push_back(types[t].discriminator - 1);
+    c.first[t + 1] += types[t].discriminator != 0;
+    if (types[t].tag != kSubroutineType)
+      for (uint32_t e : types[t].elements) c.first[t + 1] += e != 0;
+    if (types[t].parent_type) ++c.first[types[t].parent_type];
+  }
+  for (size_t t = 0; t < types.size(); ++t) c.first[t + 1] += c.first[t];
+  c.items.resize(c.first[types.size()]);
+  std::vector<uint32_t> next(c.first.begin(), c.first.end() - 1);
+  for (size_t t = 0; t < types.size(); ++t) {
+    if (types[t].discriminator) c.items[next[t]++] = types[t].discriminator - 1;
     if (types[t].tag != kSubroutineType)
       for (uint32_t e : types[t].elements)
-        if (e) children[t].push_back(e - 1);
+        if (e) c.items[next[t]++] = e - 1;
   }
   for (size_t t = 0; t < types.size(); ++t)
-    if (types[t].parent_type) children[types[t].parent_type - 1].push_back(static_cast<uint32_t>(t));
-  return children;
+    if (types[t].parent_type) c.items[next[types[t].parent_type - 1]++] = static_cast<uint32_t>(t);
+  return c;
 }
 
 template <class T>

@@ -331,7 +331,7 @@ const char* debug_type_nesting_defect(const std::vector<FlatDebugType>& types) {
     for (uint32_t e : t.elements)
       if (e > types.size()) return "debug type out of range";
   }
-  const std::vector<std::vector<uint32_t>> children = debug_type_children(types);
+  const DebugTypeChildren children = debug_type_children(types);
   constexpr uint64_t kMaxDies = 1u << 24;
   enum : uint8_t { kNew, kOpen, kDone };
   std::vector<uint8_t> state(types.size(), kNew);
@@ -345,8 +345,8 @@ const char* debug_type_nesting_defect(const std::vector<FlatDebugType>& types) {
     stack.push_back({root, 0}), state[root] = kOpen;
     while (!stack.empty()) {
       Frame& f = stack.back();
-      if (f.next < children[f.type].size()) {
-        const uint32_t c = children[f.type][f.next++];
+      if (f.next < children.count(f.type)) {
+        const uint32_t c = children.begin(f.type)[f.next++];
         if (state[c] == kOpen) return "debug types contain themselves";
         if (state[c] == kNew) {
           if (stack.size() >= kMaxDebugNesting) return "debug types nested too deep";
@@ -355,7 +355,8 @@ const char* debug_type_nesting_defect(const std::vector<FlatDebugType>& types) {
         continue;
       }
       uint64_t n = 1;
-      for (uint32_t c : children[f.type]) n = std::min(kMaxDies, n + dies[c]);
+      for (const uint32_t* c = children.begin(f.type); c != children.end(f.type); ++c)
+        n = std::min(kMaxDies, n + dies[*c]);
       dies[f.type] = n, state[f.type] = kDone;
       stack.pop_back();
     }

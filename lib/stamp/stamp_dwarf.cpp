@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -120,25 +121,36 @@ constexpr uint8_t kStandardOpcodeLengths[kOpcodeBase - 1] = {0, 1, 1, 1, 1, 0, 0
 // The sections, by their index in StampDwarf::sections.
 enum DebugSection : uint32_t { kAbbrev, kInfo, kStr, kLine, kRanges, kDebugSectionCount };
 
+// The encoders build their bytes aside and append them once: a push_back per byte was a
+// tenth of the writer's time on a module with its types.
 void put_u8(std::string& s, uint8_t v) { s.push_back(static_cast<char>(v)); }
 template <class T>
 void put_le(std::string& s, T v) {
-  for (size_t i = 0; i < sizeof(T); ++i) s.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff));
+  char bytes[sizeof(T)];
+  for (size_t i = 0; i < sizeof(T); ++i) bytes[i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
+  s.append(bytes, sizeof(T));
 }
 void put_uleb(std::string& s, uint64_t v) {
+  if (v < 0x80) return put_u8(s, static_cast<uint8_t>(v));
+  char bytes[10];
+  size_t n = 0;
   do {
     uint8_t byte = v & 0x7f;
     v >>= 7;
-    put_u8(s, byte | (v ? 0x80 : 0));
+    bytes[n++] = static_cast<char>(byte | (v ? 0x80 : 0));
   } while (v);
+  s.append(bytes, n);
 }
 void put_sleb(std::string& s, int64_t v) {
+  char bytes[10];
+  size_t n = 0;
   for (bool more = true; more;) {
     uint8_t byte = v & 0x7f;
     v >>= 7;  // arithmetic
     more = !((v == 0 && !(byte & 0x40)) || (v == -1 && (byte & 0x40)));
-    put_u8(s, byte | (more ? 0x80 : 0));
+    bytes[n++] = static_cast<char>(byte | (more ? 0x80 : 0));
   }
+  s.append(bytes, n);
 }
 void put_cstring(std::string& s, std::string_view v) {
   s.append(v);
@@ -182,16 +194,17 @@ struct Abbreviation {
 // A DIE's attributes with their values, for the DIEs whose attributes depend on which
 // fields are set (types and variables): the abbreviation follows from the list.
 struct DieValue {
-  uint16_t attribute = 0;
-  uint8_t form = 0;
-  uint64_t number = 0;     // udata, sdata (two's complement), data1; ref4: 1 + the type's index
-  std::string_view text;   // strp; exprloc's bytes
+  uint16_t attribute;
+  uint8_t form;
+  uint64_t number;        // udata, sdata (two's complement), data1; ref4: 1 + the type's index
+  std::string_view text;  // strp; exprloc's bytes
 };
+// Left uninitialized past `count`: one is made per DIE.
 struct DieValues {
-  std::array<DieValue, 16> values;
+  DieValue values[16];
   uint8_t count = 0;
   void add(uint16_t attribute, uint8_t form, uint64_t number = 0, std::string_view text = {}) {
-    if (count == values.size()) throw KilnError(kExitInternal, "", "a DIE with more than 16 attributes");
+    if (count == std::size(values)) throw KilnError(kExitInternal, "", "a DIE with more than 16 attributes");
     values[count++] = {attribute, form, number, text};
   }
 };
@@ -236,8 +249,16 @@ class DwarfBuilder {
   const std::string& source_;
   const unsigned version_;
   std::vector<DwarfSection> s_;
-  std::unordered_map<std::string_view, uint32_t> string_offset_;
+  static constexpr uint32_t kNoString = ~0u;
+  struct StringSlot {
+    size_t hash = 0;
+    std::string_view text;
+    uint32_t offset = kNoString;
+  };
+  std::vector<StringSlot> string_slots_;  // string(): a power of two, at most half full
+  size_t string_count_ = 0;
   std::vector<Abbreviation> abbreviations_;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> abbreviation_codes_;  // by shape's hash: codes
   uint32_t ranges_offset_ = 0;  // where the unit's range list starts
   // Per scope (0: the unit): the scopes and the subprograms directly inside it.
   std::vector<std::vector<uint32_t>> scope_children_, scope_functions_, scope_inlined_;
@@ -247,7 +268,8 @@ class DwarfBuilder {
   std::vector<uint32_t> used_sites_;                                   // the sites of site_code_ in use
   // Types: per scope, the types written in it; per type, the DIE of its first copy
   // (0: none yet); the DW_AT_type and DW_AT_discr references to patch at the end.
-  std::vector<std::vector<uint32_t>> scope_types_, type_children_;
+  std::vector<std::vector<uint32_t>> scope_types_;
+  DebugTypeChildren type_children_;
   std::vector<uint32_t> type_offset_;
   std::vector<std::pair<uint32_t, uint32_t>> type_fixups_;  // (where, type)
   // Variables: where each function's start in d_.variables, and for the function being
@@ -255,10 +277,12 @@ class DwarfBuilder {
   // hold some (scope_plan).
   std::vector<uint32_t> first_variable_;
   using ScopeKey = std::pair<uint32_t, uint32_t>;
-  std::map<ScopeKey, std::vector<uint32_t>> scope_variables_;
-  std::map<ScopeKey, std::vector<std::pair<uint32_t, uint32_t>>> block_code_;
-  std::map<ScopeKey, std::vector<uint32_t>> scope_sites_, scope_blocks_;  // sites_in, blocks_in
-  std::map<ScopeKey, bool> contents_;                                     // has_contents' answers
+  using ScopeEntry = std::pair<ScopeKey, uint32_t>;
+  std::vector<ScopeEntry> scope_variables_, scope_sites_, scope_blocks_;  // sorted by scope: variable, site, block
+  std::vector<ScopeKey> block_keys_;                                      // the wanted blocks, sorted
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> block_code_;    // per wanted block: its code
+  std::vector<int8_t> contents_;    // per wanted block: has_contents' answer, -1 not asked yet
+  std::vector<uint32_t> targets_;   // block_ranges' scratch
   std::vector<int32_t> alloca_mem_, arg_slot_;  // stamp_frame_allocas's, per instruction and argument
 
   [[noreturn]] void fail(const std::string& why) const { throw KilnError(kExitInternal, source_, why); }
@@ -279,10 +303,34 @@ class DwarfBuilder {
     }
   }
 
+  // A string's offset in .debug_str, each string written once. Open addressing in one
+  // array: a map node per string was most of the writer's allocations.
   uint32_t string(std::string_view s) {
-    auto [it, inserted] = string_offset_.emplace(s, static_cast<uint32_t>(s_[kStr].bytes.size()));
-    if (inserted) put_cstring(s_[kStr].bytes, s);
-    return it->second;
+    if (2 * (string_count_ + 1) > string_slots_.size()) grow_strings(2 * (string_count_ + 1));
+    const size_t h = std::hash<std::string_view>{}(s), mask = string_slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      StringSlot& slot = string_slots_[i];
+      if (slot.offset == kNoString) {
+        slot = {h, s, static_cast<uint32_t>(s_[kStr].bytes.size())};
+        put_cstring(s_[kStr].bytes, s);
+        ++string_count_;
+        return slot.offset;
+      }
+      if (slot.hash == h && slot.text == s) return slot.offset;
+    }
+  }
+  void grow_strings(size_t want) {
+    size_t size = 64;
+    while (size < want) size *= 2;
+    std::vector<StringSlot> old;
+    old.swap(string_slots_);
+    string_slots_.assign(size, StringSlot{});
+    for (const StringSlot& slot : old) {
+      if (slot.offset == kNoString) continue;
+      size_t i = slot.hash & (size - 1);
+      while (string_slots_[i].offset != kNoString) i = (i + 1) & (size - 1);
+      string_slots_[i] = slot;
+    }
   }
   // A 4-byte offset into another debug section, relocated against its start.
   void put_section_offset(DebugSection in, DebugSection to, uint32_t offset) {
@@ -467,13 +515,19 @@ class DwarfBuilder {
 
   // ---- .debug_info and .debug_abbrev ---------------------------------------------
 
+  // Found by a hash of its shape: a module's types make a few hundred shapes, and every
+  // DIE asks for one.
   uint32_t abbreviation(Abbreviation a) {
-    for (size_t i = 0; i < abbreviations_.size(); ++i)
-      if (abbreviations_[i].tag == a.tag && abbreviations_[i].children == a.children &&
-          abbreviations_[i].attributes == a.attributes)
-        return static_cast<uint32_t>(i + 1);
+    uint64_t h = a.tag * 2 + a.children;
+    for (auto [attribute, form] : a.attributes) h = (h * 0x100000001b3ull) ^ (uint64_t(attribute) << 8 | form);
+    std::vector<uint32_t>& codes = abbreviation_codes_[h];
+    for (uint32_t code : codes) {
+      const Abbreviation& b = abbreviations_[code - 1];
+      if (b.tag == a.tag && b.children == a.children && b.attributes == a.attributes) return code;
+    }
     abbreviations_.push_back(std::move(a));
-    return static_cast<uint32_t>(abbreviations_.size());
+    codes.push_back(static_cast<uint32_t>(abbreviations_.size()));
+    return codes.back();
   }
 
   void write_unit_die() {
@@ -623,88 +677,114 @@ class DwarfBuilder {
   // blocks are not written: no debugger would see them). A block's code is that of the
   // instructions whose location is in it or in a block inside it, or in a call inlined
   // there. A variable whose block or site has no code is not written, as LLVM makes no
-  // scope for it.
+  // scope for it. The tables are sorted vectors the builder keeps from function to
+  // function: per-function maps were most of the writer's malloc and free.
   void scope_plan(uint32_t fn) {
-    scope_variables_.clear(), block_code_.clear(), scope_sites_.clear(), scope_blocks_.clear(), contents_.clear();
-    for (uint32_t s : used_sites_) scope_sites_[{d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block}].push_back(s);
+    scope_variables_.clear(), scope_sites_.clear(), scope_blocks_.clear(), block_keys_.clear();
+    for (uint32_t s : used_sites_) scope_sites_.push_back({{d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block}, s});
+    std::sort(scope_sites_.begin(), scope_sites_.end());
     if ((d_.blocks.empty() && d_.variables.empty()) || !d_.functions[fn].has_subprogram) return;
     for (uint32_t v = first_variable_[fn]; v < first_variable_[fn + 1]; ++v) {
       const FlatDebugVariable& var = d_.variables[v];
       if (var.inline_site && !std::binary_search(used_sites_.begin(), used_sites_.end(), var.inline_site)) continue;
-      scope_variables_[{var.inline_site, var.block}].push_back(v);
+      scope_variables_.push_back({{var.inline_site, var.block}, v});
       want_blocks(var.inline_site, var.block);
     }
+    // Parameters by number first, then the other variables in order.
+    std::stable_sort(scope_variables_.begin(), scope_variables_.end(), [&](const auto& x, const auto& y) {
+      if (x.first != y.first) return x.first < y.first;
+      const uint32_t ax = d_.variables[x.second].arg, ay = d_.variables[y.second].arg;
+      return ax && (!ay || ax < ay);
+    });
     for (uint32_t s : used_sites_) want_blocks(d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block);
-    if (block_code_.empty() && scope_variables_.empty()) return;
+    std::sort(block_keys_.begin(), block_keys_.end());
+    block_keys_.erase(std::unique(block_keys_.begin(), block_keys_.end()), block_keys_.end());
+    if (block_keys_.empty() && scope_variables_.empty()) return;
     if (!scope_variables_.empty()) stamp_frame_allocas(view_, fn, alloca_mem_.data(), arg_slot_.data());
+    if (block_code_.size() < block_keys_.size()) block_code_.resize(block_keys_.size());
+    for (size_t k = 0; k < block_keys_.size(); ++k) block_code_[k].clear();
+    contents_.assign(block_keys_.size(), -1);
+    block_ranges(fn);
+    for (size_t k = 0; k < block_keys_.size(); ++k)
+      if (!block_code_[k].empty())
+        scope_blocks_.push_back({{block_keys_[k].first, d_.blocks[block_keys_[k].second - 1].parent}, block_keys_[k].second});
+    std::sort(scope_blocks_.begin(), scope_blocks_.end());
+  }
+
+  // The code of each wanted block (block_keys_), from the instructions' locations.
+  void block_ranges(uint32_t fn) {
     const FlatFunction& f = flat_.functions[fn];
     const uint32_t end = f.first_inst + f.inst_count;
-    std::vector<std::vector<std::pair<uint32_t, uint32_t>>*> targets;  // of the last location's scope
+    targets_.clear();  // the block lists of the last location's scope
     ScopeKey last{~0u, ~0u};
     for (uint32_t i = f.first_inst; i < end; ++i) {
       const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_.code_size[fn];
       const FlatDebugLocation& loc = d_.locations[i];
       if (next == at || loc.file == 0) continue;
       if (ScopeKey key{loc.inline_site, loc.block}; key != last) {
-        last = key, targets.clear();
+        last = key, targets_.clear();
         for (uint32_t site = loc.inline_site, block = loc.block;;) {
           for (uint32_t k = block; k; k = d_.blocks[k - 1].parent)
-            if (auto it = block_code_.find({site, k}); it != block_code_.end()) targets.push_back(&it->second);
+            if (uint32_t slot = block_slot(site, k); slot != kNoSlot) targets_.push_back(slot);
           if (!site) break;
           block = d_.inline_sites[site - 1].block, site = d_.inline_sites[site - 1].parent;
         }
       }
-      for (auto* list : targets) {
-        if (!list->empty() && list->back().second == at) list->back().second = next;
-        else list->push_back({at, next});
+      for (uint32_t slot : targets_) {
+        auto& list = block_code_[slot];
+        if (!list.empty() && list.back().second == at) list.back().second = next;
+        else list.push_back({at, next});
       }
     }
-    for (const auto& [key, code] : block_code_)
-      if (!code.empty()) scope_blocks_[{key.first, d_.blocks[key.second - 1].parent}].push_back(key.second);
   }
 
   // Marks the blocks that hold (site, block): its block chain at its site, then the
   // chain of the block each enclosing inlined call is made in.
   void want_blocks(uint32_t site, uint32_t block) {
     for (;;) {
-      for (uint32_t k = block; k; k = d_.blocks[k - 1].parent) block_code_[{site, k}];
+      for (uint32_t k = block; k; k = d_.blocks[k - 1].parent) block_keys_.push_back({site, k});
       if (!site) return;
       block = d_.inline_sites[site - 1].block, site = d_.inline_sites[site - 1].parent;
     }
   }
 
+  static constexpr uint32_t kNoSlot = ~0u;
+  uint32_t block_slot(uint32_t site, uint32_t block) const {
+    auto it = std::lower_bound(block_keys_.begin(), block_keys_.end(), ScopeKey{site, block});
+    return it != block_keys_.end() && *it == ScopeKey{site, block} ? static_cast<uint32_t>(it - block_keys_.begin())
+                                                                    : kNoSlot;
+  }
   bool block_has_code(uint32_t site, uint32_t block) const {
-    auto it = block_code_.find({site, block});
-    return it != block_code_.end() && !it->second.empty();
+    const uint32_t slot = block_slot(site, block);
+    return slot != kNoSlot && !block_code_[slot].empty();
   }
   bool variable_written(const FlatDebugVariable& v) const { return !v.block || block_has_code(v.inline_site, v.block); }
-  // The used inline sites, and the blocks with code, directly inside (site, block).
-  const std::vector<uint32_t>& sites_in(uint32_t site, uint32_t block) const {
-    static const std::vector<uint32_t> none;
-    auto it = scope_sites_.find({site, block});
-    return it == scope_sites_.end() ? none : it->second;
-  }
-  const std::vector<uint32_t>& blocks_in(uint32_t site, uint32_t block) const {
-    static const std::vector<uint32_t> none;
-    auto it = scope_blocks_.find({site, block});
-    return it == scope_blocks_.end() ? none : it->second;
+
+  // The entries of a table sorted by scope whose scope is (site, block).
+  template <class T>
+  static std::pair<const T*, const T*> in_scope(const std::vector<T>& table, uint32_t site, uint32_t block) {
+    auto [lo, hi] = std::equal_range(table.begin(), table.end(), T{{site, block}, 0},
+                                     [](const T& a, const T& b) { return a.first < b.first; });
+    return {table.data() + (lo - table.begin()), table.data() + (hi - table.begin())};
   }
 
   bool has_own_variables(uint32_t site, uint32_t block) const {
-    if (auto it = scope_variables_.find({site, block}); it != scope_variables_.end())
-      for (uint32_t v : it->second)
-        if (variable_written(d_.variables[v])) return true;
+    for (auto [v, end] = in_scope(scope_variables_, site, block); v != end; ++v)
+      if (variable_written(d_.variables[v->second])) return true;
     return false;
   }
 
   // Whether a subprogram, an inlined call or a block has DIEs inside it: a variable, a
-  // block with some, or an inlined call.
-  // Each answer is kept: the writer asks again for every block on the way down.
+  // block with some, or an inlined call. A block's answer is kept: the writer asks
+  // again for every block on the way down.
   bool has_contents(uint32_t site, uint32_t block) {
-    if (auto it = contents_.find({site, block}); it != contents_.end()) return it->second;
-    bool any = has_own_variables(site, block) || !sites_in(site, block).empty();
-    for (uint32_t c : blocks_in(site, block)) any = any || has_contents(site, c);
-    return contents_[{site, block}] = any;
+    const uint32_t slot = block ? block_slot(site, block) : kNoSlot;
+    if (slot != kNoSlot && contents_[slot] >= 0) return contents_[slot];
+    auto [s, s_end] = in_scope(scope_sites_, site, block);
+    bool any = s != s_end || has_own_variables(site, block);
+    for (auto [c, end] = in_scope(scope_blocks_, site, block); !any && c != end; ++c) any = has_contents(site, c->second);
+    if (slot != kNoSlot) contents_[slot] = any;
+    return any;
   }
 
   // The DIEs inside a subprogram, an inlined call or a block: its parameters by number,
@@ -712,26 +792,19 @@ class DwarfBuilder {
   // without variables of its own is no DIE: what is inside it goes to the enclosing
   // one, as LLVM does with a scope whose children are all scopes.
   void write_scope_contents(uint32_t fn, uint32_t site, uint32_t block) {
-    if (auto it = scope_variables_.find({site, block}); it != scope_variables_.end()) {
-      std::vector<uint32_t> vars = it->second;
-      std::stable_sort(vars.begin(), vars.end(), [&](uint32_t x, uint32_t y) {
-        const uint32_t ax = d_.variables[x].arg, ay = d_.variables[y].arg;
-        return ax && (!ay || ax < ay);
-      });
-      for (uint32_t v : vars)
-        if (variable_written(d_.variables[v])) write_variable_die(d_.variables[v]);
+    for (auto [v, end] = in_scope(scope_variables_, site, block); v != end; ++v)
+      if (variable_written(d_.variables[v->second])) write_variable_die(d_.variables[v->second]);
+    for (auto [c, end] = in_scope(scope_blocks_, site, block); c != end; ++c) {
+      if (!has_contents(site, c->second)) continue;
+      if (has_own_variables(site, c->second)) write_block_die(fn, site, c->second);
+      else write_scope_contents(fn, site, c->second);
     }
-    for (uint32_t c : blocks_in(site, block)) {
-      if (!has_contents(site, c)) continue;
-      if (has_own_variables(site, c)) write_block_die(fn, site, c);
-      else write_scope_contents(fn, site, c);
-    }
-    for (uint32_t s : sites_in(site, block)) write_site_die(fn, s);
+    for (auto [s, end] = in_scope(scope_sites_, site, block); s != end; ++s) write_site_die(fn, s->second);
   }
 
   void write_block_die(uint32_t fn, uint32_t site, uint32_t block) {
     std::string& b = s_[kInfo].bytes;
-    const auto& code = block_code_.at({site, block});
+    const auto& code = block_code_[block_slot(site, block)];
     Abbreviation a{kTagLexicalBlock, true, {}};
     if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
     else a.attributes.push_back({kAtRanges, kFormSecOffset});
@@ -774,27 +847,55 @@ class DwarfBuilder {
 
   // ---- types ------------------------------------------------------------------
 
+  // The DIE's bytes are made in a buffer and appended once (a push_back per byte was
+  // a tenth of the writer); relocations and references note where they land.
   void put_die(uint16_t tag, bool children, const DieValues& die) {
     std::string& b = s_[kInfo].bytes;
     Abbreviation a{tag, children, {}};
     for (uint8_t k = 0; k < die.count; ++k) a.attributes.push_back({die.values[k].attribute, die.values[k].form});
-    put_uleb(b, abbreviation(std::move(a)));
+    constexpr size_t kLongExpression = 64;  // longer ones go straight to the section
+    char buf[16 * (kLongExpression + 10) + 10];
+    size_t n = 0;
+    auto uleb = [&](uint64_t v) {
+      do {
+        const uint8_t byte = v & 0x7f;
+        v >>= 7;
+        buf[n++] = static_cast<char>(byte | (v ? 0x80 : 0));
+      } while (v);
+    };
+    auto zero4 = [&] { std::memset(buf + n, 0, 4), n += 4; };
+    uleb(abbreviation(std::move(a)));
     for (uint8_t k = 0; k < die.count; ++k) {
       const DieValue& v = die.values[k];
+      const uint32_t at = static_cast<uint32_t>(b.size() + n);
       switch (v.form) {
-        case kFormStrp: put_strp(kInfo, v.text); break;
-        case kFormUdata: put_uleb(b, v.number); break;
-        case kFormSdata: put_sleb(b, static_cast<int64_t>(v.number)); break;
-        case kFormData1: put_u8(b, static_cast<uint8_t>(v.number)); break;
-        case kFormFlagPresent: break;
-        case kFormRef4:
-          type_fixups_.push_back({static_cast<uint32_t>(b.size()), static_cast<uint32_t>(v.number - 1)});
-          put_le<uint32_t>(b, 0);
+        case kFormStrp:
+          s_[kInfo].relocs.push_back({at, kReloc32, kDwarfSectionTarget + kStr, string(v.text)});
+          zero4();
           break;
-        case kFormExprloc: put_uleb(b, v.text.size()), b.append(v.text); break;
+        case kFormUdata: uleb(v.number); break;
+        case kFormSdata: {
+          std::string bytes;
+          put_sleb(bytes, static_cast<int64_t>(v.number));
+          std::memcpy(buf + n, bytes.data(), bytes.size()), n += bytes.size();
+          break;
+        }
+        case kFormData1: buf[n++] = static_cast<char>(v.number); break;
+        case kFormFlagPresent: break;
+        case kFormRef4: type_fixups_.push_back({at, static_cast<uint32_t>(v.number - 1)}), zero4(); break;
+        case kFormExprloc:
+          if (v.text.size() > kLongExpression) {
+            b.append(buf, n), n = 0;
+            put_uleb(b, v.text.size()), b.append(v.text);
+          } else {
+            uleb(v.text.size());
+            std::memcpy(buf + n, v.text.data(), v.text.size()), n += v.text.size();
+          }
+          break;
         default: fail("a DIE value of form " + std::to_string(v.form));
       }
     }
+    b.append(buf, n);
   }
 
   // DW_AT_type (or DW_AT_discr) naming type `t` (1-based): none for 0, and for an
@@ -874,7 +975,7 @@ class DwarfBuilder {
       default: add_type_attributes(die, ty);
     }
     if (ty.flags & kDebugTypeArtificial) die.add(kAtArtificial, kFormFlagPresent);
-    const bool children = !type_children_[t].empty() || (ty.tag == kTagSubroutineType && !ty.elements.empty());
+    const bool children = type_children_.count(t) || (ty.tag == kTagSubroutineType && !ty.elements.empty());
     put_die(ty.tag, children, die);
     if (!children) return;
     if (ty.tag == kTagSubroutineType) {
@@ -883,10 +984,10 @@ class DwarfBuilder {
       write_variants(t);
     } else {
       // Template parameters first, as LLVM writes them.
-      for (uint32_t c : type_children_[t])
-        if (d_.types[c].tag == kTagTemplateTypeParameter) write_type_die(c);
-      for (uint32_t c : type_children_[t])
-        if (d_.types[c].tag != kTagTemplateTypeParameter) write_type_die(c);
+      for (const uint32_t* c = type_children_.begin(t); c != type_children_.end(t); ++c)
+        if (d_.types[*c].tag == kTagTemplateTypeParameter) write_type_die(*c);
+      for (const uint32_t* c = type_children_.begin(t); c != type_children_.end(t); ++c)
+        if (d_.types[*c].tag != kTagTemplateTypeParameter) write_type_die(*c);
     }
     put_u8(b, 0);
   }
@@ -905,7 +1006,8 @@ class DwarfBuilder {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugType& part = d_.types[t];
     const bool is_unsigned = discriminant_unsigned(part.discriminator);
-    for (uint32_t c : type_children_[t]) {
+    for (const uint32_t* it = type_children_.begin(t); it != type_children_.end(t); ++it) {
+      const uint32_t c = *it;
       const FlatDebugType& member = d_.types[c];
       if (c + 1 == part.discriminator || member.tag != kTagMember) {
         write_type_die(c);
@@ -941,6 +1043,12 @@ class DwarfBuilder {
 
   void write_info() {
     std::string& b = s_[kInfo].bytes;
+    // Room for what the types and variables will need, found once rather than by
+    // growing (a DIE takes some 12 bytes and a string relocation or two).
+    const size_t dies = d_.types.size() + d_.variables.size() + d_.functions.size() + d_.inline_sites.size();
+    b.reserve(16 * dies);
+    s_[kInfo].relocs.reserve(2 * dies);
+    grow_strings(2 * dies);
     put_le<uint32_t>(b, 0);  // unit_length, patched below
     put_le<uint16_t>(b, static_cast<uint16_t>(version_));
     if (version_ >= 5) {
