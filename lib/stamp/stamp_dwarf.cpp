@@ -152,6 +152,32 @@ void put_sleb(std::string& s, int64_t v) {
   }
   s.append(bytes, n);
 }
+// Bytes made on the stack and appended to a section once (see put_le).
+template <size_t N>
+struct ByteBuffer {
+  char bytes[N];
+  size_t n = 0;
+  void u8(uint8_t v) { bytes[n++] = static_cast<char>(v); }
+  void uleb(uint64_t v) {
+    do {
+      const uint8_t byte = v & 0x7f;
+      v >>= 7;
+      bytes[n++] = static_cast<char>(byte | (v ? 0x80 : 0));
+    } while (v);
+  }
+  void sleb(int64_t v) {
+    for (bool more = true; more;) {
+      const uint8_t byte = v & 0x7f;
+      v >>= 7;  // arithmetic
+      more = !((v == 0 && !(byte & 0x40)) || (v == -1 && (byte & 0x40)));
+      bytes[n++] = static_cast<char>(byte | (more ? 0x80 : 0));
+    }
+  }
+  void zero4() { std::memset(bytes + n, 0, 4), n += 4; }
+  void append(std::string_view v) { std::memcpy(bytes + n, v.data(), v.size()), n += v.size(); }
+  void flush_to(std::string& s) { s.append(bytes, n), n = 0; }
+};
+
 void put_cstring(std::string& s, std::string_view v) {
   s.append(v);
   s.push_back('\0');
@@ -164,7 +190,12 @@ void patch_u32(std::string& s, size_t at, uint32_t v) {
 // abbreviation up, and a heap vector each was most of the writer's malloc and free.
 class AttributeList {
  public:
-  using Pair = std::pair<uint16_t, uint8_t>;
+  // A plain struct, so that the list is left unwritten past its count.
+  struct Pair {
+    uint16_t attribute;
+    uint8_t form;
+    bool operator==(const Pair&) const = default;
+  };
   AttributeList(std::initializer_list<Pair> pairs = {}) { insert(end(), pairs); }
   void push_back(Pair p) {
     if (count_ == kMax) throw KilnError(kExitInternal, "", "a DIE with more than 16 attributes");
@@ -175,13 +206,13 @@ class AttributeList {
     if (at != end()) throw KilnError(kExitInternal, "", "attributes inserted before the end");
     for (Pair p : pairs) push_back(p);
   }
-  const Pair* begin() const { return pairs_.data(); }
-  const Pair* end() const { return pairs_.data() + count_; }
+  const Pair* begin() const { return pairs_; }
+  const Pair* end() const { return pairs_ + count_; }
   bool operator==(const AttributeList& o) const { return count_ == o.count_ && std::equal(begin(), end(), o.begin()); }
 
  private:
   static constexpr uint8_t kMax = 16;
-  std::array<Pair, kMax> pairs_{};
+  Pair pairs_[kMax];
   uint8_t count_ = 0;
 };
 
@@ -258,7 +289,7 @@ class DwarfBuilder {
   std::vector<StringSlot> string_slots_;  // string(): a power of two, at most half full
   size_t string_count_ = 0;
   std::vector<Abbreviation> abbreviations_;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> abbreviation_codes_;  // by shape's hash: codes
+  std::vector<std::pair<uint64_t, uint32_t>> abbreviation_slots_;  // (shape's hash, code); code 0: free
   uint32_t ranges_offset_ = 0;  // where the unit's range list starts
   // Per scope (0: the unit): the scopes and the subprograms directly inside it.
   std::vector<std::vector<uint32_t>> scope_children_, scope_functions_, scope_inlined_;
@@ -292,15 +323,12 @@ class DwarfBuilder {
     if (code_.inst_offset.size() != flat_.insts.size() || code_.code_size.size() != flat_.functions.size())
       fail("stamp's output has no instruction offsets for this module's debug information");
     if (const char* defect = check_debug_nesting(d_)) fail(std::string("debug information: ") + defect);
-    for (size_t fn = 0; fn < flat_.functions.size(); ++fn) {
-      const FlatFunction& f = flat_.functions[fn];
-      uint32_t previous = 0;
-      for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
-        if (code_.inst_offset[i] < previous || code_.inst_offset[i] > code_.code_size[fn])
-          fail("stamp's instruction offsets are out of order in function " + std::to_string(fn));
-        previous = code_.inst_offset[i];
-      }
-    }
+    // The offsets' order is checked where the line table walks them (write_line_sequence),
+    // before anything else reads them: only functions with a subprogram do.
+  }
+
+  [[noreturn]] void offsets_out_of_order(uint32_t fn) const {
+    fail("stamp's instruction offsets are out of order in function " + std::to_string(fn));
   }
 
   // A string's offset in .debug_str, each string written once. Open addressing in one
@@ -416,23 +444,24 @@ class DwarfBuilder {
   // A row at `address` for `loc`: the registers that changed, then a special opcode
   // when the step fits one, else DW_LNS_copy.
   void put_row(LineState& st, uint32_t address, const FlatDebugLocation& loc, bool prologue_end, bool is_stmt) {
-    std::string& b = s_[kLine].bytes;
-    if (is_stmt != st.is_stmt) put_u8(b, kLnsNegateStmt), st.is_stmt = is_stmt;
-    if (loc.file != st.file) put_u8(b, kLnsSetFile), put_uleb(b, loc.file), st.file = loc.file;
-    if (loc.column != st.column) put_u8(b, kLnsSetColumn), put_uleb(b, loc.column), st.column = loc.column;
-    if (prologue_end) put_u8(b, kLnsSetPrologueEnd);
+    ByteBuffer<64> b;
+    if (is_stmt != st.is_stmt) b.u8(kLnsNegateStmt), st.is_stmt = is_stmt;
+    if (loc.file != st.file) b.u8(kLnsSetFile), b.uleb(loc.file), st.file = loc.file;
+    if (loc.column != st.column) b.u8(kLnsSetColumn), b.uleb(loc.column), st.column = loc.column;
+    if (prologue_end) b.u8(kLnsSetPrologueEnd);
     int64_t line_step = int64_t(loc.line) - int64_t(st.line);
     uint64_t address_step = address - st.address;
     if (line_step < kLineBase || line_step >= kLineBase + kLineRange) {
-      put_u8(b, kLnsAdvanceLine), put_sleb(b, line_step);
+      b.u8(kLnsAdvanceLine), b.sleb(line_step);
       line_step = 0;
     }
     uint64_t special = uint64_t(line_step - kLineBase) + kLineRange * address_step + kOpcodeBase;
     if (special > 255) {
-      put_u8(b, kLnsAdvancePc), put_uleb(b, address_step);
+      b.u8(kLnsAdvancePc), b.uleb(address_step);
       special = uint64_t(line_step - kLineBase) + kOpcodeBase;
     }
-    put_u8(b, static_cast<uint8_t>(special));
+    b.u8(static_cast<uint8_t>(special));
+    b.flush_to(s_[kLine].bytes);
     st.address = address, st.line = loc.line;
   }
 
@@ -453,8 +482,10 @@ class DwarfBuilder {
     }
     bool prologue_end = true;
     const uint32_t end = f.first_inst + f.inst_count, code_size = code_.code_size[fn];
+    if (f.inst_count && code_.inst_offset[f.first_inst] > code_size) offsets_out_of_order(fn);
     for (uint32_t i = f.first_inst; i < end; ++i) {
       const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_size;
+      if (next < at || next > code_size) offsets_out_of_order(fn);
       const FlatDebugLocation& loc = d_.locations[i];
       if (next == at || loc.file == 0) continue;
       if (!prologue_end && loc == current) continue;
@@ -515,19 +546,34 @@ class DwarfBuilder {
 
   // ---- .debug_info and .debug_abbrev ---------------------------------------------
 
-  // Found by a hash of its shape: a module's types make a few hundred shapes, and every
-  // DIE asks for one.
+  // Found by a hash of its shape, in an open-addressing table: a module's types make
+  // a few hundred shapes, and every DIE asks for one.
   uint32_t abbreviation(Abbreviation a) {
     uint64_t h = a.tag * 2 + a.children;
     for (auto [attribute, form] : a.attributes) h = (h * 0x100000001b3ull) ^ (uint64_t(attribute) << 8 | form);
-    std::vector<uint32_t>& codes = abbreviation_codes_[h];
-    for (uint32_t code : codes) {
+    if (2 * (abbreviations_.size() + 1) > abbreviation_slots_.size()) grow_abbreviations();
+    const size_t mask = abbreviation_slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      auto& [hash, code] = abbreviation_slots_[i];
+      if (code == 0) {
+        abbreviations_.push_back(std::move(a));
+        hash = h, code = static_cast<uint32_t>(abbreviations_.size());
+        return code;
+      }
       const Abbreviation& b = abbreviations_[code - 1];
-      if (b.tag == a.tag && b.children == a.children && b.attributes == a.attributes) return code;
+      if (hash == h && b.tag == a.tag && b.children == a.children && b.attributes == a.attributes) return code;
     }
-    abbreviations_.push_back(std::move(a));
-    codes.push_back(static_cast<uint32_t>(abbreviations_.size()));
-    return codes.back();
+  }
+  void grow_abbreviations() {
+    std::vector<std::pair<uint64_t, uint32_t>> old(std::max<size_t>(64, 2 * abbreviation_slots_.size()));
+    old.swap(abbreviation_slots_);
+    const size_t mask = abbreviation_slots_.size() - 1;
+    for (auto [hash, code] : old) {
+      if (!code) continue;
+      size_t i = hash & mask;
+      while (abbreviation_slots_[i].second) i = (i + 1) & mask;
+      abbreviation_slots_[i] = {hash, code};
+    }
   }
 
   void write_unit_die() {
@@ -854,48 +900,33 @@ class DwarfBuilder {
     Abbreviation a{tag, children, {}};
     for (uint8_t k = 0; k < die.count; ++k) a.attributes.push_back({die.values[k].attribute, die.values[k].form});
     constexpr size_t kLongExpression = 64;  // longer ones go straight to the section
-    char buf[16 * (kLongExpression + 10) + 10];
-    size_t n = 0;
-    auto uleb = [&](uint64_t v) {
-      do {
-        const uint8_t byte = v & 0x7f;
-        v >>= 7;
-        buf[n++] = static_cast<char>(byte | (v ? 0x80 : 0));
-      } while (v);
-    };
-    auto zero4 = [&] { std::memset(buf + n, 0, 4), n += 4; };
-    uleb(abbreviation(std::move(a)));
+    ByteBuffer<16 * (kLongExpression + 10) + 10> buf;
+    buf.uleb(abbreviation(std::move(a)));
     for (uint8_t k = 0; k < die.count; ++k) {
       const DieValue& v = die.values[k];
-      const uint32_t at = static_cast<uint32_t>(b.size() + n);
+      const uint32_t at = static_cast<uint32_t>(b.size() + buf.n);
       switch (v.form) {
         case kFormStrp:
           s_[kInfo].relocs.push_back({at, kReloc32, kDwarfSectionTarget + kStr, string(v.text)});
-          zero4();
+          buf.zero4();
           break;
-        case kFormUdata: uleb(v.number); break;
-        case kFormSdata: {
-          std::string bytes;
-          put_sleb(bytes, static_cast<int64_t>(v.number));
-          std::memcpy(buf + n, bytes.data(), bytes.size()), n += bytes.size();
-          break;
-        }
-        case kFormData1: buf[n++] = static_cast<char>(v.number); break;
+        case kFormUdata: buf.uleb(v.number); break;
+        case kFormSdata: buf.sleb(static_cast<int64_t>(v.number)); break;
+        case kFormData1: buf.u8(static_cast<uint8_t>(v.number)); break;
         case kFormFlagPresent: break;
-        case kFormRef4: type_fixups_.push_back({at, static_cast<uint32_t>(v.number - 1)}), zero4(); break;
+        case kFormRef4: type_fixups_.push_back({at, static_cast<uint32_t>(v.number - 1)}), buf.zero4(); break;
         case kFormExprloc:
           if (v.text.size() > kLongExpression) {
-            b.append(buf, n), n = 0;
+            buf.flush_to(b);
             put_uleb(b, v.text.size()), b.append(v.text);
           } else {
-            uleb(v.text.size());
-            std::memcpy(buf + n, v.text.data(), v.text.size()), n += v.text.size();
+            buf.uleb(v.text.size()), buf.append(v.text);
           }
           break;
         default: fail("a DIE value of form " + std::to_string(v.form));
       }
     }
-    b.append(buf, n);
+    buf.flush_to(b);
   }
 
   // DW_AT_type (or DW_AT_discr) naming type `t` (1-based): none for 0, and for an
