@@ -9,6 +9,8 @@
 #                                          with the direct reader; then kiln-emit
 #                                          --check-reader compares it with LLVM's
 #                                          parser on every module of that corpus)
+#                                          and gdb on its default test binary shows
+#                                          the same as on plain cargo's (regex_gdb_check)
 #   3. kiln-emit --check-contract, kiln-census, kiln-replay --rounds 3, kiln-measure build
 #      on that corpus; census and replay in 4 shards (--shard K/4, GNU parallel) merged
 #      and compared with one run
@@ -52,6 +54,49 @@ service_check() {
 
 summarize() { grep -E '^test result|^test .* \.\.\. (ok|FAILED|ignored)' | sed 's/; finished in .*//' | sort; }
 
+# gdb on regex's own test binary (tests/test_default.rs) as built through stamp, against
+# the same binary built by plain cargo: breakpoints by file:line in regex's sources, each
+# stop's backtrace, arguments, locals and values, the same in both (a pointer into a
+# private global's data printed by its symbol set aside, as capture_rust.sh does). The
+# default dev profile only: at debuginfo 0 there is nothing to compare.
+regex_gdb_check() {
+  local stamp_bin native_bin
+  stamp_bin=$(find target/debug/deps -maxdepth 1 -type f -executable -name 'default-*' | head -1)
+  echo "== gdb on regex's default test binary: stamp's build against plain cargo's [at ${SECONDS} s]"
+  CARGO_TARGET_DIR="$W/native-target" cargo test --no-run -q --test default 2>/dev/null
+  native_bin=$(find "$W/native-target/debug/deps" -maxdepth 1 -type f -executable -name 'default-*' | head -1)
+  # regex's api tests, one thread: Regex::captures and the executor's captures_read_at
+  # (two monomorphic copies), stopped at 13 times in a fixed order.
+  local args=(-ex "set pagination off" -ex "set print address off" -ex "set width 0")
+  args+=(-ex "break re_unicode.rs:312" -ex "break exec.rs:417" -ex "run api:: --test-threads=1 -q > /dev/null")
+  for _ in $(seq 12); do args+=(-ex "bt 8" -ex "info args" -ex "info locals" -ex "print *self" -ex "print text" -ex continue); done
+  args+=(-ex kill)
+  for b in native stamp; do
+    local bin=$native_bin; [[ $b == stamp ]] && bin=$stamp_bin
+    { timeout 300 gdb -q -batch "${args[@]}" "$bin" 2>&1 || true; } |
+      grep -Ev '^(\[Inferior|\[New Thread|\[Thread|\[Switching to|Using host|Reading symbols|warning: |of file |Use .info auto-load|Kill the program)' |
+      sed -E 's/<anon\.[0-9a-f]+(\.[0-9]+)?(\+[0-9]+)?>//g; s/^(Breakpoint [0-9]+ at )0x[0-9a-f]+: /\1/' > "$W/regex-$b.gdb"
+  done
+  if [[ $(grep -c " hit Breakpoint " "$W/regex-native.gdb") -eq 13 ]] && cmp -s "$W/regex-native.gdb" "$W/regex-stamp.gdb"; then
+    echo "   the same 13 stops, $(grep -c '^#' "$W/regex-stamp.gdb") frames and $(grep -c ' = ' "$W/regex-stamp.gdb") values as plain cargo's build"
+  else
+    echo "   DIFFERENT under gdb:"; diff "$W/regex-native.gdb" "$W/regex-stamp.gdb" | head -20 || true; exit 1
+  fi
+  # A panicking test's RUST_BACKTRACE=1 frames: the same places (file:line:column).
+  # Their names are not compared: kiln's link step gives some symbols v0 mangling
+  # ({closure#0} where cargo's build shows {{closure}}), as capture_rust.sh notes.
+  for b in native stamp; do
+    local bin=$native_bin; [[ $b == stamp ]] && bin=$stamp_bin
+    { RUST_BACKTRACE=1 "$bin" api::capture_index_panic_name --exact --nocapture --test-threads=1 2>&1 || true; } |
+      grep -E '^ +at |panicked at' | sed -E 's/^thread .* panicked at/panicked at/' > "$W/regex-$b.backtrace"
+  done
+  if [[ $(grep -c ' at ' "$W/regex-stamp.backtrace") -ge 5 ]] && cmp -s "$W/regex-native.backtrace" "$W/regex-stamp.backtrace"; then
+    echo "   a panicking test's backtrace: the same $(grep -c '^ *at ' "$W/regex-stamp.backtrace") places as plain cargo's build"
+  else
+    echo "   DIFFERENT backtrace:"; diff "$W/regex-native.backtrace" "$W/regex-stamp.backtrace" | head -20 || true; exit 1
+  fi
+}
+
 # What plain cargo test gives, recorded once from Debian's regex 1.7.1
 # (regex-1.7.1.tests.xz): PLAIN_CARGO=0 (CI) compares with that record and saves the
 # two minutes of a plain build; otherwise plain cargo runs too, and a difference from
@@ -92,6 +137,7 @@ for BACKEND in ${BACKENDS:-llvm stamp}; do
     # LLVM's parser and exporter must come out byte-identical, or be declined.
     echo "== kiln-emit --check-reader on the stamp test corpus [at ${SECONDS} s]"
     kiln-emit --check-reader "$W/test-corpus-$BACKEND"
+    if [[ ${DEBUGINFO:-2} != 0 ]] && command -v gdb >/dev/null; then regex_gdb_check; fi
   fi
 done
 [[ ${ONLY_TESTS:-} == 1 ]] && exit 0
