@@ -231,11 +231,14 @@ struct DieValue {
   std::string_view text;  // strp; exprloc's bytes
 };
 // Left uninitialized past `count`: one is made per DIE.
+[[noreturn]] [[gnu::cold]] void too_many_attributes() {
+  throw KilnError(kExitInternal, "", "a DIE with more than 16 attributes");
+}
 struct DieValues {
   DieValue values[16];
   uint8_t count = 0;
   void add(uint16_t attribute, uint8_t form, uint64_t number = 0, std::string_view text = {}) {
-    if (count == std::size(values)) throw KilnError(kExitInternal, "", "a DIE with more than 16 attributes");
+    if (count == std::size(values)) [[unlikely]] too_many_attributes();
     values[count++] = {attribute, form, number, text};
   }
 };
@@ -564,6 +567,29 @@ class DwarfBuilder {
       if (hash == h && b.tag == a.tag && b.children == a.children && b.attributes == a.attributes) return code;
     }
   }
+  // abbreviation() for a DIE's values, without building the list unless it is new: the
+  // shape's hash is the same one abbreviation() computes.
+  uint32_t die_abbreviation(uint16_t tag, bool children, const DieValues& die) {
+    uint64_t h = tag * 2 + children;
+    for (uint8_t k = 0; k < die.count; ++k)
+      h = (h * 0x100000001b3ull) ^ (uint64_t(die.values[k].attribute) << 8 | die.values[k].form);
+    if (!abbreviation_slots_.empty()) {
+      const size_t mask = abbreviation_slots_.size() - 1;
+      for (size_t i = h & mask; abbreviation_slots_[i].second; i = (i + 1) & mask) {
+        if (abbreviation_slots_[i].first != h) continue;
+        const Abbreviation& a = abbreviations_[abbreviation_slots_[i].second - 1];
+        if (a.tag != tag || a.children != children || a.attributes.end() - a.attributes.begin() != die.count) continue;
+        bool same = true;
+        for (uint8_t k = 0; same && k < die.count; ++k)
+          same = a.attributes.begin()[k] == AttributeList::Pair{die.values[k].attribute, die.values[k].form};
+        if (same) return abbreviation_slots_[i].second;
+      }
+    }
+    Abbreviation a{tag, children, {}};
+    for (uint8_t k = 0; k < die.count; ++k) a.attributes.push_back({die.values[k].attribute, die.values[k].form});
+    return abbreviation(std::move(a));
+  }
+
   void grow_abbreviations() {
     std::vector<std::pair<uint64_t, uint32_t>> old(std::max<size_t>(64, 2 * abbreviation_slots_.size()));
     old.swap(abbreviation_slots_);
@@ -897,11 +923,9 @@ class DwarfBuilder {
   // a tenth of the writer); relocations and references note where they land.
   void put_die(uint16_t tag, bool children, const DieValues& die) {
     std::string& b = s_[kInfo].bytes;
-    Abbreviation a{tag, children, {}};
-    for (uint8_t k = 0; k < die.count; ++k) a.attributes.push_back({die.values[k].attribute, die.values[k].form});
     constexpr size_t kLongExpression = 64;  // longer ones go straight to the section
     ByteBuffer<16 * (kLongExpression + 10) + 10> buf;
-    buf.uleb(abbreviation(std::move(a)));
+    buf.uleb(die_abbreviation(tag, children, die));
     for (uint8_t k = 0; k < die.count; ++k) {
       const DieValue& v = die.values[k];
       const uint32_t at = static_cast<uint32_t>(b.size() + buf.n);
