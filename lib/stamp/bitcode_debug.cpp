@@ -401,16 +401,8 @@ uint32_t DebugMetadata::reader_file(BitstreamCursor& c, uint32_t id_plus_one) {
 
 // A ConstantInt's value, zero-extended (LLVM's getZExtValue); false for any other value.
 bool DebugMetadata::integer_value(uint32_t value_id, uint64_t& value) const {
-  if (value_id >= m_.module_value_count || value_id >= m_.values.size()) return false;
-  const ValueRef& r = m_.values[value_id];
-  if (r.kind != ValueKind::kConstant || r.index >= m_.constants.size() || r.type >= m_.types.size() ||
-      m_.types[r.type].kind != TypeKind::kInteger)
-    return false;
-  const Constant& k = m_.constants[r.index];
-  if (k.kind == ConstKind::kNull) return value = 0, true;
-  if (k.kind != ConstKind::kInteger || k.words.empty()) return false;
-  value = k.words[0];
-  return true;
+  uint32_t width = 0;
+  return constant_int(value_id, value, width);
 }
 
 // Module::getModuleFlag: the value of the first valid flag {behaviour, key, value} of
