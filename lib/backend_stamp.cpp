@@ -139,10 +139,19 @@ namespace {
 // module's two halves can reach each other's. A whole module needs no such names: the
 // combiner, given its one object, makes them local NAME again, as in llvm's object (the
 // contract kiln-emit --check-contract checks). Where the combiner declines, stamp's
-// object is still correct, only with those names.
-std::string with_local_names(std::string object, const std::string& tag) {
-  CombineResult local = combine_relocatable({std::string_view(object)}, tag);
+// object is still correct, only with those names. The variables that were private get
+// no symbol at all (`temporaries`), as in llvm's object.
+std::string with_local_names(std::string object, const std::string& tag, const std::vector<std::string>& temporaries) {
+  CombineResult local = combine_relocatable({std::string_view(object)}, tag, temporaries);
   return local.ok() ? std::move(local.object) : object;
+}
+
+// The symbols of stamp's data that were private in the bitcode.
+std::vector<std::string> private_names(const std::vector<StampData>& data) {
+  std::vector<std::string> names;
+  for (const StampData& d : data)
+    if (d.was_private) names.push_back(d.name);
+  return names;
 }
 
 // Why the direct reader's module is not wholly stamp's (for the receipt).
@@ -200,7 +209,7 @@ bool StampBackend::emit_direct(std::string_view bitcode, const std::string& labe
   if (direct.whole) {
     std::string object = stamp_part();
     Stopwatch clock;
-    result.object = with_local_names(std::move(object), tag);
+    result.object = with_local_names(std::move(object), tag, private_names(direct.data));
     result.stages.combine = clock.seconds();
     result.reader = {"direct", ""};
     return true;
@@ -210,23 +219,25 @@ bool StampBackend::emit_direct(std::string_view bitcode, const std::string& labe
   std::future<std::string> in_service;
   if (stamp_service_socket()) in_service = std::async(std::launch::async, stamp_part);
   std::string stamp_object = in_service.valid() ? "" : stamp_part();
-  std::string llvm_object = emit_fallback_half(bitcode, label, tag, direct.emitted_by_stamp, result);
+  std::vector<std::string> temporaries = private_names(direct.constants);
+  std::string llvm_object = emit_fallback_half(bitcode, label, tag, direct.emitted_by_stamp, result, temporaries);
   if (in_service.valid()) stamp_object = in_service.get();
   Stopwatch clock;
-  result.object = combine_objects({stamp_object, llvm_object}, label, tag);
+  result.object = combine_objects({stamp_object, llvm_object}, label, tag, temporaries);
   result.stages.combine = clock.seconds();
   return true;
 }
 
-std::string StampBackend::emit_fallback_half(std::string_view bitcode, const std::string& label,
-                                             const std::string& tag, const std::vector<bool>& emitted_by_stamp,
-                                             EmitResult& result) {
+std::string StampBackend::emit_fallback_half(std::string_view bitcode, const std::string& label, const std::string& tag,
+                                             const std::vector<bool>& emitted_by_stamp, EmitResult& result,
+                                             std::vector<std::string>& temporaries) {
   // LLVM reads the module lazily and materializes only the bodies that fall back, with
   // the globals; the same local symbols are exposed as the direct export exposed.
   Stopwatch clock;
   ParsedModule module = llvm_->parse_lazy(bitcode, label);
   expose_local_symbols(*module, tag);
   make_fallback_half(*module, emitted_by_stamp);
+  for (std::string& name : private_variables(*module)) temporaries.push_back(std::move(name));
   result.stages.parse = clock.lap();
   std::string llvm_object = llvm_->codegen(*module, label);
   result.stages.fallback = clock.lap();
@@ -269,14 +280,14 @@ EmitResult StampBackend::emit(std::string_view bitcode, const std::string& label
   std::string stamp_object = write_stamp_part(plan, *module, code);
   result.stages.codegen = clock.lap();
   if (plan.whole) {
-    result.object = with_local_names(std::move(stamp_object), tag);
+    result.object = with_local_names(std::move(stamp_object), tag, private_names(plan.data));
     result.stages.combine = clock.lap();
     return result;
   }
   auto rest = fallback_module(*module, plan.flat.emitted_by_stamp);
   std::string llvm_object = llvm_->codegen(*rest, label);
   result.stages.fallback = clock.lap();
-  result.object = combine_objects({stamp_object, llvm_object}, label, tag);
+  result.object = combine_objects({stamp_object, llvm_object}, label, tag, private_variables(*module));
   result.stages.combine = clock.lap();
   return result;
 }

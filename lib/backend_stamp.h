@@ -73,9 +73,11 @@ class StampBackend : public Backend {
   bool emit_direct(std::string_view bitcode, const std::string& label, const std::string& tag,
                    const FunctionFilter& selected, EmitResult& result);
   bool can_split(const DirectExport& direct) const;
-  // LLVM's half of a split module: only the bodies that fall back, read lazily.
+  // LLVM's half of a split module: only the bodies that fall back, read lazily. Adds
+  // to `temporaries` the symbols of its formerly private variables (private_variables).
   std::string emit_fallback_half(std::string_view bitcode, const std::string& label, const std::string& tag,
-                                 const std::vector<bool>& emitted_by_stamp, EmitResult& result);
+                                 const std::vector<bool>& emitted_by_stamp, EmitResult& result,
+                                 std::vector<std::string>& temporaries);
   std::unique_ptr<LlvmBackend> llvm_;  // parses, and emits the fallback half
   ReaderChoice reader_;
 };

@@ -3,6 +3,8 @@
 #include <llvm/IR/Comdat.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalValue.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/Metadata.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -77,6 +79,10 @@ size_t expose_local_symbols(llvm::Module& module, const std::string& tag) {
       if (it != module.getComdatSymbolTable().end()) keyed = &it->second;
     }
     std::string wanted = old_name.empty() ? "__kiln_anon." + std::to_string(anonymous++) + suffix : old_name + suffix;
+    // The mark outlives the linkage that says so: the combiner drops such symbols.
+    auto* variable = llvm::dyn_cast<llvm::GlobalVariable>(gv);
+    if (variable && gv->hasPrivateLinkage())
+      variable->setMetadata(kPrivateMark, llvm::MDNode::get(module.getContext(), {}));
     gv->setName(wanted);  // LLVM appends a number if the name is taken
     // The linkage goes first: a local symbol cannot have hidden visibility.
     gv->setLinkage(llvm::GlobalValue::ExternalLinkage);
@@ -86,6 +92,18 @@ size_t expose_local_symbols(llvm::Module& module, const std::string& tag) {
     if (keyed) rename_comdat(module, keyed, gv->getName());
   }
   return locals.size();
+}
+
+bool was_private_variable(const llvm::GlobalValue& gv) {
+  const auto* variable = llvm::dyn_cast<llvm::GlobalVariable>(&gv);
+  return variable && variable->getMetadata(kPrivateMark) != nullptr;
+}
+
+std::vector<std::string> private_variables(const llvm::Module& module) {
+  std::vector<std::string> names;
+  for (const llvm::GlobalVariable& g : module.globals())
+    if (!g.isDeclaration() && was_private_variable(g)) names.push_back(g.getName().str());
+  return names;
 }
 
 namespace {
@@ -187,10 +205,10 @@ std::string combine_objects(const std::vector<std::string>& objects, const std::
   return read_file(dir.path + "/out.o");
 }
 
-std::string combine_objects(const std::vector<std::string>& objects, const std::string& label,
-                            const std::string& tag) {
+std::string combine_objects(const std::vector<std::string>& objects, const std::string& label, const std::string& tag,
+                            const std::vector<std::string>& temporaries) {
   std::vector<std::string_view> views(objects.begin(), objects.end());
-  CombineResult combined = combine_relocatable(views, tag);
+  CombineResult combined = combine_relocatable(views, tag, temporaries);
   if (combined.ok()) return std::move(combined.object);
   // What the in-process combiner does not handle, ld.lld -r does. The reason is neither
   // reported nor counted anywhere: the object is just as good, only slower to make.

@@ -1,6 +1,7 @@
 #include "flat_export.h"
 
 #include "bitcode_layout.h"  // libm_function
+#include "fallback.h"  // was_private_variable
 #include "flat_export_debug.h"
 
 #include <llvm/IR/Constants.h>
@@ -1616,6 +1617,7 @@ std::string export_globals(const llvm::Module& module, std::vector<StampData>& o
     d.visibility = g.hasHiddenVisibility() ? SymbolVisibility::hidden
         : g.hasProtectedVisibility()       ? SymbolVisibility::protected_
                                            : SymbolVisibility::default_;
+    d.was_private = g.hasPrivateLinkage() || was_private_variable(g);  // exposed, or not (no functions)
     d.size = dl.getTypeAllocSize(g.getValueType());
     d.align = static_cast<uint32_t>(dl.getPreferredAlign(&g).value());
     const Constant* init = g.getInitializer();

@@ -2821,6 +2821,9 @@ std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, std::ve
       ? SymbolBinding::weak
       : SymbolBinding::global;
   d.visibility = visibility_of(g);
+  // As the bitcode says (expose_local_symbols has renamed it since); a materialized
+  // constant is private.
+  d.was_private = g.source == kNone || m.globals.at(g.source).linkage == Linkage::kPrivate;
   d.size = ctx.dl.alloc_size(m, g.value_type);
   Global as_global;
   as_global.kind = GlobalKind::kVariable;

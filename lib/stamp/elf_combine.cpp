@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,7 @@ constexpr uint32_t kAbsolute = 0xFFFFFFF1u;
 constexpr uint32_t kCommon = 0xFFFFFFF2u;
 constexpr uint32_t kNoGlobal = 0xFFFFFFFFu;
 constexpr uint32_t kDroppedSymbol = 0xFFFFFFFFu;  // symbol_out of a symbol not written
+constexpr uint32_t kNoTemporary = 0xFFFFFFFFu;
 
 // Why the combiner gives up: thrown by any phase, caught by combine_relocatable alone.
 struct Unsupported {
@@ -86,6 +88,7 @@ struct Input {
   std::vector<uint64_t> section_delta;  // per section: where it starts in that output section
   std::vector<uint32_t> global_of;      // per symbol: its entry in Combiner::globals, or kNoGlobal
   std::vector<uint32_t> symbol_out;     // per symbol: its index in the output symbol table, or kDroppedSymbol
+  std::vector<uint32_t> temporary_of;   // per symbol: its Combiner::temporaries_ entry; empty: none
 
   std::string section_label(uint32_t i) const { return label + " section " + std::to_string(i); }
   std::string symbol_label(uint32_t j) const { return label + " symbol " + std::to_string(j); }
@@ -323,12 +326,70 @@ void check_sections(const Input& in) {
 // A symbol of the output, one entry per global name.
 struct Global {
   std::string_view name;
-  Elf64_Sym symbol{};             // the entry it is written from (the definition's, if any)
-  uint32_t input = 0;             // the input of that entry
-  uint32_t section = kUndefined;  // where that input defines it
-  bool localize = false;          // a NAME.kiln.TAG symbol that becomes the local NAME
-  uint32_t out = 0;               // its index in the output symbol table
+  Elf64_Sym symbol{};                 // the entry it is written from (the definition's, if any)
+  uint32_t input = 0;                 // the input of that entry
+  uint32_t section = kUndefined;      // where that input defines it
+  bool localize = false;              // a NAME.kiln.TAG symbol that becomes the local NAME
+  bool was_private = false;           // and it was private in the bitcode (elf_combine.h)
+  uint32_t temporary = kNoTemporary;  // then its Combiner::temporaries_ entry
+  uint32_t out = 0;                   // its index in the output symbol table
 };
+
+// The definition of a global that was private in the bitcode, which LLVM's object gives
+// no symbol: where it lies, and what becomes of its symbol.
+struct Temporary {
+  uint32_t input = 0, section = 0;  // defined in this section of this input
+  uint64_t value = 0;               // at this offset
+  std::string_view name;
+  bool merge = false;     // in a mergeable section (SHF_MERGE)
+  bool drop = true;       // no symbol: references relocate against the section's symbol
+  std::string kept_name;  // otherwise named ".LNAME"
+  uint32_t out = 0;       // the output symbol references name (the section's, when dropped)
+};
+
+// A RIP-relative GOT load of a dropped temporary that becomes a `lea`: the opcode byte
+// at `offset` of output section `section` (its relocation becomes R_X86_64_PC32).
+struct Relaxation {
+  uint32_t temporary = 0, section = 0;
+  uint64_t offset = 0;
+};
+
+// Whether a relocation computes S + A (or S + A - P, - GOT, a TLS offset) from the
+// symbol's address alone, so that a section symbol plus the offset serves as well.
+bool adds_to_address(uint32_t type) {
+  switch (type) {
+    case R_X86_64_64:
+    case R_X86_64_PC32:
+    case R_X86_64_32:
+    case R_X86_64_32S:
+    case R_X86_64_16:
+    case R_X86_64_PC16:
+    case R_X86_64_8:
+    case R_X86_64_PC8:
+    case R_X86_64_PC64:
+    case R_X86_64_GOTOFF64:
+    case R_X86_64_DTPOFF32:
+    case R_X86_64_DTPOFF64:
+    case R_X86_64_TPOFF32:
+    case R_X86_64_TPOFF64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether relocation `r` of `code` is `mov reg, [rip + sym@GOTPCREL]` (opcode 0x8b,
+// ModRM mod 00 r/m 101, then the 4-byte displacement ending the instruction), which
+// becomes `lea reg, [rip + sym]` as a linker relaxes it for a symbol of its own output.
+bool is_got_load(const Elf64_Rela& r, std::string_view code) {
+  const uint32_t type = ELF64_R_TYPE(r.r_info);
+  if (type != R_X86_64_GOTPCRELX && type != R_X86_64_REX_GOTPCRELX) return false;
+  const uint64_t before = type == R_X86_64_REX_GOTPCRELX ? 3 : 2;
+  if (r.r_addend != -4 || r.r_offset < before || r.r_offset > code.size() || code.size() - r.r_offset < 4) return false;
+  const auto byte = [&](uint64_t back) { return static_cast<uint8_t>(code[r.r_offset - back]); };
+  if (type == R_X86_64_REX_GOTPCRELX && (byte(3) & 0xF0) != 0x40) return false;
+  return byte(2) == 0x8B && (byte(1) & 0xC7) == 0x05;
+}
 
 // Where an output section's bytes come from: a section of an input (index 0: a table
 // written here), at `offset` in the output section. A relocation piece adds
@@ -352,8 +413,10 @@ struct OutSection {
 
 class Combiner {
  public:
-  Combiner(const std::vector<std::string_view>& objects, std::string_view tag)
-      : suffix_(tag.empty() ? std::string() : ".kiln." + std::string(tag)) {
+  Combiner(const std::vector<std::string_view>& objects, std::string_view tag,
+           const std::vector<std::string>& temporaries)
+      : suffix_(tag.empty() ? std::string() : ".kiln." + std::string(tag)),
+        temporary_names_(temporaries.begin(), temporaries.end()) {
     if (objects.empty()) give_up("no objects to combine");
     inputs_.resize(objects.size());
     for (size_t k = 0; k < objects.size(); ++k) {
@@ -368,6 +431,8 @@ class Combiner {
     set_relocation_deltas();
     merge_globals();
     localize_renamed();
+    find_temporaries();
+    plan_temporaries();
     number_symbols();
     finish_section_headers();
     plan_tables();
@@ -376,9 +441,13 @@ class Combiner {
   }
 
   size_t localized() const { return localized_; }
+  size_t dropped() const { return dropped_; }
 
  private:
   std::string suffix_;  // ".kiln.TAG", or empty: no symbol is made local
+  std::unordered_set<std::string_view> temporary_names_;
+  std::vector<Temporary> temporaries_;
+  std::vector<Relaxation> relaxations_;
   std::vector<Input> inputs_;
   std::vector<OutSection> sections_;
   std::vector<Global> globals_;
@@ -392,7 +461,7 @@ class Combiner {
   std::string strtab_bytes_, shstrtab_bytes_;
   uint32_t first_global_ = 0;
   uint64_t shoff_ = 0, size_ = 0;
-  size_t localized_ = 0;
+  size_t localized_ = 0, dropped_ = 0;
 
   void read_inputs() {
     for (Input& in : inputs_) {
@@ -535,7 +604,7 @@ class Combiner {
         std::string_view name = in.symbol_name(j);
         if (name.empty()) give_up(in.symbol_label(j) + ": a global symbol without a name");
         auto [it, fresh] = by_name.try_emplace(name, static_cast<uint32_t>(globals_.size()));
-        if (fresh) globals_.push_back(Global{name, in.symbols[j], k, in.symbol_section[j], false, 0});
+        if (fresh) globals_.push_back(Global{name, in.symbols[j], k, in.symbol_section[j]});
         else merge_into(globals_[it->second], k, j);
         in.global_of[j] = it->second;
       }
@@ -583,9 +652,114 @@ class Combiner {
       if (!renamed(g.name)) continue;
       if (g.section == kUndefined || g.section == kCommon || visibility_of(g.symbol) != STV_HIDDEN) continue;
       g.localize = true;
+      g.was_private = temporary_names_.count(g.name) != 0;
       g.name.remove_suffix(suffix_.size());
       ++localized_;
     }
+  }
+
+  // The definitions of temporaries: the renamed ones the result defines (marked by
+  // localize_renamed), and the locals of the names given (a module stamp wrote whole
+  // without renaming, having no functions).
+  void find_temporaries() {
+    if (temporary_names_.empty()) return;
+    for (Global& g : globals_)
+      if (g.was_private) g.temporary = add_temporary(g.input, g.section, g.symbol, g.name);
+    for (uint32_t k = 0; k < inputs_.size(); ++k) {
+      Input& in = inputs_[k];
+      in.temporary_of.assign(in.symbols.size(), kNoTemporary);
+      for (uint32_t j = 1; j < in.first_global; ++j)
+        if (temporary_names_.count(in.symbol_name(j)))
+          in.temporary_of[j] = add_temporary(k, in.symbol_section[j], in.symbols[j], in.symbol_name(j));
+      for (uint32_t j = in.first_global; j < in.symbols.size(); ++j)
+        in.temporary_of[j] = globals_[in.global_of[j]].temporary;
+    }
+  }
+
+  uint32_t add_temporary(uint32_t k, uint32_t section, const Elf64_Sym& s, std::string_view name) {
+    const Input& in = inputs_[k];
+    const unsigned type = type_of(s);
+    if (type != STT_OBJECT && type != STT_NOTYPE && type != STT_TLS) return kNoTemporary;
+    if (section == kUndefined || section >= in.sections.size()) return kNoTemporary;  // kAbsolute, kCommon too
+    Temporary t;
+    t.input = k, t.section = section, t.value = s.st_value, t.name = name;
+    t.merge = (in.sections[section].sh_flags & SHF_MERGE) != 0;
+    // A section appended to another (.eh_frame) has no symbol of its own.
+    t.drop = in.section_delta[section] == 0 && in.section_out[section] != 0;
+    temporaries_.push_back(t);
+    return static_cast<uint32_t>(temporaries_.size() - 1);
+  }
+
+  // Which temporaries lose their symbol: those that sign no group and whose every
+  // reference a section symbol plus the offset serves (adds_to_address, or a GOT load
+  // that becomes a lea). The others keep a symbol, named .LNAME.
+  void plan_temporaries() {
+    if (temporaries_.empty()) return;
+    for (uint32_t k = 0; k < inputs_.size(); ++k) {
+      const Input& in = inputs_[k];
+      for (uint32_t i = 1; i < in.sections.size(); ++i) {
+        if (is_dropped(in, i)) continue;
+        if (in.sections[i].sh_type == SHT_RELA) check_references(k, i);
+        const uint32_t signature = in.sections[i].sh_info;
+        if (in.sections[i].sh_type == SHT_GROUP && in.temporary_of[signature] != kNoTemporary)
+          temporaries_[in.temporary_of[signature]].drop = false;
+      }
+    }
+    std::erase_if(relaxations_, [&](const Relaxation& x) { return !temporaries_[x.temporary].drop; });
+    for (Temporary& t : temporaries_) {
+      if (t.drop) ++dropped_;
+      else t.kept_name = ".L" + std::string(t.name);
+    }
+    for (Global& g : globals_)
+      if (g.temporary != kNoTemporary && !temporaries_[g.temporary].drop) g.name = temporaries_[g.temporary].kept_name;
+  }
+
+  void check_references(uint32_t k, uint32_t i) {
+    const Input& in = inputs_[k];
+    const uint32_t target = in.sections[i].sh_info;
+    std::string_view from = in.contents(i), code = in.contents(target);
+    for (size_t at = 0; at < from.size(); at += sizeof(Elf64_Rela)) {
+      Elf64_Rela r;
+      std::memcpy(&r, from.data() + at, sizeof r);
+      const uint64_t symbol = ELF64_R_SYM(r.r_info);
+      if (symbol >= in.symbols.size() || in.temporary_of[symbol] == kNoTemporary) continue;
+      const uint32_t t = in.temporary_of[symbol];
+      Temporary& temporary = temporaries_[t];
+      // In a mergeable section a linker finds the piece that a section-relative reference
+      // means by its addend: one with an addend of its own (a RIP-relative one's -4)
+      // would land in another piece. LLVM keeps a .L symbol for those too.
+      if (!temporary.drop || (adds_to_address(ELF64_R_TYPE(r.r_info)) && (!temporary.merge || r.r_addend == 0)))
+        continue;
+      if (!temporary.merge && is_got_load(r, code))
+        relaxations_.push_back(Relaxation{t, in.section_out[target], in.section_delta[target] + r.r_offset - 2});
+      else temporary.drop = false;
+    }
+  }
+
+  bool dropped_temporary(const Input& in, uint32_t j) const {
+    return !in.temporary_of.empty() && in.temporary_of[j] != kNoTemporary && temporaries_[in.temporary_of[j]].drop;
+  }
+
+  // Input k's dropped temporaries name their section's symbol: the input's own, or one
+  // added here (LLVM writes one only for a section something relocates against).
+  void name_sections_of_temporaries(uint32_t k) {
+    Input& in = inputs_[k];
+    std::unordered_map<uint32_t, uint32_t> section_symbol;  // input section -> output symbol
+    for (uint32_t j = 1; j < in.first_global; ++j)
+      if (type_of(in.symbols[j]) == STT_SECTION && in.symbol_out[j] != 0 && in.symbol_out[j] != kDroppedSymbol)
+        section_symbol.emplace(in.symbol_section[j], in.symbol_out[j]);
+    for (Temporary& t : temporaries_) {
+      if (t.input != k || !t.drop) continue;
+      auto [it, fresh] = section_symbol.try_emplace(t.section, 0);
+      if (fresh) {
+        Elf64_Sym s{};
+        s.st_info = static_cast<unsigned char>(ELF64_ST_INFO(STB_LOCAL, STT_SECTION));
+        it->second = add_symbol({}, s, place(in, t.section, s));
+      }
+      t.out = it->second;
+    }
+    for (uint32_t j = 1; j < in.first_global; ++j)
+      if (dropped_temporary(in, j)) in.symbol_out[j] = temporaries_[in.temporary_of[j]].out;
   }
 
   bool renamed(std::string_view name) const {
@@ -611,7 +785,9 @@ class Combiner {
         in.section_delta[section] != 0)
       return kDroppedSymbol;
     uint32_t out = place(in, section, s);
-    return add_symbol(in.symbol_name(j), s, out);
+    // A temporary that keeps its symbol keeps it as .LNAME (plan_temporaries).
+    const bool kept = !in.temporary_of.empty() && in.temporary_of[j] != kNoTemporary;
+    return add_symbol(kept ? std::string_view(temporaries_[in.temporary_of[j]].kept_name) : in.symbol_name(j), s, out);
   }
 
   uint32_t add_symbol(std::string_view name, Elf64_Sym s, uint32_t section) {
@@ -644,16 +820,20 @@ class Combiner {
     for (uint32_t k = 0; k < inputs_.size(); ++k) {
       Input& in = inputs_[k];
       in.symbol_out.assign(in.symbols.size(), 0);
-      for (uint32_t j = 1; j < in.first_global; ++j) in.symbol_out[j] = add_local(in, j);
+      for (uint32_t j = 1; j < in.first_global; ++j)
+        if (!dropped_temporary(in, j)) in.symbol_out[j] = add_local(in, j);
       for (Global& g : globals_) {
-        if (!g.localize || g.input != k) continue;
+        if (!g.localize || g.input != k || (g.temporary != kNoTemporary && temporaries_[g.temporary].drop)) continue;
         Elf64_Sym s = g.symbol;
         s.st_info = static_cast<unsigned char>(ELF64_ST_INFO(STB_LOCAL, type_of(s)));
         s.st_other = static_cast<unsigned char>(s.st_other & ~3u);  // default visibility: a local has no other
         uint32_t out = place(in, g.section, s);
         g.out = add_symbol(g.name, s, out);
       }
+      if (!temporaries_.empty()) name_sections_of_temporaries(k);
     }
+    for (Global& g : globals_)
+      if (g.temporary != kNoTemporary && temporaries_[g.temporary].drop) g.out = temporaries_[g.temporary].out;
     first_global_ = static_cast<uint32_t>(symbols_.size());
     for (Global& g : globals_) {
       if (g.localize) continue;
@@ -772,7 +952,13 @@ class Combiner {
         give_up(in.section_label(p.index) + ": relocation against symbol " + std::to_string(symbol) +
                 ", out of range or not written");
       r.r_offset += p.reloc_delta;
-      r.r_info = ELF64_R_INFO(static_cast<uint64_t>(in.symbol_out[symbol]), ELF64_R_TYPE(r.r_info));
+      uint32_t type = ELF64_R_TYPE(r.r_info);
+      if (dropped_temporary(in, static_cast<uint32_t>(symbol))) {
+        // Against the section's symbol, the temporary's offset added (a GOT load is a lea now).
+        r.r_addend += static_cast<int64_t>(temporaries_[in.temporary_of[symbol]].value);
+        if (type == R_X86_64_GOTPCRELX || type == R_X86_64_REX_GOTPCRELX) type = R_X86_64_PC32;
+      }
+      r.r_info = ELF64_R_INFO(static_cast<uint64_t>(in.symbol_out[symbol]), type);
       std::memcpy(to + at, &r, sizeof r);
     }
   }
@@ -836,6 +1022,7 @@ class Combiner {
   std::string write() {
     std::string out(size_, '\0');
     for (size_t s = 1; s < sections_.size(); ++s) write_section(sections_[s], &out[sections_[s].header.sh_offset]);
+    for (const Relaxation& x : relaxations_) out[sections_[x.section].header.sh_offset + x.offset] = '\x8d';  // lea
     write_header(out);
     for (size_t s = 0; s < sections_.size(); ++s)
       std::memcpy(&out[shoff_ + s * sizeof(Elf64_Shdr)], &sections_[s].header, sizeof(Elf64_Shdr));
@@ -845,12 +1032,14 @@ class Combiner {
 
 }  // namespace
 
-CombineResult combine_relocatable(const std::vector<std::string_view>& objects, std::string_view tag) {
+CombineResult combine_relocatable(const std::vector<std::string_view>& objects, std::string_view tag,
+                                  const std::vector<std::string>& temporaries) {
   CombineResult result;
   try {
-    Combiner combiner(objects, tag);
+    Combiner combiner(objects, tag, temporaries);
     result.object = combiner.run();
     result.localized = combiner.localized();
+    result.dropped = combiner.dropped();
   } catch (const Unsupported& u) {
     result.object.clear();
     result.unsupported = "unsupported: " + u.reason;

@@ -19,7 +19,15 @@
 //   - with a tag, the hidden symbols "NAME.kiln.TAG" that the split gave to the module's
 //     local symbols (lib/fallback.h expose_local_symbols) and that the result defines
 //     become local symbols named NAME again, as the module would have had them natively
-//     (and sections named after them, .text.NAME.kiln.TAG, are named .text.NAME).
+//     (and sections named after them, .text.NAME.kiln.TAG, are named .text.NAME);
+//   - the symbols named in `temporaries` (those of globals private in the bitcode, which
+//     LLVM writes under .L names and mostly not at all) that the result defines get no
+//     symbol: their references relocate against their section's symbol plus their
+//     offset, as LLVM's own references do (a RIP-relative GOT load, R_X86_64_GOTPCRELX,
+//     becomes the `lea` and R_X86_64_PC32 a linker relaxes it to). One that a reference
+//     cannot be moved off (in a mergeable section: any reference with an addend, such
+//     as a RIP-relative one's -4, as LLVM decides) stays as the local ".LNAME", which
+//     linkers drop from mergeable sections.
 // The result depends on the input bytes alone (no hash order): deterministic.
 #pragma once
 #include <cstddef>
@@ -33,13 +41,17 @@ struct CombineResult {
   std::string object;       // the combined relocatable object; empty when unsupported
   std::string unsupported;  // "unsupported: REASON" when the inputs are not handled
   size_t localized = 0;     // how many NAME.kiln.TAG symbols became local NAME
+  size_t dropped = 0;       // how many of `temporaries` got no symbol
   bool ok() const { return unsupported.empty(); }
 };
 
 // Combines relocatable x86-64 ELF64 objects into one, as `ld.lld -r` would for the
 // final link's purposes. Never throws for bad input (not ELF, truncated, a case it does
 // not handle): the result says why instead. `tag` (12 hex digits; empty: none) names
-// the suffix ".kiln.TAG" of the symbols to make local again.
-CombineResult combine_relocatable(const std::vector<std::string_view>& objects, std::string_view tag = {});
+// the suffix ".kiln.TAG" of the symbols to make local again. `temporaries`: names (as
+// the inputs define them: NAME.kiln.TAG once renamed, else local NAME) of globals that
+// were private in the bitcode.
+CombineResult combine_relocatable(const std::vector<std::string_view>& objects, std::string_view tag = {},
+                                  const std::vector<std::string>& temporaries = {});
 
 }  // namespace kiln

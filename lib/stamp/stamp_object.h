@@ -57,6 +57,10 @@ struct StampData {
   bool zero = false;  // SHT_NOBITS
   bool writable = false;
   bool tls = false;  // a thread-local variable: SHF_TLS (.tbss or .tdata), STT_TLS
+  // Private in the bitcode, where LLVM gives it no symbol of its own (a .L name). The
+  // writer still names it (a split's other half may refer to it); the combiner drops
+  // that name from the final object (elf_combine.h).
+  bool was_private = false;
   std::vector<uint8_t> bytes;
   std::vector<StampNamedReloc> relocations;
 };
