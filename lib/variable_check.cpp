@@ -1,5 +1,6 @@
 #include "variable_check.h"
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <map>
 #include <string_view>
 #include <unordered_map>
 
@@ -130,28 +129,6 @@ void put_le(std::string& s, T v) {
   for (size_t i = 0; i < sizeof(T); ++i) bytes[i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
   s.append(bytes, sizeof(T));
 }
-void put_uleb(std::string& s, uint64_t v) {
-  if (v < 0x80) return put_u8(s, static_cast<uint8_t>(v));
-  char bytes[10];
-  size_t n = 0;
-  do {
-    uint8_t byte = v & 0x7f;
-    v >>= 7;
-    bytes[n++] = static_cast<char>(byte | (v ? 0x80 : 0));
-  } while (v);
-  s.append(bytes, n);
-}
-void put_sleb(std::string& s, int64_t v) {
-  char bytes[10];
-  size_t n = 0;
-  for (bool more = true; more;) {
-    uint8_t byte = v & 0x7f;
-    v >>= 7;  // arithmetic
-    more = !((v == 0 && !(byte & 0x40)) || (v == -1 && (byte & 0x40)));
-    bytes[n++] = static_cast<char>(byte | (more ? 0x80 : 0));
-  }
-  s.append(bytes, n);
-}
 // Bytes made on the stack and appended to a section once (see put_le).
 template <size_t N>
 struct ByteBuffer {
@@ -177,6 +154,19 @@ struct ByteBuffer {
   void append(std::string_view v) { std::memcpy(bytes + n, v.data(), v.size()), n += v.size(); }
   void flush_to(std::string& s) { s.append(bytes, n), n = 0; }
 };
+
+// One LEB128 number straight to a section (ByteBuffer's encoders, no copy of them).
+void put_uleb(std::string& s, uint64_t v) {
+  if (v < 0x80) return put_u8(s, static_cast<uint8_t>(v));
+  ByteBuffer<10> b;
+  b.uleb(v);
+  b.flush_to(s);
+}
+void put_sleb(std::string& s, int64_t v) {
+  ByteBuffer<10> b;
+  b.sleb(v);
+  b.flush_to(s);
+}
 
 void put_cstring(std::string& s, std::string_view v) {
   s.append(v);
