@@ -1788,6 +1788,7 @@ FlatExport export_flat(const llvm::Module& module, const FunctionFilter& selecte
       continue;
     out.flat.undefined.push_back({gv.getName().str(), binding_of(gv), visibility_of(gv)});
   }
+  drop_dead_values(out.flat);
   out.resolve_symbol_names();
   return out;
 }

@@ -3133,6 +3133,7 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     try {
       if (!exporter) exporter.emplace(m, tag, out, selected);  // a module without bodies
       exporter->finish();
+      drop_dead_values(out.flat);  // as export_flat ends
     } catch (const Decline& d) {
       why = d.why;
     } catch (const KilnError& e) {

@@ -445,6 +445,49 @@ const char* check_debug_variables(const FlatModuleData& f) {
 
 }  // namespace
 
+namespace {
+
+// Operations whose only effect is their result (LLVM's instruction selection at -O0
+// drops such a value when it is unused). Division is one: by zero it is undefined
+// behaviour, not a trap LLVM keeps.
+bool only_computes(uint16_t op) {
+  switch (op) {
+    case kOpCopy: case kOpTrunc: case kOpSext: case kOpAdd: case kOpSub: case kOpMul:
+    case kOpAnd: case kOpOr: case kOpXor: case kOpShl: case kOpLshr: case kOpAshr:
+    case kOpUdiv: case kOpSdiv: case kOpUrem: case kOpSrem: case kOpIcmp: case kOpSelect:
+    case kOpGep: case kOpExtract: case kOpInsert: case kOpOverflow: case kOpBitOp:
+    case kOpWide: case kOpFloat:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+uint32_t drop_dead_values(FlatModuleData& flat) {
+  std::vector<uint32_t> readers(flat.insts.size(), 0);
+  for (const FlatOperand& op : flat.operands)
+    if (op.kind == kOperandValue && op.index < readers.size()) ++readers[op.index];
+  // Backwards, so that a value read only by dead ones is found dead in the same pass
+  // (its readers come after it, except across blocks laid out against dominance,
+  // where it simply stays).
+  uint32_t dropped = 0;
+  for (size_t i = flat.insts.size(); i-- > 0;) {
+    FlatInst& in = flat.insts[i];
+    if (readers[i] || !only_computes(in.op) || in.slot_size == 0) continue;
+    for (uint32_t k = 0; k < in.operand_count; ++k) {
+      const FlatOperand& op = flat.operands[in.first_operand + k];
+      if (op.kind == kOperandValue && op.index < readers.size()) --readers[op.index];
+    }
+    const uint32_t block = in.block, first = in.first_operand;
+    in = FlatInst{};
+    in.op = kOpNop, in.block = block, in.first_operand = first;
+    ++dropped;
+  }
+  return dropped;
+}
+
 const char* check_debug_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug); }
 
 std::string check_flat_module(const FlatModuleData& flat) {

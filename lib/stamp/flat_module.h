@@ -86,4 +86,13 @@ std::string check_flat_module(const FlatModuleData& flat);
 // nullptr when so.
 const char* check_debug_nesting(const FlatDebugInfo& debug);
 
+// Turns every instruction whose result nothing reads and whose only effect is that
+// result (arithmetic, compares, casts, selects, address computations, aggregate
+// moves, bit operations, floating point) into kOpNop, and then those that fed only
+// them, as LLVM's instruction selection at -O0 emits no code for a dead value. Loads
+// stay (the flat IR does not say which are volatile), as do calls, stores, allocas,
+// phis, vectors and terminators. Both exporters end with it, so that their modules
+// stay identical. Returns how many instructions it turned into kOpNop.
+uint32_t drop_dead_values(FlatModuleData& flat);
+
 }  // namespace kiln
