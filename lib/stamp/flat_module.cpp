@@ -294,11 +294,13 @@ const char* check_owners_and_operands(const FlatModuleData& f) {
   return nullptr;
 }
 
+const char* debug_type_range_defect(const std::vector<FlatDebugType>& types);
 const char* debug_type_nesting_defect(const std::vector<FlatDebugType>& types);
 const char* check_debug_variables(const FlatModuleData& f);
 
-// Parents before their children, and no chain deeper than kMaxDebugNesting.
-const char* debug_nesting_defect(const FlatDebugInfo& d) {
+// Parents before their children, and no chain deeper than kMaxDebugNesting; types'
+// containment too (a walk over every type) when `types`, else only their indices.
+const char* debug_nesting_defect(const FlatDebugInfo& d, bool types) {
   std::vector<uint32_t> depth(d.scopes.size());
   for (size_t s = 0; s < d.scopes.size(); ++s) {
     if (d.scopes[s].parent > s) return "debug scope's parent not before it";
@@ -317,7 +319,16 @@ const char* debug_nesting_defect(const FlatDebugInfo& d) {
     depth[b] = d.blocks[b].parent ? depth[d.blocks[b].parent - 1] + 1 : 1;
     if (depth[b] > kMaxDebugNesting) return "debug blocks nested too deep";
   }
-  return debug_type_nesting_defect(d.types);
+  return types ? debug_type_nesting_defect(d.types) : debug_type_range_defect(d.types);
+}
+
+const char* debug_type_range_defect(const std::vector<FlatDebugType>& types) {
+  for (const FlatDebugType& t : types) {
+    if (t.parent_type > types.size() || t.discriminator > types.size()) return "debug type out of range";
+    for (uint32_t e : t.elements)
+      if (e > types.size()) return "debug type out of range";
+  }
+  return nullptr;
 }
 
 // The DWARF writer writes a type's DIE with the DIEs it contains (debug_type_children)
@@ -326,11 +337,7 @@ const char* debug_nesting_defect(const FlatDebugInfo& d) {
 // bounded number of DIEs. An iterative walk, so that the check itself cannot run out
 // of stack.
 const char* debug_type_nesting_defect(const std::vector<FlatDebugType>& types) {
-  for (const FlatDebugType& t : types) {
-    if (t.parent_type > types.size() || t.discriminator > types.size()) return "debug type out of range";
-    for (uint32_t e : t.elements)
-      if (e > types.size()) return "debug type out of range";
-  }
+  if (const char* defect = debug_type_range_defect(types)) return defect;
   const DebugTypeChildren children = debug_type_children(types);
   constexpr uint64_t kMaxDies = 1u << 24;
   enum : uint8_t { kNew, kOpen, kDone };
@@ -386,7 +393,7 @@ const char* check_debug_info(const FlatModuleData& f) {
       if (fn.file > d.files.size()) return "debug file out of range";
       if (fn.scope > d.scopes.size()) return "debug scope out of range";
     }
-  if (const char* defect = debug_nesting_defect(d)) return defect;
+  if (const char* defect = debug_nesting_defect(d, true)) return defect;
   // A site's parent comes before it (no cycles), as the exporters intern them.
   for (size_t s = 0; s < d.inline_sites.size(); ++s) {
     const FlatDebugInlineSite& site = d.inline_sites[s];
@@ -488,7 +495,8 @@ uint32_t drop_dead_values(FlatModuleData& flat) {
   return dropped;
 }
 
-const char* check_debug_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug); }
+const char* check_debug_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug, true); }
+const char* check_debug_scope_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug, false); }
 
 std::string check_flat_module(const FlatModuleData& flat) {
   // In this order: each check relies on the indices the ones before it checked.

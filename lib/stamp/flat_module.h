@@ -85,6 +85,9 @@ std::string check_flat_module(const FlatModuleData& flat);
 // scope's and inline site's parent before it, no chain deeper than kMaxDebugNesting.
 // nullptr when so.
 const char* check_debug_nesting(const FlatDebugInfo& debug);
+// The same without the walk over the types' containment (only their indices in range),
+// for a writer that bounds its own walk: the DWARF writer counts its depth and DIEs.
+const char* check_debug_scope_nesting(const FlatDebugInfo& debug);
 
 // Turns every instruction whose result nothing reads and whose only effect is that
 // result (arithmetic, compares, casts, selects, address computations, aggregate

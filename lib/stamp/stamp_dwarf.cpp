@@ -294,6 +294,9 @@ class DwarfBuilder {
   // (0: none yet); the DW_AT_type and DW_AT_discr references to patch at the end.
   std::vector<std::vector<uint32_t>> scope_types_;
   DebugTypeChildren type_children_;
+  static constexpr uint64_t kMaxTypeDies = 1u << 24;
+  uint64_t type_dies_ = 0;   // type DIEs written so far
+  uint32_t type_depth_ = 0;  // write_type_die's nesting now
   std::vector<uint32_t> type_offset_;
   std::vector<std::pair<uint32_t, uint32_t>> type_fixups_;  // (where, type)
   // Variables: where each function's start in d_.variables, and for the function being
@@ -315,7 +318,9 @@ class DwarfBuilder {
   void check_offsets() const {
     if (code_.inst_offset.size() != flat_.insts.size() || code_.code_size.size() != flat_.functions.size())
       fail("stamp's output has no instruction offsets for this module's debug information");
-    if (const char* defect = check_debug_nesting(d_)) fail(std::string("debug information: ") + defect);
+    // The types' containment is bounded where it is walked (write_type_die), not by a
+    // walk of its own first: that was a twentieth of the writer.
+    if (const char* defect = check_debug_scope_nesting(d_)) fail(std::string("debug information: ") + defect);
     // The offsets' order is checked where the line table walks them (write_line_sequence),
     // before anything else reads them: only functions with a subprogram do.
   }
@@ -993,6 +998,15 @@ class DwarfBuilder {
   void write_type_die(uint32_t t) {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugType& ty = d_.types[t];
+    // As debug_type_nesting_defect bounds a flat file's types: a type that contains
+    // itself would recurse without end, and shared elements could multiply the DIEs.
+    if (++type_dies_ > kMaxTypeDies) fail("debug information: debug types expand to too many entries");
+    if (type_depth_ >= kMaxDebugNesting) fail("debug information: debug types nested too deep or contain themselves");
+    ++type_depth_;
+    write_type_die_at(t, ty, b);
+    --type_depth_;
+  }
+  void write_type_die_at(uint32_t t, const FlatDebugType& ty, std::string& b) {
     if (!type_offset_[t]) type_offset_[t] = static_cast<uint32_t>(b.size());
     DieValues die;
     switch (ty.tag) {
