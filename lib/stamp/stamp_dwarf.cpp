@@ -168,6 +168,24 @@ void put_sleb(std::string& s, int64_t v) {
   b.flush_to(s);
 }
 
+// A string's hash for .debug_str's table, eight bytes a step: Rust's linkage and type
+// names are long, and std::hash's byte-wise mixing was a twenty-fifth of the writer.
+uint64_t string_hash(std::string_view s) {
+  const char* p = s.data();
+  size_t n = s.size();
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, p, n);
+  h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 29);
+}
+
 void put_cstring(std::string& s, std::string_view v) {
   s.append(v);
   s.push_back('\0');
@@ -256,6 +274,7 @@ class DwarfBuilder {
     s_[kStr].name = ".debug_str", s_[kStr].strings = true;
     s_[kLine].name = ".debug_line";
     s_[kRanges].name = version_ >= 5 ? ".debug_rnglists" : ".debug_ranges";
+    reserve_sections();
     write_line_table();
     write_unit_ranges();
     write_info();
@@ -288,8 +307,21 @@ class DwarfBuilder {
   std::vector<std::vector<uint32_t>> scope_children_, scope_functions_, scope_inlined_;
   std::vector<uint32_t> abstract_offset_;                    // per inlined callee: its DIE in the unit
   std::vector<std::pair<uint32_t, uint32_t>> origin_fixups_;  // (where, callee) of each abstract origin
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> site_code_;  // site_ranges's, per inline site
-  std::vector<uint32_t> used_sites_;                                   // the sites of site_code_ in use
+  // Lists of code ranges per inline site and per wanted block, each with its memory:
+  // they are the thread's, kept from one module to the next (CodeLists), because
+  // allocating them anew for every module was most of the writer's allocations.
+  using CodeList = std::vector<std::pair<uint32_t, uint32_t>>;
+  struct CodeLists {
+    std::vector<CodeList> site_code, block_code;
+    std::vector<uint32_t> used_sites;
+  };
+  static CodeLists& thread_code_lists() {
+    thread_local CodeLists lists;
+    return lists;
+  }
+  CodeLists& lists_ = thread_code_lists();
+  std::vector<CodeList>& site_code_ = lists_.site_code;  // site_ranges's, per inline site
+  std::vector<uint32_t>& used_sites_ = lists_.used_sites;  // the sites of site_code_ in use
   // Types: per scope, the types written in it; per type, the DIE of its first copy
   // (0: none yet); the DW_AT_type and DW_AT_discr references to patch at the end.
   std::vector<std::vector<uint32_t>> scope_types_;
@@ -303,11 +335,16 @@ class DwarfBuilder {
   // written, per (inline site, block): its variables, and the code of the blocks that
   // hold some (scope_plan).
   std::vector<uint32_t> first_variable_;
-  using ScopeKey = std::pair<uint32_t, uint32_t>;
+  // (inline site, block) as one number, site high: sorted and searched as integers
+  // (pairs' comparisons were a twentieth of the writer).
+  using ScopeKey = uint64_t;
   using ScopeEntry = std::pair<ScopeKey, uint32_t>;
+  static ScopeKey scope_key(uint32_t site, uint32_t block) { return uint64_t(site) << 32 | block; }
+  static uint32_t key_site(ScopeKey k) { return static_cast<uint32_t>(k >> 32); }
+  static uint32_t key_block(ScopeKey k) { return static_cast<uint32_t>(k); }
   std::vector<ScopeEntry> scope_variables_, scope_sites_, scope_blocks_;  // sorted by scope: variable, site, block
   std::vector<ScopeKey> block_keys_;                                      // the wanted blocks, sorted
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> block_code_;    // per wanted block: its code
+  std::vector<CodeList>& block_code_ = lists_.block_code;  // per wanted block: its code
   std::vector<int8_t> contents_;    // per wanted block: has_contents' answer, -1 not asked yet
   std::vector<uint32_t> targets_;   // block_ranges' scratch
   std::vector<int32_t> alloca_mem_, arg_slot_;  // stamp_frame_allocas's, per instruction and argument
@@ -325,6 +362,20 @@ class DwarfBuilder {
     // before anything else reads them: only functions with a subprogram do.
   }
 
+  // Room for the sections up front, from the counts they grow with (generously: pages
+  // reserved and never written cost nothing): growing them by doubling copied each one
+  // over and over, a twentieth of the writer on large modules.
+  void reserve_sections() {
+    const size_t types = d_.types.size(), vars = d_.variables.size(), fns = d_.functions.size(),
+                 sites = d_.inline_sites.size(), blocks = d_.blocks.size(), inlined = d_.inlined.size();
+    s_[kInfo].bytes.reserve(1024 + 48 * types + 32 * vars + 96 * fns + 48 * sites + 24 * blocks + 64 * inlined);
+    s_[kInfo].relocs.reserve(16 + types + vars + 4 * fns + 2 * sites + blocks + 2 * inlined);
+    s_[kStr].bytes.reserve(1024 + 32 * types + 16 * vars + 128 * (fns + inlined));
+    s_[kLine].bytes.reserve(1024 + 6 * d_.locations.size() + 64 * fns + 64 * d_.files.size());
+    s_[kLine].relocs.reserve(fns + 1);
+    s_[kRanges].bytes.reserve(1024 + 32 * fns + 24 * (sites + blocks));
+  }
+
   [[noreturn]] void offsets_out_of_order(uint32_t fn) const {
     fail("stamp's instruction offsets are out of order in function " + std::to_string(fn));
   }
@@ -333,7 +384,7 @@ class DwarfBuilder {
   // array: a map node per string was most of the writer's allocations.
   uint32_t string(std::string_view s) {
     if (2 * (string_count_ + 1) > string_slots_.size()) grow_strings(2 * (string_count_ + 1));
-    const size_t h = std::hash<std::string_view>{}(s), mask = string_slots_.size() - 1;
+    const size_t h = string_hash(s), mask = string_slots_.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       StringSlot& slot = string_slots_[i];
       if (slot.offset == kNoString) {
@@ -650,9 +701,10 @@ class DwarfBuilder {
   // sites'), as ranges merged where they touch. The tables are the builder's, emptied
   // for each function, so that no function allocates its own.
   void site_ranges(uint32_t fn) {
+    // (used_sites_ may still name the last module's: cleared before they are resized.)
     for (uint32_t s : used_sites_) site_code_[s].clear();
     used_sites_.clear();
-    site_code_.resize(d_.inline_sites.size() + 1);
+    if (site_code_.size() < d_.inline_sites.size() + 1) site_code_.resize(d_.inline_sites.size() + 1);
     const FlatFunction& f = flat_.functions[fn];
     const uint32_t end = f.first_inst + f.inst_count;
     for (uint32_t i = f.first_inst; i < end; ++i) {
@@ -748,13 +800,13 @@ class DwarfBuilder {
   // function: per-function maps were most of the writer's malloc and free.
   void scope_plan(uint32_t fn) {
     scope_variables_.clear(), scope_sites_.clear(), scope_blocks_.clear(), block_keys_.clear();
-    for (uint32_t s : used_sites_) scope_sites_.push_back({{d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block}, s});
+    for (uint32_t s : used_sites_) scope_sites_.push_back({scope_key(d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block), s});
     std::sort(scope_sites_.begin(), scope_sites_.end());
     if ((d_.blocks.empty() && d_.variables.empty()) || !d_.functions[fn].has_subprogram) return;
     for (uint32_t v = first_variable_[fn]; v < first_variable_[fn + 1]; ++v) {
       const FlatDebugVariable& var = d_.variables[v];
       if (var.inline_site && !std::binary_search(used_sites_.begin(), used_sites_.end(), var.inline_site)) continue;
-      scope_variables_.push_back({{var.inline_site, var.block}, v});
+      scope_variables_.push_back({scope_key(var.inline_site, var.block), v});
       want_blocks(var.inline_site, var.block);
     }
     // Parameters by number first, then the other variables in order.
@@ -774,7 +826,8 @@ class DwarfBuilder {
     block_ranges(fn);
     for (size_t k = 0; k < block_keys_.size(); ++k)
       if (!block_code_[k].empty())
-        scope_blocks_.push_back({{block_keys_[k].first, d_.blocks[block_keys_[k].second - 1].parent}, block_keys_[k].second});
+        scope_blocks_.push_back({scope_key(key_site(block_keys_[k]), d_.blocks[key_block(block_keys_[k]) - 1].parent),
+                                 key_block(block_keys_[k])});
     std::sort(scope_blocks_.begin(), scope_blocks_.end());
   }
 
@@ -783,12 +836,12 @@ class DwarfBuilder {
     const FlatFunction& f = flat_.functions[fn];
     const uint32_t end = f.first_inst + f.inst_count;
     targets_.clear();  // the block lists of the last location's scope
-    ScopeKey last{~0u, ~0u};
+    ScopeKey last = ~0ull;
     for (uint32_t i = f.first_inst; i < end; ++i) {
       const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_.code_size[fn];
       const FlatDebugLocation& loc = d_.locations[i];
       if (next == at || loc.file == 0) continue;
-      if (ScopeKey key{loc.inline_site, loc.block}; key != last) {
+      if (ScopeKey key = scope_key(loc.inline_site, loc.block); key != last) {
         last = key, targets_.clear();
         for (uint32_t site = loc.inline_site, block = loc.block;;) {
           for (uint32_t k = block; k; k = d_.blocks[k - 1].parent)
@@ -809,7 +862,7 @@ class DwarfBuilder {
   // chain of the block each enclosing inlined call is made in.
   void want_blocks(uint32_t site, uint32_t block) {
     for (;;) {
-      for (uint32_t k = block; k; k = d_.blocks[k - 1].parent) block_keys_.push_back({site, k});
+      for (uint32_t k = block; k; k = d_.blocks[k - 1].parent) block_keys_.push_back(scope_key(site, k));
       if (!site) return;
       block = d_.inline_sites[site - 1].block, site = d_.inline_sites[site - 1].parent;
     }
@@ -817,8 +870,8 @@ class DwarfBuilder {
 
   static constexpr uint32_t kNoSlot = ~0u;
   uint32_t block_slot(uint32_t site, uint32_t block) const {
-    auto it = std::lower_bound(block_keys_.begin(), block_keys_.end(), ScopeKey{site, block});
-    return it != block_keys_.end() && *it == ScopeKey{site, block} ? static_cast<uint32_t>(it - block_keys_.begin())
+    auto it = std::lower_bound(block_keys_.begin(), block_keys_.end(), scope_key(site, block));
+    return it != block_keys_.end() && *it == scope_key(site, block) ? static_cast<uint32_t>(it - block_keys_.begin())
                                                                     : kNoSlot;
   }
   bool block_has_code(uint32_t site, uint32_t block) const {
@@ -830,7 +883,7 @@ class DwarfBuilder {
   // The entries of a table sorted by scope whose scope is (site, block).
   template <class T>
   static std::pair<const T*, const T*> in_scope(const std::vector<T>& table, uint32_t site, uint32_t block) {
-    auto [lo, hi] = std::equal_range(table.begin(), table.end(), T{{site, block}, 0},
+    auto [lo, hi] = std::equal_range(table.begin(), table.end(), T{scope_key(site, block), 0},
                                      [](const T& a, const T& b) { return a.first < b.first; });
     return {table.data() + (lo - table.begin()), table.data() + (hi - table.begin())};
   }
