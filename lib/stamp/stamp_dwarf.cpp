@@ -12,6 +12,7 @@
 #include "error.h"
 #include "stamp_emit.h"  // kReloc64, kReloc32
 #include "stamp_stages.h"  // stamp_frame_allocas
+#include "string_hash.h"
 
 namespace kiln {
 
@@ -168,24 +169,6 @@ void put_sleb(std::string& s, int64_t v) {
   b.flush_to(s);
 }
 
-// A string's hash for .debug_str's table, eight bytes a step: Rust's linkage and type
-// names are long, and std::hash's byte-wise mixing was a twenty-fifth of the writer.
-uint64_t string_hash(std::string_view s) {
-  const char* p = s.data();
-  size_t n = s.size();
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
-  h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
-  return h ^ (h >> 29);
-}
-
 void put_cstring(std::string& s, std::string_view v) {
   s.append(v);
   s.push_back('\0');
@@ -232,11 +215,15 @@ struct Abbreviation {
 
 // A DIE's attributes with their values, for the DIEs whose attributes depend on which
 // fields are set (types and variables): the abbreviation follows from the list.
+// A plain struct with no constructor (text as pointer and size, not a string_view), so
+// that a DieValues' unused entries cost nothing to make.
 struct DieValue {
   uint16_t attribute;
   uint8_t form;
   uint64_t number;        // udata, sdata (two's complement), data1; ref4: 1 + the type's index
-  std::string_view text;  // strp; exprloc's bytes
+  const char* text_data;  // strp; exprloc's bytes
+  size_t text_size;
+  std::string_view text() const { return {text_data, text_size}; }
 };
 // Left uninitialized past `count`: one is made per DIE.
 [[noreturn]] [[gnu::cold]] void too_many_attributes() {
@@ -247,7 +234,7 @@ struct DieValues {
   uint8_t count = 0;
   void add(uint16_t attribute, uint8_t form, uint64_t number = 0, std::string_view text = {}) {
     if (count == std::size(values)) [[unlikely]] too_many_attributes();
-    values[count++] = {attribute, form, number, text};
+    values[count++] = {attribute, form, number, text.data(), text.size()};
   }
 };
 
@@ -979,7 +966,7 @@ class DwarfBuilder {
       const uint32_t at = static_cast<uint32_t>(b.size() + buf.n);
       switch (v.form) {
         case kFormStrp:
-          s_[kInfo].relocs.push_back({at, kReloc32, kDwarfSectionTarget + kStr, string(v.text)});
+          s_[kInfo].relocs.push_back({at, kReloc32, kDwarfSectionTarget + kStr, string(v.text())});
           buf.zero4();
           break;
         case kFormUdata: buf.uleb(v.number); break;
@@ -988,11 +975,11 @@ class DwarfBuilder {
         case kFormFlagPresent: break;
         case kFormRef4: type_fixups_.push_back({at, static_cast<uint32_t>(v.number - 1)}), buf.zero4(); break;
         case kFormExprloc:
-          if (v.text.size() > kLongExpression) {
+          if (v.text_size > kLongExpression) {
             buf.flush_to(b);
-            put_uleb(b, v.text.size()), b.append(v.text);
+            put_uleb(b, v.text_size), b.append(v.text());
           } else {
-            buf.uleb(v.text.size()), buf.append(v.text);
+            buf.uleb(v.text_size), buf.append(v.text());
           }
           break;
         default: fail("a DIE value of form " + std::to_string(v.form));

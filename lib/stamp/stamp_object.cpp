@@ -16,6 +16,7 @@
 #include "error.h"
 #include "stamp_eh_frame.h"
 #include "stamp_object.h"
+#include "string_hash.h"
 
 #include "stamp_dwarf.h"
 
@@ -268,7 +269,7 @@ struct ObjectWriter {
   // index_names: one index per distinct string (the first of equal ones), data names
   // and undefined symbols' names after the view's.
   std::vector<std::string_view> names;
-  std::unordered_map<std::string_view, uint32_t> index_of_name;
+  std::unordered_map<std::string_view, uint32_t, StringHash> index_of_name;
   std::vector<uint32_t> canon;                       // name -> its canonical name
   std::vector<const UndefinedSymbol*> undefined_of;  // canonical name -> how to write it undefined
   // check_input
@@ -638,7 +639,12 @@ struct ObjectWriter {
   // then the DW.ref pointers.
   void add_symbols() {
     strtab.assign(1, '\0');
-    strtab.reserve(source_file_name.size() + shstrtab.size() + 64 * F);
+    // Every name at most once, each with its terminator (Rust's names are long: a
+    // guess per function grew the table many times over).
+    size_t name_bytes = source_file_name.size() + 2;
+    for (std::string_view n : names) name_bytes += n.size() + 1;
+    for (const StampData& d : data) name_bytes += d.name.size() + 1;
+    strtab.reserve(name_bytes + 64);
     symbols.reserve(3 + 2 * F + data.size() + personalities.size());
     symbol_of_name.assign(names.size(), 0);
     add_symbol("", STB_LOCAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
