@@ -3,9 +3,12 @@
 #include <cstdio>
 #include <new>
 
+#include "memory.h"
+
 namespace kiln {
 
 int run_tool(const char* tool, int (*body)(int, char**), int argc, char** argv) {
+  keep_freed_memory();
   try {
     return body(argc, argv);
   } catch (const KilnError& e) {
