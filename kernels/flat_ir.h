@@ -269,6 +269,9 @@ KILN_HD inline bool vector_result_is_scalar(uint32_t kind) {
 KILN_HD inline bool is_float_width(uint32_t w) { return w == 32 || w == 64; }
 // kCallRetFloat: the callee returns a float or double in xmm0.
 enum CallFlags : uint8_t { kCallVarargs = 1, kCallRetFloat = 2 };
+// kOpUnreachable's aux: 0, a trap (ud2); kUnreachableAfterNoreturn, no code at all, as
+// LLVM emits none right after a call that does not return.
+enum UnreachableFlags : uint8_t { kUnreachableAfterNoreturn = 1 };
 // What a landing pad does for the personality (its LSDA action).
 enum LandingPadKind : uint8_t { kLandingPadCleanup = 0, kLandingPadCatchAll = 1, kLandingPadEmptyFilter = 2 };
 

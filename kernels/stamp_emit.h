@@ -68,6 +68,8 @@ enum ResultHome : uint8_t {
   kHomeRax = 1,   // only rax: its one use is the next instruction, which takes it from there
   kHomeNone = 2,  // nowhere: a frame address (frame_shape), which every use recomputes
                   // (lea) or addresses directly ([rbp + disp]); inst_slot holds -disp
+  kHomeLoad = 3,  // nowhere: a scalar load from a frame address folded into its one user,
+                  // which reads the memory itself (load_folds); inst_slot holds -disp
 };
 
 struct Emitter {
@@ -317,6 +319,8 @@ KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOpe
         e.byte(0x8D);
         return mem_operand(e, reg, RBP, slot_disp(l, op.index));
       }
+      if (l.home && l.home[op.index] == kHomeLoad)  // the folded load's own memory
+        return load_narrow(e, reg, slot_disp(l, op.index), bytes_of_width(op.width));
       return load64(e, reg, slot_disp(l, op.index));
     case kOperandArg:
       return load64(e, reg, -l.arg_slot[op.index]);
@@ -617,6 +621,69 @@ KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const S
     normalize(e, reg, m.arg_widths[f.first_arg + a]);
     store64(e, slot, reg);
   }
+}
+
+// A constant's value as a 64-bit number: its low `width` bits sign- or zero-extended.
+KILN_HD inline int64_t extend_const(int64_t imm, uint32_t width, bool sign) {
+  if (width == 0 || width >= 64) return imm;
+  const uint64_t v = static_cast<uint64_t>(imm) << (64 - width);
+  return sign ? static_cast<int64_t>(v) >> (64 - width) : static_cast<int64_t>(v >> (64 - width));
+}
+KILN_HD inline bool fits_imm32(int64_t v) { return v >= -2147483648LL && v <= 2147483647LL; }
+
+// op rax, imm: the ALU group's opcode extension `ext` (add 0, or 1, and 4, sub 5,
+// xor 6, cmp 7), with imm8 where it fits, else rax's own short imm32 form.
+KILN_HD inline void alu_rax_imm(Emitter& e, uint32_t ext, int32_t imm) {
+  if (imm >= -128 && imm <= 127) {
+    e.byte(0x48), e.byte(0x83), e.byte(0xC0 | (ext << 3)), e.byte(static_cast<uint32_t>(imm) & 0xFF);
+    return;
+  }
+  e.byte(0x48), e.byte(0x05 | (ext << 3));
+  e.u32(static_cast<uint32_t>(imm));
+}
+
+// A binary operation on rax whose right operand is a constant that fits an immediate:
+// one instruction instead of loading it into rcx. The low `width` bits of add, sub,
+// mul and the bit operations depend only on the operands' low bits, so the constant is
+// taken sign-extended from its width (more constants then fit imm8), and the result is
+// normalised as always. Shifts take the count as cl would (x86 masks both to 6 bits).
+// False, with nothing emitted, when the constant does not fit or the operation has no
+// immediate form (divisions).
+KILN_HD inline bool encode_binary_imm(Emitter& e, const FlatInst& in, const FlatOperand& rhs) {
+  if (rhs.kind != kOperandConst) return false;
+  const int64_t v = extend_const(rhs.imm, in.width, true);
+  switch (in.op) {
+    case kOpShl:
+    case kOpLshr:
+    case kOpAshr:
+      if (in.op == kOpAshr) sign_extend(e, RAX, in.width);
+      e.byte(0x48), e.byte(0xC1), e.byte(in.op == kOpShl ? 0xE0 : in.op == kOpLshr ? 0xE8 : 0xF8);
+      e.byte(static_cast<uint32_t>(rhs.imm) & 63);
+      break;
+    case kOpMul:
+      if (!fits_imm32(v)) return false;
+      if (v >= -128 && v <= 127) {
+        e.byte(0x48), e.byte(0x6B), e.byte(0xC0), e.byte(static_cast<uint32_t>(v) & 0xFF);  // imul rax, rax, imm8
+      } else {
+        e.byte(0x48), e.byte(0x69), e.byte(0xC0);  // imul rax, rax, imm32
+        e.u32(static_cast<uint32_t>(v));
+      }
+      break;
+    case kOpAdd:
+    case kOpSub:
+    case kOpAnd:
+    case kOpOr:
+    case kOpXor: {
+      if (!fits_imm32(v)) return false;
+      const uint32_t ext = in.op == kOpAdd ? 0 : in.op == kOpOr ? 1 : in.op == kOpAnd ? 4 : in.op == kOpSub ? 5 : 6;
+      alu_rax_imm(e, ext, static_cast<int32_t>(v));
+      break;
+    }
+    default:
+      return false;
+  }
+  normalize(e, RAX, in.width);
+  return true;
 }
 
 KILN_HD inline void encode_binary(Emitter& e, const FlatInst& in) {
@@ -962,9 +1029,11 @@ KILN_HD inline bool result_in_rax(const FlatInst& in) {
 
 // True when `op` is the result of the instruction just before `i` in the same block
 // and that instruction's template ends with the result in rax: then `i` need not
-// load it again. Depends only on the two instructions, so sizes stay exact.
-KILN_HD inline bool rax_holds(const FlatModuleView& m, uint32_t i, const FlatOperand& op) {
+// load it again. Depends only on the two instructions (and whether the one before was
+// folded into its user, home: no code at all), so sizes stay exact.
+KILN_HD inline bool rax_holds(const FlatModuleView& m, const uint8_t* home, uint32_t i, const FlatOperand& op) {
   if (op.kind != kOperandValue || i == 0 || op.index != i - 1) return false;
+  if (home && home[op.index] == kHomeLoad) return false;
   const FlatInst& in = m.insts[i];
   if (m.blocks[in.block].first_inst == i) return false;  // a jump target: rax is unknown
   const FlatInst& prev = m.insts[i - 1];
@@ -985,7 +1054,7 @@ KILN_HD inline bool has_phi_copies(const FlatModuleView& m, const FlatInst& term
 // Which operand of instruction `i` its template takes first, into rax, through
 // load_rax (so that the instruction before may leave it there), or -1. It mirrors
 // encode_inst and, like rax_holds, looks only at the instructions themselves.
-KILN_HD inline int rax_operand(const FlatModuleView& m, uint32_t i) {
+KILN_HD inline int rax_operand(const FlatModuleView& m, const uint8_t* home, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   switch (in.op) {
@@ -1014,7 +1083,7 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, uint32_t i) {
     case kOpGep:
       return is_frame_shape(m, value_operand(i)) ? -1 : 0;
     case kOpStore:
-      if (ops[0].width != 0 && rax_holds(m, i, ops[0])) return 0;  // the value, stored from rax
+      if (ops[0].width != 0 && rax_holds(m, home, i, ops[0])) return 0;  // the value, stored from rax
       return is_frame_shape(m, ops[1]) ? -1 : 1;                   // else the address
     case kOpCondBr:
     case kOpSwitch:
@@ -1031,7 +1100,19 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, uint32_t i) {
 // load_operand into rax, unless rax already holds it.
 KILN_HD inline void load_rax(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i,
                              const FlatOperand& op) {
-  if (!rax_holds(m, i, op)) load_operand(e, l, op, RAX);
+  if (!rax_holds(m, l.home, i, op)) load_operand(e, l, op, RAX);
+}
+
+// A binary operation: the left operand in rax, the right one an immediate or in rcx.
+KILN_HD inline void encode_binary_op(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  load_rax(e, m, l, i, ops[0]);
+  if (!encode_binary_imm(e, in, ops[1])) {
+    load_operand(e, l, ops[1], RCX);
+    encode_binary(e, in);
+  }
+  store_result(e, l, i);
 }
 
 // An icmp whose result lives only in rax and goes to the conditional branch right
@@ -1137,7 +1218,7 @@ KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const Stam
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t at = 0;
   if (ops[0].width == kWideBits) return encode_store_wide(e, m, l, i);
-  if (ops[0].width != 0 && rax_holds(m, i, ops[0])) {  // the value is in rax already
+  if (ops[0].width != 0 && rax_holds(m, l.home, i, ops[0])) {  // the value is in rax already
     uint32_t bytes = bytes_of_width(ops[0].width);
     if (frame_address(m, l, ops[1], &at)) return store_bytes(e, RBP, at, RAX, bytes);
     load_operand(e, l, ops[1], RCX);
@@ -1280,6 +1361,7 @@ KILN_HD inline void encode_load(Emitter& e, const FlatModuleView& m, const Stamp
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
   int32_t at = 0;
+  if (l.home && l.home[i] == kHomeLoad) return;  // its user reads the memory (load_folds)
   if (frame_address(m, l, ops[0], &at)) {
     if (in.width == kWideBits) return copy_frame(e, dst, at, 16);
     if (in.width == 0) return copy_frame(e, dst, at, in.aux32);
@@ -1384,12 +1466,19 @@ KILN_HD inline void encode_icmp(Emitter& e, const FlatModuleView& m, const Stamp
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   load_rax(e, m, l, i, ops[0]);
-  load_operand(e, l, ops[1], RCX);
-  if (is_signed_predicate(in.aux)) {
-    sign_extend(e, RAX, ops[0].width);
-    sign_extend(e, RCX, ops[0].width);
+  const bool sign = is_signed_predicate(in.aux);
+  const int64_t rhs = extend_const(ops[1].imm, ops[0].width, sign);  // as rcx would hold it
+  if (ops[1].kind == kOperandConst && fits_imm32(rhs)) {
+    if (sign) sign_extend(e, RAX, ops[0].width);
+    alu_rax_imm(e, 7, static_cast<int32_t>(rhs));  // cmp rax, imm
+  } else {
+    load_operand(e, l, ops[1], RCX);
+    if (sign) {
+      sign_extend(e, RAX, ops[0].width);
+      sign_extend(e, RCX, ops[0].width);
+    }
+    e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
   }
-  e.byte(0x48), e.byte(0x39), e.byte(0xC8);   // cmp rax, rcx
   if (compare_feeds_branch(m, l, i)) return;  // the branch right after jumps on the flags
   setcc_al(e, in.aux);
   e.byte(0x0F), e.byte(0xB6), e.byte(0xC0);  // movzx eax, al
@@ -2113,11 +2202,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpSdiv:
     case kOpUrem:
     case kOpSrem:
-      load_rax(e, m, l, i, ops[0]);
-      load_operand(e, l, ops[1], RCX);
-      encode_binary(e, in);
-      store_result(e, l, i);
-      return;
+      return encode_binary_op(e, m, l, i);
     case kOpIcmp:
       encode_icmp(e, m, l, i);
       return;
@@ -2230,8 +2315,8 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpRet:
       encode_ret(e, m, l, i);
       return;
-    default:  // kOpUnreachable
-      e.byte(0x0F), e.byte(0x0B);
+    default:  // kOpUnreachable: ud2, unless a call that does not return comes right before
+      if (!(in.aux & kUnreachableAfterNoreturn)) e.byte(0x0F), e.byte(0x0B);
       return;
   }
 }

@@ -14,10 +14,113 @@
 
 namespace kiln {
 
+// How many instructions past a load its one user may come for the load to fold into it.
+constexpr uint32_t kLoadFoldWindow = 16;
+
+// Instructions a load may be moved past (it is read later, by its user): they neither
+// read nor write memory that pointers reach (frame slots are not such memory) and call
+// nothing. Loads are not among them either, so folded loads never change the order of
+// memory accesses, which keeps atomic and volatile loads (the flat IR cannot tell them
+// apart) as they were.
+KILN_HD inline bool touches_no_memory(const FlatInst& in) {
+  switch (in.op) {
+    case kOpNop:
+    case kOpCopy:
+    case kOpTrunc:
+    case kOpSext:
+    case kOpAdd:
+    case kOpSub:
+    case kOpMul:
+    case kOpAnd:
+    case kOpOr:
+    case kOpXor:
+    case kOpShl:
+    case kOpLshr:
+    case kOpAshr:
+    case kOpUdiv:
+    case kOpSdiv:
+    case kOpUrem:
+    case kOpSrem:
+    case kOpIcmp:
+    case kOpSelect:
+    case kOpAlloca:
+    case kOpGep:
+    case kOpExtract:
+    case kOpInsert:
+    case kOpOverflow:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Users whose templates read a scalar operand only through load_operand (or load_rax),
+// before any memory access of their own, so a folded load's memory can be read there.
+KILN_HD inline bool reads_scalars_by_load_operand(const FlatInst& in) {
+  switch (in.op) {
+    case kOpCopy:
+    case kOpTrunc:
+    case kOpSext:
+    case kOpAdd:
+    case kOpSub:
+    case kOpMul:
+    case kOpAnd:
+    case kOpOr:
+    case kOpXor:
+    case kOpShl:
+    case kOpLshr:
+    case kOpAshr:
+    case kOpUdiv:
+    case kOpSdiv:
+    case kOpUrem:
+    case kOpSrem:
+    case kOpIcmp:
+    case kOpSelect:
+    case kOpLoad:
+    case kOpStore:
+    case kOpGep:
+    case kOpInsert:
+    case kOpCall:
+    case kOpInvoke:
+    case kOpCondBr:
+    case kOpSwitch:
+    case kOpRet:
+    case kOpOverflow:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A load folds into its user (kHomeLoad) when it loads 8 to 64 bits from a frame
+// address and its one user, later in its block within kLoadFoldWindow instructions,
+// reads that memory itself instead of the load's slot, with only touches_no_memory
+// instructions in between: the same value, without the load's code (the load and the
+// store to its slot) and without a slot. LLVM's instruction selection at -O0 folds
+// such loads into their users too.
+KILN_HD inline bool load_folds(const FlatModuleView& m, uint32_t i, const uint32_t* use_count) {
+  const FlatInst& in = m.insts[i];
+  if (in.op != kOpLoad || use_count[i] != 1 || in.width < 8 || in.width > 64 || !is_standard_width(in.width))
+    return false;
+  if (!is_frame_shape(m, m.operands[in.first_operand])) return false;
+  const FlatBlock& b = m.blocks[in.block];
+  const uint32_t end = b.first_inst + b.inst_count;
+  for (uint32_t j = i + 1; j < end && j <= i + kLoadFoldWindow; ++j) {
+    const FlatInst& u = m.insts[j];
+    for (uint32_t k = 0; k < u.operand_count; ++k) {
+      const FlatOperand& op = m.operands[u.first_operand + k];
+      if (op.kind == kOperandValue && op.index == i) return reads_scalars_by_load_operand(u);
+    }
+    if (!touches_no_memory(u)) return false;
+  }
+  return false;
+}
+
 // Stage 0: where each result lives (ResultHome). A frame address (frame_shape) needs
-// no code and no slot: each use recomputes it or addresses memory through it. A result
-// used once, by the next instruction, which takes that operand first into rax
-// (rax_operand), never goes to memory. use_count is scratch (per instruction).
+// no code and no slot: each use recomputes it or addresses memory through it. So does
+// a load that folds into its user (load_folds). A result used once, by the next
+// instruction, which takes that operand first into rax (rax_operand), never goes to
+// memory. use_count is scratch (per instruction).
 KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* use_count, uint8_t* home) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
@@ -29,13 +132,14 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
       if (op.kind == kOperandValue) ++use_count[op.index];
     }
   }
-  for (uint32_t i = f.first_inst; i < end; ++i) home[i] = is_frame_shape(m, value_operand(i)) ? kHomeNone : kHomeSlot;
+  for (uint32_t i = f.first_inst; i < end; ++i)
+    home[i] = is_frame_shape(m, value_operand(i)) ? kHomeNone : load_folds(m, i, use_count) ? kHomeLoad : kHomeSlot;
   for (uint32_t i = f.first_inst; i + 1 < end; ++i) {
     if (home[i] != kHomeSlot || use_count[i] != 1 || !result_in_rax(m.insts[i])) continue;
-    int k = rax_operand(m, i + 1);
+    int k = rax_operand(m, home, i + 1);
     if (k < 0) continue;
     const FlatOperand& op = m.operands[m.insts[i + 1].first_operand + static_cast<uint32_t>(k)];
-    if (op.kind == kOperandValue && op.index == i && rax_holds(m, i + 1, op)) home[i] = kHomeRax;
+    if (op.kind == kOperandValue && op.index == i && rax_holds(m, home, i + 1, op)) home[i] = kHomeRax;
   }
 }
 
@@ -94,11 +198,14 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint
       inst_slot[i] = static_cast<int32_t>(off);
     }
   }
-  // Frame addresses: their displacement, where a slot's would be (slot_disp).
+  // Frame addresses, and the memory of folded loads: their displacement, where a
+  // slot's would be (slot_disp).
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
     uint32_t alloca_inst = 0;
     int64_t offset = 0;
     if (home[i] == kHomeNone && frame_shape(m, value_operand(i), &alloca_inst, &offset))
+      inst_slot[i] = static_cast<int32_t>(alloca_mem[alloca_inst] - offset);
+    else if (home[i] == kHomeLoad && frame_shape(m, m.operands[m.insts[i].first_operand], &alloca_inst, &offset))
       inst_slot[i] = static_cast<int32_t>(alloca_mem[alloca_inst] - offset);
   }
   frame_size[fn] = (off + 15) / 16 * 16;

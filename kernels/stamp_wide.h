@@ -42,13 +42,15 @@ KILN_HD inline void wide_count_uses(const FlatModuleView& m, uint32_t i, uint32_
 
 // Where instruction i's result lives: what stamp_uses decides for it.
 KILN_HD inline void wide_home(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, uint8_t* home) {
-  uint8_t h = is_frame_shape(m, value_operand(i)) ? kHomeNone : kHomeSlot;
+  uint8_t h = is_frame_shape(m, value_operand(i)) ? kHomeNone : load_folds(m, i, use_count) ? kHomeLoad : kHomeSlot;
   const FlatFunction& f = m.functions[function_of(m, i)];
+  // rax_operand and rax_holds look at home only for instruction i, which is known here
+  // to be no folded load (another thread may be writing home[i] now): no home for them.
   if (h == kHomeSlot && i + 1 < f.first_inst + f.inst_count && use_count[i] == 1 && result_in_rax(m.insts[i])) {
-    int k = rax_operand(m, i + 1);
+    int k = rax_operand(m, nullptr, i + 1);
     if (k >= 0) {
       const FlatOperand& op = m.operands[m.insts[i + 1].first_operand + static_cast<uint32_t>(k)];
-      if (op.kind == kOperandValue && op.index == i && rax_holds(m, i + 1, op)) h = kHomeRax;
+      if (op.kind == kOperandValue && op.index == i && rax_holds(m, nullptr, i + 1, op)) h = kHomeRax;
     }
   }
   home[i] = h;
@@ -132,10 +134,11 @@ KILN_HD inline void wide_frame_inst(const FlatModuleView& m, uint32_t i, const u
     while (wide_in_place(m, owner, use_count, home)) owner = m.operands[m.insts[owner].first_operand].index;
     const int64_t slots_before = s.slot_sum[owner + 1] - s.slot_sum[f.first_inst];  // through owner
     slot = static_cast<int32_t>(wide_allocas_end(m, f, s) + slots_before);
-  } else if (home[i] == kHomeNone) {
+  } else if (home[i] == kHomeNone || home[i] == kHomeLoad) {  // the address, or the folded load's
     uint32_t alloca_inst = 0;
     int64_t offset = 0;
-    if (frame_shape(m, value_operand(i), &alloca_inst, &offset))
+    const FlatOperand where = home[i] == kHomeNone ? value_operand(i) : m.operands[in.first_operand];
+    if (frame_shape(m, where, &alloca_inst, &offset))
       slot = static_cast<int32_t>(apply_step(s.alloca_scan[alloca_inst], args_end) - offset);
   }
   inst_slot[i] = slot;

@@ -783,8 +783,14 @@ class FunctionExporter {
         return export_switch(cast<SwitchInst>(inst));
       case Instruction::Ret:
         return export_ret(cast<ReturnInst>(inst));
-      case Instruction::Unreachable:
-        return void(emit(inst, kOpUnreachable));
+      case Instruction::Unreachable: {
+        // -O0 code from rustc traps on unreachable except right after a call that does
+        // not return (TrapUnreachable with NoTrapAfterNoreturn); stamp does the same.
+        FlatInst& fi = emit(inst, kOpUnreachable);
+        const auto* call = dyn_cast_or_null<CallInst>(inst.getPrevNode());
+        if (call && call->doesNotReturn()) fi.aux = kUnreachableAfterNoreturn;
+        return;
+      }
       case Instruction::LandingPad:
         return export_landing_pad(cast<LandingPadInst>(inst));
       case Instruction::Resume:

@@ -72,6 +72,7 @@ struct Type {
 // those stamp asks about are named here, the set keeps every kind read.
 enum AttrKind : uint8_t {
   kAttrNaked = 7,
+  kAttrNoReturn = 17,
   kAttrSExt = 24,
   kAttrZExt = 34,
   kAttrByVal = 3,

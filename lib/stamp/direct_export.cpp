@@ -1266,7 +1266,10 @@ class FunctionExporter {
         else emit(in, kOpRet);
         return;
       case Opcode::kUnreachable:
-        return void(emit(in, kOpUnreachable));
+        emit(in, kOpUnreachable);
+        if (current_ > block_begin(in.block) && call_does_not_return(f_.insts[current_ - 1]))
+          insts_.back().aux = kUnreachableAfterNoreturn;
+        return;
       case Opcode::kLandingPad:
         return export_landing_pad(in);
       case Opcode::kResume:
@@ -2253,6 +2256,16 @@ class FunctionExporter {
     if (const AttrList* fa = attrs(m_.globals[ctx_.globals[callee_fn].source].attributes); fa && arg < fa->params.size())
       set.add(fa->params[arg]);
     return set;
+  }
+
+  // LLVM's CallInst::doesNotReturn: noreturn on the call or on the function it calls.
+  bool call_does_not_return(const Inst& call) const {
+    if (call.opcode != Opcode::kCall || call.operand_count == 0) return false;
+    if (const AttrList* a = attrs(call.attributes); a && a->function.has(kAttrNoReturn)) return true;
+    const uint32_t callee_fn = called_function(call, op_id(call, call.operand_count - 1));
+    if (callee_fn == kNone) return false;
+    const AttrList* fa = attrs(m_.globals[ctx_.globals[callee_fn].source].attributes);
+    return fa && fa->function.has(kAttrNoReturn);
   }
 
   void export_call(const Inst& in) {

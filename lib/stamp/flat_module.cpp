@@ -193,6 +193,7 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   if ((in.op == kOpIcmp && in.aux > kPredSle) || (in.op == kOpOverflow && in.aux > kOvfSmul) ||
       (in.op == kOpBitOp && in.aux > kBitBitreverse) || (in.op == kOpLandingPad && in.aux > kLandingPadEmptyFilter) ||
       (in.op == kOpAtomicRmw && in.aux > kRmwNand) || (in.op == kOpStore && in.aux > kStoreSeqCst) ||
+      (in.op == kOpUnreachable && in.aux > kUnreachableAfterNoreturn) ||
       (in.op == kOpWide && (in.aux >= kWideKindCount || (in.aux == kWideIcmp && in.aux32 > kPredSle))))
     return "instruction with an unknown variant";
   if (in.op == kOpWide && in.operand_count < wide_operands(in.aux)) return "instruction with too few operands";

@@ -98,6 +98,24 @@ class IrGenerator {
     b << "  " << t << " = trunc i64 " << v.name << " to " << ty(w) << "\n";
     return t;
   }
+  // A constant of width w as IR text: the edges of imm8 and imm32 (stamp folds
+  // constants that fit into the instruction), of the width itself, or random bits.
+  std::string constant(int w) {
+    if (w == 1) return pick(2) ? "true" : "false";
+    static const int64_t kEdges[] = {0, 1, -1, 2, 127, 128, -128, -129, 255, 256, 32767, 32768, -32769,
+                                     2147483647LL, 2147483648LL, -2147483647LL - 1, -2147483647LL - 2,
+                                     4294967295LL, INT64_MAX, INT64_MIN};
+    int64_t v = pick(4) ? kEdges[pick(static_cast<int>(sizeof kEdges / sizeof kEdges[0]))]
+                        : static_cast<int64_t>(rng_());
+    if (w < 64) {  // wrapped to the width, written signed (LLVM's parser takes either)
+      const uint64_t bits = static_cast<uint64_t>(v) << (64 - w);
+      v = static_cast<int64_t>(bits) >> (64 - w);
+    }
+    return std::to_string(v);
+  }
+  // The right operand of an operation: a value, or a quarter of the time a constant.
+  std::string operand_of(std::ostringstream& b, int w) { return pick(4) ? value_of(b, w) : constant(w); }
+
   void add64(std::ostringstream& b, const std::string& name, int w) {
     std::string x = name;
     if (w != 64) {
@@ -178,7 +196,15 @@ class IrGenerator {
         const char* op = kOps[pick(13)];
         std::string x = value_of(b, w), y = value_of(b, w);
         std::string op_s(op);
-        if (op_s == "shl" || op_s == "lshr" || op_s == "ashr") {  // keep shift amounts in range
+        const bool shift = op_s == "shl" || op_s == "lshr" || op_s == "ashr";
+        if (!pick(4) && (shift || op_s == "udiv" || op_s == "urem")) {  // a constant in range (odd: not 0)
+          const uint64_t bits = rng_();
+          y = w == 1 ? (shift ? "false" : "true")
+                     : std::to_string(shift ? bits % static_cast<uint64_t>(w)
+                                            : (w == 64 ? bits >> 1 : bits & ((uint64_t(1) << (w - 1)) - 1)) | 1);
+        } else if (!shift && op_s != "udiv" && op_s != "urem" && op_s != "sdiv" && op_s != "srem") {
+          y = operand_of(b, w);
+        } else if (shift) {  // keep shift amounts in range
           std::string m = fresh();
           b << "  " << m << " = and " << ty(w) << " " << y << ", " << (w - 1) << "\n";
           y = m;
@@ -202,7 +228,7 @@ class IrGenerator {
       }
       case 2: {  // compare and select
         static const char* kPreds[] = {"eq", "ne", "ugt", "uge", "ult", "ule", "sgt", "sge", "slt", "sle"};
-        std::string x = value_of(b, w), y = value_of(b, w), c = fresh();
+        std::string x = value_of(b, w), y = operand_of(b, w), c = fresh();
         b << "  " << c << " = icmp " << kPreds[pick(10)] << " " << ty(w) << " " << x << ", " << y << "\n";
         b << "  " << r << " = select i1 " << c << ", " << ty(w) << " " << x << ", " << ty(w) << " " << y << "\n";
         add64(b, r, w);
@@ -309,8 +335,17 @@ class IrGenerator {
       b << "  %init" << k << " = getelementptr [8 x i64], ptr %mem, i64 0, i64 " << k << "\n";
       b << "  store i64 " << (k % 3 == 0 ? "%a" : k % 3 == 1 ? "%b" : "%c") << ", ptr %init" << k << "\n";
     }
+    // Loads from the frame whose one user comes after a store or a call that writes
+    // that memory: stamp must not fold them into their users (load_folds); the last one
+    // it folds into the add right after it.
+    b << "  %fold = alloca i64, align 8\n  store i64 %b, ptr %fold\n  %foldv = load i64, ptr %fold\n";
+    b << "  store i64 %c, ptr %fold\n  %foldx = xor i64 %foldv, 5\n  %foldw = load i16, ptr %fold\n";
+    b << "  call void @llvm.memcpy.p0.p0.i64(ptr %fold, ptr %mem, i64 8, i1 false)\n";
+    b << "  %foldy = zext i16 %foldw to i64\n  %folds = add i64 %foldx, %foldy\n";
+    b << "  %foldz = load i64, ptr %fold\n  %foldr = add i64 %foldz, %folds\n";
     pool_.push_back({"%bigx", 64});
     pool_.push_back({"%cellx", 64});
+    pool_.push_back({"%foldr", 64});
     int straight = 3 + pick(6);
     for (int i = 0; i < straight; ++i) random_op(b);
     std::string start = combine(b);
