@@ -4,7 +4,10 @@
 // size that depends only on the instruction, never on offsets: offsets are then a
 // plain exclusive scan, and branches always use rel32.
 //
-// Values live in the frame, one slot per value: data at [rbp - slot]. Scalars are kept
+// Values live in the frame: data at [rbp - slot]. Most have a slot of their own; a
+// value read only by the next few instructions shares one of the pool's slots near rbp
+// (pooled); a value the next instruction takes from rax has none, and neither has a
+// frame address or a load folded into its user (ResultHome). Scalars are kept
 // zero-extended to 64 bits ("normalised"), so unsigned operations work on whole
 // registers; signed ones sign-extend first. Scratch registers: rax, rcx, rdx, r11 and
 // the argument registers, all caller-saved.
@@ -70,7 +73,16 @@ enum ResultHome : uint8_t {
                   // (lea) or addresses directly ([rbp + disp]); inst_slot holds -disp
   kHomeLoad = 3,  // nowhere: a scalar load from a frame address folded into its one user,
                   // which reads the memory itself (load_folds); inst_slot holds -disp
+  kHomePool = 4,  // a slot of the function's pool, shared with other short-lived values
+                  // (pooled); inst_slot holds its place, as for kHomeSlot
 };
+
+// The pool: kPoolSlots slots of 8 bytes right below the arguments' slots, so near rbp
+// that 8-bit displacements reach them, for values read only by the few instructions
+// right after them (most of a -O0 function's values). Without it a value's slot comes
+// after every alloca, mostly beyond 128 bytes, and each access takes a 32-bit one.
+constexpr uint32_t kPoolSlots = 4;
+constexpr uint32_t kPoolBytes = 8 * kPoolSlots;
 
 struct Emitter {
   uint8_t* out;        // function code base, or nullptr when measuring

@@ -116,11 +116,58 @@ KILN_HD inline bool load_folds(const FlatModuleView& m, uint32_t i, const uint32
   return false;
 }
 
+// A value lives in the pool (kHomePool) when it is a scalar of up to 64 bits (not a
+// vector, an aggregate or an i128) that would have a slot of its own and every use of
+// which comes within kPoolSlots - 1 instructions after it, in its block, by an
+// instruction other than a phi (a phi reads its value at the end of a predecessor).
+// Value i takes pool slot i mod kPoolSlots (counted in its function). The value before
+// it there, i - kPoolSlots or earlier, was last read before i; i reads no value that shares its slot; and i
+// writes its slot only after reading its operands (aggregates, whose templates write
+// their slot piecewise, never live in the pool). So no two values in one pool slot are
+// ever live together. Uses are counted in the window: all of them are there when the
+// count equals use_count.
+KILN_HD inline bool pooled(const FlatModuleView& m, uint32_t i, const uint32_t* use_count) {
+  const FlatInst& in = m.insts[i];
+  switch (in.op) {
+    case kOpPhi:
+    case kOpVector:
+    case kOpOverflow:
+    case kOpCmpXchg:
+    case kOpLandingPad:
+    case kOpWide:
+    case kOpInsert:
+      return false;
+    default:
+      break;
+  }
+  if (in.width == 0 || in.width > 64 || in.slot_size == 0 || in.slot_size > 8) return false;
+  const FlatBlock& b = m.blocks[in.block];
+  const uint32_t end = b.first_inst + b.inst_count;
+  uint32_t seen = 0;
+  for (uint32_t j = i + 1; j < end && j < i + kPoolSlots; ++j) {
+    const FlatInst& u = m.insts[j];
+    if (u.op == kOpPhi) continue;
+    for (uint32_t k = 0; k < u.operand_count; ++k) {
+      const FlatOperand& op = m.operands[u.first_operand + k];
+      if (op.kind == kOperandValue && op.index == i) ++seen;
+    }
+  }
+  return seen == use_count[i];
+}
+
+// The distance below rbp of the pool slot of instruction i, the function's `at`-th
+// (counted within its function, so that a module's code does not depend on the batch it
+// is emitted in): the pool comes right after the arguments' slots.
+KILN_HD inline int32_t pool_slot(uint32_t args_bytes, uint32_t at) {
+  return static_cast<int32_t>(args_bytes + 8 * (1 + at % kPoolSlots));
+}
+
 // Stage 0: where each result lives (ResultHome). A frame address (frame_shape) needs
 // no code and no slot: each use recomputes it or addresses memory through it. So does
 // a load that folds into its user (load_folds). A result used once, by the next
 // instruction, which takes that operand first into rax (rax_operand), never goes to
-// memory. use_count is scratch (per instruction).
+// memory. Of the rest, short-lived scalars share the pool's slots (pooled). use_count is
+// scratch (per instruction).
 KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* use_count, uint8_t* home) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
@@ -141,16 +188,19 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
     const FlatOperand& op = m.operands[m.insts[i + 1].first_operand + static_cast<uint32_t>(k)];
     if (op.kind == kOperandValue && op.index == i && rax_holds(m, home, i + 1, op)) home[i] = kHomeRax;
   }
+  for (uint32_t i = f.first_inst; i < end; ++i)
+    if (home[i] == kHomeSlot && pooled(m, i, use_count)) home[i] = kHomePool;
 }
 
 // Stage 1. Writes inst_slot/alloca_mem for the function's instructions, arg_slot for
 // its arguments, and its frame size (a multiple of 16). use_count and home come from
-// stage 0. Allocas get the memory nearest
-// rbp, stored values the rest: on regex's corpus that order gives slightly smaller
-// code (more 8-bit displacements) than the other way round.
+// stage 0. Below the arguments' slots comes the pool, then the allocas' memory, then
+// the slots of the values that are not in the pool: on regex's corpus allocas before
+// those values give slightly smaller code (more 8-bit displacements) than the other
+// way round.
 // The first part of stage 1, which the DWARF writer also runs to find variables in
-// the frame: arguments' slots, then allocas' memory (zero for other instructions),
-// as distances below rbp. Returns the frame bytes they take.
+// the frame: arguments' slots, the pool, then allocas' memory (zero for other
+// instructions), as distances below rbp. Returns the frame bytes they take.
 KILN_HD inline uint32_t stamp_frame_allocas(const FlatModuleView& m, uint32_t fn, int32_t* alloca_mem, int32_t* arg_slot) {
   const FlatFunction& f = m.functions[fn];
   uint32_t off = 0;
@@ -158,6 +208,7 @@ KILN_HD inline uint32_t stamp_frame_allocas(const FlatModuleView& m, uint32_t fn
     off += arg_slot_bytes(m.arg_widths[f.first_arg + a]);
     arg_slot[f.first_arg + a] = static_cast<int32_t>(off);
   }
+  off += kPoolBytes;  // the pool (pool_slot)
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
     const FlatInst& in = m.insts[i];
     alloca_mem[i] = 0;
@@ -178,9 +229,14 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint
                                 int32_t* inst_slot, int32_t* alloca_mem, int32_t* arg_slot, uint32_t* frame_size) {
   const FlatFunction& f = m.functions[fn];
   uint32_t off = stamp_frame_allocas(m, fn, alloca_mem, arg_slot);
+  const uint32_t args = f.arg_count ? static_cast<uint32_t>(arg_slot[f.first_arg + f.arg_count - 1]) : 0;
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) inst_slot[i] = 0;
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
     const FlatInst& in = m.insts[i];
+    if (home[i] == kHomePool) {
+      inst_slot[i] = pool_slot(args, i - f.first_inst);
+      continue;
+    }
     if (in.slot_size && home[i] == kHomeSlot) {
       // An insertvalue into an aggregate used by nothing else writes in place: it
       // takes over that aggregate's slot (defined earlier in layout, same size, not a

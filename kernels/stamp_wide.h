@@ -53,6 +53,7 @@ KILN_HD inline void wide_home(const FlatModuleView& m, uint32_t i, const uint32_
       if (op.kind == kOperandValue && op.index == i && rax_holds(m, nullptr, i + 1, op)) h = kHomeRax;
     }
   }
+  if (h == kHomeSlot && pooled(m, i, use_count)) h = kHomePool;
   home[i] = h;
 }
 
@@ -117,7 +118,7 @@ KILN_HD inline int64_t wide_args_end(const FlatModuleView& m, const FlatFunction
   return bytes;
 }
 KILN_HD inline int64_t wide_allocas_end(const FlatModuleView& m, const FlatFunction& f, const WideFrameScans& s) {
-  const int64_t start = wide_args_end(m, f);
+  const int64_t start = wide_args_end(m, f) + kPoolBytes;
   return f.inst_count ? apply_step(s.alloca_scan[f.first_inst + f.inst_count - 1], start) : start;
 }
 
@@ -126,10 +127,12 @@ KILN_HD inline void wide_frame_inst(const FlatModuleView& m, uint32_t i, const u
                                     const WideFrameScans& s, int32_t* inst_slot, int32_t* alloca_mem) {
   const FlatInst& in = m.insts[i];
   const FlatFunction& f = m.functions[function_of(m, i)];
-  const int64_t args_end = wide_args_end(m, f);
-  alloca_mem[i] = in.op == kOpAlloca ? static_cast<int32_t>(apply_step(s.alloca_scan[i], args_end)) : 0;
+  const int64_t args_end = wide_args_end(m, f), allocas_start = args_end + kPoolBytes;
+  alloca_mem[i] = in.op == kOpAlloca ? static_cast<int32_t>(apply_step(s.alloca_scan[i], allocas_start)) : 0;
   int32_t slot = 0;
-  if (in.slot_size && home[i] == kHomeSlot) {
+  if (home[i] == kHomePool) {
+    slot = pool_slot(static_cast<uint32_t>(args_end), i - f.first_inst);
+  } else if (in.slot_size && home[i] == kHomeSlot) {
     uint32_t owner = i;  // an in-place insert shares its source's slot, which may be shared in turn
     while (wide_in_place(m, owner, use_count, home)) owner = m.operands[m.insts[owner].first_operand].index;
     const int64_t slots_before = s.slot_sum[owner + 1] - s.slot_sum[f.first_inst];  // through owner
@@ -139,7 +142,7 @@ KILN_HD inline void wide_frame_inst(const FlatModuleView& m, uint32_t i, const u
     int64_t offset = 0;
     const FlatOperand where = home[i] == kHomeNone ? value_operand(i) : m.operands[in.first_operand];
     if (frame_shape(m, where, &alloca_inst, &offset))
-      slot = static_cast<int32_t>(apply_step(s.alloca_scan[alloca_inst], args_end) - offset);
+      slot = static_cast<int32_t>(apply_step(s.alloca_scan[alloca_inst], allocas_start) - offset);
   }
   inst_slot[i] = slot;
 }
