@@ -1,8 +1,11 @@
 // stamp's machine-code templates: one function per flat instruction that writes its
 // x86-64 bytes. The same function measures (out == nullptr: only counts bytes and
 // relocations) and encodes, so sizes and code can never disagree. Every template has a
-// size that depends only on the instruction, never on offsets: offsets are then a
-// plain exclusive scan, and branches always use rel32.
+// size that depends only on the instruction, never on offsets, with one exception:
+// jumps to blocks. They are first measured rel32 (the long layout, a plain exclusive
+// scan), then those whose target the long layout puts within 8-bit reach are measured
+// again rel8 (jump), and the sizes scanned again; encoding makes the same choices from
+// the same long layout.
 //
 // Values live in the frame: data at [rbp - slot]. Most have a slot of their own; a
 // value read only by the next few instructions shares one of the pool's slots near rbp
@@ -63,6 +66,10 @@ struct StampLayout {
   const uint32_t* inst_offset;   // per instruction: code offset within its function (encode only)
   const uint32_t* block_offset;  // per block: code offset within its function (encode only)
   const uint8_t* home;           // per instruction: where its result lives (ResultHome, stamp_uses)
+  // The long layout, with every jump to a block rel32: per instruction and per block,
+  // code offsets within the function; null while measuring it (every jump rel32).
+  const uint32_t* long_inst_offset = nullptr;
+  const uint32_t* long_block_offset = nullptr;
 };
 
 // Where an instruction's result lives, decided by stage 0 (stamp_uses).
@@ -90,10 +97,12 @@ struct Emitter {
   StampReloc* relocs;  // where this instruction's relocations go, or nullptr
   uint32_t reloc_count;
   uint32_t call_begin = 0, call_end = 0;  // an invoke's call instruction (for the LSDA)
+  uint32_t long_pos = 0;                  // where pos would be in the long layout
 
   KILN_HD void byte(uint32_t b) {
     if (out) out[pos] = static_cast<uint8_t>(b);
     ++pos;
+    ++long_pos;
   }
   KILN_HD void u32(uint32_t v) {
     for (int i = 0; i < 4; ++i) byte((v >> (8 * i)) & 0xff);
@@ -427,12 +436,32 @@ KILN_HD inline void wide_to_frame(Emitter& e, const StampLayout& l, const FlatOp
   store_wide(e, dst, RCX, RDX);
 }
 
-// jmp rel32 to `block`, or nothing when it is the next block in layout (fall through).
+// A jump to `block`: jmp (kJmp) or the jcc whose rel32 form is 0F cc. rel8 when the
+// long layout puts the block within reach of it, else rel32. Jumps only get shorter
+// from the long layout to the final one, so the bytes between a jump and its target
+// only shrink, and a target in reach stays in reach.
+constexpr uint32_t kJmp = 0xE9;
+KILN_HD inline void jump(Emitter& e, const StampLayout& l, uint32_t cc, uint32_t block) {
+  const uint32_t long_size = cc == kJmp ? 5 : 6;
+  const uint32_t target = l.block_offset ? l.block_offset[block] : 0;
+  if (l.long_block_offset) {
+    const int64_t reach = static_cast<int64_t>(l.long_block_offset[block]) - static_cast<int64_t>(e.long_pos) - 2;
+    if (reach >= -128 && reach <= 127) {
+      e.byte(cc == kJmp ? 0xEB : 0x70 | (cc & 0x0F));
+      e.byte((target - (e.pos + 1)) & 0xFF);
+      e.long_pos += long_size - 2;
+      return;
+    }
+  }
+  if (cc == kJmp) e.byte(0xE9);
+  else e.byte(0x0F), e.byte(cc);
+  e.u32(target - (e.pos + 4));
+}
+
+// A jump to `block`, or nothing when it is the next block in layout (fall through).
 KILN_HD inline void jump_to_block(Emitter& e, const StampLayout& l, uint32_t from_block, uint32_t block) {
   if (block == from_block + 1) return;
-  e.byte(0xE9);
-  uint32_t target = l.block_offset ? l.block_offset[block] : 0;
-  e.u32(target - (e.pos + 4));
+  jump(e, l, kJmp, block);
 }
 
 // Before a terminator: each phi of each successor receives this block's incoming
@@ -1509,17 +1538,8 @@ KILN_HD inline void encode_cond_br(Emitter& e, const FlatModuleView& m, const St
   if (i > 0 && compare_feeds_branch(m, l, i - 1)) jcc_true = setcc_opcode(m.insts[i - 1].aux) - 0x10;
   else e.byte(0xA8), e.byte(0x01);  // test al, 1
   uint32_t on_true = ops[1].index, on_false = ops[2].index;
-  if (on_true == in.block + 1 && on_false != on_true) {  // the opposite jump to the false block
-    e.byte(0x0F), e.byte(jcc_true ^ 1);
-    uint32_t target = l.block_offset ? l.block_offset[on_false] : 0;
-    e.u32(target - (e.pos + 4));
-    return;
-  }
-  if (on_true != on_false) {
-    e.byte(0x0F), e.byte(jcc_true);
-    uint32_t target = l.block_offset ? l.block_offset[on_true] : 0;
-    e.u32(target - (e.pos + 4));
-  }
+  if (on_true == in.block + 1 && on_false != on_true) return jump(e, l, jcc_true ^ 1, on_false);  // the opposite
+  if (on_true != on_false) jump(e, l, jcc_true, on_true);
   jump_to_block(e, l, in.block, on_false);
 }
 
@@ -1533,9 +1553,7 @@ KILN_HD inline void encode_switch_wide(Emitter& e, const StampLayout& l, const F
     e.byte(0x49), e.byte(0x31), e.byte(0xC3);  // xor r11, rax
     e.byte(0x48), e.byte(0x31), e.byte(0xD1);  // xor rcx, rdx
     e.byte(0x4C), e.byte(0x09), e.byte(0xD9);  // or rcx, r11
-    e.byte(0x0F), e.byte(0x84);                // je rel32
-    uint32_t target = l.block_offset ? l.block_offset[ops[k + 1].index] : 0;
-    e.u32(target - (e.pos + 4));
+    jump(e, l, 0x84, ops[k + 1].index);        // je
   }
   jump_to_block(e, l, in.block, ops[1].index);
 }
@@ -1549,11 +1567,14 @@ KILN_HD inline void encode_switch(Emitter& e, const FlatModuleView& m, const Sta
   if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
   else load_rax(e, m, l, i, ops[0]);
   for (uint32_t k = 2; k + 1 < in.operand_count; k += 2) {
-    mov_imm(e, RCX, static_cast<uint64_t>(ops[k].imm));
-    e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
-    e.byte(0x0F), e.byte(0x84);                // je rel32
-    uint32_t target = l.block_offset ? l.block_offset[ops[k + 1].index] : 0;
-    e.u32(target - (e.pos + 4));
+    const int64_t value = extend_const(ops[k].imm, ops[0].width, false);  // as rax holds it: normalised
+    if (fits_imm32(value)) {
+      alu_rax_imm(e, 7, static_cast<int32_t>(value));  // cmp rax, imm
+    } else {
+      mov_imm(e, RCX, static_cast<uint64_t>(ops[k].imm));
+      e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
+    }
+    jump(e, l, 0x84, ops[k + 1].index);  // je
   }
   jump_to_block(e, l, in.block, ops[1].index);
 }

@@ -37,6 +37,12 @@ __global__ void stamp_measure_kernel(FlatModuleView m, const uint32_t* order, St
   if (thread_instruction(m, order, &i)) stamp_measure(m, l, i, size, relocs, call_begin, call_end);
 }
 
+__global__ void stamp_relax_kernel(FlatModuleView m, StampLayout l, uint32_t* size, uint32_t* relocs,
+                                   uint32_t* call_begin, uint32_t* call_end) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m.inst_count) stamp_relax(m, l, i, size, relocs, call_begin, call_end);
+}
+
 __global__ void stamp_measure_prologue_kernel(FlatModuleView m, StampLayout l, uint32_t* size) {
   uint32_t fn = blockIdx.x * blockDim.x + threadIdx.x;
   if (fn < m.function_count) stamp_measure_prologue(m, l, fn, size);

@@ -3,8 +3,10 @@
 // executor as kernels, with identical results:
 //   0. uses     (per function)    where results live: a slot, only rax, or nowhere
 //   1. frame    (per function)    slot offsets: one slot per stored value, aligned allocas
-//   2. measure  (per instruction) exact byte length and relocation count
+//   2. measure  (per instruction) exact byte length and relocation count, every jump rel32
 //   3. offsets  (per function)    exclusive scans: instruction, block, relocation offsets
+//   2b. relax   (per instruction) jumps measured again against stage 3's long layout,
+//               then 3 again (jump, in stamp_emit.h)
 //   4. encode   (per instruction) bytes into the function's code, relocation records
 #pragma once
 #include "flat_ir.h"
@@ -278,6 +280,27 @@ KILN_HD inline void stamp_measure(const FlatModuleView& m, const StampLayout& l,
   call_end[i] = e.call_end;
 }
 
+// Whether instruction i's template jumps to blocks (jump): the only templates whose
+// size depends on the layout.
+KILN_HD inline bool jumps_to_blocks(const FlatInst& in) {
+  return in.op == kOpBr || in.op == kOpCondBr || in.op == kOpSwitch || in.op == kOpInvoke;
+}
+
+// Stage 2b (per instruction): an instruction that jumps to blocks measured again, with
+// l.long_inst_offset and l.long_block_offset the offsets of the long layout that
+// stages 2 and 3 made; others keep their size.
+KILN_HD inline void stamp_relax(const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t* size,
+                                uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end) {
+  if (!jumps_to_blocks(m.insts[i])) return;
+  Emitter e{nullptr, 0, nullptr, 0};
+  e.long_pos = l.long_inst_offset[i];
+  encode_inst(e, m, l, i);
+  size[i] = e.pos;
+  relocs[i] = e.reloc_count;
+  call_begin[i] = e.call_begin;
+  call_end[i] = e.call_end;
+}
+
 KILN_HD inline void stamp_measure_prologue(const FlatModuleView& m, const StampLayout& l, uint32_t fn, uint32_t* size) {
   Emitter e{nullptr, 0, nullptr, 0};
   encode_prologue(e, m, l, fn);
@@ -311,6 +334,7 @@ KILN_HD inline void stamp_offsets(const FlatModuleView& m, uint32_t fn, const ui
 KILN_HD inline void stamp_encode(const FlatModuleView& m, const StampLayout& l, uint32_t i, uint8_t* fn_code,
                                  StampReloc* fn_relocs, const uint32_t* reloc_start) {
   Emitter e{fn_code, l.inst_offset[i], fn_relocs + reloc_start[i], 0};
+  e.long_pos = l.long_inst_offset ? l.long_inst_offset[i] : 0;
   encode_inst(e, m, l, i);
 }
 

@@ -30,7 +30,7 @@ void stage_for(uint32_t n, unsigned threads, Body&& body) {
 struct StampScratch {
   std::vector<int32_t> inst_slot, alloca_mem, arg_slot;
   std::vector<uint32_t> frame_size, prologue_size, size, relocs, inst_offset, reloc_start, call_begin, call_end,
-      block_offset, use_count;
+      block_offset, use_count, long_inst_offset, long_block_offset;
   std::vector<uint8_t> home;
   std::vector<FrameStep> alloca_scan;
   std::vector<uint32_t> slot_sum, size_sum, reloc_sum, invoke_end, previous_end, lsda_entries, lsda_typed, entries_sum,
@@ -165,14 +165,25 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   check_code_size(m, prologue_size, size, relocs);
   out.measure = clock.lap();
 
-  if (form == StampForm::wide)
-    wide_offsets(m, scratch, prologue_size, size, relocs, inst_offset, block_offset, reloc_start, out.code_size.data(),
-                 out.reloc_count.data());
-  else
-    stage_for(F, threads, [&](uint32_t fn) {
-      stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset, reloc_start, out.code_size.data(),
-                    out.reloc_count.data());
-    });
+  // Offsets twice: of the long layout (every jump rel32), then, with the jumps measured
+  // again against it (stamp_relax), the final ones.
+  uint32_t* long_inst_offset = at_least(scratch.long_inst_offset, N);
+  uint32_t* long_block_offset = at_least(scratch.long_block_offset, m.block_count);
+  auto offsets = [&](uint32_t* inst_at, uint32_t* block_at) {
+    if (form == StampForm::wide)
+      wide_offsets(m, scratch, prologue_size, size, relocs, inst_at, block_at, reloc_start, out.code_size.data(),
+                   out.reloc_count.data());
+    else
+      stage_for(F, threads, [&](uint32_t fn) {
+        stamp_offsets(m, fn, prologue_size, size, relocs, inst_at, block_at, reloc_start, out.code_size.data(),
+                      out.reloc_count.data());
+      });
+  };
+  offsets(long_inst_offset, long_block_offset);
+  layout.long_inst_offset = long_inst_offset;
+  layout.long_block_offset = long_block_offset;
+  stage_for(N, threads, [&](uint32_t i) { stamp_relax(m, layout, i, size, relocs, call_begin, call_end); });
+  offsets(inst_offset, block_offset);
   // Exclusive scans over functions place each function's code and relocations.
   out.code_start.resize(F);
   out.reloc_start.resize(F);

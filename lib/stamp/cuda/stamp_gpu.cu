@@ -336,7 +336,29 @@ class CudaStampExecutor final : public StampGpuExecutor {
     stamp_measure_prologue_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(b_.m, b_.layout, b_.prologue_size);
     launches_ += 2;
     CUDA_CHECK(cudaGetLastError());
+    relax();
     CUDA_CHECK(cudaEventRecord(events_[4], stream_));
+  }
+
+  // 4b. The long layout's offsets (every jump rel32), then the jumps measured again
+  //     against it (stamp_relax) for the final sizes. The relocation starts written
+  //     here (from the size sums, as nothing needs them) are written again in step 5.
+  void relax() {
+    const uint32_t N = b_.N, B = b_.B;
+    const FlatModuleView& m = b_.m;
+    uint32_t* size_sum = size_sum_.as<uint32_t>(2 * (size_t(N) + 1));
+    uint32_t* long_inst = long_offset_.as<uint32_t>(size_t(N) + std::max<uint32_t>(B, 1));
+    uint32_t* long_block = long_inst + N;
+    exclusive_scan(b_.size, size_sum, N + 1);
+    wide_offsets_inst_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, b_.prologue_size, size_sum, size_sum,
+                                                                      long_inst, b_.reloc_start);
+    wide_offsets_block_kernel<<<blocks_for(B), kThreads, 0, stream_>>>(m, b_.prologue_size, size_sum, long_block);
+    b_.layout.long_inst_offset = long_inst;
+    b_.layout.long_block_offset = long_block;
+    stamp_relax_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, b_.layout, b_.size, b_.relocs, b_.call_begin,
+                                                                b_.call_end);
+    launches_ += 3;
+    CUDA_CHECK(cudaGetLastError());
   }
 
   // 5. Offsets inside functions from sums over all instructions, then functions
@@ -537,7 +559,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
   PinnedBuffer upload_staging_, download_staging_, totals_staging_;
   DeviceBuffer flat_, use_count_, home_, inst_slot_, alloca_mem_, arg_slot_, frame_size_, prologue_size_, size_,
       relocs_, call_begin_, call_end_, inst_offset_, reloc_start_, block_offset_, per_fn_, code_, reloc_out_, lsda_,
-      cub_temp_, opcode_keys_, identity_, selected_, fn_of_, alloca_step_, slot_bytes_, size_sum_, lsda_work_;
+      cub_temp_, opcode_keys_, identity_, selected_, fn_of_, alloca_step_, slot_bytes_, size_sum_, lsda_work_,
+      long_offset_;
 };
 
 }  // namespace
