@@ -916,6 +916,13 @@ KILN_HD inline void encode_bit_op(Emitter& e, uint32_t kind, uint32_t w) {
   }
 }
 
+// add (ext 0) or sub (ext 5) rsp, bytes: imm8 where it fits.
+KILN_HD inline void rsp_adjust(Emitter& e, uint32_t ext, uint32_t bytes) {
+  e.byte(0x48), e.byte(bytes <= 127 ? 0x83 : 0x81), e.byte(0xC4 | (ext << 3));
+  if (bytes <= 127) e.byte(bytes);
+  else e.u32(bytes);
+}
+
 // A call's arguments, the call itself and its result; `count` operands (callee + args).
 KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t count) {
   const FlatInst& in = m.insts[i];
@@ -928,10 +935,7 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   SysvArgs all;
   for (uint32_t a = 1; a < count; ++a) all.next(ops[a].flags & kOperandFloat, ops[a].width == kWideBits);
   uint32_t reserve = (all.stacked * 8 + 15) / 16 * 16;
-  if (reserve) {
-    e.byte(0x48), e.byte(0x81), e.byte(0xEC);  // sub rsp, reserve
-    e.u32(reserve);
-  }
+  if (reserve) rsp_adjust(e, 5, reserve);  // sub rsp, reserve
   SysvArgs place;
   for (uint32_t a = 1; a < count; ++a) {
     const FlatOperand& op = ops[a];
@@ -977,10 +981,7 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
     e.byte(0x41), e.byte(0xFF), e.byte(0xD3);  // call r11
   }
   e.call_end = e.pos;
-  if (reserve) {
-    e.byte(0x48), e.byte(0x81), e.byte(0xC4);  // add rsp, reserve
-    e.u32(reserve);
-  }
+  if (reserve) rsp_adjust(e, 0, reserve);  // add rsp, reserve
   if (in.width == kWideBits) {  // an i128 comes back in rax (low) and rdx (high)
     store_wide(e, dst, RAX, RDX);
   } else if (in.width && (in.aux & kCallRetFloat)) {  // in xmm0
@@ -1253,6 +1254,23 @@ KILN_HD inline void encode_store_wide(Emitter& e, const FlatModuleView& m, const
   mem_operand(e, RDX, RAX, 8);
 }
 
+// mov [base + disp], imm: a constant stored without a register: the same bytes as
+// storing it from rcx, in fewer. A 64-bit store takes a sign-extended imm32, so a
+// constant beyond that is stored through rcx (fits_store_imm false).
+KILN_HD inline bool fits_store_imm(const FlatOperand& v) {
+  return v.kind == kOperandConst && is_standard_width(v.width) && (v.width != 64 || fits_imm32(v.imm));
+}
+KILN_HD inline void store_imm(Emitter& e, uint32_t base, int32_t disp, const FlatOperand& v) {
+  const uint32_t bits = static_cast<uint32_t>(v.imm);
+  if (v.width == 64) e.byte(0x48);
+  if (v.width == 16) e.byte(0x66);
+  e.byte(v.width <= 8 ? 0xC6 : 0xC7);
+  mem_operand(e, 0, base, disp);
+  if (v.width <= 8) e.byte(bits & 0xFF);
+  else if (v.width == 16) e.byte(bits & 0xFF), e.byte((bits >> 8) & 0xFF);
+  else e.u32(bits);
+}
+
 // A store (the template of kOpStore, without the fence a seq_cst store adds).
 KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
@@ -1286,6 +1304,7 @@ KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const Stam
       else if (ops[0].kind == kOperandZero) zero_frame(e, at, in.aux32);
       return;
     }
+    if (fits_store_imm(ops[0])) return store_imm(e, RBP, at, ops[0]);
     load_operand(e, l, ops[0], RCX);
     store_bytes(e, RBP, at, RCX, bytes_of_width(ops[0].width));
     return;
@@ -1305,6 +1324,10 @@ KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const Stam
       }
     }
     return;  // undef: nothing to store
+  }
+  if (fits_store_imm(ops[0])) {
+    load_rax(e, m, l, i, ops[1]);
+    return store_imm(e, RAX, 0, ops[0]);
   }
   load_operand(e, l, ops[0], RCX);
   load_rax(e, m, l, i, ops[1]);

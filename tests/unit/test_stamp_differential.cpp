@@ -237,7 +237,7 @@ class IrGenerator {
       }
       case 3: {  // store then load through a variable index into the frame array
         int sw = w == 1 ? 8 : w;
-        std::string idx = value_of(b, 64), masked = fresh(), p = fresh(), v = value_of(b, sw), l = fresh();
+        std::string idx = value_of(b, 64), masked = fresh(), p = fresh(), v = operand_of(b, sw), l = fresh();
         b << "  " << masked << " = and i64 " << idx << ", 7\n";
         b << "  " << p << " = getelementptr inbounds [8 x i64], ptr %mem, i64 0, i64 " << masked << "\n";
         b << "  store " << ty(sw) << " " << v << ", ptr " << p << "\n";
@@ -343,9 +343,19 @@ class IrGenerator {
     b << "  call void @llvm.memcpy.p0.p0.i64(ptr %fold, ptr %mem, i64 8, i1 false)\n";
     b << "  %foldy = zext i16 %foldw to i64\n  %folds = add i64 %foldx, %foldy\n";
     b << "  %foldz = load i64, ptr %fold\n  %foldr = add i64 %foldz, %folds\n";
+    // Constants stored into the frame at every width, one beyond a 64-bit store's imm32.
+    b << "  %imm = alloca [3 x i64], align 8\n  store i64 -2147483648, ptr %imm\n";
+    b << "  %imm1 = getelementptr inbounds i8, ptr %imm, i64 8\n  store i64 4294967296, ptr %imm1\n";
+    b << "  %imm2 = getelementptr inbounds i8, ptr %imm, i64 16\n  store i32 -7, ptr %imm2\n";
+    b << "  %imm3 = getelementptr inbounds i8, ptr %imm, i64 20\n  store i16 -300, ptr %imm3\n";
+    b << "  %imm4 = getelementptr inbounds i8, ptr %imm, i64 22\n  store i8 200, ptr %imm4\n";
+    b << "  %imm5 = getelementptr inbounds i8, ptr %imm, i64 23\n  store i1 true, ptr %imm5\n";
+    b << "  %immv = load i64, ptr %imm\n  %immw = load i64, ptr %imm1\n  %immy = load i64, ptr %imm2\n";
+    b << "  %immz = xor i64 %immv, %immw\n  %immx = xor i64 %immz, %immy\n";
     pool_.push_back({"%bigx", 64});
     pool_.push_back({"%cellx", 64});
     pool_.push_back({"%foldr", 64});
+    pool_.push_back({"%immx", 64});
     int straight = 3 + pick(6);
     for (int i = 0; i < straight; ++i) random_op(b);
     std::string start = combine(b);
