@@ -143,10 +143,11 @@ KILN_HD inline bool pooled(const FlatModuleView& m, uint32_t i, const uint32_t* 
       break;
   }
   if (in.width == 0 || in.width > 64 || in.slot_size == 0 || in.slot_size > 8) return false;
+  const uint32_t uses = use_count[i];
   const FlatBlock& b = m.blocks[in.block];
   const uint32_t end = b.first_inst + b.inst_count;
   uint32_t seen = 0;
-  for (uint32_t j = i + 1; j < end && j < i + kPoolSlots; ++j) {
+  for (uint32_t j = i + 1; j < end && j < i + kPoolSlots && seen < uses; ++j) {
     const FlatInst& u = m.insts[j];
     if (u.op == kOpPhi) continue;
     for (uint32_t k = 0; k < u.operand_count; ++k) {
@@ -154,7 +155,7 @@ KILN_HD inline bool pooled(const FlatModuleView& m, uint32_t i, const uint32_t* 
       if (op.kind == kOperandValue && op.index == i) ++seen;
     }
   }
-  return seen == use_count[i];
+  return seen == uses;
 }
 
 // The distance below rbp of the pool slot of instruction i, the function's `at`-th
