@@ -76,6 +76,10 @@ enum StampOp : uint16_t {
   kOpTlsAddress,
   kOpCount
 };
+
+// Copies, casts, integer arithmetic, compares and selects: the opcodes kOpCopy to
+// kOpSelect, which compute on their operands alone (no memory, no calls).
+KILN_HD inline bool is_operand_only_op(uint32_t op) { return op >= kOpCopy && op <= kOpSelect; }
 enum StoreFlags : uint8_t { kStoreSeqCst = 1 };
 enum RmwKind : uint8_t { kRmwXchg, kRmwAdd, kRmwSub, kRmwAnd, kRmwOr, kRmwXor, kRmwNand };
 

@@ -1037,25 +1037,8 @@ KILN_HD inline bool frame_address(const FlatModuleView& m, const StampLayout& l,
 // Templates that end with their scalar result in rax (and then store it to its slot).
 KILN_HD inline bool result_in_rax(const FlatInst& in) {
   if (in.width == 0 || in.width == kWideBits) return false;  // 128 bits live in their slot
+  if (is_operand_only_op(in.op)) return true;
   switch (in.op) {
-    case kOpCopy:
-    case kOpTrunc:
-    case kOpSext:
-    case kOpAdd:
-    case kOpSub:
-    case kOpMul:
-    case kOpAnd:
-    case kOpOr:
-    case kOpXor:
-    case kOpShl:
-    case kOpLshr:
-    case kOpAshr:
-    case kOpUdiv:
-    case kOpSdiv:
-    case kOpUrem:
-    case kOpSrem:
-    case kOpIcmp:
-    case kOpSelect:
     case kOpAlloca:
     case kOpLoad:
     case kOpGep:

@@ -25,26 +25,9 @@ constexpr uint32_t kLoadFoldWindow = 16;
 // memory accesses, which keeps atomic and volatile loads (the flat IR cannot tell them
 // apart) as they were.
 KILN_HD inline bool touches_no_memory(const FlatInst& in) {
+  if (is_operand_only_op(in.op)) return true;
   switch (in.op) {
     case kOpNop:
-    case kOpCopy:
-    case kOpTrunc:
-    case kOpSext:
-    case kOpAdd:
-    case kOpSub:
-    case kOpMul:
-    case kOpAnd:
-    case kOpOr:
-    case kOpXor:
-    case kOpShl:
-    case kOpLshr:
-    case kOpAshr:
-    case kOpUdiv:
-    case kOpSdiv:
-    case kOpUrem:
-    case kOpSrem:
-    case kOpIcmp:
-    case kOpSelect:
     case kOpAlloca:
     case kOpGep:
     case kOpExtract:
@@ -59,25 +42,8 @@ KILN_HD inline bool touches_no_memory(const FlatInst& in) {
 // Users whose templates read a scalar operand only through load_operand (or load_rax),
 // before any memory access of their own, so a folded load's memory can be read there.
 KILN_HD inline bool reads_scalars_by_load_operand(const FlatInst& in) {
+  if (is_operand_only_op(in.op)) return true;
   switch (in.op) {
-    case kOpCopy:
-    case kOpTrunc:
-    case kOpSext:
-    case kOpAdd:
-    case kOpSub:
-    case kOpMul:
-    case kOpAnd:
-    case kOpOr:
-    case kOpXor:
-    case kOpShl:
-    case kOpLshr:
-    case kOpAshr:
-    case kOpUdiv:
-    case kOpSdiv:
-    case kOpUrem:
-    case kOpSrem:
-    case kOpIcmp:
-    case kOpSelect:
     case kOpLoad:
     case kOpStore:
     case kOpGep:
