@@ -89,11 +89,11 @@ KILN_HD inline bool load_folds(const FlatModuleView& m, uint32_t i, const uint32
 // which comes within kPoolSlots - 1 instructions after it, in its block, by an
 // instruction other than a phi (a phi reads its value at the end of a predecessor).
 // Value i takes pool slot i mod kPoolSlots (counted in its function). The value before
-// it there, i - kPoolSlots or earlier, was last read before i; i reads no value that shares its slot; and i
-// writes its slot only after reading its operands (aggregates, whose templates write
-// their slot piecewise, never live in the pool). So no two values in one pool slot are
-// ever live together. Uses are counted in the window: all of them are there when the
-// count equals use_count.
+// it there, i - kPoolSlots or earlier, was last read before i; i reads no value that
+// shares its slot; and i writes its slot only after reading its operands (aggregates,
+// whose templates write their slot piecewise, never live in the pool). So no two values
+// in one pool slot are ever live together. Uses are counted in the window: all of them
+// are there when the count equals use_count.
 KILN_HD inline bool pooled(const FlatModuleView& m, uint32_t i, const uint32_t* use_count) {
   const FlatInst& in = m.insts[i];
   switch (in.op) {
