@@ -236,19 +236,16 @@ KILN_HD inline void mov_rr(Emitter& e, uint32_t dst, uint32_t src) {
   e.byte(0x89);
   e.byte(0xC0 | ((src & 7) << 3) | (dst & 7));
 }
-// add reg, imm (sign-extended imm8 or imm32)
-KILN_HD inline void add_imm(Emitter& e, uint32_t reg, int32_t imm) {
-  e.byte(0x48 | (reg >> 3));
-  if (imm >= -128 && imm <= 127) {
-    e.byte(0x83);
-    e.byte(0xC0 | (reg & 7));
-    e.byte(static_cast<uint32_t>(imm) & 0xff);
-    return;
-  }
-  e.byte(0x81);
-  e.byte(0xC0 | (reg & 7));
-  e.u32(static_cast<uint32_t>(imm));
+// op reg, imm for the ALU group's opcode extension `ext` (add 0, or 1, and 4, sub 5,
+// xor 6, cmp 7): sign-extended imm8 where it fits, else imm32.
+KILN_HD inline void alu_imm(Emitter& e, uint32_t reg, uint32_t ext, int32_t imm) {
+  const bool imm8 = imm >= -128 && imm <= 127;
+  e.byte(0x48 | (reg >> 3)), e.byte(imm8 ? 0x83 : 0x81), e.byte(0xC0 | (ext << 3) | (reg & 7));
+  if (imm8) e.byte(static_cast<uint32_t>(imm) & 0xff);
+  else e.u32(static_cast<uint32_t>(imm));
 }
+// add reg, imm
+KILN_HD inline void add_imm(Emitter& e, uint32_t reg, int32_t imm) { alu_imm(e, reg, 0, imm); }
 // mov reg, [rip + symbol@GOTPCREL]: the address of a symbol, wherever it ends up.
 KILN_HD inline void load_symbol_address(Emitter& e, uint32_t reg, uint32_t symbol, int64_t offset) {
   e.byte(0x48 | ((reg >> 3) << 2));
@@ -672,13 +669,9 @@ KILN_HD inline int64_t extend_const(int64_t imm, uint32_t width, bool sign) {
 }
 KILN_HD inline bool fits_imm32(int64_t v) { return v >= -2147483648LL && v <= 2147483647LL; }
 
-// op rax, imm: the ALU group's opcode extension `ext` (add 0, or 1, and 4, sub 5,
-// xor 6, cmp 7), with imm8 where it fits, else rax's own short imm32 form.
+// op rax, imm (alu_imm), with rax's own short form where imm32 is needed.
 KILN_HD inline void alu_rax_imm(Emitter& e, uint32_t ext, int32_t imm) {
-  if (imm >= -128 && imm <= 127) {
-    e.byte(0x48), e.byte(0x83), e.byte(0xC0 | (ext << 3)), e.byte(static_cast<uint32_t>(imm) & 0xFF);
-    return;
-  }
+  if (imm >= -128 && imm <= 127) return alu_imm(e, RAX, ext, imm);
   e.byte(0x48), e.byte(0x05 | (ext << 3));
   e.u32(static_cast<uint32_t>(imm));
 }
@@ -916,13 +909,6 @@ KILN_HD inline void encode_bit_op(Emitter& e, uint32_t kind, uint32_t w) {
   }
 }
 
-// add (ext 0) or sub (ext 5) rsp, bytes: imm8 where it fits.
-KILN_HD inline void rsp_adjust(Emitter& e, uint32_t ext, uint32_t bytes) {
-  e.byte(0x48), e.byte(bytes <= 127 ? 0x83 : 0x81), e.byte(0xC4 | (ext << 3));
-  if (bytes <= 127) e.byte(bytes);
-  else e.u32(bytes);
-}
-
 // A call's arguments, the call itself and its result; `count` operands (callee + args).
 KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t count) {
   const FlatInst& in = m.insts[i];
@@ -935,7 +921,7 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   SysvArgs all;
   for (uint32_t a = 1; a < count; ++a) all.next(ops[a].flags & kOperandFloat, ops[a].width == kWideBits);
   uint32_t reserve = (all.stacked * 8 + 15) / 16 * 16;
-  if (reserve) rsp_adjust(e, 5, reserve);  // sub rsp, reserve
+  if (reserve) alu_imm(e, RSP, 5, static_cast<int32_t>(reserve));  // sub rsp, reserve
   SysvArgs place;
   for (uint32_t a = 1; a < count; ++a) {
     const FlatOperand& op = ops[a];
@@ -981,7 +967,7 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
     e.byte(0x41), e.byte(0xFF), e.byte(0xD3);  // call r11
   }
   e.call_end = e.pos;
-  if (reserve) rsp_adjust(e, 0, reserve);  // add rsp, reserve
+  if (reserve) alu_imm(e, RSP, 0, static_cast<int32_t>(reserve));  // add rsp, reserve
   if (in.width == kWideBits) {  // an i128 comes back in rax (low) and rdx (high)
     store_wide(e, dst, RAX, RDX);
   } else if (in.width && (in.aux & kCallRetFloat)) {  // in xmm0
