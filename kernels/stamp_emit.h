@@ -82,7 +82,12 @@ enum ResultHome : uint8_t {
                   // which reads the memory itself (load_folds); inst_slot holds -disp
   kHomePool = 4,  // a slot of the function's pool, shared with other short-lived values
                   // (pooled); inst_slot holds its place, as for kHomeSlot
+  kHomeField = 5,  // nowhere: a scalar field of an aggregate in its own slot, which every
+                   // use reads in place (field_folds); inst_slot holds the field's place
 };
+// Homes whose value is read where it already is in the frame (load_operand), with no
+// code and no slot of its own: a folded load's memory, an aggregate's field.
+KILN_HD inline bool read_in_place(uint8_t home) { return home == kHomeLoad || home == kHomeField; }
 
 // The pool: kPoolSlots slots of 8 bytes right below the arguments' slots, so near rbp
 // that 8-bit displacements reach them, for values read only by the few instructions
@@ -328,7 +333,9 @@ KILN_HD inline void store_result(Emitter& e, const StampLayout& l, uint32_t i) {
   store64(e, slot_disp(l, i), RAX);
 }
 
-// Loads a scalar operand (normalised) into reg.
+// Loads a scalar operand (normalised) into reg. Every template reads its scalar value
+// operands through here (or load_rax), which is what lets field_folds leave a field in
+// its aggregate's slot.
 KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t reg) {
   switch (op.kind) {
     case kOperandValue:
@@ -337,8 +344,11 @@ KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOpe
         e.byte(0x8D);
         return mem_operand(e, reg, RBP, slot_disp(l, op.index));
       }
-      if (l.home && l.home[op.index] == kHomeLoad)  // the folded load's own memory
-        return load_narrow(e, reg, slot_disp(l, op.index), bytes_of_width(op.width));
+      if (l.home && read_in_place(l.home[op.index])) {  // the folded load's memory, or the field
+        load_narrow(e, reg, slot_disp(l, op.index), bytes_of_width(op.width));
+        if (op.width == 1) normalize(e, reg, 1);  // as encode_extract does
+        return;
+      }
       return load64(e, reg, slot_disp(l, op.index));
     case kOperandArg:
       return load64(e, reg, -l.arg_slot[op.index]);
@@ -1044,7 +1054,7 @@ KILN_HD inline bool result_in_rax(const FlatInst& in) {
 // folded into its user, home: no code at all), so sizes stay exact.
 KILN_HD inline bool rax_holds(const FlatModuleView& m, const uint8_t* home, uint32_t i, const FlatOperand& op) {
   if (op.kind != kOperandValue || i == 0 || op.index != i - 1) return false;
-  if (home && home[op.index] == kHomeLoad) return false;
+  if (home && read_in_place(home[op.index])) return false;
   const FlatInst& in = m.insts[i];
   if (m.blocks[in.block].first_inst == i) return false;  // a jump target: rax is unknown
   const FlatInst& prev = m.insts[i - 1];
@@ -1454,6 +1464,7 @@ KILN_HD inline void encode_extract(Emitter& e, const FlatModuleView& m, const St
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
+  if (l.home && l.home[i] == kHomeField) return;  // every use reads the field in place
   if (ops[0].kind != kOperandValue) {  // undef, poison or zero aggregate: the field is 0
     if (in.width == kWideBits) {
       zero_frame(e, dst, 16);

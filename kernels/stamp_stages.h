@@ -84,6 +84,31 @@ KILN_HD inline bool load_folds(const FlatModuleView& m, uint32_t i, const uint32
   return false;
 }
 
+// An extractvalue of a scalar (of a standard width up to 64 bits) from an aggregate in
+// a slot of its own (no phi's: a phi's slot is written again at each entry of its
+// block) folds (kHomeField): its uses read the field in place. The aggregate's slot
+// holds it for as long as the field is live: that slot is written only where the
+// aggregate is defined (an insertvalue takes it over only from an aggregate it alone
+// uses), and in SSA form a value defined after the aggregate (the field) is never live
+// across the aggregate's next definition. An aggregate (width 0, a slot) always has its
+// own slot (kHomeSlot): no other home takes one, so this needs no other home.
+KILN_HD inline bool field_folds(const FlatModuleView& m, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  if (in.op != kOpExtract || in.width == 0 || in.width > 64 || !is_standard_width(in.width)) return false;
+  const FlatOperand& src = m.operands[in.first_operand];
+  if (src.kind != kOperandValue) return false;
+  const FlatInst& a = m.insts[src.index];
+  return a.width == 0 && a.slot_size != 0 && a.op != kOpPhi;
+}
+
+// The home stage 0 gives instruction i before it looks at its neighbours and at the
+// pool: nowhere (kHomeNone, kHomeLoad, kHomeField) or a slot.
+KILN_HD inline uint8_t first_home(const FlatModuleView& m, uint32_t i, const uint32_t* use_count) {
+  if (is_frame_shape(m, value_operand(i))) return kHomeNone;
+  if (load_folds(m, i, use_count)) return kHomeLoad;
+  return field_folds(m, i) ? kHomeField : kHomeSlot;
+}
+
 // A value lives in the pool (kHomePool) when it is a scalar of up to 64 bits (not a
 // vector, an aggregate or an i128) that would have a slot of its own and every use of
 // which comes within kPoolSlots - 1 instructions after it, in its block, by an
@@ -132,8 +157,8 @@ KILN_HD inline int32_t pool_slot(uint32_t args_bytes, uint32_t at) {
 }
 
 // Stage 0: where each result lives (ResultHome). A frame address (frame_shape) needs
-// no code and no slot: each use recomputes it or addresses memory through it. So does
-// a load that folds into its user (load_folds). A result used once, by the next
+// no code and no slot: each use recomputes it or addresses memory through it. Nor do a
+// load that folds into its user (load_folds) and a field read in place (field_folds). A result used once, by the next
 // instruction, which takes that operand first into rax (rax_operand), never goes to
 // memory. Of the rest, short-lived scalars share the pool's slots (pooled). use_count is
 // scratch (per instruction).
@@ -148,8 +173,7 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
       if (op.kind == kOperandValue) ++use_count[op.index];
     }
   }
-  for (uint32_t i = f.first_inst; i < end; ++i)
-    home[i] = is_frame_shape(m, value_operand(i)) ? kHomeNone : load_folds(m, i, use_count) ? kHomeLoad : kHomeSlot;
+  for (uint32_t i = f.first_inst; i < end; ++i) home[i] = first_home(m, i, use_count);
   for (uint32_t i = f.first_inst; i + 1 < end; ++i) {
     if (home[i] != kHomeSlot || use_count[i] != 1 || !result_in_rax(m.insts[i])) continue;
     int k = rax_operand(m, home, i + 1);
@@ -223,8 +247,8 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint
       inst_slot[i] = static_cast<int32_t>(off);
     }
   }
-  // Frame addresses, and the memory of folded loads: their displacement, where a
-  // slot's would be (slot_disp).
+  // Frame addresses, the memory of folded loads and folded fields: their displacement,
+  // where a slot's would be (slot_disp).
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
     uint32_t alloca_inst = 0;
     int64_t offset = 0;
@@ -232,6 +256,8 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint
       inst_slot[i] = static_cast<int32_t>(alloca_mem[alloca_inst] - offset);
     else if (home[i] == kHomeLoad && frame_shape(m, m.operands[m.insts[i].first_operand], &alloca_inst, &offset))
       inst_slot[i] = static_cast<int32_t>(alloca_mem[alloca_inst] - offset);
+    else if (home[i] == kHomeField)  // the aggregate may come later in layout: this pass
+      inst_slot[i] = inst_slot[m.operands[m.insts[i].first_operand].index] - static_cast<int32_t>(m.insts[i].imm);
   }
   frame_size[fn] = (off + 15) / 16 * 16;
 }

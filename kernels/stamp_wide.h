@@ -42,10 +42,10 @@ KILN_HD inline void wide_count_uses(const FlatModuleView& m, uint32_t i, uint32_
 
 // Where instruction i's result lives: what stamp_uses decides for it.
 KILN_HD inline void wide_home(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, uint8_t* home) {
-  uint8_t h = is_frame_shape(m, value_operand(i)) ? kHomeNone : load_folds(m, i, use_count) ? kHomeLoad : kHomeSlot;
+  uint8_t h = first_home(m, i, use_count);
   const FlatFunction& f = m.functions[function_of(m, i)];
   // rax_operand and rax_holds look at home only for instruction i, which is known here
-  // to be no folded load (another thread may be writing home[i] now): no home for them.
+  // to be in a slot (another thread may be writing home[i] now): no home for them.
   if (h == kHomeSlot && i + 1 < f.first_inst + f.inst_count && use_count[i] == 1 && result_in_rax(m.insts[i])) {
     int k = rax_operand(m, nullptr, i + 1);
     if (k >= 0) {
@@ -122,6 +122,15 @@ KILN_HD inline int64_t wide_allocas_end(const FlatModuleView& m, const FlatFunct
   return f.inst_count ? apply_step(s.alloca_scan[f.first_inst + f.inst_count - 1], start) : start;
 }
 
+// The slot of instruction i, whose home is kHomeSlot, as stamp_frame lays it out.
+KILN_HD inline int32_t wide_own_slot(const FlatModuleView& m, const FlatFunction& f, uint32_t i,
+                                     const uint32_t* use_count, const uint8_t* home, const WideFrameScans& s) {
+  uint32_t owner = i;  // an in-place insert shares its source's slot, which may be shared in turn
+  while (wide_in_place(m, owner, use_count, home)) owner = m.operands[m.insts[owner].first_operand].index;
+  const int64_t slots_before = s.slot_sum[owner + 1] - s.slot_sum[f.first_inst];  // through owner
+  return static_cast<int32_t>(wide_allocas_end(m, f, s) + slots_before);
+}
+
 // Instruction i's alloca memory and slot, as stamp_frame lays them out.
 KILN_HD inline void wide_frame_inst(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, const uint8_t* home,
                                     const WideFrameScans& s, int32_t* inst_slot, int32_t* alloca_mem) {
@@ -133,10 +142,9 @@ KILN_HD inline void wide_frame_inst(const FlatModuleView& m, uint32_t i, const u
   if (home[i] == kHomePool) {
     slot = pool_slot(static_cast<uint32_t>(args_end), i - f.first_inst);
   } else if (in.slot_size && home[i] == kHomeSlot) {
-    uint32_t owner = i;  // an in-place insert shares its source's slot, which may be shared in turn
-    while (wide_in_place(m, owner, use_count, home)) owner = m.operands[m.insts[owner].first_operand].index;
-    const int64_t slots_before = s.slot_sum[owner + 1] - s.slot_sum[f.first_inst];  // through owner
-    slot = static_cast<int32_t>(wide_allocas_end(m, f, s) + slots_before);
+    slot = wide_own_slot(m, f, i, use_count, home, s);
+  } else if (home[i] == kHomeField) {  // the aggregate's slot (field_folds), at the field
+    slot = wide_own_slot(m, f, m.operands[in.first_operand].index, use_count, home, s) - static_cast<int32_t>(in.imm);
   } else if (home[i] == kHomeNone || home[i] == kHomeLoad) {  // the address, or the folded load's
     uint32_t alloca_inst = 0;
     int64_t offset = 0;

@@ -363,26 +363,36 @@ class IrGenerator {
     b << "  br label %loop\nloop:\n";
     b << "  %i = phi i64 [ 0, %entry ], [ %i.next, %join ]\n";
     b << "  %acc = phi i64 [ " << start << ", %entry ], [ %acc.next, %join ]\n";
+    b << "  %carry = phi i64 [ %c, %entry ], [ %fld0, %join ]\n";
     pool_ = {{"%acc", 64}, {"%i", 64}, {"%a", 64}};
     for (int i = 0; i < 2 + pick(4); ++i) random_op(b);
     std::string mid = combine(b);
+    // An aggregate made again in every iteration, whose fields stamp reads in place
+    // (field_folds): one goes to the next iteration through a phi (read at the end of
+    // join, before the aggregate is made again) and to the exit block, the others to
+    // the branches, one of them an i1.
+    b << "  %fa = insertvalue {i64, i8, i1} poison, i64 " << mid << ", 0\n  %fc8 = trunc i64 %carry to i8\n";
+    b << "  %fb = insertvalue {i64, i8, i1} %fa, i8 %fc8, 1\n  %fcb = trunc i64 %i to i1\n";
+    b << "  %fd = insertvalue {i64, i8, i1} %fb, i1 %fcb, 2\n  %fld0 = extractvalue {i64, i8, i1} %fd, 0\n";
+    b << "  %fld1 = extractvalue {i64, i8, i1} %fd, 1\n  %fld2 = extractvalue {i64, i8, i1} %fd, 2\n";
+    b << "  %fld1w = sext i8 %fld1 to i64\n  %fld2w = zext i1 %fld2 to i64\n";
     b << "  %cond = trunc i64 " << mid << " to i1\n  br i1 %cond, label %then, label %else\nthen:\n";
-    pool_ = {{mid, 64}, {"%i", 64}};
+    pool_ = {{mid, 64}, {"%i", 64}, {"%fld1w", 64}};
     for (int i = 0; i < 1 + pick(3); ++i) random_op(b);
     std::string t = combine(b);
     b << "  br label %join\nelse:\n";
-    pool_ = {{mid, 64}, {"%b", 64}};
+    pool_ = {{mid, 64}, {"%b", 64}, {"%fld2w", 64}, {"%carry", 64}};
     for (int i = 0; i < 1 + pick(3); ++i) random_op(b);
     std::string e = combine(b);
     b << "  br label %join\njoin:\n";
     b << "  %acc.next = phi i64 [ " << t << ", %then ], [ " << e << ", %else ]\n";
     b << "  %i.next = add i64 %i, 1\n  %more = icmp ult i64 %i.next, " << trips << "\n";
     b << "  br i1 %more, label %loop, label %exit\nexit:\n";
-    b << "  %sel = and i64 %acc.next, 3\n";
+    b << "  %out = add i64 %acc.next, %fld0\n  %sel = and i64 %out, 3\n";
     b << "  switch i64 %sel, label %d [ i64 0, label %s0\n i64 1, label %s1\n i64 2, label %s1 ]\n";
-    b << "s0:\n  %r0 = mul i64 %acc.next, 31\n  ret i64 %r0\n";
-    b << "s1:\n  %r1 = xor i64 %acc.next, -6148914691236517206\n  ret i64 %r1\n";
-    b << "d:\n  ret i64 %acc.next\n}\n";
+    b << "s0:\n  %r0 = mul i64 %out, 31\n  ret i64 %r0\n";
+    b << "s1:\n  %r1 = xor i64 %out, -6148914691236517206\n  ret i64 %r1\n";
+    b << "d:\n  ret i64 %out\n}\n";
     // Names must be unique per function: renumber by prefixing the function name.
     std::string text = b.str();
     return text;
