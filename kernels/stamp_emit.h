@@ -1048,17 +1048,38 @@ KILN_HD inline bool result_in_rax(const FlatInst& in) {
   }
 }
 
-// True when `op` is the result of the instruction just before `i` in the same block
-// and that instruction's template ends with the result in rax: then `i` need not
-// load it again. Depends only on the two instructions (and whether the one before was
-// folded into its user, home: no code at all), so sizes stay exact.
+// Instructions that emit no code whatever the homes: kOpNop (lifetime markers, dead
+// values) and frame addresses. rax passes through them unchanged.
+KILN_HD inline bool emits_nothing(const FlatModuleView& m, uint32_t i) {
+  return m.insts[i].op == kOpNop || is_frame_shape(m, value_operand(i));
+}
+// How many such instructions rax_holds looks past.
+constexpr uint32_t kQuietWindow = 8;
+
+// The instruction after i in its block that the code of i is followed by: the next one,
+// past at most kQuietWindow that emit nothing; or the block's end when there is none.
+KILN_HD inline uint32_t next_with_code(const FlatModuleView& m, uint32_t i) {
+  const FlatBlock& b = m.blocks[m.insts[i].block];
+  const uint32_t end = b.first_inst + b.inst_count;
+  uint32_t j = i + 1;
+  while (j < end && j <= i + kQuietWindow && emits_nothing(m, j)) ++j;
+  return j < end && j <= i + kQuietWindow + 1 ? j : end;
+}
+
+// True when `op` is the result of an instruction before `i` in the same block, with
+// only instructions that emit nothing between them (at most kQuietWindow), and that
+// instruction's template ends with the result in rax: then `i` need not load it again.
+// Depends only on those instructions (and whether the producer was folded into its
+// user, home: no code at all), so sizes stay exact.
 KILN_HD inline bool rax_holds(const FlatModuleView& m, const uint8_t* home, uint32_t i, const FlatOperand& op) {
-  if (op.kind != kOperandValue || i == 0 || op.index != i - 1) return false;
+  if (op.kind != kOperandValue || op.index >= i || i - op.index > kQuietWindow + 1) return false;
   if (home && read_in_place(home[op.index])) return false;
   const FlatInst& in = m.insts[i];
-  if (m.blocks[in.block].first_inst == i) return false;  // a jump target: rax is unknown
-  const FlatInst& prev = m.insts[i - 1];
-  return prev.block == in.block && result_in_rax(prev) && !is_frame_shape(m, op);  // frame addresses emit nothing
+  const FlatInst& prev = m.insts[op.index];
+  if (prev.block != in.block || !result_in_rax(prev) || is_frame_shape(m, op)) return false;  // frame addresses emit nothing
+  for (uint32_t j = op.index + 1; j < i; ++j)
+    if (!emits_nothing(m, j)) return false;
+  return true;
 }
 
 // True when a terminator copies values into successors' phis (which goes through rax).
@@ -1137,9 +1158,13 @@ KILN_HD inline void encode_binary_op(Emitter& e, const FlatModuleView& m, const 
 }
 
 // An icmp whose result lives only in rax and goes to the conditional branch right
-// after it: the branch jumps on the compare's flags (no setcc, no test).
+// after it (next_with_code): the branch jumps on the compare's flags (no setcc, no
+// test). Its one use is then that branch.
 KILN_HD inline bool compare_feeds_branch(const FlatModuleView& m, const StampLayout& l, uint32_t i) {
-  return m.insts[i].op == kOpIcmp && l.home && l.home[i] == kHomeRax && m.insts[i + 1].op == kOpCondBr;
+  if (m.insts[i].op != kOpIcmp || !l.home || l.home[i] != kHomeRax) return false;
+  const FlatBlock& b = m.blocks[m.insts[i].block];
+  const uint32_t next = next_with_code(m, i);
+  return next < b.first_inst + b.inst_count && m.insts[next].op == kOpCondBr;
 }
 
 // Funnel shifts at width w (8 to 64 bits): fshl(a, b, s) is the high half of
@@ -1538,7 +1563,8 @@ KILN_HD inline void encode_cond_br(Emitter& e, const FlatModuleView& m, const St
   else load_rax(e, m, l, i, ops[0]);
   // Jump on the compare's own flags when it comes right before, else on bit 0.
   uint32_t jcc_true = 0x85;  // jnz
-  if (i > 0 && compare_feeds_branch(m, l, i - 1)) jcc_true = setcc_opcode(m.insts[i - 1].aux) - 0x10;
+  if (ops[0].kind == kOperandValue && compare_feeds_branch(m, l, ops[0].index))
+    jcc_true = setcc_opcode(m.insts[ops[0].index].aux) - 0x10;
   else e.byte(0xA8), e.byte(0x01);  // test al, 1
   uint32_t on_true = ops[1].index, on_false = ops[2].index;
   if (on_true == in.block + 1 && on_false != on_true) return jump(e, l, jcc_true ^ 1, on_false);  // the opposite

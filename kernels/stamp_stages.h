@@ -158,10 +158,11 @@ KILN_HD inline int32_t pool_slot(uint32_t args_bytes, uint32_t at) {
 
 // Stage 0: where each result lives (ResultHome). A frame address (frame_shape) needs
 // no code and no slot: each use recomputes it or addresses memory through it. Nor do a
-// load that folds into its user (load_folds) and a field read in place (field_folds). A result used once, by the next
-// instruction, which takes that operand first into rax (rax_operand), never goes to
-// memory. Of the rest, short-lived scalars share the pool's slots (pooled). use_count is
-// scratch (per instruction).
+// load that folds into its user (load_folds) and a field read in place (field_folds).
+// A result used once, by the next instruction with code (next_with_code), which takes
+// that operand first into rax (rax_operand), never goes to memory. Of the rest,
+// short-lived scalars share the pool's slots (pooled). use_count is scratch (per
+// instruction).
 KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* use_count, uint8_t* home) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
@@ -176,10 +177,13 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
   for (uint32_t i = f.first_inst; i < end; ++i) home[i] = first_home(m, i, use_count);
   for (uint32_t i = f.first_inst; i + 1 < end; ++i) {
     if (home[i] != kHomeSlot || use_count[i] != 1 || !result_in_rax(m.insts[i])) continue;
-    int k = rax_operand(m, home, i + 1);
+    const uint32_t next = next_with_code(m, i);
+    const FlatBlock& b = m.blocks[m.insts[i].block];
+    if (next >= b.first_inst + b.inst_count) continue;
+    int k = rax_operand(m, home, next);
     if (k < 0) continue;
-    const FlatOperand& op = m.operands[m.insts[i + 1].first_operand + static_cast<uint32_t>(k)];
-    if (op.kind == kOperandValue && op.index == i && rax_holds(m, home, i + 1, op)) home[i] = kHomeRax;
+    const FlatOperand& op = m.operands[m.insts[next].first_operand + static_cast<uint32_t>(k)];
+    if (op.kind == kOperandValue && op.index == i && rax_holds(m, home, next, op)) home[i] = kHomeRax;
   }
   for (uint32_t i = f.first_inst; i < end; ++i)
     if (home[i] == kHomeSlot && pooled(m, i, use_count)) home[i] = kHomePool;

@@ -43,14 +43,15 @@ KILN_HD inline void wide_count_uses(const FlatModuleView& m, uint32_t i, uint32_
 // Where instruction i's result lives: what stamp_uses decides for it.
 KILN_HD inline void wide_home(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, uint8_t* home) {
   uint8_t h = first_home(m, i, use_count);
-  const FlatFunction& f = m.functions[function_of(m, i)];
   // rax_operand and rax_holds look at home only for instruction i, which is known here
   // to be in a slot (another thread may be writing home[i] now): no home for them.
-  if (h == kHomeSlot && i + 1 < f.first_inst + f.inst_count && use_count[i] == 1 && result_in_rax(m.insts[i])) {
-    int k = rax_operand(m, nullptr, i + 1);
+  const FlatBlock& b = m.blocks[m.insts[i].block];
+  const uint32_t next = next_with_code(m, i);
+  if (h == kHomeSlot && next < b.first_inst + b.inst_count && use_count[i] == 1 && result_in_rax(m.insts[i])) {
+    int k = rax_operand(m, nullptr, next);
     if (k >= 0) {
-      const FlatOperand& op = m.operands[m.insts[i + 1].first_operand + static_cast<uint32_t>(k)];
-      if (op.kind == kOperandValue && op.index == i && rax_holds(m, nullptr, i + 1, op)) h = kHomeRax;
+      const FlatOperand& op = m.operands[m.insts[next].first_operand + static_cast<uint32_t>(k)];
+      if (op.kind == kOperandValue && op.index == i && rax_holds(m, nullptr, next, op)) h = kHomeRax;
     }
   }
   if (h == kHomeSlot && pooled(m, i, use_count)) h = kHomePool;

@@ -37,7 +37,8 @@ class IrGenerator {
          "declare {i64, i1} @llvm.uadd.with.overflow.i64(i64, i64)\n"
          "declare {i32, i1} @llvm.smul.with.overflow.i32(i32, i32)\n"
          "declare {i16, i1} @llvm.usub.with.overflow.i16(i16, i16)\n"
-         "declare {i8, i1} @llvm.sadd.with.overflow.i8(i8, i8)\n";
+         "declare {i8, i1} @llvm.sadd.with.overflow.i8(i8, i8)\n"
+         "declare void @llvm.lifetime.start.p0(ptr)\ndeclare void @llvm.lifetime.end.p0(ptr)\n";
     for (int w = 8; w <= 64; w += 8) {
       std::string t = ty(w);
       for (const char* u : {"ctpop", "bitreverse"})
@@ -322,7 +323,7 @@ class IrGenerator {
     std::ostringstream b;
     pool_ = {{"%a", 64}, {"%b", 64}, {"%c", 64}};
     b << "define i64 @" << name << "(i64 %a, i64 %b, i64 %c) {\nentry:\n";
-    b << "  %mem = alloca [8 x i64], align 8\n  %mem2 = alloca [8 x i64], align 8\n";
+    b << "  %mem = alloca [8 x i64], align 8\n  %mem2 = alloca [8 x i64], align 8\n  %life = alloca i64, align 8\n";
     // An over-aligned alloca: its address must honour the alignment.
     b << "  %big = alloca [4 x i64], align 64\n  store i64 %a, ptr %big\n  %bigv = load i64, ptr %big\n";
     b << "  %bigp = ptrtoint ptr %big to i64\n  %bigm = and i64 %bigp, 63\n  %bigx = add i64 %bigv, %bigm\n";
@@ -376,7 +377,11 @@ class IrGenerator {
     b << "  %fd = insertvalue {i64, i8, i1} %fb, i1 %fcb, 2\n  %fld0 = extractvalue {i64, i8, i1} %fd, 0\n";
     b << "  %fld1 = extractvalue {i64, i8, i1} %fd, 1\n  %fld2 = extractvalue {i64, i8, i1} %fd, 2\n";
     b << "  %fld1w = sext i8 %fld1 to i64\n  %fld2w = zext i1 %fld2 to i64\n";
-    b << "  %cond = trunc i64 " << mid << " to i1\n  br i1 %cond, label %then, label %else\nthen:\n";
+    // Lifetime markers (no code) between a value and its one user, which takes it from
+    // rax (rax_holds), and between a compare and the branch on its flags.
+    b << "  %cmid = and i64 " << mid << ", 5\n  call void @llvm.lifetime.start.p0(ptr %life)\n";
+    b << "  %cond = icmp ugt i64 %cmid, 2\n  call void @llvm.lifetime.end.p0(ptr %life)\n";
+    b << "  br i1 %cond, label %then, label %else\nthen:\n";
     pool_ = {{mid, 64}, {"%i", 64}, {"%fld1w", 64}};
     for (int i = 0; i < 1 + pick(3); ++i) random_op(b);
     std::string t = combine(b);
