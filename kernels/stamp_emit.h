@@ -919,80 +919,6 @@ KILN_HD inline void encode_bit_op(Emitter& e, uint32_t kind, uint32_t w) {
   }
 }
 
-// A call's arguments, the call itself and its result; `count` operands (callee + args).
-KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t count) {
-  const FlatInst& in = m.insts[i];
-  const FlatOperand* ops = m.operands + in.first_operand;
-  int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
-  // Arguments where SysvArgs places them, the stack's from [rsp]; the area keeps rsp
-  // 16-byte aligned at the call. Three passes over the arguments: their places (for
-  // the area's size), then the stack's and the xmm registers' (through rax and rcx),
-  // then the integer registers', which nothing loads through afterwards.
-  SysvArgs all;
-  for (uint32_t a = 1; a < count; ++a) all.next(ops[a].flags & kOperandFloat, ops[a].width == kWideBits);
-  uint32_t reserve = (all.stacked * 8 + 15) / 16 * 16;
-  if (reserve) alu_imm(e, RSP, 5, static_cast<int32_t>(reserve));  // sub rsp, reserve
-  SysvArgs place;
-  for (uint32_t a = 1; a < count; ++a) {
-    const FlatOperand& op = ops[a];
-    const bool is_float = op.flags & kOperandFloat, wide = op.width == kWideBits;
-    const ArgPlace p = place.next(is_float, wide);
-    if (p.in_register) {
-      if (is_float) load_operand(e, l, op, RAX), movq_to_xmm(e, p.reg, RAX);
-      continue;
-    }
-    if (wide) {
-      load_wide(e, l, op, RAX, RCX);
-      e.byte(0x48), e.byte(0x89), e.byte(0x8C), e.byte(0x24);  // mov [rsp + disp32 + 8], rcx
-      e.u32(8 * p.stack_slot + 8);
-    } else {
-      load_operand(e, l, op, RAX);
-      if (op.flags & kOperandSignExt) sign_extend(e, RAX, op.width);
-    }
-    e.byte(0x48), e.byte(0x89), e.byte(0x84), e.byte(0x24);  // mov [rsp + disp32], rax
-    e.u32(8 * p.stack_slot);
-  }
-  place = SysvArgs{};
-  for (uint32_t a = 1; a < count; ++a) {
-    const FlatOperand& op = ops[a];
-    const bool is_float = op.flags & kOperandFloat, wide = op.width == kWideBits;
-    const ArgPlace p = place.next(is_float, wide);
-    if (!p.in_register || is_float) continue;
-    if (wide) {
-      load_wide(e, l, op, argument_register(p.reg), argument_register(p.reg + 1));
-      continue;
-    }
-    load_operand(e, l, op, argument_register(p.reg));
-    if (op.flags & kOperandSignExt) sign_extend(e, argument_register(p.reg), op.width);
-  }
-  if (ops[0].kind != kOperandSymbol) load_operand(e, l, ops[0], R11);
-  if ((in.aux & kCallVarargs) && all.floats) e.byte(0xB8), e.u32(all.floats);  // mov eax, n: vector registers used
-  else if (in.aux & kCallVarargs) e.byte(0x31), e.byte(0xC0);          // xor eax, eax: none
-  e.call_begin = e.pos;
-  if (ops[0].kind == kOperandSymbol) {
-    e.byte(0xE8);
-    e.reloc(kRelocPlt32, ops[0].index, ops[0].imm - 4);
-    e.u32(0);
-  } else {
-    e.byte(0x41), e.byte(0xFF), e.byte(0xD3);  // call r11
-  }
-  e.call_end = e.pos;
-  if (reserve) alu_imm(e, RSP, 0, static_cast<int32_t>(reserve));  // add rsp, reserve
-  if (in.width == kWideBits) {  // an i128 comes back in rax (low) and rdx (high)
-    store_wide(e, dst, RAX, RDX);
-  } else if (in.width && (in.aux & kCallRetFloat)) {  // in xmm0
-    move_from_xmm(e, RAX, 0, in.width);  // zero-extended (the width is 32 or 64: checked)
-    store_result(e, l, i);
-  } else if (in.width) {
-    normalize(e, RAX, in.width);
-    store_result(e, l, i);
-  } else if (in.slot_size) {  // two leaves, returned in rax and rdx (or xmm0 and xmm1)
-    uint32_t w0 = in.aux32 & 0xff, w1 = (in.aux32 >> 8) & 0xff;
-    pair_from_return_registers(e, (in.aux32 >> 16) & 3);
-    store_narrow(e, dst, RAX, bytes_of_width(w0));
-    store_narrow(e, dst + static_cast<int32_t>(in.imm), RDX, bytes_of_width(w1));
-  }
-}
 
 // A pointer that is a (16-byte or less aligned) alloca of this function is a fixed
 // frame address: loads and stores through it address [rbp + disp] directly.
@@ -1093,8 +1019,26 @@ KILN_HD inline bool has_phi_copies(const FlatModuleView& m, const FlatInst& term
   return false;
 }
 
+// The argument of call or invoke `i` (`count` operands: callee and arguments) that the
+// instruction before left in rax (rax_holds), which encode_call moves into its
+// argument register instead of loading it; or -1. Only where no argument goes to the
+// stack or to an xmm register (those go through rax first) and, for an invoke, no phi
+// copies come before the call.
+KILN_HD inline int call_rax_argument(const FlatModuleView& m, const uint8_t* home, uint32_t i, uint32_t count) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  if (in.op == kOpInvoke && has_phi_copies(m, in)) return -1;
+  SysvArgs all;
+  for (uint32_t a = 1; a < count; ++a) all.next(ops[a].flags & kOperandFloat, ops[a].width == kWideBits);
+  if (all.stacked || all.floats) return -1;
+  for (uint32_t a = 1; a < count; ++a)
+    if (ops[a].width != kWideBits && rax_holds(m, home, i, ops[a])) return static_cast<int>(a);
+  return -1;
+}
+
 // Which operand of instruction `i` its template takes first, into rax, through
-// load_rax (so that the instruction before may leave it there), or -1. It mirrors
+// load_rax (or, for a call, from rax: call_rax_argument), so that the instruction
+// before may leave it there; or -1. It mirrors
 // encode_inst and, like rax_holds, looks only at the instructions themselves.
 KILN_HD inline int rax_operand(const FlatModuleView& m, const uint8_t* home, uint32_t i) {
   const FlatInst& in = m.insts[i];
@@ -1134,6 +1078,10 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, const uint8_t* home, uin
       const FlatFunction& f = m.functions[m.blocks[in.block].function];
       return in.operand_count && !(f.flags & (kFnHasSret | kFnRetPair)) ? 0 : -1;
     }
+    case kOpCall:
+      return call_rax_argument(m, home, i, in.operand_count);
+    case kOpInvoke:
+      return call_rax_argument(m, home, i, in.operand_count - 2);
     default:
       return -1;
   }
@@ -1143,6 +1091,83 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, const uint8_t* home, uin
 KILN_HD inline void load_rax(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i,
                              const FlatOperand& op) {
   if (!rax_holds(m, l.home, i, op)) load_operand(e, l, op, RAX);
+}
+
+// A call's arguments, the call itself and its result; `count` operands (callee + args).
+KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t count) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
+  // Arguments where SysvArgs places them, the stack's from [rsp]; the area keeps rsp
+  // 16-byte aligned at the call. Three passes over the arguments: their places (for
+  // the area's size), then the stack's and the xmm registers' (through rax and rcx),
+  // then the integer registers', which nothing loads through afterwards.
+  SysvArgs all;
+  for (uint32_t a = 1; a < count; ++a) all.next(ops[a].flags & kOperandFloat, ops[a].width == kWideBits);
+  const int held = call_rax_argument(m, l.home, i, count);
+  uint32_t reserve = (all.stacked * 8 + 15) / 16 * 16;
+  if (reserve) alu_imm(e, RSP, 5, static_cast<int32_t>(reserve));  // sub rsp, reserve
+  SysvArgs place;
+  for (uint32_t a = 1; a < count; ++a) {
+    const FlatOperand& op = ops[a];
+    const bool is_float = op.flags & kOperandFloat, wide = op.width == kWideBits;
+    const ArgPlace p = place.next(is_float, wide);
+    if (p.in_register) {
+      if (is_float) load_operand(e, l, op, RAX), movq_to_xmm(e, p.reg, RAX);
+      continue;
+    }
+    if (wide) {
+      load_wide(e, l, op, RAX, RCX);
+      e.byte(0x48), e.byte(0x89), e.byte(0x8C), e.byte(0x24);  // mov [rsp + disp32 + 8], rcx
+      e.u32(8 * p.stack_slot + 8);
+    } else {
+      load_operand(e, l, op, RAX);
+      if (op.flags & kOperandSignExt) sign_extend(e, RAX, op.width);
+    }
+    e.byte(0x48), e.byte(0x89), e.byte(0x84), e.byte(0x24);  // mov [rsp + disp32], rax
+    e.u32(8 * p.stack_slot);
+  }
+  place = SysvArgs{};
+  for (uint32_t a = 1; a < count; ++a) {
+    const FlatOperand& op = ops[a];
+    const bool is_float = op.flags & kOperandFloat, wide = op.width == kWideBits;
+    const ArgPlace p = place.next(is_float, wide);
+    if (!p.in_register || is_float) continue;
+    if (wide) {
+      load_wide(e, l, op, argument_register(p.reg), argument_register(p.reg + 1));
+      continue;
+    }
+    if (static_cast<int>(a) == held) mov_rr(e, argument_register(p.reg), RAX);
+    else load_operand(e, l, op, argument_register(p.reg));
+    if (op.flags & kOperandSignExt) sign_extend(e, argument_register(p.reg), op.width);
+  }
+  if (ops[0].kind != kOperandSymbol) load_operand(e, l, ops[0], R11);
+  if ((in.aux & kCallVarargs) && all.floats) e.byte(0xB8), e.u32(all.floats);  // mov eax, n: vector registers used
+  else if (in.aux & kCallVarargs) e.byte(0x31), e.byte(0xC0);          // xor eax, eax: none
+  e.call_begin = e.pos;
+  if (ops[0].kind == kOperandSymbol) {
+    e.byte(0xE8);
+    e.reloc(kRelocPlt32, ops[0].index, ops[0].imm - 4);
+    e.u32(0);
+  } else {
+    e.byte(0x41), e.byte(0xFF), e.byte(0xD3);  // call r11
+  }
+  e.call_end = e.pos;
+  if (reserve) alu_imm(e, RSP, 0, static_cast<int32_t>(reserve));  // add rsp, reserve
+  if (in.width == kWideBits) {  // an i128 comes back in rax (low) and rdx (high)
+    store_wide(e, dst, RAX, RDX);
+  } else if (in.width && (in.aux & kCallRetFloat)) {  // in xmm0
+    move_from_xmm(e, RAX, 0, in.width);  // zero-extended (the width is 32 or 64: checked)
+    store_result(e, l, i);
+  } else if (in.width) {
+    normalize(e, RAX, in.width);
+    store_result(e, l, i);
+  } else if (in.slot_size) {  // two leaves, returned in rax and rdx (or xmm0 and xmm1)
+    uint32_t w0 = in.aux32 & 0xff, w1 = (in.aux32 >> 8) & 0xff;
+    pair_from_return_registers(e, (in.aux32 >> 16) & 3);
+    store_narrow(e, dst, RAX, bytes_of_width(w0));
+    store_narrow(e, dst + static_cast<int32_t>(in.imm), RDX, bytes_of_width(w1));
+  }
 }
 
 // A binary operation: the left operand in rax, the right one an immediate or in rcx.

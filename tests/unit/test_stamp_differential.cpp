@@ -65,7 +65,7 @@ class IrGenerator {
          "  %s4 = sub i64 %s3, %e\n  %s5 = add i64 %s4, %f64\n  %s6 = mul i64 %s5, %g\n  %s7 = add i64 %s6, %h64\n"
          "  ret i64 %s7\n}\n"
          // Odd widths in registers, and an aggregate that flows through a phi.
-         "define internal i40 @odd(i64 %x, i24 %y) {\n  %t = trunc i64 %x to i40\n  %y40 = sext i24 %y to i40\n"
+         "define internal i40 @odd(i64 %x, i24 signext %y) {\n  %t = trunc i64 %x to i40\n  %y40 = sext i24 %y to i40\n"
          "  %r = mul i40 %t, %y40\n  ret i40 %r\n}\n"
          "define internal {i24, i48} @oddpair(i64 %x, i1 %c) {\nentry:\n  %a = trunc i64 %x to i24\n  %b = trunc i64 "
          "%x to i48\n"
@@ -131,9 +131,12 @@ class IrGenerator {
     std::string r = fresh();
     switch (pick(12)) {
       case 11: {  // odd widths through calls, returns and an aggregate phi
-        std::string x = value_of(b, 64), y = value_of(b, 24), c = value_of(b, 1), p = fresh(), a = fresh(), q = fresh();
-        b << "  " << r << " = call i40 @odd(i64 " << x << ", i24 " << y << ")\n";
-        b << "  " << p << " = call {i24, i48} @oddpair(i64 " << x << ", i1 " << c << ")\n";
+        // Arguments made right before the call, which stamp passes on from rax.
+        std::string c = value_of(b, 1), x = value_of(b, 64), y = value_of(b, 24), p = fresh(), a = fresh(), q = fresh();
+        std::string nc = fresh();
+        b << "  " << r << " = call i40 @odd(i64 " << x << ", i24 signext " << y << ")\n";
+        b << "  " << nc << " = xor i1 " << c << ", true\n";
+        b << "  " << p << " = call {i24, i48} @oddpair(i64 " << x << ", i1 " << nc << ")\n";
         b << "  " << a << " = extractvalue {i24, i48} " << p << ", 0\n";
         b << "  " << q << " = extractvalue {i24, i48} " << p << ", 1\n";
         add64(b, r, 40);
