@@ -992,6 +992,41 @@ KILN_HD inline uint32_t next_with_code(const FlatModuleView& m, uint32_t i) {
   return j < end && j <= i + kQuietWindow + 1 ? j : end;
 }
 
+// The instruction before i in its block that i's code follows: the one before, past at
+// most kQuietWindow that emit nothing; or i itself when there is none.
+KILN_HD inline uint32_t prev_with_code(const FlatModuleView& m, uint32_t i) {
+  const uint32_t first = m.blocks[m.insts[i].block].first_inst;
+  for (uint32_t j = i; j > first && i - j <= kQuietWindow;) {
+    --j;
+    if (!emits_nothing(m, j)) return j;
+  }
+  return i;
+}
+
+KILN_HD inline bool fits_store_imm(const FlatOperand& v);
+// A scalar load from a frame address right after (prev_with_code) a store of a value of
+// the same standard width to the same frame address, which that store wrote from rax
+// (every store to a frame address does, but a constant's as an immediate): rax holds
+// the loaded value already, normalised, and the load reads no memory. The frame's
+// memory is the function's own, so no other code can have written it in between;
+// where another thread holds its address, reading the value stored is one of the
+// outcomes a load may have (a volatile load of the frame, which the flat IR cannot
+// tell apart, reads what was stored all the same).
+KILN_HD inline bool load_forwards(const FlatModuleView& m, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  uint32_t load_alloca = 0, store_alloca = 0;
+  int64_t load_offset = 0, store_offset = 0;
+  if (in.op != kOpLoad || in.width == 0 || in.width > 64 || !is_standard_width(in.width)) return false;
+  if (!frame_shape(m, m.operands[in.first_operand], &load_alloca, &load_offset)) return false;
+  const uint32_t j = prev_with_code(m, i);
+  const FlatInst& st = m.insts[j];
+  if (j == i || st.op != kOpStore) return false;
+  const FlatOperand* ops = m.operands + st.first_operand;
+  if (ops[0].width != in.width || fits_store_imm(ops[0])) return false;
+  return frame_shape(m, ops[1], &store_alloca, &store_offset) && store_alloca == load_alloca &&
+      store_offset == load_offset;
+}
+
 // True when `op` is the result of an instruction before `i` in the same block, with
 // only instructions that emit nothing between them (at most kQuietWindow), and that
 // instruction's template ends with the result in rax: then `i` need not load it again.
@@ -1334,8 +1369,8 @@ KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const Stam
       return;
     }
     if (fits_store_imm(ops[0])) return store_imm(e, RBP, at, ops[0]);
-    load_operand(e, l, ops[0], RCX);
-    store_bytes(e, RBP, at, RCX, bytes_of_width(ops[0].width));
+    load_operand(e, l, ops[0], RAX);  // through rax, which then holds it (load_forwards)
+    store_bytes(e, RBP, at, RAX, bytes_of_width(ops[0].width));
     return;
   }
   if (ops[0].width == 0) {  // aggregate
@@ -1458,8 +1493,10 @@ KILN_HD inline void encode_load(Emitter& e, const FlatModuleView& m, const Stamp
   if (frame_address(m, l, ops[0], &at)) {
     if (in.width == kWideBits) return copy_frame(e, dst, at, 16);
     if (in.width == 0) return copy_frame(e, dst, at, in.aux32);
-    load_bytes(e, RAX, RBP, at, bytes_of_width(in.width));
-    if (in.width == 1) normalize(e, RAX, 1);
+    if (!load_forwards(m, i)) {  // else rax holds what the store before wrote
+      load_bytes(e, RAX, RBP, at, bytes_of_width(in.width));
+      if (in.width == 1) normalize(e, RAX, 1);
+    }
     store_result(e, l, i);
     return;
   }

@@ -101,11 +101,26 @@ KILN_HD inline bool field_folds(const FlatModuleView& m, uint32_t i) {
   return a.width == 0 && a.slot_size != 0 && a.op != kOpPhi;
 }
 
+// Whether instruction j, in i's block (else: no), reads the result of i.
+KILN_HD inline bool uses_value(const FlatModuleView& m, uint32_t j, uint32_t i) {
+  const FlatBlock& b = m.blocks[m.insts[i].block];
+  if (j >= b.first_inst + b.inst_count) return false;
+  const FlatInst& u = m.insts[j];
+  for (uint32_t k = 0; k < u.operand_count; ++k) {
+    const FlatOperand& op = m.operands[u.first_operand + k];
+    if (op.kind == kOperandValue && op.index == i) return true;
+  }
+  return false;
+}
+
 // The home stage 0 gives instruction i before it looks at its neighbours and at the
 // pool: nowhere (kHomeNone, kHomeLoad, kHomeField) or a slot.
 KILN_HD inline uint8_t first_home(const FlatModuleView& m, uint32_t i, const uint32_t* use_count) {
   if (is_frame_shape(m, value_operand(i))) return kHomeNone;
-  if (load_folds(m, i, use_count)) return kHomeLoad;
+  // A load whose value rax holds already (load_forwards) and whose user comes next had
+  // better stay in rax (kHomeRax, decided later) than be read from memory again.
+  if (load_folds(m, i, use_count) && !(load_forwards(m, i) && uses_value(m, next_with_code(m, i), i)))
+    return kHomeLoad;
   return field_folds(m, i) ? kHomeField : kHomeSlot;
 }
 

@@ -347,6 +347,15 @@ class IrGenerator {
     b << "  call void @llvm.memcpy.p0.p0.i64(ptr %fold, ptr %mem, i64 8, i1 false)\n";
     b << "  %foldy = zext i16 %foldw to i64\n  %folds = add i64 %foldx, %foldy\n";
     b << "  %foldz = load i64, ptr %fold\n  %foldr = add i64 %foldz, %folds\n";
+    // Loads right after a store: of the same frame address and width (stamp takes the
+    // value from rax: load_forwards), of a narrower width, and of another offset.
+    b << "  %fw = alloca [2 x i64], align 8\n  %fw1 = getelementptr inbounds i8, ptr %fw, i64 8\n";
+    b << "  store i64 -1, ptr %fw1\n  %fa8 = trunc i64 %a to i8\n  store i8 %fa8, ptr %fw1\n";
+    b << "  %fwv = load i8, ptr %fw1\n  store i64 %b, ptr %fw\n  %fwn = load i32, ptr %fw\n";
+    b << "  store i64 %c, ptr %fw\n  %fwo = load i64, ptr %fw1\n  %fb1 = trunc i64 %b to i1\n";
+    b << "  store i1 %fb1, ptr %fw\n  %fbv = load i1, ptr %fw\n  %fwv64 = sext i8 %fwv to i64\n";
+    b << "  %fwn64 = zext i32 %fwn to i64\n  %fbv64 = zext i1 %fbv to i64\n  %fwx = xor i64 %fwv64, %fwn64\n";
+    b << "  %fwy = add i64 %fwx, %fwo\n  %fwz = mul i64 %fwy, %fbv64\n  %fwr = add i64 %fwz, %fwy\n";
     // Constants stored into the frame at every width, one beyond a 64-bit store's imm32.
     b << "  %imm = alloca [3 x i64], align 8\n  store i64 -2147483648, ptr %imm\n";
     b << "  %imm1 = getelementptr inbounds i8, ptr %imm, i64 8\n  store i64 4294967296, ptr %imm1\n";
@@ -360,6 +369,7 @@ class IrGenerator {
     pool_.push_back({"%cellx", 64});
     pool_.push_back({"%foldr", 64});
     pool_.push_back({"%immx", 64});
+    pool_.push_back({"%fwr", 64});
     int straight = 3 + pick(6);
     for (int i = 0; i < straight; ++i) random_op(b);
     std::string start = combine(b);
