@@ -629,47 +629,7 @@ struct SysvArgs {
   }
 };
 
-// ---- prologue and instructions ---------------------------------------------------
-
-// push rbp; mov rbp, rsp; sub rsp, frame; then every argument into its slot.
-KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t fn) {
-  const FlatFunction& f = m.functions[fn];
-  e.byte(0x55);
-  e.byte(0x48), e.byte(0x89), e.byte(0xE5);
-  uint32_t frame = l.frame_size[fn];
-  if (frame >= 128) {
-    e.byte(0x48), e.byte(0x81), e.byte(0xEC);  // sub rsp, imm32
-    e.u32(frame);
-  } else if (frame) {
-    e.byte(0x48), e.byte(0x83), e.byte(0xEC);  // sub rsp, imm8
-    e.byte(frame);
-  }
-  // Each argument from where SysvArgs says the caller put it (the caller's stack
-  // arguments start at [rbp + 16]) into its slot.
-  SysvArgs place;
-  for (uint32_t a = 0; a < f.arg_count; ++a) {
-    const int32_t slot = -l.arg_slot[f.first_arg + a];
-    const bool wide = m.arg_widths[f.first_arg + a] == kWideBits, is_float = is_float_arg(f, a);
-    const ArgPlace p = place.next(is_float, wide);
-    const int32_t stack = static_cast<int32_t>(16 + 8 * p.stack_slot);
-    if (wide) {
-      if (p.in_register) {
-        store_wide(e, slot, argument_register(p.reg), argument_register(p.reg + 1));
-      } else {
-        load64(e, RAX, stack);
-        load64(e, RCX, stack + 8);
-        store_wide(e, slot, RAX, RCX);
-      }
-      continue;
-    }
-    uint32_t reg = RAX;
-    if (!p.in_register) load64(e, RAX, stack);
-    else if (is_float) move_from_xmm(e, RAX, p.reg, 64);
-    else reg = argument_register(p.reg);
-    normalize(e, reg, m.arg_widths[f.first_arg + a]);
-    store64(e, slot, reg);
-  }
-}
+// ---- instructions ----------------------------------------------------------------
 
 // A constant's value as a 64-bit number: its low `width` bits sign- or zero-extended.
 KILN_HD inline int64_t extend_const(int64_t imm, uint32_t width, bool sign) {
@@ -974,10 +934,130 @@ KILN_HD inline bool result_in_rax(const FlatInst& in) {
   }
 }
 
+// Instructions a load may be moved past (it is read later, by its user): they neither
+// read nor write memory that pointers reach (frame slots are not such memory) and call
+// nothing. Loads are not among them either, so folded loads never change the order of
+// memory accesses, which keeps atomic and volatile loads (the flat IR cannot tell them
+// apart) as they were.
+KILN_HD inline bool touches_no_memory(const FlatInst& in) {
+  if (is_operand_only_op(in.op)) return true;
+  switch (in.op) {
+    case kOpNop:
+    case kOpAlloca:
+    case kOpGep:
+    case kOpExtract:
+    case kOpInsert:
+    case kOpOverflow:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Where argument a (module-wide index) of function f comes (SysvArgs).
+KILN_HD inline ArgPlace arg_place(const FlatModuleView& m, const FlatFunction& f, uint32_t a) {
+  SysvArgs place;
+  ArgPlace p{};
+  for (uint32_t k = f.first_arg; k <= a; ++k)
+    p = place.next(is_float_arg(f, k - f.first_arg), m.arg_widths[k] == kWideBits);
+  return p;
+}
+
+// How far into its function's entry block a store may be for arg_store_hoists.
+constexpr uint32_t kHoistWindow = 32;
+
+// The shape of a store that arg_store_hoists may move: of an argument that comes in an
+// integer register (of a standard width up to 64 bits), to a frame address, without a
+// fence, in the first kHoistWindow instructions of its function's entry block.
+KILN_HD inline bool arg_store_shape(const FlatModuleView& m, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  if (in.op != kOpStore || (in.aux & kStoreSeqCst)) return false;
+  const FlatBlock& b = m.blocks[in.block];
+  const FlatFunction& f = m.functions[b.function];
+  if (in.block != f.first_block || i - b.first_inst >= kHoistWindow) return false;
+  const FlatOperand* ops = m.operands + in.first_operand;
+  const uint32_t a = ops[0].index;
+  if (ops[0].kind != kOperandArg || a < f.first_arg || a >= f.first_arg + f.arg_count) return false;
+  if (ops[0].width != m.arg_widths[a] || ops[0].width > 64 || !is_standard_width(ops[0].width)) return false;
+  return is_frame_shape(m, ops[1]) && !is_float_arg(f, a - f.first_arg) && arg_place(m, f, a).in_register;
+}
+
+// A store of an argument to a frame address that the prologue makes instead, from the
+// argument's register (encode_prologue), so that the store itself has no code: one of
+// arg_store_shape, before which the entry block has only instructions that touch no
+// memory and other such stores (which the prologue makes in the same order).
+KILN_HD inline bool arg_store_hoists(const FlatModuleView& m, uint32_t i) {
+  if (!arg_store_shape(m, i)) return false;
+  for (uint32_t j = m.blocks[m.insts[i].block].first_inst; j < i; ++j)
+    if (!touches_no_memory(m.insts[j]) && !arg_store_shape(m, j)) return false;
+  return true;
+}
+
 // Instructions that emit no code whatever the homes: kOpNop (lifetime markers, dead
-// values) and frame addresses. rax passes through them unchanged.
+// values), frame addresses and the stores the prologue makes (arg_store_hoists). rax
+// passes through them unchanged.
 KILN_HD inline bool emits_nothing(const FlatModuleView& m, uint32_t i) {
-  return m.insts[i].op == kOpNop || is_frame_shape(m, value_operand(i));
+  const FlatInst& in = m.insts[i];
+  return in.op == kOpNop || is_frame_shape(m, value_operand(i)) || (in.op == kOpStore && arg_store_hoists(m, i));
+}
+
+// The stores arg_store_hoists moves into the prologue, in their order: each from its
+// argument's register, which the prologue has normalised.
+KILN_HD inline void encode_hoisted_stores(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                          const FlatFunction& f) {
+  if (f.block_count == 0) return;
+  const FlatBlock& entry = m.blocks[f.first_block];
+  for (uint32_t i = entry.first_inst; i < entry.first_inst + entry.inst_count && i - entry.first_inst < kHoistWindow;
+       ++i) {
+    if (touches_no_memory(m.insts[i])) continue;
+    if (!arg_store_shape(m, i)) return;  // it, and every such store after it, stays
+    const FlatOperand* ops = m.operands + m.insts[i].first_operand;
+    int32_t at = 0;
+    frame_address(m, l, ops[1], &at);
+    store_bytes(e, RBP, at, argument_register(arg_place(m, f, ops[0].index).reg), bytes_of_width(ops[0].width));
+  }
+}
+
+// push rbp; mov rbp, rsp; sub rsp, frame; then every argument into its slot, and the
+// stores of arguments that the entry block begins with (arg_store_hoists).
+KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t fn) {
+  const FlatFunction& f = m.functions[fn];
+  e.byte(0x55);
+  e.byte(0x48), e.byte(0x89), e.byte(0xE5);
+  uint32_t frame = l.frame_size[fn];
+  if (frame >= 128) {
+    e.byte(0x48), e.byte(0x81), e.byte(0xEC);  // sub rsp, imm32
+    e.u32(frame);
+  } else if (frame) {
+    e.byte(0x48), e.byte(0x83), e.byte(0xEC);  // sub rsp, imm8
+    e.byte(frame);
+  }
+  // Each argument from where SysvArgs says the caller put it (the caller's stack
+  // arguments start at [rbp + 16]) into its slot.
+  SysvArgs place;
+  for (uint32_t a = 0; a < f.arg_count; ++a) {
+    const int32_t slot = -l.arg_slot[f.first_arg + a];
+    const bool wide = m.arg_widths[f.first_arg + a] == kWideBits, is_float = is_float_arg(f, a);
+    const ArgPlace p = place.next(is_float, wide);
+    const int32_t stack = static_cast<int32_t>(16 + 8 * p.stack_slot);
+    if (wide) {
+      if (p.in_register) {
+        store_wide(e, slot, argument_register(p.reg), argument_register(p.reg + 1));
+      } else {
+        load64(e, RAX, stack);
+        load64(e, RCX, stack + 8);
+        store_wide(e, slot, RAX, RCX);
+      }
+      continue;
+    }
+    uint32_t reg = RAX;
+    if (!p.in_register) load64(e, RAX, stack);
+    else if (is_float) move_from_xmm(e, RAX, p.reg, 64);
+    else reg = argument_register(p.reg);
+    normalize(e, reg, m.arg_widths[f.first_arg + a]);
+    store64(e, slot, reg);
+  }
+  encode_hoisted_stores(e, m, l, f);
 }
 // How many such instructions rax_holds looks past.
 constexpr uint32_t kQuietWindow = 8;
@@ -1340,6 +1420,7 @@ KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const Stam
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t at = 0;
+  if (arg_store_hoists(m, i)) return;  // the prologue makes it
   if (ops[0].width == kWideBits) return encode_store_wide(e, m, l, i);
   if (ops[0].width != 0 && rax_holds(m, l.home, i, ops[0])) {  // the value is in rax already
     uint32_t bytes = bytes_of_width(ops[0].width);

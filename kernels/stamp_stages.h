@@ -19,26 +19,6 @@ namespace kiln {
 // How many instructions past a load its one user may come for the load to fold into it.
 constexpr uint32_t kLoadFoldWindow = 16;
 
-// Instructions a load may be moved past (it is read later, by its user): they neither
-// read nor write memory that pointers reach (frame slots are not such memory) and call
-// nothing. Loads are not among them either, so folded loads never change the order of
-// memory accesses, which keeps atomic and volatile loads (the flat IR cannot tell them
-// apart) as they were.
-KILN_HD inline bool touches_no_memory(const FlatInst& in) {
-  if (is_operand_only_op(in.op)) return true;
-  switch (in.op) {
-    case kOpNop:
-    case kOpAlloca:
-    case kOpGep:
-    case kOpExtract:
-    case kOpInsert:
-    case kOpOverflow:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Users whose templates read a scalar operand only through load_operand (or load_rax),
 // before any memory access of their own, so a folded load's memory can be read there.
 KILN_HD inline bool reads_scalars_by_load_operand(const FlatInst& in) {

@@ -59,10 +59,19 @@ class IrGenerator {
          "  %t = trunc i64 %x to i32\n  %a = insertvalue {i64, i32} poison, i64 %x, 0\n"
          "  %b = insertvalue {i64, i32} %a, i32 %t, 1\n  ret {i64, i32} %b\n}\n"
          // Eight arguments: two travel on the stack.
+         // It spills arguments as rustc does for debug information: stamp's prologue makes
+         // the stores of those that come in registers (arg_store_hoists), up to the store
+         // of one that comes on the stack, after which the stores stay in place.
          "define internal i64 @many(i64 %a, i32 %b, i64 %c, i8 %d, i64 %e, i16 %f, i64 %g, i32 signext %h) {\n"
-         "  %b64 = zext i32 %b to i64\n  %d64 = sext i8 %d to i64\n  %f64 = zext i16 %f to i64\n"
+         "  %sb = alloca i32, align 4\n  %sd = alloca i8, align 1\n  %sf = alloca [2 x i16], align 2\n"
+         "  %sg = alloca i64, align 8\n  %sf1 = getelementptr inbounds i8, ptr %sf, i64 2\n"
+         "  store i32 %b, ptr %sb\n  store i8 %d, ptr %sd\n  store i16 %f, ptr %sf1\n  store i16 %f, ptr %sf\n"
+         "  store i64 %g, ptr %sg\n  store i32 %h, ptr %sb\n  store i32 %b, ptr %sb\n  %bl = load i32, ptr %sb\n"
+         "  %dl = load i8, ptr %sd\n"
+         "  %fl = load i16, ptr %sf1\n  %gl = load i64, ptr %sg\n"
+         "  %b64 = zext i32 %bl to i64\n  %d64 = sext i8 %dl to i64\n  %f64 = zext i16 %fl to i64\n"
          "  %h64 = sext i32 %h to i64\n  %s1 = add i64 %a, %b64\n  %s2 = mul i64 %s1, %c\n  %s3 = xor i64 %s2, %d64\n"
-         "  %s4 = sub i64 %s3, %e\n  %s5 = add i64 %s4, %f64\n  %s6 = mul i64 %s5, %g\n  %s7 = add i64 %s6, %h64\n"
+         "  %s4 = sub i64 %s3, %e\n  %s5 = add i64 %s4, %f64\n  %s6 = mul i64 %s5, %gl\n  %s7 = add i64 %s6, %h64\n"
          "  ret i64 %s7\n}\n"
          // Odd widths in registers, and an aggregate that flows through a phi.
          "define internal i40 @odd(i64 %x, i24 signext %y) {\n  %t = trunc i64 %x to i40\n  %y40 = sext i24 %y to i40\n"
@@ -327,6 +336,10 @@ class IrGenerator {
     pool_ = {{"%a", 64}, {"%b", 64}, {"%c", 64}};
     b << "define i64 @" << name << "(i64 %a, i64 %b, i64 %c) {\nentry:\n";
     b << "  %mem = alloca [8 x i64], align 8\n  %mem2 = alloca [8 x i64], align 8\n  %life = alloca i64, align 8\n";
+    // Arguments spilled first thing (the prologue makes these stores, in this order:
+    // the third overwrites the first), then read back.
+    b << "  %sa = alloca i64, align 8\n  %sc = alloca [2 x i64], align 8\n  %sc1 = getelementptr inbounds i8, ptr %sc, i64 8\n";
+    b << "  store i64 %a, ptr %sa\n  store i64 %b, ptr %sc1\n  store i64 %c, ptr %sa\n  store i64 %a, ptr %sc\n";
     // An over-aligned alloca: its address must honour the alignment.
     b << "  %big = alloca [4 x i64], align 64\n  store i64 %a, ptr %big\n  %bigv = load i64, ptr %big\n";
     b << "  %bigp = ptrtoint ptr %big to i64\n  %bigm = and i64 %bigp, 63\n  %bigx = add i64 %bigv, %bigm\n";
@@ -364,7 +377,9 @@ class IrGenerator {
     b << "  %imm4 = getelementptr inbounds i8, ptr %imm, i64 22\n  store i8 200, ptr %imm4\n";
     b << "  %imm5 = getelementptr inbounds i8, ptr %imm, i64 23\n  store i1 true, ptr %imm5\n";
     b << "  %immv = load i64, ptr %imm\n  %immw = load i64, ptr %imm1\n  %immy = load i64, ptr %imm2\n";
-    b << "  %immz = xor i64 %immv, %immw\n  %immx = xor i64 %immz, %immy\n";
+    b << "  %immz = xor i64 %immv, %immw\n  %immx0 = xor i64 %immz, %immy\n  %sav = load i64, ptr %sa\n";
+    b << "  %scv = load i64, ptr %sc1\n  %sc0v = load i64, ptr %sc\n  %sax = mul i64 %sav, %scv\n";
+    b << "  %sa2 = add i64 %sax, %sc0v\n  %immx = xor i64 %immx0, %sa2\n";
     pool_.push_back({"%bigx", 64});
     pool_.push_back({"%cellx", 64});
     pool_.push_back({"%foldr", 64});
