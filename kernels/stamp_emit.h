@@ -1401,6 +1401,25 @@ KILN_HD inline void encode_store_wide(Emitter& e, const FlatModuleView& m, const
 // mov [base + disp], imm: a constant stored without a register: the same bytes as
 // storing it from rcx, in fewer. A 64-bit store takes a sign-extended imm32, so a
 // constant beyond that is stored through rcx (fits_store_imm false).
+// A getelementptr whose result lives only in rax (kHomeRax) and is the address of the
+// scalar load or store right after it (next_with_code), which takes it from rax:
+// the getelementptr leaves out its constant offset, and the access adds it as its
+// displacement, as LLVM's address modes do.
+KILN_HD inline bool gep_offset_folds(const FlatModuleView& m, const StampLayout& l, uint32_t g) {
+  const FlatInst& in = m.insts[g];
+  if (in.op != kOpGep || !l.home || l.home[g] != kHomeRax || in.imm == 0) return false;
+  const FlatInst& user = m.insts[next_with_code(m, g)];  // its one use (kHomeRax)
+  const FlatOperand* ops = m.operands + user.first_operand;
+  if (user.op == kOpLoad) return user.width != 0 && user.width <= 64;
+  return user.op == kOpStore && ops[0].width != 0 && ops[0].width <= 64 && ops[1].kind == kOperandValue &&
+      ops[1].index == g && !(ops[0].kind == kOperandValue && ops[0].index == g);
+}
+// The displacement a load or store adds to the address it takes in rax.
+KILN_HD inline int32_t address_disp(const FlatModuleView& m, const StampLayout& l, const FlatOperand& address) {
+  if (address.kind != kOperandValue || !gep_offset_folds(m, l, address.index)) return 0;
+  return static_cast<int32_t>(m.insts[address.index].imm);
+}
+
 KILN_HD inline bool fits_store_imm(const FlatOperand& v) {
   return v.kind == kOperandConst && is_standard_width(v.width) && (v.width != 64 || fits_imm32(v.imm));
 }
@@ -1470,27 +1489,29 @@ KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const Stam
     }
     return;  // undef: nothing to store
   }
+  const int32_t disp = address_disp(m, l, ops[1]);
   if (fits_store_imm(ops[0])) {
     load_rax(e, m, l, i, ops[1]);
-    return store_imm(e, RAX, 0, ops[0]);
+    return store_imm(e, RAX, disp, ops[0]);
   }
   load_operand(e, l, ops[0], RCX);
   load_rax(e, m, l, i, ops[1]);
-  if (!is_standard_width(ops[0].width)) return store_bytes(e, RAX, 0, RCX, bytes_of_width(ops[0].width));
+  if (!is_standard_width(ops[0].width)) return store_bytes(e, RAX, disp, RCX, bytes_of_width(ops[0].width));
   switch (ops[0].width) {
     case 64:
-      e.byte(0x48), e.byte(0x89), e.byte(0x08);
+      e.byte(0x48), e.byte(0x89);
       break;
     case 32:
-      e.byte(0x89), e.byte(0x08);
+      e.byte(0x89);
       break;
     case 16:
-      e.byte(0x66), e.byte(0x89), e.byte(0x08);
+      e.byte(0x66), e.byte(0x89);
       break;
     default:
-      e.byte(0x88), e.byte(0x08);
+      e.byte(0x88);
       break;
   }
+  mem_operand(e, RCX, RAX, disp);  // [rax + disp], rcx
   return;
 }
 
@@ -1584,26 +1605,28 @@ KILN_HD inline void encode_load(Emitter& e, const FlatModuleView& m, const Stamp
   load_rax(e, m, l, i, ops[0]);
   if (in.width == kWideBits) return copy_memory(e, true, dst, 16);
   if (in.width == 0) return copy_memory(e, true, dst, in.aux32);
+  const int32_t disp = address_disp(m, l, ops[0]);
   if (!is_standard_width(in.width)) {  // i24 .. i56: put together from pieces
-    load_bytes(e, RCX, RAX, 0, bytes_of_width(in.width));
+    load_bytes(e, RCX, RAX, disp, bytes_of_width(in.width));
     mov_rr(e, RAX, RCX);
     store_result(e, l, i);
     return;
   }
   switch (in.width) {
     case 64:
-      e.byte(0x48), e.byte(0x8B), e.byte(0x00);
+      e.byte(0x48), e.byte(0x8B);
       break;
     case 32:
-      e.byte(0x8B), e.byte(0x00);
+      e.byte(0x8B);
       break;
     case 16:
-      e.byte(0x0F), e.byte(0xB7), e.byte(0x00);
+      e.byte(0x0F), e.byte(0xB7);
       break;
     default:
-      e.byte(0x0F), e.byte(0xB6), e.byte(0x00);
+      e.byte(0x0F), e.byte(0xB6);
       break;
   }
+  mem_operand(e, RAX, RAX, disp);  // rax, [rax + disp]
   if (in.width == 1) normalize(e, RAX, 1);
   store_result(e, l, i);
 }
@@ -1623,7 +1646,7 @@ KILN_HD inline void encode_gep(Emitter& e, const FlatModuleView& m, const StampL
     }
     e.byte(0x48), e.byte(0x01), e.byte(0xC8);  // add rax, rcx
   }
-  if (in.imm != 0) add_imm(e, RAX, static_cast<int32_t>(in.imm));
+  if (in.imm != 0 && !gep_offset_folds(m, l, i)) add_imm(e, RAX, static_cast<int32_t>(in.imm));
   store_result(e, l, i);
 }
 
