@@ -963,30 +963,36 @@ KILN_HD inline ArgPlace arg_place(const FlatModuleView& m, const FlatFunction& f
   return p;
 }
 
-// How far into its function's entry block a store may be for arg_store_hoists.
-constexpr uint32_t kHoistWindow = 32;
+// How far into its function's entry block a store may be for store_from_arg_register.
+constexpr uint32_t kArgStoreWindow = 32;
 
-// The shape of a store that arg_store_hoists may move: of an argument that comes in an
-// integer register (of a standard width up to 64 bits), to a frame address, without a
-// fence, in the first kHoistWindow instructions of its function's entry block.
+// The shape of a store that store_from_arg_register may make: of an argument that comes
+// in rdi, rsi, r8 or r9 (of a standard width up to 64 bits), to a frame address,
+// without a fence, in the first kArgStoreWindow instructions of its function's entry
+// block. (rdx and rcx are left out: templates of instructions that touch no memory
+// use them.)
 KILN_HD inline bool arg_store_shape(const FlatModuleView& m, uint32_t i) {
   const FlatInst& in = m.insts[i];
   if (in.op != kOpStore || (in.aux & kStoreSeqCst)) return false;
   const FlatBlock& b = m.blocks[in.block];
   const FlatFunction& f = m.functions[b.function];
-  if (in.block != f.first_block || i - b.first_inst >= kHoistWindow) return false;
+  if (in.block != f.first_block || i - b.first_inst >= kArgStoreWindow) return false;
   const FlatOperand* ops = m.operands + in.first_operand;
   const uint32_t a = ops[0].index;
   if (ops[0].kind != kOperandArg || a < f.first_arg || a >= f.first_arg + f.arg_count) return false;
   if (ops[0].width != m.arg_widths[a] || ops[0].width > 64 || !is_standard_width(ops[0].width)) return false;
-  return is_frame_shape(m, ops[1]) && !is_float_arg(f, a - f.first_arg) && arg_place(m, f, a).in_register;
+  if (!is_frame_shape(m, ops[1]) || is_float_arg(f, a - f.first_arg)) return false;
+  const ArgPlace p = arg_place(m, f, a);
+  return p.in_register && p.reg != 2 && p.reg != 3;
 }
 
-// A store of an argument to a frame address that the prologue makes instead, from the
-// argument's register (encode_prologue), so that the store itself has no code: one of
+// A store of an argument to a frame address that takes the argument from the register
+// it came in (which the prologue normalised), not from its slot: one of
 // arg_store_shape, before which the entry block has only instructions that touch no
-// memory and other such stores (which the prologue makes in the same order).
-KILN_HD inline bool arg_store_hoists(const FlatModuleView& m, uint32_t i) {
+// memory (whose templates leave rdi, rsi, r8 and r9 alone) and other such stores. It
+// stays where it is, so the debugger sees it at its own line. rustc's spills of
+// arguments for debug information are such stores.
+KILN_HD inline bool store_from_arg_register(const FlatModuleView& m, uint32_t i) {
   if (!arg_store_shape(m, i)) return false;
   for (uint32_t j = m.blocks[m.insts[i].block].first_inst; j < i; ++j)
     if (!touches_no_memory(m.insts[j]) && !arg_store_shape(m, j)) return false;
@@ -994,32 +1000,12 @@ KILN_HD inline bool arg_store_hoists(const FlatModuleView& m, uint32_t i) {
 }
 
 // Instructions that emit no code whatever the homes: kOpNop (lifetime markers, dead
-// values), frame addresses and the stores the prologue makes (arg_store_hoists). rax
-// passes through them unchanged.
+// values) and frame addresses. rax passes through them unchanged.
 KILN_HD inline bool emits_nothing(const FlatModuleView& m, uint32_t i) {
-  const FlatInst& in = m.insts[i];
-  return in.op == kOpNop || is_frame_shape(m, value_operand(i)) || (in.op == kOpStore && arg_store_hoists(m, i));
+  return m.insts[i].op == kOpNop || is_frame_shape(m, value_operand(i));
 }
 
-// The stores arg_store_hoists moves into the prologue, in their order: each from its
-// argument's register, which the prologue has normalised.
-KILN_HD inline void encode_hoisted_stores(Emitter& e, const FlatModuleView& m, const StampLayout& l,
-                                          const FlatFunction& f) {
-  if (f.block_count == 0) return;
-  const FlatBlock& entry = m.blocks[f.first_block];
-  for (uint32_t i = entry.first_inst; i < entry.first_inst + entry.inst_count && i - entry.first_inst < kHoistWindow;
-       ++i) {
-    if (touches_no_memory(m.insts[i])) continue;
-    if (!arg_store_shape(m, i)) return;  // it, and every such store after it, stays
-    const FlatOperand* ops = m.operands + m.insts[i].first_operand;
-    int32_t at = 0;
-    frame_address(m, l, ops[1], &at);
-    store_bytes(e, RBP, at, argument_register(arg_place(m, f, ops[0].index).reg), bytes_of_width(ops[0].width));
-  }
-}
-
-// push rbp; mov rbp, rsp; sub rsp, frame; then every argument into its slot, and the
-// stores of arguments that the entry block begins with (arg_store_hoists).
+// push rbp; mov rbp, rsp; sub rsp, frame; then every argument into its slot.
 KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t fn) {
   const FlatFunction& f = m.functions[fn];
   e.byte(0x55);
@@ -1057,7 +1043,6 @@ KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const S
     normalize(e, reg, m.arg_widths[f.first_arg + a]);
     store64(e, slot, reg);
   }
-  encode_hoisted_stores(e, m, l, f);
 }
 // How many such instructions rax_holds looks past.
 constexpr uint32_t kQuietWindow = 8;
@@ -1086,8 +1071,9 @@ KILN_HD inline uint32_t prev_with_code(const FlatModuleView& m, uint32_t i) {
 KILN_HD inline bool fits_store_imm(const FlatOperand& v);
 // A scalar load from a frame address right after (prev_with_code) a store of a value of
 // the same standard width to the same frame address, which that store wrote from rax
-// (every store to a frame address does, but a constant's as an immediate): rax holds
-// the loaded value already, normalised, and the load reads no memory. The frame's
+// (every store to a frame address does, but a constant's as an immediate and an
+// argument's from its register, store_from_arg_register): rax holds the loaded value
+// already, normalised, and the load reads no memory. The frame's
 // memory is the function's own, so no other code can have written it in between;
 // where another thread holds its address, reading the value stored is one of the
 // outcomes a load may have (a volatile load of the frame, which the flat IR cannot
@@ -1100,7 +1086,7 @@ KILN_HD inline bool load_forwards(const FlatModuleView& m, uint32_t i) {
   if (!frame_shape(m, m.operands[in.first_operand], &load_alloca, &load_offset)) return false;
   const uint32_t j = prev_with_code(m, i);
   const FlatInst& st = m.insts[j];
-  if (j == i || st.op != kOpStore) return false;
+  if (j == i || st.op != kOpStore || store_from_arg_register(m, j)) return false;
   const FlatOperand* ops = m.operands + st.first_operand;
   if (ops[0].width != in.width || fits_store_imm(ops[0])) return false;
   return frame_shape(m, ops[1], &store_alloca, &store_offset) && store_alloca == load_alloca &&
@@ -1285,12 +1271,54 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   }
 }
 
-// A binary operation: the left operand in rax, the right one an immediate or in rcx.
+// Where a scalar operand is in the frame as a whole 64-bit word, in its normal form, so
+// that an instruction can take it as a memory operand instead of loading it first: a
+// slot, a pool slot or an argument's slot (load_operand reads those with load64), or a
+// 64-bit value read in place. False for anything else.
+KILN_HD inline bool operand_in_frame(const StampLayout& l, const FlatOperand& op, int32_t* disp) {
+  if (op.kind == kOperandArg) {
+    *disp = -l.arg_slot[op.index];
+    return true;
+  }
+  if (op.kind != kOperandValue || !l.home) return false;
+  const uint8_t h = l.home[op.index];
+  if (h != kHomeSlot && h != kHomePool && !(read_in_place(h) && op.width == 64)) return false;
+  *disp = slot_disp(l, op.index);
+  return true;
+}
+
+// The second opcode byte of `op rax, r/m64` for the binary operations that have that
+// form and need nothing else of their right operand (0: none).
+KILN_HD inline uint32_t binary_memory_opcode(uint32_t op) {
+  switch (op) {
+    case kOpAdd:
+      return 0x03;
+    case kOpOr:
+      return 0x0B;
+    case kOpAnd:
+      return 0x23;
+    case kOpSub:
+      return 0x2B;
+    case kOpXor:
+      return 0x33;
+    default:
+      return 0;
+  }
+}
+
+// A binary operation: the left operand in rax, the right one an immediate, a memory
+// operand (operand_in_frame) or in rcx.
 KILN_HD inline void encode_binary_op(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
+  int32_t at = 0;
   load_rax(e, m, l, i, ops[0]);
-  if (!encode_binary_imm(e, in, ops[1])) {
+  if (encode_binary_imm(e, in, ops[1])) {
+  } else if (binary_memory_opcode(in.op) && operand_in_frame(l, ops[1], &at)) {
+    e.byte(0x48), e.byte(binary_memory_opcode(in.op));  // op rax, [rbp + at]
+    mem_operand(e, RAX, RBP, at);
+    normalize(e, RAX, in.width);
+  } else {
     load_operand(e, l, ops[1], RCX);
     encode_binary(e, in);
   }
@@ -1439,7 +1467,11 @@ KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const Stam
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t at = 0;
-  if (arg_store_hoists(m, i)) return;  // the prologue makes it
+  if (store_from_arg_register(m, i)) {
+    frame_address(m, l, ops[1], &at);
+    const FlatFunction& f = m.functions[m.blocks[in.block].function];
+    return store_bytes(e, RBP, at, argument_register(arg_place(m, f, ops[0].index).reg), bytes_of_width(ops[0].width));
+  }
   if (ops[0].width == kWideBits) return encode_store_wide(e, m, l, i);
   if (ops[0].width != 0 && rax_holds(m, l.home, i, ops[0])) {  // the value is in rax already
     uint32_t bytes = bytes_of_width(ops[0].width);
@@ -1640,7 +1672,12 @@ KILN_HD inline void encode_gep(Emitter& e, const FlatModuleView& m, const StampL
   for (uint32_t k = 1; k < in.operand_count; ++k) {
     load_operand(e, l, ops[k], RCX);
     sign_extend(e, RCX, ops[k].width);
-    if (ops[k].imm != 1) {  // imul rcx, rcx, stride
+    const uint64_t stride = static_cast<uint64_t>(ops[k].imm);
+    if (stride != 1 && stride != 0 && (stride & (stride - 1)) == 0 && stride < (1ull << 31)) {
+      uint32_t shift = 0;  // a power of two: shl rcx, log2(stride), the same low 64 bits
+      while ((1ull << shift) != stride) ++shift;
+      e.byte(0x48), e.byte(0xC1), e.byte(0xE1), e.byte(shift);
+    } else if (stride != 1) {  // imul rcx, rcx, stride
       e.byte(0x48), e.byte(0x69), e.byte(0xC9);
       e.u32(static_cast<uint32_t>(ops[k].imm));
     }
@@ -1703,9 +1740,13 @@ KILN_HD inline void encode_icmp(Emitter& e, const FlatModuleView& m, const Stamp
   load_rax(e, m, l, i, ops[0]);
   const bool sign = is_signed_predicate(in.aux);
   const int64_t rhs = extend_const(ops[1].imm, ops[0].width, sign);  // as rcx would hold it
+  int32_t at = 0;
   if (ops[1].kind == kOperandConst && fits_imm32(rhs)) {
     if (sign) sign_extend(e, RAX, ops[0].width);
     alu_rax_imm(e, 7, static_cast<int32_t>(rhs));  // cmp rax, imm
+  } else if ((!sign || ops[0].width == 64) && operand_in_frame(l, ops[1], &at)) {
+    e.byte(0x48), e.byte(0x3B);  // cmp rax, [rbp + at]: both normalised, as rcx would be
+    mem_operand(e, RAX, RBP, at);
   } else {
     load_operand(e, l, ops[1], RCX);
     if (sign) {

@@ -59,9 +59,9 @@ class IrGenerator {
          "  %t = trunc i64 %x to i32\n  %a = insertvalue {i64, i32} poison, i64 %x, 0\n"
          "  %b = insertvalue {i64, i32} %a, i32 %t, 1\n  ret {i64, i32} %b\n}\n"
          // Eight arguments: two travel on the stack.
-         // It spills arguments as rustc does for debug information: stamp's prologue makes
-         // the stores of those that come in registers (arg_store_hoists), up to the store
-         // of one that comes on the stack, after which the stores stay in place.
+         // It spills arguments as rustc does for debug information: stamp stores those
+         // that come in registers from there (store_from_arg_register), up to the store
+         // of one that comes on the stack, after which they come from their slots.
          "define internal i64 @many(i64 %a, i32 %b, i64 %c, i8 %d, i64 %e, i16 %f, i64 %g, i32 signext %h) {\n"
          "  %sb = alloca i32, align 4\n  %sd = alloca i8, align 1\n  %sf = alloca [2 x i16], align 2\n"
          "  %sg = alloca i64, align 8\n  %sf1 = getelementptr inbounds i8, ptr %sf, i64 2\n"
@@ -336,7 +336,7 @@ class IrGenerator {
     pool_ = {{"%a", 64}, {"%b", 64}, {"%c", 64}};
     b << "define i64 @" << name << "(i64 %a, i64 %b, i64 %c) {\nentry:\n";
     b << "  %mem = alloca [8 x i64], align 8\n  %mem2 = alloca [8 x i64], align 8\n  %life = alloca i64, align 8\n";
-    // Arguments spilled first thing (the prologue makes these stores, in this order:
+    // Arguments spilled first thing (from their registers: store_from_arg_register;
     // the third overwrites the first), then read back.
     b << "  %sa = alloca i64, align 8\n  %sc = alloca [2 x i64], align 8\n  %sc1 = getelementptr inbounds i8, ptr %sc, i64 8\n";
     b << "  store i64 %a, ptr %sa\n  store i64 %b, ptr %sc1\n  store i64 %c, ptr %sa\n  store i64 %a, ptr %sc\n";
