@@ -1670,6 +1670,12 @@ KILN_HD inline void encode_gep(Emitter& e, const FlatModuleView& m, const StampL
   if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
   load_rax(e, m, l, i, ops[0]);
   for (uint32_t k = 1; k < in.operand_count; ++k) {
+    int32_t at = 0;
+    if (ops[k].imm == 1 && ops[k].width == 64 && operand_in_frame(l, ops[k], &at)) {
+      e.byte(0x48), e.byte(0x03);  // add rax, [rbp + at]: a 64-bit index of stride 1
+      mem_operand(e, RAX, RBP, at);
+      continue;
+    }
     load_operand(e, l, ops[k], RCX);
     sign_extend(e, RCX, ops[k].width);
     const uint64_t stride = static_cast<uint64_t>(ops[k].imm);

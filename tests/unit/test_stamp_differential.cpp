@@ -345,14 +345,17 @@ class IrGenerator {
     b << "  %bigp = ptrtoint ptr %big to i64\n  %bigm = and i64 %bigp, 63\n  %bigx0 = add i64 %bigv, %bigm\n";
     // Constant offsets from a pointer that is no frame address, each the address of the
     // access right after it (stamp adds the offset there: gep_offset_folds): stores of
-    // a value, of a constant and of an i24, loads at 64, 32 and 24 bits, a negative offset.
+    // a value, of a constant and of an i24, loads at 64, 32 and 24 bits, a negative
+    // offset; then an index of stride 1 from a slot (added as a memory operand).
     b << "  %bg1 = getelementptr inbounds i8, ptr %big, i64 8\n  store i64 %b, ptr %bg1\n";
     b << "  %bg2 = getelementptr inbounds i8, ptr %big, i64 16\n  store i32 -7, ptr %bg2\n";
     b << "  %bgt = trunc i64 %c to i24\n  %bg3 = getelementptr inbounds i8, ptr %big, i64 20\n  store i24 %bgt, ptr %bg3\n";
     b << "  %bg4 = getelementptr inbounds i8, ptr %big, i64 24\n  %bg5 = getelementptr inbounds i8, ptr %bg4, i64 -16\n";
     b << "  %bgv = load i64, ptr %bg5\n  %bg6 = getelementptr inbounds i8, ptr %big, i64 16\n  %bgw32 = load i32, ptr %bg6\n";
     b << "  %bg7 = getelementptr inbounds i8, ptr %big, i64 20\n  %bgy = load i24, ptr %bg7\n  %bgy64 = zext i24 %bgy to i64\n";
-    b << "  %bgw = sext i32 %bgw32 to i64\n  %bgs = add i64 %bgv, %bgw\n  %bgs2 = xor i64 %bgs, %bgy64\n  %bigx = add i64 %bigx0, %bgs2\n";
+    b << "  %bgo = and i64 %b, 8\n  %bgq = getelementptr inbounds i8, ptr %big, i64 %bgo\n  %bgz = load i64, ptr %bgq\n";
+    b << "  %bgw = sext i32 %bgw32 to i64\n  %bgs0 = add i64 %bgv, %bgw\n  %bgs = xor i64 %bgs0, %bgz\n";
+    b << "  %bgs2 = xor i64 %bgs, %bgy64\n  %bigx = add i64 %bigx0, %bgs2\n";
     // Direct frame accesses: an alloca and a constant offset into another.
     b << "  %cell = alloca i32, align 4\n  %t32 = trunc i64 %b to i32\n  store i32 %t32, ptr %cell\n";
     b << "  %f1 = getelementptr inbounds i8, ptr %mem2, i64 12\n  store i32 %t32, ptr %f1\n  store i16 7, ptr %f1\n";
