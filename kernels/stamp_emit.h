@@ -653,6 +653,25 @@ KILN_HD inline void alu_rax_imm(Emitter& e, uint32_t ext, int32_t imm) {
 // normalised as always. Shifts take the count as cl would (x86 masks both to 6 bits).
 // False, with nothing emitted, when the constant does not fit or the operation has no
 // immediate form (divisions).
+// The ALU group's opcode extension (add 0, or 1, and 4, sub 5, xor 6) of a binary
+// operation that is one of them, else -1. `op r64, r/m64` is (ext << 3) | 3.
+KILN_HD inline int alu_ext(uint32_t op) {
+  switch (op) {
+    case kOpAdd:
+      return 0;
+    case kOpOr:
+      return 1;
+    case kOpAnd:
+      return 4;
+    case kOpSub:
+      return 5;
+    case kOpXor:
+      return 6;
+    default:
+      return -1;
+  }
+}
+
 KILN_HD inline bool encode_binary_imm(Emitter& e, const FlatInst& in, const FlatOperand& rhs) {
   if (rhs.kind != kOperandConst) return false;
   const int64_t v = extend_const(rhs.imm, in.width, true);
@@ -679,8 +698,7 @@ KILN_HD inline bool encode_binary_imm(Emitter& e, const FlatInst& in, const Flat
     case kOpOr:
     case kOpXor: {
       if (!fits_imm32(v)) return false;
-      const uint32_t ext = in.op == kOpAdd ? 0 : in.op == kOpOr ? 1 : in.op == kOpAnd ? 4 : in.op == kOpSub ? 5 : 6;
-      alu_rax_imm(e, ext, static_cast<int32_t>(v));
+      alu_rax_imm(e, static_cast<uint32_t>(alu_ext(in.op)), static_cast<int32_t>(v));
       break;
     }
     default:
@@ -1287,25 +1305,6 @@ KILN_HD inline bool operand_in_frame(const StampLayout& l, const FlatOperand& op
   return true;
 }
 
-// The second opcode byte of `op rax, r/m64` for the binary operations that have that
-// form and need nothing else of their right operand (0: none).
-KILN_HD inline uint32_t binary_memory_opcode(uint32_t op) {
-  switch (op) {
-    case kOpAdd:
-      return 0x03;
-    case kOpOr:
-      return 0x0B;
-    case kOpAnd:
-      return 0x23;
-    case kOpSub:
-      return 0x2B;
-    case kOpXor:
-      return 0x33;
-    default:
-      return 0;
-  }
-}
-
 // A binary operation: the left operand in rax, the right one an immediate, a memory
 // operand (operand_in_frame) or in rcx.
 KILN_HD inline void encode_binary_op(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
@@ -1314,8 +1313,8 @@ KILN_HD inline void encode_binary_op(Emitter& e, const FlatModuleView& m, const 
   int32_t at = 0;
   load_rax(e, m, l, i, ops[0]);
   if (encode_binary_imm(e, in, ops[1])) {
-  } else if (binary_memory_opcode(in.op) && operand_in_frame(l, ops[1], &at)) {
-    e.byte(0x48), e.byte(binary_memory_opcode(in.op));  // op rax, [rbp + at]
+  } else if (alu_ext(in.op) >= 0 && operand_in_frame(l, ops[1], &at)) {
+    e.byte(0x48), e.byte((static_cast<uint32_t>(alu_ext(in.op)) << 3) | 3);  // op rax, [rbp + at]
     mem_operand(e, RAX, RBP, at);
     normalize(e, RAX, in.width);
   } else {
