@@ -1004,16 +1004,22 @@ KILN_HD inline bool arg_store_shape(const FlatModuleView& m, uint32_t i) {
   return p.in_register && p.reg != 2 && p.reg != 3;
 }
 
+// Instructions that touch no memory and whose templates leave rdi, rsi, r8 and r9
+// alone: all of them but a select of i128 (which tests its condition in rdi).
+KILN_HD inline bool keeps_argument_registers(const FlatInst& in) {
+  return touches_no_memory(in) && !(in.op == kOpSelect && in.width == kWideBits);
+}
+
 // A store of an argument to a frame address that takes the argument from the register
 // it came in (which the prologue normalised), not from its slot: one of
-// arg_store_shape, before which the entry block has only instructions that touch no
-// memory (whose templates leave rdi, rsi, r8 and r9 alone) and other such stores. It
+// arg_store_shape, before which the entry block has only instructions that
+// keeps_argument_registers and other such stores. It
 // stays where it is, so the debugger sees it at its own line. rustc's spills of
 // arguments for debug information are such stores.
 KILN_HD inline bool store_from_arg_register(const FlatModuleView& m, uint32_t i) {
   if (!arg_store_shape(m, i)) return false;
   for (uint32_t j = m.blocks[m.insts[i].block].first_inst; j < i; ++j)
-    if (!touches_no_memory(m.insts[j]) && !arg_store_shape(m, j)) return false;
+    if (!keeps_argument_registers(m.insts[j]) && !arg_store_shape(m, j)) return false;
   return true;
 }
 

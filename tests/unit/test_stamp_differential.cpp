@@ -339,6 +339,8 @@ class IrGenerator {
     // Arguments spilled first thing (from their registers: store_from_arg_register;
     // the third overwrites the first), then read back.
     b << "  %sa = alloca i64, align 8\n  %sc = alloca [2 x i64], align 8\n  %sc1 = getelementptr inbounds i8, ptr %sc, i64 8\n";
+    // A select of i128 before them (its template uses rdi, where %a came).
+    b << "  %wc = trunc i64 %c to i1\n  %wsel = select i1 %wc, i128 5, i128 340282366920938463463374607431768211455\n";
     b << "  store i64 %a, ptr %sa\n  store i64 %b, ptr %sc1\n  store i64 %c, ptr %sa\n  store i64 %a, ptr %sc\n";
     // An over-aligned alloca: its address must honour the alignment.
     b << "  %big = alloca [4 x i64], align 64\n  store i64 %a, ptr %big\n  %bigv = load i64, ptr %big\n";
@@ -392,7 +394,8 @@ class IrGenerator {
     b << "  %immv = load i64, ptr %imm\n  %immw = load i64, ptr %imm1\n  %immy = load i64, ptr %imm2\n";
     b << "  %immz = xor i64 %immv, %immw\n  %immx0 = xor i64 %immz, %immy\n  %sav = load i64, ptr %sa\n";
     b << "  %scv = load i64, ptr %sc1\n  %sc0v = load i64, ptr %sc\n  %sax = mul i64 %sav, %scv\n";
-    b << "  %sa2 = add i64 %sax, %sc0v\n  %immx = xor i64 %immx0, %sa2\n";
+    b << "  %sa2 = add i64 %sax, %sc0v\n  %wsel64 = trunc i128 %wsel to i64\n  %sa3 = xor i64 %sa2, %wsel64\n";
+    b << "  %immx = xor i64 %immx0, %sa3\n";
     pool_.push_back({"%bigx", 64});
     pool_.push_back({"%cellx", 64});
     pool_.push_back({"%foldr", 64});
@@ -903,6 +906,30 @@ define i64 @f0(i64 %a, i64 %b, i64 %c) {
   CHECK(actual == expected);
   CHECK(counts.functions_stamp == 1);
   CHECK(counts.functions_llvm == 0);
+}
+
+// An argument stored to the frame from the register it came in (store_from_arg_register)
+// after a select of i128, whose template tests its condition in rdi, where %a came:
+// that store must take %a from its slot.
+TEST_CASE("an argument spilled after a select of i128 keeps its value", "[stamp][differential]") {
+  const char* ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+define i64 @f0(i64 %a, i64 %b, i64 %c) {
+entry:
+  %sa = alloca i64, align 8
+  %wc = trunc i64 %c to i1
+  %wsel = select i1 %wc, i128 5, i128 7
+  store i64 %a, ptr %sa
+  %v = load i64, ptr %sa
+  %w = trunc i128 %wsel to i64
+  %r = add i64 %v, %w
+  ret i64 %r
+}
+)";
+  EmitCounts counts;
+  auto [expected, actual] = run_f0_both(ir, "2468ull", &counts);
+  CHECK(actual == expected);
+  CHECK(counts.functions_stamp == 1);
 }
 
 // select of aggregates: two-word pairs ({i64, i64}, {ptr, i64}), one with odd pieces
