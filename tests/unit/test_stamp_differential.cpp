@@ -337,11 +337,18 @@ class IrGenerator {
     b << "define i64 @" << name << "(i64 %a, i64 %b, i64 %c) {\nentry:\n";
     b << "  %mem = alloca [8 x i64], align 8\n  %mem2 = alloca [8 x i64], align 8\n  %life = alloca i64, align 8\n";
     // Arguments spilled first thing (from their registers: store_from_arg_register;
-    // the third overwrites the first), then read back.
+    // the third overwrites the first; %c comes in rdx, which stamp stores from its slot),
+    // then read back: every value stored from a register is read.
     b << "  %sa = alloca i64, align 8\n  %sc = alloca [2 x i64], align 8\n  %sc1 = getelementptr inbounds i8, ptr %sc, i64 8\n";
-    // A select of i128 before them (its template uses rdi, where %a came).
-    b << "  %wc = trunc i64 %c to i1\n  %wsel = select i1 %wc, i128 5, i128 340282366920938463463374607431768211455\n";
-    b << "  store i64 %a, ptr %sa\n  store i64 %b, ptr %sc1\n  store i64 %c, ptr %sa\n  store i64 %a, ptr %sc\n";
+    // A select of i128 (its template uses rdi, where %a came) before them in half the
+    // functions, so that they are stored from their slots there and from their
+    // registers in the other half.
+    const char* wide_select =
+        "  %wc = trunc i64 %c to i1\n  %wsel = select i1 %wc, i128 5, i128 340282366920938463463374607431768211455\n";
+    const bool select_first = pick(2) == 0;
+    if (select_first) b << wide_select;
+    b << "  store i64 %b, ptr %sa\n  store i64 %a, ptr %sc\n  store i64 %a, ptr %sa\n  store i64 %c, ptr %sc1\n";
+    if (!select_first) b << wide_select;
     // An over-aligned alloca: its address must honour the alignment.
     b << "  %big = alloca [4 x i64], align 64\n  store i64 %a, ptr %big\n  %bigv = load i64, ptr %big\n";
     b << "  %bigp = ptrtoint ptr %big to i64\n  %bigm = and i64 %bigp, 63\n  %bigx0 = add i64 %bigv, %bigm\n";
