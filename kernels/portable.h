@@ -5,6 +5,8 @@
 
 #if defined(__CUDACC__)
 #define KILN_HD __host__ __device__
+#define KILN_ALWAYS_INLINE __forceinline__
 #else
 #define KILN_HD
+#define KILN_ALWAYS_INLINE __attribute__((always_inline)) inline
 #endif

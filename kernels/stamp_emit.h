@@ -103,9 +103,14 @@ struct Emitter {
   uint32_t reloc_count;
   uint32_t call_begin = 0, call_end = 0;  // an invoke's call instruction (for the LSDA)
   uint32_t long_pos = 0;                  // where pos would be in the long layout
+  // Room in out and relocs: what goes past it is counted, not written. The CPU
+  // executor measures into a cache of limited room (lib/stamp/stamp_cpu.cpp) and
+  // encodes an instruction that outgrew it again.
+  uint32_t code_room = ~0u, reloc_room = ~0u;
 
-  KILN_HD void byte(uint32_t b) {
-    if (out) out[pos] = static_cast<uint8_t>(b);
+  // Inlined everywhere: most of what the templates do is this.
+  KILN_HD KILN_ALWAYS_INLINE void byte(uint32_t b) {
+    if (out && pos < code_room) out[pos] = static_cast<uint8_t>(b);
     ++pos;
     ++long_pos;
   }
@@ -116,7 +121,7 @@ struct Emitter {
     for (int i = 0; i < 8; ++i) byte(static_cast<uint32_t>((v >> (8 * i)) & 0xff));
   }
   KILN_HD void reloc(uint32_t type, uint32_t symbol, int64_t addend) {
-    if (relocs) {
+    if (relocs && reloc_count < reloc_room) {
       StampReloc& r = relocs[reloc_count];
       r.offset = pos;
       r.type = type;

@@ -1,6 +1,7 @@
 #include "stamp_cpu.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "error.h"
 #include "parallel.h"
@@ -24,6 +25,92 @@ void stage_for(uint32_t n, unsigned threads, Body&& body) {
   parallel_for_workers(n, threads, grain, [&](size_t i, unsigned) { body(static_cast<uint32_t>(i)); });
 }
 
+// The same with the worker's number (below `threads`), for bodies that keep something
+// per worker.
+template <class Body>
+void stage_for_workers(uint32_t n, unsigned threads, Body&& body) {
+  if (threads <= 1 || n < 256) {
+    for (uint32_t i = 0; i < n; ++i) body(i, 0u);
+    return;
+  }
+  const size_t grain = (size_t(n) + threads - 1) / threads;
+  parallel_for_workers(n, threads, grain, [&](size_t i, unsigned worker) { body(static_cast<uint32_t>(i), worker); });
+}
+
+// What the measure stage encoded, kept for the encode stage (per-function form): each
+// instruction's bytes and relocations (offsets from its start), one cache per worker.
+// An instruction's code depends on the layout only where it jumps to blocks
+// (stamp_emit.h), so every other instruction is copied to its place, not encoded a
+// second time; those that jump, and one that outgrew the room left (Emitter's
+// code_room), are encoded again. The GPU's form encodes every instruction twice.
+struct EncodeCache {
+  std::vector<uint8_t> code;
+  std::vector<StampReloc> relocs;
+  uint32_t code_used = 0, relocs_used = 0;
+};
+constexpr uint32_t kCacheRoom = 4096;     // bytes free before each instruction
+constexpr uint32_t kCacheRelocRoom = 64;  // relocations free before each instruction
+constexpr uint32_t kNotCached = ~0u;
+
+template <class T>
+void make_room(std::vector<T>& v, uint32_t used, uint32_t room) {
+  if (v.size() - used < room) v.resize(std::max<size_t>(2 * v.size(), size_t(used) + room));
+}
+
+// Stage 2 (stamp_measure) for instruction i, its code kept in `c`: code_at[i] is
+// where (relocation offsets there are the cache's), or kNotCached. The instructions of
+// a function that are kept one after the other lie one after the other in the cache,
+// as they will in the function's code.
+void measure_into_cache(const FlatModuleView& m, const StampLayout& l, uint32_t i, EncodeCache& c, uint32_t* size,
+                        uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end, uint32_t* code_at,
+                        uint32_t* reloc_at) {
+  make_room(c.code, c.code_used, kCacheRoom);
+  make_room(c.relocs, c.relocs_used, kCacheRelocRoom);
+  Emitter e{c.code.data() + c.code_used, 0, c.relocs.data() + c.relocs_used, 0};
+  e.code_room = static_cast<uint32_t>(c.code.size() - c.code_used);
+  e.reloc_room = static_cast<uint32_t>(c.relocs.size() - c.relocs_used);
+  encode_inst(e, m, l, i);
+  size[i] = e.pos;
+  relocs[i] = e.reloc_count;
+  call_begin[i] = e.call_begin;  // instruction-relative, as in stamp_measure
+  call_end[i] = e.call_end;
+  const bool keep = !jumps_to_blocks(m.insts[i]) && e.pos <= e.code_room && e.reloc_count <= e.reloc_room;
+  code_at[i] = keep ? c.code_used : kNotCached;
+  reloc_at[i] = c.relocs_used;
+  if (!keep) return;
+  for (uint32_t k = 0; k < e.reloc_count; ++k) c.relocs[c.relocs_used + k].offset += c.code_used;
+  c.code_used += e.pos;
+  c.relocs_used += e.reloc_count;
+}
+
+// Stage 4 (stamp_encode) for function fn's instructions: each run of those in the
+// cache copied at once, the others encoded.
+void encode_function_from_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, const EncodeCache& c,
+                                const uint32_t* code_at, const uint32_t* reloc_at, const uint32_t* size,
+                                const uint32_t* relocs, const uint32_t* reloc_start, uint8_t* fn_code,
+                                StampReloc* fn_relocs) {
+  const FlatFunction& f = m.functions[fn];
+  const uint32_t end = f.first_inst + f.inst_count;
+  for (uint32_t i = f.first_inst; i < end;) {
+    if (code_at[i] == kNotCached) {
+      stamp_encode(m, l, i, fn_code, fn_relocs, reloc_start);
+      ++i;
+      continue;
+    }
+    uint32_t last = i;
+    while (last + 1 < end && code_at[last + 1] != kNotCached) ++last;
+    std::memcpy(fn_code + l.inst_offset[i], c.code.data() + code_at[i], code_at[last] + size[last] - code_at[i]);
+    const uint32_t delta = l.inst_offset[i] - code_at[i];
+    const uint32_t first = reloc_at[i], count = reloc_at[last] + relocs[last] - first;
+    StampReloc* to = fn_relocs + reloc_start[i];
+    for (uint32_t k = 0; k < count; ++k) {
+      to[k] = c.relocs[first + k];
+      to[k].offset += delta;
+    }
+    i = last + 1;
+  }
+}
+
 // The stages' working arrays. Every stage writes each element it owns before any stage
 // reads it, so the arrays are kept per thread across modules and only ever grow:
 // no allocation and no zeroing per module once warm.
@@ -35,6 +122,8 @@ struct StampScratch {
   std::vector<FrameStep> alloca_scan;
   std::vector<uint32_t> slot_sum, size_sum, reloc_sum, invoke_end, previous_end, lsda_entries, lsda_typed, entries_sum,
       typed_sum;
+  std::vector<EncodeCache> caches;  // per worker
+  std::vector<uint32_t> code_at, reloc_at, fn_worker;
 };
 template <class T>
 T* at_least(std::vector<T>& v, size_t n) {
@@ -160,7 +249,22 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   out.frame = clock.lap();
 
   StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
-  stage_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
+  const bool cached = form == StampForm::per_function;
+  uint32_t* code_at = at_least(scratch.code_at, N);
+  uint32_t* reloc_at = at_least(scratch.reloc_at, N);
+  uint32_t* fn_worker = at_least(scratch.fn_worker, F);
+  if (cached) {
+    scratch.caches.resize(std::max<size_t>(scratch.caches.size(), std::max(1u, threads)));
+    for (EncodeCache& c : scratch.caches) c.code_used = c.relocs_used = 0;
+    stage_for_workers(F, threads, [&](uint32_t fn, unsigned worker) {
+      fn_worker[fn] = worker;
+      const FlatFunction& f = m.functions[fn];
+      for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i)
+        measure_into_cache(m, layout, i, scratch.caches[worker], size, relocs, call_begin, call_end, code_at, reloc_at);
+    });
+  } else {
+    stage_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
+  }
   stage_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size); });
   check_code_size(m, prologue_size, size, relocs);
   out.measure = clock.lap();
@@ -202,11 +306,19 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   layout.inst_offset = inst_offset;
   layout.block_offset = block_offset;
   // Instructions find their function through their block.
-  stage_for(N, threads, [&](uint32_t i) {
-    uint32_t fn = m.blocks[m.insts[i].block].function;
-    stamp_encode(m, layout, i, out.code.data() + out.code_start[fn], out.relocs.data() + out.reloc_start[fn],
-                 reloc_start);
-  });
+  if (cached) {
+    stage_for(F, threads, [&](uint32_t fn) {
+      encode_function_from_cache(m, layout, fn, scratch.caches[fn_worker[fn]], code_at, reloc_at, size, relocs,
+                                 reloc_start, out.code.data() + out.code_start[fn],
+                                 out.relocs.data() + out.reloc_start[fn]);
+    });
+  } else {
+    stage_for(N, threads, [&](uint32_t i) {
+      uint32_t fn = m.blocks[m.insts[i].block].function;
+      stamp_encode(m, layout, i, out.code.data() + out.code_start[fn], out.relocs.data() + out.reloc_start[fn],
+                   reloc_start);
+    });
+  }
   stage_for(F, threads,
             [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
   out.encode = clock.lap();
