@@ -269,7 +269,7 @@ struct ObjectWriter {
   // index_names: one index per distinct string (the first of equal ones), data names
   // and undefined symbols' names after the view's.
   std::vector<std::string_view> names;
-  std::unordered_map<std::string_view, uint32_t, StringHash> index_of_name;
+  StringIndex index_of_name;
   std::vector<uint32_t> canon;                       // name -> its canonical name
   std::vector<const UndefinedSymbol*> undefined_of;  // canonical name -> how to write it undefined
   // check_input
@@ -336,18 +336,19 @@ struct ObjectWriter {
   }
 
   uint32_t name_index(std::string_view name) {
-    auto [it, inserted] = index_of_name.emplace(name, static_cast<uint32_t>(names.size()));
-    if (inserted) names.push_back(name), canon.push_back(it->second);
-    return it->second;
+    bool inserted = false;
+    const uint32_t id = index_of_name.insert(name, static_cast<uint32_t>(names.size()), &inserted);
+    if (inserted) names.push_back(name), canon.push_back(id);
+    return id;
   }
 
   // Names: the view's, then those of undefined symbols that are weak or not of default
   // visibility (by canonical name).
   void index_names() {
     names.assign(v.names, v.names + v.name_count);
-    index_of_name.reserve(names.size() + data.size());
+    index_of_name.reset(names.size() + data.size());
     canon.resize(names.size());
-    for (uint32_t n = 0; n < names.size(); ++n) canon[n] = index_of_name.emplace(names[n], n).first->second;
+    for (uint32_t n = 0; n < names.size(); ++n) canon[n] = index_of_name.insert(names[n], n);
     undefined_of.assign(names.size(), nullptr);
     for (uint32_t u = 0; v.undefined && u < v.undefined_count; ++u) {
       if (v.undefined[u].name.empty()) continue;

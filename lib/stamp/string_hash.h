@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <vector>
 
 namespace kiln {
 
@@ -28,6 +29,64 @@ inline uint64_t string_hash(std::string_view s) {
 // For std::unordered_map<std::string_view, T, StringHash>.
 struct StringHash {
   size_t operator()(std::string_view s) const { return static_cast<size_t>(string_hash(s)); }
+};
+
+// Distinct strings and the id each was first given: open addressing over a
+// power-of-two table, with no allocation per string (std::unordered_map allocates a
+// node for each, which made up much of the ELF writer's time on modules of thousands
+// of symbols). The strings are views; what they view must outlive the index.
+class StringIndex {
+ public:
+  // Empties the index, with room for `expected` strings before it grows.
+  void reset(size_t expected) {
+    size_t capacity = 16;
+    while (capacity < 2 * expected) capacity *= 2;
+    slots_.assign(capacity, Slot{});
+    count_ = 0;
+  }
+  // The id of a string equal to `s` given earlier, or else `id`, which `s` now has.
+  // `inserted` tells which.
+  uint32_t insert(std::string_view s, uint32_t id, bool* inserted = nullptr) {
+    if (2 * (count_ + 1) > slots_.size()) grow();
+    const uint64_t h = string_hash(s);
+    const uint32_t tag = static_cast<uint32_t>(h >> 32);
+    const size_t mask = slots_.size() - 1;
+    for (size_t at = static_cast<size_t>(h) & mask;; at = (at + 1) & mask) {
+      Slot& slot = slots_[at];
+      if (slot.id == kEmpty) {
+        slot = Slot{s, id, tag};
+        ++count_;
+        if (inserted) *inserted = true;
+        return id;
+      }
+      if (slot.tag == tag && slot.key == s) {
+        if (inserted) *inserted = false;
+        return slot.id;
+      }
+    }
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = ~0u;
+  struct Slot {
+    std::string_view key;
+    uint32_t id = kEmpty;
+    uint32_t tag = 0;  // the hash's high half, compared before the strings
+  };
+  void grow() {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(old.empty() ? 16 : 2 * old.size(), Slot{});
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& o : old) {
+      if (o.id == kEmpty) continue;
+      size_t at = static_cast<size_t>(string_hash(o.key)) & mask;
+      while (slots_[at].id != kEmpty) at = (at + 1) & mask;
+      slots_[at] = o;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
 };
 
 }  // namespace kiln

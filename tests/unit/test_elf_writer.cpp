@@ -21,6 +21,7 @@
 #include "scratch_dir.h"
 #include "stamp_eh_frame.h"
 #include "stamp_object.h"
+#include "string_hash.h"
 #include "test_helpers.h"
 
 using namespace kiln;
@@ -546,4 +547,26 @@ TEST_CASE("impossible stamp input is an internal error", "[elf_writer]") {
   auto unknown_type = fs;
   unknown_type[1].relocations[0].type = 9999;
   expect_internal(unknown_type, "unsupported relocation type");
+}
+
+// The writer's index of symbol names: equal strings (at other addresses too) get the
+// first one's id, through the table's growth from empty.
+TEST_CASE("the string index gives equal strings the first id, across growth", "[elf_writer]") {
+  std::vector<std::string> first, again;
+  for (int k = 0; k < 5000; ++k) first.push_back("_ZN5regex4exec" + std::to_string(k * 7919) + "E");
+  for (int k = 4999; k >= 0; --k) again.push_back(first[static_cast<size_t>(k)]);  // copies: other addresses
+  StringIndex index;
+  index.reset(0);
+  for (uint32_t k = 0; k < first.size(); ++k) {
+    bool inserted = false;
+    CHECK(index.insert(first[k], k, &inserted) == k);
+    CHECK(inserted);
+  }
+  for (uint32_t k = 0; k < again.size(); ++k) {
+    bool inserted = true;
+    CHECK(index.insert(again[k], 100000 + k, &inserted) == 4999 - k);
+    CHECK_FALSE(inserted);
+  }
+  CHECK(index.insert("", 7) == 7);  // the empty string is a string like any other
+  CHECK(index.insert(std::string_view(), 8) == 7);
 }
