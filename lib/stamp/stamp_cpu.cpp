@@ -51,6 +51,9 @@ struct EncodeCache {
 constexpr uint32_t kCacheRoom = 4096;     // bytes free before each instruction
 constexpr uint32_t kCacheRelocRoom = 64;  // relocations free before each instruction
 constexpr uint32_t kNotCached = ~0u;
+// What a cache holds at most (the stages refuse a module of more code, after measuring
+// it): the instructions past it are encoded again, and its offsets stay far from 2^32.
+constexpr uint32_t kCacheLimit = uint32_t(256) << 20;
 
 template <class T>
 void make_room(std::vector<T>& v, uint32_t used, uint32_t room) {
@@ -74,7 +77,8 @@ void measure_into_cache(const FlatModuleView& m, const StampLayout& l, uint32_t 
   relocs[i] = e.reloc_count;
   call_begin[i] = e.call_begin;  // instruction-relative, as in stamp_measure
   call_end[i] = e.call_end;
-  const bool keep = !jumps_to_blocks(m.insts[i]) && e.pos <= e.code_room && e.reloc_count <= e.reloc_room;
+  const bool keep = !jumps_to_blocks(m.insts[i]) && e.pos <= e.code_room && e.reloc_count <= e.reloc_room &&
+      c.code_used + e.pos <= kCacheLimit && c.relocs_used + e.reloc_count <= kCacheLimit;
   code_at[i] = keep ? c.code_used : kNotCached;
   reloc_at[i] = c.relocs_used;
   if (!keep) return;
