@@ -13,20 +13,9 @@ namespace kiln {
 
 namespace {
 
-// Runs body(i) for i in [0, n): inline below 256 items or on one thread, else in one
-// contiguous range per thread (kiln's parallel_for_workers, grain n / threads).
-template <class Body>
-void stage_for(uint32_t n, unsigned threads, Body&& body) {
-  if (threads <= 1 || n < 256) {
-    for (uint32_t i = 0; i < n; ++i) body(i);
-    return;
-  }
-  const size_t grain = (size_t(n) + threads - 1) / threads;
-  parallel_for_workers(n, threads, grain, [&](size_t i, unsigned) { body(static_cast<uint32_t>(i)); });
-}
-
-// The same with the worker's number (below `threads`), for bodies that keep something
-// per worker.
+// Runs body(i, worker) for i in [0, n): inline below 256 items or on one thread, else
+// in one contiguous range per thread (kiln's parallel_for_workers, grain n / threads);
+// worker (below `threads`) is for bodies that keep something per worker.
 template <class Body>
 void stage_for_workers(uint32_t n, unsigned threads, Body&& body) {
   if (threads <= 1 || n < 256) {
@@ -35,6 +24,11 @@ void stage_for_workers(uint32_t n, unsigned threads, Body&& body) {
   }
   const size_t grain = (size_t(n) + threads - 1) / threads;
   parallel_for_workers(n, threads, grain, [&](size_t i, unsigned worker) { body(static_cast<uint32_t>(i), worker); });
+}
+// The same for body(i).
+template <class Body>
+void stage_for(uint32_t n, unsigned threads, Body&& body) {
+  stage_for_workers(n, threads, [&](uint32_t i, unsigned) { body(i); });
 }
 
 // What the measure stage encoded, kept for the encode stage (per-function form): each
