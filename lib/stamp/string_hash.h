@@ -21,7 +21,7 @@ inline uint64_t string_hash(std::string_view s) {
     h ^= h >> 32;
   }
   uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
+  if (n) std::memcpy(&tail, p, n);  // an empty view's data may be null, which memcpy must not get
   h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
   return h ^ (h >> 29);
 }
