@@ -251,14 +251,17 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   uint32_t* code_at = at_least(scratch.code_at, N);
   uint32_t* reloc_at = at_least(scratch.reloc_at, N);
   uint32_t* fn_worker = at_least(scratch.fn_worker, F);
+  // This thread's caches, named here: in a worker's body `scratch` would be the worker
+  // thread's own (thread_local), as the other arrays are passed as pointers.
+  std::vector<EncodeCache>& caches = scratch.caches;
   if (cached) {
-    scratch.caches.resize(std::max<size_t>(scratch.caches.size(), std::max(1u, threads)));
-    for (EncodeCache& c : scratch.caches) c.code_used = c.relocs_used = 0;
+    caches.resize(std::max<size_t>(caches.size(), std::max(1u, threads)));
+    for (EncodeCache& c : caches) c.code_used = c.relocs_used = 0;
     stage_for_workers(F, threads, [&](uint32_t fn, unsigned worker) {
       fn_worker[fn] = worker;
       const FlatFunction& f = m.functions[fn];
       for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i)
-        measure_into_cache(m, layout, i, scratch.caches[worker], size, relocs, call_begin, call_end, code_at, reloc_at);
+        measure_into_cache(m, layout, i, caches[worker], size, relocs, call_begin, call_end, code_at, reloc_at);
     });
   } else {
     stage_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
@@ -306,7 +309,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   // Instructions find their function through their block.
   if (cached) {
     stage_for(F, threads, [&](uint32_t fn) {
-      encode_function_from_cache(m, layout, fn, scratch.caches[fn_worker[fn]], code_at, reloc_at, size, relocs,
+      encode_function_from_cache(m, layout, fn, caches[fn_worker[fn]], code_at, reloc_at, size, relocs,
                                  reloc_start, out.code.data() + out.code_start[fn],
                                  out.relocs.data() + out.reloc_start[fn]);
     });
