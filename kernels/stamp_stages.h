@@ -96,12 +96,21 @@ KILN_HD inline bool uses_value(const FlatModuleView& m, uint32_t j, uint32_t i) 
 // The home stage 0 gives instruction i before it looks at its neighbours and at the
 // pool: nowhere (kHomeNone, kHomeLoad, kHomeField) or a slot.
 KILN_HD inline uint8_t first_home(const FlatModuleView& m, uint32_t i, const uint32_t* use_count) {
-  if (is_frame_shape(m, value_operand(i))) return kHomeNone;
-  // A load whose value rax holds already (load_forwards) and whose user comes next had
-  // better stay in rax (kHomeRax, decided later) than be read from memory again.
-  if (load_folds(m, i, use_count) && !(load_forwards(m, i) && uses_value(m, next_with_code(m, i), i)))
-    return kHomeLoad;
-  return field_folds(m, i) ? kHomeField : kHomeSlot;
+  switch (m.insts[i].op) {  // only these can be anything but a slot
+    case kOpAlloca:
+    case kOpGep:
+      return is_frame_shape(m, value_operand(i)) ? kHomeNone : kHomeSlot;
+    case kOpLoad:
+      // A load whose value rax holds already (load_forwards) and whose user comes next
+      // had better stay in rax (kHomeRax, decided later) than be read from memory again.
+      return load_folds(m, i, use_count) && !(load_forwards(m, i) && uses_value(m, next_with_code(m, i), i))
+          ? kHomeLoad
+          : kHomeSlot;
+    case kOpExtract:
+      return field_folds(m, i) ? kHomeField : kHomeSlot;
+    default:
+      return kHomeSlot;
+  }
 }
 
 // A value lives in the pool (kHomePool) when it is a scalar of up to 64 bits (not a
@@ -222,9 +231,9 @@ KILN_HD inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint
   const FlatFunction& f = m.functions[fn];
   uint32_t off = stamp_frame_allocas(m, fn, alloca_mem, arg_slot);
   const uint32_t args = f.arg_count ? static_cast<uint32_t>(arg_slot[f.first_arg + f.arg_count - 1]) : 0;
-  for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) inst_slot[i] = 0;
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
     const FlatInst& in = m.insts[i];
+    inst_slot[i] = 0;
     if (home[i] == kHomePool) {
       inst_slot[i] = pool_slot(args, i - f.first_inst);
       continue;
