@@ -26,11 +26,6 @@ inline uint64_t string_hash(std::string_view s) {
   return h ^ (h >> 29);
 }
 
-// For std::unordered_map<std::string_view, T, StringHash>.
-struct StringHash {
-  size_t operator()(std::string_view s) const { return static_cast<size_t>(string_hash(s)); }
-};
-
 // Distinct strings and the id each was first given: open addressing over a
 // power-of-two table, with no allocation per string (std::unordered_map allocates a
 // node for each, which made up much of the ELF writer's time on modules of thousands
@@ -44,8 +39,8 @@ class StringIndex {
     slots_.assign(capacity, Slot{});
     count_ = 0;
   }
-  // The id of a string equal to `s` given earlier, or else `id`, which `s` now has.
-  // `inserted` tells which.
+  // The id of a string equal to `s` given earlier, or else `id` (below 2^32 - 1, which
+  // marks an empty slot), which `s` now has. `inserted` tells which.
   uint32_t insert(std::string_view s, uint32_t id, bool* inserted = nullptr) {
     if (2 * (count_ + 1) > slots_.size()) grow();
     const uint64_t h = string_hash(s);
