@@ -238,7 +238,7 @@ ModuleRecord module_record(const RustcCall& c, const std::string& bytes, const s
   return m;
 }
 
-// The wrapper's own start (exec, loading kiln and LLVM), measured as main begins.
+// The wrapper's own start (exec, loading kiln and LLVM): its CPU time as main begins.
 double g_startup_seconds = 0;
 
 // The build's own TMPDIR for rustc (this wrapper's points into the capture's directory).
@@ -526,7 +526,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
 }  // namespace
 
 int rustc_wrapper_main(int argc, char** argv) {
-  g_startup_seconds = seconds_since_process_start();
+  g_startup_seconds = process_cpu_seconds();
   if (argc < 2) throw KilnError(kExitUsage, "", "the rustc wrapper expects the rustc path and its arguments");
   std::string rustc = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);

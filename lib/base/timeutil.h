@@ -7,10 +7,11 @@ namespace kiln {
 
 std::string iso8601_now();  // UTC, e.g. 2026-11-30T19:48:53Z
 double unix_seconds_now();   // seconds since 1970 (UTC), with fractions: timelines' clock
-// How long ago this process started (exec, dynamic loading and static constructors
-// included), from /proc/self/stat at the kernel's clock-tick resolution (10 ms); 0
-// when it cannot be read.
-double seconds_since_process_start();
+// The CPU time this process has used so far, user and system, to the nanosecond: at
+// the top of main, what exec, dynamic loading and static constructors cost it. (Its
+// wall-clock age is known only to the kernel's clock tick, 10 ms, which overstated a
+// 3.5 ms start as 10 to 15.) 0 when it cannot be read.
+double process_cpu_seconds();
 
 class Stopwatch {
  public:

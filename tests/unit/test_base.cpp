@@ -12,6 +12,7 @@
 #include "error.h"
 #include "json_writer.h"
 #include "parallel.h"
+#include "timeutil.h"
 
 using namespace kiln;
 
@@ -77,4 +78,19 @@ TEST_CASE("JSON strings carry any bytes and give them back", "[json]") {
   REQUIRE(literal.front() == '"');
   REQUIRE(literal.back() == '"');
   REQUIRE(json_string_bytes(literal.substr(1, literal.size() - 2)) == bytes);
+}
+
+// The rustc wrapper's startup phase: the CPU time the process has used, which grows
+// with work done and is far below the wall-clock age a process of this test's length has.
+TEST_CASE("process_cpu_seconds counts this process's CPU time", "[time]") {
+  const double before = process_cpu_seconds();
+  CHECK(before > 0);
+  volatile uint64_t x = 1;
+  Stopwatch clock;
+  while (clock.seconds() < 0.05) x = x * 6364136223846793005ull + 1442695040888963407ull;
+  const double after = process_cpu_seconds();
+  CHECK(after - before >= 0.005);  // 50 ms of busy loop: some of it on a CPU, even on a loaded machine
+  CHECK(after - before <= 1.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(process_cpu_seconds() - after < 0.04);  // sleeping costs no CPU
 }
