@@ -651,13 +651,6 @@ KILN_HD inline void alu_rax_imm(Emitter& e, uint32_t ext, int32_t imm) {
   e.u32(static_cast<uint32_t>(imm));
 }
 
-// A binary operation on rax whose right operand is a constant that fits an immediate:
-// one instruction instead of loading it into rcx. The low `width` bits of add, sub,
-// mul and the bit operations depend only on the operands' low bits, so the constant is
-// taken sign-extended from its width (more constants then fit imm8), and the result is
-// normalised as always. Shifts take the count as cl would (x86 masks both to 6 bits).
-// False, with nothing emitted, when the constant does not fit or the operation has no
-// immediate form (divisions).
 // The ALU group's opcode extension (add 0, or 1, and 4, sub 5, xor 6) of a binary
 // operation that is one of them, else -1. `op r64, r/m64` is (ext << 3) | 3.
 KILN_HD inline int alu_ext(uint32_t op) {
@@ -677,6 +670,13 @@ KILN_HD inline int alu_ext(uint32_t op) {
   }
 }
 
+// A binary operation on rax whose right operand is a constant that fits an immediate:
+// one instruction instead of loading it into rcx. The low `width` bits of add, sub,
+// mul and the bit operations depend only on the operands' low bits, so the constant is
+// taken sign-extended from its width (more constants then fit imm8), and the result is
+// normalised as always. Shifts take the count as cl would (x86 masks both to 6 bits).
+// False, with nothing emitted, when the constant does not fit or the operation has no
+// immediate form (divisions).
 KILN_HD inline bool encode_binary_imm(Emitter& e, const FlatInst& in, const FlatOperand& rhs) {
   if (rhs.kind != kOperandConst) return false;
   const int64_t v = extend_const(rhs.imm, in.width, true);
