@@ -65,15 +65,6 @@ std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, 
   return write_stamp_object_for(plan.flat.flat, plan.data, module.getSourceFileName(), code);
 }
 
-std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector<StampData>& data,
-                                   const std::string& source_name, const StampOutput& code) {
-  StampObjectParts parts = stamp_object_parts(flat, code, source_name);
-  // extern_weak and hidden declarations: the flat module knows them, the parts do not.
-  parts.view.undefined = flat.undefined.data();
-  parts.view.undefined_count = static_cast<uint32_t>(flat.undefined.size());
-  return write_stamp_object(parts.view, source_name, data);
-}
-
 namespace {
 
 // Set once the service has failed this process: its other modules run here at once,
@@ -134,25 +125,6 @@ StampOutput run_stamp_stages(const FlatModuleData& flat, const std::string& sour
 }
 
 namespace {
-
-// stamp names a module's local symbols NAME.kiln.TAG, hidden globals, so that a split
-// module's two halves can reach each other's. A whole module needs no such names: the
-// combiner, given its one object, makes them local NAME again, as in llvm's object (the
-// contract kiln-emit --check-contract checks). Where the combiner declines, stamp's
-// object is still correct, only with those names. The variables that were private get
-// no symbol at all (`temporaries`), as in llvm's object.
-std::string with_local_names(std::string object, const std::string& tag, const std::vector<std::string>& temporaries) {
-  CombineResult local = combine_relocatable({std::string_view(object)}, tag, temporaries);
-  return local.ok() ? std::move(local.object) : object;
-}
-
-// The symbols of stamp's data that were private in the bitcode.
-std::vector<std::string> private_names(const std::vector<StampData>& data) {
-  std::vector<std::string> names;
-  for (const StampData& d : data)
-    if (d.was_private) names.push_back(d.name);
-  return names;
-}
 
 // Why the direct reader's module is not wholly stamp's (for the receipt).
 std::string why_not_whole(const DirectExport& direct) {

@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "flat_export.h"
 #include "stamp_cpu.h"
+#include "stamp_whole.h"
 
 namespace llvm {
 class Module;
@@ -32,10 +33,6 @@ StampPlan plan_stamp_module(llvm::Module& module, const std::string& tag, const 
 std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, double* stages_seconds = nullptr);
 // The same from stages already run elsewhere (the CUDA executor).
 std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, const StampOutput& code);
-// stamp's object from a flat module, its global data and the stages' output: what both
-// readers' routes end in.
-std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector<StampData>& data,
-                                   const std::string& source_name, const StampOutput& code);
 
 // The stamp service (lib/stamp/stamp_service.h) that runs stamp's stages, named by its
 // socket: kiln-capture --device sets it for the build's wrappers. Unset: the stages run

@@ -54,6 +54,12 @@ WrapperSettings WrapperSettings::from_environment() {
   s.profile = profile && *profile ? profile : "fast";
   const char* fallback = std::getenv(kEnvFallback);
   s.fallback = fallback && std::string(fallback) == "1";
+  const char* route = std::getenv(kEnvRoute);
+  if (route && std::string(route) == "plugin") {
+    s.route = "plugin";
+    const char* plugin = std::getenv(kEnvRustcPlugin);
+    s.plugin = plugin ? plugin : "";
+  }
   return s;
 }
 
@@ -349,6 +355,7 @@ static std::vector<std::string> wrapper_environment(const CaptureOptions& option
       std::string(kEnvBackend) + "=" + options.backend,
       std::string(kEnvProfile) + "=" + (options.profile.empty() ? "fast" : options.profile),
       std::string(kEnvFallback) + "=" + (options.fallback ? "1" : "0"),
+      std::string(kEnvRoute) + "=" + options.route,
       std::string("KILN_VERIFY=") + (options.verify ? "1" : "0"),
       std::string(kEnvRealCc) + "=" + real_cc,
       std::string(kEnvRealCxx) + "=" + real_cxx,
@@ -398,11 +405,35 @@ static void report_service_end(StampServiceProcess& service, const std::string& 
                  service.device_name().c_str(), corpus_dir.c_str());
 }
 
+std::string find_rustc_plugin() {
+  const char* env = std::getenv(kEnvRustcPlugin);
+  std::string path;
+  if (env && *env) {
+    path = env;
+  } else {
+    std::string self = self_executable();
+    std::string dir = self.substr(0, self.find_last_of('/'));
+    path = dir.substr(0, dir.find_last_of('/') + 1) + "lib/kiln-rustc-plugin.so";
+  }
+  if (::access(path.c_str(), R_OK) != 0)
+    throw KilnError(kExitMissingTool, path, "kiln's plugin for rustc is not there (build it, or set " +
+                                                std::string(kEnvRustcPlugin) + ")");
+  return absolute_path(path);
+}
+
 int run_capture(const CaptureOptions& options) {
   // Everything that can be checked is checked before anything is created.
   if (options.command.empty()) throw KilnError(kExitUsage, "", "no build command given after --");
   if (!options.device.empty() && options.backend != "stamp")
     throw KilnError(kExitUsage, "--device", "runs stamp's stages: it needs --backend stamp");
+  std::string plugin;
+  if (options.route == "plugin") {
+    if (options.backend != "stamp") throw KilnError(kExitUsage, "--route", "plugin runs stamp inside rustc: it needs --backend stamp");
+    if (!options.device.empty()) throw KilnError(kExitUsage, "--route", "plugin runs stamp's stages in rustc, not in a --device service");
+    plugin = find_rustc_plugin();
+  } else if (options.route != "bitcode") {
+    throw KilnError(kExitUsage, "--route", "'" + options.route + "': expected bitcode or plugin");
+  }
   const uint64_t cache_limit = object_cache_limit();
   if (options.backend != "native") {
     make_backend(options.backend, parse_profile(options.profile.empty() ? "fast" : options.profile));
@@ -455,6 +486,7 @@ int run_capture(const CaptureOptions& options) {
     throw KilnError(kExitIo, link_dir, "cannot create compiler wrapper links: " + errno_reason(errno));
   ProcessOptions run;
   run.set_env = wrapper_environment(options, corpus_dir, link_dir, real_cc, real_cxx);
+  if (!plugin.empty()) run.set_env.push_back(std::string(kEnvRustcPlugin) + "=" + plugin);
   // The service before the corpus: a device that cannot be opened leaves nothing behind.
   std::unique_ptr<StampServiceProcess> service;
   if (!options.device.empty()) {

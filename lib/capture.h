@@ -16,6 +16,8 @@ constexpr const char* kEnvCorpus = "KILN_CAPTURE_CORPUS";
 constexpr const char* kEnvBackend = "KILN_CAPTURE_BACKEND";    // native | llvm | cmd:...
 constexpr const char* kEnvProfile = "KILN_CAPTURE_PROFILE";    // fast | balanced | release
 constexpr const char* kEnvFallback = "KILN_CAPTURE_FALLBACK";  // 1: fall back to the native compiler
+constexpr const char* kEnvRoute = "KILN_CAPTURE_ROUTE";        // bitcode | plugin (kiln-capture --route)
+constexpr const char* kEnvRustcPlugin = "KILN_RUSTC_PLUGIN";   // the plugin rustc loads on the plugin route
 constexpr const char* kEnvRealCc = "KILN_CAPTURE_REAL_CC";
 constexpr const char* kEnvRealCxx = "KILN_CAPTURE_REAL_CXX";
 constexpr const char* kEnvTmpdir = "KILN_CAPTURE_TMPDIR";  // the capture's temporary directory
@@ -29,8 +31,16 @@ struct CaptureOptions {
   bool fallback = false;
   bool verify = false;  // LLVM's IR verifier on the bitcode the compilers write (off: they wrote it just now)
   std::string device;   // --device cuda|cpu: stamp's stages in one service for the build (capture_service.h)
+  // bitcode: rustc writes bitcode, which the corpus keeps and the back end emits.
+  // plugin: stamp runs inside rustc (lib/rustc_plugin.cpp); no bitcode, rustc's crates only.
+  std::string route = "bitcode";
   std::vector<std::string> command;
 };
+
+// kiln's plugin inside rustc: $KILN_RUSTC_PLUGIN, else kiln-rustc-plugin.so in the lib/
+// directory beside the one this program is in (the build tree's and the installed
+// layout). Throws KilnError(kExitMissingTool) when there is none.
+std::string find_rustc_plugin();
 
 // Runs the build and returns its exit status unchanged.
 int run_capture(const CaptureOptions& options);
@@ -44,6 +54,7 @@ int cc_wrapper_main(int argc, char** argv, bool cxx);
 // Shared by both wrappers.
 struct WrapperSettings {
   std::string corpus_dir, backend, profile;
+  std::string route = "bitcode", plugin;  // CaptureOptions::route; the plugin's path on that route
   bool fallback = false;
   static WrapperSettings from_environment();
 };

@@ -32,6 +32,7 @@
 #include "fs.h"
 #include "hash.h"
 #include "jobserver.h"
+#include "plugin_payload.h"
 #include "parallel.h"
 #include "process.h"
 #include "timeutil.h"
@@ -523,6 +524,100 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   return 0;
 }
 
+// The plugin route (kiln-capture --route plugin): rustc loads kiln's plugin, which
+// compiles each codegen unit with stamp in rustc's memory (lib/rustc_plugin.cpp) and
+// leaves stamp's object inside the unit's object; those objects take the units'
+// places in the rlib, or in OUT before rustc -Zlink-only links the crate. A unit the
+// plugin left to LLVM stays as rustc's LLVM wrote it. No bitcode: the corpus gets the
+// invocation and the plugin's receipts (plugin.jsonl), no modules.
+int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id) {
+  Stopwatch clock, phase;
+  Phases phases = {{"startup", g_startup_seconds}};
+  time_t start = ::time(nullptr);
+  const bool rewrite = rlib_rewrite_obstacle(c).empty();
+  std::vector<std::string> args = c.args;
+  args.push_back("-Zllvm-plugins=" + s.plugin);
+  if (!rewrite) args.push_back("-Zno-link");
+  int rc = run_child(rustc, args,
+                     {"RUSTC_BOOTSTRAP=1", "KILN_PLUGIN_RECEIPTS=" + s.corpus_dir + "/plugin.jsonl",
+                      "KILN_PLUGIN_INVOCATION=" + id});
+  phases.emplace_back("rustc", phase.lap());
+  if (rc != 0) {
+    record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0,
+                      clock.seconds(), phases);
+    return rc;
+  }
+
+  const std::string stem = c.crate_name + c.extra_filename, prefix = stem + ".";
+  const std::string rlink = c.out_dir + "/" + stem + ".rlink", rlib = c.out_dir + "/lib" + stem + ".rlib";
+  std::vector<OutputFile> files;
+  std::string failure, llvm_unit;
+  int units = 0, stamp_units = 0;
+  // A unit's object in its place: stamp's, where the plugin left one in it.
+  auto take_payload = [&](std::string& bytes, const std::string& label, const std::string& cgu) {
+    ++units;
+    std::optional<std::string_view> payload = kiln_object_payload(bytes, label);
+    if (!payload) {
+      if (llvm_unit.empty()) llvm_unit = cgu;
+      return false;
+    }
+    ++stamp_units;
+    bytes = std::string(*payload);
+    return true;
+  };
+  try {
+    if (rewrite) {
+      std::vector<ArchiveMember> members = read_archive(rlib, read_file(rlib));
+      bool changed = false;
+      for (ArchiveMember& m : members) {
+        std::string cgu = unit_cgu(m.name, prefix, ".rcgu.o");
+        if (!cgu.empty()) changed |= take_payload(m.bytes, rlib + "(" + m.name + ")", cgu);
+      }
+      if (changed) write_file_atomic(rlib, write_archive(rlib, members), Durability::kAtomic);
+    } else {
+      files = list_outputs(c.out_dir, prefix, ".rcgu.o", start);
+      for (const OutputFile& f : files) {
+        std::string bytes = read_file(f.path);
+        // A new file, not a write through the old one: a unit incremental compilation
+        // reused is a hard link to its copy in the incremental directory.
+        if (take_payload(bytes, f.path, f.cgu)) write_file_atomic(f.path, bytes, Durability::kAtomic);
+      }
+    }
+  } catch (const KilnError& e) {
+    failure = e.what();
+  }
+  if (!failure.empty()) {
+    // Nothing half-made is left for cargo or the linker: no object that carries another.
+    remove_outputs(files);
+    ::unlink(rewrite ? rlib.c_str() : rlink.c_str());
+    std::fprintf(stderr, "kiln-capture: error: crate %s (%s): %s\n", c.crate_name.c_str(), c.input.c_str(),
+                 failure.c_str());
+    record_invocation(s, "rustc", id, "failed", failure, c.args, units, clock.seconds(), phases);
+    return kExitFailed;
+  }
+  if (rewrite) {
+    phases.emplace_back("archive", phase.lap());
+  } else {
+    std::vector<std::string> link = c.args;
+    link[c.input_index] = rlink;
+    link.push_back("-Zlink-only");
+    rc = run_child(rustc, link, {"RUSTC_BOOTSTRAP=1"});
+    ::unlink(rlink.c_str());
+    phases.emplace_back("link", phase.lap());
+    if (rc != 0) {
+      record_invocation(s, "rustc", id, "failed", "rustc -Zlink-only failed with status " + std::to_string(rc),
+                        c.args, units, clock.seconds(), phases);
+      return rc;
+    }
+  }
+  // A unit left to LLVM is rustc's own code generation, as --fallback's: plugin.jsonl says why.
+  std::string reason = llvm_unit.empty() ? "" : std::to_string(units - stamp_units) + " of " +
+      std::to_string(units) + " units left to rustc's LLVM (first: " + llvm_unit + "; see plugin.jsonl)";
+  record_invocation(s, "rustc", id, reason.empty() ? "captured" : "fallback", reason, c.args, units, clock.seconds(),
+                    phases);
+  return 0;
+}
+
 }  // namespace
 
 int rustc_wrapper_main(int argc, char** argv) {
@@ -541,6 +636,7 @@ int rustc_wrapper_main(int argc, char** argv) {
   }
   g_children = use_capture_tmpdir();
   if (s.backend == "native") return capture_native(s, rustc, c, id);
+  if (s.route == "plugin") return capture_in_rustc(s, rustc, c, id);
   return capture_and_emit(s, rustc, c, id);
 }
 

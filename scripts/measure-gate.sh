@@ -10,7 +10,8 @@
 #                src/error.rs, so that one codegen unit changes); gated
 #                at "no slower" (--min-speedup 0%)
 # Usage: scripts/measure-gate.sh [WORKDIR]
-#   DEBUGINFO (0; 2 is cargo's dev default: stamp's objects then carry line tables,
+#   ROUTE (plugin: stamp inside rustc, kiln-capture --route plugin; bitcode: rustc writes
+#   bitcode, which the corpus keeps and stamp emits), DEBUGINFO (0; 2 is cargo's dev default: stamp's objects then carry line tables,
 #   subprograms, inlined calls, blocks, variables and types, not yet global variables or
 #   #dbg_value variables), RUNS (3), WARMUP (1), STEPS ("build test incremental").
 # About 15 minutes on 2 cores at the defaults. The tools come from $KILN_BIN, else build/.
@@ -25,7 +26,8 @@ export CARGO_PROFILE_DEV_DEBUG=$debuginfo CARGO_PROFILE_TEST_DEBUG=$debuginfo
 source "$root/tests/acceptance/regex-workdir.sh"
 cp src/error.rs "$W/error.rs.orig"
 cargo build -q 2>/dev/null  # lock the dependencies once
-kiln='kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend stamp --'
+route=${ROUTE:-plugin}
+kiln="kiln-capture -o \"\$KILN_MEASURE_TARGET_DIR/corpus\" --backend stamp --route $route --"
 status=0
 if [[ $debuginfo != 0 ]]; then
   echo "note: at debuginfo $debuginfo, stamp's DWARF for its functions lacks global variables and variables"
@@ -35,7 +37,7 @@ fi
 # measure NAME MIN_SPEEDUP PREPARE COMMAND: plain COMMAND against COMMAND through kiln.
 measure() {
   local name=$1 min=$2 prepare=$3 command=$4
-  echo "== $name, debuginfo $debuginfo: plain \`$command\` against it through kiln-capture --backend stamp"
+  echo "== $name, debuginfo $debuginfo: plain \`$command\` against it through kiln-capture --backend stamp --route $route"
   kiln-measure build --runs "${RUNS:-3}" --warmup "${WARMUP:-1}" --workdir "$W/$name" \
     --json "$W/$name.json" --svg "$W/$name.svg" --prepare "$prepare" \
     --baseline "$command" --candidate "$kiln $command"

@@ -29,7 +29,7 @@ static int body(int argc, char** argv) {
 
   CLI::App app{
       "Capture the LLVM bitcode of every module of a real build into a kiln corpus.\n"
-      "  kiln-capture -o CORPUS [--backend native|llvm|cmd:...] [--profile P] -- cargo build ...\n"
+      "  kiln-capture -o CORPUS [--backend native|llvm|stamp|cmd:...] [--route bitcode|plugin] [--profile P] -- cargo build ...\n"
       "  kiln-capture add -o CORPUS FILE.bc...\n"
       "  kiln-capture merge -o OUT CORPUS...\n"
       "  kiln-capture filter -o OUT CORPUS [--ids FILE] [--crate NAME] [--reason TEXT [--reason-backend B]]",
@@ -44,6 +44,9 @@ static int body(int argc, char** argv) {
   app.add_flag("--verify", options.verify, "run LLVM's IR verifier on the bitcode the compilers write");
   app.add_option("--device", options.device, "run stamp's stages in one service for the whole build, on cuda or cpu")
       ->check(CLI::IsMember({"cuda", "cpu"}));
+  app.add_option("--route", options.route,
+                 "bitcode (keep every module's bitcode; the default) or plugin (stamp inside rustc, for speed)")
+      ->check(CLI::IsMember({"bitcode", "plugin"}));
   app.add_option("command", options.command, "the build command, after --");
   app.allow_extras(false);
 

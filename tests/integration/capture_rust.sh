@@ -146,6 +146,38 @@ cargo clean -q
 kiln-capture -o "$T/S" --backend stamp -- cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/stamp.tests"
 check "cargo test on stamp-emitted objects passes exactly the same tests" cmp "$T/native.tests" "$T/stamp.tests"
 
+# stamp inside rustc (--route plugin): rustc loads kiln's plugin, stamp compiles each
+# codegen unit in rustc's memory, and no bitcode is written or kept. Same program, same
+# tests; a unit stamp cannot take whole is rustc's own, counted with its reason; an
+# incremental rebuild reuses units that carry stamp's objects.
+cargo clean -q
+kiln-capture -o "$T/P" --backend stamp --route plugin -- cargo build -q
+./target/debug/kiln-example > "$T/plugin.out"
+check "--route plugin: the program prints the same output" cmp "$T/native.out" "$T/plugin.out"
+check "--route plugin: stamp took most codegen units whole in rustc, each other one with its reason ($(jq -s 'map(select(.stamp)) | length' "$T/P/plugin.jsonl") of $(wc -l < "$T/P/plugin.jsonl"))" \
+  jq -se '(map(select(.stamp and .object_bytes > 0)) | length) > (length / 2) and all(.stamp or (.why | length > 0))' "$T/P/plugin.jsonl"
+check "--route plugin: no bitcode kept, and no unit's carrier object reaches the program" \
+  bash -c "[[ ! -s '$T/P/modules.jsonl' ]] && ! readelf -S ./target/debug/kiln-example | grep -q kiln.object"
+check "--route plugin: the invocations say which units were rustc's own" \
+  jq -se 'map(select(.tool == "rustc" and (.action == "captured" or .action == "fallback"))) | length > 0' "$T/P/invocations.jsonl"
+cargo clean -q
+kiln-capture -o "$T/P" --backend stamp --route plugin -- cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/plugin.tests"
+check "--route plugin: cargo test passes exactly the same tests" cmp "$T/native.tests" "$T/plugin.tests"
+cargo clean -q
+kiln-capture -o "$T/PI" --backend stamp --route plugin -- cargo build -q
+first=$(wc -l < "$T/PI/plugin.jsonl")
+cp src/lib.rs "$T/lib.rs.orig"
+sed -i 's/format!("circle r={}", self.r)/format!("circle of radius {}", self.r)/' src/lib.rs
+kiln-capture -o "$T/PI" --backend stamp --route plugin -- cargo build -q
+./target/debug/kiln-example > "$T/plugin-inc.out"
+cp "$T/lib.rs.orig" src/lib.rs
+again=$(( $(wc -l < "$T/PI/plugin.jsonl") - first ))
+check "--route plugin: the incremental rebuild shows the edit, stamp compiling only the units rustc did not reuse ($again of $first)" \
+  bash -c "grep -q 'circle of radius 2 area' '$T/plugin-inc.out' && [[ $again -ge 1 && $again -lt $first ]]"
+kiln-capture -o "$T/PX" --backend llvm --route plugin -- true 2> "$T/route.err"; rc=$?
+check "--route plugin with another back end is a usage error (exit 2), said in one line" \
+  bash -c "[[ $rc -eq 2 ]] && grep -q 'plugin runs stamp inside rustc' '$T/route.err' && [[ \$(wc -l < '$T/route.err') -eq 1 ]]"
+
 # Incremental builds through kiln: rustc keeps its incremental state, a unit it reuses
 # comes back as the same bitcode, and its object comes from the corpus's object cache.
 cargo clean -q

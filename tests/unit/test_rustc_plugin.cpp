@@ -1,0 +1,197 @@
+// kiln's plugin inside rustc (lib/rustc_plugin.cpp), without rustc: the plugin is
+// loaded as rustc loads it (-Zllvm-plugins: llvm::PassPlugin::Load, then its callbacks
+// registered on a PassBuilder) and runs in LLVM's -O0 pipeline, here against this
+// process's LLVM, which is Debian's and not rustc's. What it leaves in a unit must be
+// the stamp back end's object for that unit's bitcode, carried so that LLVM's object
+// gives it back (kiln_object_payload); a unit stamp cannot take whole is LLVM's, as it
+// was. The route through real rustc and cargo is tests/integration/capture_rust.sh's.
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Plugins/PassPlugin.h>
+#include <llvm/Support/SourceMgr.h>
+
+#include <memory>
+#include <string>
+
+#include "backend.h"
+#include "error.h"
+#include "ir_helpers.h"
+#include "plugin_payload.h"
+#include "stamp_whole.h"
+#include "test_helpers.h"
+
+using namespace kiln;
+
+namespace {
+
+// A codegen unit as rustc makes them: private constants (one read through another's
+// initializer), an internal function and variable, an aggregate constant stored, calls.
+const char* const kUnitIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+%pair = type { i64, i64 }
+@anon.u.0 = private unnamed_addr constant <{ [5 x i8] }> <{ [5 x i8] c"hello" }>, align 1
+@anon.u.1 = private unnamed_addr constant <{ ptr, [8 x i8] }> <{ ptr @anon.u.0, [8 x i8] c"\05\00\00\00\00\00\00\00" }>, align 8
+@counter = internal global i64 40, align 8
+
+define internal i64 @helper(i64 %x) {
+  %v = load i64, ptr @counter, align 8
+  %n = add i64 %v, %x
+  store i64 %n, ptr @counter, align 8
+  ret i64 %n
+}
+
+define i64 @byte_at(i64 %i) {
+  %q = load ptr, ptr @anon.u.1, align 8
+  %p = getelementptr i8, ptr %q, i64 %i
+  %v = load i8, ptr %p, align 1
+  %w = zext i8 %v to i64
+  %r = call i64 @helper(i64 %w)
+  ret i64 %r
+}
+
+define void @make_pair(ptr %out) {
+  store %pair { i64 3, i64 4 }, ptr %out, align 8
+  ret void
+}
+
+define ptr @greeting() {
+  ret ptr @anon.u.0
+}
+)";
+
+// The same unit with one function stamp does not take (inline assembly with a template).
+std::string unit_with_asm() {
+  return std::string(kUnitIr) + R"(
+define void @pause() {
+  call void asm sideeffect "pause", ""()
+  ret void
+}
+)";
+}
+
+std::unique_ptr<llvm::Module> parse(llvm::LLVMContext& ctx, const std::string& ir) {
+  llvm::SMDiagnostic diag;
+  auto m = llvm::parseAssemblyString(ir, diag, ctx);
+  if (!m) FAIL("bad test IR: " << diag.getMessage().str());
+  m->setModuleIdentifier("unit.rs-cgu.00");
+  return m;
+}
+
+std::string bitcode_of(const llvm::Module& m) {
+  std::string bytes;
+  llvm::raw_string_ostream os(bytes);
+  llvm::WriteBitcodeToFile(m, os);
+  os.flush();
+  return bytes;
+}
+
+// rustc's route at opt-level 0 with -Zllvm-plugins=kiln-rustc-plugin.so.
+void run_o0_pipeline_with_plugin(llvm::Module& m) {
+  REQUIRE(::access(KILN_RUSTC_PLUGIN_PATH, R_OK) == 0);
+  llvm::Expected<llvm::PassPlugin> plugin = llvm::PassPlugin::Load(KILN_RUSTC_PLUGIN_PATH);
+  if (!plugin) FAIL("the plugin does not load: " << llvm::toString(plugin.takeError()));
+  llvm::PassBuilder pb;
+  plugin->registerPassBuilderCallbacks(pb);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
+  mpm.run(m, mam);
+}
+
+size_t defined_functions(const llvm::Module& m) {
+  size_t n = 0;
+  for (const llvm::Function& f : m) n += !f.isDeclaration();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("stamp's object for a module in memory is the stamp back end's for its bitcode", "[plugin]") {
+  llvm::LLVMContext ctx;
+  auto m = parse(ctx, kUnitIr);
+  const EmitResult from_bitcode = make_backend("stamp", Profile::fast)->emit(bitcode_of(*m), "unit.bc");
+  REQUIRE(from_bitcode.counts.functions_llvm == 0);
+  InMemoryStamp in_memory = stamp_whole_module(*m, "0123456789ab");
+  CHECK(in_memory.why.empty());
+  CHECK(in_memory.functions == 4);
+  CHECK(in_memory.instructions > 0);
+  REQUIRE(!in_memory.object.empty());
+  CHECK(in_memory.object == from_bitcode.object);
+}
+
+TEST_CASE("a unit stamp cannot take whole is left to LLVM as it was", "[plugin]") {
+  llvm::LLVMContext ctx;
+  auto m = parse(ctx, unit_with_asm());
+  InMemoryStamp r = stamp_whole_module(*m, "0123456789ab");
+  CHECK(r.object.empty());
+  CHECK(kiln_test::contains(r.why, "function pause: "));
+  // Not renamed for a split (NAME.kiln.TAG): LLVM writes the unit as rustc made it.
+  REQUIRE(m->getFunction("helper") != nullptr);
+  CHECK(m->getFunction("helper")->hasInternalLinkage());
+  REQUIRE(m->getNamedGlobal("counter") != nullptr);
+  CHECK(m->getNamedGlobal("counter")->hasInternalLinkage());
+  CHECK(defined_functions(*m) == 5);
+}
+
+TEST_CASE("the plugin leaves stamp's object in the unit, and LLVM's object carries it", "[plugin]") {
+  llvm::LLVMContext ctx;
+  auto expected_module = parse(ctx, kUnitIr);
+  const std::string expected = stamp_whole_module(*expected_module, "0123456789ab").object;
+  REQUIRE(!expected.empty());
+
+  auto m = parse(ctx, kUnitIr);
+  run_o0_pipeline_with_plugin(*m);
+  CHECK(defined_functions(*m) == 0);
+  CHECK(m->getNamedMetadata("llvm.dbg.cu") == nullptr);
+  const llvm::GlobalVariable* carried = m->getNamedGlobal("kiln.object");
+  REQUIRE(carried != nullptr);
+  CHECK(carried->getSection() == kKilnObjectSection);
+
+  // LLVM's code generator writes the emptied unit; the wrapper reads stamp's object back.
+  const EmitResult written = make_backend("llvm", Profile::fast)->emit(bitcode_of(*m), "unit.bc");
+  std::optional<std::string_view> payload = kiln_object_payload(written.object, "unit.o");
+  REQUIRE(payload.has_value());
+  CHECK(*payload == expected);
+
+  SECTION("a unit with a function stamp cannot take keeps its functions") {
+    auto mixed = parse(ctx, unit_with_asm());
+    run_o0_pipeline_with_plugin(*mixed);
+    CHECK(defined_functions(*mixed) == 5);
+    CHECK(mixed->getNamedGlobal("kiln.object") == nullptr);
+    const EmitResult native = make_backend("llvm", Profile::fast)->emit(bitcode_of(*mixed), "mixed.bc");
+    CHECK(!kiln_object_payload(native.object, "mixed.o").has_value());
+  }
+}
+
+TEST_CASE("kiln_object_payload gives the carried bytes and names what is not an ELF object", "[plugin]") {
+  const std::string ir = std::string(kiln_test::kAddIr) +
+      "@kiln.object = private constant [4 x i8] c\"abcd\", section \".kiln.object\", align 16\n"
+      "@llvm.used = appending global [1 x ptr] [ptr @kiln.object], section \"llvm.metadata\"\n";
+  const std::string carrier = make_backend("llvm", Profile::fast)->emit(kiln_test::bitcode_from_ir(ir), "c.bc").object;
+  std::optional<std::string_view> payload = kiln_object_payload(carrier, "c.o");
+  REQUIRE(payload.has_value());
+  CHECK(*payload == "abcd");
+
+  const std::string plain =
+      make_backend("llvm", Profile::fast)->emit(kiln_test::bitcode_from_ir(kiln_test::kAddIr), "a.bc").object;
+  CHECK(!kiln_object_payload(plain, "a.o").has_value());
+
+  CHECK_THROWS_WITH(kiln_object_payload("not an object at all, but long enough to be one's header......", "x.o"),
+                    Catch::Contains("x.o") && Catch::Contains("not a 64-bit little-endian ELF object"));
+  // The header of a real object without its section table.
+  CHECK_THROWS_WITH(kiln_object_payload(std::string_view(carrier).substr(0, 64), "cut.o"),
+                    Catch::Contains("cut.o") && Catch::Contains("section table lies outside the file"));
+}
