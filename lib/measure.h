@@ -150,6 +150,10 @@ struct PhasesReport {
   std::vector<PhaseTotal> phases;       // invocations' phases (startup, rustc, store, emit, link), summed
   std::vector<PhaseTotal> emit_stages;  // kiln-capture's receipts' stages, summed (CPU seconds of all units)
   std::vector<PhaseTotal> routes;       // stamp's reader routes, counted
+  // kiln-capture --route plugin: the plugin's receipts (plugin.jsonl), summed: units seen,
+  // those stamp took whole, and its time in rustc (export, stages, object; CPU seconds).
+  size_t plugin_units = 0, plugin_stamp_units = 0;
+  std::vector<PhaseTotal> plugin_stages;
   std::vector<CratePhases> crates;      // the slowest first
   std::vector<TimelineSpan> timeline;   // by start
   double phase(const std::string& name) const;

@@ -22,10 +22,10 @@ echo "[3/5] emit every module again, into $OUT/objects"
 kiln-emit "$OUT/corpus" --out "$OUT/objects" --backend stamp > "$OUT/emit.txt"
 echo "[4/5] replay: stamp against llvm, 3 rounds, byte stability"
 kiln-replay "$OUT/corpus" --backend stamp,llvm --rounds 3 > "$OUT/replay.txt"
-echo "[5/5] measure: cargo build, plain and with kiln's stamp back end (3 interleaved runs each)"
+echo "[5/5] measure: cargo build, plain and with stamp inside rustc (--route plugin; 3 interleaved runs each)"
 kiln-measure build --runs 3 --warmup 1 --workdir "$OUT/measure" --json "$OUT/measure.json" --svg "$OUT/measure.svg" \
   --prepare 'rm -rf "$CARGO_TARGET_DIR"' --baseline 'cargo build -q' \
-  --candidate 'kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend stamp -- cargo build -q' > "$OUT/measure.md"
+  --candidate 'kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend stamp --route plugin -- cargo build -q' > "$OUT/measure.md"
 # Where the candidate's last build spent its time, and the CI gate's verdict on it.
 kiln-measure phases "$OUT/measure/candidate/corpus" --svg "$OUT/phases.svg" > "$OUT/phases.md"
 gate_status=0
@@ -46,7 +46,7 @@ cargo clean -q && cargo build -q && ./target/debug/kiln-example > "$OUT/native.o
   echo "## Census"; echo '```'; sed '/^opcodes/,$d' "$OUT/census.txt"; echo '```'
   echo "## Emit"; echo '```'; cat "$OUT/emit.txt"; echo '```'
   echo "## Replay"; echo '```'; cat "$OUT/replay.txt"; echo '```'
-  echo "## Whole build, plain cargo (baseline) vs kiln-capture --backend stamp (candidate)"; cat "$OUT/measure.md"
+  echo "## Whole build, plain cargo (baseline) vs kiln-capture --backend stamp --route plugin (candidate)"; cat "$OUT/measure.md"
   echo
   echo "Gate (at least 10% faster): $(cat "$OUT/gate.txt")"
   echo

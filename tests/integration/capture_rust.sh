@@ -163,6 +163,10 @@ check "--route plugin: the invocations say which units were rustc's own" \
 cargo clean -q
 kiln-capture -o "$T/P" --backend stamp --route plugin -- cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/plugin.tests"
 check "--route plugin: cargo test passes exactly the same tests" cmp "$T/native.tests" "$T/plugin.tests"
+kiln-measure phases "$T/P" --json "$T/plugin-phases.json" > "$T/plugin-phases.md"
+check "kiln-measure phases: the plugin's units and its time inside rustc" \
+  bash -c "jq -e '.plugin.units > 3 and .plugin.stamp_units > 0 and .plugin.stages.export > 0 and .phases.rustc > 0' '$T/plugin-phases.json' >/dev/null &&
+    grep -q 'stamp inside rustc (--route plugin)' '$T/plugin-phases.md'"
 cargo clean -q
 kiln-capture -o "$T/PI" --backend stamp --route plugin -- cargo build -q
 first=$(wc -l < "$T/PI/plugin.jsonl")
