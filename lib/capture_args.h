@@ -19,9 +19,16 @@ struct RustcCall {
   std::vector<std::string> crate_types;
   int debuginfo = 0;
   bool print = false, version = false;
+  bool mangling_given = false;  // -C symbol-mangling-version=...
 };
 
 RustcCall parse_rustc_args(const std::vector<std::string>& args);
+// kiln's routes need RUSTC_BOOTSTRAP=1 for rustc's -Z options (-Zno-link, -Zllvm-plugins),
+// and it makes a stable or beta rustc take nightly's defaults, among them v0 symbol
+// mangling where the plain build has legacy. The options that keep the plain build's
+// symbols: -Zunstable-options -Csymbol-mangling-version=legacy, unless the call names
+// a mangling itself or the rustc is a nightly (`nightly`), whose own default is v0.
+std::vector<std::string> plain_mangling_args(const RustcCall& c, bool nightly);
 // Why this invocation must run unchanged, or "" when kiln takes it.
 std::string passthrough_reason(const RustcCall& c);
 // The arguments of the bitcode route's first step: the build's own, less the settings

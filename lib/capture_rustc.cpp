@@ -15,6 +15,7 @@
 // --fallback: a unit the selected back end cannot emit is emitted by `llvm` (rustc's
 // own code generator) instead, so the crate's metadata from step 1 stays valid.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -120,6 +121,7 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args) {
       auto eq = setting.find('=');
       std::string key = setting.substr(0, eq), val = eq == std::string::npos ? "" : setting.substr(eq + 1);
       if (key == "extra-filename") c.extra_filename = val;
+      else if (key == "symbol-mangling-version") c.mangling_given = true;
       else if (key == "opt-level") c.opt_level = val;
       else if (key == "debuginfo") c.debuginfo = debuginfo_level(val);
     } else if (a == "-g") {
@@ -134,6 +136,11 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args) {
     }
   }
   return c;
+}
+
+std::vector<std::string> plain_mangling_args(const RustcCall& c, bool nightly) {
+  if (c.mangling_given || nightly) return {};
+  return {"-Zunstable-options", "-Csymbol-mangling-version=legacy"};
 }
 
 std::string passthrough_reason(const RustcCall& c) {
@@ -244,6 +251,60 @@ double g_startup_seconds = 0;
 
 // The build's own TMPDIR for rustc (this wrapper's points into the capture's directory).
 ProcessOptions g_children;
+
+// Whether `rustc` is a nightly (its `rustc -vV` release ends in -nightly or -dev),
+// asked once per rustc binary and kept in CORPUS/rustc-releases.txt (a line "SIZE
+// MTIME_NS RELEASE PATH" per binary): the wrappers of every later build read it
+// instead of starting rustc. A rustc that cannot be asked counts as not a nightly.
+bool rustc_is_nightly(const WrapperSettings& s, const std::string& rustc) {
+  struct stat st {};
+  if (::stat(rustc.c_str(), &st) != 0) return false;
+  const std::string key = std::to_string(st.st_size) + " " +
+      std::to_string(static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec) + " ";
+  const std::string cache = s.corpus_dir + "/rustc-releases.txt";
+  std::string release;
+  if (FILE* f = std::fopen(cache.c_str(), "r")) {
+    char line[4096];
+    while (std::fgets(line, sizeof line, f)) {
+      std::string l(line);
+      if (!l.empty() && l.back() == '\n') l.pop_back();
+      size_t path_at = l.find(' ', key.size());
+      if (l.compare(0, key.size(), key) == 0 && path_at != std::string::npos && l.substr(path_at + 1) == rustc)
+        release = l.substr(key.size(), path_at - key.size());
+    }
+    std::fclose(f);
+  }
+  if (release.empty()) {
+    ProcessOptions o = g_children;
+    o.capture_stdout = true;
+    try {
+      ProcessResult r = run_process({rustc, "-vV"}, o);
+      size_t at = r.captured_stdout.find("\nrelease: ");
+      if (r.exit_code == 0 && at != std::string::npos) {
+        release = r.captured_stdout.substr(at + 10);
+        release = release.substr(0, release.find('\n'));
+      }
+    } catch (const KilnError&) {
+    }
+    if (release.empty() || release.find(' ') != std::string::npos) return false;
+    std::string line = key + release + " " + rustc + "\n";
+    int fd = ::open(cache.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ssize_t n = ::write(fd, line.data(), line.size());  // one write: concurrent wrappers' lines stay whole
+      (void)n;
+      ::close(fd);
+    }
+  }
+  return release.find("-nightly") != std::string::npos || release.find("-dev") != std::string::npos;
+}
+
+// The options a call through RUSTC_BOOTSTRAP=1 adds so that its symbols are the plain build's.
+std::vector<std::string> with_plain_mangling(const WrapperSettings& s, const std::string& rustc, const RustcCall& c,
+                                             std::vector<std::string> args) {
+  if (c.mangling_given) return args;
+  for (std::string& a : plain_mangling_args(c, rustc_is_nightly(s, rustc))) args.push_back(std::move(a));
+  return args;
+}
 
 int run_child(const std::string& rustc, std::vector<std::string> args, std::vector<std::string> env = {}) {
   args.insert(args.begin(), rustc);
@@ -434,9 +495,12 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   // Settings that conflict with the bitcode route are dropped from the first step.
   // Incremental compilation stays: a unit rustc reuses is still left in OUT (linked
   // from its incremental directory), and its object comes from the corpus's cache.
-  std::vector<std::string> env;
-  if (!rewrite) env.push_back("RUSTC_BOOTSTRAP=1");  // for -Zno-link
-  int rc = run_child(rustc, bitcode_step_args(c.args, !rewrite), env);
+  std::vector<std::string> env, first = bitcode_step_args(c.args, !rewrite);
+  if (!rewrite) {
+    env.push_back("RUSTC_BOOTSTRAP=1");  // for -Zno-link
+    first = with_plain_mangling(s, rustc, c, std::move(first));
+  }
+  int rc = run_child(rustc, first, env);
   phases.emplace_back("rustc", phase.lap());
   if (rc != 0) {  // a compile error is the user's: rustc has said why
     record_invocation(s, "rustc", id, "failed", "rustc exited with status " + std::to_string(rc), c.args, 0,
@@ -509,6 +573,7 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   } else {
     std::vector<std::string> link = c.args;
     link[c.input_index] = rlink;
+    link = with_plain_mangling(s, rustc, c, std::move(link));
     link.push_back("-Zlink-only");
     rc = run_child(rustc, link, {"RUSTC_BOOTSTRAP=1"});
     ::unlink(rlink.c_str());
@@ -535,7 +600,7 @@ int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const R
   Phases phases = {{"startup", g_startup_seconds}};
   time_t start = ::time(nullptr);
   const bool rewrite = rlib_rewrite_obstacle(c).empty();
-  std::vector<std::string> args = c.args;
+  std::vector<std::string> args = with_plain_mangling(s, rustc, c, c.args);
   args.push_back("-Zllvm-plugins=" + s.plugin);
   if (!rewrite) args.push_back("-Zno-link");
   int rc = run_child(rustc, args,
@@ -600,6 +665,7 @@ int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const R
   } else {
     std::vector<std::string> link = c.args;
     link[c.input_index] = rlink;
+    link = with_plain_mangling(s, rustc, c, std::move(link));
     link.push_back("-Zlink-only");
     rc = run_child(rustc, link, {"RUSTC_BOOTSTRAP=1"});
     ::unlink(rlink.c_str());

@@ -13,6 +13,7 @@
 #include <llvm/Support/Error.h>
 #include <llvm/Support/MemoryBuffer.h>
 
+#include "ar_archive.h"
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
@@ -268,6 +269,59 @@ int run_contract_check(const std::string& input, bool corpus, const std::string&
   }
   std::printf("%zu modules: %zu same contract, %zu different, %zu failed\n", labels.size(), same, different, failed);
   return different || failed ? kExitFailed : kExitOk;
+}
+
+namespace {
+
+// The name a member is paired by: its own, less the session of an incremental build's
+// unit (rustc names those CRATE-HASH.CGU.SESSION.rcgu.o, SESSION differing between builds;
+// other units are CRATE-HASH.CRATE.HASH-cgu.N.rcgu.o).
+std::string pairing_name(const std::string& name) {
+  const std::string suffix = ".rcgu.o";
+  if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return name;
+  const std::string stem = name.substr(0, name.size() - suffix.size());
+  if (std::count(stem.begin(), stem.end(), '.') != 2) return name;
+  return stem.substr(0, stem.rfind('.')) + suffix;
+}
+
+// A file's objects by pairing name: the file itself, or an archive's ELF members.
+std::vector<ArchiveMember> objects_of(const std::string& path) {
+  std::string bytes = read_file(path);
+  if (bytes.compare(0, 8, "!<arch>\n") != 0) return {{path.substr(path.find_last_of('/') + 1), std::move(bytes)}};
+  std::vector<ArchiveMember> objects;
+  for (ArchiveMember& m : read_archive(path, bytes))
+    if (m.bytes.compare(0, 4, "\x7f" "ELF") == 0) objects.push_back({pairing_name(m.name), std::move(m.bytes)});
+  std::sort(objects.begin(), objects.end(), [](const ArchiveMember& a, const ArchiveMember& b) { return a.name < b.name; });
+  return objects;
+}
+
+}  // namespace
+
+int run_contract_compare(const std::string& reference, const std::string& candidate) {
+  const std::vector<ArchiveMember> ref = objects_of(reference), cand = objects_of(candidate);
+  const bool single = ref.size() == 1 && cand.size() == 1;  // two objects: compared whatever their names
+  size_t same = 0, different = 0, unpaired = 0;
+  size_t i = 0, j = 0;
+  while (i < ref.size() || j < cand.size()) {
+    const bool paired = single || (i < ref.size() && j < cand.size() && ref[i].name == cand[j].name);
+    if (!paired) {
+      const bool only_ref = j == cand.size() || (i < ref.size() && ref[i].name < cand[j].name);
+      std::printf("%s: only in %s\n", (only_ref ? ref[i] : cand[j]).name.c_str(),
+                  (only_ref ? reference : candidate).c_str());
+      ++(only_ref ? i : j);
+      ++unpaired;
+      continue;
+    }
+    const std::string label = cand[j].name;
+    std::vector<Difference> diffs = compare_contract(ref[i].bytes, cand[j].bytes, label);
+    for (const Difference& d : diffs) std::printf("%s: %s\n", label.c_str(), render_difference(d, "candidate").c_str());
+    (diffs.empty() ? same : different)++;
+    ++i, ++j;
+  }
+  std::printf("%zu objects: %zu same contract, %zu different, %zu unpaired\n", same + different, same, different,
+              unpaired);
+  return different || unpaired ? kExitFailed : kExitOk;
 }
 
 }  // namespace kiln

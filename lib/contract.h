@@ -57,4 +57,10 @@ std::vector<ContractDifference> check_module_contract(std::string_view bitcode, 
 int run_contract_check(const std::string& input, bool corpus, const std::string& backend_spec, Profile profile,
                        unsigned jobs);
 
+// kiln-emit --compare-contract REFERENCE CANDIDATE: two builds' objects, each an ELF
+// object or an ar archive (an rlib, whose object members are paired by name), the
+// candidate's contract against the reference's. A line per difference and per member
+// that has no pair, then a summary; kExitFailed when any.
+int run_contract_compare(const std::string& reference, const std::string& candidate);
+
 }  // namespace kiln

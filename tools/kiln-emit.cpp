@@ -26,6 +26,7 @@ static int body(int argc, char** argv) {
       "  kiln-emit IN.flat -o OUT.o                (stamp, without LLVM)\n"
       "  kiln-emit IN.bc|CORPUS --check-reader     (the direct reader against LLVM's parser)\n"
       "  kiln-emit IN.bc|CORPUS --check-contract   (--backend's symbols against llvm's, see kiln-emit(1))\n"
+      "  kiln-emit REFERENCE --compare-contract CANDIDATE   (two builds' objects or rlibs)\n"
       "  kiln-emit IN.bc|CORPUS --check-lines      (stamp's DWARF line tables against llvm -O0's)",
       "kiln-emit"};
   app.set_version_flag("--version", version_line("kiln-emit"));
@@ -48,6 +49,9 @@ static int body(int argc, char** argv) {
                "verify stamp's DWARF and compare its line tables with llvm -O0's, per located instruction");
   app.add_flag("--json", check_json, "with --check-reader or --check-lines: one JSON line per module");
   app.add_flag("--check-contract", check_contract, "compare the symbols of --backend's (stamp's) objects with llvm's");
+  std::string compare_with;
+  app.add_option("--compare-contract", compare_with,
+                 "compare the symbols of CANDIDATE's objects (an object or an rlib) with the input's");
   app.add_flag("--no-verify", no_verify, "skip LLVM's IR verifier (for bitcode a compiler has just written)");
   app.add_option("--reader", reader,
                  "stamp's bitcode reader: direct (the default: LLVM's parser only for what it declines) or llvm")
@@ -67,6 +71,7 @@ static int body(int argc, char** argv) {
   bool corpus = is_directory(input);
   if (check_reader) return run_reader_check(input, corpus, check_json);
   if (check_lines) return run_line_check(input, corpus, check_json);
+  if (!compare_with.empty()) return run_contract_compare(input, compare_with);
   if (check_contract) return run_contract_check(input, corpus, app.count("--backend") ? backend : "stamp", p, jobs);
   // Options that belong to the other mode would be ignored: say so instead.
   if (corpus && !output.empty())

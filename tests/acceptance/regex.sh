@@ -16,7 +16,8 @@
 #      and compared with one run
 # Usage: tests/acceptance/regex.sh [WORKDIR]   (tools from $KILN_BIN or PATH)
 # Set DEBUGINFO=0 or 2 to force the dev profile's debug info (default: cargo's own),
-# BACKENDS="llvm stamp" (the default) names the back ends that rebuild the test suite,
+# BACKENDS="llvm stamp" (the default) names the back ends that rebuild the test suite
+# (stamp-plugin: stamp inside rustc, kiln-capture --route plugin),
 # REPLAY_ROUNDS (default 3) the rounds of kiln-replay, RUNS (3) and WARMUP (1) those of
 # kiln-measure build (MEASURE=0 leaves that step out, as CI does: the measure
 # integration test covers the tool, scripts/measure-gate.sh the figures),
@@ -96,6 +97,26 @@ regex_gdb_check() {
   fi
 }
 
+# stamp inside rustc (BACKENDS=stamp-plugin: kiln-capture --backend stamp --route plugin)
+# keeps no bitcode to emit again: its rlibs' units are compared with a plain cargo
+# build's, unit by unit (kiln-emit --compare-contract), for every library crate both
+# builds have (regex and its dependencies).
+plugin_contract_check() {
+  jq -rs '"   codegen units stamp took whole inside rustc: \(map(select(.stamp)) | length) of \(length)"' \
+    "$W/test-corpus-stamp-plugin/plugin.jsonl"
+  rm -rf "$W/plugin-rlibs" && mkdir -p "$W/plugin-rlibs" && cp target/debug/deps/*.rlib "$W/plugin-rlibs/"
+  cargo clean -q && cargo build -q
+  local compared=0 rlib
+  for rlib in "$W"/plugin-rlibs/*.rlib; do
+    [[ -e target/debug/deps/$(basename "$rlib") ]] || continue
+    kiln-emit "target/debug/deps/$(basename "$rlib")" --compare-contract "$rlib" > "$W/contract.txt" ||
+      { tail -20 "$W/contract.txt"; echo "FAIL: $(basename "$rlib") does not keep the plain build's object contract"; exit 1; }
+    compared=$((compared + 1))
+  done
+  [[ $compared -ge 4 ]] || { echo "FAIL: only $compared rlibs compared with a plain build's"; exit 1; }
+  echo "   the object contract of a plain cargo build in all $compared library crates (kiln-emit --compare-contract)"
+}
+
 # What plain cargo test gives, recorded once from Debian's regex 1.7.1
 # (regex-1.7.1.tests.xz): PLAIN_CARGO=0 (CI) compares with that record and saves the
 # two minutes of a plain build; otherwise plain cargo runs too, and a difference from
@@ -119,14 +140,16 @@ echo "   $(jq -r .id "$W/corpus/modules.jsonl" | sort -u | wc -l) distinct modul
 for BACKEND in ${BACKENDS:-llvm stamp}; do
   echo "== kiln-capture --backend $BACKEND -- cargo test [at ${SECONDS} s]"
   cargo clean -q
-  device=()
-  [[ $BACKEND == stamp && -n ${DEVICE:-} ]] && device=(--device "$DEVICE")
-  KILN_SERVICE_CHECK=1 kiln-capture -o "$W/test-corpus-$BACKEND" --backend "$BACKEND" "${device[@]}" -- cargo test --no-fail-fast 2>&1 | summarize > "$W/$BACKEND.tests" || true
+  route=(--backend "$BACKEND")
+  [[ $BACKEND == stamp && -n ${DEVICE:-} ]] && route+=(--device "$DEVICE")
+  [[ $BACKEND == stamp-plugin ]] && route=(--backend stamp --route plugin)
+  KILN_SERVICE_CHECK=1 kiln-capture -o "$W/test-corpus-$BACKEND" "${route[@]}" -- cargo test --no-fail-fast 2>&1 | summarize > "$W/$BACKEND.tests" || true
   if cmp -s "$W/plain.tests" "$W/$BACKEND.tests"; then
     echo "   same test results: $(grep -c ' ok$' "$W/$BACKEND.tests") tests ok, $(grep -c 'FAILED$' "$W/$BACKEND.tests" || true) failed, in both builds"
   else
     echo "   DIFFERENT test results:"; diff "$W/plain.tests" "$W/$BACKEND.tests" | head -20 || true; exit 1
   fi
+  if [[ $BACKEND == stamp-plugin ]]; then plugin_contract_check; continue; fi
   echo "   receipts from kiln-capture: $(grep -c '"origin":"kiln-capture"' "$W/test-corpus-$BACKEND/receipts.jsonl")"
   jq -rs '"   functions emitted: stamp \(map(.functions.stamp) | add), llvm \(map(.functions.llvm) | add); instructions: stamp \(map(.instructions.stamp) | add), llvm \(map(.instructions.llvm) | add)"' "$W/test-corpus-$BACKEND/receipts.jsonl"
   if [[ $BACKEND == stamp ]]; then

@@ -160,6 +160,19 @@ check "--route plugin: no bitcode kept, and no unit's carrier object reaches the
   bash -c "[[ ! -s '$T/P/modules.jsonl' ]] && ! readelf -S ./target/debug/kiln-example | grep -q kiln.object"
 check "--route plugin: the invocations say which units were rustc's own" \
   jq -se 'map(select(.tool == "rustc" and (.action == "captured" or .action == "fallback"))) | length > 0' "$T/P/invocations.jsonl"
+# The object contract, with no bitcode to emit again: every rlib's units against a plain
+# build's (kiln-emit --compare-contract), the same codegen units by name.
+mkdir -p "$T/plugin-rlibs" && cp target/debug/deps/*.rlib "$T/plugin-rlibs/"
+cargo clean -q && cargo build -q
+for rlib in "$T"/plugin-rlibs/*.rlib; do
+  kiln-emit "target/debug/deps/$(basename "$rlib")" --compare-contract "$rlib" > "$T/plugin-contract-$(basename "$rlib").txt"
+  check "--route plugin: $(basename "$rlib")'s units keep the plain build's object contract ($(tail -1 "$T/plugin-contract-$(basename "$rlib").txt"))" \
+    grep -Eq '^([1-9][0-9]*) objects: \1 same contract, 0 different, 0 unpaired$' "$T/plugin-contract-$(basename "$rlib").txt"
+done
+rlibs=("$T"/plugin-rlibs/*.rlib)
+kiln-emit "${rlibs[0]}" --compare-contract "${rlibs[1]}" > "$T/crossed-contract.txt"; rc=$?
+check "--compare-contract: two different crates' rlibs differ (exit 1, units only in one)" \
+  bash -c "[[ $rc -eq 1 ]] && grep -q ': only in ' '$T/crossed-contract.txt' && tail -1 '$T/crossed-contract.txt' | grep -Eq 'unpaired\$'"
 cargo clean -q
 kiln-capture -o "$T/P" --backend stamp --route plugin -- cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/plugin.tests"
 check "--route plugin: cargo test passes exactly the same tests" cmp "$T/native.tests" "$T/plugin.tests"

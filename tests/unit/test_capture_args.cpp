@@ -408,3 +408,22 @@ TEST_CASE("the C wrapper names a compile without -o as clang does", "[capture][a
     CHECK(default_output(source) == object);
   }
 }
+
+TEST_CASE("under RUSTC_BOOTSTRAP, kiln keeps a stable rustc's legacy symbol mangling unless the call names one",
+          "[capture][args][rustc]") {
+  const std::vector<std::string> base = {"--crate-name", "app", "src/main.rs", "--out-dir", "out"};
+  const std::vector<std::string> legacy = {"-Zunstable-options", "-Csymbol-mangling-version=legacy"};
+  RustcCall plain = parse_rustc_args(base);
+  CHECK_FALSE(plain.mangling_given);
+  CHECK(plain_mangling_args(plain, false) == legacy);
+  CHECK(plain_mangling_args(plain, true).empty());  // a nightly's own default is v0, as with kiln
+  for (const auto& given : std::vector<std::vector<std::string>>{{"-Csymbol-mangling-version=v0"},
+                                                                 {"-C", "symbol-mangling-version=v0"},
+                                                                 {"--codegen", "symbol-mangling-version=legacy"}}) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), given.begin(), given.end());
+    RustcCall c = parse_rustc_args(args);
+    CHECK(c.mangling_given);
+    CHECK(plain_mangling_args(c, false).empty());
+  }
+}
