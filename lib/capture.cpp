@@ -475,14 +475,16 @@ int run_capture(const CaptureOptions& options) {
   m.backend = options.backend;
   m.origin = "capture";
   // The wrappers: cargo calls RUSTC_WRAPPER with rustc's path first; make, ninja and
-  // cmake call CC and CXX, which are links to this binary named kiln-cc and kiln-c++.
+  // cmake call CC and CXX, which are links to this binary named kiln-cc and kiln-c++;
+  // rustc on the plugin route links through kiln-linker (capture_rustc.cpp).
   // Made before the corpus, as they go again when something fails.
   remove_stale_temp_dirs();
   CaptureTempDir temp;
   const std::string& link_dir = temp.path();
   std::string self = self_executable();
   if (::symlink(self.c_str(), (link_dir + "/kiln-cc").c_str()) != 0 ||
-      ::symlink(self.c_str(), (link_dir + "/kiln-c++").c_str()) != 0)
+      ::symlink(self.c_str(), (link_dir + "/kiln-c++").c_str()) != 0 ||
+      ::symlink(self.c_str(), (link_dir + "/" + kLinkerWrapperName).c_str()) != 0)
     throw KilnError(kExitIo, link_dir, "cannot create compiler wrapper links: " + errno_reason(errno));
   ProcessOptions run;
   run.set_env = wrapper_environment(options, corpus_dir, link_dir, real_cc, real_cxx);

@@ -18,6 +18,8 @@ constexpr const char* kEnvProfile = "KILN_CAPTURE_PROFILE";    // fast | balance
 constexpr const char* kEnvFallback = "KILN_CAPTURE_FALLBACK";  // 1: fall back to the native compiler
 constexpr const char* kEnvRoute = "KILN_CAPTURE_ROUTE";        // bitcode | plugin (kiln-capture --route)
 constexpr const char* kEnvRustcPlugin = "KILN_RUSTC_PLUGIN";   // the plugin rustc loads on the plugin route
+constexpr const char* kEnvRealLinker = "KILN_REAL_LINKER";     // kiln-linker's linker (rustc's -C linker, else cc)
+constexpr const char* kEnvLinkReport = "KILN_LINK_REPORT";     // where kiln-linker writes what it found
 constexpr const char* kEnvRealCc = "KILN_CAPTURE_REAL_CC";
 constexpr const char* kEnvRealCxx = "KILN_CAPTURE_REAL_CXX";
 constexpr const char* kEnvTmpdir = "KILN_CAPTURE_TMPDIR";  // the capture's temporary directory
@@ -49,6 +51,13 @@ size_t capture_add(const std::string& corpus_dir, const std::vector<std::string>
 
 // The wrapper entry points (argv as the wrapper received it).
 int rustc_wrapper_main(int argc, char** argv);
+// The linker that rustc runs on the plugin route (-Clinker=TMPDIR/kiln-linker, a link
+// to kiln-capture): puts stamp's objects in their units' places, then runs the real
+// linker ($KILN_REAL_LINKER, else cc) with the same arguments. Not named like a linker
+// whose kind rustc would infer from its name (ld, gcc, clang, ...): rustc then uses the
+// target's own kind, a C compiler driver, as it does for cc.
+constexpr const char* kLinkerWrapperName = "kiln-linker";
+int linker_wrapper_main(int argc, char** argv);
 int cc_wrapper_main(int argc, char** argv, bool cxx);
 
 // Shared by both wrappers.

@@ -22,6 +22,7 @@ static int body(int argc, char** argv) {
   std::string self = basename_of(argv[0]);
   if (self == "kiln-cc") return cc_wrapper_main(argc, argv, false);
   if (self == "kiln-c++") return cc_wrapper_main(argc, argv, true);
+  if (self == kLinkerWrapperName) return linker_wrapper_main(argc, argv);
   const char* role = std::getenv(kEnvRole);
   if (role && std::strcmp(role, "rustc") == 0 && argc >= 2 && std::string(argv[1]).find("rustc") != std::string::npos)
     return rustc_wrapper_main(argc, argv);

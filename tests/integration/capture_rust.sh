@@ -160,6 +160,8 @@ check "--route plugin: no bitcode kept, and no unit's carrier object reaches the
   bash -c "[[ ! -s '$T/P/modules.jsonl' ]] && ! readelf -S ./target/debug/kiln-example | grep -q kiln.object"
 check "--route plugin: the invocations say which units were rustc's own" \
   jq -se 'map(select(.tool == "rustc" and (.action == "captured" or .action == "fallback"))) | length > 0' "$T/P/invocations.jsonl"
+check "--route plugin: the binary is linked by its one rustc, through kiln-linker (an objects phase, no second rustc)" \
+  jq -se 'map(select(.tool == "rustc" and .phases.objects > 0 and .phases.link == null and .phases.archive == null)) | length > 0' "$T/P/invocations.jsonl"
 # The object contract, with no bitcode to emit again: every rlib's units against a plain
 # build's (kiln-emit --compare-contract), the same codegen units by name.
 mkdir -p "$T/plugin-rlibs" && cp target/debug/deps/*.rlib "$T/plugin-rlibs/"
@@ -191,6 +193,13 @@ cp "$T/lib.rs.orig" src/lib.rs
 again=$(( $(wc -l < "$T/PI/plugin.jsonl") - first ))
 check "--route plugin: the incremental rebuild shows the edit, stamp compiling only the units rustc did not reuse ($again of $first)" \
   bash -c "grep -q 'circle of radius 2 area' '$T/plugin-inc.out' && [[ $again -ge 1 && $again -lt $first ]]"
+# A linker the build names (-C linker, here from cargo's target setting) is the one
+# kiln-linker runs after placing stamp's objects.
+cargo clean -q
+printf '#!/bin/sh\necho used >> "%s/named-linker.log"\nexec cc "$@"\n' "$T" > "$T/named-linker" && chmod +x "$T/named-linker"
+CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER="$T/named-linker" kiln-capture -o "$T/PL" --backend stamp --route plugin -- cargo build -q
+check "--route plugin: the build's own -C linker links, after kiln-linker, and the program runs" \
+  bash -c "[[ -s '$T/named-linker.log' ]] && ./target/debug/kiln-example | cmp -s - '$T/native.out'"
 kiln-capture -o "$T/PX" --backend llvm --route plugin -- true 2> "$T/route.err"; rc=$?
 check "--route plugin with another back end is a usage error (exit 2), said in one line" \
   bash -c "[[ $rc -eq 2 ]] && grep -q 'plugin runs stamp inside rustc' '$T/route.err' && [[ \$(wc -l < '$T/route.err') -eq 1 ]]"
