@@ -288,12 +288,9 @@ bool rustc_is_nightly(const WrapperSettings& s, const std::string& rustc) {
     } catch (const KilnError&) {
     }
     if (release.empty() || release.find(' ') != std::string::npos) return false;
-    std::string line = key + release + " " + rustc + "\n";
-    int fd = ::open(cache.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      ssize_t n = ::write(fd, line.data(), line.size());  // one write: concurrent wrappers' lines stay whole
-      (void)n;
-      ::close(fd);
+    try {
+      append_line_locked(cache, key + release + " " + rustc);
+    } catch (const KilnError&) {  // a cache: a corpus it cannot be written to asks again next time
     }
   }
   return release.find("-nightly") != std::string::npos || release.find("-dev") != std::string::npos;

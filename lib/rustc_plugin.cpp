@@ -17,9 +17,6 @@
 // symbols are rustc's own libLLVM's (22.1), which LLVM keeps ABI-compatible across a
 // major version's patch releases. KILN_PLUGIN_RECEIPTS names a file to which each unit
 // appends one JSON line, with KILN_PLUGIN_INVOCATION's id (kiln-corpus(5), plugin.jsonl).
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -34,6 +31,8 @@
 #include "backend_stamp.h"
 #include "kiln_config.h"
 #include "hash.h"
+#include "error.h"
+#include "fs.h"
 #include "json_writer.h"
 #include "plugin_payload.h"
 #include "timeutil.h"
@@ -94,12 +93,10 @@ void append_receipt(const std::string& unit, const InMemoryStamp& r, double seco
   j.field("stages_seconds", r.stages_seconds);
   j.field("object_seconds", r.object_seconds);
   j.end_object();
-  std::string line = j.str() + "\n";
-  int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  ssize_t written = ::write(fd, line.data(), line.size());  // one write: lines of parallel units stay whole
-  (void)written;
-  ::close(fd);
+  try {
+    append_line_locked(path, j.str());  // locked: the lines of units written at once stay whole
+  } catch (const KilnError&) {  // a receipt is not worth stopping rustc for
+  }
 }
 
 struct StampPass : llvm::PassInfoMixin<StampPass> {
