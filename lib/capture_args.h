@@ -29,6 +29,11 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args);
 // symbols: -Zunstable-options -Csymbol-mangling-version=legacy, unless the call names
 // a mangling itself or the rustc is a nightly (`nightly`), whose own default is v0.
 std::vector<std::string> plain_mangling_args(const RustcCall& c, bool nightly);
+// Why a crate must not load kiln's plugin (--route plugin) and runs as plain rustc: its
+// units' bitcode is kept in its objects for a later LTO (-C embed-bitcode, -C
+// linker-plugin-lto), which an emptied unit would leave nothing; "" when it may. (A
+// unit that rustc optimizes again with others, LTO proper, the plugin leaves to LLVM.)
+std::string plugin_obstacle(const std::vector<std::string>& args);
 // Why this invocation must run unchanged, or "" when kiln takes it.
 std::string passthrough_reason(const RustcCall& c);
 // The arguments of the bitcode route's first step: the build's own, less the settings

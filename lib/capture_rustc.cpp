@@ -175,6 +175,22 @@ std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args,
   return first;
 }
 
+std::string plugin_obstacle(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const std::string setting = (a == "-C" || a == "--codegen") && i + 1 < args.size() ? args[i + 1]
+        : a.rfind("-C", 0) == 0                                                       ? a.substr(2)
+                                                                                        : "";
+    if (setting.rfind("linker-plugin-lto", 0) == 0 && setting != "linker-plugin-lto=no" &&
+        setting != "linker-plugin-lto=off" && setting != "linker-plugin-lto=n" && setting != "linker-plugin-lto=false")
+      return "-C " + setting + " (bitcode for a later LTO)";
+    if (setting == "embed-bitcode" || setting == "embed-bitcode=yes" || setting == "embed-bitcode=y" ||
+        setting == "embed-bitcode=on" || setting == "embed-bitcode=true")
+      return "-C " + setting + " (bitcode for a later LTO)";
+  }
+  return "";
+}
+
 std::string rlib_rewrite_obstacle(const RustcCall& c) {
   if (c.crate_types.empty()) return "no --crate-type (a binary)";
   for (const std::string& types : c.crate_types)
@@ -634,6 +650,12 @@ std::vector<std::string> without_linker(const std::vector<std::string>& args, st
 // plugin left to LLVM stays as rustc's LLVM wrote it. No bitcode: the corpus gets the
 // invocation and the plugin's receipts (plugin.jsonl), no modules.
 int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id) {
+  if (std::string why = plugin_obstacle(c.args); !why.empty()) {
+    record_invocation(s, "rustc", id, "passthrough", why, c.args, 0, 0);
+    std::vector<std::string> args = c.args;
+    args.insert(args.begin(), rustc);
+    exec_process(args);
+  }
   Stopwatch clock, phase;
   Phases phases = {{"startup", g_startup_seconds}};
   const bool rewrite = rlib_rewrite_obstacle(c).empty();

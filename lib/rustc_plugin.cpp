@@ -100,9 +100,19 @@ void append_receipt(const std::string& unit, const InMemoryStamp& r, double seco
 }
 
 struct StampPass : llvm::PassInfoMixin<StampPass> {
+  llvm::ThinOrFullLTOPhase phase = llvm::ThinOrFullLTOPhase::None;
+
   llvm::PreservedAnalyses run(llvm::Module& m, llvm::ModuleAnalysisManager&) {
     Stopwatch clock;
     InMemoryStamp r;
+    if (phase != llvm::ThinOrFullLTOPhase::None) {
+      // An LTO build optimizes a unit again after linking it with others (rustc's
+      // thin local LTO at opt-level 1 and up does too): an emptied unit would leave
+      // them nothing. Such builds stay LLVM's.
+      r.why = "an LTO build (the unit is optimized again with others after this)";
+      append_receipt(m.getModuleIdentifier(), r, clock.seconds());
+      return llvm::PreservedAnalyses::all();
+    }
     try {
       r = stamp_whole_module(m, xxh3_128_hex(m.getModuleIdentifier()).substr(0, 12));
     } catch (const std::exception& e) {
@@ -124,8 +134,10 @@ struct StampPass : llvm::PassInfoMixin<StampPass> {
 extern "C" LLVM_ATTRIBUTE_WEAK llvm::PassPluginLibraryInfo llvmGetPassPluginInfo() {
   return {LLVM_PLUGIN_API_VERSION, "kiln-stamp", KILN_VERSION, [](llvm::PassBuilder& pb) {
             pb.registerOptimizerLastEPCallback(
-                [](llvm::ModulePassManager& mpm, llvm::OptimizationLevel, llvm::ThinOrFullLTOPhase) {
-                  mpm.addPass(kiln::StampPass());
+                [](llvm::ModulePassManager& mpm, llvm::OptimizationLevel, llvm::ThinOrFullLTOPhase phase) {
+                  kiln::StampPass pass;
+                  pass.phase = phase;
+                  mpm.addPass(std::move(pass));
                 });
           }};
 }

@@ -427,3 +427,19 @@ TEST_CASE("under RUSTC_BOOTSTRAP, kiln keeps a stable rustc's legacy symbol mang
     CHECK(plain_mangling_args(c, false).empty());
   }
 }
+
+TEST_CASE("a crate whose objects keep bitcode for a later LTO does not load kiln's plugin", "[capture][args][rustc]") {
+  const std::vector<std::string> base = {"--crate-name", "lib", "src/lib.rs", "--out-dir", "out"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return plugin_obstacle(args);
+  };
+  CHECK(with({}).empty());
+  CHECK(with({"-C", "embed-bitcode=no"}).empty());
+  CHECK(with({"-Clinker-plugin-lto=no"}).empty());
+  CHECK(with({"-C", "opt-level=3", "-C", "lto=thin"}).empty());  // LTO proper: the plugin leaves it to LLVM
+  CHECK(with({"-C", "embed-bitcode=yes"}) == "-C embed-bitcode=yes (bitcode for a later LTO)");
+  CHECK(with({"-Cembed-bitcode"}) == "-C embed-bitcode (bitcode for a later LTO)");
+  CHECK(with({"--codegen", "linker-plugin-lto"}) == "-C linker-plugin-lto (bitcode for a later LTO)");
+}

@@ -91,8 +91,9 @@ std::string bitcode_of(const llvm::Module& m) {
   return bytes;
 }
 
-// rustc's route at opt-level 0 with -Zllvm-plugins=kiln-rustc-plugin.so.
-void run_o0_pipeline_with_plugin(llvm::Module& m) {
+// rustc's route at opt-level 0 with -Zllvm-plugins=kiln-rustc-plugin.so (`lto`: the
+// pre-link pipeline of a ThinLTO build instead).
+void run_o0_pipeline_with_plugin(llvm::Module& m, bool lto = false) {
   REQUIRE(::access(KILN_RUSTC_PLUGIN_PATH, R_OK) == 0);
   llvm::Expected<llvm::PassPlugin> plugin = llvm::PassPlugin::Load(KILN_RUSTC_PLUGIN_PATH);
   if (!plugin) FAIL("the plugin does not load: " << llvm::toString(plugin.takeError()));
@@ -107,7 +108,8 @@ void run_o0_pipeline_with_plugin(llvm::Module& m) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
+  llvm::ModulePassManager mpm = lto ? pb.buildThinLTOPreLinkDefaultPipeline(llvm::OptimizationLevel::O0)
+                                    : pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
   mpm.run(m, mam);
 }
 
@@ -165,6 +167,13 @@ TEST_CASE("the plugin leaves stamp's object in the unit, and LLVM's object carri
   std::optional<std::string_view> payload = kiln_object_payload(written.object, "unit.o");
   REQUIRE(payload.has_value());
   CHECK(*payload == expected);
+
+  SECTION("a unit of an LTO build keeps its functions: LTO optimizes it again with others") {
+    auto lto = parse(ctx, kUnitIr);
+    run_o0_pipeline_with_plugin(*lto, true);
+    CHECK(defined_functions(*lto) == 4);
+    CHECK(lto->getNamedGlobal("kiln.object") == nullptr);
+  }
 
   SECTION("a unit with a function stamp cannot take keeps its functions") {
     auto mixed = parse(ctx, unit_with_asm());
