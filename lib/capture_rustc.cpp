@@ -15,7 +15,6 @@
 // --fallback: a unit the selected back end cannot emit is emitted by `llvm` (rustc's
 // own code generator) instead, so the crate's metadata from step 1 stays valid.
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
