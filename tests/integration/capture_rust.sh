@@ -200,6 +200,11 @@ printf '#!/bin/sh\necho used >> "%s/named-linker.log"\nexec cc "$@"\n' "$T" > "$
 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER="$T/named-linker" kiln-capture -o "$T/PL" --backend stamp --route plugin -- cargo build -q
 check "--route plugin: the build's own -C linker links, after kiln-linker, and the program runs" \
   bash -c "[[ -s '$T/named-linker.log' ]] && ./target/debug/kiln-example | cmp -s - '$T/native.out'"
+check "examples/stamp-in-rustc.sh: the program, the plugin's units and each rlib's contract" \
+  bash -c "KILN_BIN='$KILN_BIN' '$KILN_SOURCE/examples/stamp-in-rustc.sh' '$T/sir' > '$T/sir.txt' 2>&1 &&
+    grep -q 'circle r=2 area' '$T/sir.txt' && grep -Eq '^([0-9]+) of \1 units' '$T/sir.txt' &&
+    [[ \$(grep -Ec '^([0-9]+) objects: \1 same contract, 0 different, 0 unpaired' '$T/sir.txt') -eq 2 ]] ||
+    { cat '$T/sir.txt'; false; }"
 kiln-capture -o "$T/PX" --backend llvm --route plugin -- true 2> "$T/route.err"; rc=$?
 check "--route plugin with another back end is a usage error (exit 2), said in one line" \
   bash -c "[[ $rc -eq 2 ]] && grep -q 'plugin runs stamp inside rustc' '$T/route.err' && [[ \$(wc -l < '$T/route.err') -eq 1 ]]"
