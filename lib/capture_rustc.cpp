@@ -96,6 +96,14 @@ bool option_value(const std::vector<std::string>& args, size_t& i, const std::st
   return false;
 }
 
+// The setting a codegen option at position i gives ("-C KEY=V", "--codegen KEY=V" or
+// "-CKEY=V"), or "" for any other argument; `separate`: it took the next argument too.
+std::string codegen_setting(const std::vector<std::string>& args, size_t i, bool& separate) {
+  const std::string& a = args[i];
+  separate = (a == "-C" || a == "--codegen") && i + 1 < args.size();
+  return separate ? args[i + 1] : a.rfind("-C", 0) == 0 ? a.substr(2) : "";
+}
+
 int debuginfo_level(const std::string& v) {
   if (v == "0" || v == "none" || v == "false" || v == "n" || v == "no" || v == "off") return 0;
   if (v == "1" || v == "limited" || v.rfind("line-", 0) == 0) return 1;
@@ -176,16 +184,16 @@ std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args,
 
 std::string plugin_obstacle(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const std::string setting = (a == "-C" || a == "--codegen") && i + 1 < args.size() ? args[i + 1]
-        : a.rfind("-C", 0) == 0                                                       ? a.substr(2)
-                                                                                        : "";
-    if (setting.rfind("linker-plugin-lto", 0) == 0 && setting != "linker-plugin-lto=no" &&
-        setting != "linker-plugin-lto=off" && setting != "linker-plugin-lto=n" && setting != "linker-plugin-lto=false")
+    bool separate = false;
+    const std::string setting = codegen_setting(args, i, separate);
+    const size_t eq = setting.find('=');
+    const std::string key = setting.substr(0, eq), value = eq == std::string::npos ? "" : setting.substr(eq + 1);
+    // Both are on without a value, or with any but rustc's spellings of off (for
+    // linker-plugin-lto, a plugin's path too).
+    const bool on = value != "no" && value != "n" && value != "off" && value != "false";
+    if ((key == "linker-plugin-lto" || key == "embed-bitcode") && on)
       return "-C " + setting + " (bitcode for a later LTO)";
-    if (setting == "embed-bitcode" || setting == "embed-bitcode=yes" || setting == "embed-bitcode=y" ||
-        setting == "embed-bitcode=on" || setting == "embed-bitcode=true")
-      return "-C " + setting + " (bitcode for a later LTO)";
+    i += separate;
   }
   return "";
 }
@@ -628,15 +636,14 @@ bool take_payload(std::string& bytes, const std::string& label, const std::strin
 std::vector<std::string> without_linker(const std::vector<std::string>& args, std::string& linker) {
   std::vector<std::string> out;
   for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool separate = (a == "-C" || a == "--codegen") && i + 1 < args.size();
-    const std::string setting = separate ? args[i + 1] : a.rfind("-C", 0) == 0 ? a.substr(2) : "";
+    bool separate = false;
+    const std::string setting = codegen_setting(args, i, separate);
     if (setting.rfind("linker=", 0) == 0) {
       linker = setting.substr(7);
       i += separate;
       continue;
     }
-    out.push_back(a);
+    out.push_back(args[i]);
   }
   return out;
 }
@@ -785,8 +792,7 @@ int linker_wrapper_main(int argc, char** argv) {
   UnitCount count;
   for (const std::string& path : linker_inputs(argc, argv)) {
     const std::string suffix = ".rcgu.o";
-    if (path.size() <= suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0)
-      continue;
+    if (!path.ends_with(suffix)) continue;
     std::string name = path.substr(path.find_last_of('/') + 1);
     std::string bytes = read_file(path);
     // A new file, not a write through the old one: a unit incremental compilation

@@ -44,15 +44,19 @@ InMemoryStamp stamp_whole_module(llvm::Module& module, const std::string& tag) {
     if (!v.stamp() && r.why.empty()) r.why = "function " + v.name + ": " + v.reasons[0];
   }
   if (!module.getModuleInlineAsm().empty()) r.why = "module-level inline assembly";
-  if (!r.why.empty()) return r;  // checked before any renaming, so LLVM gets the module as it was
+  if (!r.why.empty()) {  // checked before any renaming, so LLVM gets the module as it was
+    r.export_seconds = clock.seconds();
+    return r;
+  }
   if (flat.stamp_function_count) expose_local_symbols(module, tag);
   flat.resolve_symbol_names();
   std::vector<StampData> data;
-  if (std::string why = export_globals(module, data); !why.empty()) {
+  std::string why = export_globals(module, data);
+  r.export_seconds = clock.lap();  // spent whether or not the globals are stamp's
+  if (!why.empty()) {
     r.why = "globals: " + why;
     return r;
   }
-  r.export_seconds = clock.lap();
   StampOutput code = run_stamp_cpu(flat.flat.view(), 1);
   r.stages_seconds = clock.lap();
   std::string object = write_stamp_object_for(flat.flat, data, module.getSourceFileName(), code);
