@@ -533,11 +533,13 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   const std::string rlink = c.out_dir + "/" + stem + ".rlink", rlib = c.out_dir + "/lib" + stem + ".rlib";
   std::vector<Unit> units;
   std::vector<OutputFile> files;
+  std::string archive;  // the rlib's bytes, which its members view
   std::vector<ArchiveMember> members;
   std::string failure;
   if (rewrite) {
     try {
-      members = read_archive(rlib, read_file(rlib));
+      archive = read_file(rlib);
+      members = read_archive(rlib, archive);
       units = rlib_units(rlib, members, prefix);
     } catch (const KilnError& e) {
       failure = e.what();
@@ -569,8 +571,8 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   if (failure.empty()) {
     try {
       if (rewrite) {
-        for (Unit& u : units) members[u.member].bytes = std::move(u.object);
-        write_file_atomic(rlib, write_archive(rlib, members), Durability::kAtomic);
+        for (const Unit& u : units) members[u.member].bytes = u.object;
+        write_file_atomic(rlib, archive_bytes(rlib, members).pieces, Durability::kAtomic);
       } else {
         for (Unit& u : units) write_file_atomic(u.label, u.object, Durability::kAtomic);  // rustc does not sync its own
       }
@@ -620,7 +622,7 @@ struct UnitCount {
 
 // A unit's object in its place: stamp's, where the plugin left one in it. False when
 // the unit is LLVM's own object.
-bool take_payload(std::string& bytes, const std::string& label, const std::string& cgu, UnitCount& count) {
+bool take_payload(std::string_view& bytes, const std::string& label, const std::string& cgu, UnitCount& count) {
   ++count.units;
   std::optional<std::string_view> payload = kiln_object_payload(bytes, label);
   if (!payload) {
@@ -628,7 +630,7 @@ bool take_payload(std::string& bytes, const std::string& label, const std::strin
     return false;
   }
   ++count.stamp;
-  bytes = std::string(*payload);
+  bytes = *payload;
   return true;
 }
 
@@ -708,13 +710,14 @@ int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const R
     const std::string stem = c.crate_name + c.extra_filename, prefix = stem + ".";
     const std::string rlib = c.out_dir + "/lib" + stem + ".rlib";
     try {
-      std::vector<ArchiveMember> members = read_archive(rlib, read_file(rlib));
+      const std::string archive = read_file(rlib);
+      std::vector<ArchiveMember> members = read_archive(rlib, archive);
       bool changed = false;
       for (ArchiveMember& m : members) {
         std::string cgu = unit_cgu(m.name, prefix, ".rcgu.o");
         if (!cgu.empty()) changed |= take_payload(m.bytes, rlib + "(" + m.name + ")", cgu, count);
       }
-      if (changed) write_file_atomic(rlib, write_archive(rlib, members), Durability::kAtomic);
+      if (changed) write_file_atomic(rlib, archive_bytes(rlib, members).pieces, Durability::kAtomic);
     } catch (const KilnError& e) {
       failure = e.what();
     }
@@ -794,11 +797,12 @@ int linker_wrapper_main(int argc, char** argv) {
     const std::string suffix = ".rcgu.o";
     if (!path.ends_with(suffix)) continue;
     std::string name = path.substr(path.find_last_of('/') + 1);
-    std::string bytes = read_file(path);
+    const std::string bytes = read_file(path);
+    std::string_view object = bytes;
     // A new file, not a write through the old one: a unit incremental compilation
     // reused is a hard link to its copy in the incremental directory.
-    if (take_payload(bytes, path, name.substr(0, name.size() - suffix.size()), count))
-      write_file_atomic(path, bytes, Durability::kAtomic);
+    if (take_payload(object, path, name.substr(0, name.size() - suffix.size()), count))
+      write_file_atomic(path, object, Durability::kAtomic);
   }
   count.seconds = started + clock.seconds();
   if (const char* report = std::getenv(kEnvLinkReport); report && *report)

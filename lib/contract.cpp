@@ -285,13 +285,14 @@ std::string pairing_name(const std::string& name) {
   return stem.substr(0, stem.rfind('.')) + suffix;
 }
 
-// A file's objects by pairing name: the file itself, or an archive's ELF members.
-std::vector<ArchiveMember> objects_of(const std::string& path) {
-  std::string bytes = read_file(path);
-  if (bytes.compare(0, 8, "!<arch>\n") != 0) return {{path.substr(path.find_last_of('/') + 1), std::move(bytes)}};
+// A file's objects by pairing name: the file itself, or an archive's ELF members
+// (views into `bytes`, which holds the file).
+std::vector<ArchiveMember> objects_of(const std::string& path, std::string& bytes) {
+  bytes = read_file(path);
+  if (bytes.compare(0, 8, "!<arch>\n") != 0) return {{path.substr(path.find_last_of('/') + 1), bytes}};
   std::vector<ArchiveMember> objects;
   for (ArchiveMember& m : read_archive(path, bytes))
-    if (m.bytes.compare(0, 4, "\x7f" "ELF") == 0) objects.push_back({pairing_name(m.name), std::move(m.bytes)});
+    if (m.bytes.substr(0, 4) == "\x7f" "ELF") objects.push_back({pairing_name(m.name), m.bytes});
   std::sort(objects.begin(), objects.end(), [](const ArchiveMember& a, const ArchiveMember& b) { return a.name < b.name; });
   return objects;
 }
@@ -299,7 +300,8 @@ std::vector<ArchiveMember> objects_of(const std::string& path) {
 }  // namespace
 
 int run_contract_compare(const std::string& reference, const std::string& candidate) {
-  const std::vector<ArchiveMember> ref = objects_of(reference), cand = objects_of(candidate);
+  std::string ref_bytes, cand_bytes;
+  const std::vector<ArchiveMember> ref = objects_of(reference, ref_bytes), cand = objects_of(candidate, cand_bytes);
   const bool single = ref.size() == 1 && cand.size() == 1;  // two objects: compared whatever their names
   size_t same = 0, different = 0, unpaired = 0;
   size_t i = 0, j = 0;

@@ -21,6 +21,10 @@ std::string read_file(const std::string& path);
 enum class Durability { kDurable, kAtomic };
 void write_file_atomic(const std::string& path, std::string_view bytes,
                        Durability durability = Durability::kDurable);
+// The same, of `pieces` one after the other: a file made of parts kept elsewhere (an
+// archive's headers and its members' bytes) without first copying them into one.
+void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces,
+                       Durability durability = Durability::kDurable);
 // Writes new regular files (paths that do not exist yet, in existing directories),
 // each replaced atomically and durably as write_file_atomic does, but synced as one
 // batch: every file's data is written first, then each is synced, then each renamed

@@ -59,6 +59,22 @@ TEST_CASE("an output that is a character device is written in place, not replace
   CHECK(S_ISCHR(after.st_mode));
 }
 
+TEST_CASE("a file written from pieces holds them in order, past the kernel's limit on one write", "[files]") {
+  ScratchDir dir;
+  // More pieces than one writev takes (IOV_MAX is 1024), empty ones, and one large
+  // enough that a single call may write only part of it.
+  std::vector<std::string> parts;
+  for (int i = 0; i < 3000; ++i) parts.push_back(i % 7 == 0 ? std::string() : std::to_string(i) + ",");
+  parts.push_back(std::string(5 << 20, 'z'));
+  std::vector<std::string_view> pieces(parts.begin(), parts.end());
+  std::string whole;
+  for (const std::string& p : parts) whole += p;
+  const std::string path = dir.path + "/joined";
+  write_file_atomic(path, "an older, longer file that the pieces replace whole");
+  write_file_atomic(path, pieces, Durability::kAtomic);
+  CHECK(read_file(path) == whole);
+}
+
 TEST_CASE("an output that is a symlink is written through to its target", "[files]") {
   ScratchDir dir;
   std::string target = dir.path + "/real.o", link = dir.path + "/link.o", chain = dir.path + "/chain.o";
