@@ -541,6 +541,9 @@ int run_capture(const CaptureOptions& options) {
   // goes on return, and the status says which signal.
   if (received_signal) return 128 + received_signal;
 
+  // The summary is for a person at a terminal: the corpus's invocations file grows with
+  // every build, and reading it back is time a scripted build should not wait for.
+  if (!::isatty(2)) return result.exit_code;
   size_t captured = 0, passed = 0, fell_back = 0, failed = 0;
   for (const auto& inv : corpus.invocations()) {
     if (inv.action == "captured") ++captured;
@@ -548,11 +551,9 @@ int run_capture(const CaptureOptions& options) {
     else if (inv.action == "fallback") ++fell_back;
     else if (inv.action == "failed") ++failed;
   }
-  if (::isatty(2))
-    std::fprintf(
-        stderr,
-        "kiln-capture: %s: %zu modules; invocations: %zu captured, %zu passed through, %zu fell back, %zu failed\n",
-        corpus_dir.c_str(), corpus.modules().size(), captured, passed, fell_back, failed);
+  std::fprintf(stderr,
+               "kiln-capture: %s: %zu modules; invocations: %zu captured, %zu passed through, %zu fell back, %zu failed\n",
+               corpus_dir.c_str(), corpus.modules().size(), captured, passed, fell_back, failed);
   return result.exit_code;
 }
 
