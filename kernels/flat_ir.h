@@ -252,6 +252,11 @@ enum VectorKind : uint8_t {
                   // and, or, xor): a scalar of w bits
   kVecShuffleBytes,  // pshufb, N bytes (16 or 32): lane k is 0 where op1's lane k has
                      // bit 7 set, else op0's lane (k & ~15) + (op1's lane k & 15)
+  kVecArgument,  // no operands: the vector argument that came in xmm (16 bytes) or ymm
+                 // (32) register imm, N lanes of w. The exporters put one per vector
+                 // argument at the start of the entry block, before anything that may
+                 // use an xmm register, and the argument's uses read it; the argument
+                 // itself counts as a double (FlatFunction::float_args) for SysvArgs.
   kVecKindCount
 };
 constexpr uint32_t kMaxVectorLanes = 64;
@@ -268,6 +273,11 @@ KILN_HD inline uint32_t vector_operands(uint32_t kind, uint32_t lanes) {
 KILN_HD inline bool vector_result_is_scalar(uint32_t kind) {
   return kind == kVecMaskToInt || kind == kVecExtract || kind == kVecReduce;
 }
+
+// The vector registers the SysV convention passes arguments in: xmm0 .. xmm7.
+constexpr uint32_t kVectorArgRegisters = 8;
+// The bytes of a vector argument: 16 in an xmm register, 32 in a ymm register.
+KILN_HD inline bool is_vector_arg_bytes(uint64_t bytes) { return bytes == 16 || bytes == 32; }
 
 // The floating-point widths kOpFloat computes at.
 KILN_HD inline bool is_float_width(uint32_t w) { return w == 32 || w == 64; }
@@ -297,7 +307,16 @@ KILN_HD inline bool wide_immediate_fits(uint64_t high) {
   return static_cast<int64_t>(high) == static_cast<int32_t>(static_cast<uint32_t>(high));
 }
 // kOperandFloat: a call argument that is a float or double (passed in an xmm register).
-enum OperandFlags : uint8_t { kOperandSignExt = 1, kOperandZeroExt = 2, kOperandFloat = 4 };
+// kOperandVector, kOperandVector256: also kOperandFloat, a call argument that is a vector
+// of 16 bytes (in an xmm register) or 32 (in a ymm register; the caller has AVX): its
+// value's slot, or zero for zero, undef and poison.
+enum OperandFlags : uint8_t {
+  kOperandSignExt = 1,
+  kOperandZeroExt = 2,
+  kOperandFloat = 4,
+  kOperandVector = 8,
+  kOperandVector256 = 16
+};
 
 struct FlatOperand {
   uint8_t kind;

@@ -609,6 +609,23 @@ KILN_HD inline void pair_from_return_registers(Emitter& e, uint32_t float_leaves
   if (float_leaves == 3) move_from_xmm(e, RAX, 0, 64), move_from_xmm(e, RDX, 1, 64);
 }
 
+// A vector argument of `bytes` (16 or 32) between [rbp + disp] and xmm/ymm register
+// `reg` (below 8): movdqu (SSE2), or VEX's vmovdqu on 32 bytes, which only a function
+// with AVX passes (the exporters check). `to_register`: a load, else a store.
+KILN_HD inline void move_vector_arg(Emitter& e, uint32_t bytes, uint32_t reg, int32_t disp, bool to_register) {
+  if (bytes == 32) e.byte(0xC5), e.byte(0xFE);  // VEX.256.F3.0F
+  else e.byte(0xF3), e.byte(0x0F);
+  e.byte(to_register ? 0x6F : 0x7F);
+  mem_operand(e, reg, RBP, disp);
+}
+// xmm/ymm register `reg` (below 8) = 0: pxor, or vpxor xmm, which clears the upper
+// half of the ymm register too.
+KILN_HD inline void zero_vector_arg(Emitter& e, uint32_t bytes, uint32_t reg) {
+  if (bytes == 32) e.byte(0xC5), e.byte(0x81 | ((~reg & 15) << 3));  // VEX.128.66.0F, vvvv = reg
+  else e.byte(0x66), e.byte(0x0F);
+  e.byte(0xEF), e.byte(0xC0 | (reg << 3) | reg);
+}
+
 // Where the SysV x86-64 convention puts each argument, in order (LLVM 22's reading of
 // it): integers in the next of rdi .. r9, an i128 in the next two (else in 16-byte
 // aligned stack, a later integer still taking the register it left), floats and
@@ -1243,7 +1260,13 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
     const bool is_float = op.flags & kOperandFloat, wide = op.width == kWideBits;
     const ArgPlace p = place.next(is_float, wide);
     if (p.in_register) {
-      if (is_float) load_operand(e, l, op, RAX), movq_to_xmm(e, p.reg, RAX);
+      if (op.flags & (kOperandVector | kOperandVector256)) {
+        const uint32_t bytes = op.flags & kOperandVector256 ? 32 : 16;
+        if (op.kind == kOperandValue) move_vector_arg(e, bytes, p.reg, slot_disp(l, op.index), true);
+        else zero_vector_arg(e, bytes, p.reg);
+      } else if (is_float) {
+        load_operand(e, l, op, RAX), movq_to_xmm(e, p.reg, RAX);
+      }
       continue;
     }
     if (wide) {
@@ -2418,6 +2441,8 @@ KILN_HD inline void encode_vector(Emitter& e, const FlatModuleView& m, const Sta
         store_lane(e, dst, k, w, RAX);
       }
       return;
+    case kVecArgument:  // the register as the caller left it: nothing before has used it
+      return move_vector_arg(e, lanes * vector_lane_bytes(w), param, dst, false);
     case kVecShuffleBytes:  // without branches: the picked byte, and-ed with 0 or all ones
       for (uint32_t k = 0; k < lanes; ++k) {
         load_lane(e, l, ops[1], k, 8, RAX);         // movzx eax, the selector

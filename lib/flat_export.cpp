@@ -3,6 +3,7 @@
 #include "bitcode_layout.h"  // libm_function
 #include "fallback.h"  // was_private_variable
 #include "flat_export_debug.h"
+#include "vector_abi.h"
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DataLayout.h>
@@ -151,7 +152,8 @@ class FunctionExporter {
     base_arg_ = static_cast<uint32_t>(out_.arg_widths.size());
     fn_index_ = static_cast<uint32_t>(out_.functions.size());
     check_function();
-    uint32_t n = 0, b = 0;
+    // The vector arguments' copies (kVecArgument) come first, then every instruction.
+    uint32_t n = static_cast<uint32_t>(vector_args_.size()), b = 0;
     for (const BasicBlock& bb : f_) {
       block_index_[&bb] = base_block_ + b++;
       for (const Instruction& inst : bb) inst_index_[&inst] = base_inst_ + n++;
@@ -159,6 +161,7 @@ class FunctionExporter {
     for (const BasicBlock& bb : f_) {
       FlatBlock fb{base_inst_ + static_cast<uint32_t>(insts_.size()), 0, fn_index_};
       if (bb.hasAddressTaken()) reason("block address taken");
+      if (&bb == &f_.getEntryBlock()) export_vector_args();
       for (const Instruction& inst : bb) export_inst(inst);
       fb.inst_count = base_inst_ + static_cast<uint32_t>(insts_.size()) - fb.first_inst;
       blocks_.push_back(fb);
@@ -184,7 +187,7 @@ class FunctionExporter {
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
     ff.sret_arg = sret_arg_;
     ff.personality = personality_;
-    for (const Argument& a : f_.args()) out_.arg_widths.push_back(static_cast<uint8_t>(operand_width(a.getType())));
+    for (const Argument& a : f_.args()) out_.arg_widths.push_back(static_cast<uint8_t>(arg_width(a)));
     out_.functions.push_back(ff);
     out_.blocks.insert(out_.blocks.end(), blocks_.begin(), blocks_.end());
     out_.insts.insert(out_.insts.end(), insts_.begin(), insts_.end());
@@ -228,12 +231,20 @@ class FunctionExporter {
     if (f_.hasGC()) reason("garbage collector");
     if (f_.hasFnAttribute(Attribute::Naked)) reason("naked function");
     if (f_.hasAvailableExternallyLinkage()) reason("available_externally");
-    unsigned i = 0;
+    avx_ = target_features_have_avx(f_.getFnAttribute("target-features").getValueAsString());
+    unsigned i = 0, xmm = 0;  // xmm: the vector registers the arguments so far take
     for (const Argument& a : f_.args()) {
       Type* t = a.getType();
+      const uint32_t vector_bytes = vector_arg_bytes(vector_lane_width(t), vector_lanes_or_0(t), avx_);
       if (is_float_or_double(t) && i >= kMaxFloatArgs) reason("floating-point argument after the 16th");
-      else if (is_float_or_double(t)) float_args_ |= static_cast<uint16_t>(1u << i);
-      else if (!is_int_like(t) && !t->isIntegerTy(kWideBits)) reason("argument type " + type_name(t));
+      else if (is_float_or_double(t)) float_args_ |= static_cast<uint16_t>(1u << i), ++xmm;
+      else if (vector_bytes && (i >= kMaxFloatArgs || xmm >= kVectorArgRegisters))
+        reason("vector argument past xmm7 or after the 16th argument");
+      else if (vector_bytes) {
+        float_args_ |= static_cast<uint16_t>(1u << i);
+        vector_arg_index_[&a] = static_cast<uint32_t>(vector_args_.size());
+        vector_args_.push_back({xmm++, vector_lane_width(t), vector_lanes(t)});
+      } else if (!is_int_like(t) && !t->isIntegerTy(kWideBits)) reason("argument type " + type_name(t));
       if (a.hasByValAttr() || a.hasInAllocaAttr() || a.hasPreallocatedAttr() || a.hasNestAttr())
         reason("byval, inalloca, preallocated or nest argument");
       if (a.hasStructRetAttr()) {
@@ -269,6 +280,40 @@ class FunctionExporter {
     return s;
   }
 
+  // A vector argument (vector_arg_bytes): the register it comes in and its lanes.
+  struct VectorArg {
+    uint32_t reg, width, lanes;
+  };
+  static uint64_t vector_lanes_or_0(Type* t) { return vector_lane_width(t) ? vector_lanes(t) : 0; }
+  // arg_widths' entry: a vector argument counts as a double (FlatFunction::float_args).
+  uint32_t arg_width(const Argument& a) const {
+    return vector_arg_index_.count(&a) ? 64 : operand_width(a.getType());
+  }
+  // The kVecArgument copy of each vector argument, at the start of the entry block.
+  void export_vector_args() {
+    for (const VectorArg& va : vector_args_) {
+      FlatInst fi{};
+      fi.op = kOpVector;
+      fi.aux = kVecArgument;
+      fi.block = base_block_;
+      fi.first_operand = base_operand_ + static_cast<uint32_t>(operands_.size());
+      fi.width = static_cast<uint8_t>(va.width);
+      fi.aux32 = va.lanes;
+      fi.imm = va.reg;
+      fi.slot_size = va.lanes * vector_lane_bytes(va.width);
+      insts_.push_back(fi);
+      locations_.push_back(nullptr);
+    }
+  }
+  // A use of vector argument `a`: its copy's value.
+  bool vector_arg_operand(const Argument& a, FlatOperand& op) const {
+    auto it = vector_arg_index_.find(&a);
+    if (it == vector_arg_index_.end()) return false;
+    op.kind = kOperandValue;
+    op.index = base_inst_ + it->second;
+    return true;
+  }
+
   FlatOperand operand(const Value* v) {
     FlatOperand op{};
     op.width = static_cast<uint8_t>(operand_width(v->getType()));
@@ -278,8 +323,10 @@ class FunctionExporter {
       op.kind = kOperandValue;
       op.index = inst_index_.at(inst);
     } else if (auto* arg = dyn_cast<Argument>(v)) {
-      op.kind = kOperandArg;
-      op.index = base_arg_ + arg->getArgNo();
+      if (!vector_arg_operand(*arg, op)) {
+        op.kind = kOperandArg;
+        op.index = base_arg_ + arg->getArgNo();
+      }
     } else if (auto* bb = dyn_cast<BasicBlock>(v)) {
       op.kind = kOperandBlock;
       op.index = block_index_.at(bb);
@@ -417,16 +464,23 @@ class FunctionExporter {
     if (r->isIntegerTy(kWideBits)) insts_[at].width = kWideBits;  // in rax and rdx
     if (call.getFunctionType()->isVarArg()) insts_[at].aux |= kCallVarargs;
     if (is_float_or_double(r)) insts_[at].aux |= kCallRetFloat;  // in xmm0
+    unsigned xmm = 0;  // the vector registers the arguments so far take
     for (unsigned a = 0; a < call.arg_size(); ++a) {
       const Value* v = call.getArgOperand(a);
-      if (!is_int_like(v->getType()) && !is_float_or_double(v->getType()) && !v->getType()->isIntegerTy(kWideBits))
-        reason("call argument type " + type_name(v->getType()));
+      Type* t = v->getType();
+      const uint32_t vector_bytes = vector_arg_bytes(vector_lane_width(t), vector_lanes_or_0(t), avx_);
+      if (vector_bytes && xmm >= kVectorArgRegisters) reason("vector call argument past xmm7");
+      else if (!vector_bytes && !is_int_like(t) && !is_float_or_double(t) && !t->isIntegerTy(kWideBits))
+        reason("call argument type " + type_name(t));
+      xmm += vector_bytes || is_float_or_double(t);
       if (call.paramHasAttr(a, Attribute::ByVal) || call.paramHasAttr(a, Attribute::InAlloca) ||
           call.paramHasAttr(a, Attribute::Preallocated))
         reason("byval, inalloca or preallocated call argument");
-      FlatOperand o = operand(v);
+      // A vector's value or zero (its flags name its register class and size).
+      FlatOperand o = vector_bytes ? vector_operand(v) : operand(v);
       if (call.paramHasAttr(a, Attribute::SExt)) o.flags |= kOperandSignExt;
-      if (is_float_or_double(v->getType())) o.flags |= kOperandFloat;
+      if (is_float_or_double(t)) o.flags |= kOperandFloat;
+      if (vector_bytes) o.flags = kOperandFloat | (vector_bytes == 32 ? kOperandVector256 : kOperandVector);
       add_operand(insts_[at], o);
     }
     if (auto* inv = dyn_cast<InvokeInst>(&call)) {
@@ -1075,8 +1129,8 @@ class FunctionExporter {
       op.kind = kOperandUndef;
     } else if (isa<ConstantAggregateZero>(v)) {
       op.kind = kOperandZero;
-    } else {
-      reason(isa<Argument>(v) ? "vector argument" : "vector constant of " + type_name(v->getType()));
+    } else if (auto* arg = dyn_cast<Argument>(v); !arg || !vector_arg_operand(*arg, op)) {
+      reason(arg ? "vector argument" : "vector constant of " + type_name(v->getType()));
     }
     return op;
   }
@@ -1226,6 +1280,13 @@ class FunctionExporter {
   void check_vector_use(const Instruction& inst) {
     bool moves_only = isa<LoadInst>(inst) || isa<StoreInst>(inst) || isa<PHINode>(inst);
     if (moves_only) return;
+    // A call of a function (not an intrinsic, not inline asm): export_call takes or
+    // refuses each vector argument itself.
+    if (auto* call = dyn_cast<CallBase>(&inst);
+        call && !call->isInlineAsm() && !(call->getCalledFunction() && call->getCalledFunction()->isIntrinsic())) {
+      if (inst.getType()->isVectorTy()) reason("vectors");
+      return;
+    }
     for (const Value* op : inst.operands())
       if (op->getType()->isVectorTy()) reason("vectors");
     if (inst.getType()->isVectorTy()) reason("vectors");
@@ -1492,6 +1553,9 @@ class FunctionExporter {
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
   uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
   uint16_t float_args_ = 0;
+  bool avx_ = false;  // the function's target-features give it AVX (target_features_have_avx)
+  std::vector<VectorArg> vector_args_;
+  std::unordered_map<const Argument*, uint32_t> vector_arg_index_;
   uint8_t ret_leaf_float_ = 0;
   uint64_t ret_off1_ = 0;
   uint8_t ret_w0_ = 0, ret_w1_ = 0;

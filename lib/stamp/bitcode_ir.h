@@ -80,6 +80,9 @@ enum AttrKind : uint8_t {
   kAttrStructRet = 29,
   kAttrInAlloca = 38,
   kAttrPreallocated = 65,
+  // Not LLVM's: kiln's mark of a function whose "target-features" string attribute
+  // gives it AVX (target_features_have_avx, vector_abi.h). Bitcode kinds stay far below.
+  kAttrKilnAvx = 255,
 };
 struct AttrSet {
   // enum and type attributes' kinds (bitcode numbers them below 256), one bit each: the

@@ -14,6 +14,7 @@
 #include "bitcode_reader_internal.h"
 #include "bitstream.h"
 #include "error.h"
+#include "vector_abi.h"
 
 namespace kiln::bc {
 
@@ -427,8 +428,14 @@ class AttributeReader {
         add_kind(set, ops_[need(i, 3) + 1]);
         i += 3;
       } else if (encoding == 3 || encoding == 4) {  // string [chars, 0, (value chars, 0)]
-        i = skip_string(i + 1);
-        if (encoding == 4) i = skip_string(i);
+        const size_t key = i + 1;
+        i = skip_string(key);
+        if (encoding == 4) {
+          const size_t value = i;
+          i = skip_string(value);
+          if (string_is(key, "target-features") && target_features_have_avx(string_at(value, i - 1)))
+            set.add(kAttrKilnAvx);
+        }
       } else if (encoding == 7) {  // ConstantRange [kind, bitwidth, range]
         add_kind(set, ops_[need(i, 3) + 1]);
         i = skip_range(i + 3, ops_[i + 2]);
@@ -442,6 +449,19 @@ class AttributeReader {
         c_.fail("attribute group entry of unknown encoding " + std::to_string(encoding));
       }
     }
+  }
+
+  // Whether the NUL-terminated characters from ops_[at] are `text`.
+  bool string_is(size_t at, std::string_view text) const {
+    for (size_t k = 0; k < text.size(); ++k)
+      if (at + k >= ops_.size() || ops_[at + k] != static_cast<unsigned char>(text[k])) return false;
+    return at + text.size() < ops_.size() && ops_[at + text.size()] == 0;
+  }
+  // The characters ops_[at, end) (each a byte in a record operand).
+  std::string string_at(size_t at, size_t end) const {
+    std::string s;
+    for (size_t k = at; k < end; ++k) s += static_cast<char>(ops_[k]);
+    return s;
   }
 
   size_t skip_string(size_t i) {

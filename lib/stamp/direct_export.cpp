@@ -20,6 +20,7 @@
 #include "bitcode_layout.h"
 #include "error.h"
 #include "timeutil.h"
+#include "vector_abi.h"
 
 namespace kiln {
 
@@ -816,6 +817,10 @@ class FunctionExporter {
     number_instructions();
     for (uint32_t b = 0; b < f_.block_count; ++b) {
       FlatBlock fb{static_cast<uint32_t>(insts_.size()), 0, fn_index_};
+      if (b == 0 && !vector_args_.empty()) {
+        export_vector_args();
+        locate({});  // the copies have no location
+      }
       for (uint32_t i = block_begin(b); i < block_end(b); ++i) {
         if (!mat_.before.empty() && !mat_.before[i].empty()) {
           for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
@@ -858,7 +863,7 @@ class FunctionExporter {
   void number_instructions() {
     inst_flat_.assign(f_.insts.size(), 0);
     load_flat_.assign(mat_.loads.size(), 0);
-    uint32_t n = base_inst_;
+    uint32_t n = base_inst_ + static_cast<uint32_t>(vector_args_.size());  // the vector arguments' copies first
     for (uint32_t i = 0; i < f_.insts.size(); ++i) {
       if (!mat_.before.empty())
         for (uint32_t load : mat_.before[i]) load_flat_[load] = n++;
@@ -884,8 +889,8 @@ class FunctionExporter {
     ff.ret_leaf1_offset = static_cast<uint32_t>(ret_off1_);
     ff.sret_arg = sret_arg_;
     ff.personality = personality_;
-    for (uint32_t a = 0; a < f_.arg_count; ++a)
-      out_.arg_widths.push_back(static_cast<uint8_t>(ctx_.operand_width(param_type(a))));
+    for (uint32_t a = 0; a < f_.arg_count; ++a)  // a vector argument counts as a double (float_args)
+      out_.arg_widths.push_back(static_cast<uint8_t>(vector_arg_of(a) != kNone ? 64 : ctx_.operand_width(param_type(a))));
     out_.functions.push_back(ff);
     if (m_.debug.dwarf_version) commit_debug();
   }
@@ -950,11 +955,23 @@ class FunctionExporter {
     const AttrList* fa = attrs(src.attributes);
     if (fa && fa->function.has(kAttrNaked)) reason("naked function");
     if (g_.linkage == Linkage::kAvailableExternally) reason("available_externally");
+    avx_ = fa && fa->function.has(kAttrKilnAvx);
+    vector_args_.clear();
+    vector_arg_of_.clear();
+    uint32_t xmm = 0;  // the vector registers the arguments so far take
     for (uint32_t i = 0; i < f_.arg_count; ++i) {
       uint32_t t = param_type(i);
+      const uint32_t vector_bytes = vector_arg_bytes(vector_lane_width(t), vector_lanes_or_0(t), avx_);
       if (ctx_.is_float_or_double(t) && i >= kMaxFloatArgs) reason("floating-point argument after the 16th");
-      else if (ctx_.is_float_or_double(t)) float_args_ |= static_cast<uint16_t>(1u << i);
-      else if (!ctx_.is_int_like(t) && !ctx_.is_i128(t)) reason("argument type " + ctx_.type_name(t));
+      else if (ctx_.is_float_or_double(t)) float_args_ |= static_cast<uint16_t>(1u << i), ++xmm;
+      else if (vector_bytes && (i >= kMaxFloatArgs || xmm >= kVectorArgRegisters))
+        reason("vector argument past xmm7 or after the 16th argument");
+      else if (vector_bytes) {
+        float_args_ |= static_cast<uint16_t>(1u << i);
+        vector_arg_of_.resize(f_.arg_count, kNone);
+        vector_arg_of_[i] = static_cast<uint32_t>(vector_args_.size());
+        vector_args_.push_back({xmm++, vector_lane_width(t), vector_lanes(t)});
+      } else if (!ctx_.is_int_like(t) && !ctx_.is_i128(t)) reason("argument type " + ctx_.type_name(t));
       if (fa &&
           (fa->param_has(i, kAttrByVal) || fa->param_has(i, kAttrInAlloca) || fa->param_has(i, kAttrPreallocated) ||
            fa->param_has(i, kAttrNest)))
@@ -1030,8 +1047,10 @@ class FunctionExporter {
       return op;
     }
     if (r.kind == ValueKind::kArgument) {
-      op.kind = kOperandArg;
-      op.index = base_arg_ + r.index;
+      if (!vector_arg_operand(r.index, op)) {
+        op.kind = kOperandArg;
+        op.index = base_arg_ + r.index;
+      }
       return op;
     }
     int vid = -1;
@@ -1650,6 +1669,33 @@ class FunctionExporter {
     return false;
   }
 
+  uint64_t vector_lanes_or_0(uint32_t t) const { return vector_lane_width(t) ? vector_lanes(t) : 0; }
+  uint32_t vector_arg_of(uint32_t a) const { return a < vector_arg_of_.size() ? vector_arg_of_[a] : kNone; }
+  // The kVecArgument copy of each vector argument, at the start of the entry block
+  // (export_vector_args of lib/flat_export.cpp).
+  void export_vector_args() {
+    for (const VectorArg& va : vector_args_) {
+      FlatInst fi{};
+      fi.op = kOpVector;
+      fi.aux = kVecArgument;
+      fi.block = base_block_;
+      fi.first_operand = static_cast<uint32_t>(operands_.size());
+      fi.width = static_cast<uint8_t>(va.width);
+      fi.aux32 = va.lanes;
+      fi.imm = va.reg;
+      fi.slot_size = va.lanes * vector_lane_bytes(va.width);
+      insts_.push_back(fi);
+    }
+  }
+  // A use of argument `a` if it is a vector argument: its copy's value.
+  bool vector_arg_operand(uint32_t a, FlatOperand& op) const {
+    const uint32_t k = vector_arg_of(a);
+    if (k == kNone) return false;
+    op.kind = kOperandValue;
+    op.index = base_inst_ + k;
+    return true;
+  }
+
   // vector_operand of lib/flat_export.cpp.
   FlatOperand vector_operand(uint32_t id) {
     FlatOperand op{};
@@ -1672,7 +1718,7 @@ class FunctionExporter {
         op.kind = kOperandZero;
         break;
       case Class::kArgument:
-        reason("vector argument");
+        if (!vector_arg_operand(ctx_.ref(fn, id).index, op)) reason("vector argument");
         break;
       default:
         reason("vector constant of " + ctx_.type_name(ctx_.type_of(fn, id)));
@@ -1862,6 +1908,10 @@ class FunctionExporter {
   void check_vector_use(const Inst& in) {
     if (!vectors_) return;  // no value the body uses can be a vector
     if (in.opcode == Opcode::kLoad || in.opcode == Opcode::kStore || in.opcode == Opcode::kPhi) return;
+    if (calls_a_function(in)) {  // export_call takes or refuses each vector argument itself
+      if (ctx_.is_vector(in.type)) reason("vectors");
+      return;
+    }
     for (uint32_t k = 0; k < in.operand_count; ++k) {
       uint32_t id = op_id(in, k);
       if (id != kMetadataOperand && (id & kBlockTag)) continue;
@@ -2238,6 +2288,21 @@ class FunctionExporter {
   // --- Calls (export_call and export_intrinsic of lib/flat_export.cpp).
 
   // CallBase::getCalledFunction: the callee when it is a function of the call's type.
+  // A call or invoke of a function: not an intrinsic, not inline asm (as export_call
+  // tells them apart).
+  bool calls_a_function(const Inst& in) const {
+    const bool invoke = in.opcode == Opcode::kInvoke;
+    if ((in.opcode != Opcode::kCall && !invoke) || in.operand_count < (invoke ? 3u : 1u)) return false;
+    const uint32_t callee = op_id(in, in.operand_count - (invoke ? 3 : 1));
+    if (!is_materialized(callee) && callee != kMetadataOperand && !(callee & kBlockTag)) {
+      int vid = -1;
+      if (ctx_.klass(fn_index_in_module_, callee, &vid) == Class::kOtherConstant && vid == kValueIdInlineAsm)
+        return false;
+    }
+    const uint32_t callee_fn = called_function(in, callee);
+    return callee_fn == kNone || !reserved_name(ctx_.globals[callee_fn].name);
+  }
+
   uint32_t called_function(const Inst& in, uint32_t callee) const {
     if (is_materialized(callee) || callee == kMetadataOperand || (callee & kBlockTag)) return kNone;
     const ValueRef& r = ctx_.ref(fn_index_in_module_, callee);
@@ -2305,18 +2370,24 @@ class FunctionExporter {
     if (ctx_.is_i128(r)) insts_[at].width = kWideBits;  // in rax and rdx
     if (ctx_.type(fnty).vararg) insts_[at].aux |= kCallVarargs;
     if (ctx_.is_float_or_double(r)) insts_[at].aux |= kCallRetFloat;  // in xmm0
+    uint32_t xmm = 0;  // the vector registers the arguments so far take
     for (uint32_t a = 0; a < arg_count; ++a) {
       uint32_t v = op_id(in, a);
       if (v == kMetadataOperand) throw Decline{"reader: metadata argument"};
       uint32_t t = operand_type(v);
-      if (!ctx_.is_int_like(t) && !ctx_.is_float_or_double(t) && !ctx_.is_i128(t))
+      const uint32_t vector_bytes = vector_arg_bytes(vector_lane_width(t), vector_lanes_or_0(t), avx_);
+      if (vector_bytes && xmm >= kVectorArgRegisters) reason("vector call argument past xmm7");
+      else if (!vector_bytes && !ctx_.is_int_like(t) && !ctx_.is_float_or_double(t) && !ctx_.is_i128(t))
         reason("call argument type " + ctx_.type_name(t));
+      xmm += vector_bytes || ctx_.is_float_or_double(t);
       const AttrSet pa = param_attrs(in, callee_fn, a);
       if (pa.has(kAttrByVal) || pa.has(kAttrInAlloca) || pa.has(kAttrPreallocated))
         reason("byval, inalloca or preallocated call argument");
-      FlatOperand o = operand(v);
+      // A vector's value or zero (its flags name its register class and size).
+      FlatOperand o = vector_bytes ? vector_operand(v) : operand(v);
       if (pa.has(kAttrSExt)) o.flags |= kOperandSignExt;
       if (ctx_.is_float_or_double(t)) o.flags |= kOperandFloat;
+      if (vector_bytes) o.flags = kOperandFloat | (vector_bytes == 32 ? kOperandVector256 : kOperandVector);
       add_operand(insts_[at], o);
     }
     if (invoke) {
@@ -2520,6 +2591,14 @@ class FunctionExporter {
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
   uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
   uint16_t float_args_ = 0;
+  bool avx_ = false;  // the function's target-features give it AVX (kAttrKilnAvx)
+  // A vector argument (vector_arg_bytes): the register it comes in and its lanes; by
+  // argument, its index among them or kNone.
+  struct VectorArg {
+    uint32_t reg, width, lanes;
+  };
+  std::vector<VectorArg> vector_args_;
+  std::vector<uint32_t> vector_arg_of_;
   uint8_t ret_leaf_float_ = 0;
   uint64_t ret_off1_ = 0;
   uint8_t ret_w0_ = 0, ret_w1_ = 0;

@@ -109,6 +109,10 @@ const char* check_vector(const FlatModuleData& f, const FlatInst& in, const Flat
     case kVecInsert:
       if (param >= lanes) return "vector lane out of range";
       break;
+    case kVecArgument:
+      if (param >= kVectorArgRegisters || w < 8 || !is_vector_arg_bytes(uint64_t(lanes) * vector_lane_bytes(w)))
+        return "vector argument of other than 16 or 32 bytes from xmm0 .. xmm7";
+      break;
     case kVecShuffleBytes:
       if (param != 0) return "instruction with an unknown variant";
       if (w != 8 || (lanes != 16 && lanes != 32)) return "byte shuffle of other than 16 or 32 bytes";
@@ -205,6 +209,26 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   }
   if (in.op == kOpVector)
     if (const char* defect = check_vector(f, in, ops)) return defect;
+  if (in.op == kOpVector && in.aux == kVecArgument) {
+    // Its template reads the register the caller passed: only other such copies come
+    // before it, in the entry block.
+    if (b != func.first_block) return "vector argument copy after the entry block's start";
+    for (size_t j = f.blocks[b].first_inst; j < static_cast<size_t>(&in - f.insts.data()); ++j)
+      if (f.insts[j].op != kOpVector || f.insts[j].aux != kVecArgument)
+        return "vector argument copy after the entry block's start";
+  }
+  if (in.op == kOpCall || in.op == kOpInvoke) {
+    const uint32_t args = in.op == kOpInvoke ? in.operand_count - 2 : in.operand_count;
+    for (uint32_t a = 1; a < args; ++a) {
+      const FlatOperand& op = ops[a];
+      if (!(op.flags & (kOperandVector | kOperandVector256))) continue;
+      const uint64_t bytes = op.flags & kOperandVector256 ? 32 : 16;
+      if (!(op.flags & kOperandFloat) || (op.flags & kOperandVector && op.flags & kOperandVector256) ||
+          (op.kind != kOperandValue && op.kind != kOperandZero && op.kind != kOperandUndef) ||
+          (op.kind == kOperandValue && f.insts[op.index].slot_size < bytes))
+        return "vector call argument that is not a vector value";
+    }
+  }
   if (in.op == kOpTlsAddress &&
       (ops[0].kind != kOperandSymbol || ops[1].kind != kOperandSymbol || in.width != 64 || in.slot_size < 8))
     return "thread-local address of other than a symbol";

@@ -263,3 +263,113 @@ TEST_CASE("vectors: lane arithmetic, masks, elements, shuffles and reductions co
   if (!__builtin_cpu_supports("avx2")) WARN("this CPU has no AVX2: pshufb on 32 bytes is not run");
   kiln_test::expect_same_as_llvm(ir, vector_driver(fns), fns.size(), "vector");
 }
+
+namespace {
+
+// Vector arguments in xmm and ymm registers, both ways across the C convention: C
+// (compiled by cc) calls stamp's functions with vectors, doubles and integers mixed,
+// and stamp's functions call C's and each other's with them. Each writes or has
+// written its arguments' bytes, which the driver prints.
+struct ArgVector {
+  VectorType t;
+  std::string c_type() const { return "v" + std::to_string(t.bytes()) + "b"; }
+  bool avx() const { return t.bytes() == 32; }
+};
+const ArgVector kArgTypes[] = {{{16, 8}}, {{8, 16}}, {{4, 32}}, {{2, 64}}, {{32, 8}}, {{4, 64}}};
+
+std::string vector_arg_module() {
+  std::ostringstream ir;
+  ir << "target triple = \"x86_64-unknown-linux-gnu\"\n";
+  for (const ArgVector& v : kArgTypes) {
+    const std::string T = v.t.ir(), N = v.t.name(), B = std::to_string(v.t.bytes()),
+                      B2 = std::to_string(2 * v.t.bytes()), attrs = v.avx() ? " #101" : "";
+    // recv: its arguments' bytes in order: a + b, a, k, d (so both vectors and the
+    // registers between them are checked).
+    ir << "define void @recv_" << N << "(ptr %po, i64 %k, " << T << " %a, double %d, " << T << " %b)" << attrs
+       << " {\n  %s = add " << T << " %a, %b\n  store " << T << " %s, ptr %po, align 1\n"
+       << "  %p1 = getelementptr i8, ptr %po, i64 " << B << "\n  store " << T << " %a, ptr %p1, align 1\n"
+       << "  %p2 = getelementptr i8, ptr %po, i64 " << B2 << "\n  store i64 %k, ptr %p2, align 1\n"
+       << "  %p3 = getelementptr i8, ptr %po, i64 " << B2 << "\n  %p4 = getelementptr i8, ptr %p3, i64 8\n"
+       << "  store double %d, ptr %p4, align 1\n  ret void\n}\n";
+    // send: loads, and calls C's sink with a computed vector, a loaded one and a zero one.
+    ir << "declare void @sink_" << N << "(ptr, i64, " << T << ", double, " << T << ", " << T << ")" << attrs << "\n"
+       << "define void @send_" << N << "(ptr %pa, ptr %pb, ptr %po)" << attrs << " {\n  %a = load " << T
+       << ", ptr %pa, align 1\n  %b = load " << T << ", ptr %pb, align 1\n  %x = xor " << T << " %a, %b\n"
+       << "  call void @sink_" << N << "(ptr %po, i64 7, " << T << " %x, double 2.5, " << T << " %b, " << T
+       << " zeroinitializer)\n  ret void\n}\n";
+    // relay: its vector arguments passed on swapped, to stamp's recv.
+    ir << "define void @relay_" << N << "(ptr %po, i64 %k, " << T << " %a, double %d, " << T << " %b)" << attrs
+       << " {\n  call void @recv_" << N << "(ptr %po, i64 %k, " << T << " %b, double %d, " << T << " %a)\n"
+       << "  ret void\n}\n";
+  }
+  // Eight vector registers: doubles and vectors alternating, the integers between.
+  ir << "define void @many_v2i64(ptr %po, double %d0, <2 x i64> %a, i64 %k, double %d1, <2 x i64> %b, double %d2, "
+        "<2 x i64> %c, double %d3, <2 x i64> %e) {\n"
+     << "  %s1 = add <2 x i64> %a, %b\n  %s2 = add <2 x i64> %s1, %c\n  %s3 = sub <2 x i64> %s2, %e\n"
+     << "  store <2 x i64> %s3, ptr %po, align 1\n"
+     << "  %f1 = fadd double %d0, %d1\n  %f2 = fadd double %f1, %d2\n  %f3 = fmul double %f2, %d3\n"
+     << "  %p1 = getelementptr i8, ptr %po, i64 16\n  store double %f3, ptr %p1, align 1\n"
+     << "  %p2 = getelementptr i8, ptr %po, i64 24\n  store i64 %k, ptr %p2, align 1\n"
+     << "  %p3 = getelementptr i8, ptr %po, i64 32\n  store <2 x i64> %e, ptr %p3, align 1\n  ret void\n}\n";
+  ir << "attributes #101 = { \"target-features\"=\"+avx2\" }\n";
+  return ir.str();
+}
+
+std::string vector_arg_driver(size_t& functions) {
+  std::ostringstream c;
+  c << "#include <stdint.h>\n#include <stdio.h>\n#include <string.h>\n"
+    << "typedef long long v16b __attribute__((vector_size(16)));\n"
+    << "typedef long long v32b __attribute__((vector_size(32)));\n"
+    << "static uint8_t inputs[12][32];\n"
+    << "static void print(const char* name, int a, int b, const uint8_t* out, int n) {\n"
+    << "  printf(\"%s %d %d\", name, a, b);\n  for (int i = 0; i < n; ++i) printf(\" %02x\", out[i]);\n"
+    << "  printf(\"\\n\");\n}\n";
+  functions = 0;
+  std::ostringstream calls;
+  for (const ArgVector& v : kArgTypes) {
+    const std::string N = v.t.name(), V = v.c_type(), B = std::to_string(v.t.bytes()),
+                      target = v.avx() ? "__attribute__((target(\"avx2\"))) " : "";
+    const std::string out_bytes = std::to_string(2 * v.t.bytes() + 16);
+    c << "void recv_" << N << "(void*, long, " << V << ", double, " << V << ");\n"
+      << "void send_" << N << "(const void*, const void*, void*);\n"
+      << "void relay_" << N << "(void*, long, " << V << ", double, " << V << ");\n"
+      // C's sink writes what it was passed: x, b, k, d, then the zero vector.
+      << target << "void sink_" << N << "(uint8_t* o, long k, " << V << " x, double d, " << V << " b, " << V
+      << " z) {\n  memcpy(o, &x, " << B << "); memcpy(o + " << B << ", &b, " << B << "); memcpy(o + 2 * " << B
+      << ", &k, 8); memcpy(o + 2 * " << B << " + 8, &d, 8); memcpy(o + 2 * " << B << " + 16, &z, " << B << ");\n}\n"
+      << target << "static void run_" << N << "(int a, int b) {\n  uint8_t out[128];\n  " << V << " va, vb;\n"
+      << "  memcpy(&va, inputs[a], " << B << "); memcpy(&vb, inputs[b], " << B << ");\n"
+      << "  memset(out, 0xAA, sizeof out); recv_" << N << "(out, 1000 * a + b, va, 0.5 * a - b, vb); print(\"recv_"
+      << N << "\", a, b, out, " << out_bytes << ");\n"
+      << "  memset(out, 0xAA, sizeof out); send_" << N << "(inputs[a], inputs[b], out); print(\"send_" << N
+      << "\", a, b, out, " << 3 * v.t.bytes() + 16 << ");\n"
+      << "  memset(out, 0xAA, sizeof out); relay_" << N << "(out, a - 1000 * b, va, 1.0 / (a + 1), vb); print(\"relay_"
+      << N << "\", a, b, out, " << out_bytes << ");\n}\n";
+    calls << "      if (" << (v.avx() ? "__builtin_cpu_supports(\"avx2\")" : "1") << ") run_" << N << "(a, b);\n";
+    functions += 3;
+  }
+  c << "void many_v2i64(void*, double, v16b, long, double, v16b, double, v16b, double, v16b);\n"
+    << "int main(void) {\n  uint64_t x = 0x9E3779B97F4A7C15ull;\n"
+    << "  for (int v = 0; v < 12; ++v)\n    for (int i = 0; i < 32; ++i) {\n"
+    << "      x = x * 6364136223846793005ull + 1442695040888963407ull;\n"
+    << "      inputs[v][i] = v == 0 ? 0 : v == 1 ? 0xFF : v == 2 ? (uint8_t)i : (uint8_t)(x >> 56);\n    }\n"
+    << "  for (int a = 0; a < 12; ++a)\n    for (int b = 0; b < 12; ++b) {\n"
+    << calls.str()
+    << "      uint8_t out[64]; v16b p, q, r, s;\n      memcpy(&p, inputs[a], 16); memcpy(&q, inputs[b], 16);\n"
+    << "      memcpy(&r, inputs[a] + 16, 16); memcpy(&s, inputs[b] + 16, 16);\n"
+    << "      memset(out, 0xAA, sizeof out); many_v2i64(out, a, p, a * b, 1.5, q, -b, r, 0.25, s);\n"
+    << "      print(\"many_v2i64\", a, b, out, 48);\n    }\n  return 0;\n}\n";
+  functions += 1;
+  return c.str();
+}
+
+}  // namespace
+
+TEST_CASE("vectors: arguments in xmm and ymm registers, to and from C and between stamp's functions, come out the "
+          "same as llvm's",
+          "[stamp][differential][vector]") {
+  size_t functions = 0;
+  const std::string driver = vector_arg_driver(functions);
+  if (!__builtin_cpu_supports("avx2")) WARN("this CPU has no AVX2: 32-byte vector arguments are not run");
+  kiln_test::expect_same_as_llvm(vector_arg_module(), driver, functions, "vector arguments");
+}

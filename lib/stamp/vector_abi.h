@@ -1,0 +1,28 @@
+// Which vector arguments stamp passes in registers, decided alike by both exporters
+// (lib/flat_export.cpp through LLVM, direct_export.cpp from the bitcode), whose flat
+// output must be the same byte for byte.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace kiln {
+
+// Whether a function's "target-features" give it AVX, so that LLVM passes its 32-byte
+// vectors in ymm registers: some +avx feature (avx2, avx512f and the rest imply avx)
+// and no -avx one. A target-cpu with AVX and no such feature is not seen, nor what a
+// -avx feature would leave: the function's 32-byte vectors then fall back, which is
+// safe either way.
+inline bool target_features_have_avx(std::string_view features) {
+  return features.find("+avx") != std::string_view::npos && features.find("-avx") == std::string_view::npos;
+}
+
+// The bytes of a vector of `lanes` integer lanes of `lane_width` bits (0: not such a
+// vector) if stamp passes it in a vector register: 16 (xmm), or 32 (ymm, only with
+// AVX); else 0.
+inline uint32_t vector_arg_bytes(uint32_t lane_width, uint64_t lanes, bool avx) {
+  if (lane_width < 8) return 0;  // masks: LLVM packs <N x i1> otherwise
+  const uint64_t bytes = lanes * lane_width / 8;
+  return bytes == 16 || (bytes == 32 && avx) ? static_cast<uint32_t>(bytes) : 0;
+}
+
+}  // namespace kiln
