@@ -266,6 +266,7 @@ KILN_HD inline bool is_vector_lane_width(uint32_t w) { return w == 1 || w == 8 |
 // The operands a kOpVector of kind `kind` with `lanes` result lanes reads.
 KILN_HD inline uint32_t vector_operands(uint32_t kind, uint32_t lanes) {
   if (kind == kVecShuffle) return 2 + lanes;
+  if (kind == kVecArgument) return 0;
   return kind == kVecBinary || kind == kVecIcmp || kind == kVecInsert || kind == kVecShuffleBytes ? 2 : 1;
 }
 // Whether the kind's result is a scalar (in an 8-byte slot, zero-extended) rather
@@ -281,8 +282,10 @@ KILN_HD inline bool is_vector_arg_bytes(uint64_t bytes) { return bytes == 16 || 
 
 // The floating-point widths kOpFloat computes at.
 KILN_HD inline bool is_float_width(uint32_t w) { return w == 32 || w == 64; }
-// kCallRetFloat: the callee returns a float or double in xmm0.
-enum CallFlags : uint8_t { kCallVarargs = 1, kCallRetFloat = 2 };
+// kCallRetFloat: the callee returns a float or double in xmm0. kCallRetVector,
+// kCallRetVector256: a vector of 16 bytes in xmm0, or of 32 in ymm0 (the caller has
+// AVX), into the call's slot.
+enum CallFlags : uint8_t { kCallVarargs = 1, kCallRetFloat = 2, kCallRetVector = 4, kCallRetVector256 = 8 };
 // kOpUnreachable's aux: 0, a trap (ud2); kUnreachableAfterNoreturn, no code at all, as
 // LLVM emits none right after a call that does not return.
 enum UnreachableFlags : uint8_t { kUnreachableAfterNoreturn = 1 };
@@ -354,7 +357,9 @@ enum FunctionFlags : uint32_t {
   kFnHasSret = 4,
   kFnRetPair = 8,
   kFnHasPersonality = 16,
-  kFnRetFloat = 32  // a float or double return, in xmm0
+  kFnRetFloat = 32,      // a float or double return, in xmm0
+  kFnRetVector = 64,     // a vector return of 16 bytes, in xmm0
+  kFnRetVector256 = 128  // a vector return of 32 bytes, in ymm0 (the function has AVX)
 };
 // Arguments that can be floating point: the first kMaxFloatArgs (FlatFunction::float_args).
 constexpr uint32_t kMaxFloatArgs = 16;

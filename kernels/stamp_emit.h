@@ -1223,7 +1223,7 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, const uint8_t* home, uin
       return has_phi_copies(m, in) ? -1 : 0;
     case kOpRet: {
       const FlatFunction& f = m.functions[m.blocks[in.block].function];
-      return in.operand_count && !(f.flags & (kFnHasSret | kFnRetPair)) ? 0 : -1;
+      return in.operand_count && !(f.flags & (kFnHasSret | kFnRetPair | kFnRetVector | kFnRetVector256)) ? 0 : -1;
     }
     case kOpCall:
       return call_rax_argument(m, home, i, in.operand_count);
@@ -1309,6 +1309,8 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   if (reserve) alu_imm(e, RSP, 0, static_cast<int32_t>(reserve));  // add rsp, reserve
   if (in.width == kWideBits) {  // an i128 comes back in rax (low) and rdx (high)
     store_wide(e, dst, RAX, RDX);
+  } else if (in.aux & (kCallRetVector | kCallRetVector256)) {  // in xmm0 or ymm0
+    move_vector_arg(e, in.aux & kCallRetVector256 ? 32 : 16, 0, dst, false);
   } else if (in.width && (in.aux & kCallRetFloat)) {  // in xmm0
     move_from_xmm(e, RAX, 0, in.width);  // zero-extended (the width is 32 or 64: checked)
     store_result(e, l, i);
@@ -1872,6 +1874,10 @@ KILN_HD inline void encode_ret(Emitter& e, const FlatModuleView& m, const StampL
       e.byte(0x31), e.byte(0xD2);  // xor edx, edx
     }
     pair_to_return_registers(e, f.ret_leaf_float);
+  } else if (in.operand_count && (f.flags & (kFnRetVector | kFnRetVector256))) {  // in xmm0 or ymm0
+    const uint32_t bytes = f.flags & kFnRetVector256 ? 32 : 16;
+    if (ops[0].kind == kOperandValue) move_vector_arg(e, bytes, 0, slot_disp(l, ops[0].index), true);
+    else zero_vector_arg(e, bytes, 0);
   } else if (in.operand_count && ops[0].width == kWideBits) {  // an i128: rax low, rdx high
     load_wide(e, l, ops[0], RAX, RDX);
   } else if (in.operand_count) {

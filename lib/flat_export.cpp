@@ -255,7 +255,9 @@ class FunctionExporter {
     }
     Type* r = f_.getReturnType();
     if (!r->isVoidTy()) {
+      const uint32_t vector_bytes = vector_arg_bytes(vector_lane_width(r), vector_lanes_or_0(r), avx_);
       if (is_float_or_double(r)) fn_flags_ |= kFnRetFloat;  // in xmm0
+      else if (vector_bytes) fn_flags_ |= vector_bytes == 32 ? kFnRetVector256 : kFnRetVector;  // in xmm0 or ymm0
       else if (r->isIntegerTy(kWideBits)) {
         // in rax (low half) and rdx (high half): encode_ret
       } else if (is_int_like(r)) {
@@ -451,7 +453,8 @@ class FunctionExporter {
     bool pair = false;
     unsigned w0 = 0, w1 = 0, floats = 0;
     uint64_t off1 = 0;
-    if (!r->isVoidTy() && !is_int_like(r) && !r->isIntegerTy(kWideBits) && !is_float_or_double(r)) {
+    const uint32_t ret_vector = vector_arg_bytes(vector_lane_width(r), vector_lanes_or_0(r), avx_);
+    if (!r->isVoidTy() && !is_int_like(r) && !r->isIntegerTy(kWideBits) && !is_float_or_double(r) && !ret_vector) {
       if (is_scalar_pair(r, dl_, &w0, &w1, &off1, &floats)) pair = true;
       else reason("call returning " + type_name(r));
     }
@@ -464,6 +467,7 @@ class FunctionExporter {
     if (r->isIntegerTy(kWideBits)) insts_[at].width = kWideBits;  // in rax and rdx
     if (call.getFunctionType()->isVarArg()) insts_[at].aux |= kCallVarargs;
     if (is_float_or_double(r)) insts_[at].aux |= kCallRetFloat;  // in xmm0
+    if (ret_vector) insts_[at].aux |= ret_vector == 32 ? kCallRetVector256 : kCallRetVector;  // in xmm0 or ymm0
     unsigned xmm = 0;  // the vector registers the arguments so far take
     for (unsigned a = 0; a < call.arg_size(); ++a) {
       const Value* v = call.getArgOperand(a);
@@ -1284,9 +1288,11 @@ class FunctionExporter {
     // refuses each vector argument itself.
     if (auto* call = dyn_cast<CallBase>(&inst);
         call && !call->isInlineAsm() && !(call->getCalledFunction() && call->getCalledFunction()->isIntrinsic())) {
-      if (inst.getType()->isVectorTy()) reason("vectors");
+      Type* t = inst.getType();
+      if (t->isVectorTy() && !vector_arg_bytes(vector_lane_width(t), vector_lanes_or_0(t), avx_)) reason("vectors");
       return;
     }
+    if (isa<ReturnInst>(inst) && (fn_flags_ & (kFnRetVector | kFnRetVector256))) return;  // in xmm0 or ymm0
     for (const Value* op : inst.operands())
       if (op->getType()->isVectorTy()) reason("vectors");
     if (inst.getType()->isVectorTy()) reason("vectors");

@@ -984,7 +984,9 @@ class FunctionExporter {
     uint32_t r = return_type();
     if (!ctx_.is_void(r)) {
       unsigned w0 = 0, w1 = 0;
+      const uint32_t vector_bytes = vector_arg_bytes(vector_lane_width(r), vector_lanes_or_0(r), avx_);
       if (ctx_.is_float_or_double(r)) fn_flags_ |= kFnRetFloat;  // in xmm0
+      else if (vector_bytes) fn_flags_ |= vector_bytes == 32 ? kFnRetVector256 : kFnRetVector;  // in xmm0 or ymm0
       else if (ctx_.is_i128(r)) {
         // in rax (low half) and rdx (high half): encode_ret
       } else if (ctx_.is_int_like(r)) {
@@ -1909,9 +1911,11 @@ class FunctionExporter {
     if (!vectors_) return;  // no value the body uses can be a vector
     if (in.opcode == Opcode::kLoad || in.opcode == Opcode::kStore || in.opcode == Opcode::kPhi) return;
     if (calls_a_function(in)) {  // export_call takes or refuses each vector argument itself
-      if (ctx_.is_vector(in.type)) reason("vectors");
+      if (ctx_.is_vector(in.type) && !vector_arg_bytes(vector_lane_width(in.type), vector_lanes_or_0(in.type), avx_))
+        reason("vectors");
       return;
     }
+    if (in.opcode == Opcode::kRet && (fn_flags_ & (kFnRetVector | kFnRetVector256))) return;  // in xmm0 or ymm0
     for (uint32_t k = 0; k < in.operand_count; ++k) {
       uint32_t id = op_id(in, k);
       if (id != kMetadataOperand && (id & kBlockTag)) continue;
@@ -2356,7 +2360,8 @@ class FunctionExporter {
     bool pair = false;
     unsigned w0 = 0, w1 = 0, floats = 0;
     uint64_t off1 = 0;
-    if (!ctx_.is_void(r) && !ctx_.is_int_like(r) && !ctx_.is_i128(r) && !ctx_.is_float_or_double(r)) {
+    const uint32_t ret_vector = vector_arg_bytes(vector_lane_width(r), vector_lanes_or_0(r), avx_);
+    if (!ctx_.is_void(r) && !ctx_.is_int_like(r) && !ctx_.is_i128(r) && !ctx_.is_float_or_double(r) && !ret_vector) {
       if (ctx_.is_scalar_pair(r, &w0, &w1, &off1, &floats)) pair = true;
       else reason("call returning " + ctx_.type_name(r));
     }
@@ -2370,6 +2375,7 @@ class FunctionExporter {
     if (ctx_.is_i128(r)) insts_[at].width = kWideBits;  // in rax and rdx
     if (ctx_.type(fnty).vararg) insts_[at].aux |= kCallVarargs;
     if (ctx_.is_float_or_double(r)) insts_[at].aux |= kCallRetFloat;  // in xmm0
+    if (ret_vector) insts_[at].aux |= ret_vector == 32 ? kCallRetVector256 : kCallRetVector;  // in xmm0 or ymm0
     uint32_t xmm = 0;  // the vector registers the arguments so far take
     for (uint32_t a = 0; a < arg_count; ++a) {
       uint32_t v = op_id(in, a);

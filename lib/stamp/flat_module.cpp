@@ -132,7 +132,9 @@ const char* check_vector(const FlatModuleData& f, const FlatInst& in, const Flat
   const uint64_t result_bytes = vector_result_is_scalar(in.aux) ? 8 : uint64_t(lanes) * vector_lane_bytes(w);
   if (in.slot_size < result_bytes) return "vector in a short slot";
   const uint32_t vector_ops =
-      in.aux == kVecShuffle || in.aux == kVecBinary || in.aux == kVecIcmp || in.aux == kVecShuffleBytes ? 2 : 1;
+      in.aux == kVecArgument ? 0
+      : in.aux == kVecShuffle || in.aux == kVecBinary || in.aux == kVecIcmp || in.aux == kVecShuffleBytes ? 2
+                                                                                                         : 1;
   for (uint32_t k = 0; k < vector_ops; ++k) {
     if (ops[k].kind == kOperandValue &&
         f.insts[ops[k].index].slot_size < uint64_t(from_lanes) * vector_lane_bytes(from))
@@ -176,7 +178,7 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
                                                  /*fence*/ 0,
                                                  /*wide*/ 1,
                                                  /*float*/ 1,
-                                                 /*vector*/ 1,
+                                                 /*vector*/ 0,  // check_vector: by kind
                                                  /*tls address*/ 2};
   const FlatFunction& func = f.functions[fn];
   if (in.block != b) return "instruction outside its block";
@@ -232,6 +234,14 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   if (in.op == kOpTlsAddress &&
       (ops[0].kind != kOperandSymbol || ops[1].kind != kOperandSymbol || in.width != 64 || in.slot_size < 8))
     return "thread-local address of other than a symbol";
+  if ((in.op == kOpCall || in.op == kOpInvoke) && (in.aux & (kCallRetVector | kCallRetVector256)) &&
+      ((in.aux & kCallRetFloat) || in.width || in.slot_size < (in.aux & kCallRetVector256 ? 32u : 16u) ||
+       ((in.aux & kCallRetVector) && (in.aux & kCallRetVector256))))
+    return "vector call result that is not a vector";
+  if (in.op == kOpRet && in.operand_count && (func.flags & (kFnRetVector | kFnRetVector256)) &&
+      !(ops[0].kind == kOperandZero || ops[0].kind == kOperandUndef ||
+        (ops[0].kind == kOperandValue && f.insts[ops[0].index].slot_size >= (func.flags & kFnRetVector256 ? 32u : 16u))))
+    return "vector return of other than a vector";
   if ((in.op == kOpCall || in.op == kOpInvoke) && (in.aux & kCallRetFloat) && !is_float_width(in.width))
     return "floating-point call result that is not a float or double";
   if ((in.op == kOpCall || in.op == kOpInvoke) && in.width == 0 && in.slot_size &&
@@ -272,6 +282,10 @@ const char* check_function(const FlatModuleData& f, size_t fn) {
     if (((func.float_args >> a) & 1) && !is_float_width(f.arg_widths[func.first_arg + a]))
       return "floating-point argument that is not a float or double";
   if ((func.flags & kFnRetFloat) && !is_float_width(func.ret_width)) return "floating-point return that is not a float or double";
+  if ((func.flags & (kFnRetVector | kFnRetVector256)) &&
+      (func.ret_width || (func.flags & (kFnRetFloat | kFnRetPair | kFnHasSret | kFnRetSignExt | kFnRetZeroExt)) ||
+       ((func.flags & kFnRetVector) && (func.flags & kFnRetVector256))))
+    return "vector return that is not only a vector";
   if (func.ret_leaf_float > 3 || (func.ret_leaf_float && !(func.flags & kFnRetPair)) ||
       ((func.ret_leaf_float & 1) && !is_float_width(func.ret_leaf0_width)) ||
       ((func.ret_leaf_float & 2) && !is_float_width(func.ret_leaf1_width)))

@@ -429,9 +429,9 @@ define i64 @g(i64 %a) {
   %s = add i64 %a, 7
   ret i64 %s
 }
-define <2 x i64> @h(<2 x i64> %a) !dbg !30 {
-  %s = add <2 x i64> %a, %a, !dbg !31
-  ret <2 x i64> %s, !dbg !31
+define <2 x double> @h(<2 x double> %a) !dbg !30 {
+  %s = fadd <2 x double> %a, %a, !dbg !31
+  ret <2 x double> %s, !dbg !31
 }
 define i64 @k(i64 %a) !dbg !40 {
   %s = add i64 %a, 5, !dbg !41

@@ -230,3 +230,56 @@ define void @blend(ptr %pa, ptr %pb, ptr %po) {
   CHECK(defect_of([&](FlatInst& in, FlatOperand* ops) { pshufb(in), ops[1].kind = kOperandArg; }) ==
         "instruction with operands of the wrong kind");
 }
+
+TEST_CASE("vector arguments, call arguments and returns out of their shape are refused", "[flat][vector]") {
+  static const char* const kIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+declare <2 x i64> @ext(<2 x i64>)
+define <2 x i64> @pass(i64 %k, <2 x i64> %a) {
+  %r = call <2 x i64> @ext(<2 x i64> %a)
+  ret <2 x i64> %r
+}
+)";
+  llvm::LLVMContext ctx;
+  auto module = parse_bitcode(ctx, kiln_test::bitcode_from_ir(kIr), "vector-abi.bc");
+  FlatExport exported = export_flat(*module);
+  REQUIRE(exported.stamp_function_count == 1);
+  const FlatModuleData good = exported.flat;
+  CHECK(check_flat_module(good).empty());
+  REQUIRE(good.insts.size() == 3);  // the argument's copy, the call, the return
+  REQUIRE(good.insts[0].op == kOpVector);
+  REQUIRE(good.insts[0].aux == kVecArgument);
+  CHECK(good.insts[0].imm == 0);  // xmm0: the integer takes rdi
+  REQUIRE(good.insts[1].op == kOpCall);
+  CHECK((good.insts[1].aux & kCallRetVector) != 0);
+  CHECK((good.functions[0].flags & kFnRetVector) != 0);
+  auto defect_of = [&](auto change) {
+    FlatModuleData bad = good;
+    change(bad);
+    return check_flat_module(bad);
+  };
+  CHECK(defect_of([](FlatModuleData& f) { f.insts[0].imm = 8; }) ==
+        "vector argument of other than 16 or 32 bytes from xmm0 .. xmm7");
+  CHECK(defect_of([](FlatModuleData& f) { f.insts[0].aux32 = 3; }) ==
+        "vector argument of other than 16 or 32 bytes from xmm0 .. xmm7");
+  CHECK(defect_of([](FlatModuleData& f) { std::swap(f.insts[0], f.insts[1]); }) != "");
+  // The copy after another instruction would read a register the other may have used.
+  CHECK(defect_of([](FlatModuleData& f) {
+          f.insts.insert(f.insts.begin(), FlatInst{});
+          f.insts[0].block = 0;
+          for (FlatOperand& o : f.operands)
+            if (o.kind == kOperandValue) ++o.index;
+          f.blocks[0].inst_count++;
+          f.functions[0].inst_count++;
+        }) == "vector argument copy after the entry block's start");
+  const uint32_t call_arg = good.insts[1].first_operand + 1;
+  CHECK(defect_of([&](FlatModuleData& f) { f.operands[call_arg].flags = kOperandVector; }) ==
+        "vector call argument that is not a vector value");
+  CHECK(defect_of([&](FlatModuleData& f) { f.operands[call_arg].kind = kOperandArg; }) ==
+        "vector call argument that is not a vector value");
+  CHECK(defect_of([](FlatModuleData& f) { f.insts[1].slot_size = 8; }) == "vector call result that is not a vector");
+  CHECK(defect_of([](FlatModuleData& f) { f.functions[0].flags |= kFnRetVector256; }) ==
+        "vector return that is not only a vector");
+  CHECK(defect_of([](FlatModuleData& f) { f.operands[f.insts[2].first_operand].kind = kOperandArg; }) ==
+        "vector return of other than a vector");
+}

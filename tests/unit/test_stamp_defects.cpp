@@ -396,7 +396,8 @@ const char* kWeakDefinitions = "int w(void) { return 7; }\nint wv = 5;\nint wdat
 TEST_CASE("extern_weak declarations are weak undefined symbols; weak definitions stay weak", "[stamp_defects]") {
   // With every function stamp's (the globals written by stamp too) and with one
   // function left to llvm, whose half is combined with stamp's.
-  std::string fallback_fn = "define <2 x i64> @half(<2 x i64> %x) {\n  %r = add <2 x i64> %x, %x\n  ret <2 x i64> %r\n}\n";
+  std::string fallback_fn =
+      "define <2 x double> @half(<2 x double> %x) {\n  %r = fadd <2 x double> %x, %x\n  ret <2 x double> %r\n}\n";
   for (bool whole : {true, false}) {
     INFO((whole ? "stamp writes every symbol" : "one function falls back"));
     std::string ir = std::string(kWeakIr) + (whole ? "" : fallback_fn);

@@ -7,10 +7,12 @@
 // function every pair of 12 vectors of edge lanes and prints each result's bytes.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "census.h"
 #include "differential.h"
 
 using namespace kiln;
@@ -297,6 +299,18 @@ std::string vector_arg_module() {
        << ", ptr %pa, align 1\n  %b = load " << T << ", ptr %pb, align 1\n  %x = xor " << T << " %a, %b\n"
        << "  call void @sink_" << N << "(ptr %po, i64 7, " << T << " %x, double 2.5, " << T << " %b, " << T
        << " zeroinitializer)\n  ret void\n}\n";
+    // Returns in xmm0 or ymm0: a computed vector, zero, an argument as it came; and
+    // callret, which takes C's twice's and then stamp's ret's.
+    ir << "define " << T << " @ret_" << N << "(" << T << " %a, " << T << " %b)" << attrs << " {\n  %s = sub " << T
+       << " %a, %b\n  ret " << T << " %s\n}\n"
+       << "define " << T << " @ret_zero_" << N << "()" << attrs << " {\n  ret " << T << " zeroinitializer\n}\n"
+       << "define " << T << " @ret_arg_" << N << "(i64 %k, double %d, " << T << " %a)" << attrs << " {\n  ret " << T
+       << " %a\n}\n"
+       << "declare " << T << " @twice_" << N << "(" << T << ")" << attrs << "\n"
+       << "define void @callret_" << N << "(ptr %pa, ptr %pb, ptr %po)" << attrs << " {\n  %a = load " << T
+       << ", ptr %pa, align 1\n  %b = load " << T << ", ptr %pb, align 1\n  %r = call " << T << " @twice_" << N
+       << "(" << T << " %a)\n  %q = call " << T << " @ret_" << N << "(" << T << " %r, " << T << " %b)\n  store "
+       << T << " %q, ptr %po, align 1\n  ret void\n}\n";
     // relay: its vector arguments passed on swapped, to stamp's recv.
     ir << "define void @relay_" << N << "(ptr %po, i64 %k, " << T << " %a, double %d, " << T << " %b)" << attrs
        << " {\n  call void @recv_" << N << "(ptr %po, i64 %k, " << T << " %b, double %d, " << T << " %a)\n"
@@ -333,6 +347,10 @@ std::string vector_arg_driver(size_t& functions) {
     c << "void recv_" << N << "(void*, long, " << V << ", double, " << V << ");\n"
       << "void send_" << N << "(const void*, const void*, void*);\n"
       << "void relay_" << N << "(void*, long, " << V << ", double, " << V << ");\n"
+      << V << " ret_" << N << "(" << V << ", " << V << ");\n" << V << " ret_zero_" << N << "(void);\n"
+      << V << " ret_arg_" << N << "(long, double, " << V << ");\n"
+      << "void callret_" << N << "(const void*, const void*, void*);\n"
+      << target << V << " twice_" << N << "(" << V << " x) { return x + x; }\n"
       // C's sink writes what it was passed: x, b, k, d, then the zero vector.
       << target << "void sink_" << N << "(uint8_t* o, long k, " << V << " x, double d, " << V << " b, " << V
       << " z) {\n  memcpy(o, &x, " << B << "); memcpy(o + " << B << ", &b, " << B << "); memcpy(o + 2 * " << B
@@ -344,9 +362,15 @@ std::string vector_arg_driver(size_t& functions) {
       << "  memset(out, 0xAA, sizeof out); send_" << N << "(inputs[a], inputs[b], out); print(\"send_" << N
       << "\", a, b, out, " << 3 * v.t.bytes() + 16 << ");\n"
       << "  memset(out, 0xAA, sizeof out); relay_" << N << "(out, a - 1000 * b, va, 1.0 / (a + 1), vb); print(\"relay_"
-      << N << "\", a, b, out, " << out_bytes << ");\n}\n";
+      << N << "\", a, b, out, " << out_bytes << ");\n"
+      << "  " << V << " r = ret_" << N << "(va, vb); memcpy(out, &r, " << B << ");\n"
+      << "  r = ret_zero_" << N << "(); memcpy(out + " << B << ", &r, " << B << ");\n"
+      << "  r = ret_arg_" << N << "(a, b, vb); memcpy(out + 2 * " << B << ", &r, " << B << ");\n"
+      << "  print(\"ret_" << N << "\", a, b, out, 3 * " << B << ");\n"
+      << "  memset(out, 0xAA, sizeof out); callret_" << N << "(inputs[a], inputs[b], out); print(\"callret_" << N
+      << "\", a, b, out, " << B << ");\n}\n";
     calls << "      if (" << (v.avx() ? "__builtin_cpu_supports(\"avx2\")" : "1") << ") run_" << N << "(a, b);\n";
-    functions += 3;
+    functions += 7;
   }
   c << "void many_v2i64(void*, double, v16b, long, double, v16b, double, v16b, double, v16b);\n"
     << "int main(void) {\n  uint64_t x = 0x9E3779B97F4A7C15ull;\n"
@@ -372,4 +396,55 @@ TEST_CASE("vectors: arguments in xmm and ymm registers, to and from C and betwee
   const std::string driver = vector_arg_driver(functions);
   if (!__builtin_cpu_supports("avx2")) WARN("this CPU has no AVX2: 32-byte vector arguments are not run");
   kiln_test::expect_same_as_llvm(vector_arg_module(), driver, functions, "vector arguments");
+}
+
+TEST_CASE("vectors: arguments and returns LLVM would not pass in registers fall back with their reason, alike in "
+          "both exporters",
+          "[stamp][vector]") {
+  const std::string ir = R"(target triple = "x86_64-unknown-linux-gnu"
+declare void @ext(<4 x i64>)
+define void @wide_no_avx(<4 x i64> %a) {
+  ret void
+}
+define <4 x i64> @ret_no_avx() {
+  ret <4 x i64> zeroinitializer
+}
+define void @avx_taken_back(<4 x i64> %a) #0 {
+  ret void
+}
+define void @nine(<2 x i64> %a, <2 x i64> %b, <2 x i64> %c, <2 x i64> %d, <2 x i64> %e, <2 x i64> %f, <2 x i64> %g, <2 x i64> %h, <2 x i64> %i) {
+  ret void
+}
+define void @eight_and_a_double(double %x, <2 x i64> %a, <2 x i64> %b, <2 x i64> %c, <2 x i64> %d, <2 x i64> %e, <2 x i64> %f, <2 x i64> %g, <2 x i64> %h) {
+  ret void
+}
+define void @mask(<16 x i1> %m) {
+  ret void
+}
+define void @call_no_avx(ptr %p) {
+  %v = load <4 x i64>, ptr %p, align 1
+  call void @ext(<4 x i64> %v)
+  ret void
+}
+define void @eight(<2 x i64> %a, <2 x i64> %b, <2 x i64> %c, <2 x i64> %d, <2 x i64> %e, <2 x i64> %f, <2 x i64> %g, <2 x i64> %h) {
+  ret void
+}
+attributes #0 = { "target-features"="+avx2,-avx" }
+)";
+  const std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  ModuleCensus c = census_of_bytes(bitcode, "v", "vector-abi.bc");
+  std::map<std::string, std::string> why;
+  for (const FunctionVerdict& f : c.function_verdicts) why[f.name] = f.reasons.empty() ? "" : f.reasons[0];
+  CHECK(why["wide_no_avx"] == "argument type <4 x i64>");  // LLVM passes it on the stack without AVX
+  CHECK(why["ret_no_avx"] == "return type <4 x i64>");
+  CHECK(why["avx_taken_back"] == "argument type <4 x i64>");
+  CHECK(why["nine"] == "vector argument past xmm7 or after the 16th argument");
+  CHECK(why["eight_and_a_double"] == "vector argument past xmm7 or after the 16th argument");
+  CHECK(why["mask"] == "argument type <16 x i1>");
+  CHECK(why["call_no_avx"] == "call argument type <4 x i64>");
+  CHECK(why["eight"] == "");  // eight vector registers are stamp's
+  CHECK(c.verdicts[1].functions_stamp == 1);
+  ReaderComparison reader = compare_reader(bitcode, "vector-abi.bc");
+  INFO(outcome_name(reader.outcome) << ": " << reader.detail);
+  CHECK(reader.outcome == ReaderComparison::kIdentical);
 }
