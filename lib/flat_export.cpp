@@ -294,16 +294,8 @@ class FunctionExporter {
   // The kVecArgument copy of each vector argument, at the start of the entry block.
   void export_vector_args() {
     for (const VectorArg& va : vector_args_) {
-      FlatInst fi{};
-      fi.op = kOpVector;
-      fi.aux = kVecArgument;
-      fi.block = base_block_;
-      fi.first_operand = base_operand_ + static_cast<uint32_t>(operands_.size());
-      fi.width = static_cast<uint8_t>(va.width);
-      fi.aux32 = va.lanes;
-      fi.imm = va.reg;
-      fi.slot_size = va.lanes * vector_lane_bytes(va.width);
-      insts_.push_back(fi);
+      const uint32_t first_operand = base_operand_ + static_cast<uint32_t>(operands_.size());
+      insts_.push_back(vector_argument_copy(base_block_, first_operand, va.reg, va.width, va.lanes));
       locations_.push_back(nullptr);
     }
   }

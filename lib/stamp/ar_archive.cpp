@@ -118,11 +118,14 @@ std::vector<std::string_view> archive_symbols(std::string_view object, const std
   if (object.size() < sizeof(Elf64_Ehdr) || object[EI_CLASS] != ELFCLASS64 || object[EI_DATA] != ELFDATA2LSB)
     throw bad("not a 64-bit little-endian ELF object");
   const auto eh = read_at<Elf64_Ehdr>(object, 0);
-  const uint64_t table = eh.e_shoff, count = eh.e_shnum;
-  if (count == 0) return {};
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || table > object.size() ||
-      count > (object.size() - table) / sizeof(Elf64_Shdr))
+  const uint64_t table = eh.e_shoff;
+  if (table == 0) return {};  // no sections
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || table > object.size() || object.size() - table < sizeof(Elf64_Shdr))
     throw bad("its section table lies outside the file");
+  // From 0xff00 sections on (a codegen unit of many functions, each in its own
+  // section), e_shnum is 0 and section 0's size holds the count.
+  const uint64_t count = eh.e_shnum ? eh.e_shnum : read_at<Elf64_Shdr>(object, table).sh_size;
+  if (count > (object.size() - table) / sizeof(Elf64_Shdr)) throw bad("its section table lies outside the file");
   auto section = [&](uint64_t i) { return read_at<Elf64_Shdr>(object, table + i * sizeof(Elf64_Shdr)); };
   auto inside = [&](const Elf64_Shdr& sh) {
     return sh.sh_offset <= object.size() && sh.sh_size <= object.size() - sh.sh_offset;

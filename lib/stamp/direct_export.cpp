@@ -1676,18 +1676,9 @@ class FunctionExporter {
   // The kVecArgument copy of each vector argument, at the start of the entry block
   // (export_vector_args of lib/flat_export.cpp).
   void export_vector_args() {
-    for (const VectorArg& va : vector_args_) {
-      FlatInst fi{};
-      fi.op = kOpVector;
-      fi.aux = kVecArgument;
-      fi.block = base_block_;
-      fi.first_operand = static_cast<uint32_t>(operands_.size());
-      fi.width = static_cast<uint8_t>(va.width);
-      fi.aux32 = va.lanes;
-      fi.imm = va.reg;
-      fi.slot_size = va.lanes * vector_lane_bytes(va.width);
-      insts_.push_back(fi);
-    }
+    for (const VectorArg& va : vector_args_)
+      insts_.push_back(vector_argument_copy(base_block_, static_cast<uint32_t>(operands_.size()), va.reg, va.width,
+                                            va.lanes));
   }
   // A use of argument `a` if it is a vector argument: its copy's value.
   bool vector_arg_operand(uint32_t a, FlatOperand& op) const {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "flat_ir.h"
+
 namespace kiln {
 
 // Whether a function's "target-features" give it AVX, so that LLVM passes its 32-byte
@@ -23,6 +25,23 @@ inline uint32_t vector_arg_bytes(uint32_t lane_width, uint64_t lanes, bool avx) 
   if (lane_width < 8) return 0;  // masks: LLVM packs <N x i1> otherwise
   const uint64_t bytes = lanes * lane_width / 8;
   return bytes == 16 || (bytes == 32 && avx) ? static_cast<uint32_t>(bytes) : 0;
+}
+
+// The copy (kVecArgument) of a vector argument that came in vector register `reg`,
+// `lanes` lanes of `width` bits, for the entry block `block`; it has no operands, so
+// `first_operand` is where the function's operands stand when it is made.
+inline FlatInst vector_argument_copy(uint32_t block, uint32_t first_operand, uint32_t reg, uint32_t width,
+                                     uint32_t lanes) {
+  FlatInst fi{};
+  fi.op = kOpVector;
+  fi.aux = kVecArgument;
+  fi.block = block;
+  fi.first_operand = first_operand;
+  fi.width = static_cast<uint8_t>(width);
+  fi.aux32 = lanes;
+  fi.imm = reg;
+  fi.slot_size = lanes * vector_lane_bytes(width);
+  return fi;
 }
 
 }  // namespace kiln
