@@ -710,8 +710,8 @@ int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const R
     const std::string stem = c.crate_name + c.extra_filename, prefix = stem + ".";
     const std::string rlib = c.out_dir + "/lib" + stem + ".rlib";
     try {
-      const std::string archive = read_file(rlib);
-      std::vector<ArchiveMember> members = read_archive(rlib, archive);
+      const MappedFile archive(rlib);
+      std::vector<ArchiveMember> members = read_archive(rlib, archive.bytes());
       bool changed = false;
       for (ArchiveMember& m : members) {
         std::string cgu = unit_cgu(m.name, prefix, ".rcgu.o");
@@ -797,8 +797,8 @@ int linker_wrapper_main(int argc, char** argv) {
     const std::string suffix = ".rcgu.o";
     if (!path.ends_with(suffix)) continue;
     std::string name = path.substr(path.find_last_of('/') + 1);
-    const std::string bytes = read_file(path);
-    std::string_view object = bytes;
+    const MappedFile bytes(path);
+    std::string_view object = bytes.bytes();
     // A new file, not a write through the old one: a unit incremental compilation
     // reused is a hard link to its copy in the incremental directory.
     if (take_payload(object, path, name.substr(0, name.size() - suffix.size()), count))

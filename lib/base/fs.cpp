@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -79,6 +80,33 @@ std::string read_file(const std::string& path) {
   }
   ::close(fd);
   return out;
+}
+
+MappedFile::MappedFile(const std::string& path) {
+  // Looked at before opening, as read_file does: opening a FIFO would wait for a writer.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw KilnError(code_for_errno(errno), path, errno_reason(errno));
+  if (!S_ISREG(st.st_mode))
+    throw KilnError(kExitBadInput, path, std::string("is ") + file_kind(st.st_mode) + ", not a regular file");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw KilnError(code_for_errno(errno), path, errno_reason(errno));
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {  // replaced between the two looks
+    ::close(fd);
+    throw KilnError(kExitIo, path, "changed while it was opened");
+  }
+  size_ = static_cast<size_t>(st.st_size);
+  void* at = size_ > 0 ? ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  ::close(fd);  // the mapping keeps the file
+  if (at != MAP_FAILED) {
+    data_ = at;
+  } else {  // a file system that cannot map: read as read_file does
+    copy_ = read_file(path);
+    size_ = copy_.size();
+  }
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(data_, size_);
 }
 
 // Writes `pieces` in order, as few system calls as the kernel allows (writev).

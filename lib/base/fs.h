@@ -11,6 +11,24 @@ namespace kiln {
 // Reads a regular file whole, or a pipe up to 1 GiB; devices, sockets and directories
 // are refused (exit 3). Throws KilnError.
 std::string read_file(const std::string& path);
+// A regular file mapped read-only: its bytes without copying them into the heap. The
+// rustc wrapper reads a build's rlib (megabytes) only to write most of it out again, and
+// a read through a buffer into a string cost as much as the writing (twice the page
+// faults). The file must not shrink while mapped (a read past its new end faults): kiln
+// maps only outputs its own build step has just written. Refuses what read_file refuses.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::string_view bytes() const { return data_ ? std::string_view(static_cast<const char*>(data_), size_) : copy_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t size_ = 0;
+  std::string copy_;  // where mapping failed
+};
 // Writes through symbolic links to their target; a character device or FIFO (such as
 // /dev/null) is written in place; a regular file is replaced atomically.
 // kDurable syncs the data to disk before the rename, so that even a crash of the

@@ -111,6 +111,29 @@ TEST_CASE("a device as input is refused instead of read without end", "[files]")
   CHECK(code_of([&] { read_file(dir.path); }) == kExitBadInput);
 }
 
+TEST_CASE("a mapped input keeps its bytes when the file is replaced, and refuses what read_file refuses", "[files]") {
+  ScratchDir dir;
+  const std::string path = dir.path + "/lib.rlib";
+  write_file_atomic(path, "!<arch>\nfirst", Durability::kAtomic);
+  {
+    MappedFile mapped(path);
+    CHECK(mapped.bytes() == "!<arch>\nfirst");
+    // The rustc wrapper writes the archive it has mapped over itself: the mapping keeps
+    // the old file's bytes while the new one is written from them.
+    write_file_atomic(path, std::vector<std::string_view>{mapped.bytes().substr(0, 8), "second"}, Durability::kAtomic);
+    CHECK(mapped.bytes() == "!<arch>\nfirst");
+  }
+  CHECK(MappedFile(path).bytes() == "!<arch>\nsecond");
+  write_file_atomic(dir.path + "/empty", "", Durability::kAtomic);
+  CHECK(MappedFile(dir.path + "/empty").bytes().empty());
+  CHECK(code_of([&] { MappedFile m("/dev/zero"); }) == kExitBadInput);
+  CHECK(code_of([&] { MappedFile m(dir.path); }) == kExitBadInput);
+  CHECK(code_of([&] { MappedFile m(dir.path + "/missing"); }) != kExitOk);
+  const std::string fifo = dir.path + "/in.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(code_of([&] { MappedFile m(fifo); }) == kExitBadInput);  // refused, not waited on
+}
+
 TEST_CASE("a pipe is read whole as an input", "[files]") {
   ScratchDir dir;
   std::string fifo = dir.path + "/in.fifo";
