@@ -1,8 +1,8 @@
 // Differential testing of stamp against llvm: random IR functions (loops, branches,
 // phis, switches, calls, memory, aggregates and their selects, overflow checks, bit
-// intrinsics, saturation and funnel shifts over i1..i64) are compiled by both back
-// ends, linked with the same C driver, run on random inputs, and must print the same
-// results. KILN_DIFFERENTIAL_COUNT sets how many modules (default 12 in the unit
+// intrinsics, saturation and funnel shifts over i1..i64, vectors of 8- to 64-bit
+// lanes) are compiled by both back ends, linked with the same C driver, run on random
+// inputs, and must print the same results. KILN_DIFFERENTIAL_COUNT sets how many modules (default 12 in the unit
 // suite); KILN_DIFFERENTIAL_SEED the first seed.
 #include <catch2/catch.hpp>
 
@@ -82,6 +82,15 @@ class IrGenerator {
          "  br i1 %c, label %t, label %j\nt:\n  %n = add i48 %b, 7\n  %q2 = insertvalue {i24, i48} %q, i48 %n, 1\n  br "
          "label %j\n"
          "j:\n  %r = phi {i24, i48} [ %q, %entry ], [ %q2, %t ]\n  ret {i24, i48} %r\n}\n";
+    // Vectors: the reductions the generator reads lanes out with, and a function that
+    // takes two vectors in xmm registers and returns one in xmm0.
+    for (const VectorType& t : kVectorTypes)
+      for (const char* op : {"add", "mul", "xor"})
+        m << "declare " << ty(t.bits) << " @llvm.vector.reduce." << op << "." << vector_name(t) << "("
+          << vector_ty(t) << ")\n";
+    m << "define internal <2 x i64> @vmix(<4 x i32> %x, <2 x i64> %y, i64 %z) {\n"
+         "  %xb = bitcast <4 x i32> %x to <2 x i64>\n  %s = insertelement <2 x i64> %y, i64 %z, i32 1\n"
+         "  %r = add <2 x i64> %xb, %s\n  ret <2 x i64> %r\n}\n";
     for (int f = 0; f < functions; ++f) m << function("f" + std::to_string(f));
     return m.str();
   }
@@ -91,6 +100,21 @@ class IrGenerator {
     std::string name;
     int width;
   };
+
+  // The vector types stamp takes (test_stamp_vector.cpp tests each op on each alone).
+  struct VectorType {
+    int lanes, bits;
+  };
+  static constexpr VectorType kVectorTypes[] = {{16, 8}, {8, 16}, {4, 32}, {2, 64}, {32, 8}, {8, 8}, {4, 64}};
+  static std::string vector_ty(VectorType t) {
+    return "<" + std::to_string(t.lanes) + " x i" + std::to_string(t.bits) + ">";
+  }
+  static std::string vector_name(VectorType t) { return "v" + std::to_string(t.lanes) + "i" + std::to_string(t.bits); }
+  static std::string splat(VectorType t, int64_t v) {
+    std::string s = "<";
+    for (int k = 0; k < t.lanes; ++k) s += (k ? ", " : "") + ty(t.bits) + " " + std::to_string(v);
+    return s + ">";
+  }
 
   int pick(int n) { return static_cast<int>(rng_() % static_cast<uint64_t>(n)); }
   std::string fresh() { return "%v" + std::to_string(counter_++); }
@@ -135,10 +159,135 @@ class IrGenerator {
     pool_.push_back({x, 64});
   }
 
+  // Vectors (issue 12): two made in memory from eight pool values, worked on lane by
+  // lane in one to three steps (arithmetic, shifts, compares to masks, shuffles,
+  // inserts, a call with vector arguments), then read out (a lane, a reduction, a cast
+  // to other lanes, or the bytes through memory) into the pool. Nothing poison: shift
+  // amounts are masked, shuffles pick defined lanes.
+  void vector_op(std::ostringstream& b) {
+    const VectorType t = kVectorTypes[pick(7)];
+    const std::string T = vector_ty(t), L = ty(t.bits);
+    const int bytes = t.lanes * t.bits / 8;
+    for (int k = 0; k < 8; ++k) {
+      std::string x = value_of(b, 64), p = fresh();
+      b << "  " << p << " = getelementptr inbounds i64, ptr %mem2, i64 " << k << "\n";
+      b << "  store i64 " << x << ", ptr " << p << "\n";
+    }
+    std::string cur = fresh(), other = fresh(), high = fresh();
+    b << "  " << cur << " = load " << T << ", ptr %mem2, align 8\n";
+    b << "  " << high << " = getelementptr inbounds i8, ptr %mem2, i64 32\n";
+    b << "  " << other << " = load " << T << ", ptr " << high << ", align 8\n";
+    for (int step = 1 + pick(3); step > 0; --step) {
+      std::string r = fresh();
+      switch (pick(6)) {
+        case 0: {
+          static const char* kOps[] = {"add", "sub", "mul", "and", "or", "xor"};
+          const bool swap = pick(2);
+          b << "  " << r << " = " << kOps[pick(6)] << " " << T << " " << (swap ? other : cur) << ", "
+            << (swap ? cur : other) << "\n";
+          break;
+        }
+        case 1: {
+          static const char* kShifts[] = {"shl", "lshr", "ashr"};
+          std::string amount = fresh();
+          b << "  " << amount << " = and " << T << " " << other << ", " << splat(t, t.bits - 1) << "\n";
+          b << "  " << r << " = " << kShifts[pick(3)] << " " << T << " " << cur << ", " << amount << "\n";
+          break;
+        }
+        case 2: {
+          static const char* kPreds[] = {"eq", "ne", "ugt", "uge", "ult", "ule", "sgt", "sge", "slt", "sle"};
+          std::string mask = fresh();
+          b << "  " << mask << " = icmp " << kPreds[pick(10)] << " " << T << " " << cur << ", " << other << "\n";
+          b << "  " << r << " = " << (pick(2) ? "sext" : "zext") << " <" << t.lanes << " x i1> " << mask << " to " << T
+            << "\n";
+          break;
+        }
+        case 3: {
+          std::string mask = "<";
+          for (int k = 0; k < t.lanes; ++k) mask += (k ? ", i32 " : "i32 ") + std::to_string(pick(2 * t.lanes));
+          b << "  " << r << " = shufflevector " << T << " " << cur << ", " << T << " " << other << ", <" << t.lanes
+            << " x i32> " << mask << ">\n";
+          break;
+        }
+        case 4: {
+          const std::string lane = operand_of(b, t.bits);  // (its trunc first, on a line of its own)
+          b << "  " << r << " = insertelement " << T << " " << cur << ", " << L << " " << lane << ", i32 "
+            << pick(t.lanes) << "\n";
+          break;
+        }
+        default:
+          if (bytes == 16) {  // through @vmix's xmm registers
+            std::string x = fresh(), y = fresh(), z = fresh(), scalar = value_of(b, 64);
+            b << "  " << x << " = bitcast " << T << " " << cur << " to <4 x i32>\n";
+            b << "  " << y << " = bitcast " << T << " " << other << " to <2 x i64>\n";
+            b << "  " << z << " = call <2 x i64> @vmix(<4 x i32> " << x << ", <2 x i64> " << y << ", i64 " << scalar
+              << ")\n";
+            b << "  " << r << " = bitcast <2 x i64> " << z << " to " << T << "\n";
+          } else {  // as bytes, and back
+            const VectorType u{bytes, 8};
+            std::string x = fresh(), y = fresh();
+            b << "  " << x << " = bitcast " << T << " " << cur << " to " << vector_ty(u) << "\n";
+            b << "  " << y << " = add " << vector_ty(u) << " " << x << ", " << splat(u, 1 + pick(200)) << "\n";
+            b << "  " << r << " = bitcast " << vector_ty(u) << " " << y << " to " << T << "\n";
+          }
+          break;
+      }
+      cur = r;
+    }
+    std::string out = fresh();
+    switch (pick(4)) {
+      case 0:
+        b << "  " << out << " = extractelement " << T << " " << cur << ", i32 " << pick(t.lanes) << "\n";
+        add64(b, out, t.bits);
+        return;
+      case 1: {
+        static const char* kReductions[] = {"add", "mul", "xor"};
+        b << "  " << out << " = call " << L << " @llvm.vector.reduce." << kReductions[pick(3)] << "." << vector_name(t)
+          << "(" << T << " " << cur << ")\n";
+        add64(b, out, t.bits);
+        return;
+      }
+      case 2:
+        if (t.bits < 64 && t.lanes <= 8) {  // to i64 lanes (at most 64 bytes: %mem2), one read back
+          const VectorType wide{t.lanes, 64};
+          std::string x = fresh(), p = fresh();
+          b << "  " << x << " = " << (pick(2) ? "sext " : "zext ") << T << " " << cur << " to " << vector_ty(wide)
+            << "\n";
+          b << "  store " << vector_ty(wide) << " " << x << ", ptr %mem2, align 8\n";
+          b << "  " << p << " = getelementptr inbounds i64, ptr %mem2, i64 " << pick(t.lanes) << "\n";
+          b << "  " << out << " = load i64, ptr " << p << "\n";
+          add64(b, out, 64);
+          return;
+        }
+        if (t.bits > 8) {  // to i8 lanes, read back whole (16 to 64 bits)
+          const VectorType narrow{t.lanes, 8};
+          std::string x = fresh();
+          b << "  " << x << " = trunc " << T << " " << cur << " to " << vector_ty(narrow) << "\n";
+          b << "  store " << vector_ty(narrow) << " " << x << ", ptr %mem2, align 8\n";
+          const int w = std::min(64, t.lanes * 8);
+          b << "  " << out << " = load " << ty(w) << ", ptr %mem2\n";
+          add64(b, out, w);
+          return;
+        }
+        [[fallthrough]];
+      default: {
+        std::string p = fresh();
+        b << "  store " << T << " " << cur << ", ptr %mem2, align 8\n";
+        b << "  " << p << " = getelementptr inbounds i64, ptr %mem2, i64 " << pick(std::max(1, bytes / 8)) << "\n";
+        b << "  " << out << " = load i64, ptr " << p << "\n";
+        add64(b, out, 64);
+        return;
+      }
+    }
+  }
+
   void random_op(std::ostringstream& b) {
     int w = width();
     std::string r = fresh();
-    switch (pick(12)) {
+    switch (pick(13)) {
+      case 12:
+        vector_op(b);
+        return;
       case 11: {  // odd widths through calls, returns and an aggregate phi
         // Arguments made right before the call, which stamp passes on from rax.
         std::string c = value_of(b, 1), x = value_of(b, 64), y = value_of(b, 24), p = fresh(), a = fresh(), q = fresh();
@@ -525,7 +674,7 @@ TEST_CASE("stamp and llvm compute the same results on random programs", "[stamp]
     if (expected != actual) write_file_atomic("/tmp/kiln-differential-failure.ll", ir);
     REQUIRE(expected == actual);
   }
-  CHECK(stamp_functions == static_cast<uint64_t>(modules) * (kFunctions + 5));
+  CHECK(stamp_functions == static_cast<uint64_t>(modules) * (kFunctions + 6));
 }
 
 // Builds f0 from `ir` with both back ends, links each with the driver and runs them:
