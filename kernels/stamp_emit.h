@@ -114,7 +114,15 @@ struct Emitter {
     ++pos;
     ++long_pos;
   }
-  KILN_HD void u32(uint32_t v) {
+  // A displacement or immediate: one room check for its four bytes.
+  KILN_HD KILN_ALWAYS_INLINE void u32(uint32_t v) {
+    if (out && pos < code_room && code_room - pos >= 4) {
+      out[pos] = static_cast<uint8_t>(v), out[pos + 1] = static_cast<uint8_t>(v >> 8);
+      out[pos + 2] = static_cast<uint8_t>(v >> 16), out[pos + 3] = static_cast<uint8_t>(v >> 24);
+      pos += 4;
+      long_pos += 4;
+      return;
+    }
     for (int i = 0; i < 4; ++i) byte((v >> (8 * i)) & 0xff);
   }
   KILN_HD void u64(uint64_t v) {
