@@ -3,6 +3,7 @@
 #include "backend_stamp.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <elf.h>
 #include <link.h>
 #include <fcntl.h>
@@ -452,14 +453,18 @@ int run_capture(const CaptureOptions& options) {
   // written to the manifest after it: `rustc -V` (through rustup's proxy) and
   // `clang --version` took 0.3 s before the build could start, a quarter of an
   // incremental rebuild, and the profile asks the CUDA runtime for devices (its start
-  // alone is 0.1 s and more where a GPU is). One after the other on one thread: on two
-  // cores more threads would take a core from the build's own start. (Every wait in kiln
-  // is for its own pid, so the queries and the build do not reap each other's children.)
+  // alone is 0.1 s and more where a GPU is). One after the other on one thread, which
+  // (with the processes it starts) runs only when the build leaves a core idle
+  // (SCHED_IDLE): the queries cost 40 ms of CPU, which on two cores came out of the
+  // build's own. (Every wait in kiln is for its own pid, so the queries and the build
+  // do not reap each other's children.)
   struct BuildFacts {
     std::string rustc_version, clang_version, hardware_json;
   };
   std::future<BuildFacts> facts = std::async(std::launch::async, [real_cc] {
     BuildFacts f;
+    sched_param idle{};
+    ::sched_setscheduler(0, SCHED_IDLE, &idle);  // this thread; a failure leaves it as it was
     try {
       f.hardware_json = hardware_profile_json();
     } catch (const std::exception&) {  // a profile is a description, not worth failing a build for
