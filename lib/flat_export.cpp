@@ -3,6 +3,7 @@
 #include "bitcode_layout.h"  // libm_function
 #include "fallback.h"  // was_private_variable
 #include "flat_export_debug.h"
+#include "pointer_index.h"
 #include "vector_abi.h"
 
 #include <llvm/IR/Constants.h>
@@ -127,12 +128,28 @@ DataLayout target_data_layout() {
   return DataLayout(text);
 }
 
+// What each function's export works in, kept across a module's functions: a function
+// is exported into these, then committed, and only the largest function's arrays are
+// ever allocated.
+struct FunctionScratch {
+  PointerIndex<Instruction> inst_index;
+  PointerIndex<BasicBlock> block_index;
+  std::vector<FlatInst> insts;
+  std::vector<const DILocation*> locations;  // per flat instruction: its !dbg, or null
+  std::vector<FlatOperand> operands;
+  std::vector<FlatBlock> blocks;
+  void clear() {
+    inst_index.clear(), block_index.clear();
+    insts.clear(), locations.clear(), operands.clear(), blocks.clear();
+  }
+};
+
 class FunctionExporter {
  public:
   FunctionExporter(const Module& m, const DataLayout& dl, FlatExport& out,
                    std::unordered_map<const GlobalValue*, uint32_t>& symbol_index,
                    std::unordered_map<std::string, uint32_t>& library_index, FlatDebugExporter& debug,
-                   const Function& f)
+                   FunctionScratch& scratch, const Function& f)
       : m_(m),
         dl_(dl),
         out_(out.flat),
@@ -140,7 +157,15 @@ class FunctionExporter {
         symbol_index_(symbol_index),
         library_index_(library_index),
         debug_(debug),
-        f_(f) {}
+        f_(f),
+        inst_index_(scratch.inst_index),
+        block_index_(scratch.block_index),
+        insts_(scratch.insts),
+        locations_(scratch.locations),
+        operands_(scratch.operands),
+        blocks_(scratch.blocks) {
+    scratch.clear();
+  }
 
   std::vector<std::string> reasons;
 
@@ -155,8 +180,8 @@ class FunctionExporter {
     // The vector arguments' copies (kVecArgument) come first, then every instruction.
     uint32_t n = static_cast<uint32_t>(vector_args_.size()), b = 0;
     for (const BasicBlock& bb : f_) {
-      block_index_[&bb] = base_block_ + b++;
-      for (const Instruction& inst : bb) inst_index_[&inst] = base_inst_ + n++;
+      block_index_.set(&bb, base_block_ + b++);
+      for (const Instruction& inst : bb) inst_index_.set(&inst, base_inst_ + n++);
     }
     for (const BasicBlock& bb : f_) {
       FlatBlock fb{base_inst_ + static_cast<uint32_t>(insts_.size()), 0, fn_index_};
@@ -1542,12 +1567,13 @@ class FunctionExporter {
   std::unordered_map<std::string, uint32_t>& library_index_;
   FlatDebugExporter& debug_;
   const Function& f_;
-  std::unordered_map<const Instruction*, uint32_t> inst_index_;
-  std::unordered_map<const BasicBlock*, uint32_t> block_index_;
-  std::vector<FlatInst> insts_;
-  std::vector<const DILocation*> locations_;  // per flat instruction: its !dbg, or null
-  std::vector<FlatOperand> operands_;
-  std::vector<FlatBlock> blocks_;
+  // The function's own arrays (FunctionScratch's).
+  PointerIndex<Instruction>& inst_index_;
+  PointerIndex<BasicBlock>& block_index_;
+  std::vector<FlatInst>& insts_;
+  std::vector<const DILocation*>& locations_;
+  std::vector<FlatOperand>& operands_;
+  std::vector<FlatBlock>& blocks_;
   uint32_t base_inst_ = 0, base_block_ = 0, base_operand_ = 0, base_arg_ = 0, fn_index_ = 0;
   uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
   uint16_t float_args_ = 0;
@@ -1820,10 +1846,11 @@ FlatExport export_flat(const llvm::Module& module, const FunctionFilter& selecte
   std::unordered_map<std::string, uint32_t> library_index;
   const auto pinned = pinned_to_llvm(module);
   FlatDebugExporter debug(out.flat.debug);
+  FunctionScratch scratch;
   for (const llvm::Function& f : module) {
     bool stamp = false;
     if (!f.isDeclaration()) {
-      FunctionExporter ex(module, dl, out, symbol_index, library_index, debug, f);
+      FunctionExporter ex(module, dl, out, symbol_index, library_index, debug, scratch, f);
       // A reason found before run() stops the commit like any other; run() still
       // finds and reports all the others.
       if (auto it = pinned.find(&f); it != pinned.end()) ex.reasons.push_back(it->second);

@@ -103,7 +103,7 @@ int64_t constant_value(const APInt& v) {
 }  // namespace
 
 void FlatDebugExporter::function(const Function& f, uint32_t fn, const std::vector<const DILocation*>& locations,
-                                 const std::unordered_map<const Instruction*, uint32_t>& flat_index) {
+                                 const PointerIndex<Instruction>& flat_index) {
   FlatDebugInfo& d = d_;
   if (!d.present()) return;
   d.functions.push_back(f.getSubprogram() ? describe_subprogram(d, f.getSubprogram()) : FlatDebugFunction{});
@@ -136,9 +136,9 @@ void FlatDebugExporter::function(const Function& f, uint32_t fn, const std::vect
         v.function = fn;
         const Value* address = r.getVariableLocationOp(0);
         if (auto* alloca = dyn_cast_or_null<AllocaInst>(address)) {
-          auto it = flat_index.find(alloca);
-          if (it == flat_index.end()) continue;
-          v.storage_kind = kDebugStorageAlloca, v.storage = it->second;
+          const uint32_t* at = flat_index.find(alloca);
+          if (!at) continue;
+          v.storage_kind = kDebugStorageAlloca, v.storage = *at;
         } else if (auto* arg = dyn_cast_or_null<Argument>(address); arg && arg->getParent() == &f) {
           v.storage_kind = kDebugStorageArgument, v.storage = arg->getArgNo();
         } else {

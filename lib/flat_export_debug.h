@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "flat_debug.h"
+#include "pointer_index.h"
 
 namespace llvm {
 class DILocation;
@@ -29,7 +30,7 @@ class FlatDebugExporter {
   // instruction (null: none), `first_inst` is the flat index of its first instruction,
   // and `flat_index` maps each of its LLVM instructions to its flat instruction.
   void function(const llvm::Function& f, uint32_t fn, const std::vector<const llvm::DILocation*>& locations,
-                const std::unordered_map<const llvm::Instruction*, uint32_t>& flat_index);
+                const PointerIndex<llvm::Instruction>& flat_index);
 
  private:
   FlatDebugInfo& d_;
@@ -42,7 +43,7 @@ class FlatDebugExporter {
   size_t types_filled_ = 0;
 
   void variables(const llvm::Function& f, uint32_t fn,
-                 const std::unordered_map<const llvm::Instruction*, uint32_t>& flat_index);
+                 const PointerIndex<llvm::Instruction>& flat_index);
   uint32_t type(const llvm::Metadata* node);
   void fill_types();
   void fill_type(FlatDebugType& t, const llvm::Metadata* node);

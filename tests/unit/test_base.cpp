@@ -12,6 +12,7 @@
 #include "error.h"
 #include "json_writer.h"
 #include "parallel.h"
+#include "pointer_index.h"
 #include "timeutil.h"
 
 using namespace kiln;
@@ -93,4 +94,28 @@ TEST_CASE("process_cpu_seconds counts this process's CPU time", "[time]") {
   CHECK(after - before <= 1.0);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   CHECK(process_cpu_seconds() - after < 0.04);  // sleeping costs no CPU
+}
+
+TEST_CASE("PointerIndex maps pointers to indices, forgets them on clear and keeps them as it grows", "[base]") {
+  std::vector<int> values(5000);
+  PointerIndex<int> index;
+  CHECK(index.find(&values[0]) == nullptr);
+  for (size_t k = 0; k < values.size(); ++k) index.set(&values[k], static_cast<uint32_t>(k * 3));
+  CHECK(index.size() == values.size());
+  bool all = true;
+  for (size_t k = 0; k < values.size(); ++k) all &= index.at(&values[k]) == k * 3;
+  CHECK(all);
+  index.set(&values[7], 1);  // a new value, not a second entry
+  CHECK(index.size() == values.size());
+  CHECK(index.at(&values[7]) == 1);
+  int outside = 0;
+  CHECK(index.count(&outside) == 0);
+  CHECK_THROWS_AS(index.at(&outside), std::out_of_range);
+  index.clear();
+  CHECK(index.size() == 0);
+  CHECK(index.find(&values[7]) == nullptr);
+  index.set(&values[9], 42);  // the room kept, the old entries gone
+  CHECK(index.size() == 1);
+  CHECK(index.at(&values[9]) == 42);
+  CHECK(index.count(&values[10]) == 0);
 }
