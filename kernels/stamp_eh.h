@@ -71,6 +71,9 @@ KILN_HD inline uint32_t stamp_lsda(const FlatModuleView& m, uint32_t fn, const u
   const uint32_t kEntry = 13;  // start, length, landing pad (udata4 each), action (one uleb byte)
   uint32_t table = entries * kEntry;
   uint32_t after_ttype_field = 1 + uleb_size(table) + table + (typed ? 4 + 4 : 0);
+  // Measuring needs only the sizes: the header (LPStart, TType and its offset, the
+  // call-site encoding and the table's length), the table, the actions and types.
+  if (!out) return 3 + (typed ? uleb_size(after_ttype_field) : 0) + uleb_size(table) + table + (typed ? 9 : 0);
 
   LsdaWriter w{out, 0};
   w.byte(0xff);  // LPStart: the function's start

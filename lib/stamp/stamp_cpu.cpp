@@ -353,9 +353,10 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
                        out.lsda.data(), out.lsda_start.data());
   } else {
     stage_for(F, threads, [&](uint32_t fn) {
-      if (out.lsda_size[fn])
-        stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn],
-                   out.lsda.data() + out.lsda_start[fn]);
+      if (out.lsda_size[fn] &&
+          stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn],
+                     out.lsda.data() + out.lsda_start[fn]) != out.lsda_size[fn])
+        throw KilnError(kExitInternal, "", "an exception table came out another size than measured");
     });
   }
   out.lsda_seconds = clock.lap();
