@@ -119,6 +119,26 @@ size_t defined_functions(const llvm::Module& m) {
   return n;
 }
 
+// The unit of `ir` after rustc's -O0 pipeline with the plugin, which must have emptied
+// it whole: nothing is left but the carrier and llvm.used, and LLVM's object for it
+// carries stamp's object for the unit as it came (`label` names the files).
+std::unique_ptr<llvm::Module> emptied_by_plugin(llvm::LLVMContext& ctx, const std::string& ir,
+                                                const std::string& label) {
+  auto expected_module = parse(ctx, ir);
+  const std::string expected = stamp_whole_module(*expected_module, "0123456789ab").object;
+  REQUIRE(!expected.empty());
+  auto m = parse(ctx, ir);
+  run_o0_pipeline_with_plugin(*m);
+  CHECK(m->size() == 0);         // no function, declarations included
+  CHECK(m->global_size() == 2);  // kiln.object and llvm.used alone
+  // LLVM's code generator writes the emptied unit; the wrapper reads stamp's object back.
+  const EmitResult written = make_backend("llvm", Profile::fast)->emit(bitcode_of(*m), label + ".bc");
+  std::optional<std::string_view> payload = kiln_object_payload(written.object, label + ".o");
+  REQUIRE(payload.has_value());
+  CHECK(*payload == expected);
+  return m;
+}
+
 }  // namespace
 
 TEST_CASE("stamp's object for a module in memory is the stamp back end's for its bitcode", "[plugin]") {
@@ -150,25 +170,11 @@ TEST_CASE("a unit stamp cannot take whole is left to LLVM as it was", "[plugin]"
 
 TEST_CASE("the plugin leaves stamp's object in the unit, and LLVM's object carries it", "[plugin]") {
   llvm::LLVMContext ctx;
-  auto expected_module = parse(ctx, kUnitIr);
-  const std::string expected = stamp_whole_module(*expected_module, "0123456789ab").object;
-  REQUIRE(!expected.empty());
-
-  auto m = parse(ctx, kUnitIr);
-  run_o0_pipeline_with_plugin(*m);
-  CHECK(defined_functions(*m) == 0);
-  CHECK(m->size() == 0);           // declarations too
-  CHECK(m->global_size() == 2);    // kiln.object and llvm.used alone
+  auto m = emptied_by_plugin(ctx, kUnitIr, "unit");
   CHECK(m->getNamedMetadata("llvm.dbg.cu") == nullptr);
   const llvm::GlobalVariable* carried = m->getNamedGlobal("kiln.object");
   REQUIRE(carried != nullptr);
   CHECK(carried->getSection() == kKilnObjectSection);
-
-  // LLVM's code generator writes the emptied unit; the wrapper reads stamp's object back.
-  const EmitResult written = make_backend("llvm", Profile::fast)->emit(bitcode_of(*m), "unit.bc");
-  std::optional<std::string_view> payload = kiln_object_payload(written.object, "unit.o");
-  REQUIRE(payload.has_value());
-  CHECK(*payload == expected);
 
   SECTION("a unit of an LTO build keeps its functions: LTO optimizes it again with others") {
     auto lto = parse(ctx, kUnitIr);
@@ -197,23 +203,15 @@ TEST_CASE("a unit whose table points at its globals is emptied whole", "[plugin]
   for (int k = 0; k < kEntries; ++k)
     ir += "@name." + std::to_string(k) + " = private unnamed_addr constant [3 x i8] c\"abc\", align 1\n";
   ir += "@table = internal constant [" + std::to_string(kEntries) + " x { ptr, i64 }] [";
-  for (int k = 0; k < kEntries; ++k) ir += (k ? ", " : "") + std::string("{ ptr, i64 } { ptr @name.") + std::to_string(k) + ", i64 3 }";
+  for (int k = 0; k < kEntries; ++k)
+    ir += (k ? ", " : "") + std::string("{ ptr, i64 } { ptr @name.") + std::to_string(k) + ", i64 3 }";
   ir += "], align 8\n"
         "define i64 @entry_length(i64 %i) {\n"
-        "  %p = getelementptr inbounds [" + std::to_string(kEntries) + " x { ptr, i64 }], ptr @table, i64 0, i64 %i, i32 1\n"
+        "  %p = getelementptr inbounds [" + std::to_string(kEntries) +
+        " x { ptr, i64 }], ptr @table, i64 0, i64 %i, i32 1\n"
         "  %n = load i64, ptr %p, align 8\n  ret i64 %n\n}\n";
   llvm::LLVMContext ctx;
-  auto expected_module = parse(ctx, ir);
-  const std::string expected = stamp_whole_module(*expected_module, "0123456789ab").object;
-  REQUIRE(!expected.empty());
-  auto m = parse(ctx, ir);
-  run_o0_pipeline_with_plugin(*m);
-  CHECK(m->size() == 0);
-  CHECK(m->global_size() == 2);
-  const EmitResult written = make_backend("llvm", Profile::fast)->emit(bitcode_of(*m), "table.bc");
-  std::optional<std::string_view> payload = kiln_object_payload(written.object, "table.o");
-  REQUIRE(payload.has_value());
-  CHECK(*payload == expected);
+  emptied_by_plugin(ctx, ir, "table");
 }
 
 TEST_CASE("kiln_object_payload gives the carried bytes and names what is not an ELF object", "[plugin]") {
