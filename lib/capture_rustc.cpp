@@ -797,8 +797,8 @@ int linker_wrapper_main(int argc, char** argv) {
     const std::string suffix = ".rcgu.o";
     if (!path.ends_with(suffix)) continue;
     std::string name = path.substr(path.find_last_of('/') + 1);
-    const MappedFile bytes(path);
-    std::string_view object = bytes.bytes();
+    const MappedFile unit(path);
+    std::string_view object = unit.bytes();
     // A new file, not a write through the old one: a unit incremental compilation
     // reused is a hard link to its copy in the incremental directory.
     if (take_payload(object, path, name.substr(0, name.size() - suffix.size()), count))
