@@ -43,78 +43,6 @@
 
 namespace kiln {
 
-WrapperSettings WrapperSettings::from_environment() {
-  WrapperSettings s;
-  const char* corpus = std::getenv(kEnvCorpus);
-  if (!corpus || !*corpus)
-    throw KilnError(kExitUsage, "", std::string(kEnvCorpus) + " is not set (run the build through kiln-capture)");
-  s.corpus_dir = corpus;
-  const char* backend = std::getenv(kEnvBackend);
-  s.backend = backend && *backend ? backend : "native";
-  const char* profile = std::getenv(kEnvProfile);
-  s.profile = profile && *profile ? profile : "fast";
-  const char* fallback = std::getenv(kEnvFallback);
-  s.fallback = fallback && std::string(fallback) == "1";
-  const char* route = std::getenv(kEnvRoute);
-  if (route && std::string(route) == "plugin") {
-    s.route = "plugin";
-    const char* plugin = std::getenv(kEnvRustcPlugin);
-    s.plugin = plugin ? plugin : "";
-  }
-  return s;
-}
-
-std::string args_hash(const std::vector<std::string>& args) {
-  std::string joined;
-  for (const auto& a : args) {
-    joined += a;
-    joined.push_back('\0');
-  }
-  return xxh3_128_hex(joined);
-}
-
-std::string new_invocation_id(const std::vector<std::string>& args) {
-  auto now = std::chrono::system_clock::now().time_since_epoch().count();
-  return args_hash(args).substr(0, 16) + "-" + std::to_string(::getpid()) + "-" + std::to_string(now % 1000000007);
-}
-
-std::string current_directory() {
-  char buf[4096];
-  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
-}
-
-void record_invocation(const WrapperSettings& s, const std::string& tool, const std::string& id,
-                       const std::string& action, const std::string& reason, const std::vector<std::string>& args,
-                       int modules, double seconds, const Phases& phases) {
-  InvocationRecord r;
-  r.phases = phases;
-  double startup = 0;
-  for (const auto& [name, t] : phases)
-    if (name == "startup") startup = t;
-  r.start = unix_seconds_now() - seconds - startup;
-  r.id = id;
-  r.tool = tool;
-  r.action = action;
-  r.reason = reason;
-  r.args = args;
-  r.cwd = current_directory();
-  r.time = iso8601_now();
-  r.modules = modules;
-  r.seconds = seconds;
-  Corpus::open(s.corpus_dir).append_invocation(r);
-}
-
-ProcessOptions use_capture_tmpdir() {
-  ProcessOptions children;
-  const char* dir = std::getenv(kEnvTmpdir);
-  if (!dir || !*dir || !is_directory(dir)) return children;
-  const char* build_tmpdir = std::getenv("TMPDIR");
-  if (build_tmpdir) children.set_env.push_back(std::string("TMPDIR=") + build_tmpdir);
-  else children.unset_env.push_back("TMPDIR");
-  ::setenv("TMPDIR", dir, 1);
-  return children;
-}
-
 // This program's GNU build ID (or, without one, the hash of its file): kiln's object
 // cache must not hand one build's objects to another build of kiln with the same
 // version number, as happens while kiln itself is being developed.
@@ -347,10 +275,9 @@ bool safe_in_command_line(const std::string& path) {
 // link directory first in PATH (a PATH entry may hold anything but ':').
 static std::vector<std::string> wrapper_environment(const CaptureOptions& options, const std::string& corpus_dir,
                                                     const std::string& link_dir, const std::string& real_cc,
-                                                    const std::string& real_cxx) {
-  std::string self = self_executable();
+                                                    const std::string& real_cxx, const std::string& rustc_wrapper) {
   std::vector<std::string> env = {
-      std::string("RUSTC_WRAPPER=") + self,
+      std::string("RUSTC_WRAPPER=") + rustc_wrapper,
       std::string(kEnvRole) + "=rustc",
       std::string(kEnvCorpus) + "=" + corpus_dir,
       std::string(kEnvBackend) + "=" + options.backend,
@@ -422,16 +349,27 @@ std::string find_rustc_plugin() {
   return absolute_path(path);
 }
 
+// The plugin route's rustc wrapper, kiln-rustc-wrapper, beside this program: it links
+// no LLVM, and cargo starts it for every rustc call.
+static std::string find_rustc_wrapper() {
+  std::string self = self_executable();
+  std::string path = self.substr(0, self.find_last_of('/') + 1) + "kiln-rustc-wrapper";
+  if (::access(path.c_str(), X_OK) != 0)
+    throw KilnError(kExitMissingTool, path, "kiln's rustc wrapper for --route plugin is not there (build it)");
+  return path;
+}
+
 int run_capture(const CaptureOptions& options) {
   // Everything that can be checked is checked before anything is created.
   if (options.command.empty()) throw KilnError(kExitUsage, "", "no build command given after --");
   if (!options.device.empty() && options.backend != "stamp")
     throw KilnError(kExitUsage, "--device", "runs stamp's stages: it needs --backend stamp");
-  std::string plugin;
+  std::string plugin, rustc_wrapper = self_executable();
   if (options.route == "plugin") {
     if (options.backend != "stamp") throw KilnError(kExitUsage, "--route", "plugin runs stamp inside rustc: it needs --backend stamp");
     if (!options.device.empty()) throw KilnError(kExitUsage, "--route", "plugin runs stamp's stages in rustc, not in a --device service");
     plugin = find_rustc_plugin();
+    rustc_wrapper = find_rustc_wrapper();
   } else if (options.route != "bitcode") {
     throw KilnError(kExitUsage, "--route", "'" + options.route + "': expected bitcode or plugin");
   }
@@ -489,10 +427,10 @@ int run_capture(const CaptureOptions& options) {
   std::string self = self_executable();
   if (::symlink(self.c_str(), (link_dir + "/kiln-cc").c_str()) != 0 ||
       ::symlink(self.c_str(), (link_dir + "/kiln-c++").c_str()) != 0 ||
-      ::symlink(self.c_str(), (link_dir + "/" + kLinkerWrapperName).c_str()) != 0)
+      ::symlink(rustc_wrapper.c_str(), (link_dir + "/" + kLinkerWrapperName).c_str()) != 0)
     throw KilnError(kExitIo, link_dir, "cannot create compiler wrapper links: " + errno_reason(errno));
   ProcessOptions run;
-  run.set_env = wrapper_environment(options, corpus_dir, link_dir, real_cc, real_cxx);
+  run.set_env = wrapper_environment(options, corpus_dir, link_dir, real_cc, real_cxx, rustc_wrapper);
   if (!plugin.empty()) run.set_env.push_back(std::string(kEnvRustcPlugin) + "=" + plugin);
   // The service before the corpus: a device that cannot be opened leaves nothing behind.
   std::unique_ptr<StampServiceProcess> service;

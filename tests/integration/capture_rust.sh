@@ -205,6 +205,16 @@ check "examples/stamp-in-rustc.sh: the program, the plugin's units and each rlib
     grep -q 'circle r=2 area' '$T/sir.txt' && grep -Eq '^([0-9]+) of \1 units' '$T/sir.txt' &&
     [[ \$(grep -Ec '^([0-9]+) objects: \1 same contract, 0 different, 0 unpaired' '$T/sir.txt') -eq 2 ]] ||
     { cat '$T/sir.txt'; false; }"
+# cargo runs kiln-rustc-wrapper for every rustc call on this route: it links no LLVM
+# (its start is a third of kiln-capture's), and it is what recorded the invocations.
+check "--route plugin: kiln-rustc-wrapper, cargo's RUSTC_WRAPPER there, links no LLVM" \
+  bash -c "nm -C '$KILN_BIN/kiln-rustc-wrapper' | grep -c ' llvm::' | grep -qx 0 &&
+    jq -se 'map(select(.tool == \"rustc\")) | length > 0 and all(.phases.startup // 0 | . < 0.05)' '$T/PL/invocations.jsonl' >/dev/null"
+mkdir -p "$T/lone/bin" && cp "$KILN_BIN/kiln-capture" "$T/lone/bin/"
+KILN_RUSTC_PLUGIN="$(ls "$KILN_BIN"/../lib/kiln-rustc-plugin.so)" "$T/lone/bin/kiln-capture" -o "$T/PW" --backend stamp \
+  --route plugin -- true 2> "$T/wrapper.err"; rc=$?
+check "--route plugin without kiln-rustc-wrapper beside kiln-capture: exit 6, one line naming it, no corpus" \
+  bash -c "[[ $rc -eq 6 ]] && grep -q 'kiln-rustc-wrapper' '$T/wrapper.err' && [[ \$(wc -l < '$T/wrapper.err') -eq 1 && ! -e '$T/PW' ]]"
 kiln-capture -o "$T/PX" --backend llvm --route plugin -- true 2> "$T/route.err"; rc=$?
 check "--route plugin with another back end is a usage error (exit 2), said in one line" \
   bash -c "[[ $rc -eq 2 ]] && grep -q 'plugin runs stamp inside rustc' '$T/route.err' && [[ \$(wc -l < '$T/route.err') -eq 1 ]]"

@@ -1,0 +1,281 @@
+// What the rustc wrapper reads from rustc's command line, and the decisions it takes
+// from it; shared by both wrapper programs (kiln-capture on the bitcode route,
+// kiln-rustc-wrapper on the plugin route). No LLVM here.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "capture.h"
+#include "capture_args.h"
+#include "capture_rustc.h"
+#include "error.h"
+#include "fs.h"
+#include "process.h"
+#include "timeutil.h"
+
+namespace kiln {
+
+namespace {
+
+// rustc options whose value is the next argument when not attached.
+bool rustc_takes_value(const std::string& a) {
+  static const char* const kFlags[] = {"--crate-name",
+                                       "--edition",
+                                       "--error-format",
+                                       "--json",
+                                       "--crate-type",
+                                       "--emit",
+                                       "-C",
+                                       "--codegen",
+                                       "--cfg",
+                                       "--check-cfg",
+                                       "-L",
+                                       "-l",
+                                       "--extern",
+                                       "--out-dir",
+                                       "-o",
+                                       "--target",
+                                       "--cap-lints",
+                                       "--explain",
+                                       "-A",
+                                       "-W",
+                                       "-D",
+                                       "-F",
+                                       "--force-warn",
+                                       "--print",
+                                       "--sysroot",
+                                       "-Z",
+                                       "--remap-path-prefix",
+                                       "--diagnostic-width",
+                                       "--env-set",
+                                       "--allow",
+                                       "--warn",
+                                       "--deny",
+                                       "--forbid"};
+  for (const char* f : kFlags)
+    if (a == f) return true;
+  return false;
+}
+
+// Value of "--flag X" or "--flag=X" at position i (advancing i past a separate value).
+bool option_value(const std::vector<std::string>& args, size_t& i, const std::string& flag, std::string& value) {
+  const std::string& a = args[i];
+  if (a == flag && i + 1 < args.size()) {
+    value = args[++i];
+    return true;
+  }
+  if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0 && a[flag.size()] == '=') {
+    value = a.substr(flag.size() + 1);
+    return true;
+  }
+  return false;
+}
+
+int debuginfo_level(const std::string& v) {
+  if (v == "0" || v == "none" || v == "false" || v == "n" || v == "no" || v == "off") return 0;
+  if (v == "1" || v == "limited" || v.rfind("line-", 0) == 0) return 1;
+  return 2;
+}
+
+}  // namespace
+
+RustcCall parse_rustc_args(const std::vector<std::string>& args) {
+  RustcCall c;
+  c.args = args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string v;
+    if (a == "-vV" || a == "-V" || a == "--version") c.version = true;
+    if (option_value(args, i, "--crate-name", v)) c.crate_name = v;
+    else if (option_value(args, i, "--out-dir", v)) c.out_dir = v;
+    else if (option_value(args, i, "--emit", v)) c.emit = v;
+    else if (option_value(args, i, "--crate-type", v)) c.crate_types.push_back(v);
+    else if (option_value(args, i, "--print", v)) c.print = true;
+    else if (a == "-C" || a == "--codegen" || (a.rfind("-C", 0) == 0 && a.size() > 2)) {
+      std::string setting = (a == "-C" || a == "--codegen") ? (i + 1 < args.size() ? args[++i] : "") : a.substr(2);
+      auto eq = setting.find('=');
+      std::string key = setting.substr(0, eq), val = eq == std::string::npos ? "" : setting.substr(eq + 1);
+      if (key == "extra-filename") c.extra_filename = val;
+      else if (key == "symbol-mangling-version") c.mangling_given = true;
+      else if (key == "opt-level") c.opt_level = val;
+      else if (key == "debuginfo") c.debuginfo = debuginfo_level(val);
+    } else if (a == "-g") {
+      c.debuginfo = 2;
+    } else if (a == "-O") {
+      c.opt_level = "3";  // rustc's -O
+    } else if (rustc_takes_value(a)) {
+      ++i;
+    } else if (!a.empty() && (a[0] != '-' || a == "-") && c.input.empty()) {
+      c.input = a;
+      c.input_index = i;
+    }
+  }
+  return c;
+}
+
+std::vector<std::string> plain_mangling_args(const RustcCall& c, bool nightly) {
+  if (c.mangling_given || nightly) return {};
+  return {"-Zunstable-options", "-Csymbol-mangling-version=legacy"};
+}
+
+std::string passthrough_reason(const RustcCall& c) {
+  if (c.version) return "version query";
+  if (c.print) return "--print query";
+  if (c.input == "-") return "probe compiled from standard input";
+  if (c.input.empty()) return "no input file";
+  if (c.crate_name.rfind("build_script_", 0) == 0) return "build script";
+  for (const auto& t : c.crate_types)
+    if (t.find("proc-macro") != std::string::npos) return "proc-macro (loaded by rustc itself)";
+  if (c.emit.find("link") == std::string::npos && !c.emit.empty()) return "no object output (--emit=" + c.emit + ")";
+  if (c.out_dir.empty()) return "no --out-dir";
+  return "";
+}
+
+std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args, bool stop_before_link) {
+  std::vector<std::string> first;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string setting = a == "-C" && i + 1 < args.size() ? args[i + 1] : (a.rfind("-C", 0) == 0 ? a.substr(2) : "");
+    bool drop = setting.rfind("lto", 0) == 0 ||
+        setting.rfind("linker-plugin-lto", 0) == 0 || setting.rfind("embed-bitcode", 0) == 0;
+    if (drop) {
+      if (a == "-C") ++i;
+      continue;
+    }
+    first.push_back(a);
+  }
+  first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off"});
+  if (stop_before_link) first.push_back("-Zno-link");
+  return first;
+}
+
+std::string plugin_obstacle(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    bool separate = false;
+    const std::string setting = codegen_setting(args, i, separate);
+    const size_t eq = setting.find('=');
+    const std::string key = setting.substr(0, eq), value = eq == std::string::npos ? "" : setting.substr(eq + 1);
+    // Both are on without a value, or with any but rustc's spellings of off (for
+    // linker-plugin-lto, a plugin's path too).
+    const bool on = value != "no" && value != "n" && value != "off" && value != "false";
+    if ((key == "linker-plugin-lto" || key == "embed-bitcode") && on)
+      return "-C " + setting + " (bitcode for a later LTO)";
+    i += separate;
+  }
+  return "";
+}
+
+std::string rlib_rewrite_obstacle(const RustcCall& c) {
+  if (c.crate_types.empty()) return "no --crate-type (a binary)";
+  for (const std::string& types : c.crate_types)
+    for (size_t at = 0; at <= types.size();) {
+      size_t comma = std::min(types.find(',', at), types.size());
+      std::string type = types.substr(at, comma - at);
+      if (type != "lib" && type != "rlib") return "crate type " + type;
+      at = comma + 1;
+    }
+  if (c.emit.find("link=") != std::string::npos) return "an explicit --emit link path";
+  for (const std::string& a : c.args)
+    if (a.rfind("-o", 0) == 0) return "an explicit -o output";  // -o PATH or -oPATH
+  return "";
+}
+
+std::string codegen_setting(const std::vector<std::string>& args, size_t i, bool& separate) {
+  const std::string& a = args[i];
+  separate = (a == "-C" || a == "--codegen") && i + 1 < args.size();
+  return separate ? args[i + 1] : a.rfind("-C", 0) == 0 ? a.substr(2) : "";
+}
+
+std::string unit_cgu(const std::string& name, const std::string& prefix, const std::string& suffix) {
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0) return "";
+  if (name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) return "";
+  std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  return middle.find(".no-opt") == std::string::npos ? middle : "";
+}
+
+double g_startup_seconds = 0;
+ProcessOptions g_children;
+
+RustcWrapperCall start_rustc_wrapper(int argc, char** argv) {
+  g_startup_seconds = process_cpu_seconds();
+  if (argc < 2) throw KilnError(kExitUsage, "", "the rustc wrapper expects the rustc path and its arguments");
+  RustcWrapperCall w;
+  w.rustc = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  w.settings = WrapperSettings::from_environment();
+  w.call = parse_rustc_args(args);
+  w.id = new_invocation_id(args);
+  if (std::string reason = passthrough_reason(w.call); !reason.empty()) {
+    record_invocation(w.settings, "rustc", w.id, "passthrough", reason, args, 0, 0);
+    args.insert(args.begin(), w.rustc);
+    exec_process(args);
+  }
+  g_children = use_capture_tmpdir();
+  return w;
+}
+
+namespace {
+
+// Whether `rustc` is a nightly (its `rustc -vV` release ends in -nightly or -dev),
+// asked once per rustc binary and kept in CORPUS/rustc-releases.txt (a line "SIZE
+// MTIME_NS RELEASE PATH" per binary): the wrappers of every later build read it
+// instead of starting rustc. A rustc that cannot be asked counts as not a nightly.
+bool rustc_is_nightly(const WrapperSettings& s, const std::string& rustc) {
+  struct stat st {};
+  if (::stat(rustc.c_str(), &st) != 0) return false;
+  const std::string key = std::to_string(st.st_size) + " " +
+      std::to_string(static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec) + " ";
+  const std::string cache = s.corpus_dir + "/rustc-releases.txt";
+  std::string release;
+  if (FILE* f = std::fopen(cache.c_str(), "r")) {
+    char line[4096];
+    while (std::fgets(line, sizeof line, f)) {
+      std::string l(line);
+      if (!l.empty() && l.back() == '\n') l.pop_back();
+      size_t path_at = l.find(' ', key.size());
+      if (l.compare(0, key.size(), key) == 0 && path_at != std::string::npos && l.substr(path_at + 1) == rustc)
+        release = l.substr(key.size(), path_at - key.size());
+    }
+    std::fclose(f);
+  }
+  if (release.empty()) {
+    ProcessOptions o = g_children;
+    o.capture_stdout = true;
+    try {
+      ProcessResult r = run_process({rustc, "-vV"}, o);
+      size_t at = r.captured_stdout.find("\nrelease: ");
+      if (r.exit_code == 0 && at != std::string::npos) {
+        release = r.captured_stdout.substr(at + 10);
+        release = release.substr(0, release.find('\n'));
+      }
+    } catch (const KilnError&) {
+    }
+    if (release.empty() || release.find(' ') != std::string::npos) return false;
+    try {
+      append_line_locked(cache, key + release + " " + rustc);
+    } catch (const KilnError&) {  // a cache: a corpus it cannot be written to asks again next time
+    }
+  }
+  return release.find("-nightly") != std::string::npos || release.find("-dev") != std::string::npos;
+}
+
+}  // namespace
+
+// The options a call through RUSTC_BOOTSTRAP=1 adds so that its symbols are the plain build's.
+std::vector<std::string> with_plain_mangling(const WrapperSettings& s, const std::string& rustc, const RustcCall& c,
+                                             std::vector<std::string> args) {
+  if (c.mangling_given) return args;
+  for (std::string& a : plain_mangling_args(c, rustc_is_nightly(s, rustc))) args.push_back(std::move(a));
+  return args;
+}
+
+int run_child(const std::string& rustc, std::vector<std::string> args, std::vector<std::string> env) {
+  args.insert(args.begin(), rustc);
+  ProcessOptions o = g_children;
+  o.set_env.insert(o.set_env.end(), env.begin(), env.end());
+  return run_process(args, o).exit_code;
+}
+
+}  // namespace kiln
