@@ -34,4 +34,17 @@ kiln-capture -o "$T/F" --backend "cmd:false {in} {out}" -- make -s main.o 2> "$T
 rc=$?
 check "a failing back end fails the compile (status $rc), names the source, and leaves no object" \
   bash -c "[[ $rc -ne 0 ]] && grep -q '^kiln-capture: error: main.c' '$T/fail.err' && [[ ! -e main.o ]]"
+# clang's --version is asked once per clang binary (its size and modification time)
+# and kept in the corpus: the next capture reads it instead of starting clang.
+mkdir -p "$T/fakecc"
+printf '#!/bin/sh\necho "$*" >> "%s/fakecc.log"\nexec %s "$@"\n' "$T" "$(command -v clang-22)" > "$T/fakecc/clang-22"
+chmod +x "$T/fakecc/clang-22"
+for run in 1 2; do PATH="$T/fakecc:$PATH" kiln-capture -o "$T/V" -- true; done
+check "compiler versions: two captures start clang --version once, and both manifests name it" \
+  bash -c "[[ \$(grep -c -- '--version' '$T/fakecc.log') -eq 1 ]] && jq -e '.clang | startswith(\"Debian clang\") or contains(\"clang version\")' '$T/V/kiln-corpus.json' >/dev/null &&
+    [[ \$(wc -l < '$T/V/compiler-versions.jsonl') -eq 1 ]]"
+touch -d '2001-01-01' "$T/fakecc/clang-22"
+PATH="$T/fakecc:$PATH" kiln-capture -o "$T/V" -- true
+check "compiler versions: a changed clang binary (its modification time) is asked again" \
+  bash -c "[[ \$(grep -c -- '--version' '$T/fakecc.log') -eq 2 && \$(wc -l < '$T/V/compiler-versions.jsonl') -eq 2 ]]"
 finish
