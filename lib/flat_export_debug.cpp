@@ -7,7 +7,6 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/Instructions.h>
 
-#include <map>
 #include <set>
 
 namespace kiln {
@@ -15,74 +14,6 @@ namespace kiln {
 using namespace llvm;
 
 namespace {
-
-using SiteIndex = std::map<std::pair<const DISubprogram*, const DILocation*>, uint32_t>;
-
-uint32_t debug_file(FlatDebugInfo& d, const DIFile* file) {
-  return intern_debug_file(d.files, {file->getDirectory().str(), file->getFilename().str()});
-}
-
-// A subprogram's scope as flat_debug.h interns it: outermost first.
-uint32_t debug_scope(std::vector<FlatDebugScope>& scopes, const DIScope* s, uint32_t depth = 1) {
-  FlatDebugScope scope;
-  if (auto* ns = dyn_cast_or_null<DINamespace>(s)) scope.tag = kDwarfTagNamespace, scope.name = ns->getName().str();
-  else if (auto* type = dyn_cast_or_null<DICompositeType>(s)) scope.tag = type->getTag(), scope.name = type->getName().str();
-  else return 0;
-  if (depth < kMaxDebugNesting) scope.parent = debug_scope(scopes, s->getScope(), depth + 1);
-  return intern_debug_scope(scopes, scope);
-}
-
-// A subprogram as flat_debug.h describes it: its scope chain and file interned first.
-FlatDebugFunction describe_subprogram(FlatDebugInfo& d, const DISubprogram* sp) {
-  FlatDebugFunction fn;
-  fn.has_subprogram = true;
-  fn.local_to_unit = sp->isLocalToUnit();
-  fn.main_subprogram = sp->isMainSubprogram();
-  fn.scope = debug_scope(d.scopes, sp->getScope());
-  if (const DIFile* file = sp->getFile()) fn.file = debug_file(d, file);
-  fn.line = sp->getLine();
-  fn.scope_line = sp->getScopeLine();
-  fn.name = sp->getName().str();
-  fn.linkage_name = sp->getLinkageName().str();
-  return fn;
-}
-
-// The block of scope `s` (flat_debug.h): the nearest DILexicalBlock, block files passed
-// over; its parent, file and itself interned in that order, one entry per node
-// (`seen` is the module's).
-uint32_t debug_block(FlatDebugInfo& d, std::map<const DIScope*, uint32_t>& seen, const DIScope* s,
-                     uint32_t depth = 1) {
-  if (auto* file_block = dyn_cast_or_null<DILexicalBlockFile>(s))
-    return depth < kMaxDebugNesting ? debug_block(d, seen, file_block->getScope(), depth + 1) : 0;
-  auto* block = dyn_cast_or_null<DILexicalBlock>(s);
-  if (!block) return 0;
-  if (auto it = seen.find(block); it != seen.end()) return it->second;
-  FlatDebugBlock b;
-  if (depth < kMaxDebugNesting) b.parent = debug_block(d, seen, block->getScope(), depth + 1);
-  if (const DIFile* file = block->getFile()) b.file = debug_file(d, file);
-  b.line = block->getLine();
-  b.column = block->getColumn();
-  d.blocks.push_back(b);
-  return seen[block] = static_cast<uint32_t>(d.blocks.size());
-}
-
-// The site of a call to `callee` inlined at `at`, in flat_debug.h's order: its parent
-// site, the callee, the call's file, its block, then the site; one per (callee, at)
-// pair of nodes (`sites` is the module's).
-uint32_t inline_site(FlatDebugInfo& d, std::map<const DIScope*, uint32_t>& blocks, SiteIndex& sites,
-                     const DISubprogram* callee, const DILocation* at, uint32_t depth = 1) {
-  if (auto it = sites.find({callee, at}); it != sites.end()) return it->second;
-  FlatDebugInlineSite site;
-  if (const DILocation* outer = at->getInlinedAt(); outer && depth < kMaxDebugNesting)
-    site.parent = inline_site(d, blocks, sites, at->getScope()->getSubprogram(), outer, depth + 1);
-  site.callee = intern_debug_record(d.inlined, describe_subprogram(d, callee));
-  if (const DIFile* file = at->getScope()->getFile()) site.call_file = debug_file(d, file);
-  site.call_line = at->getLine();
-  site.call_column = at->getColumn();
-  site.block = debug_block(d, blocks, at->getScope());
-  d.inline_sites.push_back(site);
-  return sites[{callee, at}] = static_cast<uint32_t>(d.inline_sites.size());
-}
 
 // The DIExpression's operations as FlatDebugVariable keeps them; false for others.
 bool expression_ops(const DIExpression* e, std::vector<uint64_t>& ops) {
@@ -100,28 +31,136 @@ int64_t constant_value(const APInt& v) {
   return v.getBitWidth() <= 64 ? v.getSExtValue() : static_cast<int64_t>(v.getLoBits(64).getZExtValue());
 }
 
+size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
 }  // namespace
+
+// The helpers below intern by value, as flat_debug.h's order needs; each remembers its
+// answer per node, since a module names the same few files, scopes and callees from
+// thousands of locations (interning each anew, strings made and compared against every
+// earlier entry, was over half of the plugin's time at debuginfo 2). A node's answer
+// cannot change: interning a value already there appends nothing.
+
+size_t FlatDebugExporter::ValueHash::operator()(const FlatDebugFile& f) const {
+  return mix(std::hash<std::string>()(f.directory), std::hash<std::string>()(f.name));
+}
+size_t FlatDebugExporter::ValueHash::operator()(const FlatDebugScope& s) const {
+  return mix(mix(std::hash<std::string>()(s.name), s.parent), s.tag);
+}
+size_t FlatDebugExporter::ValueHash::operator()(const FlatDebugFunction& f) const {
+  size_t h = mix(std::hash<std::string>()(f.linkage_name), std::hash<std::string>()(f.name));
+  h = mix(mix(mix(h, f.scope), f.file), (size_t(f.line) << 32) | f.scope_line);
+  return mix(h, size_t(f.has_subprogram) | size_t(f.local_to_unit) << 1 | size_t(f.main_subprogram) << 2);
+}
+
+template <class T>
+uint32_t FlatDebugExporter::intern(std::vector<T>& table, std::unordered_map<T, uint32_t, ValueHash>& entries,
+                                   T value) {
+  if (auto it = entries.find(value); it != entries.end()) return it->second;
+  table.push_back(value);
+  const uint32_t k = static_cast<uint32_t>(table.size());
+  entries.emplace(std::move(value), k);
+  return k;
+}
+
+uint32_t FlatDebugExporter::file_index(const DIFile* file) {
+  if (const uint32_t* known = file_memo_.find(file)) return *known;
+  const uint32_t k = intern(d_.files, file_entries_, {file->getDirectory().str(), file->getFilename().str()});
+  file_memo_.set(file, k);
+  return k;
+}
+
+// A subprogram's scope as flat_debug.h interns it: outermost first.
+uint32_t FlatDebugExporter::scope_chain(const DIScope* s, uint32_t depth) {
+  FlatDebugScope scope;
+  if (auto* ns = dyn_cast_or_null<DINamespace>(s)) scope.tag = kDwarfTagNamespace, scope.name = ns->getName().str();
+  else if (auto* type = dyn_cast_or_null<DICompositeType>(s)) scope.tag = type->getTag(), scope.name = type->getName().str();
+  else return 0;
+  if (depth < kMaxDebugNesting) scope.parent = scope_chain(s->getScope(), depth + 1);
+  return intern(d_.scopes, scope_entries_, std::move(scope));
+}
+
+uint32_t FlatDebugExporter::scope_index(const DIScope* s) {
+  if (!s) return 0;
+  if (const uint32_t* known = scope_memo_.find(s)) return *known;
+  const uint32_t k = scope_chain(s, 1);
+  scope_memo_.set(s, k);
+  return k;
+}
+
+// A subprogram as flat_debug.h describes it: its scope chain and file interned first.
+FlatDebugFunction FlatDebugExporter::describe_subprogram(const DISubprogram* sp) {
+  FlatDebugFunction fn;
+  fn.has_subprogram = true;
+  fn.local_to_unit = sp->isLocalToUnit();
+  fn.main_subprogram = sp->isMainSubprogram();
+  fn.scope = scope_index(sp->getScope());
+  if (const DIFile* file = sp->getFile()) fn.file = file_index(file);
+  fn.line = sp->getLine();
+  fn.scope_line = sp->getScopeLine();
+  fn.name = sp->getName().str();
+  fn.linkage_name = sp->getLinkageName().str();
+  return fn;
+}
+
+// The block of scope `s` (flat_debug.h): the nearest DILexicalBlock, block files passed
+// over; its parent, file and itself interned in that order, one entry per node.
+uint32_t FlatDebugExporter::block_index(const DIScope* s, uint32_t depth) {
+  if (auto* file_block = dyn_cast_or_null<DILexicalBlockFile>(s))
+    return depth < kMaxDebugNesting ? block_index(file_block->getScope(), depth + 1) : 0;
+  auto* block = dyn_cast_or_null<DILexicalBlock>(s);
+  if (!block) return 0;
+  if (const uint32_t* known = block_memo_.find(block)) return *known;
+  FlatDebugBlock b;
+  if (depth < kMaxDebugNesting) b.parent = block_index(block->getScope(), depth + 1);
+  if (const DIFile* file = block->getFile()) b.file = file_index(file);
+  b.line = block->getLine();
+  b.column = block->getColumn();
+  d_.blocks.push_back(b);
+  const uint32_t k = static_cast<uint32_t>(d_.blocks.size());
+  block_memo_.set(block, k);
+  return k;
+}
+
+// The site of a call to `callee` inlined at `at`, in flat_debug.h's order: its parent
+// site, the callee, the call's file, its block, then the site; one per (callee, at)
+// pair of nodes.
+uint32_t FlatDebugExporter::inline_site(const DISubprogram* callee, const DILocation* at, uint32_t depth) {
+  if (auto it = site_memo_.find({callee, at}); it != site_memo_.end()) return it->second;
+  FlatDebugInlineSite site;
+  if (const DILocation* outer = at->getInlinedAt(); outer && depth < kMaxDebugNesting)
+    site.parent = inline_site(at->getScope()->getSubprogram(), outer, depth + 1);
+  if (const uint32_t* known = callee_memo_.find(callee)) {
+    site.callee = *known;
+  } else {
+    site.callee = intern(d_.inlined, inlined_entries_, describe_subprogram(callee));
+    callee_memo_.set(callee, site.callee);
+  }
+  if (const DIFile* file = at->getScope()->getFile()) site.call_file = file_index(file);
+  site.call_line = at->getLine();
+  site.call_column = at->getColumn();
+  site.block = block_index(at->getScope(), 1);
+  d_.inline_sites.push_back(site);
+  return site_memo_[{callee, at}] = static_cast<uint32_t>(d_.inline_sites.size());
+}
 
 void FlatDebugExporter::function(const Function& f, uint32_t fn, const std::vector<const DILocation*>& locations,
                                  const PointerIndex<Instruction>& flat_index) {
   FlatDebugInfo& d = d_;
   if (!d.present()) return;
-  d.functions.push_back(f.getSubprogram() ? describe_subprogram(d, f.getSubprogram()) : FlatDebugFunction{});
+  d.functions.push_back(f.getSubprogram() ? describe_subprogram(f.getSubprogram()) : FlatDebugFunction{});
   const DIFile* last_file = nullptr;  // consecutive instructions mostly share a file
   uint32_t last_index = 0;
   // A location's site: by its callee and its inlinedAt, since calls to two callees can
   // be inlined at one DILocation (calls desugared from one source span).
-  std::map<const DIScope*, uint32_t>& block_of = block_index_;
   for (const DILocation* loc : locations) {
     FlatDebugLocation l;
     const DIFile* file = loc ? loc->getScope()->getFile() : nullptr;
     if (file) {
-      if (file != last_file) last_file = file, last_index = debug_file(d, file);
+      if (file != last_file) last_file = file, last_index = file_index(file);
       l = {last_index, loc->getLine(), loc->getColumn(), 0, 0};
-      if (const DILocation* at = loc->getInlinedAt()) {
-        l.inline_site = inline_site(d, block_of, site_index_, loc->getScope()->getSubprogram(), at);
-      }
-      l.block = debug_block(d, block_of, loc->getScope());
+      if (const DILocation* at = loc->getInlinedAt()) l.inline_site = inline_site(loc->getScope()->getSubprogram(), at, 1);
+      l.block = block_index(loc->getScope(), 1);
     }
     d.locations.push_back(l);
   }
@@ -147,12 +186,12 @@ void FlatDebugExporter::function(const Function& f, uint32_t fn, const std::vect
         if (!expression_ops(r.getExpression(), v.expression)) continue;
         const DILocation* loc = r.getDebugLoc().get();
         if (const DILocation* at = loc->getInlinedAt()) {
-          v.inline_site = inline_site(d, block_of, site_index_, loc->getScope()->getSubprogram(), at);
+          v.inline_site = inline_site(loc->getScope()->getSubprogram(), at, 1);
         }
         const DILocalVariable* var = r.getVariable();
         if (!seen.emplace(var, v.inline_site).second) continue;
-        v.block = debug_block(d, block_of, var->getScope());
-        if (const DIFile* file = var->getFile()) v.file = debug_file(d, file);
+        v.block = block_index(var->getScope(), 1);
+        if (const DIFile* file = var->getFile()) v.file = file_index(file);
         v.line = var->getLine();
         v.arg = var->getArg();
         v.flags = var->isArtificial() ? kDebugTypeArtificial : 0;
@@ -197,9 +236,9 @@ void FlatDebugExporter::fill_type(FlatDebugType& t, const Metadata* node) {
         (ty->isBitField() ? kDebugTypeBitField : 0);
     if (scoped) {
       if (auto* owner = dyn_cast_or_null<DICompositeType>(ty->getScope())) t.parent_type = type(owner);
-      else t.scope = debug_scope(d_.scopes, ty->getScope());
+      else t.scope = scope_index(ty->getScope());
     }
-    if (const DIFile* file = ty->getFile()) t.file = debug_file(d_, file);
+    if (const DIFile* file = ty->getFile()) t.file = file_index(file);
   };
   if (auto* basic = dyn_cast<DIBasicType>(node)) {
     common(basic, false);

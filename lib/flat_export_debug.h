@@ -4,7 +4,6 @@
 // flat_debug.h's order so that the direct reader's flat files stay byte-identical.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include "pointer_index.h"
 
 namespace llvm {
+class DIFile;
 class DILocation;
 class DIScope;
 class DISubprogram;
@@ -37,10 +37,38 @@ class FlatDebugExporter {
   // Per DI type node: 1 + its index in d_.types.
   std::unordered_map<const llvm::Metadata*, uint32_t> type_index_;
   std::vector<const llvm::Metadata*> type_nodes_;
-  std::map<const llvm::DIScope*, uint32_t> block_index_;  // per DILexicalBlock: 1 + its index in d_.blocks
+  // Per node, 1 + its index in d_'s table (0: none): files, scopes (chains interned
+  // from that node), inlined callees (d_.inlined), lexical blocks.
+  PointerIndex<llvm::DIFile> file_memo_;
+  PointerIndex<llvm::DIScope> scope_memo_, block_memo_;
+  PointerIndex<llvm::DISubprogram> callee_memo_;
   // Per (callee, inlinedAt): 1 + the site's index in d_.inline_sites.
-  std::map<std::pair<const llvm::DISubprogram*, const llvm::DILocation*>, uint32_t> site_index_;  // per entry of d_.types: its node
+  struct SiteHash {
+    size_t operator()(const std::pair<const llvm::DISubprogram*, const llvm::DILocation*>& k) const {
+      return std::hash<const void*>()(k.first) * 31 + std::hash<const void*>()(k.second);
+    }
+  };
+  std::unordered_map<std::pair<const llvm::DISubprogram*, const llvm::DILocation*>, uint32_t, SiteHash> site_memo_;
   size_t types_filled_ = 0;
+  // Interning by value (flat_debug.h's intern_debug_*: 1 + the index of the equal entry,
+  // appended when there is none) through a hash of each table's entries, not a search.
+  struct ValueHash {
+    size_t operator()(const FlatDebugFile& f) const;
+    size_t operator()(const FlatDebugScope& s) const;
+    size_t operator()(const FlatDebugFunction& f) const;
+  };
+  std::unordered_map<FlatDebugFile, uint32_t, ValueHash> file_entries_;
+  std::unordered_map<FlatDebugScope, uint32_t, ValueHash> scope_entries_;
+  std::unordered_map<FlatDebugFunction, uint32_t, ValueHash> inlined_entries_;
+  template <class T>
+  static uint32_t intern(std::vector<T>& table, std::unordered_map<T, uint32_t, ValueHash>& entries, T value);
+
+  uint32_t scope_chain(const llvm::DIScope* s, uint32_t depth);
+  uint32_t file_index(const llvm::DIFile* file);
+  uint32_t scope_index(const llvm::DIScope* s);
+  FlatDebugFunction describe_subprogram(const llvm::DISubprogram* sp);
+  uint32_t block_index(const llvm::DIScope* s, uint32_t depth);
+  uint32_t inline_site(const llvm::DISubprogram* callee, const llvm::DILocation* at, uint32_t depth);
 
   void variables(const llvm::Function& f, uint32_t fn,
                  const PointerIndex<llvm::Instruction>& flat_index);
