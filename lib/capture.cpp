@@ -473,7 +473,8 @@ int run_capture(const CaptureOptions& options) {
   m.origin = "capture";
   // The wrappers: cargo calls RUSTC_WRAPPER with rustc's path first; make, ninja and
   // cmake call CC and CXX, which are links to this binary named kiln-cc and kiln-c++;
-  // rustc on the plugin route links through kiln-linker (capture_rustc.cpp).
+  // rustc on the plugin route links through kiln-linker (capture_plugin.cpp), a link to
+  // kiln-rustc-wrapper.
   // Made before the corpus, as they go again when something fails.
   remove_stale_temp_dirs();
   CaptureTempDir temp;

@@ -9,7 +9,7 @@
 
 namespace kiln {
 
-// ---- rustc (cargo's RUSTC_WRAPPER; lib/capture_rustc.cpp) ---------------------------
+// ---- rustc (cargo's RUSTC_WRAPPER; lib/capture_rustc_args.cpp) ----------------------
 
 struct RustcCall {
   std::vector<std::string> args;  // without the rustc path

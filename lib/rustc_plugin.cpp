@@ -1,7 +1,7 @@
 // kiln inside rustc: an LLVM pass plugin (rustc -Zllvm-plugins=kiln-rustc-plugin.so) that
 // compiles each of rustc's codegen units with stamp while the unit is still LLVM IR in
 // rustc's memory, so that no bitcode is written, read or stored, and LLVM's code
-// generator has nothing left to do (kiln-capture --route plugin, lib/capture_rustc.cpp).
+// generator has nothing left to do (kiln-capture --route plugin, lib/capture_plugin.cpp).
 //
 // At the end of rustc's optimization pipeline (its last extension point, which runs at
 // every optimization level) the pass asks stamp for the whole unit
