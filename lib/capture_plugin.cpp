@@ -5,8 +5,10 @@
 // does not pay LLVM's start (about 2 ms of relocations and static constructors).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -160,43 +162,114 @@ int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const R
 
 namespace {
 
-// The arguments rustc gave the linker, with those of its response files (@FILE, one
-// argument a line, as rustc writes them when a command line is too long).
-std::vector<std::string> linker_inputs(int argc, char** argv) {
-  std::vector<std::string> out;
+// The arguments rustc gave the linker (argv[1] on), with those of its response files
+// (@FILE, one argument a line, as rustc writes them when a command line is too long)
+// in their places; `from_file`: there was one.
+struct LinkerArgs {
+  std::vector<std::string> args;
+  bool from_file = false;
+};
+LinkerArgs linker_args(int argc, char** argv) {
+  LinkerArgs out;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.size() < 2 || a[0] != '@') {
-      out.push_back(a);
+      out.args.push_back(a);
       continue;
     }
+    out.from_file = true;
     std::istringstream lines(read_file(a.substr(1)));
     for (std::string line; std::getline(lines, line);) {
       std::string unescaped;
       for (size_t k = 0; k < line.size(); ++k) unescaped += line[k] == '\\' && k + 1 < line.size() ? line[++k] : line[k];
-      out.push_back(unescaped);
+      out.args.push_back(unescaped);
     }
   }
   return out;
 }
 
+// A response file of `args`, one a line, with a backslash before each backslash, blank
+// and quote (GCC's and lld's readers undo it; rustc writes its own so).
+std::string response_file_text(const std::vector<std::string>& args) {
+  std::string text;
+  for (const std::string& a : args) {
+    for (char c : a) {
+      if (c == '\\' || c == ' ' || c == '\t' || c == '\n' || c == '"' || c == '\'') text.push_back('\\');
+      text.push_back(c);
+    }
+    text.push_back('\n');
+  }
+  return text;
+}
+
+constexpr std::string_view kUnitSuffix = ".rcgu.o";
+
+// The old way, where there is no capture directory to put an archive in (or the line
+// is not a C compiler driver's): each unit
+// that carries stamp's object is written again as that object. A new file, not a write
+// through the old one: a unit incremental compilation reused is a hard link to its
+// copy in the incremental directory.
+void replace_units_in_place(const std::vector<std::string>& args, UnitCount& count) {
+  for (const std::string& path : args) {
+    if (!path.ends_with(kUnitSuffix)) continue;
+    const std::string name = path.substr(path.find_last_of('/') + 1);
+    const MappedFile unit(path);
+    std::string_view object = unit.bytes();
+    if (take_payload(object, path, name.substr(0, name.size() - kUnitSuffix.size()), count))
+      write_file_atomic(path, object, Durability::kAtomic);
+  }
+}
+
 }  // namespace
 
+// rustc's linker on the plugin route. The units rustc passes (contiguous, after its
+// symbols object) go to the linker as one archive in their order, each member stamp's
+// object where the plugin left one, else the unit itself, taken whole
+// (--whole-archive: every member linked, as the objects were). One new file per link,
+// not one per unit: creating a file costs 0.3 ms on this machine's ext4, and a test
+// binary has over a hundred units. The archive, and a response file where rustc used
+// one, live in the capture's directory until the linker is done.
 int linker_wrapper_main(int argc, char** argv) {
   const double started = process_cpu_seconds();  // its start, as the wrappers count theirs
   Stopwatch clock;
   const char* real = std::getenv(kEnvRealLinker);
+  const char* dir = std::getenv(kEnvTmpdir);
   UnitCount count;
-  for (const std::string& path : linker_inputs(argc, argv)) {
-    const std::string suffix = ".rcgu.o";
-    if (!path.ends_with(suffix)) continue;
-    std::string name = path.substr(path.find_last_of('/') + 1);
-    const MappedFile unit(path);
-    std::string_view object = unit.bytes();
-    // A new file, not a write through the old one: a unit incremental compilation
-    // reused is a hard link to its copy in the incremental directory.
-    if (take_payload(object, path, name.substr(0, name.size() - suffix.size()), count))
-      write_file_atomic(path, object, Durability::kAtomic);
+  LinkerArgs in = linker_args(argc, argv);
+  std::vector<std::string> out;
+  std::vector<std::string> made;  // files to remove after the link
+  // A C compiler driver (rustc's flavor for kiln-linker) takes linker options as
+  // -Wl,...; a line without any is some other flavor, whose spelling is not assumed.
+  const bool driver = std::any_of(in.args.begin(), in.args.end(), [](const std::string& a) {
+    return a.rfind("-Wl,", 0) == 0;
+  });
+  if (!dir || !*dir || !driver) {
+    replace_units_in_place(in.args, count);
+    out = in.args;
+  } else {
+    std::vector<std::unique_ptr<MappedFile>> units;
+    std::vector<ArchiveMember> members;
+    size_t first = in.args.size();
+    for (size_t k = 0; k < in.args.size(); ++k) {
+      const std::string& path = in.args[k];
+      if (!path.ends_with(kUnitSuffix)) {
+        out.push_back(path);
+        continue;
+      }
+      if (first == in.args.size()) first = out.size();
+      const std::string name = path.substr(path.find_last_of('/') + 1);
+      units.push_back(std::make_unique<MappedFile>(path));
+      std::string_view object = units.back()->bytes();
+      take_payload(object, path, name.substr(0, name.size() - kUnitSuffix.size()), count);
+      members.push_back({name, object});
+    }
+    if (!members.empty()) {
+      const std::string archive = std::string(dir) + "/units-" + std::to_string(::getpid()) + ".a";
+      write_file_atomic(archive, archive_bytes(archive, members).pieces, Durability::kAtomic);
+      made.push_back(archive);
+      out.insert(out.begin() + static_cast<std::ptrdiff_t>(first),
+                 {"-Wl,--whole-archive", archive, "-Wl,--no-whole-archive"});
+    }
   }
   count.seconds = started + clock.seconds();
   if (const char* report = std::getenv(kEnvLinkReport); report && *report)
@@ -204,9 +277,19 @@ int linker_wrapper_main(int argc, char** argv) {
                                   (count.llvm_unit.empty() ? "-" : count.llvm_unit) + " " +
                                   std::to_string(count.seconds) + "\n",
                       Durability::kAtomic);
-  std::vector<std::string> args(argv, argv + argc);
-  args[0] = real && *real ? real : "cc";
-  exec_process(args);
+  std::vector<std::string> command = {real && *real ? real : "cc"};
+  if (in.from_file && dir && *dir) {
+    const std::string response = std::string(dir) + "/link-args-" + std::to_string(::getpid());
+    write_file_atomic(response, response_file_text(out), Durability::kAtomic);
+    made.push_back(response);
+    command.push_back("@" + response);
+  } else {
+    command.insert(command.end(), out.begin(), out.end());
+  }
+  if (made.empty()) exec_process(command);
+  const int status = run_process(command).exit_code;
+  for (const std::string& f : made) ::unlink(f.c_str());
+  return status;
 }
 
 // The program cargo runs as RUSTC_WRAPPER on the plugin route.

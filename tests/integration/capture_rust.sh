@@ -200,6 +200,21 @@ printf '#!/bin/sh\necho used >> "%s/named-linker.log"\nexec cc "$@"\n' "$T" > "$
 CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER="$T/named-linker" kiln-capture -o "$T/PL" --backend stamp --route plugin -- cargo build -q
 check "--route plugin: the build's own -C linker links, after kiln-linker, and the program runs" \
   bash -c "[[ -s '$T/named-linker.log' ]] && ./target/debug/kiln-example | cmp -s - '$T/native.out'"
+# kiln-linker by hand, as rustc runs it with a response file: the units go to the linker
+# as one archive in their order (--whole-archive), in a new response file with the
+# blank in a path escaped; both are gone after the link, whose status is returned.
+mkdir -p "$T/kl/tmp" "$T/kl/u v"
+printf 'int a(void) { return 1; }\n' > "$T/kl/a.c" && cc -c "$T/kl/a.c" -o "$T/kl/u v/x.a1.rcgu.o"
+printf 'int b(void) { return 2; }\n' > "$T/kl/b.c" && cc -c "$T/kl/b.c" -o "$T/kl/u v/x.b2.rcgu.o"
+printf -- '-Wl,--as-needed\n%s\n%s\n-lc\n' "$T/kl/u\\ v/x.a1.rcgu.o" "$T/kl/u\\ v/x.b2.rcgu.o" > "$T/kl/args.rsp"
+printf '#!/bin/sh\nf=${1#@}\ncp "$f" %s/seen.rsp\nar t "$(sed -n 4p "$f")" > %s/seen.members\nexit 3\n' "$T/kl" "$T/kl" > "$T/kl/fake-ld"
+chmod +x "$T/kl/fake-ld" && ln -sf "$KILN_BIN/kiln-rustc-wrapper" "$T/kl/kiln-linker"
+KILN_REAL_LINKER="$T/kl/fake-ld" KILN_CAPTURE_TMPDIR="$T/kl/tmp" "$T/kl/kiln-linker" -m64 "@$T/kl/args.rsp"; rc=$?
+printf -- '-m64\n-Wl,--as-needed\n-Wl,--whole-archive\n-Wl,--no-whole-archive\n-lc\n' > "$T/kl/expected.rsp"
+check "kiln-linker: the units as one archive, in order, in a new response file; both removed; the linker's status (3)" \
+  bash -c "[[ $rc -eq 3 ]] && printf 'x.a1.rcgu.o\nx.b2.rcgu.o\n' | cmp -s - '$T/kl/seen.members' &&
+    sed 4d '$T/kl/seen.rsp' | cmp -s - '$T/kl/expected.rsp' && sed -n 4p '$T/kl/seen.rsp' | grep -q '^$T/kl/tmp/' &&
+    [[ -z \$(ls -A '$T/kl/tmp') ]]"
 check "examples/stamp-in-rustc.sh: the program, the plugin's units and each rlib's contract" \
   bash -c "KILN_BIN='$KILN_BIN' '$KILN_SOURCE/examples/stamp-in-rustc.sh' '$T/sir' > '$T/sir.txt' 2>&1 &&
     grep -q 'circle r=2 area' '$T/sir.txt' && grep -Eq '^([0-9]+) of \1 units' '$T/sir.txt' &&
