@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <future>
 #include <set>
@@ -262,9 +263,21 @@ bool is_kiln_temp_name(const std::string& name) {
   return false;
 }
 
+// A capture's directory with no lock in it, left by a capture killed while it made the
+// directory or removed it: empty, or holding only the lock file it had not yet
+// renamed. Removed once a minute old, when no live capture can be between its
+// mkdtemp and its lock (microseconds apart); anything else in it keeps it.
+void remove_if_lockless(const std::string& dir, const struct stat& st) {
+  if (std::time(nullptr) - st.st_mtime < 60) return;
+  const std::string fresh = dir + "/" + kLockName + ".new";
+  struct stat f {};
+  if (::lstat(fresh.c_str(), &f) == 0 && S_ISREG(f.st_mode) && f.st_size == 0) ::unlink(fresh.c_str());
+  ::rmdir(dir.c_str());  // fails, and leaves it, unless it is empty
+}
+
 // Removes the temporary directories that a capture killed with SIGKILL left in TMPDIR:
 // only kiln's, owned by this user, holding a kiln.lock that nobody holds any more.
-// A directory without that lock file is never touched.
+// A directory without that lock file is left, unless remove_if_lockless finds it empty.
 void remove_stale_temp_dirs() {
   std::string base = temp_base();
   DIR* d = ::opendir(base.c_str());
@@ -276,7 +289,10 @@ void remove_stale_temp_dirs() {
     struct stat st {};
     if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
     int fd = ::open((dir + "/" + kLockName).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      if (errno == ENOENT && name.rfind("kiln-capture-", 0) == 0) remove_if_lockless(dir, st);
+      continue;
+    }
     if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
       remove_tree(dir);  // still holding the lock, so no new owner can appear meanwhile
     }

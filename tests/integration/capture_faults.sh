@@ -165,12 +165,18 @@ left=$(ls "$T/tmp-kill")
 check "kill -9 left a kiln-capture directory behind (got '$left')" bash -c "[[ '$left' == kiln-capture-?????? ]]"
 mkdir "$T/tmp-kill/kiln-capture-nolock" "$T/tmp-kill/kiln-capture-live11" "$T/tmp-kill/other"
 touch "$T/tmp-kill/kiln-capture-live11/kiln.lock"
+# Killed while making or removing its directory: no lock in it. Empty (or with only the
+# lock file not yet renamed) and a minute old, it goes; with anything else, or fresh
+# (kiln-capture-nolock: a capture may be between its mkdtemp and its lock), it stays.
+mkdir "$T/tmp-kill/kiln-capture-oldemp" "$T/tmp-kill/kiln-capture-oldnew" "$T/tmp-kill/kiln-capture-oldful"
+touch "$T/tmp-kill/kiln-capture-oldnew/kiln.lock.new" "$T/tmp-kill/kiln-capture-oldful/kiln-cc"
+touch -d '2 minutes ago' "$T"/tmp-kill/kiln-capture-old*
 flock "$T/tmp-kill/kiln-capture-live11/kiln.lock" sleep 10 &
 holder=$!
 for _ in $(seq 50); do flock -n "$T/tmp-kill/kiln-capture-live11/kiln.lock" true || break; sleep 0.1; done
 TMPDIR="$T/tmp-kill" kiln-capture -o "$T/K" -- true
-check "the next capture removed the stale directory and kept the others" \
-  bash -c "[[ \$(ls '$T/tmp-kill' | tr '\n' ' ') == 'kiln-capture-live11 kiln-capture-nolock other ' ]]"
+check "the next capture removed the stale directories and kept the others" \
+  bash -c "[[ \$(ls '$T/tmp-kill' | tr '\n' ' ') == 'kiln-capture-live11 kiln-capture-nolock kiln-capture-oldful other ' ]]"
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 finish
