@@ -243,9 +243,10 @@ int linker_wrapper_main(int argc, char** argv) {
   const bool driver = std::any_of(in.args.begin(), in.args.end(), [](const std::string& a) {
     return a.rfind("-Wl,", 0) == 0;
   });
-  if (!dir || !*dir || !driver) {
+  const bool in_place = !dir || !*dir || !driver;
+  if (in_place) {
     replace_units_in_place(in.args, count);
-    out = in.args;
+    out.assign(argv + 1, argv + argc);  // unchanged, response files and all
   } else {
     std::vector<std::unique_ptr<MappedFile>> units;
     std::vector<ArchiveMember> members;
@@ -278,7 +279,7 @@ int linker_wrapper_main(int argc, char** argv) {
                                   std::to_string(count.seconds) + "\n",
                       Durability::kAtomic);
   std::vector<std::string> command = {real && *real ? real : "cc"};
-  if (in.from_file && dir && *dir) {
+  if (in.from_file && !in_place) {
     const std::string response = std::string(dir) + "/link-args-" + std::to_string(::getpid());
     write_file_atomic(response, response_file_text(out), Durability::kAtomic);
     made.push_back(response);

@@ -215,6 +215,10 @@ check "kiln-linker: the units as one archive, in order, in a new response file; 
   bash -c "[[ $rc -eq 3 ]] && printf 'x.a1.rcgu.o\nx.b2.rcgu.o\n' | cmp -s - '$T/kl/seen.members' &&
     sed 4d '$T/kl/seen.rsp' | cmp -s - '$T/kl/expected.rsp' && sed -n 4p '$T/kl/seen.rsp' | grep -q '^$T/kl/tmp/' &&
     [[ -z \$(ls -A '$T/kl/tmp') ]]"
+printf '#!/bin/sh\nprintf "%%s\\n" "$@" > %s/seen.args\n' "$T/kl" > "$T/kl/fake-ld2" && chmod +x "$T/kl/fake-ld2"
+env -u KILN_CAPTURE_TMPDIR KILN_REAL_LINKER="$T/kl/fake-ld2" "$T/kl/kiln-linker" -m64 "@$T/kl/args.rsp"; rc=$?
+check "kiln-linker without the capture's directory: the line as rustc gave it, response file and all" \
+  bash -c "[[ $rc -eq 0 ]] && printf -- '-m64\n@%s\n' '$T/kl/args.rsp' | cmp -s - '$T/kl/seen.args'"
 check "examples/stamp-in-rustc.sh: the program, the plugin's units and each rlib's contract" \
   bash -c "KILN_BIN='$KILN_BIN' '$KILN_SOURCE/examples/stamp-in-rustc.sh' '$T/sir' > '$T/sir.txt' 2>&1 &&
     grep -q 'circle r=2 area' '$T/sir.txt' && grep -Eq '^([0-9]+) of \1 units' '$T/sir.txt' &&
