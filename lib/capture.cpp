@@ -141,15 +141,6 @@ static std::string first_line_of(const std::vector<std::string>& argv) {
   }
 }
 
-// A compiler binary's identity for the version cache: its size and modification time
-// (of the file a link names), "" when it cannot be read.
-static std::string binary_identity(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "";
-  return std::to_string(st.st_size) + " " +
-      std::to_string(static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec);
-}
-
 // CORPUS/compiler-versions.jsonl: a compiler's `--version` line per binary (its path
 // and identity), so that every capture after the first reads it instead of starting
 // the compiler (clang --version costs 16 ms of CPU). Not for rustc: `rustc` in PATH is
@@ -467,7 +458,7 @@ int run_capture(const CaptureOptions& options) {
     std::string rustc_version, clang_version, hardware_json;
     bool clang_asked = false;  // not from the corpus's cache: remember it there
   };
-  const std::string cc_identity = binary_identity(real_cc);
+  const std::string cc_identity = file_identity(real_cc);
   std::future<BuildFacts> facts = std::async(std::launch::async, [real_cc, corpus_dir, cc_identity] {
     BuildFacts f;
     sched_param idle{};

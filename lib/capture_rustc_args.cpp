@@ -1,7 +1,6 @@
 // What the rustc wrapper reads from rustc's command line, and the decisions it takes
 // from it; shared by both wrapper programs (kiln-capture on the bitcode route,
 // kiln-rustc-wrapper on the plugin route). No LLVM here.
-#include <sys/stat.h>
 
 #include <cstdio>
 #include <string>
@@ -223,10 +222,9 @@ namespace {
 // MTIME_NS RELEASE PATH" per binary): the wrappers of every later build read it
 // instead of starting rustc. A rustc that cannot be asked counts as not a nightly.
 bool rustc_is_nightly(const WrapperSettings& s, const std::string& rustc) {
-  struct stat st {};
-  if (::stat(rustc.c_str(), &st) != 0) return false;
-  const std::string key = std::to_string(st.st_size) + " " +
-      std::to_string(static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec) + " ";
+  const std::string identity = file_identity(rustc);
+  if (identity.empty()) return false;
+  const std::string key = identity + " ";
   const std::string cache = s.corpus_dir + "/rustc-releases.txt";
   std::string release;
   if (FILE* f = std::fopen(cache.c_str(), "r")) {

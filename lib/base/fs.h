@@ -56,6 +56,9 @@ void write_new_files_durable(const std::vector<std::pair<std::string, std::strin
 void append_line_locked(const std::string& path, std::string_view line);
 void make_dirs(const std::string& path);
 bool path_exists(const std::string& path);
+// A file's identity for caches keyed by binary: "SIZE MTIME_NS" of the file a link
+// names; "" when it cannot be read.
+std::string file_identity(const std::string& path);
 bool is_directory(const std::string& path);
 std::string absolute_path(const std::string& path);
 std::string basename_of(const std::string& path);
