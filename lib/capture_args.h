@@ -34,8 +34,9 @@ std::vector<std::string> plain_mangling_args(const RustcCall& c, bool nightly);
 // linker-plugin-lto), which an emptied unit would leave nothing; "" when it may. (A
 // unit that rustc optimizes again with others, LTO proper, the plugin leaves to LLVM.)
 std::string plugin_obstacle(const std::vector<std::string>& args);
-// Why this invocation must run unchanged, or "" when kiln takes it.
-std::string passthrough_reason(const RustcCall& c);
+// Why this invocation must run unchanged, or "" when kiln takes it, on `route`
+// (CaptureOptions::route: a build script passes through on the bitcode route only).
+std::string passthrough_reason(const RustcCall& c, const std::string& route = "bitcode");
 // The arguments of the bitcode route's first step: the build's own, less the settings
 // that conflict with it (-C lto, linker-plugin-lto, embed-bitcode), plus
 // -Clinker-plugin-lto=yes -Clto=off, and -Zno-link when `stop_before_link` (rustc then

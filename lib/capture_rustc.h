@@ -36,9 +36,14 @@ std::string codegen_setting(const std::vector<std::string>& args, size_t i, bool
 // .rcgu.o or .rcgu.bc), or "" when the name is not one, or names a unit's unoptimized
 // copy (.no-opt).
 std::string unit_cgu(const std::string& name, const std::string& prefix, const std::string& suffix);
+// The release channel, "stable", "beta" or "nightly", of the rustup toolchain that
+// holds `rustc` (RUSTUP_HOME/toolchains/NAME/bin/rustc), from rustup's NAME for it
+// (CHANNEL[-DATE][-HOST], CHANNEL a channel or a release number); "" for any other
+// rustc and for a linked toolchain (a link there, any name), which must be asked.
+std::string rustup_channel(const std::string& rustc);
 // ARGS plus what makes a call through RUSTC_BOOTSTRAP=1 mangle its symbols as the plain
-// build does (nothing for a nightly rustc, which is asked once and remembered in
-// CORPUS/rustc-releases.txt).
+// build does (nothing for a nightly rustc: rustup_channel, or else asked once and
+// remembered in CORPUS/rustc-releases.txt).
 std::vector<std::string> with_plain_mangling(const WrapperSettings& s, const std::string& rustc, const RustcCall& c,
                                              std::vector<std::string> args);
 // Runs RUSTC ARGS with g_children's settings plus `env`; returns its exit status.

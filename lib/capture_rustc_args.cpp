@@ -2,6 +2,9 @@
 // from it; shared by both wrapper programs (kiln-capture on the bitcode route,
 // kiln-rustc-wrapper on the plugin route). No LLVM here.
 
+#include <sys/stat.h>
+
+#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -119,12 +122,12 @@ std::vector<std::string> plain_mangling_args(const RustcCall& c, bool nightly) {
   return {"-Zunstable-options", "-Csymbol-mangling-version=legacy"};
 }
 
-std::string passthrough_reason(const RustcCall& c) {
+std::string passthrough_reason(const RustcCall& c, const std::string& route) {
   if (c.version) return "version query";
   if (c.print) return "--print query";
   if (c.input == "-") return "probe compiled from standard input";
   if (c.input.empty()) return "no input file";
-  if (c.crate_name.rfind("build_script_", 0) == 0) return "build script";
+  if (route != "plugin" && c.crate_name.rfind("build_script_", 0) == 0) return "build script";
   for (const auto& t : c.crate_types)
     if (t.find("proc-macro") != std::string::npos) return "proc-macro (loaded by rustc itself)";
   if (c.emit.find("link") == std::string::npos && !c.emit.empty()) return "no object output (--emit=" + c.emit + ")";
@@ -206,7 +209,7 @@ RustcWrapperCall start_rustc_wrapper(int argc, char** argv) {
   w.settings = WrapperSettings::from_environment();
   w.call = parse_rustc_args(args);
   w.id = new_invocation_id(args);
-  if (std::string reason = passthrough_reason(w.call); !reason.empty()) {
+  if (std::string reason = passthrough_reason(w.call, w.settings.route); !reason.empty()) {
     record_invocation(w.settings, "rustc", w.id, "passthrough", reason, args, 0, 0);
     args.insert(args.begin(), w.rustc);
     exec_process(args);
@@ -215,13 +218,47 @@ RustcWrapperCall start_rustc_wrapper(int argc, char** argv) {
   return w;
 }
 
+std::string rustup_channel(const std::string& rustc) {
+  static const std::string kTail = "/bin/rustc", kParent = "/toolchains/";
+  if (rustc.size() <= kTail.size() || rustc.compare(rustc.size() - kTail.size(), kTail.size(), kTail) != 0) return "";
+  const std::string dir = rustc.substr(0, rustc.size() - kTail.size());
+  const size_t slash = dir.rfind('/');
+  if (slash == std::string::npos || slash + 1 < kParent.size() ||
+      dir.compare(slash + 1 - kParent.size(), kParent.size(), kParent) != 0)
+    return "";
+  // `rustup toolchain link` makes a link to a rustc built anywhere, under any name.
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return "";
+  const std::string name = dir.substr(slash + 1);
+  auto starts = [&](const std::string& word) {
+    return name.compare(0, word.size(), word) == 0 && (name.size() == word.size() || name[word.size()] == '-');
+  };
+  for (const char* channel : {"stable", "beta", "nightly"})
+    if (starts(channel)) return channel;
+  // A release by number: MAJOR.MINOR[.PATCH], then the end or -DATE or -HOST.
+  size_t at = 0;
+  int numbers = 0;
+  while (numbers < 3 && at < name.size() && std::isdigit(static_cast<unsigned char>(name[at]))) {
+    while (at < name.size() && std::isdigit(static_cast<unsigned char>(name[at]))) ++at;
+    ++numbers;
+    if (at < name.size() && name[at] == '.') ++at;
+    else break;
+  }
+  if (numbers < 2 || (at < name.size() && name[at] != '-')) return "";
+  for (const char* word : {"beta", "nightly", "alpha", "dev"})
+    if (name.find(word, at) != std::string::npos) return "";
+  return "stable";
+}
+
 namespace {
 
 // Whether `rustc` is a nightly (its `rustc -vV` release ends in -nightly or -dev),
+// told by the name of the rustup toolchain that holds it (rustup_channel) or else
 // asked once per rustc binary and kept in CORPUS/rustc-releases.txt (a line "SIZE
 // MTIME_NS RELEASE PATH" per binary): the wrappers of every later build read it
 // instead of starting rustc. A rustc that cannot be asked counts as not a nightly.
 bool rustc_is_nightly(const WrapperSettings& s, const std::string& rustc) {
+  if (const std::string channel = rustup_channel(rustc); !channel.empty()) return channel == "nightly";
   const std::string identity = file_identity(rustc);
   if (identity.empty()) return false;
   const std::string key = identity + " ";

@@ -87,6 +87,7 @@ example_crate "$T/crate"
 cd "$T/crate"
 cargo build -q 2>/dev/null && ./target/debug/kiln-example > "$T/native.out"
 cp target/debug/kiln-example "$T/native-bin"  # cargo's own build, for the debugger checks
+cat target/debug/build/memchr-*/output > "$T/native-build-script.out"  # what memchr's build script told cargo
 cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/native.tests"
 check "plain cargo build and test ran" test -s "$T/native.out" -a -s "$T/native.tests"
 cargo clean -q
@@ -158,6 +159,12 @@ check "--route plugin: stamp took most codegen units whole in rustc, each other 
   jq -se '(map(select(.stamp and .object_bytes > 0)) | length) > (length / 2) and all(.stamp or (.why | length > 0))' "$T/P/plugin.jsonl"
 check "--route plugin: no bitcode kept, and no unit's carrier object reaches the program" \
   bash -c "[[ ! -s '$T/P/modules.jsonl' ]] && ! readelf -S ./target/debug/kiln-example | grep -q kiln.object"
+# Build scripts are compiled like any crate on this route (the bitcode route passes
+# them through): memchr's is stamp's, and what it tells cargo is the plain build's.
+check "--route plugin: memchr's build script is compiled by stamp, and tells cargo what the plain build's did" \
+  bash -c "id=\$(jq -r 'select(.tool == \"rustc\" and (.args | index(\"build_script_build\")) and .action != \"passthrough\") | .id' '$T/P/invocations.jsonl') &&
+    [[ -n \$id ]] && jq -se --arg id \"\$id\" 'any(.[]; .invocation == \$id and .stamp and .object_bytes > 0)' '$T/P/plugin.jsonl' >/dev/null &&
+    cat target/debug/build/memchr-*/output | cmp - '$T/native-build-script.out'"
 check "--route plugin: the invocations say which units were rustc's own" \
   jq -se 'map(select(.tool == "rustc" and (.action == "captured" or .action == "fallback"))) | length > 0' "$T/P/invocations.jsonl"
 check "--route plugin: the binary is linked by its one rustc, through kiln-linker (an objects phase, no second rustc)" \

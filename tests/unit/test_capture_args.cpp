@@ -3,11 +3,13 @@
 // why. Each table row is a command line as cargo, make or cmake pass it.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "capture_args.h"
+#include "capture_rustc.h"
 #include "fs.h"
 
 using namespace kiln;
@@ -108,6 +110,24 @@ TEST_CASE("the rustc wrapper passes through queries, probes, build scripts, proc
     CHECK(c.crate_name == row.crate_name);
     CHECK(c.args == words(row.line));
   }
+}
+
+TEST_CASE("on the plugin route a build script is compiled like any crate; the other reasons hold",
+          "[capture][args][rustc]") {
+  for (const auto& row : kRustcDecisions) {
+    INFO("rustc " << row.line);
+    RustcCall c = parse_rustc_args(words(row.line));
+    const std::string on_plugin = passthrough_reason(c, "plugin");
+    if (row.reason == "build script")
+      CHECK(on_plugin != row.reason);  // the next reason that applies, or none
+    else
+      CHECK(on_plugin == row.reason);
+  }
+  RustcCall build_script = parse_rustc_args(
+      words("--crate-name build_script_build --edition=2021 build.rs --crate-type bin --emit=dep-info,link "
+            "-C embed-bitcode=no --out-dir /t/debug/build/memchr-1/"));
+  CHECK(passthrough_reason(build_script) == "build script");
+  CHECK(passthrough_reason(build_script, "plugin").empty());
 }
 
 namespace {
@@ -442,4 +462,37 @@ TEST_CASE("a crate whose objects keep bitcode for a later LTO does not load kiln
   CHECK(with({"-C", "embed-bitcode=yes"}) == "-C embed-bitcode=yes (bitcode for a later LTO)");
   CHECK(with({"-Cembed-bitcode"}) == "-C embed-bitcode (bitcode for a later LTO)");
   CHECK(with({"--codegen", "linker-plugin-lto"}) == "-C linker-plugin-lto (bitcode for a later LTO)");
+}
+
+TEST_CASE("a rustc in a toolchain rustup installed tells its channel by the toolchain's name", "[capture][args][rustc]") {
+  const std::string home = make_temp_dir("kiln-test-rustup");
+  auto toolchain = [&](const std::string& name) {
+    const std::string bin = home + "/toolchains/" + name + "/bin";
+    REQUIRE(std::system(("mkdir -p '" + bin + "' && touch '" + bin + "/rustc'").c_str()) == 0);
+    return bin + "/rustc";
+  };
+  CHECK(rustup_channel(toolchain("stable-x86_64-unknown-linux-gnu")) == "stable");
+  CHECK(rustup_channel(toolchain("stable")) == "stable");
+  CHECK(rustup_channel(toolchain("beta-2026-11-20-x86_64-unknown-linux-gnu")) == "beta");
+  CHECK(rustup_channel(toolchain("nightly-2026-11-30-x86_64-unknown-linux-gnu")) == "nightly");
+  CHECK(rustup_channel(toolchain("nightly")) == "nightly");
+  CHECK(rustup_channel(toolchain("1.95.0-x86_64-unknown-linux-gnu")) == "stable");
+  CHECK(rustup_channel(toolchain("1.95-x86_64-unknown-linux-gnu")) == "stable");
+  CHECK(rustup_channel(toolchain("1.95.0")) == "stable");
+  // Names that do not say: ask the rustc.
+  CHECK(rustup_channel(toolchain("stablex")).empty());
+  CHECK(rustup_channel(toolchain("1.96.0-beta.3-x86_64-unknown-linux-gnu")).empty());
+  CHECK(rustup_channel(toolchain("1-x86_64-unknown-linux-gnu")).empty());
+  CHECK(rustup_channel(toolchain("my-build")).empty());
+  // A linked toolchain may be any rustc under any name.
+  const std::string elsewhere = make_temp_dir("kiln-test-rustup-linked");
+  REQUIRE(std::system(("mkdir -p '" + elsewhere + "/bin' && touch '" + elsewhere + "/bin/rustc' && ln -s '" + elsewhere +
+                       "' '" + home + "/toolchains/stable-linked'").c_str()) == 0);
+  CHECK(rustup_channel(home + "/toolchains/stable-linked/bin/rustc").empty());
+  // Not in a toolchains directory, or not rustc.
+  CHECK(rustup_channel("/usr/bin/rustc").empty());
+  CHECK(rustup_channel(home + "/toolchains/stable/bin/cargo").empty());
+  CHECK(rustup_channel("rustc").empty());
+  remove_tree(home);
+  remove_tree(elsewhere);
 }
