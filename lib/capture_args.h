@@ -29,6 +29,10 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args);
 // symbols: -Zunstable-options -Csymbol-mangling-version=legacy, unless the call names
 // a mangling itself or the rustc is a nightly (`nightly`), whose own default is v0.
 std::vector<std::string> plain_mangling_args(const RustcCall& c, bool nightly);
+// Whether the build's own RUSTC_BOOTSTRAP (`value`, null when unset) already gives this
+// crate nightly's defaults: "1", or a comma-separated list of crate names naming it.
+// The plain build then mangles as a nightly does, and kiln leaves that alone.
+bool bootstrap_gives_nightly(const char* value, const std::string& crate_name);
 // Why a crate must not load kiln's plugin (--route plugin) and runs as plain rustc: its
 // units' bitcode is kept in its objects for a later LTO (-C embed-bitcode, -C
 // linker-plugin-lto), which an emptied unit would leave nothing; "" when it may. (A

@@ -4,8 +4,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -120,6 +122,19 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args) {
 std::vector<std::string> plain_mangling_args(const RustcCall& c, bool nightly) {
   if (c.mangling_given || nightly) return {};
   return {"-Zunstable-options", "-Csymbol-mangling-version=legacy"};
+}
+
+bool bootstrap_gives_nightly(const char* value, const std::string& crate_name) {
+  if (!value) return false;
+  const std::string v = value;
+  if (v == "1") return true;
+  for (size_t at = 0; at <= v.size();) {
+    const size_t comma = std::min(v.find(',', at), v.size());
+    if (!crate_name.empty() && v.compare(at, comma - at, crate_name) == 0 && comma - at == crate_name.size())
+      return true;
+    at = comma + 1;
+  }
+  return false;
 }
 
 std::string passthrough_reason(const RustcCall& c, const std::string& route) {
@@ -302,7 +317,11 @@ bool rustc_is_nightly(const WrapperSettings& s, const std::string& rustc) {
 std::vector<std::string> with_plain_mangling(const WrapperSettings& s, const std::string& rustc, const RustcCall& c,
                                              std::vector<std::string> args) {
   if (c.mangling_given) return args;
-  for (std::string& a : plain_mangling_args(c, rustc_is_nightly(s, rustc))) args.push_back(std::move(a));
+  // The build's own RUSTC_BOOTSTRAP=-1 makes even a nightly take stable's defaults.
+  const char* bootstrap = std::getenv("RUSTC_BOOTSTRAP");
+  const bool nightly = !(bootstrap && std::string(bootstrap) == "-1") &&
+      (bootstrap_gives_nightly(bootstrap, c.crate_name) || rustc_is_nightly(s, rustc));
+  for (std::string& a : plain_mangling_args(c, nightly)) args.push_back(std::move(a));
   return args;
 }
 

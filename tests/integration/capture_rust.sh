@@ -226,8 +226,10 @@ printf '#!/bin/sh\nprintf "%%s\\n" "$@" > %s/seen.args\n' "$T/kl" > "$T/kl/fake-
 env -u KILN_CAPTURE_TMPDIR KILN_REAL_LINKER="$T/kl/fake-ld2" "$T/kl/kiln-linker" -m64 "@$T/kl/args.rsp"; rc=$?
 check "kiln-linker without the capture's directory: the line as rustc gave it, response file and all" \
   bash -c "[[ $rc -eq 0 ]] && printf -- '-m64\n@%s\n' '$T/kl/args.rsp' | cmp -s - '$T/kl/seen.args'"
-check "examples/stamp-in-rustc.sh: the program, the plugin's units and each rlib's contract" \
-  bash -c "KILN_BIN='$KILN_BIN' '$KILN_SOURCE/examples/stamp-in-rustc.sh' '$T/sir' > '$T/sir.txt' 2>&1 &&
+# Run with the build's own RUSTC_BOOTSTRAP=1, under which the plain build's symbols are
+# v0-mangled: kiln must not add its legacy mangling then (the contract would differ).
+check "examples/stamp-in-rustc.sh: the program, the plugin's units and each rlib's contract (with RUSTC_BOOTSTRAP=1)" \
+  bash -c "RUSTC_BOOTSTRAP=1 KILN_BIN='$KILN_BIN' '$KILN_SOURCE/examples/stamp-in-rustc.sh' '$T/sir' > '$T/sir.txt' 2>&1 &&
     grep -q 'circle r=2 area' '$T/sir.txt' && grep -Eq '^([0-9]+) of \1 units' '$T/sir.txt' &&
     [[ \$(grep -Ec '^([0-9]+) objects: \1 same contract, 0 different, 0 unpaired' '$T/sir.txt') -eq 2 ]] ||
     { cat '$T/sir.txt'; false; }"
@@ -236,6 +238,12 @@ check "examples/stamp-in-rustc.sh: the program, the plugin's units and each rlib
 check "--route plugin: kiln-rustc-wrapper, cargo's RUSTC_WRAPPER there, links no LLVM" \
   bash -c "nm -C '$KILN_BIN/kiln-rustc-wrapper' | grep -c ' llvm::' | grep -qx 0 &&
     jq -se 'map(select(.tool == \"rustc\")) | length > 0 and all(.phases.startup // 0 | . < 0.05)' '$T/PL/invocations.jsonl' >/dev/null"
+# rustc's LLVM has its C++ runtime linked in; the plugin brings its own, kept to itself,
+# so that no rustc loads libstdc++.so for it, nor takes a C++ symbol from it.
+check "--route plugin: the plugin needs only libc, and exports its entry point alone" \
+  bash -c "plugin=\$(ls '$KILN_BIN'/../lib/kiln-rustc-plugin.so) &&
+    [[ \$(readelf -d \"\$plugin\" | grep NEEDED | grep -Evc 'libc\\.so|ld-linux') -eq 0 ]] &&
+    [[ \$(nm -D --defined-only \"\$plugin\" | awk '{print \$3}' | grep -v '^GLIBC' | tr '\\n' ' ') == 'llvmGetPassPluginInfo ' ]]"
 mkdir -p "$T/lone/bin" && cp "$KILN_BIN/kiln-capture" "$T/lone/bin/"
 KILN_RUSTC_PLUGIN="$(ls "$KILN_BIN"/../lib/kiln-rustc-plugin.so)" "$T/lone/bin/kiln-capture" -o "$T/PW" --backend stamp \
   --route plugin -- true 2> "$T/wrapper.err"; rc=$?

@@ -496,3 +496,16 @@ TEST_CASE("a rustc in a toolchain rustup installed tells its channel by the tool
   remove_tree(home);
   remove_tree(elsewhere);
 }
+
+TEST_CASE("a build whose own RUSTC_BOOTSTRAP gives a crate nightly's defaults keeps them", "[capture][args][rustc]") {
+  CHECK_FALSE(bootstrap_gives_nightly(nullptr, "regex"));
+  CHECK(bootstrap_gives_nightly("1", "regex"));
+  CHECK_FALSE(bootstrap_gives_nightly("0", "regex"));
+  CHECK_FALSE(bootstrap_gives_nightly("-1", "regex"));  // "behave as stable", even on a nightly
+  CHECK(bootstrap_gives_nightly("regex", "regex"));
+  CHECK(bootstrap_gives_nightly("memchr,regex", "regex"));
+  CHECK_FALSE(bootstrap_gives_nightly("memchr,regex_syntax", "regex"));
+  CHECK_FALSE(bootstrap_gives_nightly("regex2", "regex"));
+  CHECK_FALSE(bootstrap_gives_nightly("", "regex"));
+  CHECK_FALSE(bootstrap_gives_nightly("memchr,", ""));
+}
