@@ -39,7 +39,8 @@ bool bootstrap_gives_nightly(const char* value, const std::string& crate_name);
 // unit that rustc optimizes again with others, LTO proper, the plugin leaves to LLVM.)
 std::string plugin_obstacle(const std::vector<std::string>& args);
 // Why this invocation must run unchanged, or "" when kiln takes it, on `route`
-// (CaptureOptions::route: a build script passes through on the bitcode route only).
+// (CaptureOptions::route: build scripts and proc-macros pass through on the bitcode
+// route only; on the plugin route rustc compiles them with the plugin like any crate).
 std::string passthrough_reason(const RustcCall& c, const std::string& route = "bitcode");
 // The arguments of the bitcode route's first step: the build's own, less the settings
 // that conflict with it (-C lto, linker-plugin-lto, embed-bitcode), plus

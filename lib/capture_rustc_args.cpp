@@ -144,7 +144,7 @@ std::string passthrough_reason(const RustcCall& c, const std::string& route) {
   if (c.input.empty()) return "no input file";
   if (route != "plugin" && c.crate_name.rfind("build_script_", 0) == 0) return "build script";
   for (const auto& t : c.crate_types)
-    if (t.find("proc-macro") != std::string::npos) return "proc-macro (loaded by rustc itself)";
+    if (route != "plugin" && t.find("proc-macro") != std::string::npos) return "proc-macro (loaded by rustc itself)";
   if (c.emit.find("link") == std::string::npos && !c.emit.empty()) return "no object output (--emit=" + c.emit + ")";
   if (c.out_dir.empty()) return "no --out-dir";
   return "";

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(meson ninja-build pkg-config g++ make binutils util-linux jq parallel xz-utils gdb lldb-22
           llvm-22-dev clang-22 libclang-rt-22-dev lld-22 libcli11-dev libxxhash-dev libsimdjson-dev catch2 zlib1g-dev libzstd-dev
           librust-regex-dev librust-quickcheck-dev librust-lazy-static-dev librust-rand-dev
-          librust-num-traits-dev librust-memchr-dev)
+          librust-num-traits-dev librust-memchr-dev librust-serde-dev librust-serde-derive-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -112,13 +112,13 @@ TEST_CASE("the rustc wrapper passes through queries, probes, build scripts, proc
   }
 }
 
-TEST_CASE("on the plugin route a build script is compiled like any crate; the other reasons hold",
+TEST_CASE("on the plugin route build scripts and proc-macros are compiled like any crate; the other reasons hold",
           "[capture][args][rustc]") {
   for (const auto& row : kRustcDecisions) {
     INFO("rustc " << row.line);
     RustcCall c = parse_rustc_args(words(row.line));
     const std::string on_plugin = passthrough_reason(c, "plugin");
-    if (row.reason == "build script")
+    if (row.reason == "build script" || row.reason == "proc-macro (loaded by rustc itself)")
       CHECK(on_plugin != row.reason);  // the next reason that applies, or none
     else
       CHECK(on_plugin == row.reason);
@@ -128,6 +128,11 @@ TEST_CASE("on the plugin route a build script is compiled like any crate; the ot
             "-C embed-bitcode=no --out-dir /t/debug/build/memchr-1/"));
   CHECK(passthrough_reason(build_script) == "build script");
   CHECK(passthrough_reason(build_script, "plugin").empty());
+  RustcCall proc_macro = parse_rustc_args(
+      words("--crate-name serde_derive --edition=2015 src/lib.rs --crate-type proc-macro --emit=dep-info,link "
+            "-C prefer-dynamic -C embed-bitcode=no --out-dir /t/debug/deps --extern proc_macro"));
+  CHECK(passthrough_reason(proc_macro) == "proc-macro (loaded by rustc itself)");
+  CHECK(passthrough_reason(proc_macro, "plugin").empty());
 }
 
 namespace {
