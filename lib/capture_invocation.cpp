@@ -75,7 +75,7 @@ void record_invocation(const WrapperSettings& s, const std::string& tool, const 
   r.time = iso8601_now();
   r.modules = modules;
   r.seconds = seconds;
-  Corpus::open(s.corpus_dir).append_invocation(r);
+  append_invocation_to(s.corpus_dir, r);
 }
 
 ProcessOptions use_capture_tmpdir() {

@@ -23,54 +23,10 @@
 namespace kiln {
 
 static const char* const kModulesFile = "modules.jsonl";
-static const char* const kInvocationsFile = "invocations.jsonl";
+static const char* const kInvocationsFile = "invocations.jsonl";  // corpus_records.cpp appends to it too
 static const char* const kCensusFile = "census.jsonl";
 static const char* const kReceiptsFile = "receipts.jsonl";
 static const char* const kReplayReportFile = "replay-report.json";
-
-std::string ModuleRecord::to_json() const {
-  JsonWriter w;
-  w.begin_object()
-      .field("id", id)
-      .field("bytes", bytes)
-      .field("triple", triple)
-      .field("producer", producer)
-      .field("tool", tool)
-      .field("crate", crate)
-      .field("cgu", cgu)
-      .string_array("args", args)
-      .field("args_hash", args_hash)
-      .field("opt_level", opt_level)
-      .field("debuginfo", debuginfo)
-      .field("cwd", cwd)
-      .field("invocation", invocation)
-      .field("time", time)
-      .end_object();
-  return w.str();
-}
-
-std::string InvocationRecord::to_json() const {
-  JsonWriter w;
-  w.begin_object()
-      .field("id", id)
-      .field("tool", tool)
-      .field("action", action)
-      .field("reason", reason)
-      .string_array("args", args)
-      .field("cwd", cwd)
-      .field("time", time)
-      .field("modules", modules)
-      .field("seconds", seconds);
-  // Milliseconds as an integer: the writer's doubles keep 9 digits, not a clock's 13.
-  if (start > 0) w.field("start_ms", static_cast<uint64_t>(start * 1000.0 + 0.5));
-  if (!phases.empty()) {
-    w.key("phases").begin_object();
-    for (const auto& [name, s] : phases) w.field(name, s);
-    w.end_object();
-  }
-  w.end_object();
-  return w.str();
-}
 
 std::string manifest_to_json(const CorpusManifest& m) {
   JsonWriter w;
@@ -338,9 +294,7 @@ uint64_t Corpus::prune_objects(uint64_t max_bytes) {
 }
 
 void Corpus::append_module(const ModuleRecord& m) { append_line_locked(dir_ + "/" + kModulesFile, m.to_json()); }
-void Corpus::append_invocation(const InvocationRecord& r) {
-  append_line_locked(dir_ + "/" + kInvocationsFile, r.to_json());
-}
+void Corpus::append_invocation(const InvocationRecord& r) { append_invocation_to(dir_, r); }
 void Corpus::append_census(const std::string& json_line) { append_line_locked(dir_ + "/" + kCensusFile, json_line); }
 void Corpus::append_receipt(const std::string& json_line) { append_line_locked(dir_ + "/" + kReceiptsFile, json_line); }
 

@@ -81,6 +81,9 @@ struct InvocationRecord {
   double start = 0;
   std::string to_json() const;
 };
+// Appends one invocation to the corpus at `corpus_dir` (Corpus::append_invocation)
+// without reading its manifest: what a rustc wrapper does (lib/corpus_records.cpp).
+void append_invocation_to(const std::string& corpus_dir, const InvocationRecord& r);
 
 // One parsed JSON Lines record together with where it came from.
 struct JsonLine {
@@ -130,7 +133,7 @@ class Corpus {
   uint64_t prune_objects(uint64_t max_bytes);
 
   void append_module(const ModuleRecord& m);
-  void append_invocation(const InvocationRecord& r);
+  void append_invocation(const InvocationRecord& r);  // append_invocation_to(dir())
   void append_census(const std::string& json_line);
   void append_receipt(const std::string& json_line);
 
