@@ -239,7 +239,8 @@ check "--route plugin: kiln-rustc-wrapper, cargo's RUSTC_WRAPPER there, links no
   bash -c "nm -C '$KILN_BIN/kiln-rustc-wrapper' | grep -c ' llvm::' | grep -qx 0 &&
     jq -se 'map(select(.tool == \"rustc\")) | length > 0 and all(.phases.startup // 0 | . < 0.05)' '$T/PL/invocations.jsonl' >/dev/null"
 # rustc's LLVM has its C++ runtime linked in; the plugin brings its own, kept to itself,
-# so that no rustc loads libstdc++.so for it, nor takes a C++ symbol from it.
+# so that no rustc loads libstdc++.so for it, nor takes a C++ symbol from it. (This
+# test runs in the build without sanitizers, the one that links it so.)
 check "--route plugin: the plugin needs only libc, and exports its entry point alone" \
   bash -c "plugin=\$(ls '$KILN_BIN'/../lib/kiln-rustc-plugin.so) &&
     [[ \$(readelf -d \"\$plugin\" | grep NEEDED | grep -Evc 'libc\\.so|ld-linux') -eq 0 ]] &&
