@@ -135,7 +135,14 @@ int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const R
         std::string cgu = unit_cgu(m.name, prefix, ".rcgu.o");
         if (!cgu.empty()) changed |= take_payload(m.bytes, rlib + "(" + m.name + ")", cgu, count);
       }
-      if (changed) write_file_atomic(rlib, archive_bytes(rlib, members).pieces, Durability::kAtomic);
+      // In place where it can: the rlib is rustc's new file (cargo removed the old one
+      // before rustc ran), which nothing reads before this wrapper exits, and a failure
+      // removes it (below). A 5 MB rlib: 1.5 ms where replacing it took 6.7.
+      if (changed) {
+        const ArchiveBytes bytes = archive_bytes(rlib, members);
+        if (!rewrite_file_in_place(rlib, archive.bytes(), bytes.pieces))
+          write_file_atomic(rlib, bytes.pieces, Durability::kAtomic);
+      }
     } catch (const KilnError& e) {
       failure = e.what();
     }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <climits>
 #include <cstdlib>
@@ -218,6 +219,90 @@ void write_file_atomic(const std::string& requested, const std::vector<std::stri
     ::unlink(tmp.c_str());
     throw KilnError(kExitIo, requested, errno_reason(err));
   }
+}
+
+namespace {
+
+void pread_all(int fd, char* to, size_t size, uint64_t at, const std::string& path) {
+  while (size > 0) {
+    ssize_t n = ::pread(fd, to, size, static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw KilnError(kExitIo, path, n < 0 ? errno_reason(errno) : "shorter than it was mapped");
+    to += n, size -= static_cast<size_t>(n), at += static_cast<uint64_t>(n);
+  }
+}
+
+void pwrite_all(int fd, const char* from, size_t size, uint64_t at, const std::string& path) {
+  while (size > 0) {
+    ssize_t n = ::pwrite(fd, from, size, static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw KilnError(kExitIo, path, errno_reason(errno));
+    from += n, size -= static_cast<size_t>(n), at += static_cast<uint64_t>(n);
+  }
+}
+
+}  // namespace
+
+bool rewrite_file_in_place(const std::string& path, std::string_view original,
+                           const std::vector<std::string_view>& pieces) {
+  // Where each piece goes; a piece inside `original` is a move within the file.
+  struct Move {
+    uint64_t to, from, size;
+  };
+  std::vector<Move> moves;
+  std::vector<std::pair<uint64_t, std::string_view>> texts;
+  uint64_t at = 0;
+  int64_t last_shift = INT64_MAX;
+  for (std::string_view p : pieces) {
+    if (p.empty()) continue;
+    const bool inside = !original.empty() && p.data() >= original.data() &&
+        p.data() + p.size() <= original.data() + original.size();
+    if (inside) {
+      const uint64_t from = static_cast<uint64_t>(p.data() - original.data());
+      const int64_t shift = static_cast<int64_t>(at) - static_cast<int64_t>(from);
+      if (shift > last_shift) return false;
+      last_shift = shift;
+      moves.push_back({at, from, p.size()});
+    } else {
+      texts.push_back({at, p});
+    }
+    at += p.size();
+  }
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+  if (fd < 0) throw KilnError(kExitIo, path, errno_reason(errno));
+  try {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw KilnError(kExitIo, path, errno_reason(errno));
+    if (!S_ISREG(st.st_mode))
+      throw KilnError(kExitIo, path, std::string("is ") + file_kind(st.st_mode) + ", not a file kiln writes over");
+    if (static_cast<uint64_t>(st.st_size) != original.size())
+      throw KilnError(kExitIo, path, "changed since it was read");
+    // The moves' order keeps every source whole until it is copied: the moves to the
+    // left, first to last, each front to back (a later one's source lies past what an
+    // earlier one writes), then the moves to the right, last to first, each back to
+    // front; the pieces of new bytes (headers, the index) last, over what is left.
+    std::vector<char> buffer(256 * 1024);
+    auto copy = [&](const Move& m, bool backward) {
+      for (uint64_t done = 0; done < m.size;) {
+        const uint64_t n = std::min<uint64_t>(buffer.size(), m.size - done);
+        const uint64_t offset = backward ? m.size - done - n : done;
+        pread_all(fd, buffer.data(), n, m.from + offset, path);
+        pwrite_all(fd, buffer.data(), n, m.to + offset, path);
+        done += n;
+      }
+    };
+    for (const Move& m : moves)
+      if (m.to < m.from) copy(m, false);
+    for (auto m = moves.rbegin(); m != moves.rend(); ++m)
+      if (m->to > m->from) copy(*m, true);
+    for (const auto& [to, bytes] : texts) pwrite_all(fd, bytes.data(), bytes.size(), to, path);
+    if (::ftruncate(fd, static_cast<off_t>(at)) != 0) throw KilnError(kExitIo, path, errno_reason(errno));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw KilnError(kExitIo, path, errno_reason(errno));
+  return true;
 }
 
 size_t remove_orphaned_temp_files(const std::string& dir) {
