@@ -22,8 +22,8 @@ echo "[3/5] emit every module again, into $OUT/objects"
 kiln-emit "$OUT/corpus" --out "$OUT/objects" --backend stamp > "$OUT/emit.txt"
 echo "[4/5] replay: stamp against llvm, 3 rounds, byte stability"
 kiln-replay "$OUT/corpus" --backend stamp,llvm --rounds 3 > "$OUT/replay.txt"
-echo "[5/5] measure: cargo build, plain and with stamp inside rustc (--route plugin; 3 interleaved runs each)"
-kiln-measure build --runs 3 --warmup 1 --workdir "$OUT/measure" --json "$OUT/measure.json" --svg "$OUT/measure.svg" \
+echo "[5/5] measure: cargo build, plain and with stamp inside rustc (--route plugin; 9 interleaved runs each: a 10% gate on a 1 s build needs them on a noisy machine)"
+kiln-measure build --runs 9 --warmup 1 --workdir "$OUT/measure" --json "$OUT/measure.json" --svg "$OUT/measure.svg" \
   --prepare 'rm -rf "$CARGO_TARGET_DIR"' --baseline 'cargo build -q' \
   --candidate 'kiln-capture -o "$KILN_MEASURE_TARGET_DIR/corpus" --backend stamp --route plugin -- cargo build -q' > "$OUT/measure.md"
 # Where the candidate's last build spent its time, and the CI gate's verdict on it.
