@@ -23,7 +23,6 @@
 namespace kiln {
 
 static const char* const kModulesFile = "modules.jsonl";
-static const char* const kInvocationsFile = "invocations.jsonl";  // corpus_records.cpp appends to it too
 static const char* const kCensusFile = "census.jsonl";
 static const char* const kReceiptsFile = "receipts.jsonl";
 static const char* const kReplayReportFile = "replay-report.json";
@@ -367,7 +366,7 @@ std::vector<ModuleRecord> Corpus::modules() const {
 
 std::vector<InvocationRecord> Corpus::invocations() const {
   std::vector<InvocationRecord> out;
-  for_each_line(kInvocationsFile, [&](const JsonLine& l) {
+  for_each_line(kInvocationsFileName, [&](const JsonLine& l) {
     InvocationRecord r;
     r.id = get_string_or(l.value, "id", "");
     r.tool = get_string_or(l.value, "tool", "");
@@ -514,9 +513,9 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
     copy_selected(kReceiptsFile, [&](const std::string& s) { out.append_receipt(s); });
     // A merge keeps every invocation; a filter only those that produced kept modules.
     bool filtering = !want_ids.empty() || !want_crates.empty() || !filter.reason.empty();
-    in.for_each_line(kInvocationsFile, [&](const JsonLine& l) {
+    in.for_each_line(kInvocationsFileName, [&](const JsonLine& l) {
       if (!filtering || kept_invocations.count(get_string_or(l.value, "id", "")))
-        append_line_locked(out.dir() + "/" + kInvocationsFile, simdjson::minify(l.value));
+        append_line_locked(out.dir() + "/" + kInvocationsFileName, simdjson::minify(l.value));
     });
   }
   // Read the result back before it takes the target's place: a record that the

@@ -30,6 +30,7 @@ namespace kiln {
 
 constexpr int kCorpusSchemaVersion = 1;
 constexpr const char* kCorpusManifestName = "kiln-corpus.json";
+constexpr const char* kInvocationsFileName = "invocations.jsonl";
 
 struct CorpusManifest {
   int version = kCorpusSchemaVersion;

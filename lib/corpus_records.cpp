@@ -1,8 +1,6 @@
 // The corpus's records as JSON lines, and the append a rustc wrapper makes: no JSON
 // reader here (simdjson), so that kiln-rustc-wrapper, which cargo starts for every rustc
 // call, links none and starts with no shared library but libc.
-#include <sys/stat.h>
-
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
@@ -60,7 +58,7 @@ void append_invocation_to(const std::string& corpus_dir, const InvocationRecord&
   if (!is_directory(corpus_dir)) throw KilnError(kExitIo, corpus_dir, "no such corpus directory");
   if (!path_exists(corpus_dir + "/" + kCorpusManifestName))
     throw KilnError(kExitBadInput, corpus_dir, std::string("not a kiln corpus (no ") + kCorpusManifestName + ")");
-  append_line_locked(corpus_dir + "/invocations.jsonl", r.to_json());  // corpus.cpp's kInvocationsFile
+  append_line_locked(corpus_dir + "/" + kInvocationsFileName, r.to_json());
 }
 
 }  // namespace kiln
