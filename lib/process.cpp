@@ -404,8 +404,14 @@ int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_cl
       ::usleep(1000);  // no pidfd (old kernel): poll the child every millisecond
     }
   }
-  // Members of a timed-out group that outlived its leader (SIGTERM ignored) go too.
-  if (*timed_out) ::kill(-pid, SIGKILL);
+  // Members of a timed-out group that outlived its leader get what is left of the grace
+  // (a nested kiln-emit still stopping its back end and removing its scratch directory
+  // after the shell it ran in has gone), then SIGKILL (one that ignored SIGTERM).
+  if (*timed_out) {
+    while (!killed && ::kill(-pid, 0) == 0 && seconds_since(start) < timeout_seconds + kKillGraceSeconds)
+      ::usleep(5000);
+    ::kill(-pid, SIGKILL);
+  }
   if (pidfd >= 0) ::close(pidfd);
   return status;
 }

@@ -83,6 +83,7 @@ if [[ -n ${KILN_CHECK_PREBUILT:-} ]]; then
   # the core with LLVM disabled, and that the core's objects in the main build
   # included no LLVM header and kiln-replay-flat links no LLVM.
   b=$KILN_CHECK_PREBUILT
+  rm -rf "$out/configure-only"  # this check's own scratch, from an earlier run in the same $OUT
   "${meson[@]}" setup "$out/configure-only" "$root" -Dllvm=disabled -Dcuda="$core_cuda" > "$out/meson-setup.txt" 2>&1 ||
     { tail -n 30 "$out/meson-setup.txt"; exit 1; }
   core_re='^(lib/base|lib/stamp|tools/kiln-replay-flat[.]p|tests/gpu_unit[.]p)/'
@@ -91,7 +92,8 @@ if [[ -n ${KILN_CHECK_PREBUILT:-} ]]; then
   check_llvm_free "$b" "$core_re"
   log "build: reused $b ($core_objects core objects, no LLVM header); meson configures -Dllvm=disabled; core tests: the main suite's core-unit"
 else
-  "${meson[@]}" setup "$b" "$root" -Dllvm=disabled -Dcuda="$core_cuda" -Dgpu_arch="$arch" > "$out/meson-setup.txt" 2>&1 ||
+  again=(); [[ -f $b/build.ninja ]] && again=(--reconfigure)  # an earlier run in the same $OUT
+  "${meson[@]}" setup "${again[@]}" "$b" "$root" -Dllvm=disabled -Dcuda="$core_cuda" -Dgpu_arch="$arch" > "$out/meson-setup.txt" 2>&1 ||
     { tail -n 30 "$out/meson-setup.txt"; exit 1; }
   "${meson[@]}" compile -C "$b" > "$out/build.txt" 2>&1 || { grep -v '^\[' "$out/build.txt" | tail -n 40; exit 1; }
   check_llvm_free "$b" .

@@ -65,12 +65,16 @@ KILN_CMD_TIMEOUT=0.5 expect_error 1 'timed out after 0.5 s \(KILN_CMD_TIMEOUT\)'
   kiln-emit "$T/inc.bc" -o "$T/slow.o" --backend 'cmd:sleep 30; : {in} {out}'
 # Nested: a build timing out whose kiln-emit runs a cmd: back end in a group of its
 # own. The build's group gets SIGTERM first, so kiln-emit stops its back end too.
-expect_error 1 'timed out' kiln-measure build --runs 1 --warmup 0 --timeout 1 --workdir "$T/nested" --candidate true \
+mkdir "$T/nested-tmp"
+TMPDIR="$T/nested-tmp" expect_error 1 'timed out' kiln-measure build --runs 1 --warmup 0 --timeout 1 --workdir "$T/nested" --candidate true \
   --baseline "kiln-emit '$T/inc.bc' -o '$T/nested.o' --backend 'cmd:sleep 60 & echo \$! > $T/nested.pid; wait; : {in} {out}'"
 sleep 0.3
 nested=$(cat "$T/nested.pid")
 check "the back end of a kiln-emit inside a timed-out build is stopped too (pid $nested)" \
   bash -c "! kill -0 $nested 2>/dev/null || grep -q '^State:.*Z' /proc/$nested/status"
+# ... and that kiln-emit, given the grace to finish, removed its scratch directory.
+check "the kiln-emit inside a timed-out build removed its kiln-cmd-* directory" \
+  bash -c "! ls -d '$T/nested-tmp'/kiln-cmd-* 2>/dev/null"
 KILN_CMD_TIMEOUT=soon expect_error 2 'KILN_CMD_TIMEOUT' kiln-emit "$T/inc.bc" -o "$T/x.o" --backend "cmd:$llc {out}"
 
 cargo build -q
