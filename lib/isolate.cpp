@@ -14,6 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +26,7 @@
 
 #include "error.h"
 #include "fs.h"
+#include "process.h"
 
 namespace kiln {
 
@@ -128,6 +132,50 @@ std::string crash_signal_name(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
+// ---- A signal to stop, while workers run ----
+// SIGINT, SIGTERM or SIGHUP with its default action would end the supervisor at once,
+// and PR_SET_PDEATHSIG then SIGKILLs its workers wherever they are: one running a cmd:
+// back end never removed its scratch directory (a kiln-emit inside a timed-out
+// kiln-measure build left one per run). While workers run, the signal is remembered
+// instead; the supervisor passes it to every worker, waits for them to end (at most
+// kStopGraceSeconds) and reports it as its own exit status, 128 + the signal.
+constexpr std::array<int, 3> kStopSignals = {SIGINT, SIGTERM, SIGHUP};
+constexpr double kStopGraceSeconds = 2;
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void remember_stop(int sig) { g_stop_signal.store(sig); }
+
+// Installed for one run_isolated, only for signals with their default action (one the
+// process ignores stays ignored; a tool's own handler stays), and restored after it.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal.store(0);
+    for (size_t i = 0; i < kStopSignals.size(); ++i) {
+      if (::sigaction(kStopSignals[i], nullptr, &old_[i]) != 0 || old_[i].sa_handler != SIG_DFL) continue;
+      struct sigaction action {};
+      action.sa_handler = remember_stop;
+      sigemptyset(&action.sa_mask);
+      installed_[i] = ::sigaction(kStopSignals[i], &action, nullptr) == 0;
+    }
+  }
+  ~StopSignals() {
+    for (size_t i = 0; i < kStopSignals.size(); ++i)
+      if (installed_[i]) ::sigaction(kStopSignals[i], &old_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  // A new worker starts with the default actions, as the process had them.
+  void reset_in_worker() const {
+    for (size_t i = 0; i < kStopSignals.size(); ++i)
+      if (installed_[i]) ::signal(kStopSignals[i], SIG_DFL);
+  }
+
+ private:
+  std::array<struct sigaction, kStopSignals.size()> old_{};
+  std::array<bool, kStopSignals.size()> installed_{};
+};
+
 struct Proc {
   pid_t pid = -1;
   int fd = -1;
@@ -137,7 +185,8 @@ struct Proc {
 
 class Supervisor {
  public:
-  Supervisor(unsigned n, const IsolatedJob& job, const IsolatedLabel& label) : job_(job), label_(label), procs_(n) {
+  Supervisor(unsigned n, const IsolatedJob& job, const IsolatedLabel& label, const StopSignals& signals)
+      : job_(job), label_(label), signals_(signals), procs_(n) {
     void* mem = ::mmap(nullptr, sizeof(Slot) * n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) throw KilnError(kExitIo, "", "mmap: " + errno_reason(errno));
     slots_ = static_cast<Slot*>(mem);
@@ -174,6 +223,7 @@ class Supervisor {
       for (auto& p : procs_)
         if (p.fd >= 0) ::close(p.fd);
       ::close(sv[0]);
+      signals_.reset_in_worker();
       // A worker left running by a supervisor that was killed would only waste time.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       // Crashes are expected here and reported by the supervisor: no core files.
@@ -198,6 +248,25 @@ class Supervisor {
     p.item = static_cast<int64_t>(item);
     // A worker that died before reading is noticed as end of file by the poll loop.
     send_all(p.fd, reinterpret_cast<const char*>(&index), 8);
+  }
+
+  // A stop signal came: every worker gets it, and the time to end (a cmd: back end's
+  // worker stops its command and removes its scratch directory); the destructor
+  // SIGKILLs any still running after that.
+  void stop(int sig) {
+    for (auto& p : procs_)
+      if (p.pid > 0) ::kill(p.pid, sig);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStopGraceSeconds);
+    for (auto& p : procs_) {
+      while (p.pid > 0 && std::chrono::steady_clock::now() < deadline) {
+        if (::waitpid(p.pid, nullptr, WNOHANG) == p.pid) {
+          ::close(p.fd);
+          p = Proc{};
+        } else {
+          ::usleep(2000);
+        }
+      }
+    }
   }
 
   // The worker is gone: reaps it and says what happened to its item.
@@ -225,6 +294,7 @@ class Supervisor {
  private:
   const IsolatedJob& job_;
   const IsolatedLabel& label_;
+  const StopSignals& signals_;
   std::vector<Proc> procs_;
   Slot* slots_ = nullptr;
 };
@@ -272,7 +342,15 @@ void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const 
                   const IsolatedLabel& label) {
   if (count == 0) return;
   size_t n = std::min<size_t>(std::max(1u, workers), count);
-  Supervisor sup(static_cast<unsigned>(n), job, label);
+  StopSignals signals;  // outlives the supervisor, which reaps every worker
+  Supervisor sup(static_cast<unsigned>(n), job, label, signals);
+  auto stop_if_signalled = [&] {
+    if (int sig = g_stop_signal.load()) {
+      sup.stop(sig);
+      throw KilnError(static_cast<ExitCode>(128 + sig), "",
+                      std::string("interrupted by ") + signal_name(sig) + "; its workers were stopped");
+    }
+  };
   auto& procs = sup.procs();
   size_t next = 0, completed = 0;
   for (size_t k = 0; k < n; ++k) {
@@ -281,6 +359,7 @@ void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const 
   }
   std::vector<pollfd> fds(n);
   while (completed < count) {
+    stop_if_signalled();
     for (size_t k = 0; k < n; ++k) fds[k] = {procs[k].fd, POLLIN, 0};  // fd -1: ignored
     if (::poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
@@ -297,7 +376,9 @@ void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const 
         if (procs[k].item < 0 && next < count) sup.assign(procs[k], next++);
         continue;
       }
-      // End of file: the worker died (it never exits while it holds an item).
+      // End of file: the worker died (it never exits while it holds an item), by the
+      // stop signal too, perhaps: then that is what happened, not a crash.
+      stop_if_signalled();
       int64_t item = procs[k].item;
       IsolatedResult r = sup.reap(k);
       if (item >= 0) {

@@ -349,18 +349,6 @@ int wait_for_build(pid_t pid, const std::string& name, struct rusage& usage) {
   }
 }
 
-const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGHUP:
-      return "SIGHUP";
-    default:
-      return "a signal";
-  }
-}
 
 // Waits for pid. At the deadline (timeout > 0) its group gets SIGTERM, and SIGKILL
 // kKillGraceSeconds later: the grace lets a nested kiln (a kiln-capture wrapper
@@ -417,6 +405,19 @@ int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_cl
 }
 
 }  // namespace
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "a signal";
+  }
+}
 
 ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options,
                               int& received_signal) {

@@ -33,6 +33,9 @@ ProcessResult run_shell(const std::string& command, const ProcessOptions& option
 // Replaces the current process (used to pass invocations through unchanged).
 [[noreturn]] void exec_process(const std::vector<std::string>& argv);
 
+// "SIGINT", "SIGTERM", "SIGHUP" (the signals kiln stops on), else "a signal".
+const char* signal_name(int sig);
+
 // ---- Commands in a process group of their own, with signals forwarded ----------------
 // run_build_group and run_shell_supervised run their command in a process group of its
 // own, so that a signal or a timeout stops all of it (make, cargo and their compilers),
