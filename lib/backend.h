@@ -86,6 +86,19 @@ void set_verify_choice(bool verify);  // sets KILN_VERIFY
 
 // spec: "llvm", "stamp", or "cmd:TEMPLATE" (TEMPLATE runs through /bin/sh with {in}
 // and {out} replaced by file paths). Throws KilnError(kExitUsage) for an unknown back end.
+// Which parser the stamp back end reads bitcode with: the direct reader (the default;
+// a module it declines, or one not wholly stamp's, goes through LLVM's parser), or
+// LLVM's parser always. The tools' --reader option sets KILN_READER, which the back
+// end reads, so that capture's compiler wrappers and replay's workers follow it.
+enum class ReaderChoice { direct, llvm };
+ReaderChoice reader_choice();                     // from KILN_READER: "direct" (or unset) or "llvm"
+void set_reader_choice(const std::string& name);  // sets KILN_READER; throws KilnError(kExitUsage) for another name
+
+// Checks a back end's name or cmd: template, and the environment it would read
+// (KILN_VERIFY, KILN_READER, KILN_CMD_TIMEOUT, KILN_SELECTION), without making it:
+// what make_backend does first, and kiln-capture before a build (it links no LLVM).
+// Throws KilnError(kExitUsage).
+void check_backend_spec(const std::string& spec);
 std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile, const BackendOptions& options);
 std::unique_ptr<Backend> make_backend(const std::string& spec, Profile profile);  // options from the environment
 

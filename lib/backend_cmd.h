@@ -22,6 +22,7 @@ std::string relocatable_object_problem(std::string_view object);
 
 class CommandBackend : public Backend {
  public:
+  // The template as check_backend_spec passed it (make_backend checks it first).
   explicit CommandBackend(std::string command_template);
   std::string name() const override { return "cmd:" + template_; }
   EmitResult emit(std::string_view bitcode, const std::string& label) override;

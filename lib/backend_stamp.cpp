@@ -24,19 +24,6 @@
 
 namespace kiln {
 
-ReaderChoice reader_choice() {
-  const char* env = std::getenv("KILN_READER");
-  if (!env || !*env || std::strcmp(env, "direct") == 0) return ReaderChoice::direct;
-  if (std::strcmp(env, "llvm") == 0) return ReaderChoice::llvm;
-  throw KilnError(kExitUsage, "KILN_READER", std::string("'") + env + "': expected direct or llvm");
-}
-
-void set_reader_choice(const std::string& name) {
-  if (name != "direct" && name != "llvm")
-    throw KilnError(kExitUsage, "--reader", "'" + name + "': expected direct or llvm");
-  ::setenv("KILN_READER", name.c_str(), 1);
-}
-
 StampBackend::StampBackend(Profile profile, const BackendOptions& options)
     : llvm_(std::make_unique<LlvmBackend>(profile, options)), reader_(reader_choice()) {}
 StampBackend::~StampBackend() = default;

@@ -34,10 +34,6 @@ std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, 
 // The same from stages already run elsewhere (the CUDA executor).
 std::string write_stamp_part(const StampPlan& plan, const llvm::Module& module, const StampOutput& code);
 
-// The stamp service (lib/stamp/stamp_service.h) that runs stamp's stages, named by its
-// socket: kiln-capture --device sets it for the build's wrappers. Unset: the stages run
-// in the process, on the CPU.
-constexpr const char* kEnvStampService = "KILN_STAMP_SERVICE";
 // "1": each module's output from the service is compared with the CPU executor's (the
 // receipt's service.check); where they differ, the CPU executor's is used.
 constexpr const char* kEnvServiceCheck = "KILN_SERVICE_CHECK";
@@ -46,14 +42,6 @@ const char* stamp_service_socket();  // nullptr when none
 // when it is lost, for the rest of the process), else on the CPU; `route` says which.
 StampOutput run_stamp_stages(const FlatModuleData& flat, const std::string& source_name, const std::string& label,
                              ServiceRoute& route);
-
-// Which parser the stamp back end reads bitcode with: the direct reader (the default;
-// a module it declines, or one not wholly stamp's, goes through LLVM's parser), or
-// LLVM's parser always. The tools' --reader option sets KILN_READER, which the back
-// end reads, so that capture's compiler wrappers and replay's workers follow it.
-enum class ReaderChoice { direct, llvm };
-ReaderChoice reader_choice();                     // from KILN_READER: "direct" (or unset) or "llvm"
-void set_reader_choice(const std::string& name);  // sets KILN_READER; throws KilnError(kExitUsage) for another name
 
 class StampBackend : public Backend {
  public:

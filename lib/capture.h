@@ -44,7 +44,15 @@ struct CaptureOptions {
 // layout). Throws KilnError(kExitMissingTool) when there is none.
 std::string find_rustc_plugin();
 
-// Runs the build and returns its exit status unchanged.
+// kiln-capture's half that links LLVM, beside it: the bitcode route's compiler wrappers
+// (cargo's RUSTC_WRAPPER there, kiln-cc and kiln-c++) and `kiln-capture add`.
+constexpr const char* kCaptureLlvmName = "kiln-capture-llvm";
+// Its path; throws KilnError(kExitMissingTool) when it is not there.
+std::string find_capture_llvm();
+// "SYSNAME RELEASE MACHINE" of this machine, for a corpus's manifest.
+std::string host_description();
+
+// Runs the build and returns its exit status unchanged (capture_driver.cpp, no LLVM).
 int run_capture(const CaptureOptions& options);
 // Imports loose bitcode files; returns how many were new.
 size_t capture_add(const std::string& corpus_dir, const std::vector<std::string>& files);

@@ -1,31 +1,38 @@
 // kiln-capture: capture a real build's bitcode into a corpus (and optionally emit its
-// objects with a kiln back end); also the compiler wrapper that the build calls.
+// objects with a kiln back end). This driver links no LLVM; the compiler wrappers the
+// build calls, and `add`, are kiln-capture-llvm, beside it.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
+#include "backend.h"
 #include "capture.h"
 #include "capture_service.h"
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
-#include "isolate.h"
-#include "backend_stamp.h"
 #include "selection.h"
 #include "version.h"
 
+// `add` reads bitcode with LLVM's parser: kiln-capture-llvm add -o CORPUS FILE... does
+// it (--reader, if given, is in KILN_READER by now).
+[[noreturn]] static void run_add_in_llvm_half(const std::string& corpus, const std::vector<std::string>& files) {
+  const std::string path = kiln::find_capture_llvm();
+  std::vector<std::string> words = {path, "add", "-o", corpus};
+  words.insert(words.end(), files.begin(), files.end());
+  std::vector<char*> args;
+  for (auto& w : words) args.push_back(w.data());
+  args.push_back(nullptr);
+  ::execv(path.c_str(), args.data());
+  throw kiln::KilnError(kiln::kExitMissingTool, path, "cannot run: " + kiln::errno_reason(errno));
+}
+
 static int body(int argc, char** argv) {
   using namespace kiln;
-  // Called by the build as its compiler wrapper?
-  std::string self = basename_of(argv[0]);
-  if (self == "kiln-cc") return cc_wrapper_main(argc, argv, false);
-  if (self == "kiln-c++") return cc_wrapper_main(argc, argv, true);
-  if (self == kLinkerWrapperName) return linker_wrapper_main(argc, argv);
   const char* role = std::getenv(kEnvRole);
-  if (role && std::strcmp(role, "rustc") == 0 && argc >= 2 && std::string(argv[1]).find("rustc") != std::string::npos)
-    return rustc_wrapper_main(argc, argv);
   if (role && std::strcmp(role, "service") == 0) return stamp_service_main();  // kiln-capture --device's
 
   CLI::App app{
@@ -89,11 +96,7 @@ static int body(int argc, char** argv) {
     return cli_exit(app, e);
   }
   if (!reader.empty()) kiln::set_reader_choice(reader);
-  if (*add) {
-    size_t added = capture_add(add_corpus, add_files);
-    std::printf("%zu new module(s) in %s\n", added, add_corpus.c_str());
-    return kExitOk;
-  }
+  if (*add) run_add_in_llvm_half(add_corpus, add_files);
   if (*merge) {
     merge_corpora(merge_in, merge_out, {}, "merge");
     std::printf("merged %zu corpora into %s\n", merge_in.size(), merge_out.c_str());
@@ -121,8 +124,4 @@ static int body(int argc, char** argv) {
   return run_capture(options);
 }
 
-int main(int argc, char** argv) {
-  // The wrappers emit objects with LLVM: its fatal errors are one line and exit 3.
-  kiln::install_llvm_fatal_handlers();
-  return kiln::run_tool("kiln-capture", body, argc, argv);
-}
+int main(int argc, char** argv) { return kiln::run_tool("kiln-capture", body, argc, argv); }

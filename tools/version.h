@@ -1,7 +1,6 @@
-// The --version line every kiln tool prints.
+// The --version line every kiln tool prints (no LLVM header: kiln-capture links none).
 #pragma once
 #include <CLI/CLI.hpp>
-#include <llvm/Config/llvm-config.h>
 
 #include <cstdio>
 #include <string>
@@ -10,7 +9,7 @@
 
 namespace kiln {
 inline std::string version_line(const char* tool) {
-  return std::string(tool) + " " + KILN_VERSION + " (LLVM " + LLVM_VERSION_STRING +
+  return std::string(tool) + " " + KILN_VERSION + " (LLVM " + KILN_LLVM_VERSION +
       (KILN_HAVE_CUDA ? ", CUDA kernels built" : "") + ")";
 }
 // Help and --version print as CLI11 formats them; any command-line error becomes

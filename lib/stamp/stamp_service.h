@@ -21,6 +21,10 @@
 namespace kiln {
 
 constexpr uint32_t kStampServiceProtocol = 2;  // 2: answers carry instruction offsets
+// The service's socket, which kiln-capture --device sets for the build's wrappers (the
+// stamp back end then sends its modules there). Unset: the stages run in the process,
+// on the CPU.
+constexpr const char* kEnvStampService = "KILN_STAMP_SERVICE";
 
 struct StampServiceOptions {
   std::string socket_path;

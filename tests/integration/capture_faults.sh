@@ -85,7 +85,7 @@ capture=$KILN_BIN/kiln-capture
 if [[ $(id -u) -eq 0 ]]; then
   # The build tree may sit where that user cannot reach (under /root): use a copy.
   chmod 755 "$T"
-  cp "$KILN_BIN/kiln-capture" "$T/kiln-capture" && chmod 755 "$T/kiln-capture"
+  cp "$KILN_BIN/kiln-capture" "$KILN_BIN/kiln-capture-llvm" "$T/" && chmod 755 "$T/kiln-capture" "$T/kiln-capture-llvm"
   capture=$T/kiln-capture
   as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 else

@@ -250,6 +250,14 @@ KILN_RUSTC_PLUGIN="$(ls "$KILN_BIN"/../lib/kiln-rustc-plugin.so)" "$T/lone/bin/k
   --route plugin -- true 2> "$T/wrapper.err"; rc=$?
 check "--route plugin without kiln-rustc-wrapper beside kiln-capture: exit 6, one line naming it, no corpus" \
   bash -c "[[ $rc -eq 6 ]] && grep -q 'kiln-rustc-wrapper' '$T/wrapper.err' && [[ \$(wc -l < '$T/wrapper.err') -eq 1 && ! -e '$T/PW' ]]"
+cp "$KILN_BIN/kiln-rustc-wrapper" "$T/lone/bin/"
+"$T/lone/bin/kiln-capture" -o "$T/PW" -- true 2> "$T/llvm-half.err"; rc=$?
+check "without kiln-capture-llvm beside kiln-capture: exit 6, one line naming it, no corpus" \
+  bash -c "[[ $rc -eq 6 ]] && grep -q 'kiln-capture-llvm' '$T/llvm-half.err' && [[ \$(wc -l < '$T/llvm-half.err') -eq 1 && ! -e '$T/PW' ]]"
+# The driver, the one process a build through kiln pays for once, links no LLVM.
+check "kiln-capture links no LLVM, kiln-capture-llvm does" \
+  bash -c "nm -C '$KILN_BIN/kiln-capture' | grep -c ' llvm::' | grep -qx 0 &&
+    nm -C '$KILN_BIN/kiln-capture-llvm' | grep -q ' llvm::'"
 kiln-capture -o "$T/PX" --backend llvm --route plugin -- true 2> "$T/route.err"; rc=$?
 check "--route plugin with another back end is a usage error (exit 2), said in one line" \
   bash -c "[[ $rc -eq 2 ]] && grep -q 'plugin runs stamp inside rustc' '$T/route.err' && [[ \$(wc -l < '$T/route.err') -eq 1 ]]"
