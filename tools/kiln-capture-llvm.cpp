@@ -31,7 +31,10 @@ static int body(int argc, char** argv) {
   if (self == "kiln-cc") return cc_wrapper_main(argc, argv, false);
   if (self == "kiln-c++") return cc_wrapper_main(argc, argv, true);
   const char* role = std::getenv(kEnvRole);
-  if (role && std::strcmp(role, "rustc") == 0 && argc >= 2) return rustc_wrapper_main(argc, argv);
+  // As cargo's RUSTC_WRAPPER its first argument is rustc's path; anything else (a
+  // `kiln-capture add` run inside a captured build, whose environment this is) is not.
+  if (role && std::strcmp(role, "rustc") == 0 && argc >= 2 && std::string(argv[1]).find("rustc") != std::string::npos)
+    return rustc_wrapper_main(argc, argv);
   if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("kiln-capture-llvm %s (LLVM %s)\n", KILN_VERSION, KILN_LLVM_VERSION);
     return kExitOk;
