@@ -13,7 +13,9 @@
 #   ROUTE (plugin: stamp inside rustc, kiln-capture --route plugin; bitcode: rustc writes
 #   bitcode, which the corpus keeps and stamp emits), DEBUGINFO (0; 2 is cargo's dev default: stamp's objects then carry line tables,
 #   subprograms, inlined calls, blocks, variables and types, not yet global variables or
-#   #dbg_value variables), RUNS (3), WARMUP (1), STEPS ("build test incremental").
+#   #dbg_value variables), RUNS (3), WARMUP (1), STEPS ("build test incremental"),
+#   INCREMENTAL_RUNS (15: a rebuild takes a third of a second, and the gate's question,
+#   no slower, is about a few milliseconds, which 3 runs on this machine cannot settle).
 # About 15 minutes on 2 cores at the defaults. The tools come from $KILN_BIN, else build/.
 # Prints each table and gate verdict; the reports stay in WORKDIR. Exit 0 when every gate
 # passes, 1 when one fails.
@@ -34,11 +36,11 @@ if [[ $debuginfo != 0 ]]; then
   echo "      that live in no memory (#dbg_value); the rest is as LLVM's (kiln-emit --check-lines)."
 fi
 
-# measure NAME MIN_SPEEDUP PREPARE COMMAND: plain COMMAND against COMMAND through kiln.
+# measure NAME MIN_SPEEDUP PREPARE COMMAND [RUNS]: plain COMMAND against COMMAND through kiln.
 measure() {
-  local name=$1 min=$2 prepare=$3 command=$4
+  local name=$1 min=$2 prepare=$3 command=$4 runs=${5:-${RUNS:-3}}
   echo "== $name, debuginfo $debuginfo: plain \`$command\` against it through kiln-capture --backend stamp --route $route"
-  kiln-measure build --runs "${RUNS:-3}" --warmup "${WARMUP:-1}" --workdir "$W/$name" \
+  kiln-measure build --runs "$runs" --warmup "${WARMUP:-1}" --workdir "$W/$name" \
     --json "$W/$name.json" --svg "$W/$name.svg" --prepare "$prepare" \
     --baseline "$command" --candidate "$kiln $command"
   kiln-measure phases "$W/$name/candidate/corpus" --json "$W/$name-phases.json" > "$W/$name-phases.md" || true
@@ -55,7 +57,7 @@ for step in ${STEPS:-build test incremental}; do
       prepare="cp '$W/error.rs.orig' src/error.rs && if [ \"\$KILN_MEASURE_VARIANT\" = candidate ];
         then $kiln cargo build -q; else cargo build -q; fi &&
         sed -i 's/compiled program too big\"/compiled program too big (edited)\"/' src/error.rs"
-      measure incremental 0% "$prepare" 'cargo build -q'
+      measure incremental 0% "$prepare" 'cargo build -q' "${INCREMENTAL_RUNS:-15}"
       cp "$W/error.rs.orig" src/error.rs ;;
     *) echo "measure-gate.sh: unknown step '$step' (build, test, incremental)" >&2; exit 2 ;;
   esac
