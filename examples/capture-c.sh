@@ -20,10 +20,13 @@ trap 'rm -rf "$build"' EXIT
 cp -R "$root/examples/c-program/." "$build/"
 make -s -C "$build" clean
 
-# kiln-capture sets CC to its kiln-cc wrapper; each "cc -c x.c -o x.o" is
-# captured, the link step passes through to clang.
+# kiln-capture sets CC to its kiln-cc wrapper (a link to kiln-capture-llvm, the half
+# of kiln-capture that links LLVM); each "cc -c x.c -o x.o" is captured, the link
+# step passes through to clang. kiln-capture-llvm --help says what it is.
 echo "== capturing examples/c-program into $corpus"
 "$capture" -o "$corpus" --backend llvm -- make -C "$build"
+
+"${capture}-llvm" --version
 
 echo "== running the program built on kiln's objects"
 "$build/kiln-c-example"
