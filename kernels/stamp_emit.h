@@ -2390,7 +2390,128 @@ KILN_HD inline void lane_binary(Emitter& e, uint32_t op, uint32_t w) {
   encode_binary(e, scalar);
 }
 
+// Packed forms: the operations that SIMD crates' loops are made of (core::arch's
+// wrappers: _mm_cmpeq_epi8, _mm_movemask_epi8, _mm_or_si128, their 256-bit twins), on
+// whole 16-byte vectors in xmm0 and xmm1 (32-byte ones as two halves), as LLVM -O0
+// emits them; lane by lane they took 10-30 times the code. Integer add and sub, and,
+// or, xor; byte compares eq, ne, sgt and slt to masks; masks widened to bytes; masks
+// of 16 or 32 lanes to an integer (pmovmskb). A mask keeps its lanes as bytes 0 or 1,
+// so a compare's all-ones lanes are negated into ones. Legacy SSE2 encodings only:
+// every x86-64 has them, and VEX stays with functions that have AVX. xmm0 and xmm1 are
+// scratch between instructions (vector arguments are in the frame by then).
+KILN_HD inline void sse2_rr(Emitter& e, uint32_t opcode, uint32_t dst, uint32_t src) {
+  e.byte(0x66), e.byte(0x0F), e.byte(opcode), e.byte(0xC0 | (dst << 3) | src);  // op xmm(dst), xmm(src)
+}
+// xmm `reg` = half `h` (16 bytes) of vector operand `op`; zero for zero, undef, poison.
+KILN_HD inline void load_half(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t h, uint32_t reg) {
+  if (op.kind != kOperandValue) return sse2_rr(e, 0xEF, reg, reg);  // pxor
+  e.byte(0xF3), e.byte(0x0F), e.byte(0x6F);                          // movdqu xmm, [rbp + disp]
+  mem_operand(e, reg, RBP, slot_disp(l, op.index) + static_cast<int32_t>(16 * h));
+}
+KILN_HD inline void store_half(Emitter& e, int32_t dst, uint32_t h, uint32_t reg) {
+  e.byte(0xF3), e.byte(0x0F), e.byte(0x7F);  // movdqu [rbp + disp], xmm
+  mem_operand(e, reg, RBP, dst + static_cast<int32_t>(16 * h));
+}
+// The SSE2 opcode of a packed add, sub, and, or or xor of lanes of w bits; 0 for none
+// (a mask takes and, or and xor only).
+KILN_HD inline uint32_t packed_binary_opcode(uint32_t op, uint32_t w) {
+  const uint32_t at = w == 8 ? 0 : w == 16 ? 1 : w == 32 ? 2 : w == 64 ? 3 : 4;
+  const uint8_t add[] = {0xFC, 0xFD, 0xFE, 0xD4}, sub[] = {0xF8, 0xF9, 0xFA, 0xFB};  // paddb.. paddq, psubb.. psubq
+  switch (op) {
+    case kOpAnd:
+      return 0xDB;  // pand
+    case kOpOr:
+      return 0xEB;  // por
+    case kOpXor:
+      return 0xEF;  // pxor
+    case kOpAdd:
+      return at < 4 ? add[at] : 0;
+    case kOpSub:
+      return at < 4 ? sub[at] : 0;
+    default:
+      return 0;
+  }
+}
+// Whether kOpVector `in` has a packed form (encode_vector_packed).
+KILN_HD inline bool vector_is_packed(const FlatInst& in) {
+  const uint32_t lanes = in.aux32, w = in.width, param = static_cast<uint32_t>(in.imm);
+  const uint32_t bytes = lanes * vector_lane_bytes(w);
+  switch (in.aux) {
+    case kVecBinary:
+      return (bytes == 16 || bytes == 32) && packed_binary_opcode(param, w) != 0;
+    case kVecIcmp: {
+      const uint32_t predicate = param & 0xff, from = (param >> 8) & 0xff;
+      return from == 8 && (lanes == 16 || lanes == 32) &&
+          (predicate == kPredEq || predicate == kPredNe || predicate == kPredSgt || predicate == kPredSlt);
+    }
+    case kVecSext:
+    case kVecZext:
+      return param == 1 && w == 8 && (lanes == 16 || lanes == 32);
+    case kVecMaskToInt:
+      return lanes == 16 || lanes == 32;
+    default:
+      return false;
+  }
+}
+KILN_HD inline void encode_vector_packed(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  const int32_t dst = slot_disp(l, i);
+  const uint32_t lanes = in.aux32, w = in.width, param = static_cast<uint32_t>(in.imm);
+  const uint32_t halves = in.aux == kVecBinary ? lanes * vector_lane_bytes(w) / 16 : lanes / 16;
+  for (uint32_t h = 0; h < halves; ++h) {
+    switch (in.aux) {
+      case kVecBinary:
+        load_half(e, l, ops[0], h, 0);
+        load_half(e, l, ops[1], h, 1);
+        sse2_rr(e, packed_binary_opcode(param, w), 0, 1);
+        store_half(e, dst, h, 0);
+        break;
+      case kVecIcmp: {
+        const uint32_t predicate = param & 0xff;
+        const bool swap = predicate == kPredSlt;  // a < b is b > a
+        load_half(e, l, ops[swap ? 1 : 0], h, 0);
+        load_half(e, l, ops[swap ? 0 : 1], h, 1);
+        const bool equality = predicate == kPredEq || predicate == kPredNe;
+        sse2_rr(e, equality ? 0x74 : 0x64, 0, 1);  // pcmpeqb / pcmpgtb xmm0, xmm1: all ones where true
+        if (predicate == kPredNe) {
+          sse2_rr(e, 0x74, 1, 1);  // pcmpeqb xmm1, xmm1: all ones
+          sse2_rr(e, 0xF8, 0, 1);  // psubb xmm0, xmm1: each byte + 1, so 0 where equal, 1 where not
+          store_half(e, dst, h, 0);
+        } else {
+          sse2_rr(e, 0xEF, 1, 1);  // pxor xmm1, xmm1
+          sse2_rr(e, 0xF8, 1, 0);  // psubb xmm1, xmm0: 0 - all ones = 1
+          store_half(e, dst, h, 1);
+        }
+        break;
+      }
+      case kVecSext:  // mask bytes 0 or 1 to 0 or all ones
+        load_half(e, l, ops[0], h, 1);
+        sse2_rr(e, 0xEF, 0, 0);  // pxor xmm0, xmm0
+        sse2_rr(e, 0xF8, 0, 1);  // psubb xmm0, xmm1
+        store_half(e, dst, h, 0);
+        break;
+      case kVecZext:  // mask bytes 0 or 1 are the byte lanes already
+        load_half(e, l, ops[0], h, 0);
+        store_half(e, dst, h, 0);
+        break;
+      default:  // kVecMaskToInt: bit 0 of each byte to bit 7 (psllw 7 moves nothing across bytes
+                // whose other bits are 0), then pmovmskb into eax, the high half into ecx
+        load_half(e, l, ops[0], h, 0);
+        e.byte(0x66), e.byte(0x0F), e.byte(0x71), e.byte(0xF0), e.byte(7);  // psllw xmm0, 7
+        e.byte(0x66), e.byte(0x0F), e.byte(0xD7), e.byte(h ? 0xC8 : 0xC0);  // pmovmskb ecx/eax, xmm0
+        if (h) {
+          e.byte(0x48), e.byte(0xC1), e.byte(0xE1), e.byte(16);  // shl rcx, 16
+          e.byte(0x48), e.byte(0x09), e.byte(0xC8);              // or rax, rcx
+        }
+        break;
+    }
+  }
+  if (in.aux == kVecMaskToInt) store64(e, dst, RAX);
+}
+
 KILN_HD inline void encode_vector(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  if (vector_is_packed(m.insts[i])) return encode_vector_packed(e, m, l, i);
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   const int32_t dst = slot_disp(l, i);

@@ -160,7 +160,8 @@ class IrGenerator {
   }
 
   // Vectors (issue 12): two made in memory from eight pool values, worked on lane by
-  // lane in one to three steps (arithmetic, shifts, compares to masks, shuffles,
+  // lane in one to three steps (arithmetic, shifts, compares to masks (widened,
+  // combined, or made integers), shuffles,
   // inserts, a call with vector arguments), then read out (a lane, a reduction, a cast
   // to other lanes, or the bytes through memory) into the pool. Nothing poison: shift
   // amounts are masked, shuffles pick defined lanes.
@@ -198,8 +199,32 @@ class IrGenerator {
           static const char* kPreds[] = {"eq", "ne", "ugt", "uge", "ult", "ule", "sgt", "sge", "slt", "sle"};
           std::string mask = fresh();
           b << "  " << mask << " = icmp " << kPreds[pick(10)] << " " << T << " " << cur << ", " << other << "\n";
-          b << "  " << r << " = " << (pick(2) ? "sext" : "zext") << " <" << t.lanes << " x i1> " << mask << " to " << T
-            << "\n";
+          // Half the time the mask is widened as it is; else combined with a second one
+          // first, or made an integer (pmovmskb's form) a window of whose bits goes into
+          // a lane.
+          const int form = pick(4);
+          const std::string M = "<" + std::to_string(t.lanes) + " x i1>";
+          if (form == 2) {
+            static const char* kMaskOps[] = {"and", "or", "xor"};
+            std::string second = fresh(), both = fresh();
+            b << "  " << second << " = icmp " << kPreds[pick(10)] << " " << T << " " << other << ", " << cur << "\n";
+            b << "  " << both << " = " << kMaskOps[pick(3)] << " " << M << " " << mask << ", " << second << "\n";
+            mask = both;
+          }
+          if (form == 3 && t.lanes >= 8) {  // (stamp has no i4 or i2 values)
+            std::string bits = fresh(), wide = fresh(), window = fresh(), lane = window;
+            b << "  " << bits << " = bitcast " << M << " " << mask << " to i" << t.lanes << "\n";
+            b << "  " << wide << " = zext i" << t.lanes << " " << bits << " to i64\n";
+            b << "  " << window << " = lshr i64 " << wide << ", " << pick(t.lanes) << "\n";
+            if (t.bits < 64) {
+              lane = fresh();
+              b << "  " << lane << " = trunc i64 " << window << " to " << L << "\n";
+            }
+            b << "  " << r << " = insertelement " << T << " " << cur << ", " << L << " " << lane << ", i32 "
+              << pick(t.lanes) << "\n";
+          } else {
+            b << "  " << r << " = " << (pick(2) ? "sext" : "zext") << " " << M << " " << mask << " to " << T << "\n";
+          }
           break;
         }
         case 3: {
