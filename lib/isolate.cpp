@@ -361,7 +361,9 @@ void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const 
   while (completed < count) {
     stop_if_signalled();
     for (size_t k = 0; k < n; ++k) fds[k] = {procs[k].fd, POLLIN, 0};  // fd -1: ignored
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
+    // A wait of at most 200 ms: a stop signal that came just before it (to this process
+    // alone, so no worker ends) is then seen at the top of the loop all the same.
+    if (::poll(fds.data(), fds.size(), 200) < 0) {
       if (errno == EINTR) continue;
       throw KilnError(kExitIo, "", "poll: " + errno_reason(errno));
     }

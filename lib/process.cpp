@@ -349,7 +349,6 @@ int wait_for_build(pid_t pid, const std::string& name, struct rusage& usage) {
   }
 }
 
-
 // Waits for pid. At the deadline (timeout > 0) its group gets SIGTERM, and SIGKILL
 // kKillGraceSeconds later: the grace lets a nested kiln (a kiln-capture wrapper
 // running a cmd: back end in a group of its own) stop its own group, and cargo
