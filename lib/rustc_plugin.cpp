@@ -7,9 +7,10 @@
 // every optimization level) the pass asks stamp for the whole unit
 // (stamp_whole_module). When stamp takes every function and global, the unit is
 // emptied and given one constant, stamp's object, in the section `.kiln.object`
-// (kKilnObjectSection): rustc's LLVM then writes a small object that carries stamp's
-// object, and rustc's incremental cache keeps it as it keeps any object. The wrapper
-// puts the carried object in its place before anything links (kiln_object_payload).
+// (kKilnObjectSection), with an alias of it for each symbol stamp's object defines:
+// rustc's LLVM then writes a small object that carries stamp's object, and rustc's
+// incremental cache keeps it as it keeps any object. The wrapper puts the carried
+// object in its place before anything links (kiln_object_payload, payload_in_place).
 // A unit stamp cannot take whole is left to rustc's own code generator, as plain rustc
 // would compile it. Nothing here may stop rustc: any failure leaves the unit to LLVM.
 //
@@ -20,14 +21,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/GlobalAlias.h>
 #include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Plugins/PassPlugin.h>
 
+#include "ar_archive.h"
 #include "backend_stamp.h"
 #include "kiln_config.h"
 #include "hash.h"
@@ -66,8 +71,12 @@ void empty_module(llvm::Module& m) {
   if (llvm::NamedMDNode* cu = m.getNamedMetadata("llvm.dbg.cu")) m.eraseNamedMetadata(cu);
 }
 
-// The unit's one constant: stamp's object, kept by llvm.used so nothing drops it.
-void carry_object(llvm::Module& m, const std::string& object) {
+// The unit's one constant: stamp's object, kept by llvm.used so nothing drops it; and
+// `symbols`, what that object defines for a linker, as aliases of it, so that rustc's
+// archive index of the carriers is already the index of stamp's objects and the
+// wrapper makes each unit its payload where it lies instead of writing the rlib again
+// (capture_plugin.cpp, units_in_place). Nothing calls them: no carrier is linked.
+void carry_object(llvm::Module& m, const std::string& object, const std::vector<std::string_view>& symbols) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::Constant* bytes = llvm::ConstantDataArray::getRaw(object, object.size(), llvm::Type::getInt8Ty(ctx));
   auto* g = new llvm::GlobalVariable(m, bytes->getType(), true, llvm::GlobalValue::PrivateLinkage, bytes,
@@ -79,6 +88,11 @@ void carry_object(llvm::Module& m, const std::string& object) {
   auto* used = new llvm::GlobalVariable(m, used_type, false, llvm::GlobalValue::AppendingLinkage,
                                         llvm::ConstantArray::get(used_type, {g}), "llvm.used");
   used->setSection("llvm.metadata");
+  for (std::string_view name : symbols) {
+    auto* alias = llvm::GlobalAlias::create(llvm::Type::getInt8Ty(ctx), 0, llvm::GlobalValue::ExternalLinkage,
+                                            llvm::StringRef(name.data(), name.size()), g, &m);
+    alias->setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
 }
 
 void append_receipt(const std::string& unit, const InMemoryStamp& r, double seconds) {
@@ -119,15 +133,17 @@ struct StampPass : llvm::PassInfoMixin<StampPass> {
       append_receipt(m.getModuleIdentifier(), r, clock.seconds());
       return llvm::PreservedAnalyses::all();
     }
+    std::vector<std::string_view> symbols;
     try {
       r = stamp_whole_module(m, xxh3_128_hex(m.getModuleIdentifier()).substr(0, 12));
+      if (!r.object.empty()) symbols = archive_symbols(r.object, m.getModuleIdentifier());
     } catch (const std::exception& e) {
       r = {};
       r.why = std::string("kiln: ") + e.what();
     }
     if (!r.object.empty()) {
       empty_module(m);
-      carry_object(m, r.object);
+      carry_object(m, r.object, symbols);
     }
     append_receipt(m.getModuleIdentifier(), r, clock.seconds());
     return llvm::PreservedAnalyses::none();

@@ -305,6 +305,35 @@ bool rewrite_file_in_place(const std::string& path, std::string_view original,
   return true;
 }
 
+void patch_file_in_place(const std::string& path, uint64_t expected_size, const std::vector<FilePatch>& patches) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+  if (fd < 0) throw KilnError(kExitIo, path, errno_reason(errno));
+  try {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) throw KilnError(kExitIo, path, errno_reason(errno));
+    if (!S_ISREG(st.st_mode))
+      throw KilnError(kExitIo, path, std::string("is ") + file_kind(st.st_mode) + ", not a file kiln writes over");
+    if (static_cast<uint64_t>(st.st_size) != expected_size) throw KilnError(kExitIo, path, "changed since it was read");
+    for (const FilePatch& p : patches)
+      if (p.offset > expected_size || p.bytes.size() > expected_size - p.offset)
+        throw KilnError(kExitInternal, path, "a write past the file's end");
+    // Through a shared mapping: a pwrite each updates the file's times and on ext4
+    // its journal, 5 us a write, and an rlib's units take two each (1.7 ms for
+    // regex's 175 units, against 0.13 through the mapping).
+    if (expected_size > 0 && !patches.empty()) {
+      void* at = ::mmap(nullptr, expected_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (at == MAP_FAILED) throw KilnError(kExitIo, path, errno_reason(errno));
+      char* bytes = static_cast<char*>(at);
+      for (const FilePatch& p : patches) std::memcpy(bytes + p.offset, p.bytes.data(), p.bytes.size());
+      if (::munmap(at, expected_size) != 0) throw KilnError(kExitIo, path, errno_reason(errno));
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw KilnError(kExitIo, path, errno_reason(errno));
+}
+
 size_t remove_orphaned_temp_files(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return 0;

@@ -43,6 +43,19 @@ void write_file_atomic(const std::string& path, std::string_view bytes,
 // archive's headers and its members' bytes) without first copying them into one.
 void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces,
                        Durability durability = Durability::kDurable);
+// Bytes to write at an offset of a file.
+struct FilePatch {
+  uint64_t offset;
+  std::string bytes;
+};
+
+// Writes each of `patches` over the regular file at `path` in place (the same inode,
+// the same length), which must still be `expected_size` bytes long. For an output that
+// this process's child has just made and that nothing reads before this process exits,
+// as rewrite_file_in_place. Not atomic: a failure part way throws and leaves the file
+// half written, for the caller to remove.
+void patch_file_in_place(const std::string& path, uint64_t expected_size, const std::vector<FilePatch>& patches);
+
 // Writes `pieces`, one after the other, over the regular file at `path` in place (the
 // same inode, cut to the new length), where `original` is that file's content as
 // mapped and the pieces that lie inside it are its own bytes, moved: each byte is

@@ -46,4 +46,37 @@ std::optional<std::string_view> kiln_object_payload(std::string_view object, con
   return std::nullopt;
 }
 
+std::vector<FilePatch> payload_in_place(std::string_view unit, std::string_view payload, const std::string& label) {
+  auto bad = [&](const std::string& why) { return KilnError(kExitBadInput, label, "the carried object: " + why); };
+  if (payload.data() < unit.data() || payload.data() + payload.size() > unit.data() + unit.size())
+    throw KilnError(kExitInternal, label, "the carried object is not inside its unit");
+  const uint64_t place = static_cast<uint64_t>(payload.data() - unit.data());
+  if (place < sizeof(Elf64_Ehdr) || place % 8 != 0) return {};
+  if (payload.size() < sizeof(Elf64_Ehdr) || std::memcmp(payload.data(), ELFMAG, SELFMAG) != 0 ||
+      payload[EI_CLASS] != ELFCLASS64 || payload[EI_DATA] != ELFDATA2LSB)
+    throw bad("not a 64-bit little-endian ELF object");
+  auto eh = read_at<Elf64_Ehdr>(payload, 0);
+  const uint64_t table = eh.e_shoff;
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || table == 0 || table > payload.size() ||
+      payload.size() - table < sizeof(Elf64_Shdr))
+    throw bad("its section table lies outside it");
+  // From 0xff00 sections on, e_shnum is 0 and section 0's size holds the count.
+  const uint64_t count = eh.e_shnum ? eh.e_shnum : read_at<Elf64_Shdr>(payload, table).sh_size;
+  if (count == 0 || count > (payload.size() - table) / sizeof(Elf64_Shdr)) throw bad("its section table lies outside it");
+  std::string sections(payload.substr(table, count * sizeof(Elf64_Shdr)));
+  for (uint64_t i = 0; i < count; ++i) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, sections.data() + i * sizeof sh, sizeof sh);
+    if (sh.sh_type == SHT_NULL) continue;  // section 0, whose offset says nothing
+    if (sh.sh_type != SHT_NOBITS && (sh.sh_offset > payload.size() || sh.sh_size > payload.size() - sh.sh_offset))
+      throw bad("section " + std::to_string(i) + " lies outside it");
+    sh.sh_offset += place;
+    std::memcpy(sections.data() + i * sizeof sh, &sh, sizeof sh);
+  }
+  eh.e_shoff += place;
+  std::string header(sizeof eh, '\0');
+  std::memcpy(header.data(), &eh, sizeof eh);
+  return {{place + table, std::move(sections)}, {0, std::move(header)}};
+}
+
 }  // namespace kiln

@@ -172,6 +172,14 @@ check "--route plugin: the binary is linked by its one rustc, through kiln-linke
 # The object contract, with no bitcode to emit again: every rlib's units against a plain
 # build's (kiln-emit --compare-contract), the same codegen units by name.
 mkdir -p "$T/plugin-rlibs" && cp target/debug/deps/*.rlib "$T/plugin-rlibs/"
+# Each unit stamp took is its object made where rustc archived the carrier (a new ELF
+# header naming the object's own section table): no .kiln.object section is left, and
+# the carrier's other bytes are still there, unreferenced.
+mkdir -p "$T/plugin-members" && (cd "$T/plugin-members" && ar x "$T"/plugin-rlibs/libmemchr-*.rlib)
+check "--route plugin: memchr's rlib holds stamp's objects where rustc's units lay, no carrier left" bash -c "
+  n=0; for o in '$T'/plugin-members/*.rcgu.o; do
+    readelf -SW \"\$o\" > '$T/member-sections.txt' || exit 1; ! grep -q 'kiln\.object' '$T/member-sections.txt' || exit 1
+    grep -aq 'kiln\.object' \"\$o\" && n=\$((n + 1)); done; [[ \$n -gt 0 ]]"
 cargo clean -q && cargo build -q
 for rlib in "$T"/plugin-rlibs/*.rlib; do
   kiln-emit "target/debug/deps/$(basename "$rlib")" --compare-contract "$rlib" > "$T/plugin-contract-$(basename "$rlib").txt"

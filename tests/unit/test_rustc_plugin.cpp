@@ -12,13 +12,16 @@
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Plugins/PassPlugin.h>
 #include <llvm/Support/SourceMgr.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
+#include "ar_archive.h"
 #include "backend.h"
 #include "error.h"
 #include "ir_helpers.h"
@@ -190,6 +193,65 @@ TEST_CASE("the plugin leaves stamp's object in the unit, and LLVM's object carri
     CHECK(mixed->getNamedGlobal("kiln.object") == nullptr);
     const EmitResult native = make_backend("llvm", Profile::fast)->emit(bitcode_of(*mixed), "mixed.bc");
     CHECK(!kiln_object_payload(native.object, "mixed.o").has_value());
+  }
+}
+
+namespace {
+
+std::vector<std::string_view> sorted(std::vector<std::string_view> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Each section's name, type, flags and bytes, and each symbol's name, value, size and
+// section, as LLVM's object reader sees them in `object`.
+std::string reader_view(const std::string& object) {
+  using namespace llvm::object;
+  auto file = kiln_test::must(ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "o")));
+  auto* elf = llvm::dyn_cast<ELF64LEObjectFile>(file.get());
+  REQUIRE(elf != nullptr);
+  std::string out;
+  for (const ELFSectionRef& sec : elf->sections()) {
+    out += kiln_test::must(sec.getName()).str() + " " + std::to_string(sec.getType()) + " " + std::to_string(sec.getFlags()) + " ";
+    if (sec.getType() != llvm::ELF::SHT_NOBITS) out += kiln_test::must(sec.getContents()).str();
+    out += "\n";
+  }
+  for (const ELFSymbolRef& sym : elf->symbols())
+    out += kiln_test::must(sym.getName()).str() + " " + std::to_string(kiln_test::must(sym.getValue())) + " " + std::to_string(sym.getSize()) +
+           " " + std::to_string(kiln_test::must(sym.getSection()) == elf->section_end() ? -1 : int(kiln_test::must(sym.getSection())->getIndex())) +
+           "\n";
+  return out;
+}
+
+}  // namespace
+
+// The wrapper makes each unit of an rlib stamp's object where it lies (capture_plugin.cpp,
+// units_in_place), which needs rustc's index of the carriers to be that of the objects.
+TEST_CASE("a carrier defines what it carries, and becomes that object where it lies", "[plugin]") {
+  llvm::LLVMContext ctx;
+  auto m = emptied_by_plugin(ctx, kUnitIr, "unit");
+  const std::string carrier = make_backend("llvm", Profile::fast)->emit(bitcode_of(*m), "unit.bc").object;
+  const std::string_view payload = kiln_object_payload(carrier, "unit.o").value();
+  CHECK(sorted(archive_symbols(carrier, "carrier")) == sorted(archive_symbols(payload, "payload")));
+  CHECK(archive_symbols(payload, "payload").size() == 3);  // byte_at, make_pair, greeting
+
+  std::string unit = carrier;
+  const std::vector<FilePatch> patches = payload_in_place(carrier, payload, "unit.o");
+  REQUIRE(patches.size() == 2);
+  for (const FilePatch& p : patches) unit.replace(p.offset, p.bytes.size(), p.bytes);
+  CHECK(unit.size() == carrier.size());
+  CHECK(reader_view(unit) == reader_view(std::string(payload)));
+  CHECK(archive_symbols(unit, "unit") == archive_symbols(payload, "payload"));
+  CHECK(!kiln_object_payload(unit, "unit").has_value());
+
+  SECTION("a payload off an 8-byte boundary is not made a unit in place") {
+    const std::string shifted = carrier.substr(0, 68) + std::string(payload);
+    CHECK(payload_in_place(shifted, std::string_view(shifted).substr(68), "shifted.o").empty());
+  }
+  SECTION("what is not an ELF object is named") {
+    const std::string junk = carrier.substr(0, 64) + std::string(100, 'x');
+    CHECK_THROWS_WITH(payload_in_place(junk, std::string_view(junk).substr(64), "bad.o"),
+                      Catch::Contains("bad.o") && Catch::Contains("not a 64-bit little-endian ELF object"));
   }
 }
 
