@@ -65,6 +65,10 @@ int rustc_wrapper_main(int argc, char** argv);
 // whose kind rustc would infer from its name (ld, gcc, clang, ...): rustc then uses the
 // target's own kind, a C compiler driver, as it does for cc.
 constexpr const char* kLinkerWrapperName = "kiln-linker";
+// The file in the capture's temporary directory where the first rustc wrapper of a
+// build writes the path of the rustc that cargo asked it to run: the driver asks that
+// binary its version after the build (the manifest's "rustc").
+constexpr const char* kBuildRustcFile = "build-rustc";
 int linker_wrapper_main(int argc, char** argv);
 int cc_wrapper_main(int argc, char** argv, bool cxx);
 

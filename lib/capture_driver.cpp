@@ -52,8 +52,9 @@ static std::string first_line_of(const std::vector<std::string>& argv) {
 
 // CORPUS/compiler-versions.jsonl: a compiler's `--version` line per binary (its path
 // and identity), so that every capture after the first reads it instead of starting
-// the compiler (clang --version costs 16 ms of CPU). Not for rustc: `rustc` in PATH is
-// rustup's proxy, whose answer depends on the directory and the environment.
+// the compiler (clang --version costs 16 ms of CPU). For rustc, the binary cargo ran
+// (build_rustc_version), not `rustc` in PATH, which is rustup's proxy, whose answer
+// depends on the directory and the environment.
 constexpr const char* kCompilerVersions = "compiler-versions.jsonl";
 
 static std::string cached_compiler_version(const std::string& corpus_dir, const std::string& path,
@@ -89,6 +90,30 @@ static void remember_compiler_version(const std::string& corpus_dir, const std::
     append_line_locked(corpus_dir + "/" + kCompilerVersions, w.str());
   } catch (const KilnError&) {  // a cache: one that cannot be written asks again next time
   }
+}
+
+// The first line of `rustc -V` of the rustc that the build's first rustc wrapper ran,
+// which it named in the capture's kBuildRustcFile; empty where the build ran no rustc.
+// From the corpus's cache where that binary is in it, else asked now, after the build:
+// once per toolchain (10 ms of CPU through rustup's proxy, which the driver asked on
+// every build while it ran, at a cost to the build on two cores).
+static std::string build_rustc_version(const std::string& corpus_dir, const std::string& temp_dir) {
+  std::string rustc;
+  try {
+    rustc = read_file(temp_dir + "/" + kBuildRustcFile);
+  } catch (const KilnError&) {
+    return "";
+  }
+  if (!rustc.empty() && rustc.back() == '\n') rustc.pop_back();
+  if (rustc.find('/') == std::string::npos) rustc = find_program(rustc);
+  if (rustc.empty()) return "";
+  const std::string identity = file_identity(rustc);
+  std::string version = cached_compiler_version(corpus_dir, rustc, identity);
+  if (version.empty()) {
+    version = first_line_of({rustc, "-V"});
+    remember_compiler_version(corpus_dir, rustc, identity, version);
+  }
+  return version;
 }
 
 std::string host_description() {
@@ -368,17 +393,18 @@ int run_capture(const CaptureOptions& options) {
   if (real_cc.empty()) real_cc = std::string(KILN_LLVM_BINDIR) + "/clang";
   std::string real_cxx = find_program("clang++-22");
   if (real_cxx.empty()) real_cxx = std::string(KILN_LLVM_BINDIR) + "/clang++";
-  // The compilers' versions and the hardware profile are found while the build runs and
-  // written to the manifest after it: `rustc -V` (through rustup's proxy) and
-  // `clang --version` took 0.3 s before the build could start, a quarter of an
-  // incremental rebuild, and the profile asks the CUDA runtime for devices (its start
-  // alone is 0.1 s and more where a GPU is). One after the other on one thread, which
+  // The C compiler's version and the hardware profile are found while the build runs
+  // and written to the manifest after it (rustc's is the one the build ran, asked after
+  // it, build_rustc_version): `rustc -V` and `clang --version` took 0.3 s before the
+  // build could start, a quarter of an incremental rebuild, and the profile asks the
+  // CUDA runtime for devices (its start alone is 0.1 s and more where a GPU is). One
+  // after the other on one thread, which
   // (with the processes it starts) runs only when the build leaves a core idle
   // (SCHED_IDLE): the queries cost 40 ms of CPU, which on two cores came out of the
   // build's own. (Every wait in kiln is for its own pid, so the queries and the build
   // do not reap each other's children.)
   struct BuildFacts {
-    std::string rustc_version, clang_version, hardware_json;
+    std::string clang_version, hardware_json;
     bool clang_asked = false;  // not from the corpus's cache: remember it there
   };
   const std::string cc_identity = file_identity(real_cc);
@@ -390,7 +416,6 @@ int run_capture(const CaptureOptions& options) {
       f.hardware_json = hardware_profile_json();
     } catch (const std::exception&) {  // a profile is a description, not worth failing a build for
     }
-    f.rustc_version = first_line_of({"rustc", "-V"});
     f.clang_version = cached_compiler_version(corpus_dir, real_cc, cc_identity);
     if (f.clang_version.empty()) f.clang_version = first_line_of({real_cc, "--version"}), f.clang_asked = true;
     return f;
@@ -442,7 +467,7 @@ int run_capture(const CaptureOptions& options) {
   ProcessResult result = run_build_group(options.command, run, received_signal);
   if (service) report_service_end(*service, corpus_dir);
   const BuildFacts found = facts.get();
-  m.rustc_version = found.rustc_version;
+  m.rustc_version = build_rustc_version(corpus_dir, link_dir);
   m.clang_version = found.clang_version;
   m.hardware_json = found.hardware_json;
   if (found.clang_asked) remember_compiler_version(corpus_dir, real_cc, cc_identity, found.clang_version);
@@ -452,7 +477,7 @@ int run_capture(const CaptureOptions& options) {
   CorpusManifest& cm = corpus.manifest();
   cm.kiln_version = m.kiln_version;
   cm.llvm_version = m.llvm_version;
-  cm.rustc_version = m.rustc_version;
+  if (!m.rustc_version.empty()) cm.rustc_version = m.rustc_version;  // else no rustc ran: the last that did
   cm.clang_version = m.clang_version;
   cm.host = m.host;
   cm.hardware_json = m.hardware_json;

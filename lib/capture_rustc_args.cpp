@@ -2,7 +2,9 @@
 // from it; shared by both wrapper programs (kiln-capture on the bitcode route,
 // kiln-rustc-wrapper on the plugin route). No LLVM here.
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -215,11 +217,25 @@ std::string unit_cgu(const std::string& name, const std::string& prefix, const s
 double g_startup_seconds = 0;
 ProcessOptions g_children;
 
+// Writes `rustc` to the capture's kBuildRustcFile, unless a wrapper of this build did
+// first (one create a call; a failure is no error: the manifest then lacks a version).
+static void note_build_rustc(const std::string& rustc) {
+  const char* dir = std::getenv(kEnvTmpdir);
+  if (!dir || !*dir) return;
+  const int fd = ::open((std::string(dir) + "/" + kBuildRustcFile).c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;
+  const std::string line = rustc + "\n";
+  [[maybe_unused]] const ssize_t written = ::write(fd, line.data(), line.size());
+  ::close(fd);
+}
+
 RustcWrapperCall start_rustc_wrapper(int argc, char** argv) {
   g_startup_seconds = process_cpu_seconds();
   if (argc < 2) throw KilnError(kExitUsage, "", "the rustc wrapper expects the rustc path and its arguments");
   RustcWrapperCall w;
   w.rustc = argv[1];
+  note_build_rustc(w.rustc);
   std::vector<std::string> args(argv + 2, argv + argc);
   w.settings = WrapperSettings::from_environment();
   w.call = parse_rustc_args(args);

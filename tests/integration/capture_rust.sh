@@ -134,8 +134,9 @@ kiln-capture -o "$T/S" --backend stamp -- cargo build -q
 ./target/debug/kiln-example > "$T/stamp.out"
 check "--backend stamp: the program prints the same output" cmp "$T/native.out" "$T/stamp.out"
 debugger_checks "$T/native-bin" ./target/debug/kiln-example "$T/S"
-check "the manifest names the compilers, asked while the build ran" \
-  jq -e '(.rustc | startswith("rustc ")) and (.clang | test("clang version"))' "$T/S/kiln-corpus.json"
+check "the manifest names the compilers: the rustc cargo ran, asked after the build and kept by path, and the C compiler" \
+  bash -c "jq -e '(.rustc | startswith(\"rustc \")) and (.clang | test(\"clang version\"))' '$T/S/kiln-corpus.json' >/dev/null &&
+    jq -se --arg v \"\$(jq -r .rustc '$T/S/kiln-corpus.json')\" 'any(.[]; (.path | endswith(\"/rustc\")) and .version == \$v)' '$T/S/compiler-versions.jsonl' >/dev/null"
 check "stamp emitted most functions itself, the rest fell back to llvm (counted)" \
   jq -se 'map(.functions.stamp) | add > 300' "$T/S/receipts.jsonl"
 # The object contract over the crate's modules (kiln-emit --check-contract): every
