@@ -98,9 +98,11 @@ static void remember_compiler_version(const std::string& corpus_dir, const std::
 // once per toolchain (10 ms of CPU through rustup's proxy, which the driver asked on
 // every build while it ran, at a cost to the build on two cores).
 static std::string build_rustc_version(const std::string& corpus_dir, const std::string& temp_dir) {
+  const std::string noted = temp_dir + "/" + kBuildRustcFile;
+  if (!path_exists(noted)) return "";
   std::string rustc;
   try {
-    rustc = read_file(temp_dir + "/" + kBuildRustcFile);
+    rustc = read_file(noted);
   } catch (const KilnError&) {
     return "";
   }
