@@ -379,9 +379,23 @@ KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOpe
   }
 }
 
-// Copies `bytes` between frame addresses (rbp-relative) through rcx, exactly.
+// 16 bytes of a copy at a time through xmm15 (movdqu xmm15, [base + disp], or the
+// store): no other template of stamp's uses it (its float and vector templates and
+// arguments use xmm0 to xmm7), so nothing a copy passes between holds it, and no
+// general register or flag changes. Half the instructions of two 8-byte moves
+// through rcx, and 4 to 10 bytes less.
+KILN_HD inline void movdqu_xmm15(Emitter& e, bool load, uint32_t base, int32_t disp) {
+  e.byte(0xF3), e.byte(0x44), e.byte(0x0F), e.byte(load ? 0x6F : 0x7F);
+  mem_operand(e, 15, base, disp);
+}
+// Copies `bytes` between frame addresses (rbp-relative), exactly: 16 at a time through
+// xmm15, the rest through rcx.
 KILN_HD inline void copy_frame(Emitter& e, int32_t dst, int32_t src, uint32_t bytes) {
   uint32_t done = 0;
+  for (; bytes - done >= 16; done += 16) {
+    movdqu_xmm15(e, true, RBP, src + static_cast<int32_t>(done));
+    movdqu_xmm15(e, false, RBP, dst + static_cast<int32_t>(done));
+  }
   while (done < bytes) {
     uint32_t left = bytes - done;
     uint32_t chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
@@ -392,9 +406,14 @@ KILN_HD inline void copy_frame(Emitter& e, int32_t dst, int32_t src, uint32_t by
 }
 // Stores `bytes` zero bytes at a frame address.
 KILN_HD inline void zero_frame(Emitter& e, int32_t dst, uint32_t bytes) {
+  uint32_t done = 0;
+  if (bytes >= 16) {
+    e.byte(0x66), e.byte(0x45), e.byte(0x0F), e.byte(0xEF), e.byte(0xFF);  // pxor xmm15, xmm15
+    for (; bytes - done >= 16; done += 16) movdqu_xmm15(e, false, RBP, dst + static_cast<int32_t>(done));
+  }
+  if (done == bytes) return;
   e.byte(0x31);  // xor ecx, ecx
   e.byte(0xC9);
-  uint32_t done = 0;
   while (done < bytes) {
     uint32_t left = bytes - done;
     uint32_t chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
@@ -402,9 +421,14 @@ KILN_HD inline void zero_frame(Emitter& e, int32_t dst, uint32_t bytes) {
     done += chunk;
   }
 }
-// Copies `bytes` between memory at [rax + k] and the frame, exactly, through rcx.
+// Copies `bytes` between memory at [rax + k] and the frame, exactly: 16 at a time
+// through xmm15, the rest through rcx.
 KILN_HD inline void copy_memory(Emitter& e, bool to_frame, int32_t frame, uint32_t bytes) {
   uint32_t done = 0;
+  for (; bytes - done >= 16; done += 16) {
+    movdqu_xmm15(e, true, to_frame ? RAX : RBP, to_frame ? static_cast<int32_t>(done) : frame + static_cast<int32_t>(done));
+    movdqu_xmm15(e, false, to_frame ? RBP : RAX, to_frame ? frame + static_cast<int32_t>(done) : static_cast<int32_t>(done));
+  }
   while (done < bytes) {
     uint32_t left = bytes - done;
     uint32_t chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
@@ -2663,12 +2687,15 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       return;
     case kOpAlloca:
       if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
-      e.byte(0x48), e.byte(0x8D);                       // lea rax, [rbp + disp]
-      mem_operand(e, RAX, RBP, -l.alloca_mem[i]);
-      if (in.imm > 16) {  // align up: (rax + align - 1) & -align
-        add_imm(e, RAX, static_cast<int32_t>(in.imm - 1));
-        e.byte(0x48), e.byte(0x25);
-        e.u32(static_cast<uint32_t>(-static_cast<int32_t>(in.imm)));
+      e.byte(0x48), e.byte(0x8D);  // lea rax, [rbp + disp], or over-aligned: [rbp + disp + align - 1]
+      mem_operand(e, RAX, RBP, -l.alloca_mem[i] + (in.imm > 16 ? static_cast<int32_t>(in.imm - 1) : 0));
+      if (in.imm > 16) {  // then rounded down: & -align
+        if (in.imm <= 128) {
+          e.byte(0x48), e.byte(0x83), e.byte(0xE0), e.byte(static_cast<uint32_t>(-static_cast<int32_t>(in.imm)) & 0xff);
+        } else {
+          e.byte(0x48), e.byte(0x25);
+          e.u32(static_cast<uint32_t>(-static_cast<int32_t>(in.imm)));
+        }
       }
       store_result(e, l, i);
       return;

@@ -211,12 +211,12 @@ std::string reader_view(const std::string& object) {
   auto* elf = llvm::dyn_cast<ELF64LEObjectFile>(file.get());
   REQUIRE(elf != nullptr);
   std::string out;
-  for (const ELFSectionRef& sec : elf->sections()) {
+  for (const ELFSectionRef sec : elf->sections()) {
     out += kiln_test::must(sec.getName()).str() + " " + std::to_string(sec.getType()) + " " + std::to_string(sec.getFlags()) + " ";
     if (sec.getType() != llvm::ELF::SHT_NOBITS) out += kiln_test::must(sec.getContents()).str();
     out += "\n";
   }
-  for (const ELFSymbolRef& sym : elf->symbols())
+  for (const ELFSymbolRef sym : elf->symbols())
     out += kiln_test::must(sym.getName()).str() + " " + std::to_string(kiln_test::must(sym.getValue())) + " " + std::to_string(sym.getSize()) +
            " " + std::to_string(kiln_test::must(sym.getSection()) == elf->section_end() ? -1 : int(kiln_test::must(sym.getSection())->getIndex())) +
            "\n";

@@ -448,3 +448,36 @@ attributes #0 = { "target-features"="+avx2,-avx" }
   INFO(outcome_name(reader.outcome) << ": " << reader.detail);
   CHECK(reader.outcome == ReaderComparison::kIdentical);
 }
+
+// Copies of 16 bytes and more go 16 at a time through xmm15 (copy_frame, copy_memory),
+// and zero stores of as many clear it first (zero_frame): between the frame and memory
+// both ways, within the frame, and a zero store right after a copy has left other
+// bytes in xmm15.
+TEST_CASE("aggregate copies and zero stores of 16 bytes and more come out the same as llvm's",
+          "[stamp][differential][vector]") {
+  std::string bytes;
+  for (int k = 0; k < 40; ++k) bytes += "\\" + std::string(1, "0123456789ABCDEF"[(k * 7 + 3) >> 4 & 15]) +
+                                        std::string(1, "0123456789ABCDEF"[(k * 7 + 3) & 15]);
+  const std::string ir = "target triple = \"x86_64-unknown-linux-gnu\"\n"
+                         "@src = private constant [40 x i8] c\"" + bytes + "\"\n"
+                         "define void @copies(ptr %out) {\n"
+                         "  %a = alloca [40 x i8], align 8\n"
+                         "  %b = alloca [40 x i8], align 8\n"
+                         "  %v = load [40 x i8], ptr @src\n"             // memory -> slot
+                         "  store [40 x i8] %v, ptr %a\n"                // slot -> frame
+                         "  %w = load [40 x i8], ptr %a\n"               // frame -> slot
+                         "  store [40 x i8] %w, ptr %out\n"              // slot -> memory
+                         "  store [40 x i8] zeroinitializer, ptr %b\n"   // zeros in the frame, after a copy
+                         "  %z = load [40 x i8], ptr %b\n"
+                         "  %o1 = getelementptr i8, ptr %out, i64 40\n"
+                         "  store [40 x i8] %z, ptr %o1\n"
+                         "  %p = load { i64, i64, i8 }, ptr @src\n"      // 17 bytes and padding (undef)
+                         "  %o2 = getelementptr i8, ptr %out, i64 80\n"
+                         "  store { i64, i64, i8 } %p, ptr %o2\n"
+                         "  ret void\n}\n";
+  const std::string driver = "#include <stdio.h>\nvoid copies(unsigned char *out);\n"
+                             "int main(void) {\n  unsigned char out[104];\n"
+                             "  for (int k = 0; k < 104; ++k) out[k] = 0xAA;\n  copies(out);\n"
+                             "  for (int k = 0; k < 97; ++k) printf(\"%d %d\\n\", k, out[k]);\n  return 0;\n}\n";
+  kiln_test::expect_same_as_llvm(ir, driver, 1, "copies");
+}
