@@ -243,6 +243,21 @@ void pwrite_all(int fd, const char* from, size_t size, uint64_t at, const std::s
 
 }  // namespace
 
+// The regular file at `path`, opened to be written over in place (no link followed),
+// which must still be `expected_size` bytes long; throws KilnError(kExitIo) naming it.
+static int open_to_write_over(const std::string& path, uint64_t expected_size) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+  if (fd < 0) throw KilnError(kExitIo, path, errno_reason(errno));
+  struct stat st {};
+  std::string problem;
+  if (::fstat(fd, &st) != 0) problem = errno_reason(errno);
+  else if (!S_ISREG(st.st_mode)) problem = std::string("is ") + file_kind(st.st_mode) + ", not a file kiln writes over";
+  else if (static_cast<uint64_t>(st.st_size) != expected_size) problem = "changed since it was read";
+  if (problem.empty()) return fd;
+  ::close(fd);
+  throw KilnError(kExitIo, path, problem);
+}
+
 bool rewrite_file_in_place(const std::string& path, std::string_view original,
                            const std::vector<std::string_view>& pieces) {
   // Where each piece goes; a piece inside `original` is a move within the file.
@@ -268,15 +283,8 @@ bool rewrite_file_in_place(const std::string& path, std::string_view original,
     }
     at += p.size();
   }
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-  if (fd < 0) throw KilnError(kExitIo, path, errno_reason(errno));
+  int fd = open_to_write_over(path, original.size());
   try {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) throw KilnError(kExitIo, path, errno_reason(errno));
-    if (!S_ISREG(st.st_mode))
-      throw KilnError(kExitIo, path, std::string("is ") + file_kind(st.st_mode) + ", not a file kiln writes over");
-    if (static_cast<uint64_t>(st.st_size) != original.size())
-      throw KilnError(kExitIo, path, "changed since it was read");
     // The moves' order keeps every source whole until it is copied: the moves to the
     // left, first to last, each front to back (a later one's source lies past what an
     // earlier one writes), then the moves to the right, last to first, each back to
@@ -306,14 +314,8 @@ bool rewrite_file_in_place(const std::string& path, std::string_view original,
 }
 
 void patch_file_in_place(const std::string& path, uint64_t expected_size, const std::vector<FilePatch>& patches) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-  if (fd < 0) throw KilnError(kExitIo, path, errno_reason(errno));
+  int fd = open_to_write_over(path, expected_size);
   try {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) throw KilnError(kExitIo, path, errno_reason(errno));
-    if (!S_ISREG(st.st_mode))
-      throw KilnError(kExitIo, path, std::string("is ") + file_kind(st.st_mode) + ", not a file kiln writes over");
-    if (static_cast<uint64_t>(st.st_size) != expected_size) throw KilnError(kExitIo, path, "changed since it was read");
     for (const FilePatch& p : patches)
       if (p.offset > expected_size || p.bytes.size() > expected_size - p.offset)
         throw KilnError(kExitInternal, path, "a write past the file's end");

@@ -189,3 +189,24 @@ TEST_CASE("rewrite_file_in_place writes the pieces over the file, as if joined",
   CHECK_THROWS_AS(rewrite_file_in_place(path, "not what it holds", {"x"}), KilnError);
   remove_tree(dir);
 }
+
+TEST_CASE("patch_file_in_place writes each patch where it says, and nothing over another file", "[fs]") {
+  const std::string dir = make_temp_dir("kiln-test-patch");
+  const std::string path = dir + "/file", link = dir + "/link";
+  write_file_atomic(path, "0123456789abcdef");
+  patch_file_in_place(path, 16, {{2, "XY"}, {15, "Z"}, {0, ""}});
+  CHECK(read_file(path) == "01XY456789abcdeZ");
+  // The same inode: a hard link sees the writes.
+  REQUIRE(::link(path.c_str(), (dir + "/hard").c_str()) == 0);
+  patch_file_in_place(path, 16, {{4, "--"}});
+  CHECK(read_file(dir + "/hard") == "01XY--6789abcdeZ");
+  // A size other than the one read, a write past the end, a symbolic link, a
+  // directory: refused, the file as it was.
+  CHECK_THROWS_WITH(patch_file_in_place(path, 17, {{0, "!"}}), Catch::Contains("changed since it was read"));
+  CHECK_THROWS_AS(patch_file_in_place(path, 16, {{15, "!!"}}), KilnError);
+  REQUIRE(::symlink(path.c_str(), link.c_str()) == 0);
+  CHECK_THROWS_AS(patch_file_in_place(link, 16, {{0, "!"}}), KilnError);
+  CHECK_THROWS_AS(patch_file_in_place(dir, 16, {{0, "!"}}), KilnError);
+  CHECK(read_file(path) == "01XY--6789abcdeZ");
+  remove_tree(dir);
+}
