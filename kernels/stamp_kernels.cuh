@@ -127,15 +127,29 @@ __global__ void wide_home_kernel(FlatModuleView m, const uint32_t* use_count, ui
   if (i < m.inst_count) wide_home(m, i, use_count, home);
 }
 
-// Each instruction's alloca step and slot bytes; slot_bytes has one more entry (0), so
-// that its exclusive sum ends with the total.
-__global__ void wide_frame_steps_kernel(FlatModuleView m, const uint32_t* use_count, const uint8_t* home,
-                                        FrameStep* alloca_step, uint32_t* slot_bytes) {
+__global__ void wide_count_accesses_kernel(FlatModuleView m, const uint32_t* use_count, uint32_t* accesses) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i == 0) slot_bytes[m.inst_count] = 0;
-  if (i >= m.inst_count) return;
-  alloca_step[i] = wide_alloca_step(m, i);
-  slot_bytes[i] = wide_slot_bytes(m, i, use_count, home);
+  if (i < m.inst_count) wide_count_accesses(m, i, use_count, accesses);
+}
+
+// Each instruction's frame key (frame_key), and each function's range of them, the
+// segments of the sort.
+__global__ void wide_frame_key_kernel(FlatModuleView m, const uint32_t* use_count, const uint8_t* home,
+                                      const uint32_t* accesses, uint64_t* keys) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m.inst_count) keys[i] = frame_key(m, i, use_count, home, accesses[i]);
+}
+__global__ void wide_function_range_kernel(FlatModuleView m, uint32_t* begin, uint32_t* end) {
+  uint32_t fn = blockIdx.x * blockDim.x + threadIdx.x;
+  if (fn >= m.function_count) return;
+  begin[fn] = m.functions[fn].first_inst;
+  end[fn] = m.functions[fn].first_inst + m.functions[fn].inst_count;
+}
+
+__global__ void wide_sorted_step_kernel(FlatModuleView m, const uint64_t* sorted, const uint32_t* use_count,
+                                        const uint8_t* home, FrameStep* step, uint32_t* position) {
+  uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p < m.inst_count) wide_sorted_step(m, p, sorted, use_count, home, step, position);
 }
 
 __global__ void wide_frame_inst_kernel(FlatModuleView m, const uint32_t* use_count, const uint8_t* home,

@@ -10,8 +10,9 @@
 // The steps, each over instructions (i), blocks (b) or functions (fn):
 //   uses:    wide_count_uses (i)                      use counts
 //            wide_home (i)                            ResultHome, as stamp_uses decides it
-//   frame:   wide_alloca_step (i), inclusive scan by function with then()
-//            wide_slot_bytes (i), exclusive sum over all instructions
+//   frame:   wide_count_accesses (i)                  allocas' accesses
+//            wide_frame_key (i), sort of the keys by function     the items' order
+//            wide_sorted_step (p), inclusive scan by function with then()
 //            wide_frame_inst (i), wide_frame_function (fn)
 //   offsets: exclusive sums of sizes and relocation counts over all instructions
 //            wide_offsets_inst (i), wide_offsets_block (b), wide_offsets_function (fn)
@@ -58,58 +59,40 @@ KILN_HD inline void wide_home(const FlatModuleView& m, uint32_t i, const uint32_
   home[i] = h;
 }
 
-// The frame offset grows by steps that round up to 8 or 16 bytes. The offset is
-// always a multiple of 8, so a step is known by what it adds when the offset so far is
-// 0 or 8 modulo 16; steps compose (then), which makes the allocas' offsets a scan.
-struct FrameStep {
-  int64_t add_at0, add_at8;
-};
-KILN_HD inline int64_t apply_step(const FrameStep& s, int64_t offset) {
-  return offset + (offset % 16 == 0 ? s.add_at0 : s.add_at8);
-}
-// `a` then `b`: associative (composition of functions), the identity is {0, 0}.
-KILN_HD inline FrameStep then(const FrameStep& a, const FrameStep& b) {
-  return FrameStep{apply_step(b, a.add_at0), apply_step(b, 8 + a.add_at8) - 8};
-}
-struct FrameStepThen {
-  KILN_HD FrameStep operator()(const FrameStep& a, const FrameStep& b) const { return then(a, b); }
-};
-
-// An alloca's step, as stamp_frame places it; {0, 0} for other instructions.
-KILN_HD inline FrameStep wide_alloca_step(const FlatModuleView& m, uint32_t i) {
-  const FlatInst& in = m.insts[i];
-  if (in.op != kOpAlloca) return FrameStep{0, 0};
-  int64_t align = in.imm > 8 ? in.imm : 8;
-  int64_t bytes = in.aux32 + (align > 16 ? align - 16 : 0);
-  int64_t step = align > 16 ? 16 : align;
-  return FrameStep{(bytes + step - 1) / step * step, (8 + bytes + step - 1) / step * step - 8};
+// Accesses: each instruction whose value addresses an alloca's memory adds its use
+// count to that alloca's (accesses starts at 0; use_count is complete).
+KILN_HD inline void wide_count_accesses(const FlatModuleView& m, uint32_t i, const uint32_t* use_count,
+                                        uint32_t* accesses) {
+  const uint32_t a = addressed_alloca(m, i);
+  if (a == ~0u) return;
+#if defined(__CUDA_ARCH__)
+  atomicAdd(&accesses[a], use_count[i]);
+#else
+  accesses[a] += use_count[i];  // the CPU runs this form on one thread
+#endif
 }
 
-// An insertvalue that writes in place into its source aggregate's slot (stamp_frame's
-// rule); its source is operand 0.
-KILN_HD inline bool wide_in_place(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, const uint8_t* home) {
-  const FlatInst& in = m.insts[i];
-  if (in.op != kOpInsert || !in.slot_size || home[i] != kHomeSlot) return false;
-  const FlatOperand& src = m.operands[in.first_operand];
-  return src.kind == kOperandValue && src.index < i && use_count[src.index] == 1 && home[src.index] == kHomeSlot &&
-      m.insts[src.index].op != kOpPhi && m.insts[src.index].slot_size == in.slot_size;
+// The frame items in their order: `sorted` holds each function's keys (frame_key)
+// sorted within the function's range of instructions. Position p's step, and where
+// instruction i's item is in that order.
+KILN_HD inline void wide_sorted_step(const FlatModuleView& m, uint32_t p, const uint64_t* sorted,
+                                     const uint32_t* use_count, const uint8_t* home, FrameStep* step,
+                                     uint32_t* position) {
+  if (sorted[p] == ~0ull) {
+    step[p] = FrameStep{0, 0};
+    return;
+  }
+  const uint32_t i = static_cast<uint32_t>(sorted[p]);
+  step[p] = frame_step(m, i, use_count, home);
+  position[i] = p;
 }
 
-// The bytes instruction i's own slot adds to the frame (0: no slot of its own).
-KILN_HD inline uint32_t wide_slot_bytes(const FlatModuleView& m, uint32_t i, const uint32_t* use_count,
-                                        const uint8_t* home) {
-  const FlatInst& in = m.insts[i];
-  if (!in.slot_size || home[i] != kHomeSlot || wide_in_place(m, i, use_count, home)) return 0;
-  return (in.slot_size + 7) / 8 * 8;
-}
-
-// What the scans give the frame steps: per instruction, the allocas' step composed
-// from the function's first instruction through i (alloca_scan), and the sum of slot
-// bytes of all instructions before i in the batch (slot_sum, one more entry than
-// instructions).
+// What the scans give the frame steps: per frame item, its place in the order
+// (position), and per place the steps composed from the function's first place
+// through it (frame_scan).
 struct WideFrameScans {
-  const FrameStep* alloca_scan;
-  const uint32_t* slot_sum;
+  const uint32_t* position;
+  const FrameStep* frame_scan;
 };
 
 // The argument slots' bytes (a function has few arguments: a loop, not a scan).
@@ -118,18 +101,19 @@ KILN_HD inline int64_t wide_args_end(const FlatModuleView& m, const FlatFunction
   for (uint32_t a = 0; a < f.arg_count; ++a) bytes += arg_slot_bytes(m.arg_widths[f.first_arg + a]);
   return bytes;
 }
-KILN_HD inline int64_t wide_allocas_end(const FlatModuleView& m, const FlatFunction& f, const WideFrameScans& s) {
-  const int64_t start = wide_args_end(m, f) + kPoolBytes;
-  return f.inst_count ? apply_step(s.alloca_scan[f.first_inst + f.inst_count - 1], start) : start;
+
+// The frame offset after item i's step (frame_place takes it).
+KILN_HD inline int64_t wide_item_end(const FlatModuleView& m, const FlatFunction& f, uint32_t i,
+                                     const WideFrameScans& s) {
+  return apply_step(s.frame_scan[s.position[i]], wide_args_end(m, f) + kPoolBytes);
 }
 
-// The slot of instruction i, whose home is kHomeSlot, as stamp_frame lays it out.
+// The slot of instruction i, which has one of its own or shares one (writes_in_place).
 KILN_HD inline int32_t wide_own_slot(const FlatModuleView& m, const FlatFunction& f, uint32_t i,
                                      const uint32_t* use_count, const uint8_t* home, const WideFrameScans& s) {
   uint32_t owner = i;  // an in-place insert shares its source's slot, which may be shared in turn
-  while (wide_in_place(m, owner, use_count, home)) owner = m.operands[m.insts[owner].first_operand].index;
-  const int64_t slots_before = s.slot_sum[owner + 1] - s.slot_sum[f.first_inst];  // through owner
-  return static_cast<int32_t>(wide_allocas_end(m, f, s) + slots_before);
+  while (writes_in_place(m, owner, use_count, home)) owner = m.operands[m.insts[owner].first_operand].index;
+  return static_cast<int32_t>(wide_item_end(m, f, owner, s));
 }
 
 // Instruction i's alloca memory and slot, as stamp_frame lays them out.
@@ -137,35 +121,33 @@ KILN_HD inline void wide_frame_inst(const FlatModuleView& m, uint32_t i, const u
                                     const WideFrameScans& s, int32_t* inst_slot, int32_t* alloca_mem) {
   const FlatInst& in = m.insts[i];
   const FlatFunction& f = m.functions[function_of(m, i)];
-  const int64_t args_end = wide_args_end(m, f), allocas_start = args_end + kPoolBytes;
-  alloca_mem[i] = in.op == kOpAlloca ? static_cast<int32_t>(apply_step(s.alloca_scan[i], allocas_start)) : 0;
-  int32_t slot = 0;
+  inst_slot[i] = alloca_mem[i] = 0;
+  if (in.op == kOpAlloca || has_own_slot(m, i, use_count, home))
+    frame_place(m, i, use_count, home, wide_item_end(m, f, i, s), inst_slot, alloca_mem);
   if (home[i] == kHomePool) {
-    slot = pool_slot(static_cast<uint32_t>(args_end), i - f.first_inst);
-  } else if (in.slot_size && home[i] == kHomeSlot) {
-    slot = wide_own_slot(m, f, i, use_count, home, s);
+    inst_slot[i] = pool_slot(static_cast<uint32_t>(wide_args_end(m, f)), i - f.first_inst);
+  } else if (writes_in_place(m, i, use_count, home)) {
+    inst_slot[i] = wide_own_slot(m, f, i, use_count, home, s);
   } else if (home[i] == kHomeField) {  // the aggregate's slot (field_folds), at the field
-    slot = wide_own_slot(m, f, m.operands[in.first_operand].index, use_count, home, s) - static_cast<int32_t>(in.imm);
+    inst_slot[i] =
+        wide_own_slot(m, f, m.operands[in.first_operand].index, use_count, home, s) - static_cast<int32_t>(in.imm);
   } else if (home[i] == kHomeNone || home[i] == kHomeLoad) {  // the address, or the folded load's
     uint32_t alloca_inst = 0;
     int64_t offset = 0;
     const FlatOperand where = home[i] == kHomeNone ? value_operand(i) : m.operands[in.first_operand];
     if (frame_shape(m, where, &alloca_inst, &offset))
-      slot = static_cast<int32_t>(apply_step(s.alloca_scan[alloca_inst], allocas_start) - offset);
+      inst_slot[i] = static_cast<int32_t>(
+          frame_memory(m, alloca_inst, use_count, home, wide_item_end(m, f, alloca_inst, s)) - offset);
   }
-  inst_slot[i] = slot;
 }
 
 // Function fn's argument slots and frame size, as stamp_frame lays them out.
 KILN_HD inline void wide_frame_function(const FlatModuleView& m, uint32_t fn, const WideFrameScans& s,
                                         int32_t* arg_slot, uint32_t* frame_size) {
   const FlatFunction& f = m.functions[fn];
-  int32_t off = 0;
-  for (uint32_t a = 0; a < f.arg_count; ++a) {
-    off += static_cast<int32_t>(arg_slot_bytes(m.arg_widths[f.first_arg + a]));
-    arg_slot[f.first_arg + a] = off;
-  }
-  const int64_t end = wide_allocas_end(m, f, s) + (s.slot_sum[f.first_inst + f.inst_count] - s.slot_sum[f.first_inst]);
+  const int64_t start = stamp_frame_args(m, fn, arg_slot) + kPoolBytes;
+  // The last place's scan composes every item's step (places that hold no item step by {0, 0}).
+  const int64_t end = f.inst_count ? apply_step(s.frame_scan[f.first_inst + f.inst_count - 1], start) : start;
   frame_size[fn] = static_cast<uint32_t>((end + 15) / 16 * 16);
 }
 

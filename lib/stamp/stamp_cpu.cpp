@@ -123,9 +123,10 @@ struct StampScratch {
   std::vector<uint32_t> frame_size, prologue_size, size, relocs, inst_offset, reloc_start, call_begin, call_end,
       block_offset, use_count, long_inst_offset, long_block_offset;
   std::vector<uint8_t> home;
-  std::vector<FrameStep> alloca_scan;
-  std::vector<uint32_t> slot_sum, size_sum, reloc_sum, invoke_end, previous_end, lsda_entries, lsda_typed, entries_sum,
-      typed_sum;
+  std::vector<uint64_t> frame_keys;
+  std::vector<FrameStep> frame_scan;
+  std::vector<uint32_t> accesses, position, size_sum, reloc_sum, invoke_end, previous_end, lsda_entries, lsda_typed,
+      entries_sum, typed_sum;
   std::vector<EncodeCache> caches;  // per worker
   std::vector<uint32_t> code_at, reloc_at, fn_worker;
 };
@@ -147,18 +148,21 @@ void wide_uses_and_frame(const FlatModuleView& m, StampScratch& s, uint32_t* use
   std::fill(use_count, use_count + N, 0u);
   for (uint32_t i = 0; i < N; ++i) wide_count_uses(m, i, use_count);
   for (uint32_t i = 0; i < N; ++i) wide_home(m, i, use_count, home);
-  FrameStep* alloca_scan = at_least(s.alloca_scan, N);
-  uint32_t* slot_sum = at_least(s.slot_sum, size_t(N) + 1);
-  uint32_t sum = 0;
-  for (uint32_t i = 0; i < N; ++i) {  // an inclusive scan by function, and an exclusive sum
-    FrameStep step = wide_alloca_step(m, i);
-    bool first = i == 0 || function_of(m, i) != function_of(m, i - 1);
-    alloca_scan[i] = first ? step : then(alloca_scan[i - 1], step);
-    slot_sum[i] = sum;
-    sum += wide_slot_bytes(m, i, use_count, home);
+  uint32_t* accesses = at_least(s.accesses, N);
+  std::fill(accesses, accesses + N, 0u);
+  for (uint32_t i = 0; i < N; ++i) wide_count_accesses(m, i, use_count, accesses);
+  uint64_t* keys = at_least(s.frame_keys, N);
+  for (uint32_t i = 0; i < N; ++i) keys[i] = frame_key(m, i, use_count, home, accesses[i]);
+  for (uint32_t fn = 0; fn < m.function_count; ++fn) {  // the GPU's segmented sort
+    const FlatFunction& f = m.functions[fn];
+    std::sort(keys + f.first_inst, keys + f.first_inst + f.inst_count);
   }
-  slot_sum[N] = sum;
-  WideFrameScans scans{alloca_scan, slot_sum};
+  FrameStep* frame_scan = at_least(s.frame_scan, N);
+  uint32_t* position = at_least(s.position, N);
+  for (uint32_t p = 0; p < N; ++p) wide_sorted_step(m, p, keys, use_count, home, frame_scan, position);
+  for (uint32_t p = 1; p < N; ++p)  // an inclusive scan by function
+    if (function_of(m, p) == function_of(m, p - 1)) frame_scan[p] = then(frame_scan[p - 1], frame_scan[p]);
+  WideFrameScans scans{position, frame_scan};
   for (uint32_t i = 0; i < N; ++i) wide_frame_inst(m, i, use_count, home, scans, inst_slot, alloca_mem);
   for (uint32_t fn = 0; fn < m.function_count; ++fn) wide_frame_function(m, fn, scans, arg_slot, frame_size);
 }
@@ -239,6 +243,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   uint32_t* block_offset = at_least(scratch.block_offset, m.block_count);
   uint32_t* use_count = at_least(scratch.use_count, N);
   uint8_t* home = at_least(scratch.home, N);
+  uint64_t* frame_keys = form == StampForm::wide ? nullptr : at_least(scratch.frame_keys, N);
   out.code_size.resize(F);
   out.reloc_count.resize(F);
 
@@ -248,7 +253,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   else
     stage_for(F, threads, [&](uint32_t fn) {
       stamp_uses(m, fn, use_count, home);
-      stamp_frame(m, fn, use_count, home, inst_slot, alloca_mem, arg_slot, frame_size);
+      stamp_frame(m, fn, use_count, home, frame_keys, inst_slot, alloca_mem, arg_slot, frame_size);
     });
   out.frame = clock.lap();
 

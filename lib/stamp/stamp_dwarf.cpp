@@ -11,7 +11,7 @@
 
 #include "error.h"
 #include "stamp_emit.h"  // kReloc64, kReloc32
-#include "stamp_stages.h"  // stamp_frame_allocas
+#include "stamp_stages.h"  // stamp_uses, stamp_frame
 #include "string_hash.h"
 
 namespace kiln {
@@ -334,7 +334,14 @@ class DwarfBuilder {
   std::vector<CodeList>& block_code_ = lists_.block_code;  // per wanted block: its code
   std::vector<int8_t> contents_;    // per wanted block: has_contents' answer, -1 not asked yet
   std::vector<uint32_t> targets_;   // block_ranges' scratch
-  std::vector<int32_t> alloca_mem_, arg_slot_;  // stamp_frame_allocas's, per instruction and argument
+  std::vector<int32_t> alloca_mem_, arg_slot_;  // stamp_frame's, per instruction and argument
+  struct FrameScratch {                         // the rest of what stamp_uses and stamp_frame write
+    std::vector<uint32_t> use_count;
+    std::vector<uint8_t> home;
+    std::vector<uint64_t> keys;
+    std::vector<int32_t> inst_slot;
+    std::vector<uint32_t> frame_size;
+  } frame_;
 
   [[noreturn]] void fail(const std::string& why) const { throw KilnError(kExitInternal, source_, why); }
 
@@ -806,7 +813,11 @@ class DwarfBuilder {
     std::sort(block_keys_.begin(), block_keys_.end());
     block_keys_.erase(std::unique(block_keys_.begin(), block_keys_.end()), block_keys_.end());
     if (block_keys_.empty() && scope_variables_.empty()) return;
-    if (!scope_variables_.empty()) stamp_frame_allocas(view_, fn, alloca_mem_.data(), arg_slot_.data());
+    if (!scope_variables_.empty()) {  // the frame as stamp's stages lay it out (the same functions)
+      stamp_uses(view_, fn, frame_.use_count.data(), frame_.home.data());
+      stamp_frame(view_, fn, frame_.use_count.data(), frame_.home.data(), frame_.keys.data(), frame_.inst_slot.data(),
+                  alloca_mem_.data(), arg_slot_.data(), frame_.frame_size.data());
+    }
     if (block_code_.size() < block_keys_.size()) block_code_.resize(block_keys_.size());
     for (size_t k = 0; k < block_keys_.size(); ++k) block_code_[k].clear();
     contents_.assign(block_keys_.size(), -1);
@@ -1137,7 +1148,12 @@ class DwarfBuilder {
     first_variable_.assign(flat_.functions.size() + 1, 0);
     for (const FlatDebugVariable& v : d_.variables) ++first_variable_[v.function + 1];
     for (size_t fn = 0; fn < flat_.functions.size(); ++fn) first_variable_[fn + 1] += first_variable_[fn];
-    if (!d_.variables.empty()) alloca_mem_.assign(flat_.insts.size(), 0), arg_slot_.assign(flat_.arg_widths.size(), 0);
+    if (!d_.variables.empty()) {
+      const size_t n = flat_.insts.size();
+      alloca_mem_.assign(n, 0), arg_slot_.assign(flat_.arg_widths.size(), 0);
+      frame_.use_count.assign(n, 0), frame_.home.assign(n, 0), frame_.keys.assign(n, 0), frame_.inst_slot.assign(n, 0);
+      frame_.frame_size.assign(flat_.functions.size(), 0);
+    }
   }
 
   void write_info() {

@@ -11,6 +11,7 @@
 #include "stamp_batch.h"
 #include "stamp_cpu.h"
 #include "stamp_output_compare.h"
+#include "stamp_stages.h"
 
 using namespace kiln;
 
@@ -121,6 +122,41 @@ define void @plain(i64 %v) {
 }
 )";
 
+// A frame with every kind of item (stamp_frame): a large alloca touched once before a
+// small one touched often, an over-aligned alloca (its address kept in a slot of its
+// own), an aggregate written in place, a field read in place, values with slots.
+const char* kFrameIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+declare void @use(ptr)
+declare i64 @next(i64)
+
+define i64 @frame(i64 %a, i64 %b) {
+entry:
+  %big = alloca [64 x i64], align 8
+  %over = alloca [4 x i64], align 32
+  %hot = alloca i64, align 8
+  %p = getelementptr [64 x i64], ptr %big, i64 0, i64 3
+  store i64 %a, ptr %p
+  call void @use(ptr %over)
+  call void @use(ptr %over)
+  store i64 %b, ptr %hot
+  %x = load i64, ptr %hot
+  %c1 = call i64 @next(i64 %x)
+  store i64 %c1, ptr %hot
+  %y = load i64, ptr %hot
+  %c2 = call i64 @next(i64 %y)
+  store i64 %c2, ptr %hot
+  %z = load i64, ptr %hot
+  %s1 = insertvalue { i64, i64 } undef, i64 %z, 0
+  %s2 = insertvalue { i64, i64 } %s1, i64 %c1, 1
+  %c3 = call i64 @next(i64 %c2)
+  %f = extractvalue { i64, i64 } %s2, 1
+  %g = add i64 %f, %c3
+  %h = add i64 %g, %c1
+  ret i64 %h
+}
+)";
+
 struct Exported {
   llvm::LLVMContext ctx;
   std::vector<FlatExport> modules;
@@ -193,6 +229,7 @@ TEST_CASE("the GPU's form of the per-function stages gives the per-function form
   e.add(kLoopIr, "loop.bc");
   e.add(kArgsIr, "args.bc");
   e.add(kiln_test::kAddIr, "add.bc");
+  e.add(kFrameIr, "frame.bc");
   e.add(kTablesIr, "tables.bc");
   REQUIRE(e.modules.back().stamp_function_count == 2);
   REQUIRE(!run_stamp_cpu(e.modules.back().flat.view(), 1).lsda.empty());
@@ -229,4 +266,84 @@ TEST_CASE("the CPU executor's encode cache gives the code of encoding twice", "[
   REQUIRE(twice.code_size[0] > 2 * 4096);  // @copy: its load and its store each outgrow the room
   kiln_test::check_same_output(run_stamp_cpu(m.flat.view(), 1), twice);
   kiln_test::check_same_output(run_stamp_cpu(m.flat.view(), 2), twice);
+}
+
+// stamp_frame's layout (stamp_stages.h): every item inside the frame, none overlapping
+// another or the arguments' slots and the pool, allocas aligned as asked (up to 16:
+// rbp's alignment; beyond, at run time within the slack), and the densest items
+// nearest rbp, so that a small alloca used often gets an 8-bit displacement even after
+// a large one used once.
+TEST_CASE("the frame puts its densest items nearest rbp, none overlapping", "[stamp][frame]") {
+  Exported e;
+  e.add(kFrameIr, "frame.bc");
+  e.add(kMixedIr, "mixed.bc");
+  e.add(kLoopIr, "loop.bc");
+  e.add(kArgsIr, "args.bc");
+  e.add(kTablesIr, "tables.bc");
+  size_t items_checked = 0;
+  for (const FlatExport& x : e.modules) {
+    const FlatModuleView m = x.flat.view();
+    const uint32_t n = m.inst_count;
+    std::vector<uint32_t> use_count(n);
+    std::vector<uint8_t> home(n);
+    std::vector<uint64_t> keys(n);
+    std::vector<int32_t> inst_slot(n), alloca_mem(n), arg_slot(m.arg_count + 1);
+    std::vector<uint32_t> frame_size(m.function_count);
+    for (uint32_t fn = 0; fn < m.function_count; ++fn) {
+      const FlatFunction& f = m.functions[fn];
+      if (!f.inst_count) continue;
+      stamp_uses(m, fn, use_count.data(), home.data());
+      stamp_frame(m, fn, use_count.data(), home.data(), keys.data(), inst_slot.data(), alloca_mem.data(),
+                  arg_slot.data(), frame_size.data());
+      // Byte ranges as distances below rbp: [top, top + bytes) is [rbp - top, rbp - top + bytes).
+      struct Range {
+        int64_t top, bytes;
+      };
+      std::vector<Range> ranges;
+      const int64_t reserved = (f.arg_count ? arg_slot[f.first_arg + f.arg_count - 1] : 0) + kPoolBytes;
+      ranges.push_back({reserved, reserved});
+      for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
+        const FlatInst& in = m.insts[i];
+        if (in.op == kOpAlloca) {
+          const int64_t align = in.imm > 8 ? in.imm : 8;
+          const int64_t bytes = in.aux32 + (align > 16 ? align - 16 : 0);
+          CHECK(alloca_mem[i] % (align > 16 ? 16 : align) == 0);
+          ranges.push_back({alloca_mem[i], bytes});
+        }
+        if (has_own_slot(m, i, use_count.data(), home.data()))
+          ranges.push_back({inst_slot[i], (in.slot_size + 7) / 8 * 8});
+      }
+      std::sort(ranges.begin(), ranges.end(),
+                [](const Range& a, const Range& b) { return a.top - a.bytes < b.top - b.bytes; });
+      for (size_t k = 0; k < ranges.size(); ++k) {
+        INFO("function " << fn << " range " << k);
+        CHECK(ranges[k].top <= static_cast<int64_t>(frame_size[fn]));
+        CHECK(ranges[k].top - ranges[k].bytes >= 0);
+        if (k) CHECK(ranges[k - 1].top <= ranges[k].top - ranges[k].bytes);  // no overlap
+      }
+      items_checked += ranges.size();
+    }
+  }
+  CHECK(items_checked > 20);
+
+  // In @frame: %big (512 bytes, one access) comes first in the code, %hot (8 bytes, six
+  // accesses) last; %hot sits within 128 bytes of rbp, %big beyond it.
+  const FlatModuleView m = e.modules[0].flat.view();
+  std::vector<uint32_t> allocas;
+  for (uint32_t i = 0; i < m.inst_count; ++i)
+    if (m.insts[i].op == kOpAlloca) allocas.push_back(i);
+  REQUIRE(allocas.size() == 3);
+  std::vector<uint32_t> use_count(m.inst_count);
+  std::vector<uint8_t> home(m.inst_count);
+  std::vector<uint64_t> keys(m.inst_count);
+  std::vector<int32_t> inst_slot(m.inst_count), alloca_mem(m.inst_count), arg_slot(m.arg_count + 1);
+  std::vector<uint32_t> frame_size(m.function_count);
+  stamp_uses(m, 0, use_count.data(), home.data());
+  stamp_frame(m, 0, use_count.data(), home.data(), keys.data(), inst_slot.data(), alloca_mem.data(), arg_slot.data(),
+              frame_size.data());
+  CHECK(alloca_mem[allocas[2]] <= 128);
+  CHECK(alloca_mem[allocas[0]] > alloca_mem[allocas[2]]);
+  CHECK(home[allocas[1]] == kHomeSlot);  // the over-aligned alloca's address has a slot of its own
+  CHECK(inst_slot[allocas[1]] == alloca_mem[allocas[1]] + 8);
+  CHECK(frame_size[0] >= 512 + 32 + 8);
 }

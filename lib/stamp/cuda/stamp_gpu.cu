@@ -10,6 +10,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_segmented_sort.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <cuda/std/functional>
@@ -287,36 +288,53 @@ class CudaStampExecutor final : public StampGpuExecutor {
   }
 
   // 3. Where results live, and frames, in the wide form (stamp_wide.h): per
-  //    instruction, with a CUB scan by function for the allocas and a CUB sum for
-  //    the slots, so that no thread walks a whole function.
+  //    instruction, with a CUB segmented sort of the frame's items by function and a
+  //    CUB scan by function of their steps, so that no thread walks a whole function.
   void frame() {
     const uint32_t N = b_.N, F = b_.F;
     const FlatModuleView& m = b_.m;
     uint32_t* use_count = b_.use_count;
     uint8_t* home = b_.home;
     uint32_t* fn_of = b_.fn_of = fn_of_.as<uint32_t>(N);
-    FrameStep* alloca_step = alloca_step_.as<FrameStep>(2 * size_t(N));
-    FrameStep* alloca_scan = alloca_step + N;
-    uint32_t* slot_bytes = slot_bytes_.as<uint32_t>(2 * (size_t(N) + 1));
-    uint32_t* slot_sum = slot_bytes + N + 1;
+    uint32_t* accesses = accesses_.as<uint32_t>(2 * size_t(N));
+    uint32_t* position = accesses + N;
+    uint64_t* keys = frame_keys_.as<uint64_t>(2 * size_t(N));
+    uint64_t* sorted = keys + N;
+    FrameStep* frame_step = frame_step_.as<FrameStep>(2 * size_t(N));
+    FrameStep* frame_scan = frame_step + N;
+    uint32_t* fn_begin = fn_range_.as<uint32_t>(2 * size_t(std::max<uint32_t>(F, 1)));
+    uint32_t* fn_end = fn_begin + F;
     CUDA_CHECK(cudaMemsetAsync(use_count, 0, N * sizeof(uint32_t), stream_));
+    CUDA_CHECK(cudaMemsetAsync(accesses, 0, N * sizeof(uint32_t), stream_));
     wide_function_of_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, fn_of);
     wide_count_uses_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count);
     wide_home_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count, home);
-    wide_frame_steps_kernel<<<blocks_for(N + 1), kThreads, 0, stream_>>>(m, use_count, home, alloca_step, slot_bytes);
-    launches_ += 4;
+    wide_count_accesses_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count, accesses);
+    wide_frame_key_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count, home, accesses, keys);
+    wide_function_range_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, fn_begin, fn_end);
+    launches_ += 6;
     CUDA_CHECK(cudaGetLastError());
     {
       size_t temp_bytes = 0;
-      CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(nullptr, temp_bytes, fn_of, alloca_step, alloca_scan,
+      CUDA_CHECK(
+          cub::DeviceSegmentedSort::SortKeys(nullptr, temp_bytes, keys, sorted, N, F, fn_begin, fn_end, stream_));
+      void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
+      CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(temp, temp_bytes, keys, sorted, N, F, fn_begin, fn_end, stream_));
+      ++launches_;
+    }
+    wide_sorted_step_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, sorted, use_count, home, frame_step, position);
+    ++launches_;
+    CUDA_CHECK(cudaGetLastError());
+    {
+      size_t temp_bytes = 0;
+      CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(nullptr, temp_bytes, fn_of, frame_step, frame_scan,
                                                      FrameStepThen{}, N, cuda::std::equal_to<uint32_t>{}, stream_));
       void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
-      CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(temp, temp_bytes, fn_of, alloca_step, alloca_scan, FrameStepThen{},
+      CUDA_CHECK(cub::DeviceScan::InclusiveScanByKey(temp, temp_bytes, fn_of, frame_step, frame_scan, FrameStepThen{},
                                                      N, cuda::std::equal_to<uint32_t>{}, stream_));
       ++launches_;
     }
-    exclusive_scan(slot_bytes, slot_sum, N + 1);
-    const WideFrameScans scans{alloca_scan, slot_sum};
+    const WideFrameScans scans{position, frame_scan};
     wide_frame_inst_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, use_count, home, scans, b_.inst_slot,
                                                                     b_.alloca_mem);
     wide_frame_function_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, scans, b_.arg_slot, b_.frame_size);
@@ -559,8 +577,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
   PinnedBuffer upload_staging_, download_staging_, totals_staging_;
   DeviceBuffer flat_, use_count_, home_, inst_slot_, alloca_mem_, arg_slot_, frame_size_, prologue_size_, size_,
       relocs_, call_begin_, call_end_, inst_offset_, reloc_start_, block_offset_, per_fn_, code_, reloc_out_, lsda_,
-      cub_temp_, opcode_keys_, identity_, selected_, fn_of_, alloca_step_, slot_bytes_, size_sum_, lsda_work_,
-      long_offset_;
+      cub_temp_, opcode_keys_, identity_, selected_, fn_of_, accesses_, frame_keys_, frame_step_, fn_range_, size_sum_,
+      lsda_work_, long_offset_;
 };
 
 }  // namespace
