@@ -147,10 +147,22 @@ KILN_HD inline uint32_t rex_w(uint32_t reg_field, uint32_t rm_field) {
   return 0x48 | ((reg_field >> 3) << 2) | (rm_field >> 3);
 }
 
+// rbp points kFrameBias bytes below the frame's top (where the caller's rbp is saved),
+// so that 8-bit displacements reach the 240 bytes below the top, not 128: the frame's
+// densest items (stamp_frame). Frame places are written as distances below the top
+// (disp = -distance), and mem_operand adds the bias to every rbp-based displacement;
+// the prologue sets rbp, the return restores rsp from it, and the CFI and DWARF
+// locations count it (lib/stamp/stamp_object.cpp, stamp_dwarf.cpp). A multiple of 16,
+// so rbp keeps the frame top's 16-byte alignment, and below 128, so that the return's
+// lea rsp, [rbp + kFrameBias] takes an 8-bit displacement.
+constexpr int32_t kFrameBias = 112;
+
 // The ModRM byte and displacement of [base + disp] (base rbp or rax): disp8 when it
 // fits, else disp32. The choice depends only on the frame layout, which is fixed
-// before sizes are measured, so measuring and encoding always agree.
+// before sizes are measured, so measuring and encoding always agree. An rbp-based
+// disp is a frame place's (relative to the frame's top): kFrameBias is added here.
 KILN_HD inline void mem_operand(Emitter& e, uint32_t reg, uint32_t base, int32_t disp) {
+  if (base == RBP) disp += kFrameBias;
   uint32_t fields = ((reg & 7) << 3) | (base & 7);
   if (disp == 0 && (base & 7) != RBP) {  // [rax]: no displacement
     e.byte(fields);
@@ -1083,11 +1095,13 @@ KILN_HD inline bool emits_nothing(const FlatModuleView& m, uint32_t i) {
   return m.insts[i].op == kOpNop || is_frame_shape(m, value_operand(i));
 }
 
-// push rbp; mov rbp, rsp; sub rsp, frame; then every argument into its slot.
+// push rbp; lea rbp, [rsp - kFrameBias]; sub rsp, frame; then every argument into
+// its slot.
 KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t fn) {
   const FlatFunction& f = m.functions[fn];
   e.byte(0x55);
-  e.byte(0x48), e.byte(0x89), e.byte(0xE5);
+  e.byte(0x48), e.byte(0x8D), e.byte(0x6C), e.byte(0x24);  // lea rbp, [rsp + disp8]
+  e.byte(static_cast<uint32_t>(-kFrameBias) & 0xff);
   uint32_t frame = l.frame_size[fn];
   if (frame >= 128) {
     e.byte(0x48), e.byte(0x81), e.byte(0xEC);  // sub rsp, imm32
@@ -1097,7 +1111,7 @@ KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const S
     e.byte(frame);
   }
   // Each argument from where SysvArgs says the caller put it (the caller's stack
-  // arguments start at [rbp + 16]) into its slot.
+  // arguments start 16 bytes above the frame's top) into its slot.
   SysvArgs place;
   for (uint32_t a = 0; a < f.arg_count; ++a) {
     const int32_t slot = -l.arg_slot[f.first_arg + a];
@@ -1917,8 +1931,9 @@ KILN_HD inline void encode_ret(Emitter& e, const FlatModuleView& m, const StampL
     if (f.flags & kFnRetSignExt) sign_extend(e, RAX, ops[0].width);
     if (f.flags & kFnRetFloat) movq_to_xmm(e, 0, RAX);
   }
-  e.byte(0xC9);  // leave
-  e.byte(0xC3);  // ret
+  e.byte(0x48), e.byte(0x8D), e.byte(0x65), e.byte(kFrameBias);  // lea rsp, [rbp + kFrameBias]
+  e.byte(0x5D);                                                  // pop rbp
+  e.byte(0xC3);                                                  // ret
 }
 
 // icmp of two i128 (a in rax:rdx, b in rcx:r11), to 0 or 1 in the slot. Equality
@@ -2608,8 +2623,8 @@ KILN_HD inline void encode_vector(Emitter& e, const FlatModuleView& m, const Sta
         e.byte(0x89), e.byte(0xC1);                 // mov ecx, eax
         e.byte(0x83), e.byte(0xE0), e.byte(0x0F);  // and eax, 15
         if (ops[0].kind == kOperandValue) {         // movzx eax, byte [rbp + rax + table's 16-byte half]
-          e.byte(0x0F), e.byte(0xB6), e.byte(0x84), e.byte(0x05);
-          e.u32(static_cast<uint32_t>(slot_disp(l, ops[0].index) + static_cast<int32_t>(k & ~15u)));
+          e.byte(0x0F), e.byte(0xB6), e.byte(0x84), e.byte(0x05);  // (not mem_operand's form: the bias here)
+          e.u32(static_cast<uint32_t>(slot_disp(l, ops[0].index) + static_cast<int32_t>(k & ~15u) + kFrameBias));
         } else {
           e.byte(0x31), e.byte(0xC0);  // xor eax, eax: a zero or undef table
         }

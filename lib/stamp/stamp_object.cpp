@@ -181,9 +181,12 @@ std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::v
     put8(out, 16);
     put8(out, kCfaOffset | kDwarfRbp);  //   rbp at CFA - 16
     put8(out, 2);
-    put8(out, kCfaAdvanceLoc | 3);  // after mov rbp, rsp
-    put8(out, kCfaDefCfaRegister);  //   CFA = rbp + 16
+    put8(out, kCfaAdvanceLoc | 5);  // after lea rbp, [rsp - kFrameBias]
+    put8(out, kCfaDefCfa);          //   CFA = rbp + kFrameBias + 16
     put8(out, kDwarfRbp);
+    static_assert(kFrameBias + 16 >= 128 && kFrameBias + 16 < 16384, "the offset's ULEB takes two bytes");
+    put8(out, ((kFrameBias + 16) & 0x7f) | 0x80);
+    put8(out, (kFrameBias + 16) >> 7);
     pad_to(out, 8, static_cast<char>(kCfaNop));
     set32(out, start, static_cast<uint32_t>(out.size() - start - 4));
   }

@@ -2,10 +2,11 @@
 // with the machine code, the relocations against named symbols, and the symbol's
 // binding. Every stamp function has the same fixed frame shape, so its unwind
 // information is derived, not described:
-//   offset 0: push rbp          (1 byte)   CFA = rsp+16, rbp saved at CFA-16
-//   offset 1: mov rbp, rsp      (3 bytes)  CFA = rbp+16
-//   ...     : body; every return is "leave; ret", which needs no CFI change for an
-//             unwinder because the CFA stays rbp-based until the final ret.
+//   offset 0: push rbp                  (1 byte)   CFA = rsp+16, rbp saved at CFA-16
+//   offset 1: lea rbp, [rsp - 112]      (5 bytes)  CFA = rbp+128 (kFrameBias, stamp_emit.h)
+//   ...     : body; every return is "lea rsp, [rbp + 112]; pop rbp; ret", which needs
+//             no CFI change for an unwinder because the CFA stays rbp-based until the
+//             pop and the final ret.
 #pragma once
 #include <cstdint>
 #include <string>

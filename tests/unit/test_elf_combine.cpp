@@ -491,24 +491,16 @@ TEST_CASE("objects with more than 65279 sections combine with extended numbering
   // stamp's writer: f0 returns 0, each fN returns f(N-1) + 1, two sections a function.
   const int count = 33000;
   std::vector<StampFunction> fs;
-  auto framed = [](const std::vector<uint8_t>& body) {
-    std::vector<uint8_t> code;
-    for (uint8_t b : {0x55, 0x48, 0x89, 0xE5}) code.push_back(b);  // push rbp; mov rbp, rsp
-    for (uint8_t b : body) code.push_back(b);
-    code.push_back(0xC9);  // leave
-    code.push_back(0xC3);  // ret
-    return code;
-  };
   fs.push_back({});
   fs.back().name = "f0";
-  fs.back().code = framed({0x31, 0xC0});
+  fs.back().code = stamp_framed({0x31, 0xC0});
   for (int i = 1; i < count; ++i) {
     StampFunction f;
     const bool renamed = i % 2 && i != count - 1;  // the last one is main's to call
     f.name = "f" + std::to_string(i) + (renamed ? ".kiln." + kTag : "");
     f.visibility = renamed ? SymbolVisibility::hidden : SymbolVisibility::default_;
-    f.code = framed({0xE8, 0, 0, 0, 0, 0x83, 0xC0, 0x01});
-    f.relocations = {{5, kRelocPlt32, fs.back().name, -4}};
+    f.code = stamp_framed({0xE8, 0, 0, 0, 0, 0x83, 0xC0, 0x01});
+    f.relocations = {{kFramedBody + 1, kRelocPlt32, fs.back().name, -4}};
     fs.push_back(f);
   }
   std::string many = write_stamp_object(fs, "many.c");

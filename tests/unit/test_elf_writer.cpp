@@ -29,33 +29,25 @@ using namespace kiln_test;
 
 namespace {
 
-// push rbp; mov rbp, rsp; BODY; leave; ret -- the fixed stamp frame shape.
-std::vector<uint8_t> framed(std::vector<uint8_t> body) {
-  std::vector<uint8_t> code = {0x55, 0x48, 0x89, 0xE5};
-  code.insert(code.end(), body.begin(), body.end());
-  code.push_back(0xC9);
-  code.push_back(0xC3);
-  return code;
-}
-
 StampFunction function(const std::string& name, std::vector<uint8_t> body,
                        std::vector<StampNamedReloc> relocations = {}) {
   StampFunction f;
   f.name = name;
-  f.code = framed(std::move(body));
+  f.code = stamp_framed(body);
+  for (StampNamedReloc& r : relocations) r.offset += kFramedBody;  // given within the body
   f.relocations = std::move(relocations);
   return f;
 }
 
-// A call rel32 whose displacement (at offset 5 of the function) is relocated to SYMBOL.
+// A call rel32 whose displacement (at offset 1 of the body) is relocated to SYMBOL.
 StampFunction caller(const std::string& name, const std::string& callee, uint32_t type = kRelocPlt32) {
-  return function(name, {0xE8, 0, 0, 0, 0}, {{5, type, callee, -4}});
+  return function(name, {0xE8, 0, 0, 0, 0}, {{1, type, callee, -4}});
 }
 
-// sub rsp, 32; call CALLEE (relocated at offset 9): moves rsp away from the frame
+// sub rsp, 32; call CALLEE (relocated at body offset 5): moves rsp away from the frame
 // base, so an unwinder only gets past it with the rbp-based CFA rule.
 StampFunction deep_caller(const std::string& name, const std::string& callee) {
-  return function(name, {0x48, 0x83, 0xEC, 0x20, 0xE8, 0, 0, 0, 0}, {{9, kRelocPlt32, callee, -4}});
+  return function(name, {0x48, 0x83, 0xEC, 0x20, 0xE8, 0, 0, 0, 0}, {{5, kRelocPlt32, callee, -4}});
 }
 
 // The functions the C test program calls:
@@ -72,7 +64,7 @@ std::vector<StampFunction> test_functions() {
   fs.back().visibility = SymbolVisibility::hidden;
   fs.push_back(caller("call_answer", "answer"));
   fs.push_back(function("load_global", {0x48, 0x8B, 0x05, 0, 0, 0, 0, 0x8B, 0x00},
-                        {{7, kRelocRexGotPcRelX, "stamp_global", -4}}));
+                        {{3, kRelocRexGotPcRelX, "stamp_global", -4}}));
   fs.push_back(function("seven", {0xB8, 7, 0, 0, 0}));
   fs.back().binding = SymbolBinding::local;
   fs.push_back(caller("call_seven", "seven", kRelocPc32));
@@ -229,11 +221,11 @@ TEST_CASE("the stamp .eh_frame has one CIE and one FDE per function with the fra
     for (uint32_t v : {cie_pointer, 0u, range})
       for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
     out += std::string(
-        "\x00"                           // augmentation data length 0
-        "\x41\x0e\x10"                   // advance 1; CFA = rsp+16
-        "\x86\x02"                       // rbp at cfa-16
-        "\x43\x0d\x06"                   // advance 3; CFA = rbp+16
-        "\x00\x00\x00\x00\x00\x00\x00",  // nops to 8 bytes
+        "\x00"                   // augmentation data length 0
+        "\x41\x0e\x10"           // advance 1; CFA = rsp+16
+        "\x86\x02"               // rbp at cfa-16
+        "\x45\x0c\x06\x80\x01"   // advance 5; CFA = rbp+128
+        "\x00\x00\x00\x00\x00",  // nops to 8 bytes
         16);
     return out;
   };
@@ -280,7 +272,7 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   CHECK(answer->type == llvm::ELF::STT_FUNC);
   CHECK(answer->binding == llvm::ELF::STB_GLOBAL);
   CHECK(answer->other == llvm::ELF::STV_HIDDEN);
-  CHECK(answer->size == 11);
+  CHECK(answer->size == 17);
   CHECK(answer->section == ".text.answer");
   const SymbolInfo* seven = find_symbol_info(info, "seven");
   REQUIRE(seven);
@@ -296,7 +288,7 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   CHECK(weak->other == llvm::ELF::STV_PROTECTED);
   const SymbolInfo* load = find_symbol_info(info, "load_global");
   REQUIRE(load);
-  CHECK(load->size == 15);
+  CHECK(load->size == 21);
   for (const char* undefined : {"stamp_global", "count_frames"}) {
     const SymbolInfo* s = find_symbol_info(info, undefined);
     REQUIRE(s);
@@ -310,10 +302,10 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   CHECK(symbol_position(info, "count_frames") == info.symbols.size());
 
   using namespace llvm::ELF;
-  CHECK(has_relocation(info, ".text.call_answer", 5, R_X86_64_PLT32, "answer", -4));
-  CHECK(has_relocation(info, ".text.load_global", 7, R_X86_64_REX_GOTPCRELX, "stamp_global", -4));
-  CHECK(has_relocation(info, ".text.call_seven", 5, R_X86_64_PC32, "seven", -4));
-  CHECK(has_relocation(info, ".text.stamp_walk", 9, R_X86_64_PLT32, "count_frames", -4));
+  CHECK(has_relocation(info, ".text.call_answer", 7, R_X86_64_PLT32, "answer", -4));
+  CHECK(has_relocation(info, ".text.load_global", 9, R_X86_64_REX_GOTPCRELX, "stamp_global", -4));
+  CHECK(has_relocation(info, ".text.call_seven", 7, R_X86_64_PC32, "seven", -4));
+  CHECK(has_relocation(info, ".text.stamp_walk", 11, R_X86_64_PLT32, "count_frames", -4));
   CHECK(has_relocation(info, ".eh_frame", 24 + 8, R_X86_64_PC32, ".text.answer", 0));
   CHECK(has_relocation(info, ".eh_frame", 24 + 5 * 32 + 8, R_X86_64_PC32, ".text.stamp_walk", 0));
   CHECK(info.relocations.size() == 4 + 7);
@@ -325,8 +317,8 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   CHECK(readobj.exit_code == 0);
   CHECK_FALSE(contains(readobj.captured_stdout, "warning"));
   CHECK(contains(readobj.captured_stdout, "Type: SHT_X86_64_UNWIND (0x70000001)"));
-  CHECK(contains(readobj.captured_stdout, "0x5 R_X86_64_PLT32 answer 0xFFFFFFFFFFFFFFFC"));
-  CHECK(contains(readobj.captured_stdout, "0x7 R_X86_64_REX_GOTPCRELX stamp_global 0xFFFFFFFFFFFFFFFC"));
+  CHECK(contains(readobj.captured_stdout, "0x7 R_X86_64_PLT32 answer 0xFFFFFFFFFFFFFFFC"));
+  CHECK(contains(readobj.captured_stdout, "0x9 R_X86_64_REX_GOTPCRELX stamp_global 0xFFFFFFFFFFFFFFFC"));
   auto gnu = shell(shell_join({"readelf", "-a", "-W", dir.path + "/stamp.o"}));
   CHECK(gnu.exit_code == 0);
   CHECK_FALSE(contains(gnu.captured_stdout, "arning"));
@@ -343,22 +335,21 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   for (size_t at = eh.find(" FDE cie=00000000 "); at != std::string::npos; at = eh.find(" FDE cie=00000000 ", at + 1))
     ++fdes;
   const std::string after_push = "0x1: CFA=RSP+16: RBP=[CFA-16], RIP=[CFA-8]";
-  const std::string after_mov = "0x4: CFA=RBP+16: RBP=[CFA-16], RIP=[CFA-8]";
+  const std::string after_mov = "0x6: CFA=RBP+128: RBP=[CFA-16], RIP=[CFA-8]";
   for (size_t at = eh.find(after_mov); at != std::string::npos; at = eh.find(after_mov, at + 1)) ++rows;
   CHECK(fdes == 7);
   CHECK(rows == 7);
   CHECK(contains(eh, after_push));
-  CHECK(contains(eh, "pc=00000000...0000000f"));  // load_global's 15 bytes
+  CHECK(contains(eh, "pc=00000000...00000015"));  // load_global's 21 bytes
 }
 
 // extern_weak declarations must stay weak when undefined (a missing definition is
 // 0, not a link error), and hidden or protected declarations keep their visibility,
 // whether code or a global's initializer names them.
 TEST_CASE("undefined symbols are weak or hidden as the undefined list says", "[elf_writer]") {
-  StampFunction uses = function("uses", {0xE8, 0, 0, 0, 0, 0xE8, 0, 0, 0, 0, 0xE8, 0, 0, 0, 0},
-                                {{5, kRelocPlt32, "weak_fn", -4},
-                                 {10, kRelocPlt32, "hidden_fn", -4},
-                                 {15, kRelocPlt32, "plain_fn", -4}});
+  StampFunction uses =
+      function("uses", {0xE8, 0, 0, 0, 0, 0xE8, 0, 0, 0, 0, 0xE8, 0, 0, 0, 0},
+               {{1, kRelocPlt32, "weak_fn", -4}, {6, kRelocPlt32, "hidden_fn", -4}, {11, kRelocPlt32, "plain_fn", -4}});
   StampData table;
   table.name = "table";
   table.section = ".data.rel.ro.table";
@@ -479,7 +470,7 @@ TEST_CASE("objects with more than 65279 sections use extended section numbering"
   fs.push_back(function("f0", {0x31, 0xC0}));  // xor eax, eax
   for (int i = 1; i < count; ++i) {
     fs.push_back(function("f" + std::to_string(i), {0xE8, 0, 0, 0, 0, 0x83, 0xC0, 0x01},  // call; add eax, 1
-                          {{5, kRelocPlt32, "f" + std::to_string(i - 1), -4}}));
+                          {{1, kRelocPlt32, "f" + std::to_string(i - 1), -4}}));
     fs.back().binding = i % 2 ? SymbolBinding::local : SymbolBinding::global;
   }
   fs.back().binding = SymbolBinding::global;

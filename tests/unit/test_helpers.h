@@ -46,6 +46,16 @@ struct ScopedEnv {
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 };
 
+// stamp's fixed frame shape around BODY (stamp_object.h): push rbp; lea rbp, [rsp -
+// 112]; BODY; lea rsp, [rbp + 112]; pop rbp; ret. BODY starts at kFramedBody.
+constexpr uint32_t kFramedBody = 6;
+inline std::vector<uint8_t> stamp_framed(const std::vector<uint8_t>& body) {
+  std::vector<uint8_t> code = {0x55, 0x48, 0x8D, 0x6C, 0x24, 0x90};
+  code.insert(code.end(), body.begin(), body.end());
+  for (uint8_t b : {0x48, 0x8D, 0x65, 0x70, 0x5D, 0xC3}) code.push_back(b);
+  return code;
+}
+
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // `text` with the first `from` replaced by `to`; `from` must be there.

@@ -347,3 +347,23 @@ TEST_CASE("the frame puts its densest items nearest rbp, none overlapping", "[st
   CHECK(inst_slot[allocas[1]] == alloca_mem[allocas[1]] + 8);
   CHECK(frame_size[0] >= 512 + 32 + 8);
 }
+
+// rbp sits kFrameBias bytes below the frame's top (stamp_emit.h), so an 8-bit
+// displacement reaches places 1 to 240 bytes below the top, not 1 to 128.
+TEST_CASE("frame places up to 240 bytes below the frame's top take 8-bit displacements", "[stamp][frame]") {
+  auto load_size = [](int32_t disp) {
+    Emitter e{nullptr, 0, nullptr, 0};
+    load64(e, RAX, disp);  // mov rax, [frame top + disp]
+    return e.pos;
+  };
+  CHECK(load_size(-8) == 4);
+  CHECK(load_size(-128) == 4);
+  CHECK(load_size(-200) == 4);
+  CHECK(load_size(-240) == 4);
+  CHECK(load_size(-241) == 7);
+  CHECK(load_size(16) == 7);  // the caller's stack arguments, above the top
+  std::vector<uint8_t> code(8);
+  Emitter e{code.data(), 0, nullptr, 0};
+  load64(e, RAX, -200);
+  CHECK(std::vector<uint8_t>(code.begin(), code.begin() + 4) == std::vector<uint8_t>{0x48, 0x8B, 0x45, 0xA8});
+}
