@@ -391,13 +391,14 @@ KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOpe
   }
 }
 
-// 16 bytes of a copy at a time through xmm15 (movdqu xmm15, [base + disp], or the
+// 16 bytes of a copy at a time through xmm15 (movups xmm15, [base + disp], or the
 // store): no other template of stamp's uses it (its float and vector templates and
 // arguments use xmm0 to xmm7), so nothing a copy passes between holds it, and no
 // general register or flag changes. Half the instructions of two 8-byte moves
-// through rcx, and 4 to 10 bytes less.
-KILN_HD inline void movdqu_xmm15(Emitter& e, bool load, uint32_t base, int32_t disp) {
-  e.byte(0xF3), e.byte(0x44), e.byte(0x0F), e.byte(load ? 0x6F : 0x7F);
+// through rcx, and 4 to 10 bytes less. movups, not movdqu: the same 16 bytes moved,
+// without movdqu's F3 prefix (so here and wherever stamp moves 16 bytes).
+KILN_HD inline void movups_xmm15(Emitter& e, bool load, uint32_t base, int32_t disp) {
+  e.byte(0x44), e.byte(0x0F), e.byte(load ? 0x10 : 0x11);
   mem_operand(e, 15, base, disp);
 }
 // Copies `bytes` between frame addresses (rbp-relative), exactly: 16 at a time through
@@ -405,8 +406,8 @@ KILN_HD inline void movdqu_xmm15(Emitter& e, bool load, uint32_t base, int32_t d
 KILN_HD inline void copy_frame(Emitter& e, int32_t dst, int32_t src, uint32_t bytes) {
   uint32_t done = 0;
   for (; bytes - done >= 16; done += 16) {
-    movdqu_xmm15(e, true, RBP, src + static_cast<int32_t>(done));
-    movdqu_xmm15(e, false, RBP, dst + static_cast<int32_t>(done));
+    movups_xmm15(e, true, RBP, src + static_cast<int32_t>(done));
+    movups_xmm15(e, false, RBP, dst + static_cast<int32_t>(done));
   }
   while (done < bytes) {
     uint32_t left = bytes - done;
@@ -420,8 +421,8 @@ KILN_HD inline void copy_frame(Emitter& e, int32_t dst, int32_t src, uint32_t by
 KILN_HD inline void zero_frame(Emitter& e, int32_t dst, uint32_t bytes) {
   uint32_t done = 0;
   if (bytes >= 16) {
-    e.byte(0x66), e.byte(0x45), e.byte(0x0F), e.byte(0xEF), e.byte(0xFF);  // pxor xmm15, xmm15
-    for (; bytes - done >= 16; done += 16) movdqu_xmm15(e, false, RBP, dst + static_cast<int32_t>(done));
+    e.byte(0x45), e.byte(0x0F), e.byte(0x57), e.byte(0xFF);  // xorps xmm15, xmm15
+    for (; bytes - done >= 16; done += 16) movups_xmm15(e, false, RBP, dst + static_cast<int32_t>(done));
   }
   if (done == bytes) return;
   e.byte(0x31);  // xor ecx, ecx
@@ -438,8 +439,8 @@ KILN_HD inline void zero_frame(Emitter& e, int32_t dst, uint32_t bytes) {
 KILN_HD inline void copy_memory(Emitter& e, bool to_frame, int32_t frame, uint32_t bytes) {
   uint32_t done = 0;
   for (; bytes - done >= 16; done += 16) {
-    movdqu_xmm15(e, true, to_frame ? RAX : RBP, to_frame ? static_cast<int32_t>(done) : frame + static_cast<int32_t>(done));
-    movdqu_xmm15(e, false, to_frame ? RBP : RAX, to_frame ? frame + static_cast<int32_t>(done) : static_cast<int32_t>(done));
+    movups_xmm15(e, true, to_frame ? RAX : RBP, to_frame ? static_cast<int32_t>(done) : frame + static_cast<int32_t>(done));
+    movups_xmm15(e, false, to_frame ? RBP : RAX, to_frame ? frame + static_cast<int32_t>(done) : static_cast<int32_t>(done));
   }
   while (done < bytes) {
     uint32_t left = bytes - done;
@@ -654,12 +655,11 @@ KILN_HD inline void pair_from_return_registers(Emitter& e, uint32_t float_leaves
 }
 
 // A vector argument of `bytes` (16 or 32) between [rbp + disp] and xmm/ymm register
-// `reg` (below 8): movdqu (SSE2), or VEX's vmovdqu on 32 bytes, which only a function
-// with AVX passes (the exporters check). `to_register`: a load, else a store.
+// `reg` (below 8): movups, or VEX's vmovdqu on 32 bytes, which only a function with
+// AVX passes (the exporters check). `to_register`: a load, else a store.
 KILN_HD inline void move_vector_arg(Emitter& e, uint32_t bytes, uint32_t reg, int32_t disp, bool to_register) {
-  if (bytes == 32) e.byte(0xC5), e.byte(0xFE);  // VEX.256.F3.0F
-  else e.byte(0xF3), e.byte(0x0F);
-  e.byte(to_register ? 0x6F : 0x7F);
+  if (bytes == 32) e.byte(0xC5), e.byte(0xFE), e.byte(to_register ? 0x6F : 0x7F);  // VEX.256.F3.0F
+  else e.byte(0x0F), e.byte(to_register ? 0x10 : 0x11);
   mem_operand(e, reg, RBP, disp);
 }
 // xmm/ymm register `reg` (below 8) = 0: pxor, or vpxor xmm, which clears the upper
@@ -2444,11 +2444,11 @@ KILN_HD inline void sse2_rr(Emitter& e, uint32_t opcode, uint32_t dst, uint32_t 
 // xmm `reg` = half `h` (16 bytes) of vector operand `op`; zero for zero, undef, poison.
 KILN_HD inline void load_half(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t h, uint32_t reg) {
   if (op.kind != kOperandValue) return sse2_rr(e, 0xEF, reg, reg);  // pxor
-  e.byte(0xF3), e.byte(0x0F), e.byte(0x6F);                          // movdqu xmm, [rbp + disp]
+  e.byte(0x0F), e.byte(0x10);                                        // movups xmm, [rbp + disp]
   mem_operand(e, reg, RBP, slot_disp(l, op.index) + static_cast<int32_t>(16 * h));
 }
 KILN_HD inline void store_half(Emitter& e, int32_t dst, uint32_t h, uint32_t reg) {
-  e.byte(0xF3), e.byte(0x0F), e.byte(0x7F);  // movdqu [rbp + disp], xmm
+  e.byte(0x0F), e.byte(0x11);  // movups [rbp + disp], xmm
   mem_operand(e, reg, RBP, dst + static_cast<int32_t>(16 * h));
 }
 // The SSE2 opcode of a packed add, sub, and, or or xor of lanes of w bits; 0 for none
