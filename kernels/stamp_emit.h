@@ -102,6 +102,7 @@ struct Emitter {
   StampReloc* relocs;  // where this instruction's relocations go, or nullptr
   uint32_t reloc_count;
   uint32_t call_begin = 0, call_end = 0;  // an invoke's call instruction (for the LSDA)
+  int32_t frame_bias = 0;                 // the function's (frame_bias), added to rbp-based displacements
   uint32_t long_pos = 0;                  // where pos would be in the long layout
   // Room in out and relocs: what goes past it is counted, not written. The CPU
   // executor measures into a cache of limited room (lib/stamp/stamp_cpu.cpp) and
@@ -147,22 +148,26 @@ KILN_HD inline uint32_t rex_w(uint32_t reg_field, uint32_t rm_field) {
   return 0x48 | ((reg_field >> 3) << 2) | (rm_field >> 3);
 }
 
-// rbp points kFrameBias bytes below the frame's top (where the caller's rbp is saved),
-// so that 8-bit displacements reach the 240 bytes below the top, not 128: the frame's
-// densest items (stamp_frame). Frame places are written as distances below the top
-// (disp = -distance), and mem_operand adds the bias to every rbp-based displacement;
-// the prologue sets rbp, the return restores rsp from it, and the CFI and DWARF
-// locations count it (lib/stamp/stamp_object.cpp, stamp_dwarf.cpp). A multiple of 16,
-// so rbp keeps the frame top's 16-byte alignment, and below 128, so that the return's
-// lea rsp, [rbp + kFrameBias] takes an 8-bit displacement.
+// In a frame of more than 128 bytes, rbp points kFrameBias bytes below the frame's top
+// (where the caller's rbp is saved), so that 8-bit displacements reach the 240 bytes
+// below the top, not 128: the frame's densest items (stamp_frame). Frame places are
+// written as distances below the top (disp = -distance), and mem_operand adds the
+// function's bias (Emitter::frame_bias, which encode_inst and encode_prologue set) to
+// every rbp-based displacement; the prologue sets rbp, the return restores rsp from
+// it, and the CFI and DWARF locations count it (lib/stamp/stamp_object.cpp,
+// stamp_dwarf.cpp). A multiple of 16, so rbp keeps the frame top's 16-byte
+// alignment, and below 128, so that the return's lea rsp, [rbp + kFrameBias] takes an
+// 8-bit displacement. A smaller frame gains nothing from it and keeps the plain
+// shape, 6 bytes shorter (push rbp; mov rbp, rsp ... leave; ret).
 constexpr int32_t kFrameBias = 112;
+KILN_HD inline int32_t frame_bias(uint32_t frame_size) { return frame_size > 128 ? kFrameBias : 0; }
 
 // The ModRM byte and displacement of [base + disp] (base rbp or rax): disp8 when it
 // fits, else disp32. The choice depends only on the frame layout, which is fixed
 // before sizes are measured, so measuring and encoding always agree. An rbp-based
-// disp is a frame place's (relative to the frame's top): kFrameBias is added here.
+// disp is a frame place's (relative to the frame's top): the function's bias is added here.
 KILN_HD inline void mem_operand(Emitter& e, uint32_t reg, uint32_t base, int32_t disp) {
-  if (base == RBP) disp += kFrameBias;
+  if (base == RBP) disp += e.frame_bias;
   uint32_t fields = ((reg & 7) << 3) | (base & 7);
   if (disp == 0 && (base & 7) != RBP) {  // [rax]: no displacement
     e.byte(fields);
@@ -1095,14 +1100,19 @@ KILN_HD inline bool emits_nothing(const FlatModuleView& m, uint32_t i) {
   return m.insts[i].op == kOpNop || is_frame_shape(m, value_operand(i));
 }
 
-// push rbp; lea rbp, [rsp - kFrameBias]; sub rsp, frame; then every argument into
-// its slot.
+// push rbp; mov rbp, rsp, or with a bias lea rbp, [rsp - kFrameBias]; sub rsp,
+// frame; then every argument into its slot.
 KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t fn) {
   const FlatFunction& f = m.functions[fn];
-  e.byte(0x55);
-  e.byte(0x48), e.byte(0x8D), e.byte(0x6C), e.byte(0x24);  // lea rbp, [rsp + disp8]
-  e.byte(static_cast<uint32_t>(-kFrameBias) & 0xff);
   uint32_t frame = l.frame_size[fn];
+  e.frame_bias = frame_bias(frame);
+  e.byte(0x55);
+  if (e.frame_bias) {
+    e.byte(0x48), e.byte(0x8D), e.byte(0x6C), e.byte(0x24);  // lea rbp, [rsp + disp8]
+    e.byte(static_cast<uint32_t>(-e.frame_bias) & 0xff);
+  } else {
+    e.byte(0x48), e.byte(0x89), e.byte(0xE5);  // mov rbp, rsp
+  }
   if (frame >= 128) {
     e.byte(0x48), e.byte(0x81), e.byte(0xEC);  // sub rsp, imm32
     e.u32(frame);
@@ -1931,9 +1941,13 @@ KILN_HD inline void encode_ret(Emitter& e, const FlatModuleView& m, const StampL
     if (f.flags & kFnRetSignExt) sign_extend(e, RAX, ops[0].width);
     if (f.flags & kFnRetFloat) movq_to_xmm(e, 0, RAX);
   }
-  e.byte(0x48), e.byte(0x8D), e.byte(0x65), e.byte(kFrameBias);  // lea rsp, [rbp + kFrameBias]
-  e.byte(0x5D);                                                  // pop rbp
-  e.byte(0xC3);                                                  // ret
+  if (e.frame_bias) {
+    e.byte(0x48), e.byte(0x8D), e.byte(0x65), e.byte(e.frame_bias);  // lea rsp, [rbp + bias]
+    e.byte(0x5D);                                                     // pop rbp
+  } else {
+    e.byte(0xC9);  // leave
+  }
+  e.byte(0xC3);  // ret
 }
 
 // icmp of two i128 (a in rax:rdx, b in rcx:r11), to 0 or 1 in the slot. Equality
@@ -2624,7 +2638,7 @@ KILN_HD inline void encode_vector(Emitter& e, const FlatModuleView& m, const Sta
         e.byte(0x83), e.byte(0xE0), e.byte(0x0F);  // and eax, 15
         if (ops[0].kind == kOperandValue) {         // movzx eax, byte [rbp + rax + table's 16-byte half]
           e.byte(0x0F), e.byte(0xB6), e.byte(0x84), e.byte(0x05);  // (not mem_operand's form: the bias here)
-          e.u32(static_cast<uint32_t>(slot_disp(l, ops[0].index) + static_cast<int32_t>(k & ~15u) + kFrameBias));
+          e.u32(static_cast<uint32_t>(slot_disp(l, ops[0].index) + static_cast<int32_t>(k & ~15u) + e.frame_bias));
         } else {
           e.byte(0x31), e.byte(0xC0);  // xor eax, eax: a zero or undef table
         }
@@ -2660,6 +2674,7 @@ KILN_HD inline void encode_tls_address(Emitter& e, const StampLayout& l, uint32_
 
 KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
+  e.frame_bias = frame_bias(l.frame_size[m.blocks[in.block].function]);
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
   switch (in.op) {

@@ -933,16 +933,17 @@ class DwarfBuilder {
   }
 
   // Where a variable is: its alloca's memory, or the memory its argument points to,
-  // both at fixed distances below the frame's top, which is kFrameBias above rbp (the
-  // frame base); then the record's expression.
+  // both at fixed distances below the frame's top, which is the function's frame_bias
+  // above rbp (the frame base); then the record's expression.
   // An alloca aligned beyond 16 is aligned at run time: no fixed place, no location.
   bool variable_location(const FlatDebugVariable& v, std::string& e) const {
     int64_t offset = 0;
+    const int64_t bias = frame_bias(frame_.frame_size[v.function]);  // stamp_frame's, for this function
     if (v.storage_kind == kDebugStorageAlloca) {
       if (flat_.insts[v.storage].imm > 16) return false;
-      offset = kFrameBias - int64_t(alloca_mem_[v.storage]);
+      offset = bias - int64_t(alloca_mem_[v.storage]);
     } else {
-      offset = kFrameBias - int64_t(arg_slot_[flat_.functions[v.function].first_arg + v.storage]);
+      offset = bias - int64_t(arg_slot_[flat_.functions[v.function].first_arg + v.storage]);
     }
     put_u8(e, kOpFbreg), put_sleb(e, offset);
     if (v.storage_kind == kDebugStorageArgument) put_u8(e, static_cast<uint8_t>(kDwarfOpDeref));

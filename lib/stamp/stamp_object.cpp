@@ -142,8 +142,8 @@ void put_cie_body(std::string& out, bool with_personality, uint32_t* personality
 }
 
 // One CIE without personality, one per distinct personality, and an FDE per function.
-std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::vector<int>& personality_of,
-                           size_t personality_count, EhFrameFixups& fix) {
+std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::vector<uint8_t>& biased,
+                           const std::vector<int>& personality_of, size_t personality_count, EhFrameFixups& fix) {
   std::string out;
   out.reserve(40 * (personality_count + 1) + 32 * code_sizes.size());
   fix.pc_begin.clear();
@@ -181,12 +181,18 @@ std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::v
     put8(out, 16);
     put8(out, kCfaOffset | kDwarfRbp);  //   rbp at CFA - 16
     put8(out, 2);
-    put8(out, kCfaAdvanceLoc | 5);  // after lea rbp, [rsp - kFrameBias]
-    put8(out, kCfaDefCfa);          //   CFA = rbp + kFrameBias + 16
-    put8(out, kDwarfRbp);
-    static_assert(kFrameBias + 16 >= 128 && kFrameBias + 16 < 16384, "the offset's ULEB takes two bytes");
-    put8(out, ((kFrameBias + 16) & 0x7f) | 0x80);
-    put8(out, (kFrameBias + 16) >> 7);
+    if (biased[i]) {
+      put8(out, kCfaAdvanceLoc | 5);  // after lea rbp, [rsp - kFrameBias]
+      put8(out, kCfaDefCfa);          //   CFA = rbp + kFrameBias + 16
+      put8(out, kDwarfRbp);
+      static_assert(kFrameBias + 16 >= 128 && kFrameBias + 16 < 16384, "the offset's ULEB takes two bytes");
+      put8(out, ((kFrameBias + 16) & 0x7f) | 0x80);
+      put8(out, (kFrameBias + 16) >> 7);
+    } else {
+      put8(out, kCfaAdvanceLoc | 3);  // after mov rbp, rsp
+      put8(out, kCfaDefCfaRegister);  //   CFA = rbp + 16
+      put8(out, kDwarfRbp);
+    }
     pad_to(out, 8, static_cast<char>(kCfaNop));
     set32(out, start, static_cast<uint32_t>(out.size() - start - 4));
   }
@@ -195,9 +201,16 @@ std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::v
 
 }  // namespace
 
-std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, std::vector<uint32_t>& pc_begin_offsets) {
+bool stamp_frame_biased(const uint8_t* code, uint32_t size) {
+  static const uint8_t kBiasedPrologue[] = {0x55, 0x48, 0x8D, 0x6C, 0x24};  // push rbp; lea rbp, [rsp + disp8]
+  return size >= sizeof kBiasedPrologue + 1 && std::memcmp(code, kBiasedPrologue, sizeof kBiasedPrologue) == 0 &&
+      static_cast<int8_t>(code[sizeof kBiasedPrologue]) == -kFrameBias;
+}
+
+std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, const std::vector<uint8_t>& biased,
+                                 std::vector<uint32_t>& pc_begin_offsets) {
   EhFrameFixups fix;
-  std::string out = build_eh_frame(code_sizes, {}, 0, fix);
+  std::string out = build_eh_frame(code_sizes, biased, {}, 0, fix);
   pc_begin_offsets = fix.pc_begin;
   return out;
 }
@@ -277,6 +290,7 @@ struct ObjectWriter {
   std::vector<const UndefinedSymbol*> undefined_of;  // canonical name -> how to write it undefined
   // check_input
   std::vector<uint32_t> code_sizes;
+  std::vector<uint8_t> frame_biased;  // per function: its prologue sets a biased rbp (stamp_frame_biased)
   std::vector<uint8_t> defined;     // canonical name -> defined here
   std::vector<uint32_t> data_name;  // per global: canonical name
   // find_personalities: distinct personalities in first-use order (canonical names),
@@ -378,6 +392,7 @@ struct ObjectWriter {
   // of known types inside their code.
   void check_input() {
     code_sizes.resize(F);
+    frame_biased.resize(F);
     defined.assign(names.size() + data.size(), 0);
     for (uint32_t i = 0; i < F; ++i) {
       if (v.function_name[i] >= v.name_count) fail("stamp function " + std::to_string(i) + " names no symbol");
@@ -392,6 +407,7 @@ struct ObjectWriter {
       if (v.personality && v.personality[i] != kNoPersonality && v.personality[i] >= v.name_count)
         fail("function '" + name + "': personality names no symbol");
       code_sizes[i] = v.code_size[i];
+      frame_biased[i] = stamp_frame_biased(v.code + v.code_start[i], v.code_size[i]);
     }
     data_name.resize(data.size());
     for (size_t d = 0; d < data.size(); ++d) {
@@ -491,7 +507,7 @@ struct ObjectWriter {
 
   // .eh_frame and its relocations, .note.GNU-stack, then the tables (filled in last).
   void plan_eh_frame_and_tables() {
-    eh_frame = build_eh_frame(code_sizes, personality_of, personalities.size(), eh_fix);
+    eh_frame = build_eh_frame(code_sizes, frame_biased, personality_of, personalities.size(), eh_fix);
     eh_frame_index = add_section(SectionOwner::of(SectionOwner::Kind::eh_frame), kShtX8664Unwind, SHF_ALLOC, 8,
                                  eh_frame.size(), reinterpret_cast<const uint8_t*>(eh_frame.data()));
     uint64_t eh_relocs = personalities.size() + F;

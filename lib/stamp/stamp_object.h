@@ -1,12 +1,15 @@
 // What the stamp back end hands to the ELF writer: one entry per function it emitted,
 // with the machine code, the relocations against named symbols, and the symbol's
-// binding. Every stamp function has the same fixed frame shape, so its unwind
-// information is derived, not described:
+// binding. Every stamp function has one of two fixed frame shapes, told apart by its
+// prologue's second instruction (stamp_frame_biased), so its unwind information is
+// derived, not described:
 //   offset 0: push rbp                  (1 byte)   CFA = rsp+16, rbp saved at CFA-16
-//   offset 1: lea rbp, [rsp - 112]      (5 bytes)  CFA = rbp+128 (kFrameBias, stamp_emit.h)
-//   ...     : body; every return is "lea rsp, [rbp + 112]; pop rbp; ret", which needs
-//             no CFI change for an unwinder because the CFA stays rbp-based until the
-//             pop and the final ret.
+//   offset 1: mov rbp, rsp              (3 bytes)  CFA = rbp+16
+//         or: lea rbp, [rsp - 112]      (5 bytes)  CFA = rbp+128 (a frame of more than
+//                                                  128 bytes: kFrameBias, stamp_emit.h)
+//   ...     : body; every return is "leave; ret" or "lea rsp, [rbp + 112]; pop rbp;
+//             ret", which need no CFI change for an unwinder because the CFA stays
+//             rbp-based until the final ret.
 #pragma once
 #include <cstdint>
 #include <string>

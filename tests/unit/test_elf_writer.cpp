@@ -30,18 +30,19 @@ using namespace kiln_test;
 namespace {
 
 StampFunction function(const std::string& name, std::vector<uint8_t> body,
-                       std::vector<StampNamedReloc> relocations = {}) {
+                       std::vector<StampNamedReloc> relocations = {}, bool biased = true) {
   StampFunction f;
   f.name = name;
-  f.code = stamp_framed(body);
-  for (StampNamedReloc& r : relocations) r.offset += kFramedBody;  // given within the body
+  f.code = stamp_framed(body, biased);
+  for (StampNamedReloc& r : relocations) r.offset += biased ? kFramedBody : kPlainFramedBody;  // given within the body
   f.relocations = std::move(relocations);
   return f;
 }
 
 // A call rel32 whose displacement (at offset 1 of the body) is relocated to SYMBOL.
-StampFunction caller(const std::string& name, const std::string& callee, uint32_t type = kRelocPlt32) {
-  return function(name, {0xE8, 0, 0, 0, 0}, {{1, type, callee, -4}});
+StampFunction caller(const std::string& name, const std::string& callee, uint32_t type = kRelocPlt32,
+                     bool biased = true) {
+  return function(name, {0xE8, 0, 0, 0, 0}, {{1, type, callee, -4}}, biased);
 }
 
 // sub rsp, 32; call CALLEE (relocated at body offset 5): moves rsp away from the frame
@@ -54,7 +55,7 @@ StampFunction deep_caller(const std::string& name, const std::string& callee) {
 //   answer()       = 42                 (hidden, so the call to it binds locally)
 //   call_answer()  = answer()           (R_X86_64_PLT32)
 //   load_global()  = stamp_global       (mov rax, [rip+stamp_global@GOTPCREL]; mov eax, [rax])
-//   seven()        = 7                  (local)
+//   seven()        = 7                  (local; these two in the plain frame shape, the others biased)
 //   call_seven()   = seven()            (R_X86_64_PC32 to a local symbol)
 //   walk()         = count_frames()     (a C function that runs _Unwind_Backtrace; walk moves rsp)
 //   weak_answer()  = 5                  (weak, protected)
@@ -65,9 +66,9 @@ std::vector<StampFunction> test_functions() {
   fs.push_back(caller("call_answer", "answer"));
   fs.push_back(function("load_global", {0x48, 0x8B, 0x05, 0, 0, 0, 0, 0x8B, 0x00},
                         {{3, kRelocRexGotPcRelX, "stamp_global", -4}}));
-  fs.push_back(function("seven", {0xB8, 7, 0, 0, 0}));
+  fs.push_back(function("seven", {0xB8, 7, 0, 0, 0}, {}, false));
   fs.back().binding = SymbolBinding::local;
-  fs.push_back(caller("call_seven", "seven", kRelocPc32));
+  fs.push_back(caller("call_seven", "seven", kRelocPc32, false));
   fs.push_back(deep_caller("walk", "count_frames"));
   fs.back().section = ".text.stamp_walk";
   fs.push_back(function("weak_answer", {0xB8, 5, 0, 0, 0}));
@@ -204,7 +205,7 @@ bool has_relocation(const ObjectInfo& info, const std::string& section, uint64_t
 
 TEST_CASE("the stamp .eh_frame has one CIE and one FDE per function with the frame shape's CFI", "[elf_writer]") {
   std::vector<uint32_t> pc_begin;
-  std::string eh = build_stamp_eh_frame({11, 300}, pc_begin);
+  std::string eh = build_stamp_eh_frame({11, 300}, {0, 1}, pc_begin);
   const std::string cie(
       "\x14\x00\x00\x00"  // length 20
       "\x00\x00\x00\x00"  // CIE id
@@ -216,26 +217,34 @@ TEST_CASE("the stamp .eh_frame has one CIE and one FDE per function with the fra
       "\x90\x01"      // DW_CFA_offset rip at cfa-8
       "\x00\x00",     // nops to 8 bytes
       24);
-  auto fde = [](uint32_t cie_pointer, uint32_t range) {
+  auto fde = [](uint32_t cie_pointer, uint32_t range, bool biased) {
     std::string out("\x1c\x00\x00\x00", 4);  // length 28
     for (uint32_t v : {cie_pointer, 0u, range})
       for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
     out += std::string(
-        "\x00"                   // augmentation data length 0
-        "\x41\x0e\x10"           // advance 1; CFA = rsp+16
-        "\x86\x02"               // rbp at cfa-16
-        "\x45\x0c\x06\x80\x01"   // advance 5; CFA = rbp+128
-        "\x00\x00\x00\x00\x00",  // nops to 8 bytes
-        16);
+        "\x00"          // augmentation data length 0
+        "\x41\x0e\x10"  // advance 1; CFA = rsp+16
+        "\x86\x02",     // rbp at cfa-16
+        6);
+    if (biased)
+      out += std::string(
+          "\x45\x0c\x06\x80\x01"   // advance 5; CFA = rbp+128
+          "\x00\x00\x00\x00\x00",  // nops to 8 bytes
+          10);
+    else
+      out += std::string(
+          "\x43\x0d\x06"                   // advance 3; CFA = rbp+16
+          "\x00\x00\x00\x00\x00\x00\x00",  // nops to 8 bytes
+          10);
     return out;
   };
   REQUIRE(eh.size() == 24 + 32 + 32);
   CHECK(eh.substr(0, 24) == cie);
-  CHECK(eh.substr(24, 32) == fde(28, 11));
-  CHECK(eh.substr(56, 32) == fde(60, 300));
+  CHECK(eh.substr(24, 32) == fde(28, 11, false));
+  CHECK(eh.substr(56, 32) == fde(60, 300, true));
   CHECK(pc_begin == std::vector<uint32_t>{32, 64});
 
-  CHECK(build_stamp_eh_frame({}, pc_begin) == cie);
+  CHECK(build_stamp_eh_frame({}, {}, pc_begin) == cie);
   CHECK(pc_begin.empty());
 }
 
@@ -304,7 +313,7 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   using namespace llvm::ELF;
   CHECK(has_relocation(info, ".text.call_answer", 7, R_X86_64_PLT32, "answer", -4));
   CHECK(has_relocation(info, ".text.load_global", 9, R_X86_64_REX_GOTPCRELX, "stamp_global", -4));
-  CHECK(has_relocation(info, ".text.call_seven", 7, R_X86_64_PC32, "seven", -4));
+  CHECK(has_relocation(info, ".text.call_seven", 5, R_X86_64_PC32, "seven", -4));
   CHECK(has_relocation(info, ".text.stamp_walk", 11, R_X86_64_PLT32, "count_frames", -4));
   CHECK(has_relocation(info, ".eh_frame", 24 + 8, R_X86_64_PC32, ".text.answer", 0));
   CHECK(has_relocation(info, ".eh_frame", 24 + 5 * 32 + 8, R_X86_64_PC32, ".text.stamp_walk", 0));
@@ -335,10 +344,14 @@ TEST_CASE("stamp objects read back with the right sections, symbols and relocati
   for (size_t at = eh.find(" FDE cie=00000000 "); at != std::string::npos; at = eh.find(" FDE cie=00000000 ", at + 1))
     ++fdes;
   const std::string after_push = "0x1: CFA=RSP+16: RBP=[CFA-16], RIP=[CFA-8]";
-  const std::string after_mov = "0x6: CFA=RBP+128: RBP=[CFA-16], RIP=[CFA-8]";
-  for (size_t at = eh.find(after_mov); at != std::string::npos; at = eh.find(after_mov, at + 1)) ++rows;
+  const std::string after_lea = "0x6: CFA=RBP+128: RBP=[CFA-16], RIP=[CFA-8]";
+  const std::string after_mov = "0x4: CFA=RBP+16: RBP=[CFA-16], RIP=[CFA-8]";
+  size_t plain_rows = 0;
+  for (size_t at = eh.find(after_lea); at != std::string::npos; at = eh.find(after_lea, at + 1)) ++rows;
+  for (size_t at = eh.find(after_mov); at != std::string::npos; at = eh.find(after_mov, at + 1)) ++plain_rows;
   CHECK(fdes == 7);
-  CHECK(rows == 7);
+  CHECK(rows == 5);
+  CHECK(plain_rows == 2);  // seven and call_seven
   CHECK(contains(eh, after_push));
   CHECK(contains(eh, "pc=00000000...00000015"));  // load_global's 21 bytes
 }

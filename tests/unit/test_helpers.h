@@ -46,13 +46,17 @@ struct ScopedEnv {
   ScopedEnv& operator=(const ScopedEnv&) = delete;
 };
 
-// stamp's fixed frame shape around BODY (stamp_object.h): push rbp; lea rbp, [rsp -
-// 112]; BODY; lea rsp, [rbp + 112]; pop rbp; ret. BODY starts at kFramedBody.
-constexpr uint32_t kFramedBody = 6;
-inline std::vector<uint8_t> stamp_framed(const std::vector<uint8_t>& body) {
-  std::vector<uint8_t> code = {0x55, 0x48, 0x8D, 0x6C, 0x24, 0x90};
+// stamp's frame shapes around BODY (stamp_object.h): biased, push rbp; lea rbp, [rsp -
+// 112]; BODY; lea rsp, [rbp + 112]; pop rbp; ret (BODY at kFramedBody), or plain,
+// push rbp; mov rbp, rsp; BODY; leave; ret (BODY at kPlainFramedBody).
+constexpr uint32_t kFramedBody = 6, kPlainFramedBody = 4;
+inline std::vector<uint8_t> stamp_framed(const std::vector<uint8_t>& body, bool biased = true) {
+  std::vector<uint8_t> code = biased ? std::vector<uint8_t>{0x55, 0x48, 0x8D, 0x6C, 0x24, 0x90}
+                                     : std::vector<uint8_t>{0x55, 0x48, 0x89, 0xE5};
   code.insert(code.end(), body.begin(), body.end());
-  for (uint8_t b : {0x48, 0x8D, 0x65, 0x70, 0x5D, 0xC3}) code.push_back(b);
+  if (biased) code.insert(code.end(), {0x48, 0x8D, 0x65, 0x70, 0x5D});
+  else code.push_back(0xC9);
+  code.push_back(0xC3);
   return code;
 }
 

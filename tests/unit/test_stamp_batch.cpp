@@ -348,11 +348,15 @@ TEST_CASE("the frame puts its densest items nearest rbp, none overlapping", "[st
   CHECK(frame_size[0] >= 512 + 32 + 8);
 }
 
-// rbp sits kFrameBias bytes below the frame's top (stamp_emit.h), so an 8-bit
-// displacement reaches places 1 to 240 bytes below the top, not 1 to 128.
+// In a frame of more than 128 bytes rbp sits kFrameBias bytes below the frame's top
+// (stamp_emit.h), so an 8-bit displacement reaches places 1 to 240 bytes below the
+// top, not 1 to 128; a smaller frame keeps rbp at its top.
 TEST_CASE("frame places up to 240 bytes below the frame's top take 8-bit displacements", "[stamp][frame]") {
+  CHECK(frame_bias(128) == 0);
+  CHECK(frame_bias(144) == kFrameBias);
   auto load_size = [](int32_t disp) {
     Emitter e{nullptr, 0, nullptr, 0};
+    e.frame_bias = frame_bias(256);
     load64(e, RAX, disp);  // mov rax, [frame top + disp]
     return e.pos;
   };
@@ -364,6 +368,10 @@ TEST_CASE("frame places up to 240 bytes below the frame's top take 8-bit displac
   CHECK(load_size(16) == 7);  // the caller's stack arguments, above the top
   std::vector<uint8_t> code(8);
   Emitter e{code.data(), 0, nullptr, 0};
+  e.frame_bias = frame_bias(256);
   load64(e, RAX, -200);
   CHECK(std::vector<uint8_t>(code.begin(), code.begin() + 4) == std::vector<uint8_t>{0x48, 0x8B, 0x45, 0xA8});
+  Emitter plain{nullptr, 0, nullptr, 0};
+  load64(plain, RAX, -200);
+  CHECK(plain.pos == 7);
 }
