@@ -1239,6 +1239,26 @@ KILN_HD inline int call_rax_argument(const FlatModuleView& m, const uint8_t* hom
   return -1;
 }
 
+// A scalar select whose condition is the scalar icmp right before it (prev_with_code)
+// and whose other operands are not that compare: the compare's template loads the
+// select's two values into rdx and rsi before it compares, and leaves no result but
+// its flags (compare_feeds_select), on which the select picks with one cmov. Looks
+// only at the instructions (the GPU's form decides homes with it, stamp_wide.h).
+KILN_HD inline bool select_fuses_compare(const FlatModuleView& m, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  if (in.op != kOpSelect || in.width == 0 || in.width == kWideBits) return false;
+  const FlatOperand* ops = m.operands + in.first_operand;
+  if (ops[0].kind != kOperandValue || ops[0].index >= i) return false;
+  const uint32_t c = ops[0].index;
+  const FlatInst& cmp = m.insts[c];
+  if (cmp.op != kOpIcmp || cmp.block != in.block || m.operands[cmp.first_operand].width == kWideBits) return false;
+  for (uint32_t k = 1; k < 3; ++k)
+    if (ops[k].kind == kOperandValue && ops[k].index == c) return false;
+  for (uint32_t j = c + 1; j < i; ++j)
+    if (!emits_nothing(m, j)) return false;
+  return true;
+}
+
 // Which operand of instruction `i` its template takes first, into rax, through
 // load_rax (or, for a call, from rax: call_rax_argument), so that the instruction
 // before may leave it there; or -1. It mirrors
@@ -1277,6 +1297,8 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, const uint8_t* home, uin
     case kOpCondBr:
     case kOpSwitch:
       return has_phi_copies(m, in) ? -1 : 0;
+    case kOpSelect:  // the condition, as flags (select_fuses_compare)
+      return select_fuses_compare(m, i) ? 0 : -1;
     case kOpRet: {
       const FlatFunction& f = m.functions[m.blocks[in.block].function];
       return in.operand_count && !(f.flags & (kFnHasSret | kFnRetPair | kFnRetVector | kFnRetVector256)) ? 0 : -1;
@@ -1424,6 +1446,17 @@ KILN_HD inline bool compare_feeds_branch(const FlatModuleView& m, const StampLay
   const FlatBlock& b = m.blocks[m.insts[i].block];
   const uint32_t next = next_with_code(m, i);
   return next < b.first_inst + b.inst_count && m.insts[next].op == kOpCondBr;
+}
+
+// An icmp whose result lives only in rax and is the condition of the select right after
+// it (select_fuses_compare): it loads the select's true value into rdx and its false
+// value into rsi before comparing, and leaves only the flags. Its one use is then that
+// select.
+KILN_HD inline bool compare_feeds_select(const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  if (m.insts[i].op != kOpIcmp || !l.home || l.home[i] != kHomeRax) return false;
+  const FlatBlock& b = m.blocks[m.insts[i].block];
+  const uint32_t next = next_with_code(m, i);
+  return next < b.first_inst + b.inst_count && select_fuses_compare(m, next);
 }
 
 // Funnel shifts at width w (8 to 64 bits): fshl(a, b, s) is the high half of
@@ -1834,6 +1867,12 @@ KILN_HD inline void encode_insert(Emitter& e, const FlatModuleView& m, const Sta
 KILN_HD inline void encode_icmp(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
+  const bool feeds_select = compare_feeds_select(m, l, i);
+  if (feeds_select) {  // the select's values first, while flags may still change (rax is kept)
+    const FlatOperand* picks = m.operands + m.insts[next_with_code(m, i)].first_operand;
+    load_operand(e, l, picks[1], RDX);
+    load_operand(e, l, picks[2], RSI);
+  }
   load_rax(e, m, l, i, ops[0]);
   const bool sign = is_signed_predicate(in.aux);
   const int64_t rhs = extend_const(ops[1].imm, ops[0].width, sign);  // as rcx would hold it
@@ -1852,7 +1891,7 @@ KILN_HD inline void encode_icmp(Emitter& e, const FlatModuleView& m, const Stamp
     }
     e.byte(0x48), e.byte(0x39), e.byte(0xC8);  // cmp rax, rcx
   }
-  if (compare_feeds_branch(m, l, i)) return;  // the branch right after jumps on the flags
+  if (feeds_select || compare_feeds_branch(m, l, i)) return;  // the select or branch after uses the flags
   setcc_al(e, in.aux);
   e.byte(0x0F), e.byte(0xB6), e.byte(0xC0);  // movzx eax, al
   store_result(e, l, i);
@@ -2708,6 +2747,12 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpSelect:
       if (in.width == 0) return encode_select_aggregate(e, m, l, i);
       if (in.width == kWideBits) return encode_select_wide(e, m, l, i);
+      if (ops[0].kind == kOperandValue && compare_feeds_select(m, l, ops[0].index)) {  // flags; rdx, rsi
+        mov_rr(e, RAX, RDX);
+        e.byte(0x48), e.byte(0x0F), e.byte((setcc_opcode(m.insts[ops[0].index].aux) - 0x50) ^ 1), e.byte(0xC6);  // cmov!cc rax, rsi
+        store_result(e, l, i);
+        return;
+      }
       load_operand(e, l, ops[0], RDX);
       load_operand(e, l, ops[1], RAX);
       load_operand(e, l, ops[2], RCX);

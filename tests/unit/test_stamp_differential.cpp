@@ -1823,3 +1823,89 @@ int main(void) {
 }
 )", 11, "i128-overflow");
 }
+
+// A select whose condition is the icmp right before it picks on the compare's flags
+// (select_fuses_compare, stamp_emit.h): its values are loaded before the compare, from
+// every kind of operand (zero and other constants, arguments, symbols, a field read
+// in place, an i1 loaded from the frame), at every width, with signed and unsigned
+// predicates, after a compare whose operand the instruction before left in rax; and a
+// select that also takes the compare as a value does not fuse.
+TEST_CASE("a select on the compare right before it comes out the same as llvm's", "[stamp][differential]") {
+  const std::string ir = R"(target triple = "x86_64-unknown-linux-gnu"
+@g = global i64 5
+@h = global i64 6
+define i64 @pick_args(i64 %a, i64 %b, i64 %x, i64 %y) {
+  %c = icmp ult i64 %a, %b
+  %r = select i1 %c, i64 %x, i64 %y
+  ret i64 %r
+}
+define i64 @pick_consts(i32 %a, i32 %b) {
+  %c = icmp slt i32 %a, %b
+  %r = select i1 %c, i64 0, i64 -7
+  ret i64 %r
+}
+define i8 @pick_narrow(i8 %a, i8 %b, i8 %x) {
+  %c = icmp sge i8 %a, %b
+  %r = select i1 %c, i8 %x, i8 0
+  ret i8 %r
+}
+define ptr @pick_symbols(i64 %a) {
+  %c = icmp eq i64 %a, 3
+  %r = select i1 %c, ptr @g, ptr @h
+  ret ptr %r
+}
+define i1 @pick_bools(i64 %a, i1 %x) {
+  %m = alloca i1, align 1
+  store i1 %x, ptr %m
+  %l = load i1, ptr %m
+  %c = icmp ne i64 %a, 0
+  %r = select i1 %c, i1 %l, i1 true
+  ret i1 %r
+}
+define i32 @pick_field(i64 %a, i32 %x, i32 %y) {
+  %s1 = insertvalue { i32, i32 } undef, i32 %x, 0
+  %s2 = insertvalue { i32, i32 } %s1, i32 %y, 1
+  %f = extractvalue { i32, i32 } %s2, 1
+  %c = icmp sgt i64 %a, -2
+  %r = select i1 %c, i32 %f, i32 %x
+  ret i32 %r
+}
+define i64 @pick_computed(i64 %a, i64 %b) {
+  %t = add i64 %a, 1
+  %c = icmp ult i64 %t, %b
+  %r = select i1 %c, i64 %b, i64 %t
+  ret i64 %r
+}
+define i1 @pick_itself(i64 %a, i1 %x) {
+  %c = icmp ule i64 %a, 9
+  %r = select i1 %c, i1 %x, i1 %c
+  ret i1 %r
+}
+)";
+  const std::string driver = R"(#include <stdint.h>
+#include <stdio.h>
+#include <stdbool.h>
+int64_t pick_args(int64_t, int64_t, int64_t, int64_t);
+int64_t pick_consts(int32_t, int32_t);
+int8_t pick_narrow(int8_t, int8_t, int8_t);
+int64_t *pick_symbols(int64_t);
+bool pick_bools(int64_t, bool);
+int32_t pick_field(int64_t, int32_t, int32_t);
+bool pick_itself(int64_t, bool);
+int64_t pick_computed(int64_t, int64_t);
+int main(void) {
+  const int64_t v[] = {-3, -2, -1, 0, 1, 2, 3, 9, 10, 127, -128, 255, 0x7fffffff, -0x80000000LL};
+  const int n = sizeof v / sizeof v[0];
+  for (int i = 0; i < n; ++i) {
+    printf("%lld %lld %lld %lld\n", (long long)pick_consts((int32_t)v[i], 1), (long long)*pick_symbols(v[i]),
+           (long long)pick_field(v[i], 11, 22), (long long)pick_bools(v[i], i & 1));
+    printf("%d %d\n", (int)pick_itself(v[i], 1), (int)pick_itself(v[i], 0));
+    for (int j = 0; j < n; ++j)
+      printf("%lld %d %lld\n", (long long)pick_args(v[i], v[j], 100 + i, 200 + j),
+             (int)pick_narrow((int8_t)v[i], (int8_t)v[j], (int8_t)(i * 7)), (long long)pick_computed(v[i], v[j]));
+  }
+  return 0;
+}
+)";
+  kiln_test::expect_same_as_llvm(ir, driver, 8, "fused selects");
+}
