@@ -2711,6 +2711,27 @@ KILN_HD inline void encode_tls_address(Emitter& e, const StampLayout& l, uint32_
   store_result(e, l, i);
 }
 
+// select: an aggregate's or an i128's, on the flags of the compare right before it
+// (compare_feeds_select: its values are in rdx and rsi), or on bit 0 of the condition.
+KILN_HD inline void encode_select(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  if (in.width == 0) return encode_select_aggregate(e, m, l, i);
+  if (in.width == kWideBits) return encode_select_wide(e, m, l, i);
+  if (ops[0].kind == kOperandValue && compare_feeds_select(m, l, ops[0].index)) {
+    mov_rr(e, RAX, RDX);
+    const uint32_t cmov_not_cc = (setcc_opcode(m.insts[ops[0].index].aux) - 0x50) ^ 1;
+    e.byte(0x48), e.byte(0x0F), e.byte(cmov_not_cc), e.byte(0xC6);  // cmov!cc rax, rsi
+    return store_result(e, l, i);
+  }
+  load_operand(e, l, ops[0], RDX);
+  load_operand(e, l, ops[1], RAX);
+  load_operand(e, l, ops[2], RCX);
+  e.byte(0xF6), e.byte(0xC2), e.byte(0x01);                // test dl, 1
+  e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);  // cmovz rax, rcx
+  store_result(e, l, i);
+}
+
 KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   e.frame_bias = frame_bias(l.frame_size[m.blocks[in.block].function]);
@@ -2745,21 +2766,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       encode_icmp(e, m, l, i);
       return;
     case kOpSelect:
-      if (in.width == 0) return encode_select_aggregate(e, m, l, i);
-      if (in.width == kWideBits) return encode_select_wide(e, m, l, i);
-      if (ops[0].kind == kOperandValue && compare_feeds_select(m, l, ops[0].index)) {  // flags; rdx, rsi
-        mov_rr(e, RAX, RDX);
-        e.byte(0x48), e.byte(0x0F), e.byte((setcc_opcode(m.insts[ops[0].index].aux) - 0x50) ^ 1), e.byte(0xC6);  // cmov!cc rax, rsi
-        store_result(e, l, i);
-        return;
-      }
-      load_operand(e, l, ops[0], RDX);
-      load_operand(e, l, ops[1], RAX);
-      load_operand(e, l, ops[2], RCX);
-      e.byte(0xF6), e.byte(0xC2), e.byte(0x01);                // test dl, 1
-      e.byte(0x48), e.byte(0x0F), e.byte(0x44), e.byte(0xC1);  // cmovz rax, rcx
-      store_result(e, l, i);
-      return;
+      return encode_select(e, m, l, i);
     case kOpAlloca:
       if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
       e.byte(0x48), e.byte(0x8D);  // lea rax, [rbp + disp], or over-aligned: [rbp + disp + align - 1]
