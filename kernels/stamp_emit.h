@@ -102,7 +102,7 @@ struct Emitter {
   StampReloc* relocs;  // where this instruction's relocations go, or nullptr
   uint32_t reloc_count;
   uint32_t call_begin = 0, call_end = 0;  // an invoke's call instruction (for the LSDA)
-  int32_t frame_bias = 0;                 // the function's (frame_bias), added to rbp-based displacements
+  int32_t frame_bias = 0;                 // the function's (frame_bias_of), added to rbp-based displacements
   uint32_t long_pos = 0;                  // where pos would be in the long layout
   // Room in out and relocs: what goes past it is counted, not written. The CPU
   // executor measures into a cache of limited room (lib/stamp/stamp_cpu.cpp) and
@@ -161,6 +161,11 @@ KILN_HD inline uint32_t rex_w(uint32_t reg_field, uint32_t rm_field) {
 // shape, 6 bytes shorter (push rbp; mov rbp, rsp ... leave; ret).
 constexpr int32_t kFrameBias = 112;
 KILN_HD inline int32_t frame_bias(uint32_t frame_size) { return frame_size > 128 ? kFrameBias : 0; }
+// The bias of instruction i's function, which whoever makes an Emitter for encode_inst
+// sets in it (once per function where it encodes a function's instructions in a row).
+KILN_HD inline int32_t frame_bias_of(const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  return frame_bias(l.frame_size[m.blocks[m.insts[i].block].function]);
+}
 
 // The ModRM byte and displacement of [base + disp] (base rbp or rax): disp8 when it
 // fits, else disp32. The choice depends only on the frame layout, which is fixed
@@ -2734,7 +2739,6 @@ KILN_HD inline void encode_select(Emitter& e, const FlatModuleView& m, const Sta
 
 KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
-  e.frame_bias = frame_bias(l.frame_size[m.blocks[in.block].function]);
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
   switch (in.op) {

@@ -367,6 +367,7 @@ inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint32_t* us
 KILN_HD inline void stamp_measure(const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t* size,
                                   uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end) {
   Emitter e{nullptr, 0, nullptr, 0};
+  e.frame_bias = frame_bias_of(m, l, i);
   encode_inst(e, m, l, i);
   size[i] = e.pos;
   relocs[i] = e.reloc_count;
@@ -387,6 +388,7 @@ KILN_HD inline void stamp_relax(const FlatModuleView& m, const StampLayout& l, u
                                 uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end) {
   if (!jumps_to_blocks(m.insts[i])) return;
   Emitter e{nullptr, 0, nullptr, 0};
+  e.frame_bias = frame_bias_of(m, l, i);
   e.long_pos = l.long_inst_offset[i];
   encode_inst(e, m, l, i);
   size[i] = e.pos;
@@ -428,6 +430,7 @@ KILN_HD inline void stamp_offsets(const FlatModuleView& m, uint32_t fn, const ui
 KILN_HD inline void stamp_encode(const FlatModuleView& m, const StampLayout& l, uint32_t i, uint8_t* fn_code,
                                  StampReloc* fn_relocs, const uint32_t* reloc_start) {
   Emitter e{fn_code, l.inst_offset[i], fn_relocs + reloc_start[i], 0};
+  e.frame_bias = frame_bias_of(m, l, i);
   e.long_pos = l.long_inst_offset ? l.long_inst_offset[i] : 0;
   encode_inst(e, m, l, i);
 }

@@ -65,10 +65,12 @@ void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
                                  uint32_t* code_at, uint32_t* reloc_at) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
+  const int32_t bias = frame_bias(l.frame_size[fn]);
   for (uint32_t i = f.first_inst; i < end; ++i) {
     make_room(c.code, c.code_used, kCacheRoom);
     make_room(c.relocs, c.relocs_used, kCacheRelocRoom);
     Emitter e{c.code.data() + c.code_used, 0, c.relocs.data() + c.relocs_used, 0};
+    e.frame_bias = bias;
     e.code_room = static_cast<uint32_t>(c.code.size() - c.code_used);
     e.reloc_room = static_cast<uint32_t>(c.relocs.size() - c.relocs_used);
     encode_inst(e, m, l, i);
