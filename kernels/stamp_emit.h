@@ -1453,6 +1453,19 @@ KILN_HD inline bool compare_feeds_branch(const FlatModuleView& m, const StampLay
   return next < b.first_inst + b.inst_count && m.insts[next].op == kOpCondBr;
 }
 
+// A result that lives only in rax and is the condition of the conditional branch right
+// after it (no phi copies between): the branch tests bit 0 alone (test al, 1), so a
+// truncation to i1 there need not clear the other bits.
+KILN_HD inline bool only_bit0_read(const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  if (!l.home || l.home[i] != kHomeRax) return false;
+  const FlatBlock& b = m.blocks[m.insts[i].block];
+  const uint32_t next = next_with_code(m, i);
+  if (next >= b.first_inst + b.inst_count || m.insts[next].op != kOpCondBr || has_phi_copies(m, m.insts[next]))
+    return false;
+  const FlatOperand& cond = m.operands[m.insts[next].first_operand];
+  return cond.kind == kOperandValue && cond.index == i;
+}
+
 // An icmp whose result lives only in rax and is the condition of the select right after
 // it (select_fuses_compare): it loads the select's true value into rdx and its false
 // value into rsi before comparing, and leaves only the flags. Its one use is then that
@@ -2749,7 +2762,8 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpSext:
       load_rax(e, m, l, i, ops[0]);
       if (in.op == kOpSext) sign_extend(e, RAX, in.aux);
-      if (in.op != kOpCopy) normalize(e, RAX, in.width);
+      if (in.op != kOpCopy && !(in.op == kOpTrunc && in.width == 1 && only_bit0_read(m, l, i)))
+        normalize(e, RAX, in.width);
       store_result(e, l, i);
       return;
     case kOpAdd:

@@ -1909,3 +1909,51 @@ int main(void) {
 )";
   kiln_test::expect_same_as_llvm(ir, driver, 8, "fused selects");
 }
+
+// A truncation to i1 whose only reader is the branch right after it leaves the other
+// bits of rax as they were (only_bit0_read, stamp_emit.h): the branch tests bit 0
+// alone. Every i8 value, other bits set or not, from an argument, a computed value
+// and a select.
+TEST_CASE("a branch on a truncation to i1 takes bit 0 alone, as llvm's does", "[stamp][differential]") {
+  const std::string ir = R"(target triple = "x86_64-unknown-linux-gnu"
+define i32 @on_arg(i8 %x) {
+  %t = trunc i8 %x to i1
+  br i1 %t, label %yes, label %no
+yes:
+  ret i32 1
+no:
+  ret i32 0
+}
+define i32 @on_sum(i8 %x) {
+  %y = add i8 %x, 3
+  %t = trunc i8 %y to i1
+  br i1 %t, label %yes, label %no
+yes:
+  ret i32 7
+no:
+  ret i32 9
+}
+define i32 @on_select(i8 %x, i64 %k) {
+  %c = icmp ugt i64 %k, 4
+  %s = select i1 %c, i8 %x, i8 254
+  %t = trunc i8 %s to i1
+  br i1 %t, label %yes, label %no
+yes:
+  ret i32 3
+no:
+  ret i32 4
+}
+)";
+  const std::string driver = R"(#include <stdint.h>
+#include <stdio.h>
+int32_t on_arg(uint8_t);
+int32_t on_sum(uint8_t);
+int32_t on_select(uint8_t, int64_t);
+int main(void) {
+  for (int v = 0; v < 256; ++v)
+    printf("%d %d %d %d\n", on_arg((uint8_t)v), on_sum((uint8_t)v), on_select((uint8_t)v, v % 9), on_select((uint8_t)v, 2));
+  return 0;
+}
+)";
+  kiln_test::expect_same_as_llvm(ir, driver, 3, "branches on truncations");
+}
