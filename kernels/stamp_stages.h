@@ -155,9 +155,10 @@ KILN_HD inline bool pooled(const FlatModuleView& m, uint32_t i, const uint32_t* 
   return seen == uses;
 }
 
-// The distance below rbp of the pool slot of instruction i, the function's `at`-th
-// (counted within its function, so that a module's code does not depend on the batch it
-// is emitted in): the pool comes right after the arguments' slots.
+// The distance below the frame's top (rbp plus the function's frame_bias) of the pool
+// slot of instruction i, the function's `at`-th (counted within its function, so that
+// a module's code does not depend on the batch it is emitted in): the pool comes right
+// after the arguments' slots.
 KILN_HD inline int32_t pool_slot(uint32_t args_bytes, uint32_t at) {
   return static_cast<int32_t>(args_bytes + 8 * (1 + at % kPoolSlots));
 }
@@ -243,7 +244,7 @@ KILN_HD inline bool has_own_slot(const FlatModuleView& m, uint32_t i, const uint
 // aligned; beyond that the address is aligned at run time, encode_inst, so the area
 // gets align - 16 bytes of slack), then its own slot if it has one (`own`,
 // has_own_slot); a value's own slot (8 bytes at a time); or nothing ({0, 0}). The
-// item's place is the offset after its step, as a distance below rbp (frame_place).
+// item's place is the offset after its step, as a distance below the frame's top (frame_place).
 KILN_HD inline FrameStep frame_step(const FlatInst& in, bool own) {
   const int64_t slot = own ? (in.slot_size + 7) / 8 * 8 : 0;
   if (in.op != kOpAlloca) return FrameStep{slot, slot};
@@ -301,7 +302,7 @@ KILN_HD inline uint64_t frame_key(const FlatModuleView& m, uint32_t i, const uin
   return (static_cast<uint64_t>(0xFFFFFFFFu - density) << 32) | i;  // density is below 2^32
 }
 
-// The arguments' slots, as distances below rbp; returns the bytes they take.
+// The arguments' slots, as distances below the frame's top; returns the bytes they take.
 KILN_HD inline uint32_t stamp_frame_args(const FlatModuleView& m, uint32_t fn, int32_t* arg_slot) {
   const FlatFunction& f = m.functions[fn];
   uint32_t off = 0;
