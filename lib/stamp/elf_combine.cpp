@@ -453,12 +453,12 @@ class Combiner {
   std::vector<Global> globals_;
   uint8_t osabi_ = ELFOSABI_NONE;
   bool need_shndx_ = false;
-  uint32_t symtab_ = 0, shndx_ = 0, strtab_ = 0, shstrtab_ = 0;
+  uint32_t symtab_ = 0, shndx_ = 0, strtab_ = 0;
   uint32_t eh_frame_ = 0, eh_rela_ = 0;  // the output .eh_frame and its relocations
   std::vector<Piece> notes_;             // the per-object notes kept (is_object_note)
   std::vector<Elf64_Sym> symbols_;
   std::vector<uint32_t> shndx_words_;
-  std::string strtab_bytes_, shstrtab_bytes_;
+  std::string strtab_bytes_;  // symbol names; then, from plan_tables, section names too
   uint32_t first_global_ = 0;
   uint64_t shoff_ = 0, size_ = 0;
   size_t localized_ = 0, dropped_ = 0;
@@ -889,7 +889,7 @@ class Combiner {
     return static_cast<uint32_t>(sections_.size() - 1);
   }
 
-  // .symtab, .symtab_shndx, .strtab and .shstrtab, named last of all.
+  // .symtab, .symtab_shndx and .strtab, named last of all.
   void plan_tables() {
     std::string_view symbols(reinterpret_cast<const char*>(symbols_.data()), symbols_.size() * sizeof(Elf64_Sym));
     if (add_table(".symtab", SHT_SYMTAB, 8, sizeof(Elf64_Sym), symbols) != symtab_)
@@ -898,27 +898,68 @@ class Combiner {
       std::string_view words(reinterpret_cast<const char*>(shndx_words_.data()), shndx_words_.size() * 4);
       shndx_ = add_table(".symtab_shndx", SHT_SYMTAB_SHNDX, 4, 4, words);
     }
-    strtab_ = add_table(".strtab", SHT_STRTAB, 1, 0, strtab_bytes_);
-    shstrtab_ = add_table(".shstrtab", SHT_STRTAB, 1, 0, {});
+    strtab_ = add_table(".strtab", SHT_STRTAB, 1, 0, {});
     sections_[symtab_].header.sh_link = strtab_;
     sections_[symtab_].header.sh_info = first_global_;
     if (need_shndx_) sections_[shndx_].header.sh_link = symtab_;
-    size_t names = 1;
+    name_sections_and_symbols();
+  }
+
+  // A section's name as written. LLVM names a symbol's own section after it
+  // (.text.NAME.kiln.TAG, and its .rela): those take the native name too. Only the name
+  // changes: linkers group sections by their prefix (.text., .data.rel.ro., ...), which stays.
+  std::string_view section_name(size_t s) const {
+    std::string_view name = sections_[s].name;
+    if (renamed(name)) name.remove_suffix(suffix_.size());
+    return name;
+  }
+
+  // One table for section and symbol names, as LLVM writes it: the section names first,
+  // ".rela.X" holding "X" in its tail; then each symbol's name, in the tail of its own
+  // section's name where that ends with it (".text.NAME" holds NAME), else appended.
+  void name_sections_and_symbols() {
+    std::string table;
+    size_t names = strtab_bytes_.size() + 1;
     for (const OutSection& s : sections_) names += s.name.size() + 1;
-    shstrtab_bytes_.reserve(names);
-    shstrtab_bytes_.assign(1, '\0');
+    table.reserve(names);
+    table.assign(1, '\0');
+    auto append = [&table](std::string_view name) {
+      const uint32_t at = static_cast<uint32_t>(table.size());
+      table.append(name);
+      table.push_back('\0');
+      return at;
+    };
+    for (OutSection& s : sections_) s.header.sh_name = 0;  // an input's offsets until now
     for (size_t s = 1; s < sections_.size(); ++s) {
-      // LLVM names a symbol's own section after it (.text.NAME.kiln.TAG, and its .rela):
-      // those take the native name too. Only the name changes: linkers group sections by
-      // their prefix (.text., .data.rel.ro., ...), which stays.
-      std::string_view name = sections_[s].name;
-      if (renamed(name)) name.remove_suffix(suffix_.size());
-      sections_[s].header.sh_name = static_cast<uint32_t>(shstrtab_bytes_.size());
-      shstrtab_bytes_.append(name);
-      shstrtab_bytes_.push_back('\0');
+      Elf64_Shdr& h = sections_[s].header;
+      if (h.sh_type != SHT_RELA) continue;
+      const std::string_view name = section_name(s), target = section_name(h.sh_info);
+      h.sh_name = append(name);
+      Elf64_Shdr& t = sections_[h.sh_info].header;
+      if (t.sh_name == 0 && name.size() == target.size() + 5 && name.substr(5) == target) t.sh_name = h.sh_name + 5;
     }
-    sections_[shstrtab_].own = shstrtab_bytes_;
-    sections_[shstrtab_].header.sh_size = shstrtab_bytes_.size();
+    for (size_t s = 1; s < sections_.size(); ++s)
+      if (sections_[s].header.sh_name == 0) sections_[s].header.sh_name = append(section_name(s));
+    for (size_t i = 1; i < symbols_.size(); ++i) {
+      Elf64_Sym& sym = symbols_[i];
+      if (sym.st_name == 0) continue;
+      const std::string_view name(strtab_bytes_.data() + sym.st_name);
+      const size_t section = sym.st_shndx == SHN_XINDEX ? shndx_words_[i] : sym.st_shndx;
+      const bool own = section != SHN_UNDEF && section < sections_.size() &&
+                       (sym.st_shndx == SHN_XINDEX || sym.st_shndx < SHN_LORESERVE);
+      if (own) {
+        const uint32_t at = sections_[section].header.sh_name;
+        const std::string_view holder(table.data() + at);
+        if (holder.size() >= name.size() && holder.substr(holder.size() - name.size()) == name) {
+          sym.st_name = at + static_cast<uint32_t>(holder.size() - name.size());
+          continue;
+        }
+      }
+      sym.st_name = append(name);
+    }
+    strtab_bytes_ = std::move(table);
+    sections_[strtab_].own = strtab_bytes_;
+    sections_[strtab_].header.sh_size = strtab_bytes_.size();
   }
 
   // File offsets: the contents in section order, each at its alignment (SHT_NOBITS
@@ -996,11 +1037,11 @@ class Combiner {
   }
 
   // The ELF header, with extended numbering where the counts do not fit: the real
-  // section count in the null section's sh_size, .shstrtab's index in its sh_link.
+  // section count in the null section's sh_size, .strtab's index in its sh_link.
   void write_header(std::string& out) {
     const size_t count = sections_.size();
     if (count >= SHN_LORESERVE) sections_[0].header.sh_size = count;
-    if (shstrtab_ >= SHN_LORESERVE) sections_[0].header.sh_link = shstrtab_;
+    if (strtab_ >= SHN_LORESERVE) sections_[0].header.sh_link = strtab_;
     Elf64_Ehdr eh{};
     std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
     eh.e_ident[EI_CLASS] = ELFCLASS64;
@@ -1015,7 +1056,7 @@ class Combiner {
     eh.e_ehsize = sizeof(Elf64_Ehdr);
     eh.e_shentsize = sizeof(Elf64_Shdr);
     eh.e_shnum = count >= SHN_LORESERVE ? 0 : static_cast<uint16_t>(count);
-    eh.e_shstrndx = shstrtab_ >= SHN_LORESERVE ? static_cast<uint16_t>(SHN_XINDEX) : static_cast<uint16_t>(shstrtab_);
+    eh.e_shstrndx = strtab_ >= SHN_LORESERVE ? static_cast<uint16_t>(SHN_XINDEX) : static_cast<uint16_t>(strtab_);
     std::memcpy(&out[0], &eh, sizeof eh);
   }
 

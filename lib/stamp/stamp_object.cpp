@@ -217,7 +217,7 @@ std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, const 
 
 namespace {
 
-// What a section holds, for its name in .shstrtab: a function's code, a global's
+// What a section holds, for its name in .strtab: a function's code, a global's
 // bytes, a personality's DW.ref pointer or its COMDAT group, or one of the object's
 // own sections. A relocation section is named after the section it applies to.
 class SectionOwner {
@@ -235,8 +235,7 @@ class SectionOwner {
     debug,  // index: the StampDwarf section
     symtab,
     symtab_shndx,
-    strtab,
-    shstrtab,
+    strtab,  // symbol and section names both, as LLVM writes them
   };
   static SectionOwner none() { return {Kind::none, 0}; }
   static SectionOwner relocations() { return {Kind::relocations, 0}; }
@@ -307,13 +306,13 @@ struct ObjectWriter {
   std::vector<uint32_t> group_words;
   EhFrameFixups eh_fix;
   std::string eh_frame;
-  size_t eh_frame_index = 0, eh_rela_index = 0, note_index = 0, symtab_index = 0, shndx_index = 0, strtab_index = 0,
-         shstrtab_index = 0;
+  size_t eh_frame_index = 0, eh_rela_index = 0, note_index = 0, symtab_index = 0, shndx_index = 0, strtab_index = 0;
   std::vector<size_t> debug_index, debug_rela_index;  // per StampDwarf section
   bool need_shndx = false;
-  // name_sections
-  std::string shstrtab;
-  // add_symbols
+  // name_sections, then add_symbols: one table for section and symbol names, where a
+  // symbol's name is the tail of its section's (".rela.text.NAME" holds ".text.NAME"
+  // and NAME), as in LLVM's objects; apart, the names were a third of the bytes of
+  // regex's objects.
   std::string strtab;
   std::vector<Elf64_Sym> symbols;
   std::vector<uint32_t> shndx_words;
@@ -451,7 +450,7 @@ struct ObjectWriter {
     return r;
   }
 
-  // Section headers, in file order (names go into .shstrtab afterwards): each
+  // Section headers, in file order (names go into .strtab afterwards): each
   // function's code and its relocations, then each global's.
   void plan_code_and_data() {
     code_index.resize(F);
@@ -523,7 +522,6 @@ struct ObjectWriter {
     if (need_shndx)
       shndx_index = add_section(SectionOwner::of(SectionOwner::Kind::symtab_shndx), SHT_SYMTAB_SHNDX, 0, 4, 0, nullptr);
     strtab_index = add_section(SectionOwner::of(SectionOwner::Kind::strtab), SHT_STRTAB, 0, 1, 0, nullptr);
-    shstrtab_index = add_section(SectionOwner::of(SectionOwner::Kind::shstrtab), SHT_STRTAB, 0, 1, 0, nullptr);
   }
 
   // The DWARF sections (non-allocated, so a link without -g can drop them), each with
@@ -541,88 +539,101 @@ struct ObjectWriter {
     }
   }
 
-  // Appends section i's name (without ".rela") to .shstrtab.
+  // Appends section i's name (without ".rela") to .strtab.
   void append_name(size_t i) {
     const SectionOwner& owner = sections[i].owner;
     using Kind = SectionOwner::Kind;
     switch (owner.kind()) {
       case Kind::function: {
         const std::string& sec = v.section[owner.index()];
-        if (sec.empty()) shstrtab += ".text.", shstrtab += v.names[v.function_name[owner.index()]];
-        else shstrtab += sec;
+        if (sec.empty()) strtab += ".text.", strtab += v.names[v.function_name[owner.index()]];
+        else strtab += sec;
         return;
       }
       case Kind::data:
-        shstrtab += data[owner.index()].section;
+        strtab += data[owner.index()].section;
         return;
       case Kind::dwref:
-        shstrtab += ".data.DW.ref.";
-        shstrtab += names[personalities[owner.index()]];
+        strtab += ".data.DW.ref.";
+        strtab += names[personalities[owner.index()]];
         return;
       case Kind::dwref_group:
-        shstrtab += ".group";
+        strtab += ".group";
         return;
       case Kind::eh_frame:
-        shstrtab += ".eh_frame";
+        strtab += ".eh_frame";
         return;
       case Kind::lsda_table:
-        shstrtab += ".gcc_except_table";
+        strtab += ".gcc_except_table";
         return;
       case Kind::note:
-        shstrtab += ".note.GNU-stack";
+        strtab += ".note.GNU-stack";
         return;
       case Kind::debug:
-        shstrtab += v.dwarf->sections[owner.index()].name;
+        strtab += v.dwarf->sections[owner.index()].name;
         return;
       case Kind::symtab:
-        shstrtab += ".symtab";
+        strtab += ".symtab";
         return;
       case Kind::symtab_shndx:
-        shstrtab += ".symtab_shndx";
+        strtab += ".symtab_shndx";
         return;
       case Kind::strtab:
-        shstrtab += ".strtab";
+        strtab += ".strtab";
         return;
       case Kind::none:
       case Kind::relocations:
-      case Kind::shstrtab:
         return;  // named by name_sections itself
     }
   }
 
   // Section names: ".rela.X" first so that "X" can point into its tail.
   void name_sections() {
-    shstrtab.assign(1, '\0');
-    shstrtab.reserve(64 + 96 * F);
+    // Every name at most once, each with its terminator (Rust's names are long: a
+    // guess per function grew the table many times over): a function's section name
+    // and ".rela" before it hold its symbol's name too.
+    size_t name_bytes = source_file_name.size() + 64 + 24 * sections.size();
+    for (std::string_view n : names) name_bytes += n.size() + 1;
+    for (const StampData& d : data) name_bytes += d.name.size() + d.section.size() + 1;
+    strtab.assign(1, '\0');
+    strtab.reserve(name_bytes);
     for (size_t i = 1; i < sections.size(); ++i) {
       Elf64_Shdr& h = sections[i].header;
       if (h.sh_type != SHT_RELA) continue;
-      h.sh_name = static_cast<uint32_t>(shstrtab.size());
-      shstrtab += ".rela";
+      h.sh_name = static_cast<uint32_t>(strtab.size());
+      strtab += ".rela";
       append_name(h.sh_info);
-      shstrtab.push_back('\0');
+      strtab.push_back('\0');
       sections[h.sh_info].header.sh_name = h.sh_name + 5;
     }
     for (size_t i = 1; i < sections.size(); ++i) {
       Elf64_Shdr& h = sections[i].header;
-      if (h.sh_name != 0 || i == shstrtab_index) continue;
-      h.sh_name = static_cast<uint32_t>(shstrtab.size());
+      if (h.sh_name != 0) continue;
+      h.sh_name = static_cast<uint32_t>(strtab.size());
       append_name(i);
-      shstrtab.push_back('\0');
+      strtab.push_back('\0');
     }
-    sections[shstrtab_index].header.sh_name = static_cast<uint32_t>(shstrtab.size());
-    shstrtab += ".shstrtab";
-    shstrtab.push_back('\0');
+  }
+
+  // Where `name` starts in .strtab: in the tail of the name of `section`, the one the
+  // symbol is defined in, where that name ends with it; else appended.
+  uint32_t symbol_name(std::string_view name, size_t section) {
+    if (section != 0 && section < sections.size() && section != kAbsolute) {
+      const uint32_t at = sections[section].header.sh_name;
+      const std::string_view section_name(strtab.data() + at);
+      if (section_name.size() >= name.size() && section_name.substr(section_name.size() - name.size()) == name)
+        return at + static_cast<uint32_t>(section_name.size() - name.size());
+    }
+    const uint32_t at = static_cast<uint32_t>(strtab.size());
+    strtab.append(name.data(), name.size());
+    strtab.push_back('\0');
+    return at;
   }
 
   uint32_t add_symbol(std::string_view name, unsigned char bind, unsigned char type, uint8_t other, size_t section,
                       uint64_t size) {
     Elf64_Sym s{};
-    if (!name.empty()) {
-      s.st_name = static_cast<uint32_t>(strtab.size());
-      strtab.append(name.data(), name.size());
-      strtab.push_back('\0');
-    }
+    if (!name.empty()) s.st_name = symbol_name(name, section);
     s.st_info = static_cast<unsigned char>(ELF64_ST_INFO(bind, type));
     s.st_other = other;
     if (section == kAbsolute) {
@@ -658,13 +669,6 @@ struct ObjectWriter {
   // Symbols: locals (file, section symbols, local functions and data), then globals,
   // then the DW.ref pointers.
   void add_symbols() {
-    strtab.assign(1, '\0');
-    // Every name at most once, each with its terminator (Rust's names are long: a
-    // guess per function grew the table many times over).
-    size_t name_bytes = source_file_name.size() + 2;
-    for (std::string_view n : names) name_bytes += n.size() + 1;
-    for (const StampData& d : data) name_bytes += d.name.size() + 1;
-    strtab.reserve(name_bytes + 64);
     symbols.reserve(3 + 2 * F + data.size() + personalities.size());
     symbol_of_name.assign(names.size(), 0);
     add_symbol("", STB_LOCAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
@@ -731,7 +735,7 @@ struct ObjectWriter {
       h.sh_offset = pos;
       if (h.sh_type != SHT_NOBITS) pos += h.sh_size;
     }
-    out.reserve(pos + 8 + symbols.size() * (sizeof(Elf64_Sym) + 4) + 4 + strtab.size() + shstrtab.size() + 8 +
+    out.reserve(pos + 8 + symbols.size() * (sizeof(Elf64_Sym) + 4) + 4 + strtab.size() + 8 +
                 sections.size() * sizeof(Elf64_Shdr));
     // Appended in offset order, zeros only where nothing is copied (padding, and the
     // sections written in place later): zero-filling the whole object first was a
@@ -819,7 +823,6 @@ struct ObjectWriter {
     if (need_shndx)
       append_section(shndx_index, shndx_words.data(), shndx_words.size() * 4, 4, static_cast<uint32_t>(symtab_index));
     append_section(strtab_index, strtab.data(), strtab.size(), 0, 0);
-    append_section(shstrtab_index, shstrtab.data(), shstrtab.size(), 0, 0);
     for (size_t i = 1; i < sections.size(); ++i)
       if (sections[i].header.sh_link == 0 &&
           (sections[i].header.sh_type == SHT_RELA || sections[i].header.sh_type == SHT_GROUP))
@@ -832,7 +835,7 @@ struct ObjectWriter {
     uint64_t shoff = out.size();
     // Extended numbering: the real counts live in the null section's header.
     if (sections.size() >= SHN_LORESERVE) sections[0].header.sh_size = sections.size();
-    if (shstrtab_index >= SHN_LORESERVE) sections[0].header.sh_link = static_cast<uint32_t>(shstrtab_index);
+    if (strtab_index >= SHN_LORESERVE) sections[0].header.sh_link = static_cast<uint32_t>(strtab_index);
     out.reserve(out.size() + sections.size() * sizeof(Elf64_Shdr));
     for (const PlannedSection& s : sections) put_struct(out, s.header);
 
@@ -850,7 +853,7 @@ struct ObjectWriter {
     eh.e_shentsize = sizeof(Elf64_Shdr);
     eh.e_shnum = sections.size() >= SHN_LORESERVE ? 0 : static_cast<uint16_t>(sections.size());
     eh.e_shstrndx =
-        shstrtab_index >= SHN_LORESERVE ? static_cast<uint16_t>(SHN_XINDEX) : static_cast<uint16_t>(shstrtab_index);
+        strtab_index >= SHN_LORESERVE ? static_cast<uint16_t>(SHN_XINDEX) : static_cast<uint16_t>(strtab_index);
     std::memcpy(&out[0], &eh, sizeof eh);
   }
 };

@@ -113,7 +113,8 @@ struct StampObjectView {
 
 // A relocatable x86-64 ELF object: one SHF_ALLOC|SHF_EXECINSTR section per function
 // (16-byte aligned), .rela for each, .eh_frame with one CIE and one FDE per function
-// (and its .rela.eh_frame), .symtab/.strtab/.shstrtab, and an empty .note.GNU-stack.
+// (and its .rela.eh_frame), .symtab and .strtab (symbol and section names, as LLVM
+// writes them), and an empty .note.GNU-stack.
 // Symbols referenced by relocations but not defined here are undefined globals, or
 // as the view's `undefined` list says (weak, hidden, protected).
 // Deterministic: the same input gives the same bytes.
