@@ -1,10 +1,12 @@
 // Exception tables: the LSDA (.gcc_except_table) of one function, built from its
-// invokes' call positions and landing pads. Measures when out == nullptr.
+// invokes' call positions and landing pads, as compact as LLVM's. Measures when out == nullptr.
 //   header:   LPStart omitted; TType (indirect pcrel sdata4) when a catch or filter
-//             clause exists; call sites as udata4
-//   calls:    every byte range of the function is covered, in order: each invoke's
-//             call instruction with its landing pad and action, and the gaps between
-//             them with "no landing pad" (a personality terminates on an uncovered pc)
+//             clause exists; call sites as uleb128
+//   calls:    in order, each invoke's call with its landing pad and action, and, before
+//             it, the gap since the previous invoke's call with "no landing pad" where a
+//             call that may unwind lies in that gap (likewise after the last invoke). A
+//             return address in no entry makes the personality terminate, so only calls
+//             need an entry: as LLVM leaves them, ranges with no call are left out.
 //   actions:  record 1 = catch-all (type 1), record 3 = empty filter (spec at 0)
 //   types:    one entry, 0 (catch-all); then the empty exception specification
 #pragma once
@@ -53,57 +55,103 @@ KILN_HD inline uint32_t action_of(uint32_t kind) {
   return kind == kLandingPadCatchAll ? 1 : kind == kLandingPadEmptyFilter ? 3 : 0;
 }
 
-KILN_HD inline uint32_t stamp_lsda(const FlatModuleView& m, uint32_t fn, const uint32_t* inst_offset,
-                                   const uint32_t* block_offset, const uint32_t* call_begin, const uint32_t* call_end,
-                                   uint32_t code_size, uint8_t* out) {
-  const FlatFunction& f = m.functions[fn];
-  bool typed = false;
-  uint32_t entries = 0, cursor = 0;
-  for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
-    const FlatInst& in = m.insts[i];
-    if (in.op == kOpLandingPad && in.aux != kLandingPadCleanup) typed = true;
-    if (in.op != kOpInvoke) continue;
-    uint32_t begin = inst_offset[i] + call_begin[i];
-    entries += begin > cursor ? 2 : 1;
-    cursor = inst_offset[i] + call_end[i];
-  }
-  if (code_size > cursor) ++entries;
-  const uint32_t kEntry = 13;  // start, length, landing pad (udata4 each), action (one uleb byte)
-  uint32_t table = entries * kEntry;
-  uint32_t after_ttype_field = 1 + uleb_size(table) + table + (typed ? 4 + 4 : 0);
-  // Measuring needs only the sizes: the header (LPStart, TType and its offset, the
-  // call-site encoding and the table's length), the table, the actions and types.
-  if (!out) return 3 + (typed ? uleb_size(after_ttype_field) : 0) + uleb_size(table) + table + (typed ? 9 : 0);
+// A call whose callee may unwind into this frame: every call (intrinsics included, to
+// be safe) and a resume (_Unwind_Resume). Invokes have entries of their own; the
+// library calls that templates make (memcpy, __udivti3, ...) never unwind.
+KILN_HD inline bool may_unwind(const FlatInst& in) { return in.op == kOpCall || in.op == kOpResume; }
 
-  LsdaWriter w{out, 0};
+// One call-site entry: start, length, landing pad (0: none), action, uleb128 each.
+KILN_HD inline uint32_t call_site_size(uint32_t start, uint32_t length, uint32_t pad, uint32_t action) {
+  return uleb_size(start) + uleb_size(length) + uleb_size(pad) + uleb_size(action);
+}
+KILN_HD inline void put_call_site(LsdaWriter& w, uint32_t start, uint32_t length, uint32_t pad, uint32_t action) {
+  w.uleb(start), w.uleb(length), w.uleb(pad), w.uleb(action);
+}
+
+// An invoke's entries (the gap before it, where a call lies in it, then its call):
+// their size, written at w when w.out is set. `cursor` is where the previous invoke's
+// call ended (0: none); `last_call` is 1 + the offset of the latest call before the
+// invoke (0: none), which lies in the gap when it is past the cursor.
+KILN_HD inline uint32_t invoke_call_sites(const FlatModuleView& m, uint32_t i, uint32_t begin, uint32_t end,
+                                          uint32_t cursor, uint32_t last_call, const uint32_t* block_offset,
+                                          LsdaWriter& w) {
+  const FlatInst& in = m.insts[i];
+  const uint32_t unwind = m.operands[in.first_operand + in.operand_count - 1].index;
+  const uint32_t pad = block_offset[unwind], action = action_of(landing_pad_kind(m, unwind));
+  uint32_t size = call_site_size(begin, end - begin, pad, action);
+  const bool gap = last_call > cursor;
+  if (gap) size += call_site_size(cursor, begin - cursor, 0, 0);
+  if (w.out) {
+    if (gap) put_call_site(w, cursor, begin - cursor, 0, 0);
+    put_call_site(w, begin, end - begin, pad, action);
+  }
+  return size;
+}
+
+// The header's size, and the header written (when w.out is set), for a call-site
+// table of `table` bytes.
+KILN_HD inline uint32_t after_ttype_field(uint32_t table, bool typed) {
+  return 1 + uleb_size(table) + table + (typed ? 4 + 4 : 0);
+}
+KILN_HD inline uint32_t lsda_header_size(uint32_t table, bool typed) {
+  return 1 + (typed ? 1 + uleb_size(after_ttype_field(table, typed)) : 1) + 1 + uleb_size(table);
+}
+KILN_HD inline void put_lsda_header(LsdaWriter& w, uint32_t table, bool typed) {
   w.byte(0xff);  // LPStart: the function's start
   if (typed) {
-    w.byte(0x9b);               // TType: indirect | pcrel | sdata4
-    w.uleb(after_ttype_field);  // offset to the end of the type table
+    w.byte(0x9b);  // TType: indirect | pcrel | sdata4
+    w.uleb(after_ttype_field(table, typed));  // offset to the end of the type table
   } else {
     w.byte(0xff);
   }
-  w.byte(0x03);  // call sites: udata4
+  w.byte(0x01);  // call sites: uleb128
   w.uleb(table);
-  cursor = 0;
+}
+// The action and type tables, after the call sites (typed tables only): 9 bytes.
+KILN_HD inline void put_lsda_types(LsdaWriter& w) {
+  w.byte(0x01), w.byte(0x00);  // action 1: catch type 1, no next
+  w.byte(0x7f), w.byte(0x00);  // action 3: filter -1 (the empty specification), no next
+  w.u32(0);                    // type 1: catch-all
+  w.byte(0x00);                // TType base; the empty exception specification list
+}
+
+// The function's call sites (their bytes), written at w when w.out is set; *typed says
+// whether a catch or filter clause exists.
+KILN_HD inline uint32_t function_call_sites(const FlatModuleView& m, uint32_t fn, const uint32_t* inst_offset,
+                                            const uint32_t* block_offset, const uint32_t* call_begin,
+                                            const uint32_t* call_end, uint32_t code_size, LsdaWriter& w,
+                                            bool* typed) {
+  const FlatFunction& f = m.functions[fn];
+  uint32_t table = 0, cursor = 0, last_call = 0;
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
     const FlatInst& in = m.insts[i];
+    if (in.op == kOpLandingPad && in.aux != kLandingPadCleanup) *typed = true;
+    if (may_unwind(in)) last_call = inst_offset[i] + 1;
     if (in.op != kOpInvoke) continue;
-    uint32_t begin = inst_offset[i] + call_begin[i], end = inst_offset[i] + call_end[i];
-    if (begin > cursor) {  // calls in between unwind on without a landing pad
-      w.u32(cursor), w.u32(begin - cursor), w.u32(0), w.byte(0);
-    }
-    uint32_t unwind = m.operands[in.first_operand + in.operand_count - 1].index;
-    w.u32(begin), w.u32(end - begin), w.u32(block_offset[unwind]), w.byte(action_of(landing_pad_kind(m, unwind)));
+    const uint32_t begin = inst_offset[i] + call_begin[i], end = inst_offset[i] + call_end[i];
+    table += invoke_call_sites(m, i, begin, end, cursor, last_call, block_offset, w);
     cursor = end;
   }
-  if (code_size > cursor) w.u32(cursor), w.u32(code_size - cursor), w.u32(0), w.byte(0);
-  if (typed) {
-    w.byte(0x01), w.byte(0x00);  // action 1: catch type 1, no next
-    w.byte(0x7f), w.byte(0x00);  // action 3: filter -1 (the empty specification), no next
-    w.u32(0);                    // type 1: catch-all
-    w.byte(0x00);                // TType base; the empty exception specification list
+  if (last_call > cursor) {  // calls after the last invoke unwind on without a landing pad
+    table += call_site_size(cursor, code_size - cursor, 0, 0);
+    if (w.out) put_call_site(w, cursor, code_size - cursor, 0, 0);
   }
+  return table;
+}
+
+KILN_HD inline uint32_t stamp_lsda(const FlatModuleView& m, uint32_t fn, const uint32_t* inst_offset,
+                                   const uint32_t* block_offset, const uint32_t* call_begin, const uint32_t* call_end,
+                                   uint32_t code_size, uint8_t* out) {
+  bool typed = false;
+  LsdaWriter measure{nullptr, 0};
+  const uint32_t table =
+      function_call_sites(m, fn, inst_offset, block_offset, call_begin, call_end, code_size, measure, &typed);
+  const uint32_t size = lsda_header_size(table, typed) + table + (typed ? 9 : 0);
+  if (!out) return size;
+  LsdaWriter w{out, 0};
+  put_lsda_header(w, table, typed);
+  function_call_sites(m, fn, inst_offset, block_offset, call_begin, call_end, code_size, w, &typed);
+  if (typed) put_lsda_types(w);
   return w.pos;
 }
 

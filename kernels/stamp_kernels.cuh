@@ -65,21 +65,26 @@ __global__ void stamp_encode_prologue_kernel(FlatModuleView m, StampLayout l, ui
 
 // LSDAs in the wide form (stamp_wide.h).
 __global__ void wide_invoke_end_kernel(FlatModuleView m, const uint32_t* inst_offset, const uint32_t* call_end,
-                                       uint32_t* invoke_end) {
+                                       uint32_t* invoke_end, uint32_t* call_at) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < m.inst_count) invoke_end[i] = wide_invoke_end(m, i, inst_offset, call_end);
+  if (i < m.inst_count)
+    invoke_end[i] = wide_invoke_end(m, i, inst_offset, call_end), call_at[i] = wide_call_at(m, i, inst_offset);
 }
 
 struct MaxOf {
   __host__ __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return a > b ? a : b; }
 };
 
-// Entries and typed counts, each with one more entry (0) for its exclusive sum's total.
-__global__ void wide_lsda_counts_kernel(FlatModuleView m, const uint32_t* inst_offset, const uint32_t* call_begin,
-                                        const uint32_t* previous_end, uint32_t* entries, uint32_t* typed) {
+// Entry bytes and typed counts, each with one more entry (0) for its exclusive sum's total.
+__global__ void wide_lsda_counts_kernel(FlatModuleView m, const uint32_t* inst_offset, const uint32_t* block_offset,
+                                        const uint32_t* call_begin, const uint32_t* call_end,
+                                        const uint32_t* previous_end, const uint32_t* last_call, uint32_t* bytes,
+                                        uint32_t* typed) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i == 0) entries[m.inst_count] = typed[m.inst_count] = 0;
-  if (i < m.inst_count) wide_lsda_counts(m, i, inst_offset, call_begin, previous_end[i], entries, typed);
+  if (i == 0) bytes[m.inst_count] = typed[m.inst_count] = 0;
+  if (i < m.inst_count)
+    wide_lsda_counts(m, i, inst_offset, block_offset, call_begin, call_end, previous_end[i], last_call[i], bytes,
+                     typed);
 }
 
 // Over the selected functions (those with a personality): `selected` of them, their

@@ -16,7 +16,7 @@
 //            wide_frame_inst (i), wide_frame_function (fn)
 //   offsets: exclusive sums of sizes and relocation counts over all instructions
 //            wide_offsets_inst (i), wide_offsets_block (b), wide_offsets_function (fn)
-//   LSDAs:   wide_invoke_end (i), exclusive max-scan by function
+//   LSDAs:   wide_invoke_end (i), wide_call_at (i), two exclusive max-scans by function
 //            wide_lsda_counts (i), two exclusive sums over all instructions
 //            wide_lsda_size (fn), exclusive sum over functions
 //            wide_lsda_function (fn), wide_lsda_invoke (i)
@@ -182,13 +182,16 @@ KILN_HD inline void wide_offsets_function(const FlatModuleView& m, uint32_t fn, 
 
 namespace kiln {
 
-// LSDAs (stamp_lsda) per instruction. A function's call-site table lists,
-// in order, each invoke's call and the gap before it when there is one; with two
-// sums and one scan over instructions every invoke knows where its entries go:
+// LSDAs (stamp_lsda) per instruction. A function's call-site table lists, in order,
+// each invoke's call and, where a call lies in it, the gap before it; with two
+// max-scans and two sums over instructions every invoke knows where its entries go:
 //   invoke_end:   an invoke's call end (function-relative), 0 for other instructions;
 //                 its exclusive max-scan by function is the previous invoke's end
 //                 (offsets grow within a function), where a gap would begin
-//   entries:      1 or 2 per invoke (its call, and the gap before it), exclusive sum
+//   call_at:      1 + the offset of a call that may unwind, 0 for other instructions;
+//                 its exclusive max-scan by function is the latest call before, which
+//                 lies in the gap when it is past the previous invoke's end
+//   bytes:        an invoke's entries' bytes (its call, and the gap before it), exclusive sum
 //   typed:        1 per landing pad with a catch or filter clause, exclusive sum
 KILN_HD inline bool wide_has_table(const FlatModuleView& m, uint32_t i) {
   return (m.functions[function_of(m, i)].flags & kFnHasPersonality) != 0;
@@ -199,44 +202,58 @@ KILN_HD inline uint32_t wide_invoke_end(const FlatModuleView& m, uint32_t i, con
   return m.insts[i].op == kOpInvoke && wide_has_table(m, i) ? inst_offset[i] + call_end[i] : 0;
 }
 
-// Entries and typed count of instruction i; `previous_end` is the max-scan's value.
+KILN_HD inline uint32_t wide_call_at(const FlatModuleView& m, uint32_t i, const uint32_t* inst_offset) {
+  return may_unwind(m.insts[i]) && wide_has_table(m, i) ? inst_offset[i] + 1 : 0;
+}
+
+// Entry bytes and typed count of instruction i; `previous_end` and `last_call` are the
+// max-scans' values.
 KILN_HD inline void wide_lsda_counts(const FlatModuleView& m, uint32_t i, const uint32_t* inst_offset,
-                                     const uint32_t* call_begin, uint32_t previous_end, uint32_t* entries,
-                                     uint32_t* typed) {
+                                     const uint32_t* block_offset, const uint32_t* call_begin,
+                                     const uint32_t* call_end, uint32_t previous_end, uint32_t last_call,
+                                     uint32_t* bytes, uint32_t* typed) {
   const FlatInst& in = m.insts[i];
   const bool table = wide_has_table(m, i);
-  entries[i] = table && in.op == kOpInvoke ? (inst_offset[i] + call_begin[i] > previous_end ? 2 : 1) : 0;
+  LsdaWriter measure{nullptr, 0};
+  bytes[i] = table && in.op == kOpInvoke
+      ? invoke_call_sites(m, i, inst_offset[i] + call_begin[i], inst_offset[i] + call_end[i], previous_end, last_call,
+                          block_offset, measure)
+      : 0;
   typed[i] = table && in.op == kOpLandingPad && in.aux != kLandingPadCleanup ? 1 : 0;
 }
 
 struct WideLsdaScans {
   const uint32_t* previous_end;  // exclusive max-scan of invoke_end by function
   const uint32_t* invoke_end;
-  const uint32_t* entries_sum;  // exclusive sums over all instructions, one more entry
+  const uint32_t* last_call;  // exclusive max-scan of call_at by function
+  const uint32_t* call_at;
+  const uint32_t* bytes_sum;  // exclusive sums over all instructions, one more entry
   const uint32_t* typed_sum;
 };
 
 // A function's table: its shape, as stamp_lsda lays it out.
 struct LsdaShape {
-  uint32_t entries;   // call-site entries, the one after the last invoke included
+  uint32_t invokes;   // the invokes' entries' bytes
   uint32_t last_end;  // where the last invoke's call ends (0: none)
+  bool tail;          // an entry after the last invoke: a call lies there
   bool typed;
-  uint32_t table, after_ttype_field, header, size;
+  uint32_t table, header, size;
 };
 KILN_HD inline LsdaShape wide_lsda_shape(const FlatModuleView& m, uint32_t fn, const WideLsdaScans& s,
                                          uint32_t code_size) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t first = f.first_inst, end = f.first_inst + f.inst_count;
   LsdaShape l{};
-  l.last_end = f.inst_count
-      ? (s.invoke_end[end - 1] > s.previous_end[end - 1] ? s.invoke_end[end - 1] : s.previous_end[end - 1])
-      : 0;
-  l.entries = (s.entries_sum[end] - s.entries_sum[first]) + (code_size > l.last_end ? 1 : 0);
+  uint32_t last_call = 0;
+  if (f.inst_count) {
+    l.last_end = s.invoke_end[end - 1] > s.previous_end[end - 1] ? s.invoke_end[end - 1] : s.previous_end[end - 1];
+    last_call = s.call_at[end - 1] > s.last_call[end - 1] ? s.call_at[end - 1] : s.last_call[end - 1];
+  }
+  l.invokes = s.bytes_sum[end] - s.bytes_sum[first];
+  l.tail = last_call > l.last_end;
   l.typed = s.typed_sum[end] != s.typed_sum[first];
-  const uint32_t kEntry = 13;
-  l.table = l.entries * kEntry;
-  l.after_ttype_field = 1 + uleb_size(l.table) + l.table + (l.typed ? 4 + 4 : 0);
-  l.header = 1 + (l.typed ? 1 + uleb_size(l.after_ttype_field) : 1) + 1 + uleb_size(l.table);
+  l.table = l.invokes + (l.tail ? call_site_size(l.last_end, code_size - l.last_end, 0, 0) : 0);
+  l.header = lsda_header_size(l.table, l.typed);
   l.size = l.header + l.table + (l.typed ? 9 : 0);
   return l;
 }
@@ -252,29 +269,13 @@ KILN_HD inline void wide_lsda_function(const FlatModuleView& m, uint32_t fn, con
   if (!(m.functions[fn].flags & kFnHasPersonality)) return;
   const LsdaShape l = wide_lsda_shape(m, fn, s, code_size);
   LsdaWriter w{out, 0};
-  w.byte(0xff);
-  if (l.typed) {
-    w.byte(0x9b);
-    w.uleb(l.after_ttype_field);
-  } else {
-    w.byte(0xff);
-  }
-  w.byte(0x03);
-  w.uleb(l.table);
-  w.pos = l.header + l.table;
-  if (code_size > l.last_end) {
-    w.pos -= 13;
-    w.u32(l.last_end), w.u32(code_size - l.last_end), w.u32(0), w.byte(0);
-  }
-  if (l.typed) {
-    w.byte(0x01), w.byte(0x00);
-    w.byte(0x7f), w.byte(0x00);
-    w.u32(0);
-    w.byte(0x00);
-  }
+  put_lsda_header(w, l.table, l.typed);
+  w.pos = l.header + l.invokes;
+  if (l.tail) put_call_site(w, l.last_end, code_size - l.last_end, 0, 0);
+  if (l.typed) put_lsda_types(w);
 }
 
-// An invoke's entries: the gap before it (if any) and its call.
+// An invoke's entries: the gap before it (where a call lies in it) and its call.
 KILN_HD inline void wide_lsda_invoke(const FlatModuleView& m, uint32_t i, const WideLsdaScans& s,
                                      const uint32_t* inst_offset, const uint32_t* block_offset,
                                      const uint32_t* call_begin, const uint32_t* call_end, const uint32_t* code_size,
@@ -283,12 +284,9 @@ KILN_HD inline void wide_lsda_invoke(const FlatModuleView& m, uint32_t i, const 
   if (in.op != kOpInvoke || !wide_has_table(m, i)) return;
   const uint32_t fn = function_of(m, i), first = m.functions[fn].first_inst;
   const LsdaShape l = wide_lsda_shape(m, fn, s, code_size[fn]);
-  LsdaWriter w{lsda + lsda_start[fn], l.header + 13 * (s.entries_sum[i] - s.entries_sum[first])};
-  const uint32_t begin = inst_offset[i] + call_begin[i], end = inst_offset[i] + call_end[i];
-  const uint32_t cursor = s.previous_end[i];
-  if (begin > cursor) w.u32(cursor), w.u32(begin - cursor), w.u32(0), w.byte(0);
-  const uint32_t unwind = m.operands[in.first_operand + in.operand_count - 1].index;
-  w.u32(begin), w.u32(end - begin), w.u32(block_offset[unwind]), w.byte(action_of(landing_pad_kind(m, unwind)));
+  LsdaWriter w{lsda + lsda_start[fn], l.header + (s.bytes_sum[i] - s.bytes_sum[first])};
+  invoke_call_sites(m, i, inst_offset[i] + call_begin[i], inst_offset[i] + call_end[i], s.previous_end[i],
+                    s.last_call[i], block_offset, w);
 }
 
 }  // namespace kiln

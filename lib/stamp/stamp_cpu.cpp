@@ -127,8 +127,8 @@ struct StampScratch {
   std::vector<uint8_t> home;
   std::vector<uint64_t> frame_keys;
   std::vector<FrameStep> frame_scan;
-  std::vector<uint32_t> accesses, position, size_sum, reloc_sum, invoke_end, previous_end, lsda_entries, lsda_typed,
-      entries_sum, typed_sum;
+  std::vector<uint32_t> accesses, position, size_sum, reloc_sum, invoke_end, previous_end, call_at, last_call,
+      lsda_bytes, lsda_typed, bytes_sum, typed_sum;
   std::vector<EncodeCache> caches;  // per worker
   std::vector<uint32_t> code_at, reloc_at, fn_worker;
 };
@@ -187,24 +187,30 @@ void wide_offsets(const FlatModuleView& m, StampScratch& s, const uint32_t* prol
 // Exception tables in the GPU's form: sizes into out.lsda_size, then (after the
 // caller's scan) the tables; `write` false measures only.
 WideLsdaScans wide_lsda_scans(const FlatModuleView& m, StampScratch& s, const uint32_t* inst_offset,
-                              const uint32_t* call_begin, const uint32_t* call_end) {
+                              const uint32_t* block_offset, const uint32_t* call_begin, const uint32_t* call_end) {
   const uint32_t N = m.inst_count;
   uint32_t* invoke_end = at_least(s.invoke_end, N);
   uint32_t* previous_end = at_least(s.previous_end, N);
-  uint32_t* entries = at_least(s.lsda_entries, N);
+  uint32_t* call_at = at_least(s.call_at, N);
+  uint32_t* last_call = at_least(s.last_call, N);
+  uint32_t* bytes = at_least(s.lsda_bytes, N);
   uint32_t* typed = at_least(s.lsda_typed, N);
-  uint32_t* entries_sum = at_least(s.entries_sum, size_t(N) + 1);
+  uint32_t* bytes_sum = at_least(s.bytes_sum, size_t(N) + 1);
   uint32_t* typed_sum = at_least(s.typed_sum, size_t(N) + 1);
-  for (uint32_t i = 0; i < N; ++i) invoke_end[i] = wide_invoke_end(m, i, inst_offset, call_end);
-  for (uint32_t i = 0; i < N; ++i) {  // an exclusive max-scan by function, from 0
+  for (uint32_t i = 0; i < N; ++i)
+    invoke_end[i] = wide_invoke_end(m, i, inst_offset, call_end), call_at[i] = wide_call_at(m, i, inst_offset);
+  for (uint32_t i = 0; i < N; ++i) {  // two exclusive max-scans by function, from 0
     bool first = i == 0 || function_of(m, i) != function_of(m, i - 1);
     previous_end[i] = first ? 0 : std::max(previous_end[i - 1], invoke_end[i - 1]);
+    last_call[i] = first ? 0 : std::max(last_call[i - 1], call_at[i - 1]);
   }
-  for (uint32_t i = 0; i < N; ++i) wide_lsda_counts(m, i, inst_offset, call_begin, previous_end[i], entries, typed);
-  entries_sum[0] = typed_sum[0] = 0;
   for (uint32_t i = 0; i < N; ++i)
-    entries_sum[i + 1] = entries_sum[i] + entries[i], typed_sum[i + 1] = typed_sum[i] + typed[i];
-  return WideLsdaScans{previous_end, invoke_end, entries_sum, typed_sum};
+    wide_lsda_counts(m, i, inst_offset, block_offset, call_begin, call_end, previous_end[i], last_call[i], bytes,
+                     typed);
+  bytes_sum[0] = typed_sum[0] = 0;
+  for (uint32_t i = 0; i < N; ++i)
+    bytes_sum[i + 1] = bytes_sum[i] + bytes[i], typed_sum[i + 1] = typed_sum[i] + typed[i];
+  return WideLsdaScans{previous_end, invoke_end, last_call, call_at, bytes_sum, typed_sum};
 }
 
 }  // namespace
@@ -340,7 +346,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   out.lsda_start.assign(F, 0);
   WideLsdaScans lsda_scans{};
   if (form == StampForm::wide) {
-    lsda_scans = wide_lsda_scans(m, scratch, inst_offset, call_begin, call_end);
+    lsda_scans = wide_lsda_scans(m, scratch, inst_offset, block_offset, call_begin, call_end);
     for (uint32_t fn = 0; fn < F; ++fn) out.lsda_size[fn] = wide_lsda_size(m, fn, lsda_scans, out.code_size[fn]);
   } else {
     stage_for(F, threads, [&](uint32_t fn) {

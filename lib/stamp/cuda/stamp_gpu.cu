@@ -408,33 +408,39 @@ class CudaStampExecutor final : public StampGpuExecutor {
     CUDA_CHECK(cudaEventRecord(events_[5], stream_));
   }
 
+  // An exclusive max-scan by function, from 0 (b_.fn_of the keys).
+  void max_scan_by_function(const uint32_t* in, uint32_t* out, uint32_t n) {
+    size_t temp_bytes = 0;
+    CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(nullptr, temp_bytes, b_.fn_of, in, out, MaxOf{}, 0u, n,
+                                                   cuda::std::equal_to<uint32_t>{}, stream_));
+    void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
+    CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(temp, temp_bytes, b_.fn_of, in, out, MaxOf{}, 0u, n,
+                                                   cuda::std::equal_to<uint32_t>{}, stream_));
+    ++launches_;
+  }
+
   // Step 5's exception tables: sizes per selected function, and their starts.
   void size_lsda() {
     const uint32_t N = b_.N, F = b_.F;
     const FlatModuleView& m = b_.m;
-    uint32_t* lsda_work = lsda_work_.as<uint32_t>(6 * (size_t(N) + 1));
-    uint32_t *invoke_end = lsda_work, *previous_end = lsda_work + (N + 1), *entries = lsda_work + 2 * (N + 1),
-             *typed = lsda_work + 3 * (N + 1), *entries_sum = lsda_work + 4 * (N + 1),
-             *typed_sum = lsda_work + 5 * (N + 1);
-    wide_invoke_end_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, b_.inst_offset, b_.call_end, invoke_end);
+    uint32_t* lsda_work = lsda_work_.as<uint32_t>(8 * (size_t(N) + 1));
+    uint32_t *invoke_end = lsda_work, *previous_end = lsda_work + (N + 1), *bytes = lsda_work + 2 * (N + 1),
+             *typed = lsda_work + 3 * (N + 1), *bytes_sum = lsda_work + 4 * (N + 1),
+             *typed_sum = lsda_work + 5 * (N + 1), *call_at = lsda_work + 6 * (N + 1),
+             *last_call = lsda_work + 7 * (N + 1);
+    wide_invoke_end_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, b_.inst_offset, b_.call_end, invoke_end,
+                                                                    call_at);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
-    {
-      size_t temp_bytes = 0;
-      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(nullptr, temp_bytes, b_.fn_of, invoke_end, previous_end, MaxOf{},
-                                                     0u, N, cuda::std::equal_to<uint32_t>{}, stream_));
-      void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
-      CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(temp, temp_bytes, b_.fn_of, invoke_end, previous_end, MaxOf{}, 0u,
-                                                     N, cuda::std::equal_to<uint32_t>{}, stream_));
-      ++launches_;
-    }
-    wide_lsda_counts_kernel<<<blocks_for(N + 1), kThreads, 0, stream_>>>(m, b_.inst_offset, b_.call_begin, previous_end,
-                                                                         entries, typed);
+    max_scan_by_function(invoke_end, previous_end, N);
+    max_scan_by_function(call_at, last_call, N);
+    wide_lsda_counts_kernel<<<blocks_for(N + 1), kThreads, 0, stream_>>>(
+        m, b_.inst_offset, b_.block_offset, b_.call_begin, b_.call_end, previous_end, last_call, bytes, typed);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
-    exclusive_scan(entries, entries_sum, N + 1);
+    exclusive_scan(bytes, bytes_sum, N + 1);
     exclusive_scan(typed, typed_sum, N + 1);
-    b_.lsda_scans = WideLsdaScans{previous_end, invoke_end, entries_sum, typed_sum};
+    b_.lsda_scans = WideLsdaScans{previous_end, invoke_end, last_call, call_at, bytes_sum, typed_sum};
     CUDA_CHECK(cudaMemsetAsync(b_.lsda_size, 0, F * sizeof(uint32_t), stream_));
     wide_lsda_size_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, b_.selected, b_.selected_count, b_.lsda_scans,
                                                                    b_.code_size, b_.lsda_size);
