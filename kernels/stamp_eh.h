@@ -6,7 +6,9 @@
 //             it, the gap since the previous invoke's call with "no landing pad" where a
 //             call that may unwind lies in that gap (likewise after the last invoke). A
 //             return address in no entry makes the personality terminate, so only calls
-//             need an entry: as LLVM leaves them, ranges with no call are left out.
+//             need an entry: as LLVM leaves them, ranges with no call are left out. An
+//             invoke with the previous one's landing pad and no call between them
+//             extends that one's entry instead of starting one (a run, as in LLVM's).
 //   actions:  record 1 = catch-all (type 1), record 3 = empty filter (spec at 0)
 //   types:    one entry, 0 (catch-all); then the empty exception specification
 #pragma once
@@ -68,16 +70,19 @@ KILN_HD inline void put_call_site(LsdaWriter& w, uint32_t start, uint32_t length
   w.uleb(start), w.uleb(length), w.uleb(pad), w.uleb(action);
 }
 
-// An invoke's entries (the gap before it, where a call lies in it, then its call):
-// their size, written at w when w.out is set. `cursor` is where the previous invoke's
-// call ended (0: none); `last_call` is 1 + the offset of the latest call before the
-// invoke (0: none), which lies in the gap when it is past the cursor.
-KILN_HD inline uint32_t invoke_call_sites(const FlatModuleView& m, uint32_t i, uint32_t begin, uint32_t end,
-                                          uint32_t cursor, uint32_t last_call, const uint32_t* block_offset,
-                                          LsdaWriter& w) {
-  const FlatInst& in = m.insts[i];
-  const uint32_t unwind = m.operands[in.first_operand + in.operand_count - 1].index;
-  const uint32_t pad = block_offset[unwind], action = action_of(landing_pad_kind(m, unwind));
+// An invoke that extends the previous invoke's entry: it has the same landing pad
+// (hence the same action) and no call that may unwind lies between their calls.
+// `previous_end` is where the previous invoke's call ended (0: none), `last_call` 1 +
+// the offset of the latest call before this invoke (0: none).
+KILN_HD inline bool joins_run(uint32_t previous_end, uint32_t previous_pad, uint32_t last_call, uint32_t pad) {
+  return previous_end != 0 && last_call <= previous_end && previous_pad == pad;
+}
+
+// A run's entries (the gap before its first invoke, where a call lies in it, then the
+// calls of the run, from `begin` to `end`): their size, written at w when w.out is set.
+// `cursor` is where the previous run ended (0: none).
+KILN_HD inline uint32_t run_call_sites(uint32_t begin, uint32_t end, uint32_t pad, uint32_t action, uint32_t cursor,
+                                       uint32_t last_call, LsdaWriter& w) {
   uint32_t size = call_site_size(begin, end - begin, pad, action);
   const bool gap = last_call > cursor;
   if (gap) size += call_site_size(cursor, begin - cursor, 0, 0);
@@ -86,6 +91,16 @@ KILN_HD inline uint32_t invoke_call_sites(const FlatModuleView& m, uint32_t i, u
     put_call_site(w, begin, end - begin, pad, action);
   }
   return size;
+}
+
+// Invoke i's landing pad: the unwind block's offset, and its action.
+KILN_HD inline uint32_t invoke_pad(const FlatModuleView& m, uint32_t i, const uint32_t* block_offset) {
+  const FlatInst& in = m.insts[i];
+  return block_offset[m.operands[in.first_operand + in.operand_count - 1].index];
+}
+KILN_HD inline uint32_t invoke_action(const FlatModuleView& m, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  return action_of(landing_pad_kind(m, m.operands[in.first_operand + in.operand_count - 1].index));
 }
 
 // The header's size, and the header written (when w.out is set), for a call-site
@@ -123,15 +138,24 @@ KILN_HD inline uint32_t function_call_sites(const FlatModuleView& m, uint32_t fn
                                             bool* typed) {
   const FlatFunction& f = m.functions[fn];
   uint32_t table = 0, cursor = 0, last_call = 0;
+  // The open run: its first invoke's call start, its last one's end, its pad and action,
+  // and the calls before it as they were when it began.
+  uint32_t run_begin = 0, run_end = 0, run_pad = 0, run_action = 0, run_cursor = 0, run_last_call = 0;
   for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
     const FlatInst& in = m.insts[i];
     if (in.op == kOpLandingPad && in.aux != kLandingPadCleanup) *typed = true;
     if (may_unwind(in)) last_call = inst_offset[i] + 1;
     if (in.op != kOpInvoke) continue;
     const uint32_t begin = inst_offset[i] + call_begin[i], end = inst_offset[i] + call_end[i];
-    table += invoke_call_sites(m, i, begin, end, cursor, last_call, block_offset, w);
-    cursor = end;
+    const uint32_t pad = invoke_pad(m, i, block_offset);
+    if (!joins_run(run_end, run_pad, last_call, pad)) {
+      if (run_end) table += run_call_sites(run_begin, run_end, run_pad, run_action, run_cursor, run_last_call, w);
+      run_begin = begin, run_pad = pad, run_action = invoke_action(m, i), run_cursor = cursor,
+      run_last_call = last_call;
+    }
+    run_end = cursor = end;
   }
+  if (run_end) table += run_call_sites(run_begin, run_end, run_pad, run_action, run_cursor, run_last_call, w);
   if (last_call > cursor) {  // calls after the last invoke unwind on without a landing pad
     table += call_site_size(cursor, code_size - cursor, 0, 0);
     if (w.out) put_call_site(w, cursor, code_size - cursor, 0, 0);

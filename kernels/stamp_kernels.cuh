@@ -64,27 +64,41 @@ __global__ void stamp_encode_prologue_kernel(FlatModuleView m, StampLayout l, ui
 }
 
 // LSDAs in the wide form (stamp_wide.h).
-__global__ void wide_invoke_end_kernel(FlatModuleView m, const uint32_t* inst_offset, const uint32_t* call_end,
-                                       uint32_t* invoke_end, uint32_t* call_at) {
+__global__ void wide_invoke_key_kernel(FlatModuleView m, const uint32_t* inst_offset, const uint32_t* call_end,
+                                       const uint32_t* block_offset, uint64_t* invoke_key, uint32_t* call_at) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < m.inst_count)
-    invoke_end[i] = wide_invoke_end(m, i, inst_offset, call_end), call_at[i] = wide_call_at(m, i, inst_offset);
+  if (i < m.inst_count) {
+    invoke_key[i] = wide_invoke_key(m, i, inst_offset, call_end, block_offset);
+    call_at[i] = wide_call_at(m, i, inst_offset);
+  }
 }
 
 struct MaxOf {
   __host__ __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return a > b ? a : b; }
 };
+struct MaxOf64 {
+  __host__ __device__ uint64_t operator()(uint64_t a, uint64_t b) const { return a > b ? a : b; }
+};
+
+__global__ void wide_run_mark_kernel(FlatModuleView m, const uint64_t* invoke_key, const uint64_t* previous_key,
+                                     const uint32_t* last_call, uint32_t* run_mark) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m.inst_count) run_mark[i] = wide_run_mark(i, invoke_key[i], previous_key[i], last_call[i]);
+}
+
+// run_end zeroed before.
+__global__ void wide_run_end_kernel(FlatModuleView m, const uint64_t* invoke_key, const uint64_t* previous_key,
+                                    const uint32_t* last_call, const uint32_t* run_scan, uint32_t* run_end) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m.inst_count) wide_run_end(i, invoke_key[i], previous_key[i], last_call[i], run_scan[i], run_end);
+}
 
 // Entry bytes and typed counts, each with one more entry (0) for its exclusive sum's total.
-__global__ void wide_lsda_counts_kernel(FlatModuleView m, const uint32_t* inst_offset, const uint32_t* block_offset,
-                                        const uint32_t* call_begin, const uint32_t* call_end,
-                                        const uint32_t* previous_end, const uint32_t* last_call, uint32_t* bytes,
-                                        uint32_t* typed) {
+__global__ void wide_lsda_counts_kernel(FlatModuleView m, WideLsdaScans scans, const uint32_t* inst_offset,
+                                        const uint32_t* call_begin, uint32_t* bytes, uint32_t* typed) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i == 0) bytes[m.inst_count] = typed[m.inst_count] = 0;
-  if (i < m.inst_count)
-    wide_lsda_counts(m, i, inst_offset, block_offset, call_begin, call_end, previous_end[i], last_call[i], bytes,
-                     typed);
+  if (i < m.inst_count) wide_lsda_counts(m, i, scans, inst_offset, call_begin, bytes, typed);
 }
 
 // Over the selected functions (those with a personality): `selected` of them, their
@@ -107,12 +121,10 @@ __global__ void wide_lsda_function_kernel(FlatModuleView m, const uint32_t* sele
 }
 
 __global__ void wide_lsda_invoke_kernel(FlatModuleView m, WideLsdaScans scans, const uint32_t* inst_offset,
-                                        const uint32_t* block_offset, const uint32_t* call_begin,
-                                        const uint32_t* call_end, const uint32_t* code_size, uint8_t* lsda,
+                                        const uint32_t* call_begin, const uint32_t* code_size, uint8_t* lsda,
                                         const uint32_t* lsda_start) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < m.inst_count)
-    wide_lsda_invoke(m, i, scans, inst_offset, block_offset, call_begin, call_end, code_size, lsda, lsda_start);
+  if (i < m.inst_count) wide_lsda_invoke(m, i, scans, inst_offset, call_begin, code_size, lsda, lsda_start);
 }
 
 // The per-function stages in their wide form (stamp_wide.h): one thread per

@@ -16,7 +16,8 @@
 //            wide_frame_inst (i), wide_frame_function (fn)
 //   offsets: exclusive sums of sizes and relocation counts over all instructions
 //            wide_offsets_inst (i), wide_offsets_block (b), wide_offsets_function (fn)
-//   LSDAs:   wide_invoke_end (i), wide_call_at (i), two exclusive max-scans by function
+//   LSDAs:   wide_invoke_key (i), wide_call_at (i), two exclusive max-scans by function
+//            wide_run_mark (i), exclusive max-scan by function, wide_run_end (i)
 //            wide_lsda_counts (i), two exclusive sums over all instructions
 //            wide_lsda_size (fn), exclusive sum over functions
 //            wide_lsda_function (fn), wide_lsda_invoke (i)
@@ -183,57 +184,87 @@ KILN_HD inline void wide_offsets_function(const FlatModuleView& m, uint32_t fn, 
 namespace kiln {
 
 // LSDAs (stamp_lsda) per instruction. A function's call-site table lists, in order,
-// each invoke's call and, where a call lies in it, the gap before it; with two
-// max-scans and two sums over instructions every invoke knows where its entries go:
-//   invoke_end:   an invoke's call end (function-relative), 0 for other instructions;
-//                 its exclusive max-scan by function is the previous invoke's end
-//                 (offsets grow within a function), where a gap would begin
+// each run of invokes (stamp_eh.h) and, where a call lies in it, the gap before it;
+// with three max-scans, a scatter and two sums over instructions every invoke knows
+// whether it starts a run, where the run ends, and where its entries go:
+//   invoke_key:   an invoke's call end (function-relative) << 32 | its landing pad, 0 for
+//                 other instructions; its exclusive max-scan by function is the previous
+//                 invoke's (offsets grow within a function): where a gap would begin,
+//                 and the pad a run continues with
 //   call_at:      1 + the offset of a call that may unwind, 0 for other instructions;
 //                 its exclusive max-scan by function is the latest call before, which
 //                 lies in the gap when it is past the previous invoke's end
-//   bytes:        an invoke's entries' bytes (its call, and the gap before it), exclusive sum
+//   run_mark:     i + 1 for an invoke that starts a run, 0 for others; its exclusive
+//                 max-scan by function names the run a joining invoke belongs to
+//   run_end:      per run (at its first invoke's index): the max of its calls' ends
+//   bytes:        a run's entries' bytes (its calls, and the gap before it), exclusive sum
 //   typed:        1 per landing pad with a catch or filter clause, exclusive sum
 KILN_HD inline bool wide_has_table(const FlatModuleView& m, uint32_t i) {
   return (m.functions[function_of(m, i)].flags & kFnHasPersonality) != 0;
 }
 
-KILN_HD inline uint32_t wide_invoke_end(const FlatModuleView& m, uint32_t i, const uint32_t* inst_offset,
-                                        const uint32_t* call_end) {
-  return m.insts[i].op == kOpInvoke && wide_has_table(m, i) ? inst_offset[i] + call_end[i] : 0;
+KILN_HD inline uint64_t wide_invoke_key(const FlatModuleView& m, uint32_t i, const uint32_t* inst_offset,
+                                        const uint32_t* call_end, const uint32_t* block_offset) {
+  if (m.insts[i].op != kOpInvoke || !wide_has_table(m, i)) return 0;
+  return (uint64_t(inst_offset[i] + call_end[i]) << 32) | invoke_pad(m, i, block_offset);
 }
+KILN_HD inline uint32_t key_end(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
+KILN_HD inline uint32_t key_pad(uint64_t key) { return static_cast<uint32_t>(key); }
 
 KILN_HD inline uint32_t wide_call_at(const FlatModuleView& m, uint32_t i, const uint32_t* inst_offset) {
   return may_unwind(m.insts[i]) && wide_has_table(m, i) ? inst_offset[i] + 1 : 0;
 }
 
-// Entry bytes and typed count of instruction i; `previous_end` and `last_call` are the
-// max-scans' values.
-KILN_HD inline void wide_lsda_counts(const FlatModuleView& m, uint32_t i, const uint32_t* inst_offset,
-                                     const uint32_t* block_offset, const uint32_t* call_begin,
-                                     const uint32_t* call_end, uint32_t previous_end, uint32_t last_call,
-                                     uint32_t* bytes, uint32_t* typed) {
-  const FlatInst& in = m.insts[i];
-  const bool table = wide_has_table(m, i);
-  LsdaWriter measure{nullptr, 0};
-  bytes[i] = table && in.op == kOpInvoke
-      ? invoke_call_sites(m, i, inst_offset[i] + call_begin[i], inst_offset[i] + call_end[i], previous_end, last_call,
-                          block_offset, measure)
-      : 0;
-  typed[i] = table && in.op == kOpLandingPad && in.aux != kLandingPadCleanup ? 1 : 0;
+// Whether invoke i (invoke_key nonzero) joins the previous invoke's run.
+KILN_HD inline bool wide_joins_run(uint64_t invoke_key, uint64_t previous_key, uint32_t last_call) {
+  return joins_run(key_end(previous_key), key_pad(previous_key), last_call, key_pad(invoke_key));
+}
+
+KILN_HD inline uint32_t wide_run_mark(uint32_t i, uint64_t invoke_key, uint64_t previous_key, uint32_t last_call) {
+  return invoke_key && !wide_joins_run(invoke_key, previous_key, last_call) ? i + 1 : 0;
+}
+
+// Adds invoke i's call end to its run's end (run_end starts at 0; `run_mark` is the
+// exclusive max-scan of the marks).
+KILN_HD inline void wide_run_end(uint32_t i, uint64_t invoke_key, uint64_t previous_key, uint32_t last_call,
+                                 uint32_t run_mark, uint32_t* run_end) {
+  if (!invoke_key) return;
+  const uint32_t first = wide_joins_run(invoke_key, previous_key, last_call) ? run_mark - 1 : i;
+#if defined(__CUDA_ARCH__)
+  atomicMax(&run_end[first], key_end(invoke_key));
+#else
+  run_end[first] = key_end(invoke_key) > run_end[first] ? key_end(invoke_key) : run_end[first];
+#endif
 }
 
 struct WideLsdaScans {
-  const uint32_t* previous_end;  // exclusive max-scan of invoke_end by function
-  const uint32_t* invoke_end;
-  const uint32_t* last_call;  // exclusive max-scan of call_at by function
+  const uint64_t* invoke_key;
+  const uint64_t* previous_key;  // exclusive max-scan of invoke_key by function
   const uint32_t* call_at;
+  const uint32_t* last_call;  // exclusive max-scan of call_at by function
+  const uint32_t* run_end;    // at each run's first invoke
   const uint32_t* bytes_sum;  // exclusive sums over all instructions, one more entry
   const uint32_t* typed_sum;
 };
 
+// Entry bytes and typed count of instruction i; at a run's first invoke, the run's
+// entries, else none.
+KILN_HD inline void wide_lsda_counts(const FlatModuleView& m, uint32_t i, const WideLsdaScans& s,
+                                     const uint32_t* inst_offset, const uint32_t* call_begin, uint32_t* bytes,
+                                     uint32_t* typed) {
+  const FlatInst& in = m.insts[i];
+  const uint64_t key = s.invoke_key[i];
+  LsdaWriter measure{nullptr, 0};
+  bytes[i] = key && !wide_joins_run(key, s.previous_key[i], s.last_call[i])
+      ? run_call_sites(inst_offset[i] + call_begin[i], s.run_end[i], key_pad(key), invoke_action(m, i),
+                       key_end(s.previous_key[i]), s.last_call[i], measure)
+      : 0;
+  typed[i] = wide_has_table(m, i) && in.op == kOpLandingPad && in.aux != kLandingPadCleanup ? 1 : 0;
+}
+
 // A function's table: its shape, as stamp_lsda lays it out.
 struct LsdaShape {
-  uint32_t invokes;   // the invokes' entries' bytes
+  uint32_t runs;      // the runs' entries' bytes
   uint32_t last_end;  // where the last invoke's call ends (0: none)
   bool tail;          // an entry after the last invoke: a call lies there
   bool typed;
@@ -246,13 +277,14 @@ KILN_HD inline LsdaShape wide_lsda_shape(const FlatModuleView& m, uint32_t fn, c
   LsdaShape l{};
   uint32_t last_call = 0;
   if (f.inst_count) {
-    l.last_end = s.invoke_end[end - 1] > s.previous_end[end - 1] ? s.invoke_end[end - 1] : s.previous_end[end - 1];
+    const uint64_t key = s.invoke_key[end - 1] > s.previous_key[end - 1] ? s.invoke_key[end - 1] : s.previous_key[end - 1];
+    l.last_end = key_end(key);
     last_call = s.call_at[end - 1] > s.last_call[end - 1] ? s.call_at[end - 1] : s.last_call[end - 1];
   }
-  l.invokes = s.bytes_sum[end] - s.bytes_sum[first];
+  l.runs = s.bytes_sum[end] - s.bytes_sum[first];
   l.tail = last_call > l.last_end;
   l.typed = s.typed_sum[end] != s.typed_sum[first];
-  l.table = l.invokes + (l.tail ? call_site_size(l.last_end, code_size - l.last_end, 0, 0) : 0);
+  l.table = l.runs + (l.tail ? call_site_size(l.last_end, code_size - l.last_end, 0, 0) : 0);
   l.header = lsda_header_size(l.table, l.typed);
   l.size = l.header + l.table + (l.typed ? 9 : 0);
   return l;
@@ -270,23 +302,23 @@ KILN_HD inline void wide_lsda_function(const FlatModuleView& m, uint32_t fn, con
   const LsdaShape l = wide_lsda_shape(m, fn, s, code_size);
   LsdaWriter w{out, 0};
   put_lsda_header(w, l.table, l.typed);
-  w.pos = l.header + l.invokes;
+  w.pos = l.header + l.runs;
   if (l.tail) put_call_site(w, l.last_end, code_size - l.last_end, 0, 0);
   if (l.typed) put_lsda_types(w);
 }
 
-// An invoke's entries: the gap before it (where a call lies in it) and its call.
+// A run's entries, written by its first invoke: the gap before it (where a call lies
+// in it) and the run's calls.
 KILN_HD inline void wide_lsda_invoke(const FlatModuleView& m, uint32_t i, const WideLsdaScans& s,
-                                     const uint32_t* inst_offset, const uint32_t* block_offset,
-                                     const uint32_t* call_begin, const uint32_t* call_end, const uint32_t* code_size,
-                                     uint8_t* lsda, const uint32_t* lsda_start) {
-  const FlatInst& in = m.insts[i];
-  if (in.op != kOpInvoke || !wide_has_table(m, i)) return;
+                                     const uint32_t* inst_offset, const uint32_t* call_begin,
+                                     const uint32_t* code_size, uint8_t* lsda, const uint32_t* lsda_start) {
+  const uint64_t key = s.invoke_key[i];
+  if (!key || wide_joins_run(key, s.previous_key[i], s.last_call[i])) return;
   const uint32_t fn = function_of(m, i), first = m.functions[fn].first_inst;
   const LsdaShape l = wide_lsda_shape(m, fn, s, code_size[fn]);
   LsdaWriter w{lsda + lsda_start[fn], l.header + (s.bytes_sum[i] - s.bytes_sum[first])};
-  invoke_call_sites(m, i, inst_offset[i] + call_begin[i], inst_offset[i] + call_end[i], s.previous_end[i],
-                    s.last_call[i], block_offset, w);
+  run_call_sites(inst_offset[i] + call_begin[i], s.run_end[i], key_pad(key), invoke_action(m, i),
+                 key_end(s.previous_key[i]), s.last_call[i], w);
 }
 
 }  // namespace kiln

@@ -127,8 +127,9 @@ struct StampScratch {
   std::vector<uint8_t> home;
   std::vector<uint64_t> frame_keys;
   std::vector<FrameStep> frame_scan;
-  std::vector<uint32_t> accesses, position, size_sum, reloc_sum, invoke_end, previous_end, call_at, last_call,
+  std::vector<uint32_t> accesses, position, size_sum, reloc_sum, call_at, last_call, run_mark, run_scan, run_end,
       lsda_bytes, lsda_typed, bytes_sum, typed_sum;
+  std::vector<uint64_t> invoke_key, previous_key;
   std::vector<EncodeCache> caches;  // per worker
   std::vector<uint32_t> code_at, reloc_at, fn_worker;
 };
@@ -189,28 +190,37 @@ void wide_offsets(const FlatModuleView& m, StampScratch& s, const uint32_t* prol
 WideLsdaScans wide_lsda_scans(const FlatModuleView& m, StampScratch& s, const uint32_t* inst_offset,
                               const uint32_t* block_offset, const uint32_t* call_begin, const uint32_t* call_end) {
   const uint32_t N = m.inst_count;
-  uint32_t* invoke_end = at_least(s.invoke_end, N);
-  uint32_t* previous_end = at_least(s.previous_end, N);
+  uint64_t* invoke_key = at_least(s.invoke_key, N);
+  uint64_t* previous_key = at_least(s.previous_key, N);
   uint32_t* call_at = at_least(s.call_at, N);
   uint32_t* last_call = at_least(s.last_call, N);
+  uint32_t* run_mark = at_least(s.run_mark, N);
+  uint32_t* run_scan = at_least(s.run_scan, N);
+  uint32_t* run_end = at_least(s.run_end, N);
   uint32_t* bytes = at_least(s.lsda_bytes, N);
   uint32_t* typed = at_least(s.lsda_typed, N);
   uint32_t* bytes_sum = at_least(s.bytes_sum, size_t(N) + 1);
   uint32_t* typed_sum = at_least(s.typed_sum, size_t(N) + 1);
-  for (uint32_t i = 0; i < N; ++i)
-    invoke_end[i] = wide_invoke_end(m, i, inst_offset, call_end), call_at[i] = wide_call_at(m, i, inst_offset);
-  for (uint32_t i = 0; i < N; ++i) {  // two exclusive max-scans by function, from 0
-    bool first = i == 0 || function_of(m, i) != function_of(m, i - 1);
-    previous_end[i] = first ? 0 : std::max(previous_end[i - 1], invoke_end[i - 1]);
+  for (uint32_t i = 0; i < N; ++i) {
+    invoke_key[i] = wide_invoke_key(m, i, inst_offset, call_end, block_offset);
+    call_at[i] = wide_call_at(m, i, inst_offset);
+  }
+  auto first_of_function = [&m](uint32_t i) { return i == 0 || function_of(m, i) != function_of(m, i - 1); };
+  for (uint32_t i = 0; i < N; ++i) {  // exclusive max-scans by function, from 0
+    const bool first = first_of_function(i);
+    previous_key[i] = first ? 0 : std::max(previous_key[i - 1], invoke_key[i - 1]);
     last_call[i] = first ? 0 : std::max(last_call[i - 1], call_at[i - 1]);
   }
-  for (uint32_t i = 0; i < N; ++i)
-    wide_lsda_counts(m, i, inst_offset, block_offset, call_begin, call_end, previous_end[i], last_call[i], bytes,
-                     typed);
+  for (uint32_t i = 0; i < N; ++i) run_mark[i] = wide_run_mark(i, invoke_key[i], previous_key[i], last_call[i]);
+  for (uint32_t i = 0; i < N; ++i) run_scan[i] = first_of_function(i) ? 0 : std::max(run_scan[i - 1], run_mark[i - 1]);
+  std::fill(run_end, run_end + N, 0u);
+  for (uint32_t i = 0; i < N; ++i) wide_run_end(i, invoke_key[i], previous_key[i], last_call[i], run_scan[i], run_end);
+  const WideLsdaScans scans{invoke_key, previous_key, call_at, last_call, run_end, bytes_sum, typed_sum};
+  for (uint32_t i = 0; i < N; ++i) wide_lsda_counts(m, i, scans, inst_offset, call_begin, bytes, typed);
   bytes_sum[0] = typed_sum[0] = 0;
   for (uint32_t i = 0; i < N; ++i)
     bytes_sum[i + 1] = bytes_sum[i] + bytes[i], typed_sum[i + 1] = typed_sum[i] + typed[i];
-  return WideLsdaScans{previous_end, invoke_end, last_call, call_at, bytes_sum, typed_sum};
+  return scans;
 }
 
 }  // namespace
@@ -366,8 +376,8 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
       if (out.lsda_size[fn])
         wide_lsda_function(m, fn, lsda_scans, out.code_size[fn], out.lsda.data() + out.lsda_start[fn]);
     for (uint32_t i = 0; i < N; ++i)
-      wide_lsda_invoke(m, i, lsda_scans, inst_offset, block_offset, call_begin, call_end, out.code_size.data(),
-                       out.lsda.data(), out.lsda_start.data());
+      wide_lsda_invoke(m, i, lsda_scans, inst_offset, call_begin, out.code_size.data(), out.lsda.data(),
+                       out.lsda_start.data());
   } else {
     stage_for(F, threads, [&](uint32_t fn) {
       if (out.lsda_size[fn] &&

@@ -408,13 +408,14 @@ class CudaStampExecutor final : public StampGpuExecutor {
     CUDA_CHECK(cudaEventRecord(events_[5], stream_));
   }
 
-  // An exclusive max-scan by function, from 0 (b_.fn_of the keys).
-  void max_scan_by_function(const uint32_t* in, uint32_t* out, uint32_t n) {
+  // An exclusive max-scan by function, from `init` (b_.fn_of the keys).
+  template <class T, class Max>
+  void max_scan_by_function(const T* in, T* out, uint32_t n, Max max, T init) {
     size_t temp_bytes = 0;
-    CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(nullptr, temp_bytes, b_.fn_of, in, out, MaxOf{}, 0u, n,
+    CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(nullptr, temp_bytes, b_.fn_of, in, out, max, init, n,
                                                    cuda::std::equal_to<uint32_t>{}, stream_));
     void* temp = cub_temp_.reserve(std::max<size_t>(temp_bytes, 1));
-    CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(temp, temp_bytes, b_.fn_of, in, out, MaxOf{}, 0u, n,
+    CUDA_CHECK(cub::DeviceScan::ExclusiveScanByKey(temp, temp_bytes, b_.fn_of, in, out, max, init, n,
                                                    cuda::std::equal_to<uint32_t>{}, stream_));
     ++launches_;
   }
@@ -423,24 +424,37 @@ class CudaStampExecutor final : public StampGpuExecutor {
   void size_lsda() {
     const uint32_t N = b_.N, F = b_.F;
     const FlatModuleView& m = b_.m;
-    uint32_t* lsda_work = lsda_work_.as<uint32_t>(8 * (size_t(N) + 1));
-    uint32_t *invoke_end = lsda_work, *previous_end = lsda_work + (N + 1), *bytes = lsda_work + 2 * (N + 1),
-             *typed = lsda_work + 3 * (N + 1), *bytes_sum = lsda_work + 4 * (N + 1),
-             *typed_sum = lsda_work + 5 * (N + 1), *call_at = lsda_work + 6 * (N + 1),
-             *last_call = lsda_work + 7 * (N + 1);
-    wide_invoke_end_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, b_.inst_offset, b_.call_end, invoke_end,
-                                                                    call_at);
+    // Nine 32-bit arrays of N + 1, then two 64-bit ones of N (8-byte aligned: N + 1 is
+    // rounded up to even).
+    const size_t n1 = (size_t(N) + 2) & ~size_t(1);
+    uint32_t* lsda_work = lsda_work_.as<uint32_t>(9 * n1 + 4 * size_t(N) + 2);
+    uint32_t *call_at = lsda_work, *last_call = lsda_work + n1, *run_mark = lsda_work + 2 * n1,
+             *run_scan = lsda_work + 3 * n1, *run_end = lsda_work + 4 * n1, *bytes = lsda_work + 5 * n1,
+             *typed = lsda_work + 6 * n1, *bytes_sum = lsda_work + 7 * n1, *typed_sum = lsda_work + 8 * n1;
+    uint64_t* invoke_key = reinterpret_cast<uint64_t*>(lsda_work + 9 * n1);
+    uint64_t* previous_key = invoke_key + N;
+    wide_invoke_key_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, b_.inst_offset, b_.call_end, b_.block_offset,
+                                                                    invoke_key, call_at);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
-    max_scan_by_function(invoke_end, previous_end, N);
-    max_scan_by_function(call_at, last_call, N);
-    wide_lsda_counts_kernel<<<blocks_for(N + 1), kThreads, 0, stream_>>>(
-        m, b_.inst_offset, b_.block_offset, b_.call_begin, b_.call_end, previous_end, last_call, bytes, typed);
+    max_scan_by_function(invoke_key, previous_key, N, MaxOf64{}, uint64_t(0));
+    max_scan_by_function(call_at, last_call, N, MaxOf{}, 0u);
+    wide_run_mark_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, invoke_key, previous_key, last_call, run_mark);
+    ++launches_;
+    CUDA_CHECK(cudaGetLastError());
+    max_scan_by_function(run_mark, run_scan, N, MaxOf{}, 0u);
+    CUDA_CHECK(cudaMemsetAsync(run_end, 0, std::max<uint32_t>(N, 1) * sizeof(uint32_t), stream_));
+    wide_run_end_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(m, invoke_key, previous_key, last_call, run_scan,
+                                                                 run_end);
+    ++launches_;
+    CUDA_CHECK(cudaGetLastError());
+    b_.lsda_scans = WideLsdaScans{invoke_key, previous_key, call_at, last_call, run_end, bytes_sum, typed_sum};
+    wide_lsda_counts_kernel<<<blocks_for(N + 1), kThreads, 0, stream_>>>(m, b_.lsda_scans, b_.inst_offset,
+                                                                         b_.call_begin, bytes, typed);
     ++launches_;
     CUDA_CHECK(cudaGetLastError());
     exclusive_scan(bytes, bytes_sum, N + 1);
     exclusive_scan(typed, typed_sum, N + 1);
-    b_.lsda_scans = WideLsdaScans{previous_end, invoke_end, last_call, call_at, bytes_sum, typed_sum};
     CUDA_CHECK(cudaMemsetAsync(b_.lsda_size, 0, F * sizeof(uint32_t), stream_));
     wide_lsda_size_kernel<<<blocks_for(F), kThreads, 0, stream_>>>(m, b_.selected, b_.selected_count, b_.lsda_scans,
                                                                    b_.code_size, b_.lsda_size);
@@ -473,8 +487,8 @@ class CudaStampExecutor final : public StampGpuExecutor {
                                                                          b_.lsda_scans, b_.code_size, b_.lsda,
                                                                          b_.lsda_start);
       wide_lsda_invoke_kernel<<<blocks_for(N), kThreads, 0, stream_>>>(b_.m, b_.lsda_scans, b_.inst_offset,
-                                                                       b_.block_offset, b_.call_begin, b_.call_end,
-                                                                       b_.code_size, b_.lsda, b_.lsda_start);
+                                                                       b_.call_begin, b_.code_size, b_.lsda,
+                                                                       b_.lsda_start);
       launches_ += 2;
     }
     CUDA_CHECK(cudaGetLastError());
