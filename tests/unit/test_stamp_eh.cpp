@@ -65,6 +65,26 @@ pad:
   %l = landingpad { ptr, i32 } cleanup
   resume { ptr, i32 } %l
 }
+; Two invokes with the same landing pad and a plain call between them: the call must
+; unwind past this frame without running the cleanup (which prints "note -99").
+declare void @_Z4notei(i32)
+define i32 @same_pad(i32 %x) personality ptr @__gxx_personality_v0 {
+entry:
+  %a = invoke i32 @_Z9may_throwi(i32 %x) to label %b1 unwind label %pad
+b1:
+  %x2 = sub i32 %x, 10
+  %b = call i32 @_Z9may_throwi(i32 %x2)
+  %x3 = sub i32 %x, 20
+  %c = invoke i32 @_Z9may_throwi(i32 %x3) to label %b2 unwind label %pad
+b2:
+  %s = add i32 %a, %b
+  %t = add i32 %s, %c
+  ret i32 %t
+pad:
+  %l = landingpad { ptr, i32 } cleanup
+  call void @_Z4notei(i32 -99)
+  resume { ptr, i32 } %l
+}
 )";
 
 const char* kEhMain = R"(
@@ -79,6 +99,7 @@ int may_throw(int x) {
 void note(int x) { std::printf("note %d ", x); }
 int mixed(int); int one_pad(int); int caught(int); int no_invokes(int);
 extern "C" int resumes(int);
+extern "C" int same_pad(int);
 template <class F> void run(const char* name, F f, int x) {
   try {
     std::printf("%s(%d) = %d\n", name, x, f(x));
@@ -93,6 +114,7 @@ int main() {
     run("caught", caught, x);
     run("no_invokes", no_invokes, x);
     run("resumes", resumes, x);
+    run("same_pad", same_pad, x);
   }
 }
 )";
@@ -140,4 +162,6 @@ TEST_CASE("exceptions unwind through stamp's frames from every kind of call site
   CHECK(outputs[0].find("caught(15) = -1") != std::string::npos);
   CHECK(outputs[0].find("no_invokes(2) threw -3") != std::string::npos);
   CHECK(outputs[0].find("resumes(-1) threw -1") != std::string::npos);
+  CHECK(outputs[0].find("same_pad(5) threw -5") != std::string::npos);  // no cleanup for the plain call
+  CHECK(outputs[0].find("note -99 same_pad(15) threw -5") != std::string::npos);
 }
