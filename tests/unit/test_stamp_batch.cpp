@@ -120,6 +120,28 @@ define void @plain(i64 %v) {
   call void @may_throw(i64 %v)
   ret void
 }
+
+; A run of invokes with one landing pad, broken by a call between two of them; and a
+; table with no invoke, only a call.
+define void @broken_run(i64 %v) personality ptr @__gxx_personality_v0 {
+entry:
+  invoke void @may_throw(i64 1) to label %a unwind label %lp
+a:
+  call void @may_throw(i64 2)
+  invoke void @may_throw(i64 3) to label %b unwind label %lp
+b:
+  invoke void @may_throw(i64 4) to label %c unwind label %lp
+c:
+  ret void
+lp:
+  %l = landingpad { ptr, i32 } cleanup
+  resume { ptr, i32 } %l
+}
+
+define void @calls_only(i64 %v) personality ptr @__gxx_personality_v0 {
+  call void @may_throw(i64 %v)
+  ret void
+}
 )";
 
 // A frame with every kind of item (stamp_frame): a large alloca touched once before a
@@ -231,7 +253,7 @@ TEST_CASE("the GPU's form of the per-function stages gives the per-function form
   e.add(kiln_test::kAddIr, "add.bc");
   e.add(kFrameIr, "frame.bc");
   e.add(kTablesIr, "tables.bc");
-  REQUIRE(e.modules.back().stamp_function_count == 2);
+  REQUIRE(e.modules.back().stamp_function_count == 4);
   REQUIRE(!run_stamp_cpu(e.modules.back().flat.view(), 1).lsda.empty());
   for (const FlatExport& m : e.modules)
     kiln_test::check_same_output(run_stamp_cpu(m.flat.view(), 1, StampForm::wide), run_stamp_cpu(m.flat.view(), 1));
