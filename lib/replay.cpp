@@ -311,6 +311,7 @@ StageSums sum_round(const RoundResult& r) {
       s.functions_stamp += e.functions_stamp;
       s.functions += e.functions;
       s.text_bytes += e.text_bytes;
+      s.object_bytes += e.object_bytes;
       s.modules++;
     } else {
       s.failed++;
@@ -547,6 +548,7 @@ StampVsLlvm compare_round_sums(const std::vector<StageSums>& llvm, const std::ve
   c.export_rate = first.instructions / std::max(1e-12, first.flat_export);
   c.parse_rate = first.instructions / std::max(1e-12, first.parse);
   c.text_ratio = l.text_bytes ? static_cast<double>(st.text_bytes) / static_cast<double>(l.text_bytes) : 0;
+  c.object_ratio = l.object_bytes ? static_cast<double>(st.object_bytes) / static_cast<double>(l.object_bytes) : 0;
   return c;
 }
 
@@ -703,6 +705,7 @@ void json_services(JsonWriter& w, const ReplaySummary& sum) {
           .field("functions_stamp", sums.functions_stamp)
           .field("instructions_stamp", sums.instructions_stamp)
           .field("text_bytes", sums.text_bytes)
+          .field("object_bytes", sums.object_bytes)
           .field("kernel_launches", sums.kernel_launches)
           .field("gpu_upload", sums.gpu_upload)
           .field("gpu_kernels", sums.gpu_kernels)
@@ -731,6 +734,7 @@ void json_stamp_vs_llvm(JsonWriter& w, const StampVsLlvm& c) {
       .field("flat_export_instructions_per_second", c.export_rate)
       .field("parse_instructions_per_second", c.parse_rate)
       .field("text_ratio", c.text_ratio)
+      .field("object_ratio", c.object_ratio)
       .field("stamp_stages_seconds", st.stages)
       .field("stamp_elf_seconds", st.elf)
       .key("reader")
@@ -856,14 +860,14 @@ std::string table_stamp_vs_llvm(const ReplaySummary& sum) {
       "objects\n"
       "  end to end per module, stamp + llvm fallback vs llvm alone: %.2fx (ld.lld -r combining not included)\n"
       "  flat export %.2f M instr/s, LLVM bitcode parsing %.2f M instr/s (both once per worker)\n"
-      "  .text: stamp + fallback %.2fx the size of llvm's\n"
+      "  .text: stamp + fallback %.2fx the size of llvm's; whole objects %.2fx\n"
       "  direct reader: read %llu of %llu modules (every function), took %llu whole without LLVM; read + export "
       "%.1fx faster than LLVM's parse + export; bitcode to object %.1fx faster than LLVM's parse + codegen\n",
       c.last_round, 100.0 * st.instructions_stamp / std::max<uint64_t>(1, st.instructions),
       100.0 * st.functions_stamp / std::max<uint64_t>(1, st.functions), c.stamp_rate / 1e6, sum.profile.c_str(),
       c.llvm_rate / 1e6, c.stamp_rate / c.llvm_rate, 100.0 * st.stages / std::max(1e-12, st.codegen),
       st.instructions_stamp / std::max(1e-12, st.stages) / 1e6, 100.0 * st.elf / std::max(1e-12, st.codegen),
-      c.end_to_end, c.export_rate / 1e6, c.parse_rate / 1e6, c.text_ratio, (unsigned long long)c.modules_read,
+      c.end_to_end, c.export_rate / 1e6, c.parse_rate / 1e6, c.text_ratio, c.object_ratio, (unsigned long long)c.modules_read,
       (unsigned long long)c.modules, (unsigned long long)c.modules_direct, c.read_speedup, c.direct_end_to_end);
   return block;
 }

@@ -46,6 +46,7 @@ StageSums read_sums(Element round) {
   s.failed = count(round, "modules_failed"), s.functions = count(round, "functions");
   s.functions_stamp = count(round, "functions_stamp"), s.instructions_stamp = count(round, "instructions_stamp");
   s.text_bytes = count(round, "text_bytes"), s.kernel_launches = count(round, "kernel_launches");
+  s.object_bytes = count(round, "object_bytes");
   s.gpu_upload = seconds(round, "gpu_upload"), s.gpu_kernels = seconds(round, "gpu_kernels");
   s.gpu_download = seconds(round, "gpu_download");
   return s;
@@ -56,7 +57,7 @@ void add_sums(StageSums& a, const StageSums& b) {
   a.direct_export += b.direct_export, a.clone += b.clone, a.codegen += b.codegen, a.fallback += b.fallback;
   a.stages += b.stages, a.elf += b.elf, a.instructions += b.instructions, a.modules += b.modules;
   a.failed += b.failed, a.functions += b.functions, a.functions_stamp += b.functions_stamp;
-  a.instructions_stamp += b.instructions_stamp, a.text_bytes += b.text_bytes;
+  a.instructions_stamp += b.instructions_stamp, a.text_bytes += b.text_bytes, a.object_bytes += b.object_bytes;
   a.kernel_launches += b.kernel_launches, a.gpu_upload += b.gpu_upload, a.gpu_kernels += b.gpu_kernels;
   a.gpu_download += b.gpu_download;
 }

@@ -18,7 +18,7 @@ struct StageSums {
   double bitcode_read = 0, direct_export = 0;
   uint64_t modules_direct = 0, modules_read_directly = 0;
   uint64_t instructions = 0, modules = 0, failed = 0, instructions_stamp = 0, functions_stamp = 0, functions = 0;
-  uint64_t text_bytes = 0, kernel_launches = 0;
+  uint64_t text_bytes = 0, object_bytes = 0, kernel_launches = 0;
   double gpu_upload = 0, gpu_kernels = 0, gpu_download = 0;
 };
 
@@ -52,6 +52,7 @@ struct StampVsLlvm {
   int last_round = 0;  // the stamp service's
   StageSums st;        // the stamp service's last round, its times the warm medians
   double llvm_rate = 0, stamp_rate = 0, end_to_end = 0, export_rate = 0, parse_rate = 0, text_ratio = 0;
+  double object_ratio = 0;  // whole objects' bytes: symbols, relocations, unwind and exception tables too
   // The direct reader (first round): on the modules it read (module and every function),
   // LLVM's parse plus export against its read plus export; and on the modules it took
   // whole, bitcode to stamp's object (read, export, stages, ELF) against LLVM's parse

@@ -12,6 +12,11 @@ check "the report has per-round stage times and throughput" \
   jq -e '.rounds == 3 and (.services[0].rounds | length) == 3 and .services[0].rounds[0].stages.codegen > 0 and .services[0].rounds[2].instructions_per_second_wall > 0 and .unstable_modules == 0' "$r"
 check "modules are parsed once per worker: later rounds parse less" \
   jq -e '.services[0].rounds[2].stages.parse < .services[0].rounds[0].stages.parse' "$r"
+check "stamp against llvm: whole objects' sizes beside .text, and their ratio" bash -c "
+  kiln-replay '$T/C' --backend stamp,llvm --rounds 1 --report '$T/sizes.json' | grep -q 'whole objects' &&
+  jq -e '[.services[].rounds[0] | .object_bytes > .text_bytes and .text_bytes > 0] == [true, true] and
+         ((.stamp_vs_llvm.object_ratio - .services[0].rounds[0].object_bytes / .services[1].rounds[0].object_bytes)
+          | if . < 0 then -. else . end) < 1e-6' '$T/sizes.json' >/dev/null"
 
 # The GPU service: with a usable GPU its objects must equal the CPU executor's;
 # without one (CI), a clear one-line refusal with exit status 7 before any round.

@@ -52,8 +52,8 @@ check "kiln-replay merge" bash -c "kiln-replay merge '$C' -o '$T/replay-merged.j
 # The figures that are not timings (kiln-replay(1), MERGING): counts, instructions,
 # shares, verdicts; times, rates and speedups removed.
 untimed='del(.time) | .services[].rounds[] |= {round, instructions, modules_ok, modules_failed, functions,
-  functions_stamp, instructions_stamp, text_bytes, kernel_launches}
-  | .stamp_vs_llvm |= {stamp_share_of_instructions, stamp_share_of_functions, text_ratio,
+  functions_stamp, instructions_stamp, text_bytes, object_bytes, kernel_launches}
+  | .stamp_vs_llvm |= {stamp_share_of_instructions, stamp_share_of_functions, text_ratio, object_ratio,
                        reader: (.reader | {modules, modules_read_directly, modules_direct})}'
 check "merged replay report equals the unsharded one, timings aside" \
   diff <(jq -S "$untimed" "$T/replay-whole.json") <(jq -S "$untimed" "$T/replay-merged.json")
