@@ -163,18 +163,31 @@ KILN_HD inline uint32_t function_call_sites(const FlatModuleView& m, uint32_t fn
   return table;
 }
 
-KILN_HD inline uint32_t stamp_lsda(const FlatModuleView& m, uint32_t fn, const uint32_t* inst_offset,
-                                   const uint32_t* block_offset, const uint32_t* call_begin, const uint32_t* call_end,
-                                   uint32_t code_size, uint8_t* out) {
-  bool typed = false;
+// A whole LSDA's size, from its call-site table's bytes.
+KILN_HD inline uint32_t lsda_size(uint32_t table, bool typed) {
+  return lsda_header_size(table, typed) + table + (typed ? 9 : 0);
+}
+
+// Function fn's call-site table: its bytes, and (*typed) whether a catch or filter
+// clause exists. Measured once, so that writing (write_stamp_lsda) walks the function
+// once more only.
+KILN_HD inline uint32_t stamp_lsda_table(const FlatModuleView& m, uint32_t fn, const uint32_t* inst_offset,
+                                         const uint32_t* block_offset, const uint32_t* call_begin,
+                                         const uint32_t* call_end, uint32_t code_size, bool* typed) {
   LsdaWriter measure{nullptr, 0};
-  const uint32_t table =
-      function_call_sites(m, fn, inst_offset, block_offset, call_begin, call_end, code_size, measure, &typed);
-  const uint32_t size = lsda_header_size(table, typed) + table + (typed ? 9 : 0);
-  if (!out) return size;
+  *typed = false;
+  return function_call_sites(m, fn, inst_offset, block_offset, call_begin, call_end, code_size, measure, typed);
+}
+
+// Function fn's LSDA written at out, its table measured already; the bytes written.
+KILN_HD inline uint32_t write_stamp_lsda(const FlatModuleView& m, uint32_t fn, const uint32_t* inst_offset,
+                                         const uint32_t* block_offset, const uint32_t* call_begin,
+                                         const uint32_t* call_end, uint32_t code_size, uint32_t table, bool typed,
+                                         uint8_t* out) {
   LsdaWriter w{out, 0};
   put_lsda_header(w, table, typed);
-  function_call_sites(m, fn, inst_offset, block_offset, call_begin, call_end, code_size, w, &typed);
+  bool seen = false;
+  function_call_sites(m, fn, inst_offset, block_offset, call_begin, call_end, code_size, w, &seen);
   if (typed) put_lsda_types(w);
   return w.pos;
 }

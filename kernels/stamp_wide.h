@@ -183,7 +183,7 @@ KILN_HD inline void wide_offsets_function(const FlatModuleView& m, uint32_t fn, 
 
 namespace kiln {
 
-// LSDAs (stamp_lsda) per instruction. A function's call-site table lists, in order,
+// LSDAs (stamp_eh.h) per instruction. A function's call-site table lists, in order,
 // each run of invokes (stamp_eh.h) and, where a call lies in it, the gap before it;
 // with three max-scans, a scatter and two sums over instructions every invoke knows
 // whether it starts a run, where the run ends, and where its entries go:
@@ -262,7 +262,7 @@ KILN_HD inline void wide_lsda_counts(const FlatModuleView& m, uint32_t i, const 
   typed[i] = wide_has_table(m, i) && in.op == kOpLandingPad && in.aux != kLandingPadCleanup ? 1 : 0;
 }
 
-// A function's table: its shape, as stamp_lsda lays it out.
+// A function's table: its shape, as write_stamp_lsda lays it out.
 struct LsdaShape {
   uint32_t runs;      // the runs' entries' bytes
   uint32_t last_end;  // where the last invoke's call ends (0: none)
@@ -286,7 +286,7 @@ KILN_HD inline LsdaShape wide_lsda_shape(const FlatModuleView& m, uint32_t fn, c
   l.typed = s.typed_sum[end] != s.typed_sum[first];
   l.table = l.runs + (l.tail ? call_site_size(l.last_end, code_size - l.last_end, 0, 0) : 0);
   l.header = lsda_header_size(l.table, l.typed);
-  l.size = l.header + l.table + (l.typed ? 9 : 0);
+  l.size = lsda_size(l.table, l.typed);
   return l;
 }
 

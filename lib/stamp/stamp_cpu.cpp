@@ -130,6 +130,8 @@ struct StampScratch {
   std::vector<uint32_t> accesses, position, size_sum, reloc_sum, call_at, last_call, run_mark, run_scan, run_end,
       lsda_bytes, lsda_typed, bytes_sum, typed_sum;
   std::vector<uint64_t> invoke_key, previous_key;
+  std::vector<uint32_t> lsda_table;
+  std::vector<uint8_t> lsda_typed_fn;
   std::vector<EncodeCache> caches;  // per worker
   std::vector<uint32_t> code_at, reloc_at, fn_worker;
 };
@@ -355,14 +357,19 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   out.lsda_size.assign(F, 0);
   out.lsda_start.assign(F, 0);
   WideLsdaScans lsda_scans{};
+  uint32_t* lsda_table = at_least(scratch.lsda_table, F);  // per function: its call-site table's bytes
+  uint8_t* lsda_typed = at_least(scratch.lsda_typed_fn, F);
   if (form == StampForm::wide) {
     lsda_scans = wide_lsda_scans(m, scratch, inst_offset, block_offset, call_begin, call_end);
     for (uint32_t fn = 0; fn < F; ++fn) out.lsda_size[fn] = wide_lsda_size(m, fn, lsda_scans, out.code_size[fn]);
   } else {
     stage_for(F, threads, [&](uint32_t fn) {
-      if (m.functions[fn].flags & kFnHasPersonality)
-        out.lsda_size[fn] =
-            stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], nullptr);
+      if (!(m.functions[fn].flags & kFnHasPersonality)) return;
+      bool typed = false;
+      lsda_table[fn] =
+          stamp_lsda_table(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], &typed);
+      lsda_typed[fn] = typed;
+      out.lsda_size[fn] = lsda_size(lsda_table[fn], typed);
     });
   }
   uint32_t lsda_total = 0;
@@ -381,8 +388,8 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   } else {
     stage_for(F, threads, [&](uint32_t fn) {
       if (out.lsda_size[fn] &&
-          stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn],
-                     out.lsda.data() + out.lsda_start[fn]) != out.lsda_size[fn])
+          write_stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], lsda_table[fn],
+                           lsda_typed[fn], out.lsda.data() + out.lsda_start[fn]) != out.lsda_size[fn])
         throw KilnError(kExitInternal, "", "an exception table came out another size than measured");
     });
   }
