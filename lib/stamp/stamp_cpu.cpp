@@ -225,6 +225,53 @@ WideLsdaScans wide_lsda_scans(const FlatModuleView& m, StampScratch& s, const ui
   return scans;
 }
 
+// Exception tables: measured, their starts summed, written (per function with a
+// personality), in the chosen form.
+void write_exception_tables(const FlatModuleView& m, StampScratch& scratch, StampForm form, unsigned threads,
+                            const uint32_t* inst_offset, const uint32_t* block_offset, const uint32_t* call_begin,
+                            const uint32_t* call_end, StampOutput& out) {
+  const uint32_t F = m.function_count, N = m.inst_count;
+  out.lsda_size.assign(F, 0);
+  out.lsda_start.assign(F, 0);
+  WideLsdaScans lsda_scans{};
+  uint32_t* lsda_table = at_least(scratch.lsda_table, F);  // per function: its call-site table's bytes
+  uint8_t* lsda_typed = at_least(scratch.lsda_typed_fn, F);
+  if (form == StampForm::wide) {
+    lsda_scans = wide_lsda_scans(m, scratch, inst_offset, block_offset, call_begin, call_end);
+    for (uint32_t fn = 0; fn < F; ++fn) out.lsda_size[fn] = wide_lsda_size(m, fn, lsda_scans, out.code_size[fn]);
+  } else {
+    stage_for(F, threads, [&](uint32_t fn) {
+      if (!(m.functions[fn].flags & kFnHasPersonality)) return;
+      bool typed = false;
+      lsda_table[fn] =
+          stamp_lsda_table(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], &typed);
+      lsda_typed[fn] = typed;
+      out.lsda_size[fn] = lsda_size(lsda_table[fn], typed);
+    });
+  }
+  uint32_t lsda_total = 0;
+  for (uint32_t fn = 0; fn < F; ++fn) {
+    out.lsda_start[fn] = lsda_total;
+    lsda_total += out.lsda_size[fn];
+  }
+  out.lsda.resize(lsda_total);
+  if (form == StampForm::wide) {
+    for (uint32_t fn = 0; fn < F; ++fn)
+      if (out.lsda_size[fn])
+        wide_lsda_function(m, fn, lsda_scans, out.code_size[fn], out.lsda.data() + out.lsda_start[fn]);
+    for (uint32_t i = 0; i < N; ++i)
+      wide_lsda_invoke(m, i, lsda_scans, inst_offset, call_begin, out.code_size.data(), out.lsda.data(),
+                       out.lsda_start.data());
+  } else {
+    stage_for(F, threads, [&](uint32_t fn) {
+      if (out.lsda_size[fn] &&
+          write_stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], lsda_table[fn],
+                           lsda_typed[fn], out.lsda.data() + out.lsda_start[fn]) != out.lsda_size[fn])
+        throw KilnError(kExitInternal, "", "an exception table came out another size than measured");
+    });
+  }
+}
+
 }  // namespace
 
 // Offsets are 32-bit and the code is one buffer: a module whose measured code (or
@@ -353,46 +400,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
             [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
   out.encode = clock.lap();
 
-  // Exception tables: measure, scan, write (per function with a personality).
-  out.lsda_size.assign(F, 0);
-  out.lsda_start.assign(F, 0);
-  WideLsdaScans lsda_scans{};
-  uint32_t* lsda_table = at_least(scratch.lsda_table, F);  // per function: its call-site table's bytes
-  uint8_t* lsda_typed = at_least(scratch.lsda_typed_fn, F);
-  if (form == StampForm::wide) {
-    lsda_scans = wide_lsda_scans(m, scratch, inst_offset, block_offset, call_begin, call_end);
-    for (uint32_t fn = 0; fn < F; ++fn) out.lsda_size[fn] = wide_lsda_size(m, fn, lsda_scans, out.code_size[fn]);
-  } else {
-    stage_for(F, threads, [&](uint32_t fn) {
-      if (!(m.functions[fn].flags & kFnHasPersonality)) return;
-      bool typed = false;
-      lsda_table[fn] =
-          stamp_lsda_table(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], &typed);
-      lsda_typed[fn] = typed;
-      out.lsda_size[fn] = lsda_size(lsda_table[fn], typed);
-    });
-  }
-  uint32_t lsda_total = 0;
-  for (uint32_t fn = 0; fn < F; ++fn) {
-    out.lsda_start[fn] = lsda_total;
-    lsda_total += out.lsda_size[fn];
-  }
-  out.lsda.resize(lsda_total);
-  if (form == StampForm::wide) {
-    for (uint32_t fn = 0; fn < F; ++fn)
-      if (out.lsda_size[fn])
-        wide_lsda_function(m, fn, lsda_scans, out.code_size[fn], out.lsda.data() + out.lsda_start[fn]);
-    for (uint32_t i = 0; i < N; ++i)
-      wide_lsda_invoke(m, i, lsda_scans, inst_offset, call_begin, out.code_size.data(), out.lsda.data(),
-                       out.lsda_start.data());
-  } else {
-    stage_for(F, threads, [&](uint32_t fn) {
-      if (out.lsda_size[fn] &&
-          write_stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], lsda_table[fn],
-                           lsda_typed[fn], out.lsda.data() + out.lsda_start[fn]) != out.lsda_size[fn])
-        throw KilnError(kExitInternal, "", "an exception table came out another size than measured");
-    });
-  }
+  write_exception_tables(m, scratch, form, threads, inst_offset, block_offset, call_begin, call_end, out);
   out.lsda_seconds = clock.lap();
   out.launches = 10;
   return out;
