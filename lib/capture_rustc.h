@@ -3,7 +3,9 @@
 // plugin route and kiln-linker, which do not; kiln-rustc-wrapper runs them), with the
 // command line's reading in lib/capture_rustc_args.cpp.
 #pragma once
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capture.h"
@@ -47,7 +49,9 @@ std::string rustup_channel(const std::string& rustc);
 std::vector<std::string> with_plain_mangling(const WrapperSettings& s, const std::string& rustc, const RustcCall& c,
                                              std::vector<std::string> args);
 // Runs RUSTC ARGS with g_children's settings plus `env`; returns its exit status.
-int run_child(const std::string& rustc, std::vector<std::string> args, std::vector<std::string> env = {});
+// `stderr_line`: see ProcessOptions::stderr_line.
+int run_child(const std::string& rustc, std::vector<std::string> args, std::vector<std::string> env = {},
+              std::function<void(std::string_view)> stderr_line = {});
 
 // The plugin route (capture_plugin.cpp).
 int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id);

@@ -341,9 +341,11 @@ std::vector<std::string> with_plain_mangling(const WrapperSettings& s, const std
   return args;
 }
 
-int run_child(const std::string& rustc, std::vector<std::string> args, std::vector<std::string> env) {
+int run_child(const std::string& rustc, std::vector<std::string> args, std::vector<std::string> env,
+              std::function<void(std::string_view)> stderr_line) {
   args.insert(args.begin(), rustc);
   ProcessOptions o = g_children;
+  o.stderr_line = std::move(stderr_line);
   o.set_env.insert(o.set_env.end(), env.begin(), env.end());
   return run_process(args, o).exit_code;
 }

@@ -89,15 +89,53 @@ static ExecImage exec_image(const std::vector<std::string>& argv, const ProcessO
   return image;
 }
 
+// Writes all of `bytes` to `fd`, as far as it can: a reader that went away loses the
+// rest, as it would have lost the child's own writes.
+static void write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Until `from` ends: each line read from it to `line`, then to standard error.
+static void relay_lines(int from, const std::function<void(std::string_view)>& line) {
+  std::string pending;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(from, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<size_t>(n));
+    size_t done = 0;
+    for (size_t end; (end = pending.find('\n', done)) != std::string::npos; done = end + 1) {
+      const std::string_view l(pending.data() + done, end + 1 - done);
+      line(l);
+      write_all(2, l);
+    }
+    pending.erase(0, done);
+  }
+  if (!pending.empty()) {
+    line(pending);
+    write_all(2, pending);
+  }
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
   ExecImage image = exec_image(argv, options);
   const std::string& program = image.program;
   std::vector<char*>& cargv = image.argv;
   std::vector<char*>& cenv = image.envp;
 
-  int out_pipe[2] = {-1, -1};
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  const bool err_lines = static_cast<bool>(options.stderr_line);
+  if (err_lines && (options.capture_stdout || options.quiet))
+    throw KilnError(kExitInternal, argv[0], "stderr_line goes with neither capture_stdout nor quiet");
   if (options.capture_stdout && ::pipe2(out_pipe, O_CLOEXEC) != 0)
     throw KilnError(kExitIo, argv[0], "pipe: " + errno_reason(errno));
+  if (err_lines && ::pipe2(err_pipe, O_CLOEXEC) != 0) throw KilnError(kExitIo, argv[0], "pipe: " + errno_reason(errno));
 
   auto start = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
@@ -105,6 +143,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   if (pid == 0) {
     if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) _exit(127);
     if (options.capture_stdout) ::dup2(out_pipe[1], 1);
+    if (err_lines) ::dup2(err_pipe[1], 2);
     if (options.quiet) {
       int devnull = ::open("/dev/null", O_WRONLY);
       if (!options.capture_stdout) ::dup2(devnull, 1);
@@ -124,6 +163,11 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
       result.captured_stdout.append(buf, static_cast<size_t>(n));
     }
     ::close(out_pipe[0]);
+  }
+  if (err_lines) {
+    ::close(err_pipe[1]);
+    relay_lines(err_pipe[0], options.stderr_line);
+    ::close(err_pipe[0]);
   }
   int status = 0;
   struct rusage usage {};

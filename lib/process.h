@@ -1,7 +1,9 @@
 // Running other programs: the wrapped build, the real compiler, external back ends,
 // and the builds that kiln-measure times. Returns status and resource use (wait4).
 #pragma once
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln {
@@ -23,6 +25,12 @@ struct ProcessOptions {
   std::string cwd;                     // empty: inherit
   bool capture_stdout = false;
   bool quiet = false;  // send stdout and stderr to /dev/null
+  // Set: the child's standard error comes through a pipe, and each of its lines (with
+  // its newline; a last one without) goes to this function and then, unchanged, on to
+  // kiln's own standard error. A caller acts on what the child says while it still
+  // runs (the rustc wrapper, on rustc's notice that it wrote its rlib). Not with
+  // capture_stdout or quiet.
+  std::function<void(std::string_view line)> stderr_line;
 };
 
 // Runs argv[0] (searched in PATH) and waits. Throws KilnError(kExitMissingTool) when

@@ -168,6 +168,9 @@ check "--route plugin: memchr's build script is compiled by stamp, and tells car
     cat target/debug/build/memchr-*/output | cmp - '$T/native-build-script.out'"
 check "--route plugin: the invocations say which units were rustc's own" \
   jq -se 'map(select(.tool == "rustc" and (.action == "captured" or .action == "fallback"))) | length > 0' "$T/P/invocations.jsonl"
+check "--route plugin: each library's objects are placed in its rlib while rustc still ends, once it said it wrote it" \
+  jq -se '[.[] | select(.action == "captured" and (.args | index("--crate-type") as $i | $i and .[$i + 1] == "lib"))]
+    | length > 0 and all(.phases.archive_beside_rustc > 0 and .phases.archive >= 0)' "$T/P/invocations.jsonl"
 check "--route plugin: the binary is linked by its one rustc, through kiln-linker (an objects phase, no second rustc)" \
   jq -se 'map(select(.tool == "rustc" and .phases.objects > 0 and .phases.link == null and .phases.archive == null)) | length > 0' "$T/P/invocations.jsonl"
 # The object contract, with no bitcode to emit again: every rlib's units against a plain

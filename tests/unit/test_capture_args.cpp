@@ -3,6 +3,9 @@
 // why. Each table row is a command line as cargo, make or cmake pass it.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <sstream>
 #include <string>
@@ -11,6 +14,8 @@
 #include "capture_args.h"
 #include "capture_rustc.h"
 #include "fs.h"
+#include "process.h"
+#include "scratch_dir.h"
 
 using namespace kiln;
 
@@ -513,4 +518,36 @@ TEST_CASE("a build whose own RUSTC_BOOTSTRAP gives a crate nightly's defaults ke
   CHECK_FALSE(bootstrap_gives_nightly("regex2", "regex"));
   CHECK_FALSE(bootstrap_gives_nightly("", "regex"));
   CHECK_FALSE(bootstrap_gives_nightly("memchr,", ""));
+}
+
+// The rustc wrapper acts on rustc's notice that it wrote its rlib while rustc still
+// runs (capture_plugin.cpp): run_process hands it each line of the child's standard
+// error as it comes, and passes every byte on unchanged.
+TEST_CASE("run_process hands over the child's stderr line by line while the child runs", "[process]") {
+  kiln_test::ScratchDir dir;
+  const std::string flag = dir.path + "/seen", forwarded = dir.path + "/stderr";
+  // The child waits (up to 5 s) for the file that the handler makes on its first line.
+  const std::string script = "printf 'ready\\n' >&2; i=0; while [ ! -e '" + flag +
+      "' ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; "
+      "if [ -e '" +
+      flag + "' ]; then printf 'seen\\nlast' >&2; else printf 'too late\\n' >&2; fi";
+  std::vector<std::string> lines;
+  ProcessOptions o;
+  o.stderr_line = [&](std::string_view line) {
+    lines.emplace_back(line);
+    if (lines.size() == 1) write_file_atomic(flag, "", Durability::kAtomic);
+  };
+  // kiln's own stderr goes to a file for the call, to see what was passed on.
+  const int saved = ::dup(2);
+  const int to = ::open(forwarded.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(saved >= 0);
+  REQUIRE(to >= 0);
+  ::dup2(to, 2);
+  ::close(to);
+  const ProcessResult r = run_process({"/bin/sh", "-c", script}, o);
+  ::dup2(saved, 2);
+  ::close(saved);
+  CHECK(r.exit_code == 0);
+  CHECK(lines == std::vector<std::string>{"ready\n", "seen\n", "last"});
+  CHECK(read_file(forwarded) == "ready\nseen\nlast");
 }
