@@ -1838,7 +1838,9 @@ static FlatDebugInfo debug_unit(const llvm::Module& module) {
   return d;
 }
 
-FlatExport export_flat(const llvm::Module& module, const FunctionFilter& selected) {
+namespace {
+
+FlatExport export_functions(const llvm::Module& module, const FunctionFilter& selected) {
   FlatExport out;
   out.flat.debug = debug_unit(module);
   const llvm::DataLayout dl = target_data_layout();
@@ -1885,6 +1887,20 @@ FlatExport export_flat(const llvm::Module& module, const FunctionFilter& selecte
   }
   drop_dead_values(out.flat);
   out.resolve_symbol_names();
+  return out;
+}
+
+}  // namespace
+
+FlatExport export_flat(const llvm::Module& module, const FunctionFilter& selected) {
+  FlatExport out = export_functions(module, selected);
+  // stamp's DWARF writer nests each type's entry in the entries of the types that
+  // contain it: with debug types that contain themselves (a malformed module's, which
+  // LLVM's parser reads all the same) every function falls back, with that reason.
+  if (const char* defect = check_debug_types(out.flat.debug)) {
+    out = export_functions(module, [](const std::string&) { return false; });
+    for (FunctionVerdict& v : out.verdicts) v.reasons = {std::string("debug information: ") + defect};
+  }
   return out;
 }
 

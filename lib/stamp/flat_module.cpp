@@ -535,6 +535,7 @@ uint32_t drop_dead_values(FlatModuleData& flat) {
 }
 
 const char* check_debug_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug, true); }
+const char* check_debug_types(const FlatDebugInfo& debug) { return debug_type_nesting_defect(debug.types); }
 const char* check_debug_scope_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug, false); }
 
 std::string check_flat_module(const FlatModuleData& flat) {

@@ -12,9 +12,14 @@
 #include <cstring>
 #include <filesystem>
 
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
 #include "bitcode.h"
 #include "direct_export.h"
 #include "error.h"
+#include "flat_export.h"
+#include "flat_module.h"
 #include "fs.h"
 #include "ir_helpers.h"
 #include "reader_check.h"
@@ -881,3 +886,55 @@ define void @arg(ptr %p) {
                    "i128 refused");
 }
 
+// A debug type that contains itself (here a structure listed among its own elements:
+// only a malformed module's, which LLVM's parser reads all the same; the fuzzer made one
+// by changing a byte of a real module) would make stamp's DWARF writer recurse without
+// end. Both routes leave such a module to LLVM: the reader declines it, and LLVM's
+// exporter gives every function the reason, so that LLVM emits them all.
+TEST_CASE("direct reader: a debug type that contains itself leaves the module to LLVM", "[direct-export]") {
+  const std::string ir = std::string(kHeader) + R"(
+define i64 @f(i64 %a) !dbg !10 {
+  %s = alloca i64, align 8
+    #dbg_declare(ptr %s, !12, !DIExpression(), !14)
+  store i64 %a, ptr %s, align 8, !dbg !14
+  ret i64 %a, !dbg !14
+}
+define i64 @g(i64 %a) !dbg !20 {
+  %s = add i64 %a, 1, !dbg !21
+  ret i64 %s, !dbg !21
+}
+!llvm.dbg.cu = !{!0}
+!llvm.module.flags = !{!1, !2}
+!0 = distinct !DICompileUnit(language: DW_LANG_C99, file: !3, producer: "kiln test", isOptimized: false, runtimeVersion: 0, emissionKind: FullDebug)
+!1 = !{i32 7, !"Dwarf Version", i32 5}
+!2 = !{i32 2, !"Debug Info Version", i32 3}
+!3 = !DIFile(filename: "a.c", directory: "/src")
+!7 = !DISubroutineType(types: !8)
+!8 = !{null}
+!10 = distinct !DISubprogram(name: "f", scope: !3, file: !3, line: 1, type: !7, scopeLine: 1, spFlags: DISPFlagDefinition, unit: !0)
+!12 = !DILocalVariable(name: "s", scope: !10, file: !3, line: 2, type: !13)
+!13 = distinct !DICompositeType(tag: DW_TAG_structure_type, name: "S", file: !3, line: 1, size: 64, elements: !15)
+!15 = !{!13}
+!14 = !DILocation(line: 2, column: 3, scope: !10)
+!20 = distinct !DISubprogram(name: "g", scope: !3, file: !3, line: 5, type: !7, scopeLine: 5, spFlags: DISPFlagDefinition, unit: !0)
+!21 = !DILocation(line: 6, column: 3, scope: !20)
+)";
+  const std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  DirectExport d = export_direct(bitcode, "self.bc", "t");
+  CHECK(d.declined == "reader: debug information: debug types contain themselves");
+
+  llvm::LLVMContext ctx;
+  auto module = parse_bitcode(ctx, bitcode, "self.bc");
+  FlatExport flat = export_flat(*module);
+  CHECK(flat.stamp_function_count == 0);
+  CHECK(flat.flat.functions.empty());
+  CHECK(check_flat_module(flat.flat).empty());
+  REQUIRE(flat.verdicts.size() == 2);
+  for (const FunctionVerdict& v : flat.verdicts)
+    CHECK(v.reasons == std::vector<std::string>{"debug information: debug types contain themselves"});
+
+  // Without the cycle, both take the module (the oracle compares them byte for byte).
+  std::string fine = ir;
+  fine.replace(fine.find("!15 = !{!13}"), 12, "!15 = !{}");
+  expect_identical(fine, "a debug type with no cycle");
+}
