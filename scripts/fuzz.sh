@@ -56,7 +56,8 @@ small:
 IR
 /usr/lib/llvm-22/bin/llvm-as "$S/m.ll" -o "$S/m.bc"
 cp "$S/m.bc" "$S/bitcode/"
-cp "$S/m.bc" tests/data/bitstream/*.bc "$S/bitstream/"  # rustc's modules too, for the container alone; and an input the fuzzer once broke the reader with (self-containing-type.bc)
+cp "$S/m.bc" tests/data/bitstream/*.bc "$S/bitstream/"  # rustc's modules too, for the container alone
+cp tests/data/fuzz/*.bc "$S/bitstream/"  # inputs that once broke a target, kept as seeds
 "$B/tools/kiln-capture" add -o "$S/c" "$S/m.bc" >/dev/null
 cp "$S/c/modules.jsonl" "$S/records/modules.jsonl"
 cp "$S/c/kiln-corpus.json" "$S/records/manifest.json"
