@@ -180,6 +180,9 @@ DebugMetadata::Entry DebugMetadata::variable_record(BitstreamCursor& c) {
   }
   const bool has_align = ops_[0] & 2;
   const size_t t = !has_align && ops_.size() > 8 ? 1 : 0;
+  // The alignment is the ninth field: LLVM's reader takes it from past the end of a
+  // record of eight (its vector's spare capacity), this one refuses the record.
+  if (has_align && ops_.size() < 9) c.fail("invalid DILocalVariable record (an alignment, but no field for it)");
   if (has_align && ops_[8] > 0xFFFFFFFFu) c.fail("DILocalVariable alignment value is too large");
   for (size_t i : {1, 2, 3, 5})
     if (ops_[i + t] >= kMaxIds) c.fail("DILocalVariable operand out of range");
