@@ -28,8 +28,8 @@ struct ProcessOptions {
   // Set: the child's standard error comes through a pipe, and each of its lines (with
   // its newline; a last one without) goes to this function and then, unchanged, on to
   // kiln's own standard error. A caller acts on what the child says while it still
-  // runs (the rustc wrapper, on rustc's notice that it wrote its rlib). Not with
-  // capture_stdout or quiet.
+  // runs (the rustc wrapper, on rustc's notice that it wrote its rlib). It must not
+  // throw: the child would be left running. Not with capture_stdout or quiet.
   std::function<void(std::string_view line)> stderr_line;
 };
 
