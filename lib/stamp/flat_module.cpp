@@ -188,6 +188,10 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   if ((in.op == kOpLoad || in.op == kOpStore || in.op == kOpExtract || in.op == kOpInsert || in.op == kOpSelect) &&
       in.aux32 > static_cast<uint64_t>(kMaxFrameBytes))
     return "aggregate larger than 1 GiB";
+  // A field's offset in its aggregate, added to a slot's 32-bit displacement: inside
+  // the same bound, so that the sum cannot wrap (stamp_frame, encode_extract).
+  if ((in.op == kOpExtract || in.op == kOpInsert || in.op == kOpOverflow) && (in.imm < 0 || in.imm > kMaxFrameBytes))
+    return "aggregate field beyond 1 GiB";
   const FlatOperand* ops = f.operands.data() + in.first_operand;
   for (uint32_t k = 0; k < in.operand_count; ++k)
     if (ops[k].kind == kOperandValue &&

@@ -134,6 +134,14 @@ TEST_CASE("foreign, truncated, corrupt and newer flat files are refused with a r
   huge_aggregate.insts[0].aux32 = 4294901760u;
   huge_aggregate.insts[0].op = kOpExtract;
   CHECK(reason_of(write_flat_file(huge_aggregate, source)).find("aggregate larger than 1 GiB") != std::string::npos);
+  // Nor a field 2 GiB into its aggregate (fuzz_flat_file with real modules' flat files
+  // as seeds: stamp_frame's field displacement overflowed 32 bits, UndefinedBehaviorSanitizer).
+  for (const uint16_t op : {kOpExtract, kOpInsert, kOpOverflow}) {
+    FlatModuleData far_field = exported(&source);
+    far_field.insts[0].op = op;
+    far_field.insts[0].imm = int64_t(1) << 31;
+    CHECK(reason_of(write_flat_file(far_field, source)).find("aggregate field beyond 1 GiB") != std::string::npos);
+  }
 }
 
 TEST_CASE("check_flat_module checks a module from any producer as read_flat_file does", "[flat]") {
