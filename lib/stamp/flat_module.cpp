@@ -316,6 +316,7 @@ const char* check_function(const FlatModuleData& f, size_t fn) {
 
 // No block or instruction lies outside the ranges its owner claims, and every
 // operand is of a known kind and inside the array its kind indexes.
+constexpr int64_t kMaxSymbolOffset = int64_t(1) << 31;
 const char* check_owners_and_operands(const FlatModuleData& f) {
   for (size_t b = 0; b < f.blocks.size(); ++b) {
     const FlatFunction& func = f.functions[f.blocks[b].function];
@@ -333,6 +334,11 @@ const char* check_owners_and_operands(const FlatModuleData& f) {
         : op.kind == kOperandBlock            ? f.blocks.size()
                                               : ~0ull;
     if (op.index >= limit) return "operand out of range";
+    // A symbol's offset goes into a 32-bit PC-relative relocation, less the bytes of
+    // the field after it: beyond 2 GiB no link can place it (and the arithmetic on it
+    // could wrap).
+    if (op.kind == kOperandSymbol && (op.imm < -kMaxSymbolOffset || op.imm > kMaxSymbolOffset))
+      return "symbol offset beyond 2 GiB";
   }
   return nullptr;
 }

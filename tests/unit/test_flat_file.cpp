@@ -142,6 +142,14 @@ TEST_CASE("foreign, truncated, corrupt and newer flat files are refused with a r
     far_field.insts[0].imm = int64_t(1) << 31;
     CHECK(reason_of(write_flat_file(far_field, source)).find("aggregate field beyond 1 GiB") != std::string::npos);
   }
+  // Nor a call to a symbol 2^63 bytes before it (the same campaign: the PC-relative
+  // addend, less 4, overflowed 64 bits).
+  FlatModuleData far_symbol = exported(&source);
+  bool symbol = false;
+  for (FlatOperand& op : far_symbol.operands)
+    if (op.kind == kOperandSymbol) op.imm = INT64_MIN, symbol = true;
+  REQUIRE(symbol);
+  CHECK(reason_of(write_flat_file(far_symbol, source)).find("symbol offset beyond 2 GiB") != std::string::npos);
 }
 
 TEST_CASE("check_flat_module checks a module from any producer as read_flat_file does", "[flat]") {
