@@ -314,9 +314,11 @@ const char* check_function(const FlatModuleData& f, size_t fn) {
   return nullptr;
 }
 
+// A symbol operand's offset either way (check_owners_and_operands).
+constexpr int64_t kMaxSymbolOffset = int64_t(1) << 31;
+
 // No block or instruction lies outside the ranges its owner claims, and every
 // operand is of a known kind and inside the array its kind indexes.
-constexpr int64_t kMaxSymbolOffset = int64_t(1) << 31;
 const char* check_owners_and_operands(const FlatModuleData& f) {
   for (size_t b = 0; b < f.blocks.size(); ++b) {
     const FlatFunction& func = f.functions[f.blocks[b].function];
