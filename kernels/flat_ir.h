@@ -34,7 +34,8 @@ enum StampOp : uint16_t {
   kOpGep,          // result = op0 + imm + sum(op[i] * op[i].imm) for i >= 1
   kOpExtract,      // result = field of aggregate op0 at byte imm (width, or aux32 bytes)
   kOpInsert,       // result = op0 with op1 stored at byte imm (op1.width, or aux32 bytes)
-  kOpPhi,          // pairs (value, block); result slot has a shadow slot after it
+  kOpPhi,          // pairs (value, block); result slot has a shadow slot after it,
+                   // unless aux has kPhiDirect
   kOpCall,         // op0 = callee, then arguments; aux flags kCall*; a two-leaf aggregate
                    // result: aux32 = leaf widths (w0 | w1 << 8), imm = second leaf offset
   kOpOverflow,     // {iN, i1} = op0 (aux: kOvf*) op1, result aggregate; field 1 at imm
@@ -81,6 +82,9 @@ enum StampOp : uint16_t {
 // kOpSelect, which compute on their operands alone (no memory, no calls).
 KILN_HD inline bool is_operand_only_op(uint32_t op) { return op >= kOpCopy && op <= kOpSelect; }
 enum StoreFlags : uint8_t { kStoreSeqCst = 1 };
+// A phi's aux: its predecessors write its value into its slot itself, and it has no
+// shadow (phis_written_directly, lib/stamp/flat_module.h, says where that is safe).
+enum PhiFlags : uint8_t { kPhiDirect = 1 };
 enum RmwKind : uint8_t { kRmwXchg, kRmwAdd, kRmwSub, kRmwAnd, kRmwOr, kRmwXor, kRmwNand };
 
 enum IcmpPredicate : uint8_t {

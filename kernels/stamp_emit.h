@@ -533,28 +533,30 @@ KILN_HD inline void jump_to_block(Emitter& e, const StampLayout& l, uint32_t fro
 
 // Before a terminator: each phi of each successor receives this block's incoming
 // value in its shadow slot (the phi copies shadow to slot on entry), so that no edge
-// needs splitting and parallel-copy semantics hold.
+// needs splitting and parallel-copy semantics hold; or, a phi with kPhiDirect, in its
+// slot itself (no copy reads it, and no other edge needs its old value).
 KILN_HD inline void phi_copies_for(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t from_block,
                                    uint32_t to_block) {
   const FlatBlock& b = m.blocks[to_block];
   for (uint32_t i = b.first_inst; i < b.first_inst + b.inst_count && m.insts[i].op == kOpPhi; ++i) {
     const FlatInst& phi = m.insts[i];
+    const bool direct = phi.aux & kPhiDirect;
     for (uint32_t k = 0; k + 1 < phi.operand_count; k += 2) {
       const FlatOperand& block = m.operands[phi.first_operand + k + 1];
       if (block.index != from_block) continue;
       const FlatOperand& value = m.operands[phi.first_operand + k];
       if (phi.width == kWideBits) {  // its shadow is the second 16 bytes of the slot
-        wide_to_frame(e, l, value, slot_disp(l, i) + 16);
+        wide_to_frame(e, l, value, slot_disp(l, i) + (direct ? 0 : 16));
         break;
       }
       if (phi.width == 0) {  // an aggregate: its shadow is the second half of the slot
-        int32_t shadow = slot_disp(l, i) + static_cast<int32_t>((phi.aux32 + 7) / 8 * 8);
-        if (value.kind == kOperandValue) copy_frame(e, shadow, slot_disp(l, value.index), phi.aux32);
-        else if (value.kind == kOperandZero) zero_frame(e, shadow, phi.aux32);
+        int32_t to = slot_disp(l, i) + (direct ? 0 : static_cast<int32_t>((phi.aux32 + 7) / 8 * 8));
+        if (value.kind == kOperandValue) copy_frame(e, to, slot_disp(l, value.index), phi.aux32);
+        else if (value.kind == kOperandZero) zero_frame(e, to, phi.aux32);
         break;
       }
       load_operand(e, l, value, RAX);
-      store64(e, slot_disp(l, i) + 8, RAX);
+      store64(e, slot_disp(l, i) + (direct ? 0 : 8), RAX);
       break;
     }
   }
@@ -1227,6 +1229,31 @@ KILN_HD inline bool has_phi_copies(const FlatModuleView& m, const FlatInst& term
   return false;
 }
 
+// True when every phi copy a branch makes leaves the flags alone: scalar phis only,
+// each value moved by mov or lea (load_operand; not a zero's xor, a symbol's added
+// offset, an i1 normalised or an odd width assembled by shifts), and the store. A
+// compare before the branch then keeps its flags across the copies for the jump.
+KILN_HD inline bool copies_keep_flags(const FlatModuleView& m, const FlatInst& term) {
+  for (uint32_t k = 0; k < term.operand_count; ++k) {
+    const FlatOperand& to = m.operands[term.first_operand + k];
+    if (to.kind != kOperandBlock) continue;
+    const FlatBlock& b = m.blocks[to.index];
+    for (uint32_t i = b.first_inst; i < b.first_inst + b.inst_count && m.insts[i].op == kOpPhi; ++i) {
+      const FlatInst& phi = m.insts[i];
+      if (phi.width == 0 || phi.width == kWideBits) return false;
+      for (uint32_t j = 0; j + 1 < phi.operand_count; j += 2) {
+        if (m.operands[phi.first_operand + j + 1].index != term.block) continue;
+        const FlatOperand& v = m.operands[phi.first_operand + j];
+        const bool moved = (v.kind == kOperandValue && v.width != 1 && is_standard_width(v.width)) ||
+            v.kind == kOperandArg || (v.kind == kOperandSymbol && v.imm == 0) ||
+            (v.kind == kOperandConst && v.imm != 0);
+        if (!moved) return false;
+      }
+    }
+  }
+  return true;
+}
+
 // The argument of call or invoke `i` (`count` operands: callee and arguments) that the
 // instruction before left in rax (rax_holds), which encode_call moves into its
 // argument register instead of loading it; or -1. Only where no argument goes to the
@@ -1299,7 +1326,9 @@ KILN_HD inline int rax_operand(const FlatModuleView& m, const uint8_t* home, uin
     case kOpStore:
       if (ops[0].width != 0 && rax_holds(m, home, i, ops[0])) return 0;  // the value, stored from rax
       return is_frame_shape(m, ops[1]) ? -1 : 1;                   // else the address
-    case kOpCondBr:
+    case kOpCondBr:  // after phi copies only a compare's flags (compare_feeds_branch)
+      if (!has_phi_copies(m, in)) return 0;
+      return ops[0].kind == kOperandValue && m.insts[ops[0].index].op == kOpIcmp && copies_keep_flags(m, in) ? 0 : -1;
     case kOpSwitch:
       return has_phi_copies(m, in) ? -1 : 0;
     case kOpSelect:  // the condition, as flags (select_fuses_compare)
@@ -1920,13 +1949,16 @@ KILN_HD inline void encode_cond_br(Emitter& e, const FlatModuleView& m, const St
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   phi_copies(e, m, l, in);
-  if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
-  else load_rax(e, m, l, i, ops[0]);
-  // Jump on the compare's own flags when it comes right before, else on bit 0.
+  // Jump on the compare's own flags when it comes right before (the copies keep them:
+  // copies_keep_flags), else on bit 0.
   uint32_t jcc_true = 0x85;  // jnz
-  if (ops[0].kind == kOperandValue && compare_feeds_branch(m, l, ops[0].index))
+  if (ops[0].kind == kOperandValue && compare_feeds_branch(m, l, ops[0].index)) {
     jcc_true = setcc_opcode(m.insts[ops[0].index].aux) - 0x10;
-  else e.byte(0xA8), e.byte(0x01);  // test al, 1
+  } else {
+    if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
+    else load_rax(e, m, l, i, ops[0]);
+    e.byte(0xA8), e.byte(0x01);  // test al, 1
+  }
   uint32_t on_true = ops[1].index, on_false = ops[2].index;
   if (on_true == in.block + 1 && on_false != on_true) return jump(e, l, jcc_true ^ 1, on_false);  // the opposite
   if (on_true != on_false) jump(e, l, jcc_true, on_true);
@@ -2465,8 +2497,9 @@ KILN_HD inline void encode_float(Emitter& e, const FlatModuleView& m, const Stam
 
 // A phi: its shadow to its slot, through r11 or rcx: a landing pad's rax and rdx must
 // survive. An aggregate's shadow is the second half of its slot; an i128's the second
-// 16 bytes.
+// 16 bytes. A phi with kPhiDirect has no shadow and no code.
 KILN_HD inline void encode_phi(Emitter& e, const FlatInst& in, int32_t dst) {
+  if (in.aux & kPhiDirect) return;
   if (in.width == 0) return copy_frame(e, dst, dst + static_cast<int32_t>((in.aux32 + 7) / 8 * 8), in.aux32);
   if (in.width == kWideBits) return copy_frame(e, dst, dst + 16, 16);
   load64(e, R11, dst + 8);

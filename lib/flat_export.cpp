@@ -1886,6 +1886,7 @@ FlatExport export_functions(const llvm::Module& module, const FunctionFilter& se
     out.flat.undefined.push_back({gv.getName().str(), binding_of(gv), visibility_of(gv)});
   }
   drop_dead_values(out.flat);
+  write_phis_directly(out.flat);
   out.resolve_symbol_names();
   return out;
 }

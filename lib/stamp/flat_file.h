@@ -20,7 +20,7 @@ namespace kiln {
 // (kOpFloat = 41, FlatFunction::float_args where there was padding, kFnRetFloat,
 // kCallRetFloat, kOperandFloat); 8: vectors (kOpVector = 42); 9: debug information's
 // lexical blocks (a location's block), variables and types
-constexpr int kFlatFileVersion = 10;
+constexpr int kFlatFileVersion = 11;
 
 // `omit`: the file says the module has no debug information (for the stamp service,
 // which runs the stages only).

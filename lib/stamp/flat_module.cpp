@@ -257,11 +257,12 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   if (in.op == kOpWide && in.aux == kWideFromFloatSat &&
       (!is_float_width(in.aux32) || in.imm < 0 || in.imm > 1 || ops[1].kind != kOperandSymbol))
     return "conversion to i128 from other than a float or double";
-  // A 128-bit result is written as 16 bytes (a phi's, then its shadow's).
+  // A 128-bit result is written as 16 bytes (a phi's, then its shadow's unless it has none).
   bool wide_result = in.width == kWideBits || (in.op == kOpWide && wide_result_is_i128(in.aux));
   if (in.op == kOpWide && (in.aux == kWideUcmp || in.aux == kWideScmp) && !(in.width >= 8 && in.width <= 64))
     return "three-way compare at a width stamp has no template for";
-  if (wide_result && in.slot_size < (in.op == kOpPhi ? 32u : 16u)) return "128-bit value in a short slot";
+  if (wide_result && in.slot_size < (in.op == kOpPhi && !(in.aux & kPhiDirect) ? 32u : 16u))
+    return "128-bit value in a short slot";
   if (in.op == kOpBitOp && in.operand_count < bit_op_operands(in.aux)) return "instruction with too few operands";
   if ((in.op == kOpBr && !is_block(0)) || (in.op == kOpCondBr && !(is_block(1) && is_block(2))) ||
       (in.op == kOpSwitch && (!is_block(1) || in.operand_count % 2)) ||
@@ -546,15 +547,80 @@ uint32_t drop_dead_values(FlatModuleData& flat) {
   return dropped;
 }
 
+std::vector<uint8_t> phis_written_directly(const FlatModuleData& flat) {
+  const size_t insts = flat.insts.size(), blocks = flat.blocks.size();
+  std::vector<uint8_t> direct(insts, 0), entered_by_branches(blocks, 1);
+  auto phi_value = [&](const FlatOperand& op) {
+    return op.kind == kOperandValue && op.index < insts && flat.insts[op.index].op == kOpPhi;
+  };
+  for (size_t i = 0; i < insts; ++i) direct[i] = flat.insts[i].op == kOpPhi;
+  for (size_t u = 0; u < insts; ++u) {
+    const FlatInst& in = flat.insts[u];
+    if (uint64_t(in.first_operand) + in.operand_count > flat.operands.size()) continue;  // check_tables refuses it
+    const FlatOperand* ops = flat.operands.data() + in.first_operand;
+    for (uint32_t k = 0; k < in.operand_count; ++k) {
+      const FlatOperand& op = ops[k];
+      if (op.kind == kOperandBlock && in.op != kOpPhi && op.index < blocks && in.op != kOpBr && in.op != kOpCondBr)
+        entered_by_branches[op.index] = 0;  // a switch's or an invoke's edge
+      if (!phi_value(op)) continue;
+      if (in.op == kOpPhi ? op.index != u : flat.insts[op.index].block != in.block) direct[op.index] = 0;
+    }
+    // A conditional branch reads its condition after the copies into its successors.
+    if (in.op == kOpCondBr && in.operand_count >= 3 && phi_value(ops[0]))
+      for (uint32_t k = 1; k <= 2; ++k)
+        if (ops[k].kind == kOperandBlock && ops[k].index == flat.insts[ops[0].index].block) direct[ops[0].index] = 0;
+  }
+  for (size_t i = 0; i < insts; ++i)
+    if (direct[i] && (flat.insts[i].block >= blocks || !entered_by_branches[flat.insts[i].block])) direct[i] = 0;
+  return direct;
+}
+
+uint32_t write_phis_directly(FlatModuleData& flat) {
+  const std::vector<uint8_t> direct = phis_written_directly(flat);
+  uint32_t marked = 0;
+  for (size_t i = 0; i < flat.insts.size(); ++i) {
+    if (!direct[i]) continue;
+    FlatInst& phi = flat.insts[i];
+    phi.aux |= kPhiDirect;
+    phi.slot_size /= 2;  // the value without its shadow (the exporters make both halves the same size)
+    ++marked;
+  }
+  return marked;
+}
+
 const char* check_debug_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug, true); }
 const char* check_debug_types(const FlatDebugInfo& debug) { return debug_type_nesting_defect(debug.types); }
 const char* check_debug_scope_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug, false); }
+
+namespace {
+
+// Each phi's slot holds its value and, unless its predecessors write it directly, its
+// shadow; kPhiDirect only where that is safe (a file that claims it elsewhere would make
+// stamp read a value a predecessor already overwrote).
+const char* check_phis(const FlatModuleData& f) {
+  std::vector<uint8_t> direct;
+  for (size_t i = 0; i < f.insts.size(); ++i) {
+    const FlatInst& in = f.insts[i];
+    if (in.op != kOpPhi) continue;
+    if (in.aux & ~kPhiDirect) return "instruction with an unknown variant";
+    const bool is_direct = in.aux & kPhiDirect;
+    const uint64_t value = in.width == 0 ? (uint64_t(in.aux32) + 7) / 8 * 8 : in.width == kWideBits ? 16 : 8;
+    if (in.slot_size < (is_direct ? 1 : 2) * value) return "phi in a short slot";
+    if (!is_direct) continue;
+    if (direct.empty()) direct = phis_written_directly(f);
+    if (!direct[i]) return "phi written directly where a predecessor's copies or another block read it";
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 std::string check_flat_module(const FlatModuleData& flat) {
   // In this order: each check relies on the indices the ones before it checked.
   const char* defect = check_tables(flat);
   for (size_t fn = 0; !defect && fn < flat.functions.size(); ++fn) defect = check_function(flat, fn);
   if (!defect) defect = check_owners_and_operands(flat);
+  if (!defect) defect = check_phis(flat);
   if (!defect) defect = check_debug_info(flat);
   return defect ? defect : "";
 }

@@ -1,0 +1,269 @@
+// Phis whose predecessors write them directly (kPhiDirect): which phis the exporters
+// mark, that stamp's code for every shape where that would be wrong (a phi read by
+// another phi, after its loop, or as the branch condition that its own copies precede;
+// a switch's edge) computes what llvm's does, and that a flat file may not mark a phi
+// where it is not safe. Also a compare that keeps its flags across a branch's phi
+// copies, and the copies that do not let it (a zero's xor, a symbol's offset).
+#include <catch2/catch.hpp>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <string>
+
+#include "bitcode.h"
+#include "differential.h"
+#include "flat_export.h"
+#include "flat_module.h"
+
+using namespace kiln;
+using namespace kiln_test;
+
+namespace {
+
+const char* kPhiShapes = R"(
+target triple = "x86_64-unknown-linux-gnu"
+@buf = global [4 x i64] [i64 11, i64 22, i64 33, i64 44]
+
+; a and b change places every iteration: each phi is the other's incoming value.
+define i64 @swap(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %a = phi i64 [ 1, %entry ], [ %b, %loop ]
+  %b = phi i64 [ 10, %entry ], [ %a, %loop ]
+  %i1 = add i64 %i, 1
+  %more = icmp ult i64 %i1, %n
+  br i1 %more, label %loop, label %exit
+exit:
+  %r = mul i64 %a, 100
+  %s = add i64 %r, %b
+  ret i64 %s
+}
+
+; i is read after the loop, on the edge the loop's copies do not take.
+define i64 @after_loop(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %next = add i64 %i, 3
+  %done = icmp uge i64 %next, %n
+  br i1 %done, label %exit, label %loop
+exit:
+  %r = mul i64 %i, 1000
+  %s = add i64 %r, %next
+  ret i64 %s
+}
+
+; The loop's branch reads go after the copies into the loop's phis.
+define i64 @branch_on_phi(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %go = phi i1 [ true, %entry ], [ %more, %loop ]
+  %i1 = add i64 %i, 1
+  %more = icmp ult i64 %i1, %n
+  br i1 %go, label %loop, label %exit
+exit:
+  ret i64 %i1
+}
+
+; The exit's phi takes the loop's phi; the loop's copies come first.
+define i64 @phi_of_phi(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 5, %entry ], [ %next, %loop ]
+  %next = add i64 %i, 2
+  %more = icmp ule i64 %next, %n
+  br i1 %more, label %loop, label %exit
+exit:
+  %last = phi i64 [ %i, %loop ]
+  %r = mul i64 %last, 1000
+  %s = add i64 %r, %next
+  ret i64 %s
+}
+
+; A switch's edges: the join's phi keeps its shadow.
+define i64 @switch_join(i64 %x) {
+entry:
+  switch i64 %x, label %other [ i64 1, label %one
+                                i64 2, label %join ]
+one:
+  br label %join
+other:
+  br label %join
+join:
+  %v = phi i64 [ 10, %one ], [ 20, %entry ], [ 30, %other ]
+  ret i64 %v
+}
+
+; while (flag): the header branches on its own phi, which only the body's br writes.
+define i64 @while_flag(i64 %n) {
+entry:
+  %start = icmp ne i64 %n, 0
+  br label %head
+head:
+  %f = phi i1 [ %start, %entry ], [ %again, %body ]
+  %k = phi i64 [ 0, %entry ], [ %k1, %body ]
+  br i1 %f, label %body, label %exit
+body:
+  %k1 = add i64 %k, 7
+  %again = icmp ult i64 %k1, %n
+  br label %head
+exit:
+  ret i64 %k
+}
+
+; An i128 and an aggregate through direct phis, and a diamond's join.
+define i64 @wide_and_pair(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %join ]
+  %w = phi i128 [ 1, %entry ], [ %w2, %join ]
+  %p = phi { i64, i32 } [ { i64 1, i32 2 }, %entry ], [ %p2, %join ]
+  %w2 = mul i128 %w, 3
+  %a = extractvalue { i64, i32 } %p, 0
+  %b = extractvalue { i64, i32 } %p, 1
+  %odd = and i64 %i, 1
+  %is_odd = icmp ne i64 %odd, 0
+  br i1 %is_odd, label %then, label %else
+then:
+  %a.t = add i64 %a, %i
+  br label %join
+else:
+  %a.e = mul i64 %a, 3
+  br label %join
+join:
+  %a2 = phi i64 [ %a.t, %then ], [ %a.e, %else ]
+  %b2 = xor i32 %b, 5
+  %p1 = insertvalue { i64, i32 } undef, i64 %a2, 0
+  %p2 = insertvalue { i64, i32 } %p1, i32 %b2, 1
+  %i1 = add i64 %i, 1
+  %more = icmp ult i64 %i1, %n
+  br i1 %more, label %loop, label %exit
+exit:
+  %lo = trunc i128 %w2 to i64
+  %hi.w = lshr i128 %w2, 64
+  %hi = trunc i128 %hi.w to i64
+  %a3 = extractvalue { i64, i32 } %p2, 0
+  %b3 = extractvalue { i64, i32 } %p2, 1
+  %b4 = zext i32 %b3 to i64
+  %r1 = xor i64 %lo, %hi
+  %r2 = add i64 %r1, %a3
+  %r3 = add i64 %r2, %b4
+  ret i64 %r3
+}
+
+; The copies before the loop's branch move a zero (xor) and a symbol with an offset
+; (an add): the compare's flags do not survive them.
+define i64 @flag_clobbers(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %z = phi i64 [ 7, %entry ], [ 0, %loop ]
+  %q = phi ptr [ @buf, %entry ], [ getelementptr inbounds (i8, ptr @buf, i64 16), %loop ]
+  %v = load i64, ptr %q
+  %i1 = add i64 %i, 1
+  %zi = add i64 %z, %i1
+  %s = add i64 %zi, %v
+  %more = icmp ult i64 %i1, %n
+  br i1 %more, label %loop, label %exit
+exit:
+  ret i64 %s
+}
+)";
+
+const char* kDriver = R"(#include <stdio.h>
+long swap(long), after_loop(long), branch_on_phi(long), phi_of_phi(long), switch_join(long),
+    while_flag(long), wide_and_pair(long), flag_clobbers(long);
+int main(void) {
+  for (long n = 0; n < 9; ++n)
+    printf("%ld: %ld %ld %ld %ld %ld %ld %ld %ld\n", n, swap(n), after_loop(n), branch_on_phi(n), phi_of_phi(n),
+           switch_join(n % 4), while_flag(n * 5), wide_and_pair(n), flag_clobbers(n));
+  return 0;
+}
+)";
+
+// The phis of function `name` in order: D where kPhiDirect, s where it keeps its shadow.
+std::string phi_marks(const FlatModuleData& f, const std::string& name) {
+  for (const FlatFunction& fn : f.functions) {
+    if (f.symbols[fn.symbol] != name) continue;
+    std::string marks;
+    for (uint32_t i = fn.first_inst; i < fn.first_inst + fn.inst_count; ++i)
+      if (f.insts[i].op == kOpPhi) marks += (f.insts[i].aux & kPhiDirect) ? 'D' : 's';
+    return marks;
+  }
+  return "<no function " + name + ">";
+}
+
+FlatModuleData exported_shapes() {
+  llvm::LLVMContext ctx;
+  auto module = parse_bitcode(ctx, bitcode_from_ir(kPhiShapes), "phis.bc");
+  materialize_aggregate_constants(*module);  // as the stamp back end does before exporting
+  FlatExport flat = export_flat(*module);
+  REQUIRE(flat.stamp_function_count == 8);
+  return flat.flat;
+}
+
+}  // namespace
+
+TEST_CASE("phis are written directly by their predecessors exactly where that is safe", "[stamp][phi]") {
+  FlatModuleData f = exported_shapes();
+  CHECK(phi_marks(f, "swap") == "Dss");            // i; a and b read each other
+  CHECK(phi_marks(f, "after_loop") == "s");        // read after the loop
+  CHECK(phi_marks(f, "branch_on_phi") == "Ds");    // i; go is the condition after its copies
+  CHECK(phi_marks(f, "phi_of_phi") == "sD");       // i is the exit phi's value; last
+  CHECK(phi_marks(f, "switch_join") == "s");       // a switch's edge
+  CHECK(phi_marks(f, "while_flag") == "Ds");       // f; k is read in the body and after the loop
+  CHECK(phi_marks(f, "wide_and_pair") == "sDDD");  // i is read in a branch of the diamond; w, p, a2
+  CHECK(phi_marks(f, "flag_clobbers") == "DDD");
+  // Direct phis lose their shadows: 8 bytes, 16 for an i128, half an aggregate's slot.
+  for (const FlatInst& in : f.insts)
+    if (in.op == kOpPhi && (in.aux & kPhiDirect))
+      CHECK(in.slot_size == (in.width == kWideBits ? 16u : in.width ? 8u : (in.aux32 + 7) / 8 * 8));
+  CHECK(check_flat_module(f) == "");
+}
+
+TEST_CASE("direct phis and compares across phi copies compute what llvm's code does", "[stamp][phi][differential]") {
+  expect_same_as_llvm(kPhiShapes, kDriver, 8, "phis.bc");
+}
+
+TEST_CASE("a flat module that marks a phi direct where it is not safe is refused", "[stamp][phi][flat]") {
+  FlatModuleData f = exported_shapes();
+  auto phi_of = [&](const std::string& name, size_t nth) -> FlatInst& {
+    for (const FlatFunction& fn : f.functions) {
+      if (f.symbols[fn.symbol] != name) continue;
+      for (uint32_t i = fn.first_inst; i < fn.first_inst + fn.inst_count; ++i)
+        if (f.insts[i].op == kOpPhi && nth-- == 0) return f.insts[i];
+    }
+    FAIL("no such phi");
+    return f.insts[0];
+  };
+  const std::string unsafe = "phi written directly where a predecessor's copies or another block read it";
+  for (auto [name, nth] : {std::pair<const char*, size_t>{"after_loop", 0},
+                           {"swap", 1},
+                           {"branch_on_phi", 1},
+                           {"phi_of_phi", 0},
+                           {"switch_join", 0}}) {
+    FlatModuleData saved = f;
+    phi_of(name, nth).aux |= kPhiDirect;
+    INFO(name << " phi " << nth);
+    CHECK(check_flat_module(f) == unsafe);
+    f = saved;
+  }
+  FlatInst& i = phi_of("swap", 0);
+  i.slot_size = 4;
+  CHECK(check_flat_module(f) == "phi in a short slot");
+  i.slot_size = 8;
+  i.aux = 2;
+  CHECK(check_flat_module(f) == "instruction with an unknown variant");
+  i.aux = 0;  // staged: its slot holds the value and its shadow
+  CHECK(check_flat_module(f) == "phi in a short slot");
+  i.slot_size = 16;
+  CHECK(check_flat_module(f) == "");
+}
