@@ -1,5 +1,7 @@
 #include "flat_module.h"
 
+#include <algorithm>
+
 namespace kiln {
 
 // Here rather than in flat_export.cpp: what reads flat files links no LLVM.
@@ -547,31 +549,113 @@ uint32_t drop_dead_values(FlatModuleData& flat) {
   return dropped;
 }
 
-std::vector<uint8_t> phis_written_directly(const FlatModuleData& flat) {
-  const size_t insts = flat.insts.size(), blocks = flat.blocks.size();
-  std::vector<uint8_t> direct(insts, 0), entered_by_branches(blocks, 1);
-  auto phi_value = [&](const FlatOperand& op) {
-    return op.kind == kOperandValue && op.index < insts && flat.insts[op.index].op == kOpPhi;
-  };
-  for (size_t i = 0; i < insts; ++i) direct[i] = flat.insts[i].op == kOpPhi;
-  for (size_t u = 0; u < insts; ++u) {
-    const FlatInst& in = flat.insts[u];
-    if (uint64_t(in.first_operand) + in.operand_count > flat.operands.size()) continue;  // check_tables refuses it
-    const FlatOperand* ops = flat.operands.data() + in.first_operand;
-    for (uint32_t k = 0; k < in.operand_count; ++k) {
-      const FlatOperand& op = ops[k];
-      if (op.kind == kOperandBlock && in.op != kOpPhi && op.index < blocks && in.op != kOpBr && in.op != kOpCondBr)
-        entered_by_branches[op.index] = 0;  // a switch's or an invoke's edge
-      if (!phi_value(op)) continue;
-      if (in.op == kOpPhi ? op.index != u : flat.insts[op.index].block != in.block) direct[op.index] = 0;
+namespace {
+
+// One function's control flow, with block numbers local to it: each block's successors
+// (from its instructions' block operands; a phi's are incoming blocks, not edges) and
+// predecessors, and whether every edge into a block is a br's or a condbr's.
+struct FunctionEdges {
+  std::vector<std::vector<uint32_t>> succs, preds;
+  std::vector<uint8_t> entered_by_branches;
+};
+
+FunctionEdges function_edges(const FlatModuleData& flat, const FlatFunction& fn) {
+  FunctionEdges g;
+  g.succs.resize(fn.block_count), g.preds.resize(fn.block_count);
+  g.entered_by_branches.assign(fn.block_count, 1);
+  for (uint32_t b = 0; b < fn.block_count; ++b) {
+    const FlatBlock& blk = flat.blocks[fn.first_block + b];
+    for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i) {
+      const FlatInst& in = flat.insts[i];
+      if (in.op == kOpPhi) continue;
+      for (uint32_t k = 0; k < in.operand_count; ++k) {
+        const FlatOperand& op = flat.operands[in.first_operand + k];
+        if (op.kind != kOperandBlock || op.index < fn.first_block || op.index - fn.first_block >= fn.block_count)
+          continue;
+        const uint32_t t = op.index - fn.first_block;
+        if (in.op != kOpBr && in.op != kOpCondBr) g.entered_by_branches[t] = 0;  // a switch's or an invoke's edge
+        if (std::find(g.succs[b].begin(), g.succs[b].end(), t) != g.succs[b].end()) continue;
+        g.succs[b].push_back(t);
+        g.preds[t].push_back(b);
+      }
     }
-    // A conditional branch reads its condition after the copies into its successors.
-    if (in.op == kOpCondBr && in.operand_count >= 3 && phi_value(ops[0]))
-      for (uint32_t k = 1; k <= 2; ++k)
-        if (ops[k].kind == kOperandBlock && ops[k].index == flat.insts[ops[0].index].block) direct[ops[0].index] = 0;
   }
-  for (size_t i = 0; i < insts; ++i)
-    if (direct[i] && (flat.insts[i].block >= blocks || !entered_by_branches[flat.insts[i].block])) direct[i] = 0;
+  return g;
+}
+
+// Whether phi x (instruction `x`, in local block `home`) may be written directly: see
+// phis_written_directly. `uses` are x's readers as (instruction, operand).
+bool phi_may_be_direct(const FlatModuleData& flat, const FlatFunction& fn, const FunctionEdges& g, uint32_t x,
+                       uint32_t home, const std::vector<std::pair<uint32_t, uint32_t>>& uses) {
+  if (!g.entered_by_branches[home]) return false;
+  auto is_pred = [&](uint32_t b) {
+    return std::find(g.preds[home].begin(), g.preds[home].end(), b) != g.preds[home].end();
+  };
+  // The blocks where x's value from before is still to be read (live on entry),
+  // from its readers back along the edges, never above x's own block (its definition).
+  std::vector<uint8_t> live(fn.block_count, 0);
+  std::vector<uint32_t> work;
+  auto live_in = [&](uint32_t b) {
+    if (b != home && !live[b]) live[b] = 1, work.push_back(b);
+  };
+  for (auto [u, k] : uses) {
+    const FlatInst& in = flat.insts[u];
+    const uint32_t at = in.block - fn.first_block;
+    if (in.op != kOpPhi) {
+      // A conditional branch reads its condition after the copies into its successors.
+      if (in.op == kOpCondBr && k == 0 && is_pred(at)) return false;
+      live_in(at);
+      continue;
+    }
+    if (u == x) continue;  // its own value again, a copy to itself
+    const FlatOperand& from = flat.operands[in.first_operand + k + 1];
+    if (from.kind != kOperandBlock || from.index < fn.first_block) return false;
+    const uint32_t q = from.index - fn.first_block;
+    if (q >= fn.block_count || is_pred(q)) return false;  // read by copies beside its own
+    live_in(q);                                           // read at q's end: live through q
+  }
+  while (!work.empty()) {
+    const uint32_t b = work.back();
+    work.pop_back();
+    for (uint32_t p : g.preds[b]) live_in(p);
+  }
+  // Every edge out of a predecessor to another block leaves x dead.
+  for (uint32_t p : g.preds[home])
+    for (uint32_t s : g.succs[p])
+      if (s != home && live[s]) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<uint8_t> phis_written_directly(const FlatModuleData& flat) {
+  std::vector<uint8_t> direct(flat.insts.size(), 0);
+  for (const FlatFunction& fn : flat.functions) {
+    const uint64_t block_end = uint64_t(fn.first_block) + fn.block_count;
+    const uint64_t inst_end = uint64_t(fn.first_inst) + fn.inst_count;
+    if (block_end > flat.blocks.size() || inst_end > flat.insts.size()) continue;  // check_tables refuses it
+    bool has_phi = false;
+    for (uint64_t i = fn.first_inst; i < inst_end && !has_phi; ++i) has_phi = flat.insts[i].op == kOpPhi;
+    if (!has_phi) continue;
+    // Each phi's readers, in one pass over the function.
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> uses(fn.inst_count);
+    for (uint64_t u = fn.first_inst; u < inst_end; ++u) {
+      const FlatInst& in = flat.insts[u];
+      for (uint32_t k = 0; k < in.operand_count; ++k) {
+        const FlatOperand& op = flat.operands[in.first_operand + k];
+        if (op.kind == kOperandValue && op.index >= fn.first_inst && op.index < inst_end &&
+            flat.insts[op.index].op == kOpPhi)
+          uses[op.index - fn.first_inst].emplace_back(static_cast<uint32_t>(u), k);
+      }
+    }
+    const FunctionEdges g = function_edges(flat, fn);
+    for (uint64_t x = fn.first_inst; x < inst_end; ++x) {
+      const FlatInst& phi = flat.insts[x];
+      if (phi.op != kOpPhi || phi.block < fn.first_block || phi.block >= block_end) continue;
+      direct[x] =
+          phi_may_be_direct(flat, fn, g, static_cast<uint32_t>(x), phi.block - fn.first_block, uses[x - fn.first_inst]);
+    }
+  }
   return direct;
 }
 

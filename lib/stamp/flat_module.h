@@ -107,12 +107,11 @@ uint32_t drop_dead_values(FlatModuleData& flat);
 // A phi lives in its slot alone, without a shadow, when its predecessors can write its
 // value there directly at their ends (instead of into its shadow, which it copies to
 // its slot on entry): every predecessor ends in a branch (br, or a conditional br whose
-// condition is not the phi: the copies come before the jump reads it); no phi but
-// itself takes it as an incoming value (so a predecessor's copies never read a phi
-// that they have already written); and every other instruction that reads it is in its
-// own block. In SSA form the phi is then dead on every edge that leaves a predecessor
-// for another block: any path from there to a use of it enters its block again, which
-// writes it anew. 1 for each instruction that is such a phi.
+// condition is not the phi: the copies come before the jump reads it); no other phi
+// takes it as an incoming value from one of those predecessors (whose copies would
+// read it after writing it); and on every edge from a predecessor to another block the
+// phi is dead (no path from there reads it before its own block is entered again,
+// which writes it anew). 1 for each instruction that is such a phi.
 std::vector<uint8_t> phis_written_directly(const FlatModuleData& flat);
 // Marks those phis kPhiDirect and drops their shadows from their slots. Both exporters
 // end with it, after drop_dead_values. Returns how many phis it marked.

@@ -1,7 +1,8 @@
 // Phis whose predecessors write them directly (kPhiDirect): which phis the exporters
 // mark, that stamp's code for every shape where that would be wrong (a phi read by
-// another phi, after its loop, or as the branch condition that its own copies precede;
-// a switch's edge) computes what llvm's does, and that a flat file may not mark a phi
+// another phi, after its loop however far, or as the branch condition that its own
+// copies precede; a switch's edge) and where it is right (nested loops) computes what
+// llvm's does, and that a flat file may not mark a phi
 // where it is not safe. Also a compare that keeps its flags across a branch's phi
 // copies, and the copies that do not let it (a zero's xor, a symbol's offset).
 #include <catch2/catch.hpp>
@@ -54,6 +55,50 @@ exit:
   %r = mul i64 %i, 1000
   %s = add i64 %r, %next
   ret i64 %s
+}
+
+; i is read two blocks after the loop: live on the loop's exit edge through mid.
+define i64 @after_loop_far(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %next = add i64 %i, 3
+  %done = icmp uge i64 %next, %n
+  br i1 %done, label %mid, label %loop
+mid:
+  %t = add i64 %next, 1
+  br label %exit
+exit:
+  %r = mul i64 %i, 1000
+  %s = add i64 %r, %t
+  ret i64 %s
+}
+
+; Nested loops: the outer phis are read in the inner loop and after it, where the
+; outer loop's edges do not go; an inner phi takes an outer one as its value.
+define i64 @nested(i64 %n) {
+entry:
+  br label %outer
+outer:
+  %j = phi i64 [ 0, %entry ], [ %j1, %outer.end ]
+  %acc = phi i64 [ 0, %entry ], [ %acc2, %outer.end ]
+  br label %inner
+inner:
+  %k = phi i64 [ 0, %outer ], [ %k1, %inner ]
+  %acc1 = phi i64 [ %acc, %outer ], [ %acc1.next, %inner ]
+  %t = mul i64 %j, %k
+  %acc1.next = add i64 %acc1, %t
+  %k1 = add i64 %k, 1
+  %kmore = icmp ult i64 %k1, %j
+  br i1 %kmore, label %inner, label %outer.end
+outer.end:
+  %acc2 = phi i64 [ %acc1.next, %inner ]
+  %j1 = add i64 %j, 1
+  %jmore = icmp ult i64 %j1, %n
+  br i1 %jmore, label %outer, label %exit
+exit:
+  ret i64 %acc2
 }
 
 ; The loop's branch reads go after the copies into the loop's phis.
@@ -179,12 +224,12 @@ exit:
 )";
 
 const char* kDriver = R"(#include <stdio.h>
-long swap(long), after_loop(long), branch_on_phi(long), phi_of_phi(long), switch_join(long),
-    while_flag(long), wide_and_pair(long), flag_clobbers(long);
+long swap(long), after_loop(long), after_loop_far(long), nested(long), branch_on_phi(long), phi_of_phi(long),
+    switch_join(long), while_flag(long), wide_and_pair(long), flag_clobbers(long);
 int main(void) {
   for (long n = 0; n < 9; ++n)
-    printf("%ld: %ld %ld %ld %ld %ld %ld %ld %ld\n", n, swap(n), after_loop(n), branch_on_phi(n), phi_of_phi(n),
-           switch_join(n % 4), while_flag(n * 5), wide_and_pair(n), flag_clobbers(n));
+    printf("%ld: %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld\n", n, swap(n), after_loop(n), after_loop_far(n), nested(n),
+           branch_on_phi(n), phi_of_phi(n), switch_join(n % 4), while_flag(n * 5), wide_and_pair(n), flag_clobbers(n));
   return 0;
 }
 )";
@@ -206,7 +251,7 @@ FlatModuleData exported_shapes() {
   auto module = parse_bitcode(ctx, bitcode_from_ir(kPhiShapes), "phis.bc");
   materialize_aggregate_constants(*module);  // as the stamp back end does before exporting
   FlatExport flat = export_flat(*module);
-  REQUIRE(flat.stamp_function_count == 8);
+  REQUIRE(flat.stamp_function_count == 10);
   return flat.flat;
 }
 
@@ -216,11 +261,13 @@ TEST_CASE("phis are written directly by their predecessors exactly where that is
   FlatModuleData f = exported_shapes();
   CHECK(phi_marks(f, "swap") == "Dss");            // i; a and b read each other
   CHECK(phi_marks(f, "after_loop") == "s");        // read after the loop
+  CHECK(phi_marks(f, "after_loop_far") == "s");    // read two blocks after it
+  CHECK(phi_marks(f, "nested") == "DDDDD");        // no edge of a predecessor leaves one live
   CHECK(phi_marks(f, "branch_on_phi") == "Ds");    // i; go is the condition after its copies
   CHECK(phi_marks(f, "phi_of_phi") == "sD");       // i is the exit phi's value; last
   CHECK(phi_marks(f, "switch_join") == "s");       // a switch's edge
-  CHECK(phi_marks(f, "while_flag") == "Ds");       // f; k is read in the body and after the loop
-  CHECK(phi_marks(f, "wide_and_pair") == "sDDD");  // i is read in a branch of the diamond; w, p, a2
+  CHECK(phi_marks(f, "while_flag") == "DD");       // only entry's and the body's br write them
+  CHECK(phi_marks(f, "wide_and_pair") == "DDDD");  // i, w, p, and the diamond's a2
   CHECK(phi_marks(f, "flag_clobbers") == "DDD");
   // Direct phis lose their shadows: 8 bytes, 16 for an i128, half an aggregate's slot.
   for (const FlatInst& in : f.insts)
@@ -230,7 +277,7 @@ TEST_CASE("phis are written directly by their predecessors exactly where that is
 }
 
 TEST_CASE("direct phis and compares across phi copies compute what llvm's code does", "[stamp][phi][differential]") {
-  expect_same_as_llvm(kPhiShapes, kDriver, 8, "phis.bc");
+  expect_same_as_llvm(kPhiShapes, kDriver, 10, "phis.bc");
 }
 
 TEST_CASE("a flat module that marks a phi direct where it is not safe is refused", "[stamp][phi][flat]") {
@@ -246,6 +293,7 @@ TEST_CASE("a flat module that marks a phi direct where it is not safe is refused
   };
   const std::string unsafe = "phi written directly where a predecessor's copies or another block read it";
   for (auto [name, nth] : {std::pair<const char*, size_t>{"after_loop", 0},
+                           {"after_loop_far", 0},
                            {"swap", 1},
                            {"branch_on_phi", 1},
                            {"phi_of_phi", 0},
