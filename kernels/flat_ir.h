@@ -214,11 +214,19 @@ enum FloatKind : uint8_t {
   // NaN, else minsd/maxsd of op1 and op0 (op0 when they compare equal or op1 is NaN).
   kFloatMin,
   kFloatMax,
+  // llvm.fmuladd: op0 * op1 + op2, rounded after the product and after the sum (mulsd,
+  // then addsd), as llvm -O0 computes it for a target without FMA; where the function's
+  // target has FMA, LLVM fuses it (one rounding) and the function is llvm's.
+  kFloatMulAdd,
   kFloatKindCount
 };
 // The kinds that read two operands.
 constexpr bool float_kind_is_binary(uint32_t kind) {
   return kind <= kFloatDiv || kind == kFloatCmp || kind == kFloatMin || kind == kFloatMax;
+}
+// How many operands a kind reads: 1, 2 or 3.
+constexpr uint32_t float_kind_operands(uint32_t kind) {
+  return kind == kFloatMulAdd ? 3 : float_kind_is_binary(kind) ? 2 : 1;
 }
 // LLVM's fcmp predicates (FCmpInst's numbering, which bitcode and the IR share).
 enum FcmpPredicate : uint8_t {

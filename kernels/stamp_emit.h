@@ -2460,6 +2460,16 @@ KILN_HD inline void encode_float(Emitter& e, const FlatModuleView& m, const Stam
       sse_scalar(e, w, 0x51, 0, 0);
       move_from_xmm(e, RAX, 0, w);
       break;
+    case kFloatMulAdd:  // mulsd xmm0, xmm1 (a * b), then addsd xmm0, xmm1 (+ c): two roundings
+      load_operand(e, l, ops[1], RCX);
+      movq_to_xmm(e, 0, RAX);
+      movq_to_xmm(e, 1, RCX);
+      sse_scalar(e, w, 0x59, 0, 1);
+      load_operand(e, l, ops[2], RCX);
+      movq_to_xmm(e, 1, RCX);
+      sse_scalar(e, w, 0x58, 0, 1);
+      move_from_xmm(e, RAX, 0, w);
+      break;
     case kFloatCmp:
       load_operand(e, l, ops[1], RCX);
       movq_to_xmm(e, 0, RAX);

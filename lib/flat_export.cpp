@@ -257,6 +257,8 @@ class FunctionExporter {
     if (f_.hasFnAttribute(Attribute::Naked)) reason("naked function");
     if (f_.hasAvailableExternallyLinkage()) reason("available_externally");
     avx_ = target_features_have_avx(f_.getFnAttribute("target-features").getValueAsString());
+    for (const char* key : {"target-features", "target-cpu"})
+      may_fuse_ |= target_may_fuse_multiply_add(key, f_.getFnAttribute(key).getValueAsString());
     unsigned i = 0, xmm = 0;  // xmm: the vector registers the arguments so far take
     for (const Argument& a : f_.args()) {
       Type* t = a.getType();
@@ -611,6 +613,8 @@ class FunctionExporter {
       case Intrinsic::fptosi_sat:
       case Intrinsic::fptoui_sat:
         return export_saturating_conversion(call, callee, id == Intrinsic::fptosi_sat);
+      case Intrinsic::fmuladd:
+        return export_fmuladd(call, callee);
       default:
         if (bc::libm_function(Intrinsic::getBaseName(id).str(), true))
           return export_libm_call(call, "intrinsic " + callee->getName().str(), Intrinsic::getBaseName(id).str());
@@ -673,6 +677,16 @@ class FunctionExporter {
                        ? emit(call, kOpFloat, {operand(call.getArgOperand(0)), operand(call.getArgOperand(1))})
                        : emit(call, kOpFloat, {operand(call.getArgOperand(0))});
     fi.aux = kind;
+  }
+
+  // fmuladd of floats or doubles, unfused (kFloatMulAdd) where the target cannot fuse it.
+  void export_fmuladd(const CallInst& call, const Function* callee) {
+    if (!is_float_or_double(call.getType())) reason("intrinsic " + callee->getName().str());
+    if (may_fuse_) reason("intrinsic " + callee->getName().str() + " on a target that may fuse it");
+    FlatInst& fi =
+        emit(call, kOpFloat,
+             {operand(call.getArgOperand(0)), operand(call.getArgOperand(1)), operand(call.getArgOperand(2))});
+    fi.aux = kFloatMulAdd;
   }
 
   // fptosi.sat and fptoui.sat from a float or double to an integer of at most 64 bits.
@@ -1578,6 +1592,7 @@ class FunctionExporter {
   uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
   uint16_t float_args_ = 0;
   bool avx_ = false;  // the function's target-features give it AVX (target_features_have_avx)
+  bool may_fuse_ = false;  // its target may fuse fmuladd (target_may_fuse_multiply_add)
   std::vector<VectorArg> vector_args_;
   std::unordered_map<const Argument*, uint32_t> vector_arg_index_;
   uint8_t ret_leaf_float_ = 0;

@@ -83,6 +83,9 @@ enum AttrKind : uint8_t {
   // Not LLVM's: kiln's mark of a function whose "target-features" string attribute
   // gives it AVX (target_features_have_avx, vector_abi.h). Bitcode kinds stay far below.
   kAttrKilnAvx = 255,
+  // kiln's mark of a function whose target may fuse llvm.fmuladd
+  // (target_may_fuse_multiply_add, vector_abi.h).
+  kAttrKilnMayFuse = 254,
 };
 struct AttrSet {
   // enum and type attributes' kinds (bitcode numbers them below 256), one bit each: the

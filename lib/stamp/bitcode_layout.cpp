@@ -613,6 +613,7 @@ constexpr KnownIntrinsic kKnown[] = {
     {"llvm.fabs", Intrinsic::kFabs, true},
     {"llvm.floor", Intrinsic::kLibmCall, true},
     {"llvm.fma", Intrinsic::kLibmCall, true},
+    {"llvm.fmuladd", Intrinsic::kFmuladd, true},
     {"llvm.fptosi.sat", Intrinsic::kFptosiSat, true},
     {"llvm.fptoui.sat", Intrinsic::kFptouiSat, true},
     {"llvm.fshl", Intrinsic::kFshl, true},

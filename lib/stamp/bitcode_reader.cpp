@@ -435,6 +435,9 @@ class AttributeReader {
           i = skip_string(value);
           if (string_is(key, "target-features") && target_features_have_avx(string_at(value, i - 1)))
             set.add(kAttrKilnAvx);
+          if ((string_is(key, "target-features") || string_is(key, "target-cpu")) &&
+              target_may_fuse_multiply_add(string_at(key, value - 1), string_at(value, i - 1)))
+            set.add(kAttrKilnMayFuse);
         }
       } else if (encoding == 7) {  // ConstantRange [kind, bitwidth, range]
         add_kind(set, ops_[need(i, 3) + 1]);

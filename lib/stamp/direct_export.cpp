@@ -956,6 +956,7 @@ class FunctionExporter {
     if (fa && fa->function.has(kAttrNaked)) reason("naked function");
     if (g_.linkage == Linkage::kAvailableExternally) reason("available_externally");
     avx_ = fa && fa->function.has(kAttrKilnAvx);
+    may_fuse_ = fa && fa->function.has(kAttrKilnMayFuse);
     vector_args_.clear();
     vector_arg_of_.clear();
     uint32_t xmm = 0;  // the vector registers the arguments so far take
@@ -2472,6 +2473,13 @@ class FunctionExporter {
         fi.aux = kind;
         return;
       }
+      case Intrinsic::kFmuladd: {  // export_fmuladd of lib/flat_export.cpp
+        if (!ctx_.is_float_or_double(in.type)) reason("intrinsic " + name);
+        if (may_fuse_) reason("intrinsic " + name + " on a target that may fuse it");
+        FlatInst& fi = emit(in, kOpFloat, {operand(arg(0)), operand(arg(1)), operand(arg(2))});
+        fi.aux = kFloatMulAdd;
+        return;
+      }
       case Intrinsic::kFptosiSat:
       case Intrinsic::kFptouiSat: {  // export_saturating_conversion of lib/flat_export.cpp
         if (!ctx_.is_float_or_double(operand_type(arg(0))) || !ctx_.is_integer(in.type) || !ctx_.scalar_width(in.type))
@@ -2589,6 +2597,7 @@ class FunctionExporter {
   uint32_t fn_flags_ = 0, sret_arg_ = 0, personality_ = 0;
   uint16_t float_args_ = 0;
   bool avx_ = false;  // the function's target-features give it AVX (kAttrKilnAvx)
+  bool may_fuse_ = false;  // its target may fuse fmuladd (kAttrKilnMayFuse)
   // A vector argument (vector_arg_bytes): the register it comes in and its lanes; by
   // argument, its index among them or kNone.
   struct VectorArg {

@@ -68,8 +68,9 @@ bool float_widths_fit(const FlatInst& in, const FlatOperand* ops) {
     case kFloatToSignedSat:
     case kFloatToUnsignedSat:
       return w >= 1 && w <= 64 && is_float_width(from);
-    default:  // arithmetic, negation, absolute value, square root, minimum and maximum
-      return is_float_width(w) && from == w && (!float_kind_is_binary(in.aux) || ops[1].width == w);
+    default:  // arithmetic, negation, absolute value, square root, minimum and maximum, fmuladd
+      return is_float_width(w) && from == w && (float_kind_operands(in.aux) < 2 || ops[1].width == w) &&
+          (float_kind_operands(in.aux) < 3 || ops[2].width == w);
   }
 }
 
@@ -212,7 +213,7 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
   if (in.op == kOpFloat) {
     if (in.aux >= kFloatKindCount || (in.aux == kFloatCmp && (in.imm < kFcmpFalse || in.imm > kFcmpTrue)))
       return "instruction with an unknown variant";
-    if (float_kind_is_binary(in.aux) && in.operand_count < 2) return "instruction with too few operands";
+    if (in.operand_count < float_kind_operands(in.aux)) return "instruction with too few operands";
     if (!float_widths_fit(in, ops)) return "floating point at a width stamp has no template for";
   }
   if (in.op == kOpVector)

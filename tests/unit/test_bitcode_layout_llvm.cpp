@@ -693,6 +693,8 @@ bc::Intrinsic expected_intrinsic(llvm::Intrinsic::ID id) {
       return bc::Intrinsic::kFptouiSat;
     case llvm::Intrinsic::minnum:
       return bc::Intrinsic::kMinnum;
+    case llvm::Intrinsic::fmuladd:
+      return bc::Intrinsic::kFmuladd;
     case llvm::Intrinsic::maxnum:
       return bc::Intrinsic::kMaxnum;
     case llvm::Intrinsic::vector_reduce_add:

@@ -1,7 +1,7 @@
 // Differential tests of stamp's floating point against llvm: every operation on float
 // and double (arithmetic, fneg, fabs, sqrt, fcmp with every predicate, conversions
-// from and to integers of every width, fpext, fptrunc, frem and the intrinsics LLVM
-// calls libm for: floor, sin, pow, fma, powi, ...) on every pair of edge values
+// from and to integers of every width, fpext, fptrunc, frem, fmuladd and the
+// intrinsics LLVM calls libm for: floor, sin, pow, fma, powi, ...) on every pair of edge values
 // (zeros of both signs, infinities, NaNs, denormals, the limits of the integer
 // conversions), and the SysV convention for floating-point arguments and returns
 // (xmm registers, stack overflow of both classes in order, calls into C, a varargs
@@ -10,6 +10,7 @@
 // that prints every result's bits.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,10 +78,14 @@ void define_operations(std::ostringstream& ir, const FloatType& t, FloatFunction
   ir << "declare " << T << " @llvm.fma." << t.suffix << "(" << T << ", " << T << ", " << T << ")\n"
      << "define " << T << " @fma_" << T << "(" << T << " %a, " << T << " %b) {\n  %r = call " << T << " @llvm.fma."
      << t.suffix << "(" << T << " %a, " << T << " %b, " << T << " %a)\n  ret " << T << " %r\n}\n"
-     << "define " << T << " @frem_" << T << "(" << T << " %a, " << T << " %b) {\n  %r = frem " << T
-     << " %a, %b\n  ret " << T << " %r\n}\n"
-     << "declare " << T << " @llvm.powi." << t.suffix << ".i32(" << T << ", i32)\n";
+     << "define " << T << " @frem_" << T << "(" << T << " %a, " << T << " %b) {\n  %r = frem " << T << " %a, %b\n  ret "
+     << T << " %r\n}\n"
+     << "declare " << T << " @llvm.powi." << t.suffix << ".i32(" << T << ", i32)\n"
+     << "declare " << T << " @llvm.fmuladd." << t.suffix << "(" << T << ", " << T << ", " << T << ")\n"
+     << "define " << T << " @fmuladd_" << T << "(" << T << " %a, " << T << " %b) {\n  %r = call " << T
+     << " @llvm.fmuladd." << t.suffix << "(" << T << " %a, " << T << " %b, " << T << " %a)\n  ret " << T << " %r\n}\n";
   out->binary.push_back(std::string("fma_") + T);
+  out->binary.push_back(std::string("fmuladd_") + T);
   out->binary.push_back(std::string("frem_") + T);
   for (int n : {3, -2}) {
     std::string name = std::string("powi") + (n < 0 ? "m" : "") + std::to_string(n < 0 ? -n : n) + "_" + T;
@@ -455,4 +460,85 @@ TEST_CASE("floating point: every operation on edge values and the SysV float con
   INFO(outcome_name(reader.outcome) << ": " << reader.detail);
   CHECK(reader.outcome == ReaderComparison::kIdentical);
   CHECK(reader.whole);
+}
+
+namespace {
+
+// llvm.fmuladd where rounding once or twice tells apart: (1 + 2^-27)^2 - (1 + 2^-26)
+// is 2^-54 fused and 0 with the product rounded first (and the same for float at
+// 2^-12); llvm -O0 on a target without FMA rounds twice.
+const char* kMulAddIr = R"(
+target triple = "x86_64-unknown-linux-gnu"
+declare double @llvm.fmuladd.f64(double, double, double)
+declare float @llvm.fmuladd.f32(float, float, float)
+define double @muladd_d(double %a, double %b, double %c) {
+  %r = call double @llvm.fmuladd.f64(double %a, double %b, double %c)
+  ret double %r
+}
+define float @muladd_f(float %a, float %b, float %c) {
+  %r = call float @llvm.fmuladd.f32(float %a, float %b, float %c)
+  ret float %r
+}
+; A loop that accumulates with it, as clang's -ffp-contract=on code does.
+define double @dot(ptr %x, ptr %y, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %acc = phi double [ 0.0, %entry ], [ %acc1, %loop ]
+  %px = getelementptr double, ptr %x, i64 %i
+  %py = getelementptr double, ptr %y, i64 %i
+  %vx = load double, ptr %px
+  %vy = load double, ptr %py
+  %acc1 = call double @llvm.fmuladd.f64(double %vx, double %vy, double %acc)
+  %i1 = add i64 %i, 1
+  %more = icmp ult i64 %i1, %n
+  br i1 %more, label %loop, label %exit
+exit:
+  ret double %acc1
+}
+)";
+
+const char* kMulAddDriver = R"(#include <stdio.h>
+#include <string.h>
+double muladd_d(double, double, double);
+float muladd_f(float, float, float);
+double dot(const double*, const double*, long);
+static unsigned long long bits_d(double d) { unsigned long long u; memcpy(&u, &d, 8); return u; }
+static unsigned bits_f(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+int main(void) {
+  double a = 1.0 + 0x1p-27, c = -(1.0 + 0x1p-26);
+  float af = 1.0f + 0x1p-12f, cf = -(1.0f + 0x1p-11f);
+  printf("%llx %x\n", bits_d(muladd_d(a, a, c)), bits_f(muladd_f(af, af, cf)));
+  printf("%llx %llx\n", bits_d(muladd_d(1e308, 10.0, -1e308)), bits_d(muladd_d(-0.0, 0.0, 0.0)));
+  double x[5] = {a, 1.5, -2.25, 0x1p-1074, 3.0}, y[5] = {a, 2.0, 4.0, 0.5, 1e-300};
+  printf("%llx\n", bits_d(dot(x, y, 5)));
+  return 0;
+}
+)";
+
+}  // namespace
+
+TEST_CASE("llvm.fmuladd rounds twice as llvm -O0 does without FMA, and is llvm's where the target may fuse it",
+          "[stamp][differential][float]") {
+  kiln_test::expect_same_as_llvm(kMulAddIr, kMulAddDriver, 3, "muladd");
+  // Where the function's target may have FMA, LLVM fuses it: the function falls back,
+  // with the same reason from both exporters.
+  for (const char* attrs :
+       {"\"target-features\"=\"+sse2,+fma\"", "\"target-cpu\"=\"haswell\"", "\"target-features\"=\"+avx512f\""}) {
+    std::string ir = std::string(kMulAddIr);
+    ir.replace(ir.find("define double @muladd_d(double %a, double %b, double %c) {"),
+               std::strlen("define double @muladd_d(double %a, double %b, double %c) {"),
+               "define double @muladd_d(double %a, double %b, double %c) #0 {");
+    ir += std::string("attributes #0 = { ") + attrs + " }\n";
+    std::string bitcode = kiln_test::bitcode_from_ir(ir);
+    auto b = make_backend("stamp", Profile::fast);
+    EmitResult r = b->emit(bitcode, "muladd.bc");
+    INFO(attrs);
+    CHECK(r.counts.functions_stamp == 2);
+    CHECK(r.counts.functions_llvm == 1);
+    ReaderComparison reader = compare_reader(bitcode, "muladd");
+    INFO(outcome_name(reader.outcome) << ": " << reader.detail);
+    CHECK(reader.outcome == ReaderComparison::kIdentical);
+  }
 }
