@@ -1013,9 +1013,16 @@ KILN_HD inline bool frame_address(const FlatModuleView& m, const StampLayout& l,
   return true;
 }
 // Templates that end with their scalar result in rax (and then store it to its slot).
+// fadd, fsub, fmul and fdiv of doubles: their result goes from xmm0 to its slot
+// (movsd), never through rax.
+KILN_HD inline bool double_arithmetic(const FlatInst& in) {
+  return in.op == kOpFloat && in.aux <= kFloatDiv && in.width == 64;
+}
+
 KILN_HD inline bool result_in_rax(const FlatInst& in) {
   if (in.width == 0 || in.width == kWideBits) return false;  // 128 bits live in their slot
   if (is_operand_only_op(in.op)) return true;
+  if (in.op == kOpFloat && double_arithmetic(in)) return false;  // stored from xmm0 (encode_float_arithmetic)
   switch (in.op) {
     case kOpAlloca:
     case kOpLoad:
@@ -2417,6 +2424,42 @@ KILN_HD inline void encode_float_saturating(Emitter& e, uint32_t w, uint32_t fro
   }
 }
 
+// An SSE scalar instruction F2/F3 0F `opcode` between xmm0 and [rbp + disp]: movsd or
+// movss load (0x10) and store (0x11), and the arithmetic on a memory operand.
+KILN_HD inline void sse_scalar_frame(Emitter& e, uint32_t width, uint32_t opcode, int32_t disp) {
+  e.byte(width == 32 ? 0xF3 : 0xF2), e.byte(0x0F), e.byte(opcode);
+  mem_operand(e, 0, RBP, disp);
+}
+
+// fadd, fsub, fmul and fdiv: op0 into xmm0 from rax where the instruction before left
+// it there, else from its slot; op1 as a memory operand where it is in the frame (a
+// float's slot holds it in its low 4 bytes), else through rcx and xmm1. A double's
+// result goes from xmm0 to its slot (double_arithmetic); a float's through rax, which
+// zero-extends it as every slot holds its value.
+KILN_HD inline void encode_float_arithmetic(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  const uint32_t w = in.width;
+  const uint32_t opcode = in.aux == kFloatAdd ? 0x58 : in.aux == kFloatSub ? 0x5C : in.aux == kFloatMul ? 0x59 : 0x5E;
+  int32_t at = 0;
+  if (!rax_holds(m, l.home, i, ops[0]) && operand_in_frame(l, ops[0], &at)) {
+    sse_scalar_frame(e, w, 0x10, at);
+  } else {
+    load_rax(e, m, l, i, ops[0]);
+    movq_to_xmm(e, 0, RAX);
+  }
+  if (operand_in_frame(l, ops[1], &at)) {
+    sse_scalar_frame(e, w, opcode, at);
+  } else {
+    load_operand(e, l, ops[1], RCX);
+    movq_to_xmm(e, 1, RCX);
+    sse_scalar(e, w, opcode, 0, 1);
+  }
+  if (double_arithmetic(in)) return sse_scalar_frame(e, w, 0x11, slot_disp(l, i));
+  move_from_xmm(e, RAX, 0, w);
+  store_result(e, l, i);
+}
+
 // kOpFloat: op0 in rax (rax_operand), op1 in rcx; the result in rax, normalised (movd
 // zero-extends a float; the 32-bit xor and and of a float's sign do too).
 // Negation and absolute value flip or clear the sign bit in rax, as LLVM's fneg and
@@ -2426,20 +2469,9 @@ KILN_HD inline void encode_float(Emitter& e, const FlatModuleView& m, const Stam
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   uint32_t w = in.width, from = ops[0].width;
+  if (in.aux <= kFloatDiv) return encode_float_arithmetic(e, m, l, i);
   load_rax(e, m, l, i, ops[0]);
   switch (in.aux) {
-    case kFloatAdd:
-    case kFloatSub:
-    case kFloatMul:
-    case kFloatDiv: {
-      uint32_t opcode = in.aux == kFloatAdd ? 0x58 : in.aux == kFloatSub ? 0x5C : in.aux == kFloatMul ? 0x59 : 0x5E;
-      load_operand(e, l, ops[1], RCX);
-      movq_to_xmm(e, 0, RAX);
-      movq_to_xmm(e, 1, RCX);
-      sse_scalar(e, w, opcode, 0, 1);
-      move_from_xmm(e, RAX, 0, w);
-      break;
-    }
     case kFloatNeg:
     case kFloatAbs:
       if (w == 32) e.byte(in.aux == kFloatNeg ? 0x35 : 0x25), e.u32(in.aux == kFloatNeg ? 0x80000000u : 0x7FFFFFFFu);
