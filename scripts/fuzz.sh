@@ -64,7 +64,9 @@ cp "$S/c/kiln-corpus.json" "$S/records/manifest.json"
 "$B/tools/kiln-emit" "$S/m.bc" -o "$S/m.o" --backend stamp --export-flat "$S/flat/m.flat" >/dev/null
 # A rustc module with debug information: the flat file's debug section, and the DWARF.
 "$B/tools/kiln-emit" tests/data/bitstream/regex-4k.bc --export-flat "$S/flat/regex-4k.flat" >/dev/null
-cp tests/data/fuzz/*.flat "$S/flat/"  # inputs that once broke a target, kept as seeds
+# Inputs that once broke a target, and shapes the generated seeds lack (phis that their
+# predecessors write directly: tests/unit/test_stamp_phi.cpp's module), kept as seeds.
+cp tests/data/fuzz/*.flat "$S/flat/"
 # fuzz_elf_combine's seeds: stamp's object of m and LLVM's of a module that uses it (a
 # comdat, exception handling), each pair as the target reads it: the first object's
 # length in 4 bytes (little-endian), then both objects.
