@@ -74,14 +74,15 @@ struct StampLayout {
 
 // Where an instruction's result lives, decided by stage 0 (stamp_uses).
 enum ResultHome : uint8_t {
-  kHomeSlot = 0,  // its frame slot
-  kHomeRax = 1,   // only rax: its one use is the next instruction, which takes it from there
-  kHomeNone = 2,  // nowhere: a frame address (frame_shape), which every use recomputes
-                  // (lea) or addresses directly ([rbp + disp]); inst_slot holds -disp
-  kHomeLoad = 3,  // nowhere: a scalar load from a frame address folded into its one user,
-                  // which reads the memory itself (load_folds); inst_slot holds -disp
-  kHomePool = 4,  // a slot of the function's pool, shared with other short-lived values
-                  // (pooled); inst_slot holds its place, as for kHomeSlot
+  kHomeSlot = 0,   // its frame slot
+  kHomeRax = 1,    // only rax: its one use is the next instruction, which takes it from there;
+                   // or it has no use (a call's or a load's result that nothing reads)
+  kHomeNone = 2,   // nowhere: a frame address (frame_shape), which every use recomputes
+                   // (lea) or addresses directly ([rbp + disp]); inst_slot holds -disp
+  kHomeLoad = 3,   // nowhere: a scalar load from a frame address folded into its one user,
+                   // which reads the memory itself (load_folds); inst_slot holds -disp
+  kHomePool = 4,   // a slot of the function's pool, shared with other short-lived values
+                   // (pooled); inst_slot holds its place, as for kHomeSlot
   kHomeField = 5,  // nowhere: a scalar field of an aggregate in its own slot, which every
                    // use reads in place (field_folds); inst_slot holds the field's place
 };
@@ -1471,6 +1472,10 @@ KILN_HD inline void encode_binary_op(Emitter& e, const FlatModuleView& m, const 
   } else if (alu_ext(in.op) >= 0 && operand_in_frame(l, ops[1], &at)) {
     e.byte(0x48), e.byte((static_cast<uint32_t>(alu_ext(in.op)) << 3) | 3);  // op rax, [rbp + at]
     mem_operand(e, RAX, RBP, at);
+    normalize(e, RAX, in.width);
+  } else if (in.op == kOpMul && operand_in_frame(l, ops[1], &at)) {
+    e.byte(0x48), e.byte(0x0F), e.byte(0xAF);  // imul rax, [rbp + at]: the product's low bits
+    mem_operand(e, RAX, RBP, at);              // need only the operands' low bits
     normalize(e, RAX, in.width);
   } else {
     load_operand(e, l, ops[1], RCX);

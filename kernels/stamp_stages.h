@@ -167,8 +167,8 @@ KILN_HD inline int32_t pool_slot(uint32_t args_bytes, uint32_t at) {
 // no code and no slot: each use recomputes it or addresses memory through it. Nor do a
 // load that folds into its user (load_folds) and a field read in place (field_folds).
 // A result used once, by the next instruction with code (next_with_code), which takes
-// that operand first into rax (rax_operand), never goes to memory. Of the rest,
-// short-lived scalars share the pool's slots (pooled). use_count is scratch (per
+// that operand first into rax (rax_operand), never goes to memory, nor does one that
+// nothing reads. Of the rest, short-lived scalars share the pool's slots (pooled). use_count is scratch (per
 // instruction).
 KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* use_count, uint8_t* home) {
   const FlatFunction& f = m.functions[fn];
@@ -192,8 +192,10 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
     const FlatOperand& op = m.operands[m.insts[next].first_operand + static_cast<uint32_t>(k)];
     if (op.kind == kOperandValue && op.index == i && rax_holds(m, home, next, op)) home[i] = kHomeRax;
   }
-  for (uint32_t i = f.first_inst; i < end; ++i)
+  for (uint32_t i = f.first_inst; i < end; ++i) {
+    if (home[i] == kHomeSlot && use_count[i] == 0 && result_in_rax(m.insts[i])) home[i] = kHomeRax;  // never read
     if (home[i] == kHomeSlot && pooled(m, i, use_count)) home[i] = kHomePool;
+  }
 }
 
 // ---- stage 1: the frame --------------------------------------------------------------
