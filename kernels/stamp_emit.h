@@ -76,7 +76,7 @@ struct StampLayout {
 enum ResultHome : uint8_t {
   kHomeSlot = 0,   // its frame slot
   kHomeRax = 1,    // only rax: its one use is the next instruction, which takes it from there;
-                   // or it has no use (a call's or a load's result that nothing reads)
+                   // or nothing reads it (a result_in_rax template's: a call's, a load's, ...)
   kHomeNone = 2,   // nowhere: a frame address (frame_shape), which every use recomputes
                    // (lea) or addresses directly ([rbp + disp]); inst_slot holds -disp
   kHomeLoad = 3,   // nowhere: a scalar load from a frame address folded into its one user,
@@ -1013,17 +1013,17 @@ KILN_HD inline bool frame_address(const FlatModuleView& m, const StampLayout& l,
   *disp = static_cast<int32_t>(-static_cast<int64_t>(l.alloca_mem[alloca_inst]) + offset);
   return true;
 }
-// Templates that end with their scalar result in rax (and then store it to its slot).
 // fadd, fsub, fmul and fdiv of doubles: their result goes from xmm0 to its slot
 // (movsd), never through rax.
 KILN_HD inline bool double_arithmetic(const FlatInst& in) {
   return in.op == kOpFloat && in.aux <= kFloatDiv && in.width == 64;
 }
 
+// Templates that end with their scalar result in rax (and then store it to its slot).
 KILN_HD inline bool result_in_rax(const FlatInst& in) {
   if (in.width == 0 || in.width == kWideBits) return false;  // 128 bits live in their slot
   if (is_operand_only_op(in.op)) return true;
-  if (in.op == kOpFloat && double_arithmetic(in)) return false;  // stored from xmm0 (encode_float_arithmetic)
+  if (double_arithmetic(in)) return false;  // stored from xmm0 (encode_float_arithmetic)
   switch (in.op) {
     case kOpAlloca:
     case kOpLoad:
@@ -2465,7 +2465,8 @@ KILN_HD inline void encode_float_arithmetic(Emitter& e, const FlatModuleView& m,
   store_result(e, l, i);
 }
 
-// kOpFloat: op0 in rax (rax_operand), op1 in rcx; the result in rax, normalised (movd
+// kOpFloat other than fadd, fsub, fmul and fdiv (encode_float_arithmetic): op0 in rax
+// (rax_operand), op1 in rcx; the result in rax, normalised (movd
 // zero-extends a float; the 32-bit xor and and of a float's sign do too).
 // Negation and absolute value flip or clear the sign bit in rax, as LLVM's fneg and
 // fabs do to any value, NaN included. Out-of-range fptosi/fptoui are poison in LLVM:

@@ -275,6 +275,8 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
     return "instruction with operands of the wrong kind";
   for (uint32_t k = 2; in.op == kOpSwitch && k < in.operand_count; k += 2)
     if (!is_block(k + 1)) return "switch case without a block";
+  for (uint32_t k = 1; in.op == kOpPhi && k < in.operand_count; k += 2)
+    if (!is_block(k)) return "phi value without a block";
   return nullptr;
 }
 
@@ -564,6 +566,7 @@ FunctionEdges function_edges(const FlatModuleData& flat, const FlatFunction& fn)
   FunctionEdges g;
   g.succs.resize(fn.block_count), g.preds.resize(fn.block_count);
   g.entered_by_branches.assign(fn.block_count, 1);
+  std::vector<uint32_t> last_from(fn.block_count, ~0u);  // a block named twice is one edge
   for (uint32_t b = 0; b < fn.block_count; ++b) {
     const FlatBlock& blk = flat.blocks[fn.first_block + b];
     for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i) {
@@ -575,7 +578,8 @@ FunctionEdges function_edges(const FlatModuleData& flat, const FlatFunction& fn)
           continue;
         const uint32_t t = op.index - fn.first_block;
         if (in.op != kOpBr && in.op != kOpCondBr) g.entered_by_branches[t] = 0;  // a switch's or an invoke's edge
-        if (std::find(g.succs[b].begin(), g.succs[b].end(), t) != g.succs[b].end()) continue;
+        if (last_from[t] == b) continue;
+        last_from[t] = b;
         g.succs[b].push_back(t);
         g.preds[t].push_back(b);
       }
@@ -584,48 +588,67 @@ FunctionEdges function_edges(const FlatModuleData& flat, const FlatFunction& fn)
   return g;
 }
 
-// Whether phi x (instruction `x`, in local block `home`) may be written directly: see
-// phis_written_directly. `uses` are x's readers as (instruction, operand).
-bool phi_may_be_direct(const FlatModuleData& flat, const FlatFunction& fn, const FunctionEdges& g, uint32_t x,
-                       uint32_t home, const std::vector<std::pair<uint32_t, uint32_t>>& uses) {
-  if (!g.entered_by_branches[home]) return false;
-  auto is_pred = [&](uint32_t b) {
-    return std::find(g.preds[home].begin(), g.preds[home].end(), b) != g.preds[home].end();
-  };
-  // The blocks where x's value from before is still to be read (live on entry),
-  // from its readers back along the edges, never above x's own block (its definition).
-  std::vector<uint8_t> live(fn.block_count, 0);
-  std::vector<uint32_t> work;
-  auto live_in = [&](uint32_t b) {
-    if (b != home && !live[b]) live[b] = 1, work.push_back(b);
-  };
-  for (auto [u, k] : uses) {
-    const FlatInst& in = flat.insts[u];
-    const uint32_t at = in.block - fn.first_block;
-    if (in.op != kOpPhi) {
-      // A conditional branch reads its condition after the copies into its successors.
-      if (in.op == kOpCondBr && k == 0 && is_pred(at)) return false;
-      live_in(at);
-      continue;
+// Blocks visited, over all of a function's phis, before the rest count as not direct:
+// the answer stays the same for the same function (exporters and check_phis agree),
+// and a function of very many blocks and phis costs a bounded time.
+constexpr uint64_t kPhiLivenessSteps = uint64_t(1) << 22;
+
+// The liveness walks of one function's phis, with scratch marks reused from phi to phi.
+struct PhiLiveness {
+  const FlatModuleData& flat;
+  const FlatFunction& fn;
+  const FunctionEdges& g;
+  std::vector<uint32_t> live_mark, pred_mark, work;  // live_mark[b] == walk: live on entry
+  uint32_t walk = 0;
+  uint64_t steps = 0;
+
+  PhiLiveness(const FlatModuleData& f, const FlatFunction& function, const FunctionEdges& edges)
+      : flat(f), fn(function), g(edges), live_mark(function.block_count, 0), pred_mark(function.block_count, 0) {}
+
+  // Whether phi x (instruction `x`, in local block `home`) may be written directly: see
+  // phis_written_directly. `uses` are x's readers as (instruction, operand).
+  bool may_be_direct(uint32_t x, uint32_t home, const std::vector<std::pair<uint32_t, uint32_t>>& uses) {
+    if (!g.entered_by_branches[home] || steps > kPhiLivenessSteps) return false;
+    ++walk;
+    for (uint32_t p : g.preds[home]) pred_mark[p] = walk;
+    auto is_pred = [&](uint32_t b) { return pred_mark[b] == walk; };
+    // The blocks where x's value from before is still to be read (live on entry),
+    // from its readers back along the edges, never above x's own block (its definition).
+    work.clear();
+    auto live_in = [&](uint32_t b) {
+      if (b != home && live_mark[b] != walk) live_mark[b] = walk, work.push_back(b);
+    };
+    for (auto [u, k] : uses) {
+      const FlatInst& in = flat.insts[u];
+      const uint32_t at = in.block - fn.first_block;
+      if (in.op != kOpPhi) {
+        // A conditional branch reads its condition after the copies into its successors.
+        if (in.op == kOpCondBr && k == 0 && is_pred(at)) return false;
+        live_in(at);
+        continue;
+      }
+      if (u == x) continue;                                  // its own value again, a copy to itself
+      if (k % 2 || k + 1 >= in.operand_count) return false;  // not a value's place (check_instruction refuses it)
+      const FlatOperand& from = flat.operands[in.first_operand + k + 1];
+      if (from.kind != kOperandBlock || from.index < fn.first_block) return false;
+      const uint32_t q = from.index - fn.first_block;
+      if (q >= fn.block_count || is_pred(q)) return false;  // read by copies beside its own
+      live_in(q);                                           // read at q's end: live through q
     }
-    if (u == x) continue;  // its own value again, a copy to itself
-    const FlatOperand& from = flat.operands[in.first_operand + k + 1];
-    if (from.kind != kOperandBlock || from.index < fn.first_block) return false;
-    const uint32_t q = from.index - fn.first_block;
-    if (q >= fn.block_count || is_pred(q)) return false;  // read by copies beside its own
-    live_in(q);                                           // read at q's end: live through q
+    while (!work.empty()) {
+      const uint32_t b = work.back();
+      work.pop_back();
+      steps += 1 + g.preds[b].size();
+      if (steps > kPhiLivenessSteps) return false;
+      for (uint32_t p : g.preds[b]) live_in(p);
+    }
+    // Every edge out of a predecessor to another block leaves x dead.
+    for (uint32_t p : g.preds[home])
+      for (uint32_t s : g.succs[p])
+        if (s != home && live_mark[s] == walk) return false;
+    return true;
   }
-  while (!work.empty()) {
-    const uint32_t b = work.back();
-    work.pop_back();
-    for (uint32_t p : g.preds[b]) live_in(p);
-  }
-  // Every edge out of a predecessor to another block leaves x dead.
-  for (uint32_t p : g.preds[home])
-    for (uint32_t s : g.succs[p])
-      if (s != home && live[s]) return false;
-  return true;
-}
+};
 
 }  // namespace
 
@@ -650,11 +673,11 @@ std::vector<uint8_t> phis_written_directly(const FlatModuleData& flat) {
       }
     }
     const FunctionEdges g = function_edges(flat, fn);
+    PhiLiveness liveness(flat, fn, g);
     for (uint64_t x = fn.first_inst; x < inst_end; ++x) {
       const FlatInst& phi = flat.insts[x];
       if (phi.op != kOpPhi || phi.block < fn.first_block || phi.block >= block_end) continue;
-      direct[x] =
-          phi_may_be_direct(flat, fn, g, static_cast<uint32_t>(x), phi.block - fn.first_block, uses[x - fn.first_inst]);
+      direct[x] = liveness.may_be_direct(static_cast<uint32_t>(x), phi.block - fn.first_block, uses[x - fn.first_inst]);
     }
   }
   return direct;

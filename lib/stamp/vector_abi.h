@@ -19,13 +19,14 @@ inline bool target_features_have_avx(std::string_view features) {
 }
 
 // Whether LLVM may fuse llvm.fmuladd into one FMA instruction (one rounding) in a
-// function with this string attribute: "target-features" with fma, fma4 or an avx512
-// feature turned on, or a "target-cpu" other than the generic x86-64 ones (a named CPU
+// function with this string attribute: "target-features" with fma, fma4, an avx512 or
+// an avx10 feature turned on, or a "target-cpu" other than the generic x86-64 ones (a named CPU
 // may have FMA without listing it; an empty value is no attribute). Such a function's
 // fmuladd is llvm's.
 inline bool target_may_fuse_multiply_add(std::string_view key, std::string_view value) {
   if (key == "target-features")
-    return value.find("+fma") != std::string_view::npos || value.find("+avx512") != std::string_view::npos;
+    return value.find("+fma") != std::string_view::npos || value.find("+avx512") != std::string_view::npos ||
+        value.find("+avx10") != std::string_view::npos;
   if (key == "target-cpu") return !value.empty() && value != "x86-64" && value != "x86-64-v2" && value != "generic";
   return false;
 }

@@ -304,6 +304,13 @@ TEST_CASE("a flat module that marks a phi direct where it is not safe is refused
     CHECK(check_flat_module(f) == unsafe);
     f = saved;
   }
+  {  // a value where a phi's block belongs (its copies would read it as a block)
+    FlatModuleData saved = f;
+    FlatInst& a = phi_of("swap", 1);
+    f.operands[a.first_operand + 1] = f.operands[a.first_operand];
+    CHECK(check_flat_module(f) == "phi value without a block");
+    f = saved;
+  }
   FlatInst& i = phi_of("swap", 0);
   i.slot_size = 4;
   CHECK(check_flat_module(f) == "phi in a short slot");
