@@ -1,6 +1,8 @@
 #include "flat_module.h"
 
 #include <algorithm>
+#include <string_view>
+#include <unordered_set>
 
 namespace kiln {
 
@@ -37,6 +39,12 @@ const char* check_tables(const FlatModuleData& f) {
         uint64_t(fn.first_inst) + fn.inst_count > f.insts.size() ||
         uint64_t(fn.first_arg) + fn.arg_count > f.arg_widths.size())
       return "function out of range";
+  }
+  // The object names each function once (its ELF writer stops at a second definition).
+  std::unordered_set<std::string_view> names;
+  for (const auto& fn : f.functions) {
+    if (f.symbols[fn.symbol].empty()) return "function without a name";
+    if (!names.insert(f.symbols[fn.symbol]).second) return "function defined twice";
   }
   for (const auto& b : f.blocks)
     if (b.function >= f.functions.size() || uint64_t(b.first_inst) + b.inst_count > f.insts.size())

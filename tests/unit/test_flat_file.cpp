@@ -150,6 +150,16 @@ TEST_CASE("foreign, truncated, corrupt and newer flat files are refused with a r
     if (op.kind == kOperandSymbol) op.imm = INT64_MIN, symbol = true;
   REQUIRE(symbol);
   CHECK(reason_of(write_flat_file(far_symbol, source)).find("symbol offset beyond 2 GiB") != std::string::npos);
+  // Nor two functions of one name (a later campaign: the ELF writer stopped at the
+  // second with exit 70 and the module's source name, not the file's), nor a function
+  // without a name.
+  FlatModuleData twice = exported(&source);
+  REQUIRE(twice.functions.size() == 2);
+  twice.symbols[twice.functions[1].symbol] = twice.symbols[twice.functions[0].symbol];
+  CHECK(reason_of(write_flat_file(twice, source)).find("function defined twice") != std::string::npos);
+  FlatModuleData nameless = exported(&source);
+  nameless.symbols[nameless.functions[0].symbol].clear();
+  CHECK(reason_of(write_flat_file(nameless, source)).find("function without a name") != std::string::npos);
 }
 
 TEST_CASE("check_flat_module checks a module from any producer as read_flat_file does", "[flat]") {
