@@ -168,8 +168,8 @@ KILN_HD inline int32_t pool_slot(uint32_t args_bytes, uint32_t at) {
 // load that folds into its user (load_folds) and a field read in place (field_folds).
 // A result used once, by the next instruction with code (next_with_code), which takes
 // that operand first into rax (rax_operand), never goes to memory, nor does one that
-// nothing reads. Of the rest, short-lived scalars share the pool's slots (pooled). use_count is scratch (per
-// instruction).
+// nothing reads. Of the rest, short-lived scalars share the pool's slots (pooled).
+// use_count is scratch (per instruction).
 KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* use_count, uint8_t* home) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;

@@ -257,6 +257,7 @@ class FunctionExporter {
     if (f_.hasFnAttribute(Attribute::Naked)) reason("naked function");
     if (f_.hasAvailableExternallyLinkage()) reason("available_externally");
     avx_ = target_features_have_avx(f_.getFnAttribute("target-features").getValueAsString());
+    may_fuse_ = false;
     for (const char* key : {"target-features", "target-cpu"})
       may_fuse_ |= target_may_fuse_multiply_add(key, f_.getFnAttribute(key).getValueAsString());
     unsigned i = 0, xmm = 0;  // xmm: the vector registers the arguments so far take

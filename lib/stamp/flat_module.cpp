@@ -361,6 +361,7 @@ const char* check_owners_and_operands(const FlatModuleData& f) {
 
 const char* debug_type_range_defect(const std::vector<FlatDebugType>& types);
 const char* debug_type_nesting_defect(const std::vector<FlatDebugType>& types);
+const char* debug_type_scope_defect(const std::vector<FlatDebugType>& types);
 const char* check_debug_variables(const FlatModuleData& f);
 
 // Parents before their children, and no chain deeper than kMaxDebugNesting; types'
@@ -385,6 +386,16 @@ const char* debug_nesting_defect(const FlatDebugInfo& d, bool types) {
     if (depth[b] > kMaxDebugNesting) return "debug blocks nested too deep";
   }
   return types ? debug_type_nesting_defect(d.types) : debug_type_range_defect(d.types);
+}
+
+// No type is declared inside an element (debug_type_is_element: a member, an
+// enumerator, a variant part, ...), which has no DIE of its own to nest it in; the
+// types' indices checked before.
+const char* debug_type_scope_defect(const std::vector<FlatDebugType>& types) {
+  for (const FlatDebugType& t : types)
+    if (t.parent_type && debug_type_is_element(types[t.parent_type - 1].tag))
+      return "debug type declared inside a member";
+  return nullptr;
 }
 
 const char* debug_type_range_defect(const std::vector<FlatDebugType>& types) {
@@ -478,9 +489,8 @@ const char* check_debug_info(const FlatModuleData& f) {
     if (t.scope > d.scopes.size()) return "debug scope out of range";
     if (t.type > d.types.size()) return "debug type out of range";
     if (t.flags & ~kDebugTypeFlagMask) return "debug type flags unknown";
-    if (t.parent_type && debug_type_is_element(d.types[t.parent_type - 1].tag))
-      return "debug type declared inside a member";
   }
+  if (const char* defect = debug_type_scope_defect(d.types)) return defect;
   return check_debug_variables(f);
 }
 
@@ -705,7 +715,10 @@ uint32_t write_phis_directly(FlatModuleData& flat) {
 }
 
 const char* check_debug_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug, true); }
-const char* check_debug_types(const FlatDebugInfo& debug) { return debug_type_nesting_defect(debug.types); }
+const char* check_debug_types(const FlatDebugInfo& debug) {
+  if (const char* defect = debug_type_nesting_defect(debug.types)) return defect;
+  return debug_type_scope_defect(debug.types);
+}
 const char* check_debug_scope_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug, false); }
 
 namespace {

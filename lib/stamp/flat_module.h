@@ -83,9 +83,10 @@ struct FlatModuleData {
 std::string check_flat_module(const FlatModuleData& flat);
 // The part of it about the debug types' containment (debug_type_children), which the
 // DWARF writer walks by recursion: no type that contains itself, no chain deeper than
-// kMaxDebugNesting, a bounded number of DIEs. nullptr when so. Each exporter runs it on
-// what it made (a type that contains itself comes only from a malformed module, which
-// LLVM's parser still reads): a module that fails it is LLVM's whole.
+// kMaxDebugNesting, a bounded number of DIEs, no type declared inside an element (a
+// member, an enumerator, ...). nullptr when so. Each exporter runs it on what it made
+// (such types come only from a malformed module, which LLVM's parser still reads): a
+// module that fails it is LLVM's whole.
 const char* check_debug_types(const FlatDebugInfo& debug);
 // The part of it the DWARF writer relies on (it recurses along these chains): every
 // scope's and inline site's parent before it, no chain deeper than kMaxDebugNesting.

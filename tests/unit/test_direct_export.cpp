@@ -945,6 +945,11 @@ TEST_CASE("direct reader: inputs that once broke it are declined or refused as b
   const std::string dir = std::string(KILN_TEST_DATA) + "/fuzz/";
   DirectExport d = export_direct(read_file(dir + "direct-reader-self-containing-type.bc"), "a.bc", "t");
   CHECK(d.declined == "reader: debug information: debug types contain themselves");
+  // A composite type whose tag became DW_TAG_inheritance (an element), with a type
+  // declared inside it: the module passed the exporter's type check and failed
+  // check_flat_module; LLVM's verifier drops such debug information.
+  d = export_direct(read_file(dir + "direct-reader-type-inside-member.bc"), "c.bc", "t");
+  CHECK(d.declined == "reader: debug information: debug type declared inside a member");
   // A local variable's record of eight fields with the alignment flag: the ninth was
   // read from past the end of the record (AddressSanitizer: heap-buffer-overflow).
   try {
