@@ -1912,10 +1912,12 @@ FlatExport export_functions(const llvm::Module& module, const FunctionFilter& se
 FlatExport export_flat(const llvm::Module& module, const FunctionFilter& selected) {
   FlatExport out = export_functions(module, selected);
   // stamp's DWARF writer nests each type's entry in the entries of the types that
-  // contain it: with debug types that contain themselves (a malformed module's, which
-  // LLVM's parser reads all the same) every function falls back, with that reason.
-  if (const char* defect = check_debug_types(out.flat.debug)) {
+  // contain it, and writes versions 2 to 5: with debug types that contain themselves or
+  // another version (a malformed module's, which LLVM's parser reads all the same) every
+  // function falls back, with that reason.
+  if (const char* defect = check_debug_exported(out.flat.debug)) {
     out = export_functions(module, [](const std::string&) { return false; });
+    out.flat.debug = {};  // no function of stamp's to describe, and its header may be the defect
     for (FunctionVerdict& v : out.verdicts) v.reasons = {std::string("debug information: ") + defect};
   }
   return out;

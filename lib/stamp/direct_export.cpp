@@ -3234,7 +3234,7 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
       drop_dead_values(out.flat);  // as export_flat ends
       write_phis_directly(out.flat);
       // export_flat makes such a module LLVM's whole; LLVM's route says why per function.
-      if (const char* defect = check_debug_types(out.flat.debug))
+      if (const char* defect = check_debug_exported(out.flat.debug))
         throw Decline{std::string("reader: debug information: ") + defect};
     } catch (const Decline& d) {
       why = d.why;

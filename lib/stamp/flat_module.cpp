@@ -328,6 +328,9 @@ const char* check_function(const FlatModuleData& f, size_t fn) {
   return nullptr;
 }
 
+// The DWARF writer knows versions 2 to 5; a module flag can say any number.
+constexpr const char* kDwarfVersionDefect = "DWARF version other than 2 to 5";
+
 // A symbol operand's offset either way (check_owners_and_operands).
 constexpr int64_t kMaxSymbolOffset = int64_t(1) << 31;
 
@@ -460,7 +463,7 @@ const char* check_debug_info(const FlatModuleData& f) {
             d.types.empty()
         ? nullptr
         : "debug information without a version";
-  if (d.dwarf_version < 2 || d.dwarf_version > 5) return "DWARF version other than 2 to 5";
+  if (d.dwarf_version < 2 || d.dwarf_version > 5) return kDwarfVersionDefect;
   if (d.emission == DebugEmission::none) return "debug information of emission kind none";
   if (d.functions.size() != f.functions.size()) return "debug information not one per function";
   if (d.locations.size() != f.insts.size()) return "debug locations not one per instruction";
@@ -715,7 +718,8 @@ uint32_t write_phis_directly(FlatModuleData& flat) {
 }
 
 const char* check_debug_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug, true); }
-const char* check_debug_types(const FlatDebugInfo& debug) {
+const char* check_debug_exported(const FlatDebugInfo& debug) {
+  if (debug.present() && (debug.dwarf_version < 2 || debug.dwarf_version > 5)) return kDwarfVersionDefect;
   if (const char* defect = debug_type_nesting_defect(debug.types)) return defect;
   return debug_type_scope_defect(debug.types);
 }

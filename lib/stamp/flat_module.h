@@ -81,13 +81,14 @@ struct FlatModuleData {
 // 1 GiB. Empty when so, else the first defect found (a short fixed text). Every
 // producer's output should pass it; read_flat_file refuses a file that does not.
 std::string check_flat_module(const FlatModuleData& flat);
-// The part of it about the debug types' containment (debug_type_children), which the
+// The parts of it that a malformed module, which LLVM's parser still reads, can fail
+// in what either exporter makes of it: the DWARF version (a module flag, any number)
+// between 2 and 5, and the debug types' containment (debug_type_children), which the
 // DWARF writer walks by recursion: no type that contains itself, no chain deeper than
 // kMaxDebugNesting, a bounded number of DIEs, no type declared inside an element (a
-// member, an enumerator, ...). nullptr when so. Each exporter runs it on what it made
-// (such types come only from a malformed module, which LLVM's parser still reads): a
-// module that fails it is LLVM's whole.
-const char* check_debug_types(const FlatDebugInfo& debug);
+// member, an enumerator, ...). nullptr when so. Each exporter runs it on what it made:
+// a module that fails it is LLVM's whole.
+const char* check_debug_exported(const FlatDebugInfo& debug);
 // The part of it the DWARF writer relies on (it recurses along these chains): every
 // scope's and inline site's parent before it, no chain deeper than kMaxDebugNesting.
 // nullptr when so.

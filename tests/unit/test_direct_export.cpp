@@ -950,6 +950,21 @@ TEST_CASE("direct reader: inputs that once broke it are declined or refused as b
   // check_flat_module; LLVM's verifier drops such debug information.
   d = export_direct(read_file(dir + "direct-reader-type-inside-member.bc"), "c.bc", "t");
   CHECK(d.declined == "reader: debug information: debug type declared inside a member");
+  // A "Dwarf Version" module flag of 8: the reader exported it and check_flat_module
+  // refused the result. Now LLVM's whole on both routes (LLVM's parser reads any number).
+  const std::string version_8 = read_file(dir + "direct-reader-dwarf-version-8.bc");
+  d = export_direct(version_8, "v.bc", "t");
+  CHECK(d.declined == "reader: debug information: DWARF version other than 2 to 5");
+  {
+    llvm::LLVMContext ctx;
+    auto module = parse_bitcode(ctx, version_8, "v.bc");
+    FlatExport flat = export_flat(*module);
+    CHECK(flat.stamp_function_count == 0);
+    CHECK(check_flat_module(flat.flat).empty());
+    REQUIRE(!flat.verdicts.empty());
+    for (const FunctionVerdict& v : flat.verdicts)
+      CHECK(v.reasons == std::vector<std::string>{"debug information: DWARF version other than 2 to 5"});
+  }
   // A local variable's record of eight fields with the alignment flag: the ninth was
   // read from past the end of the record (AddressSanitizer: heap-buffer-overflow).
   try {
