@@ -412,10 +412,51 @@ KILN_HD inline void movups_xmm15(Emitter& e, bool load, uint32_t base, int32_t d
   e.byte(0x44), e.byte(0x0F), e.byte(load ? 0x10 : 0x11);
   mem_operand(e, 15, base, disp);
 }
+// Copies of at least this many bytes move their 16-byte pieces in a loop (copy_loop)
+// rather than one pair of moves each: the code stays 31 to 40 bytes however large the
+// aggregate (a flat file's aggregate can be 1 GiB, a rustc array value kilobytes),
+// where four pairs already take 40 to 64.
+constexpr uint32_t kCopyLoopBytes = 64;
+// [base + rcx + disp] (base rbp or rax; SIB, index rcx, scale 1): disp8 when it fits,
+// else disp32, from the frame layout alone as in mem_operand.
+KILN_HD inline void mem_operand_rcx(Emitter& e, uint32_t reg, uint32_t base, int32_t disp) {
+  if (base == RBP) disp += e.frame_bias;
+  const bool short_disp = disp >= -128 && disp <= 127;
+  e.byte((short_disp ? 0x44 : 0x84) | ((reg & 7) << 3));
+  e.byte((RCX << 3) | (base & 7));
+  if (short_disp) e.byte(static_cast<uint32_t>(disp) & 0xff);
+  else e.u32(static_cast<uint32_t>(disp));
+}
+// The first `n` bytes (a multiple of 16, at least kCopyLoopBytes) from [src_base + src]
+// to [dst_base + dst], or zeros (xmm15 zeroed by the caller) when `zero`: rcx counts from
+// -n up to 0 by 16, so both addresses are [base + rcx + disp + n]. Changes rcx, xmm15
+// and the flags (copies_keep_flags lets no aggregate's copy come between a compare and
+// its branch).
+KILN_HD inline void copy_loop(Emitter& e, uint32_t dst_base, int32_t dst, uint32_t src_base, int32_t src, uint32_t n,
+                              bool zero) {
+  e.byte(0x48), e.byte(0xC7), e.byte(0xC1);  // mov rcx, -n
+  e.u32(static_cast<uint32_t>(-static_cast<int32_t>(n)));
+  const uint32_t top = e.pos;
+  if (!zero) {  // movups xmm15, [src_base + rcx + src + n]
+    e.byte(0x44), e.byte(0x0F), e.byte(0x10);
+    mem_operand_rcx(e, 15, src_base, src + static_cast<int32_t>(n));
+  }
+  e.byte(0x44), e.byte(0x0F), e.byte(0x11);  // movups [dst_base + rcx + dst + n], xmm15
+  mem_operand_rcx(e, 15, dst_base, dst + static_cast<int32_t>(n));
+  e.byte(0x48), e.byte(0x83), e.byte(0xC1), e.byte(0x10);  // add rcx, 16
+  e.byte(0x75);                                            // jnz top
+  e.byte(static_cast<uint32_t>(static_cast<int32_t>(top) - static_cast<int32_t>(e.pos + 1)) & 0xff);
+}
+// xorps xmm15, xmm15
+KILN_HD inline void zero_xmm15(Emitter& e) { e.byte(0x45), e.byte(0x0F), e.byte(0x57), e.byte(0xFF); }
+// How many bytes of a copy of `bytes` copy_loop moves: none below kCopyLoopBytes.
+KILN_HD inline uint32_t looped_bytes(uint32_t bytes) { return bytes >= kCopyLoopBytes ? bytes / 16 * 16 : 0; }
+
 // Copies `bytes` between frame addresses (rbp-relative), exactly: 16 at a time through
-// xmm15, the rest through rcx.
+// xmm15 (in a loop from kCopyLoopBytes), the rest through rcx.
 KILN_HD inline void copy_frame(Emitter& e, int32_t dst, int32_t src, uint32_t bytes) {
-  uint32_t done = 0;
+  uint32_t done = looped_bytes(bytes);
+  if (done) copy_loop(e, RBP, dst, RBP, src, done, false);
   for (; bytes - done >= 16; done += 16) {
     movups_xmm15(e, true, RBP, src + static_cast<int32_t>(done));
     movups_xmm15(e, false, RBP, dst + static_cast<int32_t>(done));
@@ -430,9 +471,10 @@ KILN_HD inline void copy_frame(Emitter& e, int32_t dst, int32_t src, uint32_t by
 }
 // Stores `bytes` zero bytes at a frame address.
 KILN_HD inline void zero_frame(Emitter& e, int32_t dst, uint32_t bytes) {
-  uint32_t done = 0;
+  uint32_t done = looped_bytes(bytes);
   if (bytes >= 16) {
-    e.byte(0x45), e.byte(0x0F), e.byte(0x57), e.byte(0xFF);  // xorps xmm15, xmm15
+    zero_xmm15(e);
+    if (done) copy_loop(e, RBP, dst, RBP, 0, done, true);
     for (; bytes - done >= 16; done += 16) movups_xmm15(e, false, RBP, dst + static_cast<int32_t>(done));
   }
   if (done == bytes) return;
@@ -446,9 +488,13 @@ KILN_HD inline void zero_frame(Emitter& e, int32_t dst, uint32_t bytes) {
   }
 }
 // Copies `bytes` between memory at [rax + k] and the frame, exactly: 16 at a time
-// through xmm15, the rest through rcx.
+// through xmm15 (in a loop from kCopyLoopBytes), the rest through rcx.
 KILN_HD inline void copy_memory(Emitter& e, bool to_frame, int32_t frame, uint32_t bytes) {
-  uint32_t done = 0;
+  uint32_t done = looped_bytes(bytes);
+  if (done) {
+    if (to_frame) copy_loop(e, RBP, frame, RAX, 0, done, false);
+    else copy_loop(e, RAX, 0, RBP, frame, done, false);
+  }
   for (; bytes - done >= 16; done += 16) {
     movups_xmm15(e, true, to_frame ? RAX : RBP, to_frame ? static_cast<int32_t>(done) : frame + static_cast<int32_t>(done));
     movups_xmm15(e, false, to_frame ? RBP : RAX, to_frame ? frame + static_cast<int32_t>(done) : static_cast<int32_t>(done));
@@ -1692,8 +1738,11 @@ KILN_HD inline void encode_store(Emitter& e, const FlatModuleView& m, const Stam
     load_rax(e, m, l, i, ops[1]);
     if (ops[0].kind == kOperandValue) return copy_memory(e, false, slot_disp(l, ops[0].index), in.aux32);
     if (ops[0].kind == kOperandZero) {
+      const uint32_t looped = looped_bytes(in.aux32);
+      if (looped) zero_xmm15(e), copy_loop(e, RAX, 0, RAX, 0, looped, true);
+      if (looped == in.aux32) return;
       e.byte(0x31), e.byte(0xC9);  // xor ecx, ecx, then exact zero stores through [rax + k]
-      for (uint32_t done = 0; done < in.aux32;) {
+      for (uint32_t done = looped; done < in.aux32;) {
         uint32_t left = in.aux32 - done, chunk = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
         if (chunk == 8) e.byte(0x48);
         if (chunk == 2) e.byte(0x66);

@@ -1193,6 +1193,91 @@ define i64 @f0(i64 %a, i64 %b, i64 %c) {
   CHECK(reader.whole);
 }
 
+// Aggregates of kCopyLoopBytes and more, whose 16-byte pieces stamp copies in a loop:
+// between memory and the frame both ways, frame to frame (a phi's copies, a store to and
+// a load from an alloca, extractvalue of an inner array, insertvalue), zeros into the
+// frame and through a pointer, each with a rest of odd size after the looped part.
+TEST_CASE("large aggregates copied in loops come out the same", "[stamp][differential]") {
+  const char* ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+define void @copy_mem(ptr %dst, ptr %src) {
+  %v = load [40 x i64], ptr %src
+  store [40 x i64] %v, ptr %dst
+  ret void
+}
+define void @zero_mem(ptr %dst) {
+  store [67 x i8] zeroinitializer, ptr %dst
+  ret void
+}
+define void @bytes_through_frame(ptr %dst, ptr %src) {
+  %buf = alloca [67 x i8], align 1
+  %v = load [67 x i8], ptr %src
+  store [67 x i8] %v, ptr %buf
+  %w = load [67 x i8], ptr %buf
+  %b = extractvalue [67 x i8] %w, 66
+  %b1 = add i8 %b, 1
+  %w2 = insertvalue [67 x i8] %w, i8 %b1, 0
+  store [67 x i8] %w2, ptr %dst
+  ret void
+}
+define i64 @loop(ptr %dst, ptr %src, i64 %n) {
+entry:
+  %buf = alloca [40 x i64], align 8
+  %a = load [40 x i64], ptr %src
+  br label %loop
+loop:
+  %agg = phi [40 x i64] [ %a, %entry ], [ %agg2, %loop ]
+  %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+  %x = extractvalue [40 x i64] %agg, 5
+  %y = add i64 %x, %i
+  %agg2 = insertvalue [40 x i64] %agg, i64 %y, 5
+  %i1 = add i64 %i, 1
+  %c = icmp ult i64 %i1, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  store [40 x i64] %agg2, ptr %buf
+  %b = load [40 x i64], ptr %buf
+  %pair = insertvalue { [5 x i64], [40 x i64] } zeroinitializer, [40 x i64] %b, 1
+  %inner = extractvalue { [5 x i64], [40 x i64] } %pair, 1
+  %z = insertvalue [40 x i64] zeroinitializer, i64 %n, 39
+  %d2 = getelementptr [40 x i64], ptr %dst, i64 1
+  store [40 x i64] %inner, ptr %dst
+  store [40 x i64] %z, ptr %d2
+  %last = extractvalue [40 x i64] %inner, 39
+  ret i64 %last
+}
+)";
+  expect_same_as_llvm(ir, R"(#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+void copy_mem(uint64_t* dst, const uint64_t* src);
+void zero_mem(uint8_t* dst);
+void bytes_through_frame(uint8_t* dst, const uint8_t* src);
+uint64_t loop(uint64_t* dst, const uint64_t* src, uint64_t n);
+int main(void) {
+  uint64_t src[40], dst[82];
+  uint8_t b[70], c[70];
+  for (int i = 0; i < 40; ++i) src[i] = 0x0101010101010101ull * (uint64_t)(i + 1) + (uint64_t)i;
+  memset(dst, 0xAB, sizeof dst);
+  copy_mem(dst + 1, src);
+  for (int i = 0; i < 42; ++i) printf("copy %d %llx\n", i, (unsigned long long)dst[i]);
+  memset(b, 0xCD, sizeof b);
+  zero_mem(b + 1);
+  for (int i = 0; i < 70; ++i) printf("zero %d %x\n", i, b[i]);
+  for (int i = 0; i < 70; ++i) b[i] = (uint8_t)(3 * i + 7);
+  memset(c, 0xEF, sizeof c);
+  bytes_through_frame(c + 1, b + 2);
+  for (int i = 0; i < 70; ++i) printf("bytes %d %x\n", i, c[i]);
+  memset(dst, 0xAB, sizeof dst);
+  uint64_t last = loop(dst + 1, src, 9);
+  printf("last %llx\n", (unsigned long long)last);
+  for (int i = 0; i < 82; ++i) printf("loop %d %llx\n", i, (unsigned long long)dst[i]);
+  return 0;
+}
+)",
+                      4, "large aggregates");
+}
+
 // i128 (issue 12): Rust's -O0 enums compare their discriminants as i128. Every
 // operation stamp takes on i128, each in a function that reads its operands through
 // pointers (i128 arguments have a test of their own, below) and writes its result.
