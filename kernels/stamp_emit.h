@@ -74,17 +74,18 @@ struct StampLayout {
 
 // Where an instruction's result lives, decided by stage 0 (stamp_uses).
 enum ResultHome : uint8_t {
-  kHomeSlot = 0,   // its frame slot
-  kHomeRax = 1,    // only rax: its one use is the next instruction, which takes it from there;
-                   // or nothing reads it (a result_in_rax template's: a call's, a load's, ...)
-  kHomeNone = 2,   // nowhere: a frame address (frame_shape), which every use recomputes
-                   // (lea) or addresses directly ([rbp + disp]); inst_slot holds -disp
-  kHomeLoad = 3,   // nowhere: a scalar load from a frame address folded into its one user,
-                   // which reads the memory itself (load_folds); inst_slot holds -disp
-  kHomePool = 4,   // a slot of the function's pool, shared with other short-lived values
-                   // (pooled); inst_slot holds its place, as for kHomeSlot
-  kHomeField = 5,  // nowhere: a scalar field of an aggregate in its own slot, which every
-                   // use reads in place (field_folds); inst_slot holds the field's place
+  kHomeSlot = 0,    // its frame slot
+  kHomeRax = 1,     // only rax: its one use is the next instruction, which takes it from there
+  kHomeNone = 2,    // nowhere: a frame address (frame_shape), which every use recomputes
+                    // (lea) or addresses directly ([rbp + disp]); inst_slot holds -disp
+  kHomeLoad = 3,    // nowhere: a scalar load from a frame address folded into its one user,
+                    // which reads the memory itself (load_folds); inst_slot holds -disp
+  kHomePool = 4,    // a slot of the function's pool, shared with other short-lived values
+                    // (pooled); inst_slot holds its place, as for kHomeSlot
+  kHomeField = 5,   // nowhere: a scalar field of an aggregate in its own slot, which every
+                    // use reads in place (field_folds); inst_slot holds the field's place
+  kHomeUnused = 6,  // nowhere: nothing reads it (a result_in_rax template's: a call's, a
+                    // load's, ...): left in rax as it comes, not even normalised
 };
 // Homes whose value is read where it already is in the frame (load_operand), with no
 // code and no slot of its own: a folded load's memory, an aggregate's field.
@@ -365,7 +366,7 @@ KILN_HD inline int32_t slot_disp(const StampLayout& l, uint32_t inst) { return -
 // The end of a template whose result is in rax: into its slot, unless the result lives
 // only in rax until the next instruction takes it (stamp_uses decided that).
 KILN_HD inline void store_result(Emitter& e, const StampLayout& l, uint32_t i) {
-  if (l.home && l.home[i] == kHomeRax) return;
+  if (l.home && (l.home[i] == kHomeRax || l.home[i] == kHomeUnused)) return;
   store64(e, slot_disp(l, i), RAX);
 }
 
@@ -578,12 +579,24 @@ KILN_HD inline void jump_to_block(Emitter& e, const StampLayout& l, uint32_t fro
   jump(e, l, kJmp, block);
 }
 
+// Whether load_operand loads the same into a register for two operands; kind 0 is no
+// operand. Only a value read in place (a folded load's memory, a field) is loaded at
+// the operand's width.
+KILN_HD inline bool same_operand(const StampLayout& l, const FlatOperand& a, const FlatOperand& b) {
+  if (a.kind == 0 || a.kind != b.kind || a.index != b.index) return false;
+  if (a.kind == kOperandValue) return a.width == b.width || !(l.home && read_in_place(l.home[a.index]));
+  return a.imm == b.imm;
+}
+
 // Before a terminator: each phi of each successor receives this block's incoming
 // value in its shadow slot (the phi copies shadow to slot on entry), so that no edge
 // needs splitting and parallel-copy semantics hold; or, a phi with kPhiDirect, in its
-// slot itself (no copy reads it, and no other edge needs its old value).
+// slot itself (no copy reads it, and no other edge needs its old value). A scalar's
+// copy goes through rax, and *rax says what rax holds (kind 0: unknown): a value that
+// rax holds already is not loaded again. That value is the one from before the copies
+// began, which is what each copy must read in any case.
 KILN_HD inline void phi_copies_for(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t from_block,
-                                   uint32_t to_block) {
+                                   uint32_t to_block, FlatOperand* rax) {
   const FlatBlock& b = m.blocks[to_block];
   for (uint32_t i = b.first_inst; i < b.first_inst + b.inst_count && m.insts[i].op == kOpPhi; ++i) {
     const FlatInst& phi = m.insts[i];
@@ -594,6 +607,7 @@ KILN_HD inline void phi_copies_for(Emitter& e, const FlatModuleView& m, const St
       const FlatOperand& value = m.operands[phi.first_operand + k];
       if (phi.width == kWideBits) {  // its shadow is the second 16 bytes of the slot
         wide_to_frame(e, l, value, slot_disp(l, i) + (direct ? 0 : 16));
+        *rax = FlatOperand{};
         break;
       }
       if (phi.width == 0) {  // an aggregate: its shadow is the second half of the slot
@@ -602,24 +616,11 @@ KILN_HD inline void phi_copies_for(Emitter& e, const FlatModuleView& m, const St
         else if (value.kind == kOperandZero) zero_frame(e, to, phi.aux32);
         break;
       }
-      load_operand(e, l, value, RAX);
+      if (!same_operand(l, *rax, value)) load_operand(e, l, value, RAX);
+      *rax = value;
       store64(e, slot_disp(l, i) + (direct ? 0 : 8), RAX);
       break;
     }
-  }
-}
-
-KILN_HD inline void phi_copies(Emitter& e, const FlatModuleView& m, const StampLayout& l, const FlatInst& term) {
-  // Successors are the block operands; a block named twice is copied for once.
-  for (uint32_t k = 0; k < term.operand_count; ++k) {
-    const FlatOperand& op = m.operands[term.first_operand + k];
-    if (op.kind != kOperandBlock) continue;
-    bool seen = false;
-    for (uint32_t j = 0; j < k; ++j) {
-      const FlatOperand& prev = m.operands[term.first_operand + j];
-      seen |= prev.kind == kOperandBlock && prev.index == op.index;
-    }
-    if (!seen) phi_copies_for(e, m, l, term.block, op.index);
   }
 }
 
@@ -1477,6 +1478,8 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
     store_wide(e, dst, RAX, RDX);
   } else if (in.aux & (kCallRetVector | kCallRetVector256)) {  // in xmm0 or ymm0
     move_vector_arg(e, in.aux & kCallRetVector256 ? 32 : 16, 0, dst, false);
+  } else if (in.width && l.home && l.home[i] == kHomeUnused) {
+    return;                                           // nothing reads it
   } else if (in.width && (in.aux & kCallRetFloat)) {  // in xmm0
     move_from_xmm(e, RAX, 0, in.width);  // zero-extended (the width is 32 or 64: checked)
     store_result(e, l, i);
@@ -2005,19 +2008,55 @@ KILN_HD inline void encode_icmp(Emitter& e, const FlatModuleView& m, const Stamp
   store_result(e, l, i);
 }
 
+// The phi copies of terminator t, for each successor once; what rax holds after them
+// (kind 0: unknown). Before them rax may hold the value of the instruction before t
+// (rax_holds), unless that value lives only in rax, as a compare's whose flags t takes.
+KILN_HD inline FlatOperand phi_copies(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t t) {
+  const FlatInst& term = m.insts[t];
+  FlatOperand rax{};
+  const uint32_t before = prev_with_code(m, t);
+  if (before < t && m.insts[before].block == term.block && !(l.home && l.home[before] == kHomeRax) &&
+      rax_holds(m, l.home, t, value_operand(before)))
+    rax = value_operand(before);
+  // Successors are the block operands; a block named twice is copied for once.
+  for (uint32_t k = 0; k < term.operand_count; ++k) {
+    const FlatOperand& op = m.operands[term.first_operand + k];
+    if (op.kind != kOperandBlock) continue;
+    bool seen = false;
+    for (uint32_t j = 0; j < k; ++j) {
+      const FlatOperand& prev = m.operands[term.first_operand + j];
+      seen |= prev.kind == kOperandBlock && prev.index == op.index;
+    }
+    if (!seen) phi_copies_for(e, m, l, term.block, op.index, &rax);
+  }
+  return rax;
+}
+
+// A compare right before conditional branch t (prev_with_code) whose result has a home
+// of its own (other uses): its setcc, movzx and store leave the flags as its cmp set
+// them, and so do the branch's phi copies where copies_keep_flags says so, so the
+// branch can jump on them as on compare_feeds_branch's.
+KILN_HD inline bool compare_flags_reach(const FlatModuleView& m, const StampLayout& l, uint32_t t, uint32_t c) {
+  const FlatInst& cmp = m.insts[c];
+  if (cmp.op != kOpIcmp || m.operands[cmp.first_operand].width == kWideBits || prev_with_code(m, t) != c) return false;
+  if (!l.home || (l.home[c] != kHomeSlot && l.home[c] != kHomePool)) return false;
+  return !has_phi_copies(m, m.insts[t]) || copies_keep_flags(m, m.insts[t]);
+}
+
 // Conditional branch: phi copies, then a jump on the flags or on bit 0 of the condition.
 KILN_HD inline void encode_cond_br(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
-  phi_copies(e, m, l, in);
+  const FlatOperand rax = phi_copies(e, m, l, i);
   // Jump on the compare's own flags when it comes right before (the copies keep them:
   // copies_keep_flags), else on bit 0.
   uint32_t jcc_true = 0x85;  // jnz
-  if (ops[0].kind == kOperandValue && compare_feeds_branch(m, l, ops[0].index)) {
+  if (ops[0].kind == kOperandValue &&
+      (compare_feeds_branch(m, l, ops[0].index) || compare_flags_reach(m, l, i, ops[0].index))) {
     jcc_true = setcc_opcode(m.insts[ops[0].index].aux) - 0x10;
   } else {
-    if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
-    else load_rax(e, m, l, i, ops[0]);
+    if (!has_phi_copies(m, in)) load_rax(e, m, l, i, ops[0]);
+    else if (!same_operand(l, rax, ops[0])) load_operand(e, l, ops[0], RAX);  // the copies went through rax
     e.byte(0xA8), e.byte(0x01);  // test al, 1
   }
   uint32_t on_true = ops[1].index, on_false = ops[2].index;
@@ -2045,10 +2084,10 @@ KILN_HD inline void encode_switch_wide(Emitter& e, const StampLayout& l, const F
 KILN_HD inline void encode_switch(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
-  phi_copies(e, m, l, in);
+  const FlatOperand rax = phi_copies(e, m, l, i);
   if (ops[0].width == kWideBits) return encode_switch_wide(e, l, in, ops);
-  if (has_phi_copies(m, in)) load_operand(e, l, ops[0], RAX);  // the copies went through rax
-  else load_rax(e, m, l, i, ops[0]);
+  if (!has_phi_copies(m, in)) load_rax(e, m, l, i, ops[0]);
+  else if (!same_operand(l, rax, ops[0])) load_operand(e, l, ops[0], RAX);  // the copies went through rax
   for (uint32_t k = 2; k + 1 < in.operand_count; k += 2) {
     const int64_t value = extend_const(ops[k].imm, ops[0].width, false);  // as rax holds it: normalised
     if (fits_imm32(value)) {
@@ -2872,6 +2911,23 @@ KILN_HD inline void encode_select(Emitter& e, const FlatModuleView& m, const Sta
     e.byte(0x48), e.byte(0x0F), e.byte(cmov_not_cc), e.byte(0xC6);  // cmov!cc rax, rsi
     return store_result(e, l, i);
   }
+  // An i1 select with a constant false or true on one side is an and or an or (clang's
+  // form of && and ||): both operands are 0 or 1, as every i1 in a slot is.
+  const bool and_form = in.width == 1 && ops[2].kind == kOperandConst && ops[2].imm == 0;
+  const bool or_form = in.width == 1 && ops[1].kind == kOperandConst && ops[1].imm == 1;
+  if (and_form || or_form) {
+    const FlatOperand& other = and_form ? ops[1] : ops[2];
+    load_rax(e, m, l, i, ops[0]);
+    int32_t at = 0;
+    if (operand_in_frame(l, other, &at)) {
+      e.byte(0x48), e.byte(and_form ? 0x23 : 0x0B);  // and/or rax, [rbp + at]
+      mem_operand(e, RAX, RBP, at);
+    } else {
+      load_operand(e, l, other, RCX);
+      e.byte(0x48), e.byte(and_form ? 0x21 : 0x09), e.byte(0xC8);  // and/or rax, rcx
+    }
+    return store_result(e, l, i);
+  }
   load_operand(e, l, ops[0], RDX);
   load_operand(e, l, ops[1], RAX);
   load_operand(e, l, ops[2], RCX);
@@ -2964,9 +3020,10 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       const FlatOperand& normal = ops[in.operand_count - 2];
       const FlatOperand& unwind = ops[in.operand_count - 1];
       // The unwind edge leaves from inside the call: its phis get their values first.
-      phi_copies_for(e, m, l, in.block, unwind.index);
+      FlatOperand before_call{}, after_call{};  // what rax holds: unknown at each
+      phi_copies_for(e, m, l, in.block, unwind.index, &before_call);
       encode_call(e, m, l, i, in.operand_count - 2);
-      phi_copies_for(e, m, l, in.block, normal.index);
+      phi_copies_for(e, m, l, in.block, normal.index, &after_call);
       jump_to_block(e, l, in.block, normal.index);
       return;
     }
@@ -3005,7 +3062,7 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
       e.byte(0x0F), e.byte(0x0B);  // ud2: _Unwind_Resume does not return
       return;
     case kOpBr:
-      phi_copies(e, m, l, in);
+      phi_copies(e, m, l, i);
       jump_to_block(e, l, in.block, ops[0].index);
       return;
     case kOpCondBr:

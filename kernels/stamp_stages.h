@@ -193,7 +193,7 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
     if (op.kind == kOperandValue && op.index == i && rax_holds(m, home, next, op)) home[i] = kHomeRax;
   }
   for (uint32_t i = f.first_inst; i < end; ++i) {
-    if (home[i] == kHomeSlot && use_count[i] == 0 && result_in_rax(m.insts[i])) home[i] = kHomeRax;  // never read
+    if (home[i] == kHomeSlot && use_count[i] == 0 && result_in_rax(m.insts[i])) home[i] = kHomeUnused;
     if (home[i] == kHomeSlot && pooled(m, i, use_count)) home[i] = kHomePool;
   }
 }

@@ -56,7 +56,7 @@ KILN_HD inline void wide_home(const FlatModuleView& m, uint32_t i, const uint32_
       if (op.kind == kOperandValue && op.index == i && rax_holds(m, nullptr, next, op)) h = kHomeRax;
     }
   }
-  if (h == kHomeSlot && use_count[i] == 0 && result_in_rax(m.insts[i])) h = kHomeRax;  // never read
+  if (h == kHomeSlot && use_count[i] == 0 && result_in_rax(m.insts[i])) h = kHomeUnused;
   if (h == kHomeSlot && pooled(m, i, use_count)) h = kHomePool;
   home[i] = h;
 }

@@ -1995,6 +1995,107 @@ int main(void) {
   kiln_test::expect_same_as_llvm(ir, driver, 8, "fused selects");
 }
 
+// An i1 select with a constant false or true on one side (clang's && and ||) is an and
+// or an or; a conditional branch right after a compare whose result is read again
+// later (so kept in a slot) jumps on the compare's flags, across phi copies that keep
+// them. Both on every pair of a few values, from compares, arguments, loads and
+// constants.
+TEST_CASE("i1 selects with a constant side and branches on a compare read again come out the same",
+          "[stamp][differential]") {
+  const std::string ir = R"(target triple = "x86_64-unknown-linux-gnu"
+define zeroext i1 @and_of(i64 %a, i64 %b) {
+  %c1 = icmp ult i64 %a, %b
+  %c2 = icmp sgt i64 %a, 2
+  %r = select i1 %c1, i1 %c2, i1 false
+  ret i1 %r
+}
+define zeroext i1 @or_of(i64 %a, i64 %b) {
+  %c1 = icmp ult i64 %a, %b
+  %c2 = icmp sgt i64 %a, 2
+  %r = select i1 %c1, i1 true, i1 %c2
+  ret i1 %r
+}
+define zeroext i1 @and_args(i1 zeroext %x, i1 zeroext %y) {
+  %r = select i1 %x, i1 %y, i1 false
+  ret i1 %r
+}
+define zeroext i1 @or_args(i1 zeroext %x, i1 zeroext %y) {
+  %r = select i1 %x, i1 true, i1 %y
+  ret i1 %r
+}
+define zeroext i1 @both_constant(i1 zeroext %x) {
+  %r = select i1 %x, i1 true, i1 false
+  ret i1 %r
+}
+define zeroext i1 @or_loaded(i64 %a, i1 zeroext %y) {
+  %m = alloca i1, align 1
+  store i1 %y, ptr %m
+  %c = icmp eq i64 %a, 0
+  %l = load i1, ptr %m
+  %r = select i1 %c, i1 true, i1 %l
+  ret i1 %r
+}
+define i64 @branch_twice(i32 %a, i32 %b) {
+entry:
+  %c = icmp slt i32 %a, %b
+  br i1 %c, label %yes, label %no
+yes:
+  %z = zext i1 %c to i64
+  %r1 = add i64 %z, 10
+  ret i64 %r1
+no:
+  %z2 = zext i1 %c to i64
+  %r2 = add i64 %z2, 20
+  ret i64 %r2
+}
+define i64 @loop_twice(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %body ]
+  %acc = phi i64 [ 5, %entry ], [ %acc1, %body ]
+  %i1 = add i64 %i, 1
+  %c = icmp ult i64 %i1, %n
+  br i1 %c, label %body, label %exit
+body:
+  %cz = zext i1 %c to i64
+  %t = mul i64 %acc, 3
+  %acc1 = add i64 %t, %cz
+  br label %loop
+exit:
+  %r = phi i64 [ %i1, %loop ]
+  %s = add i64 %r, %acc
+  ret i64 %s
+}
+)";
+  const std::string driver = R"(#include <stdint.h>
+#include <stdio.h>
+#include <stdbool.h>
+bool and_of(int64_t, int64_t);
+bool or_of(int64_t, int64_t);
+bool and_args(bool, bool);
+bool or_args(bool, bool);
+bool both_constant(bool);
+bool or_loaded(int64_t, bool);
+int64_t branch_twice(int32_t, int32_t);
+int64_t loop_twice(int64_t);
+int main(void) {
+  const int64_t v[] = {-3, -1, 0, 1, 2, 3, 4, 9, 0x7fffffff, -0x80000000LL};
+  const int n = sizeof v / sizeof v[0];
+  for (int i = 0; i < n; ++i) {
+    printf("%lld %d %d\n", (long long)loop_twice(v[i] & 15), (int)or_loaded(v[i], i & 1), (int)both_constant(i & 1));
+    for (int j = 0; j < n; ++j)
+      printf("%d %d %lld\n", (int)and_of(v[i], v[j]), (int)or_of(v[i], v[j]),
+             (long long)branch_twice((int32_t)v[i], (int32_t)v[j]));
+  }
+  for (int x = 0; x < 2; ++x)
+    for (int y = 0; y < 2; ++y) printf("%d %d\n", (int)and_args(x, y), (int)or_args(x, y));
+  return 0;
+}
+)";
+  kiln_test::expect_same_as_llvm(ir, driver, 8, "i1 selects and branches on kept compares");
+}
+
 // A truncation to i1 whose only reader is the branch right after it leaves the other
 // bits of rax as they were (only_bit0_read, stamp_emit.h): the branch tests bit 0
 // alone. Every i8 value, other bits set or not, from an argument, a computed value
