@@ -616,6 +616,8 @@ KILN_HD inline void phi_copies_for(Emitter& e, const FlatModuleView& m, const St
         else if (value.kind == kOperandZero) zero_frame(e, to, phi.aux32);
         break;
       }
+      // A value that lives in the phi's slot (phi_slot_taken) is there already.
+      if (direct && value.kind == kOperandValue && slot_disp(l, value.index) == slot_disp(l, i)) break;
       if (!same_operand(l, *rax, value)) load_operand(e, l, value, RAX);
       *rax = value;
       store64(e, slot_disp(l, i) + (direct ? 0 : 8), RAX);

@@ -236,10 +236,90 @@ KILN_HD inline bool writes_in_place(const FlatModuleView& m, uint32_t i, const u
       m.insts[src.index].op != kOpPhi && m.insts[src.index].slot_size == in.slot_size;
 }
 
+// How far before its block's terminator a value may be for phi_slot_taken to look at it
+// (bounds the scan of the block's instructions after it).
+constexpr uint32_t kPhiSlotWindow = 64;
+
+// The direct phi (kPhiDirect) whose slot instruction i's value lives in, or ~0u: where
+// i's block ends in br or condbr, i's value is the phi's incoming value from that block
+// and that phi operand is its one use outside the block, it is otherwise read only
+// after it in its block (within kPhiSlotWindow), and the phi is not read after it there
+// (nor by any phi of the successors, from this block). Then nothing reads the phi's old
+// value once i writes it (the phi is dead on the block's edges to other blocks, which
+// is what makes it direct), i reads its operands before writing its result (as a pooled
+// value does: the same templates), and the edge's copy into the phi has nothing to do:
+// a loop's latch computes the next value in the phi's slot itself.
+KILN_HD inline uint32_t phi_slot_taken(const FlatModuleView& m, uint32_t i, const uint32_t* use_count,
+                                       const uint8_t* home) {
+  const FlatInst& in = m.insts[i];
+  if (home[i] != kHomeSlot || in.slot_size != 8 || in.width == 0 || in.width > 64 || in.op == kOpAlloca) return ~0u;
+  switch (in.op) {  // as pooled
+    case kOpPhi:
+    case kOpVector:
+    case kOpOverflow:
+    case kOpCmpXchg:
+    case kOpLandingPad:
+    case kOpWide:
+    case kOpInsert:
+      return ~0u;
+    default:
+      break;
+  }
+  const FlatBlock& b = m.blocks[in.block];
+  const uint32_t end = b.first_inst + b.inst_count;
+  const FlatInst& term = m.insts[end - 1];
+  if ((term.op != kOpBr && term.op != kOpCondBr) || end - i > kPhiSlotWindow) return ~0u;
+  // The successors' phis: exactly one operand from this block that is i, of a direct
+  // phi, and none that is that phi.
+  uint32_t phi = ~0u, phi_uses = 0;
+  for (uint32_t k = 0; k < term.operand_count; ++k) {
+    const FlatOperand& to = m.operands[term.first_operand + k];
+    if (to.kind != kOperandBlock) continue;
+    const FlatBlock& s = m.blocks[to.index];
+    for (uint32_t q = s.first_inst; q < s.first_inst + s.inst_count && m.insts[q].op == kOpPhi; ++q) {
+      const FlatInst& ph = m.insts[q];
+      for (uint32_t j = 0; j + 1 < ph.operand_count; j += 2) {
+        if (m.operands[ph.first_operand + j + 1].index != in.block) continue;
+        const FlatOperand& v = m.operands[ph.first_operand + j];
+        if (v.kind == kOperandValue && v.index == i) phi = q, ++phi_uses;
+      }
+    }
+  }
+  if (phi_uses != 1) return ~0u;
+  const FlatInst& target = m.insts[phi];
+  if (!(target.aux & kPhiDirect) || target.width != in.width || target.slot_size != 8) return ~0u;
+  for (uint32_t k = 0; k < term.operand_count; ++k) {  // no successor's phi reads it from here
+    const FlatOperand& to = m.operands[term.first_operand + k];
+    if (to.kind != kOperandBlock) continue;
+    const FlatBlock& s = m.blocks[to.index];
+    for (uint32_t q = s.first_inst; q < s.first_inst + s.inst_count && m.insts[q].op == kOpPhi; ++q) {
+      const FlatInst& ph = m.insts[q];
+      for (uint32_t j = 0; j + 1 < ph.operand_count; j += 2) {
+        const FlatOperand& v = m.operands[ph.first_operand + j];
+        if (m.operands[ph.first_operand + j + 1].index == in.block && v.kind == kOperandValue && v.index == phi)
+          return ~0u;
+      }
+    }
+  }
+  // The block after i: reads of i (the rest of its uses) and none of the phi.
+  uint32_t local = 0;
+  for (uint32_t j = i + 1; j < end; ++j) {
+    const FlatInst& u = m.insts[j];
+    for (uint32_t k = 0; k < u.operand_count; ++k) {
+      const FlatOperand& op = m.operands[u.first_operand + k];
+      if (op.kind != kOperandValue) continue;
+      if (op.index == phi) return ~0u;
+      if (op.index == i) ++local;
+    }
+  }
+  return local + 1 == use_count[i] ? phi : ~0u;
+}
+
 // Whether instruction i's result has a slot of its own in the frame (an over-aligned
 // alloca's address included: it is computed at run time, encode_inst).
 KILN_HD inline bool has_own_slot(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, const uint8_t* home) {
-  return m.insts[i].slot_size && home[i] == kHomeSlot && !writes_in_place(m, i, use_count, home);
+  return m.insts[i].slot_size && home[i] == kHomeSlot && !writes_in_place(m, i, use_count, home) &&
+      phi_slot_taken(m, i, use_count, home) == ~0u;
 }
 
 // What instruction `in` adds to the frame: an alloca's memory (rbp is 16-byte
@@ -347,8 +427,11 @@ inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint32_t* us
     off = apply_step(frame_step(m, i, use_count, home), off);
     frame_place(m, i, use_count, home, off, inst_slot, alloca_mem);
   }
-  for (uint32_t i = first; i < end; ++i)
+  for (uint32_t i = first; i < end; ++i) {
     if (writes_in_place(m, i, use_count, home)) inst_slot[i] = inst_slot[m.operands[m.insts[i].first_operand].index];
+    const uint32_t phi = phi_slot_taken(m, i, use_count, home);
+    if (phi != ~0u) inst_slot[i] = inst_slot[phi];  // a phi's slot is its own (never in place)
+  }
   // Frame addresses, the memory of folded loads and folded fields: their displacement,
   // where a slot's would be (slot_disp). After every slot: a folded field's aggregate
   // may come later in layout.

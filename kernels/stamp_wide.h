@@ -130,6 +130,8 @@ KILN_HD inline void wide_frame_inst(const FlatModuleView& m, uint32_t i, const u
     inst_slot[i] = pool_slot(static_cast<uint32_t>(wide_args_end(m, f)), i - f.first_inst);
   } else if (writes_in_place(m, i, use_count, home)) {
     inst_slot[i] = wide_own_slot(m, f, i, use_count, home, s);
+  } else if (const uint32_t phi = phi_slot_taken(m, i, use_count, home); phi != ~0u) {
+    inst_slot[i] = wide_own_slot(m, f, phi, use_count, home, s);
   } else if (home[i] == kHomeField) {  // the aggregate's slot (field_folds), at the field
     inst_slot[i] =
         wide_own_slot(m, f, m.operands[in.first_operand].index, use_count, home, s) - static_cast<int32_t>(in.imm);

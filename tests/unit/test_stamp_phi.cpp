@@ -15,6 +15,7 @@
 #include "differential.h"
 #include "flat_export.h"
 #include "flat_module.h"
+#include "stamp_stages.h"
 
 using namespace kiln;
 using namespace kiln_test;
@@ -321,4 +322,147 @@ TEST_CASE("a flat module that marks a phi direct where it is not safe is refused
   CHECK(check_flat_module(f) == "phi in a short slot");
   i.slot_size = 16;
   CHECK(check_flat_module(f) == "");
+}
+
+// A value computed in a loop's latch into its direct phi's slot (phi_slot_taken,
+// stamp_stages.h): where it does, and where the phi's old value is still read after
+// the value is made (or the value elsewhere), it must not.
+namespace {
+
+const char* kSlotShapes = R"(
+target triple = "x86_64-unknown-linux-gnu"
+; i.next goes into i's slot (the compare reads it after); s.next, read after the loop,
+; keeps its own.
+define i64 @sum(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]
+  %s = phi i64 [ 0, %entry ], [ %s.next, %loop ]
+  %sq = mul i64 %i, %i
+  %s.next = add i64 %s, %sq
+  %i.next = add i64 %i, 1
+  %more = icmp ult i64 %i.next, %n
+  br i1 %more, label %loop, label %exit
+exit:
+  ret i64 %s.next
+}
+; a is read after a.next is made: a.next keeps a slot of its own; k.next goes into k's.
+define i64 @old_read_after(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %a = phi i64 [ 1, %entry ], [ %a.next, %loop ]
+  %k = phi i64 [ 0, %entry ], [ %k.next, %loop ]
+  %a.next = mul i64 %a, 3
+  %d = sub i64 %a.next, %a
+  %k.next = add i64 %k, %d
+  %more = icmp ult i64 %k.next, %n
+  br i1 %more, label %loop, label %exit
+exit:
+  ret i64 %d
+}
+; t goes into two phis; u is read after the loop.
+define i64 @two_phis(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %x = phi i64 [ 0, %entry ], [ %t, %body ]
+  %y = phi i64 [ 5, %entry ], [ %t, %body ]
+  %u = add i64 %x, 1
+  %c = icmp ult i64 %u, %n
+  br i1 %c, label %body, label %exit
+body:
+  %t = add i64 %u, %y
+  br label %loop
+exit:
+  %r = add i64 %u, %y
+  ret i64 %r
+}
+; A pointer walk: p.next into p's slot, read by the load before the branch.
+define i64 @walk(ptr %p0, i64 %n) {
+entry:
+  %end = getelementptr i8, ptr %p0, i64 %n
+  %empty = icmp eq i64 %n, 0
+  br i1 %empty, label %exit, label %loop
+loop:
+  %p = phi ptr [ %p0, %entry ], [ %p.next, %loop ]
+  %h = phi i64 [ 7, %entry ], [ %h.next, %loop ]
+  %b = load i8, ptr %p
+  %bw = zext i8 %b to i64
+  %h3 = mul i64 %h, 31
+  %h.next = xor i64 %h3, %bw
+  %p.next = getelementptr i8, ptr %p, i64 1
+  %done = icmp eq ptr %p.next, %end
+  br i1 %done, label %exit, label %loop
+exit:
+  %r = phi i64 [ 0, %entry ], [ %h.next, %loop ]
+  ret i64 %r
+}
+; The condition of the loop's branch is itself the next value of a phi (an i1), made in
+; that phi's slot; i.next is read after the loop.
+define i64 @flag_next(i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]
+  %f = phi i1 [ true, %entry ], [ %f.next, %loop ]
+  %fw = zext i1 %f to i64
+  %i1 = add i64 %i, %fw
+  %i.next = add i64 %i1, 1
+  %f.next = icmp ult i64 %i.next, %n
+  br i1 %f.next, label %loop, label %exit
+exit:
+  ret i64 %i.next
+}
+)";
+
+const char* kSlotDriver = R"(#include <stdio.h>
+long sum(long), old_read_after(long), two_phis(long), walk(const unsigned char*, long), flag_next(long);
+int main(void) {
+  const unsigned char text[] = "stamp takes the latch's value into the phi's slot";
+  for (long n = 0; n < 12; ++n)
+    printf("%ld: %ld %ld %ld %ld %ld\n", n, sum(n), old_read_after(n * 7), two_phis(n), walk(text, n * 4),
+           flag_next(n));
+  return 0;
+}
+)";
+
+// The names of the values of function `name` whose slot is a phi's, in order.
+std::string values_in_phi_slots(const FlatModuleData& f, const std::string& name) {
+  FlatModuleView m = f.view();
+  std::vector<uint32_t> use_count(f.insts.size());
+  std::vector<uint8_t> home(f.insts.size());
+  std::string taken;
+  for (uint32_t fn = 0; fn < f.functions.size(); ++fn) {
+    if (f.symbols[f.functions[fn].symbol] != name) continue;
+    stamp_uses(m, fn, use_count.data(), home.data());
+    const FlatFunction& func = f.functions[fn];
+    for (uint32_t i = func.first_inst; i < func.first_inst + func.inst_count; ++i) {
+      const uint32_t phi = phi_slot_taken(m, i, use_count.data(), home.data());
+      if (phi != ~0u) taken += std::to_string(i - func.first_inst) + ">" + std::to_string(phi - func.first_inst) + " ";
+    }
+  }
+  return taken;
+}
+
+}  // namespace
+
+TEST_CASE("a latch's value lives in its direct phi's slot exactly where nothing reads the phi after it",
+          "[stamp][phi]") {
+  llvm::LLVMContext ctx;
+  auto module = parse_bitcode(ctx, bitcode_from_ir(kSlotShapes), "slots.bc");
+  FlatExport flat = export_flat(*module);
+  REQUIRE(flat.stamp_function_count == 5);
+  const FlatModuleData& f = flat.flat;
+  // Instructions by their place in the function (entry's br is 0).
+  CHECK(values_in_phi_slots(f, "sum") == "5>1 ");             // i.next into i; s.next read after the loop
+  CHECK(values_in_phi_slots(f, "old_read_after") == "5>2 ");  // k.next alone: a is read after a.next
+  CHECK(values_in_phi_slots(f, "two_phis") == "");            // t into two phis, u read after the loop
+  CHECK(values_in_phi_slots(f, "walk") == "9>3 ");            // p.next into p; h.next is the exit phi's too
+  CHECK(values_in_phi_slots(f, "flag_next") == "6>2 ");       // f.next into f; i.next read after the loop
+}
+
+TEST_CASE("latch values in their phis' slots compute what llvm's code does", "[stamp][phi][differential]") {
+  expect_same_as_llvm(kSlotShapes, kSlotDriver, 5, "slots.bc");
 }
