@@ -253,6 +253,9 @@ KILN_HD inline uint32_t phi_slot_taken(const FlatModuleView& m, uint32_t i, cons
                                        const uint8_t* home) {
   const FlatInst& in = m.insts[i];
   if (home[i] != kHomeSlot || in.slot_size != 8 || in.width == 0 || in.width > 64 || in.op == kOpAlloca) return ~0u;
+  const FlatBlock& b = m.blocks[in.block];
+  const uint32_t end = b.first_inst + b.inst_count;
+  if (end - i > kPhiSlotWindow) return ~0u;
   switch (in.op) {  // as pooled
     case kOpPhi:
     case kOpVector:
@@ -265,10 +268,8 @@ KILN_HD inline uint32_t phi_slot_taken(const FlatModuleView& m, uint32_t i, cons
     default:
       break;
   }
-  const FlatBlock& b = m.blocks[in.block];
-  const uint32_t end = b.first_inst + b.inst_count;
   const FlatInst& term = m.insts[end - 1];
-  if ((term.op != kOpBr && term.op != kOpCondBr) || end - i > kPhiSlotWindow) return ~0u;
+  if (term.op != kOpBr && term.op != kOpCondBr) return ~0u;
   // The successors' phis: exactly one operand from this block that is i, of a direct
   // phi, and none that is that phi.
   uint32_t phi = ~0u, phi_uses = 0;

@@ -15,6 +15,8 @@
 #include "differential.h"
 #include "flat_export.h"
 #include "flat_module.h"
+#include "stamp_cpu.h"
+#include "stamp_output_compare.h"
 #include "stamp_stages.h"
 
 using namespace kiln;
@@ -461,6 +463,8 @@ TEST_CASE("a latch's value lives in its direct phi's slot exactly where nothing 
   CHECK(values_in_phi_slots(f, "two_phis") == "");            // t into two phis, u read after the loop
   CHECK(values_in_phi_slots(f, "walk") == "9>3 ");            // p.next into p; h.next is the exit phi's too
   CHECK(values_in_phi_slots(f, "flag_next") == "6>2 ");       // f.next into f; i.next read after the loop
+  // The GPU's form of the frame stage (stamp_wide.h) places them the same.
+  kiln_test::check_same_output(run_stamp_cpu(f.view(), 1, StampForm::wide), run_stamp_cpu(f.view(), 1));
 }
 
 TEST_CASE("latch values in their phis' slots compute what llvm's code does", "[stamp][phi][differential]") {
