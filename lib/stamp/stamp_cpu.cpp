@@ -322,6 +322,9 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
       stamp_uses(m, fn, use_count, home);
       stamp_frame(m, fn, use_count, home, frame_keys, inst_slot, alloca_mem, arg_slot, frame_size);
     });
+  out.alloca_mem.assign(alloca_mem, alloca_mem + N);
+  out.arg_slot.assign(arg_slot, arg_slot + m.arg_count);
+  out.frame_size.assign(frame_size, frame_size + F);
   out.frame = clock.lap();
 
   StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};

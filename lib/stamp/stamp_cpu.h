@@ -21,6 +21,12 @@ struct StampOutput {
   // Per instruction, where its code starts in its function's: what the line table of
   // stamp's DWARF is made of (stamp_dwarf.h).
   std::vector<uint32_t> inst_offset;
+  // The frame stage's layout: per instruction an alloca's memory, per argument its
+  // slot, per function the frame's size, as distances below the frame's top. What the
+  // DWARF writer places variables by; empty where an executor keeps none (a batch's
+  // cut, the GPU's), and the writer lays the frames out again (the same functions).
+  std::vector<int32_t> alloca_mem, arg_slot;
+  std::vector<uint32_t> frame_size;
   // Per-stage seconds, for receipts and replay reports.
   double frame = 0, measure = 0, offsets = 0, encode = 0, lsda_seconds = 0;
   uint64_t launches = 0;  // stage invocations over an index space

@@ -335,6 +335,11 @@ class DwarfBuilder {
   std::vector<int8_t> contents_;    // per wanted block: has_contents' answer, -1 not asked yet
   std::vector<uint32_t> targets_;   // block_ranges' scratch
   std::vector<int32_t> alloca_mem_, arg_slot_;  // stamp_frame's, per instruction and argument
+  // The frame layout variables are placed by: the executor's (StampOutput), else the
+  // one laid out again here per function (alloca_mem_, arg_slot_, frame_.frame_size).
+  bool frames_given_ = false;
+  const int32_t *alloca_mem_at_ = nullptr, *arg_slot_at_ = nullptr;
+  const uint32_t* frame_size_at_ = nullptr;
   struct FrameScratch {                         // the rest of what stamp_uses and stamp_frame write
     std::vector<uint32_t> use_count;
     std::vector<uint8_t> home;
@@ -813,7 +818,7 @@ class DwarfBuilder {
     std::sort(block_keys_.begin(), block_keys_.end());
     block_keys_.erase(std::unique(block_keys_.begin(), block_keys_.end()), block_keys_.end());
     if (block_keys_.empty() && scope_variables_.empty()) return;
-    if (!scope_variables_.empty()) {  // the frame as stamp's stages lay it out (the same functions)
+    if (!scope_variables_.empty() && !frames_given_) {  // the frame as stamp's stages lay it out (the same functions)
       stamp_uses(view_, fn, frame_.use_count.data(), frame_.home.data());
       stamp_frame(view_, fn, frame_.use_count.data(), frame_.home.data(), frame_.keys.data(), frame_.inst_slot.data(),
                   alloca_mem_.data(), arg_slot_.data(), frame_.frame_size.data());
@@ -938,12 +943,12 @@ class DwarfBuilder {
   // An alloca aligned beyond 16 is aligned at run time: no fixed place, no location.
   bool variable_location(const FlatDebugVariable& v, std::string& e) const {
     int64_t offset = 0;
-    const int64_t bias = frame_bias(frame_.frame_size[v.function]);  // stamp_frame's, for this function
+    const int64_t bias = frame_bias(frame_size_at_[v.function]);  // stamp_frame's, for this function
     if (v.storage_kind == kDebugStorageAlloca) {
       if (flat_.insts[v.storage].imm > 16) return false;
-      offset = bias - int64_t(alloca_mem_[v.storage]);
+      offset = bias - int64_t(alloca_mem_at_[v.storage]);
     } else {
-      offset = bias - int64_t(arg_slot_[flat_.functions[v.function].first_arg + v.storage]);
+      offset = bias - int64_t(arg_slot_at_[flat_.functions[v.function].first_arg + v.storage]);
     }
     put_u8(e, kOpFbreg), put_sleb(e, offset);
     if (v.storage_kind == kDebugStorageArgument) put_u8(e, static_cast<uint8_t>(kDwarfOpDeref));
@@ -1150,11 +1155,18 @@ class DwarfBuilder {
     first_variable_.assign(flat_.functions.size() + 1, 0);
     for (const FlatDebugVariable& v : d_.variables) ++first_variable_[v.function + 1];
     for (size_t fn = 0; fn < flat_.functions.size(); ++fn) first_variable_[fn + 1] += first_variable_[fn];
-    if (!d_.variables.empty()) {
+    frames_given_ = code_.alloca_mem.size() == flat_.insts.size() && code_.arg_slot.size() == flat_.arg_widths.size() &&
+        code_.frame_size.size() == flat_.functions.size();
+    if (frames_given_) {
+      alloca_mem_at_ = code_.alloca_mem.data(), arg_slot_at_ = code_.arg_slot.data();
+      frame_size_at_ = code_.frame_size.data();
+    } else if (!d_.variables.empty()) {
       const size_t n = flat_.insts.size();
       alloca_mem_.assign(n, 0), arg_slot_.assign(flat_.arg_widths.size(), 0);
       frame_.use_count.assign(n, 0), frame_.home.assign(n, 0), frame_.keys.assign(n, 0), frame_.inst_slot.assign(n, 0);
       frame_.frame_size.assign(flat_.functions.size(), 0);
+      alloca_mem_at_ = alloca_mem_.data(), arg_slot_at_ = arg_slot_.data();
+      frame_size_at_ = frame_.frame_size.data();
     }
   }
 

@@ -14,6 +14,8 @@
 #include "fs.h"
 #include "line_check.h"
 #include "scratch_dir.h"
+#include "stamp_cpu.h"
+#include "stamp_dwarf.h"
 #include "test_helpers.h"
 
 using namespace kiln;
@@ -99,6 +101,30 @@ TEST_CASE("stamp DWARF variables: clang's module, as llvm -O0's", "[dwarf]") {
   std::string bitcode = compile(kiln_test::llvm_tool("clang") + " -g -O0 -c -emit-llvm", kCSource, "c");
   REQUIRE_FALSE(bitcode.empty());
   check_against_llvm(bitcode, "clang module", 10);
+}
+
+// The DWARF writer places variables by the frame layout the executor kept
+// (StampOutput), or lays the frames out again where it kept none (a batch's cut, the
+// GPU's output): the same sections either way.
+TEST_CASE("stamp DWARF variables: the executor's frame layout and the writer's own agree", "[dwarf]") {
+  std::string bitcode = compile(kiln_test::llvm_tool("clang") + " -g -O0 -c -emit-llvm", kCSource, "c");
+  REQUIRE_FALSE(bitcode.empty());
+  LlvmBackend llvm(Profile::fast);
+  ParsedModule m = llvm.parse(bitcode, "vars.bc");
+  StampPlan plan = plan_stamp_module(*m, "0123456789ab");
+  REQUIRE(!plan.flat.flat.debug.variables.empty());
+  StampOutput code = run_stamp_cpu(plan.flat.flat.view(), 1);
+  REQUIRE(code.frame_size.size() == plan.flat.flat.functions.size());
+  const StampDwarf given = build_stamp_dwarf(plan.flat.flat, code, "vars.c");
+  code.alloca_mem.clear(), code.arg_slot.clear(), code.frame_size.clear();
+  const StampDwarf again = build_stamp_dwarf(plan.flat.flat, code, "vars.c");
+  REQUIRE(given.sections.size() == again.sections.size());
+  REQUIRE(!given.sections.empty());
+  for (size_t k = 0; k < given.sections.size(); ++k) {
+    INFO(given.sections[k].name);
+    CHECK(given.sections[k].bytes == again.sections[k].bytes);
+    CHECK(given.sections[k].relocs.size() == again.sections[k].relocs.size());
+  }
 }
 
 TEST_CASE("stamp DWARF variables: the flat file carries them, and refuses them out of range", "[dwarf]") {
