@@ -420,6 +420,11 @@ class IrGenerator {
         b << "  " << r << " = select i1 " << c << ", " << ty(w) << " " << x << ", " << ty(w) << " " << y << "\n";
         add64(b, r, w);
         add64(b, c, 1);
+        if (w == 1) {  // || as clang writes it (&& is the select above with a false y)
+          std::string o = fresh();
+          b << "  " << o << " = select i1 " << c << ", i1 true, i1 " << x << "\n";
+          add64(b, o, 1);
+        }
         return;
       }
       case 3: {  // store then load through a variable index into the frame array
@@ -607,7 +612,10 @@ class IrGenerator {
     b << "  %cmid = and i64 " << mid << ", 5\n  call void @llvm.lifetime.start.p0(ptr %life)\n";
     b << "  %cond = icmp ugt i64 %cmid, 2\n  call void @llvm.lifetime.end.p0(ptr %life)\n";
     b << "  br i1 %cond, label %then, label %else\nthen:\n";
-    pool_ = {{mid, 64}, {"%i", 64}, {"%fld1w", 64}};
+    // The compare read again after its branch: it keeps a slot, and the branch still
+    // jumps on its flags (compare_flags_reach).
+    b << "  %condw = zext i1 %cond to i64\n";
+    pool_ = {{mid, 64}, {"%i", 64}, {"%fld1w", 64}, {"%condw", 64}};
     for (int i = 0; i < 1 + pick(3); ++i) random_op(b);
     std::string t = combine(b);
     b << "  br label %join\nelse:\n";
