@@ -1616,12 +1616,34 @@ KILN_HD inline void select_piece(Emitter& e, const StampLayout& l, const FlatOpe
 // select of an aggregate (aux32 bytes): piece by piece, the true operand's or the
 // false one's by cmov on one test, so that the code has one size. Pieces are 1, 2, 4
 // or 8 bytes, each a single mov, which keeps the flags.
+// An aggregate operand of `bytes` into the frame at dst: copied from its slot, or zeros
+// (zero, undef and poison, as select_piece takes them).
+KILN_HD inline void aggregate_to_frame(Emitter& e, const StampLayout& l, const FlatOperand& op, int32_t dst,
+                                       uint32_t bytes) {
+  if (op.kind == kOperandValue) copy_frame(e, dst, slot_disp(l, op.index), bytes);
+  else zero_frame(e, dst, bytes);
+}
 KILN_HD inline void encode_select_aggregate(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = slot_disp(l, i);
   load_operand(e, l, ops[0], RDX);
   e.byte(0xF6), e.byte(0xC2), e.byte(0x01);  // test dl, 1
+  if (in.aux32 >= kCopyLoopBytes) {
+    // Large: a branch to one of two copies (each a loop, copy_frame), so the code stays
+    // small however large the aggregate: jz else; copy op1; jmp end; else: copy op2.
+    Emitter probe{nullptr, 0, nullptr, 0};
+    probe.frame_bias = e.frame_bias;
+    aggregate_to_frame(probe, l, ops[1], dst, in.aux32);
+    const uint32_t first = probe.pos;
+    probe.pos = 0;
+    aggregate_to_frame(probe, l, ops[2], dst, in.aux32);
+    e.byte(0x0F), e.byte(0x84), e.u32(first + 5);  // jz else (past the copy and the jmp)
+    aggregate_to_frame(e, l, ops[1], dst, in.aux32);
+    e.byte(0xE9), e.u32(probe.pos);  // jmp end
+    aggregate_to_frame(e, l, ops[2], dst, in.aux32);
+    return;
+  }
   for (uint32_t done = 0; done < in.aux32;) {
     uint32_t n = piece_size(in.aux32 - done);
     select_piece(e, l, ops[1], done, n, RAX);

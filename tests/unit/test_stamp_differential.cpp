@@ -1204,7 +1204,8 @@ define i64 @f0(i64 %a, i64 %b, i64 %c) {
 // Aggregates of kCopyLoopBytes and more, whose 16-byte pieces stamp copies in a loop:
 // between memory and the frame both ways, frame to frame (a phi's copies, a store to and
 // a load from an alloca, extractvalue of an inner array, insertvalue), zeros into the
-// frame and through a pointer, each with a rest of odd size after the looped part.
+// frame and through a pointer, each with a rest of odd size after the looped part; and
+// selects of such aggregates (a branch to one of two copies), one side zeros.
 TEST_CASE("large aggregates copied in loops come out the same", "[stamp][differential]") {
   const char* ir = R"(
 target triple = "x86_64-unknown-linux-gnu"
@@ -1226,6 +1227,21 @@ define void @bytes_through_frame(ptr %dst, ptr %src) {
   %b1 = add i8 %b, 1
   %w2 = insertvalue [67 x i8] %w, i8 %b1, 0
   store [67 x i8] %w2, ptr %dst
+  ret void
+}
+define void @select_big(ptr %dst, ptr %a, ptr %b, i64 %k) {
+  %c = icmp ugt i64 %k, 1
+  %va = load [40 x i64], ptr %a
+  %vb = load [40 x i64], ptr %b
+  %s = select i1 %c, [40 x i64] %va, [40 x i64] %vb
+  store [40 x i64] %s, ptr %dst
+  ret void
+}
+define void @select_bytes(ptr %dst, ptr %a, i64 %k) {
+  %c = icmp eq i64 %k, 0
+  %va = load [67 x i8], ptr %a
+  %s = select i1 %c, [67 x i8] zeroinitializer, [67 x i8] %va
+  store [67 x i8] %s, ptr %dst
   ret void
 }
 define i64 @loop(ptr %dst, ptr %src, i64 %n) {
@@ -1262,6 +1278,8 @@ void copy_mem(uint64_t* dst, const uint64_t* src);
 void zero_mem(uint8_t* dst);
 void bytes_through_frame(uint8_t* dst, const uint8_t* src);
 uint64_t loop(uint64_t* dst, const uint64_t* src, uint64_t n);
+void select_big(uint64_t* dst, const uint64_t* a, const uint64_t* b, uint64_t k);
+void select_bytes(uint8_t* dst, const uint8_t* a, uint64_t k);
 int main(void) {
   uint64_t src[40], dst[82];
   uint8_t b[70], c[70];
@@ -1280,10 +1298,18 @@ int main(void) {
   uint64_t last = loop(dst + 1, src, 9);
   printf("last %llx\n", (unsigned long long)last);
   for (int i = 0; i < 82; ++i) printf("loop %d %llx\n", i, (unsigned long long)dst[i]);
+  for (uint64_t k = 0; k < 3; ++k) {
+    memset(dst, 0xAB, sizeof dst);
+    select_big(dst + 1, src, dst + 41, k);
+    for (int i = 0; i < 42; ++i) printf("select %d %llx\n", i, (unsigned long long)dst[i]);
+    memset(c, 0xEF, sizeof c);
+    select_bytes(c + 1, b, k);
+    for (int i = 0; i < 70; ++i) printf("select bytes %d %x\n", i, c[i]);
+  }
   return 0;
 }
 )",
-                      4, "large aggregates");
+                      6, "large aggregates");
 }
 
 // i128 (issue 12): Rust's -O0 enums compare their discriminants as i128. Every
