@@ -648,13 +648,15 @@ struct PhiLiveness {
         live_in(at);
         continue;
       }
-      if (u == x) continue;                                  // its own value again, a copy to itself
       if (k % 2 || k + 1 >= in.operand_count) return false;  // not a value's place (check_instruction refuses it)
       const FlatOperand& from = flat.operands[in.first_operand + k + 1];
       if (from.kind != kOperandBlock || from.index < fn.first_block) return false;
       const uint32_t q = from.index - fn.first_block;
-      if (q >= fn.block_count || is_pred(q)) return false;  // read by copies beside its own
-      live_in(q);                                           // read at q's end: live through q
+      if (q >= fn.block_count) return false;
+      // Its own value again from q: a copy to itself, which keeps its slot only if
+      // nothing wrote the slot before q's end, so it is live through q as any read is.
+      if (u != x && is_pred(q)) return false;  // read by copies beside its own
+      live_in(q);                              // read at q's end: live through q
     }
     while (!work.empty()) {
       const uint32_t b = work.back();

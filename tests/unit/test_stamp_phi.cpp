@@ -417,15 +417,38 @@ loop:
 exit:
   ret i64 %i.next
 }
+; p keeps its value through b (its own operand from b), which a's copies must not
+; change on the edge a -> b: p is live into b (found in review: a phi's copy of itself
+; was taken for no read at all, so p was written directly).
+define i64 @self_kept(i64 %n) {
+entry:
+  br label %h
+h:
+  %p = phi i64 [ 0, %entry ], [ %v, %a ], [ %p, %b ]
+  %k = phi i64 [ 0, %entry ], [ %k1, %a ], [ %k1, %b ]
+  %k1 = add i64 %k, 1
+  %done = icmp uge i64 %k1, %n
+  br i1 %done, label %exit, label %a
+a:
+  %v = add i64 %p, 10
+  %odd = and i64 %k1, 1
+  %c = icmp eq i64 %odd, 0
+  br i1 %c, label %h, label %b
+b:
+  br label %h
+exit:
+  ret i64 %p
+}
 )";
 
 const char* kSlotDriver = R"(#include <stdio.h>
-long sum(long), old_read_after(long), two_phis(long), walk(const unsigned char*, long), flag_next(long);
+long sum(long), old_read_after(long), two_phis(long), walk(const unsigned char*, long), flag_next(long),
+    self_kept(long);
 int main(void) {
   const unsigned char text[] = "stamp takes the latch's value into the phi's slot";
   for (long n = 0; n < 12; ++n)
-    printf("%ld: %ld %ld %ld %ld %ld\n", n, sum(n), old_read_after(n * 7), two_phis(n), walk(text, n * 4),
-           flag_next(n));
+    printf("%ld: %ld %ld %ld %ld %ld %ld\n", n, sum(n), old_read_after(n * 7), two_phis(n), walk(text, n * 4),
+           flag_next(n), self_kept(n));
   return 0;
 }
 )";
@@ -455,7 +478,7 @@ TEST_CASE("a latch's value lives in its direct phi's slot exactly where nothing 
   llvm::LLVMContext ctx;
   auto module = parse_bitcode(ctx, bitcode_from_ir(kSlotShapes), "slots.bc");
   FlatExport flat = export_flat(*module);
-  REQUIRE(flat.stamp_function_count == 5);
+  REQUIRE(flat.stamp_function_count == 6);
   const FlatModuleData& f = flat.flat;
   // Instructions by their place in the function (entry's br is 0).
   CHECK(values_in_phi_slots(f, "sum") == "5>1 ");             // i.next into i; s.next read after the loop
@@ -463,10 +486,20 @@ TEST_CASE("a latch's value lives in its direct phi's slot exactly where nothing 
   CHECK(values_in_phi_slots(f, "two_phis") == "");            // t into two phis, u read after the loop
   CHECK(values_in_phi_slots(f, "walk") == "9>3 ");            // p.next into p; h.next is the exit phi's too
   CHECK(values_in_phi_slots(f, "flag_next") == "6>2 ");       // f.next into f; i.next read after the loop
+  CHECK(phi_marks(f, "self_kept") == "sD");                   // p is live into b, where a's copies go before the jump
+  FlatModuleData marked = f;                                  // and a flat file that claims p direct is refused
+  for (const FlatFunction& fn : marked.functions)
+    if (marked.symbols[fn.symbol] == "self_kept")
+      for (uint32_t i = fn.first_inst; i < fn.first_inst + fn.inst_count; ++i)
+        if (marked.insts[i].op == kOpPhi) {
+          marked.insts[i].aux |= kPhiDirect, marked.insts[i].slot_size /= 2;
+          break;
+        }
+  CHECK(check_flat_module(marked) == "phi written directly where a predecessor's copies or another block read it");
   // The GPU's form of the frame stage (stamp_wide.h) places them the same.
   kiln_test::check_same_output(run_stamp_cpu(f.view(), 1, StampForm::wide), run_stamp_cpu(f.view(), 1));
 }
 
 TEST_CASE("latch values in their phis' slots compute what llvm's code does", "[stamp][phi][differential]") {
-  expect_same_as_llvm(kSlotShapes, kSlotDriver, 5, "slots.bc");
+  expect_same_as_llvm(kSlotShapes, kSlotDriver, 6, "slots.bc");
 }
