@@ -290,6 +290,39 @@ const char* check_instruction(const FlatModuleData& f, size_t fn, uint32_t b, co
 
 // Function `fn`: its flags' indices, its frame, and its blocks and instructions stay
 // inside it. The tables are in range (check_tables).
+bool is_terminator(uint16_t op) {
+  switch (op) {
+    case kOpBr:
+    case kOpCondBr:
+    case kOpSwitch:
+    case kOpRet:
+    case kOpUnreachable:
+    case kOpInvoke:
+    case kOpResume:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A block is its phis, then other instructions, then its one terminator, as in LLVM:
+// control leaves a block only at its end (the phis' liveness, check_phis, follows only
+// the terminators' edges; stamp's code would run on into the next block), and a phi
+// gets its copies only at the block's head (phi_copies_for stops at the first other).
+const char* check_block_shape(const FlatModuleData& f, const FlatBlock& blk) {
+  if (blk.inst_count == 0 || !is_terminator(f.insts[blk.first_inst + blk.inst_count - 1].op))
+    return "block that does not end in a terminator";
+  bool past_phis = false;
+  for (uint32_t i = blk.first_inst; i + 1 < blk.first_inst + blk.inst_count; ++i) {
+    const uint16_t op = f.insts[i].op;
+    // An unreachable may come before: llvm.trap (ud2) is one, and control ends there.
+    if (is_terminator(op) && op != kOpUnreachable) return "terminator before the end of its block";
+    if (op == kOpPhi && past_phis) return "phi after another instruction of its block";
+    past_phis |= op != kOpPhi;
+  }
+  return nullptr;
+}
+
 const char* check_function(const FlatModuleData& f, size_t fn) {
   const FlatFunction& func = f.functions[fn];
   if ((func.flags & kFnHasPersonality) && func.personality >= f.symbols.size()) return "personality out of range";
@@ -322,6 +355,7 @@ const char* check_function(const FlatModuleData& f, size_t fn) {
     next_inst = uint64_t(blk.first_inst) + blk.inst_count;
     for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i)
       if (const char* defect = check_instruction(f, fn, b, f.insts[i])) return defect;
+    if (const char* defect = check_block_shape(f, blk)) return defect;
   }
   if (next_inst != uint64_t(func.first_inst) + func.inst_count)
     return "instructions outside every block of their function";

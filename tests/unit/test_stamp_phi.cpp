@@ -496,6 +496,22 @@ TEST_CASE("a latch's value lives in its direct phi's slot exactly where nothing 
           break;
         }
   CHECK(check_flat_module(marked) == "phi written directly where a predecessor's copies or another block read it");
+  // Block shapes, which the phis' liveness relies on (only terminators' edges leave a
+  // block; phis come first): a block whose last two instructions swap places, and one
+  // whose second phi comes after its first other instruction.
+  const FlatFunction* sum_fn = nullptr;
+  for (const FlatFunction& fn : f.functions)
+    if (f.symbols[fn.symbol] == "sum") sum_fn = &fn;
+  REQUIRE(sum_fn);
+  const FlatBlock& loop = f.blocks[sum_fn->first_block + 1];  // i, s, sq, s.next, i.next, more, condbr
+  REQUIRE(f.insts[loop.first_inst + 1].op == kOpPhi);
+  REQUIRE(f.insts[loop.first_inst + loop.inst_count - 1].op == kOpCondBr);
+  FlatModuleData unended = f;
+  std::swap(unended.insts[loop.first_inst + loop.inst_count - 1], unended.insts[loop.first_inst + loop.inst_count - 2]);
+  CHECK(check_flat_module(unended) == "block that does not end in a terminator");
+  FlatModuleData late_phi = f;
+  std::swap(late_phi.insts[loop.first_inst + 1], late_phi.insts[loop.first_inst + 2]);
+  CHECK(check_flat_module(late_phi) == "phi after another instruction of its block");
   // The GPU's form of the frame stage (stamp_wide.h) places them the same.
   kiln_test::check_same_output(run_stamp_cpu(f.view(), 1, StampForm::wide), run_stamp_cpu(f.view(), 1));
 }
