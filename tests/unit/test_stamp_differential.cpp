@@ -592,10 +592,13 @@ class IrGenerator {
     std::string start = combine(b);
     int trips = 1 + pick(6);
     b << "  br label %loop\nloop:\n";
-    b << "  %i = phi i64 [ 0, %entry ], [ %i.next, %join ]\n";
-    b << "  %acc = phi i64 [ " << start << ", %entry ], [ %acc.next, %join ]\n";
-    b << "  %carry = phi i64 [ %c, %entry ], [ %fld0, %join ]\n";
-    pool_ = {{"%acc", 64}, {"%i", 64}, {"%a", 64}};
+    // Two back edges: join's, and hop's (from join), where keep comes back as itself:
+    // join's copies must not overwrite keep on its way to hop.
+    b << "  %i = phi i64 [ 0, %entry ], [ %i.next, %join ], [ %i.next, %hop ]\n";
+    b << "  %acc = phi i64 [ " << start << ", %entry ], [ %acc.next, %join ], [ %acc.next, %hop ]\n";
+    b << "  %carry = phi i64 [ %c, %entry ], [ %fld0, %join ], [ %fld0, %hop ]\n";
+    b << "  %keep = phi i64 [ %b, %entry ], [ %keep.next, %join ], [ %keep, %hop ]\n";
+    pool_ = {{"%acc", 64}, {"%i", 64}, {"%a", 64}, {"%keep", 64}};
     for (int i = 0; i < 2 + pick(4); ++i) random_op(b);
     std::string mid = combine(b);
     // An aggregate made again in every iteration, whose fields stamp reads in place
@@ -625,6 +628,9 @@ class IrGenerator {
     b << "  br label %join\njoin:\n";
     b << "  %acc.next = phi i64 [ " << t << ", %then ], [ " << e << ", %else ]\n";
     b << "  %i.next = add i64 %i, 1\n  %more = icmp ult i64 %i.next, " << trips << "\n";
+    b << "  %keep.next = add i64 %keep, %acc.next\n  %par = and i64 %acc.next, 1\n";
+    b << "  %stay = icmp eq i64 %par, 0\n  %go = and i1 %more, %stay\n";
+    b << "  br i1 %go, label %loop, label %hop\nhop:\n";
     b << "  br i1 %more, label %loop, label %exit\nexit:\n";
     b << "  %out = add i64 %acc.next, %fld0\n  %sel = and i64 %out, 3\n";
     b << "  switch i64 %sel, label %d [ i64 0, label %s0\n i64 1, label %s1\n i64 2, label %s1 ]\n";
