@@ -115,6 +115,24 @@ KILN_HD inline uint8_t first_home(const FlatModuleView& m, uint32_t i, const uin
   }
 }
 
+// Whether an instruction's result may share its slot with another value (a pooled one,
+// a phi's): the templates of all others but these write a scalar result once, after
+// reading every operand (a phi is written by copies; these others piecewise).
+KILN_HD inline bool result_may_share_slot(uint16_t op) {
+  switch (op) {
+    case kOpPhi:
+    case kOpVector:
+    case kOpOverflow:
+    case kOpCmpXchg:
+    case kOpLandingPad:
+    case kOpWide:
+    case kOpInsert:
+      return false;
+    default:
+      return true;
+  }
+}
+
 // A value lives in the pool (kHomePool) when it is a scalar of up to 64 bits (not a
 // vector, an aggregate or an i128) that would have a slot of its own and every use of
 // which comes within kPoolSlots - 1 instructions after it, in its block, by an
@@ -127,18 +145,7 @@ KILN_HD inline uint8_t first_home(const FlatModuleView& m, uint32_t i, const uin
 // are there when the count equals use_count.
 KILN_HD inline bool pooled(const FlatModuleView& m, uint32_t i, const uint32_t* use_count) {
   const FlatInst& in = m.insts[i];
-  switch (in.op) {
-    case kOpPhi:
-    case kOpVector:
-    case kOpOverflow:
-    case kOpCmpXchg:
-    case kOpLandingPad:
-    case kOpWide:
-    case kOpInsert:
-      return false;
-    default:
-      break;
-  }
+  if (!result_may_share_slot(in.op)) return false;
   if (in.width == 0 || in.width > 64 || in.slot_size == 0 || in.slot_size > 8) return false;
   const uint32_t uses = use_count[i];
   const FlatBlock& b = m.blocks[in.block];
@@ -255,19 +262,7 @@ KILN_HD inline uint32_t phi_slot_taken(const FlatModuleView& m, uint32_t i, cons
   if (home[i] != kHomeSlot || in.slot_size != 8 || in.width == 0 || in.width > 64 || in.op == kOpAlloca) return ~0u;
   const FlatBlock& b = m.blocks[in.block];
   const uint32_t end = b.first_inst + b.inst_count;
-  if (end - i > kPhiSlotWindow) return ~0u;
-  switch (in.op) {  // as pooled
-    case kOpPhi:
-    case kOpVector:
-    case kOpOverflow:
-    case kOpCmpXchg:
-    case kOpLandingPad:
-    case kOpWide:
-    case kOpInsert:
-      return ~0u;
-    default:
-      break;
-  }
+  if (end - i > kPhiSlotWindow || !result_may_share_slot(in.op)) return ~0u;
   const FlatInst& term = m.insts[end - 1];
   if (term.op != kOpBr && term.op != kOpCondBr) return ~0u;
   // The successors' phis: exactly one operand from this block that is i, of a direct
