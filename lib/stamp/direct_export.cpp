@@ -3061,6 +3061,11 @@ class ModuleExporter {
   // After the last body: the remaining declarations, the undefined symbols, renaming,
   // the symbols' names and the global data.
   void finish() {
+    // A module names each global once; a malformed one may not, and LLVM's parser then
+    // renames the second (NAME.1), which the reader does not: LLVM's route takes it.
+    std::unordered_set<std::string_view> names;
+    for (const GlobalInfo& g : ctx_.globals)
+      if (!g.name.empty() && !names.insert(g.name).second) throw Decline{"reader: two globals of one name"};
     declarations_before(static_cast<uint32_t>(m_.globals.size()));
     for (uint32_t gi : global_values_order(ctx_)) {
       const GlobalInfo& g = ctx_.globals[gi];

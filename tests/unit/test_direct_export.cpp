@@ -965,6 +965,18 @@ TEST_CASE("direct reader: inputs that once broke it are declined or refused as b
     for (const FunctionVerdict& v : flat.verdicts)
       CHECK(v.reasons == std::vector<std::string>{"debug information: DWARF version other than 2 to 5"});
   }
+  // Two functions of one name (their records point at one string): the reader exported
+  // both, and check_flat_module refused it ("function defined twice"). LLVM's parser
+  // renames the second, and its route takes the module.
+  const std::string twice = read_file(dir + "direct-reader-two-globals-one-name.bc");
+  d = export_direct(twice, "n.bc", "t");
+  CHECK(d.declined == "reader: two globals of one name");
+  {
+    llvm::LLVMContext ctx;
+    auto module = parse_bitcode(ctx, twice, "n.bc");
+    FlatExport flat = export_flat(*module);
+    CHECK(check_flat_module(flat.flat).empty());
+  }
   // A local variable's record of eight fields with the alignment flag: the ninth was
   // read from past the end of the record (AddressSanitizer: heap-buffer-overflow).
   try {
