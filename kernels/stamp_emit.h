@@ -1286,29 +1286,37 @@ KILN_HD inline bool has_phi_copies(const FlatModuleView& m, const FlatInst& term
   return false;
 }
 
+// Calls f(q, v) for each operand v that a phi q of a successor of `term` takes from
+// term's block, once per edge (a branch to one block twice visits its phis twice),
+// while f returns true; false where f stopped it. The one walk over those operands
+// that the phi copies' questions ask (copies_keep_flags, phi_slot_taken).
+template <class F>
+KILN_HD inline bool each_phi_operand_from(const FlatModuleView& m, const FlatInst& term, F&& f) {
+  for (uint32_t k = 0; k < term.operand_count; ++k) {
+    const FlatOperand& to = m.operands[term.first_operand + k];
+    if (to.kind != kOperandBlock) continue;
+    const FlatBlock& b = m.blocks[to.index];
+    for (uint32_t q = b.first_inst; q < b.first_inst + b.inst_count && m.insts[q].op == kOpPhi; ++q) {
+      const FlatInst& phi = m.insts[q];
+      for (uint32_t j = 0; j + 1 < phi.operand_count; j += 2)
+        if (m.operands[phi.first_operand + j + 1].index == term.block && !f(q, m.operands[phi.first_operand + j]))
+          return false;
+    }
+  }
+  return true;
+}
+
 // True when every phi copy a branch makes leaves the flags alone: scalar phis only,
 // each value moved by mov or lea (load_operand; not a zero's xor, a symbol's added
 // offset, an i1 normalised or an odd width assembled by shifts), and the store. A
 // compare before the branch then keeps its flags across the copies for the jump.
 KILN_HD inline bool copies_keep_flags(const FlatModuleView& m, const FlatInst& term) {
-  for (uint32_t k = 0; k < term.operand_count; ++k) {
-    const FlatOperand& to = m.operands[term.first_operand + k];
-    if (to.kind != kOperandBlock) continue;
-    const FlatBlock& b = m.blocks[to.index];
-    for (uint32_t i = b.first_inst; i < b.first_inst + b.inst_count && m.insts[i].op == kOpPhi; ++i) {
-      const FlatInst& phi = m.insts[i];
-      if (phi.width == 0 || phi.width == kWideBits) return false;
-      for (uint32_t j = 0; j + 1 < phi.operand_count; j += 2) {
-        if (m.operands[phi.first_operand + j + 1].index != term.block) continue;
-        const FlatOperand& v = m.operands[phi.first_operand + j];
-        const bool moved = (v.kind == kOperandValue && v.width != 1 && is_standard_width(v.width)) ||
-            v.kind == kOperandArg || (v.kind == kOperandSymbol && v.imm == 0) ||
-            (v.kind == kOperandConst && v.imm != 0);
-        if (!moved) return false;
-      }
-    }
-  }
-  return true;
+  return each_phi_operand_from(m, term, [&](uint32_t q, const FlatOperand& v) {
+    const uint32_t width = m.insts[q].width;
+    if (width == 0 || width == kWideBits) return false;
+    return (v.kind == kOperandValue && v.width != 1 && is_standard_width(v.width)) || v.kind == kOperandArg ||
+        (v.kind == kOperandSymbol && v.imm == 0) || (v.kind == kOperandConst && v.imm != 0);
+  });
 }
 
 // The argument of call or invoke `i` (`count` operands: callee and arguments) that the

@@ -268,35 +268,17 @@ KILN_HD inline uint32_t phi_slot_taken(const FlatModuleView& m, uint32_t i, cons
   // The successors' phis: exactly one operand from this block that is i, of a direct
   // phi, and none that is that phi.
   uint32_t phi = ~0u, phi_uses = 0;
-  for (uint32_t k = 0; k < term.operand_count; ++k) {
-    const FlatOperand& to = m.operands[term.first_operand + k];
-    if (to.kind != kOperandBlock) continue;
-    const FlatBlock& s = m.blocks[to.index];
-    for (uint32_t q = s.first_inst; q < s.first_inst + s.inst_count && m.insts[q].op == kOpPhi; ++q) {
-      const FlatInst& ph = m.insts[q];
-      for (uint32_t j = 0; j + 1 < ph.operand_count; j += 2) {
-        if (m.operands[ph.first_operand + j + 1].index != in.block) continue;
-        const FlatOperand& v = m.operands[ph.first_operand + j];
-        if (v.kind == kOperandValue && v.index == i) phi = q, ++phi_uses;
-      }
-    }
-  }
+  each_phi_operand_from(m, term, [&](uint32_t q, const FlatOperand& v) {
+    if (v.kind == kOperandValue && v.index == i) phi = q, ++phi_uses;
+    return true;
+  });
   if (phi_uses != 1) return ~0u;
   const FlatInst& target = m.insts[phi];
   if (!(target.aux & kPhiDirect) || target.width != in.width || target.slot_size != 8) return ~0u;
-  for (uint32_t k = 0; k < term.operand_count; ++k) {  // no successor's phi reads it from here
-    const FlatOperand& to = m.operands[term.first_operand + k];
-    if (to.kind != kOperandBlock) continue;
-    const FlatBlock& s = m.blocks[to.index];
-    for (uint32_t q = s.first_inst; q < s.first_inst + s.inst_count && m.insts[q].op == kOpPhi; ++q) {
-      const FlatInst& ph = m.insts[q];
-      for (uint32_t j = 0; j + 1 < ph.operand_count; j += 2) {
-        const FlatOperand& v = m.operands[ph.first_operand + j];
-        if (m.operands[ph.first_operand + j + 1].index == in.block && v.kind == kOperandValue && v.index == phi)
-          return ~0u;
-      }
-    }
-  }
+  if (!each_phi_operand_from(m, term, [&](uint32_t, const FlatOperand& v) {  // no successor's phi reads it from here
+        return !(v.kind == kOperandValue && v.index == phi);
+      }))
+    return ~0u;
   // The block after i: reads of i (the rest of its uses) and none of the phi.
   uint32_t local = 0;
   for (uint32_t j = i + 1; j < end; ++j) {
