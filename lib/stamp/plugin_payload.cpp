@@ -25,11 +25,17 @@ std::optional<std::string_view> kiln_object_payload(std::string_view object, con
       object[EI_CLASS] != ELFCLASS64 || object[EI_DATA] != ELFDATA2LSB)
     throw bad("not a 64-bit little-endian ELF object");
   const auto eh = read_at<Elf64_Ehdr>(object, 0);
-  const uint64_t table = eh.e_shoff, count = eh.e_shnum;
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || table > object.size() ||
-      count > (object.size() - table) / sizeof(Elf64_Shdr) || eh.e_shstrndx >= count)
+  const uint64_t table = eh.e_shoff;
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || table > object.size() || object.size() - table < sizeof(Elf64_Shdr))
     throw bad("its section table lies outside the file");
-  const auto names = read_at<Elf64_Shdr>(object, table + eh.e_shstrndx * sizeof(Elf64_Shdr));
+  // From 0xff00 sections on (an LLVM unit with a section per function can get there),
+  // e_shnum is 0 and e_shstrndx SHN_XINDEX: section 0's size and link hold them.
+  const auto first = read_at<Elf64_Shdr>(object, table);
+  const uint64_t count = eh.e_shnum ? eh.e_shnum : first.sh_size;
+  const uint64_t names_index = eh.e_shstrndx == SHN_XINDEX ? first.sh_link : eh.e_shstrndx;
+  if (count > (object.size() - table) / sizeof(Elf64_Shdr) || names_index >= count)
+    throw bad("its section table lies outside the file");
+  const auto names = read_at<Elf64_Shdr>(object, table + names_index * sizeof(Elf64_Shdr));
   if (names.sh_offset > object.size() || names.sh_size > object.size() - names.sh_offset)
     throw bad("its section names lie outside the file");
   const std::string_view wanted(kKilnObjectSection);

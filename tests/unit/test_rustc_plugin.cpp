@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <cstring>
+
 #include <llvm/AsmParser/Parser.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/LLVMContext.h>
@@ -243,6 +245,27 @@ TEST_CASE("a carrier defines what it carries, and becomes that object where it l
   CHECK(reader_view(unit) == reader_view(std::string(payload)));
   CHECK(archive_symbols(unit, "unit") == archive_symbols(payload, "payload"));
   CHECK(!kiln_object_payload(unit, "unit").has_value());
+
+  SECTION("a unit with extended section numbering is read as well") {
+    // As LLVM writes a unit of 0xff00 sections and more: e_shnum 0 and e_shstrndx
+    // SHN_XINDEX, section 0's size and link holding them.
+    std::string extended = carrier;
+    uint64_t shoff = 0;
+    uint16_t shnum = 0, shstrndx = 0;
+    std::memcpy(&shoff, extended.data() + 40, 8);
+    std::memcpy(&shnum, extended.data() + 60, 2);
+    std::memcpy(&shstrndx, extended.data() + 62, 2);
+    const uint64_t count = shnum;
+    const uint32_t link = shstrndx;
+    const uint16_t zero = 0, xindex = 0xffff;  // SHN_XINDEX
+    std::memcpy(extended.data() + 60, &zero, 2);
+    std::memcpy(extended.data() + 62, &xindex, 2);
+    std::memcpy(extended.data() + shoff + 32, &count, 8);  // section 0's sh_size
+    std::memcpy(extended.data() + shoff + 40, &link, 4);   // section 0's sh_link
+    const std::optional<std::string_view> found = kiln_object_payload(extended, "extended.o");
+    REQUIRE(found.has_value());
+    CHECK(*found == payload);
+  }
 
   SECTION("a payload off an 8-byte boundary is not made a unit in place") {
     const std::string shifted = carrier.substr(0, 68) + std::string(payload);
