@@ -1,5 +1,7 @@
 #include "emit.h"
 
+#include <sys/stat.h>
+
 #include <llvm/Config/llvm-config.h>
 
 #include <cstdio>
@@ -145,6 +147,11 @@ CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& 
   Progress progress("kiln-emit", modules.size());
   Stopwatch total;
   std::string receipts_path = out_dir + "/receipts.jsonl";
+  // --out naming the corpus itself: its receipts file is the corpus's, written once.
+  struct stat out_st {
+  }, corpus_st{};
+  const bool out_is_corpus = ::stat(out_dir.c_str(), &out_st) == 0 && ::stat(corpus_dir.c_str(), &corpus_st) == 0 &&
+      out_st.st_dev == corpus_st.st_dev && out_st.st_ino == corpus_st.st_ino;
   auto label = [&](size_t i) { return corpus_dir + "/" + modules[i].id; };
   // Modules are emitted in worker processes (each makes its back end once), so that a
   // module that crashes LLVM or hits one of its fatal errors fails alone. Receipts are
@@ -170,7 +177,7 @@ CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& 
     (error.empty() ? summary.emitted : summary.failed)++;
     if (!error.empty() && first_error.empty()) first_error = error;
     corpus.append_receipt(line);
-    append_line_locked(receipts_path, line);
+    if (!out_is_corpus) append_line_locked(receipts_path, line);
     progress.advance();
   };
   run_isolated(modules.size(), std::max(1u, jobs), job, done, label);

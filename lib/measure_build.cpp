@@ -37,7 +37,7 @@ std::vector<std::string> variant_environment(const VariantResult& variant) {
 // It runs in a process group of its own, so that a timeout stops the whole build.
 ProcessResult run_for_variant(const VariantResult& variant, const std::string& command, const std::string& what,
                               double timeout_seconds) {
-  append_line_locked(variant.log_path, "=== kiln-measure: " + variant.name + " " + what + ": " + command);
+  append_log_line(variant.log_path, "=== kiln-measure: " + variant.name + " " + what + ": " + command);
   ProcessOptions options;
   options.set_env = variant_environment(variant);
   ProcessResult result;

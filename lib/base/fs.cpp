@@ -155,6 +155,70 @@ static std::string resolve_output(const std::string& path) {
   throw KilnError(kExitIo, path, errno_reason(ELOOP));
 }
 
+// The descriptor of this process that `path` names, or -1: /dev/stdout, /dev/stderr,
+// /dev/stdin, /dev/fd/N or /proc/self/fd/N, reached directly or through symbolic links
+// (each hop's directory taken through realpath, so /dev/fd/N is /proc/PID/fd/N). The
+// file behind such a path was opened by whoever started kiln (`>> runs.jsonl`, or a
+// file other output goes to as well): reopening it by name starts at its beginning,
+// and replacing it drops what it held, so kiln writes through the descriptor itself.
+static int inherited_descriptor(const std::string& path) {
+  const std::string own_fds = "/proc/" + std::to_string(::getpid()) + "/fd/";
+  std::string p = path;
+  for (int depth = 0; depth < 40; ++depth) {
+    std::string dir = dirname_of(p), base = p.substr(p.find_last_of('/') + 1);
+    char real[PATH_MAX];
+    if (base.empty() || !::realpath(dir.c_str(), real)) return -1;
+    const std::string full = std::string(real) + "/" + base;
+    if (full == "/dev/stdin") return 0;
+    if (full == "/dev/stdout") return 1;
+    if (full == "/dev/stderr") return 2;
+    if (full.compare(0, own_fds.size(), own_fds) == 0) {
+      const std::string n = full.substr(own_fds.size());
+      if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos) return -1;
+      return std::atoi(n.c_str());
+    }
+    struct stat st {};
+    if (::lstat(full.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return -1;
+    char target[PATH_MAX];
+    ssize_t len = ::readlink(full.c_str(), target, sizeof target - 1);
+    if (len <= 0) return -1;
+    std::string t(target, static_cast<size_t>(len));
+    p = t.front() == '/' ? t : std::string(real) + "/" + t;
+  }
+  return -1;
+}
+
+// Writes to one of this process's descriptors (inherited_descriptor), after what kiln
+// printed to the same stream, at the descriptor's own offset (or its end, opened with
+// O_APPEND).
+static void write_to_descriptor(int fd, const std::string& path, const std::vector<std::string_view>& bytes) {
+  if (fd == 1) std::fflush(stdout);
+  if (fd == 2) std::fflush(stderr);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw KilnError(kExitIo, path, errno_reason(errno));
+  if (S_ISDIR(st.st_mode) || S_ISBLK(st.st_mode))
+    throw KilnError(kExitIo, path, std::string("is ") + file_kind(st.st_mode) + ", not a file kiln can write");
+  write_all(fd, bytes, path);
+}
+
+// The permissions a new file gets: 0666 less this process's umask (as open(2) would
+// give it), read from /proc without changing it (umask(2) sets as it reads, and other
+// threads may be creating files); 022 where /proc does not say.
+static mode_t new_file_mode() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  mode_t mask = 022;
+  if (f) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "Umask:", 6) == 0) {
+        mask = static_cast<mode_t>(std::strtoul(line + 6, nullptr, 8)) & 0777;
+        break;
+      }
+    std::fclose(f);
+  }
+  return 0666 & ~mask;
+}
+
 // A device or FIFO given as an output is written in place: replacing it would turn
 // /dev/null into a regular file.
 static void write_in_place(const std::string& path, const std::vector<std::string_view>& bytes) {
@@ -178,8 +242,10 @@ void write_file_atomic(const std::string& requested, const std::vector<std::stri
   // What the path reaches decides how it is written. The kernel follows links for
   // stat and open (also /proc's magic links such as /dev/stdout); only a missing file
   // behind a dangling link needs resolving by hand.
+  if (int fd = inherited_descriptor(requested); fd >= 0) return write_to_descriptor(fd, requested, bytes);
   std::string path;
   struct stat st {};
+  mode_t mode = 0;  // an existing file keeps its permissions
   if (::stat(requested.c_str(), &st) == 0) {
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) return write_in_place(requested, bytes);
     if (!S_ISREG(st.st_mode))
@@ -187,8 +253,10 @@ void write_file_atomic(const std::string& requested, const std::vector<std::stri
     char real[PATH_MAX];
     if (!::realpath(requested.c_str(), real)) throw KilnError(kExitIo, requested, errno_reason(errno));
     path = real;
+    mode = st.st_mode & 07777;
   } else if (errno == ENOENT) {
     path = resolve_output(requested);
+    mode = new_file_mode();
   } else {
     throw KilnError(kExitIo, requested, errno_reason(errno));
   }
@@ -203,7 +271,7 @@ void write_file_atomic(const std::string& requested, const std::vector<std::stri
     write_all(fd, bytes, requested);
     if (durability == Durability::kDurable && ::fsync(fd) != 0 && errno != EINVAL)
       throw KilnError(kExitIo, requested, errno_reason(errno));
-    ::fchmod(fd, 0644);
+    ::fchmod(fd, mode);
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -467,6 +535,25 @@ void append_line_locked(const std::string& path, std::string_view line) {
     throw;
   }
   ::flock(fd, LOCK_UN);
+  ::close(fd);
+}
+
+void append_log_line(const std::string& path, std::string_view line) {
+  int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw KilnError(kExitIo, path, errno_reason(errno));
+  std::string buf;
+  struct stat st {};
+  char last = '\n';
+  if (::fstat(fd, &st) == 0 && st.st_size > 0 && ::pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n')
+    buf.push_back('\n');
+  buf.append(line);
+  buf.push_back('\n');
+  try {
+    write_all(fd, buf, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
   ::close(fd);
 }
 

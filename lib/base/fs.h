@@ -81,6 +81,10 @@ void write_new_files_durable(const std::vector<std::pair<std::string, std::strin
 // so that many processes can append to the same JSON Lines file at once. An unfinished
 // last line left by a writer that died is first moved to PATH.torn.
 void append_line_locked(const std::string& path, std::string_view line);
+// Appends `line` and a newline to a log that other programs write as well (a build's
+// output), starting a new line first where the log does not end with one. No torn-line
+// repair: the log's last line is whatever the build printed last, not a record.
+void append_log_line(const std::string& path, std::string_view line);
 void make_dirs(const std::string& path);
 bool path_exists(const std::string& path);
 // A file's identity for caches keyed by binary: "SIZE MTIME_NS" of the file a link

@@ -35,6 +35,26 @@ else
 fi
 check "-o /dev/stdout into a pipe writes the object into the pipe" \
   bash -c "kiln-emit good.bc -o /dev/stdout | head -c 4 | grep -q ELF"
+# /dev/stdout, /dev/fd/N and a link to them, when the shell points them at a regular
+# file: written through the descriptor, after what the file holds (appending), not by
+# replacing the file (which dropped its earlier lines) nor from its start.
+echo "first line" > appended.txt
+kiln-emit good.bc -o /dev/stdout >> appended.txt
+check "-o /dev/stdout appended to a file keeps what the file held" \
+  bash -c "head -1 appended.txt | grep -qx 'first line' && [[ \$(wc -c < appended.txt) -gt 100 ]]"
+size_one=$(wc -c < appended.txt)
+ln -s /dev/stdout to-stdout
+kiln-emit good.bc -o to-stdout >> appended.txt
+check "a link to /dev/stdout appends as well" bash -c "[[ \$(wc -c < appended.txt) -eq \$((2 * $size_one - 11)) ]]"
+{ echo before; kiln-emit good.bc -o /dev/fd/3 3>&1; echo after; } > framed.txt
+check "-o /dev/fd/N inside a redirected group keeps the group's other output around it" \
+  bash -c "head -1 framed.txt | grep -qx before && tail -c 6 framed.txt | grep -qx after"
+# An output file that exists keeps its permissions; a new one gets the umask's.
+echo old > private.o && chmod 600 private.o
+kiln-emit good.bc -o private.o
+check "an existing output keeps its mode (600)" bash -c "[[ \$(stat -c %a private.o) == 600 ]]"
+(umask 077 && kiln-emit good.bc -o umask.o)
+check "a new output follows the umask (077 gives 600)" bash -c "[[ \$(stat -c %a umask.o) == 600 ]]"
 
 echo old > target.o
 ln -s target.o link.o
@@ -49,6 +69,20 @@ reader=$!
 kiln-emit good.bc -o out.fifo
 wait $reader
 check "an -o that is a FIFO is written into, not replaced" bash -c "[[ -p out.fifo ]] && grep -q ELF fifo-head.txt"
+
+# --- a directory of the user's own as the corpus ---
+mkdir -p proj/objects && echo mine > proj/notes.txt && echo keep > proj/objects/a.o
+expect_error 3 "proj: is not empty and is not a kiln corpus" kiln-capture -o proj -- true
+expect_error 3 "proj: is not empty and is not a kiln corpus" kiln-capture add -o proj good.bc
+check "a directory of the user's own is left as it was" \
+  bash -c "[[ \$(ls -A proj | tr '\n' ' ') == 'notes.txt objects ' && \$(cat proj/objects/a.o) == keep ]]"
+mkdir empty-dir && kiln-capture -o empty-dir -- true
+check "an empty directory becomes a corpus" test -f empty-dir/kiln-corpus.json
+# kiln-emit --out naming the corpus itself: one receipt a module, not two.
+kiln-capture add -o RC good.bc other.bc >/dev/null
+kiln-emit RC --out RC >/dev/null
+check "kiln-emit CORPUS --out CORPUS writes each module's receipt once" \
+  bash -c "[[ \$(grep -c kiln-emit RC/receipts.jsonl) -eq 2 ]]"
 
 # --- inputs that never end (under a timeout: a regression would eat all memory) ---
 expect_error 3 "/dev/zero: is a character device, not a regular file" timeout 10 kiln-emit /dev/zero -o z.o

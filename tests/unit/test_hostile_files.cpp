@@ -59,6 +59,71 @@ TEST_CASE("an output that is a character device is written in place, not replace
   CHECK(S_ISCHR(after.st_mode));
 }
 
+TEST_CASE("an output naming one of the process's descriptors is written through it", "[files]") {
+  // /proc/self/fd/N of a regular file opened for appending, as `>> file` gives a tool's
+  // stdout: what the file held stays, the bytes go after it, and the file is the same
+  // one (not replaced by a rename, not rewritten from its start).
+  ScratchDir dir;
+  const std::string path = dir.path + "/appended";
+  write_file_atomic(path, "first\n");
+  struct stat before {};
+  REQUIRE(::stat(path.c_str(), &before) == 0);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND);
+  REQUIRE(fd >= 0);
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  write_file_atomic(self, "second\n");
+  const std::string link = dir.path + "/link-to-fd";  // through a link, and /dev/fd/N
+  REQUIRE(::symlink(self.c_str(), link.c_str()) == 0);
+  write_file_atomic(link, "third\n");
+  write_file_atomic("/dev/fd/" + std::to_string(fd), "fourth\n");
+  ::close(fd);
+  CHECK(read_file(path) == "first\nsecond\nthird\nfourth\n");
+  struct stat after {};
+  REQUIRE(::stat(path.c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);
+}
+
+TEST_CASE("an output file keeps its permissions; a new one follows the umask", "[files]") {
+  ScratchDir dir;
+  const std::string path = dir.path + "/private";
+  write_file_atomic(path, "old");
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);
+  write_file_atomic(path, "new");
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+  const mode_t old_mask = ::umask(027);
+  write_file_atomic(dir.path + "/fresh", "bytes");
+  ::umask(old_mask);
+  REQUIRE(::stat((dir.path + "/fresh").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0640);
+}
+
+TEST_CASE("a log line goes after the build's own output, even an unfinished last line", "[files]") {
+  ScratchDir dir;
+  const std::string log = dir.path + "/build.log";
+  append_log_line(log, "=== one");
+  write_file_atomic(log, read_file(log) + "progress 100%");  // a build's last words, no newline
+  append_log_line(log, "=== two");
+  CHECK(read_file(log) == "=== one\nprogress 100%\n=== two\n");
+  CHECK(!path_exists(log + ".torn"));
+}
+
+TEST_CASE("a directory of the user's own is not made a corpus", "[files][corpus]") {
+  ScratchDir dir;
+  const std::string project = dir.path + "/project";
+  make_dirs(project + "/objects");
+  write_file_atomic(project + "/objects/keep.o", "mine");
+  CorpusManifest fresh;
+  CHECK(code_of([&] { Corpus::create_or_open(project, fresh); }) == kExitBadInput);
+  CHECK(!path_exists(project + "/" + kCorpusManifestName));
+  CHECK(!path_exists(project + "/blobs"));
+  CHECK(read_file(project + "/objects/keep.o") == "mine");
+  make_dirs(dir.path + "/empty");
+  Corpus::create_or_open(dir.path + "/empty", fresh);  // an empty directory becomes one
+  CHECK(Corpus::looks_like_corpus(dir.path + "/empty"));
+}
+
 TEST_CASE("a file written from pieces holds them in order, past the kernel's limit on one write", "[files]") {
   ScratchDir dir;
   // More pieces than one writev takes (IOV_MAX is 1024), empty ones, and one large
