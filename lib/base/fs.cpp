@@ -138,6 +138,17 @@ static void write_all(int fd, std::string_view bytes, const std::string& path) {
   write_all(fd, std::vector<std::string_view>{bytes}, path);
 }
 
+// write_all, then closes fd whether or not the write succeeded.
+static void write_and_close(int fd, const std::vector<std::string_view>& bytes, const std::string& path) {
+  try {
+    write_all(fd, bytes, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
 // The path that writing to `path` would reach: symbolic links followed (40 deep, as
 // the kernel does), relative targets taken from the link's directory. A missing final
 // component is fine: the file is to be created there.
@@ -224,13 +235,7 @@ static mode_t new_file_mode() {
 static void write_in_place(const std::string& path, const std::vector<std::string_view>& bytes) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) throw KilnError(kExitIo, path, errno_reason(errno));
-  try {
-    write_all(fd, bytes, path);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
+  write_and_close(fd, bytes, path);
 }
 
 void write_file_atomic(const std::string& requested, std::string_view bytes, Durability durability) {
@@ -548,13 +553,7 @@ void append_log_line(const std::string& path, std::string_view line) {
     buf.push_back('\n');
   buf.append(line);
   buf.push_back('\n');
-  try {
-    write_all(fd, buf, path);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
+  write_and_close(fd, {buf}, path);
 }
 
 void make_dirs(const std::string& path) {
