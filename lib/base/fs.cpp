@@ -258,7 +258,7 @@ void write_file_atomic(const std::string& requested, const std::vector<std::stri
     char real[PATH_MAX];
     if (!::realpath(requested.c_str(), real)) throw KilnError(kExitIo, requested, errno_reason(errno));
     path = real;
-    mode = st.st_mode & 07777;
+    mode = st.st_mode & 0777;  // its permissions; not a set-user-ID bit onto a file of ours
   } else if (errno == ENOENT) {
     path = resolve_output(requested);
     mode = new_file_mode();
