@@ -106,7 +106,8 @@ static int body(int argc, char** argv) {
   if (output.empty()) throw KilnError(kExitUsage, input, "-o OUT.o is required for a single file");
   std::string receipt = emit_file_isolated(input, output, backend, p, &bytes);
   if (!receipt_path.empty()) write_file_atomic(receipt_path, receipt + "\n");
-  std::printf("%s\n", receipt.c_str());
+  // With the object on standard output, the receipt goes to standard error.
+  std::fprintf(inherited_descriptor(output) == 1 ? stderr : stdout, "%s\n", receipt.c_str());
   return kExitOk;
 }
 

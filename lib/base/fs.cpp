@@ -172,7 +172,7 @@ static std::string resolve_output(const std::string& path) {
 // file behind such a path was opened by whoever started kiln (`>> runs.jsonl`, or a
 // file other output goes to as well): reopening it by name starts at its beginning,
 // and replacing it drops what it held, so kiln writes through the descriptor itself.
-static int inherited_descriptor(const std::string& path) {
+int inherited_descriptor(const std::string& path) {
   const std::string own_fds = "/proc/" + std::to_string(::getpid()) + "/fd/";
   std::string p = path;
   for (int depth = 0; depth < 40; ++depth) {

@@ -37,6 +37,10 @@ class MappedFile {
 // for content-checked cache entries, which a crash can only turn into a miss. Killing
 // the process cannot tear either: the rename happens after the last write.
 enum class Durability { kDurable, kAtomic };
+// The descriptor of this process that output path `path` names (/dev/stdout,
+// /dev/stderr, /dev/fd/N, /proc/self/fd/N, directly or through links), or -1:
+// write_file_atomic writes such a path through the descriptor.
+int inherited_descriptor(const std::string& path);
 void write_file_atomic(const std::string& path, std::string_view bytes,
                        Durability durability = Durability::kDurable);
 // The same, of `pieces` one after the other: a file made of parts kept elsewhere (an
