@@ -143,16 +143,6 @@ State read_state(const std::string& path) {
   return s;
 }
 
-bool is_empty_directory(const std::string& path) {
-  DIR* dir = ::opendir(path.c_str());
-  if (!dir) throw KilnError(kExitIo, path, errno_reason(errno));
-  bool empty = true;
-  while (dirent* e = ::readdir(dir))
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) empty = false;
-  ::closedir(dir);
-  return empty;
-}
-
 std::string plural(size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }

@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 
 #include <algorithm>
 #include <filesystem>
@@ -151,27 +150,13 @@ ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx) 
 
 bool Corpus::looks_like_corpus(const std::string& dir) { return path_exists(dir + "/" + kCorpusManifestName); }
 
-// Whether directory `dir` holds anything (a dot file counts).
-static bool has_entries(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) throw KilnError(kExitIo, dir, errno_reason(errno));
-  bool any = false;
-  while (dirent* e = ::readdir(d))
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-      any = true;
-      break;
-    }
-  ::closedir(d);
-  return any;
-}
-
 Corpus Corpus::create_or_open(const std::string& dir, const CorpusManifest& fresh) {
   if (looks_like_corpus(dir)) return open(dir);
   if (path_exists(dir) && !is_directory(dir)) throw KilnError(kExitIo, dir, "exists and is not a directory");
   // A directory of the user's own (a project, a home) is no corpus to add to: kiln
   // would put its files among theirs, append to files of theirs with a corpus file's
   // name, and prune `objects/*.o` there.
-  if (is_directory(dir) && has_entries(dir))
+  if (is_directory(dir) && !is_empty_directory(dir))
     throw KilnError(kExitBadInput, dir,
                     std::string("is not empty and is not a kiln corpus (no ") + kCorpusManifestName +
                         "): name a new or empty directory");

@@ -556,6 +556,19 @@ void append_log_line(const std::string& path, std::string_view line) {
   write_and_close(fd, {buf}, path);
 }
 
+bool is_empty_directory(const std::string& path) {
+  DIR* dir = ::opendir(path.c_str());
+  if (!dir) throw KilnError(kExitIo, path, errno_reason(errno));
+  bool empty = true;
+  while (dirent* e = ::readdir(dir))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+      break;
+    }
+  ::closedir(dir);
+  return empty;
+}
+
 void make_dirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);

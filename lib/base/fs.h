@@ -95,6 +95,8 @@ bool path_exists(const std::string& path);
 // names; "" when it cannot be read.
 std::string file_identity(const std::string& path);
 bool is_directory(const std::string& path);
+// Whether directory `path` holds nothing (a dot file counts); throws when it cannot be read.
+bool is_empty_directory(const std::string& path);
 std::string absolute_path(const std::string& path);
 std::string basename_of(const std::string& path);
 std::string dirname_of(const std::string& path);
