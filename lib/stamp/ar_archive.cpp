@@ -8,6 +8,7 @@
 
 #include <elf.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <unordered_map>
@@ -78,13 +79,49 @@ void put_be32(std::string& out, uint32_t v) {
   out.append(b, 4);
 }
 
+// Gives each member the names `index` (the "/" or "/SYM64/" member: a big-endian count,
+// that many offsets of member headers, then the names, NUL-terminated) lists for it.
+void list_index_names(const std::string& path, std::string_view index, bool index64,
+                      const std::vector<uint64_t>& header_at, std::vector<ArchiveMember>& members) {
+  if (index.empty()) return;
+  auto bad = [&](const std::string& why) {
+    return KilnError(kExitBadInput, path, "damaged ar archive: its symbol index " + why);
+  };
+  const size_t word = index64 ? 8 : 4;
+  auto big_endian = [&](size_t at) {
+    uint64_t v = 0;
+    for (size_t k = 0; k < word; ++k) v = v << 8 | static_cast<uint8_t>(index[at + k]);
+    return v;
+  };
+  if (index.size() < word) throw bad("ends before its count");
+  const uint64_t count = big_endian(0);
+  if (count > (index.size() - word) / word) throw bad("counts more entries than it holds");
+  std::string_view names = index.substr(word * (count + 1));
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t offset = big_endian(word * (i + 1));
+    const auto member = std::lower_bound(header_at.begin(), header_at.end(), offset);
+    if (member == header_at.end() || *member != offset)
+      throw bad("points at byte " + std::to_string(offset) + ", where no member begins");
+    const size_t end = names.find('\0');
+    if (end == std::string_view::npos) throw bad("has fewer names than entries");
+    members[static_cast<size_t>(member - header_at.begin())].listed.push_back(names.substr(0, end));
+    names.remove_prefix(end + 1);
+  }
+}
+
+bool is_bitcode(std::string_view bytes) {
+  return bytes.substr(0, 4) == "BC\xC0\xDE" || bytes.substr(0, 4) == "\xDE\xC0\x17\x0B";
+}
+
 }  // namespace
 
 std::vector<ArchiveMember> read_archive(const std::string& path, std::string_view bytes) {
   if (bytes.substr(0, 8) == "!<thin>\n") throw KilnError(kExitBadInput, path, "a thin ar archive: its members are files elsewhere");
   if (bytes.substr(0, kMagic.size()) != kMagic) throw KilnError(kExitBadInput, path, "not an ar archive");
   std::vector<ArchiveMember> members;
-  std::string_view long_names;
+  std::vector<uint64_t> header_at;  // per member, where its header begins
+  std::string_view long_names, index;
+  bool index64 = false;
   size_t at = kMagic.size();
   while (at < bytes.size()) {
     if (bytes.size() - at < kHeaderSize)
@@ -95,24 +132,32 @@ std::vector<ArchiveMember> read_archive(const std::string& path, std::string_vie
       throw KilnError(kExitBadInput, path, "damaged ar archive: a member header at byte " + std::to_string(at) +
                                                " is not one");
     const std::string_view field = header.substr(0, 16);
-    const bool index = field.substr(0, 2) == "/ " || field.substr(0, 8) == "/SYM64/ ";
+    const bool is_index = field.substr(0, 2) == "/ " || field.substr(0, 8) == "/SYM64/ ";
     const bool names = field.substr(0, 3) == "// ";
-    std::string name = index || names ? std::string() : member_name(field, long_names, path);
+    std::string name = is_index || names ? std::string() : member_name(field, long_names, path);
+    const uint64_t header_offset = at;
     at += kHeaderSize;
     if (size > bytes.size() - at)
       throw KilnError(kExitBadInput, path, "truncated ar archive: member " + (name.empty() ? std::string(field) : name) +
                                                " ends past its end");
     const std::string_view data = bytes.substr(at, size);
-    if (names) long_names = data;
-    else if (!index) members.push_back({std::move(name), data});
+    if (names) {
+      long_names = data;
+    } else if (is_index) {
+      index = data;
+      index64 = field[1] == 'S';
+    } else {
+      members.push_back({std::move(name), data});
+      header_at.push_back(header_offset);
+    }
     at += size + (size & 1);  // the padding byte; the last member's may be missing
   }
+  list_index_names(path, index, index64, header_at, members);
   return members;
 }
 
 std::vector<std::string_view> archive_symbols(std::string_view object, const std::string& label) {
-  if (object.substr(0, 4) == "BC\xC0\xDE" || object.substr(0, 4) == "\xDE\xC0\x17\x0B")
-    throw KilnError(kExitInternal, label, "a bitcode member: its symbols are LLVM's to read");
+  if (is_bitcode(object)) throw KilnError(kExitInternal, label, "a bitcode member: its symbols are LLVM's to read");
   if (object.substr(0, SELFMAG) != std::string_view(ELFMAG, SELFMAG)) return {};
   auto bad = [&](const std::string& why) { return KilnError(kExitBadInput, label, why); };
   if (object.size() < sizeof(Elf64_Ehdr) || object[EI_CLASS] != ELFCLASS64 || object[EI_DATA] != ELFDATA2LSB)
@@ -172,7 +217,8 @@ ArchiveBytes archive_bytes(const std::string& path, const std::vector<ArchiveMem
       if (fresh) long_names += name + "/\n";
       names[i] = "/" + std::to_string(it->second);
     }
-    symbols[i] = archive_symbols(members[i].bytes, path + "(" + name + ")");
+    symbols[i] =
+        is_bitcode(members[i].bytes) ? members[i].listed : archive_symbols(members[i].bytes, path + "(" + name + ")");
     index_entries += symbols[i].size();
     for (std::string_view s : symbols[i]) (index_names += s) += '\0';
   }

@@ -14,16 +14,22 @@
 namespace kiln {
 
 // One member: its name and a view of its bytes (in the archive read, or wherever the
-// caller keeps the bytes that replace them; they must outlive the member).
+// caller keeps the bytes that replace them; they must outlive the member). `listed`:
+// the names the read archive's own symbol index gave the member (views into that
+// archive), which the writer keeps for a member only LLVM can index (bitcode, as a
+// static library built with -flto bundles into an rlib); it never reads them for an
+// ELF member, so a caller that replaces a member's bytes by an object need not clear them.
 struct ArchiveMember {
   std::string name;
   std::string_view bytes;
+  std::vector<std::string_view> listed = {};
 };
 
 // The members of the GNU or System V archive `bytes` (read from `path`, named in
-// errors), in order, without its symbol index and long-name table; views into `bytes`.
-// Throws KilnError(kExitBadInput) naming the file and the reason when it is not an ar
-// archive or is damaged, and for the forms rustc and cc do not write here (thin, BSD).
+// errors), in order, without its symbol index and long-name table; views into `bytes`,
+// each member with the names the index lists for it. Throws KilnError(kExitBadInput)
+// naming the file and the reason when it is not an ar archive or is damaged (its index
+// included), and for the forms rustc and cc do not write here (thin, BSD).
 std::vector<ArchiveMember> read_archive(const std::string& path, std::string_view bytes);
 
 // The names a linker finds `object` by in an archive's symbol index, as `ar s` and
@@ -35,8 +41,10 @@ std::vector<ArchiveMember> read_archive(const std::string& path, std::string_vie
 std::vector<std::string_view> archive_symbols(std::string_view object, const std::string& label);
 
 // A GNU-format archive of `members` in order, with a symbol index of their
-// archive_symbols (which linkers need) and no timestamps or owners, so equal members
-// make equal archives. `path` names the archive in errors.
+// archive_symbols (which linkers need; a bitcode member's are its `listed` names, in
+// their order, as LLVM's writer lists a bitcode member's own symbol table) and no
+// timestamps or owners, so equal members make equal archives. `path` names the archive
+// in errors.
 std::string write_archive(const std::string& path, const std::vector<ArchiveMember>& members);
 
 // The same archive as the pieces of its bytes in order: views of `text` (the headers,

@@ -183,10 +183,57 @@ TEST_CASE("kiln writes and reads archives as LLVM does: real rlibs and objects",
   CHECK(write_archive("x", {}) == llvm_archive({}));
 }
 
+TEST_CASE("a bitcode member keeps the names the archive's own index gave it", "[capture][archive]") {
+  // A crate that bundles a static library built with -flto has bitcode members beside
+  // its units; the wrapper rewrites such an rlib when it cannot patch it in place.
+  kiln_test::ScratchDir dir;
+  write_file_atomic(dir.path + "/lto.c",
+                    "int kiln_lto_one(void) { return 1; }\nint kiln_lto_data = 3;\n"
+                    "static int kiln_lto_local(void) { return 2; }\n"
+                    "int kiln_lto_two(void) { return kiln_lto_local(); }\n");
+  write_file_atomic(dir.path + "/plain.c", "int kiln_plain(void) { return 4; }\n");
+  write_file_atomic(dir.path + "/other.c", "int kiln_other(void) { return 5; }\n");
+  for (const char* unit : {"lto", "plain", "other"}) {
+    const std::string flags = std::string(unit) == "lto" ? " -flto" : "";
+    REQUIRE(shell(kiln_test::llvm_tool("clang") + flags + " -c -O0 " + dir.path + "/" + unit + ".c -o " + dir.path +
+                  "/" + unit + ".o")
+                .exit_code == 0);
+  }
+  const std::string a = dir.path + "/libbundled.a";
+  REQUIRE(shell("cd " + dir.path + " && " + kiln_test::llvm_tool("llvm-ar") + " rcsD libbundled.a plain.o lto.o")
+              .exit_code == 0);
+  const std::string archive = read_file(a), other = read_file(dir.path + "/other.o");
+  std::vector<ArchiveMember> members = read_archive(a, archive);
+  REQUIRE(members.size() == 2);
+  std::vector<std::string> listed(members[1].listed.begin(), members[1].listed.end());
+  std::sort(listed.begin(), listed.end());
+  CHECK(listed == std::vector<std::string>{"kiln_lto_data", "kiln_lto_one", "kiln_lto_two"});
+  CHECK(members[0].listed == std::vector<std::string_view>{"kiln_plain"});
+  // Written again, and with the ELF member replaced: LLVM's writer's bytes (it reads the
+  // bitcode's own symbol table).
+  CHECK(write_archive(a, members) == llvm_archive(members));
+  members[0].bytes = other;
+  CHECK(write_archive(a, members) == llvm_archive(members));
+  CHECK(contains(shell(kiln_test::llvm_tool("llvm-nm") + " --print-armap " + a).captured_stdout,
+                 "kiln_lto_two in lto.o"));
+  // An index that points between members, or names fewer symbols than it counts.
+  std::string damaged = archive;
+  const size_t index = damaged.find("/               ");
+  REQUIRE(index == 8);
+  damaged[60 + 8 + 7] ^= 1;  // the first offset's low byte
+  try {
+    read_archive(a, damaged);
+    FAIL("a damaged index was read");
+  } catch (const KilnError& e) {
+    CHECK(e.code() == kExitBadInput);
+    CHECK(contains(e.what(), "damaged ar archive: its symbol index points at byte"));
+  }
+}
+
 TEST_CASE("a member the index cannot read is named", "[capture][archive]") {
   const std::string bitcode = "BC\xC0\xDE and more";
   try {
-    write_archive("/t/liby.rlib", {{"y.rcgu.o", bitcode}});
+    archive_symbols(bitcode, "/t/liby.rlib(y.rcgu.o)");
     FAIL("a bitcode member was indexed");
   } catch (const KilnError& e) {
     CHECK(contains(e.what(), "/t/liby.rlib(y.rcgu.o): a bitcode member"));
