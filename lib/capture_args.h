@@ -59,8 +59,10 @@ std::string rlib_rewrite_obstacle(const RustcCall& c);
 struct CcCall {
   std::vector<std::string> args;
   std::vector<std::string> sources;
+  size_t inputs = 0;  // every input: the sources, and assembly, objects, "-" (standard input), ...
   std::string output;
   bool compile_only = false, other_mode = false, already_bitcode = false, language_override = false;
+  bool response_file = false;  // an @FILE argument, whose arguments kiln does not read
   std::string opt_level = "0";
   int debuginfo = 0;
 };

@@ -3,10 +3,12 @@
 // stores that bitcode, and writes the object emitted by the selected back end over it,
 // so dependency files and output names stay exactly as the build expects.
 // Preprocessing, assembly, link and multi-source invocations pass through.
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bitcode.h"
@@ -15,6 +17,7 @@
 #include "corpus.h"
 #include "error.h"
 #include "fs.h"
+#include "isolate.h"
 #include "process.h"
 #include "timeutil.h"
 
@@ -31,13 +34,50 @@ bool is_source(const std::string& a) {
   return false;
 }
 
-// clang options whose value is the next argument.
+// clang options whose value is the next argument (a value is not an input).
 bool clang_takes_value(const std::string& a) {
-  static const char* const kFlags[] = {"-o",       "-I",        "-D",          "-U",      "-include",
-                                       "-isystem", "-iquote",   "-idirafter",  "-MF",     "-MT",
-                                       "-MQ",      "-x",        "-arch",       "-target", "--target",
-                                       "-Xclang",  "-Xlinker",  "-Xassembler", "-L",      "-l",
-                                       "-imacros", "-isysroot", "--sysroot",   "-std",    "-MJ"};
+  static const char* const kFlags[] = {"-o",
+                                       "-I",
+                                       "-D",
+                                       "-U",
+                                       "-include",
+                                       "-isystem",
+                                       "-iquote",
+                                       "-idirafter",
+                                       "-MF",
+                                       "-MT",
+                                       "-MQ",
+                                       "-x",
+                                       "-arch",
+                                       "-target",
+                                       "--target",
+                                       "-Xclang",
+                                       "-Xlinker",
+                                       "-Xassembler",
+                                       "-L",
+                                       "-l",
+                                       "-imacros",
+                                       "-isysroot",
+                                       "--sysroot",
+                                       "-std",
+                                       "-MJ",
+                                       "-mllvm",
+                                       "-include-pch",
+                                       "-resource-dir",
+                                       "-iprefix",
+                                       "-iwithprefix",
+                                       "-ivfsoverlay",
+                                       "--param",
+                                       "-Xpreprocessor",
+                                       "-working-directory",
+                                       "-gcc-toolchain",
+                                       "-iwithprefixbefore",
+                                       "-cxx-isystem",
+                                       "-T",
+                                       "-u",
+                                       "-z",
+                                       "-e",
+                                       "--output"};
   for (const char* f : kFlags)
     if (a == f) return true;
   return false;
@@ -53,8 +93,10 @@ CcCall parse_cc_args(const std::vector<std::string>& args) {
     if (a == "-c") c.compile_only = true;
     else if (a == "-E" || a == "-S" || a == "-M" || a == "-MM" || a == "-fsyntax-only") c.other_mode = true;
     else if (a == "-emit-llvm" || a.rfind("-flto", 0) == 0) c.already_bitcode = true;
-    else if (a == "-o" && i + 1 < args.size()) c.output = args[++i];
+    else if ((a == "-o" || a == "--output") && i + 1 < args.size()) c.output = args[++i];
+    else if (a.rfind("--output=", 0) == 0) c.output = a.substr(9);
     else if (a.rfind("-o", 0) == 0 && a.size() > 2) c.output = a.substr(2);
+    else if (a.size() > 1 && a[0] == '@') c.response_file = true;
     else if (a == "-x") {
       c.language_override = true;
       ++i;
@@ -63,17 +105,24 @@ CcCall parse_cc_args(const std::vector<std::string>& args) {
     else if (a == "-g1" || a == "-gline-tables-only") c.debuginfo = 1;
     else if (a.rfind("-g", 0) == 0 && a.rfind("-gno", 0) != 0) c.debuginfo = 2;
     else if (clang_takes_value(a)) ++i;
-    else if (!a.empty() && a[0] != '-' && is_source(a)) c.sources.push_back(a);
+    else if (a == "-" || (!a.empty() && a[0] != '-')) {
+      ++c.inputs;
+      if (is_source(a)) c.sources.push_back(a);
+    }
   }
   return c;
 }
 
 std::string passthrough_reason(const CcCall& c) {
+  // Its -o or its sources may be in the file: the object could go elsewhere than kiln thinks.
+  if (c.response_file) return "a response file (@FILE), whose arguments kiln does not read";
   if (!c.compile_only) return c.sources.empty() ? "link or query" : "compile and link in one step";
   if (c.other_mode) return "preprocess, assembly or dependency-only output";
   if (c.already_bitcode) return "already emits bitcode (-emit-llvm or -flto)";
   if (c.language_override) return "explicit -x language";
   if (c.sources.size() != 1) return c.sources.empty() ? "no C or C++ source" : "several sources in one invocation";
+  // clang makes an object of each (and refuses -o with several outputs).
+  if (c.inputs != 1) return "an input beside the C or C++ source (assembly, an object)";
   // Bitcode sent to standard output or a device cannot be read back, and such an
   // output must never be removed.
   struct stat st {};
@@ -98,11 +147,17 @@ void remove_output(const std::string& path) {
 }
 
 // The output path while it may hold bitcode that the build must never take for its
-// object: a signal that stops the build (make, ninja and kiln-capture signal the whole
-// process group) removes it before this wrapper dies.
+// object: a signal that stops the build removes it before this wrapper dies, and so
+// does a crash of the wrapper itself. The compiler the wrapper runs is stopped first
+// (and waited for), or it could write the output after its removal: make passes a
+// signal to its own children only, not to the compiler under this wrapper.
 char g_bitcode_output[4096];
+volatile sig_atomic_t g_compiler = 0;  // run_process's running_child: the compiler now running
 
 extern "C" void remove_bitcode_and_die(int sig) {
+  const pid_t compiler = g_compiler;
+  if (compiler > 0 && ::kill(compiler, sig == SIGINT || sig == SIGHUP ? sig : SIGTERM) == 0)
+    while (::waitpid(compiler, nullptr, 0) < 0 && errno == EINTR) {}
   if (g_bitcode_output[0]) ::unlink(g_bitcode_output);
   ::signal(sig, SIG_DFL);
   ::raise(sig);  // delivered, with the default action, when this handler returns
@@ -113,7 +168,7 @@ struct BitcodeGuard {
     std::string absolute = absolute_path(path);
     if (absolute.size() >= sizeof g_bitcode_output) return;
     std::memcpy(g_bitcode_output, absolute.c_str(), absolute.size() + 1);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL}) {
       struct sigaction sa {
       }, old{};
       sa.sa_handler = remove_bitcode_and_die;
@@ -177,9 +232,11 @@ int capture_compile(Compile& k) {
     return rc;
   }
   try {
-    std::string object = emit_for_capture(s, bytes, m.id, k.output);
+    // In a worker process: a back end that crashes, or LLVM's fatal error, is this
+    // module's failure (the output removed, --fallback's compile), not the wrapper's death.
+    std::string object = run_isolated_one("the back end", [&] { return emit_for_capture(s, bytes, m.id, k.output); });
     write_file_atomic(k.output, object, Durability::kAtomic);  // the compiler's own output: clang does not sync it
-  } catch (const KilnError& e) {
+  } catch (const std::exception& e) {
     remove_output(k.output);
     if (!s.fallback) {
       std::fprintf(stderr, "kiln-capture: error: %s (%s): %s\n", k.c.sources[0].c_str(), m.id.c_str(), e.what());
@@ -214,19 +271,20 @@ int cc_wrapper_main(int argc, char** argv, bool cxx) {
     exec_process(native);
   }
   ProcessOptions children = use_capture_tmpdir();
+  children.running_child = &g_compiler;
   std::string output = c.output.empty() ? default_output(c.sources[0]) : c.output;
   Compile k{s, c, args, native, children, tool, real, id, output, {}};
   BitcodeGuard guard(output);
   try {
     return capture_compile(k);
-  } catch (const KilnError& e) {
+  } catch (const std::exception& e) {
     // Kiln failed this module (a full disk, say): the build must not find our bitcode
     // at its object path, so that a later build compiles the file again.
     remove_output(output);
     std::fprintf(stderr, "kiln-capture: error: %s: %s\n", c.sources[0].c_str(), e.what());
     try {
       record_invocation(s, tool, id, "failed", e.what(), args, 0, k.clock.seconds());
-    } catch (const KilnError&) {  // the same full disk, most likely: the message above says it
+    } catch (const std::exception&) {  // the same full disk, most likely: the message above says it
     }
     return kExitFailed;
   }

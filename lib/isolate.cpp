@@ -276,17 +276,21 @@ class Supervisor {
     while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {}
     ::close(p.fd);
     const Slot& s = slots_[k];
-    std::string stage = s.stage[0] ? s.stage : "handling it";
+    // Without a stage, the worker was not in LLVM (a back end of kiln's, a cmd: tool's).
+    const std::string stage = s.stage;
     IsolatedResult r;
     r.crashed = true;
     r.code = kExitBadInput;
     std::string label = p.item >= 0 ? label_(static_cast<size_t>(p.item)) : "";
-    if (WIFSIGNALED(status)) r.text = label + ": LLVM crashed (" + crash_signal_name(WTERMSIG(status)) + ") while " + stage;
+    const std::string during = stage.empty() ? "" : " while " + stage;
+    if (WIFSIGNALED(status))
+      r.text = label + (stage.empty() ? ": crashed (" : ": LLVM crashed (") + crash_signal_name(WTERMSIG(status)) +
+          ")" + during;
     else if (WIFEXITED(status) && WEXITSTATUS(status) == kLlvmFatalExit)
-      r.text = label + ": LLVM ERROR while " + stage + ": " + std::string(s.fatal);
+      r.text = label + ": LLVM ERROR" + during + ": " + std::string(s.fatal);
     else
       r.text = label + ": the worker exited with status " +
-          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + " while " + stage;
+          std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + during;
     p = Proc{};
     return r;
   }

@@ -152,6 +152,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     ::execve(program.c_str(), cargv.data(), cenv.data());
     _exit(127);
   }
+  if (options.running_child) *options.running_child = pid;
   ProcessResult result;
   if (options.capture_stdout) {
     ::close(out_pipe[1]);
@@ -174,6 +175,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   while (::wait4(pid, &status, 0, &usage) < 0) {
     if (errno != EINTR) throw KilnError(kExitIo, argv[0], "wait: " + errno_reason(errno));
   }
+  if (options.running_child) *options.running_child = 0;
   auto end = std::chrono::steady_clock::now();
   record_end(result, status, usage, std::chrono::duration<double>(end - start).count());
   return result;

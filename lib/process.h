@@ -1,6 +1,7 @@
 // Running other programs: the wrapped build, the real compiler, external back ends,
 // and the builds that kiln-measure times. Returns status and resource use (wait4).
 #pragma once
+#include <csignal>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,10 @@ struct ProcessOptions {
   // runs (the rustc wrapper, on rustc's notice that it wrote its rlib). It must not
   // throw: the child would be left running. Not with capture_stdout or quiet.
   std::function<void(std::string_view line)> stderr_line;
+  // Set: holds the child's pid while it runs (0 before and after), for a signal
+  // handler that must stop the child before it acts (the C wrapper's, which removes the
+  // output that child would otherwise write after it).
+  volatile sig_atomic_t* running_child = nullptr;
 };
 
 // Runs argv[0] (searched in PATH) and waits. Throws KilnError(kExitMissingTool) when

@@ -145,6 +145,43 @@ check "no bitcode is left at the object path" no_bitcode_objects
 check "no temporary directory is left in TMPDIR (back end's included)" bash -c "[[ -z \$(ls -A '$T/tmp-sig') ]]"
 cd "$T/sig"
 
+# A back end that crashes the process emitting (here a cmd: back end that sends SIGSEGV
+# to its parent): with --fallback the module is clang's own, otherwise it fails with
+# status 1; either way no bitcode is left at the object path.
+cd "$T/c"
+make -s clean
+crashing='cmd:kill -SEGV $PPID; sleep 2; : {in} {out}'
+kiln-capture -o "$T/SEGV" --backend "$crashing" --fallback -- sh -c '$CC -O1 -c main.c -o main.o; echo $? > wrapper.rc' \
+  2> "$T/segv.err"
+check "with --fallback, a crashing back end's module is compiled by clang (status $(cat wrapper.rc))" \
+  bash -c "[[ \$(cat wrapper.rc) == 0 && \$(head -c 4 main.o | tail -c 3) == ELF ]]"
+check "it warns of the crash" grep -q "^kiln-capture: warning: main.c: the back end: crashed (SIGSEGV); falling back" "$T/segv.err"
+check "the invocation is recorded as a fallback with its reason" \
+  grep -q '"action":"fallback","reason":"the back end: crashed (SIGSEGV)"' "$T/SEGV/invocations.jsonl"
+rm -f main.o
+kiln-capture -o "$T/SEGV" --backend "$crashing" -- sh -c '$CC -O1 -c main.c -o main.o; echo $? > wrapper.rc' 2> "$T/segv.err"
+check "without --fallback it fails the module with status 1 (got $(cat wrapper.rc))" bash -c "[[ \$(cat wrapper.rc) == 1 ]]"
+check "and says so" grep -q "^kiln-capture: error: main.c ([0-9a-f]*): the back end: crashed (SIGSEGV)$" "$T/segv.err"
+check "no bitcode is left at the object path after the crash" test ! -e main.o
+
+# SIGTERM to the wrapper alone (make passes a signal to its own children only) while
+# its clang writes the bitcode: the wrapper stops that clang before removing the output,
+# which clang would otherwise write after the removal.
+make -s clean
+printf '#!/bin/sh\ntouch "%s"; sleep 2; exec "%s" "$@"\n' "$T/clang-started" "$LLVM_BINDIR/clang" > "$T/slow-clang"
+chmod +x "$T/slow-clang"
+rm -f "$T/clang-started"
+kiln-capture -o "$T/S2" --backend llvm -- \
+  sh -c 'KILN_CAPTURE_REAL_CC="$1" $CC -O1 -c main.c -o main.o & echo $! > wrapper.pid; wait' _ "$T/slow-clang" &
+pid=$!
+for _ in $(seq 300); do [[ -e $T/clang-started ]] && break; sleep 0.1; done
+check "the slow clang started" test -e "$T/clang-started"
+kill -TERM "$(cat wrapper.pid)"
+wait "$pid"
+sleep 3
+check "no object appeared after the wrapper was stopped" test ! -e main.o
+cd "$T/sig"
+
 # kill -9 cannot be caught: the next capture removes the directory it left, and only
 # kiln's stale ones (not one whose owner still holds its lock, not anybody else's).
 rm -f started marker

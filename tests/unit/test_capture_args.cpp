@@ -363,6 +363,13 @@ const CcDecision kCcDecisions[] = {
     {"-c start.S -o start.o", "no C or C++ source", "", "start.o"},
     {"-c a.s", "no C or C++ source", "", ""},
     {"-c a.c b.c", "several sources in one invocation", "a.c b.c", ""},
+    {"-c a.c b.S", "an input beside the C or C++ source (assembly, an object)", "a.c", ""},
+    {"-c - a.c -o a.o", "an input beside the C or C++ source (assembly, an object)", "a.c", "a.o"},
+    // Outputs spelled otherwise, and arguments kiln cannot see.
+    {"-c a.c --output=obj/a.o", "", "a.c", "obj/a.o"},
+    {"-c a.c --output obj/b.o", "", "a.c", "obj/b.o"},
+    {"-c a.c -include-pch pre.pch -mllvm -x86-asm-syntax=intel -o a.o", "", "a.c", "a.o"},
+    {"-c a.c @flags.rsp", "a response file (@FILE), whose arguments kiln does not read", "a.c", ""},
     // Outputs that are not regular files, which kiln must never read back or remove.
     {"-c a.c -o -", "output is not a regular file (-o - or a device)", "a.c", "-"},
     {"-c conftest.c -o /dev/null", "output is not a regular file (-o - or a device)", "conftest.c", "/dev/null"},
