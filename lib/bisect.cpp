@@ -157,7 +157,7 @@ class Bisector {
   void save_state() { write_file_atomic(o_.state_dir + "/" + kStateName, state_json(state_)); }
   void say(const std::string& line);
   const ProbeRecord& probe(const std::string& what, const std::string& backend, const std::string& selection,
-                           size_t selected);
+                           size_t selected, const std::string& purpose = "");
   ProbeRecord run_probe(const std::string& dir, const std::string& backend, const std::string& selection_file);
   int run_logged(const std::string& command, const std::string& log, double timeout, bool& timed_out,
                  double& seconds);
@@ -228,7 +228,11 @@ ProbeRecord Bisector::run_probe(const std::string& dir, const std::string& backe
   bool timed_out = false;
   const std::string build_log = dir + "/build.log", test_log = dir + "/test.log";
   int status = run_logged(o_.clean_command, build_log, o_.build_timeout, timed_out, r.build_seconds);
-  if (status != 0) throw KilnError(kExitFailed, build_log, "the clean command failed (exit " + std::to_string(status) + ")");
+  // Its own status: 1 says the candidate is innocent, which a broken clean does not.
+  if (status != 0)
+    throw KilnError(static_cast<ExitCode>(kBisectCleanFails), build_log,
+                    timed_out ? "the clean command timed out"
+                              : "the clean command failed (exit " + std::to_string(status) + ")");
   status = run_logged(capture_command(backend, selection_file, o_.build_command), build_log, o_.build_timeout,
                       timed_out, r.build_seconds);
   if (status != 0) {
@@ -253,9 +257,12 @@ ProbeRecord Bisector::run_probe(const std::string& dir, const std::string& backe
 
 // A probe, or its recorded verdict when this selection was probed before (also in an
 // earlier, interrupted run of the same bisect).
+// A `purpose` makes a probe of its own even where the same selection was probed before
+// (the check of the culprits alone runs the test again; a recorded failure would say
+// nothing of a flaky one), and is still found again on resuming.
 const ProbeRecord& Bisector::probe(const std::string& what, const std::string& backend, const std::string& selection,
-                                   size_t selected) {
-  const std::string key = xxh3_128_hex(backend + '\0' + selection);
+                                   size_t selected, const std::string& purpose) {
+  const std::string key = xxh3_128_hex((purpose.empty() ? "" : purpose + '\0') + backend + '\0' + selection);
   if (auto it = recorded_.find(key); it != recorded_.end()) {
     if (it->second < loaded_probes_) resumed_++;
     return state_.probes[it->second];
@@ -363,9 +370,17 @@ BisectOutcome Bisector::run() {
     return finish(out, {});
   }
   std::vector<size_t> culprits = narrow_culprits(all, [&](const std::vector<size_t>& set, size_t left) { return fails(set, left); });
-  // The answer must fail on its own (it does unless the test is flaky or the build
-  // is not reproducible: then more repeats, --repeat, may help).
-  if (!probe("the culprits alone", o_.candidate, selection_text(state_.items, culprits, state_.excluded_in), culprits.size()).fails) {
+  if (culprits.empty()) {  // no function on the candidate (all excluded), and still a failure
+    out.exit_code = kBisectInconclusive;
+    out.message =
+        "inconclusive: the test fails with no function on " + o_.candidate + " (a flaky test? try --repeat N)";
+    return finish(out, {});
+  }
+  // The answer must fail on its own, in a run of its own (it does unless the test is
+  // flaky or the build is not reproducible: then more repeats, --repeat, may help).
+  if (!probe("the culprits alone", o_.candidate, selection_text(state_.items, culprits, state_.excluded_in),
+             culprits.size(), "culprits alone")
+           .fails) {
     out.exit_code = kBisectInconclusive;
     out.message = "inconclusive: the narrowed set passes on its own (a flaky test? try --repeat N)";
     return finish(out, {});

@@ -16,6 +16,7 @@ namespace kiln {
 constexpr int kBisectNothing = 1;         // the test passes with everything on the candidate
 constexpr int kBisectTrustedFails = 8;    // it fails (or the build does) with everything trusted
 constexpr int kBisectInconclusive = 9;    // the narrowed set does not fail on its own (flaky?)
+constexpr int kBisectCleanFails = 10;     // the clean command failed or timed out (the state is kept)
 
 // ---- The search (pure: tests call it with a simulated test) -------------------------
 // `fails(set, left)` probes the test with exactly the items `set` (sorted indexes) on

@@ -47,6 +47,9 @@ static int body(int argc, char** argv) {
     throw KilnError(kExitUsage, "", "--trusted " + o.trusted + ": only llvm can take what the candidate does not");
   if (o.candidate != "stamp" && o.candidate.rfind("cmd:", 0) != 0)
     throw KilnError(kExitUsage, "", "--candidate " + o.candidate + ": expected stamp or cmd:...");
+  // A cmd: back end takes whole modules: there is no function to keep off it.
+  if (!o.exclude.empty() && o.candidate != "stamp")
+    throw KilnError(kExitUsage, "", "--exclude keeps a function on llvm, which only --candidate stamp selects by");
   if (o.clean_command.empty()) {
     if (!path_exists(o.build_dir + "/Cargo.toml"))
       throw KilnError(kExitUsage, o.build_dir, "not a Cargo project: say how to clean it with --clean");

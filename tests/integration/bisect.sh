@@ -38,6 +38,8 @@ check "one fault: exit 0 (culprit found)" test $rc -eq 0
 check "it names exactly eval_rpn" jq -e --arg f "$rpn" '(.culprits | length) == 1 and (.culprits[0].function as $c | $f | split(",") | index($c))' "$T/one.json"
 jq -r '"   \(.items) items, \(.probes) probes, \(.test_runs) test runs, bound \(.bound)"' "$T/one.json"
 check "within 2*log2(items)+10 test runs" jq -e '.test_runs <= .bound and .items > 100' "$T/one.json"
+check "the culprit alone was tested in a run of its own, not taken from the narrowing's record" \
+  jq -e '[.probes[] | select(.what == "the culprits alone")] | length == 1' "$T/one/bisect.json"
 module=$(jq -r '.culprits[0].module' "$T/one.json")
 R=$T/one/repro
 check "the reproducer holds the module's bitcode, census, objects and flat IR" \
@@ -90,4 +92,10 @@ expect_error 2 'not a Cargo project' kiln-bisect -C "$T/plain" --build true --te
 expect_error 2 'holds no kiln-bisect state' kiln-bisect --build true --test true --state "$T/foreign"
 check "a foreign state directory is left as it was" test -f "$T/foreign/precious"
 expect_error 2 'other settings' kiln-bisect --build 'cargo build' --test 'cargo test --lib -q' --state "$T/one"
+expect_error 2 '--exclude keeps a function on llvm, which only --candidate stamp selects by' \
+  kiln-bisect -C "$T/plain" --build true --test true --clean true --candidate 'cmd:cp {in} {out}' --exclude f --state "$T/u2"
+# A clean that fails is not "nothing to bisect" (exit 1): exit 10, the state kept.
+expect_error 10 'build.log: the clean command failed \(exit 1\)' \
+  kiln-bisect -C "$T/plain" --build true --test true --clean false --state "$T/u3"
+check "the state is kept for the same command to resume" test -f "$T/u3/bisect.json"
 finish
