@@ -233,8 +233,11 @@ std::vector<GateCheck> evaluate_gate(const std::string& report_path, const GateT
 
 std::string format_gate_check(const GateCheck& check) {
   bool is_speedup = check.name == "speedup";
-  std::string comparison = is_speedup ? times_text(check.value) + " >= " + times_text(check.limit)
-                                      : times_text(check.value) + " <= " + times_text(check.limit);
+  // Where three decimals would show the value equal to the limit (0.99961x as
+  // "1.000x >= 1.000x" beside FAIL), six show why the verdict is what it is.
+  const int digits = format_fixed(check.value, 3) == format_fixed(check.limit, 3) && check.value != check.limit ? 6 : 3;
+  auto text = [&](double v) { return format_fixed(v, digits) + "x"; };
+  std::string comparison = text(check.value) + (is_speedup ? " >= " : " <= ") + text(check.limit);
   return std::string(check.pass ? "PASS" : "FAIL") + "  " + check.name + " " + comparison + "  (" + check.detail +
       ")  " + check.report_path;
 }

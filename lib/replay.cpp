@@ -287,9 +287,12 @@ std::unique_ptr<EmissionService> make_cpu_service(const std::string& backend_spe
 
 namespace {
 
-StageSums sum_round(const RoundResult& r) {
+// `only`, where given: the modules to sum (the others left out).
+StageSums sum_round(const RoundResult& r, const std::vector<bool>* only = nullptr) {
   StageSums s;
-  for (const auto& e : r.emissions) {
+  for (size_t i = 0; i < r.emissions.size(); ++i) {
+    if (only && !(*only)[i]) continue;
+    const ModuleEmission& e = r.emissions[i];
     s.parse += e.parse;
     s.clone += e.clone;
     s.codegen += e.codegen;
@@ -516,16 +519,26 @@ double warm_sums_median(const std::vector<RoundResult>& rounds, Value value) {
 double llvm_emit_seconds(const StageSums& x) { return x.clone + x.codegen; }
 double stamp_stages_seconds(const StageSums& x) { return x.stages; }
 
+}  // namespace
+
+// On the modules both emitted in every round (the failures are the report's
+// instability; a ratio over different modules on each side would be wrong).
 StampVsLlvm compare_stamp_llvm(const std::vector<RoundResult>& llvm, const std::vector<RoundResult>& stamp) {
+  std::vector<bool> both(stamp.front().emissions.size(), true);
+  for (const auto* rounds : {&llvm, &stamp})
+    for (const RoundResult& r : *rounds)
+      for (size_t i = 0; i < both.size(); ++i) both[i] = both[i] && r.emissions[i].error.empty();
   std::vector<StageSums> l, st;
-  for (const auto& r : llvm) l.push_back(sum_round(r));
-  for (const auto& r : stamp) st.push_back(sum_round(r));
+  for (const auto& r : llvm) l.push_back(sum_round(r, &both));
+  for (const auto& r : stamp) st.push_back(sum_round(r, &both));
   StampVsLlvm c = compare_round_sums(l, st, stamp.back().round);
+  c.modules_compared = static_cast<uint64_t>(std::count(both.begin(), both.end(), true));
+  c.modules_left_out = both.size() - c.modules_compared;
+  c.llvm_rounds = std::move(l);
+  c.stamp_rounds = std::move(st);
   compare_readers(llvm, stamp, c);
   return c;
 }
-
-}  // namespace
 
 // From the rounds' sums alone, so that a merge of shards' reports (replay_merge.cpp)
 // computes the figures from its joined rounds just as one run does.
@@ -676,41 +689,43 @@ ReplaySummary summarize_replay(const ReplayOptions& options, const Corpus& corpu
   return summary;
 }
 
+// The fields of one round's sums (a service's round, a compared round).
+void json_round_sums(JsonWriter& w, const StageSums& sums) {
+  w.key("stages")
+      .begin_object()
+      .field("parse", sums.parse)
+      .field("flat_export", sums.flat_export)
+      .field("bitcode_read", sums.bitcode_read)
+      .field("direct_export", sums.direct_export)
+      .field("clone", sums.clone)
+      .field("codegen", sums.codegen)
+      .field("fallback", sums.fallback)
+      .field("stamp_stages", sums.stages)
+      .field("stamp_elf", sums.elf)
+      .end_object()
+      .field("instructions", sums.instructions)
+      .field("modules_ok", sums.modules)
+      .field("modules_failed", sums.failed)
+      .field("functions", sums.functions)
+      .field("functions_stamp", sums.functions_stamp)
+      .field("instructions_stamp", sums.instructions_stamp)
+      .field("text_bytes", sums.text_bytes)
+      .field("object_bytes", sums.object_bytes)
+      .field("kernel_launches", sums.kernel_launches)
+      .field("gpu_upload", sums.gpu_upload)
+      .field("gpu_kernels", sums.gpu_kernels)
+      .field("gpu_download", sums.gpu_download);
+}
+
 void json_services(JsonWriter& w, const ReplaySummary& sum) {
   w.key("services").begin_array();
   for (const ServiceSummary& service : sum.services) {
     w.begin_object().field("name", service.name).field("backend", service.backend).field("workers", service.workers);
     w.key("rounds").begin_array();
     for (const RoundSummary& r : service.rounds) {
-      const StageSums& sums = r.sums;
-      w.begin_object()
-          .field("round", r.round)
-          .field("wall_seconds", r.wall_seconds)
-          .key("stages")
-          .begin_object()
-          .field("parse", sums.parse)
-          .field("flat_export", sums.flat_export)
-          .field("bitcode_read", sums.bitcode_read)
-          .field("direct_export", sums.direct_export)
-          .field("clone", sums.clone)
-          .field("codegen", sums.codegen)
-          .field("fallback", sums.fallback)
-          .field("stamp_stages", sums.stages)
-          .field("stamp_elf", sums.elf)
-          .end_object()
-          .field("instructions", sums.instructions)
-          .field("modules_ok", sums.modules)
-          .field("modules_failed", sums.failed)
-          .field("functions", sums.functions)
-          .field("functions_stamp", sums.functions_stamp)
-          .field("instructions_stamp", sums.instructions_stamp)
-          .field("text_bytes", sums.text_bytes)
-          .field("object_bytes", sums.object_bytes)
-          .field("kernel_launches", sums.kernel_launches)
-          .field("gpu_upload", sums.gpu_upload)
-          .field("gpu_kernels", sums.gpu_kernels)
-          .field("gpu_download", sums.gpu_download)
-          .field("instructions_per_second_wall", r.wall_rate)
+      w.begin_object().field("round", r.round).field("wall_seconds", r.wall_seconds);
+      json_round_sums(w, r.sums);
+      w.field("instructions_per_second_wall", r.wall_rate)
           .field("instructions_per_core_second", r.per_core)
           .field("modules_per_second_wall", r.modules_per_second)
           .end_object();
@@ -726,7 +741,7 @@ void json_stamp_vs_llvm(JsonWriter& w, const StampVsLlvm& c) {
       .begin_object()
       .field("llvm_instructions_per_core_second", c.llvm_rate)
       .field("stamp_instructions_per_core_second", c.stamp_rate)
-      .field("stamp_speedup_on_its_functions", c.stamp_rate / c.llvm_rate)
+      .field("stamp_speedup_on_its_functions", c.llvm_rate > 0 ? c.stamp_rate / c.llvm_rate : 0.0)
       .field("end_to_end_speedup_with_fallback", c.end_to_end)
       .field("stamp_share_of_instructions",
              st.instructions ? static_cast<double>(st.instructions_stamp) / st.instructions : 0.0)
@@ -737,6 +752,17 @@ void json_stamp_vs_llvm(JsonWriter& w, const StampVsLlvm& c) {
       .field("object_ratio", c.object_ratio)
       .field("stamp_stages_seconds", st.stages)
       .field("stamp_elf_seconds", st.elf)
+      .field("modules_compared", c.modules_compared)
+      .field("modules_left_out", c.modules_left_out);
+  w.key("rounds").begin_array();
+  for (size_t r = 0; r < c.stamp_rounds.size() && r < c.llvm_rounds.size(); ++r) {
+    w.begin_object().key("llvm").begin_object();
+    json_round_sums(w, c.llvm_rounds[r]);
+    w.end_object().key("stamp").begin_object();
+    json_round_sums(w, c.stamp_rounds[r]);
+    w.end_object().end_object();
+  }
+  w.end_array()
       .key("reader")
       .begin_object()
       .field("modules", c.modules)
@@ -865,11 +891,17 @@ std::string table_stamp_vs_llvm(const ReplaySummary& sum) {
       "%.1fx faster than LLVM's parse + export; bitcode to object %.1fx faster than LLVM's parse + codegen\n",
       c.last_round, 100.0 * st.instructions_stamp / std::max<uint64_t>(1, st.instructions),
       100.0 * st.functions_stamp / std::max<uint64_t>(1, st.functions), c.stamp_rate / 1e6, sum.profile.c_str(),
-      c.llvm_rate / 1e6, c.stamp_rate / c.llvm_rate, 100.0 * st.stages / std::max(1e-12, st.codegen),
-      st.instructions_stamp / std::max(1e-12, st.stages) / 1e6, 100.0 * st.elf / std::max(1e-12, st.codegen),
-      c.end_to_end, c.export_rate / 1e6, c.parse_rate / 1e6, c.text_ratio, c.object_ratio, (unsigned long long)c.modules_read,
-      (unsigned long long)c.modules, (unsigned long long)c.modules_direct, c.read_speedup, c.direct_end_to_end);
-  return block;
+      c.llvm_rate / 1e6, c.llvm_rate > 0 ? c.stamp_rate / c.llvm_rate : 0.0,
+      100.0 * st.stages / std::max(1e-12, st.codegen), st.instructions_stamp / std::max(1e-12, st.stages) / 1e6,
+      100.0 * st.elf / std::max(1e-12, st.codegen), c.end_to_end, c.export_rate / 1e6, c.parse_rate / 1e6, c.text_ratio,
+      c.object_ratio, (unsigned long long)c.modules_read, (unsigned long long)c.modules,
+      (unsigned long long)c.modules_direct, c.read_speedup, c.direct_end_to_end);
+  std::string text = block;
+  if (c.modules_left_out)
+    text += "  (all but the reader's figures over the " + std::to_string(c.modules_compared) + " of " +
+        std::to_string(c.modules_compared + c.modules_left_out) +
+        " modules that both back ends emitted in every round; the others failed)\n";
+  return text;
 }
 
 std::string table_gpu(const ReplaySummary& sum) {
@@ -919,13 +951,11 @@ std::string render_table(const ReplaySummary& sum) {
   }
   if (sum.stamp_vs_llvm) table += table_stamp_vs_llvm(sum);
   if (sum.gpu) table += table_gpu(sum);
-  for (const Instability& x : sum.instability) {
-    std::snprintf(line, sizeof line, "%s: module %s (%s): %s\n  reproduce: %s\n", x.differ ? "UNSTABLE" : "FAILED",
-                  x.module.c_str(), x.backend.c_str(),
-                  x.differ ? "object bytes differ between rounds, workers or devices" : x.error.c_str(),
-                  x.reproduce.c_str());
-    table += line;
-  }
+  // Not through a fixed buffer: a reproduce command (a cmd: back end's, twice) is long.
+  for (const Instability& x : sum.instability)
+    table += std::string(x.differ ? "UNSTABLE" : "FAILED") + ": module " + x.module + " (" + x.backend +
+        "): " + (x.differ ? "object bytes differ between rounds, workers or devices" : x.error) +
+        "\n  reproduce: " + x.reproduce + "\n";
   for (const auto& x : sum.excluded) table += "FAILED: module " + x.id + ", left out of the rounds: " + x.error + "\n";
   std::snprintf(line, sizeof line, "\n%zu modules x %d rounds x %zu back end(s): %zu unstable, %zu failed\n",
                 sum.modules, sum.rounds, sum.services.size(), sum.unstable_modules, sum.failed_modules);

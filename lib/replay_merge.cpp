@@ -90,6 +90,21 @@ void read_stamp_vs_llvm(Element doc, ReplaySummary& sum) {
   s.read_direct_seconds = seconds(r, "direct_read_export_seconds");
   s.direct_llvm_seconds = seconds(r, "llvm_parse_codegen_seconds");
   s.direct_seconds = seconds(r, "direct_bitcode_to_object_seconds");
+  s.modules_compared = count(c, "modules_compared"), s.modules_left_out = count(c, "modules_left_out");
+  for (Element round : array_of(c, "rounds")) {
+    Element llvm, stamp;
+    if (round["llvm"].get(llvm) != simdjson::SUCCESS || round["stamp"].get(stamp) != simdjson::SUCCESS)
+      throw KilnError(kExitBadInput, "", "a compared round of a shard's report lacks llvm's or stamp's sums");
+    s.llvm_rounds.push_back(read_sums(llvm));
+    s.stamp_rounds.push_back(read_sums(stamp));
+  }
+}
+
+// Each compared round's sums joined with the other shard's of the same round.
+void join_rounds(std::vector<StageSums>& a, const std::vector<StageSums>& b) {
+  if (a.size() != b.size())
+    throw KilnError(kExitBadInput, "", "the shards' reports compare different numbers of rounds");
+  for (size_t r = 0; r < a.size(); ++r) add_sums(a[r], b[r]);
 }
 
 void read_gpu(Element doc, ReplaySummary& sum) {
@@ -225,6 +240,9 @@ void join_figures(ReplaySummary& out, const ReplaySummary& in) {
     a.modules += b.modules, a.modules_read += b.modules_read, a.modules_direct += b.modules_direct;
     a.read_llvm_seconds += b.read_llvm_seconds, a.read_direct_seconds += b.read_direct_seconds;
     a.direct_llvm_seconds += b.direct_llvm_seconds, a.direct_seconds += b.direct_seconds;
+    a.modules_compared += b.modules_compared, a.modules_left_out += b.modules_left_out;
+    join_rounds(a.llvm_rounds, b.llvm_rounds);
+    join_rounds(a.stamp_rounds, b.stamp_rounds);
   }
   if (out.gpu && in.gpu) {
     GpuSummary &a = *out.gpu, b = *in.gpu;
@@ -253,8 +271,13 @@ void recompute(ReplaySummary& sum) {
     if (on_gpu) gpu = &s;
   }
   if (sum.stamp_vs_llvm && llvm && stamp && !stamp->rounds.empty()) {
-    StampVsLlvm c = compare_round_sums(round_sums(*llvm), round_sums(*stamp), stamp->rounds.back().round);
     const StampVsLlvm& r = *sum.stamp_vs_llvm;
+    // Over the modules both emitted (reports of before those sums: each service's own).
+    const bool compared = !r.stamp_rounds.empty() && !r.llvm_rounds.empty();
+    StampVsLlvm c = compare_round_sums(compared ? r.llvm_rounds : round_sums(*llvm),
+                                       compared ? r.stamp_rounds : round_sums(*stamp), stamp->rounds.back().round);
+    c.modules_compared = r.modules_compared, c.modules_left_out = r.modules_left_out;
+    c.llvm_rounds = r.llvm_rounds, c.stamp_rounds = r.stamp_rounds;
     c.modules = r.modules, c.modules_read = r.modules_read, c.modules_direct = r.modules_direct;
     c.read_llvm_seconds = r.read_llvm_seconds, c.read_direct_seconds = r.read_direct_seconds;
     c.direct_llvm_seconds = r.direct_llvm_seconds, c.direct_seconds = r.direct_seconds;
@@ -285,6 +308,10 @@ void recompute(ReplaySummary& sum) {
 void put_in_corpus_order(ReplaySummary& sum, const std::vector<ModuleRecord>& modules) {
   std::map<std::string, size_t> at, backend_at;
   for (size_t i = 0; i < modules.size(); ++i) at.emplace(modules[i].id, i);
+  // A back end's place is its CPU service's, as find_instability lists them (a GPU
+  // service comes first in the services but is checked against the CPU's).
+  for (size_t s = 0; s < sum.services.size(); ++s)
+    if (sum.services[s].name.rfind("cuda:", 0) != 0) backend_at.emplace(sum.services[s].backend, s);
   for (size_t s = 0; s < sum.services.size(); ++s) backend_at.emplace(sum.services[s].backend, s);
   auto place = [&](const std::string& id) {
     auto it = at.find(id);

@@ -51,6 +51,12 @@ struct ServiceSummary {
 struct StampVsLlvm {
   int last_round = 0;  // the stamp service's
   StageSums st;        // the stamp service's last round, its times the warm medians
+  // Every figure below but the reader's compares the same modules: those both back ends
+  // emitted without an error in every round (a module that failed on one alone made
+  // one side's sums cover it and the other's not). Their sums per round, each service's,
+  // are kept for a merge of shards to add up.
+  uint64_t modules_compared = 0, modules_left_out = 0;
+  std::vector<StageSums> llvm_rounds, stamp_rounds;
   double llvm_rate = 0, stamp_rate = 0, end_to_end = 0, export_rate = 0, parse_rate = 0, text_ratio = 0;
   double object_ratio = 0;  // whole objects' bytes: symbols, relocations, unwind and exception tables too
   // The direct reader (first round): on the modules it read (module and every function),
@@ -123,9 +129,13 @@ double warm_median_of_sums(const std::vector<StageSums>& rounds, Value value) {
 
 // The throughputs of a round from its sums and wall time.
 void round_rates(RoundSummary& r);
-// stamp against llvm from the sums of each service's rounds (warm medians); the
-// direct reader's figures (c.modules ... c.direct_end_to_end) are left to the caller.
+// stamp against llvm from the sums of each service's rounds over the modules compared
+// (warm medians); the direct reader's figures (c.modules ... c.direct_end_to_end), the
+// module counts and the rounds' sums are left to the caller.
 StampVsLlvm compare_round_sums(const std::vector<StageSums>& llvm, const std::vector<StageSums>& stamp, int last_round);
+// stamp against llvm from the rounds of the two services (each round's emissions
+// indexed alike), over the modules both emitted without an error in every round.
+StampVsLlvm compare_stamp_llvm(const std::vector<RoundResult>& llvm, const std::vector<RoundResult>& stamp);
 // The command line that emits a module of the corpus twice and compares the objects.
 std::string reproduce_command(const Corpus& corpus, const std::string& id, const std::string& backend,
                               const std::string& profile);

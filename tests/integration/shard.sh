@@ -62,6 +62,17 @@ check "the report has a verdict per module and back end, all stable, with the ob
   "$T/replay-merged.json"
 check "instruction counts are summed over the shards" jq -e \
   "[.services[].rounds[].instructions] | all(. > 0)" "$T/replay-merged.json"
+# With a GPU service too (the stand-in: the CPU executor behind the GPU's interface, as
+# CI has no GPU), the merge keeps one run's order of the verdicts: llvm's, then stamp's
+# (the GPU service comes first among the services but is checked with the CPU's).
+KILN_GPU_STANDIN=cpu kiln-replay "$C" --backend llvm,stamp --device cuda,cpu --rounds 2 -j 1 \
+  --report "$T/gpu-whole.json" > /dev/null
+check "2 replay shards with the GPU stand-in" parallel -j 2 --halt now,fail=1 env KILN_GPU_STANDIN=cpu kiln-replay "$C" \
+  --backend llvm,stamp --device cuda,cpu --rounds 2 -j 1 --shard {}/2 --report "$T/gpu-{}.json" '>' /dev/null ::: 1 2
+check "kiln-replay merge of them" kiln-replay merge "$C" "$T/gpu-1.json" "$T/gpu-2.json" -o "$T/gpu-merged.json"
+check "the merged verdicts are in one run's order" \
+  diff <(jq -c '.module_verdicts[] | [.backend, .module]' "$T/gpu-whole.json") \
+       <(jq -c '.module_verdicts[] | [.backend, .module]' "$T/gpu-merged.json")
 expect_error 3 "shard 4/4 missing" kiln-replay merge "$C" "$C"/replay-report.shard-{1,2,3}-of-4.json -o "$T/x.json"
 expect_error 3 "given twice" kiln-replay merge "$C" "$C"/replay-report.shard-{1,2,2,4}-of-4.json -o "$T/x.json"
 

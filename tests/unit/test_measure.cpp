@@ -260,6 +260,22 @@ TEST_CASE("gate passes and fails build reports on the speedup", "[measure][gate]
   CHECK(run_gate_command({path}, strict) == kExitFailed);
 }
 
+TEST_CASE("a gate line that fails by less than its three decimals shows more", "[measure][gate]") {
+  ScratchDir dir;
+  // 0.3312 s -> 0.33133 s: a speedup of 0.99961x, which "no slower" (0%) fails.
+  std::string path = write_build_report(dir.path, 0.3312, 0.33133);
+  GateThresholds no_slower;
+  no_slower.min_speedup = parse_min_speedup("0%");
+  auto checks = evaluate_gate(path, no_slower);
+  CHECK_FALSE(checks[0].pass);
+  const std::string line = format_gate_check(checks[0]);
+  INFO(line);
+  CHECK(contains(line, "FAIL  speedup 0.999608x >= 1.000000x"));
+  // Apart by more than the third decimal: three.
+  CHECK(contains(format_gate_check(evaluate_gate(write_build_report(dir.path, 2.0, 1.0), no_slower)[0]),
+                 "PASS  speedup 2.000x >= 1.000x"));
+}
+
 TEST_CASE("gate checks a build's peak memory against --max-memory-ratio", "[measure][gate]") {
   ScratchDir dir;
   // Twice as fast, with 1.6 times the footprint: the speed passes, the memory does not.
