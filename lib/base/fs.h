@@ -58,7 +58,13 @@ struct FilePatch {
 // this process's child has just made and that nothing reads before this process exits,
 // as rewrite_file_in_place. Not atomic: a failure part way throws and leaves the file
 // half written, for the caller to remove.
+// Through a shared mapping where the file system writes over a file's bytes without
+// allocating (file_system_overwrites_in_place), else by pwrite.
 void patch_file_in_place(const std::string& path, uint64_t expected_size, const std::vector<FilePatch>& patches);
+// Whether a file system (statfs's f_type) writes over an existing file's bytes in
+// place, allocating nothing (ext4, XFS, tmpfs): there a mapping's stores cannot run
+// out of space, which a mapping could only report as SIGBUS.
+bool file_system_overwrites_in_place(int64_t magic);
 
 // Writes `pieces`, one after the other, over the regular file at `path` in place (the
 // same inode, cut to the new length), where `original` is that file's content as

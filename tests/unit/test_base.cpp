@@ -209,4 +209,10 @@ TEST_CASE("patch_file_in_place writes each patch where it says, and nothing over
   CHECK_THROWS_AS(patch_file_in_place(dir, 16, {{0, "!"}}), KilnError);
   CHECK(read_file(path) == "01XY--6789abcdeZ");
   remove_tree(dir);
+  // A mapping only where writing over bytes allocates nothing: ext4, XFS, tmpfs; not
+  // btrfs, NFS or ZFS, where a full disk would be a SIGBUS.
+  for (int64_t magic : {int64_t(0xEF53), int64_t(0x58465342), int64_t(0x01021994)})
+    CHECK(file_system_overwrites_in_place(magic));
+  for (int64_t magic : {int64_t(0x9123683E), int64_t(0x6969), int64_t(0x2FC12FC1)})
+    CHECK_FALSE(file_system_overwrites_in_place(magic));
 }
