@@ -150,13 +150,49 @@ ModuleRecord module_from_json(simdjson::dom::element e, const JsonContext& ctx) 
 
 bool Corpus::looks_like_corpus(const std::string& dir) { return path_exists(dir + "/" + kCorpusManifestName); }
 
+namespace {
+
+// What a corpus's creation leaves before its manifest: nothing, an empty blobs/, the
+// manifest's temporary files (removed here: a creation holds the lock, so under it
+// they are a killed one's).
+bool holds_only_a_corpus_start(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) throw KilnError(kExitIo, dir, errno_reason(errno));
+  std::vector<std::string> temporary;
+  bool other = false;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (name.rfind(".kiln-tmp-", 0) == 0) temporary.push_back(dir + "/" + name);
+    else if (name != "blobs" || !is_empty_directory(dir + "/blobs")) other = true;
+  }
+  ::closedir(d);
+  if (!other)
+    for (const std::string& t : temporary) ::unlink(t.c_str());
+  return !other;
+}
+
+}  // namespace
+
 Corpus Corpus::create_or_open(const std::string& dir, const CorpusManifest& fresh) {
   if (looks_like_corpus(dir)) return open(dir);
   if (path_exists(dir) && !is_directory(dir)) throw KilnError(kExitIo, dir, "exists and is not a directory");
+  // Made under an exclusive lock on the directory: two captures starting into one new
+  // corpus at once must both find a corpus, not one of them the other's half-made one.
+  make_dirs(dir);
+  const int lock = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock < 0) throw KilnError(kExitIo, dir, errno_reason(errno));
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{lock};
+  while (::flock(lock, LOCK_EX) != 0)
+    if (errno != EINTR) throw KilnError(kExitIo, dir, "lock: " + errno_reason(errno));
+  if (looks_like_corpus(dir)) return open(dir);
   // A directory of the user's own (a project, a home) is no corpus to add to: kiln
   // would put its files among theirs, append to files of theirs with a corpus file's
-  // name, and prune `objects/*.o` there.
-  if (is_directory(dir) && !is_empty_directory(dir))
+  // name, and prune `objects/*.o` there. What a killed creation left is no such thing.
+  if (!holds_only_a_corpus_start(dir))
     throw KilnError(kExitBadInput, dir,
                     std::string("is not empty and is not a kiln corpus (no ") + kCorpusManifestName +
                         "): name a new or empty directory");

@@ -304,3 +304,52 @@ TEST_CASE("the object cache is pruned least recently used first, and a hit renew
   Corpus fresh = Corpus::create_or_open(dir.path + "/fresh", CorpusManifest{});
   CHECK(fresh.prune_objects(0) == 0);
 }
+
+TEST_CASE("captures starting into one new corpus at once all find it", "[corpus]") {
+  // Each round, processes created at the same moment make the same new corpus: each
+  // must open it (the check for a user's directory saw the others' blobs/ before
+  // their manifest and refused, exit 3, its build never run).
+  kiln_test::ScratchDir dir;
+  for (int round = 0; round < 20; ++round) {
+    const std::string path = dir.path + "/c" + std::to_string(round);
+    std::vector<pid_t> children;
+    for (int k = 0; k < 4; ++k) {
+      pid_t pid = ::fork();
+      REQUIRE(pid >= 0);
+      if (pid == 0) {
+        try {
+          Corpus::create_or_open(path, {});
+          _exit(0);
+        } catch (...) {
+          _exit(1);
+        }
+      }
+      children.push_back(pid);
+    }
+    int failed = 0;
+    for (pid_t pid : children) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    INFO("round " << round);
+    CHECK(failed == 0);
+    CHECK(Corpus::looks_like_corpus(path));
+  }
+}
+
+TEST_CASE("a corpus whose creation was killed before its manifest is made again", "[corpus]") {
+  kiln_test::ScratchDir dir;
+  const std::string path = dir.path + "/c";
+  make_dirs(path + "/blobs");
+  write_file_atomic(path + "/.kiln-tmp-99999999-abcdef", "{\"half\":");
+  Corpus::create_or_open(path, {});
+  CHECK(Corpus::looks_like_corpus(path));
+  CHECK(!path_exists(path + "/.kiln-tmp-99999999-abcdef"));
+  // Anything more is somebody's directory: refused, left as it was.
+  const std::string theirs = dir.path + "/theirs";
+  make_dirs(theirs + "/blobs");
+  write_file_atomic(theirs + "/blobs/photo.jpg", "x");
+  CHECK_THROWS_WITH(Corpus::create_or_open(theirs, {}), Catch::Contains("is not empty and is not a kiln corpus"));
+  CHECK(read_file(theirs + "/blobs/photo.jpg") == "x");
+}
