@@ -449,6 +449,10 @@ int run_capture(const CaptureOptions& options) {
     const std::string socket = link_dir + "/stamp.sock";
     service = std::make_unique<StampServiceProcess>(options.device, socket, corpus_dir + "/service.jsonl");
     run.set_env.push_back(std::string(kEnvStampService) + "=" + socket);
+  } else {
+    // One build's service is its own (kiln-capture(1)): a build inside another's, or a
+    // variable left in the shell, must not send its modules to a service it did not ask for.
+    run.unset_env.push_back(kEnvStampService);
   }
   Corpus::create_or_open(corpus_dir, m);
   check_corpus_writable(corpus_dir);

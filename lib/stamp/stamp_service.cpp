@@ -278,9 +278,6 @@ extern "C" void on_stop_signal(int) {
 class StampService {
  public:
   StampService(const StampServiceOptions& o, ServiceExecutors& executors) : o_(o), executors_(executors) {}
-  ~StampService() {
-    if (receipts_ >= 0) ::close(receipts_);
-  }
   void serve(int listen_fd);
 
  private:
@@ -295,7 +292,7 @@ class StampService {
 
   const StampServiceOptions& o_;
   ServiceExecutors& executors_;
-  int receipts_ = -1;
+  std::mutex receipts_mutex_;
   std::mutex mutex_;
   std::condition_variable queued_, finished_;
   std::deque<std::shared_ptr<ServiceJob>> queue_;
@@ -308,6 +305,7 @@ class StampService {
   std::map<std::string, std::chrono::steady_clock::time_point> last_seen_;
   bool others_active(const std::string& client, std::chrono::steady_clock::time_point now) const;
   // Totals for the summary, under mutex_.
+  unsigned executors_at_stop_ = 0;  // executors that ran until the service stopped: all of them
   uint64_t requests_ = 0, answered_ = 0, failed_ = 0, batches_ = 0, mixed_batches_ = 0, modules_ = 0,
            instructions_ = 0;
   double busy_ = 0;
@@ -327,18 +325,21 @@ bool StampService::others_active(const std::string& client, std::chrono::steady_
 // request is arriving or another client has sent lately: a lone crate's modules come
 // one per emitting thread, each waiting for its answer, and waiting would only hold
 // them back.
+// Empty only when the service stops: an executor that waited on the same first module
+// as another, which took the queue, waits again (it returned empty and its thread
+// ended, and the service ran on fewer streams than it said).
 std::vector<std::shared_ptr<ServiceJob>> StampService::next_batch(std::unique_lock<std::mutex>& lock) {
-  queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-  if (queue_.empty()) return {};
-  const auto deadline =
-      queue_.front()->arrived + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                    std::chrono::duration<double>(o_.max_wait));
-  queued_.wait_until(lock, deadline,
-                     [&] {
-                       return stopping_ || queue_.empty() || queued_instructions_ >= o_.batch_instructions ||
-                           (o_.adaptive && reading_ == 0 &&
-                            !others_active(queue_.front()->client, std::chrono::steady_clock::now()));
-                     });
+  for (;;) {
+    queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return {};
+    const auto deadline = queue_.front()->arrived +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(o_.max_wait));
+    queued_.wait_until(lock, deadline, [&] {
+      return stopping_ || queue_.empty() || queued_instructions_ >= o_.batch_instructions ||
+          (o_.adaptive && reading_ == 0 && !others_active(queue_.front()->client, std::chrono::steady_clock::now()));
+    });
+    if (!queue_.empty()) break;
+  }
   std::vector<std::shared_ptr<ServiceJob>> batch;
   uint64_t instructions = 0;
   while (!queue_.empty() && (batch.empty() || instructions < o_.batch_instructions)) {
@@ -399,7 +400,11 @@ void StampService::executor_loop(unsigned stream) {
       std::unique_lock<std::mutex> lock(mutex_);
       batch = next_batch(lock);
     }
-    if (batch.empty()) return;  // stopping, nothing queued
+    if (batch.empty()) {  // stopping, nothing queued
+      std::lock_guard<std::mutex> lock(mutex_);
+      executors_at_stop_ += stopping_;
+      return;
+    }
     run_batch(stream, batch);
   }
 }
@@ -471,21 +476,22 @@ void StampService::connection(int fd) {
     failed_ += !error.empty();
   }
   if (o_.die_after && answered >= o_.die_after) ::raise(SIGKILL);  // tests: a crash mid-build
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    --open_connections_;
-  }
+  // Notified under the lock: once the count is 0, serve() may return and the service
+  // be destroyed, so this thread touches nothing of it after unlocking.
+  std::lock_guard<std::mutex> lock(mutex_);
+  --open_connections_;
   finished_.notify_all();
 }
 
+// As every JSON Lines file of the corpus is appended (kiln-corpus(5)): under its lock,
+// a torn line of a build that ran out of disk set aside. A line that cannot be written
+// (the corpus not made yet, a full disk) is left out: the service goes on.
 void StampService::receipt(const std::string& line) {
-  std::string text = line + "\n";
-  std::lock_guard<std::mutex> lock(mutex_);
-  // Opened at the first receipt: the service starts before the corpus exists.
-  if (receipts_ < 0 && !o_.receipts_path.empty())
-    receipts_ = ::open(o_.receipts_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (receipts_ < 0) return;
-  [[maybe_unused]] ssize_t n = ::write(receipts_, text.data(), text.size());  // O_APPEND: one write a line
+  if (o_.receipts_path.empty()) return;
+  std::lock_guard<std::mutex> lock(receipts_mutex_);  // this process's lines in their order
+  try {
+    append_line_locked(o_.receipts_path, line);
+  } catch (const std::exception&) {}
 }
 
 void StampService::summary(double seconds) {
@@ -493,7 +499,8 @@ void StampService::summary(double seconds) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     w.begin_object().field("v", 1).field("summary", true).field("device", executors_.name());
-    w.field("streams", executors_.count()).field("requests", requests_).field("failed", failed_);
+    w.field("streams", executors_.count()).field("streams_at_stop", executors_at_stop_);
+    w.field("requests", requests_).field("failed", failed_);
     w.field("batches", batches_).field("batches_from_several_clients", mixed_batches_);
     w.field("modules", modules_).field("instructions", instructions_);
     w.field("clients", static_cast<uint64_t>(clients_.size()));

@@ -103,6 +103,14 @@ check "each had its own service, which took its modules" bash -c "
   done"
 check "nothing of either service is left" none_left
 
+# A capture without --device uses no service, not even one named in its environment
+# (a build inside another's --device build, a variable left in the shell).
+(cd "$T/crate" && cargo clean -q)
+(cd "$T/crate" && KILN_STAMP_SERVICE="$T/P1-gone.sock" kiln-capture -o "$T/NS" --backend stamp -- cargo build -q \
+  > /dev/null 2>&1)
+check "without --device no module went to a service" \
+  jq -se 'length > 0 and all(.[]; .service == null)' "$T/NS/receipts.jsonl"
+
 # ---- the example script --------------------------------------------------------------
 check "examples/capture-service.sh" bash -c "KILN_BIN='$KILN_BIN' '$KILN_SOURCE/examples/capture-service.sh' '$T/ex' \
   > '$T/example.txt' 2>&1 || { cat '$T/example.txt'; false; }"

@@ -194,6 +194,35 @@ TEST_CASE("the stamp service answers concurrent clients with the CPU executor's 
   ::unsetenv("KILN_GPU_STANDIN");
 }
 
+TEST_CASE("every stream of the stamp service serves until it stops", "[service]") {
+  // Two executors waiting on the same first module (fixed batching, a wait): the one
+  // that lost the queue to the other ended for good, and the service ran on one stream.
+  llvm::LLVMContext ctx;
+  FlatExport flat = service_module(ctx);
+  const StampOutput oracle = run_stamp_cpu(flat.flat.view(), 1);
+  StampServiceOptions o;
+  o.device = "cpu";
+  o.streams = 2;
+  o.max_wait = 0.05;
+  o.adaptive = false;
+  o.batch_instructions = 1u << 20;
+  ServiceThread service(o);
+  REQUIRE(service.ready_line().rfind("ready ", 0) == 0);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 2; ++c)
+      clients.emplace_back([&, c] {
+        kiln_test::check_same_output(
+            run_stages_in_service(service.socket(), flat.flat, "s.rs", "crate" + std::to_string(c)).code, oracle);
+      });
+    for (auto& t : clients) t.join();
+  }
+  CHECK(service.stop() == 0);
+  const std::string receipts = service.receipts();
+  INFO(receipts);
+  CHECK(receipts.find("\"streams\":2,\"streams_at_stop\":2") != std::string::npos);
+}
+
 TEST_CASE("without a service the client says why, naming the socket", "[service]") {
   llvm::LLVMContext ctx;
   FlatExport flat = service_module(ctx);
