@@ -464,6 +464,18 @@ static int claim_output_dir(const std::string& out_dir, bool& created) {
     ::close(fd);
     throw KilnError(kExitIo, out_dir, "another kiln is writing a corpus there");
   }
+  // What merges into this directory that were killed left beside it (their temporary
+  // siblings, blobs and all): under the lock no live merge into it owns one.
+  const std::string dir = dirname_of(out_dir), prefix = basename_of(out_dir) + ".kiln-partial-";
+  if (DIR* d = ::opendir(dir.c_str())) {
+    std::vector<std::string> left;
+    while (dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0) left.push_back(name);
+    }
+    ::closedir(d);
+    for (const std::string& name : left) remove_tree(dir + "/" + name);
+  }
   // Checked under the lock and by path: a merge that finished meanwhile has put a
   // corpus there.
   if (Corpus::looks_like_corpus(out_dir) || !std::filesystem::is_empty(out_dir)) {
@@ -497,7 +509,8 @@ void merge_corpora(const std::vector<std::string>& sources, const std::string& o
   bool created_out = false;
   int lock_fd = claim_output_dir(out_dir, created_out);
   // Write into a temporary sibling of its own and rename it over the claimed (empty)
-  // directory at the end: an interrupted merge leaves no half corpus behind.
+  // directory at the end: an interrupted merge leaves no half corpus behind (a killed
+  // one leaves the sibling, which the next merge into out_dir removes).
   std::string tmp = make_sibling_dir(out_dir, ".kiln-partial");
   struct Cleanup {
     std::string tmp, out;

@@ -46,7 +46,13 @@ main_id=$(jq -r 'select(.crate=="main.bc") | .id' A/modules.jsonl | head -1)
 check "--explain shows one module's facts and verdicts" \
   bash -c "kiln-census A --explain ${main_id:0:8} | grep -q 'functions: 1 defined, 2 declared; 3 blocks'"
 
+# What a merge into M that was killed left beside it goes with the next merge into M
+# (nobody else's directory of a like name).
+mkdir -p M.kiln-partial-Ab12Cd/blobs M.kiln-partial-keep-me
+echo half > M.kiln-partial-Ab12Cd/blobs/x
 kiln-capture merge -o M A B >/dev/null
+check "a killed merge's partial corpus is removed by the next merge into the same place" \
+  bash -c "[[ ! -e M.kiln-partial-Ab12Cd && -d M.kiln-partial-keep-me ]]"
 kiln-census M >/dev/null
 check "merge keeps every module of both corpora" bash -c "[[ \$(jq -r .id M/modules.jsonl | sort -u | wc -l) -eq 3 ]]"
 kiln-capture filter -o R M --reason target >/dev/null
