@@ -109,7 +109,9 @@ EmitResult CommandBackend::emit(std::string_view bitcode, const std::string& lab
   result.stages.write = clock.lap();
   std::string command = replace_all(replace_all(template_, "{in}", shell_quote(in)), "{out}", shell_quote(out));
   // Its own process group, so that the timeout stops the command and all it started.
-  ProcessResult run = run_shell_supervised(command, {}, timeout_seconds_);
+  ProcessOptions options;
+  options.stdout_to_stderr = true;  // what it says is not kiln's output (an object on -o /dev/stdout)
+  ProcessResult run = run_shell_supervised(command, options, timeout_seconds_);
   result.stages.codegen = clock.lap();
   if (run.timed_out)
     throw KilnError(kExitFailed, label,

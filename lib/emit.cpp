@@ -1,5 +1,7 @@
 #include "emit.h"
 
+#include <unistd.h>
+
 #include <sys/stat.h>
 
 #include <llvm/Config/llvm-config.h>
@@ -126,6 +128,8 @@ std::string emit_one_module(Backend& backend, const Corpus& corpus, const Module
     r.stages.write += clock.lap();
   } catch (const std::exception& e) {
     error = e.what();
+    // No object of an earlier run stays in DIR beside this module's failed receipt.
+    ::unlink((out_dir + "/" + m.id + ".o").c_str());
   }
   std::string receipt = receipt_json({m.id, label, backend.name(), profile_name(profile), "kiln-emit"}, r, error);
   return error.empty() ? "+" + receipt : "-" + error + "\n" + receipt;
@@ -166,7 +170,9 @@ CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& 
     if (result.ok && result.text.rfind('+', 0) == 0) {
       line = result.text.substr(1);
     } else if (result.ok) {
-      size_t nl = result.text.find('\n');
+      // The receipt is one JSON line (its strings escape newlines); the error before it
+      // may hold several (a cmd: template's).
+      size_t nl = result.text.rfind('\n');
       error = result.text.substr(1, nl - 1);
       line = result.text.substr(nl + 1);
     } else {

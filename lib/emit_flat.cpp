@@ -8,6 +8,7 @@
 #include "backend_stamp.h"
 #include "bitcode.h"
 #include "direct_export.h"
+#include "backend.h"
 #include "emit.h"
 #include "error.h"
 #include "fallback.h"
@@ -48,7 +49,8 @@ std::string export_flat_file(const std::string& input, const std::string& flat_p
   // In a worker process: a module that crashes LLVM fails with a line, not a signal.
   return run_isolated_one(input, [&] {
     llvm::LLVMContext ctx;
-    auto module = parse_checked_module(ctx, bytes, input);
+    // Verified as stamp's emission verifies on this route (--no-verify: not).
+    auto module = parse_checked_module(ctx, bytes, input, {.verify = BackendOptions::from_environment().verify});
     LlvmStage stage("exporting flat IR");
     materialize_aggregate_constants(*module);
     FlatExport flat = export_flat(*module, selection_filter(id));

@@ -333,6 +333,7 @@ struct GroupRun {
   }
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) _exit(127);
+  if (options.stdout_to_stderr) ::dup2(2, 1);
   if (kind == GroupChild::supervised) {
     // Outside the terminal's foreground group, reading the terminal would stop the
     // command (SIGTTIN) until its timeout; it reads end-of-file instead.

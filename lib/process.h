@@ -26,6 +26,10 @@ struct ProcessOptions {
   std::string cwd;                     // empty: inherit
   bool capture_stdout = false;
   bool quiet = false;  // send stdout and stderr to /dev/null
+  // The child's standard output goes to kiln's standard error: a tool that kiln runs
+  // for a result in a file (a cmd: back end) must not mix its text into what kiln
+  // prints on standard output (an object, a receipt, a summary).
+  bool stdout_to_stderr = false;
   // Set: the child's standard error comes through a pipe, and each of its lines (with
   // its newline; a last one without) goes to this function and then, unchanged, on to
   // kiln's own standard error. A caller acts on what the child says while it still

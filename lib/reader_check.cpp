@@ -131,8 +131,24 @@ ReaderComparison compare_reader(std::string_view bitcode, const std::string& lab
   // LLVM's route, as plan_stamp_module runs it (the verifier aside, which is not export).
   Stopwatch clock;
   llvm::LLVMContext ctx;
-  auto module = parse_checked_module(ctx, bitcode, label,
-                                     {.verify = false, .triple = false, .parse_seconds = &r.llvm_parse_seconds});
+  std::unique_ptr<llvm::Module> module;
+  try {
+    module = parse_checked_module(ctx, bitcode, label,
+                                  {.verify = false, .triple = false, .parse_seconds = &r.llvm_parse_seconds});
+  } catch (const KilnError& e) {
+    // No oracle for this module: the two agree only if the reader refuses it too.
+    r.llvm_seconds = clock.lap();
+    try {
+      export_direct(bitcode, label, tag);
+      r.outcome = ReaderComparison::kDifferent;
+      r.detail = std::string("the reader reads what LLVM's parser refuses: ") + e.what();
+    } catch (const KilnError& refused) {
+      r.outcome = ReaderComparison::kModuleDeclined;
+      r.detail = std::string("reader: ") + refused.what();
+    }
+    r.direct_seconds = clock.lap();
+    return r;
+  }
   materialize_aggregate_constants(*module);
   FlatExport flat = export_flat(*module);
   if (flat.stamp_function_count) expose_local_symbols(*module, tag);
@@ -145,7 +161,14 @@ ReaderComparison compare_reader(std::string_view bitcode, const std::string& lab
   r.functions = flat.verdicts.size();
   r.whole = whole;
 
-  DirectExport direct = export_direct(bitcode, label, tag);
+  DirectExport direct;
+  try {
+    direct = export_direct(bitcode, label, tag);
+  } catch (const KilnError& e) {
+    // As stamp's emission takes it (backend_stamp.cpp): LLVM's parser has the last
+    // word on what is bitcode, and this module goes its way.
+    direct.declined = std::string("reader: ") + e.what();
+  }
   r.direct_seconds = clock.lap();
   r.direct_read_seconds = direct.read_seconds;
   if (!direct.declined.empty()) {

@@ -69,6 +69,17 @@ static int body(int argc, char** argv) {
   if (no_verify) kiln::set_verify_choice(false);
   Profile p = parse_profile(profile);
   bool corpus = is_directory(input);
+  // A check is a mode of its own: two at once ran the first alone (a CI job passed on
+  // a broken contract), and the options of emission would be ignored.
+  const int checks = check_reader + check_lines + check_contract + !compare_with.empty();
+  if (checks > 1)
+    throw KilnError(kExitUsage, "",
+                    "--check-reader, --check-lines, --check-contract and --compare-contract are one check each: "
+                    "give one");
+  if (checks && (!output.empty() || !out_dir.empty() || !receipt_path.empty() || !flat_path.empty()))
+    throw KilnError(kExitUsage, "", "a check writes no object: -o, --out, --receipt and --export-flat go without it");
+  if (check_json && !check_reader && !check_lines)
+    throw KilnError(kExitUsage, "", "--json goes with --check-reader or --check-lines");
   if (check_reader) return run_reader_check(input, corpus, check_json);
   if (check_lines) return run_line_check(input, corpus, check_json);
   if (!compare_with.empty()) return run_contract_compare(input, compare_with);

@@ -32,6 +32,7 @@ Shard parse_shard(const std::string& value, const std::string& option) {
   if (!whole_number(v.substr(0, slash), s.k) || !whole_number(v.substr(slash + 1), s.n)) throw bad("not K/N");
   if (s.n == 0) throw bad("N must be at least 1");
   if (s.k == 0 || s.k > s.n) throw bad("K must be between 1 and N");
+  s.given = true;
   return s;
 }
 
@@ -47,7 +48,7 @@ uint32_t shard_of(const std::string& id, uint32_t n) {
   return static_cast<uint32_t>(prefix % std::max<uint32_t>(n, 1)) + 1;
 }
 
-bool in_shard(const std::string& id, Shard shard) { return shard.whole() || shard_of(id, shard.n) == shard.k; }
+bool in_shard(const std::string& id, Shard shard) { return shard.n == 1 || shard_of(id, shard.n) == shard.k; }
 
 }  // namespace kiln
 

@@ -11,8 +11,11 @@
 namespace kiln {
 
 struct Shard {
-  uint32_t k = 1, n = 1;  // shard k of n, 1 <= k <= n; 1/1 is the whole corpus
-  bool whole() const { return n == 1; }
+  uint32_t k = 1, n = 1;  // shard k of n, 1 <= k <= n
+  // Given (--shard, even 1/1): a shard's outputs go to its own files, for the merge a
+  // script of N shards runs whatever N is; not given: the whole corpus's files.
+  bool given = false;
+  bool whole() const { return !given; }
   std::string text() const { return std::to_string(k) + "/" + std::to_string(n); }
   // "shard-K-of-N": what per-shard output files are named with.
   std::string file_tag() const { return "shard-" + std::to_string(k) + "-of-" + std::to_string(n); }

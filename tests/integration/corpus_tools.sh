@@ -72,4 +72,50 @@ check "each emitted module has a receipt with stage times and counts" \
   bash -c "[[ \$(jq -s 'map(select(.ok and .origin==\"kiln-emit\" and .stages.codegen > 0 and .functions.llvm == 1)) | length' objs/receipts.jsonl) -eq 2 ]]"
 kiln-emit M --out objs2 -j 2 > emit2.txt
 check "a corpus with a bad module emits the rest and exits 1" bash -c "[[ \$? -eq 0 ]]; kiln-emit M --out objs3 >/dev/null 2>&1; [[ \$? -eq 1 ]] && grep -q '3 modules: 2 emitted, 1 failed' emit2.txt"
+
+# A back end whose error spans lines (a cmd: template of two lines): each receipt is
+# still one JSON line, in the corpus and in DIR; and a module that fails leaves no
+# object of an earlier run in DIR.
+kiln-emit A --out objs4 -j 1 > /dev/null
+check "a first run put an object per module" bash -c "[[ \$(ls objs4/*.o | wc -l) -eq 2 ]]"
+kiln-emit A --out objs4 -j 1 --backend $'cmd:echo two\nfalse {in} {out}' > /dev/null 2>&1
+check "receipts stay JSON Lines after a multi-line error" \
+  bash -c "jq -e . A/receipts.jsonl > /dev/null && jq -se 'map(select(.ok == false)) | length == 2' objs4/receipts.jsonl > /dev/null"
+check "the failed modules' objects of the earlier run are gone" bash -c "[[ -z \$(ls objs4/*.o 2>/dev/null) ]]"
+# The back end's standard output is not kiln-emit's: with -o /dev/stdout the object
+# stands alone.
+kiln-emit add.bc -o /dev/stdout --backend "cmd:echo chatter; $LLVM_BINDIR/llc -O0 -filetype=obj {in} -o {out}" \
+  > add-stdout.o 2> /dev/null
+check "a cmd: back end's output goes to standard error, not into the object" \
+  bash -c "[[ \$(head -c 4 add-stdout.o | tail -c 3) == ELF ]] && ! grep -q chatter add-stdout.o"
+
+# Checks are one mode each; a check writes nothing.
+expect_error 2 "one check each" kiln-emit A --check-reader --check-contract
+expect_error 2 "a check writes no object" kiln-emit add.bc --check-contract -o x.o
+expect_error 2 "--json goes with --check-reader or --check-lines" kiln-emit A --check-contract --json
+check "nothing written by the refused checks" test ! -e x.o
+
+# --check-reader on a corpus with a module neither reader can read (a blob cut short
+# on disk): that module is reported, the others are still checked.
+kiln-capture merge -o A3 A > /dev/null
+cut_id=$(jq -r 'select(.crate=="main.bc") | .id' A3/modules.jsonl | head -1)
+blob="A3/blobs/${cut_id:0:2}/$cut_id.bc"
+head -c 100 "$blob" > cut.bc && chmod u+w "$blob" && cp cut.bc "$blob"
+kiln-emit A3 --check-reader > reader.txt 2>&1
+check "--check-reader reports the unreadable module and checks the rest" \
+  bash -c "grep -q '$cut_id' reader.txt && grep -qE '^2 modules' reader.txt"
+
+# --shard 1/1 (a script's shards when N is 1) writes a shard's file, which merges.
+cp A/census.jsonl census-before.jsonl
+kiln-census A --shard 1/1 > /dev/null
+check "--shard 1/1 writes census.shard-1-of-1.jsonl and leaves census.jsonl alone" \
+  bash -c "[[ -s A/census.shard-1-of-1.jsonl ]] && cmp -s A/census.jsonl census-before.jsonl"
+check "and merges" kiln-census merge A
+
+# --export-flat on LLVM's route verifies as stamp's emission does there, or not
+# with --no-verify; the direct reader's route does not run LLVM's verifier.
+printf 'target triple = "x86_64-unknown-linux-gnu"\ndefine i32 @nd(i1 %%c) {\nentry:\n  br i1 %%c, label %%a, label %%b\na:\n  %%x = add i32 1, 2\n  br label %%b\nb:\n  ret i32 %%x\n}\n' > nd.ll
+"$LLVM_BINDIR/llvm-as" --disable-verify nd.ll -o nd.bc
+expect_error 3 "does not verify" kiln-emit nd.bc --export-flat nd.flat --reader llvm
+check "with --no-verify LLVM's route exports it" kiln-emit nd.bc --export-flat nd.flat --reader llvm --no-verify
 finish

@@ -49,7 +49,11 @@ TEST_CASE("parse_shard reads K/N and refuses anything else with a usage error", 
   REQUIRE(s.n == 4);
   REQUIRE(s.text() == "2/4");
   REQUIRE(s.file_tag() == "shard-2-of-4");
-  REQUIRE(parse_shard("1/1").whole());
+  // 1/1 given is a shard (its own files, for the merge of a script's N shards when N
+  // is 1), which holds every module.
+  REQUIRE(!parse_shard("1/1").whole());
+  REQUIRE(parse_shard("1/1").file_tag() == "shard-1-of-1");
+  REQUIRE(in_shard("0123456789abcdef0123456789abcdef", parse_shard("1/1")));
   // A tool's option: not given is the whole corpus; given empty is an error.
   REQUIRE(shard_option("", false).whole());
   REQUIRE(shard_option("3/8", true).text() == "3/8");
