@@ -267,6 +267,22 @@ bool safe_in_command_line(const std::string& path) {
 // The environment that installs the wrappers. CC and CXX name the links by their
 // absolute paths where those are safe on a command line, else by their names, with the
 // link directory first in PATH (a PATH entry may hold anything but ':').
+// The build's stamp service (--device), named in its environment; without --device,
+// none: a build's service is its own (kiln-capture(1)), so a build inside another's,
+// or a variable left in the shell, must not send its modules to one it did not ask for.
+static std::unique_ptr<StampServiceProcess> start_build_service(const CaptureOptions& options,
+                                                                const std::string& link_dir,
+                                                                const std::string& corpus_dir, ProcessOptions& run) {
+  if (options.device.empty()) {
+    run.unset_env.push_back(kEnvStampService);
+    return nullptr;
+  }
+  const std::string socket = link_dir + "/stamp.sock";
+  auto service = std::make_unique<StampServiceProcess>(options.device, socket, corpus_dir + "/service.jsonl");
+  run.set_env.push_back(std::string(kEnvStampService) + "=" + socket);
+  return service;
+}
+
 static std::vector<std::string> wrapper_environment(const CaptureOptions& options, const std::string& corpus_dir,
                                                     const std::string& link_dir, const std::string& real_cc,
                                                     const std::string& real_cxx, const std::string& rustc_wrapper) {
@@ -444,16 +460,7 @@ int run_capture(const CaptureOptions& options) {
   run.set_env = wrapper_environment(options, corpus_dir, link_dir, real_cc, real_cxx, rustc_wrapper);
   if (!plugin.empty()) run.set_env.push_back(std::string(kEnvRustcPlugin) + "=" + plugin);
   // The service before the corpus: a device that cannot be opened leaves nothing behind.
-  std::unique_ptr<StampServiceProcess> service;
-  if (!options.device.empty()) {
-    const std::string socket = link_dir + "/stamp.sock";
-    service = std::make_unique<StampServiceProcess>(options.device, socket, corpus_dir + "/service.jsonl");
-    run.set_env.push_back(std::string(kEnvStampService) + "=" + socket);
-  } else {
-    // One build's service is its own (kiln-capture(1)): a build inside another's, or a
-    // variable left in the shell, must not send its modules to a service it did not ask for.
-    run.unset_env.push_back(kEnvStampService);
-  }
+  std::unique_ptr<StampServiceProcess> service = start_build_service(options, link_dir, corpus_dir, run);
   Corpus::create_or_open(corpus_dir, m);
   check_corpus_writable(corpus_dir);
   // A capture killed before a rename left its temporary file; sweep them while the
