@@ -35,9 +35,12 @@ std::vector<std::string> plain_mangling_args(const RustcCall& c, bool nightly);
 bool bootstrap_gives_nightly(const char* value, const std::string& crate_name);
 // Why a crate must not load kiln's plugin (--route plugin) and runs as plain rustc: its
 // units' bitcode is kept in its objects for a later LTO (-C embed-bitcode, -C
-// linker-plugin-lto), which an emptied unit would leave nothing; "" when it may. (A
-// unit that rustc optimizes again with others, LTO proper, the plugin leaves to LLVM.)
-std::string plugin_obstacle(const std::vector<std::string>& args);
+// linker-plugin-lto, or an rlib without -C embed-bitcode=no, rustc's default), which an
+// emptied unit would leave nothing; or it makes an archive whose members the wrapper
+// cannot rewrite (a staticlib, an rlib beside another crate type or at an -o path), where
+// the units would keep carrying stamp's objects; "" when it may. (A unit that rustc
+// optimizes again with others, LTO proper, the plugin leaves to LLVM.)
+std::string plugin_obstacle(const RustcCall& c);
 // Why this invocation must run unchanged, or "" when kiln takes it, on `route`
 // (CaptureOptions::route: build scripts and proc-macros pass through on the bitcode
 // route only; on the plugin route rustc compiles them with the plugin like any crate).

@@ -169,7 +169,7 @@ bool says_rlib_written(std::string_view line, const std::string& rlib_json) {
 // plugin left to LLVM stays as rustc's LLVM wrote it. No bitcode: the corpus gets the
 // invocation and the plugin's receipts (plugin.jsonl), no modules.
 int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id) {
-  if (std::string why = plugin_obstacle(c.args); !why.empty()) {
+  if (std::string why = plugin_obstacle(c); !why.empty()) {
     record_invocation(s, "rustc", id, "passthrough", why, c.args, 0, 0);
     std::vector<std::string> args = c.args;
     args.insert(args.begin(), rustc);

@@ -170,7 +170,25 @@ std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args,
   return first;
 }
 
-std::string plugin_obstacle(const std::vector<std::string>& args) {
+namespace {
+
+// Each crate type of the invocation (--crate-type a,b and repeated --crate-type).
+std::vector<std::string> crate_type_list(const RustcCall& c) {
+  std::vector<std::string> out;
+  for (const std::string& types : c.crate_types)
+    for (size_t at = 0; at <= types.size();) {
+      const size_t comma = std::min(types.find(',', at), types.size());
+      out.push_back(types.substr(at, comma - at));
+      at = comma + 1;
+    }
+  return out;
+}
+
+}  // namespace
+
+std::string plugin_obstacle(const RustcCall& c) {
+  bool embed_given = false;
+  const std::vector<std::string>& args = c.args;
   for (size_t i = 0; i < args.size(); ++i) {
     bool separate = false;
     const std::string setting = codegen_setting(args, i, separate);
@@ -181,8 +199,31 @@ std::string plugin_obstacle(const std::vector<std::string>& args) {
     const bool on = value != "no" && value != "n" && value != "off" && value != "false";
     if ((key == "linker-plugin-lto" || key == "embed-bitcode") && on)
       return "-C " + setting + " (bitcode for a later LTO)";
+    embed_given |= key == "embed-bitcode";
     i += separate;
   }
+  const std::vector<std::string> types = crate_type_list(c);
+  bool archive = false, rlib = false, other = false;
+  for (const std::string& t : types) {
+    rlib |= t == "lib" || t == "rlib";
+    archive |= t == "lib" || t == "rlib" || t == "staticlib";
+    other |= t != "lib" && t != "rlib";
+  }
+  // rustc's own default: an rlib's objects keep their bitcode (cargo says
+  // embed-bitcode=no wherever no LTO of a later crate reads it).
+  const bool links = c.emit.empty() || c.emit.find("link") != std::string::npos;
+  if (rlib && links && !embed_given) return "no -C embed-bitcode=no (an rlib's objects keep bitcode for a later LTO)";
+  // An archive rustc writes that the wrapper cannot take the carriers out of (a
+  // staticlib, or an rlib beside another crate type or at a path of its own): its
+  // members would carry stamp's objects where a linker finds only their aliases.
+  if (archive && (other || !rlib_rewrite_obstacle(c).empty()))
+    return "an archive kiln cannot place stamp's objects in (crate types " +
+        [&] {
+          std::string joined;
+          for (const std::string& t : types) joined += (joined.empty() ? "" : ",") + t;
+          return joined;
+        }() +
+        (rlib_rewrite_obstacle(c).empty() || other ? "" : "; " + rlib_rewrite_obstacle(c)) + ")";
   return "";
 }
 

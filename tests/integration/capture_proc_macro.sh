@@ -36,4 +36,30 @@ before=$(stat -c %Y.%s "$so")
 expanded "$T/kiln" "$T/kiln.expanded"
 check "--route plugin: kiln's serde_derive writes the plain one's code, token for token" \
   bash -c "[[ '$(stat -c %Y.%s "$so")' == '$before' ]] && cmp '$T/plain.expanded' '$T/kiln.expanded'"
+# A crate that is both an rlib and a staticlib (a library for Rust and for C): the
+# wrapper cannot take the carriers out of an archive it does not rewrite, so the crate
+# runs as plain rustc on the plugin route; its binary and a C program on its .a work.
+mkdir -p "$T/mixed/src"
+cat > "$T/mixed/Cargo.toml" <<'TOML'
+[package]
+name = "mixed"
+version = "0.1.0"
+edition = "2021"
+[lib]
+crate-type = ["staticlib", "rlib"]
+TOML
+cat > "$T/mixed/src/lib.rs" <<'RS'
+#[no_mangle]
+pub extern "C" fn mixed_add(a: i64, b: i64) -> i64 { a * 3 + b }
+pub fn twice(x: i64) -> i64 { mixed_add(x, x) }
+RS
+echo 'fn main() { println!("{}", mixed::twice(7)); }' > "$T/mixed/src/main.rs"
+printf '#include <stdio.h>\nlong mixed_add(long, long);\nint main(void) { printf("%%ld\\n", mixed_add(5, 1)); return 0; }\n' \
+  > "$T/mixed/use.c"
+(cd "$T/mixed" && kiln-capture -o "$T/M" --backend stamp --route plugin -- cargo build -q)
+check "--route plugin, rlib and staticlib: the binary runs" bash -c "[[ \$('$T/mixed/target/debug/mixed') == 28 ]]"
+check "and a C program on the staticlib runs" bash -c "cc '$T/mixed/use.c' '$T/mixed/target/debug/libmixed.a' \
+  -o '$T/mixed/use' -lpthread -ldl -lm && [[ \$('$T/mixed/use') == 16 ]]"
+check "the library crate ran as plain rustc, saying why" \
+  jq -se 'any(.[]; .action == "passthrough" and (.reason | test("an archive kiln cannot place")))' "$T/M/invocations.jsonl"
 finish

@@ -470,7 +470,7 @@ TEST_CASE("a crate whose objects keep bitcode for a later LTO does not load kiln
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = base;
     args.insert(args.end(), extra.begin(), extra.end());
-    return plugin_obstacle(args);
+    return plugin_obstacle(parse_rustc_args(args));
   };
   CHECK(with({}).empty());
   CHECK(with({"-C", "embed-bitcode=no"}).empty());
@@ -479,6 +479,23 @@ TEST_CASE("a crate whose objects keep bitcode for a later LTO does not load kiln
   CHECK(with({"-C", "embed-bitcode=yes"}) == "-C embed-bitcode=yes (bitcode for a later LTO)");
   CHECK(with({"-Cembed-bitcode"}) == "-C embed-bitcode (bitcode for a later LTO)");
   CHECK(with({"--codegen", "linker-plugin-lto"}) == "-C linker-plugin-lto (bitcode for a later LTO)");
+  // An rlib as cargo builds it without LTO says embed-bitcode=no; without it, rustc
+  // keeps bitcode in the objects (cargo's LTO profiles), and an emptied unit has none.
+  CHECK(with({"--crate-type", "lib", "--emit=dep-info,metadata,link", "-C", "embed-bitcode=no"}).empty());
+  CHECK(with({"--crate-type", "lib", "--emit=dep-info,metadata,link"}) ==
+        "no -C embed-bitcode=no (an rlib's objects keep bitcode for a later LTO)");
+  CHECK(with({"--crate-type", "lib", "--emit=dep-info,metadata"}).empty());  // no objects
+  CHECK(with({"--crate-type", "bin"}).empty());
+  CHECK(with({"--crate-type", "cdylib", "--crate-type", "proc-macro"}).empty());  // linked by rustc
+  // Archives the wrapper cannot take the carriers out of.
+  CHECK(with({"--crate-type", "staticlib", "-C", "embed-bitcode=no"}) ==
+        "an archive kiln cannot place stamp's objects in (crate types staticlib)");
+  CHECK(with({"--crate-type", "cdylib,rlib", "-C", "embed-bitcode=no"}) ==
+        "an archive kiln cannot place stamp's objects in (crate types cdylib,rlib)");
+  CHECK(with({"--crate-type", "lib", "--crate-type", "staticlib", "-C", "embed-bitcode=no"}) ==
+        "an archive kiln cannot place stamp's objects in (crate types lib,staticlib)");
+  CHECK(with({"--crate-type", "rlib", "-C", "embed-bitcode=no", "-o", "elsewhere/libx.rlib"}) ==
+        "an archive kiln cannot place stamp's objects in (crate types rlib; an explicit -o output)");
 }
 
 TEST_CASE("a rustc in a toolchain rustup installed tells its channel by the toolchain's name", "[capture][args][rustc]") {
