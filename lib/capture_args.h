@@ -52,6 +52,11 @@ std::string passthrough_reason(const RustcCall& c, const std::string& route = "b
 // it, rustc archives the bitcode units into the rlib itself. -C incremental stays:
 // units rustc reuses come back as the same bitcode, whose objects kiln caches.
 std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args, bool stop_before_link = true);
+// The arguments of the second step's rustc -Zlink-only (before the .rlink takes the
+// input's place): the build's own, with LTO off as the first step compiled with it.
+// With the build's -C lto, rustc would take every upstream crate's objects to be in
+// the LTO module and leave them out of the link (std's too: the link fails).
+std::vector<std::string> link_step_args(const std::vector<std::string>& args);
 // Why the invocation needs the second rustc, or "" when it makes only an rlib in its
 // --out-dir: then rustc archives the bitcode units itself and kiln replaces them in the
 // archive by objects (lib/ar_archive.h), and no second rustc runs.

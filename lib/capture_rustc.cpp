@@ -350,7 +350,8 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
     phases.emplace_back("archive", phase.lap());
   } else {
     std::vector<std::string> link = c.args;
-    link[c.input_index] = rlink;
+    link[c.input_index] = rlink;  // before the LTO settings go: the index is the build's
+    link = link_step_args(link);
     link = with_plain_mangling(s, rustc, c, std::move(link));
     link.push_back("-Zlink-only");
     rc = run_child(rustc, link, {"RUSTC_BOOTSTRAP=1"});

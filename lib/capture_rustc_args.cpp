@@ -152,7 +152,10 @@ std::string passthrough_reason(const RustcCall& c, const std::string& route) {
   return "";
 }
 
-std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args, bool stop_before_link) {
+namespace {
+
+// `args` less -C lto, linker-plugin-lto and embed-bitcode, then -Clto=off.
+std::vector<std::string> without_lto(const std::vector<std::string>& args) {
   std::vector<std::string> first;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -165,10 +168,20 @@ std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args,
     }
     first.push_back(a);
   }
-  first.insert(first.end(), {"-Clinker-plugin-lto=yes", "-Clto=off"});
+  first.push_back("-Clto=off");
+  return first;
+}
+
+}  // namespace
+
+std::vector<std::string> bitcode_step_args(const std::vector<std::string>& args, bool stop_before_link) {
+  std::vector<std::string> first = without_lto(args);
+  first.insert(first.end() - 1, "-Clinker-plugin-lto=yes");
   if (stop_before_link) first.push_back("-Zno-link");
   return first;
 }
+
+std::vector<std::string> link_step_args(const std::vector<std::string>& args) { return without_lto(args); }
 
 namespace {
 

@@ -334,4 +334,20 @@ kiln-capture -o "$T/F2" --fallback --backend "cmd:false {in} {out}" -- cargo bui
 ./target/debug/kiln-example > "$T/fallback.out"
 check "--fallback builds with rustc instead, and counts the fallback" \
   bash -c "cmp -s '$T/native.out' '$T/fallback.out' && grep -q '\"action\":\"fallback\"' '$T/F2/invocations.jsonl'"
+# A profile with LTO (cargo passes -C lto to the binary): the bitcode route compiles
+# the units with LTO off, and links them so too (with -C lto, rustc left every upstream
+# crate's objects, std's included, out of the link).
+mkdir -p "$T/lto/src"
+cat > "$T/lto/Cargo.toml" <<'TOML'
+[package]
+name = "ltoapp"
+version = "0.1.0"
+edition = "2021"
+[profile.release]
+lto = true
+TOML
+echo 'fn main() { let v: Vec<u64> = (1..=10).collect(); println!("{}", v.iter().sum::<u64>()); }' > "$T/lto/src/main.rs"
+(cd "$T/lto" && kiln-capture -o "$T/LTO" --backend llvm -- cargo build --release -q)
+check "an LTO profile's binary links and runs through the bitcode route" \
+  bash -c "[[ \$('$T/lto/target/release/ltoapp') == 55 ]]"
 finish

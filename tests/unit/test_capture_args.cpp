@@ -278,6 +278,10 @@ TEST_CASE("the rustc wrapper's bitcode step keeps incremental, drops LTO and emb
     // An rlib's step lets rustc archive the bitcode units itself.
     expected.pop_back();
     CHECK(bitcode_step_args(words(row.line), false) == expected);
+    // The link step links with LTO off, as the units were compiled.
+    std::vector<std::string> link = words(row.first_step);
+    link.push_back("-Clto=off");
+    CHECK(link_step_args(words(row.line)) == link);
   }
 }
 
