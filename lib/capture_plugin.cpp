@@ -416,7 +416,7 @@ int plugin_wrapper_main(int argc, char** argv) {
   if (w.settings.route != "plugin" || w.settings.backend != "stamp")
     throw KilnError(kExitUsage, "", "kiln-rustc-wrapper runs only the plugin route (kiln-capture --route plugin); "
                                     "this build's route is " + w.settings.route + " with --backend " + w.settings.backend);
-  return capture_in_rustc(w.settings, w.rustc, w.call, w.id);
+  return end_as_rustc_did(capture_in_rustc(w.settings, w.rustc, w.call, w.id));
 }
 
 }  // namespace kiln

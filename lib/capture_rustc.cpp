@@ -372,9 +372,9 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
 
 int rustc_wrapper_main(int argc, char** argv) {
   const RustcWrapperCall w = start_rustc_wrapper(argc, argv);
-  if (w.settings.backend == "native") return capture_native(w.settings, w.rustc, w.call, w.id);
-  if (w.settings.route == "plugin") return capture_in_rustc(w.settings, w.rustc, w.call, w.id);
-  return capture_and_emit(w.settings, w.rustc, w.call, w.id);
+  if (w.settings.backend == "native") return end_as_rustc_did(capture_native(w.settings, w.rustc, w.call, w.id));
+  if (w.settings.route == "plugin") return end_as_rustc_did(capture_in_rustc(w.settings, w.rustc, w.call, w.id));
+  return end_as_rustc_did(capture_and_emit(w.settings, w.rustc, w.call, w.id));
 }
 
 }  // namespace kiln

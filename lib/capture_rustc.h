@@ -52,6 +52,9 @@ std::vector<std::string> with_plain_mangling(const WrapperSettings& s, const std
 // `stderr_line`: see ProcessOptions::stderr_line.
 int run_child(const std::string& rustc, std::vector<std::string> args, std::vector<std::string> env = {},
               std::function<void(std::string_view)> stderr_line = {});
+// The wrapper's end: `status` returned, or, where it is that of the last rustc that a
+// signal ended, the same signal raised (SIGKILL by the OOM killer, SIGSEGV).
+int end_as_rustc_did(int status);
 
 // The plugin route (capture_plugin.cpp).
 int capture_in_rustc(const WrapperSettings& s, const std::string& rustc, const RustcCall& c, const std::string& id);

@@ -3,11 +3,13 @@
 // kiln-rustc-wrapper on the plugin route). No LLVM here.
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -395,13 +397,31 @@ std::vector<std::string> with_plain_mangling(const WrapperSettings& s, const std
   return args;
 }
 
+namespace {
+int g_child_signal = 0;  // the signal that ended the last rustc run_child ran, or 0
+}  // namespace
+
 int run_child(const std::string& rustc, std::vector<std::string> args, std::vector<std::string> env,
               std::function<void(std::string_view)> stderr_line) {
   args.insert(args.begin(), rustc);
   ProcessOptions o = g_children;
   o.stderr_line = std::move(stderr_line);
   o.set_env.insert(o.set_env.end(), env.begin(), env.end());
-  return run_process(args, o).exit_code;
+  const ProcessResult r = run_process(args, o);
+  g_child_signal = r.signaled ? r.exit_code - 128 : 0;
+  return r.exit_code;
+}
+
+int end_as_rustc_did(int status) {
+  if (g_child_signal == 0 || status != 128 + g_child_signal) return status;
+  // Killed (out of memory) or crashed: cargo says so ("signal: 9, SIGKILL") only when
+  // its child, this wrapper, ends by that signal too, not by exit status 128 + N.
+  std::fflush(nullptr);
+  const struct rlimit no_core { 0, 0 };
+  ::setrlimit(RLIMIT_CORE, &no_core);  // rustc's crash, not the wrapper's
+  ::signal(g_child_signal, SIG_DFL);
+  ::raise(g_child_signal);
+  return status;  // a signal that does not end a process (SIGCHLD, ...)
 }
 
 }  // namespace kiln

@@ -350,4 +350,13 @@ echo 'fn main() { let v: Vec<u64> = (1..=10).collect(); println!("{}", v.iter().
 (cd "$T/lto" && kiln-capture -o "$T/LTO" --backend llvm -- cargo build --release -q)
 check "an LTO profile's binary links and runs through the bitcode route" \
   bash -c "[[ \$('$T/lto/target/release/ltoapp') == 55 ]]"
+# A rustc that a signal ends (a crash, the OOM killer): the wrapper ends by the same
+# signal, so that cargo says which ("signal: 11"), not "exit status: 139".
+printf '#!/bin/sh\nfor a in "$@"; do case "$a" in */src/lib.rs) exec sh -c '"'"'kill -SEGV $$'"'"';; esac; done\nexec rustc "$@"\n' \
+  > "$T/crashing-rustc"
+chmod +x "$T/crashing-rustc"
+example_crate "$T/crash-crate"
+(cd "$T/crash-crate" && kiln-capture -o "$T/SIG" -- env RUSTC="$T/crashing-rustc" cargo build > "$T/sig.out" 2>&1)
+check "cargo reports the signal that ended rustc" grep -q "signal: 11, SIGSEGV" "$T/sig.out"
+check "and the invocation is recorded as failed" grep -q '"action":"failed","reason":"rustc exited with status 139"' "$T/SIG/invocations.jsonl"
 finish
