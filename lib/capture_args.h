@@ -19,6 +19,7 @@ struct RustcCall {
   std::vector<std::string> crate_types;
   int debuginfo = 0;
   bool print = false, version = false;
+  bool argfile = false;         // an @FILE argument (cargo's when a command line is too long), not read
   bool mangling_given = false;  // -C symbol-mangling-version=...
 };
 

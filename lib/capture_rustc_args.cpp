@@ -96,6 +96,10 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     std::string v;
     if (a == "-vV" || a == "-V" || a == "--version") c.version = true;
+    if (a.size() > 1 && a[0] == '@') {
+      c.argfile = true;
+      continue;
+    }
     if (option_value(args, i, "--crate-name", v)) c.crate_name = v;
     else if (option_value(args, i, "--out-dir", v)) c.out_dir = v;
     else if (option_value(args, i, "--emit", v)) c.emit = v;
@@ -143,6 +147,8 @@ bool bootstrap_gives_nightly(const char* value, const std::string& crate_name) {
 
 std::string passthrough_reason(const RustcCall& c, const std::string& route) {
   if (c.version) return "version query";
+  // Its crate, output and settings may be in the file: say so, not "no --out-dir".
+  if (c.argfile) return "arguments in an @file, which kiln does not read";
   if (c.print) return "--print query";
   if (c.input == "-") return "probe compiled from standard input";
   if (c.input.empty()) return "no input file";

@@ -76,6 +76,7 @@ const RustcDecision kRustcDecisions[] = {
     {"--crate-name probe --crate-type lib --out-dir /t/build/out --emit=llvm-ir -",
      "probe compiled from standard input", "-", "probe"},  // autocfg
     {"--crate-name lonely --out-dir /t/o", "no input file", "", "lonely"},
+    {"@/tmp/cargo-argfile.Xy12", "arguments in an @file, which kiln does not read", "", ""},  // cargo, on E2BIG
     // Crates that rustc or cargo run or load on the host.
     {"--crate-name build_script_build --edition=2018 /r/serde-1.0.152/build.rs --error-format=json "
      "--crate-type bin --emit=dep-info,link -C embed-bitcode=no -C debuginfo=2 -C metadata=12ab "
