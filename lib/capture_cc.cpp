@@ -100,11 +100,11 @@ CcCall parse_cc_args(const std::vector<std::string>& args) {
     else if (a == "-x") {
       c.language_override = true;
       ++i;
-    } else if (a.rfind("-O", 0) == 0) c.opt_level = a.size() > 2 ? a.substr(2) : "1";
+    } else if (clang_takes_value(a)) ++i;  // before -g...: -gcc-toolchain DIR
+    else if (a.rfind("-O", 0) == 0) c.opt_level = a.size() > 2 ? a.substr(2) : "1";
     else if (a == "-g0") c.debuginfo = 0;
     else if (a == "-g1" || a == "-gline-tables-only") c.debuginfo = 1;
     else if (a.rfind("-g", 0) == 0 && a.rfind("-gno", 0) != 0) c.debuginfo = 2;
-    else if (clang_takes_value(a)) ++i;
     else if (a == "-" || (!a.empty() && a[0] != '-')) {
       ++c.inputs;
       if (is_source(a)) c.sources.push_back(a);

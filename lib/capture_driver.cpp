@@ -264,9 +264,6 @@ bool safe_in_command_line(const std::string& path) {
 
 }  // namespace
 
-// The environment that installs the wrappers. CC and CXX name the links by their
-// absolute paths where those are safe on a command line, else by their names, with the
-// link directory first in PATH (a PATH entry may hold anything but ':').
 // The build's stamp service (--device), named in its environment; without --device,
 // none: a build's service is its own (kiln-capture(1)), so a build inside another's,
 // or a variable left in the shell, must not send its modules to one it did not ask for.
@@ -283,6 +280,9 @@ static std::unique_ptr<StampServiceProcess> start_build_service(const CaptureOpt
   return service;
 }
 
+// The environment that installs the wrappers. CC and CXX name the links by their
+// absolute paths where those are safe on a command line, else by their names, with the
+// link directory first in PATH (a PATH entry may hold anything but ':').
 static std::vector<std::string> wrapper_environment(const CaptureOptions& options, const std::string& corpus_dir,
                                                     const std::string& link_dir, const std::string& real_cc,
                                                     const std::string& real_cxx, const std::string& rustc_wrapper) {

@@ -220,7 +220,8 @@ std::string plugin_obstacle(const RustcCall& c) {
     const bool on = value != "no" && value != "n" && value != "off" && value != "false";
     if ((key == "linker-plugin-lto" || key == "embed-bitcode") && on)
       return "-C " + setting + " (bitcode for a later LTO)";
-    embed_given |= key == "embed-bitcode";
+    // Given off, or LTO given off (a profile's lto = "off": no later LTO reads it).
+    embed_given |= key == "embed-bitcode" || (key == "lto" && !on && !value.empty());
     i += separate;
   }
   const std::vector<std::string> types = crate_type_list(c);
@@ -266,7 +267,9 @@ std::string rlib_rewrite_obstacle(const RustcCall& c) {
 std::string codegen_setting(const std::vector<std::string>& args, size_t i, bool& separate) {
   const std::string& a = args[i];
   separate = (a == "-C" || a == "--codegen") && i + 1 < args.size();
-  return separate ? args[i + 1] : a.rfind("-C", 0) == 0 ? a.substr(2) : "";
+  if (separate) return args[i + 1];
+  if (a.rfind("--codegen=", 0) == 0) return a.substr(10);
+  return a.rfind("-C", 0) == 0 ? a.substr(2) : "";
 }
 
 std::string unit_cgu(const std::string& name, const std::string& prefix, const std::string& suffix) {

@@ -186,8 +186,9 @@ Corpus Corpus::create_or_open(const std::string& dir, const CorpusManifest& fres
     int fd;
     ~Unlock() { ::close(fd); }
   } unlock{lock};
-  while (::flock(lock, LOCK_EX) != 0)
-    if (errno != EINTR) throw KilnError(kExitIo, dir, "lock: " + errno_reason(errno));
+  // Where a directory cannot be locked (NFS takes flock as a lock of a file open for
+  // writing), it is made unlocked, as before the lock: a race there stays possible.
+  while (::flock(lock, LOCK_EX) != 0 && errno == EINTR) {}
   if (looks_like_corpus(dir)) return open(dir);
   // A directory of the user's own (a project, a home) is no corpus to add to: kiln
   // would put its files among theirs, append to files of theirs with a corpus file's

@@ -139,10 +139,10 @@ class Corpus {
   void append_receipt(const std::string& json_line);
 
   // The files a step rewrites whole, atomically (temp + rename).
-  // With a shard other than 1/1: that shard's own file (CORPUS/census.shard-K-of-N.jsonl).
+  // With a shard given (--shard, even 1/1): that shard's own file (CORPUS/census.shard-K-of-N.jsonl).
   std::string census_path(Shard shard = {}) const;
   void write_census(std::string_view json_lines);
-  // With a shard other than 1/1: CORPUS/replay-report.shard-K-of-N.json.
+  // With a shard given (--shard, even 1/1): CORPUS/replay-report.shard-K-of-N.json.
   std::string replay_report_path(Shard shard = {}) const;
   void write_replay_report(std::string_view json);
 

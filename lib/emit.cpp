@@ -175,8 +175,9 @@ CorpusEmitSummary emit_corpus(const std::string& corpus_dir, const std::string& 
       size_t nl = result.text.rfind('\n');
       error = result.text.substr(1, nl - 1);
       line = result.text.substr(nl + 1);
-    } else {
+    } else {  // the worker died (a crash, LLVM's fatal error): no earlier run's object stays
       error = result.text;
+      ::unlink((out_dir + "/" + modules[i].id + ".o").c_str());
       line = receipt_json({modules[i].id, label(i), backend_name, profile_name(profile), "kiln-emit"}, EmitResult{},
                           error);
     }

@@ -139,9 +139,10 @@ ReaderComparison compare_reader(std::string_view bitcode, const std::string& lab
     // No oracle for this module: the two agree only if the reader refuses it too.
     r.llvm_seconds = clock.lap();
     try {
-      export_direct(bitcode, label, tag);
-      r.outcome = ReaderComparison::kDifferent;
-      r.detail = std::string("the reader reads what LLVM's parser refuses: ") + e.what();
+      const DirectExport d = export_direct(bitcode, label, tag);
+      r.outcome = d.declined.empty() ? ReaderComparison::kDifferent : ReaderComparison::kModuleDeclined;
+      r.detail =
+          d.declined.empty() ? std::string("the reader reads what LLVM's parser refuses: ") + e.what() : d.declined;
     } catch (const KilnError& refused) {
       r.outcome = ReaderComparison::kModuleDeclined;
       r.detail = std::string("reader: ") + refused.what();

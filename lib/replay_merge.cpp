@@ -241,8 +241,12 @@ void join_figures(ReplaySummary& out, const ReplaySummary& in) {
     a.read_llvm_seconds += b.read_llvm_seconds, a.read_direct_seconds += b.read_direct_seconds;
     a.direct_llvm_seconds += b.direct_llvm_seconds, a.direct_seconds += b.direct_seconds;
     a.modules_compared += b.modules_compared, a.modules_left_out += b.modules_left_out;
-    join_rounds(a.llvm_rounds, b.llvm_rounds);
-    join_rounds(a.stamp_rounds, b.stamp_rounds);
+    if (a.llvm_rounds.empty() || b.llvm_rounds.empty()) {  // a report of an older kiln: the services' sums
+      a.llvm_rounds.clear(), a.stamp_rounds.clear();
+    } else {
+      join_rounds(a.llvm_rounds, b.llvm_rounds);
+      join_rounds(a.stamp_rounds, b.stamp_rounds);
+    }
   }
   if (out.gpu && in.gpu) {
     GpuSummary &a = *out.gpu, b = *in.gpu;

@@ -15,7 +15,7 @@ struct Shard {
   // Given (--shard, even 1/1): a shard's outputs go to its own files, for the merge a
   // script of N shards runs whatever N is; not given: the whole corpus's files.
   bool given = false;
-  bool whole() const { return !given; }
+  bool whole() const { return n == 1 && !given; }
   std::string text() const { return std::to_string(k) + "/" + std::to_string(n); }
   // "shard-K-of-N": what per-shard output files are named with.
   std::string file_tag() const { return "shard-" + std::to_string(k) + "-of-" + std::to_string(n); }

@@ -375,6 +375,7 @@ const CcDecision kCcDecisions[] = {
     {"-c a.c --output obj/b.o", "", "a.c", "obj/b.o"},
     {"-c a.c -include-pch pre.pch -mllvm -x86-asm-syntax=intel -o a.o", "", "a.c", "a.o"},
     {"-c a.c @flags.rsp", "a response file (@FILE), whose arguments kiln does not read", "a.c", ""},
+    {"-gcc-toolchain /opt/gcc -c a.c -o a.o", "", "a.c", "a.o"},
     // Outputs that are not regular files, which kiln must never read back or remove.
     {"-c a.c -o -", "output is not a regular file (-o - or a device)", "a.c", "-"},
     {"-c conftest.c -o /dev/null", "output is not a regular file (-o - or a device)", "conftest.c", "/dev/null"},
@@ -490,6 +491,8 @@ TEST_CASE("a crate whose objects keep bitcode for a later LTO does not load kiln
   CHECK(with({"--crate-type", "lib", "--emit=dep-info,metadata,link"}) ==
         "no -C embed-bitcode=no (an rlib's objects keep bitcode for a later LTO)");
   CHECK(with({"--crate-type", "lib", "--emit=dep-info,metadata"}).empty());  // no objects
+  CHECK(with({"--crate-type", "lib", "-C", "lto=off"}).empty());             // a profile's lto = "off"
+  CHECK(with({"--crate-type", "lib", "--codegen=embed-bitcode=no"}).empty());
   CHECK(with({"--crate-type", "bin"}).empty());
   CHECK(with({"--crate-type", "cdylib", "--crate-type", "proc-macro"}).empty());  // linked by rustc
   // Archives the wrapper cannot take the carriers out of.
