@@ -42,6 +42,11 @@ bool bootstrap_gives_nightly(const char* value, const std::string& crate_name);
 // the units would keep carrying stamp's objects; "" when it may. (A unit that rustc
 // optimizes again with others, LTO proper, the plugin leaves to LLVM.)
 std::string plugin_obstacle(const RustcCall& c);
+// Why a crate that rustc links cannot link through kiln-linker (-C linker=kiln-linker,
+// which puts stamp's objects in place first): a -C linker whose flavor rustc infers from
+// its name (ld.lld, rust-lld, *-ld; not a C compiler driver), or a --target whose
+// default linker may not be cc, with no -C linker-flavor given; "" when it can.
+std::string linker_obstacle(const RustcCall& c);
 // Why this invocation must run unchanged, or "" when kiln takes it, on `route`
 // (CaptureOptions::route: build scripts and proc-macros pass through on the bitcode
 // route only; on the plugin route rustc compiles them with the plugin like any crate).

@@ -207,6 +207,42 @@ std::vector<std::string> crate_type_list(const RustcCall& c) {
 
 }  // namespace
 
+namespace {
+
+// Whether a linker's name is a C compiler driver's (cc, gcc, clang, versioned or with
+// a target prefix), from which rustc infers the flavor it gives kiln-linker too.
+bool cc_driver_name(std::string stem) {
+  stem = stem.substr(stem.find_last_of('/') + 1);
+  for (const char* name : {"cc", "gcc", "clang", "c++", "g++", "clang++"}) {
+    const std::string n = name;
+    if (stem == n || stem.rfind(n + "-", 0) == 0) return true;  // clang-22, gcc-12
+    if (stem.size() > n.size() && stem.compare(stem.size() - n.size() - 1, n.size() + 1, "-" + n) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string linker_obstacle(const RustcCall& c) {
+  std::string linker, target;
+  bool flavor = false;
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    bool separate = false;
+    const std::string setting = codegen_setting(c.args, i, separate);
+    if (setting.rfind("linker=", 0) == 0) linker = setting.substr(7);
+    flavor |= setting.rfind("linker-flavor=", 0) == 0;
+    std::string v;
+    if (option_value(c.args, i, "--target", v)) target = v;
+    i += separate;
+  }
+  if (flavor) return "";  // rustc's flavor is the one given, whatever kiln-linker is called
+  if (!linker.empty() && !cc_driver_name(linker))
+    return "-C linker=" + linker + " (rustc takes its flavor from its name, which kiln-linker's hides)";
+  if (linker.empty() && !target.empty() && target != "x86_64-unknown-linux-gnu")
+    return "--target " + target + " without -C linker (its default linker may not be cc)";
+  return "";
+}
+
 std::string plugin_obstacle(const RustcCall& c) {
   bool embed_given = false;
   const std::vector<std::string>& args = c.args;
@@ -238,6 +274,7 @@ std::string plugin_obstacle(const RustcCall& c) {
   // An archive rustc writes that the wrapper cannot take the carriers out of (a
   // staticlib, or an rlib beside another crate type or at a path of its own): its
   // members would carry stamp's objects where a linker finds only their aliases.
+  if (std::string why = linker_obstacle(c); !why.empty() && !rlib_rewrite_obstacle(c).empty()) return why;
   if (archive && (other || !rlib_rewrite_obstacle(c).empty()))
     return "an archive kiln cannot place stamp's objects in (crate types " +
         [&] {

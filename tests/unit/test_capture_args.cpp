@@ -492,6 +492,18 @@ TEST_CASE("a crate whose objects keep bitcode for a later LTO does not load kiln
         "no -C embed-bitcode=no (an rlib's objects keep bitcode for a later LTO)");
   CHECK(with({"--crate-type", "lib", "--emit=dep-info,metadata"}).empty());  // no objects
   CHECK(with({"--crate-type", "lib", "-C", "lto=off"}).empty());             // a profile's lto = "off"
+  // A crate rustc links, through kiln-linker: only where rustc's linker flavor does not
+  // hang on the linker's name.
+  CHECK(with({"--crate-type", "bin", "-C", "linker=clang-22"}).empty());
+  CHECK(with({"--crate-type", "bin", "-C", "linker=/usr/bin/x86_64-linux-gnu-gcc"}).empty());
+  CHECK(with({"--crate-type", "bin", "-C", "linker=ld.lld"}) ==
+        "-C linker=ld.lld (rustc takes its flavor from its name, which kiln-linker's hides)");
+  CHECK(with({"--crate-type", "bin", "-C", "linker=ld.lld", "-C", "linker-flavor=gnu-lld"}).empty());
+  CHECK(with({"--crate-type", "bin", "--target", "x86_64-unknown-none"}) ==
+        "--target x86_64-unknown-none without -C linker (its default linker may not be cc)");
+  CHECK(with({"--crate-type", "bin", "--target", "x86_64-unknown-linux-gnu"}).empty());
+  // An rlib alone is not linked: its linker does not matter.
+  CHECK(with({"--crate-type", "lib", "-C", "embed-bitcode=no", "-C", "linker=ld.lld"}).empty());
   CHECK(with({"--crate-type", "lib", "--codegen=embed-bitcode=no"}).empty());
   CHECK(with({"--crate-type", "bin"}).empty());
   CHECK(with({"--crate-type", "cdylib", "--crate-type", "proc-macro"}).empty());  // linked by rustc
