@@ -271,30 +271,26 @@ std::string plugin_obstacle(const RustcCall& c) {
   // embed-bitcode=no wherever no LTO of a later crate reads it).
   const bool links = c.emit.empty() || c.emit.find("link") != std::string::npos;
   if (rlib && links && !embed_given) return "no -C embed-bitcode=no (an rlib's objects keep bitcode for a later LTO)";
+  // A crate rustc links goes through kiln-linker, whose name hides the linker's flavor.
+  const std::string rewrite_why = rlib_rewrite_obstacle(c);
+  if (!rewrite_why.empty())
+    if (std::string why = linker_obstacle(c); !why.empty()) return why;
   // An archive rustc writes that the wrapper cannot take the carriers out of (a
   // staticlib, or an rlib beside another crate type or at a path of its own): its
   // members would carry stamp's objects where a linker finds only their aliases.
-  if (std::string why = linker_obstacle(c); !why.empty() && !rlib_rewrite_obstacle(c).empty()) return why;
-  if (archive && (other || !rlib_rewrite_obstacle(c).empty()))
-    return "an archive kiln cannot place stamp's objects in (crate types " +
-        [&] {
-          std::string joined;
-          for (const std::string& t : types) joined += (joined.empty() ? "" : ",") + t;
-          return joined;
-        }() +
-        (rlib_rewrite_obstacle(c).empty() || other ? "" : "; " + rlib_rewrite_obstacle(c)) + ")";
+  if (archive && (other || !rewrite_why.empty())) {
+    std::string joined;
+    for (const std::string& t : types) joined += (joined.empty() ? "" : ",") + t;
+    return "an archive kiln cannot place stamp's objects in (crate types " + joined +
+        (other ? "" : "; " + rewrite_why) + ")";
+  }
   return "";
 }
 
 std::string rlib_rewrite_obstacle(const RustcCall& c) {
   if (c.crate_types.empty()) return "no --crate-type (a binary)";
-  for (const std::string& types : c.crate_types)
-    for (size_t at = 0; at <= types.size();) {
-      size_t comma = std::min(types.find(',', at), types.size());
-      std::string type = types.substr(at, comma - at);
-      if (type != "lib" && type != "rlib") return "crate type " + type;
-      at = comma + 1;
-    }
+  for (const std::string& type : crate_type_list(c))
+    if (type != "lib" && type != "rlib") return "crate type " + type;
   if (c.emit.find("link=") != std::string::npos) return "an explicit --emit link path";
   for (const std::string& a : c.args)
     if (a.rfind("-o", 0) == 0) return "an explicit -o output";  // -o PATH or -oPATH
