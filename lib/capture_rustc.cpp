@@ -15,12 +15,19 @@
 // --fallback: a unit the selected back end cannot emit is emitted by `llvm` (rustc's
 // own code generator) instead, so the crate's metadata from step 1 stays valid.
 #include <dirent.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -33,6 +40,7 @@
 #include "error.h"
 #include "fs.h"
 #include "hash.h"
+#include "isolate.h"
 #include "jobserver.h"
 #include "plugin_payload.h"
 #include "parallel.h"
@@ -156,9 +164,13 @@ class UnitStore {
         units[i].error = e.what();
       }
     }
-    thread_ = std::thread([this, blobs = std::move(blobs)] {
+    blobs_ = std::move(blobs);
+  }
+  // Starts storing the blobs (on the thread), once nothing is forked any more.
+  void start() {
+    thread_ = std::thread([this] {
       try {
-        corpus_.store_blobs(blobs);
+        corpus_.store_blobs(blobs_);
       } catch (const KilnError& e) {
         error_ = e.what();
       }
@@ -172,7 +184,7 @@ class UnitStore {
 
   // Waits for the blobs, then records the modules (or fails every stored unit).
   void finish() {
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
     for (size_t i : good_) {
       if (!error_.empty()) {
         units_[i].error = error_;
@@ -191,40 +203,179 @@ class UnitStore {
   std::vector<Unit>& units_;
   std::vector<ModuleRecord> records_;
   std::vector<size_t> good_;
+  std::vector<std::string_view> blobs_;
   std::string error_;
   std::thread thread_;
 };
 
+// Emits one unit with the selected back end and, where that fails and --fallback is
+// on, with llvm: rustc's own code generator is LLVM, so emitting the unit with it is
+// what the native build would have done, and the crate's metadata stays valid.
+void emit_unit(const WrapperSettings& s, Unit& u) {
+  if (!u.error.empty()) return;
+  try {
+    u.object = emit_for_capture(s, u.bitcode, u.id, u.label);
+  } catch (const KilnError& e) {
+    u.error = e.what();
+  }
+  if (!u.error.empty() && s.fallback && s.backend != "llvm") {
+    try {
+      WrapperSettings native = s;
+      native.backend = "llvm";
+      u.object = emit_for_capture(native, u.bitcode, u.id, u.label);
+      u.fallback = u.error;
+      u.error.clear();
+    } catch (const KilnError& e) {
+      u.error += "; the llvm fallback failed too: " + std::string(e.what());
+    }
+  }
+}
+
 // Emits the units in parallel, as rustc's own code generator would: each thread beyond
 // the first holds one of cargo's jobserver tokens, so cargo -jN stays N. Every unit is
-// tried: the body catches its own errors, so one unit's failure stops no other (the
-// loop's first-exception stop never fires).
-void emit_units(const WrapperSettings& s, std::vector<Unit>& units) {
+// tried: emit_unit catches its errors, so one unit's failure stops no other (the
+// loop's first-exception stop never fires). done(i) follows unit i's emission.
+void emit_units(const WrapperSettings& s, std::vector<Unit>& units, const std::function<void(size_t)>& done) {
   unsigned threads = std::min<unsigned>(hardware_threads(), static_cast<unsigned>(units.size()));
   Jobserver jobs = Jobserver::from_environment();
   ParallelPeak peak = parallel_for_jobserver(jobs, units.size(), threads, [&](size_t i) {
-    Unit& u = units[i];
-    if (!u.error.empty()) return;
-    try {
-      u.object = emit_for_capture(s, u.bitcode, u.id, u.label);
-    } catch (const KilnError& e) {
-      u.error = e.what();
-    }
-    if (!u.error.empty() && s.fallback && s.backend != "llvm") {
-      // rustc's own code generator is LLVM: emitting this unit with it is what
-      // the native build would have done, and the crate's metadata stays valid.
-      try {
-        WrapperSettings native = s;
-        native.backend = "llvm";
-        u.object = emit_for_capture(native, u.bitcode, u.id, u.label);
-        u.fallback = u.error;
-        u.error.clear();
-      } catch (const KilnError& e) {
-        u.error += "; the llvm fallback failed too: " + std::string(e.what());
-      }
-    }
+    emit_unit(s, units[i]);
+    done(i);
   });
   trace_parallel_peak(kEnvTraceEmitThreads, peak);
+}
+
+// A unit's outcome as bytes (its object, error and fallback reason, each after its
+// length), for a frame from the emitting process.
+void put_field(std::string& out, const std::string& field) {
+  const uint64_t n = field.size();
+  out.append(reinterpret_cast<const char*>(&n), 8);
+  out += field;
+}
+bool take_field(std::string_view& in, std::string& field) {
+  uint64_t n = 0;
+  if (in.size() < 8) return false;
+  std::memcpy(&n, in.data(), 8);
+  if (in.size() - 8 < n) return false;
+  field.assign(in.substr(8, n));
+  in.remove_prefix(8 + n);
+  return true;
+}
+
+// The units emitted in a process forked for them (emit_units' threads, as before), so
+// that a crash of the back end or of LLVM, or LLVM's fatal error, ends that process and
+// not the wrapper: each unit's outcome comes back as a frame (index, length, outcome)
+// as soon as it is done, and collect() says which units' never came. Those are then
+// emitted one at a time in isolated workers (emit_lost_units), where the one that
+// crashes fails alone, with --fallback as any failure. Forked before the store's thread
+// starts: a process forked while another thread runs may find a lock held forever.
+class EmissionChild {
+ public:
+  EmissionChild(const WrapperSettings& s, std::vector<Unit>& units) : units_(units) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return;  // then in process (collect)
+    std::fflush(nullptr);  // or the child would write this process's buffered output again
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) {
+      ::close(sv[0]);
+      ::close(sv[1]);
+      return;
+    }
+    if (pid_ == 0) {
+      ::close(sv[0]);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a wrapper killed takes its emission with it
+      if (::getppid() != parent) _exit(kExitFailed);
+      const struct rlimit no_core { 0, 0 };
+      ::setrlimit(RLIMIT_CORE, &no_core);  // a crash is reported and redone, not dumped
+      for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP}) ::signal(sig, SIG_DFL);  // no stack dump
+      std::mutex sending;
+      emit_units(s, units, [&](size_t i) {
+        std::string outcome;
+        put_field(outcome, units[i].object);
+        put_field(outcome, units[i].error);
+        put_field(outcome, units[i].fallback);
+        const uint64_t head[2] = {i, outcome.size()};
+        std::lock_guard<std::mutex> lock(sending);
+        if (!send_all(sv[1], reinterpret_cast<const char*>(head), sizeof head) ||
+            !send_all(sv[1], outcome.data(), outcome.size()))
+          _exit(kExitFailed);
+      });
+      std::fflush(nullptr);
+      _exit(kExitOk);
+    }
+    ::close(sv[1]);
+    fd_ = sv[0];
+  }
+  ~EmissionChild() {
+    if (fd_ >= 0) ::close(fd_);
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
+    }
+  }
+  EmissionChild(const EmissionChild&) = delete;
+  EmissionChild& operator=(const EmissionChild&) = delete;
+
+  // Takes every outcome the child sends until it ends, and reaps it; returns the units
+  // whose outcome never came (in order). Without a child (no fork), emits here.
+  std::vector<size_t> collect(const WrapperSettings& s) {
+    if (fd_ < 0) {
+      emit_units(s, units_, [](size_t) {});
+      return {};
+    }
+    std::vector<char> got(units_.size(), 0);
+    for (uint64_t head[2]; recv_exact(fd_, reinterpret_cast<char*>(head), sizeof head);) {
+      std::string outcome(head[1], '\0');
+      if (head[0] >= units_.size() || !recv_exact(fd_, outcome.data(), outcome.size())) break;
+      std::string_view in = outcome;
+      Unit& u = units_[head[0]];
+      if (take_field(in, u.object) && take_field(in, u.error) && take_field(in, u.fallback)) got[head[0]] = 1;
+    }
+    ::close(fd_);
+    fd_ = -1;
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
+    pid_ = -1;
+    std::vector<size_t> lost;
+    for (size_t i = 0; i < units_.size(); ++i)
+      if (!got[i]) lost.push_back(i);
+    return lost;
+  }
+
+ private:
+  std::vector<Unit>& units_;
+  pid_t pid_ = -1;
+  int fd_ = -1;
+};
+
+// The units whose emission ended with its process: each again in a worker of its own,
+// one at a time (the wrapper's own token), where a crash fails that unit alone ("LABEL:
+// the back end: crashed (SIGSEGV)"); with --fallback, llvm then emits it, isolated too.
+// Units the back end had finished come from the object cache.
+void emit_lost_units(const WrapperSettings& s, std::vector<Unit>& units, const std::vector<size_t>& lost) {
+  auto label = [&](size_t k) { return units[lost[k]].label + ": the back end"; };
+  run_isolated(
+      lost.size(), 1,
+      [&](size_t k) {
+        const Unit& u = units[lost[k]];
+        return emit_for_capture(s, u.bitcode, u.id, u.label);
+      },
+      [&](size_t k, IsolatedResult r) { (r.ok ? units[lost[k]].object : units[lost[k]].error) = std::move(r.text); },
+      label);
+  for (size_t i : lost) {
+    Unit& u = units[i];
+    if (u.error.empty() || !s.fallback || s.backend == "llvm") continue;
+    try {
+      WrapperSettings native = s;
+      native.backend = "llvm";
+      u.object = run_isolated_one(u.label + ": the llvm fallback",
+                                  [&] { return emit_for_capture(native, u.bitcode, u.id, u.label); });
+      u.fallback = u.error;
+      u.error.clear();
+    } catch (const KilnError& e) {
+      u.error += "; the llvm fallback failed too: " + std::string(e.what());
+    }
+  }
 }
 
 // The first unit's error ("" when none failed); warns of each unit that fell back and
@@ -312,10 +463,16 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
   Corpus corpus = Corpus::open(s.corpus_dir);
   {
     UnitStore store(corpus, c, id, units);
-    emit_units(s, units);
+    EmissionChild emission(s, units);
+    store.start();
+    const std::vector<size_t> lost = emission.collect(s);
     phases.emplace_back("emit", phase.lap());
     store.finish();
     phases.emplace_back("store", phase.lap());  // what is left of it once emission is done
+    if (!lost.empty()) {
+      emit_lost_units(s, units, lost);
+      phases.emplace_back("emit", phase.lap());
+    }
   }
 
   std::string fallback;

@@ -72,28 +72,6 @@ void copy_text(char* dest, size_t size, const char* text) {
   _exit(kExitBadInput);
 }
 
-bool send_all(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    data += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool recv_exact(int fd, char* data, size_t n) {
-  while (n > 0) {
-    ssize_t r = ::recv(fd, data, n, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    data += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
 // A result frame: index (8 bytes), ok (1), code (4), length (8), text.
 constexpr size_t kHeader = 21;
 
@@ -324,6 +302,28 @@ void take_frames(Proc& p, size_t& completed, const IsolatedDone& done) {
 }
 
 }  // namespace
+
+bool send_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, data, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool recv_exact(int fd, char* data, size_t n) {
+  while (n > 0) {
+    ssize_t r = ::recv(fd, data, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    data += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
 
 LlvmStage::LlvmStage(const char* what) : previous_(t_stage) {
   t_stage = what;

@@ -33,6 +33,11 @@ void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const 
 // (a crash: kExitBadInput, "LABEL: LLVM crashed (SIGSEGV) while parsing").
 std::string run_isolated_one(const std::string& label, const std::function<std::string()>& job);
 
+// Whole writes and reads on a socket (EINTR retried; a peer that closed, or died, is
+// false, never SIGPIPE): the frames between a supervisor and its workers.
+bool send_all(int fd, const char* data, size_t n);
+bool recv_exact(int fd, char* data, size_t n);
+
 // Names what this thread is doing with LLVM ("parsing", "generating code"), for the
 // message if LLVM crashes or stops there; restores the previous stage when it ends.
 class LlvmStage {

@@ -334,6 +334,24 @@ kiln-capture -o "$T/F2" --fallback --backend "cmd:false {in} {out}" -- cargo bui
 ./target/debug/kiln-example > "$T/fallback.out"
 check "--fallback builds with rustc instead, and counts the fallback" \
   bash -c "cmp -s '$T/native.out' '$T/fallback.out' && grep -q '\"action\":\"fallback\"' '$T/F2/invocations.jsonl'"
+# A back end that crashes the process emitting (a cmd: back end that sends SIGSEGV to
+# its parent) on the bitcode route: the units are emitted in a process of their own, so
+# the wrapper lives on; with --fallback every unit is then llvm's and the program runs,
+# without it the crate fails with the unit's reason and no rlib is left holding bitcode.
+crashing='cmd:kill -SEGV $PPID; sleep 2; : {in} {out}'
+cargo clean -q
+kiln-capture -o "$T/SEGV" --fallback --backend "$crashing" -- cargo build -q 2> "$T/segv.err"
+./target/debug/kiln-example > "$T/segv.out"
+check "a back end that crashes, with --fallback: the build succeeds on llvm's objects and the program runs" \
+  cmp "$T/native.out" "$T/segv.out"
+check "each unit that crashed is named, its crash counted as the fallback's reason" \
+  bash -c "grep -Eq '^kiln-capture: warning: crate kiln_example: .*rcgu\.o\)?: the back end: crashed \(SIGSEGV\); emitted with llvm instead' '$T/segv.err' &&
+    grep -q '\"action\":\"fallback\",\"reason\":\"[^\"]*rcgu\.o)\?: the back end: crashed (SIGSEGV)\"' '$T/SEGV/invocations.jsonl'"
+cargo clean -q
+kiln-capture -o "$T/SEGV2" --backend "$crashing" -- cargo build -q > "$T/segv2.out" 2>&1; rc=$?
+check "without --fallback the crate fails (status $rc) with the crash as its reason, and no rlib is left" \
+  bash -c "[[ $rc -ne 0 ]] && grep -Eq '^kiln-capture: error: crate [a-z_]+ \(.*\): .*rcgu\.o\)?: the back end: crashed \(SIGSEGV\)$' '$T/segv2.out' &&
+    ! ls target/debug/deps/*.rlib 2>/dev/null | grep -q ."
 # A profile with LTO (cargo passes -C lto to the binary): the bitcode route compiles
 # the units with LTO off, and links them so too (with -C lto, rustc left every upstream
 # crate's objects, std's included, out of the link).
