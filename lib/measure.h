@@ -70,9 +70,11 @@ struct BuildReport {
   RatioInterval speedup;             // baseline / candidate wall medians, 95% CI
 };
 
-// baseline / candidate wall medians with its 95% bootstrap interval (the report's
-// fixed resamples and seed). measure_build and the gate both use it, so that the
-// interval the gate prints is computed the same way as the speedup it checks.
+// candidate / baseline wall medians with its 95% bootstrap interval over the runs'
+// pairs (the report's fixed resamples and seed; kiln-measure(1)).
+RatioInterval wall_ratio_interval(const std::vector<double>& baseline_wall, const std::vector<double>& candidate_wall);
+// baseline / candidate, the same way. measure_build and the gate both use it, so that
+// the interval the gate prints is computed the same way as the speedup it checks.
 RatioInterval speedup_interval(const std::vector<double>& baseline_wall, const std::vector<double>& candidate_wall);
 
 // Runs the warm-ups and the interleaved timed runs. A run that exits non-zero, is

@@ -62,11 +62,16 @@ double quantile(std::vector<double> values, double q) {
   return values[below] + fraction * (values[above] - values[below]);
 }
 
-RatioInterval ratio_of_medians_bootstrap(const std::vector<double>& baseline, const std::vector<double>& candidate,
-                                         int resamples, uint64_t seed) {
+namespace {
+
+// The bootstrap of both: paired draws one index for both samples, else each its own.
+RatioInterval bootstrap(const std::vector<double>& baseline, const std::vector<double>& candidate, int resamples,
+                        uint64_t seed, bool paired) {
   require_values(baseline, "ratio of medians");
   require_values(candidate, "ratio of medians");
   if (resamples < 1) throw std::invalid_argument("bootstrap needs at least one resample");
+  if (paired && baseline.size() != candidate.size())
+    throw std::invalid_argument("paired bootstrap of samples of different sizes");
 
   RatioInterval result;
   result.ratio = median(candidate) / median(baseline);
@@ -78,8 +83,16 @@ RatioInterval ratio_of_medians_bootstrap(const std::vector<double>& baseline, co
   std::vector<double> ratios;
   ratios.reserve(static_cast<size_t>(resamples));
   for (int r = 0; r < resamples; ++r) {
-    for (auto& v : base_scratch) v = baseline[pick_baseline(rng)];
-    for (auto& v : cand_scratch) v = candidate[pick_candidate(rng)];
+    if (paired) {
+      for (size_t k = 0; k < base_scratch.size(); ++k) {
+        const size_t j = pick_baseline(rng);
+        base_scratch[k] = baseline[j];
+        cand_scratch[k] = candidate[j];
+      }
+    } else {
+      for (auto& v : base_scratch) v = baseline[pick_baseline(rng)];
+      for (auto& v : cand_scratch) v = candidate[pick_candidate(rng)];
+    }
     ratios.push_back(median_in_place(cand_scratch) / median_in_place(base_scratch));
   }
   result.low = quantile(ratios, 0.025);
@@ -90,6 +103,18 @@ RatioInterval ratio_of_medians_bootstrap(const std::vector<double>& baseline, co
   result.low = std::min(result.low, result.ratio);
   result.high = std::max(result.high, result.ratio);
   return result;
+}
+
+}  // namespace
+
+RatioInterval ratio_of_medians_bootstrap(const std::vector<double>& baseline, const std::vector<double>& candidate,
+                                         int resamples, uint64_t seed) {
+  return bootstrap(baseline, candidate, resamples, seed, false);
+}
+
+RatioInterval ratio_of_medians_paired_bootstrap(const std::vector<double>& baseline,
+                                                const std::vector<double>& candidate, int resamples, uint64_t seed) {
+  return bootstrap(baseline, candidate, resamples, seed, true);
 }
 
 }  // namespace kiln

@@ -36,4 +36,12 @@ inline constexpr uint64_t kDefaultBootstrapSeed = 0x6b696c6e6d656173ULL;  // "ki
 RatioInterval ratio_of_medians_bootstrap(const std::vector<double>& baseline, const std::vector<double>& candidate,
                                          int resamples = 10000, uint64_t seed = kDefaultBootstrapSeed);
 
+// The same for paired samples (baseline[k] and candidate[k] measured together, as
+// kiln-measure's interleaved pairs are; equal sizes, else std::invalid_argument): each
+// resample draws pairs, so that what moved both runs of a pair (the machine's drift)
+// stays out of the interval, where drawing the two samples apart put all of it in.
+RatioInterval ratio_of_medians_paired_bootstrap(const std::vector<double>& baseline,
+                                                const std::vector<double>& candidate, int resamples = 10000,
+                                                uint64_t seed = kDefaultBootstrapSeed);
+
 }  // namespace kiln

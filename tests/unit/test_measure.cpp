@@ -195,6 +195,28 @@ TEST_CASE("bootstrap finds a candidate twice as slow, deterministically", "[meas
   CHECK(again.high == r.high);
 }
 
+// Runs that slow down pair by pair (the machine drifting), the candidate 10% faster in
+// every pair: drawn apart, the drift is all in the interval; drawn by pairs, it is not.
+TEST_CASE("the speedup's interval resamples pairs, so drift between pairs stays out of it", "[measure][stats]") {
+  std::vector<double> baseline, candidate;
+  for (int k = 0; k < 10; ++k) {
+    baseline.push_back(1.0 + 0.3 * k + 0.01 * (k % 3));
+    candidate.push_back(baseline.back() / 1.1 + 0.005 * (k % 2));
+  }
+  RatioInterval paired = speedup_interval(baseline, candidate);
+  RatioInterval apart = ratio_of_medians_bootstrap(candidate, baseline, 10000);
+  CHECK(paired.ratio == apart.ratio);
+  CHECK(paired.low > 1.05);
+  CHECK(paired.high < 1.15);
+  CHECK(apart.low < 0.8);  // what the interval was before
+  CHECK(apart.high > 1.4);
+  CHECK(wall_ratio_interval(baseline, candidate).high < 1 / 1.05);
+  // Samples of different sizes cannot be paired: each sample drawn apart then.
+  candidate.pop_back();
+  CHECK(speedup_interval(baseline, candidate).low < 0.8);
+  CHECK_THROWS_AS(ratio_of_medians_paired_bootstrap(baseline, candidate), std::invalid_argument);
+}
+
 TEST_CASE("markdown tables are aligned and escape pipes", "[measure][report]") {
   std::string table =
       markdown_table({"name", "value"}, {{"a|b", "1"}, {"long name here", "12345"}}, {Align::kLeft, Align::kRight});
