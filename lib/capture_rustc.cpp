@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -211,11 +212,14 @@ class UnitStore {
 // Emits one unit with the selected back end and, where that fails and --fallback is
 // on, with llvm: rustc's own code generator is LLVM, so emitting the unit with it is
 // what the native build would have done, and the crate's metadata stays valid.
+// A stop signal that reached a cmd: back end's command (interrupt_signal) is the
+// build's end, not the unit's failure: it propagates, with no fallback.
 void emit_unit(const WrapperSettings& s, Unit& u) {
   if (!u.error.empty()) return;
   try {
     u.object = emit_for_capture(s, u.bitcode, u.id, u.label);
   } catch (const KilnError& e) {
+    if (interrupt_signal() != 0) throw;
     u.error = e.what();
   }
   if (!u.error.empty() && s.fallback && s.backend != "llvm") {
@@ -226,6 +230,7 @@ void emit_unit(const WrapperSettings& s, Unit& u) {
       u.fallback = u.error;
       u.error.clear();
     } catch (const KilnError& e) {
+      if (interrupt_signal() != 0) throw;
       u.error += "; the llvm fallback failed too: " + std::string(e.what());
     }
   }
@@ -262,6 +267,45 @@ bool take_field(std::string_view& in, std::string& field) {
   return true;
 }
 
+// While the emitting process runs: a stop signal (SIGINT, SIGTERM, SIGHUP) to the
+// wrapper alone is passed on to it, so that it stops the cmd: back ends' commands it
+// runs (in process groups of their own, which the wrapper's death would leave running),
+// and remembered (stop_signal) for the wrapper to end by once it has ended. Only where
+// the signal has its default action (as process.cpp's own forwarding).
+std::atomic<pid_t> g_emission_pid{0};
+std::atomic<int> g_emission_stop{0};
+extern "C" void pass_stop_signal(int sig) {
+  g_emission_stop.store(sig);
+  if (pid_t pid = g_emission_pid.load(); pid > 0) ::kill(pid, sig);
+}
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+class PassStopSignals {
+ public:
+  explicit PassStopSignals(pid_t child) {
+    g_emission_pid.store(child);
+    for (size_t k = 0; k < std::size(kStopSignals); ++k) {
+      if (::sigaction(kStopSignals[k], nullptr, &old_[k]) != 0 || old_[k].sa_handler != SIG_DFL) continue;
+      struct sigaction action {};
+      action.sa_handler = pass_stop_signal;
+      sigemptyset(&action.sa_mask);
+      action.sa_flags = SA_RESTART;
+      installed_[k] = ::sigaction(kStopSignals[k], &action, nullptr) == 0;
+    }
+  }
+  ~PassStopSignals() {
+    for (size_t k = 0; k < std::size(kStopSignals); ++k)
+      if (installed_[k]) ::sigaction(kStopSignals[k], &old_[k], nullptr);
+    g_emission_pid.store(0);
+  }
+  PassStopSignals(const PassStopSignals&) = delete;
+  PassStopSignals& operator=(const PassStopSignals&) = delete;
+
+ private:
+  struct sigaction old_[std::size(kStopSignals)]{};
+  bool installed_[std::size(kStopSignals)] = {};
+};
+
 // The units emitted in a process forked for them (emit_units' threads, as before), so
 // that a crash of the back end or of LLVM, or LLVM's fatal error, ends that process and
 // not the wrapper: each unit's outcome comes back as a frame (index, length, outcome)
@@ -290,19 +334,24 @@ class EmissionChild {
       ::setrlimit(RLIMIT_CORE, &no_core);  // a crash is reported and redone, not dumped
       for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP}) ::signal(sig, SIG_DFL);  // no stack dump
       std::mutex sending;
-      emit_units(s, units, [&](size_t i) {
-        std::string outcome;
-        put_field(outcome, units[i].object);
-        put_field(outcome, units[i].error);
-        put_field(outcome, units[i].fallback);
-        const uint64_t head[2] = {i, outcome.size()};
-        std::lock_guard<std::mutex> lock(sending);
-        if (!send_all(sv[1], reinterpret_cast<const char*>(head), sizeof head) ||
-            !send_all(sv[1], outcome.data(), outcome.size()))
-          _exit(kExitFailed);
-      });
+      int status = kExitOk;
+      try {
+        emit_units(s, units, [&](size_t i) {
+          std::string outcome;
+          put_field(outcome, units[i].object);
+          put_field(outcome, units[i].error);
+          put_field(outcome, units[i].fallback);
+          const uint64_t head[2] = {i, outcome.size()};
+          std::lock_guard<std::mutex> lock(sending);
+          if (!send_all(sv[1], reinterpret_cast<const char*>(head), sizeof head) ||
+              !send_all(sv[1], outcome.data(), outcome.size()))
+            _exit(kExitFailed);
+        });
+      } catch (...) {  // a stop signal, or what emit_unit does not catch: the units left are redone
+        status = kExitFailed;
+      }
       std::fflush(nullptr);
-      _exit(kExitOk);
+      _exit(status);
     }
     ::close(sv[1]);
     fd_ = sv[0];
@@ -324,6 +373,7 @@ class EmissionChild {
       emit_units(s, units_, [](size_t) {});
       return {};
     }
+    PassStopSignals pass(pid_);
     std::vector<char> got(units_.size(), 0);
     for (uint64_t head[2]; recv_exact(fd_, reinterpret_cast<char*>(head), sizeof head);) {
       std::string outcome(head[1], '\0');
@@ -469,6 +519,17 @@ int capture_and_emit(const WrapperSettings& s, const std::string& rustc, const R
     phases.emplace_back("emit", phase.lap());
     store.finish();
     phases.emplace_back("store", phase.lap());  // what is left of it once emission is done
+    if (int sig = g_emission_stop.load()) {
+      // Stopped: nothing half-made is left (as for a failure), and the wrapper ends by
+      // the signal, so that cargo says which.
+      remove_outputs(files);
+      ::unlink(rewrite ? rlib.c_str() : rlink.c_str());
+      record_invocation(s, "rustc", id, "failed", std::string("interrupted by ") + signal_name(sig), c.args,
+                        static_cast<int>(units.size()), clock.seconds(), phases);
+      std::fflush(nullptr);
+      ::signal(sig, SIG_DFL);
+      ::raise(sig);
+    }
     if (!lost.empty()) {
       emit_lost_units(s, units, lost);
       phases.emplace_back("emit", phase.lap());

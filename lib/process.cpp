@@ -479,6 +479,8 @@ ProcessResult run_build_group(const std::vector<std::string>& argv, const Proces
   return result;
 }
 
+int interrupt_signal() { return g_interrupt.load(); }
+
 ProcessResult run_shell_supervised(const std::string& command, const ProcessOptions& options, double timeout_seconds) {
   if (options.capture_stdout) throw KilnError(kExitInternal, "", "run_shell_supervised cannot capture stdout");
   if (int sig = g_interrupt.load())

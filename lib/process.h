@@ -85,4 +85,9 @@ std::string shell_join(const std::vector<std::string>& argv);
 // ProcessOptions::capture_stdout.
 ProcessResult run_shell_supervised(const std::string& command, const ProcessOptions& options, double timeout_seconds);
 
+// The stop signal (SIGINT, SIGTERM, SIGHUP) this process passed on to the commands it
+// was running, or 0: once it is set, a command's failure is that signal's doing, and
+// the caller is to stop, not to try something else.
+int interrupt_signal();
+
 }  // namespace kiln

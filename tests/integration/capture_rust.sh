@@ -352,6 +352,23 @@ kiln-capture -o "$T/SEGV2" --backend "$crashing" -- cargo build -q > "$T/segv2.o
 check "without --fallback the crate fails (status $rc) with the crash as its reason, and no rlib is left" \
   bash -c "[[ $rc -ne 0 ]] && grep -Eq '^kiln-capture: error: crate [a-z_]+ \(.*\): .*rcgu\.o\)?: the back end: crashed \(SIGSEGV\)$' '$T/segv2.out' &&
     ! ls target/debug/deps/*.rlib 2>/dev/null | grep -q ."
+# SIGTERM to the wrapper alone (not to cargo) while a cmd: back end runs: the command is
+# stopped, the crate does not fall back to llvm (the build is being stopped), and the
+# wrapper ends by the signal, so that cargo says which.
+cargo clean -q
+rm -f "$T"/started-* "$T"/finished-*
+slow="cmd:touch $T/started-\$\$; sleep 6; touch $T/finished-\$\$; false {in} {out}"
+kiln-capture -o "$T/STOP" --fallback --backend "$slow" -- cargo build -q -j1 > "$T/stop.out" 2>&1 &
+pid=$!
+for _ in $(seq 300); do compgen -G "$T/started-*" > /dev/null && break; sleep 0.1; done
+kill -TERM "$(pgrep -f "kiln-capture-llvm .*rustc .*--crate-name" | head -1)"
+wait "$pid"
+sleep 7
+check "SIGTERM to the rustc wrapper during emission: it ends by the signal, which cargo reports" \
+  grep -q "signal: 15, SIGTERM" "$T/stop.out"
+check "the back end's command was stopped, and no unit fell back to llvm" \
+  bash -c "! compgen -G '$T/finished-*' > /dev/null && ! grep -q '\"action\":\"fallback\"' '$T/STOP/invocations.jsonl' &&
+    grep -q '\"action\":\"failed\",\"reason\":\"interrupted by SIGTERM\"' '$T/STOP/invocations.jsonl'"
 # A profile with LTO (cargo passes -C lto to the binary): the bitcode route compiles
 # the units with LTO off, and links them so too (with -C lto, rustc left every upstream
 # crate's objects, std's included, out of the link).
