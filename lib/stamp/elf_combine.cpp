@@ -337,11 +337,14 @@ struct Global {
 
 // The definition of a global that was private in the bitcode, which LLVM's object gives
 // no symbol: where it lies, and what becomes of its symbol.
+constexpr uint64_t kShfLarge = 0x10000000;  // SHF_X86_64_LARGE (x86-64 psABI; not in glibc's elf.h)
+
 struct Temporary {
   uint32_t input = 0, section = 0;  // defined in this section of this input
   uint64_t value = 0;               // at this offset
   std::string_view name;
   bool merge = false;     // in a mergeable section (SHF_MERGE)
+  bool large = false;     // in a large-model section (SHF_X86_64_LARGE): its GOT loads stay
   bool drop = true;       // no symbol: references relocate against the section's symbol
   std::string kept_name;  // otherwise named ".LNAME"
   uint32_t out = 0;       // the output symbol references name (the section's, when dropped)
@@ -354,8 +357,11 @@ struct Relaxation {
   uint64_t offset = 0;
 };
 
-// Whether a relocation computes S + A (or S + A - P, - GOT, a TLS offset) from the
-// symbol's address alone, so that a section symbol plus the offset serves as well.
+// Whether a relocation computes S + A (or S + A - P, - GOT) from the symbol's address
+// alone, so that a section symbol plus the offset serves as well. Not the TLS offsets
+// (DTPOFF, TPOFF): linkers give a symbol its offset in the TLS block only when it is
+// STT_TLS, never a section symbol (lld then used the plain address, or refused the
+// reference in a PIE), so LLVM and gas relocate them against a symbol, as here .LNAME.
 bool adds_to_address(uint32_t type) {
   switch (type) {
     case R_X86_64_64:
@@ -368,10 +374,6 @@ bool adds_to_address(uint32_t type) {
     case R_X86_64_PC8:
     case R_X86_64_PC64:
     case R_X86_64_GOTOFF64:
-    case R_X86_64_DTPOFF32:
-    case R_X86_64_DTPOFF64:
-    case R_X86_64_TPOFF32:
-    case R_X86_64_TPOFF64:
       return true;
     default:
       return false;
@@ -684,6 +686,7 @@ class Combiner {
     Temporary t;
     t.input = k, t.section = section, t.value = s.st_value, t.name = name;
     t.merge = (in.sections[section].sh_flags & SHF_MERGE) != 0;
+    t.large = (in.sections[section].sh_flags & kShfLarge) != 0;
     // A section appended to another (.eh_frame) has no symbol of its own.
     t.drop = in.section_delta[section] == 0 && in.section_out[section] != 0;
     temporaries_.push_back(t);
@@ -730,7 +733,9 @@ class Combiner {
       // would land in another piece. LLVM keeps a .L symbol for those too.
       if (!temporary.drop || (adds_to_address(ELF64_R_TYPE(r.r_info)) && (!temporary.merge || r.r_addend == 0)))
         continue;
-      if (!temporary.merge && is_got_load(r, code))
+      // A large section may lie more than 2 GiB from the code, out of a lea's reach:
+      // linkers relax such a GOT load only where the distance fits, which only they know.
+      if (!temporary.merge && !temporary.large && is_got_load(r, code))
         relaxations_.push_back(Relaxation{t, in.section_out[target], in.section_delta[target] + r.r_offset - 2});
       else temporary.drop = false;
     }

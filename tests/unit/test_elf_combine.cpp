@@ -15,6 +15,7 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -285,6 +286,57 @@ TEST_CASE("the real stamp back end's split objects are combined in process", "[e
   CHECK(helper->binding == llvm::ELF::STB_LOCAL);
   CHECK(helper->defined);
   CHECK(link_and_run(dir.path, "stamp", r.object) == reference);
+}
+
+// A private thread-local variable and a private large-model global, each used by a
+// function of stamp's and by one that stays with LLVM. The TLS references keep a symbol
+// of type TLS (.Lt), as LLVM's do: a section symbol gets no offset in the TLS block from
+// lld (a PIE failed to link; -no-pie read the plain address). The large global's GOT
+// load stays a GOT load: a lea could not reach it past 2 GiB.
+TEST_CASE("thread-local and large-model private data keep their references as LLVM writes them", "[elf_combine]") {
+  const char* ir = R"(
+target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+target triple = "x86_64-unknown-linux-gnu"
+@t = private thread_local(localexec) global i32 5
+@big = private global [4 x i64] [i64 1, i64 2, i64 3, i64 4], code_model "large"
+define i32 @get() {
+  %v = load i32, ptr @t
+  ret i32 %v
+}
+define void @set(i32 %x) {
+  store i32 %x, ptr @t
+  ret void
+}
+define ptr @addr_big() {
+  ret ptr @big
+}
+define i64 @fb() {
+  call void asm sideeffect "nop", ""()
+  %v = load i64, ptr @big
+  ret i64 %v
+}
+)";
+  ScratchDir dir;
+  write_file_atomic(dir.path + "/main.c",
+                    "#include <stdio.h>\nint get(void); void set(int); long fb(void); long *addr_big(void);\n"
+                    "int main(void) { set(7); printf(\"%d %ld %ld\\n\", get(), fb(), addr_big()[2]); return 0; }\n");
+  EmitResult r = make_backend("stamp", Profile::fast)->emit(bitcode_from_ir(ir), "m.bc");
+  REQUIRE(r.counts.functions_stamp > 0);
+  REQUIRE(r.counts.functions_llvm > 0);
+  write_file_atomic(dir.path + "/m.o", r.object);
+  ProcessResult relocs = shell(shell_join({llvm_tool("llvm-readelf"), "-r", "-W", dir.path + "/m.o"}));
+  INFO(relocs.captured_stdout);
+  CHECK(contains(relocs.captured_stdout, "R_X86_64_TPOFF32"));
+  CHECK_FALSE(contains(relocs.captured_stdout, "TPOFF32        0000000000000000 .tdata"));
+  std::istringstream lines(relocs.captured_stdout);
+  for (std::string line; std::getline(lines, line);)
+    if (contains(line, "TPOFF")) CHECK(contains(line, ".Lt"));
+  CHECK(contains(relocs.captured_stdout, "R_X86_64_REX_GOTPCRELX"));
+  const Symbol* t = find_symbol(symbols_of(r.object), ".Lt");
+  REQUIRE(t);
+  CHECK(t->type == llvm::ELF::STT_TLS);
+  CHECK(link_with(dir.path, "gnu", "cc", {dir.path + "/main.c"}, r.object) == "7 1 3\n");
+  CHECK(link_with(dir.path, "lld", "cc -fuse-ld=lld", {dir.path + "/main.c"}, r.object) == "7 1 3\n");
 }
 
 TEST_CASE("a comdat keyed on a local symbol keeps its group, signed by the local symbol as natively", "[elf_combine]") {
