@@ -223,9 +223,11 @@ inline uint32_t intern_debug_file(std::vector<FlatDebugFile>& files, const FlatD
 }
 
 // How deep scope chains and inlined calls may nest: real code stays far below (a few
-// dozen), and the DWARF writer recurses once per level. An exporter cuts a longer chain
-// at this depth (the scope or site there gets parent 0), so hostile metadata (a chain
-// that loops, say) cannot exhaust the stack; check_flat_module refuses a deeper one.
+// dozen). An exporter cuts a longer chain at this depth (the scope or site there gets
+// parent 0), so that hostile metadata (a chain that loops, say) ends; check_flat_module
+// refuses a deeper one. The DWARF writer recurses once per level of one chain (scopes,
+// a site's blocks, types), never deeper than this; blocks inside inlined calls inside
+// blocks, whose depths multiply, it walks with a stack of its own.
 constexpr uint32_t kMaxDebugNesting = 256;
 
 // The kinds of node that are DIEs inside their owner's only (members, enumerators,

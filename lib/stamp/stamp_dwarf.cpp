@@ -719,9 +719,9 @@ class DwarfBuilder {
     std::sort(used_sites_.begin(), used_sites_.end());
   }
 
-  // An inlined call: where its code is, its callee, its call; then its variables, blocks
-  // and the calls inlined into it.
-  void write_site_die(uint32_t fn, uint32_t s) {
+  // An inlined call's DIE up to its contents: where its code is, its callee, its call.
+  // Returns whether it has contents (write_scope_contents writes them, then its end).
+  bool write_site_header(uint32_t fn, uint32_t s) {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugInlineSite& site = d_.inline_sites[s - 1];
     const auto& code = site_code_[s];
@@ -737,9 +737,7 @@ class DwarfBuilder {
     put_le<uint32_t>(b, 0);
     put_code_ranges(fn, code);
     if (site.call_file) put_uleb(b, site.call_file), put_uleb(b, site.call_line), put_uleb(b, site.call_column);
-    if (!inner) return;
-    write_scope_contents(fn, s, 0);
-    put_u8(b, 0);
+    return inner;
   }
 
   // low_pc and high_pc for one range, else a range list (the abbreviation says which).
@@ -914,27 +912,56 @@ class DwarfBuilder {
   // its other variables in order, its blocks, then the calls inlined in it. A block
   // without variables of its own is no DIE: what is inside it goes to the enclosing
   // one, as LLVM does with a scope whose children are all scopes.
+  // A walk with a stack of its own, not recursion: blocks nest inside each inlined
+  // call, so the depth is the product of the two chains' (256 each at most, 65536 in
+  // all), which the thread's stack would not hold.
   void write_scope_contents(uint32_t fn, uint32_t site, uint32_t block) {
-    for (auto [v, end] = in_scope(scope_variables_, site, block); v != end; ++v)
-      if (variable_written(d_.variables[v->second])) write_variable_die(d_.variables[v->second]);
-    for (auto [c, end] = in_scope(scope_blocks_, site, block); c != end; ++c) {
-      if (!has_contents(site, c->second)) continue;
-      if (has_own_variables(site, c->second)) write_block_die(fn, site, c->second);
-      else write_scope_contents(fn, site, c->second);
+    contents_walk_.clear();
+    open_scope(site, block, false);
+    while (!contents_walk_.empty()) {
+      ContentsFrame& f = contents_walk_.back();
+      if (f.block_at != f.block_end) {
+        const uint32_t inner_site = f.site, inner = (f.block_at++)->second;
+        if (!has_contents(inner_site, inner)) continue;
+        const bool die = has_own_variables(inner_site, inner);
+        if (die) write_block_header(fn, inner_site, inner);
+        open_scope(inner_site, inner, die);  // invalidates f
+      } else if (f.site_at != f.site_end) {
+        const uint32_t s = (f.site_at++)->second;
+        if (write_site_header(fn, s)) open_scope(s, 0, true);  // invalidates f
+      } else {
+        const bool ends_die = f.ends_die;
+        contents_walk_.pop_back();
+        if (ends_die) put_u8(s_[kInfo].bytes, 0);
+      }
     }
-    for (auto [s, end] = in_scope(scope_sites_, site, block); s != end; ++s) write_site_die(fn, s->second);
   }
 
-  void write_block_die(uint32_t fn, uint32_t site, uint32_t block) {
-    std::string& b = s_[kInfo].bytes;
+  // One scope of write_scope_contents' walk: its variables are written when it is
+  // opened, then its blocks and its inlined calls one by one.
+  struct ContentsFrame {
+    uint32_t site;
+    const ScopeEntry *block_at, *block_end, *site_at, *site_end;
+    bool ends_die;  // the scope is a DIE of its own, whose children end with it
+  };
+  std::vector<ContentsFrame> contents_walk_;
+
+  void open_scope(uint32_t site, uint32_t block, bool ends_die) {
+    for (auto [v, end] = in_scope(scope_variables_, site, block); v != end; ++v)
+      if (variable_written(d_.variables[v->second])) write_variable_die(d_.variables[v->second]);
+    auto [blocks, blocks_end] = in_scope(scope_blocks_, site, block);
+    auto [sites, sites_end] = in_scope(scope_sites_, site, block);
+    contents_walk_.push_back({site, blocks, blocks_end, sites, sites_end, ends_die});
+  }
+
+  // A lexical block's DIE up to its contents (write_scope_contents writes them).
+  void write_block_header(uint32_t fn, uint32_t site, uint32_t block) {
     const auto& code = block_code_[block_slot(site, block)];
     Abbreviation a{kTagLexicalBlock, true, {}};
     if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
     else a.attributes.push_back({kAtRanges, kFormSecOffset});
-    put_uleb(b, abbreviation(std::move(a)));
+    put_uleb(s_[kInfo].bytes, abbreviation(std::move(a)));
     put_code_ranges(fn, code);
-    write_scope_contents(fn, site, block);
-    put_u8(b, 0);
   }
 
   // Where a variable is: its alloca's memory, or the memory its argument points to,

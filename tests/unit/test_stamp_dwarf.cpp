@@ -178,3 +178,60 @@ TEST_CASE("stamp DWARF: an output without instruction offsets is an internal err
   code.inst_offset[1] = code.code_size[0] + 1;
   CHECK_THROWS_AS(build_stamp_dwarf(plan.flat.flat, code, "test"), KilnError);
 }
+
+namespace {
+
+// The DWARF sections of an object, read back by LLVM (which reads the object's bytes
+// in place: they are kept here).
+struct ObjectDwarf {
+  std::string object;
+  std::unique_ptr<llvm::object::ObjectFile> file;
+  std::unique_ptr<llvm::DWARFContext> ctx;
+  explicit ObjectDwarf(std::string bytes)
+      : object(std::move(bytes)),
+        file(llvm::cantFail(llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "stamp")))),
+        ctx(llvm::DWARFContext::create(*file)) {}
+};
+
+}  // namespace
+
+// Blocks nest inside each inlined call: the writer's depth is the product of the two
+// chains, each within kMaxDebugNesting (a recursion per level ran out of stack).
+TEST_CASE("stamp DWARF: blocks inside inlined calls inside blocks, each chain as deep as allowed", "[dwarf]") {
+  LlvmBackend llvm(Profile::fast);
+  ParsedModule m = llvm.parse(debug_module("5", "FullDebug"), "test");
+  StampPlan plan = plan_stamp_module(*m, "0123456789ab");
+  FlatModuleData deep = plan.flat.flat;
+  FlatDebugInfo& d = deep.debug;
+  const uint32_t n = kMaxDebugNesting;
+  d.inlined.push_back(
+      {.has_subprogram = true, .file = 1, .line = 9, .scope_line = 9, .name = "callee", .linkage_name = ""});
+  // A chain of n blocks in the function and in each callee; call k is in chain k's
+  // innermost block, inside call k - 1.
+  const uint32_t first_block = static_cast<uint32_t>(d.blocks.size());
+  for (uint32_t chain = 0; chain <= n; ++chain)
+    for (uint32_t b = 0; b < n; ++b) d.blocks.push_back({b ? static_cast<uint32_t>(d.blocks.size()) : 0, 1, b + 1, 1});
+  auto block_end = [&](uint32_t chain) { return first_block + chain * n + n; };
+  const uint32_t first_site = static_cast<uint32_t>(d.inline_sites.size());
+  for (uint32_t k = 0; k < n; ++k)
+    d.inline_sites.push_back(
+        {k ? first_site + k : 0, static_cast<uint32_t>(d.inlined.size()), 1, k + 1, 1, block_end(k)});
+  const FlatFunction& f = deep.functions[0];
+  for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i)
+    d.locations[i] = {1, 99, 1, first_site + n, block_end(n)};
+  REQUIRE(check_flat_module(deep).empty());
+  ObjectDwarf dwarf(emit_flat_module(deep, "lib.rs"));
+  size_t calls = 0, deepest = 0;
+  for (const auto& unit : dwarf.ctx->compile_units())
+    for (const auto& entry : unit->dies()) {
+      llvm::DWARFDie die(unit.get(), &entry);
+      if (die.getTag() != llvm::dwarf::DW_TAG_inlined_subroutine) continue;
+      ++calls;
+      size_t depth = 0;
+      for (llvm::DWARFDie p = die.getParent(); p.getTag() == llvm::dwarf::DW_TAG_inlined_subroutine; p = p.getParent())
+        ++depth;
+      deepest = std::max(deepest, depth);
+    }
+  CHECK(calls == n);
+  CHECK(deepest == n - 1);  // the blocks hold no variables: no DIEs between the calls
+}
