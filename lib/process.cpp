@@ -74,7 +74,55 @@ struct ExecImage {
   std::string program;
   std::vector<std::string> env;
   std::vector<char*> argv, envp;
+  std::vector<char*> shell_argv;  // /bin/sh PROGRAM ARGS...: for a script without #!
 };
+
+// A child's failed start, told to its parent on a close-on-exec pipe whose end of file
+// (at execve) says the start succeeded: without it a program that could not run (a
+// script without #! where there is no shell, a missing #! interpreter, no permission, a
+// directory) or a cwd that could not be entered was only an exit status of 127.
+struct StartFailure {
+  int stage = 0;  // kStartChdir or kStartExec
+  int error = 0;  // errno
+};
+constexpr int kStartChdir = 1, kStartExec = 2;
+
+// In the child: tells the parent why it could not start, and ends.
+[[noreturn]] static void fail_start(int report_fd, int stage) {
+  const StartFailure f{stage, errno};
+  ssize_t ignored = ::write(report_fd, &f, sizeof f);
+  (void)ignored;
+  _exit(127);
+}
+
+// In the child: execve, and a file the kernel cannot execute (ENOEXEC: no #! line)
+// run by /bin/sh as execvp and shells do; only returns on failure.
+static void exec_image_in_child(const ExecImage& image) {
+  ::execve(image.program.c_str(), image.argv.data(), image.envp.data());
+  if (errno == ENOEXEC) {
+    ::execve("/bin/sh", image.shell_argv.data(), image.envp.data());
+    errno = ENOEXEC;  // what the program's own failure was
+  }
+}
+
+// In the parent: after the fork, waits for the child's report (its execve closes the
+// pipe); on a failure reaps the child and throws, naming the program (or cwd).
+static void check_start(int report[2], pid_t pid, const std::string& program, const ProcessOptions& options) {
+  ::close(report[1]);
+  StartFailure f;
+  ssize_t got;
+  do got = ::read(report[0], &f, sizeof f);
+  while (got < 0 && errno == EINTR);
+  ::close(report[0]);
+  if (got != static_cast<ssize_t>(sizeof f)) return;
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {}
+  if (f.stage == kStartChdir)
+    throw KilnError(kExitIo, options.cwd,
+                    "cannot change to this directory to run " + program + ": " + errno_reason(f.error));
+  std::string reason = errno_reason(f.error);
+  if (f.error == ENOENT) reason += " (its #! interpreter?)";
+  throw KilnError(kExitMissingTool, program, "cannot run: " + reason);
+}
 
 static ExecImage exec_image(const std::vector<std::string>& argv, const ProcessOptions& options) {
   if (argv.empty()) throw KilnError(kExitUsage, "", "empty command");
@@ -86,6 +134,8 @@ static ExecImage exec_image(const std::vector<std::string>& argv, const ProcessO
   image.argv.push_back(nullptr);
   for (const auto& e : image.env) image.envp.push_back(const_cast<char*>(e.c_str()));
   image.envp.push_back(nullptr);
+  image.shell_argv = {const_cast<char*>("/bin/sh"), const_cast<char*>(image.program.c_str())};
+  image.shell_argv.insert(image.shell_argv.end(), image.argv.begin() + 1, image.argv.end());
   return image;
 }
 
@@ -126,8 +176,6 @@ static void relay_lines(int from, const std::function<void(std::string_view)>& l
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
   ExecImage image = exec_image(argv, options);
   const std::string& program = image.program;
-  std::vector<char*>& cargv = image.argv;
-  std::vector<char*>& cenv = image.envp;
 
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
   const bool err_lines = static_cast<bool>(options.stderr_line);
@@ -137,22 +185,46 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     throw KilnError(kExitIo, argv[0], "pipe: " + errno_reason(errno));
   if (err_lines && ::pipe2(err_pipe, O_CLOEXEC) != 0) throw KilnError(kExitIo, argv[0], "pipe: " + errno_reason(errno));
 
+  int report[2] = {-1, -1};
+  auto close_pipes = [&] {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], report[0], report[1]})
+      if (fd >= 0) ::close(fd);
+  };
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    const int e = errno;
+    close_pipes();
+    throw KilnError(kExitIo, argv[0], "pipe: " + errno_reason(e));
+  }
+
   auto start = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
-  if (pid < 0) throw KilnError(kExitIo, argv[0], "fork: " + errno_reason(errno));
+  if (pid < 0) {
+    const int e = errno;
+    close_pipes();
+    throw KilnError(kExitIo, argv[0], "fork: " + errno_reason(e));
+  }
   if (pid == 0) {
-    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) _exit(127);
+    if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) fail_start(report[1], kStartChdir);
     if (options.capture_stdout) ::dup2(out_pipe[1], 1);
     if (err_lines) ::dup2(err_pipe[1], 2);
     if (options.quiet) {
-      int devnull = ::open("/dev/null", O_WRONLY);
+      // Close-on-exec: dup2's copies stay open in the program, the original does not.
+      int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
       if (!options.capture_stdout) ::dup2(devnull, 1);
       ::dup2(devnull, 2);
     }
-    ::execve(program.c_str(), cargv.data(), cenv.data());
-    _exit(127);
+    exec_image_in_child(image);
+    fail_start(report[1], kStartExec);
   }
   if (options.running_child) *options.running_child = pid;
+  try {
+    check_start(report, pid, program, options);
+  } catch (...) {
+    if (options.running_child) *options.running_child = 0;
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
+      if (fd >= 0) ::close(fd);
+    throw;
+  }
   ProcessResult result;
   if (options.capture_stdout) {
     ::close(out_pipe[1]);
@@ -314,7 +386,7 @@ struct GroupRun {
 
 // In the child of start_group: everything up to execve; never returns.
 [[noreturn]] void exec_group_child(const ExecImage& image, const ProcessOptions& options, GroupChild kind, pid_t parent,
-                                   pid_t parent_group, const sigset_t& previous) {
+                                   pid_t parent_group, const sigset_t& previous, int report_fd) {
   ::setpgid(0, 0);
   if (kind == GroupChild::build) {
 #ifdef __linux__
@@ -332,21 +404,22 @@ struct GroupRun {
     if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler == forward_to_groups) ::signal(sig, SIG_DFL);
   }
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) _exit(127);
+  if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) fail_start(report_fd, kStartChdir);
   if (options.stdout_to_stderr) ::dup2(2, 1);
+  // /dev/null close-on-exec: dup2's copies stay open in the command, the original not.
   if (kind == GroupChild::supervised) {
     // Outside the terminal's foreground group, reading the terminal would stop the
     // command (SIGTTIN) until its timeout; it reads end-of-file instead.
-    int devnull_in = ::open("/dev/null", O_RDONLY);
+    int devnull_in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull_in >= 0) ::dup2(devnull_in, 0);
   }
   if (options.quiet) {
-    int devnull = ::open("/dev/null", O_WRONLY);
+    int devnull = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     ::dup2(devnull, 1);
     ::dup2(devnull, 2);
   }
-  ::execve(image.program.c_str(), image.argv.data(), image.envp.data());
-  _exit(127);
+  exec_image_in_child(image);
+  fail_start(report_fd, kStartExec);
 }
 
 // Starts the image in a process group of its own and registers the group. The
@@ -357,19 +430,34 @@ void start_group(const ExecImage& image, const ProcessOptions& options, GroupChi
   ::pthread_sigmask(SIG_BLOCK, &block, &previous);
   std::call_once(g_handlers_installed, install_handlers);
   pid_t parent = ::getpid(), parent_group = ::getpgrp();
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) {
+    int e = errno;
+    ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw KilnError(kExitIo, image.argv[0], "pipe: " + errno_reason(e));
+  }
   run.start = std::chrono::steady_clock::now();
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
+    ::close(report[0]);
+    ::close(report[1]);
     ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     throw KilnError(kExitIo, image.argv[0], "fork: " + errno_reason(e));
   }
-  if (pid == 0) exec_group_child(image, options, kind, parent, parent_group, previous);
+  if (pid == 0) exec_group_child(image, options, kind, parent, parent_group, previous, report[1]);
   ::setpgid(pid, pid);  // also here: whichever of parent and child runs first
   if (kind == GroupChild::build) give_terminal(parent_group, pid);
   run.pid = pid;
   run.slot = register_group(pid);
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  try {
+    check_start(report, pid, image.program, options);
+  } catch (...) {
+    if (kind == GroupChild::build) give_terminal(pid, parent_group);
+    run.pid = -1;
+    throw;
+  }
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

@@ -270,7 +270,7 @@ void write_file_atomic(const std::string& requested, const std::vector<std::stri
   std::string tmpl = (dir.empty() ? std::string(".") : dir) + "/" + temp_file_prefix() + "XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
-  int fd = ::mkstemp(name.data());
+  int fd = ::mkostemp(name.data(), O_CLOEXEC);  // not into a child another thread starts
   if (fd < 0) throw KilnError(kExitIo, requested, "cannot create a temporary file beside it: " + errno_reason(errno));
   std::string tmp(name.data());
   try {
@@ -466,7 +466,7 @@ void write_new_files_durable(const std::vector<std::pair<std::string, std::strin
       std::string tmpl = (dir.empty() ? std::string(".") : dir) + "/" + temp_file_prefix() + "XXXXXX";
       std::vector<char> name(tmpl.begin(), tmpl.end());
       name.push_back('\0');
-      pending[i].fd = ::mkstemp(name.data());
+      pending[i].fd = ::mkostemp(name.data(), O_CLOEXEC);
       if (pending[i].fd < 0)
         throw KilnError(kExitIo, path, "cannot create a temporary file beside it: " + errno_reason(errno));
       pending[i].tmp = name.data();
