@@ -528,7 +528,10 @@ class DwarfBuilder {
       current = {sp.file, sp.scope_line ? sp.scope_line : sp.line, 0};
       put_row(st, 0, current, false, true);
     }
-    bool prologue_end = true;
+    // The prologue ends at the first row with a line, as LLVM's findPrologueEndLoc finds
+    // it: a debugger stops there on `break f`, and at a line-0 row it would show no
+    // source line.
+    bool first = true, in_prologue = true;
     const uint32_t end = f.first_inst + f.inst_count, code_size = code_.code_size[fn];
     if (f.inst_count && code_.inst_offset[f.first_inst] > code_size) offsets_out_of_order(fn);
     for (uint32_t i = f.first_inst; i < end; ++i) {
@@ -536,12 +539,14 @@ class DwarfBuilder {
       if (next < at || next > code_size) offsets_out_of_order(fn);
       const FlatDebugLocation& loc = d_.locations[i];
       if (next == at || loc.file == 0) continue;
-      if (!prologue_end && loc == current) continue;
+      if (!first && loc == current) continue;
+      const bool prologue_end = in_prologue && loc.line != 0;
       // A statement starts where the line changes, as LLVM marks its rows: a row that
       // changes the column only is no place for a breakpoint by line (gdb would stop at
       // each such row that starts a lexical block).
       put_row(st, at, loc, prologue_end, prologue_end || (loc.line != 0 && loc.line != current.line));
-      current = loc, prologue_end = false;
+      current = loc, first = false;
+      if (prologue_end) in_prologue = false;
     }
     if (code_size > st.address) put_u8(b, kLnsAdvancePc), put_uleb(b, code_size - st.address);
     put_u8(b, 0), put_uleb(b, 1), put_u8(b, kLneEndSequence);

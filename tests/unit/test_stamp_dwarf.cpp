@@ -235,3 +235,43 @@ TEST_CASE("stamp DWARF: blocks inside inlined calls inside blocks, each chain as
   CHECK(calls == n);
   CHECK(deepest == n - 1);  // the blocks hold no variables: no DIEs between the calls
 }
+
+// The prologue ends at the first row with a line, not at a line-0 row before it, and a
+// line-0 row is no statement (llc's rows for the same function).
+TEST_CASE("stamp DWARF: prologue_end on the first row with a line", "[dwarf]") {
+  const std::string bitcode = kiln_test::bitcode_from_ir(R"(
+target triple = "x86_64-unknown-linux-gnu"
+@g = global i32 0
+define i32 @f(i32 %x) !dbg !4 {
+  %v = load volatile i32, ptr @g, !dbg !8
+  %a = add i32 %x, %v, !dbg !8
+  store volatile i32 %a, ptr @g, !dbg !8
+  %b = mul i32 %a, 3, !dbg !7
+  store volatile i32 %b, ptr @g, !dbg !7
+  ret i32 %b, !dbg !7
+}
+!llvm.dbg.cu = !{!1}
+!llvm.module.flags = !{!5, !6}
+!0 = !DIFile(filename: "l0.c", directory: "/tmp")
+!1 = distinct !DICompileUnit(language: DW_LANG_C11, file: !0, producer: "test", isOptimized: false, runtimeVersion: 0, emissionKind: FullDebug)
+!2 = !DISubroutineType(types: !3)
+!3 = !{null}
+!4 = distinct !DISubprogram(name: "f", scope: !0, file: !0, line: 3, type: !2, scopeLine: 3, spFlags: DISPFlagDefinition, unit: !1)
+!5 = !{i32 7, !"Dwarf Version", i32 5}
+!6 = !{i32 2, !"Debug Info Version", i32 3}
+!7 = !DILocation(line: 5, column: 2, scope: !4)
+!8 = !DILocation(line: 0, column: 0, scope: !4)
+)");
+  ObjectDwarf dwarf(stamp_object(bitcode));
+  REQUIRE(dwarf.ctx->getNumCompileUnits() == 1);
+  const llvm::DWARFDebugLine::LineTable* table =
+      dwarf.ctx->getLineTableForUnit(dwarf.ctx->compile_units().begin()->get());
+  REQUIRE(table);
+  std::vector<uint32_t> prologue_ends;
+  for (const auto& row : table->Rows) {
+    if (row.PrologueEnd) prologue_ends.push_back(row.Line);
+    if (row.Line == 0) CHECK_FALSE(row.IsStmt);
+  }
+  CHECK(prologue_ends == std::vector<uint32_t>{5});
+  CHECK(check_lines(bitcode, "line 0 first").verify_errors.empty());
+}
