@@ -26,6 +26,11 @@ struct ReportOutputs {
   std::string svg_path;  // build only
 };
 
+// Throws KilnError(kExitIo) naming the first output that cannot be written (a
+// directory, a missing or read-only directory): asked before a measurement, so that
+// its runs are not lost to a mistyped --json path at the end.
+void check_report_outputs(const ReportOutputs& outputs);
+
 // ---- build -------------------------------------------------------------------------
 
 struct BuildOptions {

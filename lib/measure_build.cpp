@@ -2,6 +2,9 @@
 // Runs are interleaved pair by pair in random order so that slow drift of the
 // machine (thermal throttling, a background job, a filling page cache) hits both
 // variants alike instead of whichever happened to run second.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <random>
 
@@ -267,13 +270,30 @@ std::string build_report_svg(const BuildReport& report) {
                          "seconds");
 }
 
+void check_report_outputs(const ReportOutputs& outputs) {
+  for (const std::string* path : {&outputs.json_path, &outputs.markdown_path, &outputs.svg_path}) {
+    if (path->empty() || inherited_descriptor(*path) >= 0) continue;
+    struct stat st {};
+    if (::stat(path->c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) throw KilnError(kExitIo, *path, "cannot write a report here: it is a directory");
+      if (!S_ISREG(st.st_mode)) continue;  // a device or FIFO, written in place
+    }
+    const std::string dir = dirname_of(absolute_path(*path));
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+      throw KilnError(kExitIo, *path, "cannot write a report here: " + dir + ": " + errno_reason(errno));
+  }
+}
+
 int run_build_command(const BuildOptions& options, const ReportOutputs& outputs) {
+  check_report_outputs(outputs);
   BuildReport report = measure_build(options);
   std::string markdown = build_report_markdown(report);
+  // The table first: what was measured is on the terminal even if a file fails.
+  std::fputs(markdown.c_str(), stdout);
+  std::fflush(stdout);
   if (!outputs.json_path.empty()) write_file_atomic(outputs.json_path, build_report_json(report));
   if (!outputs.markdown_path.empty()) write_file_atomic(outputs.markdown_path, markdown);
   if (!outputs.svg_path.empty()) write_file_atomic(outputs.svg_path, build_report_svg(report));
-  std::fputs(markdown.c_str(), stdout);
   return kExitOk;
 }
 

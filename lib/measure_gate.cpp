@@ -66,10 +66,11 @@ double number_member(simdjson::dom::element e, const char* key, const std::strin
 
 // A wall time from a report: a negative, zero or non-finite one cannot come from a
 // measurement, and would turn the speedup into a meaningless (or negative) number.
-double wall_time(simdjson::dom::element e, const char* key, const std::string& path, const std::string& what) {
+// A wall time or a memory size: a positive finite number, else the report is bad input.
+double positive_measure(simdjson::dom::element e, const char* key, const std::string& path, const std::string& what) {
   double v = number_member(e, key, path);
   if (!(v > 0) || !std::isfinite(v))
-    throw KilnError(kExitBadInput, path, what + " is " + format_fixed(v, 3) + ": a wall time must be positive");
+    throw KilnError(kExitBadInput, path, what + " is " + format_fixed(v, 3) + ": it must be positive");
   return v;
 }
 
@@ -83,7 +84,7 @@ std::pair<std::vector<double>, std::vector<double>> run_walls(simdjson::dom::ele
     std::string variant = get_string_or(run, "variant", "");
     if (variant != "baseline" && variant != "candidate")
       throw KilnError(kExitBadInput, path, "a run whose variant is neither baseline nor candidate");
-    double wall = wall_time(run, "wall_seconds", path, "a " + variant + " run's wall_seconds");
+    double wall = positive_measure(run, "wall_seconds", path, "a " + variant + " run's wall_seconds");
     (variant == "baseline" ? walls.first : walls.second).push_back(wall);
   }
   return walls;
@@ -102,10 +103,10 @@ void require_same_median(double stated, const std::vector<double>& walls, const 
 
 GateCheck check_build(simdjson::dom::element root, const std::string& path, double min_speedup) {
   simdjson::dom::element variants = member(root, "variants", path);
-  double base = wall_time(member(member(variants, "baseline", path), "wall_seconds", path), "median", path,
-                          "variants.baseline.wall_seconds.median");
-  double cand = wall_time(member(member(variants, "candidate", path), "wall_seconds", path), "median", path,
-                          "variants.candidate.wall_seconds.median");
+  double base = positive_measure(member(member(variants, "baseline", path), "wall_seconds", path), "median", path,
+                                 "variants.baseline.wall_seconds.median");
+  double cand = positive_measure(member(member(variants, "candidate", path), "wall_seconds", path), "median", path,
+                                 "variants.candidate.wall_seconds.median");
   GateCheck check;
   check.report_path = path;
   check.name = "speedup";
@@ -132,13 +133,30 @@ GateCheck check_build(simdjson::dom::element root, const std::string& path, doub
 // report without them (a run that recorded none) cannot pass a memory limit.
 GateCheck check_memory(simdjson::dom::element root, const std::string& path, double max_ratio) {
   simdjson::dom::element variants = member(root, "variants", path);
-  double base = number_member(member(member(variants, "baseline", path), "peak_rss_kib", path), "median", path);
-  double cand = number_member(member(member(variants, "candidate", path), "peak_rss_kib", path), "median", path);
   GateCheck check;
   check.report_path = path;
   check.name = "peak memory";
-  check.value = base > 0 ? cand / base : INFINITY;
   check.limit = max_ratio;
+  simdjson::dom::element base_rss, cand_rss;
+  double base = 0, cand = 0;
+  if (member(variants, "baseline", path)["peak_rss_kib"].get(base_rss) == simdjson::SUCCESS &&
+      member(variants, "candidate", path)["peak_rss_kib"].get(cand_rss) == simdjson::SUCCESS) {
+    base = number_member(base_rss, "median", path);
+    cand = number_member(cand_rss, "median", path);
+  }
+  // 0 (or no field): not recorded, which fails; below 0 (or not a number): impossible.
+  for (auto [v, what] : {std::pair{base, "baseline"}, std::pair{cand, "candidate"}})
+    if (v < 0 || !std::isfinite(v))
+      throw KilnError(kExitBadInput, path,
+                      std::string("variants.") + what + ".peak_rss_kib.median is " + format_fixed(v, 3) +
+                          ": it must be positive");
+  if (base == 0 || cand == 0) {
+    check.value = INFINITY;
+    check.pass = false;
+    check.detail = "the report records no peak RSS";
+    return check;
+  }
+  check.value = cand / base;
   check.pass = std::isfinite(check.value) && check.value <= max_ratio;
   check.detail = "peak RSS median " + format_fixed(base / 1024, 1) + " MiB -> " + format_fixed(cand / 1024, 1) + " MiB";
   return check;

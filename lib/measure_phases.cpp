@@ -292,6 +292,7 @@ std::string phases_report_svg(const PhasesReport& r) {
 }
 
 int run_phases_command(const std::string& corpus_dir, const ReportOutputs& outputs) {
+  check_report_outputs(outputs);
   PhasesReport report = measure_phases(corpus_dir);
   std::string markdown = phases_report_markdown(report);
   if (!outputs.json_path.empty()) write_file_atomic(outputs.json_path, phases_report_json(report));

@@ -165,6 +165,7 @@ std::string size_report_markdown(const SizeReport& report) {
 
 int run_size_command(const std::string& baseline_path, const std::string& candidate_path,
                      const ReportOutputs& outputs) {
+  check_report_outputs(outputs);
   SizeReport report = measure_size(baseline_path, candidate_path);
   std::string markdown = size_report_markdown(report);
   if (!outputs.json_path.empty()) write_file_atomic(outputs.json_path, size_report_json(report));

@@ -317,9 +317,15 @@ TEST_CASE("gate checks a build's peak memory against --max-memory-ratio", "[meas
   CHECK(evaluate_gate(path, thresholds).size() == 1);
   CHECK(run_gate_command({path}, thresholds) == kExitOk);
   CHECK(error_code_of([] { parse_max_memory_ratio("lots"); }) == kExitUsage);
-  // A report that recorded no memory (0 KiB) cannot pass a memory limit.
+  // A report that recorded no memory (0 KiB, or no field) cannot pass a memory limit.
   path = write_build_report(dir.path, 2.0, 1.0, 0, 0);
   CHECK_FALSE(evaluate_gate(path, GateThresholds{})[1].pass);
+  path = write_build_report(dir.path, 2.0, 1.0, 100000, 100000);
+  write_file_atomic(path, replaced(read_file(path), "\"peak_rss_kib\"", "\"peak_rss\""));
+  CHECK(contains(format_gate_check(evaluate_gate(path, GateThresholds{})[1]), "records no peak RSS"));
+  // A negative footprint is impossible: bad input, as a negative wall time is (it passed).
+  path = write_build_report(dir.path, 2.0, 1.0, 100000, -1);
+  CHECK(error_code_of([&] { evaluate_gate(path, GateThresholds{}); }) == kExitBadInput);
 }
 
 TEST_CASE("gate refuses negative or zero medians as bad input naming the file", "[measure][gate]") {
@@ -576,6 +582,21 @@ TEST_CASE("a failing build or prepare command is a hard error naming it", "[meas
   options.prepare_command.clear();
   options.runs = 0;
   CHECK(error_code_of([&] { measure_build(options); }) == kExitUsage);
+}
+
+TEST_CASE("a report path that cannot be written is refused before any run", "[measure][build]") {
+  ScratchDir dir;
+  BuildOptions options;
+  const std::string ran = dir.path + "/ran";
+  options.baseline_command = options.candidate_command = "touch " + ran;
+  options.runs = 1;
+  options.workdir = dir.path + "/work";
+  for (ReportOutputs outputs : {ReportOutputs{dir.path + "/missing/r.json", "", ""}, ReportOutputs{"", "", dir.path},
+                                ReportOutputs{"", dir.path + "/no/t.md", ""}}) {
+    CHECK(error_code_of([&] { run_build_command(options, outputs); }) == kExitIo);
+    CHECK_FALSE(path_exists(ran));
+  }
+  CHECK_NOTHROW(check_report_outputs({dir.path + "/r.json", "/dev/null", ""}));
 }
 
 TEST_CASE("the hardware profile is a JSON object with a readable table", "[measure][hw]") {
