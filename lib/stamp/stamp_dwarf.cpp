@@ -1038,12 +1038,18 @@ class DwarfBuilder {
     buf.flush_to(b);
   }
 
-  // DW_AT_type (or DW_AT_discr) naming type `t` (1-based): none for 0, and for an
-  // element, which has no DIE of its own (DW_AT_discr names one inside its owner).
+  // DW_AT_type (or DW_AT_discr) naming type `t` (1-based): none for 0, for an element,
+  // which has no DIE of its own (DW_AT_discr names one inside its owner), and for a type
+  // not written (type_written).
   void add_type(DieValues& die, uint16_t attribute, uint32_t t) {
-    if (t && (attribute == kAtDiscr || !debug_type_is_element(d_.types[t - 1].tag)))
-      die.add(attribute, kFormRef4, t);
+    if (t && (attribute == kAtDiscr || type_written(d_.types[t - 1].tag))) die.add(attribute, kFormRef4, t);
   }
+
+  // Whether a type of this tag has a DIE among its scope's. Not a pointer to member:
+  // the flat file does not carry its class (DW_AT_containing_type, DWARF 5 section
+  // 5.7), and gdb refuses the whole unit for a DW_TAG_ptr_to_member_type without one;
+  // left out, what names it has no type, as a void would.
+  static bool type_written(uint16_t tag) { return !debug_type_is_element(tag) && tag != kTagPtrToMember; }
 
   void add_name_and_line(DieValues& die, const FlatDebugType& t) {
     if (!t.name.empty()) die.add(kAtName, kFormStrp, 0, t.name);
@@ -1182,8 +1188,7 @@ class DwarfBuilder {
     type_children_ = debug_type_children(d_.types);
     type_offset_.assign(d_.types.size(), 0);
     for (uint32_t t = 0; t < d_.types.size(); ++t)
-      if (!d_.types[t].parent_type && !debug_type_is_element(d_.types[t].tag))
-        scope_types_[d_.types[t].scope].push_back(t);
+      if (!d_.types[t].parent_type && type_written(d_.types[t].tag)) scope_types_[d_.types[t].scope].push_back(t);
     first_variable_.assign(flat_.functions.size() + 1, 0);
     for (const FlatDebugVariable& v : d_.variables) ++first_variable_[v.function + 1];
     for (size_t fn = 0; fn < flat_.functions.size(); ++fn) first_variable_[fn + 1] += first_variable_[fn];

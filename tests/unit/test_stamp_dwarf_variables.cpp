@@ -7,6 +7,9 @@
 
 #include <fstream>
 
+#include <llvm/DebugInfo/DWARF/DWARFContext.h>
+#include <llvm/Object/ObjectFile.h>
+
 #include "backend_llvm.h"
 #include "backend_stamp.h"
 #include "error.h"
@@ -176,4 +179,33 @@ TEST_CASE("stamp DWARF variables: the flat file carries them, and refuses them o
     if (flat.debug.types[t].tag == 0x0d) bad.debug.types.back().parent_type = static_cast<uint32_t>(t + 1);
   CHECK(check_flat_module(bad) == "debug type declared inside a member");
   CHECK_THROWS_AS(read_flat_file(write_flat_file(bad, "m.c"), "bad.flat"), KilnError);
+}
+
+// A pointer to a data member: the flat file does not carry its class, and gdb refuses
+// the whole unit for a DW_TAG_ptr_to_member_type without DW_AT_containing_type; stamp
+// leaves the type out (a variable of it has no type), the rest of the unit intact.
+TEST_CASE("stamp DWARF variables: no pointer-to-member type without its class", "[dwarf]") {
+  const std::string bitcode = compile(kiln_test::llvm_tool("clang") + " -x c++ -g -O0 -c -emit-llvm",
+                                      "struct S { int a, b; };\n"
+                                      "int get(S* s, int S::*pm) { int S::*local = pm; return s->*local; }\n",
+                                      "cpp");
+  REQUIRE_FALSE(bitcode.empty());
+  LlvmBackend llvm(Profile::fast);
+  ParsedModule m = llvm.parse(bitcode, "pm.bc");
+  StampPlan plan = plan_stamp_module(*m, "0123456789ab");
+  const std::string object = write_stamp_part(plan, *m);
+  auto file = llvm::cantFail(llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "pm.o")));
+  auto ctx = llvm::DWARFContext::create(*file);
+  size_t pointers_to_member = 0;
+  std::vector<std::string> variables;
+  for (const auto& unit : ctx->compile_units())
+    for (const auto& entry : unit->dies()) {
+      llvm::DWARFDie die(unit.get(), &entry);
+      if (die.getTag() == llvm::dwarf::DW_TAG_ptr_to_member_type) ++pointers_to_member;
+      if (die.getTag() == llvm::dwarf::DW_TAG_formal_parameter || die.getTag() == llvm::dwarf::DW_TAG_variable)
+        if (const char* name = die.getShortName()) variables.push_back(name);
+    }
+  CHECK(pointers_to_member == 0);
+  CHECK(variables == std::vector<std::string>{"s", "pm", "local"});
+  CHECK(check_lines(bitcode, "pointer to member").verify_errors.empty());
 }
