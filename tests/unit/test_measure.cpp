@@ -372,6 +372,15 @@ TEST_CASE("the gate's interval is computed like its speedup and contains it", "[
   REQUIRE(e);
   CHECK(e->code() == kExitBadInput);
   CHECK(contains(e->what(), "not the median of its runs"));
+
+  // Equal builds: whatever the verdict, the line says the interval holds the limit.
+  path = write_build_report_with_runs(dir.path, {1.00, 1.02, 0.98, 1.01, 0.99}, {1.01, 0.99, 1.00, 1.02, 0.98});
+  GateThresholds no_slower;
+  no_slower.min_speedup = 1.0;
+  CHECK(contains(format_gate_check(evaluate_gate(path, no_slower)[0]), "within the noise of these runs"));
+  // Twice as fast: clear of the limit, no such words.
+  path = write_build_report_with_runs(dir.path, base, cand);
+  CHECK_FALSE(contains(format_gate_check(evaluate_gate(path, no_slower)[0]), "within the noise"));
 }
 
 TEST_CASE("the bootstrap interval always contains its ratio, even with few resamples", "[measure][stats]") {
