@@ -152,7 +152,9 @@ void remove_output(const std::string& path) {
 // (and waited for), or it could write the output after its removal: make passes a
 // signal to its own children only, not to the compiler under this wrapper.
 char g_bitcode_output[4096];
-volatile sig_atomic_t g_compiler = 0;  // run_process's running_child: the compiler now running
+// The child now running: the compiler (run_process's running_child) or the back end's
+// worker (run_isolated_one's running_worker), which stops a cmd: command it runs.
+volatile sig_atomic_t g_compiler = 0;
 
 extern "C" void remove_bitcode_and_die(int sig) {
   const pid_t compiler = g_compiler;
@@ -234,7 +236,8 @@ int capture_compile(Compile& k) {
   try {
     // In a worker process: a back end that crashes, or LLVM's fatal error, is this
     // module's failure (the output removed, --fallback's compile), not the wrapper's death.
-    std::string object = run_isolated_one("the back end", [&] { return emit_for_capture(s, bytes, m.id, k.output); });
+    std::string object = run_isolated_one(
+        "the back end", [&] { return emit_for_capture(s, bytes, m.id, k.output); }, &g_compiler);
     write_file_atomic(k.output, object, Durability::kAtomic);  // the compiler's own output: clang does not sync it
   } catch (const std::exception& e) {
     remove_output(k.output);

@@ -102,6 +102,13 @@ std::string frame(uint64_t index, bool ok, int32_t code, const std::string& text
       reply = frame(index, false, kExitInternal, label(index) + ": " + e.what());
     }
     if (!send_all(fd, reply.data(), reply.size())) _exit(0);
+    // A stop signal reached the command this job ran (and ended it): the worker ends
+    // by it too, for whoever is waiting for it to stop (its supervisor, or the handler
+    // of a C wrapper that is being stopped).
+    if (int sig = interrupt_signal()) {
+      ::signal(sig, SIG_DFL);
+      ::raise(sig);
+    }
   }
 }
 
@@ -120,6 +127,8 @@ std::string crash_signal_name(int sig) {
 constexpr std::array<int, 3> kStopSignals = {SIGINT, SIGTERM, SIGHUP};
 constexpr double kStopGraceSeconds = 2;
 std::atomic<int> g_stop_signal{0};
+// run_isolated_one's running_worker, for the worker it forks.
+volatile sig_atomic_t* g_running_worker = nullptr;
 
 extern "C" void remember_stop(int sig) { g_stop_signal.store(sig); }
 
@@ -143,10 +152,15 @@ class StopSignals {
   }
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
-  // A new worker starts with the default actions, as the process had them.
+  // A new worker starts with the default actions (or ignores what the process
+  // ignores), not with this process's handlers: a stop signal to a worker must stop
+  // what it runs (a cmd: back end's command, which process.cpp's forwarding then
+  // reaches), not act as the tool's own handler (the C wrapper's removes its output).
   void reset_in_worker() const {
-    for (size_t i = 0; i < kStopSignals.size(); ++i)
-      if (installed_[i]) ::signal(kStopSignals[i], SIG_DFL);
+    for (int sig : kStopSignals) {
+      struct sigaction current {};
+      if (::sigaction(sig, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) ::signal(sig, SIG_DFL);
+    }
   }
 
  private:
@@ -219,6 +233,7 @@ class Supervisor {
     }
     ::close(sv[1]);
     procs_[k] = Proc{pid, sv[0], {}, -1};
+    if (g_running_worker) *g_running_worker = pid;
   }
 
   void assign(Proc& p, size_t item) {
@@ -399,11 +414,21 @@ void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const 
   }
 }
 
-std::string run_isolated_one(const std::string& label, const std::function<std::string()>& job) {
+std::string run_isolated_one(const std::string& label, const std::function<std::string()>& job,
+                             volatile sig_atomic_t* running_worker) {
   IsolatedResult result;
-  run_isolated(
-      1, 1, [&](size_t) { return job(); }, [&](size_t, IsolatedResult r) { result = std::move(r); },
-      [&](size_t) { return label; });
+  g_running_worker = running_worker;
+  try {
+    run_isolated(
+        1, 1, [&](size_t) { return job(); }, [&](size_t, IsolatedResult r) { result = std::move(r); },
+        [&](size_t) { return label; });
+  } catch (...) {
+    if (running_worker) *running_worker = 0;
+    g_running_worker = nullptr;
+    throw;
+  }
+  if (running_worker) *running_worker = 0;
+  g_running_worker = nullptr;
   if (!result.ok) throw KilnError(static_cast<ExitCode>(result.code), "", result.text);
   return result.text;
 }

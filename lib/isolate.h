@@ -4,6 +4,7 @@
 // in forked worker processes so that a bad module fails alone, with its reason, and
 // every other module still finishes.
 #pragma once
+#include <csignal>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -31,7 +32,11 @@ void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const 
 
 // One item: returns job()'s answer, or throws KilnError with the job's code and line
 // (a crash: kExitBadInput, "LABEL: LLVM crashed (SIGSEGV) while parsing").
-std::string run_isolated_one(const std::string& label, const std::function<std::string()>& job);
+// running_worker, when given, holds the worker's pid while it runs (0 after), for a
+// signal handler that must stop it and wait before acting (the C wrapper's: the worker
+// stops a cmd: back end's command, which its death would leave running).
+std::string run_isolated_one(const std::string& label, const std::function<std::string()>& job,
+                             volatile sig_atomic_t* running_worker = nullptr);
 
 // Whole writes and reads on a socket (EINTR retried; a peer that closed, or died, is
 // false, never SIGPIPE): the frames between a supervisor and its workers.

@@ -143,6 +143,22 @@ rc=$?
 check "kiln-capture exits 143 after SIGTERM during an emission (got $rc)" test "$rc" -eq 143
 check "no bitcode is left at the object path" no_bitcode_objects
 check "no temporary directory is left in TMPDIR (back end's included)" bash -c "[[ -z \$(ls -A '$T/tmp-sig') ]]"
+
+# SIGTERM to the C wrapper alone (make signals its own children only): the back end's
+# command, in a process group of its own, is stopped too; it ran on after the wrapper
+# and its worker died.
+make -s clean
+rm -f "$T/emitting" "$T/emitted"
+kiln-capture -o "$T/S3" --backend "cmd:touch $T/emitting; sleep 4; touch $T/emitted; false {in} {out}" \
+  -- sh -c '$CC -O1 -c main.c -o main.o & echo $! > wrapper.pid; wait' &
+pid=$!
+for _ in $(seq 300); do [[ -e $T/emitting ]] && break; sleep 0.1; done
+check "the back end started under the wrapper" test -e "$T/emitting"
+kill -TERM "$(cat wrapper.pid)"
+wait "$pid"
+sleep 5
+check "SIGTERM to the wrapper alone stops the back end's command (it never finished)" test ! -e "$T/emitted"
+check "and no bitcode is left at the object path" no_bitcode_objects
 cd "$T/sig"
 
 # A back end that crashes the process emitting (here a cmd: back end that sends SIGSEGV
