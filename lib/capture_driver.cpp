@@ -377,6 +377,81 @@ std::string find_capture_llvm() {
   return sibling_program(kCaptureLlvmName, "kiln-capture's half that links LLVM (its compiler wrappers)");
 }
 
+namespace {
+
+// The manifest describes the latest build that added to the corpus; the object cache is
+// bounded after it.
+void record_build(const CaptureOptions& options, const std::string& corpus_dir, const CorpusManifest& m,
+                  int build_exit_code, double build_seconds, uint64_t cache_limit) {
+  Corpus corpus = Corpus::open(corpus_dir);
+  CorpusManifest& cm = corpus.manifest();
+  cm.kiln_version = m.kiln_version;
+  cm.llvm_version = m.llvm_version;
+  if (!m.rustc_version.empty()) cm.rustc_version = m.rustc_version;  // else no rustc ran: the last that did
+  cm.clang_version = m.clang_version;
+  cm.host = m.host;
+  cm.hardware_json = m.hardware_json;
+  cm.origin = "capture";
+  cm.build_command = options.command;
+  cm.build_cwd = m.build_cwd;
+  cm.build_seconds = build_seconds;
+  cm.build_exit_code = build_exit_code;
+  cm.backend = options.backend;
+  cm.profile = options.profile;
+  corpus.save_manifest();
+  corpus.prune_objects(cache_limit);
+}
+
+// The size of the corpus's invocations file (0 when there is none): every compiler call
+// kiln's wrappers saw appends a line to it.
+off_t invocations_size(const std::string& corpus_dir) {
+  struct stat st {};
+  return ::stat((corpus_dir + "/" + kInvocationsFileName).c_str(), &st) == 0 ? st.st_size : 0;
+}
+
+// What the user should know once the build is done. Always: a successful build that sent no
+// compiler call through kiln (a compiler the Makefile names itself, one CMake cached
+// in an earlier configure, nothing left to rebuild) captured nothing, which a scripted
+// build would otherwise never learn. At a terminal, the summary: the corpus's
+// invocations file grows with every build, and reading it back is time a scripted
+// build should not wait for.
+void tell_about_capture(const CaptureOptions& options, const std::string& corpus_dir, off_t invocations_before,
+                        int build_exit_code) {
+  if (build_exit_code == 0 && invocations_size(corpus_dir) == invocations_before)
+    std::fprintf(stderr,
+                 "kiln-capture: warning: no compiler call went through kiln in this build: nothing was "
+                 "captured (was everything up to date, or does the build name its compiler itself instead "
+                 "of $CC, or use one CMake cached before?)\n");
+  if (!::isatty(2)) return;
+  Corpus corpus = Corpus::open(corpus_dir);
+  size_t captured = 0, passed = 0, fell_back = 0, failed = 0;
+  for (const auto& inv : corpus.invocations()) {
+    if (inv.action == "captured") ++captured;
+    else if (inv.action == "passthrough") ++passed;
+    else if (inv.action == "fallback") ++fell_back;
+    else if (inv.action == "failed") ++failed;
+  }
+  std::fprintf(
+      stderr,
+      "kiln-capture: %s: %zu modules; invocations: %zu captured, %zu passed through, %zu fell back, %zu failed\n",
+      corpus_dir.c_str(), corpus.modules().size(), captured, passed, fell_back, failed);
+  if (options.backend != "native")
+    std::fprintf(stderr,
+                 "kiln-capture: note: the build's outputs hold objects from --backend %s; a later plain build "
+                 "reuses them where nothing changed (cargo clean, or a clean build, to rebuild them natively)\n",
+                 options.backend.c_str());
+}
+
+// Wrappers the user set for rustc that this build's RUSTC_WRAPPER (kiln's) takes the
+// place of: cargo gives RUSTC_WRAPPER precedence over the others.
+void warn_of_replaced_wrappers() {
+  for (const char* name : {"RUSTC_WRAPPER", "CARGO_BUILD_RUSTC_WRAPPER"})
+    if (const char* existing = std::getenv(name); existing && *existing)
+      std::fprintf(stderr, "kiln-capture: warning: replacing %s=%s for this build\n", name, existing);
+}
+
+}  // namespace
+
 int run_capture(const CaptureOptions& options) {
   // Everything that can be checked is checked before anything is created.
   if (options.command.empty()) throw KilnError(kExitUsage, "", "no build command given after --");
@@ -472,8 +547,8 @@ int run_capture(const CaptureOptions& options) {
       return size_t(0);
     }
   });
-  if (const char* existing = std::getenv("RUSTC_WRAPPER"); existing && *existing)
-    std::fprintf(stderr, "kiln-capture: warning: replacing RUSTC_WRAPPER=%s for this build\n", existing);
+  warn_of_replaced_wrappers();
+  const off_t invocations_before = invocations_size(corpus_dir);
 
   Stopwatch clock;
   int received_signal = 0;
@@ -485,42 +560,19 @@ int run_capture(const CaptureOptions& options) {
   m.hardware_json = found.hardware_json;
   if (found.clang_asked) remember_compiler_version(corpus_dir, real_cc, cc_identity, found.clang_version);
   swept.get();
-  // The manifest describes the latest build that added to the corpus.
-  Corpus corpus = Corpus::open(corpus_dir);
-  CorpusManifest& cm = corpus.manifest();
-  cm.kiln_version = m.kiln_version;
-  cm.llvm_version = m.llvm_version;
-  if (!m.rustc_version.empty()) cm.rustc_version = m.rustc_version;  // else no rustc ran: the last that did
-  cm.clang_version = m.clang_version;
-  cm.host = m.host;
-  cm.hardware_json = m.hardware_json;
-  cm.origin = "capture";
-  cm.build_command = options.command;
-  cm.build_cwd = m.build_cwd;
-  cm.build_seconds = clock.seconds();
-  cm.build_exit_code = result.exit_code;
-  cm.backend = options.backend;
-  cm.profile = options.profile;
-  corpus.save_manifest();
-  corpus.prune_objects(cache_limit);
   // Stopped by a signal: the build has been stopped with it; the temporary directory
   // goes on return, and the status says which signal.
-  if (received_signal) return 128 + received_signal;
-
-  // The summary is for a person at a terminal: the corpus's invocations file grows with
-  // every build, and reading it back is time a scripted build should not wait for.
-  if (!::isatty(2)) return result.exit_code;
-  size_t captured = 0, passed = 0, fell_back = 0, failed = 0;
-  for (const auto& inv : corpus.invocations()) {
-    if (inv.action == "captured") ++captured;
-    else if (inv.action == "passthrough") ++passed;
-    else if (inv.action == "fallback") ++fell_back;
-    else if (inv.action == "failed") ++failed;
+  const int status = received_signal ? 128 + received_signal : result.exit_code;
+  try {
+    record_build(options, corpus_dir, m, result.exit_code, clock.seconds(), cache_limit);
+    if (!received_signal) tell_about_capture(options, corpus_dir, invocations_before, result.exit_code);
+  } catch (const KilnError& e) {
+    // The build's own failure is what its user needs to see first; kiln's (a corpus
+    // the build removed, a full disk) is the status only when the build succeeded.
+    if (status == 0) throw;
+    std::fprintf(stderr, "kiln-capture: warning: %s; the build's status %d is kiln-capture's\n", e.what(), status);
   }
-  std::fprintf(stderr,
-               "kiln-capture: %s: %zu modules; invocations: %zu captured, %zu passed through, %zu fell back, %zu failed\n",
-               corpus_dir.c_str(), corpus.modules().size(), captured, passed, fell_back, failed);
-  return result.exit_code;
+  return status;
 }
 
 }  // namespace kiln

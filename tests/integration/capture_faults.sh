@@ -27,6 +27,23 @@ KILN_OBJECT_CACHE_MB=lots expect_error 2 "KILN_OBJECT_CACHE_MB: 'lots': expected
   kiln-capture -o y2 -- true
 check "a bad KILN_OBJECT_CACHE_MB creates no corpus" test ! -e y2
 check "a build program that is not found created nothing" test ! -e y
+# A build that succeeds without one compiler call through kiln captured nothing: said on
+# standard error, even where it is not a terminal.
+kiln-capture -o "$T/none" -- true 2> "$T/none.err"
+check "a build with no compiler call through kiln: a warning that nothing was captured" \
+  grep -q "^kiln-capture: warning: no compiler call went through kiln in this build" "$T/none.err"
+# What fails after the build (here the build removes the corpus) leaves a failed build's
+# status as it was; after a build that succeeded it is kiln's error.
+mkdir -p "$T/gone"
+kiln-capture -o "$T/gone/corpus" -- sh -c "rm -rf '$T/gone'; exit 3" 2> "$T/gone.err"; rc=$?
+check "a corpus the failing build removed: the build's status 3 (got $rc), with a warning" \
+  bash -c "[[ $rc -eq 3 ]] && grep -q \"warning: .*no such corpus directory; the build's status 3\" '$T/gone.err'"
+mkdir -p "$T/gone"
+kiln-capture -o "$T/gone/corpus" -- sh -c "rm -rf '$T/gone'" 2> /dev/null; rc=$?
+check "after a build that succeeded, kiln's error status 5 (got $rc)" test "$rc" -eq 5
+CARGO_BUILD_RUSTC_WRAPPER=sccache kiln-capture -o "$T/none" -- true 2> "$T/wrapper.err"
+check "a rustc wrapper set by CARGO_BUILD_RUSTC_WRAPPER is replaced with a warning" \
+  grep -q "replacing CARGO_BUILD_RUSTC_WRAPPER=sccache" "$T/wrapper.err"
 echo 'not bitcode' > junk.bc
 expect_error 3 "junk.bc: not LLVM bitcode" kiln-capture add -o z junk.bc
 check "an import of a file that is not bitcode created nothing" test ! -e z
