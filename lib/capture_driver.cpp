@@ -284,8 +284,9 @@ static std::unique_ptr<StampServiceProcess> start_build_service(const CaptureOpt
 // absolute paths where those are safe on a command line, else by their names, with the
 // link directory first in PATH (a PATH entry may hold anything but ':').
 static std::vector<std::string> wrapper_environment(const CaptureOptions& options, const std::string& corpus_dir,
-                                                    const std::string& link_dir, const std::string& real_cc,
-                                                    const std::string& real_cxx, const std::string& rustc_wrapper) {
+                                                    const std::string& link_dir, const std::string& cc_dir,
+                                                    const std::string& real_cc, const std::string& real_cxx,
+                                                    const std::string& rustc_wrapper) {
   std::vector<std::string> env = {
       std::string("RUSTC_WRAPPER=") + rustc_wrapper,
       std::string(kEnvRole) + "=rustc",
@@ -299,18 +300,17 @@ static std::vector<std::string> wrapper_environment(const CaptureOptions& option
       std::string(kEnvRealCxx) + "=" + real_cxx,
       std::string(kEnvTmpdir) + "=" + link_dir,
   };
-  if (safe_in_command_line(link_dir)) {
-    env.push_back("CC=" + link_dir + "/kiln-cc");
-    env.push_back("CXX=" + link_dir + "/kiln-c++");
-  } else if (link_dir.find(':') == std::string::npos) {
+  if (safe_in_command_line(cc_dir)) {
+    env.push_back("CC=" + cc_dir + "/kiln-cc");
+    env.push_back("CXX=" + cc_dir + "/kiln-c++");
+  } else if (cc_dir.find(':') == std::string::npos) {
     const char* path = std::getenv("PATH");
-    env.push_back("PATH=" + link_dir + (path && *path ? std::string(":") + path : std::string()));
+    env.push_back("PATH=" + cc_dir + (path && *path ? std::string(":") + path : std::string()));
     env.push_back("CC=kiln-cc");
     env.push_back("CXX=kiln-c++");
   } else {
-    throw KilnError(
-        kExitIo, link_dir,
-        "TMPDIR cannot hold the compiler wrappers: its path contains ':' and characters a build splits CC on");
+    throw KilnError(kExitIo, cc_dir,
+                    "cannot hold the compiler wrappers: its path contains ':' and characters a build splits CC on");
   }
   add_profile_environment(options.profile, env);
   return env;
@@ -371,6 +371,23 @@ static std::string sibling_program(const char* name, const std::string& what) {
 // rustc call.
 static std::string find_rustc_wrapper() {
   return sibling_program("kiln-rustc-wrapper", "kiln's rustc wrapper for --route plugin");
+}
+
+// The directory of kiln-capture-llvm when kiln-cc and kiln-c++ beside it are links to
+// it (as the build and the installation make them), else "".
+static std::string installed_cc_links(const std::string& llvm_half) {
+  const std::string dir = llvm_half.substr(0, llvm_half.find_last_of('/'));
+  char* target = ::realpath(llvm_half.c_str(), nullptr);
+  if (!target) return "";
+  const std::string real = target;
+  std::free(target);
+  for (const char* name : {"kiln-cc", "kiln-c++"}) {
+    char* link = ::realpath((dir + "/" + name).c_str(), nullptr);
+    const bool same = link && real == link;
+    std::free(link);
+    if (!same) return "";
+  }
+  return dir;
 }
 
 std::string find_capture_llvm() {
@@ -527,12 +544,17 @@ int run_capture(const CaptureOptions& options) {
   remove_stale_temp_dirs();
   CaptureTempDir temp;
   const std::string& link_dir = temp.path();
-  if (::symlink(llvm_half.c_str(), (link_dir + "/kiln-cc").c_str()) != 0 ||
-      ::symlink(llvm_half.c_str(), (link_dir + "/kiln-c++").c_str()) != 0 ||
-      ::symlink(rustc_wrapper.c_str(), (link_dir + "/" + kLinkerWrapperName).c_str()) != 0)
+  std::string cc_dir = installed_cc_links(llvm_half);
+  if (cc_dir.empty()) {  // not installed beside it: links of this capture's own
+    cc_dir = link_dir;
+    if (::symlink(llvm_half.c_str(), (link_dir + "/kiln-cc").c_str()) != 0 ||
+        ::symlink(llvm_half.c_str(), (link_dir + "/kiln-c++").c_str()) != 0)
+      throw KilnError(kExitIo, link_dir, "cannot create compiler wrapper links: " + errno_reason(errno));
+  }
+  if (::symlink(rustc_wrapper.c_str(), (link_dir + "/" + kLinkerWrapperName).c_str()) != 0)
     throw KilnError(kExitIo, link_dir, "cannot create compiler wrapper links: " + errno_reason(errno));
   ProcessOptions run;
-  run.set_env = wrapper_environment(options, corpus_dir, link_dir, real_cc, real_cxx, rustc_wrapper);
+  run.set_env = wrapper_environment(options, corpus_dir, link_dir, cc_dir, real_cc, real_cxx, rustc_wrapper);
   if (!plugin.empty()) run.set_env.push_back(std::string(kEnvRustcPlugin) + "=" + plugin);
   // The service before the corpus: a device that cannot be opened leaves nothing behind.
   std::unique_ptr<StampServiceProcess> service = start_build_service(options, link_dir, corpus_dir, run);

@@ -47,4 +47,13 @@ touch -d '2001-01-01' "$T/fakecc/clang-22"
 PATH="$T/fakecc:$PATH" kiln-capture -o "$T/V" -- true
 check "compiler versions: a changed clang binary (its modification time) is asked again" \
   bash -c "[[ \$(grep -c -- '--version' '$T/fakecc.log') -eq 2 && \$(wc -l < '$T/V/compiler-versions.jsonl') -eq 2 ]]"
+# CC and CXX are the same paths in every capture (links beside kiln-capture-llvm): what a
+# build keeps of CC (a CMake cache, a cargo build script's rerun-if-env-changed=CC) stays
+# valid for the next capture, where a path in each capture's temporary directory did not.
+kiln-capture -o "$T/L1" -- sh -c 'echo "$CC $CXX"' > "$T/cc1" 2>/dev/null
+kiln-capture -o "$T/L2" -- sh -c 'echo "$CC $CXX"' > "$T/cc2" 2>/dev/null
+check "CC and CXX are the same in two captures, links to kiln-capture-llvm beside it ($(cat "$T/cc1"))" \
+  bash -c "cmp -s '$T/cc1' '$T/cc2' && read -r cc cxx < '$T/cc1' &&
+    [[ \$(readlink -f \"\$cc\") == \$(readlink -f '$KILN_BIN/kiln-capture-llvm') &&
+       \$(readlink -f \"\$cxx\") == \$(readlink -f '$KILN_BIN/kiln-capture-llvm') && \$cc == '$KILN_BIN/kiln-cc' ]]"
 finish
