@@ -160,7 +160,7 @@ void parallel_for_tokens(Jobserver& jobs, size_t n, unsigned threads, Body& body
   };
   if (!no_more.ok()) threads = 1;  // out of descriptors: waiters could not be woken
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  start_threads(pool, threads, work);
   work(0);
   for (auto& t : pool) t.join();
   if (first_error) std::rethrow_exception(first_error);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -14,6 +15,23 @@ namespace kiln {
 
 // The number of threads a "use the machine" default means.
 inline unsigned hardware_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+// Starts work(1) .. work(threads - 1) on threads of `pool`, as many as the system gives:
+// where it refuses one (a container's limit on processes, EAGAIN), the loop goes on with
+// those started and the calling thread, which takes whatever they leave. A throw from
+// std::thread's constructor while others ran would unwind past joinable threads, which
+// ends the process (std::terminate), tokens and all.
+template <class Work>
+void start_threads(std::vector<std::thread>& pool, unsigned threads, Work& work) {
+  pool.reserve(threads > 0 ? threads - 1 : 0);
+  for (unsigned t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work, t);
+    } catch (const std::system_error&) {
+      return;
+    }
+  }
+}
 
 // Calls body(i, worker) for every i in [0, n) on at most `threads` threads; worker is
 // the thread's number in [0, threads), for per-thread state (scratch arrays, a GPU
@@ -48,8 +66,7 @@ void parallel_for_workers(size_t n, unsigned threads, size_t grain, Body&& body)
     }
   };
   std::vector<std::thread> pool;
-  pool.reserve(threads - 1);
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  start_threads(pool, threads, work);
   work(0);  // the calling thread is worker 0
   for (auto& t : pool) t.join();
   if (first_error) std::rethrow_exception(first_error);

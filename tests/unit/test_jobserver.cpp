@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -259,4 +261,50 @@ TEST_CASE("KILN_TRACE_EMIT_THREADS-style traces append one line per loop", "[job
   trace_parallel_peak("KILN_TEST_TRACE", {9, 9});  // unset: nothing written
   REQUIRE(read_file(dir + "/trace") == "max 2 tokens 1\nmax 1 tokens 0\n");
   remove_tree(dir);
+}
+
+// A system that refuses threads (a container's limit on processes): the loops go on with
+// the threads they got, every item done, every token back; std::thread's throw used to
+// unwind past running threads, which ends the process (std::terminate) with tokens out.
+// The limit is RLIMIT_NPROC of a user with no other process (root is exempt from it).
+TEST_CASE("loops finish every item with the threads the system gives, tokens all back", "[jobserver][parallel]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root, to run as a user whose process limit can be made small");
+    return;
+  }
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  for (int i = 0; i < 8; ++i) REQUIRE(::write(p[1], "+", 1) == 1);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) _exit(9);
+    const struct rlimit few { 3, 3 };
+    ::setrlimit(RLIMIT_NPROC, &few);
+    JobserverAuth auth;
+    auth.kind = JobserverAuth::kPipe;
+    auth.read_fd = p[0], auth.write_fd = p[1];
+    Jobserver jobs = Jobserver::from_auth(auth);
+    std::atomic<int> done{0};
+    auto item = [&](size_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ++done;
+    };
+    try {
+      parallel_for_jobserver(jobs, 64, 16, item);
+      parallel_for(64, 16, item);
+    } catch (...) {
+      _exit(8);
+    }
+    _exit(done == 128 ? 0 : 7);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  ::fcntl(p[0], F_SETFL, O_NONBLOCK);
+  char buf[64];
+  CHECK(::read(p[0], buf, sizeof buf) == 8);  // every token back
+  ::close(p[0]);
+  ::close(p[1]);
 }
