@@ -1166,6 +1166,28 @@ KILN_HD inline bool emits_nothing(const FlatModuleView& m, uint32_t i) {
 
 // push rbp; mov rbp, rsp, or with a bias lea rbp, [rsp - kFrameBias]; sub rsp,
 // frame; then every argument into its slot.
+// A frame larger than a page is taken a page at a time, each page touched before the
+// next, as LLVM's inline stack probes do ("probe-stack", which rustc puts on every
+// function): one `sub rsp` over the guard page below a thread's stack would land in
+// whatever memory lies beyond it, and the frame's stores would write there instead of
+// faulting. What is left (under a page) is taken after the loop; the caller's pushes
+// and the frame's own stores touch it. r11 is free here (no argument is in it).
+constexpr uint32_t kStackPage = 4096;
+KILN_HD inline void probe_frame(Emitter& e, uint32_t frame) {
+  const uint32_t pages = frame / kStackPage * kStackPage, rest = frame - pages;
+  e.byte(0x49), e.byte(0x89), e.byte(0xE3);                          // mov r11, rsp
+  e.byte(0x49), e.byte(0x81), e.byte(0xEB), e.u32(pages);            // sub r11, pages
+  e.byte(0x48), e.byte(0x81), e.byte(0xEC), e.u32(kStackPage);       // loop: sub rsp, 4096
+  e.byte(0x48), e.byte(0xC7), e.byte(0x04), e.byte(0x24), e.u32(0);  // mov qword [rsp], 0
+  e.byte(0x4C), e.byte(0x39), e.byte(0xDC);                          // cmp rsp, r11
+  e.byte(0x75), e.byte(0xEC);                                        // jne loop (-20)
+  if (rest >= 128) {
+    e.byte(0x48), e.byte(0x81), e.byte(0xEC), e.u32(rest);  // sub rsp, imm32
+  } else if (rest) {
+    e.byte(0x48), e.byte(0x83), e.byte(0xEC), e.byte(rest);  // sub rsp, imm8
+  }
+}
+
 KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t fn) {
   const FlatFunction& f = m.functions[fn];
   uint32_t frame = l.frame_size[fn];
@@ -1177,7 +1199,9 @@ KILN_HD inline void encode_prologue(Emitter& e, const FlatModuleView& m, const S
   } else {
     e.byte(0x48), e.byte(0x89), e.byte(0xE5);  // mov rbp, rsp
   }
-  if (frame >= 128) {
+  if (frame > kStackPage) {
+    probe_frame(e, frame);
+  } else if (frame >= 128) {
     e.byte(0x48), e.byte(0x81), e.byte(0xEC);  // sub rsp, imm32
     e.u32(frame);
   } else if (frame) {
