@@ -11,6 +11,25 @@ namespace kiln {
 
 // ---- rustc (cargo's RUSTC_WRAPPER; lib/capture_rustc_args.cpp) ----------------------
 
+// What cargo gives its RUSTC_WRAPPER, after the wrapper's own name: `RUSTC ARGS...`, or,
+// for a workspace member where a RUSTC_WORKSPACE_WRAPPER is set (cargo clippy sets
+// clippy-driver), `WORKSPACE_WRAPPER RUSTC ARGS...`.
+struct CargoWrapperLine {
+  std::string workspace_wrapper;  // "" when cargo named none
+  std::string rustc;
+  std::vector<std::string> args;  // rustc's
+};
+// The second form is told by its second word, a rustc (rustc_program_name): in the
+// first, that word is rustc's first argument, an option, "-" or an @FILE, never a
+// program. `line` must not be empty.
+CargoWrapperLine read_wrapper_line(const std::vector<std::string>& line);
+// Whether a program's file name is a rustc's: rustc, rustc.exe, rustc-VERSION, or
+// PREFIX-rustc (a target's); not, say, clippy-driver or a script named rustc-wrap.sh.
+bool rustc_program_name(const std::string& program);
+// Why the line runs unchanged (the workspace wrapper then runs rustc as cargo asked,
+// and kiln cannot put its own rustc in that place), or "" when it names no such wrapper.
+std::string workspace_wrapper_reason(const CargoWrapperLine& line);
+
 struct RustcCall {
   std::vector<std::string> args;  // without the rustc path
   std::string input;              // source file ("-" for stdin)

@@ -467,6 +467,17 @@ void warn_of_replaced_wrappers() {
       std::fprintf(stderr, "kiln-capture: warning: replacing %s=%s for this build\n", name, existing);
 }
 
+// A workspace wrapper set for the build: cargo runs the workspace's own crates through
+// it, so the rustc wrapper passes them through uncaptured (read_wrapper_line).
+void warn_of_workspace_wrapper() {
+  for (const char* name : {"RUSTC_WORKSPACE_WRAPPER", "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER"})
+    if (const char* wrapper = std::getenv(name); wrapper && *wrapper)
+      std::fprintf(stderr,
+                   "kiln-capture: warning: %s=%s is set: the workspace's own crates run through it, "
+                   "uncaptured (passed through)\n",
+                   name, wrapper);
+}
+
 }  // namespace
 
 int run_capture(const CaptureOptions& options) {
@@ -570,6 +581,7 @@ int run_capture(const CaptureOptions& options) {
     }
   });
   warn_of_replaced_wrappers();
+  warn_of_workspace_wrapper();
   const off_t invocations_before = invocations_size(corpus_dir);
 
   Stopwatch clock;

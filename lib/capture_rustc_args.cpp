@@ -145,6 +145,36 @@ bool bootstrap_gives_nightly(const char* value, const std::string& crate_name) {
   return false;
 }
 
+bool rustc_program_name(const std::string& program) {
+  // An option or an @FILE (cargo's argument file) is rustc's argument, whatever its name.
+  if (program.empty() || program[0] == '-' || program[0] == '@') return false;
+  std::string name = basename_of(program);
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, ".exe") == 0) name.resize(name.size() - 4);
+  static const std::string kRustc = "rustc";
+  if (name == kRustc) return true;
+  // rustc-1.85 (a versioned install); not rustc-wrap.sh, a wrapper's name.
+  if (name.size() > kRustc.size() + 1 && name.compare(0, kRustc.size() + 1, kRustc + "-") == 0 &&
+      std::isdigit(static_cast<unsigned char>(name[kRustc.size() + 1])))
+    return true;
+  return name.size() > kRustc.size() + 1 &&
+      name.compare(name.size() - kRustc.size() - 1, kRustc.size() + 1, "-" + kRustc) == 0;
+}
+
+CargoWrapperLine read_wrapper_line(const std::vector<std::string>& line) {
+  CargoWrapperLine out;
+  const bool through_workspace_wrapper = line.size() >= 2 && rustc_program_name(line[1]);
+  const size_t rustc_at = through_workspace_wrapper ? 1 : 0;
+  if (through_workspace_wrapper) out.workspace_wrapper = line[0];
+  out.rustc = line.at(rustc_at);
+  out.args.assign(line.begin() + static_cast<std::ptrdiff_t>(rustc_at) + 1, line.end());
+  return out;
+}
+
+std::string workspace_wrapper_reason(const CargoWrapperLine& line) {
+  if (line.workspace_wrapper.empty()) return "";
+  return "run through RUSTC_WORKSPACE_WRAPPER " + line.workspace_wrapper;
+}
+
 std::string passthrough_reason(const RustcCall& c, const std::string& route) {
   if (c.version) return "version query";
   // Its crate, output and settings may be in the file: say so, not "no --out-dir".
@@ -331,16 +361,22 @@ static void note_build_rustc(const std::string& rustc) {
 RustcWrapperCall start_rustc_wrapper(int argc, char** argv) {
   g_startup_seconds = process_cpu_seconds();
   if (argc < 2) throw KilnError(kExitUsage, "", "the rustc wrapper expects the rustc path and its arguments");
+  CargoWrapperLine line = read_wrapper_line(std::vector<std::string>(argv + 1, argv + argc));
   RustcWrapperCall w;
-  w.rustc = argv[1];
+  w.rustc = line.rustc;
   note_build_rustc(w.rustc);
-  std::vector<std::string> args(argv + 2, argv + argc);
+  std::vector<std::string>& args = line.args;
   w.settings = WrapperSettings::from_environment();
   w.call = parse_rustc_args(args);
   w.id = new_invocation_id(args);
-  if (std::string reason = passthrough_reason(w.call, w.settings.route); !reason.empty()) {
+  // A workspace wrapper (clippy-driver, ...) is itself what runs rustc: whatever the
+  // crate, the call runs as cargo asked, through it.
+  std::string reason = workspace_wrapper_reason(line);
+  if (reason.empty()) reason = passthrough_reason(w.call, w.settings.route);
+  if (!reason.empty()) {
     record_invocation(w.settings, "rustc", w.id, "passthrough", reason, args, 0, 0);
     args.insert(args.begin(), w.rustc);
+    if (!line.workspace_wrapper.empty()) args.insert(args.begin(), line.workspace_wrapper);
     exec_process(args);
   }
   g_children = use_capture_tmpdir();

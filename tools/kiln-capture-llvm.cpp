@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "capture.h"
+#include "capture_args.h"
 #include "error.h"
 #include "fs.h"
 #include "isolate.h"
@@ -31,10 +32,12 @@ static int body(int argc, char** argv) {
   if (self == "kiln-cc") return cc_wrapper_main(argc, argv, false);
   if (self == "kiln-c++") return cc_wrapper_main(argc, argv, true);
   const char* role = std::getenv(kEnvRole);
-  // As cargo's RUSTC_WRAPPER its first argument is rustc's path; anything else (a
-  // `kiln-capture add` run inside a captured build, whose environment this is) is not.
-  if (role && std::strcmp(role, "rustc") == 0 && argc >= 2 && std::string(argv[1]).find("rustc") != std::string::npos)
-    return rustc_wrapper_main(argc, argv);
+  // As cargo's RUSTC_WRAPPER its first argument is rustc's path, or, for a workspace
+  // member, a RUSTC_WORKSPACE_WRAPPER's followed by rustc's (read_wrapper_line); anything
+  // else (a `kiln-capture add` run inside a captured build, whose environment this is) is not.
+  const bool rustc_line = argc >= 2 &&
+      (std::string(argv[1]).find("rustc") != std::string::npos || (argc >= 3 && rustc_program_name(argv[2])));
+  if (role && std::strcmp(role, "rustc") == 0 && rustc_line) return rustc_wrapper_main(argc, argv);
   if (argc == 2 && std::strcmp(argv[1], "--version") == 0) {
     std::printf("kiln-capture-llvm %s (LLVM %s)\n", KILN_VERSION, KILN_LLVM_VERSION);
     return kExitOk;

@@ -125,6 +125,26 @@ check "build scripts pass through, counted with their reason" \
 check "the manifest records the build command and its exit status" \
   bash -c "jq -e '.build.command == [\"cargo\",\"build\",\"-q\"] and .build.exit_code == 0 and .version == 1' '$T/C/kiln-corpus.json' >/dev/null"
 
+# A RUSTC_WORKSPACE_WRAPPER (cargo clippy's clippy-driver, or the build's own): cargo
+# runs kiln's wrapper as WRAPPER WORKSPACE_WRAPPER RUSTC ARGS for the package's own
+# crates, which run through it as cargo asked, passed through with the wrapper named;
+# the dependency (memchr) is still captured. The wrapper's directory holds "rustc" in
+# its name, which must not make it taken for rustc.
+cargo clean -q
+mkdir -p "$T/rustc-tools"
+printf '#!/bin/sh\necho "$*" >> "%s/ws-wrapper.log"\nexec "$@"\n' "$T" > "$T/rustc-tools/ws-wrapper"
+chmod +x "$T/rustc-tools/ws-wrapper"
+kiln-capture -o "$T/WW" --backend llvm -- env RUSTC_WORKSPACE_WRAPPER="$T/rustc-tools/ws-wrapper" cargo build -q; rc=$?
+check "RUSTC_WORKSPACE_WRAPPER: the build succeeds (status $rc), the workspace wrapper compiled the package's crate, and the program runs" \
+  bash -c "[[ $rc -eq 0 ]] && grep -q -- '--crate-name kiln_example' '$T/ws-wrapper.log' && ./target/debug/kiln-example | cmp -s - '$T/native.out'"
+check "RUSTC_WORKSPACE_WRAPPER: the package's crate passes through with the wrapper named, its dependency is captured" \
+  bash -c "jq -e --arg r 'run through RUSTC_WORKSPACE_WRAPPER $T/rustc-tools/ws-wrapper' \
+      'select(.action == \"passthrough\" and .reason == \$r and (.args | index(\"kiln_example\")))' '$T/WW/invocations.jsonl' >/dev/null &&
+    jq -r .crate '$T/WW/modules.jsonl' | grep -qx memchr && ! jq -r .crate '$T/WW/modules.jsonl' | grep -qx kiln_example"
+touch src/main.rs
+RUSTC_WORKSPACE_WRAPPER="$T/rustc-tools/ws-wrapper" kiln-capture -o "$T/WW" -- cargo build -q 2> "$T/ww.err"; rc=$?
+check "RUSTC_WORKSPACE_WRAPPER set for kiln-capture: the build succeeds, and one warning says the workspace's crates pass through" \
+  bash -c "[[ $rc -eq 0 && \$(grep -c 'warning: RUSTC_WORKSPACE_WRAPPER=.* is set' '$T/ww.err') -eq 1 ]]"
 cargo clean -q
 kiln-capture -o "$T/C" --backend llvm -- cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/kiln.tests"
 check "cargo test on kiln-emitted objects passes exactly the same tests" cmp "$T/native.tests" "$T/kiln.tests"

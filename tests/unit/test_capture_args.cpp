@@ -143,6 +143,56 @@ TEST_CASE("on the plugin route build scripts and proc-macros are compiled like a
 
 namespace {
 
+// cargo's command line for its RUSTC_WRAPPER (after the wrapper's name), and how it
+// splits: the workspace wrapper ("" for none), the rustc, and rustc's arguments.
+struct WrapperLineRow {
+  std::string line, workspace_wrapper, rustc, args;
+};
+
+const WrapperLineRow kWrapperLines[] = {
+    // RUSTC ARGS...
+    {"/r/bin/rustc -vV", "", "/r/bin/rustc", "-vV"},
+    {"/r/bin/rustc", "", "/r/bin/rustc", ""},
+    {"/r/bin/rustc - --crate-name ___ --print=file-names", "", "/r/bin/rustc", "- --crate-name ___ --print=file-names"},
+    {"/r/bin/rustc --crate-name hello src/main.rs", "", "/r/bin/rustc", "--crate-name hello src/main.rs"},
+    {"/r/bin/rustc @/tmp/d/rustc", "", "/r/bin/rustc", "@/tmp/d/rustc"},  // an argument file named rustc
+    {"/usr/bin/rustc-1.85 -vV", "", "/usr/bin/rustc-1.85", "-vV"},
+    // WORKSPACE_WRAPPER RUSTC ARGS...: cargo clippy, and a wrapper of the build's own
+    // (in a directory whose name holds "rustc", or named after it).
+    {"/r/bin/clippy-driver /r/toolchains/stable/bin/rustc -vV", "/r/bin/clippy-driver",
+     "/r/toolchains/stable/bin/rustc", "-vV"},
+    {"/t/rustc-tools/mywrap /r/bin/rustc --crate-name hello src/main.rs", "/t/rustc-tools/mywrap", "/r/bin/rustc",
+     "--crate-name hello src/main.rs"},
+    {"/t/rustc-wrap.sh /r/bin/rustc -vV", "/t/rustc-wrap.sh", "/r/bin/rustc", "-vV"},
+    {"mywrap rustc -vV", "mywrap", "rustc", "-vV"},
+    {"/t/wrap /r/bin/rustc.exe -vV", "/t/wrap", "/r/bin/rustc.exe", "-vV"},
+    {"/t/wrap /usr/bin/rustc-1.85 -vV", "/t/wrap", "/usr/bin/rustc-1.85", "-vV"},
+    {"/t/wrap /r/bin/x86_64-unknown-linux-gnu-rustc", "/t/wrap", "/r/bin/x86_64-unknown-linux-gnu-rustc", ""},
+};
+
+}  // namespace
+
+TEST_CASE("the rustc wrapper tells cargo's RUSTC_WORKSPACE_WRAPPER form by its rustc, and passes it through",
+          "[capture][args][rustc]") {
+  for (const auto& row : kWrapperLines) {
+    INFO("wrapper " << row.line);
+    const CargoWrapperLine line = read_wrapper_line(words(row.line));
+    CHECK(line.workspace_wrapper == row.workspace_wrapper);
+    CHECK(line.rustc == row.rustc);
+    CHECK(joined(line.args) == row.args);
+    // Run as cargo asked, with the wrapper named, whatever the crate; else rustc's reasons.
+    CHECK(workspace_wrapper_reason(line) ==
+          (row.workspace_wrapper.empty() ? "" : "run through RUSTC_WORKSPACE_WRAPPER " + row.workspace_wrapper));
+  }
+  for (const char* name : {"rustc", "/r/bin/rustc", "rustc.exe", "/usr/bin/rustc-1.85", "/r/aarch64-linux-gnu-rustc"})
+    CHECK(rustc_program_name(name));
+  for (const char* name : {"clippy-driver", "/t/rustc-wrap.sh", "/t/rustc-tools/mywrap", "rustdoc", "rustc-", "-vV",
+                           "-", "@/tmp/d/rustc", "--crate-name", "src/rustc.rs", ""})
+    CHECK_FALSE(rustc_program_name(name));
+}
+
+namespace {
+
 struct RustcParse {
   std::string line;
   std::string opt_level;
