@@ -34,10 +34,14 @@ struct RustcCall {
   std::vector<std::string> args;  // without the rustc path
   std::string input;              // source file ("-" for stdin)
   size_t input_index = std::string::npos;
-  std::string crate_name, out_dir, extra_filename, emit, opt_level = "0";
+  std::string crate_name, out_dir, extra_filename, opt_level = "0";
+  std::string emit;  // every --emit's kinds, joined by commas in their order (rustc takes them all)
   std::vector<std::string> crate_types;
   int debuginfo = 0;
-  bool print = false, version = false;
+  // A --print of a kind that makes rustc print and stop before compiling: any but
+  // native-static-libs and link-args, which rustc prints during a normal link.
+  bool print_query = false;
+  bool version = false;
   bool argfile = false;         // an @FILE argument (cargo's when a command line is too long), not read
   bool mangling_given = false;  // -C symbol-mangling-version=...
 };

@@ -478,6 +478,16 @@ void warn_of_workspace_wrapper() {
                    name, wrapper);
 }
 
+// C and C++ compile with kiln's clang (its bitcode is what the corpus keeps): a CC or
+// CXX the user set (gcc, a cross compiler, ccache in front) is not run, which a build
+// that depends on it (gcc-only flags, another target) shows only as odd failures.
+void warn_of_replaced_compilers(const std::string& real_cc, const std::string& real_cxx) {
+  for (auto [name, ours] : {std::pair{"CC", &real_cc}, std::pair{"CXX", &real_cxx}})
+    if (const char* theirs = std::getenv(name); theirs && *theirs && find_program(theirs) != *ours)
+      std::fprintf(stderr, "kiln-capture: warning: %s=%s is not run: C and C++ compile with %s in this build\n", name,
+                   theirs, ours->c_str());
+}
+
 }  // namespace
 
 int run_capture(const CaptureOptions& options) {
@@ -581,6 +591,7 @@ int run_capture(const CaptureOptions& options) {
     }
   });
   warn_of_replaced_wrappers();
+  warn_of_replaced_compilers(real_cc, real_cxx);
   warn_of_workspace_wrapper();
   const off_t invocations_before = invocations_size(corpus_dir);
 

@@ -81,6 +81,15 @@ bool option_value(const std::vector<std::string>& args, size_t& i, const std::st
   return false;
 }
 
+// Whether `--print KIND[=PATH]` makes rustc print and stop before compiling: every kind
+// but native-static-libs and link-args, which rustc prints as it links and which stop
+// nothing (rustc_driver_impl's print_crate_info returns Compilation::Continue when
+// every --print is one of those two).
+bool print_stops_rustc(const std::string& value) {
+  const std::string kind = value.substr(0, value.find('='));
+  return kind != "native-static-libs" && kind != "link-args";
+}
+
 int debuginfo_level(const std::string& v) {
   if (v == "0" || v == "none" || v == "false" || v == "n" || v == "no" || v == "off") return 0;
   if (v == "1" || v == "limited" || v.rfind("line-", 0) == 0) return 1;
@@ -102,9 +111,9 @@ RustcCall parse_rustc_args(const std::vector<std::string>& args) {
     }
     if (option_value(args, i, "--crate-name", v)) c.crate_name = v;
     else if (option_value(args, i, "--out-dir", v)) c.out_dir = v;
-    else if (option_value(args, i, "--emit", v)) c.emit = v;
+    else if (option_value(args, i, "--emit", v)) c.emit += (c.emit.empty() ? "" : ",") + v;
     else if (option_value(args, i, "--crate-type", v)) c.crate_types.push_back(v);
-    else if (option_value(args, i, "--print", v)) c.print = true;
+    else if (option_value(args, i, "--print", v)) c.print_query |= print_stops_rustc(v);
     else if (a == "-C" || a == "--codegen" || (a.rfind("-C", 0) == 0 && a.size() > 2)) {
       std::string setting = (a == "-C" || a == "--codegen") ? (i + 1 < args.size() ? args[++i] : "") : a.substr(2);
       auto eq = setting.find('=');
@@ -156,8 +165,7 @@ bool rustc_program_name(const std::string& program) {
   if (name.size() > kRustc.size() + 1 && name.compare(0, kRustc.size() + 1, kRustc + "-") == 0 &&
       std::isdigit(static_cast<unsigned char>(name[kRustc.size() + 1])))
     return true;
-  return name.size() > kRustc.size() + 1 &&
-      name.compare(name.size() - kRustc.size() - 1, kRustc.size() + 1, "-" + kRustc) == 0;
+  return name.size() > kRustc.size() + 1 && name.compare(name.size() - kRustc.size() - 1, kRustc.size() + 1, "-" + kRustc) == 0;
 }
 
 CargoWrapperLine read_wrapper_line(const std::vector<std::string>& line) {
@@ -179,7 +187,7 @@ std::string passthrough_reason(const RustcCall& c, const std::string& route) {
   if (c.version) return "version query";
   // Its crate, output and settings may be in the file: say so, not "no --out-dir".
   if (c.argfile) return "arguments in an @file, which kiln does not read";
-  if (c.print) return "--print query";
+  if (c.print_query) return "--print query";
   if (c.input == "-") return "probe compiled from standard input";
   if (c.input.empty()) return "no input file";
   if (route != "plugin" && c.crate_name.rfind("build_script_", 0) == 0) return "build script";

@@ -41,6 +41,8 @@ check "a corpus the failing build removed: the build's status 3 (got $rc), with 
 mkdir -p "$T/gone"
 kiln-capture -o "$T/gone/corpus" -- sh -c "rm -rf '$T/gone'" 2> /dev/null; rc=$?
 check "after a build that succeeded, kiln's error status 5 (got $rc)" test "$rc" -eq 5
+CC=gcc kiln-capture -o "$T/none" -- true 2> "$T/cc.err"
+check "a CC set to another compiler is warned of: it is not run" grep -q "warning: CC=gcc is not run" "$T/cc.err"
 CARGO_BUILD_RUSTC_WRAPPER=sccache kiln-capture -o "$T/none" -- true 2> "$T/wrapper.err"
 check "a rustc wrapper set by CARGO_BUILD_RUSTC_WRAPPER is replaced with a warning" \
   grep -q "replacing CARGO_BUILD_RUSTC_WRAPPER=sccache" "$T/wrapper.err"

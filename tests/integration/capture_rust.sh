@@ -145,6 +145,15 @@ touch src/main.rs
 RUSTC_WORKSPACE_WRAPPER="$T/rustc-tools/ws-wrapper" kiln-capture -o "$T/WW" -- cargo build -q 2> "$T/ww.err"; rc=$?
 check "RUSTC_WORKSPACE_WRAPPER set for kiln-capture: the build succeeds, and one warning says the workspace's crates pass through" \
   bash -c "[[ $rc -eq 0 && \$(grep -c 'warning: RUSTC_WORKSPACE_WRAPPER=.* is set' '$T/ww.err') -eq 1 ]]"
+# --print native-static-libs (and link-args) print as rustc links a crate it compiles
+# as usual: no query to pass through.
+cargo clean -q
+RUSTFLAGS=--print=native-static-libs kiln-capture -o "$T/NSL" --backend llvm -- cargo build -q 2> "$T/nsl.err"; rc=$?
+check "RUSTFLAGS=--print=native-static-libs: the build succeeds (status $rc), the program runs, and the crates' modules are captured ($(jq -r .crate "$T/NSL/modules.jsonl" 2>/dev/null | sort -u | tr '\n' ' '))" \
+  bash -c "[[ $rc -eq 0 ]] && ./target/debug/kiln-example | cmp -s - '$T/native.out' &&
+    jq -r .crate '$T/NSL/modules.jsonl' | grep -qx memchr && jq -r .crate '$T/NSL/modules.jsonl' | grep -qx kiln_example &&
+    ! jq -e 'select(.reason == \"--print query\" and (.args | index(\"--crate-name\")) as \$i | .args[\$i + 1] != \"___\")' '$T/NSL/invocations.jsonl' >/dev/null"
+
 cargo clean -q
 kiln-capture -o "$T/C" --backend llvm -- cargo test -q 2>&1 | grep -E '^test result' | sed 's/; finished in .*//' > "$T/kiln.tests"
 check "cargo test on kiln-emitted objects passes exactly the same tests" cmp "$T/native.tests" "$T/kiln.tests"

@@ -98,6 +98,20 @@ const RustcDecision kRustcDecisions[] = {
      "hello"},
     {"--crate-name hello src/main.rs -o /t/hello", "no --out-dir", "src/main.rs", "hello"},
     {"hello.rs", "no --out-dir", "hello.rs", ""},
+    // --print native-static-libs and link-args are printed as rustc links a crate it
+    // compiles (RUSTFLAGS=--print=native-static-libs); every other kind stops rustc.
+    {kCargoLib + " --print=native-static-libs", "", "/r/memchr-2.5.0/src/lib.rs", "memchr"},
+    {kCargoBin + " --print native-static-libs", "", "src/main.rs", "hello"},
+    {kCargoBin + " --print=link-args", "", "src/main.rs", "hello"},
+    {kCargoBin + " --print=native-static-libs=/t/libs.txt --print link-args", "", "src/main.rs", "hello"},
+    {kCargoBin + " --print=native-static-libs --print=cfg", "--print query", "src/main.rs", "hello"},
+    {kCargoBin + " --print=cfg=/t/cfg.txt", "--print query", "src/main.rs", "hello"},
+    // rustc takes every --emit (RUSTFLAGS=--emit=llvm-ir adds to cargo's): a crate still
+    // linked is taken, one that emits no object still passes through.
+    {kCargoLib + " --emit=llvm-ir", "", "/r/memchr-2.5.0/src/lib.rs", "memchr"},
+    {kCargoBin + " --emit asm", "", "src/main.rs", "hello"},
+    {"--crate-name hello src/lib.rs --emit=dep-info,metadata --emit=llvm-ir --out-dir /t/o",
+     "no object output (--emit=dep-info,metadata,llvm-ir)", "src/lib.rs", "hello"},
     // The order of the reasons: the first that applies is the one given.
     {"-vV src/lib.rs --crate-name build_script_build", "version query", "src/lib.rs", "build_script_build"},
     {"--crate-name build_script_build build.rs --crate-type proc-macro --emit=metadata", "build script", "build.rs",
@@ -186,8 +200,8 @@ TEST_CASE("the rustc wrapper tells cargo's RUSTC_WORKSPACE_WRAPPER form by its r
   }
   for (const char* name : {"rustc", "/r/bin/rustc", "rustc.exe", "/usr/bin/rustc-1.85", "/r/aarch64-linux-gnu-rustc"})
     CHECK(rustc_program_name(name));
-  for (const char* name : {"clippy-driver", "/t/rustc-wrap.sh", "/t/rustc-tools/mywrap", "rustdoc", "rustc-", "-vV",
-                           "-", "@/tmp/d/rustc", "--crate-name", "src/rustc.rs", ""})
+  for (const char* name : {"clippy-driver", "/t/rustc-wrap.sh", "/t/rustc-tools/mywrap", "rustdoc", "rustc-",
+                           "-vV", "-", "@/tmp/d/rustc", "--crate-name", "src/rustc.rs", ""})
     CHECK_FALSE(rustc_program_name(name));
 }
 
@@ -225,6 +239,9 @@ const RustcParse kRustcParses[] = {
     // Values given as the next word or after '='.
     {"--crate-type rlib --crate-type=dylib x.rs --out-dir o -C extra-filename=-9", "0", 0, "-9", "", "o", "rlib dylib"},
     {"--emit link x.rs --out-dir=/o/d", "0", 0, "", "link", "/o/d", ""},
+    // Repeated --emit: every kind, in order, as rustc takes them.
+    {"x.rs --emit=dep-info,metadata,link --emit=llvm-ir", "0", 0, "", "dep-info,metadata,link,llvm-ir", "", ""},
+    {"--emit link x.rs --emit obj=/o/x.o", "0", 0, "", "link,obj=/o/x.o", "", ""},
 };
 
 }  // namespace
