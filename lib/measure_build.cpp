@@ -134,6 +134,14 @@ RatioInterval speedup_interval(const std::vector<double>& baseline_wall, const s
 
 BuildReport measure_build(const BuildOptions& options) {
   validate(options);
+  // Without a prepare command each run starts from what the one before left: after the
+  // warm-up, cargo and make find everything built and time a rebuild with nothing to
+  // do, unless the command cleans for itself. Said, not refused: an incremental
+  // rebuild is sometimes what is to be measured.
+  if (options.prepare_command.empty())
+    std::fprintf(stderr,
+                 "kiln-measure: note: no --prepare: each run starts from what the last one left (for clean "
+                 "builds, --prepare 'cargo clean' or the like)\n");
   BuildReport report;
   report.timestamp = iso8601_now();
   report.hardware_json = hardware_profile_json();
