@@ -165,7 +165,8 @@ bool rustc_program_name(const std::string& program) {
   if (name.size() > kRustc.size() + 1 && name.compare(0, kRustc.size() + 1, kRustc + "-") == 0 &&
       std::isdigit(static_cast<unsigned char>(name[kRustc.size() + 1])))
     return true;
-  return name.size() > kRustc.size() + 1 && name.compare(name.size() - kRustc.size() - 1, kRustc.size() + 1, "-" + kRustc) == 0;
+  return name.size() > kRustc.size() + 1 &&
+      name.compare(name.size() - kRustc.size() - 1, kRustc.size() + 1, "-" + kRustc) == 0;
 }
 
 CargoWrapperLine read_wrapper_line(const std::vector<std::string>& line) {

@@ -200,8 +200,8 @@ TEST_CASE("the rustc wrapper tells cargo's RUSTC_WORKSPACE_WRAPPER form by its r
   }
   for (const char* name : {"rustc", "/r/bin/rustc", "rustc.exe", "/usr/bin/rustc-1.85", "/r/aarch64-linux-gnu-rustc"})
     CHECK(rustc_program_name(name));
-  for (const char* name : {"clippy-driver", "/t/rustc-wrap.sh", "/t/rustc-tools/mywrap", "rustdoc", "rustc-",
-                           "-vV", "-", "@/tmp/d/rustc", "--crate-name", "src/rustc.rs", ""})
+  for (const char* name : {"clippy-driver", "/t/rustc-wrap.sh", "/t/rustc-tools/mywrap", "rustdoc", "rustc-", "-vV",
+                           "-", "@/tmp/d/rustc", "--crate-name", "src/rustc.rs", ""})
     CHECK_FALSE(rustc_program_name(name));
 }
 
