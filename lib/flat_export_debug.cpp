@@ -88,14 +88,21 @@ uint32_t FlatDebugExporter::scope_index(const DIScope* s) {
   return k;
 }
 
-// A subprogram as flat_debug.h describes it: its scope chain and file interned first.
+// A subprogram as flat_debug.h describes it: its scope chain and file interned first,
+// then at full emission its return type (types[0]), with the types that one reaches.
 FlatDebugFunction FlatDebugExporter::describe_subprogram(const DISubprogram* sp) {
   FlatDebugFunction fn;
   fn.has_subprogram = true;
   fn.local_to_unit = sp->isLocalToUnit();
   fn.main_subprogram = sp->isMainSubprogram();
+  fn.prototyped = sp->isPrototyped();
   fn.scope = scope_index(sp->getScope());
   if (const DIFile* file = sp->getFile()) fn.file = file_index(file);
+  if (d_.emission == DebugEmission::full)
+    if (const DISubroutineType* routine = sp->getType(); routine && routine->getTypeArray().size() > 0) {
+      fn.type = type(routine->getTypeArray()[0]);
+      fill_types();
+    }
   fn.line = sp->getLine();
   fn.scope_line = sp->getScopeLine();
   fn.name = sp->getName().str();
@@ -246,6 +253,7 @@ void FlatDebugExporter::fill_type(FlatDebugType& t, const Metadata* node) {
   } else if (auto* derived = dyn_cast<DIDerivedType>(node)) {
     common(derived, derived->getTag() == dwarf::DW_TAG_typedef);
     t.type = type(derived->getBaseType());
+    if (derived->getTag() == dwarf::DW_TAG_ptr_to_member_type) t.containing_type = type(derived->getClassType());
     auto* owner = dyn_cast_or_null<DICompositeType>(derived->getScope());
     if (derived->getTag() == dwarf::DW_TAG_member && owner && owner->getTag() == dwarf::DW_TAG_variant_part)
       if (auto* value = dyn_cast_or_null<ConstantInt>(derived->getDiscriminantValue()))

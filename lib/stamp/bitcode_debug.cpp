@@ -50,6 +50,7 @@ constexpr uint64_t kLangVersioned = 1ull << 63;          // COMPILE_UNIT's langu
 constexpr uint64_t kSpFlagsPresent = 4, kSpHasUnit = 2;  // SUBPROGRAM's first field
 constexpr uint64_t kSpFlagLocalToUnit = 4;               // DISubprogram::SPFlagLocalToUnit
 constexpr uint64_t kSpFlagMainSubprogram = 1u << 8;      // DISubprogram::SPFlagMainSubprogram
+constexpr uint64_t kFlagPrototyped = 1u << 8;            // DINode::FlagPrototyped, of SUBPROGRAM's DIFlags
 constexpr uint64_t kDebugMetadataVersion = 3;            // llvm::DEBUG_METADATA_VERSION
 constexpr uint16_t kTagNamespace = 0x39;                 // DW_TAG_namespace
 // How deep scope chains and inlined calls may nest: real code stays at a few dozen. A
@@ -261,8 +262,8 @@ DebugMetadata::Entry DebugMetadata::decode(BitstreamCursor& c, uint32_t code) {
 }
 
 // SUBPROGRAM [flags, scope, name, linkage name, file, line, type, ...]. Since LLVM 8
-// (flag 4) its DISPFlags are field 9 and the scope line field 7; older records are
-// declined.
+// (flag 4) its DISPFlags are field 9, its DIFlags field 11 and the scope line field 7;
+// older records are declined.
 DebugMetadata::Entry DebugMetadata::subprogram(BitstreamCursor& c) {
   if (ops_.size() < 18 || ops_.size() > 22) c.fail("invalid DISubprogram record");
   const bool sp_flags = ops_[0] & kSpFlagsPresent, has_unit = ops_[0] & kSpHasUnit;
@@ -273,7 +274,7 @@ DebugMetadata::Entry DebugMetadata::subprogram(BitstreamCursor& c) {
     decline("a subprogram record without SP flags (debug information before LLVM 8)");
     return {Kind::kOther, 0};
   }
-  for (size_t i : {2, 3, 4})
+  for (size_t i : {2, 3, 4, 6})
     if (ops_[i] >= kMaxIds) c.fail("DISubprogram operand out of range");
   if (ops_[1] >= kMaxIds) c.fail("DISubprogram operand out of range");
   Subprogram s{uint32_t(ops_[1]),
@@ -283,7 +284,9 @@ DebugMetadata::Entry DebugMetadata::subprogram(BitstreamCursor& c) {
                uint32_t(ops_[5]),
                uint32_t(ops_[7]),
                (ops_[9] & kSpFlagLocalToUnit) != 0,
-               (ops_[9] & kSpFlagMainSubprogram) != 0};
+               (ops_[9] & kSpFlagMainSubprogram) != 0,
+               (ops_[11] & kFlagPrototyped) != 0,
+               uint32_t(ops_[6])};
   subprograms_.push_back(s);
   return {Kind::kSubprogram, uint32_t(subprograms_.size() - 1)};
 }
@@ -507,7 +510,26 @@ BcSubprogram DebugMetadata::describe(BitstreamCursor& c, Subprogram s) {
   out.scope_line = s.scope_line;
   out.name = string(c, s.name);
   out.linkage_name = string(c, s.linkage_name);
+  out.prototyped = s.prototyped;
+  if (full_) out.type = return_type(c, s.type);
   return out;
+}
+
+// A subprogram's return type: the first of its DISubroutineType's types, as a
+// BcDebug::types number (0: none, void), with the types it reaches made. The verifier
+// calls a subprogram's type of another kind broken.
+uint32_t DebugMetadata::return_type(BitstreamCursor& c, uint32_t routine_plus_one) {
+  if (!routine_plus_one) return 0;
+  const Entry e = entry(c, routine_plus_one - 1);
+  if (e.kind != Kind::kType || types_[e.index].code != kSubroutineType) {
+    decline("a subprogram's type that is no subroutine type");
+    return 0;
+  }
+  const uint32_t n = tuple(c, types_[e.index].list, "a subroutine type's types");
+  if (n == kNone || node_ops_[n] == 0) return 0;
+  const uint32_t type = reader_type(c, node_ops_[n + 1], true);
+  fill_types(c);
+  return type;
 }
 
 // A subprogram's scope field (id + 1) as a BcDebug::scopes number: its namespaces and

@@ -129,6 +129,8 @@ class DebugMetadata {
   struct Subprogram {
     uint32_t scope, name, linkage_name, file, line, scope_line;
     bool local_to_unit, main_subprogram;
+    bool prototyped;                 // DIFlagPrototyped
+    uint32_t type;                   // its DISubroutineType (id + 1)
     uint32_t reader_subprogram = 0;  // its BcDebug::subprograms number once an inlined call reached it
   };
   struct Scope {
@@ -198,6 +200,7 @@ class DebugMetadata {
   uint32_t reader_scope(BitstreamCursor& c, uint32_t id_plus_one, unsigned depth = 1);
   void nested_too_deep();
   BcSubprogram describe(BitstreamCursor& c, Subprogram s);
+  uint32_t return_type(BitstreamCursor& c, uint32_t routine_plus_one);
   uint32_t subprogram_of(BitstreamCursor& c, uint32_t scope_plus_one);
   uint32_t reader_subprogram(BitstreamCursor& c, uint32_t subprogram);
   uint32_t scope_file(BitstreamCursor& c, uint32_t scope_plus_one);

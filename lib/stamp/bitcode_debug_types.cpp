@@ -14,8 +14,8 @@ using namespace md;
 namespace {
 
 // DW_TAG_* (Dwarf.def) the rules name.
-constexpr uint16_t kTagMember = 0x0d, kTagSubroutineType = 0x15, kTagTypedef = 0x16, kTagSubrangeType = 0x21,
-                   kTagEnumerator = 0x28, kTagTemplateType = 0x2f, kTagVariantPart = 0x33,
+constexpr uint16_t kTagMember = 0x0d, kTagSubroutineType = 0x15, kTagPtrToMember = 0x1f, kTagTypedef = 0x16,
+                   kTagSubrangeType = 0x21, kTagEnumerator = 0x28, kTagTemplateType = 0x2f, kTagVariantPart = 0x33,
                    kTagPtrAuth = 0x4300;  // DW_TAG_LLVM_ptrauth_type: DIType gives it no alignment
 // DIFlags (DebugInfoFlags.def).
 constexpr uint32_t kFlagFwdDecl = 1u << 2, kFlagArtificial = 1u << 6, kFlagStaticMember = 1u << 12,
@@ -369,6 +369,8 @@ void DebugMetadata::fill_type(BitstreamCursor& c, const TypeRecord& r, FlatDebug
     case kDerivedType:
       fill_scoped(c, r, t);
       t.type = reader_type(c, r.base, true);
+      // Its class (DIDerivedType::getClassType), which the verifier wants a type.
+      if (r.tag == kTagPtrToMember) t.containing_type = reader_type(c, r.extra, true);
       return discriminant(c, r, t);
     case kCompositeType:
       return fill_composite(c, r, t);

@@ -322,6 +322,8 @@ struct BcSubprogram {
   uint32_t scope = 0;  // BcDebug::scopes: the innermost namespace or composite type it is declared in
   uint32_t file = 0, line = 0, scope_line = 0;
   std::string name, linkage_name;
+  bool prototyped = false;  // DIFlagPrototyped
+  uint32_t type = 0;        // BcDebug::types: its return type, read at full emission only; 0: void or none
 };
 // A DINamespace (tag DW_TAG_namespace) or DICompositeType.
 struct BcDebugScope {

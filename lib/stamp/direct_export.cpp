@@ -251,7 +251,8 @@ class DebugInterner {
   }
 
   // The queue's entries filled in index order, each interning its scope (or the type
-  // it is declared in), its file, its type, its discriminator, then its elements.
+  // it is declared in), its file, its type, a pointer to member's class, its
+  // discriminator, then its elements.
   void fill_types(FlatDebugInfo& out) {
     while (types_filled_ < out.types.size()) {
       const FlatDebugType& in = in_.types[type_queue_[types_filled_] - 1];
@@ -269,6 +270,7 @@ class DebugInterner {
       else t.scope = scope(in.scope, out);
       t.file = file(in.file, out);
       t.type = type(in.type, out);
+      t.containing_type = type(in.containing_type, out);
       t.discriminator = type(in.discriminator, out);
       t.elements.reserve(in.elements.size());
       for (uint32_t e : in.elements) t.elements.push_back(type(e, out));
@@ -322,14 +324,18 @@ class DebugInterner {
     return flat;
   }
 
-  // A subprogram: its scope chain, then its file.
+  // A subprogram: its scope chain, then its file, then its return type (read at full
+  // emission only) with the types that one reaches.
   FlatDebugFunction subprogram(const bc::BcSubprogram& sp, FlatDebugInfo& out) {
     FlatDebugFunction fd;
     fd.has_subprogram = true;
     fd.local_to_unit = sp.local_to_unit;
     fd.main_subprogram = sp.main_subprogram;
+    fd.prototyped = sp.prototyped;
     fd.scope = scope(sp.scope, out);
     fd.file = file(sp.file, out);
+    fd.type = type(sp.type, out);
+    fill_types(out);
     fd.line = sp.line;
     fd.scope_line = sp.scope_line;
     fd.name = sp.name;

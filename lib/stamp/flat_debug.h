@@ -1,5 +1,5 @@
 // The debug information stamp carries for the functions it emits: what a line table
-// and a subprogram entry per function need (kiln-flat(5), version 6). Host-side only:
+// and a subprogram entry per function need (kiln-flat(5), version 6 on). Host-side only:
 // the stages never read it; the DWARF writer (stamp_dwarf.h) reads it together with
 // the stages' instruction offsets. Both exporters, LLVM's (lib/flat_export.cpp) and
 // the direct reader's (direct_export.cpp), fill it by the same rules, written here,
@@ -65,6 +65,12 @@ struct FlatDebugFunction {
   uint32_t file = 0;            // 1 + index into files; 0: none
   uint32_t line = 0, scope_line = 0;
   std::string name, linkage_name;  // linkage_name may be empty
+  // Version 12: what `ptype f` and `finish` read. DIFlagPrototyped (a C prototype:
+  // DW_AT_prototyped where the unit's language is C-like, as LLVM writes it), and the
+  // return type, its DISubroutineType's types[0] (1 + index into types; 0: void, no
+  // type, or emission other than full).
+  bool prototyped = false;
+  uint32_t type = 0;
   bool operator==(const FlatDebugFunction&) const = default;
 };
 
@@ -91,7 +97,8 @@ struct FlatDebugInlineSite {
 //   DIDerivedType     tag (pointer, reference, typedef, member, inheritance, const,
 //                     volatile, ...), name, file, line, size_bits, align_bits,
 //                     offset_bits, flags, type (its baseType); a member of a variant
-//                     part: value, the discriminant (its extraData, when a ConstantInt)
+//                     part: value, the discriminant (its extraData, when a ConstantInt);
+//                     a pointer to member: containing_type (its extraData, the class)
 //   DICompositeType   tag (structure, union, enumeration, array, variant part), name,
 //                     file, line, size_bits, align_bits, flags, type (baseType: an
 //                     enumeration's underlying type, an array's element type),
@@ -121,6 +128,9 @@ struct FlatDebugType {
   uint32_t file = 0, line = 0;
   uint32_t type = 0;           // 1 + index into types; 0: none (void)
   uint32_t discriminator = 0;  // 1 + index into types: a variant part's discriminator member
+  // 1 + index into types: a pointer to member's class (version 12; DW_AT_containing_type,
+  // without which gdb refuses the unit); 0: none
+  uint32_t containing_type = 0;
   uint32_t align_bits = 0;
   uint64_t size_bits = 0, offset_bits = 0;
   int64_t value = 0;  // see above; meaningful with kDebugTypeHasValue
@@ -184,7 +194,7 @@ struct FlatDebugInfo {
   std::vector<FlatDebugBlock> blocks;        // every block named by a location or variable
   // Full emission only (line tables only leave both empty):
   std::vector<FlatDebugVariable> variables;
-  std::vector<FlatDebugType> types;  // every type the variables reach, in the order below
+  std::vector<FlatDebugType> types;  // every type the variables and return types reach, in the order below
 
   bool present() const { return dwarf_version != 0; }
   bool operator==(const FlatDebugInfo&) const = default;
@@ -197,21 +207,24 @@ struct FlatDebugInfo {
 // `scopes` in the same walk: each subprogram's scope chain is interned from the
 // outermost scope in (a scope's parent before it), before its file; a scope chain
 // ends at the first scope that is neither a DINamespace nor a DICompositeType.
+// At full emission a subprogram then interns its return type, after its file, and the
+// type queue (below) is run to its end.
 // An instruction's location interns its file, then (with an inlinedAt) its site:
 // site(callee, IA) interns, in order, the parent site (site of IA's scope's
 // subprogram and IA's inlinedAt, when IA has one), the callee (its scope chain, its
 // file, then the FlatDebugFunction itself into `inlined`, equal records being one),
 // the file of IA's scope, the block of IA's scope (version 9), and then the site itself.
 // Blocks: an instruction's location interns its block chain (outermost first) after
-// its site; a block interns its parent, then its file, then itself. A function's variables come after all of its instructions' locations; a
-// variable's record interns, in order: its location's site (as an
-// instruction's location would), its scope's block chain, its file, then its type.
+// its site; a block interns its parent, then its file, then itself. A function's variables come after all of its
+// instructions' locations; a variable's record interns, in order: its location's site (as an instruction's location
+// would), its scope's block chain, its file, then its type.
 //
 // Types are interned by node (one DI node is one entry, whatever its fields), as a
 // queue: a reference to a node not seen yet appends it, unfilled; then the entries are
 // filled in index order, each interning, in this order: its scope (a DICompositeType
 // scope as parent_type, else the scope chain as a subprogram's), its file, its type
-// (baseType, or types[0]), its discriminator, then its elements (then template
+// (baseType, or types[0]), a pointer to member's class (version 12), its
+// discriminator, then its elements (then template
 // parameters, then for a subroutine type types[1..]). A variable interns its own type
 // and then the queue is run to its end, before the next variable. The queue, not
 // recursion: type graphs are deep and cyclic (a list node points at its own type).

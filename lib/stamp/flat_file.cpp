@@ -16,23 +16,27 @@ namespace {
 
 const char kMagic[8] = {'K', 'I', 'L', 'N', 'F', 'L', 'A', 'T'};
 
+// Version 12: flag 8 (prototyped) and the return type after the scope line.
 void put_debug_functions(std::string& out, const std::vector<FlatDebugFunction>& functions) {
   put_value(out, uint64_t(functions.size()));
   for (const FlatDebugFunction& f : functions) {
-    put_value(out, uint8_t(f.has_subprogram | f.local_to_unit << 1 | f.main_subprogram << 2));
+    put_value(out, uint8_t(f.has_subprogram | f.local_to_unit << 1 | f.main_subprogram << 2 | f.prototyped << 3));
     put_value(out, f.scope), put_value(out, f.file), put_value(out, f.line), put_value(out, f.scope_line);
+    put_value(out, f.type);
     put_string(out, f.name), put_string(out, f.linkage_name);
   }
 }
 
-std::vector<FlatDebugFunction> read_debug_functions(CountedReader& r) {
-  uint64_t n = r.count(33);
+std::vector<FlatDebugFunction> read_debug_functions(CountedReader& r, uint64_t version) {
+  uint64_t n = r.count(version >= 12 ? 37 : 33);
   std::vector<FlatDebugFunction> functions(n);
   for (FlatDebugFunction& f : functions) {
     uint8_t flags = r.value<uint8_t>();
     f.has_subprogram = flags & 1, f.local_to_unit = flags & 2, f.main_subprogram = flags & 4;
+    f.prototyped = flags & 8;
     f.scope = r.value<uint32_t>(), f.file = r.value<uint32_t>(), f.line = r.value<uint32_t>();
     f.scope_line = r.value<uint32_t>();
+    if (version >= 12) f.type = r.value<uint32_t>();
     f.name = r.string(), f.linkage_name = r.string();
   }
   return functions;
@@ -63,11 +67,13 @@ std::vector<FlatDebugVariable> read_debug_variables(CountedReader& r) {
   return variables;
 }
 
+// Version 12: a pointer to member's class after the discriminator.
 void put_debug_types(std::string& out, const std::vector<FlatDebugType>& types) {
   put_value(out, uint64_t(types.size()));
   for (const FlatDebugType& t : types) {
     put_value(out, t.tag), put_value(out, t.encoding);
-    for (uint32_t field : {t.flags, t.scope, t.parent_type, t.file, t.line, t.type, t.discriminator, t.align_bits})
+    for (uint32_t field :
+         {t.flags, t.scope, t.parent_type, t.file, t.line, t.type, t.discriminator, t.containing_type, t.align_bits})
       put_value(out, field);
     put_value(out, t.size_bits), put_value(out, t.offset_bits), put_value(out, t.value);
     put_string(out, t.name);
@@ -75,13 +81,15 @@ void put_debug_types(std::string& out, const std::vector<FlatDebugType>& types) 
   }
 }
 
-std::vector<FlatDebugType> read_debug_types(CountedReader& r) {
-  std::vector<FlatDebugType> types(r.count(2 * 2 + 8 * 4 + 3 * 8 + 16));
+std::vector<FlatDebugType> read_debug_types(CountedReader& r, uint64_t version) {
+  const bool has_class = version >= 12;
+  std::vector<FlatDebugType> types(r.count(2 * 2 + (has_class ? 9 : 8) * 4 + 3 * 8 + 16));
   for (FlatDebugType& t : types) {
     t.tag = r.value<uint16_t>(), t.encoding = r.value<uint16_t>();
-    for (uint32_t* field : {&t.flags, &t.scope, &t.parent_type, &t.file, &t.line, &t.type, &t.discriminator,
-                            &t.align_bits})
+    for (uint32_t* field : {&t.flags, &t.scope, &t.parent_type, &t.file, &t.line, &t.type, &t.discriminator})
       *field = r.value<uint32_t>();
+    if (has_class) t.containing_type = r.value<uint32_t>();
+    t.align_bits = r.value<uint32_t>();
     t.size_bits = r.value<uint64_t>(), t.offset_bits = r.value<uint64_t>(), t.value = r.value<int64_t>();
     t.name = r.string();
     t.elements = r.array<uint32_t>();
@@ -143,21 +151,21 @@ FlatDebugInfo read_debug_info(CountedReader& r, uint64_t version) {
   d.emission = static_cast<DebugEmission>(emission);
   d.language = r.value<uint32_t>();
   d.producer = r.string(), d.name = r.string(), d.directory = r.string();
-  // Files take at least 16 bytes (two counts), scopes 14, functions 33.
+  // Files take at least 16 bytes (two counts), scopes 14, functions 33 (37 from version 12).
   uint64_t n = r.count(16);
   d.files.resize(n);
   for (FlatDebugFile& f : d.files) f.directory = r.string(), f.name = r.string();
   n = r.count(14);
   d.scopes.resize(n);
   for (FlatDebugScope& s : d.scopes) s.parent = r.value<uint32_t>(), s.tag = r.value<uint16_t>(), s.name = r.string();
-  d.functions = read_debug_functions(r);
-  d.inlined = read_debug_functions(r);
+  d.functions = read_debug_functions(r, version);
+  d.inlined = read_debug_functions(r, version);
   d.inline_sites = read_debug_inline_sites(r, version);
   d.locations = read_debug_locations(r, version);
   if (version >= 9) {
     d.blocks = r.array<FlatDebugBlock>();
     d.variables = read_debug_variables(r);
-    d.types = read_debug_types(r);
+    d.types = read_debug_types(r, version);
   }
   return d;
 }

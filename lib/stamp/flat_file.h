@@ -19,8 +19,10 @@ namespace kiln {
 // 6: debug information (flat_debug.h) after the undefined symbols; 7: floating point
 // (kOpFloat = 41, FlatFunction::float_args where there was padding, kFnRetFloat,
 // kCallRetFloat, kOperandFloat); 8: vectors (kOpVector = 42); 9: debug information's
-// lexical blocks (a location's block), variables and types
-constexpr int kFlatFileVersion = 11;
+// lexical blocks (a location's block), variables and types; 10: vector arguments and
+// returns; 11: phis written directly (kPhiDirect); 12: debug information's subprogram
+// return types and prototyped flag, and a pointer to member's class
+constexpr int kFlatFileVersion = 12;
 
 // `omit`: the file says the module has no debug information (for the stamp service,
 // which runs the stages only).

@@ -505,6 +505,7 @@ const char* check_debug_info(const FlatModuleData& f) {
     for (const FlatDebugFunction& fn : *list) {
       if (fn.file > d.files.size()) return "debug file out of range";
       if (fn.scope > d.scopes.size()) return "debug scope out of range";
+      if (fn.type > d.types.size()) return "debug type out of range";
     }
   if (const char* defect = debug_nesting_defect(d, true)) return defect;
   // A site's parent comes before it (no cycles), as the exporters intern them.
@@ -524,7 +525,7 @@ const char* check_debug_info(const FlatModuleData& f) {
   for (const FlatDebugType& t : d.types) {
     if (t.file > d.files.size()) return "debug file out of range";
     if (t.scope > d.scopes.size()) return "debug scope out of range";
-    if (t.type > d.types.size()) return "debug type out of range";
+    if (t.type > d.types.size() || t.containing_type > d.types.size()) return "debug type out of range";
     if (t.flags & ~kDebugTypeFlagMask) return "debug type flags unknown";
   }
   if (const char* defect = debug_type_scope_defect(d.types)) return defect;

@@ -54,6 +54,8 @@ enum DwarfAttribute : uint16_t {
   kAtCompDir = 0x1b,
   kAtProducer = 0x25,
   kAtInline = 0x20,
+  kAtPrototyped = 0x27,
+  kAtContainingType = 0x1d,
   kAtAbstractOrigin = 0x31,
   kAtDeclaration = 0x3c,
   kAtCallColumn = 0x57,
@@ -685,19 +687,46 @@ class DwarfBuilder {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugFunction& sp = d_.inlined[k];
     abstract_offset_[k] = static_cast<uint32_t>(b.size());
-    const bool linkage = !sp.linkage_name.empty() && sp.linkage_name != sp.name;
     Abbreviation a{kTagSubprogram, false, {}};
-    if (linkage) a.attributes.push_back({kAtLinkageName, kFormStrp});
-    a.attributes.push_back({kAtName, kFormStrp});
-    if (sp.file) a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
-    if (!sp.local_to_unit) a.attributes.push_back({kAtExternal, kFormFlagPresent});
-    if (sp.main_subprogram) a.attributes.push_back({kAtMainSubprogram, kFormFlagPresent});
+    add_subprogram_attributes(a, sp);
     a.attributes.push_back({kAtInline, kFormData1});
     put_uleb(b, abbreviation(std::move(a)));
-    if (linkage) put_strp(kInfo, sp.linkage_name);
+    put_subprogram_values(sp);
+    put_u8(b, kInlineInlined);
+  }
+
+  // What a subprogram's DIE says of its DISubprogram, in LLVM's order (DwarfUnit's
+  // applySubprogramAttributes), and its values (put_subprogram_values). LLVM writes
+  // DW_AT_prototyped for a prototyped C function only, and neither it nor the return
+  // type at line tables only; a void function has no DW_AT_type (DWARF 5 section 3.3.2).
+  bool linkage_differs(const FlatDebugFunction& sp) const {
+    return !sp.linkage_name.empty() && sp.linkage_name != sp.name;
+  }
+  bool prototyped_in_unit(const FlatDebugFunction& sp) const {
+    return sp.prototyped && d_.emission == DebugEmission::full && language_is_c(d_.language);
+  }
+  // dwarf::isC: C89, C, C99, ObjC, C11, C17.
+  static bool language_is_c(uint32_t language) {
+    return language == 0x01 || language == 0x02 || language == 0x0c || language == 0x10 || language == 0x1d ||
+        language == 0x2c;
+  }
+  bool has_return_type(const FlatDebugFunction& sp) const { return sp.type && type_written(d_.types[sp.type - 1]); }
+  void add_subprogram_attributes(Abbreviation& a, const FlatDebugFunction& sp) const {
+    if (linkage_differs(sp)) a.attributes.push_back({kAtLinkageName, kFormStrp});
+    a.attributes.push_back({kAtName, kFormStrp});
+    if (sp.file) a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
+    if (prototyped_in_unit(sp)) a.attributes.push_back({kAtPrototyped, kFormFlagPresent});
+    if (has_return_type(sp)) a.attributes.push_back({kAtType, kFormRef4});
+    if (!sp.local_to_unit) a.attributes.push_back({kAtExternal, kFormFlagPresent});
+    if (sp.main_subprogram) a.attributes.push_back({kAtMainSubprogram, kFormFlagPresent});
+  }
+  void put_subprogram_values(const FlatDebugFunction& sp) {
+    std::string& b = s_[kInfo].bytes;
+    if (linkage_differs(sp)) put_strp(kInfo, sp.linkage_name);
     put_strp(kInfo, sp.name);
     if (sp.file) put_uleb(b, sp.file), put_uleb(b, sp.line);
-    put_u8(b, kInlineInlined);
+    if (has_return_type(sp))
+      type_fixups_.push_back({static_cast<uint32_t>(b.size()), sp.type - 1}), put_le<uint32_t>(b, 0);
   }
 
   // Per inline site used by function `fn` (site_code_[s], sites in used_sites_ in
@@ -769,23 +798,16 @@ class DwarfBuilder {
   void write_subprogram_die(uint32_t fn) {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugFunction& sp = d_.functions[fn];
-    const bool linkage = !sp.linkage_name.empty() && sp.linkage_name != sp.name;
     site_ranges(fn);
     scope_plan(fn);
     const bool children = has_contents(0, 0);
     Abbreviation a{kTagSubprogram, children, {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
-    if (linkage) a.attributes.push_back({kAtLinkageName, kFormStrp});
-    a.attributes.push_back({kAtName, kFormStrp});
-    if (sp.file) a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
-    if (!sp.local_to_unit) a.attributes.push_back({kAtExternal, kFormFlagPresent});
-    if (sp.main_subprogram) a.attributes.push_back({kAtMainSubprogram, kFormFlagPresent});
+    add_subprogram_attributes(a, sp);
     put_uleb(b, abbreviation(std::move(a)));
     put_address(kInfo, fn, 0);
     put_le<uint32_t>(b, code_.code_size[fn]);
     put_uleb(b, 1), put_u8(b, kOpReg6);
-    if (linkage) put_strp(kInfo, sp.linkage_name);
-    put_strp(kInfo, sp.name);
-    if (sp.file) put_uleb(b, sp.file), put_uleb(b, sp.line);
+    put_subprogram_values(sp);
     if (!children) return;
     write_scope_contents(fn, 0, 0);
     put_u8(b, 0);
@@ -1038,18 +1060,25 @@ class DwarfBuilder {
     buf.flush_to(b);
   }
 
-  // DW_AT_type (or DW_AT_discr) naming type `t` (1-based): none for 0, for an element,
-  // which has no DIE of its own (DW_AT_discr names one inside its owner), and for a type
-  // not written (type_written).
+  // DW_AT_type (or DW_AT_discr, DW_AT_containing_type) naming type `t` (1-based): none
+  // for 0, for an element, which has no DIE of its own (DW_AT_discr names one inside its
+  // owner), and for a type not written (type_written).
   void add_type(DieValues& die, uint16_t attribute, uint32_t t) {
-    if (t && (attribute == kAtDiscr || type_written(d_.types[t - 1].tag))) die.add(attribute, kFormRef4, t);
+    if (t && (attribute == kAtDiscr || type_written(d_.types[t - 1]))) die.add(attribute, kFormRef4, t);
   }
 
-  // Whether a type of this tag has a DIE among its scope's. Not a pointer to member:
-  // the flat file does not carry its class (DW_AT_containing_type, DWARF 5 section
-  // 5.7), and gdb refuses the whole unit for a DW_TAG_ptr_to_member_type without one;
-  // left out, what names it has no type, as a void would.
-  static bool type_written(uint16_t tag) { return !debug_type_is_element(tag) && tag != kTagPtrToMember; }
+  // Whether a type has a DIE among its scope's: not an element, nor a pointer to member
+  // without its class (DW_AT_containing_type, DWARF 5 section 5.7; files before version
+  // 12 do not carry it), for which gdb refuses the whole unit; left out, what names it
+  // has no type, as a void would. The class is looked at by its tag, not recursively: a
+  // hostile file's pointers to member could name each other in a loop.
+  bool type_written(const FlatDebugType& t) const {
+    if (debug_type_is_element(t.tag)) return false;
+    if (t.tag != kTagPtrToMember) return true;
+    if (!t.containing_type) return false;
+    const uint16_t owner = d_.types[t.containing_type - 1].tag;
+    return !debug_type_is_element(owner) && owner != kTagPtrToMember;
+  }
 
   void add_name_and_line(DieValues& die, const FlatDebugType& t) {
     if (!t.name.empty()) die.add(kAtName, kFormStrp, 0, t.name);
@@ -1087,6 +1116,7 @@ class DwarfBuilder {
     } else if (!aggregate && !pointer && ty.tag != kTagArray && ty.tag != kTagSubroutineType && ty.size_bits) {
       die.add(kAtByteSize, kFormUdata, ty.size_bits / 8);
     }
+    if (ty.tag == kTagPtrToMember) add_type(die, kAtContainingType, ty.containing_type);
     if (ty.flags & kDebugTypeDeclaration) die.add(kAtDeclaration, kFormFlagPresent);
   }
 
@@ -1188,7 +1218,7 @@ class DwarfBuilder {
     type_children_ = debug_type_children(d_.types);
     type_offset_.assign(d_.types.size(), 0);
     for (uint32_t t = 0; t < d_.types.size(); ++t)
-      if (!d_.types[t].parent_type && type_written(d_.types[t].tag)) scope_types_[d_.types[t].scope].push_back(t);
+      if (!d_.types[t].parent_type && type_written(d_.types[t])) scope_types_[d_.types[t].scope].push_back(t);
     first_variable_.assign(flat_.functions.size() + 1, 0);
     for (const FlatDebugVariable& v : d_.variables) ++first_variable_[v.function + 1];
     for (size_t fn = 0; fn < flat_.functions.size(); ++fn) first_variable_[fn + 1] += first_variable_[fn];

@@ -4,6 +4,9 @@
 // and the flat file's debug section.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <tuple>
+
 #include <llvm/DebugInfo/DWARF/DWARFContext.h>
 #include <llvm/Object/ObjectFile.h>
 
@@ -14,6 +17,7 @@
 #include "hash.h"
 #include "ir_helpers.h"
 #include "line_check.h"
+#include "reader_check.h"
 
 using namespace kiln;
 
@@ -274,4 +278,135 @@ define i32 @f(i32 %x) !dbg !4 {
   }
   CHECK(prologue_ends == std::vector<uint32_t>{5});
   CHECK(check_lines(bitcode, "line 0 first").verify_errors.empty());
+}
+
+namespace {
+
+// A C function returning int, a void one, and a callee returning long inlined into the
+// first (its abstract subprogram's type), with a variable of that type too: the queue
+// meets one type from a subprogram, an inlined callee and a variable.
+std::string return_type_module(const char* language, const char* emission) {
+  std::string ir = R"(
+target triple = "x86_64-unknown-linux-gnu"
+define i32 @sum(ptr %p, i32 %n) !dbg !10 {
+  %t = alloca i64, align 8
+    #dbg_declare(ptr %t, !50, !DIExpression(), !20)
+  %a = load i32, ptr %p, align 4, !dbg !20
+  %w = shl i32 %a, 1, !dbg !44
+  %s = add i32 %w, %n, !dbg !21
+  %x = sext i32 %s to i64, !dbg !21
+  store i64 %x, ptr %t, align 8, !dbg !21
+  ret i32 %s, !dbg !21
+}
+define void @clear(ptr %p) !dbg !30 {
+  store i32 0, ptr %p, align 4, !dbg !31
+  ret void, !dbg !31
+}
+!llvm.dbg.cu = !{!0}
+!llvm.module.flags = !{!1, !2}
+!0 = distinct !DICompileUnit(language: LANGUAGE, file: !3, producer: "kiln test", isOptimized: false, runtimeVersion: 0, emissionKind: EMISSION)
+!1 = !{i32 7, !"Dwarf Version", i32 5}
+!2 = !{i32 2, !"Debug Info Version", i32 3}
+!3 = !DIFile(filename: "r.c", directory: "/src")
+!4 = !DIBasicType(name: "int", size: 32, encoding: DW_ATE_signed)
+!5 = !DIDerivedType(tag: DW_TAG_pointer_type, baseType: !4, size: 64)
+!6 = !DISubroutineType(types: !7)
+!7 = !{!4, !5, !4}
+!8 = !DISubroutineType(types: !9)
+!9 = !{null, !5}
+!10 = distinct !DISubprogram(name: "sum", scope: !3, file: !3, line: 1, type: !6, scopeLine: 1, flags: DIFlagPrototyped, spFlags: DISPFlagDefinition, unit: !0)
+!20 = !DILocation(line: 2, column: 3, scope: !10)
+!21 = !DILocation(line: 3, column: 3, scope: !10)
+!30 = distinct !DISubprogram(name: "clear", scope: !3, file: !3, line: 5, type: !8, scopeLine: 5, flags: DIFlagPrototyped, spFlags: DISPFlagDefinition, unit: !0)
+!31 = !DILocation(line: 6, column: 3, scope: !30)
+!40 = distinct !DISubprogram(name: "twice", scope: !3, file: !3, line: 8, type: !41, scopeLine: 8, flags: DIFlagPrototyped, spFlags: DISPFlagDefinition | DISPFlagLocalToUnit, unit: !0)
+!41 = !DISubroutineType(types: !42)
+!42 = !{!43, !4}
+!43 = !DIBasicType(name: "long", size: 64, encoding: DW_ATE_signed)
+!44 = !DILocation(line: 9, column: 5, scope: !40, inlinedAt: !45)
+!45 = !DILocation(line: 2, column: 10, scope: !10)
+!50 = !DILocalVariable(name: "t", scope: !10, file: !3, line: 2, type: !43)
+)";
+  auto replace = [&](const std::string& key, const std::string& value) { ir.replace(ir.find(key), key.size(), value); };
+  replace("LANGUAGE", language);
+  replace("EMISSION", emission);
+  return kiln_test::bitcode_from_ir(ir);
+}
+
+// Per subprogram DIE, by name: whether it says DW_AT_prototyped, and the name of its
+// DW_AT_type ("" for none).
+using SubprogramTypes = std::map<std::string, std::pair<bool, std::string>>;
+SubprogramTypes subprogram_types(const std::string& object) {
+  ObjectDwarf dwarf(object);
+  SubprogramTypes out;
+  for (const auto& unit : dwarf.ctx->compile_units())
+    for (const auto& entry : unit->dies()) {
+      llvm::DWARFDie die(unit.get(), &entry);
+      if (die.getTag() != llvm::dwarf::DW_TAG_subprogram) continue;
+      std::string type;
+      if (llvm::DWARFDie t = die.getAttributeValueAsReferencedDie(llvm::dwarf::DW_AT_type)) type = t.getShortName();
+      out[die.getShortName()] = {die.find(llvm::dwarf::DW_AT_prototyped).has_value(), type};
+    }
+  return out;
+}
+
+}  // namespace
+
+// `ptype f` and `finish` read a subprogram's DW_AT_type; C's prototype is
+// DW_AT_prototyped. As llvm -O0 writes them: the return type in any language, none for
+// void, the prototype for a C unit only, neither at line tables only.
+TEST_CASE("stamp DWARF: a subprogram's return type and prototype, as llvm's", "[dwarf]") {
+  const SubprogramTypes c_full{{"sum", {true, "int"}}, {"clear", {true, ""}}, {"twice", {true, "long"}}};
+  const SubprogramTypes rust_full{{"sum", {false, "int"}}, {"clear", {false, ""}}, {"twice", {false, "long"}}};
+  const SubprogramTypes lines_only{{"sum", {false, ""}}, {"clear", {false, ""}}, {"twice", {false, ""}}};
+  for (auto [language, emission, expected] :
+       {std::tuple{"DW_LANG_C11", "FullDebug", &c_full}, std::tuple{"DW_LANG_Rust", "FullDebug", &rust_full},
+        std::tuple{"DW_LANG_C11", "LineTablesOnly", &lines_only}}) {
+    INFO(language << ", " << emission);
+    const std::string bitcode = return_type_module(language, emission);
+    CHECK(subprogram_types(stamp_object(bitcode)) == *expected);
+    LlvmBackend llvm(Profile::fast);
+    ParsedModule m = llvm.parse(bitcode, "llvm");
+    // (llvm's line tables only may leave the inlined callee's subprogram out)
+    const SubprogramTypes reference = subprogram_types(llvm.codegen(*m, "llvm"));
+    CHECK(reference.size() >= 2);
+    for (const auto& [name, facts] : reference) CHECK(expected->at(name) == facts);
+    LineAgreement lines = check_lines(bitcode, "return types");
+    CHECK(lines.verify_errors.empty());
+    // The direct reader finds the same types in the same order.
+    ReaderComparison r = compare_reader(bitcode, "return types");
+    INFO(outcome_name(r.outcome) << ": " << r.detail);
+    CHECK(r.outcome == ReaderComparison::kIdentical);
+  }
+}
+
+TEST_CASE("stamp DWARF: the flat file carries return types, and refuses one out of range", "[dwarf]") {
+  LlvmBackend llvm(Profile::fast);
+  ParsedModule m = llvm.parse(return_type_module("DW_LANG_C11", "FullDebug"), "test");
+  StampPlan plan = plan_stamp_module(*m, "0123456789ab");
+  const FlatModuleData& flat = plan.flat.flat;
+  const FlatDebugInfo& d = flat.debug;
+  REQUIRE(d.functions.size() == 2);
+  REQUIRE(d.inlined.size() == 1);
+  // sum's int, then twice's long (its inlined call), which the variable names again.
+  REQUIRE(d.types.size() == 2);
+  CHECK((d.functions[0].prototyped && d.functions[0].type == 1 && d.types[0].name == "int"));
+  CHECK((d.inlined[0].prototyped && d.inlined[0].type == 2 && d.types[1].name == "long"));
+  CHECK((d.functions[1].prototyped && d.functions[1].type == 0));
+  REQUIRE(d.variables.size() == 1);
+  CHECK(d.variables[0].type == 2);
+  FlatModuleData back = read_flat_file(write_flat_file(flat, "r.c"), "test.flat");
+  CHECK(back.debug == d);
+  CHECK(emit_flat_module(back, "r.c") == emit_flat_module(flat, "r.c"));
+
+  FlatModuleData bad = flat;
+  bad.debug.functions[1].type = 3;
+  CHECK(check_flat_module(bad) == "debug type out of range");
+  CHECK_THROWS_AS(read_flat_file(write_flat_file(bad, "r.c"), "bad.flat"), KilnError);
+  bad = flat;
+  bad.debug.inlined[0].type = 3;
+  CHECK(check_flat_module(bad) == "debug type out of range");
+  bad = flat;
+  bad.debug.types[0].containing_type = 3;
+  CHECK(check_flat_module(bad) == "debug type out of range");
 }

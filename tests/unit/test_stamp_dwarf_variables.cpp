@@ -16,6 +16,7 @@
 #include "flat_file.h"
 #include "fs.h"
 #include "line_check.h"
+#include "reader_check.h"
 #include "scratch_dir.h"
 #include "stamp_cpu.h"
 #include "stamp_dwarf.h"
@@ -181,10 +182,9 @@ TEST_CASE("stamp DWARF variables: the flat file carries them, and refuses them o
   CHECK_THROWS_AS(read_flat_file(write_flat_file(bad, "m.c"), "bad.flat"), KilnError);
 }
 
-// A pointer to a data member: the flat file does not carry its class, and gdb refuses
-// the whole unit for a DW_TAG_ptr_to_member_type without DW_AT_containing_type; stamp
-// leaves the type out (a variable of it has no type), the rest of the unit intact.
-TEST_CASE("stamp DWARF variables: no pointer-to-member type without its class", "[dwarf]") {
+// A pointer to a data member, with its class (DW_AT_containing_type, DWARF 5 section
+// 5.7), without which gdb refuses the whole unit; both exporters carry the class.
+TEST_CASE("stamp DWARF variables: a pointer-to-member type with its class", "[dwarf]") {
   const std::string bitcode = compile(kiln_test::llvm_tool("clang") + " -x c++ -g -O0 -c -emit-llvm",
                                       "struct S { int a, b; };\n"
                                       "int get(S* s, int S::*pm) { int S::*local = pm; return s->*local; }\n",
@@ -196,16 +196,24 @@ TEST_CASE("stamp DWARF variables: no pointer-to-member type without its class", 
   const std::string object = write_stamp_part(plan, *m);
   auto file = llvm::cantFail(llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "pm.o")));
   auto ctx = llvm::DWARFContext::create(*file);
-  size_t pointers_to_member = 0;
-  std::vector<std::string> variables;
+  std::vector<std::string> classes, variables;
   for (const auto& unit : ctx->compile_units())
     for (const auto& entry : unit->dies()) {
       llvm::DWARFDie die(unit.get(), &entry);
-      if (die.getTag() == llvm::dwarf::DW_TAG_ptr_to_member_type) ++pointers_to_member;
-      if (die.getTag() == llvm::dwarf::DW_TAG_formal_parameter || die.getTag() == llvm::dwarf::DW_TAG_variable)
-        if (const char* name = die.getShortName()) variables.push_back(name);
+      if (die.getTag() == llvm::dwarf::DW_TAG_ptr_to_member_type)
+        classes.push_back(die.getAttributeValueAsReferencedDie(llvm::dwarf::DW_AT_containing_type).getShortName());
+      if (die.getTag() != llvm::dwarf::DW_TAG_formal_parameter && die.getTag() != llvm::dwarf::DW_TAG_variable)
+        continue;
+      llvm::DWARFDie type = die.getAttributeValueAsReferencedDie(llvm::dwarf::DW_AT_type);
+      variables.push_back(std::string(die.getShortName()) + ":" +
+                          (type ? llvm::dwarf::TagString(type.getTag()).str() : "none"));
     }
-  CHECK(pointers_to_member == 0);
-  CHECK(variables == std::vector<std::string>{"s", "pm", "local"});
-  CHECK(check_lines(bitcode, "pointer to member").verify_errors.empty());
+  CHECK(classes == std::vector<std::string>{"S"});
+  CHECK(variables ==
+        std::vector<std::string>{"s:DW_TAG_pointer_type", "pm:DW_TAG_ptr_to_member_type",
+                                 "local:DW_TAG_ptr_to_member_type"});
+  check_against_llvm(bitcode, "pointer to member", 3);
+  ReaderComparison r = compare_reader(bitcode, "pointer to member");
+  INFO(outcome_name(r.outcome) << ": " << r.detail);
+  CHECK(r.outcome == ReaderComparison::kIdentical);
 }
