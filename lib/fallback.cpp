@@ -212,7 +212,13 @@ std::string combine_objects(const std::vector<std::string>& objects, const std::
   if (combined.ok()) return std::move(combined.object);
   // What the in-process combiner does not handle, ld.lld -r does. The reason is neither
   // reported nor counted anywhere: the object is just as good, only slower to make.
-  return combine_objects(objects, label);
+  // ld.lld -r knows neither the tag nor the temporaries: the module's local symbols
+  // stayed global NAME.kiln.TAG (in backtraces, perf, nm; defined twice where two
+  // objects of one bitcode meet). The combiner, on lld's one object, makes them local
+  // NAME again, which it can where it refused only to join two (their notes, say).
+  std::string linked = combine_objects(objects, label);
+  CombineResult local = combine_relocatable({std::string_view(linked)}, tag, temporaries);
+  return local.ok() ? std::move(local.object) : linked;
 }
 
 }  // namespace kiln

@@ -269,6 +269,36 @@ TEST_CASE("the combined object defines what ld.lld -r's does, the renamed symbol
   CHECK(ours_undefined.count("llabs") == 1);
 }
 
+// Where the combiner refuses to join the halves (here: a .note.gnu.property in one
+// only, as a -fcf-protection build's LLVM half has it), ld.lld -r joins them, and the
+// combiner then makes the renamed symbols of lld's one object local under their names
+// again: they stayed global NAME.kiln.TAG, in backtraces, perf and nm.
+TEST_CASE("halves ld.lld -r joins still get their local symbols back", "[elf_combine]") {
+  ScratchDir dir;
+  write_file_atomic(dir.path + "/main.c", kMainC);
+  SplitHalves h = split_halves(dir.path);
+  // An x86 feature property note (IBT and SHSTK), added to LLVM's half only.
+  const unsigned char note[] = {4, 0, 0, 0,    16, 0, 0, 0, 5, 0, 0, 0, 'G', 'N', 'U', 0,
+                                2, 0, 0, 0xc0, 4,  0, 0, 0, 3, 0, 0, 0, 0,   0,   0,   0};
+  write_file_atomic(dir.path + "/note.bin", std::string(reinterpret_cast<const char*>(note), sizeof note));
+  write_file_atomic(dir.path + "/llvm-half.o", h.llvm_object);
+  ProcessResult added =
+      shell(shell_join({llvm_tool("llvm-objcopy"), "--add-section", ".note.gnu.property=" + dir.path + "/note.bin",
+                        "--set-section-flags", ".note.gnu.property=alloc,readonly", "--set-section-type",
+                        ".note.gnu.property=7", dir.path + "/llvm-half.o"}));
+  INFO(added.captured_stdout);
+  REQUIRE(added.exit_code == 0);
+  const std::string llvm_half = read_file(dir.path + "/llvm-half.o");
+  REQUIRE_FALSE(combine({h.stamp_object, llvm_half}).ok());  // the combiner alone refuses
+  const std::string joined = combine_objects({h.stamp_object, llvm_half}, "split", kTag, {});
+  std::vector<Symbol> symbols = symbols_of(joined);
+  for (const Symbol& s : symbols) CHECK_FALSE(contains(s.name, ".kiln."));
+  const Symbol* helper = find_symbol(symbols, "helper");
+  REQUIRE(helper);
+  CHECK(helper->binding == llvm::ELF::STB_LOCAL);
+  CHECK(link_with(dir.path, "lld-joined", "cc", {dir.path + "/main.c"}, joined) == h.reference);
+}
+
 TEST_CASE("the real stamp back end's split objects are combined in process", "[elf_combine]") {
   // kSplitIr's alias keeps `twice` with LLVM: the module is split, stamp writes its part.
   std::string bitcode = bitcode_from_ir(kSplitIr);
