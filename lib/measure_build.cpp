@@ -136,9 +136,9 @@ BuildReport measure_build(const BuildOptions& options) {
   validate(options);
   // Without a prepare command each run starts from what the one before left: after the
   // warm-up, cargo and make find everything built and time a rebuild with nothing to
-  // do, unless the command cleans for itself. Said, not refused: an incremental
-  // rebuild is sometimes what is to be measured.
-  if (options.prepare_command.empty())
+  // do, unless the command cleans for itself. Said (at a terminal here, and in the
+  // report's table), not refused: an incremental rebuild is sometimes what is measured.
+  if (options.prepare_command.empty() && ::isatty(2))
     std::fprintf(stderr,
                  "kiln-measure: note: no --prepare: each run starts from what the last one left (for clean "
                  "builds, --prepare 'cargo clean' or the like)\n");
@@ -265,6 +265,7 @@ std::string build_report_markdown(const BuildReport& report) {
   out += "- baseline: " + code_span(report.baseline.command) + "\n";
   out += "- candidate: " + code_span(report.candidate.command) + "\n";
   if (!report.prepare_command.empty()) out += "- prepare before each run: " + code_span(report.prepare_command) + "\n";
+  else out += "- no prepare command: each run started from what the one before left\n";
   out += "- " + std::to_string(report.runs) + " timed runs per variant after " + std::to_string(report.warmup) +
       " warm-up each; pairs in random order (seed " + std::to_string(report.seed) + ")\n";
   return out;
