@@ -1,6 +1,7 @@
 #include "flat_export.h"
 
 #include "bitcode_layout.h"  // libm_function
+#include "codegen_requests.h"
 #include "fallback.h"  // was_private_variable
 #include "flat_export_debug.h"
 #include "pointer_index.h"
@@ -28,6 +29,7 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace kiln {
 
@@ -255,6 +257,17 @@ class FunctionExporter {
     if (f_.hasPrefixData() || f_.hasPrologueData()) reason("prefix or prologue data");
     if (f_.hasGC()) reason("garbage collector");
     if (f_.hasFnAttribute(Attribute::Naked)) reason("naked function");
+    // What LLVM's code generator would add and stamp does not (codegen_requests.h).
+    if (f_.hasFnAttribute(Attribute::StackProtect) || f_.hasFnAttribute(Attribute::StackProtectStrong) ||
+        f_.hasFnAttribute(Attribute::StackProtectReq))
+      reason(kReasonStackProtector);
+    for (std::string_view flag : kCfProtectionFlags)
+      if (m_.getModuleFlag(flag)) reason(kReasonCfProtection);
+    for (std::string_view key : kInstrumentedAttributes)
+      if (f_.hasFnAttribute(key)) reason(kReasonInstrumented);
+    for (std::string_view key : kPatchableAttributes)
+      if (f_.hasFnAttribute(key)) reason(kReasonPatchable);
+    if (f_.getAlign() && f_.getAlign()->value() > kStampFunctionAlign) reason(kReasonAlignment);
     if (f_.hasAvailableExternallyLinkage()) reason("available_externally");
     avx_ = target_features_have_avx(f_.getFnAttribute("target-features").getValueAsString());
     may_fuse_ = false;
@@ -1703,9 +1716,24 @@ std::string lower_constant(const llvm::Constant* c, const llvm::DataLayout& dl, 
 
 }  // namespace
 
+// The global objects llvm.used names (collectUsedGlobalVariables without the compiler's
+// list, which would assert on an initializer that is no array): LLVM gives their
+// sections SHF_GNU_RETAIN, which keeps --gc-sections from dropping them.
+static std::unordered_set<const llvm::GlobalObject*> retained_objects(const llvm::Module& module) {
+  std::unordered_set<const llvm::GlobalObject*> retained;
+  const llvm::GlobalVariable* list = module.getGlobalVariable("llvm.used");
+  auto* elements =
+      list && list->hasInitializer() ? llvm::dyn_cast<llvm::ConstantArray>(list->getInitializer()) : nullptr;
+  if (!elements) return retained;
+  for (const llvm::Use& element : elements->operands())
+    if (auto* object = llvm::dyn_cast<llvm::GlobalObject>(element->stripPointerCasts())) retained.insert(object);
+  return retained;
+}
+
 std::string export_globals(const llvm::Module& module, std::vector<StampData>& out) {
   using namespace llvm;
   const DataLayout dl = target_data_layout();
+  const auto retained = retained_objects(module);
   if (!module.getModuleInlineAsm().empty()) return "module inline asm";
   if (!module.alias_empty()) return "aliases";
   if (!module.ifunc_empty()) return "ifuncs";
@@ -1728,10 +1756,11 @@ std::string export_globals(const llvm::Module& module, std::vector<StampData>& o
         : g.hasProtectedVisibility()       ? SymbolVisibility::protected_
                                            : SymbolVisibility::default_;
     d.was_private = g.hasPrivateLinkage() || was_private_variable(g);  // exposed, or not (no functions)
+    d.retain = retained.count(&g) != 0;
     d.size = dl.getTypeAllocSize(g.getValueType());
     d.align = static_cast<uint32_t>(dl.getPreferredAlign(&g).value());
     const Constant* init = g.getInitializer();
-    d.zero = !g.isConstant() && init->isNullValue();
+    d.zero = !g.isConstant() && init->isNullValue() && (!g.hasSection() || is_bss_section_name(g.getSection()));
     if (!d.zero) {
       d.bytes.assign(d.size, 0);
       std::string why = lower_constant(init, dl, d.bytes, 0, d.relocations);
@@ -1863,6 +1892,7 @@ FlatExport export_functions(const llvm::Module& module, const FunctionFilter& se
   std::unordered_map<const llvm::GlobalValue*, uint32_t> symbol_index;
   std::unordered_map<std::string, uint32_t> library_index;
   const auto pinned = pinned_to_llvm(module);
+  const auto retained = retained_objects(module);
   FlatDebugExporter debug(out.flat.debug);
   FunctionScratch scratch;
   for (const llvm::Function& f : module) {
@@ -1872,6 +1902,7 @@ FlatExport export_functions(const llvm::Module& module, const FunctionFilter& se
       // A reason found before run() stops the commit like any other; run() still
       // finds and reports all the others.
       if (auto it = pinned.find(&f); it != pinned.end()) ex.reasons.push_back(it->second);
+      if (retained.count(&f)) ex.reasons.push_back(kReasonRetained);
       if (selected && !selected(f.getName().str())) ex.reasons.push_back(kNotSelected);
       stamp = ex.run();
       FunctionVerdict v;

@@ -27,9 +27,8 @@ namespace {
 std::string describe_data(const StampData& d) {
   std::string s = d.name + " section " + d.section + " size " + std::to_string(d.size) + " align " +
       std::to_string(d.align) + (d.zero ? " zero" : "") + (d.writable ? " writable" : "") + (d.tls ? " tls" : "") +
-      (d.was_private ? " private" : "") +
-      " binding " +
-      std::to_string(int(d.binding)) + " visibility " + std::to_string(int(d.visibility)) + " relocs";
+      (d.was_private ? " private" : "") + (d.retain ? " retain" : "") + " binding " + std::to_string(int(d.binding)) +
+      " visibility " + std::to_string(int(d.visibility)) + " relocs";
   for (const auto& r : d.relocations)
     s += " " + std::to_string(r.offset) + ":" + r.symbol + "+" + std::to_string(r.addend);
   return s;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "bitcode_reader_internal.h"
+#include "codegen_requests.h"
 
 namespace kiln::bc::detail {
 
@@ -430,6 +431,9 @@ bool DebugMetadata::flag(BitstreamCursor& c, std::string_view key, Entry& value)
 }
 
 void DebugMetadata::finish_module(BitstreamCursor& c) {
+  // Not debug information, but module flags too, which only this class reads.
+  Entry value;
+  for (std::string_view key : kCfProtectionFlags) m_.cf_protection = m_.cf_protection || flag(c, key, value);
   read_header(c);
   module_ids_ = entries_.size();
   module_strings_ = strings_.size();

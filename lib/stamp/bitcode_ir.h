@@ -77,6 +77,9 @@ enum AttrKind : uint8_t {
   kAttrZExt = 34,
   kAttrByVal = 3,
   kAttrNest = 8,
+  kAttrStackProtect = 26,        // ssp
+  kAttrStackProtectReq = 27,     // sspreq
+  kAttrStackProtectStrong = 28,  // sspstrong
   kAttrStructRet = 29,
   kAttrInAlloca = 38,
   kAttrPreallocated = 65,
@@ -86,6 +89,11 @@ enum AttrKind : uint8_t {
   // kiln's mark of a function whose target may fuse llvm.fmuladd
   // (target_may_fuse_multiply_add, vector_abi.h).
   kAttrKilnMayFuse = 254,
+  // kiln's marks of a function with a string attribute that asks codegen for
+  // instrumentation calls or patchable entry nops (instrumented_entry_attribute and
+  // patchable_entry_attribute, vector_abi.h).
+  kAttrKilnInstrumented = 253,
+  kAttrKilnPatchable = 252,
 };
 struct AttrSet {
   // enum and type attributes' kinds (bitcode numbers them below 256), one bit each: the
@@ -399,6 +407,9 @@ struct Comdat {
 struct BcModule {
   std::string triple, data_layout, source_filename;
   bool module_asm = false;  // module-level inline asm present
+  // A "cf-protection-branch" or "cf-protection-return" module flag: LLVM gives such a
+  // module endbr64 and a .note.gnu.property, stamp's object neither.
+  bool cf_protection = false;
   std::vector<Type> types;
   std::vector<AttrList> attribute_lists;
   std::vector<Global> globals;

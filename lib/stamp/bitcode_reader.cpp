@@ -13,6 +13,7 @@
 #include "bitcode_ir.h"
 #include "bitcode_reader_internal.h"
 #include "bitstream.h"
+#include "codegen_requests.h"
 #include "error.h"
 #include "vector_abi.h"
 
@@ -430,6 +431,11 @@ class AttributeReader {
       } else if (encoding == 3 || encoding == 4) {  // string [chars, 0, (value chars, 0)]
         const size_t key = i + 1;
         i = skip_string(key);
+        // Whatever their value: stamp declines the key (codegen_requests.h).
+        for (std::string_view k : kInstrumentedAttributes)
+          if (string_is(key, k)) set.add(kAttrKilnInstrumented);
+        for (std::string_view k : kPatchableAttributes)
+          if (string_is(key, k)) set.add(kAttrKilnPatchable);
         if (encoding == 4) {
           const size_t value = i;
           i = skip_string(value);

@@ -18,6 +18,7 @@
 
 #include "bitcode_ir.h"
 #include "bitcode_layout.h"
+#include "codegen_requests.h"
 #include "error.h"
 #include "timeutil.h"
 #include "vector_abi.h"
@@ -960,6 +961,15 @@ class FunctionExporter {
     if (src.gc) reason("garbage collector");
     const AttrList* fa = attrs(src.attributes);
     if (fa && fa->function.has(kAttrNaked)) reason("naked function");
+    // What LLVM's code generator would add and stamp does not (codegen_requests.h).
+    if (fa &&
+        (fa->function.has(kAttrStackProtect) || fa->function.has(kAttrStackProtectStrong) ||
+         fa->function.has(kAttrStackProtectReq)))
+      reason(kReasonStackProtector);
+    if (m_.cf_protection) reason(kReasonCfProtection);
+    if (fa && fa->function.has(kAttrKilnInstrumented)) reason(kReasonInstrumented);
+    if (fa && fa->function.has(kAttrKilnPatchable)) reason(kReasonPatchable);
+    if (src.align > kStampFunctionAlign) reason(kReasonAlignment);
     if (g_.linkage == Linkage::kAvailableExternally) reason("available_externally");
     avx_ = fa && fa->function.has(kAttrKilnAvx);
     may_fuse_ = fa && fa->function.has(kAttrKilnMayFuse);
@@ -2777,6 +2787,26 @@ std::unordered_map<uint32_t, std::string> pinned_to_llvm(const ModuleContext& ct
   return pinned;
 }
 
+// The global objects llvm.used names (collectUsedGlobalVariables without the compiler's
+// list), by ctx.globals index: LLVM gives their sections SHF_GNU_RETAIN, which keeps
+// --gc-sections from dropping them. A local llvm.used is not the list
+// (Module::getGlobalVariable), nor an initializer that is no array.
+std::unordered_set<uint32_t> retained_globals(const ModuleContext& ctx) {
+  std::unordered_set<uint32_t> retained;
+  for (const GlobalInfo& list : ctx.globals) {
+    if (list.kind != GlobalKind::kVariable || list.name != "llvm.used" || local_linkage(list.linkage) ||
+        list.init == kNone)
+      continue;
+    const ValueRef& init = ctx.ref(list.init_fn, list.init);
+    if (init.kind != ValueKind::kConstant || ctx.m.constants.at(init.index).kind != ConstKind::kAggregate) continue;
+    for (uint32_t element : ctx.m.constants[init.index].operands) {
+      const ValueRef& r = ctx.ref(kNone, ctx.strip_pointer_casts(kNone, element));
+      if (r.kind == ValueKind::kGlobal && ctx.globals[r.index].kind != GlobalKind::kAlias) retained.insert(r.index);
+    }
+  }
+  return retained;
+}
+
 // The order of Module::global_values(): functions, variables, aliases, ifuncs.
 std::vector<uint32_t> global_values_order(const ModuleContext& ctx) {
   std::vector<uint32_t> order;
@@ -2907,8 +2937,9 @@ std::string lower_constant(const ModuleContext& ctx, uint32_t fn, uint32_t id, s
   throw Decline{"reader: initializer of an unexpected kind"};
 }
 
-// One global variable's bytes and relocations (export_globals' work for one global).
-std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, std::vector<StampData>& out) {
+// One global variable's bytes and relocations (export_globals' work for one global);
+// `retain`: it is in llvm.used (retained_globals).
+std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, bool retain, std::vector<StampData>& out) {
   const BcModule& m = ctx.m;
   if (g.linkage == Linkage::kAppending) {
     if (g.name == "llvm.used" || g.name == "llvm.compiler.used") return "";
@@ -2928,6 +2959,7 @@ std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, std::ve
   // As the bitcode says (expose_local_symbols has renamed it since); a materialized
   // constant is private.
   d.was_private = g.source == kNone || m.globals.at(g.source).linkage == Linkage::kPrivate;
+  d.retain = retain;
   d.size = ctx.dl.alloc_size(m, g.value_type);
   Global as_global;
   as_global.kind = GlobalKind::kVariable;
@@ -2937,7 +2969,7 @@ std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, std::ve
   as_global.declaration = false;
   as_global.linkage = g.linkage;
   d.align = static_cast<uint32_t>(ctx.dl.global_preferred_align(m, as_global));
-  d.zero = !g.constant && ctx.is_null_value(g.init_fn, g.init);
+  d.zero = !g.constant && ctx.is_null_value(g.init_fn, g.init) && (g.section.empty() || is_bss_section_name(g.section));
   if (!d.zero) {
     d.bytes.assign(d.size, 0);
     std::string why = lower_constant(ctx, g.init_fn, g.init, d.bytes, 0, d.relocations);
@@ -2965,9 +2997,11 @@ std::string export_globals(const ModuleContext& ctx, std::vector<StampData>& out
     if (g.kind == GlobalKind::kAlias) return "aliases";
   for (const GlobalInfo& g : ctx.globals)
     if (g.kind == GlobalKind::kIFunc) return "ifuncs";
-  for (const GlobalInfo& g : ctx.globals) {
+  const std::unordered_set<uint32_t> retained = retained_globals(ctx);
+  for (uint32_t gi = 0; gi < ctx.globals.size(); ++gi) {
+    const GlobalInfo& g = ctx.globals[gi];
     if (g.kind != GlobalKind::kVariable || g.declaration) continue;
-    std::string why = export_global(ctx, g, out);
+    std::string why = export_global(ctx, g, retained.count(gi) != 0, out);
     if (!why.empty()) return why;
   }
   return "";
@@ -3001,6 +3035,7 @@ class ModuleExporter {
     materializer_.emplace(ctx_);
     debug_header();
     pinned_ = pinned_to_llvm(ctx_);
+    retained_ = retained_globals(ctx_);
     symbol_index_.assign(ctx_.globals.size(), kNone);
   }
 
@@ -3038,6 +3073,7 @@ class ModuleExporter {
       FunctionExporter ex(ctx_, out_.flat, symbol_values_, fixed_names_, symbol_index_, library_index_, fn, mat,
                           scratch_);
       if (auto it = pinned_.find(gi); it != pinned_.end()) ex.reasons.push_back(it->second);
+      if (retained_.count(gi)) ex.reasons.push_back(kReasonRetained);
       if (selected_ && !selected_(v.name)) ex.reasons.push_back(kNotSelected);
       const size_t insts = out_.flat.insts.size(), operands = out_.flat.operands.size(),
                    blocks = out_.flat.blocks.size();
@@ -3098,7 +3134,7 @@ class ModuleExporter {
       // A split module's stamp part carries the constants materialized for it: LLVM's
       // half is read from the bitcode, which has no such globals.
       for (uint32_t gi = first_materialized_; gi < ctx_.globals.size() && out_.constants_reason.empty(); ++gi)
-        out_.constants_reason = export_global(ctx_, ctx_.globals[gi], out_.constants);
+        out_.constants_reason = export_global(ctx_, ctx_.globals[gi], false, out_.constants);
     }
   }
 
@@ -3147,6 +3183,7 @@ class ModuleExporter {
   std::optional<Materializer> materializer_;
   uint32_t first_materialized_ = 0;  // ctx_.globals from here on are materialize_aggregate_constants'
   std::unordered_map<uint32_t, std::string> pinned_;
+  std::unordered_set<uint32_t> retained_;  // retained_globals
   std::vector<uint32_t> symbol_values_;
   std::vector<std::string> fixed_names_;
   std::vector<uint32_t> symbol_index_;

@@ -456,8 +456,8 @@ struct ObjectWriter {
     code_index.resize(F);
     rela_index.assign(F, 0);
     for (uint32_t i = 0; i < F; ++i) {
-      code_index[i] = add_section(SectionOwner::function(i), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, 16,
-                                  v.code_size[i], v.code + v.code_start[i]);
+      code_index[i] = add_section(SectionOwner::function(i), SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR,
+                                  kStampFunctionAlign, v.code_size[i], v.code + v.code_start[i]);
       if (v.reloc_count[i]) rela_index[i] = add_rela(code_index[i], v.reloc_count[i], 0);
     }
     data_index.resize(data.size());
@@ -465,8 +465,9 @@ struct ObjectWriter {
     for (size_t d = 0; d < data.size(); ++d) {
       const StampData& g = data[d];
       data_index[d] = add_section(SectionOwner::data(d), g.zero ? SHT_NOBITS : SHT_PROGBITS,
-                                  SHF_ALLOC | (g.writable ? SHF_WRITE : 0) | (g.tls ? SHF_TLS : 0), g.align ? g.align : 1,
-                                  g.zero ? g.size : g.bytes.size(), g.bytes.data());
+                                  SHF_ALLOC | (g.writable ? SHF_WRITE : 0) | (g.tls ? SHF_TLS : 0) |
+                                      (g.retain ? SHF_GNU_RETAIN : 0),
+                                  g.align ? g.align : 1, g.zero ? g.size : g.bytes.size(), g.bytes.data());
       if (!g.relocations.empty()) data_rela_index[d] = add_rela(data_index[d], g.relocations.size(), 0);
     }
   }
@@ -844,7 +845,11 @@ struct ObjectWriter {
     eh.e_ident[EI_CLASS] = ELFCLASS64;
     eh.e_ident[EI_DATA] = ELFDATA2LSB;
     eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
+    // GNU ld honours SHF_GNU_RETAIN only in an object of the GNU OS ABI, which LLVM's
+    // writer therefore gives every object with such a section.
+    const bool gnu = std::any_of(sections.begin(), sections.end(),
+                                 [](const PlannedSection& s) { return s.header.sh_flags & SHF_GNU_RETAIN; });
+    eh.e_ident[EI_OSABI] = gnu ? ELFOSABI_GNU : ELFOSABI_NONE;
     eh.e_type = ET_REL;
     eh.e_machine = EM_X86_64;
     eh.e_version = EV_CURRENT;

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stamp_emit.h"  // StampReloc, StampRelocType (kReloc*)
@@ -32,6 +33,9 @@ struct StampNamedReloc {
 
 enum class SymbolBinding : uint8_t { local, global, weak };
 enum class SymbolVisibility : uint8_t { default_, hidden, protected_ };
+
+// The alignment of every function's section: a function that asks for more is LLVM's.
+constexpr uint64_t kStampFunctionAlign = 16;
 
 struct StampFunction {
   std::string name;
@@ -65,9 +69,27 @@ struct StampData {
   // writer still names it (a split's other half may refer to it); the combiner drops
   // that name from the final object (elf_combine.h).
   bool was_private = false;
+  // In llvm.used (__attribute__((retain)), #[used(linker)]): SHF_GNU_RETAIN, as LLVM
+  // writes it, so that --gc-sections keeps it.
+  bool retain = false;
   std::vector<uint8_t> bytes;
   std::vector<StampNamedReloc> relocations;
 };
+
+// Whether LLVM makes a section of this name SHT_NOBITS whatever its globals' kind
+// (TargetLoweringObjectFileELF's getELFKindForNamedSection). Zero-initialised data in a
+// section of any other name stays SHT_PROGBITS (isSuitableForBSS refuses a global that
+// names a section): were stamp's copy NOBITS, ld.bfd would split the section in two
+// and __start_/__stop_ would no longer bound every object's entries.
+inline bool is_bss_section_name(std::string_view name) {
+  for (std::string_view bss : {".bss", ".sbss", ".tbss"})
+    if (name == bss || (name.size() > bss.size() && name.substr(0, bss.size()) == bss && name[bss.size()] == '.'))
+      return true;
+  for (std::string_view prefix : {".gnu.linkonce.b.", ".llvm.linkonce.b.", ".gnu.linkonce.sb.", ".llvm.linkonce.sb.",
+                                  ".gnu.linkonce.tb.", ".llvm.linkonce.tb."})
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  return false;
+}
 
 // An undefined symbol that is not a plain reference (a global with default
 // visibility): an extern_weak declaration is weak, so that a missing definition
@@ -112,7 +134,7 @@ struct StampObjectView {
 };
 
 // A relocatable x86-64 ELF object: one SHF_ALLOC|SHF_EXECINSTR section per function
-// (16-byte aligned), .rela for each, .eh_frame with one CIE and one FDE per function
+// (kStampFunctionAlign), .rela for each, .eh_frame with one CIE and one FDE per function
 // (and its .rela.eh_frame), .symtab and .strtab (symbol and section names, as LLVM
 // writes them), and an empty .note.GNU-stack.
 // Symbols referenced by relocations but not defined here are undefined globals, or
