@@ -362,7 +362,8 @@ define i64 @fb() {
   for (std::string line; std::getline(lines, line);)
     if (contains(line, "TPOFF")) CHECK(contains(line, ".Lt"));
   CHECK(contains(relocs.captured_stdout, "R_X86_64_REX_GOTPCRELX"));
-  const Symbol* t = find_symbol(symbols_of(r.object), ".Lt");
+  const std::vector<Symbol> symbols = symbols_of(r.object);
+  const Symbol* t = find_symbol(symbols, ".Lt");
   REQUIRE(t);
   CHECK(t->type == llvm::ELF::STT_TLS);
   CHECK(link_with(dir.path, "gnu", "cc", {dir.path + "/main.c"}, r.object) == "7 1 3\n");
