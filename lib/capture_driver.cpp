@@ -566,6 +566,9 @@ int run_capture(const CaptureOptions& options) {
   CaptureTempDir temp;
   const std::string& link_dir = temp.path();
   std::string cc_dir = installed_cc_links(llvm_half);
+  // An installation directory a build cannot name in CC (a blank in its path) would go
+  // first in PATH, and every program beside kiln with it: this capture's own links then.
+  if (!safe_in_command_line(cc_dir)) cc_dir.clear();
   if (cc_dir.empty()) {  // not installed beside it: links of this capture's own
     cc_dir = link_dir;
     if (::symlink(llvm_half.c_str(), (link_dir + "/kiln-cc").c_str()) != 0 ||

@@ -384,6 +384,7 @@ class EmissionChild {
     }
     ::close(fd_);
     fd_ = -1;
+    g_emission_pid.store(0);  // before the reaping: a late stop signal must not reach a reused pid
     while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {}
     pid_ = -1;
     std::vector<size_t> lost;
