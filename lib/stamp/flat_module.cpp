@@ -610,19 +610,46 @@ uint32_t drop_dead_values(FlatModuleData& flat) {
 
 namespace {
 
-// One function's control flow, with block numbers local to it: each block's successors
-// (from its instructions' block operands; a phi's are incoming blocks, not edges) and
-// predecessors, and whether every edge into a block is a br's or a condbr's.
-struct FunctionEdges {
-  std::vector<std::vector<uint32_t>> succs, preds;
-  std::vector<uint8_t> entered_by_branches;
+// Lists in one array (compressed rows): row r is items[first[r] .. first[r + 1]).
+// Filled in two passes over the same source, counting then placing, so that the
+// analysis below allocates once per module rather than once per block or per phi.
+struct Rows {
+  std::vector<uint32_t> first, items, fill;
+  void start(uint32_t rows) { first.assign(rows + 1, 0); }
+  void count(uint32_t r) { ++first[r + 1]; }
+  void place_from_counts() {
+    for (size_t r = 1; r < first.size(); ++r) first[r] += first[r - 1];
+    items.resize(first.back());
+    fill.assign(first.begin(), first.end() - 1);
+  }
+  void place(uint32_t r, uint32_t item) { items[fill[r]++] = item; }
+  const uint32_t* begin(uint32_t r) const { return items.data() + first[r]; }
+  const uint32_t* end(uint32_t r) const { return items.data() + first[r + 1]; }
+  size_t size(uint32_t r) const { return first[r + 1] - first[r]; }
+};
+struct RowRange {
+  const uint32_t *b, *e;
+  const uint32_t* begin() const { return b; }
+  const uint32_t* end() const { return e; }
 };
 
-FunctionEdges function_edges(const FlatModuleData& flat, const FlatFunction& fn) {
-  FunctionEdges g;
-  g.succs.resize(fn.block_count), g.preds.resize(fn.block_count);
-  g.entered_by_branches.assign(fn.block_count, 1);
-  std::vector<uint32_t> last_from(fn.block_count, ~0u);  // a block named twice is one edge
+// One function's control flow, with block numbers local to it: each block's successors
+// (from its instructions' block operands; a phi's are incoming blocks, not edges) and
+// predecessors, in the order the instructions name them, and whether every edge into a
+// block is a br's or a condbr's.
+struct FunctionEdges {
+  Rows succs, preds;
+  std::vector<uint8_t> entered_by_branches;
+  std::vector<uint32_t> last_from;
+  RowRange succ(uint32_t b) const { return {succs.begin(b), succs.end(b)}; }
+  RowRange pred(uint32_t b) const { return {preds.begin(b), preds.end(b)}; }
+};
+
+// Calls edge(from, to, kind_of_branch) for each edge of `fn` once (a block named twice
+// by one block is one edge), in instruction order.
+template <typename Edge>
+void for_each_edge(const FlatModuleData& flat, const FlatFunction& fn, std::vector<uint32_t>& last_from, Edge edge) {
+  last_from.assign(fn.block_count, ~0u);
   for (uint32_t b = 0; b < fn.block_count; ++b) {
     const FlatBlock& blk = flat.blocks[fn.first_block + b];
     for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i) {
@@ -633,15 +660,26 @@ FunctionEdges function_edges(const FlatModuleData& flat, const FlatFunction& fn)
         if (op.kind != kOperandBlock || op.index < fn.first_block || op.index - fn.first_block >= fn.block_count)
           continue;
         const uint32_t t = op.index - fn.first_block;
-        if (in.op != kOpBr && in.op != kOpCondBr) g.entered_by_branches[t] = 0;  // a switch's or an invoke's edge
-        if (last_from[t] == b) continue;
+        edge(b, t, in.op, last_from[t] == b);
         last_from[t] = b;
-        g.succs[b].push_back(t);
-        g.preds[t].push_back(b);
       }
     }
   }
-  return g;
+}
+
+void function_edges(const FlatModuleData& flat, const FlatFunction& fn, FunctionEdges& g) {
+  g.succs.start(fn.block_count), g.preds.start(fn.block_count);
+  g.entered_by_branches.assign(fn.block_count, 1);
+  for_each_edge(flat, fn, g.last_from, [&](uint32_t b, uint32_t t, uint8_t op, bool again) {
+    if (op != kOpBr && op != kOpCondBr) g.entered_by_branches[t] = 0;  // a switch's or an invoke's edge
+    if (again) return;
+    g.succs.count(b), g.preds.count(t);
+  });
+  g.succs.place_from_counts(), g.preds.place_from_counts();
+  for_each_edge(flat, fn, g.last_from, [&](uint32_t b, uint32_t t, uint8_t, bool again) {
+    if (again) return;
+    g.succs.place(b, t), g.preds.place(t, b);
+  });
 }
 
 // Blocks visited, over all of a function's phis, before the rest count as not direct:
@@ -649,24 +687,53 @@ FunctionEdges function_edges(const FlatModuleData& flat, const FlatFunction& fn)
 // and a function of very many blocks and phis costs a bounded time.
 constexpr uint64_t kPhiLivenessSteps = uint64_t(1) << 22;
 
-// The liveness walks of one function's phis, with scratch marks reused from phi to phi.
+// The liveness walks of one function's phis, with scratch marks reused from phi to phi
+// (and, with the edges and the readers, from function to function).
 struct PhiLiveness {
   const FlatModuleData& flat;
-  const FlatFunction& fn;
-  const FunctionEdges& g;
+  const FlatFunction* fn = nullptr;
+  FunctionEdges g;
+  // Each phi's readers as (instruction, operand), kept as two rows of the same shape.
+  Rows use_inst, use_operand;
   std::vector<uint32_t> live_mark, pred_mark, work;  // live_mark[b] == walk: live on entry
   uint32_t walk = 0;
   uint64_t steps = 0;
 
-  PhiLiveness(const FlatModuleData& f, const FlatFunction& function, const FunctionEdges& edges)
-      : flat(f), fn(function), g(edges), live_mark(function.block_count, 0), pred_mark(function.block_count, 0) {}
+  explicit PhiLiveness(const FlatModuleData& f) : flat(f) {}
+
+  // Prepares the walks of `function`'s phis: its edges, and the readers of each of its
+  // instructions that is a phi (row: the instruction's place in the function).
+  void start(const FlatFunction& function, uint64_t inst_end) {
+    fn = &function;
+    function_edges(flat, function, g);
+    use_inst.start(function.inst_count), use_operand.start(function.inst_count);
+    auto for_each_use = [&](auto use) {
+      for (uint64_t u = function.first_inst; u < inst_end; ++u) {
+        const FlatInst& in = flat.insts[u];
+        for (uint32_t k = 0; k < in.operand_count; ++k) {
+          const FlatOperand& op = flat.operands[in.first_operand + k];
+          if (op.kind == kOperandValue && op.index >= function.first_inst && op.index < inst_end &&
+              flat.insts[op.index].op == kOpPhi)
+            use(op.index - function.first_inst, static_cast<uint32_t>(u), k);
+        }
+      }
+    };
+    for_each_use([&](uint32_t row, uint32_t, uint32_t) { use_inst.count(row), use_operand.count(row); });
+    use_inst.place_from_counts(), use_operand.place_from_counts();
+    for_each_use([&](uint32_t row, uint32_t u, uint32_t k) { use_inst.place(row, u), use_operand.place(row, k); });
+    // The marks compare with `walk`, which only grows: stale marks of an earlier
+    // function are below it, so they need no clearing, only room.
+    if (live_mark.size() < function.block_count) live_mark.resize(function.block_count, 0);
+    if (pred_mark.size() < function.block_count) pred_mark.resize(function.block_count, 0);
+    steps = 0;
+  }
 
   // Whether phi x (instruction `x`, in local block `home`) may be written directly: see
-  // phis_written_directly. `uses` are x's readers as (instruction, operand).
-  bool may_be_direct(uint32_t x, uint32_t home, const std::vector<std::pair<uint32_t, uint32_t>>& uses) {
+  // phis_written_directly.
+  bool may_be_direct(uint32_t x, uint32_t home) {
     if (!g.entered_by_branches[home] || steps > kPhiLivenessSteps) return false;
     ++walk;
-    for (uint32_t p : g.preds[home]) pred_mark[p] = walk;
+    for (uint32_t p : g.pred(home)) pred_mark[p] = walk;
     auto is_pred = [&](uint32_t b) { return pred_mark[b] == walk; };
     // The blocks where x's value from before is still to be read (live on entry),
     // from its readers back along the edges, never above x's own block (its definition).
@@ -674,9 +741,12 @@ struct PhiLiveness {
     auto live_in = [&](uint32_t b) {
       if (b != home && live_mark[b] != walk) live_mark[b] = walk, work.push_back(b);
     };
-    for (auto [u, k] : uses) {
+    const uint32_t row = x - fn->first_inst;
+    const uint32_t* ks = use_operand.begin(row);
+    for (const uint32_t *u_at = use_inst.begin(row), *u_end = use_inst.end(row); u_at != u_end; ++u_at, ++ks) {
+      const uint32_t u = *u_at, k = *ks;
       const FlatInst& in = flat.insts[u];
-      const uint32_t at = in.block - fn.first_block;
+      const uint32_t at = in.block - fn->first_block;
       if (in.op != kOpPhi) {
         // A conditional branch reads its condition after the copies into its successors.
         if (in.op == kOpCondBr && k == 0 && is_pred(at)) return false;
@@ -685,9 +755,9 @@ struct PhiLiveness {
       }
       if (k % 2 || k + 1 >= in.operand_count) return false;  // not a value's place (check_instruction refuses it)
       const FlatOperand& from = flat.operands[in.first_operand + k + 1];
-      if (from.kind != kOperandBlock || from.index < fn.first_block) return false;
-      const uint32_t q = from.index - fn.first_block;
-      if (q >= fn.block_count) return false;
+      if (from.kind != kOperandBlock || from.index < fn->first_block) return false;
+      const uint32_t q = from.index - fn->first_block;
+      if (q >= fn->block_count) return false;
       // Its own value again from q: a copy to itself, which keeps its slot only if
       // nothing wrote the slot before q's end, so it is live through q as any read is.
       if (u != x && is_pred(q)) return false;  // read by copies beside its own
@@ -696,13 +766,13 @@ struct PhiLiveness {
     while (!work.empty()) {
       const uint32_t b = work.back();
       work.pop_back();
-      steps += 1 + g.preds[b].size();
+      steps += 1 + g.preds.size(b);
       if (steps > kPhiLivenessSteps) return false;
-      for (uint32_t p : g.preds[b]) live_in(p);
+      for (uint32_t p : g.pred(b)) live_in(p);
     }
     // Every edge out of a predecessor to another block leaves x dead.
-    for (uint32_t p : g.preds[home])
-      for (uint32_t s : g.succs[p])
+    for (uint32_t p : g.pred(home))
+      for (uint32_t s : g.succ(p))
         if (s != home && live_mark[s] == walk) return false;
     return true;
   }
@@ -712,6 +782,7 @@ struct PhiLiveness {
 
 std::vector<uint8_t> phis_written_directly(const FlatModuleData& flat) {
   std::vector<uint8_t> direct(flat.insts.size(), 0);
+  PhiLiveness liveness(flat);
   for (const FlatFunction& fn : flat.functions) {
     const uint64_t block_end = uint64_t(fn.first_block) + fn.block_count;
     const uint64_t inst_end = uint64_t(fn.first_inst) + fn.inst_count;
@@ -719,23 +790,11 @@ std::vector<uint8_t> phis_written_directly(const FlatModuleData& flat) {
     bool has_phi = false;
     for (uint64_t i = fn.first_inst; i < inst_end && !has_phi; ++i) has_phi = flat.insts[i].op == kOpPhi;
     if (!has_phi) continue;
-    // Each phi's readers, in one pass over the function.
-    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> uses(fn.inst_count);
-    for (uint64_t u = fn.first_inst; u < inst_end; ++u) {
-      const FlatInst& in = flat.insts[u];
-      for (uint32_t k = 0; k < in.operand_count; ++k) {
-        const FlatOperand& op = flat.operands[in.first_operand + k];
-        if (op.kind == kOperandValue && op.index >= fn.first_inst && op.index < inst_end &&
-            flat.insts[op.index].op == kOpPhi)
-          uses[op.index - fn.first_inst].emplace_back(static_cast<uint32_t>(u), k);
-      }
-    }
-    const FunctionEdges g = function_edges(flat, fn);
-    PhiLiveness liveness(flat, fn, g);
+    liveness.start(fn, inst_end);
     for (uint64_t x = fn.first_inst; x < inst_end; ++x) {
       const FlatInst& phi = flat.insts[x];
       if (phi.op != kOpPhi || phi.block < fn.first_block || phi.block >= block_end) continue;
-      direct[x] = liveness.may_be_direct(static_cast<uint32_t>(x), phi.block - fn.first_block, uses[x - fn.first_inst]);
+      direct[x] = liveness.may_be_direct(static_cast<uint32_t>(x), phi.block - fn.first_block);
     }
   }
   return direct;
