@@ -610,19 +610,20 @@ uint32_t drop_dead_values(FlatModuleData& flat) {
 
 namespace {
 
-// Lists in one array (compressed rows): row r is items[first[r] .. first[r + 1]).
-// Filled in two passes over the same source, counting then placing, so that the
-// analysis below allocates once per module rather than once per block or per phi.
+// Lists in one array (compressed rows): row r is items[first[r] .. first[r + 1]),
+// made from (row, item) pairs in the order given, so that the analysis below
+// allocates once per module rather than once per block or per phi.
 struct Rows {
-  std::vector<uint32_t> first, items, fill;
-  void start(uint32_t rows) { first.assign(rows + 1, 0); }
-  void count(uint32_t r) { ++first[r + 1]; }
-  void place_from_counts() {
+  std::vector<uint32_t> first, items;
+  void make(uint32_t rows, const std::vector<std::pair<uint32_t, uint32_t>>& pairs) {
+    first.assign(rows + 1, 0);
+    for (const auto& [r, item] : pairs) ++first[r + 1];
     for (size_t r = 1; r < first.size(); ++r) first[r] += first[r - 1];
-    items.resize(first.back());
-    fill.assign(first.begin(), first.end() - 1);
+    items.resize(pairs.size());
+    for (const auto& [r, item] : pairs) items[first[r]++] = item;  // first[r] ends at row r + 1's start
+    for (size_t r = rows; r > 0; --r) first[r] = first[r - 1];
+    first[0] = 0;
   }
-  void place(uint32_t r, uint32_t item) { items[fill[r]++] = item; }
   const uint32_t* begin(uint32_t r) const { return items.data() + first[r]; }
   const uint32_t* end(uint32_t r) const { return items.data() + first[r + 1]; }
   size_t size(uint32_t r) const { return first[r + 1] - first[r]; }
@@ -641,15 +642,15 @@ struct FunctionEdges {
   Rows succs, preds;
   std::vector<uint8_t> entered_by_branches;
   std::vector<uint32_t> last_from;
+  std::vector<std::pair<uint32_t, uint32_t>> edges;  // (from, to), then (to, from)
   RowRange succ(uint32_t b) const { return {succs.begin(b), succs.end(b)}; }
   RowRange pred(uint32_t b) const { return {preds.begin(b), preds.end(b)}; }
 };
 
-// Calls edge(from, to, kind_of_branch) for each edge of `fn` once (a block named twice
-// by one block is one edge), in instruction order.
-template <typename Edge>
-void for_each_edge(const FlatModuleData& flat, const FlatFunction& fn, std::vector<uint32_t>& last_from, Edge edge) {
-  last_from.assign(fn.block_count, ~0u);
+void function_edges(const FlatModuleData& flat, const FlatFunction& fn, FunctionEdges& g) {
+  g.entered_by_branches.assign(fn.block_count, 1);
+  g.last_from.assign(fn.block_count, ~0u);  // a block named twice is one edge
+  g.edges.clear();
   for (uint32_t b = 0; b < fn.block_count; ++b) {
     const FlatBlock& blk = flat.blocks[fn.first_block + b];
     for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i) {
@@ -660,26 +661,16 @@ void for_each_edge(const FlatModuleData& flat, const FlatFunction& fn, std::vect
         if (op.kind != kOperandBlock || op.index < fn.first_block || op.index - fn.first_block >= fn.block_count)
           continue;
         const uint32_t t = op.index - fn.first_block;
-        edge(b, t, in.op, last_from[t] == b);
-        last_from[t] = b;
+        if (in.op != kOpBr && in.op != kOpCondBr) g.entered_by_branches[t] = 0;  // a switch's or an invoke's edge
+        if (g.last_from[t] == b) continue;
+        g.last_from[t] = b;
+        g.edges.emplace_back(b, t);
       }
     }
   }
-}
-
-void function_edges(const FlatModuleData& flat, const FlatFunction& fn, FunctionEdges& g) {
-  g.succs.start(fn.block_count), g.preds.start(fn.block_count);
-  g.entered_by_branches.assign(fn.block_count, 1);
-  for_each_edge(flat, fn, g.last_from, [&](uint32_t b, uint32_t t, uint8_t op, bool again) {
-    if (op != kOpBr && op != kOpCondBr) g.entered_by_branches[t] = 0;  // a switch's or an invoke's edge
-    if (again) return;
-    g.succs.count(b), g.preds.count(t);
-  });
-  g.succs.place_from_counts(), g.preds.place_from_counts();
-  for_each_edge(flat, fn, g.last_from, [&](uint32_t b, uint32_t t, uint8_t, bool again) {
-    if (again) return;
-    g.succs.place(b, t), g.preds.place(t, b);
-  });
+  g.succs.make(fn.block_count, g.edges);
+  for (auto& [from, to] : g.edges) std::swap(from, to);
+  g.preds.make(fn.block_count, g.edges);
 }
 
 // Blocks visited, over all of a function's phis, before the rest count as not direct:
@@ -694,6 +685,11 @@ struct PhiLiveness {
   const FlatFunction* fn = nullptr;
   FunctionEdges g;
   // Each phi's readers as (instruction, operand), kept as two rows of the same shape.
+  struct Use {
+    uint32_t row, inst, operand;
+  };
+  std::vector<Use> uses;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
   Rows use_inst, use_operand;
   std::vector<uint32_t> live_mark, pred_mark, work;  // live_mark[b] == walk: live on entry
   uint32_t walk = 0;
@@ -706,21 +702,23 @@ struct PhiLiveness {
   void start(const FlatFunction& function, uint64_t inst_end) {
     fn = &function;
     function_edges(flat, function, g);
-    use_inst.start(function.inst_count), use_operand.start(function.inst_count);
-    auto for_each_use = [&](auto use) {
-      for (uint64_t u = function.first_inst; u < inst_end; ++u) {
-        const FlatInst& in = flat.insts[u];
-        for (uint32_t k = 0; k < in.operand_count; ++k) {
-          const FlatOperand& op = flat.operands[in.first_operand + k];
-          if (op.kind == kOperandValue && op.index >= function.first_inst && op.index < inst_end &&
-              flat.insts[op.index].op == kOpPhi)
-            use(op.index - function.first_inst, static_cast<uint32_t>(u), k);
-        }
+    uses.clear();
+    for (uint64_t u = function.first_inst; u < inst_end; ++u) {
+      const FlatInst& in = flat.insts[u];
+      for (uint32_t k = 0; k < in.operand_count; ++k) {
+        const FlatOperand& op = flat.operands[in.first_operand + k];
+        if (op.kind == kOperandValue && op.index >= function.first_inst && op.index < inst_end &&
+            flat.insts[op.index].op == kOpPhi)
+          uses.push_back({op.index - function.first_inst, static_cast<uint32_t>(u), k});
       }
-    };
-    for_each_use([&](uint32_t row, uint32_t, uint32_t) { use_inst.count(row), use_operand.count(row); });
-    use_inst.place_from_counts(), use_operand.place_from_counts();
-    for_each_use([&](uint32_t row, uint32_t u, uint32_t k) { use_inst.place(row, u), use_operand.place(row, k); });
+    }
+    // The readers of a phi in the order they come, as (instruction, operand) rows.
+    pairs.clear();
+    for (const Use& use : uses) pairs.emplace_back(use.row, use.inst);
+    use_inst.make(function.inst_count, pairs);
+    pairs.clear();
+    for (const Use& use : uses) pairs.emplace_back(use.row, use.operand);
+    use_operand.make(function.inst_count, pairs);
     // The marks compare with `walk`, which only grows: stale marks of an earlier
     // function are below it, so they need no clearing, only room.
     if (live_mark.size() < function.block_count) live_mark.resize(function.block_count, 0);
