@@ -98,6 +98,14 @@ KILN_HD inline bool read_in_place(uint8_t home) { return home == kHomeLoad || ho
 constexpr uint32_t kPoolSlots = 4;
 constexpr uint32_t kPoolBytes = 8 * kPoolSlots;
 
+// A jump to a block that a template made (jump), where Emitter::jumps records it: its
+// position as Emitter::pos counts, its target and its condition code. The CPU executor
+// keeps an instruction's code from the long layout and makes only these jumps again
+// (lib/stamp/stamp_cpu.cpp): the rest of a template's code never depends on the layout.
+struct StampJumpSite {
+  uint32_t pos, block, cc;
+};
+
 struct Emitter {
   uint8_t* out;        // function code base, or nullptr when measuring
   uint32_t pos;        // function-relative position
@@ -110,6 +118,10 @@ struct Emitter {
   // executor measures into a cache of limited room (lib/stamp/stamp_cpu.cpp) and
   // encodes an instruction that outgrew it again.
   uint32_t code_room = ~0u, reloc_room = ~0u;
+  // Where to record the jumps to blocks (StampJumpSite), or nullptr; like code and
+  // relocations, those past jump_room are counted, not written.
+  StampJumpSite* jumps = nullptr;
+  uint32_t jump_count = 0, jump_room = 0;
 
   // Inlined everywhere: most of what the templates do is this.
   KILN_HD KILN_ALWAYS_INLINE void byte(uint32_t b) {
@@ -556,17 +568,25 @@ KILN_HD inline void wide_to_frame(Emitter& e, const StampLayout& l, const FlatOp
 // from the long layout to the final one, so the bytes between a jump and its target
 // only shrink, and a target in reach stays in reach.
 constexpr uint32_t kJmp = 0xE9;
+KILN_HD inline uint32_t long_jump_size(uint32_t cc) { return cc == kJmp ? 5 : 6; }
+// Whether the jump to `block` that starts at long_pos in the long layout is rel8: once
+// that layout is known (l.long_block_offset), when it puts the block within reach.
+KILN_HD inline bool jump_is_short(const StampLayout& l, uint32_t block, uint32_t long_pos) {
+  if (!l.long_block_offset) return false;
+  const int64_t reach = static_cast<int64_t>(l.long_block_offset[block]) - static_cast<int64_t>(long_pos) - 2;
+  return reach >= -128 && reach <= 127;
+}
 KILN_HD inline void jump(Emitter& e, const StampLayout& l, uint32_t cc, uint32_t block) {
-  const uint32_t long_size = cc == kJmp ? 5 : 6;
+  if (e.jumps) {
+    if (e.jump_count < e.jump_room) e.jumps[e.jump_count] = StampJumpSite{e.pos, block, cc};
+    ++e.jump_count;
+  }
   const uint32_t target = l.block_offset ? l.block_offset[block] : 0;
-  if (l.long_block_offset) {
-    const int64_t reach = static_cast<int64_t>(l.long_block_offset[block]) - static_cast<int64_t>(e.long_pos) - 2;
-    if (reach >= -128 && reach <= 127) {
-      e.byte(cc == kJmp ? 0xEB : 0x70 | (cc & 0x0F));
-      e.byte((target - (e.pos + 1)) & 0xFF);
-      e.long_pos += long_size - 2;
-      return;
-    }
+  if (jump_is_short(l, block, e.long_pos)) {
+    e.byte(cc == kJmp ? 0xEB : 0x70 | (cc & 0x0F));
+    e.byte((target - (e.pos + 1)) & 0xFF);
+    e.long_pos += long_jump_size(cc) - 2;
+    return;
   }
   if (cc == kJmp) e.byte(0xE9);
   else e.byte(0x0F), e.byte(cc);

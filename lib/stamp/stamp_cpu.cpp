@@ -34,80 +34,160 @@ void stage_for(uint32_t n, unsigned threads, Body&& body) {
 // What the measure stage encoded, kept for the encode stage (per-function form): each
 // instruction's bytes and relocations (offsets from its start), one cache per worker.
 // An instruction's code depends on the layout only where it jumps to blocks
-// (stamp_emit.h), so every other instruction is copied to its place, not encoded a
-// second time; those that jump, and one that outgrew the room left (Emitter's
-// code_room), are encoded again. The GPU's form encodes every instruction twice.
+// (stamp_emit.h), so it is copied to its place, not encoded a second time: with the
+// jumps to blocks it made (StampJumpSite) made again for the final layout, and those
+// measured again against the long layout (the relax stage) from where they are, not by
+// encoding the instruction again (an invoke's whole call, a branch's phi copies). One
+// that outgrew the room left (Emitter's code_room) is encoded again. The GPU's form
+// encodes every instruction twice, and those that jump three times.
 struct EncodeCache {
   std::vector<uint8_t> code;
   std::vector<StampReloc> relocs;
-  uint32_t code_used = 0, relocs_used = 0;
+  std::vector<StampJumpSite> jumps;
+  uint32_t code_used = 0, relocs_used = 0, jumps_used = 0;
 };
 constexpr uint32_t kCacheRoom = 4096;     // bytes free before each instruction
 constexpr uint32_t kCacheRelocRoom = 64;  // relocations free before each instruction
+constexpr uint32_t kCacheJumpRoom = 256;  // jumps to blocks free before each instruction (a switch's cases)
 constexpr uint32_t kNotCached = ~0u;
 // What a cache holds at most (the stages refuse a module of more code, after measuring
 // it): the instructions past it are encoded again, and its offsets stay far from 2^32.
 constexpr uint32_t kCacheLimit = uint32_t(256) << 20;
+
+// Where each instruction lies in its function's worker's cache: code_at (relocation
+// offsets there are the cache's), or kNotCached; its relocations from reloc_at; its
+// jumps to blocks, jump_count of them, from jump_at.
+struct CachedInsts {
+  uint32_t *code_at, *reloc_at, *jump_at, *jump_count;
+};
 
 template <class T>
 void make_room(std::vector<T>& v, uint32_t used, uint32_t room) {
   if (v.size() - used < room) v.resize(std::max<size_t>(2 * v.size(), size_t(used) + room));
 }
 
-// Stage 2 (stamp_measure) for function fn's instructions, their code kept in `c`:
-// code_at[i] is where (relocation offsets there are the cache's), or kNotCached. The
+// Stage 2 (stamp_measure) for function fn's instructions, their code kept in `c`. The
 // instructions of a function that are kept one after the other lie one after the
 // other in the cache, as they will in the function's code. One call a function, so
 // that what the loop keeps (the cache's ends, the arrays) stays in registers: called
 // per instruction, passing them took a tenth of the stages' instructions (callgrind).
 void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, EncodeCache& c,
                                  uint32_t* size, uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end,
-                                 uint32_t* code_at, uint32_t* reloc_at) {
+                                 const CachedInsts& at) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
   const int32_t bias = frame_bias(l.frame_size[fn]);
   for (uint32_t i = f.first_inst; i < end; ++i) {
     make_room(c.code, c.code_used, kCacheRoom);
     make_room(c.relocs, c.relocs_used, kCacheRelocRoom);
+    make_room(c.jumps, c.jumps_used, kCacheJumpRoom);
     Emitter e{c.code.data() + c.code_used, 0, c.relocs.data() + c.relocs_used, 0};
     e.frame_bias = bias;
     e.code_room = static_cast<uint32_t>(c.code.size() - c.code_used);
     e.reloc_room = static_cast<uint32_t>(c.relocs.size() - c.relocs_used);
+    e.jumps = c.jumps.data() + c.jumps_used;
+    e.jump_room = static_cast<uint32_t>(c.jumps.size() - c.jumps_used);
     encode_inst(e, m, l, i);
     size[i] = e.pos;
     relocs[i] = e.reloc_count;
     call_begin[i] = e.call_begin;  // instruction-relative, as in stamp_measure
     call_end[i] = e.call_end;
-    const bool keep = !jumps_to_blocks(m.insts[i]) && e.pos <= e.code_room && e.reloc_count <= e.reloc_room &&
+    const bool keep = e.pos <= e.code_room && e.reloc_count <= e.reloc_room && e.jump_count <= e.jump_room &&
         c.code_used + e.pos <= kCacheLimit && c.relocs_used + e.reloc_count <= kCacheLimit;
-    code_at[i] = keep ? c.code_used : kNotCached;
-    reloc_at[i] = c.relocs_used;
+    at.code_at[i] = keep ? c.code_used : kNotCached;
+    at.reloc_at[i] = c.relocs_used;
+    at.jump_at[i] = c.jumps_used;
+    at.jump_count[i] = keep ? e.jump_count : 0;
     if (!keep) continue;
     for (uint32_t k = 0; k < e.reloc_count; ++k) c.relocs[c.relocs_used + k].offset += c.code_used;
     c.code_used += e.pos;
     c.relocs_used += e.reloc_count;
+    c.jumps_used += e.jump_count;
   }
 }
 
-// Stage 4 (stamp_encode) for function fn's instructions: each run of those in the
-// cache copied at once, the others encoded.
-void encode_function_from_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, const EncodeCache& c,
-                                const uint32_t* code_at, const uint32_t* reloc_at, const uint32_t* size,
-                                const uint32_t* relocs, const uint32_t* reloc_start, uint8_t* fn_code,
-                                StampReloc* fn_relocs) {
+// The bytes by which a kept jump of an instruction at long_at in the long layout comes
+// out shorter than there (jump: rel8 instead of rel32).
+uint32_t bytes_saved(const StampLayout& l, const StampJumpSite& s, uint32_t long_at) {
+  return jump_is_short(l, s.block, long_at + s.pos) ? long_jump_size(s.cc) - 2 : 0;
+}
+// Those of the jumps before instruction-relative position `pos` of the long layout.
+uint32_t bytes_saved_before(const StampLayout& l, const StampJumpSite* s, uint32_t count, uint32_t long_at,
+                            uint32_t pos) {
+  uint32_t saved = 0;
+  for (uint32_t k = 0; k < count && s[k].pos < pos; ++k) saved += bytes_saved(l, s[k], long_at);
+  return saved;
+}
+
+// Stage 2b (stamp_relax) for function fn's instructions: a kept one measured again from
+// its jumps (a jump that turns rel8 moves what follows it; a jump makes no relocation),
+// the others that jump to blocks encoded again. What stamp_relax gives, without encoding.
+void relax_function_from_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, const EncodeCache& c,
+                               const CachedInsts& at, uint32_t* size, uint32_t* relocs, uint32_t* call_begin,
+                               uint32_t* call_end) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
+  for (uint32_t i = f.first_inst; i < end; ++i) {
+    if (!jumps_to_blocks(m.insts[i])) continue;
+    if (at.code_at[i] == kNotCached) {
+      stamp_relax(m, l, i, size, relocs, call_begin, call_end);
+      continue;
+    }
+    const StampJumpSite* s = c.jumps.data() + at.jump_at[i];
+    const uint32_t n = at.jump_count[i], long_at = l.long_inst_offset[i];
+    // call_begin and call_end first: they are positions of the long layout until then.
+    call_begin[i] -= bytes_saved_before(l, s, n, long_at, call_begin[i]);
+    call_end[i] -= bytes_saved_before(l, s, n, long_at, call_end[i]);
+    size[i] -= bytes_saved_before(l, s, n, long_at, ~0u);
+  }
+}
+
+// A kept instruction with jumps to blocks into its place: the code between the jumps
+// copied, each jump made again (jump, at its place in both layouts), and the
+// relocations moved by what the jumps before them saved.
+void encode_jumps_from_cache(const StampLayout& l, uint32_t i, const EncodeCache& c, const CachedInsts& at,
+                             uint32_t size, uint32_t relocs, uint8_t* fn_code, StampReloc* to) {
+  const StampJumpSite* s = c.jumps.data() + at.jump_at[i];
+  const uint8_t* from = c.code.data() + at.code_at[i];
+  const uint32_t n = at.jump_count[i], long_at = l.long_inst_offset[i];
+  Emitter e{fn_code, l.inst_offset[i], nullptr, 0};
+  uint32_t done = 0;  // bytes of the kept (long) code placed so far
+  for (uint32_t k = 0; k < n; ++k) {
+    std::memcpy(fn_code + e.pos, from + done, s[k].pos - done);
+    e.pos += s[k].pos - done;
+    e.long_pos = long_at + s[k].pos;
+    jump(e, l, s[k].cc, s[k].block);
+    done = s[k].pos + long_jump_size(s[k].cc);
+  }
+  std::memcpy(fn_code + e.pos, from + done, l.inst_offset[i] + size - e.pos);
+  for (uint32_t k = 0; k < relocs; ++k) {
+    to[k] = c.relocs[at.reloc_at[i] + k];
+    const uint32_t pos = to[k].offset - at.code_at[i];
+    to[k].offset = l.inst_offset[i] + pos - bytes_saved_before(l, s, n, long_at, pos);
+  }
+}
+
+// Stage 4 (stamp_encode) for function fn's instructions: each run of kept instructions
+// without jumps copied at once, those with jumps made from the cache, the others encoded.
+void encode_function_from_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, const EncodeCache& c,
+                                const CachedInsts& at, const uint32_t* size, const uint32_t* relocs,
+                                const uint32_t* reloc_start, uint8_t* fn_code, StampReloc* fn_relocs) {
+  const FlatFunction& f = m.functions[fn];
+  const uint32_t end = f.first_inst + f.inst_count;
+  auto copied_as_is = [&](uint32_t i) { return at.code_at[i] != kNotCached && at.jump_count[i] == 0; };
   for (uint32_t i = f.first_inst; i < end;) {
-    if (code_at[i] == kNotCached) {
-      stamp_encode(m, l, i, fn_code, fn_relocs, reloc_start);
+    if (!copied_as_is(i)) {
+      if (at.code_at[i] == kNotCached) stamp_encode(m, l, i, fn_code, fn_relocs, reloc_start);
+      else encode_jumps_from_cache(l, i, c, at, size[i], relocs[i], fn_code, fn_relocs + reloc_start[i]);
       ++i;
       continue;
     }
     uint32_t last = i;
-    while (last + 1 < end && code_at[last + 1] != kNotCached) ++last;
+    while (last + 1 < end && copied_as_is(last + 1)) ++last;
+    const uint32_t* code_at = at.code_at;
     std::memcpy(fn_code + l.inst_offset[i], c.code.data() + code_at[i], code_at[last] + size[last] - code_at[i]);
     const uint32_t delta = l.inst_offset[i] - code_at[i];
-    const uint32_t first = reloc_at[i], count = reloc_at[last] + relocs[last] - first;
+    const uint32_t first = at.reloc_at[i], count = at.reloc_at[last] + relocs[last] - first;
     StampReloc* to = fn_relocs + reloc_start[i];
     for (uint32_t k = 0; k < count; ++k) {
       to[k] = c.relocs[first + k];
@@ -133,7 +213,7 @@ struct StampScratch {
   std::vector<uint32_t> lsda_table;
   std::vector<uint8_t> lsda_typed_fn;
   std::vector<EncodeCache> caches;  // per worker
-  std::vector<uint32_t> code_at, reloc_at, fn_worker;
+  std::vector<uint32_t> code_at, reloc_at, jump_at, jump_count, fn_worker;
 };
 template <class T>
 T* at_least(std::vector<T>& v, size_t n) {
@@ -329,18 +409,18 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
 
   StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
   const bool cached = form == StampForm::per_function;
-  uint32_t* code_at = at_least(scratch.code_at, N);
-  uint32_t* reloc_at = at_least(scratch.reloc_at, N);
+  const CachedInsts at{at_least(scratch.code_at, N), at_least(scratch.reloc_at, N), at_least(scratch.jump_at, N),
+                       at_least(scratch.jump_count, N)};
   uint32_t* fn_worker = at_least(scratch.fn_worker, F);
   // This thread's caches, named here: in a worker's body `scratch` would be the worker
   // thread's own (thread_local), as the other arrays are passed as pointers.
   std::vector<EncodeCache>& caches = scratch.caches;
   if (cached) {
     caches.resize(std::max<size_t>(caches.size(), std::max(1u, threads)));
-    for (EncodeCache& c : caches) c.code_used = c.relocs_used = 0;
+    for (EncodeCache& c : caches) c.code_used = c.relocs_used = c.jumps_used = 0;
     stage_for_workers(F, threads, [&](uint32_t fn, unsigned worker) {
       fn_worker[fn] = worker;
-      measure_function_into_cache(m, layout, fn, caches[worker], size, relocs, call_begin, call_end, code_at, reloc_at);
+      measure_function_into_cache(m, layout, fn, caches[worker], size, relocs, call_begin, call_end, at);
     });
   } else {
     stage_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
@@ -366,7 +446,11 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   offsets(long_inst_offset, long_block_offset);
   layout.long_inst_offset = long_inst_offset;
   layout.long_block_offset = long_block_offset;
-  stage_for(N, threads, [&](uint32_t i) { stamp_relax(m, layout, i, size, relocs, call_begin, call_end); });
+  if (cached)
+    stage_for(F, threads, [&](uint32_t fn) {
+      relax_function_from_cache(m, layout, fn, caches[fn_worker[fn]], at, size, relocs, call_begin, call_end);
+    });
+  else stage_for(N, threads, [&](uint32_t i) { stamp_relax(m, layout, i, size, relocs, call_begin, call_end); });
   offsets(inst_offset, block_offset);
   // Exclusive scans over functions place each function's code and relocations.
   out.code_start.resize(F);
@@ -388,9 +472,8 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   // Instructions find their function through their block.
   if (cached) {
     stage_for(F, threads, [&](uint32_t fn) {
-      encode_function_from_cache(m, layout, fn, caches[fn_worker[fn]], code_at, reloc_at, size, relocs,
-                                 reloc_start, out.code.data() + out.code_start[fn],
-                                 out.relocs.data() + out.reloc_start[fn]);
+      encode_function_from_cache(m, layout, fn, caches[fn_worker[fn]], at, size, relocs, reloc_start,
+                                 out.code.data() + out.code_start[fn], out.relocs.data() + out.reloc_start[fn]);
     });
   } else {
     stage_for(N, threads, [&](uint32_t i) {
