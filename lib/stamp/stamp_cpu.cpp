@@ -197,6 +197,12 @@ void encode_function_from_cache(const FlatModuleView& m, const StampLayout& l, u
   }
 }
 
+// A worker's call-site tables (CallSiteTables), back to back.
+struct CallSiteBuffer {
+  std::vector<uint8_t> bytes;
+  size_t used = 0;
+};
+
 // The stages' working arrays. Every stage writes each element it owns before any stage
 // reads it, so the arrays are kept per thread across modules and only ever grow:
 // no allocation and no zeroing per module once warm.
@@ -210,8 +216,9 @@ struct StampScratch {
   std::vector<uint32_t> accesses, position, size_sum, reloc_sum, call_at, last_call, run_mark, run_scan, run_end,
       lsda_bytes, lsda_typed, bytes_sum, typed_sum;
   std::vector<uint64_t> invoke_key, previous_key;
-  std::vector<uint32_t> lsda_table;
+  std::vector<uint32_t> lsda_table, lsda_at, lsda_worker;
   std::vector<uint8_t> lsda_typed_fn;
+  std::vector<CallSiteBuffer> call_sites;  // per worker
   std::vector<EncodeCache> caches;  // per worker
   std::vector<uint32_t> code_at, reloc_at, jump_at, jump_count, fn_worker;
 };
@@ -305,6 +312,44 @@ WideLsdaScans wide_lsda_scans(const FlatModuleView& m, StampScratch& s, const ui
   return scans;
 }
 
+// The per-function form's call-site tables, written as they are measured (one walk of
+// each function, where measuring and then writing took two) into their worker's
+// buffer, then copied into the LSDA between its header and its type table.
+struct CallSiteTables {
+  uint32_t *table, *at, *worker;         // per function: bytes, where in its worker's buffer, which worker
+  uint8_t* typed;                        // per function: whether a catch or filter clause exists
+  std::vector<CallSiteBuffer>& buffers;  // per worker
+};
+// A function's table has at most two entries an invoke (a gap and the call) and one
+// after the last, of four ULEB128s each, five bytes at most.
+constexpr size_t kCallSiteEntryBytes = 4 * 5;
+
+void write_call_sites(const FlatModuleView& m, uint32_t fn, unsigned worker, const uint32_t* inst_offset,
+                      const uint32_t* block_offset, const uint32_t* call_begin, const uint32_t* call_end,
+                      uint32_t code_size, CallSiteTables& t) {
+  CallSiteBuffer& b = t.buffers[worker];
+  const size_t room = kCallSiteEntryBytes * (2 * size_t(m.functions[fn].inst_count) + 1);
+  if (b.bytes.size() - b.used < room) b.bytes.resize(std::max(2 * b.bytes.size(), b.used + room));
+  LsdaWriter w{b.bytes.data() + b.used, 0};
+  bool typed = false;
+  t.table[fn] = function_call_sites(m, fn, inst_offset, block_offset, call_begin, call_end, code_size, w, &typed);
+  t.typed[fn] = typed;
+  t.at[fn] = static_cast<uint32_t>(b.used);
+  t.worker[fn] = worker;
+  b.used += t.table[fn];
+}
+
+// Function fn's LSDA at `out`, what write_stamp_lsda writes: the header, its call-site
+// table, the type table; the bytes written.
+uint32_t copy_lsda(uint32_t fn, const CallSiteTables& t, uint8_t* out) {
+  LsdaWriter w{out, 0};
+  put_lsda_header(w, t.table[fn], t.typed[fn]);
+  std::memcpy(out + w.pos, t.buffers[t.worker[fn]].bytes.data() + t.at[fn], t.table[fn]);
+  w.pos += t.table[fn];
+  if (t.typed[fn]) put_lsda_types(w);
+  return w.pos;
+}
+
 // Exception tables: measured, their starts summed, written (per function with a
 // personality), in the chosen form.
 void write_exception_tables(const FlatModuleView& m, StampScratch& scratch, StampForm form, unsigned threads,
@@ -314,19 +359,19 @@ void write_exception_tables(const FlatModuleView& m, StampScratch& scratch, Stam
   out.lsda_size.assign(F, 0);
   out.lsda_start.assign(F, 0);
   WideLsdaScans lsda_scans{};
-  uint32_t* lsda_table = at_least(scratch.lsda_table, F);  // per function: its call-site table's bytes
-  uint8_t* lsda_typed = at_least(scratch.lsda_typed_fn, F);
+  std::vector<CallSiteBuffer>& buffers = scratch.call_sites;
+  buffers.resize(std::max<size_t>(buffers.size(), std::max(1u, threads)));
+  for (CallSiteBuffer& b : buffers) b.used = 0;
+  CallSiteTables tables{at_least(scratch.lsda_table, F), at_least(scratch.lsda_at, F), at_least(scratch.lsda_worker, F),
+                        at_least(scratch.lsda_typed_fn, F), buffers};
   if (form == StampForm::wide) {
     lsda_scans = wide_lsda_scans(m, scratch, inst_offset, block_offset, call_begin, call_end);
     for (uint32_t fn = 0; fn < F; ++fn) out.lsda_size[fn] = wide_lsda_size(m, fn, lsda_scans, out.code_size[fn]);
   } else {
-    stage_for(F, threads, [&](uint32_t fn) {
+    stage_for_workers(F, threads, [&](uint32_t fn, unsigned worker) {
       if (!(m.functions[fn].flags & kFnHasPersonality)) return;
-      bool typed = false;
-      lsda_table[fn] =
-          stamp_lsda_table(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], &typed);
-      lsda_typed[fn] = typed;
-      out.lsda_size[fn] = lsda_size(lsda_table[fn], typed);
+      write_call_sites(m, fn, worker, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], tables);
+      out.lsda_size[fn] = lsda_size(tables.table[fn], tables.typed[fn]);
     });
   }
   uint32_t lsda_total = 0;
@@ -344,9 +389,7 @@ void write_exception_tables(const FlatModuleView& m, StampScratch& scratch, Stam
                        out.lsda_start.data());
   } else {
     stage_for(F, threads, [&](uint32_t fn) {
-      if (out.lsda_size[fn] &&
-          write_stamp_lsda(m, fn, inst_offset, block_offset, call_begin, call_end, out.code_size[fn], lsda_table[fn],
-                           lsda_typed[fn], out.lsda.data() + out.lsda_start[fn]) != out.lsda_size[fn])
+      if (out.lsda_size[fn] && copy_lsda(fn, tables, out.lsda.data() + out.lsda_start[fn]) != out.lsda_size[fn])
         throw KilnError(kExitInternal, "", "an exception table came out another size than measured");
     });
   }
