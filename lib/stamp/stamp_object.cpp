@@ -141,6 +141,21 @@ void put_cie_body(std::string& out, bool with_personality, uint32_t* personality
   put8(out, 1);
 }
 
+// An FDE, made in place and appended at once: byte by byte onto the string, the FDEs
+// were most of build_eh_frame's work. 32 bytes at most (the fields above, with an LSDA
+// pointer and the biased frame's CFA: 31, padded to 8).
+struct Fde {
+  uint8_t bytes[40];  // 32 used (an FDE starts 8-aligned, after the CIEs), room for padding
+  uint32_t size = 0;
+  void put8(uint8_t v) { bytes[size++] = v; }
+  void put32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) put8(static_cast<uint8_t>((v >> (8 * i)) & 0xff));
+  }
+  void set32(uint32_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<uint8_t>((v >> (8 * i)) & 0xff);
+  }
+};
+
 // One CIE without personality, one per distinct personality, and an FDE per function.
 std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::vector<uint8_t>& biased,
                            const std::vector<int>& personality_of, size_t personality_count, EhFrameFixups& fix) {
@@ -161,40 +176,42 @@ std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::v
     set32(out, start, static_cast<uint32_t>(out.size() - start - 4));
   }
   for (size_t i = 0; i < code_sizes.size(); ++i) {
-    int p = personality_of.empty() ? -1 : personality_of[i];
-    size_t start = out.size();
-    put32(out, 0);  // length, patched below
-    uint32_t cie = cie_offset[static_cast<size_t>(p + 1)];
-    put32(out, static_cast<uint32_t>(out.size()) - cie);  // CIE pointer: back to its CIE
-    fix.pc_begin.push_back(static_cast<uint32_t>(out.size()));
-    put32(out, 0);              // pc_begin (relocated)
-    put32(out, code_sizes[i]);  // pc_range
+    const int p = personality_of.empty() ? -1 : personality_of[i];
+    const size_t start = out.size();
+    const uint32_t cie = cie_offset[static_cast<size_t>(p + 1)];
+    Fde fde;
+    fde.put32(0);                                              // length, patched below
+    fde.put32(static_cast<uint32_t>(start + fde.size) - cie);  // CIE pointer: back to its CIE
+    fix.pc_begin.push_back(static_cast<uint32_t>(start + fde.size));
+    fde.put32(0);              // pc_begin (relocated)
+    fde.put32(code_sizes[i]);  // pc_range
     if (p >= 0) {
-      put8(out, 4);  // augmentation data: the LSDA pointer
-      fix.lsda_pointer[i] = static_cast<uint32_t>(out.size());
-      put32(out, 0);
+      fde.put8(4);  // augmentation data: the LSDA pointer
+      fix.lsda_pointer[i] = static_cast<uint32_t>(start + fde.size);
+      fde.put32(0);
     } else {
-      put8(out, 0);  // augmentation data length
+      fde.put8(0);  // augmentation data length
     }
-    put8(out, kCfaAdvanceLoc | 1);  // after push rbp
-    put8(out, kCfaDefCfaOffset);    //   CFA = rsp + 16
-    put8(out, 16);
-    put8(out, kCfaOffset | kDwarfRbp);  //   rbp at CFA - 16
-    put8(out, 2);
+    fde.put8(kCfaAdvanceLoc | 1);  // after push rbp
+    fde.put8(kCfaDefCfaOffset);    //   CFA = rsp + 16
+    fde.put8(16);
+    fde.put8(kCfaOffset | kDwarfRbp);  //   rbp at CFA - 16
+    fde.put8(2);
     if (biased[i]) {
-      put8(out, kCfaAdvanceLoc | 5);  // after lea rbp, [rsp - kFrameBias]
-      put8(out, kCfaDefCfa);          //   CFA = rbp + kFrameBias + 16
-      put8(out, kDwarfRbp);
+      fde.put8(kCfaAdvanceLoc | 5);  // after lea rbp, [rsp - kFrameBias]
+      fde.put8(kCfaDefCfa);          //   CFA = rbp + kFrameBias + 16
+      fde.put8(kDwarfRbp);
       static_assert(kFrameBias + 16 >= 128 && kFrameBias + 16 < 16384, "the offset's ULEB takes two bytes");
-      put8(out, ((kFrameBias + 16) & 0x7f) | 0x80);
-      put8(out, (kFrameBias + 16) >> 7);
+      fde.put8(((kFrameBias + 16) & 0x7f) | 0x80);
+      fde.put8((kFrameBias + 16) >> 7);
     } else {
-      put8(out, kCfaAdvanceLoc | 3);  // after mov rbp, rsp
-      put8(out, kCfaDefCfaRegister);  //   CFA = rbp + 16
-      put8(out, kDwarfRbp);
+      fde.put8(kCfaAdvanceLoc | 3);  // after mov rbp, rsp
+      fde.put8(kCfaDefCfaRegister);  //   CFA = rbp + 16
+      fde.put8(kDwarfRbp);
     }
-    pad_to(out, 8, static_cast<char>(kCfaNop));
-    set32(out, start, static_cast<uint32_t>(out.size() - start - 4));
+    while ((start + fde.size) % 8 != 0) fde.put8(kCfaNop);
+    fde.set32(0, fde.size - 4);
+    out.append(reinterpret_cast<const char*>(fde.bytes), fde.size);
   }
   return out;
 }
