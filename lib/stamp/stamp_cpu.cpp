@@ -128,11 +128,11 @@ void relax_function_from_cache(const FlatModuleView& m, const StampLayout& l, ui
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
   for (uint32_t i = f.first_inst; i < end; ++i) {
-    if (!jumps_to_blocks(m.insts[i])) continue;
     if (at.code_at[i] == kNotCached) {
-      stamp_relax(m, l, i, size, relocs, call_begin, call_end);
+      if (jumps_to_blocks(m.insts[i])) stamp_relax(m, l, i, size, relocs, call_begin, call_end);
       continue;
     }
+    if (!at.jump_count[i]) continue;  // kept without jumps: its size stays
     const StampJumpSite* s = c.jumps.data() + at.jump_at[i];
     const uint32_t n = at.jump_count[i], long_at = l.long_inst_offset[i];
     // call_begin and call_end first: they are positions of the long layout until then.
@@ -486,15 +486,22 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
                       out.reloc_count.data());
       });
   };
-  offsets(long_inst_offset, long_block_offset);
   layout.long_inst_offset = long_inst_offset;
   layout.long_block_offset = long_block_offset;
-  if (cached)
+  if (cached) {
+    // All three per function, while its arrays are at hand: a function's jumps stay in it.
     stage_for(F, threads, [&](uint32_t fn) {
+      stamp_offsets(m, fn, prologue_size, size, relocs, long_inst_offset, long_block_offset, reloc_start,
+                    out.code_size.data(), out.reloc_count.data());
       relax_function_from_cache(m, layout, fn, caches[fn_worker[fn]], at, size, relocs, call_begin, call_end);
+      stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset, reloc_start, out.code_size.data(),
+                    out.reloc_count.data());
     });
-  else stage_for(N, threads, [&](uint32_t i) { stamp_relax(m, layout, i, size, relocs, call_begin, call_end); });
-  offsets(inst_offset, block_offset);
+  } else {
+    offsets(long_inst_offset, long_block_offset);
+    stage_for(N, threads, [&](uint32_t i) { stamp_relax(m, layout, i, size, relocs, call_begin, call_end); });
+    offsets(inst_offset, block_offset);
+  }
   // Exclusive scans over functions place each function's code and relocations.
   out.code_start.resize(F);
   out.reloc_start.resize(F);
