@@ -95,10 +95,17 @@ KILN_HD inline bool uses_value(const FlatModuleView& m, uint32_t j, uint32_t i) 
   return false;
 }
 
+// Whether first_home may give an instruction of opcode `op` anything but a slot (the
+// cases of its switch): stamp_uses asks before it calls, in its loop over every
+// instruction (the calls of the others were a third of first_home's cost).
+KILN_HD inline bool may_leave_slot(uint16_t op) {
+  return op == kOpAlloca || op == kOpGep || op == kOpLoad || op == kOpExtract;
+}
+
 // The home stage 0 gives instruction i before it looks at its neighbours and at the
 // pool: nowhere (kHomeNone, kHomeLoad, kHomeField) or a slot.
 KILN_HD inline uint8_t first_home(const FlatModuleView& m, uint32_t i, const uint32_t* use_count) {
-  switch (m.insts[i].op) {  // only these can be anything but a slot
+  switch (m.insts[i].op) {  // only these can be anything but a slot (may_leave_slot)
     case kOpAlloca:
     case kOpGep:
       return is_frame_shape(m, value_operand(i)) ? kHomeNone : kHomeSlot;
@@ -188,7 +195,8 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
       if (op.kind == kOperandValue) ++use_count[op.index];
     }
   }
-  for (uint32_t i = f.first_inst; i < end; ++i) home[i] = first_home(m, i, use_count);
+  for (uint32_t i = f.first_inst; i < end; ++i)
+    home[i] = may_leave_slot(m.insts[i].op) ? first_home(m, i, use_count) : uint8_t{kHomeSlot};
   for (uint32_t i = f.first_inst; i + 1 < end; ++i) {
     if (home[i] != kHomeSlot || use_count[i] != 1 || !result_in_rax(m.insts[i])) continue;
     const uint32_t next = next_with_code(m, i);
@@ -256,10 +264,15 @@ constexpr uint32_t kPhiSlotWindow = 64;
 // is what makes it direct), i reads its operands before writing its result (as a pooled
 // value does: the same templates), and the edge's copy into the phi has nothing to do:
 // a loop's latch computes the next value in the phi's slot itself.
+// The first of phi_slot_taken's questions, which rules out most instructions: its
+// callers that loop over every instruction ask it before they call.
+KILN_HD inline bool may_take_phi_slot(const FlatInst& in, uint8_t home) {
+  return home == kHomeSlot && in.slot_size == 8 && in.width != 0 && in.width <= 64 && in.op != kOpAlloca;
+}
 KILN_HD inline uint32_t phi_slot_taken(const FlatModuleView& m, uint32_t i, const uint32_t* use_count,
                                        const uint8_t* home) {
   const FlatInst& in = m.insts[i];
-  if (home[i] != kHomeSlot || in.slot_size != 8 || in.width == 0 || in.width > 64 || in.op == kOpAlloca) return ~0u;
+  if (!may_take_phi_slot(in, home[i])) return ~0u;
   const FlatBlock& b = m.blocks[in.block];
   const uint32_t end = b.first_inst + b.inst_count;
   if (end - i > kPhiSlotWindow || !result_may_share_slot(in.op)) return ~0u;
@@ -297,7 +310,7 @@ KILN_HD inline uint32_t phi_slot_taken(const FlatModuleView& m, uint32_t i, cons
 // alloca's address included: it is computed at run time, encode_inst).
 KILN_HD inline bool has_own_slot(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, const uint8_t* home) {
   return m.insts[i].slot_size && home[i] == kHomeSlot && !writes_in_place(m, i, use_count, home) &&
-      phi_slot_taken(m, i, use_count, home) == ~0u;
+      (!may_take_phi_slot(m.insts[i], home[i]) || phi_slot_taken(m, i, use_count, home) == ~0u);
 }
 
 // What instruction `in` adds to the frame: an alloca's memory (rbp is 16-byte
@@ -407,7 +420,7 @@ inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint32_t* us
   }
   for (uint32_t i = first; i < end; ++i) {
     if (writes_in_place(m, i, use_count, home)) inst_slot[i] = inst_slot[m.operands[m.insts[i].first_operand].index];
-    const uint32_t phi = phi_slot_taken(m, i, use_count, home);
+    const uint32_t phi = may_take_phi_slot(m.insts[i], home[i]) ? phi_slot_taken(m, i, use_count, home) : ~0u;
     if (phi != ~0u) inst_slot[i] = inst_slot[phi];  // a phi's slot is its own (never in place)
   }
   // Frame addresses, the memory of folded loads and folded fields: their displacement,
