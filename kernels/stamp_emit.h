@@ -113,38 +113,46 @@ struct Emitter {
   uint32_t reloc_count;
   uint32_t call_begin = 0, call_end = 0;  // an invoke's call instruction (for the LSDA)
   int32_t frame_bias = 0;                 // the function's (frame_bias_of), added to rbp-based displacements
-  uint32_t long_pos = 0;                  // where pos would be in the long layout
+  // Where pos would be in the long layout, less pos (mod 2^32): only jump moves it, so
+  // byte and u32 leave it alone (long_pos()).
+  uint32_t long_delta = 0;
   // Room in out and relocs: what goes past it is counted, not written. The CPU
   // executor measures into a cache of limited room (lib/stamp/stamp_cpu.cpp) and
-  // encodes an instruction that outgrew it again.
-  uint32_t code_room = ~0u, reloc_room = ~0u;
+  // encodes an instruction that outgrew it again. None without out or relocs, so that
+  // byte asks one question, not two.
+  uint32_t code_room = out ? ~0u : 0u, reloc_room = relocs ? ~0u : 0u;
   // Where to record the jumps to blocks (StampJumpSite), or nullptr; like code and
   // relocations, those past jump_room are counted, not written.
   StampJumpSite* jumps = nullptr;
   uint32_t jump_count = 0, jump_room = 0;
 
   // Inlined everywhere: most of what the templates do is this.
+  // pos is read once and stored before the byte: a byte's store may alias the
+  // Emitter, so what is read after it is read again.
   KILN_HD KILN_ALWAYS_INLINE void byte(uint32_t b) {
-    if (out && pos < code_room) out[pos] = static_cast<uint8_t>(b);
-    ++pos;
-    ++long_pos;
+    const uint32_t p = pos;
+    pos = p + 1;
+    if (p < code_room) out[p] = static_cast<uint8_t>(b);
   }
   // A displacement or immediate: one room check for its four bytes.
   KILN_HD KILN_ALWAYS_INLINE void u32(uint32_t v) {
-    if (out && pos < code_room && code_room - pos >= 4) {
-      out[pos] = static_cast<uint8_t>(v), out[pos + 1] = static_cast<uint8_t>(v >> 8);
-      out[pos + 2] = static_cast<uint8_t>(v >> 16), out[pos + 3] = static_cast<uint8_t>(v >> 24);
-      pos += 4;
-      long_pos += 4;
+    const uint32_t p = pos;
+    if (p < code_room && code_room - p >= 4) {
+      pos = p + 4;
+      uint8_t* o = out + p;
+      o[0] = static_cast<uint8_t>(v), o[1] = static_cast<uint8_t>(v >> 8);
+      o[2] = static_cast<uint8_t>(v >> 16), o[3] = static_cast<uint8_t>(v >> 24);
       return;
     }
     for (int i = 0; i < 4; ++i) byte((v >> (8 * i)) & 0xff);
   }
+  KILN_HD uint32_t long_pos() const { return pos + long_delta; }
+  KILN_HD void set_long_pos(uint32_t long_at) { long_delta = long_at - pos; }
   KILN_HD void u64(uint64_t v) {
     for (int i = 0; i < 8; ++i) byte(static_cast<uint32_t>((v >> (8 * i)) & 0xff));
   }
   KILN_HD void reloc(uint32_t type, uint32_t symbol, int64_t addend) {
-    if (relocs && reloc_count < reloc_room) {
+    if (reloc_count < reloc_room) {
       StampReloc& r = relocs[reloc_count];
       r.offset = pos;
       r.type = type;
@@ -185,7 +193,7 @@ KILN_HD inline int32_t frame_bias_of(const FlatModuleView& m, const StampLayout&
 // fits, else disp32. The choice depends only on the frame layout, which is fixed
 // before sizes are measured, so measuring and encoding always agree. An rbp-based
 // disp is a frame place's (relative to the frame's top): the function's bias is added here.
-KILN_HD inline void mem_operand(Emitter& e, uint32_t reg, uint32_t base, int32_t disp) {
+KILN_HD KILN_ALWAYS_INLINE void mem_operand(Emitter& e, uint32_t reg, uint32_t base, int32_t disp) {
   if (base == RBP) disp += e.frame_bias;
   uint32_t fields = ((reg & 7) << 3) | (base & 7);
   if (disp == 0 && (base & 7) != RBP) {  // [rax]: no displacement
@@ -212,7 +220,8 @@ KILN_HD inline void store64(Emitter& e, int32_t disp, uint32_t reg) {
 }
 // A load or store of 1, 2, 4 or 8 bytes between reg and [base + disp32] (base is rbp
 // or rax); loads zero-extend to 64 bits.
-KILN_HD inline void piece(Emitter& e, bool load, uint32_t reg, uint32_t base, int32_t disp, uint32_t bytes) {
+KILN_HD KILN_ALWAYS_INLINE void piece(Emitter& e, bool load, uint32_t reg, uint32_t base, int32_t disp,
+                                      uint32_t bytes) {
   uint32_t r = reg >> 3;
   if (bytes == 2 && !load) e.byte(0x66);
   if (bytes == 8) e.byte(0x48 | (r << 2));
@@ -385,7 +394,7 @@ KILN_HD inline void store_result(Emitter& e, const StampLayout& l, uint32_t i) {
 // Loads a scalar operand (normalised) into reg. Every template reads its scalar value
 // operands through here (or load_rax), which is what lets field_folds leave a field in
 // its aggregate's slot.
-KILN_HD inline void load_operand(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t reg) {
+KILN_HD KILN_ALWAYS_INLINE void load_operand(Emitter& e, const StampLayout& l, const FlatOperand& op, uint32_t reg) {
   switch (op.kind) {
     case kOperandValue:
       if (l.home && l.home[op.index] == kHomeNone) {  // lea reg, [rbp + disp]
@@ -582,10 +591,10 @@ KILN_HD inline void jump(Emitter& e, const StampLayout& l, uint32_t cc, uint32_t
     ++e.jump_count;
   }
   const uint32_t target = l.block_offset ? l.block_offset[block] : 0;
-  if (jump_is_short(l, block, e.long_pos)) {
+  if (jump_is_short(l, block, e.long_pos())) {
     e.byte(cc == kJmp ? 0xEB : 0x70 | (cc & 0x0F));
     e.byte((target - (e.pos + 1)) & 0xFF);
-    e.long_pos += long_jump_size(cc) - 2;
+    e.long_delta += long_jump_size(cc) - 2;
     return;
   }
   if (cc == kJmp) e.byte(0xE9);

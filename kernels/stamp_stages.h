@@ -466,7 +466,7 @@ KILN_HD inline void stamp_relax(const FlatModuleView& m, const StampLayout& l, u
   if (!jumps_to_blocks(m.insts[i])) return;
   Emitter e{nullptr, 0, nullptr, 0};
   e.frame_bias = frame_bias_of(m, l, i);
-  e.long_pos = l.long_inst_offset[i];
+  e.set_long_pos(l.long_inst_offset[i]);
   encode_inst(e, m, l, i);
   size[i] = e.pos;
   relocs[i] = e.reloc_count;
@@ -508,7 +508,7 @@ KILN_HD inline void stamp_encode(const FlatModuleView& m, const StampLayout& l, 
                                  StampReloc* fn_relocs, const uint32_t* reloc_start) {
   Emitter e{fn_code, l.inst_offset[i], fn_relocs + reloc_start[i], 0};
   e.frame_bias = frame_bias_of(m, l, i);
-  e.long_pos = l.long_inst_offset ? l.long_inst_offset[i] : 0;
+  e.set_long_pos(l.long_inst_offset ? l.long_inst_offset[i] : 0);
   encode_inst(e, m, l, i);
 }
 

@@ -155,7 +155,7 @@ void encode_jumps_from_cache(const StampLayout& l, uint32_t i, const EncodeCache
   for (uint32_t k = 0; k < n; ++k) {
     std::memcpy(fn_code + e.pos, from + done, s[k].pos - done);
     e.pos += s[k].pos - done;
-    e.long_pos = long_at + s[k].pos;
+    e.set_long_pos(long_at + s[k].pos);
     jump(e, l, s[k].cc, s[k].block);
     done = s[k].pos + long_jump_size(s[k].cc);
   }
