@@ -76,34 +76,54 @@ void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
                                  const CachedInsts& at) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
-  const int32_t bias = frame_bias(l.frame_size[fn]);
+  // The cache's ends and sizes in locals (encode_inst, called through e, could reach
+  // `c` as far as the compiler knows, so its fields would be read again for every
+  // instruction), and into `c` once at the end.
+  uint32_t code_used = c.code_used, relocs_used = c.relocs_used, jumps_used = c.jumps_used;
+  uint32_t code_size = static_cast<uint32_t>(c.code.size()), relocs_size = static_cast<uint32_t>(c.relocs.size()),
+           jumps_size = static_cast<uint32_t>(c.jumps.size());
+  uint8_t* code = c.code.data();
+  StampReloc* cache_relocs = c.relocs.data();
+  StampJumpSite* jumps = c.jumps.data();
+  uint32_t *const code_at = at.code_at, *const reloc_at = at.reloc_at, *const jump_at = at.jump_at,
+                  *const jump_count = at.jump_count;
+  Emitter e{nullptr, 0, nullptr, 0};
+  e.frame_bias = frame_bias(l.frame_size[fn]);
   for (uint32_t i = f.first_inst; i < end; ++i) {
-    make_room(c.code, c.code_used, kCacheRoom);
-    make_room(c.relocs, c.relocs_used, kCacheRelocRoom);
-    make_room(c.jumps, c.jumps_used, kCacheJumpRoom);
-    Emitter e{c.code.data() + c.code_used, 0, c.relocs.data() + c.relocs_used, 0};
-    e.frame_bias = bias;
-    e.code_room = static_cast<uint32_t>(c.code.size() - c.code_used);
-    e.reloc_room = static_cast<uint32_t>(c.relocs.size() - c.relocs_used);
-    e.jumps = c.jumps.data() + c.jumps_used;
-    e.jump_room = static_cast<uint32_t>(c.jumps.size() - c.jumps_used);
+    if (code_size - code_used < kCacheRoom || relocs_size - relocs_used < kCacheRelocRoom ||
+        jumps_size - jumps_used < kCacheJumpRoom) {
+      make_room(c.code, code_used, kCacheRoom);
+      make_room(c.relocs, relocs_used, kCacheRelocRoom);
+      make_room(c.jumps, jumps_used, kCacheJumpRoom);
+      code_size = static_cast<uint32_t>(c.code.size()), relocs_size = static_cast<uint32_t>(c.relocs.size()),
+      jumps_size = static_cast<uint32_t>(c.jumps.size());
+      code = c.code.data(), cache_relocs = c.relocs.data(), jumps = c.jumps.data();
+    }
+    // The same Emitter for every instruction: what encode_inst changes is set again.
+    e.out = code + code_used, e.pos = 0, e.long_delta = 0;
+    e.relocs = cache_relocs + relocs_used, e.reloc_count = 0;
+    e.call_begin = 0, e.call_end = 0;
+    e.code_room = code_size - code_used, e.reloc_room = relocs_size - relocs_used;
+    e.jumps = jumps + jumps_used, e.jump_count = 0, e.jump_room = jumps_size - jumps_used;
     encode_inst(e, m, l, i);
-    size[i] = e.pos;
-    relocs[i] = e.reloc_count;
+    const uint32_t n = e.pos, r = e.reloc_count, k_jumps = e.jump_count;
+    size[i] = n;
+    relocs[i] = r;
     call_begin[i] = e.call_begin;  // instruction-relative, as in stamp_measure
     call_end[i] = e.call_end;
-    const bool keep = e.pos <= e.code_room && e.reloc_count <= e.reloc_room && e.jump_count <= e.jump_room &&
-        c.code_used + e.pos <= kCacheLimit && c.relocs_used + e.reloc_count <= kCacheLimit;
-    at.code_at[i] = keep ? c.code_used : kNotCached;
-    at.reloc_at[i] = c.relocs_used;
-    at.jump_at[i] = c.jumps_used;
-    at.jump_count[i] = keep ? e.jump_count : 0;
+    const bool keep = n <= e.code_room && r <= e.reloc_room && k_jumps <= e.jump_room && code_used + n <= kCacheLimit &&
+        relocs_used + r <= kCacheLimit;
+    code_at[i] = keep ? code_used : kNotCached;
+    reloc_at[i] = relocs_used;
+    jump_at[i] = jumps_used;
+    jump_count[i] = keep ? k_jumps : 0;
     if (!keep) continue;
-    for (uint32_t k = 0; k < e.reloc_count; ++k) c.relocs[c.relocs_used + k].offset += c.code_used;
-    c.code_used += e.pos;
-    c.relocs_used += e.reloc_count;
-    c.jumps_used += e.jump_count;
+    for (uint32_t k = 0; k < r; ++k) cache_relocs[relocs_used + k].offset += code_used;
+    code_used += n;
+    relocs_used += r;
+    jumps_used += k_jumps;
   }
+  c.code_used = code_used, c.relocs_used = relocs_used, c.jumps_used = jumps_used;
 }
 
 // The bytes by which a kept jump of an instruction at long_at in the long layout comes
