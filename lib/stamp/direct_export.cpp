@@ -807,6 +807,8 @@ class FunctionExporter {
         blocks_(out.blocks) {}
 
   std::vector<std::string> reasons;
+  // The blocks (indices in the body) whose address a blockaddress constant takes.
+  const std::vector<uint32_t>* address_taken = nullptr;
 
   bool run() {
     vectors_ = ctx_.has_vector_types &&
@@ -824,6 +826,9 @@ class FunctionExporter {
     number_instructions();
     for (uint32_t b = 0; b < f_.block_count; ++b) {
       FlatBlock fb{static_cast<uint32_t>(insts_.size()), 0, fn_index_};
+      // LLVM's exporter asks BasicBlock::hasAddressTaken before the block's instructions.
+      if (address_taken && std::find(address_taken->begin(), address_taken->end(), b) != address_taken->end())
+        reason("block address taken");
       if (b == 0 && !vector_args_.empty()) {
         export_vector_args();
         locate({});  // the copies have no location
@@ -3044,6 +3049,7 @@ class ModuleExporter {
   void function(uint32_t fn) {
     const uint32_t gi = m_.functions.at(fn).global;
     declarations_before(gi);
+    note_block_addresses(gi);
     const BcFunction& f = m_.functions[fn];
     const bool aggregate_data = std::any_of(f.values.begin(), f.values.end(),
                                             [&](const ValueRef& r) {
@@ -3072,6 +3078,7 @@ class ModuleExporter {
       // declined_function_count says (such a module is never whole).
       FunctionExporter ex(ctx_, out_.flat, symbol_values_, fixed_names_, symbol_index_, library_index_, fn, mat,
                           scratch_);
+      if (auto it = address_taken_.find(gi); it != address_taken_.end()) ex.address_taken = &it->second;
       if (auto it = pinned_.find(gi); it != pinned_.end()) ex.reasons.push_back(it->second);
       if (retained_.count(gi)) ex.reasons.push_back(kReasonRetained);
       if (selected_ && !selected_(v.name)) ex.reasons.push_back(kNotSelected);
@@ -3162,6 +3169,22 @@ class ModuleExporter {
         out_.emitted_by_stamp.push_back(false);
       }
   }
+  // The blockaddress constants read since the last body (the module's, then each body's
+  // own), before body `gi` is exported. One that names a function exported already
+  // (a body's constant taking an earlier body's label) came too late for that
+  // function's verdict: the module goes to LLVM's route.
+  void note_block_addresses(uint32_t gi) {
+    for (; constants_noted_ < m_.constants.size(); ++constants_noted_) {
+      const Constant& c = m_.constants[constants_noted_];
+      if (c.kind != ConstKind::kBlockAddress) continue;
+      if (c.operands.size() != 1 || c.words.size() != 1) throw Decline{"reader: blockaddress record"};
+      const ValueRef& r = ctx_.ref(kNone, c.operands[0]);
+      if (r.kind != ValueKind::kGlobal || ctx_.globals[r.index].kind != GlobalKind::kFunction)
+        throw Decline{"reader: blockaddress of a value that is not a function"};
+      if (r.index < gi) throw Decline{"reader: blockaddress of a function read before it"};
+      address_taken_[r.index].push_back(static_cast<uint32_t>(c.words[0]));
+    }
+  }
   bool module_aggregate_data() {
     if (module_aggregate_data_ < 0) {
       module_aggregate_data_ = 0;
@@ -3191,6 +3214,11 @@ class ModuleExporter {
   ExportScratch scratch_;
   uint32_t next_global_ = 0;
   int module_aggregate_data_ = -1;
+  // By function (global index), the blocks blockaddress constants name: LLVM's
+  // BasicBlock::hasAddressTaken, which keeps such a function LLVM's (its labels'
+  // addresses are the llvm half's to define). Filled from the constants read so far.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> address_taken_;
+  size_t constants_noted_ = 0;
 };
 
 }  // namespace

@@ -989,3 +989,68 @@ TEST_CASE("direct reader: inputs that once broke it are declined or refused as b
                    Catch::Matchers::Contains("invalid DILocalVariable record (an alignment, but no field for it)"));
   }
 }
+
+// A function whose labels a blockaddress takes stays LLVM's ("block address taken"): the
+// direct reader once missed it, so clang -O2's label table (a static array of &&label
+// with no indirectbr left) made stamp compile the function while the llvm half, which
+// keeps the table, only declared it: LLVM wrote 1 for each label's address.
+TEST_CASE("direct reader: a function whose block address is taken stays LLVM's", "[direct-export]") {
+  const std::string table = std::string(kHeader) + R"(
+@step.t = internal constant [2 x ptr] [ptr blockaddress(@step, %small), ptr blockaddress(@step, %big)]
+@where = global ptr null
+define i32 @step(i32 %x) {
+entry:
+  store ptr @step.t, ptr @where
+  %c = icmp sgt i32 %x, 10
+  br i1 %c, label %big, label %small
+small:
+  %a = add i32 %x, 1
+  br label %done
+big:
+  %b = shl i32 %x, 1
+  br label %done
+done:
+  %r = phi i32 [ %b, %big ], [ %a, %small ]
+  ret i32 %r
+}
+define i32 @other(i32 %x) {
+  ret i32 %x
+}
+)";
+  expect_identical(table, "label table");
+  DirectExport d = export_direct(kiln_test::bitcode_from_ir(table), "t.bc", "t");
+  REQUIRE(d.declined.empty());
+  REQUIRE(d.verdicts.size() == 2);
+  CHECK(d.verdicts[0].reasons == std::vector<std::string>{"block address taken"});
+  CHECK(d.verdicts[1].stamp());
+  // Computed goto in the function itself: the label's block and the indirectbr.
+  expect_identical(std::string(kHeader) + R"(
+define i32 @jump(i1 %c) {
+entry:
+  %t = select i1 %c, ptr blockaddress(@jump, %one), ptr blockaddress(@jump, %two)
+  indirectbr ptr %t, [label %one, label %two]
+one:
+  ret i32 1
+two:
+  ret i32 2
+}
+)",
+                   "computed goto");
+  // A body that takes the label of a body before it: that function's verdict is made
+  // already, so the module goes to LLVM's route whole.
+  const std::string late = std::string(kHeader) + R"(
+define i32 @first(i1 %c) {
+entry:
+  br i1 %c, label %one, label %two
+one:
+  ret i32 1
+two:
+  ret i32 2
+}
+define ptr @second() {
+  ret ptr blockaddress(@first, %two)
+}
+)";
+  d = export_direct(kiln_test::bitcode_from_ir(late), "l.bc", "t");
+  CHECK(d.declined == "reader: blockaddress of a function read before it");
+}
