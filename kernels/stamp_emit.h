@@ -207,13 +207,13 @@ KILN_HD KILN_ALWAYS_INLINE void mem_operand(Emitter& e, uint32_t reg, uint32_t b
   }
 }
 // mov reg, [rbp + disp]
-KILN_HD inline void load64(Emitter& e, uint32_t reg, int32_t disp) {
+KILN_HD KILN_ALWAYS_INLINE void load64(Emitter& e, uint32_t reg, int32_t disp) {
   e.byte(rex_w(reg, 0));
   e.byte(0x8B);
   mem_operand(e, reg, RBP, disp);
 }
 // mov [rbp + disp], reg
-KILN_HD inline void store64(Emitter& e, int32_t disp, uint32_t reg) {
+KILN_HD KILN_ALWAYS_INLINE void store64(Emitter& e, int32_t disp, uint32_t reg) {
   e.byte(rex_w(reg, 0));
   e.byte(0x89);
   mem_operand(e, reg, RBP, disp);

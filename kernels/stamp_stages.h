@@ -189,11 +189,11 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
   const uint32_t end = f.first_inst + f.inst_count;
   for (uint32_t i = f.first_inst; i < end; ++i) use_count[i] = 0;
   for (uint32_t i = f.first_inst; i < end; ++i) {
-    const FlatInst& in = m.insts[i];
-    for (uint32_t k = 0; k < in.operand_count; ++k) {
-      const FlatOperand& op = m.operands[in.first_operand + k];
-      if (op.kind == kOperandValue) ++use_count[op.index];
-    }
+    // The operands and their count read once: use_count's stores may alias them.
+    const FlatOperand* ops = m.operands + m.insts[i].first_operand;
+    const uint32_t n = m.insts[i].operand_count;
+    for (uint32_t k = 0; k < n; ++k)
+      if (ops[k].kind == kOperandValue) ++use_count[ops[k].index];
   }
   for (uint32_t i = f.first_inst; i < end; ++i)
     home[i] = may_leave_slot(m.insts[i].op) ? first_home(m, i, use_count) : uint8_t{kHomeSlot};
@@ -492,7 +492,8 @@ KILN_HD inline void stamp_offsets(const FlatModuleView& m, uint32_t fn, const ui
   for (uint32_t b = f.first_block; b < f.first_block + f.block_count; ++b) {
     block_offset[b] = pos;
     const FlatBlock& blk = m.blocks[b];
-    for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i) {
+    const uint32_t block_end = blk.first_inst + blk.inst_count;  // read once: the stores may alias it
+    for (uint32_t i = blk.first_inst; i < block_end; ++i) {
       inst_offset[i] = pos;
       reloc_start[i] = rel;
       pos += size[i];
