@@ -452,7 +452,10 @@ class FunctionExporter {
     Type* t = inst.getType();
     fi.width = static_cast<uint8_t>(scalar_width(t));
     if (fi.width) fi.slot_size = 8;
-    else if (!t->isVoidTy()) fi.slot_size = round8(dl_.getTypeAllocSize(t));
+    // A value without a size (a token: llvm.coro.id's in ThinLTO bitcode, which keeps
+    // coroutines unsplit) has no slot to give; DataLayout traps on its size.
+    else if (t->isSized()) fi.slot_size = round8(dl_.getTypeAllocSize(t));
+    else if (!t->isVoidTy()) reason("value type " + type_name(t));
     insts_.push_back(fi);
     locations_.push_back(inst.getDebugLoc().get());
     return insts_.back();

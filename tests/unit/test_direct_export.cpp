@@ -1054,3 +1054,28 @@ define ptr @second() {
   d = export_direct(kiln_test::bitcode_from_ir(late), "l.bc", "t");
   CHECK(d.declined == "reader: blockaddress of a function read before it");
 }
+
+// A value of token type (llvm.coro.id's, in C++20 coroutines' ThinLTO bitcode, where
+// coroutines are not split yet) has no size: LLVM's exporter asked DataLayout for it
+// and LLVM trapped (SIGTRAP, the module's emission failed and --check-reader died).
+// It is a reason now, and the direct reader declines the function.
+TEST_CASE("LLVM's exporter: a token value is a reason, not a crash", "[direct-export]") {
+  const std::string ir = std::string(kHeader) + R"(
+define void @coro() {
+  %id = call token @llvm.coro.id(i32 0, ptr null, ptr null, ptr null)
+  ret void
+}
+define i32 @plain(i32 %x) {
+  ret i32 %x
+}
+declare token @llvm.coro.id(i32, ptr readnone, ptr readonly captures(none), ptr)
+)";
+  const std::string bitcode = kiln_test::bitcode_from_ir(ir);
+  llvm::LLVMContext ctx;
+  auto module = parse_bitcode(ctx, bitcode, "t.bc");
+  FlatExport flat = export_flat(*module);
+  REQUIRE(flat.verdicts.size() == 2);
+  CHECK(flat.verdicts[0].reasons == std::vector<std::string>{"intrinsic llvm.coro.id", "value type token"});
+  CHECK(flat.verdicts[1].stamp());
+  CHECK(compare_reader(bitcode, "t.bc").outcome == ReaderComparison::kFunctionsDeclined);
+}
