@@ -18,6 +18,7 @@
 #include "flat_export.h"
 #include "flat_file.h"
 #include "hash.h"
+#include "isolate.h"
 #include "timeutil.h"
 
 namespace kiln {
@@ -119,6 +120,8 @@ const char* outcome_name(ReaderComparison::Outcome o) {
       return "functions declined";
     case ReaderComparison::kDifferent:
       return "DIFFERENT";
+    case ReaderComparison::kCrashed:
+      return "crashed";
   }
   return "?";
 }
@@ -194,17 +197,58 @@ ReaderComparison compare_reader(std::string_view bitcode, const std::string& lab
   return r;
 }
 
+namespace {
+
+// A comparison made in a worker comes back as one line of its numbers, then its detail.
+std::string encode_comparison(const ReaderComparison& r) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%d %zu %zu %d %.17g %.17g %.17g %.17g\n", int(r.outcome), r.functions,
+                r.functions_declined, int(r.whole), r.llvm_seconds, r.direct_seconds, r.llvm_parse_seconds,
+                r.direct_read_seconds);
+  return line + r.detail;
+}
+
+ReaderComparison decode_comparison(const std::string& text) {
+  ReaderComparison r;
+  int outcome = 0, whole = 0;
+  const size_t nl = text.find('\n');
+  if (nl == std::string::npos ||
+      std::sscanf(text.c_str(), "%d %zu %zu %d %lg %lg %lg %lg", &outcome, &r.functions, &r.functions_declined, &whole,
+                  &r.llvm_seconds, &r.direct_seconds, &r.llvm_parse_seconds, &r.direct_read_seconds) != 8)
+    throw KilnError(kExitInternal, "", "a reader check's worker answered '" + text.substr(0, 80) + "'");
+  r.outcome = ReaderComparison::Outcome(outcome);
+  r.whole = whole != 0;
+  r.detail = text.substr(nl + 1);
+  return r;
+}
+
+}  // namespace
+
 // --check-reader: every module of a file or corpus read both ways; a line per module
-// that is not identical (or per module with --json), and a summary.
+// that is not identical (or per module with --json), and a summary. Each module is
+// compared in a worker process: LLVM's parser and exporter (or the reader) crashing on
+// one module makes that module's line, not the end of the check.
 int run_reader_check(const std::string& input, bool corpus, bool json) {
   const auto modules = Corpus::modules_to_check(input, corpus);  // label, path
-  size_t counts[4] = {0, 0, 0, 0}, functions = 0, declined = 0;
+  size_t counts[5] = {0, 0, 0, 0, 0}, functions = 0, declined = 0;
   double llvm_s = 0, direct_s = 0, parse_s = 0, read_s = 0;
   std::map<std::string, size_t> reasons;
   Progress progress("checking the reader", modules.size());
-  for (const auto& [label, path] : modules) {
-    std::string bytes = read_file(path);
-    ReaderComparison r = compare_reader(bytes, label);
+  auto job = [&](size_t i) {
+    return encode_comparison(compare_reader(read_file(modules[i].second), modules[i].first));
+  };
+  auto label = [&](size_t i) { return modules[i].first; };
+  auto done = [&](size_t i, IsolatedResult result) {
+    ReaderComparison r;
+    if (result.ok) {
+      r = decode_comparison(result.text);
+    } else if (result.crashed) {
+      r.outcome = ReaderComparison::kCrashed;
+      r.detail = result.text.substr(std::min(result.text.size(), modules[i].first.size() + 2));  // "LABEL: " off
+    } else {
+      throw KilnError(ExitCode(result.code), "", result.text);  // the module could not be read (I/O): as before
+    }
+    const std::string& label = modules[i].first;
     progress.advance();
     counts[r.outcome]++;
     functions += r.functions;
@@ -228,19 +272,23 @@ int run_reader_check(const std::string& input, bool corpus, bool json) {
     } else if (r.outcome != ReaderComparison::kIdentical) {
       std::printf("%s: %s: %s\n", label.c_str(), outcome_name(r.outcome), r.detail.c_str());
     }
-  }
+    std::fflush(stdout);  // each line before the next worker's fork, never twice
+  };
+  run_isolated(modules.size(), 1, job, done, label);
   progress.finish();
   if (!json) {
-    std::printf("%zu modules: %zu identical, %zu with functions declined, %zu declined, %zu different\n",
-                modules.size(), counts[ReaderComparison::kIdentical], counts[ReaderComparison::kFunctionsDeclined],
+    std::printf("%zu modules: %zu identical, %zu with functions declined, %zu declined, %zu different", modules.size(),
+                counts[ReaderComparison::kIdentical], counts[ReaderComparison::kFunctionsDeclined],
                 counts[ReaderComparison::kModuleDeclined], counts[ReaderComparison::kDifferent]);
+    if (counts[ReaderComparison::kCrashed]) std::printf(", %zu crashed", counts[ReaderComparison::kCrashed]);
+    std::printf("\n");
     std::printf("functions read directly: %zu of %zu (%.2f%%)\n", functions - declined, functions,
                 functions ? 100.0 * double(functions - declined) / double(functions) : 100.0);
     for (const auto& [why, n] : reasons) std::printf("  %zu x %s\n", n, why.c_str());
     std::printf("LLVM parse + export %.3f s (parse %.3f s); direct read + export %.3f s (read %.3f s): %.1fx\n", llvm_s,
                 parse_s, direct_s, read_s, direct_s > 0 ? llvm_s / direct_s : 0.0);
   }
-  return counts[ReaderComparison::kDifferent] ? kExitFailed : kExitOk;
+  return counts[ReaderComparison::kDifferent] || counts[ReaderComparison::kCrashed] ? kExitFailed : kExitOk;
 }
 
 }  // namespace kiln

@@ -16,6 +16,7 @@ struct ReaderComparison {
     kModuleDeclined,     // the reader declined the module (detail: its reason)
     kFunctionsDeclined,  // the reader declined some functions (their verdicts: "reader: ..."); the rest compared
     kDifferent,          // a difference the reader did not declare: a reader bug (detail: the first one)
+    kCrashed,            // the worker comparing it died (LLVM's parser or exporter, or the reader): not compared
   };
   Outcome outcome = kIdentical;
   std::string detail;

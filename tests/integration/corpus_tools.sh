@@ -105,6 +105,18 @@ kiln-emit A3 --check-reader > reader.txt 2>&1
 check "--check-reader reports the unreadable module and checks the rest" \
   bash -c "grep -q '$cut_id' reader.txt && grep -qE '^2 modules' reader.txt"
 
+# --check-reader on a corpus with a module that crashes LLVM's parser: each module is
+# compared in a worker, so that module's line says so and the others are still checked
+# (the whole check died by the signal, printing nothing).
+kiln-capture merge -o A4 A > /dev/null
+crash_id=$(jq -r 'select(.crate=="main.bc") | .id' A4/modules.jsonl | head -1)
+blob="A4/blobs/${crash_id:0:2}/$crash_id.bc"
+chmod u+w "$blob" && cp "$KILN_SOURCE/tests/data/crash-sigsegv.bc" "$blob"
+rc=0; kiln-emit A4 --check-reader > reader4.txt 2>&1 || rc=$?
+check "--check-reader reports a module that crashes LLVM and checks the rest (exit 1)" \
+  bash -c "[[ $rc -eq 1 ]] && grep -q '$crash_id.*: crashed: LLVM crashed (SIGSEGV) while parsing' reader4.txt &&
+           grep -qE '^2 modules: 1 identical, .*, 1 crashed\$' reader4.txt"
+
 # --shard 1/1 (a script's shards when N is 1) writes a shard's file, which merges.
 cp A/census.jsonl census-before.jsonl
 kiln-census A --shard 1/1 > /dev/null
