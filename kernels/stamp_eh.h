@@ -141,9 +141,14 @@ KILN_HD inline uint32_t function_call_sites(const FlatModuleView& m, uint32_t fn
   // The open run: its first invoke's call start, its last one's end, its pad and action,
   // and the calls before it as they were when it began.
   uint32_t run_begin = 0, run_end = 0, run_pad = 0, run_action = 0, run_cursor = 0, run_last_call = 0;
-  for (uint32_t i = f.first_inst; i < f.first_inst + f.inst_count; ++i) {
-    const FlatInst& in = m.insts[i];
-    if (in.op == kOpLandingPad && in.aux != kLandingPadCleanup) *typed = true;
+  // The bounds read once and `typed` set once, after the loop: a store through a bool*
+  // may alias anything, so the loop read them again for every instruction.
+  const uint32_t first = f.first_inst, stop = f.first_inst + f.inst_count;
+  const FlatInst* insts = m.insts;
+  bool any_typed = false;
+  for (uint32_t i = first; i < stop; ++i) {
+    const FlatInst& in = insts[i];
+    any_typed |= in.op == kOpLandingPad && in.aux != kLandingPadCleanup;
     if (may_unwind(in)) last_call = inst_offset[i] + 1;
     if (in.op != kOpInvoke) continue;
     const uint32_t begin = inst_offset[i] + call_begin[i], end = inst_offset[i] + call_end[i];
@@ -155,6 +160,7 @@ KILN_HD inline uint32_t function_call_sites(const FlatModuleView& m, uint32_t fn
     }
     run_end = cursor = end;
   }
+  if (any_typed) *typed = true;
   if (run_end) table += run_call_sites(run_begin, run_end, run_pad, run_action, run_cursor, run_last_call, w);
   if (last_call > cursor) {  // calls after the last invoke unwind on without a landing pad
     table += call_site_size(cursor, code_size - cursor, 0, 0);
