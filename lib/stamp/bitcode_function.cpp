@@ -698,6 +698,8 @@ void FunctionReader::alloca_inst() {
   inst.aux = size;
   inst.align = alignment((packed & 31) | (((packed >> 8) & 7) << 5));
   commit(inst, {size});
+  // LLVM's isStaticAlloca is false for an inalloca one, wherever it is.
+  if (packed & (1u << 5)) f_.insts.back().static_alloca_candidate = false;
 }
 
 // LOAD [pointer (value, type), type, align, volatile]; LOADATOMIC adds ordering and sync scope.

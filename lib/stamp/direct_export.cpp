@@ -2321,11 +2321,15 @@ class FunctionExporter {
   }
 
   uint32_t called_function(const Inst& in, uint32_t callee) const {
+    const uint32_t f = callee_operand_function(callee);
+    return f != kNone && ctx_.globals[f].value_type == in.source_type ? f : kNone;
+  }
+  // The callee operand as a function whatever the call's type, as LLVM's
+  // CallBase::hasFnAttrOnCalledFunction takes it (called_function is getCalledFunction).
+  uint32_t callee_operand_function(uint32_t callee) const {
     if (is_materialized(callee) || callee == kMetadataOperand || (callee & kBlockTag)) return kNone;
     const ValueRef& r = ctx_.ref(fn_index_in_module_, callee);
-    if (r.kind != ValueKind::kGlobal) return kNone;
-    const GlobalInfo& g = ctx_.globals[r.index];
-    if (g.kind != GlobalKind::kFunction || g.value_type != in.source_type) return kNone;
+    if (r.kind != ValueKind::kGlobal || ctx_.globals[r.index].kind != GlobalKind::kFunction) return kNone;
     return r.index;
   }
 
@@ -2344,7 +2348,7 @@ class FunctionExporter {
   bool call_does_not_return(const Inst& call) const {
     if (call.opcode != Opcode::kCall || call.operand_count == 0) return false;
     if (const AttrList* a = attrs(call.attributes); a && a->function.has(kAttrNoReturn)) return true;
-    const uint32_t callee_fn = called_function(call, op_id(call, call.operand_count - 1));
+    const uint32_t callee_fn = callee_operand_function(op_id(call, call.operand_count - 1));
     if (callee_fn == kNone) return false;
     const AttrList* fa = attrs(m_.globals[ctx_.globals[callee_fn].source].attributes);
     return fa && fa->function.has(kAttrNoReturn);

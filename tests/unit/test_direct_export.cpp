@@ -1079,3 +1079,26 @@ declare token @llvm.coro.id(i32, ptr readnone, ptr readonly captures(none), ptr)
   CHECK(flat.verdicts[1].stamp());
   CHECK(compare_reader(bitcode, "t.bc").outcome == ReaderComparison::kFunctionsDeclined);
 }
+
+// Found by the review running --check-reader: a call whose type is not its callee's
+// still does not return when the callee is noreturn (LLVM's doesNotReturn asks the
+// callee operand whatever the call's type), and an inalloca alloca is never static.
+TEST_CASE("direct reader: noreturn through a mismatched call type, inalloca allocas", "[direct-export]") {
+  expect_identical(std::string(kHeader) + R"(
+declare void @nr() noreturn
+define void @f(i32 %x) {
+  call void @nr(i32 %x)
+  unreachable
+}
+)",
+                   "noreturn callee called with another type");
+  expect_identical(std::string(kHeader) + R"(
+define i32 @g() {
+  %z = alloca inalloca i32
+  store i32 1, ptr %z
+  %v = load i32, ptr %z
+  ret i32 %v
+}
+)",
+                   "inalloca alloca");
+}
