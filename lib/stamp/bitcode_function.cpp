@@ -763,7 +763,7 @@ void FunctionReader::atomic_rmw() {
   uint64_t op = field();
   if (op > 20) cursor_.fail("invalid atomicrmw operation " + std::to_string(op));
   Inst inst = start(Opcode::kAtomicRmw, t);
-  inst.aux = uint32_t(op <= 10 ? RmwOp(op) : RmwOp::kOther);  // RMW_XCHG..RMW_UMIN are RmwOp's order
+  inst.aux = uint32_t(op);  // the bitcode's RMW_* code: RMW_XCHG..RMW_UMIN are RmwOp's order
   inst.is_volatile = field() != 0;
   inst.ordering = ordering(field());
   inst.single_thread = single_thread(field());

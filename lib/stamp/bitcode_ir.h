@@ -262,7 +262,9 @@ enum class Opcode : uint8_t {
 constexpr uint32_t kBlockTag = 0x80000000u;
 
 enum class Ordering : uint8_t { kNotAtomic, kUnordered, kMonotonic, kAcquire, kRelease, kAcqRel, kSeqCst };
-enum class RmwOp : uint8_t { kXchg, kAdd, kSub, kAnd, kNand, kOr, kXor, kMax, kMin, kUMax, kUMin, kOther };
+// The bitcode's RMW_* codes (Inst::aux of an atomicrmw), which go on past kUMin with
+// LLVM's floating-point and wrapping operations (11 to 20, kRmwOtherNames).
+enum class RmwOp : uint8_t { kXchg, kAdd, kSub, kAnd, kNand, kOr, kXor, kMax, kMin, kUMax, kUMin };
 
 struct Inst {
   Opcode opcode = Opcode::kUnreachable;
@@ -295,7 +297,7 @@ struct Inst {
   bool has_bundles = false;              // call/invoke: operand bundles precede it
   bool inbounds = false;                 // gep
   bool cleanup = false;                  // landingpad
-  bool static_alloca_candidate = false;  // alloca: in the entry block (LLVM's isStaticAlloca needs that)
+  bool static_alloca_candidate = false;  // alloca: in the entry block, not inalloca (LLVM's isStaticAlloca needs both)
   bool vector_gep = false;               // gep of vector type
 };
 

@@ -2283,10 +2283,13 @@ class FunctionExporter {
     FlatOperand v = operand(val);
     FlatInst& fi = emit(in, kOpAtomicRmw, {p, v});
     static const uint8_t kKinds[] = {kRmwXchg, kRmwAdd, kRmwSub, kRmwAnd, kRmwNand, kRmwOr, kRmwXor};
-    static const char* kOthers[] = {"max", "min", "umax", "umin"};  // RmwOp::kMax on: LLVM's names
+    // RMW_MAX (7) to RMW_FMINIMUM (20) by LLVM's names (AtomicRMWInst::getOperationName).
+    static const char* kOthers[] = {"max",  "min",       "umax",      "umin",      "fadd",     "fsub",     "fmax",
+                                    "fmin", "uinc_wrap", "udec_wrap", "usub_cond", "usub_sat", "fmaximum", "fminimum"};
+    const uint32_t first_other = uint32_t(RmwOp::kMax);
     if (in.aux <= uint32_t(RmwOp::kXor)) fi.aux = kKinds[in.aux];
-    else if (in.aux <= uint32_t(RmwOp::kUMin))
-      reason(std::string("atomics: atomicrmw ") + kOthers[in.aux - uint32_t(RmwOp::kMax)]);
+    else if (in.aux - first_other < std::size(kOthers))
+      reason(std::string("atomics: atomicrmw ") + kOthers[in.aux - first_other]);
     else throw Decline{"reader: atomicrmw operation " + std::to_string(in.aux)};
   }
 

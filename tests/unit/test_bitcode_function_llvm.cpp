@@ -379,7 +379,8 @@ std::string compare_fields(const bc::BcModule& m, const bc::BcFunction& f, const
   if (auto* a = llvm::dyn_cast<llvm::AllocaInst>(&t)) {
     if (our_type(m, o.source_type) != llvm_type(a->getAllocatedType())) return "allocated type";
     if (o.align && o.align != a->getAlign().value()) return "alloca align";
-    if (o.static_alloca_candidate != (t.getParent() == &t.getFunction()->getEntryBlock())) return "static alloca";
+    if (o.static_alloca_candidate != (t.getParent() == &t.getFunction()->getEntryBlock() && !a->isUsedWithInAlloca()))
+      return "static alloca";
   }
   if (auto* l = llvm::dyn_cast<llvm::LoadInst>(&t)) {
     if (o.align != l->getAlign().value() || o.is_volatile != l->isVolatile()) return "load align/volatile";
@@ -396,7 +397,10 @@ std::string compare_fields(const bc::BcModule& m, const bc::BcFunction& f, const
   }
   if (auto* r = llvm::dyn_cast<llvm::AtomicRMWInst>(&t)) {
     unsigned op = r->getOperation();
-    if (o.aux != (op <= llvm::AtomicRMWInst::UMin ? op : unsigned(bc::RmwOp::kOther))) return "rmw operation";
+    // The bitcode's code: LLVM's order up to UMin; after it the two orders differ.
+    static const unsigned kCodeOf[] = {11, 12, 13, 14, 19, 20, 15, 16, 17, 18};  // FAdd .. USubSat
+    unsigned code = op <= llvm::AtomicRMWInst::UMin ? op : kCodeOf[op - llvm::AtomicRMWInst::FAdd];
+    if (o.aux != code) return "rmw operation";
     if (int(o.ordering) != ord(r->getOrdering()) || o.is_volatile != r->isVolatile()) return "rmw ordering";
     if (o.single_thread != (r->getSyncScopeID() == llvm::SyncScope::SingleThread)) return "rmw scope";
   }

@@ -1102,3 +1102,23 @@ define i32 @g() {
 )",
                    "inalloca alloca");
 }
+
+// atomicrmw's floating-point and wrapping operations keep LLVM's reason ('atomics:
+// atomicrmw fadd', ...), where the reader declined the function as 'operation 11'
+// whatever the operation.
+TEST_CASE("direct reader: every atomicrmw operation with LLVM's reason", "[direct-export]") {
+  std::string ir = kHeader;
+  const char* ops[][2] = {{"fadd", "double 1.0"}, {"fsub", "double 1.0"},    {"fmax", "double 1.0"},
+                          {"fmin", "double 1.0"}, {"fmaximum", "float 1.0"}, {"fminimum", "float 1.0"},
+                          {"uinc_wrap", "i32 1"}, {"udec_wrap", "i32 1"},    {"usub_cond", "i32 1"},
+                          {"usub_sat", "i64 1"},  {"max", "i32 1"},          {"umin", "i8 1"}};
+  for (const auto& [op, value] : ops)
+    ir += std::string("define void @") + op + "(ptr %p) {\n  %o = atomicrmw " + op + " ptr %p, " + value +
+        " monotonic\n  ret void\n}\n";
+  expect_identical(ir, "atomicrmw operations");
+  DirectExport d = export_direct(kiln_test::bitcode_from_ir(ir), "a.bc", "t");
+  REQUIRE(d.verdicts.size() == std::size(ops));
+  CHECK(d.declined_function_count == 0);
+  CHECK(d.verdicts[0].reasons == std::vector<std::string>{"atomics: on double", "atomics: atomicrmw fadd"});
+  CHECK(d.verdicts[9].reasons == std::vector<std::string>{"atomics: atomicrmw usub_sat"});
+}
