@@ -723,9 +723,25 @@ class ConstantsReader {
     if (t.count != ops_.size() + c_string) c_.fail("string constant of the wrong length");
     k.kind = ConstKind::kData;
     k.string = true;
-    for (uint64_t op : ops_) k.words.push_back(op & 0xFF);
+    take_words(k, 0xFF);
     if (c_string) k.words.push_back(0);
   }
+
+  // The record's operands masked to `mask` become the constant's words. A large array
+  // (include_bytes!'s data: megabytes of one byte a word) takes the record's own
+  // vector rather than a copy grown beside it, which held three times its size at
+  // once; a small one is copied, so the record's vector keeps its room.
+  void take_words(Constant& k, uint64_t mask) {
+    if (mask != ~uint64_t(0))
+      for (uint64_t& op : ops_) op &= mask;
+    if (ops_.size() < kOwnWords) {
+      k.words.assign(ops_.begin(), ops_.end());
+      return;
+    }
+    k.words.swap(ops_);
+    ops_.clear();
+  }
+  static constexpr size_t kOwnWords = 4096;
 
   // DATA: elements of an array or vector of i8/i16/i32/i64 or half/bfloat/float/double.
   void data(Constant& k) {
@@ -741,7 +757,7 @@ class ConstantsReader {
     if ((bits != 8 && bits != 16 && bits != 32 && bits != 64))
       c_.fail("data constant of an element type that has none");
     k.kind = ConstKind::kData;
-    for (uint64_t op : ops_) k.words.push_back(bits == 64 ? op : op & ((uint64_t(1) << bits) - 1));
+    take_words(k, bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
   }
 
   // CE_BINOP [opcode, lhs, rhs, (flags)]: opcodes LLVM does not know for the type read

@@ -3260,13 +3260,27 @@ namespace {
 
 // The module's flat arrays are appended to function by function; grown from nothing
 // they were copied a dozen times over (a tenth of the direct read at debuginfo 0).
-// A bitcode instruction takes more than 8 bytes of the file, with its share of the
-// string table and the rest (19 on average over regex's test corpus), so these bounds
-// mostly hold; reserved pages that stay untouched cost no memory.
+// A bitcode instruction takes about 19 bytes of the file with its share of the string
+// table and the rest over regex's test corpus at debuginfo 0 (more with debug
+// information), so these guesses are near the need there and above it with debug
+// information or large data; what is left unused is given back at the end.
 void reserve_flat_arrays(size_t bitcode_bytes, FlatModuleData& flat) {
-  flat.insts.reserve(bitcode_bytes / 8);
-  flat.operands.reserve(bitcode_bytes / 4);
-  flat.blocks.reserve(bitcode_bytes / 32);
+  flat.insts.reserve(bitcode_bytes / 16);
+  flat.operands.reserve(bitcode_bytes / 8);
+  flat.blocks.reserve(bitcode_bytes / 64);
+}
+
+// A module's flat arrays outlive its export (kiln-replay keeps every module's): room
+// reserved and not used (a module of much data or debug information and few
+// instructions) would stay taken, and count against an address-space limit.
+template <typename T>
+void give_back_unused(std::vector<T>& v) {
+  if (v.capacity() > 2 * v.size() + 1024) v.shrink_to_fit();
+}
+void give_back_unused(FlatModuleData& flat) {
+  give_back_unused(flat.insts);
+  give_back_unused(flat.operands);
+  give_back_unused(flat.blocks);
 }
 
 }  // namespace
@@ -3353,6 +3367,7 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     declined.triple = out.triple;
     out = std::move(declined);
   }
+  give_back_unused(out.flat);
   out.export_seconds = export_seconds;
   out.read_seconds = total - export_seconds;
   return out;
