@@ -12,16 +12,29 @@ namespace kiln {
 
 inline uint64_t string_hash(std::string_view s) {
   const char* p = s.data();
-  size_t n = s.size();
+  const size_t n = s.size();
   uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = (h ^ w) * 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-  }
+  // The last bytes are read as whole words that may overlap what was mixed already
+  // (the length, mixed in first, tells such strings apart), not copied by a memcpy of
+  // a variable size: that call was most of the hash on the short names that most are.
+  // Only lookups depend on the values: the tables give ids and offsets in insertion order.
   uint64_t tail = 0;
-  if (n) std::memcpy(&tail, p, n);  // an empty view's data may be null, which memcpy must not get
+  if (n >= 8) {
+    const char* last = p + n - 8;
+    for (; p < last; p += 8) {
+      uint64_t w;
+      std::memcpy(&w, p, 8);
+      h = (h ^ w) * 0xff51afd7ed558ccdull;
+      h ^= h >> 32;
+    }
+    std::memcpy(&tail, last, 8);
+  } else if (n >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4), std::memcpy(&hi, p + n - 4, 4);
+    tail = uint64_t(hi) << 32 | lo;
+  } else if (n) {  // an empty view's data may be null: nothing is read from it
+    tail = uint64_t(uint8_t(p[0])) | uint64_t(uint8_t(p[n / 2])) << 8 | uint64_t(uint8_t(p[n - 1])) << 16;
+  }
   h = (h ^ tail) * 0xc4ceb9fe1a85ec53ull;
   return h ^ (h >> 29);
 }
