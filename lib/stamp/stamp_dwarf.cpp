@@ -175,8 +175,12 @@ void put_cstring(std::string& s, std::string_view v) {
   s.append(v);
   s.push_back('\0');
 }
+// The bytes made aside and copied in one store: a store per byte through operator[]
+// was most of patching the references to types, which are one per variable and member.
 void patch_u32(std::string& s, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  const char bytes[4] = {static_cast<char>(v), static_cast<char>(v >> 8), static_cast<char>(v >> 16),
+                         static_cast<char>(v >> 24)};
+  std::memcpy(s.data() + at, bytes, 4);
 }
 
 // A DIE's (attribute, form) pairs, held inline: every DIE makes one to look its
@@ -282,10 +286,13 @@ class DwarfBuilder {
   const unsigned version_;
   std::vector<DwarfSection> s_;
   static constexpr uint32_t kNoString = ~0u;
+  // A slot holds no view of its text: the text is compared where .debug_str holds it,
+  // so that a slot is 16 bytes, not 32. The table is sized by the module's DIEs and
+  // filled anew for every module, and touching its memory cost more than its lookups.
   struct StringSlot {
-    size_t hash = 0;
-    std::string_view text;
+    uint64_t hash = 0;
     uint32_t offset = kNoString;
+    uint32_t size = 0;
   };
   std::vector<StringSlot> string_slots_;  // string(): a power of two, at most half full
   size_t string_count_ = 0;
@@ -333,6 +340,7 @@ class DwarfBuilder {
   static uint32_t key_block(ScopeKey k) { return static_cast<uint32_t>(k); }
   std::vector<ScopeEntry> scope_variables_, scope_sites_, scope_blocks_;  // sorted by scope: variable, site, block
   std::vector<ScopeKey> block_keys_;                                      // the wanted blocks, sorted
+  ScopeKey last_wanted_ = ~0ull;                                          // want_blocks' last scope
   std::vector<CodeList>& block_code_ = lists_.block_code;  // per wanted block: its code
   std::vector<int8_t> contents_;    // per wanted block: has_contents' answer, -1 not asked yet
   std::vector<uint32_t> targets_;   // block_ranges' scratch
@@ -389,12 +397,14 @@ class DwarfBuilder {
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       StringSlot& slot = string_slots_[i];
       if (slot.offset == kNoString) {
-        slot = {h, s, static_cast<uint32_t>(s_[kStr].bytes.size())};
+        slot = {h, static_cast<uint32_t>(s_[kStr].bytes.size()), static_cast<uint32_t>(s.size())};
         put_cstring(s_[kStr].bytes, s);
         ++string_count_;
         return slot.offset;
       }
-      if (slot.hash == h && slot.text == s) return slot.offset;
+      if (slot.hash == h && slot.size == s.size() &&
+          (s.empty() || std::memcmp(s_[kStr].bytes.data() + slot.offset, s.data(), s.size()) == 0))
+        return slot.offset;
     }
   }
   void grow_strings(size_t want) {
@@ -824,6 +834,7 @@ class DwarfBuilder {
   // function: per-function maps were most of the writer's malloc and free.
   void scope_plan(uint32_t fn) {
     scope_variables_.clear(), scope_sites_.clear(), scope_blocks_.clear(), block_keys_.clear();
+    last_wanted_ = ~0ull;
     for (uint32_t s : used_sites_) scope_sites_.push_back({scope_key(d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block), s});
     std::sort(scope_sites_.begin(), scope_sites_.end());
     if ((d_.blocks.empty() && d_.variables.empty()) || !d_.functions[fn].has_subprogram) return;
@@ -888,7 +899,12 @@ class DwarfBuilder {
 
   // Marks the blocks that hold (site, block): its block chain at its site, then the
   // chain of the block each enclosing inlined call is made in.
+  // Variables of one scope mostly come one after another: a scope whose chain was just
+  // marked is not marked again (block_keys_ is sorted and made unique after, so the
+  // repeats changed nothing but were most of what that sort had to sort).
   void want_blocks(uint32_t site, uint32_t block) {
+    if (scope_key(site, block) == last_wanted_) return;
+    last_wanted_ = scope_key(site, block);
     for (;;) {
       for (uint32_t k = block; k; k = d_.blocks[k - 1].parent) block_keys_.push_back(scope_key(site, k));
       if (!site) return;
@@ -1244,7 +1260,10 @@ class DwarfBuilder {
     const size_t dies = d_.types.size() + d_.variables.size() + d_.functions.size() + d_.inline_sites.size();
     b.reserve(16 * dies);
     s_[kInfo].relocs.reserve(2 * dies);
-    grow_strings(2 * dies);
+    // The strings' table for a quarter as many distinct strings as DIEs (names repeat:
+    // variables' most of all); it grows past that, from the hashes it keeps. Sized for
+    // one string per DIE, its memory was filled for little use in every module.
+    grow_strings(dies / 2);
     put_le<uint32_t>(b, 0);  // unit_length, patched below
     put_le<uint16_t>(b, static_cast<uint16_t>(version_));
     if (version_ >= 5) {
