@@ -300,7 +300,25 @@ class DwarfBuilder {
   std::vector<std::pair<uint64_t, uint32_t>> abbreviation_slots_;  // (shape's hash, code); code 0: free
   uint32_t ranges_offset_ = 0;  // where the unit's range list starts
   // Per scope (0: the unit): the scopes and the subprograms directly inside it.
-  std::vector<std::vector<uint32_t>> scope_children_, scope_functions_, scope_inlined_;
+  // Items grouped by scope, each group in ascending order: a counting sort into one
+  // array, where a vector per scope was an allocation for each (and its growth).
+  struct ScopeLists {
+    std::vector<uint32_t> start, items;  // scope s: items[start[s], start[s + 1])
+    // Item i (of n) goes to scope scope_of(i), or nowhere for ~0u.
+    template <class ScopeOf>
+    void build(size_t scopes, uint32_t n, ScopeOf scope_of) {
+      start.assign(scopes + 2, 0);
+      for (uint32_t i = 0; i < n; ++i)
+        if (const uint32_t sc = scope_of(i); sc != ~0u) ++start[sc + 2];
+      for (size_t k = 2; k < start.size(); ++k) start[k] += start[k - 1];
+      items.resize(start.back());
+      for (uint32_t i = 0; i < n; ++i)
+        if (const uint32_t sc = scope_of(i); sc != ~0u) items[start[sc + 1]++] = i;
+    }
+    const uint32_t* begin(uint32_t s) const { return items.data() + start[s]; }
+    const uint32_t* end(uint32_t s) const { return items.data() + start[s + 1]; }
+  };
+  ScopeLists scope_children_, scope_functions_, scope_inlined_;
   std::vector<uint32_t> abstract_offset_;                    // per inlined callee: its DIE in the unit
   std::vector<std::pair<uint32_t, uint32_t>> origin_fixups_;  // (where, callee) of each abstract origin
   // Lists of code ranges per inline site and per wanted block, each with its memory:
@@ -320,7 +338,7 @@ class DwarfBuilder {
   std::vector<uint32_t>& used_sites_ = lists_.used_sites;  // the sites of site_code_ in use
   // Types: per scope, the types written in it; per type, the DIE of its first copy
   // (0: none yet); the DW_AT_type and DW_AT_discr references to patch at the end.
-  std::vector<std::vector<uint32_t>> scope_types_;
+  ScopeLists scope_types_;
   DebugTypeChildren type_children_;
   static constexpr uint64_t kMaxTypeDies = 1u << 24;
   uint64_t type_dies_ = 0;   // type DIEs written so far
@@ -686,10 +704,10 @@ class DwarfBuilder {
   // The DIEs inside scope `s` (0: the unit): its scopes, its types, then the
   // subprograms of inlined calls, then the functions' subprograms.
   void write_children(uint32_t s) {
-    for (uint32_t child : scope_children_[s]) write_scope_die(child);
-    for (uint32_t t : scope_types_[s]) write_type_die(t);
-    for (uint32_t k : scope_inlined_[s]) write_abstract_die(k);
-    for (uint32_t fn : scope_functions_[s]) write_subprogram_die(fn);
+    for (const uint32_t* c = scope_children_.begin(s); c != scope_children_.end(s); ++c) write_scope_die(*c + 1);
+    for (const uint32_t* t = scope_types_.begin(s); t != scope_types_.end(s); ++t) write_type_die(*t);
+    for (const uint32_t* k = scope_inlined_.begin(s); k != scope_inlined_.end(s); ++k) write_abstract_die(*k);
+    for (const uint32_t* fn = scope_functions_.begin(s); fn != scope_functions_.end(s); ++fn) write_subprogram_die(*fn);
   }
 
   // The abstract subprogram of an inlined callee, which its inlined calls point to.
@@ -1230,11 +1248,11 @@ class DwarfBuilder {
   // Which types are written where: the types declared in a namespace chain or in
   // the unit at that scope, the others inside their owners.
   void plan_types() {
-    scope_types_.assign(d_.scopes.size() + 1, {});
     type_children_ = debug_type_children(d_.types);
     type_offset_.assign(d_.types.size(), 0);
-    for (uint32_t t = 0; t < d_.types.size(); ++t)
-      if (!d_.types[t].parent_type && type_written(d_.types[t])) scope_types_[d_.types[t].scope].push_back(t);
+    scope_types_.build(d_.scopes.size() + 1, static_cast<uint32_t>(d_.types.size()), [&](uint32_t t) {
+      return !d_.types[t].parent_type && type_written(d_.types[t]) ? d_.types[t].scope : ~0u;
+    });
     first_variable_.assign(flat_.functions.size() + 1, 0);
     for (const FlatDebugVariable& v : d_.variables) ++first_variable_[v.function + 1];
     for (size_t fn = 0; fn < flat_.functions.size(); ++fn) first_variable_[fn + 1] += first_variable_[fn];
@@ -1274,13 +1292,14 @@ class DwarfBuilder {
       put_u8(b, 8);
     }
     write_unit_die();
-    scope_children_.assign(d_.scopes.size() + 1, {});
-    scope_functions_.assign(d_.scopes.size() + 1, {});
-    for (uint32_t s = 0; s < d_.scopes.size(); ++s) scope_children_[d_.scopes[s].parent].push_back(s + 1);
-    for (uint32_t fn = 0; fn < flat_.functions.size(); ++fn)
-      if (d_.functions[fn].has_subprogram) scope_functions_[d_.functions[fn].scope].push_back(fn);
-    scope_inlined_.assign(d_.scopes.size() + 1, {});
-    for (uint32_t k = 0; k < d_.inlined.size(); ++k) scope_inlined_[d_.inlined[k].scope].push_back(k);
+    const size_t scopes = d_.scopes.size() + 1;
+    // (A scope's children are held 0-based: write_children names scope s + 1.)
+    scope_children_.build(scopes, static_cast<uint32_t>(d_.scopes.size()),
+                          [&](uint32_t s) { return d_.scopes[s].parent; });
+    scope_functions_.build(scopes, static_cast<uint32_t>(flat_.functions.size()),
+                           [&](uint32_t fn) { return d_.functions[fn].has_subprogram ? d_.functions[fn].scope : ~0u; });
+    scope_inlined_.build(scopes, static_cast<uint32_t>(d_.inlined.size()),
+                         [&](uint32_t k) { return d_.inlined[k].scope; });
     abstract_offset_.assign(d_.inlined.size(), 0);
     plan_types();
     write_children(0);
