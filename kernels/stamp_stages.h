@@ -177,6 +177,18 @@ KILN_HD inline int32_t pool_slot(uint32_t args_bytes, uint32_t at) {
   return static_cast<int32_t>(args_bytes + 8 * (1 + at % kPoolSlots));
 }
 
+// Whether the one use of instruction i's value (use_count 1, result_in_rax) is the
+// next instruction with code in its block, which takes it first, from rax.
+KILN_HD inline bool stays_in_rax(const FlatModuleView& m, const uint8_t* home, uint32_t i) {
+  const uint32_t next = next_with_code(m, i);
+  const FlatBlock& b = m.blocks[m.insts[i].block];
+  if (next >= b.first_inst + b.inst_count) return false;
+  const int k = rax_operand(m, home, next);
+  if (k < 0) return false;
+  const FlatOperand& op = m.operands[m.insts[next].first_operand + static_cast<uint32_t>(k)];
+  return op.kind == kOperandValue && op.index == i && rax_holds(m, home, next, op);
+}
+
 // Stage 0: where each result lives (ResultHome). A frame address (frame_shape) needs
 // no code and no slot: each use recomputes it or addresses memory through it. Nor do a
 // load that folds into its user (load_folds) and a field read in place (field_folds).
@@ -195,21 +207,24 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
     for (uint32_t k = 0; k < n; ++k)
       if (ops[k].kind == kOperandValue) ++use_count[ops[k].index];
   }
-  for (uint32_t i = f.first_inst; i < end; ++i)
-    home[i] = may_leave_slot(m.insts[i].op) ? first_home(m, i, use_count) : uint8_t{kHomeSlot};
-  for (uint32_t i = f.first_inst; i + 1 < end; ++i) {
-    if (home[i] != kHomeSlot || use_count[i] != 1 || !result_in_rax(m.insts[i])) continue;
-    const uint32_t next = next_with_code(m, i);
-    const FlatBlock& b = m.blocks[m.insts[i].block];
-    if (next >= b.first_inst + b.inst_count) continue;
-    int k = rax_operand(m, home, next);
-    if (k < 0) continue;
-    const FlatOperand& op = m.operands[m.insts[next].first_operand + static_cast<uint32_t>(k)];
-    if (op.kind == kOperandValue && op.index == i && rax_holds(m, home, next, op)) home[i] = kHomeRax;
-  }
+  // One walk, each instruction's home decided whole (as wide_home does): rax_operand
+  // and rax_holds of the next instruction read only whether the homes before it are
+  // read_in_place, which first_home alone decides, and the instructions between i and
+  // the next (not decided yet) emit nothing, which rax_holds says no to whatever
+  // their homes.
   for (uint32_t i = f.first_inst; i < end; ++i) {
-    if (home[i] == kHomeSlot && use_count[i] == 0 && result_in_rax(m.insts[i])) home[i] = kHomeUnused;
-    if (home[i] == kHomeSlot && pooled(m, i, use_count)) home[i] = kHomePool;
+    const FlatInst& in = m.insts[i];
+    uint8_t h = may_leave_slot(in.op) ? first_home(m, i, use_count) : uint8_t{kHomeSlot};
+    if (h != kHomeSlot) {
+      home[i] = h;
+      continue;
+    }
+    home[i] = kHomeSlot;  // what rax_operand below may read
+    const uint32_t uses = use_count[i];
+    if (uses == 1 && result_in_rax(in) && stays_in_rax(m, home, i)) h = kHomeRax;
+    else if (uses == 0 && result_in_rax(in)) h = kHomeUnused;
+    else if (pooled(m, i, use_count)) h = kHomePool;
+    home[i] = h;
   }
 }
 
