@@ -1312,20 +1312,28 @@ KILN_HD inline bool load_forwards(const FlatModuleView& m, uint32_t i) {
       store_offset == load_offset;
 }
 
+// rax_holds for the value of instruction v, within the window before i.
+KILN_HD inline bool rax_holds_near(const FlatModuleView& m, const uint8_t* home, uint32_t i, uint32_t v) {
+  if (home && read_in_place(home[v])) return false;
+  const FlatInst& in = m.insts[i];
+  const FlatInst& prev = m.insts[v];
+  if (prev.block != in.block || !result_in_rax(prev) || is_frame_shape(m, value_operand(v)))
+    return false;  // frame addresses emit nothing
+  for (uint32_t j = v + 1; j < i; ++j)
+    if (!emits_nothing(m, j)) return false;
+  return true;
+}
 // True when `op` is the result of an instruction before `i` in the same block, with
 // only instructions that emit nothing between them (at most kQuietWindow), and that
 // instruction's template ends with the result in rax: then `i` need not load it again.
 // Depends only on those instructions (and whether the producer was folded into its
 // user, home: no code at all), so sizes stay exact.
-KILN_HD inline bool rax_holds(const FlatModuleView& m, const uint8_t* home, uint32_t i, const FlatOperand& op) {
+// Its first question inlined: most operands (every one of a call's is asked) are no
+// value within the window.
+KILN_HD KILN_ALWAYS_INLINE bool rax_holds(const FlatModuleView& m, const uint8_t* home, uint32_t i,
+                                          const FlatOperand& op) {
   if (op.kind != kOperandValue || op.index >= i || i - op.index > kQuietWindow + 1) return false;
-  if (home && read_in_place(home[op.index])) return false;
-  const FlatInst& in = m.insts[i];
-  const FlatInst& prev = m.insts[op.index];
-  if (prev.block != in.block || !result_in_rax(prev) || is_frame_shape(m, op)) return false;  // frame addresses emit nothing
-  for (uint32_t j = op.index + 1; j < i; ++j)
-    if (!emits_nothing(m, j)) return false;
-  return true;
+  return rax_holds_near(m, home, i, op.index);
 }
 
 // True when a terminator copies values into successors' phis (which goes through rax).
@@ -1376,17 +1384,18 @@ KILN_HD inline bool copies_keep_flags(const FlatModuleView& m, const FlatInst& t
 // instruction before left in rax (rax_holds), which encode_call moves into its
 // argument register instead of loading it; or -1. Only where no argument goes to the
 // stack or to an xmm register (those go through rax first) and, for an invoke, no phi
-// copies come before the call.
+// copies come before the call. The argument is looked for first: most calls have none,
+// and need no more questions.
 KILN_HD inline int call_rax_argument(const FlatModuleView& m, const uint8_t* home, uint32_t i, uint32_t count) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
-  if (in.op == kOpInvoke && has_phi_copies(m, in)) return -1;
+  uint32_t held = 0;
+  for (uint32_t a = 1; a < count && !held; ++a)
+    if (ops[a].width != kWideBits && rax_holds(m, home, i, ops[a])) held = a;
+  if (!held || (in.op == kOpInvoke && has_phi_copies(m, in))) return -1;
   SysvArgs all;
   for (uint32_t a = 1; a < count; ++a) all.next(ops[a].flags & kOperandFloat, ops[a].width == kWideBits);
-  if (all.stacked || all.floats) return -1;
-  for (uint32_t a = 1; a < count; ++a)
-    if (ops[a].width != kWideBits && rax_holds(m, home, i, ops[a])) return static_cast<int>(a);
-  return -1;
+  return all.stacked || all.floats ? -1 : static_cast<int>(held);
 }
 
 // A scalar select whose condition is the scalar icmp right before it (prev_with_code)
