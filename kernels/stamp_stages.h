@@ -353,12 +353,15 @@ KILN_HD inline int64_t frame_memory(const FlatModuleView& m, uint32_t i, const u
                                     int64_t after) {
   return has_own_slot(m, i, use_count, home) ? after - 8 : after;
 }
-// An item's memory and slot from `after`.
-KILN_HD inline void frame_place(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, const uint8_t* home,
-                                int64_t after, int32_t* inst_slot, int32_t* alloca_mem) {
-  const bool own = has_own_slot(m, i, use_count, home);
+// An item's memory and slot from `after` (`own`: has_own_slot).
+KILN_HD inline void frame_place(const FlatModuleView& m, uint32_t i, bool own, int64_t after, int32_t* inst_slot,
+                                int32_t* alloca_mem) {
   if (own) inst_slot[i] = static_cast<int32_t>(after);
   if (m.insts[i].op == kOpAlloca) alloca_mem[i] = static_cast<int32_t>(own ? after - 8 : after);
+}
+KILN_HD inline void frame_place(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, const uint8_t* home,
+                                int64_t after, int32_t* inst_slot, int32_t* alloca_mem) {
+  frame_place(m, i, has_own_slot(m, i, use_count, home), after, inst_slot, alloca_mem);
 }
 
 // The alloca whose memory instruction x's value addresses (frame_shape: the alloca
@@ -430,12 +433,20 @@ inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint32_t* us
   int64_t off = args + kPoolBytes;
   for (uint32_t k = first; k < items; ++k) {
     const uint32_t i = static_cast<uint32_t>(keys[k]);
-    off = apply_step(frame_step(m, i, use_count, home), off);
-    frame_place(m, i, use_count, home, off, inst_slot, alloca_mem);
+    // A value is an item only with a slot of its own (frame_key): only an alloca is asked
+    // (has_own_slot asks phi_slot_taken, a walk of the block, of a value).
+    const bool own = m.insts[i].op != kOpAlloca || has_own_slot(m, i, use_count, home);
+    off = apply_step(frame_step(m.insts[i], own), off);
+    frame_place(m, i, own, off, inst_slot, alloca_mem);
   }
   for (uint32_t i = first; i < end; ++i) {
-    if (writes_in_place(m, i, use_count, home)) inst_slot[i] = inst_slot[m.operands[m.insts[i].first_operand].index];
-    const uint32_t phi = may_take_phi_slot(m.insts[i], home[i]) ? phi_slot_taken(m, i, use_count, home) : ~0u;
+    if (writes_in_place(m, i, use_count, home)) {
+      inst_slot[i] = inst_slot[m.operands[m.insts[i].first_operand].index];
+      continue;  // an insertvalue, which takes no phi's slot (result_may_share_slot)
+    }
+    // A slot of its own, placed above, is never 0: only a value without one may take a phi's.
+    const bool may_take = inst_slot[i] == 0 && may_take_phi_slot(m.insts[i], home[i]);
+    const uint32_t phi = may_take ? phi_slot_taken(m, i, use_count, home) : ~0u;
     if (phi != ~0u) inst_slot[i] = inst_slot[phi];  // a phi's slot is its own (never in place)
   }
   // Frame addresses, the memory of folded loads and folded fields: their displacement,
