@@ -106,6 +106,17 @@ struct StampJumpSite {
   uint32_t pos, block, cc;
 };
 
+// What the templates store code bytes as. A store through uint8_t (a character type)
+// may alias anything, the Emitter's own fields too, so after each byte the compiler
+// read pos, code_room and out again for the next; C++20's char8_t aliases nothing but
+// char8_t, and the bytes are read afterwards only as uint8_t or copied (memcpy), which
+// may read any type. nvcc's C++17 has no char8_t.
+#if defined(__cpp_char8_t)
+using CodeByte = char8_t;
+#else
+using CodeByte = uint8_t;
+#endif
+
 struct Emitter {
   uint8_t* out;        // function code base, or nullptr when measuring
   uint32_t pos;        // function-relative position
@@ -128,20 +139,20 @@ struct Emitter {
 
   // Inlined everywhere: most of what the templates do is this.
   // pos is read once and stored before the byte: a byte's store may alias the
-  // Emitter, so what is read after it is read again.
+  // Emitter where CodeByte is uint8_t, and what is read after it is then read again.
   KILN_HD KILN_ALWAYS_INLINE void byte(uint32_t b) {
     const uint32_t p = pos;
     pos = p + 1;
-    if (p < code_room) out[p] = static_cast<uint8_t>(b);
+    if (p < code_room) reinterpret_cast<CodeByte*>(out)[p] = static_cast<CodeByte>(b);
   }
   // A displacement or immediate: one room check for its four bytes.
   KILN_HD KILN_ALWAYS_INLINE void u32(uint32_t v) {
     const uint32_t p = pos;
     if (p < code_room && code_room - p >= 4) {
       pos = p + 4;
-      uint8_t* o = out + p;
-      o[0] = static_cast<uint8_t>(v), o[1] = static_cast<uint8_t>(v >> 8);
-      o[2] = static_cast<uint8_t>(v >> 16), o[3] = static_cast<uint8_t>(v >> 24);
+      CodeByte* o = reinterpret_cast<CodeByte*>(out) + p;
+      o[0] = static_cast<CodeByte>(v), o[1] = static_cast<CodeByte>(v >> 8);
+      o[2] = static_cast<CodeByte>(v >> 16), o[3] = static_cast<CodeByte>(v >> 24);
       return;
     }
     for (int i = 0; i < 4; ++i) byte((v >> (8 * i)) & 0xff);
