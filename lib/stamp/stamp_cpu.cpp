@@ -71,59 +71,59 @@ void make_room(std::vector<T>& v, uint32_t used, uint32_t room) {
 // other in the cache, as they will in the function's code. One call a function, so
 // that what the loop keeps (the cache's ends, the arrays) stays in registers: called
 // per instruction, passing them took a tenth of the stages' instructions (callgrind).
+// One Emitter writes at the cache's own positions (its room the cache's end) from one
+// instruction to the next, where one made again for each instruction took a dozen
+// stores: relocations come out at their offsets in the cache, and only the jumps'
+// positions are made instruction-relative. The templates write only distances
+// between positions (but a jump's, which is made again), so the bytes are those of an
+// Emitter that starts at 0.
 void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, EncodeCache& c,
                                  uint32_t* size, uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end,
                                  const CachedInsts& at) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
-  // The cache's ends and sizes in locals (encode_inst, called through e, could reach
-  // `c` as far as the compiler knows, so its fields would be read again for every
-  // instruction), and into `c` once at the end.
-  uint32_t code_used = c.code_used, relocs_used = c.relocs_used, jumps_used = c.jumps_used;
-  uint32_t code_size = static_cast<uint32_t>(c.code.size()), relocs_size = static_cast<uint32_t>(c.relocs.size()),
-           jumps_size = static_cast<uint32_t>(c.jumps.size());
-  uint8_t* code = c.code.data();
-  StampReloc* cache_relocs = c.relocs.data();
-  StampJumpSite* jumps = c.jumps.data();
   uint32_t *const code_at = at.code_at, *const reloc_at = at.reloc_at, *const jump_at = at.jump_at,
                   *const jump_count = at.jump_count;
-  Emitter e{nullptr, 0, nullptr, 0};
+  Emitter e{c.code.data(), c.code_used, c.relocs.data(), c.relocs_used};
+  e.jumps = c.jumps.data(), e.jump_count = c.jumps_used;
   e.frame_bias = frame_bias(l.frame_size[fn]);
+  // What a kept instruction may reach (the cache's room and kCacheLimit), set with the room.
+  uint32_t code_end = 0, relocs_end = 0;
+  auto set_room = [&] {
+    e.out = c.code.data(), e.relocs = c.relocs.data(), e.jumps = c.jumps.data();
+    e.code_room = static_cast<uint32_t>(c.code.size()), e.reloc_room = static_cast<uint32_t>(c.relocs.size());
+    e.jump_room = static_cast<uint32_t>(c.jumps.size());
+    code_end = std::min(e.code_room, kCacheLimit), relocs_end = std::min(e.reloc_room, kCacheLimit);
+  };
+  set_room();
   for (uint32_t i = f.first_inst; i < end; ++i) {
-    if (code_size - code_used < kCacheRoom || relocs_size - relocs_used < kCacheRelocRoom ||
-        jumps_size - jumps_used < kCacheJumpRoom) {
+    const uint32_t code_used = e.pos, relocs_used = e.reloc_count, jumps_used = e.jump_count;
+    if (e.code_room - code_used < kCacheRoom || e.reloc_room - relocs_used < kCacheRelocRoom ||
+        e.jump_room - jumps_used < kCacheJumpRoom) {
       make_room(c.code, code_used, kCacheRoom);
       make_room(c.relocs, relocs_used, kCacheRelocRoom);
       make_room(c.jumps, jumps_used, kCacheJumpRoom);
-      code_size = static_cast<uint32_t>(c.code.size()), relocs_size = static_cast<uint32_t>(c.relocs.size()),
-      jumps_size = static_cast<uint32_t>(c.jumps.size());
-      code = c.code.data(), cache_relocs = c.relocs.data(), jumps = c.jumps.data();
+      set_room();
     }
-    // The same Emitter for every instruction: what encode_inst changes is set again.
-    e.out = code + code_used, e.pos = 0, e.long_delta = 0;
-    e.relocs = cache_relocs + relocs_used, e.reloc_count = 0;
-    e.call_begin = 0, e.call_end = 0;
-    e.code_room = code_size - code_used, e.reloc_room = relocs_size - relocs_used;
-    e.jumps = jumps + jumps_used, e.jump_count = 0, e.jump_room = jumps_size - jumps_used;
+    e.call_begin = code_used, e.call_end = code_used;  // 0 for an instruction without a call
     encode_inst(e, m, l, i);
-    const uint32_t n = e.pos, r = e.reloc_count, k_jumps = e.jump_count;
+    const uint32_t n = e.pos - code_used, r = e.reloc_count - relocs_used, k_jumps = e.jump_count - jumps_used;
     size[i] = n;
     relocs[i] = r;
-    call_begin[i] = e.call_begin;  // instruction-relative, as in stamp_measure
-    call_end[i] = e.call_end;
-    const bool keep = n <= e.code_room && r <= e.reloc_room && k_jumps <= e.jump_room && code_used + n <= kCacheLimit &&
-        relocs_used + r <= kCacheLimit;
+    call_begin[i] = e.call_begin - code_used;  // instruction-relative, as in stamp_measure
+    call_end[i] = e.call_end - code_used;
+    const bool keep = e.pos <= code_end && e.reloc_count <= relocs_end && e.jump_count <= e.jump_room;
     code_at[i] = keep ? code_used : kNotCached;
     reloc_at[i] = relocs_used;
     jump_at[i] = jumps_used;
     jump_count[i] = keep ? k_jumps : 0;
-    if (!keep) continue;
-    for (uint32_t k = 0; k < r; ++k) cache_relocs[relocs_used + k].offset += code_used;
-    code_used += n;
-    relocs_used += r;
-    jumps_used += k_jumps;
+    if (!keep) {
+      e.pos = code_used, e.reloc_count = relocs_used, e.jump_count = jumps_used;
+      continue;
+    }
+    for (uint32_t k = jumps_used; k < e.jump_count; ++k) e.jumps[k].pos -= code_used;
   }
-  c.code_used = code_used, c.relocs_used = relocs_used, c.jumps_used = jumps_used;
+  c.code_used = e.pos, c.relocs_used = e.reloc_count, c.jumps_used = e.jump_count;
 }
 
 // The bytes by which a kept jump of an instruction at long_at in the long layout comes
