@@ -45,6 +45,10 @@ struct EncodeCache {
   std::vector<StampReloc> relocs;
   std::vector<StampJumpSite> jumps;
   uint32_t code_used = 0, relocs_used = 0, jumps_used = 0;
+  // The instructions not copied as they are (not kept, or with jumps to blocks), in
+  // order: relax and encode walk these and copy the runs between them, not every
+  // instruction.
+  std::vector<uint32_t> special;
 };
 constexpr uint32_t kCacheRoom = 4096;     // bytes free before each instruction
 constexpr uint32_t kCacheRelocRoom = 64;  // relocations free before each instruction
@@ -56,9 +60,11 @@ constexpr uint32_t kCacheLimit = uint32_t(256) << 20;
 
 // Where each instruction lies in its function's worker's cache: code_at (relocation
 // offsets there are the cache's), or kNotCached; its relocations from reloc_at; its
-// jumps to blocks, jump_count of them, from jump_at.
+// jumps to blocks, jump_count of them, from jump_at. Per function, which worker's
+// cache, and its instructions in that cache's `special` from special_begin to special_end.
 struct CachedInsts {
   uint32_t *code_at, *reloc_at, *jump_at, *jump_count;
+  uint32_t *fn_worker, *special_begin, *special_end;
 };
 
 template <class T>
@@ -117,6 +123,7 @@ void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
     reloc_at[i] = relocs_used;
     jump_at[i] = jumps_used;
     jump_count[i] = keep ? k_jumps : 0;
+    if (!keep || k_jumps) c.special.push_back(i);
     if (!keep) {
       e.pos = code_used, e.reloc_count = relocs_used, e.jump_count = jumps_used;
       continue;
@@ -142,17 +149,16 @@ uint32_t bytes_saved_before(const StampLayout& l, const StampJumpSite* s, uint32
 // Stage 2b (stamp_relax) for function fn's instructions: a kept one measured again from
 // its jumps (a jump that turns rel8 moves what follows it; a jump makes no relocation),
 // the others that jump to blocks encoded again. What stamp_relax gives, without encoding.
+// Only the function's special instructions: one kept without jumps keeps its size.
 void relax_function_from_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, const EncodeCache& c,
                                const CachedInsts& at, uint32_t* size, uint32_t* relocs, uint32_t* call_begin,
                                uint32_t* call_end) {
-  const FlatFunction& f = m.functions[fn];
-  const uint32_t end = f.first_inst + f.inst_count;
-  for (uint32_t i = f.first_inst; i < end; ++i) {
+  for (uint32_t k = at.special_begin[fn]; k < at.special_end[fn]; ++k) {
+    const uint32_t i = c.special[k];
     if (at.code_at[i] == kNotCached) {
       if (jumps_to_blocks(m.insts[i])) stamp_relax(m, l, i, size, relocs, call_begin, call_end);
       continue;
     }
-    if (!at.jump_count[i]) continue;  // kept without jumps: its size stays
     const StampJumpSite* s = c.jumps.data() + at.jump_at[i];
     const uint32_t n = at.jump_count[i], long_at = l.long_inst_offset[i];
     // call_begin and call_end first: they are positions of the long layout until then.
@@ -187,34 +193,40 @@ void encode_jumps_from_cache(const StampLayout& l, uint32_t i, const EncodeCache
   }
 }
 
+// Instructions first to last, kept one after the other without jumps, copied at once
+// with their relocations.
+void copy_run_from_cache(const StampLayout& l, uint32_t first, uint32_t last, const EncodeCache& c,
+                         const CachedInsts& at, const uint32_t* size, const uint32_t* relocs,
+                         const uint32_t* reloc_start, uint8_t* fn_code, StampReloc* fn_relocs) {
+  const uint32_t* code_at = at.code_at;
+  std::memcpy(fn_code + l.inst_offset[first], c.code.data() + code_at[first],
+              code_at[last] + size[last] - code_at[first]);
+  const uint32_t delta = l.inst_offset[first] - code_at[first];
+  const uint32_t from = at.reloc_at[first], count = at.reloc_at[last] + relocs[last] - from;
+  StampReloc* to = fn_relocs + reloc_start[first];
+  for (uint32_t k = 0; k < count; ++k) {
+    to[k] = c.relocs[from + k];
+    to[k].offset += delta;
+  }
+}
+
 // Stage 4 (stamp_encode) for function fn's instructions: each run of kept instructions
-// without jumps copied at once, those with jumps made from the cache, the others encoded.
+// without jumps (those between its special ones) copied at once, those with jumps
+// made from the cache, the others encoded.
 void encode_function_from_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, const EncodeCache& c,
                                 const CachedInsts& at, const uint32_t* size, const uint32_t* relocs,
                                 const uint32_t* reloc_start, uint8_t* fn_code, StampReloc* fn_relocs) {
   const FlatFunction& f = m.functions[fn];
-  const uint32_t end = f.first_inst + f.inst_count;
-  auto copied_as_is = [&](uint32_t i) { return at.code_at[i] != kNotCached && at.jump_count[i] == 0; };
-  for (uint32_t i = f.first_inst; i < end;) {
-    if (!copied_as_is(i)) {
-      if (at.code_at[i] == kNotCached) stamp_encode(m, l, i, fn_code, fn_relocs, reloc_start);
-      else encode_jumps_from_cache(l, i, c, at, size[i], relocs[i], fn_code, fn_relocs + reloc_start[i]);
-      ++i;
-      continue;
-    }
-    uint32_t last = i;
-    while (last + 1 < end && copied_as_is(last + 1)) ++last;
-    const uint32_t* code_at = at.code_at;
-    std::memcpy(fn_code + l.inst_offset[i], c.code.data() + code_at[i], code_at[last] + size[last] - code_at[i]);
-    const uint32_t delta = l.inst_offset[i] - code_at[i];
-    const uint32_t first = at.reloc_at[i], count = at.reloc_at[last] + relocs[last] - first;
-    StampReloc* to = fn_relocs + reloc_start[i];
-    for (uint32_t k = 0; k < count; ++k) {
-      to[k] = c.relocs[first + k];
-      to[k].offset += delta;
-    }
-    i = last + 1;
+  uint32_t next = f.first_inst;  // the first instruction not placed yet
+  for (uint32_t k = at.special_begin[fn]; k < at.special_end[fn]; ++k) {
+    const uint32_t i = c.special[k];
+    if (next < i) copy_run_from_cache(l, next, i - 1, c, at, size, relocs, reloc_start, fn_code, fn_relocs);
+    if (at.code_at[i] == kNotCached) stamp_encode(m, l, i, fn_code, fn_relocs, reloc_start);
+    else encode_jumps_from_cache(l, i, c, at, size[i], relocs[i], fn_code, fn_relocs + reloc_start[i]);
+    next = i + 1;
   }
+  const uint32_t end = f.first_inst + f.inst_count;
+  if (next < end) copy_run_from_cache(l, next, end - 1, c, at, size, relocs, reloc_start, fn_code, fn_relocs);
 }
 
 // A worker's call-site tables (CallSiteTables), back to back.
@@ -240,7 +252,7 @@ struct StampScratch {
   std::vector<uint8_t> lsda_typed_fn;
   std::vector<CallSiteBuffer> call_sites;  // per worker
   std::vector<EncodeCache> caches;  // per worker
-  std::vector<uint32_t> code_at, reloc_at, jump_at, jump_count, fn_worker;
+  std::vector<uint32_t> code_at, reloc_at, jump_at, jump_count, fn_worker, special_begin, special_end;
 };
 template <class T>
 T* at_least(std::vector<T>& v, size_t n) {
@@ -472,18 +484,22 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
 
   StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
   const bool cached = form == StampForm::per_function;
-  const CachedInsts at{at_least(scratch.code_at, N), at_least(scratch.reloc_at, N), at_least(scratch.jump_at, N),
-                       at_least(scratch.jump_count, N)};
-  uint32_t* fn_worker = at_least(scratch.fn_worker, F);
+  const CachedInsts at{at_least(scratch.code_at, N),    at_least(scratch.reloc_at, N),
+                       at_least(scratch.jump_at, N),    at_least(scratch.jump_count, N),
+                       at_least(scratch.fn_worker, F),  at_least(scratch.special_begin, F),
+                       at_least(scratch.special_end, F)};
   // This thread's caches, named here: in a worker's body `scratch` would be the worker
   // thread's own (thread_local), as the other arrays are passed as pointers.
   std::vector<EncodeCache>& caches = scratch.caches;
   if (cached) {
     caches.resize(std::max<size_t>(caches.size(), std::max(1u, threads)));
-    for (EncodeCache& c : caches) c.code_used = c.relocs_used = c.jumps_used = 0;
+    for (EncodeCache& c : caches) c.code_used = c.relocs_used = c.jumps_used = 0, c.special.clear();
     stage_for_workers(F, threads, [&](uint32_t fn, unsigned worker) {
-      fn_worker[fn] = worker;
-      measure_function_into_cache(m, layout, fn, caches[worker], size, relocs, call_begin, call_end, at);
+      EncodeCache& c = caches[worker];
+      at.fn_worker[fn] = worker;
+      at.special_begin[fn] = static_cast<uint32_t>(c.special.size());
+      measure_function_into_cache(m, layout, fn, c, size, relocs, call_begin, call_end, at);
+      at.special_end[fn] = static_cast<uint32_t>(c.special.size());
     });
   } else {
     stage_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
@@ -513,7 +529,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
     stage_for(F, threads, [&](uint32_t fn) {
       stamp_offsets(m, fn, prologue_size, size, relocs, long_inst_offset, long_block_offset, reloc_start,
                     out.code_size.data(), out.reloc_count.data());
-      relax_function_from_cache(m, layout, fn, caches[fn_worker[fn]], at, size, relocs, call_begin, call_end);
+      relax_function_from_cache(m, layout, fn, caches[at.fn_worker[fn]], at, size, relocs, call_begin, call_end);
       stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset, reloc_start, out.code_size.data(),
                     out.reloc_count.data());
     });
@@ -542,7 +558,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   // Instructions find their function through their block.
   if (cached) {
     stage_for(F, threads, [&](uint32_t fn) {
-      encode_function_from_cache(m, layout, fn, caches[fn_worker[fn]], at, size, relocs, reloc_start,
+      encode_function_from_cache(m, layout, fn, caches[at.fn_worker[fn]], at, size, relocs, reloc_start,
                                  out.code.data() + out.code_start[fn], out.relocs.data() + out.reloc_start[fn]);
     });
   } else {
