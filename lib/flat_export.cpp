@@ -1927,6 +1927,14 @@ FlatExport export_functions(const llvm::Module& module, const FunctionFilter& se
     }
     out.emitted_by_stamp.push_back(stamp);
   }
+  // The global variables' debug information, after every function (flat_debug.h).
+  for (const llvm::GlobalVariable& g : module.globals()) {
+    const std::vector<const llvm::DIGlobalVariable*> kept = debug.kept_globals(g);
+    if (kept.empty()) continue;
+    auto [it, inserted] = symbol_index.emplace(&g, static_cast<uint32_t>(out.symbol_values.size()));
+    if (inserted) out.symbol_values.push_back(&g);
+    for (const llvm::DIGlobalVariable* var : kept) debug.global(var, it->second);
+  }
   // Declarations are never renamed (expose_local_symbols renames definitions only),
   // so their names can be taken now.
   for (const llvm::GlobalValue& gv : module.global_values()) {

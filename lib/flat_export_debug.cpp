@@ -5,6 +5,7 @@
 #include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/DebugProgramInstruction.h>
 #include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/Instructions.h>
 
 #include <set>
@@ -207,6 +208,37 @@ void FlatDebugExporter::function(const Function& f, uint32_t fn, const std::vect
         fill_types();
         d.variables.push_back(std::move(v));
       }
+}
+
+std::vector<const DIGlobalVariable*> FlatDebugExporter::kept_globals(const GlobalVariable& g) const {
+  std::vector<const DIGlobalVariable*> kept;
+  if (d_.emission != DebugEmission::full || g.isDeclaration() || g.isThreadLocal() || !g.hasName()) return kept;
+  SmallVector<DIGlobalVariableExpression*, 1> attached;
+  g.getDebugInfo(attached);
+  for (const DIGlobalVariableExpression* e : attached) {
+    const DIGlobalVariable* var = e->getVariable();
+    const DIExpression* expr = e->getExpression();
+    // A static inside a function (a local scope) LLVM writes inside the function's DIE.
+    if (var && var->isDefinition() && !var->getStaticDataMemberDeclaration() && expr && expr->getNumElements() == 0 &&
+        !isa_and_nonnull<DILocalScope>(var->getScope()))
+      kept.push_back(var);
+  }
+  return kept;
+}
+
+void FlatDebugExporter::global(const DIGlobalVariable* var, uint32_t symbol) {
+  FlatDebugGlobal g;
+  g.symbol = symbol;
+  g.scope = scope_index(var->getScope());
+  if (const DIFile* file = var->getFile()) g.file = file_index(file);
+  g.type = type(var->getType());
+  fill_types();
+  g.line = var->getLine();
+  g.align_bits = var->getAlignInBits();
+  g.local_to_unit = var->isLocalToUnit();
+  g.name = var->getName().str();
+  g.linkage_name = var->getLinkageName().str();
+  d_.globals.push_back(std::move(g));
 }
 
 // 1 + the node's index in d_.types, appended unfilled when new; 0 for none and for

@@ -14,8 +14,10 @@ namespace llvm {
 class DIFile;
 class DILocation;
 class DIScope;
+class DIGlobalVariable;
 class DISubprogram;
 class Function;
+class GlobalVariable;
 class Instruction;
 class Metadata;
 }  // namespace llvm
@@ -31,6 +33,12 @@ class FlatDebugExporter {
   // and `flat_index` maps each of its LLVM instructions to its flat instruction.
   void function(const llvm::Function& f, uint32_t fn, const std::vector<const llvm::DILocation*>& locations,
                 const PointerIndex<llvm::Instruction>& flat_index);
+
+  // The DIGlobalVariables flat_debug.h keeps for global `g` (FlatDebugGlobal), in
+  // attachment order: none unless at full emission.
+  std::vector<const llvm::DIGlobalVariable*> kept_globals(const llvm::GlobalVariable& g) const;
+  // Commits one of them, for the global whose flat symbol is `symbol`.
+  void global(const llvm::DIGlobalVariable* var, uint32_t symbol);
 
  private:
   FlatDebugInfo& d_;

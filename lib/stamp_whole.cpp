@@ -14,7 +14,7 @@ namespace kiln {
 
 std::string write_stamp_object_for(const FlatModuleData& flat, const std::vector<StampData>& data,
                                    const std::string& source_name, const StampOutput& code) {
-  StampObjectParts parts = stamp_object_parts(flat, code, source_name);
+  StampObjectParts parts = stamp_object_parts(flat, code, source_name, &data);
   // extern_weak and hidden declarations: the flat module knows them, the parts do not.
   parts.view.undefined = flat.undefined.data();
   parts.view.undefined_count = static_cast<uint32_t>(flat.undefined.size());

@@ -43,7 +43,8 @@ bool read_in_function_full(uint32_t code) {
 // its types are then kept whatever the emission, which is not known yet.
 bool read_in_module(uint32_t code) {
   return read_in_function(code) || read_types(code) || code == kCompileUnit || code == kNode || code == kDistinctNode ||
-      code == kValue || code == kIndexOffset;
+      code == kValue || code == kIndexOffset || code == kGlobalVar || code == kGlobalVarExpr ||
+      code == kGlobalDeclAttachment;
 }
 
 constexpr size_t kMaxIds = 0xFFFFFFF0u;                  // ids are 32-bit in LLVM
@@ -144,6 +145,9 @@ bool DebugMetadata::read_block(BitstreamCursor& c, bool module_level, uint64_t u
         break;
       case kIndexOffset:
         if (module_level) index(c);  // LLVM's reader uses a module's index only
+        break;
+      case kGlobalDeclAttachment:
+        if (module_level) global_attachment(c);
         break;
       default:
         if (!defines_id(code)) break;
@@ -247,6 +251,10 @@ DebugMetadata::Entry DebugMetadata::decode(BitstreamCursor& c, uint32_t code) {
       return variable_record(c);
     case kExpression:
       return expression_record(c);
+    case kGlobalVar:
+      return global_variable_record(c);
+    case kGlobalVarExpr:
+      return global_expression_record(c);
     case kLocation:
       return location_record(c);
     case kCompileUnit:
@@ -435,6 +443,7 @@ void DebugMetadata::finish_module(BitstreamCursor& c) {
   Entry value;
   for (std::string_view key : kCfProtectionFlags) m_.cf_protection = m_.cf_protection || flag(c, key, value);
   read_header(c);
+  if (full_ && present()) read_globals(c);
   module_ids_ = entries_.size();
   module_strings_ = strings_.size();
 }
@@ -476,6 +485,109 @@ void DebugMetadata::read_header(BitstreamCursor& c) {
     d.directory = string(c, file.directory);
   }
   d.dwarf_version = uint32_t(dwarf) ? uint32_t(dwarf) : 4;
+}
+
+// GLOBAL_VAR [distinct | version << 1, scope, name, linkage name, file, line, type,
+// local, definition, static member declaration, template params, (align,
+// (annotations))]: version 2 (LLVM 6 on; before, LLVM's reader moves an expression out
+// of the record, which this one does not). Ids are + 1.
+DebugMetadata::Entry DebugMetadata::global_variable_record(BitstreamCursor& c) {
+  if (ops_.size() < 11 || ops_.size() > 13) c.fail("invalid DIGlobalVariable record");
+  if (ops_[0] >> 1 != 2) {
+    decline("a global variable record before LLVM 6");
+    return {Kind::kOther, 0};
+  }
+  for (size_t i : {1, 2, 3, 4, 6, 9})
+    if (ops_[i] >= kMaxIds) c.fail("DIGlobalVariable operand out of range");
+  global_vars_.push_back({uint32_t(ops_[1]), uint32_t(ops_[2]), uint32_t(ops_[3]), uint32_t(ops_[4]), uint32_t(ops_[5]),
+                          uint32_t(ops_[6]), ops_.size() > 11 ? uint32_t(ops_[11]) : 0, ops_[7] != 0, ops_[8] != 0,
+                          ops_[9] != 0});
+  return {Kind::kGlobalVar, uint32_t(global_vars_.size() - 1)};
+}
+
+// GLOBAL_VAR_EXPR [distinct, variable, expression]: ids + 1.
+DebugMetadata::Entry DebugMetadata::global_expression_record(BitstreamCursor& c) {
+  if (ops_.size() != 3) c.fail("invalid DIGlobalVariableExpression record");
+  if (ops_[1] >= kMaxIds || ops_[2] >= kMaxIds) c.fail("DIGlobalVariableExpression operand out of range");
+  global_var_exprs_.push_back({uint32_t(ops_[1]), uint32_t(ops_[2])});
+  return {Kind::kGlobalVarExpr, uint32_t(global_var_exprs_.size() - 1)};
+}
+
+// GLOBAL_DECL_ATTACHMENT [value id, (kind, node id)*]: a global object's attachments
+// (LLVM writes them after the named nodes). The !dbg ones are kept for read_globals.
+void DebugMetadata::global_attachment(BitstreamCursor& c) {
+  if (ops_.size() % 2 == 0) c.fail("invalid global metadata attachment record");
+  for (size_t i = 1; i < ops_.size(); i += 2) {
+    if (ops_[i] != dbg_kind_) continue;
+    if (ops_[0] >= kMaxIds || ops_[i + 1] >= kMaxIds) c.fail("global metadata attachment operand out of range");
+    global_attachments_.push_back({uint32_t(ops_[0]), uint32_t(ops_[i + 1])});
+  }
+}
+
+// The global variables' !dbg attachments flat_debug.h keeps (FlatDebugGlobal), as
+// BcDebug::globals in module order, each global's in attachment order.
+void DebugMetadata::read_globals(BitstreamCursor& c) {
+  std::vector<BcDebugGlobal> kept;
+  for (auto [value, node] : global_attachments_) {
+    // LLVM's reader refuses a value it does not know, and passes over one that is no
+    // global object.
+    if (value >= m_.module_value_count) c.fail("global metadata attachment of an unknown value");
+    const ValueRef& r = m_.values[value];
+    if (r.kind != ValueKind::kGlobal || r.index >= m_.globals.size()) continue;
+    const Global& g = m_.globals[r.index];
+    if (g.kind != GlobalKind::kVariable || g.declaration || g.thread_local_ || g.name.empty()) continue;
+    BcDebugGlobal out;
+    out.global = r.index;
+    if (global_variable(c, node, out)) kept.push_back(std::move(out));
+  }
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const BcDebugGlobal& a, const BcDebugGlobal& b) { return a.global < b.global; });
+  m_.debug.globals = std::move(kept);
+}
+
+// One !dbg attachment (a node id): whether flat_debug.h keeps it, and then its fields.
+// What the verifier calls broken declines the module, as LLVM's reader then drops all
+// debug information.
+bool DebugMetadata::global_variable(BitstreamCursor& c, uint32_t id, BcDebugGlobal& g) {
+  const Entry ge = entry(c, id);
+  if (ge.kind != Kind::kGlobalVarExpr) {
+    decline("a global's !dbg that is no DIGlobalVariableExpression");
+    return false;
+  }
+  const GlobalVarExpr pair = global_var_exprs_[ge.index];
+  if (!pair.variable) {
+    decline("a DIGlobalVariableExpression without a variable");
+    return false;
+  }
+  const Entry var = entry(c, pair.variable - 1);
+  const Entry expr = pair.expression ? entry(c, pair.expression - 1) : Entry{Kind::kOther, 0};
+  if (var.kind != Kind::kGlobalVar || (pair.expression && expr.kind != Kind::kExpression)) {
+    decline("a DIGlobalVariableExpression of no variable or expression");
+    return false;
+  }
+  if (!pair.expression) return false;
+  const Expression e = expressions_[expr.index];
+  if (e.state == kExprBroken) {
+    decline("a global variable's expression before LLVM 5, or malformed");
+    return false;
+  }
+  const GlobalVar v = global_vars_[var.index];  // a copy: reading more records may add to it
+  if (e.state != kExprKept || e.count != 0 || !v.definition || v.member) return false;
+  // A static inside a function: LLVM writes it inside the function's DIE.
+  if (v.scope) {
+    const Entry scope = entry(c, v.scope - 1);
+    if (scope.kind == Kind::kSubprogram || scope.kind == Kind::kBlock) return false;
+  }
+  g.scope = reader_scope(c, v.scope);
+  g.file = reader_file(c, v.file);
+  g.type = reader_type(c, v.type, true);
+  fill_types(c);
+  g.line = v.line;
+  g.align_bits = v.align_bits;
+  g.local_to_unit = v.local_to_unit;
+  g.name = string(c, v.name);
+  g.linkage_name = string(c, v.linkage_name);
+  return true;
 }
 
 void DebugMetadata::read_attachments(BitstreamCursor& c, BcFunction& f) {

@@ -47,9 +47,12 @@ enum Code : uint32_t {
   kLexicalBlockFile = 23,
   kNamespace = 24,
   kTemplateType = 25,
+  kGlobalVar = 27,
   kLocalVar = 28,
   kExpression = 29,
   kStrings = 35,
+  kGlobalDeclAttachment = 36,
+  kGlobalVarExpr = 37,
   kIndexOffset = 38,
   kIndex = 39,
   kStringType = 41,
@@ -88,21 +91,23 @@ class DebugMetadata {
  private:
   // An id's metadata, by what stamp asks of it.
   enum class Kind : uint8_t {
-    kOther,       // anything else: only counted
-    kString,      // index: its METADATA_STRINGS record (strings_)
-    kFile,        // index: files_
-    kBlock,       // DILexicalBlock or DILexicalBlockFile; index: blocks_
-    kSubprogram,  // index: subprograms_
-    kScope,       // DINamespace or DICompositeType; index: scopes_
-    kLocation,    // DILocation; index: locations_
-    kUnit,        // index: units_
-    kNode,        // MDTuple; index: its operand count in node_ops_, its operands after it
-    kValue,       // ValueAsMetadata; index: the value id
-    kUnread,      // in the module's index, not read yet; index: positions_
-    kType,        // a type node flat_debug.h keeps, or a part of one (not a composite); index: types_
-    kOtherType,   // a DIType flat_debug.h leaves out (string, subrange or fixed-point type)
-    kVariable,    // DILocalVariable; index: variables_
-    kExpression,  // DIExpression; index: expressions_
+    kOther,          // anything else: only counted
+    kString,         // index: its METADATA_STRINGS record (strings_)
+    kFile,           // index: files_
+    kBlock,          // DILexicalBlock or DILexicalBlockFile; index: blocks_
+    kSubprogram,     // index: subprograms_
+    kScope,          // DINamespace or DICompositeType; index: scopes_
+    kLocation,       // DILocation; index: locations_
+    kUnit,           // index: units_
+    kNode,           // MDTuple; index: its operand count in node_ops_, its operands after it
+    kValue,          // ValueAsMetadata; index: the value id
+    kUnread,         // in the module's index, not read yet; index: positions_
+    kType,           // a type node flat_debug.h keeps, or a part of one (not a composite); index: types_
+    kOtherType,      // a DIType flat_debug.h leaves out (string, subrange or fixed-point type)
+    kVariable,       // DILocalVariable; index: variables_
+    kExpression,     // DIExpression; index: expressions_
+    kGlobalVar,      // DIGlobalVariable; index: global_vars_
+    kGlobalVarExpr,  // DIGlobalVariableExpression; index: global_var_exprs_
   };
   struct Entry {
     Kind kind;
@@ -158,12 +163,22 @@ class DebugMetadata {
   struct Variable {  // DILocalVariable's fields, ids + 1
     uint32_t scope, name, file, line, type, arg, flags;
   };
+  struct GlobalVar {  // DIGlobalVariable's fields, ids + 1
+    uint32_t scope, name, linkage_name, file, line, type, align_bits;
+    bool local_to_unit, definition, member;  // member: a static member's definition
+  };
+  struct GlobalVarExpr {  // DIGlobalVariableExpression: ids + 1
+    uint32_t variable, expression;
+  };
   // A DIExpression's operations as FlatDebugVariable keeps them (expr_ops_[first..+count]),
   // and whether it has others.
   struct Expression {
     uint32_t first, count;
     uint8_t state;  // kExprKept, kExprOther or kExprBroken
   };
+  // Kept: of the operations FlatDebugVariable keeps (or none); other: of others;
+  // broken: of an expression version before LLVM 5's, or malformed.
+  static constexpr uint8_t kExprKept = 0, kExprOther = 1, kExprBroken = 2;
   struct Declare {  // DEBUG_RECORD_DECLARE: [location, variable, expression, address] (ids)
     uint32_t location, variable, expression, address;
   };
@@ -191,6 +206,11 @@ class DebugMetadata {
   Entry type_parts(BitstreamCursor& c, uint32_t code);
   Entry variable_record(BitstreamCursor& c);
   Entry expression_record(BitstreamCursor& c);
+  Entry global_variable_record(BitstreamCursor& c);
+  Entry global_expression_record(BitstreamCursor& c);
+  void global_attachment(BitstreamCursor& c);
+  void read_globals(BitstreamCursor& c);
+  bool global_variable(BitstreamCursor& c, uint32_t id, BcDebugGlobal& g);
   void composite_type(BitstreamCursor& c);
 
   Entry entry(BitstreamCursor& c, uint64_t id);
@@ -238,6 +258,10 @@ class DebugMetadata {
   std::vector<Variable> variables_;
   std::vector<Expression> expressions_;
   std::vector<uint64_t> expr_ops_;
+  std::vector<GlobalVar> global_vars_;
+  std::vector<GlobalVarExpr> global_var_exprs_;
+  // GLOBAL_DECL_ATTACHMENT's !dbg attachments, in record order: (value id, metadata id).
+  std::vector<std::pair<uint32_t, uint32_t>> global_attachments_;
   std::vector<Declare> declares_;  // the body's, in record order
   // Per BcDebug::blocks entry: how many blocks and block files its chain holds (itself
   // and those it is in), which with the depth it is reached at may not pass kMaxNesting.

@@ -22,7 +22,6 @@ constexpr uint32_t kFlagFwdDecl = 1u << 2, kFlagArtificial = 1u << 6, kFlagStati
                    kFlagBitField = 1u << 19;
 constexpr uint64_t kMaxIds = 0xFFFFFFF0u;   // as bitcode_debug.cpp's
 constexpr uint64_t kExpressionVersion = 3;  // METADATA_EXPRESSION's since LLVM 5
-constexpr uint8_t kExprKept = 0, kExprOther = 1, kExprBroken = 2;
 
 // MetadataLoader's unrotateSign (an enumerator's 64-bit value) and the bitcode reader's
 // decodeSignRotatedValue (the words of a wide one): two encodings of a signed value.

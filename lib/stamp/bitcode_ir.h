@@ -366,6 +366,14 @@ struct BcDebugVariable {
   std::string name;
   std::vector<uint64_t> expression;  // as FlatDebugVariable's
 };
+// A global variable's DIGlobalVariable as flat_debug.h keeps it (FlatDebugGlobal), at
+// full emission: scope, file and type in the reader's numbering.
+struct BcDebugGlobal {
+  uint32_t global = 0;  // index into BcModule::globals
+  uint32_t scope = 0, file = 0, line = 0, type = 0, align_bits = 0;
+  bool local_to_unit = false;
+  std::string name, linkage_name;
+};
 struct BcDebug {
   uint32_t dwarf_version = 0;  // 0: no debug information to carry, and none below (FlatDebugInfo's rule)
   uint8_t emission = 0;        // the first compile unit's DebugEmissionKind: 1 full, 2 line tables, 3 directives
@@ -380,6 +388,7 @@ struct BcDebug {
   // fields with its references (scope, parent_type, file, type, discriminator, elements)
   // in the reader's numbering, BcDebug::scopes, files and types. Filled when made.
   std::vector<FlatDebugType> types;
+  std::vector<BcDebugGlobal> globals;  // in module order of their globals, each's in attachment order
 };
 
 struct BcFunction {

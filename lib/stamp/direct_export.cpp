@@ -209,6 +209,24 @@ class DebugInterner {
     if (out.emission == DebugEmission::full && sp.present) variables(f, inst_flat, fn, out);
   }
 
+  // A global variable, after every function, for the global whose flat symbol is
+  // `symbol`: its scope chain, file, then type, the types it reaches run to the
+  // queue's end (flat_debug.h).
+  void global(const bc::BcDebugGlobal& g, uint32_t symbol, FlatDebugInfo& out) {
+    FlatDebugGlobal fg;
+    fg.symbol = symbol;
+    fg.scope = scope(g.scope, out);
+    fg.file = file(g.file, out);
+    fg.type = type(g.type, out);
+    fill_types(out);
+    fg.line = g.line;
+    fg.align_bits = g.align_bits;
+    fg.local_to_unit = g.local_to_unit;
+    fg.name = g.name;
+    fg.linkage_name = g.linkage_name;
+    out.globals.push_back(std::move(fg));
+  }
+
  private:
   // The body's variables, in the order of their records: each its site, then (unless
   // the same variable at the same site came before) its block, file and type, the
@@ -3123,6 +3141,9 @@ class ModuleExporter {
     for (const GlobalInfo& g : ctx_.globals)
       if (!g.name.empty() && !names.insert(g.name).second) throw Decline{"reader: two globals of one name"};
     declarations_before(static_cast<uint32_t>(m_.globals.size()));
+    // The global variables' debug information, after every function (flat_debug.h).
+    if (out_.flat.debug.emission == DebugEmission::full)
+      for (const bc::BcDebugGlobal& g : m_.debug.globals) ctx_.debug.global(g, symbol_of(g.global), out_.flat.debug);
     for (uint32_t gi : global_values_order(ctx_)) {
       const GlobalInfo& g = ctx_.globals[gi];
       bool declaration = g.declaration && (g.kind == GlobalKind::kFunction || g.kind == GlobalKind::kVariable);
@@ -3165,6 +3186,18 @@ class ModuleExporter {
     out.producer = d.producer;
     out.name = d.name;
     out.directory = d.directory;
+  }
+
+  // The flat symbol of global `gi`, as a function's reference names it (FunctionExporter::symbol).
+  uint32_t symbol_of(uint32_t gi) {
+    if (gi >= symbol_index_.size()) symbol_index_.resize(gi + 1, kNone);
+    uint32_t& index = symbol_index_[gi];
+    if (index == kNone) {
+      index = static_cast<uint32_t>(symbol_values_.size());
+      symbol_values_.push_back(gi);
+      fixed_names_.resize(symbol_values_.size());
+    }
+    return index;
   }
 
   // Function declarations (and definitions without a body, which the reader refuses)

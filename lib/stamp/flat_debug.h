@@ -172,6 +172,24 @@ constexpr uint64_t kDwarfOpDeref = 0x06, kDwarfOpPlusUconst = 0x23;
 constexpr uint8_t kDebugStorageAlloca = 0;    // the alloca's memory is the variable
 constexpr uint8_t kDebugStorageArgument = 1;  // the argument is the variable's address
 
+// A global variable stamp may write the memory of (version 13), with its
+// DIGlobalVariable: a global variable definition, not thread-local, with a !dbg
+// attachment that is a DIGlobalVariableExpression whose expression is empty (the
+// variable is the global's memory) and whose variable is a definition of no static
+// member. One per such attachment, in attachment order. The DWARF writer writes it
+// (DW_TAG_variable at DW_OP_addr of the symbol) only where the object defines the
+// symbol: where stamp writes the module's data, not where LLVM's half does.
+struct FlatDebugGlobal {
+  uint32_t symbol = 0;  // index into FlatModuleData::symbols: the global itself
+  uint32_t scope = 0;   // 1 + index into scopes; 0: the compile unit (or a scope of another kind)
+  uint32_t file = 0, line = 0;
+  uint32_t type = 0;        // 1 + index into types; 0: none
+  uint32_t align_bits = 0;  // DIGlobalVariable's alignInBits
+  bool local_to_unit = false;
+  std::string name, linkage_name;  // linkage_name may be empty
+  bool operator==(const FlatDebugGlobal&) const = default;
+};
+
 // What DICompileUnit::DebugEmissionKind says: full, or line tables only (LLVM's
 // DebugDirectivesOnly is read as line tables only).
 enum class DebugEmission : uint8_t { none = 0, full = 1, line_tables = 2 };
@@ -195,6 +213,7 @@ struct FlatDebugInfo {
   // Full emission only (line tables only leave both empty):
   std::vector<FlatDebugVariable> variables;
   std::vector<FlatDebugType> types;  // every type the variables and return types reach, in the order below
+  std::vector<FlatDebugGlobal> globals;  // version 13: the module's global variables, in module order
 
   bool present() const { return dwarf_version != 0; }
   bool operator==(const FlatDebugInfo&) const = default;
@@ -228,6 +247,12 @@ struct FlatDebugInfo {
 // parameters, then for a subroutine type types[1..]). A variable interns its own type
 // and then the queue is run to its end, before the next variable. The queue, not
 // recursion: type graphs are deep and cyclic (a list node points at its own type).
+//
+// Globals (full emission only), after every function: each global variable definition
+// in module order, each of its kept attachments (FlatDebugGlobal) in order, interns
+// its symbol (the index a function's reference gave it, else the next one), then its
+// scope chain (as a subprogram's), its file, then its type, and runs the type queue
+// to its end.
 inline uint32_t intern_debug_file(std::vector<FlatDebugFile>& files, const FlatDebugFile& f) {
   for (size_t i = files.size(); i-- > 0;)  // the last ones are the likeliest
     if (files[i] == f) return static_cast<uint32_t>(i + 1);

@@ -97,6 +97,29 @@ std::vector<FlatDebugType> read_debug_types(CountedReader& r, uint64_t version) 
   return types;
 }
 
+// Version 13: global variables.
+void put_debug_globals(std::string& out, const std::vector<FlatDebugGlobal>& globals) {
+  put_value(out, uint64_t(globals.size()));
+  for (const FlatDebugGlobal& g : globals) {
+    for (uint32_t field : {g.symbol, g.scope, g.file, g.line, g.type, g.align_bits}) put_value(out, field);
+    put_value(out, uint8_t(g.local_to_unit));
+    put_string(out, g.name), put_string(out, g.linkage_name);
+  }
+}
+
+std::vector<FlatDebugGlobal> read_debug_globals(CountedReader& r) {
+  std::vector<FlatDebugGlobal> globals(r.count(6 * 4 + 1 + 16));
+  for (FlatDebugGlobal& g : globals) {
+    for (uint32_t* field : {&g.symbol, &g.scope, &g.file, &g.line, &g.type, &g.align_bits})
+      *field = r.value<uint32_t>();
+    const uint8_t flags = r.value<uint8_t>();
+    if (flags > 1) r.fail("corrupt flat IR file: debug global's flags out of range");
+    g.local_to_unit = flags;
+    g.name = r.string(), g.linkage_name = r.string();
+  }
+  return globals;
+}
+
 // Versions 6 to 8 wrote inline sites and locations without their blocks.
 std::vector<FlatDebugInlineSite> read_debug_inline_sites(CountedReader& r, uint64_t version) {
   if (version >= 9) return r.array<FlatDebugInlineSite>();
@@ -141,6 +164,7 @@ void put_debug_info(std::string& out, const FlatDebugInfo& d) {
   put_array(out, d.blocks);
   put_debug_variables(out, d.variables);
   put_debug_types(out, d.types);
+  put_debug_globals(out, d.globals);
 }
 
 FlatDebugInfo read_debug_info(CountedReader& r, uint64_t version) {
@@ -167,6 +191,7 @@ FlatDebugInfo read_debug_info(CountedReader& r, uint64_t version) {
     d.variables = read_debug_variables(r);
     d.types = read_debug_types(r, version);
   }
+  if (version >= 13) d.globals = read_debug_globals(r);
   return d;
 }
 
@@ -263,8 +288,8 @@ std::string emit_flat_module(const FlatModuleData& flat, const std::string& sour
   return write_stamp_object(stamp_object_parts(flat, code, source_name).view, source_name);
 }
 
-StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutput& code,
-                                    const std::string& source_name) {
+StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutput& code, const std::string& source_name,
+                                    const std::vector<StampData>* data) {
   StampObjectParts parts;
   const size_t F = flat.functions.size();
   parts.function_name.resize(F);
@@ -295,7 +320,7 @@ StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutpu
   v.lsda_start = code.lsda_start.data();
   v.lsda_size = code.lsda_size.data();
   if (flat.debug.present()) {
-    parts.dwarf = std::make_unique<StampDwarf>(build_stamp_dwarf(flat, code, source_name));
+    parts.dwarf = std::make_unique<StampDwarf>(build_stamp_dwarf(flat, code, source_name, data));
     v.dwarf = parts.dwarf.get();
   }
   return parts;

@@ -21,8 +21,9 @@ namespace kiln {
 // kCallRetFloat, kOperandFloat); 8: vectors (kOpVector = 42); 9: debug information's
 // lexical blocks (a location's block), variables and types; 10: vector arguments and
 // returns; 11: phis written directly (kPhiDirect); 12: debug information's subprogram
-// return types and prototyped flag, and a pointer to member's class
-constexpr int kFlatFileVersion = 12;
+// return types and prototyped flag, and a pointer to member's class; 13: debug
+// information's global variables (FlatDebugGlobal) after its types
+constexpr int kFlatFileVersion = 13;
 
 // `omit`: the file says the module has no debug information (for the stamp service,
 // which runs the stages only).
@@ -46,7 +47,8 @@ struct StampObjectParts {
   std::unique_ptr<StampDwarf> dwarf;  // where view.dwarf points
   StampObjectView view;
 };
-StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutput& code,
-                                    const std::string& source_name);
+// `data`: the global data the object will define, whose variables' DIEs it gets.
+StampObjectParts stamp_object_parts(const FlatModuleData& flat, const StampOutput& code, const std::string& source_name,
+                                    const std::vector<StampData>* data = nullptr);
 
 }  // namespace kiln

@@ -492,9 +492,8 @@ const char* debug_type_nesting_defect(const std::vector<FlatDebugType>& types) {
 const char* check_debug_info(const FlatModuleData& f) {
   const FlatDebugInfo& d = f.debug;
   if (!d.present())
-    return d.files.empty() && d.scopes.empty() && d.functions.empty() && d.inlined.empty() &&
-            d.inline_sites.empty() && d.locations.empty() && d.blocks.empty() && d.variables.empty() &&
-            d.types.empty()
+    return d.files.empty() && d.scopes.empty() && d.functions.empty() && d.inlined.empty() && d.inline_sites.empty() &&
+            d.locations.empty() && d.blocks.empty() && d.variables.empty() && d.types.empty() && d.globals.empty()
         ? nullptr
         : "debug information without a version";
   if (d.dwarf_version < 2 || d.dwarf_version > 5) return kDwarfVersionDefect;
@@ -529,6 +528,12 @@ const char* check_debug_info(const FlatModuleData& f) {
     if (t.flags & ~kDebugTypeFlagMask) return "debug type flags unknown";
   }
   if (const char* defect = debug_type_scope_defect(d.types)) return defect;
+  for (const FlatDebugGlobal& g : d.globals) {
+    if (g.symbol >= f.symbols.size() || f.symbols[g.symbol].empty()) return "debug global's symbol out of range";
+    if (g.file > d.files.size()) return "debug file out of range";
+    if (g.scope > d.scopes.size()) return "debug scope out of range";
+    if (g.type > d.types.size()) return "debug type out of range";
+  }
   return check_debug_variables(f);
 }
 

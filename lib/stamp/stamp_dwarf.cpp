@@ -8,8 +8,10 @@
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "error.h"
+#include "stamp_object.h"  // StampData
 #include "stamp_emit.h"  // kReloc64, kReloc32
 #include "stamp_stages.h"  // stamp_uses, stamp_frame
 #include "string_hash.h"
@@ -98,6 +100,7 @@ enum DwarfForm : uint8_t {
 };
 constexpr uint8_t kInlineInlined = 1;  // DW_INL_inlined
 constexpr uint8_t kOpReg6 = 0x56;  // DW_OP_reg6: rbp, which every stamp frame is based on
+constexpr uint8_t kOpAddr = 0x03;  // DW_OP_addr: an address (relocated)
 constexpr uint8_t kOpFbreg = 0x91;  // DW_OP_fbreg: frame base (rbp) + a signed offset
 // DW_ATE_* that LLVM's isUnsignedDIType calls unsigned (a discriminant's form follows it).
 constexpr uint16_t kAteBoolean = 0x02, kAteUnsigned = 0x07, kAteUnsignedChar = 0x08, kAteUtf = 0x10;
@@ -246,21 +249,30 @@ struct DieValues {
 
 class DwarfBuilder {
  public:
-  DwarfBuilder(const FlatModuleData& flat, const StampOutput& code, const std::string& source)
+  DwarfBuilder(const FlatModuleData& flat, const StampOutput& code, const std::string& source,
+               const std::vector<StampData>* data)
       : flat_(flat),
         view_(flat.view()),
         code_(code),
         d_(flat.debug),
         source_(source),
-        version_(d_.dwarf_version >= 5 ? 5 : 4) {}
+        version_(d_.dwarf_version >= 5 ? 5 : 4) {
+    if (!data || d_.globals.empty()) return;
+    std::unordered_set<std::string_view> defined;
+    for (const StampData& x : *data)
+      if (!x.tls) defined.insert(x.name);
+    for (uint32_t k = 0; k < d_.globals.size(); ++k)
+      if (d_.globals[k].symbol < flat.symbols.size() && defined.count(flat.symbols[d_.globals[k].symbol]))
+        globals_.push_back(k);
+  }
 
   StampDwarf build() {
     StampDwarf out;
     if (!d_.present()) return out;
     check_offsets();
-    bool any = false;
+    bool any = !globals_.empty();
     for (const FlatDebugFunction& f : d_.functions) any |= f.has_subprogram;
-    if (!any) return out;  // no function of this object has a subprogram: no unit to write
+    if (!any) return out;  // nothing of this object's to describe: no unit to write
     s_.resize(kDebugSectionCount);
     s_[kAbbrev].name = ".debug_abbrev";
     s_[kInfo].name = ".debug_info";
@@ -318,7 +330,10 @@ class DwarfBuilder {
     const uint32_t* begin(uint32_t s) const { return items.data() + start[s]; }
     const uint32_t* end(uint32_t s) const { return items.data() + start[s + 1]; }
   };
-  ScopeLists scope_children_, scope_functions_, scope_inlined_;
+  ScopeLists scope_children_, scope_functions_, scope_inlined_, scope_globals_;
+  // The global variables whose memory this object holds, by index into d_.globals: the
+  // others' DIEs are the object's that defines them.
+  std::vector<uint32_t> globals_;
   std::vector<uint32_t> abstract_offset_;                    // per inlined callee: its DIE in the unit
   std::vector<std::pair<uint32_t, uint32_t>> origin_fixups_;  // (where, callee) of each abstract origin
   // Lists of code ranges per inline site and per wanted block, each with its memory:
@@ -702,12 +717,41 @@ class DwarfBuilder {
   }
 
   // The DIEs inside scope `s` (0: the unit): its scopes, its types, then the
-  // subprograms of inlined calls, then the functions' subprograms.
+  // subprograms of inlined calls, then the functions' subprograms, then the global
+  // variables.
   void write_children(uint32_t s) {
     for (const uint32_t* c = scope_children_.begin(s); c != scope_children_.end(s); ++c) write_scope_die(*c + 1);
     for (const uint32_t* t = scope_types_.begin(s); t != scope_types_.end(s); ++t) write_type_die(*t);
     for (const uint32_t* k = scope_inlined_.begin(s); k != scope_inlined_.end(s); ++k) write_abstract_die(*k);
     for (const uint32_t* fn = scope_functions_.begin(s); fn != scope_functions_.end(s); ++fn) write_subprogram_die(*fn);
+    for (const uint32_t* k = scope_globals_.begin(s); k != scope_globals_.end(s); ++k) write_global_die(globals_[*k]);
+  }
+
+  // A global variable, in LLVM's order (DwarfCompileUnit's
+  // getOrCreateGlobalVariableDIE): its name, type, external flag, declaration, alignment,
+  // then its location, the symbol's address (DW_OP_addr, relocated), then its linkage name.
+  void write_global_die(uint32_t k) {
+    std::string& b = s_[kInfo].bytes;
+    const FlatDebugGlobal& g = d_.globals[k];
+    const bool typed = g.type && type_written(d_.types[g.type - 1]);
+    const bool declared = g.file && g.line, aligned = g.align_bits / 8 != 0;
+    Abbreviation a{kTagVariable, false, {}};
+    if (!g.name.empty()) a.attributes.push_back({kAtName, kFormStrp});
+    if (typed) a.attributes.push_back({kAtType, kFormRef4});
+    if (!g.local_to_unit) a.attributes.push_back({kAtExternal, kFormFlagPresent});
+    if (declared) a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
+    if (aligned) a.attributes.push_back({kAtAlignment, kFormUdata});
+    a.attributes.push_back({kAtLocation, kFormExprloc});
+    if (!g.linkage_name.empty()) a.attributes.push_back({kAtLinkageName, kFormStrp});
+    put_uleb(b, abbreviation(std::move(a)));
+    if (!g.name.empty()) put_strp(kInfo, g.name);
+    if (typed) type_fixups_.push_back({static_cast<uint32_t>(b.size()), g.type - 1}), put_le<uint32_t>(b, 0);
+    if (declared) put_uleb(b, g.file), put_uleb(b, g.line);
+    if (aligned) put_uleb(b, g.align_bits / 8);
+    put_uleb(b, 9), put_u8(b, kOpAddr);
+    s_[kInfo].relocs.push_back({static_cast<uint32_t>(b.size()), kReloc64, kDwarfSymbolTarget + g.symbol, 0});
+    put_le<uint64_t>(b, 0);
+    if (!g.linkage_name.empty()) put_strp(kInfo, g.linkage_name);
   }
 
   // The abstract subprogram of an inlined callee, which its inlined calls point to.
@@ -1275,7 +1319,8 @@ class DwarfBuilder {
     std::string& b = s_[kInfo].bytes;
     // Room for what the types and variables will need, found once rather than by
     // growing (a DIE takes some 12 bytes and a string relocation or two).
-    const size_t dies = d_.types.size() + d_.variables.size() + d_.functions.size() + d_.inline_sites.size();
+    const size_t dies =
+        d_.types.size() + d_.variables.size() + d_.functions.size() + d_.inline_sites.size() + globals_.size();
     b.reserve(16 * dies);
     s_[kInfo].relocs.reserve(2 * dies);
     // The strings' table for a quarter as many distinct strings as DIEs (names repeat:
@@ -1300,6 +1345,8 @@ class DwarfBuilder {
                            [&](uint32_t fn) { return d_.functions[fn].has_subprogram ? d_.functions[fn].scope : ~0u; });
     scope_inlined_.build(scopes, static_cast<uint32_t>(d_.inlined.size()),
                          [&](uint32_t k) { return d_.inlined[k].scope; });
+    scope_globals_.build(scopes, static_cast<uint32_t>(globals_.size()),
+                         [&](uint32_t k) { return d_.globals[globals_[k]].scope; });
     abstract_offset_.assign(d_.inlined.size(), 0);
     plan_types();
     write_children(0);
@@ -1325,8 +1372,9 @@ class DwarfBuilder {
 
 }  // namespace
 
-StampDwarf build_stamp_dwarf(const FlatModuleData& flat, const StampOutput& code, const std::string& source_name) {
-  return DwarfBuilder(flat, code, source_name).build();
+StampDwarf build_stamp_dwarf(const FlatModuleData& flat, const StampOutput& code, const std::string& source_name,
+                             const std::vector<StampData>* data) {
+  return DwarfBuilder(flat, code, source_name, data).build();
 }
 
 }  // namespace kiln

@@ -15,8 +15,13 @@
 
 namespace kiln {
 
+struct StampData;  // stamp_object.h
+
 // A relocation's target: function `target`'s code section when below
-// kDwarfSectionTarget, else debug section `target - kDwarfSectionTarget` (its start).
+// kDwarfSymbolTarget; the symbol the flat module names `target - kDwarfSymbolTarget`
+// (a global variable's) when below kDwarfSectionTarget; else debug section
+// `target - kDwarfSectionTarget` (its start).
+constexpr uint32_t kDwarfSymbolTarget = 0x40000000u;
 constexpr uint32_t kDwarfSectionTarget = 0x80000000u;
 struct DwarfReloc {
   uint32_t offset = 0;  // in its section
@@ -38,6 +43,9 @@ struct StampDwarf {
 
 // Throws KilnError(kExitInternal) when `code` does not fit `flat` (instruction offsets
 // missing, out of order or past their function's end).
-StampDwarf build_stamp_dwarf(const FlatModuleData& flat, const StampOutput& code, const std::string& source_name);
+// `data`, where given, is the global data the object defines: the global variables
+// (FlatDebugGlobal) whose memory it holds get their DIEs, the others none.
+StampDwarf build_stamp_dwarf(const FlatModuleData& flat, const StampOutput& code, const std::string& source_name,
+                             const std::vector<StampData>* data = nullptr);
 
 }  // namespace kiln

@@ -807,17 +807,24 @@ struct ObjectWriter {
       put_rela_at(out, sections[dwref_rela[p]].header.sh_offset, 0, symbol_for(personalities[p]), kReloc64, 0);
   }
 
-  // Each DWARF relocation names a function's section or a debug section's symbol.
+  // Each DWARF relocation names a function's section, a debug section's symbol, or a
+  // symbol defined here (a global variable's).
   void write_debug_relocations() {
     for (size_t k = 0; k < debug_index.size(); ++k) {
       if (!debug_rela_index[k]) continue;
       size_t at = sections[debug_rela_index[k]].header.sh_offset;
       for (const DwarfReloc& r : v.dwarf->sections[k].relocs) {
-        uint32_t symbol;
-        if (r.target < kDwarfSectionTarget && r.target < F) symbol = section_symbol[r.target];
-        else if (r.target >= kDwarfSectionTarget && r.target - kDwarfSectionTarget < debug_symbol.size())
+        uint32_t symbol = 0;
+        if (r.target < kDwarfSymbolTarget) {
+          if (r.target < F) symbol = section_symbol[r.target];
+        } else if (r.target < kDwarfSectionTarget) {
+          // A global variable's address: a symbol this object defines (its data).
+          if (const uint32_t name = r.target - kDwarfSymbolTarget; name < v.name_count)
+            symbol = symbol_of_name[canon[name]];
+        } else if (r.target - kDwarfSectionTarget < debug_symbol.size()) {
           symbol = debug_symbol[r.target - kDwarfSectionTarget];
-        else fail("a DWARF relocation names no section");
+        }
+        if (!symbol) fail("a DWARF relocation names no section or defined symbol");
         put_rela_at(out, at, r.offset, symbol, r.type, r.addend);
         at += sizeof(Elf64_Rela);
       }
