@@ -17,8 +17,10 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -173,6 +175,7 @@ struct Proc {
   int fd = -1;
   std::string buffer;  // bytes received, not yet a whole frame
   int64_t item = -1;   // the item it is working on; -1 when idle
+  std::chrono::steady_clock::time_point since;  // when it was given the item
 };
 
 class Supervisor {
@@ -239,6 +242,7 @@ class Supervisor {
   void assign(Proc& p, size_t item) {
     uint64_t index = item;
     p.item = static_cast<int64_t>(item);
+    p.since = std::chrono::steady_clock::now();
     // A worker that died before reading is noticed as end of file by the poll loop.
     send_all(p.fd, reinterpret_cast<const char*>(&index), 8);
   }
@@ -260,6 +264,34 @@ class Supervisor {
         }
       }
     }
+  }
+
+  // Worker k's item ran past the time limit: the worker gets SIGTERM (and stops what it
+  // runs, a cmd: back end's command), SIGKILL after kStopGraceSeconds; then it is
+  // reaped, its item reported as stopped.
+  IsolatedResult stop_late(size_t k, double limit) {
+    Proc& p = procs_[k];
+    ::kill(p.pid, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kStopGraceSeconds);
+    int status = 0;
+    pid_t done = 0;
+    while ((done = ::waitpid(p.pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+      ::usleep(2000);
+    if (done == 0) {
+      ::kill(p.pid, SIGKILL);
+      while (::waitpid(p.pid, &status, 0) < 0 && errno == EINTR) {}
+    }
+    ::close(p.fd);
+    const std::string stage = slots_[k].stage;
+    IsolatedResult r;
+    r.crashed = true;
+    r.code = kExitBadInput;
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", limit);
+    r.text = label_(static_cast<size_t>(p.item)) + ": stopped after " + seconds + " s (KILN_ITEM_TIMEOUT)" +
+        (stage.empty() ? "" : " while " + stage);
+    p = Proc{};
+    return r;
   }
 
   // The worker is gone: reaps it and says what happened to its item.
@@ -357,9 +389,21 @@ void install_llvm_fatal_handlers() {
   llvm::install_bad_alloc_error_handler(on_llvm_fatal);
 }
 
+double item_timeout_from_environment() {
+  const char* text = std::getenv("KILN_ITEM_TIMEOUT");
+  if (!text || !*text) return kDefaultItemTimeout;
+  char* end = nullptr;
+  double v = std::strtod(text, &end);
+  if (*end != '\0' || !std::isfinite(v) || v < 0)
+    throw KilnError(kExitUsage, "",
+                    std::string("KILN_ITEM_TIMEOUT must be a number of seconds (0: none), not '") + text + "'");
+  return v;
+}
+
 void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const IsolatedDone& done,
                   const IsolatedLabel& label) {
   if (count == 0) return;
+  const double limit = item_timeout_from_environment();
   size_t n = std::min<size_t>(std::max(1u, workers), count);
   StopSignals signals;  // outlives the supervisor, which reaps every worker
   Supervisor sup(static_cast<unsigned>(n), job, label, signals);
@@ -406,6 +450,21 @@ void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const 
         ++completed;
         done(static_cast<size_t>(item), std::move(r));
       }
+      if (next < count) {
+        sup.spawn(k);
+        sup.assign(procs[k], next++);
+      }
+    }
+    // An item past the time limit (LLVM looping on a hostile module, say) would hang
+    // the whole run: its worker is stopped, the item reported, and the others go on.
+    if (limit <= 0) continue;
+    const auto now = std::chrono::steady_clock::now();
+    for (size_t k = 0; k < n; ++k) {
+      if (procs[k].item < 0 || std::chrono::duration<double>(now - procs[k].since).count() < limit) continue;
+      const int64_t item = procs[k].item;
+      IsolatedResult r = sup.stop_late(k, limit);
+      ++completed;
+      done(static_cast<size_t>(item), std::move(r));
       if (next < count) {
         sup.spawn(k);
         sup.assign(procs[k], next++);

@@ -25,10 +25,17 @@ using IsolatedLabel = std::function<std::string(size_t index)>;
 // Runs job(i) for every i < count in up to `workers` worker processes forked from
 // this one, and done(i, result) here as results arrive (in any order). A worker that
 // dies is reaped, its item reported as crashed (label(i) names it), and a new worker
-// takes the remaining items. Workers are forked, so call this while the process runs
+// takes the remaining items. So is one whose item runs longer than KILN_ITEM_TIMEOUT
+// seconds (default kDefaultItemTimeout; 0: no limit), which is stopped: "LABEL: stopped
+// after N s (KILN_ITEM_TIMEOUT)". A KILN_ITEM_TIMEOUT that is no number of seconds is
+// a KilnError(kExitUsage). Workers are forked, so call this while the process runs
 // no other threads. An exception from done() stops the workers and propagates.
 void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const IsolatedDone& done,
                   const IsolatedLabel& label);
+// Longer than KILN_CMD_TIMEOUT's default, so that a cmd: back end's own limit, which
+// names its command, comes first.
+inline constexpr double kDefaultItemTimeout = 900;
+double item_timeout_from_environment();
 
 // One item: returns job()'s answer, or throws KilnError with the job's code and line
 // (a crash: kExitBadInput, "LABEL: LLVM crashed (SIGSEGV) while parsing").

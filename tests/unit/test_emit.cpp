@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <map>
 
@@ -15,6 +16,7 @@
 #include "ir_helpers.h"
 #include "isolate.h"
 #include "process.h"
+#include "test_helpers.h"
 
 using namespace kiln;
 using kiln_test::ScratchDir;
@@ -139,6 +141,48 @@ TEST_CASE("isolated work: a crash or an LLVM fatal error fails only its item", "
   errno = 0;
   CHECK(::waitpid(-1, nullptr, WNOHANG) == -1);  // every worker was reaped
   CHECK(errno == ECHILD);
+}
+
+// A module that makes LLVM loop would hang the whole run: its worker is stopped after
+// KILN_ITEM_TIMEOUT seconds, the item reported, and the next items still run.
+TEST_CASE("isolated work: an item past KILN_ITEM_TIMEOUT is stopped and reported, the others run", "[emit][isolate]") {
+  kiln_test::ScopedEnv limit("KILN_ITEM_TIMEOUT", "1");
+  std::map<size_t, IsolatedResult> results;
+  const auto start = std::chrono::steady_clock::now();
+  run_isolated(
+      4, 1,
+      [](size_t i) -> std::string {
+        LlvmStage stage("generating code");
+        if (i == 1) ::sleep(60);  // SIGTERM ends it
+        if (i == 2) {
+          ::signal(SIGTERM, SIG_IGN);  // SIGKILL after the grace time
+          ::sleep(60);
+        }
+        return "answer " + std::to_string(i);
+      },
+      [&](size_t i, IsolatedResult r) { results[i] = std::move(r); },
+      [](size_t i) { return "item" + std::to_string(i); });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(results.size() == 4);
+  CHECK(results[0].text == "answer 0");
+  CHECK(results[3].text == "answer 3");
+  for (size_t i : {1, 2}) {
+    INFO(results[i].text);
+    CHECK(!results[i].ok);
+    CHECK(results[i].crashed);
+    CHECK(results[i].code == kExitBadInput);
+    CHECK(results[i].text ==
+          "item" + std::to_string(i) + ": stopped after 1 s (KILN_ITEM_TIMEOUT) while generating code");
+  }
+  CHECK(seconds < 20);
+  errno = 0;
+  CHECK(::waitpid(-1, nullptr, WNOHANG) == -1);  // every worker reaped
+  CHECK(errno == ECHILD);
+  kiln_test::ScopedEnv bad("KILN_ITEM_TIMEOUT", "soon");
+  CHECK_THROWS_WITH(run_isolated(
+                        1, 1, [](size_t) { return std::string(); }, [](size_t, IsolatedResult) {},
+                        [](size_t) { return std::string(); }),
+                    Catch::Contains("KILN_ITEM_TIMEOUT must be a number of seconds"));
 }
 
 TEST_CASE("isolated work: an error while taking results stops the workers and propagates", "[emit][isolate]") {
