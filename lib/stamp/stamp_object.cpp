@@ -141,28 +141,55 @@ void put_cie_body(std::string& out, bool with_personality, uint32_t* personality
   put8(out, 1);
 }
 
-// An FDE, made in place and appended at once: byte by byte onto the string, the FDEs
-// were most of build_eh_frame's work. 32 bytes at most (the fields above, with an LSDA
-// pointer and the biased frame's CFA: 31, padded to 8).
-struct Fde {
-  uint8_t bytes[40];  // 32 used (an FDE starts 8-aligned, after the CIEs), room for padding
-  uint32_t size = 0;
-  void put8(uint8_t v) { bytes[size++] = v; }
-  void put32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) put8(static_cast<uint8_t>((v >> (8 * i)) & 0xff));
-  }
-  void set32(uint32_t at, uint32_t v) {
-    for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<uint8_t>((v >> (8 * i)) & 0xff);
-  }
+// An FDE's bytes, the same for every function of one frame shape with or without an
+// LSDA pointer but for its CIE pointer and pc_range: 32 bytes each way (31 at most,
+// padded with DW_CFA_nop, so that every FDE after the 8-aligned CIEs starts
+// 8-aligned). Copied whole, where made byte by byte the FDEs were most of
+// build_eh_frame's work.
+constexpr uint32_t kFdeSize = 32;
+constexpr uint32_t kFdeCiePointer = 4, kFdePcBegin = 8, kFdePcRange = 12, kFdeLsdaPointer = 17;
+struct FdeTemplate {
+  uint8_t bytes[kFdeSize] = {};  // DW_CFA_nop is 0: the padding
 };
+constexpr FdeTemplate fde_template(bool lsda, bool biased) {
+  FdeTemplate t;
+  t.bytes[0] = kFdeSize - 4;  // length; the CIE pointer, pc_begin (relocated) and pc_range are 0
+  uint32_t n = kFdePcRange + 4;
+  auto put8 = [&](uint8_t v) { t.bytes[n++] = v; };  // past the end: not a constant expression
+  if (lsda) {
+    put8(4);  // augmentation data: the LSDA pointer (relocated)
+    n += 4;
+  } else {
+    put8(0);  // augmentation data length
+  }
+  put8(kCfaAdvanceLoc | 1);  // after push rbp
+  put8(kCfaDefCfaOffset);    //   CFA = rsp + 16
+  put8(16);
+  put8(kCfaOffset | kDwarfRbp);  //   rbp at CFA - 16
+  put8(2);
+  if (biased) {
+    put8(kCfaAdvanceLoc | 5);  // after lea rbp, [rsp - kFrameBias]
+    put8(kCfaDefCfa);          //   CFA = rbp + kFrameBias + 16
+    put8(kDwarfRbp);
+    static_assert(kFrameBias + 16 >= 128 && kFrameBias + 16 < 16384, "the offset's ULEB takes two bytes");
+    put8(((kFrameBias + 16) & 0x7f) | 0x80);
+    put8((kFrameBias + 16) >> 7);
+  } else {
+    put8(kCfaAdvanceLoc | 3);  // after mov rbp, rsp
+    put8(kCfaDefCfaRegister);  //   CFA = rbp + 16
+    put8(kDwarfRbp);
+  }
+  return t;
+}
+constexpr FdeTemplate kFdeTemplates[2][2] = {{fde_template(false, false), fde_template(false, true)},
+                                             {fde_template(true, false), fde_template(true, true)}};
 
 // One CIE without personality, one per distinct personality, and an FDE per function.
 std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::vector<uint8_t>& biased,
                            const std::vector<int>& personality_of, size_t personality_count, EhFrameFixups& fix) {
   std::string out;
-  out.reserve(40 * (personality_count + 1) + 32 * code_sizes.size());
-  fix.pc_begin.clear();
-  fix.pc_begin.reserve(code_sizes.size());
+  out.reserve(40 * (personality_count + 1) + kFdeSize * code_sizes.size());
+  fix.pc_begin.resize(code_sizes.size());
   fix.lsda_pointer.assign(code_sizes.size(), 0);
   fix.personality_pointer.assign(personality_count, 0);
   std::vector<uint32_t> cie_offset(personality_count + 1);
@@ -175,43 +202,17 @@ std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::v
     pad_to(out, 8, static_cast<char>(kCfaNop));
     set32(out, start, static_cast<uint32_t>(out.size() - start - 4));
   }
-  for (size_t i = 0; i < code_sizes.size(); ++i) {
+  size_t start = out.size();
+  out.resize(start + kFdeSize * code_sizes.size());
+  for (size_t i = 0; i < code_sizes.size(); ++i, start += kFdeSize) {
     const int p = personality_of.empty() ? -1 : personality_of[i];
-    const size_t start = out.size();
-    const uint32_t cie = cie_offset[static_cast<size_t>(p + 1)];
-    Fde fde;
-    fde.put32(0);                                              // length, patched below
-    fde.put32(static_cast<uint32_t>(start + fde.size) - cie);  // CIE pointer: back to its CIE
-    fix.pc_begin.push_back(static_cast<uint32_t>(start + fde.size));
-    fde.put32(0);              // pc_begin (relocated)
-    fde.put32(code_sizes[i]);  // pc_range
-    if (p >= 0) {
-      fde.put8(4);  // augmentation data: the LSDA pointer
-      fix.lsda_pointer[i] = static_cast<uint32_t>(start + fde.size);
-      fde.put32(0);
-    } else {
-      fde.put8(0);  // augmentation data length
-    }
-    fde.put8(kCfaAdvanceLoc | 1);  // after push rbp
-    fde.put8(kCfaDefCfaOffset);    //   CFA = rsp + 16
-    fde.put8(16);
-    fde.put8(kCfaOffset | kDwarfRbp);  //   rbp at CFA - 16
-    fde.put8(2);
-    if (biased[i]) {
-      fde.put8(kCfaAdvanceLoc | 5);  // after lea rbp, [rsp - kFrameBias]
-      fde.put8(kCfaDefCfa);          //   CFA = rbp + kFrameBias + 16
-      fde.put8(kDwarfRbp);
-      static_assert(kFrameBias + 16 >= 128 && kFrameBias + 16 < 16384, "the offset's ULEB takes two bytes");
-      fde.put8(((kFrameBias + 16) & 0x7f) | 0x80);
-      fde.put8((kFrameBias + 16) >> 7);
-    } else {
-      fde.put8(kCfaAdvanceLoc | 3);  // after mov rbp, rsp
-      fde.put8(kCfaDefCfaRegister);  //   CFA = rbp + 16
-      fde.put8(kDwarfRbp);
-    }
-    while ((start + fde.size) % 8 != 0) fde.put8(kCfaNop);
-    fde.set32(0, fde.size - 4);
-    out.append(reinterpret_cast<const char*>(fde.bytes), fde.size);
+    char* fde = &out[start];
+    std::memcpy(fde, kFdeTemplates[p >= 0][biased[i] != 0].bytes, kFdeSize);
+    const uint32_t cie_pointer = static_cast<uint32_t>(start + kFdeCiePointer) - cie_offset[static_cast<size_t>(p + 1)];
+    std::memcpy(fde + kFdeCiePointer, &cie_pointer, 4);  // back to its CIE
+    std::memcpy(fde + kFdePcRange, &code_sizes[i], 4);
+    fix.pc_begin[i] = static_cast<uint32_t>(start + kFdePcBegin);
+    if (p >= 0) fix.lsda_pointer[i] = static_cast<uint32_t>(start + kFdeLsdaPointer);
   }
   return out;
 }
@@ -351,6 +352,10 @@ struct ObjectWriter {
     index_names();
     check_input();
     find_personalities();
+    // Room for every section: each function's, global's and DWARF section's with its
+    // relocations, three per personality, and the object's own.
+    const size_t debug_sections = v.dwarf ? v.dwarf->sections.size() : 0;
+    sections.reserve(2 * (F + data.size() + debug_sections) + 3 * personalities.size() + 8);
     sections.resize(1);
     plan_code_and_data();
     plan_lsda_table();
@@ -449,14 +454,13 @@ struct ObjectWriter {
 
   size_t add_section(SectionOwner owner, uint32_t type, uint64_t flags, uint64_t align, uint64_t size,
                      const uint8_t* bytes) {
-    PlannedSection s;
+    PlannedSection& s = sections.emplace_back();
     s.header.sh_type = type;
     s.header.sh_flags = flags;
     s.header.sh_addralign = align;
     s.header.sh_size = size;
     s.bytes = bytes;
     s.owner = owner;
-    sections.push_back(s);
     return sections.size() - 1;
   }
   size_t add_rela(size_t target, uint64_t count, uint64_t extra_flags) {
@@ -636,6 +640,7 @@ struct ObjectWriter {
   // Where `name` starts in .strtab: in the tail of the name of `section`, the one the
   // symbol is defined in, where that name ends with it; else appended.
   uint32_t symbol_name(std::string_view name, size_t section) {
+    if (name.empty()) return 0;
     if (section != 0 && section < sections.size() && section != kAbsolute) {
       const uint32_t at = sections[section].header.sh_name;
       const std::string_view section_name(strtab.data() + at);
@@ -648,10 +653,19 @@ struct ObjectWriter {
     return at;
   }
 
-  uint32_t add_symbol(std::string_view name, unsigned char bind, unsigned char type, uint8_t other, size_t section,
+  // Where function i's name starts in .strtab: in its section's name ".text.NAME", with
+  // no search (a name with a NUL byte, which symbol_name would append, reads the same
+  // up to it), or as symbol_name finds it in a section name of its own.
+  uint32_t function_symbol_name(uint32_t i, std::string_view name) {
+    if (v.section[i].empty()) return sections[code_index[i]].header.sh_name + 6;  // past ".text."
+    return symbol_name(name, code_index[i]);
+  }
+
+  // A symbol whose name starts at `name` in .strtab (0: none).
+  uint32_t add_symbol(uint32_t name, unsigned char bind, unsigned char type, uint8_t other, size_t section,
                       uint64_t size) {
     Elf64_Sym s{};
-    if (!name.empty()) s.st_name = symbol_name(name, section);
+    s.st_name = name;
     s.st_info = static_cast<unsigned char>(ELF64_ST_INFO(bind, type));
     s.st_other = other;
     if (section == kAbsolute) {
@@ -678,8 +692,8 @@ struct ObjectWriter {
       const UndefinedSymbol* u = c < undefined_of.size() ? undefined_of[c] : nullptr;
       // extern_weak: a weak undefined symbol resolves to 0 when nothing defines it.
       unsigned char bind = u && u->binding == SymbolBinding::weak ? STB_WEAK : STB_GLOBAL;
-      symbol_of_name[c] =
-          add_symbol(names[c], bind, tls ? STT_TLS : STT_NOTYPE, u ? st_other_for(u->visibility) : STV_DEFAULT, SHN_UNDEF, 0);
+      symbol_of_name[c] = add_symbol(symbol_name(names[c], SHN_UNDEF), bind, tls ? STT_TLS : STT_NOTYPE,
+                                     u ? st_other_for(u->visibility) : STV_DEFAULT, SHN_UNDEF, 0);
     }
     return symbol_of_name[c];
   }
@@ -687,31 +701,32 @@ struct ObjectWriter {
   // Symbols: locals (file, section symbols, local functions and data), then globals,
   // then the DW.ref pointers.
   void add_symbols() {
-    symbols.reserve(3 + 2 * F + data.size() + personalities.size());
+    // At most one symbol per distinct name (functions, data, undefined), and the rest.
+    symbols.reserve(names.size() + F + debug_index.size() + personalities.size() + 5);
     symbol_of_name.assign(names.size(), 0);
-    add_symbol("", STB_LOCAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
-    add_symbol(source_file_name, STB_LOCAL, STT_FILE, STV_DEFAULT, kAbsolute, 0);
+    add_symbol(0, STB_LOCAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
+    add_symbol(symbol_name(source_file_name, kAbsolute), STB_LOCAL, STT_FILE, STV_DEFAULT, kAbsolute, 0);
     section_symbol.resize(F);
     for (uint32_t i = 0; i < F; ++i)
-      section_symbol[i] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
-    add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, eh_frame_index, 0);
-    lsda_symbol = lsda_index ? add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, lsda_index, 0) : 0;
+      section_symbol[i] = add_symbol(0, STB_LOCAL, STT_SECTION, STV_DEFAULT, code_index[i], 0);
+    add_symbol(0, STB_LOCAL, STT_SECTION, STV_DEFAULT, eh_frame_index, 0);
+    lsda_symbol = lsda_index ? add_symbol(0, STB_LOCAL, STT_SECTION, STV_DEFAULT, lsda_index, 0) : 0;
     debug_symbol.resize(debug_index.size());
     for (size_t k = 0; k < debug_index.size(); ++k)
-      debug_symbol[k] = add_symbol("", STB_LOCAL, STT_SECTION, STV_DEFAULT, debug_index[k], 0);
+      debug_symbol[k] = add_symbol(0, STB_LOCAL, STT_SECTION, STV_DEFAULT, debug_index[k], 0);
     for (int pass = 0; pass < 2; ++pass) {
       for (uint32_t i = 0; i < F; ++i) {
         if ((v.binding[i] == SymbolBinding::local) != (pass == 0)) continue;
         uint32_t c = canon[v.function_name[i]];
-        symbol_of_name[c] = add_symbol(names[c], st_bind_for(v.binding[i]), STT_FUNC, st_other_for(v.visibility[i]),
-                                       code_index[i], v.code_size[i]);
+        symbol_of_name[c] = add_symbol(function_symbol_name(i, names[c]), st_bind_for(v.binding[i]), STT_FUNC,
+                                       st_other_for(v.visibility[i]), code_index[i], v.code_size[i]);
       }
       for (size_t d = 0; d < data.size(); ++d) {
         const StampData& g = data[d];
         if ((g.binding == SymbolBinding::local) != (pass == 0)) continue;
         symbol_of_name[data_name[d]] =
-            add_symbol(g.name, st_bind_for(g.binding), g.tls ? STT_TLS : STT_OBJECT, st_other_for(g.visibility),
-                       data_index[d], g.size);
+            add_symbol(symbol_name(g.name, data_index[d]), st_bind_for(g.binding), g.tls ? STT_TLS : STT_OBJECT,
+                       st_other_for(g.visibility), data_index[d], g.size);
       }
       if (pass == 0) sections[symtab_index].header.sh_info = static_cast<uint32_t>(symbols.size());
     }
@@ -720,7 +735,8 @@ struct ObjectWriter {
     for (size_t p = 0; p < personalities.size(); ++p) {
       dwref_name = "DW.ref.";
       dwref_name += names[personalities[p]];
-      dwref_symbol[p] = add_symbol(dwref_name, STB_WEAK, STT_OBJECT, STV_HIDDEN, dwref_data[p], 8);
+      dwref_symbol[p] =
+          add_symbol(symbol_name(dwref_name, dwref_data[p]), STB_WEAK, STT_OBJECT, STV_HIDDEN, dwref_data[p], 8);
       sections[dwref_group[p]].header.sh_info = dwref_symbol[p];  // the group's signature
     }
   }
