@@ -126,7 +126,7 @@ const char* outcome_name(ReaderComparison::Outcome o) {
   return "?";
 }
 
-ReaderComparison compare_reader(std::string_view bitcode, const std::string& label) {
+ReaderComparison compare_reader(std::string_view bitcode, const std::string& label, bool throw_bad_input) {
   ReaderComparison r;
   const std::string tag = xxh3_128_hex(bitcode).substr(0, 12);
 
@@ -149,6 +149,7 @@ ReaderComparison compare_reader(std::string_view bitcode, const std::string& lab
       r.outcome = ReaderComparison::kModuleDeclined;
       r.detail = std::string("reader: ") + refused.what();
     }
+    if (throw_bad_input && r.outcome == ReaderComparison::kModuleDeclined) throw;  // LLVM's error, as it came
     r.direct_seconds = clock.lap();
     return r;
   }
@@ -235,7 +236,9 @@ int run_reader_check(const std::string& input, bool corpus, bool json) {
   std::map<std::string, size_t> reasons;
   Progress progress("checking the reader", modules.size());
   auto job = [&](size_t i) {
-    return encode_comparison(compare_reader(read_file(modules[i].second), modules[i].first));
+    // One file that is no bitcode (both routes refuse it) is bad input, as in kiln-emit's
+    // other modes; in a corpus it is one module's line.
+    return encode_comparison(compare_reader(read_file(modules[i].second), modules[i].first, !corpus));
   };
   auto label = [&](size_t i) { return modules[i].first; };
   auto done = [&](size_t i, IsolatedResult result) {

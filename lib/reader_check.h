@@ -28,7 +28,9 @@ struct ReaderComparison {
   double llvm_parse_seconds = 0, direct_read_seconds = 0;
 };
 
-ReaderComparison compare_reader(std::string_view bitcode, const std::string& label);
+// With `throw_bad_input`, a module both LLVM's parser and the reader refuse throws
+// LLVM's KilnError (kExitBadInput) instead of comparing as kModuleDeclined.
+ReaderComparison compare_reader(std::string_view bitcode, const std::string& label, bool throw_bad_input = false);
 // LLVM's route alone (parse without the verifier, then what plan_stamp_module does):
 // its time in seconds, for benchmarks against export_direct.
 double llvm_route_seconds(std::string_view bitcode, const std::string& label);

@@ -105,6 +105,10 @@ kiln-emit A3 --check-reader > reader.txt 2>&1
 check "--check-reader reports the unreadable module and checks the rest" \
   bash -c "grep -q '$cut_id' reader.txt && grep -qE '^2 modules' reader.txt"
 
+# One file that is no bitcode is bad input for --check-reader too (it said "1 declined", exit 0).
+echo "not bitcode" > notbc.bc
+expect_error 3 "notbc.bc: not LLVM bitcode" kiln-emit notbc.bc --check-reader
+
 # --check-reader on a corpus with a module that crashes LLVM's parser: each module is
 # compared in a worker, so that module's line says so and the others are still checked
 # (the whole check died by the signal, printing nothing).
