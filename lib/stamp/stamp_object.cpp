@@ -185,9 +185,10 @@ constexpr FdeTemplate kFdeTemplates[2][2] = {{fde_template(false, false), fde_te
                                              {fde_template(true, false), fde_template(true, true)}};
 
 // One CIE without personality, one per distinct personality, and an FDE per function.
-std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::vector<uint8_t>& biased,
-                           const std::vector<int>& personality_of, size_t personality_count, EhFrameFixups& fix) {
-  std::string out;
+void build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::vector<uint8_t>& biased,
+                    const std::vector<int>& personality_of, size_t personality_count, EhFrameFixups& fix,
+                    std::string& out) {
+  out.clear();
   out.reserve(40 * (personality_count + 1) + kFdeSize * code_sizes.size());
   fix.pc_begin.resize(code_sizes.size());
   fix.lsda_pointer.assign(code_sizes.size(), 0);
@@ -214,7 +215,6 @@ std::string build_eh_frame(const std::vector<uint32_t>& code_sizes, const std::v
     fix.pc_begin[i] = static_cast<uint32_t>(start + kFdePcBegin);
     if (p >= 0) fix.lsda_pointer[i] = static_cast<uint32_t>(start + kFdeLsdaPointer);
   }
-  return out;
 }
 
 }  // namespace
@@ -228,7 +228,8 @@ bool stamp_frame_biased(const uint8_t* code, uint32_t size) {
 std::string build_stamp_eh_frame(const std::vector<uint32_t>& code_sizes, const std::vector<uint8_t>& biased,
                                  std::vector<uint32_t>& pc_begin_offsets) {
   EhFrameFixups fix;
-  std::string out = build_eh_frame(code_sizes, biased, {}, 0, fix);
+  std::string out;
+  build_eh_frame(code_sizes, biased, {}, 0, fix, out);
   pc_begin_offsets = fix.pc_begin;
   return out;
 }
@@ -291,14 +292,12 @@ void put_rela_at(std::string& out, size_t at, uint64_t offset, uint32_t symbol, 
 const uint8_t kZeros[8] = {};                                     // a DW.ref pointer before relocation
 constexpr size_t kAbsolute = std::numeric_limits<size_t>::max();  // a symbol's section: SHN_ABS
 
-// One write_stamp_object call: its input, and what each phase leaves for the next.
-// The phases run in order (write() below); each reads only what earlier ones set.
-struct ObjectWriter {
-  const StampObjectView& v;
-  const std::string& source_file_name;
-  const std::vector<StampData>& data;
-  const uint32_t F;
-
+// What the phases of one write_stamp_object call (ObjectWriter, below) leave for the
+// next in tables: kept per thread from one object to the next, cleared but not freed,
+// so that an object's tables take no allocations once a thread has written one as big
+// (allocated, grown and freed for each object, with first touches of new pages, they
+// cost about a twentieth of the writer's time).
+struct WriterTables {
   // index_names: one index per distinct string (the first of equal ones), data names
   // and undefined symbols' names after the view's.
   std::vector<std::string_view> names;
@@ -308,8 +307,8 @@ struct ObjectWriter {
   // check_input
   std::vector<uint32_t> code_sizes;
   std::vector<uint8_t> frame_biased;  // per function: its prologue sets a biased rbp (stamp_frame_biased)
-  std::vector<uint8_t> defined;     // canonical name -> defined here
-  std::vector<uint32_t> data_name;  // per global: canonical name
+  std::vector<uint8_t> defined;       // canonical name -> defined here
+  std::vector<uint32_t> data_name;    // per global: canonical name
   // find_personalities: distinct personalities in first-use order (canonical names),
   // and per function its personality's position there, or -1.
   std::vector<uint32_t> personalities;
@@ -319,14 +318,11 @@ struct ObjectWriter {
   std::vector<size_t> code_index, rela_index, data_index, data_rela_index;
   std::vector<uint32_t> lsda_offset;  // per function: within .gcc_except_table
   std::string lsda_bytes;             // .gcc_except_table
-  size_t lsda_index = 0;              // 0: no .gcc_except_table
   std::vector<size_t> dwref_group, dwref_data, dwref_rela;
   std::vector<uint32_t> group_words;
   EhFrameFixups eh_fix;
   std::string eh_frame;
-  size_t eh_frame_index = 0, eh_rela_index = 0, note_index = 0, symtab_index = 0, shndx_index = 0, strtab_index = 0;
   std::vector<size_t> debug_index, debug_rela_index;  // per StampDwarf section
-  bool need_shndx = false;
   // name_sections, then add_symbols: one table for section and symbol names, where a
   // symbol's name is the tail of its section's (".rela.text.NAME" holds ".text.NAME"
   // and NAME), as in LLVM's objects; apart, the names were a third of the bytes of
@@ -334,17 +330,51 @@ struct ObjectWriter {
   std::string strtab;
   std::vector<Elf64_Sym> symbols;
   std::vector<uint32_t> shndx_words;
-  std::vector<uint32_t> symbol_of_name;  // canonical name -> symbol (0: none yet)
-  std::vector<uint32_t> section_symbol;  // per function
-  uint32_t lsda_symbol = 0;
-  std::vector<uint32_t> debug_symbol;  // per StampDwarf section: its section symbol
+  std::vector<uint32_t> symbol_of_name;     // canonical name -> symbol (0: none yet)
+  std::vector<uint32_t> section_symbol;     // per function
+  std::vector<uint32_t> debug_symbol;       // per StampDwarf section: its section symbol
   std::vector<uint32_t> dwref_symbol;       // per personality
   std::vector<uint32_t> data_reloc_symbol;  // every global's relocations, in order
+
+  // Empties every table, keeping its memory (the name index is reset by index_names).
+  void clear() {
+    for (auto* t : {&canon, &code_sizes, &data_name, &personalities, &lsda_offset, &group_words, &eh_fix.pc_begin,
+                    &eh_fix.lsda_pointer, &eh_fix.personality_pointer, &shndx_words, &symbol_of_name, &section_symbol,
+                    &debug_symbol, &dwref_symbol, &data_reloc_symbol})
+      t->clear();
+    for (auto* t : {&code_index, &rela_index, &data_index, &data_rela_index, &dwref_group, &dwref_data, &dwref_rela,
+                    &debug_index, &debug_rela_index})
+      t->clear();
+    for (auto* t : {&frame_biased, &defined}) t->clear();
+    for (auto* t : {&lsda_bytes, &eh_frame, &strtab}) t->clear();
+    names.clear(), undefined_of.clear(), personality_of.clear(), sections.clear(), symbols.clear();
+  }
+  // Whether to keep the tables for the next object: not those of a huge one, whose
+  // memory the thread would hold for good.
+  bool worth_keeping() const { return names.capacity() <= (1u << 16) && sections.capacity() <= (1u << 17); }
+};
+
+// One write_stamp_object call: its input, the tables each phase leaves for the next,
+// and the sections' places. The phases run in order (write() below); each reads only
+// what earlier ones set.
+struct ObjectWriter : WriterTables {
+  const StampObjectView& v;
+  const std::string& source_file_name;
+  const std::vector<StampData>& data;
+  const uint32_t F;
+
+  size_t lsda_index = 0;  // 0: no .gcc_except_table
+  size_t eh_frame_index = 0, eh_rela_index = 0, note_index = 0, symtab_index = 0, shndx_index = 0, strtab_index = 0;
+  bool need_shndx = false;
+  uint32_t lsda_symbol = 0;
   // lay_out_contents and after
   std::string out;
 
-  ObjectWriter(const StampObjectView& view, const std::string& file, const std::vector<StampData>& globals)
-      : v(view), source_file_name(file), data(globals), F(view.function_count) {}
+  ObjectWriter(const StampObjectView& view, const std::string& file, const std::vector<StampData>& globals,
+               WriterTables&& tables)
+      : WriterTables(std::move(tables)), v(view), source_file_name(file), data(globals), F(view.function_count) {
+    clear();
+  }
 
   [[noreturn]] void fail(const std::string& reason) const { throw KilnError(kExitInternal, source_file_name, reason); }
 
@@ -528,7 +558,7 @@ struct ObjectWriter {
 
   // .eh_frame and its relocations, .note.GNU-stack, then the tables (filled in last).
   void plan_eh_frame_and_tables() {
-    eh_frame = build_eh_frame(code_sizes, frame_biased, personality_of, personalities.size(), eh_fix);
+    build_eh_frame(code_sizes, frame_biased, personality_of, personalities.size(), eh_fix, eh_frame);
     eh_frame_index = add_section(SectionOwner::of(SectionOwner::Kind::eh_frame), kShtX8664Unwind, SHF_ALLOC, 8,
                                  eh_frame.size(), reinterpret_cast<const uint8_t*>(eh_frame.data()));
     uint64_t eh_relocs = personalities.size() + F;
@@ -907,7 +937,11 @@ struct ObjectWriter {
 
 std::string write_stamp_object(const StampObjectView& v, const std::string& source_file_name,
                                const std::vector<StampData>& data) {
-  return ObjectWriter(v, source_file_name, data).write();
+  thread_local WriterTables spare;
+  ObjectWriter writer(v, source_file_name, data, std::move(spare));
+  std::string object = writer.write();
+  if (writer.worth_keeping()) spare = std::move(static_cast<WriterTables&>(writer));
+  return object;
 }
 
 std::string write_stamp_object(const std::vector<StampFunction>& functions, const std::string& source_file_name,
