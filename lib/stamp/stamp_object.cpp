@@ -22,6 +22,8 @@
 
 namespace kiln {
 
+using namespace std::string_view_literals;
+
 // The relocation types are spelled once, in kernels/stamp_emit.h (a leaf without
 // <elf.h>); here they are checked against the system's.
 static_assert(kReloc64 == R_X86_64_64);
@@ -334,13 +336,12 @@ struct WriterTables {
   std::vector<uint32_t> section_symbol;     // per function
   std::vector<uint32_t> debug_symbol;       // per StampDwarf section: its section symbol
   std::vector<uint32_t> dwref_symbol;       // per personality
-  std::vector<uint32_t> data_reloc_symbol;  // every global's relocations, in order
 
   // Empties every table, keeping its memory (the name index is reset by index_names).
   void clear() {
     for (auto* t : {&canon, &code_sizes, &data_name, &personalities, &lsda_offset, &group_words, &eh_fix.pc_begin,
                     &eh_fix.lsda_pointer, &eh_fix.personality_pointer, &shndx_words, &symbol_of_name, &section_symbol,
-                    &debug_symbol, &dwref_symbol, &data_reloc_symbol})
+                    &debug_symbol, &dwref_symbol})
       t->clear();
     for (auto* t : {&code_index, &rela_index, &data_index, &data_rela_index, &dwref_group, &dwref_data, &dwref_rela,
                     &debug_index, &debug_rela_index})
@@ -367,6 +368,7 @@ struct ObjectWriter : WriterTables {
   size_t eh_frame_index = 0, eh_rela_index = 0, note_index = 0, symtab_index = 0, shndx_index = 0, strtab_index = 0;
   bool need_shndx = false;
   uint32_t lsda_symbol = 0;
+  size_t strtab_bound = 0;  // what name_sections reserved for .strtab
   // lay_out_contents and after
   std::string out;
 
@@ -393,7 +395,6 @@ struct ObjectWriter : WriterTables {
     plan_eh_frame_and_tables();
     name_sections();
     add_symbols();
-    add_undefined_symbols();
     lay_out_contents();
     write_function_and_data_relocations();
     write_eh_relocations();
@@ -598,7 +599,7 @@ struct ObjectWriter : WriterTables {
     switch (owner.kind()) {
       case Kind::function: {
         const std::string& sec = v.section[owner.index()];
-        if (sec.empty()) strtab += ".text.", strtab += v.names[v.function_name[owner.index()]];
+        if (sec.empty()) strtab += ".text."sv, strtab += v.names[v.function_name[owner.index()]];
         else strtab += sec;
         return;
       }
@@ -606,32 +607,32 @@ struct ObjectWriter : WriterTables {
         strtab += data[owner.index()].section;
         return;
       case Kind::dwref:
-        strtab += ".data.DW.ref.";
+        strtab += ".data.DW.ref."sv;
         strtab += names[personalities[owner.index()]];
         return;
       case Kind::dwref_group:
-        strtab += ".group";
+        strtab += ".group"sv;
         return;
       case Kind::eh_frame:
-        strtab += ".eh_frame";
+        strtab += ".eh_frame"sv;
         return;
       case Kind::lsda_table:
-        strtab += ".gcc_except_table";
+        strtab += ".gcc_except_table"sv;
         return;
       case Kind::note:
-        strtab += ".note.GNU-stack";
+        strtab += ".note.GNU-stack"sv;
         return;
       case Kind::debug:
         strtab += v.dwarf->sections[owner.index()].name;
         return;
       case Kind::symtab:
-        strtab += ".symtab";
+        strtab += ".symtab"sv;
         return;
       case Kind::symtab_shndx:
-        strtab += ".symtab_shndx";
+        strtab += ".symtab_shndx"sv;
         return;
       case Kind::strtab:
-        strtab += ".strtab";
+        strtab += ".strtab"sv;
         return;
       case Kind::none:
       case Kind::relocations:
@@ -649,11 +650,12 @@ struct ObjectWriter : WriterTables {
     for (const StampData& d : data) name_bytes += d.name.size() + d.section.size() + 1;
     strtab.assign(1, '\0');
     strtab.reserve(name_bytes);
+    strtab_bound = name_bytes;
     for (size_t i = 1; i < sections.size(); ++i) {
       Elf64_Shdr& h = sections[i].header;
       if (h.sh_type != SHT_RELA) continue;
       h.sh_name = static_cast<uint32_t>(strtab.size());
-      strtab += ".rela";
+      strtab += ".rela"sv;
       append_name(h.sh_info);
       strtab.push_back('\0');
       sections[h.sh_info].header.sh_name = h.sh_name + 5;
@@ -728,11 +730,13 @@ struct ObjectWriter : WriterTables {
     return symbol_of_name[c];
   }
 
+  // At most one symbol per distinct name (functions, data, undefined), and the rest.
+  size_t symbol_bound() const { return names.size() + F + debug_index.size() + personalities.size() + 5; }
+
   // Symbols: locals (file, section symbols, local functions and data), then globals,
   // then the DW.ref pointers.
   void add_symbols() {
-    // At most one symbol per distinct name (functions, data, undefined), and the rest.
-    symbols.reserve(names.size() + F + debug_index.size() + personalities.size() + 5);
+    symbols.reserve(symbol_bound());
     symbol_of_name.assign(names.size(), 0);
     add_symbol(0, STB_LOCAL, STT_NOTYPE, STV_DEFAULT, SHN_UNDEF, 0);
     add_symbol(symbol_name(source_file_name, kAbsolute), STB_LOCAL, STT_FILE, STV_DEFAULT, kAbsolute, 0);
@@ -771,25 +775,8 @@ struct ObjectWriter : WriterTables {
     }
   }
 
-  // Undefined symbols, in first-use order (functions' relocations, globals', then
-  // personalities), so that every table's size is known before anything is written.
-  void add_undefined_symbols() {
-    for (uint32_t i = 0; i < F; ++i) {
-      const StampReloc* r = v.relocs + v.reloc_start[i];
-      for (uint32_t k = 0; k < v.reloc_count[i]; ++k) symbol_for(r[k].symbol, r[k].type == kRelocTlsGd);
-    }
-    for (size_t d = 0; d < data.size(); ++d) {
-      for (const StampNamedReloc& r : data[d].relocations) {
-        if (r.symbol.empty()) fail("global '" + data[d].name + "': relocation names no symbol");
-        uint32_t name = name_index(r.symbol);
-        if (symbol_of_name.size() < names.size()) symbol_of_name.resize(names.size(), 0);
-        data_reloc_symbol.push_back(symbol_for(name));
-      }
-    }
-    for (uint32_t p : personalities) symbol_for(p);
-  }
-
-  // Layout of everything before .symtab: contents copied straight into place.
+  // Layout of everything before .symtab: contents copied straight into place. The
+  // undefined symbols are made afterwards, as the relocations name them.
   void lay_out_contents() {
     size_t pos = sizeof(Elf64_Ehdr);
     for (size_t i = 1; i < symtab_index; ++i) {
@@ -799,7 +786,7 @@ struct ObjectWriter : WriterTables {
       h.sh_offset = pos;
       if (h.sh_type != SHT_NOBITS) pos += h.sh_size;
     }
-    out.reserve(pos + 8 + symbols.size() * (sizeof(Elf64_Sym) + 4) + 4 + strtab.size() + 8 +
+    out.reserve(pos + 8 + symbol_bound() * (sizeof(Elf64_Sym) + 4) + 4 + std::max(strtab.size(), strtab_bound) + 8 +
                 sections.size() * sizeof(Elf64_Shdr));
     // Appended in offset order, zeros only where nothing is copied (padding, and the
     // sections written in place later): zero-filling the whole object first was a
@@ -815,22 +802,28 @@ struct ObjectWriter : WriterTables {
     out.resize(pos, '\0');
   }
 
-  // Relocations, written in place (every symbol exists by now).
+  // Relocations, written in place, with the undefined symbols made as they are first
+  // named (functions' relocations, globals', then personalities): made in a pass of
+  // their own first, they took a second walk of every relocation.
   void write_function_and_data_relocations() {
     for (uint32_t i = 0; i < F; ++i) {
       size_t at = sections[rela_index[i]].header.sh_offset;
       const StampReloc* r = v.relocs + v.reloc_start[i];
       for (uint32_t k = 0; k < v.reloc_count[i]; ++k, at += sizeof(Elf64_Rela))
-        put_rela_at(out, at, r[k].offset, symbol_for(r[k].symbol), r[k].type, r[k].addend);
+        put_rela_at(out, at, r[k].offset, symbol_for(r[k].symbol, r[k].type == kRelocTlsGd), r[k].type, r[k].addend);
     }
-    for (size_t d = 0, k = 0; d < data.size(); ++d) {
+    for (size_t d = 0; d < data.size(); ++d) {
       if (data[d].relocations.empty()) continue;
       size_t at = sections[data_rela_index[d]].header.sh_offset;
       for (const StampNamedReloc& r : data[d].relocations) {
-        put_rela_at(out, at, r.offset, data_reloc_symbol[k++], r.type, r.addend);
+        if (r.symbol.empty()) fail("global '" + data[d].name + "': relocation names no symbol");
+        uint32_t name = name_index(r.symbol);
+        if (symbol_of_name.size() < names.size()) symbol_of_name.resize(names.size(), 0);
+        put_rela_at(out, at, r.offset, symbol_for(name), r.type, r.addend);
         at += sizeof(Elf64_Rela);
       }
     }
+    for (uint32_t p : personalities) symbol_for(p);
   }
 
   // .eh_frame's relocations in offset order (CIE personality pointers first), and
