@@ -157,6 +157,7 @@ void FlatDebugExporter::function(const Function& f, uint32_t fn, const std::vect
   FlatDebugInfo& d = d_;
   if (!d.present()) return;
   d.functions.push_back(f.getSubprogram() ? describe_subprogram(f.getSubprogram()) : FlatDebugFunction{});
+  if (f.getSubprogram()) function_of_subprogram_.emplace(f.getSubprogram(), fn + 1);
   const DIFile* last_file = nullptr;  // consecutive instructions mostly share a file
   uint32_t last_index = 0;
   // A location's site: by its callee and its inlinedAt, since calls to two callees can
@@ -213,31 +214,46 @@ void FlatDebugExporter::function(const Function& f, uint32_t fn, const std::vect
 std::vector<const DIGlobalVariable*> FlatDebugExporter::kept_globals(const GlobalVariable& g) const {
   std::vector<const DIGlobalVariable*> kept;
   if (d_.emission != DebugEmission::full || g.isDeclaration() || g.isThreadLocal() || !g.hasName()) return kept;
-  SmallVector<DIGlobalVariableExpression*, 1> attached;
-  g.getDebugInfo(attached);
-  for (const DIGlobalVariableExpression* e : attached) {
-    const DIGlobalVariable* var = e->getVariable();
-    const DIExpression* expr = e->getExpression();
-    // A static inside a function (a local scope) LLVM writes inside the function's DIE.
-    if (var && var->isDefinition() && !var->getStaticDataMemberDeclaration() && expr && expr->getNumElements() == 0 &&
-        !isa_and_nonnull<DILocalScope>(var->getScope()))
+  // Malformed metadata (a !dbg of another kind, a variable or expression field naming
+  // the wrong kind of node) is passed over by raw field, never cast: LLVM's own typed
+  // getters assert on it, and the verifier does not always run first.
+  SmallVector<std::pair<unsigned, MDNode*>, 2> attached;
+  g.getAllMetadata(attached);
+  for (const auto& [kind, node] : attached) {
+    auto* e = kind == LLVMContext::MD_dbg ? dyn_cast<DIGlobalVariableExpression>(node) : nullptr;
+    if (!e) continue;
+    auto* var = dyn_cast_or_null<DIGlobalVariable>(e->getRawVariable());
+    auto* expr = dyn_cast_or_null<DIExpression>(e->getRawExpression());
+    // A static inside a function (a local scope) goes inside its function's DIE: kept
+    // when that function is stamp's.
+    if (var && var->isDefinition() && !var->getRawStaticDataMemberDeclaration() && expr &&
+        expr->getNumElements() == 0 && (!isa_and_nonnull<DILocalScope>(var->getRawScope()) || function_of(var)))
       kept.push_back(var);
   }
   return kept;
 }
 
+uint32_t FlatDebugExporter::function_of(const DIGlobalVariable* var) const {
+  auto* local = dyn_cast_or_null<DILocalScope>(var->getRawScope());
+  const DISubprogram* sp = local ? local->getSubprogram() : nullptr;
+  auto it = sp ? function_of_subprogram_.find(sp) : function_of_subprogram_.end();
+  return it == function_of_subprogram_.end() ? 0 : it->second;
+}
+
 void FlatDebugExporter::global(const DIGlobalVariable* var, uint32_t symbol) {
   FlatDebugGlobal g;
   g.symbol = symbol;
-  g.scope = scope_index(var->getScope());
-  if (const DIFile* file = var->getFile()) g.file = file_index(file);
-  g.type = type(var->getType());
+  g.function = function_of(var);
+  if (!g.function) g.scope = scope_index(dyn_cast_or_null<DIScope>(var->getRawScope()));
+  if (auto* file = dyn_cast_or_null<DIFile>(var->getRawFile())) g.file = file_index(file);
+  g.type = type(var->getRawType());
   fill_types();
   g.line = var->getLine();
   g.align_bits = var->getAlignInBits();
   g.local_to_unit = var->isLocalToUnit();
-  g.name = var->getName().str();
-  g.linkage_name = var->getLinkageName().str();
+  auto text = [](const Metadata* m) { return m && isa<MDString>(m) ? cast<MDString>(m)->getString().str() : ""; };
+  g.name = text(var->getRawName());
+  g.linkage_name = text(var->getRawLinkageName());
   d_.globals.push_back(std::move(g));
 }
 

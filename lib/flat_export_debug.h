@@ -39,6 +39,8 @@ class FlatDebugExporter {
   std::vector<const llvm::DIGlobalVariable*> kept_globals(const llvm::GlobalVariable& g) const;
   // Commits one of them, for the global whose flat symbol is `symbol`.
   void global(const llvm::DIGlobalVariable* var, uint32_t symbol);
+  // A static inside a function: 1 + the flat function of its subprogram, 0 for none.
+  uint32_t function_of(const llvm::DIGlobalVariable* var) const;
 
  private:
   FlatDebugInfo& d_;
@@ -58,6 +60,8 @@ class FlatDebugExporter {
   };
   std::unordered_map<std::pair<const llvm::DISubprogram*, const llvm::DILocation*>, uint32_t, SiteHash> site_memo_;
   size_t types_filled_ = 0;
+  // Per stamp function's DISubprogram: 1 + its flat function.
+  std::unordered_map<const llvm::DISubprogram*, uint32_t> function_of_subprogram_;
   // Interning by value (flat_debug.h's intern_debug_*: 1 + the index of the equal entry,
   // appended when there is none) through a hash of each table's entries, not a search.
   struct ValueHash {

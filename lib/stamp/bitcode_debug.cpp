@@ -499,9 +499,11 @@ DebugMetadata::Entry DebugMetadata::global_variable_record(BitstreamCursor& c) {
   }
   for (size_t i : {1, 2, 3, 4, 6, 9})
     if (ops_[i] >= kMaxIds) c.fail("DIGlobalVariable operand out of range");
+  // LLVM's reader refuses an alignment past 32 bits.
+  if (ops_.size() > 11 && ops_[11] > 0xFFFFFFFFu) c.fail("DIGlobalVariable alignment value is too large");
   global_vars_.push_back({uint32_t(ops_[1]), uint32_t(ops_[2]), uint32_t(ops_[3]), uint32_t(ops_[4]), uint32_t(ops_[5]),
-                          uint32_t(ops_[6]), ops_.size() > 11 ? uint32_t(ops_[11]) : 0, ops_[7] != 0, ops_[8] != 0,
-                          ops_[9] != 0});
+                          uint32_t(ops_[6]), ops_.size() > 11 ? uint32_t(ops_[11]) : 0, uint32_t(ops_[9]), ops_[7] != 0,
+                          ops_[8] != 0});
   return {Kind::kGlobalVar, uint32_t(global_vars_.size() - 1)};
 }
 
@@ -535,10 +537,12 @@ void DebugMetadata::read_globals(BitstreamCursor& c) {
     const ValueRef& r = m_.values[value];
     if (r.kind != ValueKind::kGlobal || r.index >= m_.globals.size()) continue;
     const Global& g = m_.globals[r.index];
-    if (g.kind != GlobalKind::kVariable || g.declaration || g.thread_local_ || g.name.empty()) continue;
+    if (g.kind != GlobalKind::kVariable) continue;
+    // The verifier checks every global variable's attachments, kept or not.
+    const bool eligible = !g.declaration && !g.thread_local_ && !g.name.empty();
     BcDebugGlobal out;
     out.global = r.index;
-    if (global_variable(c, node, out)) kept.push_back(std::move(out));
+    if (global_variable(c, node, eligible, out)) kept.push_back(std::move(out));
   }
   std::stable_sort(kept.begin(), kept.end(),
                    [](const BcDebugGlobal& a, const BcDebugGlobal& b) { return a.global < b.global; });
@@ -548,7 +552,7 @@ void DebugMetadata::read_globals(BitstreamCursor& c) {
 // One !dbg attachment (a node id): whether flat_debug.h keeps it, and then its fields.
 // What the verifier calls broken declines the module, as LLVM's reader then drops all
 // debug information.
-bool DebugMetadata::global_variable(BitstreamCursor& c, uint32_t id, BcDebugGlobal& g) {
+bool DebugMetadata::global_variable(BitstreamCursor& c, uint32_t id, bool eligible, BcDebugGlobal& g) {
   const Entry ge = entry(c, id);
   if (ge.kind != Kind::kGlobalVarExpr) {
     decline("a global's !dbg that is no DIGlobalVariableExpression");
@@ -565,20 +569,25 @@ bool DebugMetadata::global_variable(BitstreamCursor& c, uint32_t id, BcDebugGlob
     decline("a DIGlobalVariableExpression of no variable or expression");
     return false;
   }
-  if (!pair.expression) return false;
-  const Expression e = expressions_[expr.index];
+  const Expression e = pair.expression ? expressions_[expr.index] : Expression{0, 0, kExprOther};
   if (e.state == kExprBroken) {
     decline("a global variable's expression before LLVM 5, or malformed");
     return false;
   }
   const GlobalVar v = global_vars_[var.index];  // a copy: reading more records may add to it
-  if (e.state != kExprKept || e.count != 0 || !v.definition || v.member) return false;
-  // A static inside a function: LLVM writes it inside the function's DIE.
+  if (!valid_global_variable(c, v)) return false;
+  if (!eligible || e.state != kExprKept || e.count != 0 || !v.definition || v.member) return false;
+  // A static inside a function goes inside its function's DIE (the exporter keeps it
+  // when that function is stamp's).
   if (v.scope) {
     const Entry scope = entry(c, v.scope - 1);
-    if (scope.kind == Kind::kSubprogram || scope.kind == Kind::kBlock) return false;
+    if (scope.kind == Kind::kSubprogram || scope.kind == Kind::kBlock) {
+      const uint32_t sp = subprogram_of(c, v.scope);
+      if (sp == kNone) return false;
+      g.subprogram = sp + 1;
+    }
   }
-  g.scope = reader_scope(c, v.scope);
+  if (!g.subprogram) g.scope = reader_scope(c, v.scope);
   g.file = reader_file(c, v.file);
   g.type = reader_type(c, v.type, true);
   fill_types(c);
@@ -588,6 +597,37 @@ bool DebugMetadata::global_variable(BitstreamCursor& c, uint32_t id, BcDebugGlob
   g.name = string(c, v.name);
   g.linkage_name = string(c, v.linkage_name);
   return true;
+}
+
+// The verifier's rules for a DIGlobalVariable (visitDIVariable, visitDIGlobalVariable):
+// a scope that is a DIScope, a file that is a DIFile, a type that is a DIType (present
+// on a definition), a static member's declaration that is a DIDerivedType. A broken
+// one declines the module.
+bool DebugMetadata::valid_global_variable(BitstreamCursor& c, const GlobalVar& v) {
+  const char* broken = nullptr;
+  if (v.scope) {
+    const Entry s = entry(c, v.scope - 1);
+    const bool part = s.kind == Kind::kType &&
+        (types_[s.index].code == kSubrange || types_[s.index].code == kEnumerator ||
+         types_[s.index].code == kTemplateType);
+    if (part || s.kind == Kind::kLocation || s.kind == Kind::kExpression || s.kind == Kind::kVariable ||
+        s.kind == Kind::kGlobalVar || s.kind == Kind::kGlobalVarExpr || s.kind == Kind::kNode ||
+        s.kind == Kind::kValue || s.kind == Kind::kString)
+      broken = "a global variable's scope that is no scope";
+  }
+  if (v.file && entry(c, v.file - 1).kind != Kind::kFile) broken = "a global variable's file that is no DIFile";
+  if (v.definition && !v.type) broken = "a global variable definition without a type";
+  if (v.member) {
+    const Entry m = entry(c, v.member - 1);
+    if (m.kind != Kind::kType || types_[m.index].code != kDerivedType)
+      broken = "a static member's declaration that is no DIDerivedType";
+  }
+  if (broken) {
+    decline(broken);
+    return false;
+  }
+  if (v.type) reader_type(c, v.type, true), fill_types(c);  // declines a reference to what is no type
+  return m_.declined.empty();
 }
 
 void DebugMetadata::read_attachments(BitstreamCursor& c, BcFunction& f) {
@@ -611,6 +651,7 @@ void DebugMetadata::read_attachments(BitstreamCursor& c, BcFunction& f) {
   Entry e = entry(c, sp);
   if (e.kind != Kind::kSubprogram) return decline("a function's !dbg that is no subprogram");
   f.subprogram = describe(c, subprograms_[e.index]);
+  f.subprogram.node = e.index + 1;
 }
 
 // A subprogram as BcSubprogram gives it, its scope chain, file and names read. `s` is a

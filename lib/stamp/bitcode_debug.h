@@ -165,7 +165,8 @@ class DebugMetadata {
   };
   struct GlobalVar {  // DIGlobalVariable's fields, ids + 1
     uint32_t scope, name, linkage_name, file, line, type, align_bits;
-    bool local_to_unit, definition, member;  // member: a static member's definition
+    uint32_t member;  // a static member's definition: its declaration
+    bool local_to_unit, definition;
   };
   struct GlobalVarExpr {  // DIGlobalVariableExpression: ids + 1
     uint32_t variable, expression;
@@ -210,7 +211,8 @@ class DebugMetadata {
   Entry global_expression_record(BitstreamCursor& c);
   void global_attachment(BitstreamCursor& c);
   void read_globals(BitstreamCursor& c);
-  bool global_variable(BitstreamCursor& c, uint32_t id, BcDebugGlobal& g);
+  bool global_variable(BitstreamCursor& c, uint32_t id, bool eligible, BcDebugGlobal& g);
+  bool valid_global_variable(BitstreamCursor& c, const GlobalVar& v);
   void composite_type(BitstreamCursor& c);
 
   Entry entry(BitstreamCursor& c, uint64_t id);

@@ -334,6 +334,7 @@ struct BcSubprogram {
   std::string name, linkage_name;
   bool prototyped = false;  // DIFlagPrototyped
   uint32_t type = 0;        // BcDebug::types: its return type, read at full emission only; 0: void or none
+  uint32_t node = 0;        // a function's own: 1 + its DISubprogram's record (one per node); else 0
 };
 // A DINamespace (tag DW_TAG_namespace) or DICompositeType.
 struct BcDebugScope {
@@ -370,6 +371,7 @@ struct BcDebugVariable {
 // full emission: scope, file and type in the reader's numbering.
 struct BcDebugGlobal {
   uint32_t global = 0;  // index into BcModule::globals
+  uint32_t subprogram = 0;  // a static inside a function: its subprogram (as BcSubprogram::node); scope is then 0
   uint32_t scope = 0, file = 0, line = 0, type = 0, align_bits = 0;
   bool local_to_unit = false;
   std::string name, linkage_name;

@@ -199,6 +199,7 @@ class DebugInterner {
                 uint32_t fn, FlatDebugInfo& out) {
     const bc::BcSubprogram& sp = f.subprogram;
     out.functions.push_back(sp.present ? subprogram(sp, out) : FlatDebugFunction{});
+    if (sp.present && sp.node) function_of_subprogram_.emplace(sp.node, fn + 1);
     // No reserve() here: reserving each function's exact need would move the module's
     // locations once per function (quadratic); push_back's doubling does not.
     uint32_t reader = 0, flat = 0;  // the last file: a body's locations mostly share one
@@ -209,13 +210,17 @@ class DebugInterner {
     if (out.emission == DebugEmission::full && sp.present) variables(f, inst_flat, fn, out);
   }
 
+  // Whether flat_debug.h keeps global `g`: a static inside a function only when that
+  // function is stamp's (committed before).
+  bool keeps(const bc::BcDebugGlobal& g) const { return !g.subprogram || function_of(g); }
   // A global variable, after every function, for the global whose flat symbol is
   // `symbol`: its scope chain, file, then type, the types it reaches run to the
   // queue's end (flat_debug.h).
   void global(const bc::BcDebugGlobal& g, uint32_t symbol, FlatDebugInfo& out) {
     FlatDebugGlobal fg;
     fg.symbol = symbol;
-    fg.scope = scope(g.scope, out);
+    fg.function = function_of(g);
+    if (!fg.function) fg.scope = scope(g.scope, out);
     fg.file = file(g.file, out);
     fg.type = type(g.type, out);
     fill_types(out);
@@ -386,7 +391,14 @@ class DebugInterner {
     return flat[reader - 1];
   }
 
+  uint32_t function_of(const bc::BcDebugGlobal& g) const {
+    auto it = g.subprogram ? function_of_subprogram_.find(g.subprogram) : function_of_subprogram_.end();
+    return it == function_of_subprogram_.end() ? 0 : it->second;
+  }
+
   const bc::BcDebug& in_;
+  // Per stamp function's subprogram (BcSubprogram::node): 1 + its flat function.
+  std::unordered_map<uint32_t, uint32_t> function_of_subprogram_;
   // Per reader number - 1: the flat one, 0 for none yet.
   std::vector<uint32_t> files_, scopes_, inlined_, blocks_, types_;
   std::unordered_map<uint64_t, uint32_t> sites_;  // (callee, call) -> flat site
@@ -3143,7 +3155,8 @@ class ModuleExporter {
     declarations_before(static_cast<uint32_t>(m_.globals.size()));
     // The global variables' debug information, after every function (flat_debug.h).
     if (out_.flat.debug.emission == DebugEmission::full)
-      for (const bc::BcDebugGlobal& g : m_.debug.globals) ctx_.debug.global(g, symbol_of(g.global), out_.flat.debug);
+      for (const bc::BcDebugGlobal& g : m_.debug.globals)
+        if (ctx_.debug.keeps(g)) ctx_.debug.global(g, symbol_of(g.global), out_.flat.debug);
     for (uint32_t gi : global_values_order(ctx_)) {
       const GlobalInfo& g = ctx_.globals[gi];
       bool declaration = g.declaration && (g.kind == GlobalKind::kFunction || g.kind == GlobalKind::kVariable);

@@ -176,12 +176,16 @@ constexpr uint8_t kDebugStorageArgument = 1;  // the argument is the variable's 
 // DIGlobalVariable: a global variable definition, not thread-local, with a !dbg
 // attachment that is a DIGlobalVariableExpression whose expression is empty (the
 // variable is the global's memory) and whose variable is a definition of no static
-// member. One per such attachment, in attachment order. The DWARF writer writes it
+// member. One per such attachment, in attachment order. A static declared inside a
+// function (its scope a DISubprogram or a lexical block of one) is kept when that
+// subprogram is a stamp function's, and written inside that function's DIE (where a
+// block's static goes too); else left out. The DWARF writer writes it
 // (DW_TAG_variable at DW_OP_addr of the symbol) only where the object defines the
 // symbol: where stamp writes the module's data, not where LLVM's half does.
 struct FlatDebugGlobal {
   uint32_t symbol = 0;  // index into FlatModuleData::symbols: the global itself
   uint32_t scope = 0;   // 1 + index into scopes; 0: the compile unit (or a scope of another kind)
+  uint32_t function = 0;  // a static inside a function: 1 + the flat function (scope is then 0)
   uint32_t file = 0, line = 0;
   uint32_t type = 0;        // 1 + index into types; 0: none
   uint32_t align_bits = 0;  // DIGlobalVariable's alignInBits
@@ -251,8 +255,8 @@ struct FlatDebugInfo {
 // Globals (full emission only), after every function: each global variable definition
 // in module order, each of its kept attachments (FlatDebugGlobal) in order, interns
 // its symbol (the index a function's reference gave it, else the next one), then its
-// scope chain (as a subprogram's), its file, then its type, and runs the type queue
-// to its end.
+// scope chain (as a subprogram's; none for a static inside a function), its file,
+// then its type, and runs the type queue to its end.
 inline uint32_t intern_debug_file(std::vector<FlatDebugFile>& files, const FlatDebugFile& f) {
   for (size_t i = files.size(); i-- > 0;)  // the last ones are the likeliest
     if (files[i] == f) return static_cast<uint32_t>(i + 1);

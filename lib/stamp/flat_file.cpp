@@ -101,16 +101,16 @@ std::vector<FlatDebugType> read_debug_types(CountedReader& r, uint64_t version) 
 void put_debug_globals(std::string& out, const std::vector<FlatDebugGlobal>& globals) {
   put_value(out, uint64_t(globals.size()));
   for (const FlatDebugGlobal& g : globals) {
-    for (uint32_t field : {g.symbol, g.scope, g.file, g.line, g.type, g.align_bits}) put_value(out, field);
+    for (uint32_t field : {g.symbol, g.scope, g.function, g.file, g.line, g.type, g.align_bits}) put_value(out, field);
     put_value(out, uint8_t(g.local_to_unit));
     put_string(out, g.name), put_string(out, g.linkage_name);
   }
 }
 
 std::vector<FlatDebugGlobal> read_debug_globals(CountedReader& r) {
-  std::vector<FlatDebugGlobal> globals(r.count(6 * 4 + 1 + 16));
+  std::vector<FlatDebugGlobal> globals(r.count(7 * 4 + 1 + 16));
   for (FlatDebugGlobal& g : globals) {
-    for (uint32_t* field : {&g.symbol, &g.scope, &g.file, &g.line, &g.type, &g.align_bits})
+    for (uint32_t* field : {&g.symbol, &g.scope, &g.function, &g.file, &g.line, &g.type, &g.align_bits})
       *field = r.value<uint32_t>();
     const uint8_t flags = r.value<uint8_t>();
     if (flags > 1) r.fail("corrupt flat IR file: debug global's flags out of range");

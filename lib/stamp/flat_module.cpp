@@ -533,6 +533,8 @@ const char* check_debug_info(const FlatModuleData& f) {
     if (g.file > d.files.size()) return "debug file out of range";
     if (g.scope > d.scopes.size()) return "debug scope out of range";
     if (g.type > d.types.size()) return "debug type out of range";
+    if (g.function > f.functions.size() || (g.function && (g.scope || !d.functions[g.function - 1].has_subprogram)))
+      return "debug global's function out of range";
   }
   return check_debug_variables(f);
 }

@@ -331,6 +331,7 @@ class DwarfBuilder {
     const uint32_t* end(uint32_t s) const { return items.data() + start[s + 1]; }
   };
   ScopeLists scope_children_, scope_functions_, scope_inlined_, scope_globals_;
+  ScopeLists function_globals_;  // per flat function: the statics declared inside it (globals_ indices)
   // The global variables whose memory this object holds, by index into d_.globals: the
   // others' DIEs are the object's that defines them.
   std::vector<uint32_t> globals_;
@@ -872,7 +873,9 @@ class DwarfBuilder {
     const FlatDebugFunction& sp = d_.functions[fn];
     site_ranges(fn);
     scope_plan(fn);
-    const bool children = has_contents(0, 0);
+    const bool contents = has_contents(0, 0);
+    const uint32_t *statics = function_globals_.begin(fn + 1), *statics_end = function_globals_.end(fn + 1);
+    const bool children = contents || statics != statics_end;
     Abbreviation a{kTagSubprogram, children, {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
     add_subprogram_attributes(a, sp);
     put_uleb(b, abbreviation(std::move(a)));
@@ -881,7 +884,8 @@ class DwarfBuilder {
     put_uleb(b, 1), put_u8(b, kOpReg6);
     put_subprogram_values(sp);
     if (!children) return;
-    write_scope_contents(fn, 0, 0);
+    if (contents) write_scope_contents(fn, 0, 0);
+    for (; statics != statics_end; ++statics) write_global_die(globals_[*statics]);
     put_u8(b, 0);
   }
 
@@ -1345,8 +1349,13 @@ class DwarfBuilder {
                            [&](uint32_t fn) { return d_.functions[fn].has_subprogram ? d_.functions[fn].scope : ~0u; });
     scope_inlined_.build(scopes, static_cast<uint32_t>(d_.inlined.size()),
                          [&](uint32_t k) { return d_.inlined[k].scope; });
-    scope_globals_.build(scopes, static_cast<uint32_t>(globals_.size()),
-                         [&](uint32_t k) { return d_.globals[globals_[k]].scope; });
+    scope_globals_.build(scopes, static_cast<uint32_t>(globals_.size()), [&](uint32_t k) {
+      return d_.globals[globals_[k]].function ? ~0u : d_.globals[globals_[k]].scope;
+    });
+    // (ScopeLists' scope 0 is a list too: function fn's statics are held at fn + 1.)
+    function_globals_.build(flat_.functions.size() + 1, static_cast<uint32_t>(globals_.size()), [&](uint32_t k) {
+      return d_.globals[globals_[k]].function ? d_.globals[globals_[k]].function : ~0u;
+    });
     abstract_offset_.assign(d_.inlined.size(), 0);
     plan_types();
     write_children(0);
