@@ -1391,22 +1391,34 @@ KILN_HD inline bool copies_keep_flags(const FlatModuleView& m, const FlatInst& t
   });
 }
 
-// The argument of call or invoke `i` (`count` operands: callee and arguments) that the
-// instruction before left in rax (rax_holds), which encode_call moves into its
-// argument register instead of loading it; or -1. Only where no argument goes to the
-// stack or to an xmm register (those go through rax first) and, for an invoke, no phi
-// copies come before the call. The argument is looked for first: most calls have none,
-// and need no more questions.
-KILN_HD inline int call_rax_argument(const FlatModuleView& m, const uint8_t* home, uint32_t i, uint32_t count) {
-  const FlatInst& in = m.insts[i];
-  const FlatOperand* ops = m.operands + in.first_operand;
-  uint32_t held = 0;
-  for (uint32_t a = 1; a < count && !held; ++a)
-    if (ops[a].width != kWideBits && rax_holds(m, home, i, ops[a])) held = a;
-  if (!held || (in.op == kOpInvoke && has_phi_copies(m, in))) return -1;
+// Where SysvArgs places a call's arguments, operands 1 to count - 1 of `ops`.
+KILN_HD inline SysvArgs call_arg_places(const FlatOperand* ops, uint32_t count) {
   SysvArgs all;
   for (uint32_t a = 1; a < count; ++a) all.next(ops[a].flags & kOperandFloat, ops[a].width == kWideBits);
-  return all.stacked || all.floats ? -1 : static_cast<int>(held);
+  return all;
+}
+// The first argument of call or invoke `i` (`count` operands: callee and arguments),
+// not an i128, that the instruction before left in rax (rax_holds); 0 if none.
+KILN_HD inline uint32_t rax_held_argument(const FlatModuleView& m, const uint8_t* home, uint32_t i, uint32_t count) {
+  const FlatOperand* ops = m.operands + m.insts[i].first_operand;
+  for (uint32_t a = 1; a < count; ++a)
+    if (ops[a].width != kWideBits && rax_holds(m, home, i, ops[a])) return a;
+  return 0;
+}
+// Whether encode_call may move a held argument into its register: no argument goes to
+// the stack or to an xmm register (those go through rax first) and, for an invoke, no
+// phi copies come before the call. `all`: the arguments' places (call_arg_places).
+KILN_HD inline bool rax_argument_kept(const FlatModuleView& m, const FlatInst& in, const SysvArgs& all) {
+  return !all.stacked && !all.floats && !(in.op == kOpInvoke && has_phi_copies(m, in));
+}
+// The argument of call or invoke `i` that encode_call moves from rax into its argument
+// register instead of loading it (rax_held_argument, where rax_argument_kept); or -1.
+// The argument is looked for first: most calls have none, and need no more questions.
+KILN_HD inline int call_rax_argument(const FlatModuleView& m, const uint8_t* home, uint32_t i, uint32_t count) {
+  const uint32_t held = rax_held_argument(m, home, i, count);
+  if (!held) return -1;
+  const FlatInst& in = m.insts[i];
+  return rax_argument_kept(m, in, call_arg_places(m.operands + in.first_operand, count)) ? static_cast<int>(held) : -1;
 }
 
 // A scalar select whose condition is the scalar icmp right before it (prev_with_code)
@@ -1498,14 +1510,18 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
   // Arguments where SysvArgs places them, the stack's from [rsp]; the area keeps rsp
   // 16-byte aligned at the call. Three passes over the arguments: their places (for
   // the area's size), then the stack's and the xmm registers' (through rax and rcx),
-  // then the integer registers', which nothing loads through afterwards.
-  SysvArgs all;
-  for (uint32_t a = 1; a < count; ++a) all.next(ops[a].flags & kOperandFloat, ops[a].width == kWideBits);
-  const int held = call_rax_argument(m, l.home, i, count);
+  // then the integer registers', which nothing loads through afterwards. Most calls
+  // have only the last: every argument in an integer register (`in_registers`).
+  const SysvArgs all = call_arg_places(ops, count);
+  const bool in_registers = !all.stacked && !all.floats;
+  // call_rax_argument, with the places at hand: a held argument is looked for only
+  // where it may be kept.
+  const uint32_t rax_held = in_registers ? rax_held_argument(m, l.home, i, count) : 0;
+  const int held = rax_held && rax_argument_kept(m, in, all) ? static_cast<int>(rax_held) : -1;
   uint32_t reserve = (all.stacked * 8 + 15) / 16 * 16;
   if (reserve) alu_imm(e, RSP, 5, static_cast<int32_t>(reserve));  // sub rsp, reserve
   SysvArgs place;
-  for (uint32_t a = 1; a < count; ++a) {
+  for (uint32_t a = 1; a < count && !in_registers; ++a) {
     const FlatOperand& op = ops[a];
     const bool is_float = op.flags & kOperandFloat, wide = op.width == kWideBits;
     const ArgPlace p = place.next(is_float, wide);

@@ -509,6 +509,9 @@ KILN_HD inline void stamp_measure_prologue(const FlatModuleView& m, const StampL
 // Stage 3 (per function): exclusive scans of the sizes inside the function. Offsets
 // are function-relative; reloc_start is module-wide (functions keep theirs apart
 // through fn_reloc_start, filled by the executor's scan over functions).
+// kRelocs false: the code's offsets alone, what the second pass needs, as relax changes
+// no instruction's relocation count (a jump makes none).
+template <bool kRelocs>
 KILN_HD inline void stamp_offsets(const FlatModuleView& m, uint32_t fn, const uint32_t* prologue_size,
                                   const uint32_t* size, const uint32_t* relocs, uint32_t* inst_offset,
                                   uint32_t* block_offset, uint32_t* reloc_start, uint32_t* code_size,
@@ -521,13 +524,12 @@ KILN_HD inline void stamp_offsets(const FlatModuleView& m, uint32_t fn, const ui
     const uint32_t block_end = blk.first_inst + blk.inst_count;  // read once: the stores may alias it
     for (uint32_t i = blk.first_inst; i < block_end; ++i) {
       inst_offset[i] = pos;
-      reloc_start[i] = rel;
       pos += size[i];
-      rel += relocs[i];
+      if (kRelocs) reloc_start[i] = rel, rel += relocs[i];
     }
   }
   code_size[fn] = pos;
-  reloc_count[fn] = rel;
+  if (kRelocs) reloc_count[fn] = rel;
 }
 
 // Stage 4 (per instruction, and the prologue per function).

@@ -518,8 +518,8 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
                    out.reloc_count.data());
     else
       stage_for(F, threads, [&](uint32_t fn) {
-        stamp_offsets(m, fn, prologue_size, size, relocs, inst_at, block_at, reloc_start, out.code_size.data(),
-                      out.reloc_count.data());
+        stamp_offsets<true>(m, fn, prologue_size, size, relocs, inst_at, block_at, reloc_start, out.code_size.data(),
+                            out.reloc_count.data());
       });
   };
   layout.long_inst_offset = long_inst_offset;
@@ -527,11 +527,11 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   if (cached) {
     // All three per function, while its arrays are at hand: a function's jumps stay in it.
     stage_for(F, threads, [&](uint32_t fn) {
-      stamp_offsets(m, fn, prologue_size, size, relocs, long_inst_offset, long_block_offset, reloc_start,
-                    out.code_size.data(), out.reloc_count.data());
+      stamp_offsets<true>(m, fn, prologue_size, size, relocs, long_inst_offset, long_block_offset, reloc_start,
+                          out.code_size.data(), out.reloc_count.data());
       relax_function_from_cache(m, layout, fn, caches[at.fn_worker[fn]], at, size, relocs, call_begin, call_end);
-      stamp_offsets(m, fn, prologue_size, size, relocs, inst_offset, block_offset, reloc_start, out.code_size.data(),
-                    out.reloc_count.data());
+      stamp_offsets<false>(m, fn, prologue_size, size, relocs, inst_offset, block_offset, reloc_start,
+                           out.code_size.data(), out.reloc_count.data());
     });
   } else {
     offsets(long_inst_offset, long_block_offset);
