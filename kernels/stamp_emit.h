@@ -47,6 +47,7 @@ enum StampRelocType : uint32_t {
   kRelocGotPcRelX = 41,     // R_X86_64_GOTPCRELX (mov reg, [rip+sym@GOTPCREL] without REX)
   kRelocRexGotPcRelX = 42,  // R_X86_64_REX_GOTPCRELX (with a REX prefix)
   kRelocTlsGd = 19,         // R_X86_64_TLSGD (a thread-local variable's general-dynamic access)
+  kRelocDtpOff64 = 17,      // R_X86_64_DTPOFF64: a thread-local variable's offset in its TLS block (DWARF)
 };
 
 struct StampReloc {

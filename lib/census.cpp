@@ -266,8 +266,8 @@ std::string ModuleCensus::to_json() const {
       .field("functions_declined", reader.functions_declined)
       .end_object();
   // stamp's DWARF has line tables, subprograms, inlined calls, blocks, variables with an
-  // address, global variables and their types; not yet thread-local ones, static
-  // members, variables without an address or subprograms' types: say so per module.
+  // address, global variables and their types; not yet static members, variables
+  // without an address or subprograms' types: say so per module.
   w.field("stamp_drops_debug_info", facts.debug_info);
   w.key("stamp_fallback_functions").begin_array();
   for (const auto& f : function_verdicts) {
@@ -713,7 +713,7 @@ std::string census_explain(const ModuleCensus& c) {
   if (f.debug_info)
     out +=
         "  note: stamp's functions carry line tables, subprograms, inlined calls, blocks, variables in memory, global "
-        "variables and their types; not yet thread-local variables, static members, variables without an address "
+        "variables and their types; not yet static members, variables without an address "
         "(#dbg_value) or subprograms' types\n";
   for (const auto& fn : c.function_verdicts) {
     if (fn.reasons.empty()) continue;

@@ -213,7 +213,7 @@ void FlatDebugExporter::function(const Function& f, uint32_t fn, const std::vect
 
 std::vector<const DIGlobalVariable*> FlatDebugExporter::kept_globals(const GlobalVariable& g) const {
   std::vector<const DIGlobalVariable*> kept;
-  if (d_.emission != DebugEmission::full || g.isDeclaration() || g.isThreadLocal() || !g.hasName()) return kept;
+  if (d_.emission != DebugEmission::full || g.isDeclaration() || !g.hasName()) return kept;
   // Malformed metadata (a !dbg of another kind, a variable or expression field naming
   // the wrong kind of node) is passed over by raw field, never cast: LLVM's own typed
   // getters assert on it, and the verifier does not always run first.

@@ -539,7 +539,7 @@ void DebugMetadata::read_globals(BitstreamCursor& c) {
     const Global& g = m_.globals[r.index];
     if (g.kind != GlobalKind::kVariable) continue;
     // The verifier checks every global variable's attachments, kept or not.
-    const bool eligible = !g.declaration && !g.thread_local_ && !g.name.empty();
+    const bool eligible = !g.declaration && !g.name.empty();
     BcDebugGlobal out;
     out.global = r.index;
     if (global_variable(c, node, eligible, out)) kept.push_back(std::move(out));

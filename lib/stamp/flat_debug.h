@@ -173,7 +173,7 @@ constexpr uint8_t kDebugStorageAlloca = 0;    // the alloca's memory is the vari
 constexpr uint8_t kDebugStorageArgument = 1;  // the argument is the variable's address
 
 // A global variable stamp may write the memory of (version 13), with its
-// DIGlobalVariable: a global variable definition, not thread-local, with a !dbg
+// DIGlobalVariable: a global variable definition (thread-local ones too), with a !dbg
 // attachment that is a DIGlobalVariableExpression whose expression is empty (the
 // variable is the global's memory) and whose variable is a definition of no static
 // member. One per such attachment, in attachment order. A static declared inside a

@@ -101,6 +101,8 @@ enum DwarfForm : uint8_t {
 constexpr uint8_t kInlineInlined = 1;  // DW_INL_inlined
 constexpr uint8_t kOpReg6 = 0x56;  // DW_OP_reg6: rbp, which every stamp frame is based on
 constexpr uint8_t kOpAddr = 0x03;  // DW_OP_addr: an address (relocated)
+constexpr uint8_t kOpConst8u = 0x0e;            // DW_OP_const8u: an 8-byte constant
+constexpr uint8_t kOpGnuPushTlsAddress = 0xe0;  // DW_OP_GNU_push_tls_address: the TLS block's address plus the top
 constexpr uint8_t kOpFbreg = 0x91;  // DW_OP_fbreg: frame base (rbp) + a signed offset
 // DW_ATE_* that LLVM's isUnsignedDIType calls unsigned (a discriminant's form follows it).
 constexpr uint16_t kAteBoolean = 0x02, kAteUnsigned = 0x07, kAteUnsignedChar = 0x08, kAteUtf = 0x10;
@@ -258,12 +260,15 @@ class DwarfBuilder {
         source_(source),
         version_(d_.dwarf_version >= 5 ? 5 : 4) {
     if (!data || d_.globals.empty()) return;
-    std::unordered_set<std::string_view> defined;
-    for (const StampData& x : *data)
-      if (!x.tls) defined.insert(x.name);
-    for (uint32_t k = 0; k < d_.globals.size(); ++k)
-      if (d_.globals[k].symbol < flat.symbols.size() && defined.count(flat.symbols[d_.globals[k].symbol]))
-        globals_.push_back(k);
+    std::unordered_map<std::string_view, bool> defined;  // name -> thread-local
+    for (const StampData& x : *data) defined.emplace(x.name, x.tls);
+    for (uint32_t k = 0; k < d_.globals.size(); ++k) {
+      if (d_.globals[k].symbol >= flat.symbols.size()) continue;
+      auto it = defined.find(flat.symbols[d_.globals[k].symbol]);
+      if (it == defined.end()) continue;
+      globals_.push_back(k);
+      thread_local_.push_back(it->second);
+    }
   }
 
   StampDwarf build() {
@@ -333,8 +338,9 @@ class DwarfBuilder {
   ScopeLists scope_children_, scope_functions_, scope_inlined_, scope_globals_;
   ScopeLists function_globals_;  // per flat function: the statics declared inside it (globals_ indices)
   // The global variables whose memory this object holds, by index into d_.globals: the
-  // others' DIEs are the object's that defines them.
+  // others' DIEs are the object's that defines them. Per entry: whether it is thread-local.
   std::vector<uint32_t> globals_;
+  std::vector<bool> thread_local_;
   std::vector<uint32_t> abstract_offset_;                    // per inlined callee: its DIE in the unit
   std::vector<std::pair<uint32_t, uint32_t>> origin_fixups_;  // (where, callee) of each abstract origin
   // Lists of code ranges per inline site and per wanted block, each with its memory:
@@ -725,15 +731,18 @@ class DwarfBuilder {
     for (const uint32_t* t = scope_types_.begin(s); t != scope_types_.end(s); ++t) write_type_die(*t);
     for (const uint32_t* k = scope_inlined_.begin(s); k != scope_inlined_.end(s); ++k) write_abstract_die(*k);
     for (const uint32_t* fn = scope_functions_.begin(s); fn != scope_functions_.end(s); ++fn) write_subprogram_die(*fn);
-    for (const uint32_t* k = scope_globals_.begin(s); k != scope_globals_.end(s); ++k) write_global_die(globals_[*k]);
+    for (const uint32_t* k = scope_globals_.begin(s); k != scope_globals_.end(s); ++k) write_global_die(*k);
   }
 
-  // A global variable, in LLVM's order (DwarfCompileUnit's
+  // Global variable globals_[w], in LLVM's order (DwarfCompileUnit's
   // getOrCreateGlobalVariableDIE): its name, type, external flag, declaration, alignment,
-  // then its location, the symbol's address (DW_OP_addr, relocated), then its linkage name.
-  void write_global_die(uint32_t k) {
+  // then its location, then its linkage name. The location is the symbol's address
+  // (DW_OP_addr, relocated); a thread-local's, its offset in the module's TLS block
+  // (DW_OP_const8u, relocated DTPOFF64) and the debugger's TLS lookup
+  // (DW_OP_GNU_push_tls_address), as LLVM writes it for gdb on Linux.
+  void write_global_die(uint32_t w) {
     std::string& b = s_[kInfo].bytes;
-    const FlatDebugGlobal& g = d_.globals[k];
+    const FlatDebugGlobal& g = d_.globals[globals_[w]];
     const bool typed = g.type && type_written(d_.types[g.type - 1]);
     const bool declared = g.file && g.line, aligned = g.align_bits / 8 != 0;
     Abbreviation a{kTagVariable, false, {}};
@@ -749,9 +758,12 @@ class DwarfBuilder {
     if (typed) type_fixups_.push_back({static_cast<uint32_t>(b.size()), g.type - 1}), put_le<uint32_t>(b, 0);
     if (declared) put_uleb(b, g.file), put_uleb(b, g.line);
     if (aligned) put_uleb(b, g.align_bits / 8);
-    put_uleb(b, 9), put_u8(b, kOpAddr);
-    s_[kInfo].relocs.push_back({static_cast<uint32_t>(b.size()), kReloc64, kDwarfSymbolTarget + g.symbol, 0});
+    const bool tls = thread_local_[w];
+    put_uleb(b, tls ? 10 : 9), put_u8(b, tls ? kOpConst8u : kOpAddr);
+    s_[kInfo].relocs.push_back(
+        {static_cast<uint32_t>(b.size()), tls ? kRelocDtpOff64 : kReloc64, kDwarfSymbolTarget + g.symbol, 0});
     put_le<uint64_t>(b, 0);
+    if (tls) put_u8(b, kOpGnuPushTlsAddress);
     if (!g.linkage_name.empty()) put_strp(kInfo, g.linkage_name);
   }
 
@@ -885,7 +897,7 @@ class DwarfBuilder {
     put_subprogram_values(sp);
     if (!children) return;
     if (contents) write_scope_contents(fn, 0, 0);
-    for (; statics != statics_end; ++statics) write_global_die(globals_[*statics]);
+    for (; statics != statics_end; ++statics) write_global_die(*statics);
     put_u8(b, 0);
   }
 

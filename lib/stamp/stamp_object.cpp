@@ -33,6 +33,7 @@ static_assert(kRelocPlt32 == R_X86_64_PLT32);
 static_assert(kRelocGotPcRelX == R_X86_64_GOTPCRELX);
 static_assert(kRelocRexGotPcRelX == R_X86_64_REX_GOTPCRELX);
 static_assert(kRelocTlsGd == R_X86_64_TLSGD);
+static_assert(kRelocDtpOff64 == R_X86_64_DTPOFF64);
 
 namespace {
 

@@ -57,7 +57,8 @@ check "CC and CXX are the same in two captures, links to kiln-capture-llvm besid
     [[ \$(readlink -f \"\$cc\") == \$(readlink -f '$KILN_BIN/kiln-capture-llvm') &&
        \$(readlink -f \"\$cxx\") == \$(readlink -f '$KILN_BIN/kiln-capture-llvm') && \$cc == '$KILN_BIN/kiln-cc' ]]"
 # Global variables in stamp's DWARF: at a breakpoint gdb prints a program's globals
-# (an external, a static, a struct, an array, a pointer, an enum, a function's static) and their types as it
+# (an external, a static, a struct, an array, a pointer, an enum, a function's static, a
+# thread-local) and their types as it
 # does in clang's build; before, stamp's objects described none ("has unknown type").
 mkdir -p "$T/gv" && cd "$T/gv"
 cat > g.c <<'SRC'
@@ -70,21 +71,22 @@ struct point origin = {3, 4};
 const short table[4] = {1, 2, 3, 5};
 const char *greeting = "hi";
 enum mode current = FAST;
-int bump(int k) { static int inner = 2; calls += k + inner; return total + calls + origin.y + table[3] + (int)current; }
+_Thread_local long per_thread = 9;
+int bump(int k) { static int inner = 2; calls += k + inner; per_thread += k; return total + calls + origin.y + table[3] + (int)current; }
 int main(int argc, char **argv) { (void)argv; printf("%d %s\n", bump(argc), greeting); return 0; }
 SRC
 printf 'g: g.o\n\t$(CC) -g -o g g.o\ng.o: g.c\n\t$(CC) -O0 -g -c g.c -o g.o\n' > Makefile
 gdb_globals() {
   gdb -q -batch -ex 'set pagination off' -ex 'break bump' -ex 'run > /dev/null' -ex 'finish' \
     -ex 'print total' -ex 'print calls' -ex 'print origin' -ex 'print table' -ex 'print *greeting@2' \
-    -ex 'print current' -ex 'print bump::inner' -ex 'ptype origin' -ex 'whatis table' ./g 2>&1 | grep -E '^(\$[0-9]+ = |type = |    |})'
+    -ex 'print current' -ex 'print bump::inner' -ex 'print per_thread' -ex 'ptype origin' -ex 'whatis table' ./g 2>&1 | grep -E '^(\$[0-9]+ = |type = |    |})'
 }
 make -s CC="$LLVM_BINDIR/clang" && gdb_globals > "$T/gv-native.txt"
 rm -f g g.o
 kiln-capture -o "$T/GV" --backend stamp -- make -s && gdb_globals > "$T/gv-stamp.txt"
 diff "$T/gv-native.txt" "$T/gv-stamp.txt" | head -20  # the differences, if any, in the log
 check "gdb prints a program's global variables and their types from stamp's objects as from clang's ($(grep -c '^\$' "$T/gv-stamp.txt") values)" \
-  bash -c "[[ \$(grep -c '^\\\$' '$T/gv-native.txt') -eq 7 ]] && grep -q '= {x = 3, y = 4}' '$T/gv-stamp.txt' && diff -q '$T/gv-native.txt' '$T/gv-stamp.txt'"
+  bash -c "[[ \$(grep -c '^\\\$' '$T/gv-native.txt') -eq 8 ]] && grep -q '= {x = 3, y = 4}' '$T/gv-stamp.txt' && diff -q '$T/gv-native.txt' '$T/gv-stamp.txt'"
 check "the globals' module went through stamp whole, by the direct reader" \
   bash -c "kiln-census '$T/GV' | grep -Eq 'modules that take the direct route +1 of 1'"
 finish

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include <llvm/BinaryFormat/ELF.h>
 #include <llvm/DebugInfo/DWARF/DWARFContext.h>
 #include <llvm/Object/ObjectFile.h>
 
@@ -27,8 +28,8 @@ using namespace kiln;
 namespace {
 
 // Kept: an external int, a static one, a struct, a const array, a pointer to a string,
-// an enum, and a static inside a function (inside the function's DIE). Left out: a
-// declaration, a thread-local, and a global without !dbg.
+// an enum, a thread-local, and a static inside a function (inside the function's DIE).
+// Left out: a declaration, and a global without !dbg.
 const char* kSource = R"C(
 struct point { int x, y; };
 enum mode { SLOW = 1, FAST = 7 };
@@ -58,7 +59,9 @@ std::string compile_globals(const std::string& flags) {
 }
 
 // Per DW_TAG_variable directly in the unit: its name and the symbol its DW_OP_addr's
-// relocation names (empty: no location, or no relocation there).
+// relocation names (empty: no location, or no relocation there); a thread-local's
+// DW_OP_const8u (its offset in the TLS block, relocated R_X86_64_DTPOFF64) then
+// DW_OP_GNU_push_tls_address gives "SYMBOL@dtpoff".
 std::map<std::string, std::string> unit_globals(const std::string& object) {
   auto file = llvm::cantFail(llvm::object::ObjectFile::createObjectFile(llvm::MemoryBufferRef(object, "g.o")));
   // .debug_info's relocations by offset: the symbol each names.
@@ -68,7 +71,8 @@ std::map<std::string, std::string> unit_globals(const std::string& object) {
     if (!target || *target == file->section_end() || llvm::cantFail((*target)->getName()) != ".debug_info") continue;
     for (const llvm::object::RelocationRef& r : s.relocations())
       if (r.getSymbol() != file->symbol_end())
-        relocated[r.getOffset()] = llvm::cantFail(r.getSymbol()->getName()).str();
+        relocated[r.getOffset()] = llvm::cantFail(r.getSymbol()->getName()).str() +
+            (r.getType() == llvm::ELF::R_X86_64_DTPOFF64 ? "@dtpoff" : "");
   }
   std::map<std::string, std::string> out;
   auto ctx = llvm::DWARFContext::create(*file);
@@ -81,6 +85,8 @@ std::map<std::string, std::string> unit_globals(const std::string& object) {
         // exprloc 9 bytes long: DW_OP_addr, then the 8 bytes the relocation fills.
         const auto block = *a.Value.getAsBlock();
         if (block.size() == 9 && block[0] == 0x03 && relocated.count(a.Offset + 2)) symbol = relocated[a.Offset + 2];
+        if (block.size() == 10 && block[0] == 0x0e && block[9] == 0xe0 && relocated.count(a.Offset + 2))
+          symbol = relocated[a.Offset + 2];
       }
       out[die.getShortName() ? die.getShortName() : ""] = symbol;
     }
@@ -122,7 +128,9 @@ TEST_CASE("stamp DWARF globals: both exporters keep the same global variables", 
     // clang's order: definitions as they come, the static when it is first used, and its
     // string literals' (unnamed, local) with them.
     if (std::string(flags).find("-O0") != std::string::npos)
-      CHECK(names == std::vector<std::string>{"total", "origin", "table", "", "greeting", "current", "inner", "calls"});
+      CHECK(names ==
+            std::vector<std::string>{"total", "origin", "table", "", "greeting", "current", "inner", "per_thread",
+                                     "calls"});
     for (const FlatDebugGlobal& g : direct.flat.debug.globals) {
       INFO(g.name);
       // A local's symbol carries the tag after it; a function's static, its function's name before.
@@ -145,7 +153,7 @@ TEST_CASE("stamp DWARF globals: the object that holds their memory describes the
   const std::string object = write_stamp_part(plan, *m);
   const std::map<std::string, std::string> globals = unit_globals(object);
   // The names of the symbols: locals renamed (expose_local_symbols), the others as they are.
-  CHECK(globals.size() == 7);  // with the unnamed string literal's
+  CHECK(globals.size() == 8);  // with the unnamed string literal's
   CHECK(globals.count(""));
   for (const char* name : {"total", "origin", "table", "greeting", "current"}) {
     INFO(name);
@@ -156,7 +164,8 @@ TEST_CASE("stamp DWARF globals: the object that holds their memory describes the
   CHECK(globals.at("calls").rfind("calls.kiln.", 0) == 0);
   CHECK(!globals.count("inner"));  // not in the unit: inside bump's DIE
   CHECK(function_statics(object) == std::vector<std::string>{"bump:inner"});
-  CHECK(!globals.count("per_thread"));
+  REQUIRE(globals.count("per_thread"));
+  CHECK(globals.at("per_thread") == "per_thread@dtpoff");
   CHECK(!globals.count("elsewhere"));
 
   // Without the data (a split module's stamp part, LLVM's half writing the globals):
@@ -171,7 +180,7 @@ TEST_CASE("stamp DWARF globals: the flat file carries them, and refuses them out
   REQUIRE_FALSE(bitcode.empty());
   const DirectExport direct = export_direct(bitcode, "g.bc", "0123456789ab");
   const FlatModuleData& flat = direct.flat;
-  REQUIRE(flat.debug.globals.size() == 8);
+  REQUIRE(flat.debug.globals.size() == 9);
   FlatModuleData back = read_flat_file(write_flat_file(flat, "g.c"), "g.flat");
   CHECK(back.debug == flat.debug);
   FlatModuleData bad = flat;
