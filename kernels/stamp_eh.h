@@ -130,6 +130,10 @@ KILN_HD inline void put_lsda_types(LsdaWriter& w) {
   w.byte(0x00);                // TType base; the empty exception specification list
 }
 
+// The opcodes function_call_sites looks at (may_unwind's, invokes, landing pads), as bits.
+constexpr uint64_t kCallSiteOps = 1ull << kOpCall | 1ull << kOpResume | 1ull << kOpInvoke | 1ull << kOpLandingPad;
+static_assert(kOpCount <= 64, "kCallSiteOps holds a bit per opcode");
+
 // The function's call sites (their bytes), written at w when w.out is set; *typed says
 // whether a catch or filter clause exists.
 KILN_HD inline uint32_t function_call_sites(const FlatModuleView& m, uint32_t fn, const uint32_t* inst_offset,
@@ -148,6 +152,7 @@ KILN_HD inline uint32_t function_call_sites(const FlatModuleView& m, uint32_t fn
   bool any_typed = false;
   for (uint32_t i = first; i < stop; ++i) {
     const FlatInst& in = insts[i];
+    if (!((kCallSiteOps >> in.op) & 1)) continue;  // most instructions: one question
     any_typed |= in.op == kOpLandingPad && in.aux != kLandingPadCleanup;
     if (may_unwind(in)) last_call = inst_offset[i] + 1;
     if (in.op != kOpInvoke) continue;
