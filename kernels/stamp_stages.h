@@ -379,18 +379,40 @@ KILN_HD inline uint32_t addressed_alloca(const FlatModuleView& m, uint32_t x) {
 // order (the index in the low half makes every key distinct). `accesses` counts the
 // uses of an alloca's memory (addressed_alloca); a slot is written once and read at
 // each use. Instructions that are not items get the largest key.
-KILN_HD inline uint64_t frame_key(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, const uint8_t* home,
-                                  uint32_t accesses) {
-  const FlatInst& in = m.insts[i];
+// The key of instruction i, `in`, whose slot is its own or not (`own`, has_own_slot)
+// and whose value has `uses`.
+KILN_HD inline uint64_t frame_key(const FlatInst& in, uint32_t i, bool own, uint32_t uses, uint32_t accesses) {
   const bool is_alloca = in.op == kOpAlloca;
-  if (!is_alloca && (!in.slot_size || home[i] != kHomeSlot)) return ~0ull;  // the common case, quickly
-  const bool own = has_own_slot(m, i, use_count, home);
   const FrameStep step = frame_step(in, own);
   if (!is_alloca && step.add_at0 == 0) return ~0ull;
-  const uint64_t count = (is_alloca ? accesses : 0) + (own ? use_count[i] + 1ull : 0);
+  const uint64_t count = (is_alloca ? accesses : 0) + (own ? uses + 1ull : 0);
   const uint64_t clamped = (count < (1u << 20) ? count : (1u << 20)) * 4096;
   const uint64_t density = step.add_at0 <= 8 ? clamped / 8 : clamped / static_cast<uint64_t>(step.add_at0);
   return (static_cast<uint64_t>(0xFFFFFFFFu - density) << 32) | i;  // density is below 2^32
+}
+KILN_HD inline uint64_t frame_key(const FlatModuleView& m, uint32_t i, const uint32_t* use_count, const uint8_t* home,
+                                  uint32_t accesses) {
+  const FlatInst& in = m.insts[i];
+  if (in.op != kOpAlloca && (!in.slot_size || home[i] != kHomeSlot)) return ~0ull;  // the common case, quickly
+  return frame_key(in, i, has_own_slot(m, i, use_count, home), use_count[i], accesses);
+}
+
+// The value whose slot instruction i's lives in, where i's has a slot (kHomeSlot) but
+// not its own: writes_in_place's source or phi_slot_taken's phi; else ~0u.
+KILN_HD inline uint32_t slot_lender(const FlatModuleView& m, uint32_t i, const uint32_t* use_count,
+                                    const uint8_t* home) {
+  if (writes_in_place(m, i, use_count, home)) return m.operands[m.insts[i].first_operand].index;
+  return may_take_phi_slot(m.insts[i], home[i]) ? phi_slot_taken(m, i, use_count, home) : ~0u;
+}
+// stamp_frame marks a value that lives in another's slot by -(lender + 1) in inst_slot
+// until every slot of its own is placed; a marked value's slot, the lender's, is found
+// through the marks (an insertvalue's source may lend one taken over itself, always
+// from an earlier value; a phi's slot is its own).
+KILN_HD inline int32_t lent_slot_mark(uint32_t lender) { return -static_cast<int32_t>(lender) - 1; }
+KILN_HD inline int32_t placed_slot(const int32_t* inst_slot, uint32_t i) {
+  int32_t slot = inst_slot[i];
+  while (slot < 0) slot = inst_slot[static_cast<uint32_t>(-(slot + 1))];
+  return slot;
 }
 
 // The arguments' slots, as distances below the frame's top; returns the bytes they take.
@@ -420,48 +442,49 @@ inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint32_t* us
     alloca_mem[i] = 0;
     inst_slot[i] = home[i] == kHomePool ? pool_slot(args, i - first) : 0;
   }
+  // Only a frame address addresses an alloca (addressed_alloca): the alloca or
+  // getelementptr that first_home gave kHomeNone.
+  for (uint32_t i = first; i < end; ++i)
+    if (home[i] == kHomeNone) keys[addressed_alloca(m, i)] += use_count[i];
+  // The items' keys go to the front of the function's range; a value with a slot that
+  // is not its own is marked (lent_slot_mark), its lender asked once.
+  uint32_t items = first;
   for (uint32_t i = first; i < end; ++i) {
-    const uint32_t a = addressed_alloca(m, i);
-    if (a != ~0u) keys[a] += use_count[i];
-  }
-  uint32_t items = first;  // the items' keys go to the front of the function's range
-  for (uint32_t i = first; i < end; ++i) {
-    const uint64_t key = frame_key(m, i, use_count, home, static_cast<uint32_t>(keys[i]));
+    const FlatInst& in = m.insts[i];
+    const bool is_alloca = in.op == kOpAlloca, slot = in.slot_size && home[i] == kHomeSlot;
+    if (!is_alloca && !slot) continue;  // the common case, quickly
+    // An alloca's address takes no other's slot (writes_in_place, may_take_phi_slot).
+    const uint32_t lender = is_alloca ? ~0u : slot_lender(m, i, use_count, home);
+    if (lender != ~0u) {
+      inst_slot[i] = lent_slot_mark(lender);
+      continue;
+    }
+    const uint64_t key = frame_key(in, i, slot, use_count[i], static_cast<uint32_t>(keys[i]));
     if (key != ~0ull) keys[items++] = key;
   }
   std::sort(keys + first, keys + items);
   int64_t off = args + kPoolBytes;
   for (uint32_t k = first; k < items; ++k) {
     const uint32_t i = static_cast<uint32_t>(keys[k]);
-    // A value is an item only with a slot of its own (frame_key): only an alloca is asked
-    // (has_own_slot asks phi_slot_taken, a walk of the block, of a value).
-    const bool own = m.insts[i].op != kOpAlloca || has_own_slot(m, i, use_count, home);
+    // A value is an item only with a slot of its own (frame_key): only an alloca is asked.
+    const bool own = m.insts[i].op != kOpAlloca || (m.insts[i].slot_size && home[i] == kHomeSlot);
     off = apply_step(frame_step(m.insts[i], own), off);
     frame_place(m, i, own, off, inst_slot, alloca_mem);
   }
-  for (uint32_t i = first; i < end; ++i) {
-    if (writes_in_place(m, i, use_count, home)) {
-      inst_slot[i] = inst_slot[m.operands[m.insts[i].first_operand].index];
-      continue;  // an insertvalue, which takes no phi's slot (result_may_share_slot)
-    }
-    // A slot of its own, placed above, is never 0: only a value without one may take a phi's.
-    const bool may_take = inst_slot[i] == 0 && may_take_phi_slot(m.insts[i], home[i]);
-    const uint32_t phi = may_take ? phi_slot_taken(m, i, use_count, home) : ~0u;
-    if (phi != ~0u) inst_slot[i] = inst_slot[phi];  // a phi's slot is its own (never in place)
-  }
-  // Frame addresses, the memory of folded loads and folded fields: their displacement,
-  // where a slot's would be (slot_disp). After every slot: a folded field's aggregate
-  // may come later in layout.
+  // The marked values take their lenders' slots; frame addresses, the memory of folded
+  // loads and folded fields their displacement, where a slot's would be (slot_disp).
+  // After every slot is placed: a folded field's aggregate may come later in layout.
   for (uint32_t i = first; i < end; ++i) {
     uint32_t alloca_inst = 0;
     int64_t offset = 0;
     const FlatInst& in = m.insts[i];
-    if (home[i] == kHomeNone && frame_shape(m, value_operand(i), &alloca_inst, &offset))
+    if (inst_slot[i] < 0) inst_slot[i] = placed_slot(inst_slot, i);
+    else if (home[i] == kHomeNone && frame_shape(m, value_operand(i), &alloca_inst, &offset))
       inst_slot[i] = static_cast<int32_t>(alloca_mem[alloca_inst] - offset);
     else if (home[i] == kHomeLoad && frame_shape(m, m.operands[in.first_operand], &alloca_inst, &offset))
       inst_slot[i] = static_cast<int32_t>(alloca_mem[alloca_inst] - offset);
     else if (home[i] == kHomeField)
-      inst_slot[i] = inst_slot[m.operands[in.first_operand].index] - static_cast<int32_t>(in.imm);
+      inst_slot[i] = placed_slot(inst_slot, m.operands[in.first_operand].index) - static_cast<int32_t>(in.imm);
   }
   frame_size[fn] = static_cast<uint32_t>((off + 15) / 16 * 16);
 }
