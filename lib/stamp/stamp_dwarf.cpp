@@ -378,11 +378,28 @@ class DwarfBuilder {
   static ScopeKey scope_key(uint32_t site, uint32_t block) { return uint64_t(site) << 32 | block; }
   static uint32_t key_site(ScopeKey k) { return static_cast<uint32_t>(k >> 32); }
   static uint32_t key_block(ScopeKey k) { return static_cast<uint32_t>(k); }
-  std::vector<ScopeEntry> scope_variables_, scope_sites_, scope_blocks_;  // sorted by scope: variable, site, block
-  std::vector<ScopeKey> block_keys_;                                      // the wanted blocks, sorted
-  ScopeKey last_wanted_ = ~0ull;                                          // want_blocks' last scope
-  std::vector<CodeList>& block_code_ = lists_.block_code;  // per wanted block: its code
-  std::vector<int8_t> contents_;    // per wanted block: has_contents' answer, -1 not asked yet
+  // Sorted by scope: (scope, variable), (scope, site) and (enclosing scope, block's scope).
+  std::vector<ScopeEntry> scope_variables_, scope_sites_, scope_blocks_;
+  // The function's scopes, each (inline site, block) an index (scope_keys_): the bodies
+  // (index 0 the function's, then its used sites') and the wanted blocks. Found by a
+  // hash, where sorted keys were searched and sorted again for every variable's chain.
+  // The slots of other functions are told apart by their epoch, so that the table is
+  // never cleared.
+  struct ScopeSlot {
+    ScopeKey key;
+    uint32_t scope, epoch;
+  };
+  std::vector<ScopeSlot> scope_slots_;
+  uint32_t scope_epoch_ = 0;
+  std::vector<ScopeKey> scope_keys_;
+  // Per scope: where its entries are in scope_variables_, scope_blocks_ and scope_sites_.
+  enum ScopeTable { kVariables, kBlocks, kSites, kScopeTables };
+  struct ScopeSpans {
+    const ScopeEntry *begin[kScopeTables], *end[kScopeTables];
+  };
+  std::vector<ScopeSpans> spans_;
+  std::vector<CodeList>& block_code_ = lists_.block_code;  // per scope: a wanted block's code
+  std::vector<int8_t> contents_;                           // per scope: has_contents' answer, -1 not asked yet
   std::vector<uint32_t> targets_;   // block_ranges' scratch
   std::vector<int32_t> alloca_mem_, arg_slot_;  // stamp_frame's, per instruction and argument
   // The frame layout variables are placed by: the executor's (StampOutput), else the
@@ -840,11 +857,11 @@ class DwarfBuilder {
 
   // An inlined call's DIE up to its contents: where its code is, its callee, its call.
   // Returns whether it has contents (write_scope_contents writes them, then its end).
-  bool write_site_header(uint32_t fn, uint32_t s) {
+  bool write_site_header(uint32_t fn, uint32_t s, uint32_t body) {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugInlineSite& site = d_.inline_sites[s - 1];
     const auto& code = site_code_[s];
-    const bool inner = has_contents(s, 0);
+    const bool inner = has_contents(body);
     Abbreviation a{kTagInlinedSubroutine, inner, {{kAtAbstractOrigin, kFormRef4}}};
     if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
     else a.attributes.push_back({kAtRanges, kFormSecOffset});
@@ -885,7 +902,7 @@ class DwarfBuilder {
     const FlatDebugFunction& sp = d_.functions[fn];
     site_ranges(fn);
     scope_plan(fn);
-    const bool contents = has_contents(0, 0);
+    const bool contents = has_contents(kFunctionBody);
     const uint32_t *statics = function_globals_.begin(fn + 1), *statics_end = function_globals_.end(fn + 1);
     const bool children = contents || statics != statics_end;
     Abbreviation a{kTagSubprogram, children, {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
@@ -896,7 +913,7 @@ class DwarfBuilder {
     put_uleb(b, 1), put_u8(b, kOpReg6);
     put_subprogram_values(sp);
     if (!children) return;
-    if (contents) write_scope_contents(fn, 0, 0);
+    if (contents) write_scope_contents(fn, kFunctionBody);
     for (; statics != statics_end; ++statics) write_global_die(*statics);
     put_u8(b, 0);
   }
@@ -911,11 +928,23 @@ class DwarfBuilder {
   // scope for it. The tables are sorted vectors the builder keeps from function to
   // function: per-function maps were most of the writer's malloc and free.
   void scope_plan(uint32_t fn) {
-    scope_variables_.clear(), scope_sites_.clear(), scope_blocks_.clear(), block_keys_.clear();
-    last_wanted_ = ~0ull;
-    for (uint32_t s : used_sites_) scope_sites_.push_back({scope_key(d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block), s});
+    scope_variables_.clear(), scope_sites_.clear(), scope_blocks_.clear();
+    clear_scopes();
+    add_scope(scope_key(0, 0));  // kFunctionBody
+    for (uint32_t s : used_sites_) {
+      add_scope(scope_key(s, 0));
+      scope_sites_.push_back({scope_key(d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block), s});
+    }
     std::sort(scope_sites_.begin(), scope_sites_.end());
-    if ((d_.blocks.empty() && d_.variables.empty()) || !d_.functions[fn].has_subprogram) return;
+    if (!(d_.blocks.empty() && d_.variables.empty()) && d_.functions[fn].has_subprogram) plan_blocks(fn);
+    spans_.assign(scope_keys_.size(), ScopeSpans{});
+    contents_.assign(scope_keys_.size(), -1);
+    find_spans(kVariables, scope_variables_), find_spans(kBlocks, scope_blocks_), find_spans(kSites, scope_sites_);
+  }
+
+  // scope_plan's variables and blocks.
+  void plan_blocks(uint32_t fn) {
+    const size_t bodies = scope_keys_.size();
     for (uint32_t v = first_variable_[fn]; v < first_variable_[fn + 1]; ++v) {
       const FlatDebugVariable& var = d_.variables[v];
       if (var.inline_site && !std::binary_search(used_sites_.begin(), used_sites_.end(), var.inline_site)) continue;
@@ -929,26 +958,38 @@ class DwarfBuilder {
       return ax && (!ay || ax < ay);
     });
     for (uint32_t s : used_sites_) want_blocks(d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block);
-    std::sort(block_keys_.begin(), block_keys_.end());
-    block_keys_.erase(std::unique(block_keys_.begin(), block_keys_.end()), block_keys_.end());
-    if (block_keys_.empty() && scope_variables_.empty()) return;
+    if (scope_keys_.size() == bodies && scope_variables_.empty()) return;
     if (!scope_variables_.empty() && !frames_given_) {  // the frame as stamp's stages lay it out (the same functions)
       stamp_uses(view_, fn, frame_.use_count.data(), frame_.home.data());
       stamp_frame(view_, fn, frame_.use_count.data(), frame_.home.data(), frame_.keys.data(), frame_.inst_slot.data(),
                   alloca_mem_.data(), arg_slot_.data(), frame_.frame_size.data());
     }
-    if (block_code_.size() < block_keys_.size()) block_code_.resize(block_keys_.size());
-    for (size_t k = 0; k < block_keys_.size(); ++k) block_code_[k].clear();
-    contents_.assign(block_keys_.size(), -1);
+    if (block_code_.size() < scope_keys_.size()) block_code_.resize(scope_keys_.size());
+    for (size_t k = 0; k < scope_keys_.size(); ++k) block_code_[k].clear();
     block_ranges(fn);
-    for (size_t k = 0; k < block_keys_.size(); ++k)
-      if (!block_code_[k].empty())
-        scope_blocks_.push_back({scope_key(key_site(block_keys_[k]), d_.blocks[key_block(block_keys_[k]) - 1].parent),
-                                 key_block(block_keys_[k])});
-    std::sort(scope_blocks_.begin(), scope_blocks_.end());
+    for (size_t k = bodies; k < scope_keys_.size(); ++k)
+      if (!block_code_[k].empty()) {
+        const ScopeKey key = scope_keys_[k];
+        scope_blocks_.push_back({scope_key(key_site(key), d_.blocks[key_block(key) - 1].parent), k});
+      }
+    // By enclosing scope, then by block.
+    std::sort(scope_blocks_.begin(), scope_blocks_.end(), [&](const ScopeEntry& x, const ScopeEntry& y) {
+      return x.first != y.first ? x.first < y.first
+                                : key_block(scope_keys_[x.second]) < key_block(scope_keys_[y.second]);
+    });
   }
 
-  // The code of each wanted block (block_keys_), from the instructions' locations.
+  // Each scope's entries in a table sorted by scope (spans_).
+  void find_spans(ScopeTable t, const std::vector<ScopeEntry>& table) {
+    for (const ScopeEntry *at = table.data(), *end = at + table.size(); at != end;) {
+      const ScopeEntry* run = at;
+      while (at != end && at->first == run->first) ++at;
+      if (const uint32_t scope = find_scope(run->first); scope != kNoScope)
+        spans_[scope].begin[t] = run, spans_[scope].end[t] = at;
+    }
+  }
+
+  // The code of each wanted block, from the instructions' locations.
   void block_ranges(uint32_t fn) {
     const FlatFunction& f = flat_.functions[fn];
     const uint32_t end = f.first_inst + f.inst_count;
@@ -962,7 +1003,7 @@ class DwarfBuilder {
         last = key, targets_.clear();
         for (uint32_t site = loc.inline_site, block = loc.block;;) {
           for (uint32_t k = block; k; k = d_.blocks[k - 1].parent)
-            if (uint32_t slot = block_slot(site, k); slot != kNoSlot) targets_.push_back(slot);
+            if (uint32_t scope = find_scope(scope_key(site, k)); scope != kNoScope) targets_.push_back(scope);
           if (!site) break;
           block = d_.inline_sites[site - 1].block, site = d_.inline_sites[site - 1].parent;
         }
@@ -976,56 +1017,81 @@ class DwarfBuilder {
   }
 
   // Marks the blocks that hold (site, block): its block chain at its site, then the
-  // chain of the block each enclosing inlined call is made in.
-  // Variables of one scope mostly come one after another: a scope whose chain was just
-  // marked is not marked again (block_keys_ is sorted and made unique after, so the
-  // repeats changed nothing but were most of what that sort had to sort).
+  // chain of the block each enclosing inlined call is made in. A block marked before
+  // has its chain marked: the walk stops there.
   void want_blocks(uint32_t site, uint32_t block) {
-    if (scope_key(site, block) == last_wanted_) return;
-    last_wanted_ = scope_key(site, block);
     for (;;) {
-      for (uint32_t k = block; k; k = d_.blocks[k - 1].parent) block_keys_.push_back(scope_key(site, k));
+      for (uint32_t k = block; k; k = d_.blocks[k - 1].parent)
+        if (!add_scope(scope_key(site, k))) return;
       if (!site) return;
       block = d_.inline_sites[site - 1].block, site = d_.inline_sites[site - 1].parent;
     }
   }
 
-  static constexpr uint32_t kNoSlot = ~0u;
-  uint32_t block_slot(uint32_t site, uint32_t block) const {
-    auto it = std::lower_bound(block_keys_.begin(), block_keys_.end(), scope_key(site, block));
-    return it != block_keys_.end() && *it == scope_key(site, block) ? static_cast<uint32_t>(it - block_keys_.begin())
-                                                                    : kNoSlot;
+  static constexpr uint32_t kNoScope = ~0u, kFunctionBody = 0;
+  static size_t scope_hash(ScopeKey k) { return (k * 0x9e3779b97f4a7c15ull) >> 32; }
+  uint32_t find_scope(ScopeKey k) const {
+    const size_t mask = scope_slots_.size() - 1;
+    for (size_t i = scope_hash(k) & mask; scope_slots_[i].epoch == scope_epoch_; i = (i + 1) & mask)
+      if (scope_slots_[i].key == k) return scope_slots_[i].scope;
+    return kNoScope;
   }
-  bool block_has_code(uint32_t site, uint32_t block) const {
-    const uint32_t slot = block_slot(site, block);
-    return slot != kNoSlot && !block_code_[slot].empty();
+  // Gives scope k the next index unless it has one; returns whether it was new.
+  bool add_scope(ScopeKey k) {
+    if (2 * (scope_keys_.size() + 1) > scope_slots_.size()) grow_scopes();
+    const size_t mask = scope_slots_.size() - 1;
+    for (size_t i = scope_hash(k) & mask;; i = (i + 1) & mask) {
+      ScopeSlot& slot = scope_slots_[i];
+      if (slot.epoch != scope_epoch_) {
+        slot = {k, static_cast<uint32_t>(scope_keys_.size()), scope_epoch_};
+        scope_keys_.push_back(k);
+        return true;
+      }
+      if (slot.key == k) return false;
+    }
   }
-  bool variable_written(const FlatDebugVariable& v) const { return !v.block || block_has_code(v.inline_site, v.block); }
+  void grow_scopes() {
+    scope_slots_.assign(std::max<size_t>(64, 2 * scope_slots_.size()), ScopeSlot{0, 0, 0});
+    const size_t mask = scope_slots_.size() - 1;
+    for (uint32_t scope = 0; scope < scope_keys_.size(); ++scope) {
+      size_t i = scope_hash(scope_keys_[scope]) & mask;
+      while (scope_slots_[i].epoch == scope_epoch_) i = (i + 1) & mask;
+      scope_slots_[i] = {scope_keys_[scope], scope, scope_epoch_};
+    }
+  }
+  // A new function's scopes: the slots of the last one's are empty by their epoch.
+  void clear_scopes() {
+    scope_keys_.clear();
+    if (++scope_epoch_ == 0) scope_slots_.assign(scope_slots_.size(), ScopeSlot{0, 0, 0}), scope_epoch_ = 1;
+    if (scope_slots_.empty()) grow_scopes();
+  }
 
-  // The entries of a table sorted by scope whose scope is (site, block).
-  template <class T>
-  static std::pair<const T*, const T*> in_scope(const std::vector<T>& table, uint32_t site, uint32_t block) {
-    auto [lo, hi] = std::equal_range(table.begin(), table.end(), T{scope_key(site, block), 0},
-                                     [](const T& a, const T& b) { return a.first < b.first; });
-    return {table.data() + (lo - table.begin()), table.data() + (hi - table.begin())};
+  bool variable_written(const FlatDebugVariable& v) const {
+    if (!v.block) return true;
+    const uint32_t scope = find_scope(scope_key(v.inline_site, v.block));
+    return scope != kNoScope && !block_code_[scope].empty();
   }
 
-  bool has_own_variables(uint32_t site, uint32_t block) const {
-    for (auto [v, end] = in_scope(scope_variables_, site, block); v != end; ++v)
+  // A scope's entries in one of its tables.
+  std::pair<const ScopeEntry*, const ScopeEntry*> in_scope(ScopeTable t, uint32_t scope) const {
+    return {spans_[scope].begin[t], spans_[scope].end[t]};
+  }
+
+  bool has_own_variables(uint32_t scope) const {
+    for (auto [v, end] = in_scope(kVariables, scope); v != end; ++v)
       if (variable_written(d_.variables[v->second])) return true;
     return false;
   }
 
   // Whether a subprogram, an inlined call or a block has DIEs inside it: a variable, a
-  // block with some, or an inlined call. A block's answer is kept: the writer asks
-  // again for every block on the way down.
-  bool has_contents(uint32_t site, uint32_t block) {
-    const uint32_t slot = block ? block_slot(site, block) : kNoSlot;
-    if (slot != kNoSlot && contents_[slot] >= 0) return contents_[slot];
-    auto [s, s_end] = in_scope(scope_sites_, site, block);
-    bool any = s != s_end || has_own_variables(site, block);
-    for (auto [c, end] = in_scope(scope_blocks_, site, block); !any && c != end; ++c) any = has_contents(site, c->second);
-    if (slot != kNoSlot) contents_[slot] = any;
+  // block with some, or an inlined call. The answer is kept: the writer asks again for
+  // every block on the way down.
+  bool has_contents(uint32_t scope) {
+    if (contents_[scope] >= 0) return contents_[scope];
+    auto [s, s_end] = in_scope(kSites, scope);
+    bool any = s != s_end || has_own_variables(scope);
+    for (auto [c, end] = in_scope(kBlocks, scope); !any && c != end; ++c) any = has_contents(c->second);
+    contents_[scope] = any;
     return any;
   }
 
@@ -1036,20 +1102,20 @@ class DwarfBuilder {
   // A walk with a stack of its own, not recursion: blocks nest inside each inlined
   // call, so the depth is the product of the two chains' (256 each at most, 65536 in
   // all), which the thread's stack would not hold.
-  void write_scope_contents(uint32_t fn, uint32_t site, uint32_t block) {
+  void write_scope_contents(uint32_t fn, uint32_t scope) {
     contents_walk_.clear();
-    open_scope(site, block, false);
+    open_scope(scope, false);
     while (!contents_walk_.empty()) {
       ContentsFrame& f = contents_walk_.back();
       if (f.block_at != f.block_end) {
-        const uint32_t inner_site = f.site, inner = (f.block_at++)->second;
-        if (!has_contents(inner_site, inner)) continue;
-        const bool die = has_own_variables(inner_site, inner);
-        if (die) write_block_header(fn, inner_site, inner);
-        open_scope(inner_site, inner, die);  // invalidates f
+        const uint32_t inner = (f.block_at++)->second;
+        if (!has_contents(inner)) continue;
+        const bool die = has_own_variables(inner);
+        if (die) write_block_header(fn, inner);
+        open_scope(inner, die);  // invalidates f
       } else if (f.site_at != f.site_end) {
-        const uint32_t s = (f.site_at++)->second;
-        if (write_site_header(fn, s)) open_scope(s, 0, true);  // invalidates f
+        const uint32_t s = (f.site_at++)->second, body = find_scope(scope_key(s, 0));
+        if (write_site_header(fn, s, body)) open_scope(body, true);  // invalidates f
       } else {
         const bool ends_die = f.ends_die;
         contents_walk_.pop_back();
@@ -1061,23 +1127,22 @@ class DwarfBuilder {
   // One scope of write_scope_contents' walk: its variables are written when it is
   // opened, then its blocks and its inlined calls one by one.
   struct ContentsFrame {
-    uint32_t site;
     const ScopeEntry *block_at, *block_end, *site_at, *site_end;
     bool ends_die;  // the scope is a DIE of its own, whose children end with it
   };
   std::vector<ContentsFrame> contents_walk_;
 
-  void open_scope(uint32_t site, uint32_t block, bool ends_die) {
-    for (auto [v, end] = in_scope(scope_variables_, site, block); v != end; ++v)
+  void open_scope(uint32_t scope, bool ends_die) {
+    for (auto [v, end] = in_scope(kVariables, scope); v != end; ++v)
       if (variable_written(d_.variables[v->second])) write_variable_die(d_.variables[v->second]);
-    auto [blocks, blocks_end] = in_scope(scope_blocks_, site, block);
-    auto [sites, sites_end] = in_scope(scope_sites_, site, block);
-    contents_walk_.push_back({site, blocks, blocks_end, sites, sites_end, ends_die});
+    auto [blocks, blocks_end] = in_scope(kBlocks, scope);
+    auto [sites, sites_end] = in_scope(kSites, scope);
+    contents_walk_.push_back({blocks, blocks_end, sites, sites_end, ends_die});
   }
 
   // A lexical block's DIE up to its contents (write_scope_contents writes them).
-  void write_block_header(uint32_t fn, uint32_t site, uint32_t block) {
-    const auto& code = block_code_[block_slot(site, block)];
+  void write_block_header(uint32_t fn, uint32_t scope) {
+    const auto& code = block_code_[scope];
     Abbreviation a{kTagLexicalBlock, true, {}};
     if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
     else a.attributes.push_back({kAtRanges, kFormSecOffset});
