@@ -31,6 +31,16 @@ void stage_for(uint32_t n, unsigned threads, Body&& body) {
   stage_for_workers(n, threads, [&](uint32_t i, unsigned) { body(i); });
 }
 
+// An instruction of an encode cache (below) not copied as it is (not kept, or with
+// jumps to blocks): where its code and relocations begin in the cache and where they
+// end (where they began, if it is not kept), and its jumps to blocks, `jump_count` of
+// them from `jump_at`.
+struct SpecialInst {
+  uint32_t inst;
+  bool kept;
+  uint32_t code_at, code_end, reloc_at, reloc_end, jump_at, jump_count;
+};
+
 // What the measure stage encoded, kept for the encode stage (per-function form): each
 // instruction's bytes and relocations (offsets from its start), one cache per worker.
 // An instruction's code depends on the layout only where it jumps to blocks
@@ -45,26 +55,23 @@ struct EncodeCache {
   std::vector<StampReloc> relocs;
   std::vector<StampJumpSite> jumps;
   uint32_t code_used = 0, relocs_used = 0, jumps_used = 0;
-  // The instructions not copied as they are (not kept, or with jumps to blocks), in
-  // order: relax and encode walk these and copy the runs between them, not every
-  // instruction.
-  std::vector<uint32_t> special;
+  // The special instructions, in order: relax and encode walk these and copy the runs
+  // between them, not every instruction; the other instructions' places in the cache
+  // need not be kept (a run lies from the end of one special to the next's start).
+  std::vector<SpecialInst> special;
 };
 constexpr uint32_t kCacheRoom = 4096;     // bytes free before each instruction
 constexpr uint32_t kCacheRelocRoom = 64;  // relocations free before each instruction
 constexpr uint32_t kCacheJumpRoom = 256;  // jumps to blocks free before each instruction (a switch's cases)
-constexpr uint32_t kNotCached = ~0u;
 // What a cache holds at most (the stages refuse a module of more code, after measuring
 // it): the instructions past it are encoded again, and its offsets stay far from 2^32.
 constexpr uint32_t kCacheLimit = uint32_t(256) << 20;
 
-// Where each instruction lies in its function's worker's cache: code_at (relocation
-// offsets there are the cache's), or kNotCached; its relocations from reloc_at; its
-// jumps to blocks, jump_count of them, from jump_at. Per function, which worker's
-// cache, and its instructions in that cache's `special` from special_begin to special_end.
+// Per function, which worker's cache holds its instructions (relocation offsets there
+// are the cache's), where its code and relocations begin and end there, and its special
+// instructions in that cache's `special` from special_begin to special_end.
 struct CachedInsts {
-  uint32_t *code_at, *reloc_at, *jump_at, *jump_count;
-  uint32_t *fn_worker, *special_begin, *special_end;
+  uint32_t *fn_worker, *code_begin, *code_end, *reloc_begin, *reloc_end, *special_begin, *special_end;
 };
 
 template <class T>
@@ -92,12 +99,9 @@ bool has_no_code(const FlatInst& in, uint8_t home) {
 // between positions (but a jump's, which is made again), so the bytes are those of an
 // Emitter that starts at 0.
 void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, EncodeCache& c,
-                                 uint32_t* size, uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end,
-                                 const CachedInsts& at) {
+                                 uint32_t* size, uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
-  uint32_t *const code_at = at.code_at, *const reloc_at = at.reloc_at, *const jump_at = at.jump_at,
-                  *const jump_count = at.jump_count;
   Emitter e{c.code.data(), c.code_used, c.relocs.data(), c.relocs_used};
   e.jumps = c.jumps.data(), e.jump_count = c.jumps_used;
   e.frame_bias = frame_bias(l.frame_size[fn]);
@@ -117,7 +121,6 @@ void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
     // asked (nor is the room checked for them): a kept instruction of no code.
     if (has_no_code(m.insts[i], home[i])) {
       size[i] = relocs[i] = call_begin[i] = call_end[i] = 0;
-      code_at[i] = code_used, reloc_at[i] = relocs_used, jump_at[i] = jumps_used, jump_count[i] = 0;
       continue;
     }
     if (e.code_room - code_used < kCacheRoom || e.reloc_room - relocs_used < kCacheRelocRoom ||
@@ -135,15 +138,10 @@ void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
     call_begin[i] = e.call_begin - code_used;  // instruction-relative, as in stamp_measure
     call_end[i] = e.call_end - code_used;
     const bool keep = e.pos <= code_end && e.reloc_count <= relocs_end && e.jump_count <= e.jump_room;
-    code_at[i] = keep ? code_used : kNotCached;
-    reloc_at[i] = relocs_used;
-    jump_at[i] = jumps_used;
-    jump_count[i] = keep ? k_jumps : 0;
-    if (!keep || k_jumps) c.special.push_back(i);
-    if (!keep) {
-      e.pos = code_used, e.reloc_count = relocs_used, e.jump_count = jumps_used;
-      continue;
-    }
+    if (keep && !k_jumps) continue;  // most instructions: in a run
+    if (!keep) e.pos = code_used, e.reloc_count = relocs_used, e.jump_count = jumps_used;
+    c.special.push_back(
+        SpecialInst{i, keep, code_used, e.pos, relocs_used, e.reloc_count, jumps_used, keep ? k_jumps : 0});
     for (uint32_t k = jumps_used; k < e.jump_count; ++k) e.jumps[k].pos -= code_used;
   }
   c.code_used = e.pos, c.relocs_used = e.reloc_count, c.jumps_used = e.jump_count;
@@ -170,13 +168,14 @@ void relax_function_from_cache(const FlatModuleView& m, const StampLayout& l, ui
                                const CachedInsts& at, uint32_t* size, uint32_t* relocs, uint32_t* call_begin,
                                uint32_t* call_end) {
   for (uint32_t k = at.special_begin[fn]; k < at.special_end[fn]; ++k) {
-    const uint32_t i = c.special[k];
-    if (at.code_at[i] == kNotCached) {
+    const SpecialInst& special = c.special[k];
+    const uint32_t i = special.inst;
+    if (!special.kept) {
       if (jumps_to_blocks(m.insts[i])) stamp_relax(m, l, i, size, relocs, call_begin, call_end);
       continue;
     }
-    const StampJumpSite* s = c.jumps.data() + at.jump_at[i];
-    const uint32_t n = at.jump_count[i], long_at = l.long_inst_offset[i];
+    const StampJumpSite* s = c.jumps.data() + special.jump_at;
+    const uint32_t n = special.jump_count, long_at = l.long_inst_offset[i];
     // call_begin and call_end first: they are positions of the long layout until then.
     call_begin[i] -= bytes_saved_before(l, s, n, long_at, call_begin[i]);
     call_end[i] -= bytes_saved_before(l, s, n, long_at, call_end[i]);
@@ -187,11 +186,12 @@ void relax_function_from_cache(const FlatModuleView& m, const StampLayout& l, ui
 // A kept instruction with jumps to blocks into its place: the code between the jumps
 // copied, each jump made again (jump, at its place in both layouts), and the
 // relocations moved by what the jumps before them saved.
-void encode_jumps_from_cache(const StampLayout& l, uint32_t i, const EncodeCache& c, const CachedInsts& at,
-                             uint32_t size, uint32_t relocs, uint8_t* fn_code, StampReloc* to) {
-  const StampJumpSite* s = c.jumps.data() + at.jump_at[i];
-  const uint8_t* from = c.code.data() + at.code_at[i];
-  const uint32_t n = at.jump_count[i], long_at = l.long_inst_offset[i];
+void encode_jumps_from_cache(const StampLayout& l, const SpecialInst& special, const EncodeCache& c, uint32_t size,
+                             uint32_t relocs, uint8_t* fn_code, StampReloc* to) {
+  const uint32_t i = special.inst;
+  const StampJumpSite* s = c.jumps.data() + special.jump_at;
+  const uint8_t* from = c.code.data() + special.code_at;
+  const uint32_t n = special.jump_count, long_at = l.long_inst_offset[i];
   Emitter e{fn_code, l.inst_offset[i], nullptr, 0};
   uint32_t done = 0;  // bytes of the kept (long) code placed so far
   for (uint32_t k = 0; k < n; ++k) {
@@ -203,23 +203,24 @@ void encode_jumps_from_cache(const StampLayout& l, uint32_t i, const EncodeCache
   }
   std::memcpy(fn_code + e.pos, from + done, l.inst_offset[i] + size - e.pos);
   for (uint32_t k = 0; k < relocs; ++k) {
-    to[k] = c.relocs[at.reloc_at[i] + k];
-    const uint32_t pos = to[k].offset - at.code_at[i];
+    to[k] = c.relocs[special.reloc_at + k];
+    const uint32_t pos = to[k].offset - special.code_at;
     to[k].offset = l.inst_offset[i] + pos - bytes_saved_before(l, s, n, long_at, pos);
   }
 }
 
-// Instructions first to last, kept one after the other without jumps, copied at once
-// with their relocations.
-void copy_run_from_cache(const StampLayout& l, uint32_t first, uint32_t last, const EncodeCache& c,
-                         const CachedInsts& at, const uint32_t* size, const uint32_t* relocs,
-                         const uint32_t* reloc_start, uint8_t* fn_code, StampReloc* fn_relocs) {
-  const uint32_t* code_at = at.code_at;
-  std::memcpy(fn_code + l.inst_offset[first], c.code.data() + code_at[first],
-              code_at[last] + size[last] - code_at[first]);
-  const uint32_t delta = l.inst_offset[first] - code_at[first];
-  const uint32_t from = at.reloc_at[first], count = at.reloc_at[last] + relocs[last] - from;
-  StampReloc* to = fn_relocs + reloc_start[first];
+// A run of instructions from `first`, kept one after the other without jumps, copied at
+// once with their relocations: the cache's code from code_at to code_end, its
+// relocations from reloc_at to reloc_end.
+struct CachedRun {
+  uint32_t first, code_at, code_end, reloc_at, reloc_end;
+};
+void copy_run_from_cache(const StampLayout& l, const CachedRun& run, const EncodeCache& c, const uint32_t* reloc_start,
+                         uint8_t* fn_code, StampReloc* fn_relocs) {
+  std::memcpy(fn_code + l.inst_offset[run.first], c.code.data() + run.code_at, run.code_end - run.code_at);
+  const uint32_t delta = l.inst_offset[run.first] - run.code_at;
+  const uint32_t from = run.reloc_at, count = run.reloc_end - run.reloc_at;
+  StampReloc* to = fn_relocs + reloc_start[run.first];
   for (uint32_t k = 0; k < count; ++k) {
     to[k] = c.relocs[from + k];
     to[k].offset += delta;
@@ -233,16 +234,20 @@ void encode_function_from_cache(const FlatModuleView& m, const StampLayout& l, u
                                 const CachedInsts& at, const uint32_t* size, const uint32_t* relocs,
                                 const uint32_t* reloc_start, uint8_t* fn_code, StampReloc* fn_relocs) {
   const FlatFunction& f = m.functions[fn];
-  uint32_t next = f.first_inst;  // the first instruction not placed yet
+  // The run not placed yet: from the function's first instruction, then from each
+  // special one's next.
+  CachedRun run{f.first_inst, at.code_begin[fn], 0, at.reloc_begin[fn], 0};
   for (uint32_t k = at.special_begin[fn]; k < at.special_end[fn]; ++k) {
-    const uint32_t i = c.special[k];
-    if (next < i) copy_run_from_cache(l, next, i - 1, c, at, size, relocs, reloc_start, fn_code, fn_relocs);
-    if (at.code_at[i] == kNotCached) stamp_encode(m, l, i, fn_code, fn_relocs, reloc_start);
-    else encode_jumps_from_cache(l, i, c, at, size[i], relocs[i], fn_code, fn_relocs + reloc_start[i]);
-    next = i + 1;
+    const SpecialInst& special = c.special[k];
+    const uint32_t i = special.inst;
+    run.code_end = special.code_at, run.reloc_end = special.reloc_at;
+    if (run.first < i) copy_run_from_cache(l, run, c, reloc_start, fn_code, fn_relocs);
+    if (!special.kept) stamp_encode(m, l, i, fn_code, fn_relocs, reloc_start);
+    else encode_jumps_from_cache(l, special, c, size[i], relocs[i], fn_code, fn_relocs + reloc_start[i]);
+    run = CachedRun{i + 1, special.code_end, 0, special.reloc_end, 0};
   }
-  const uint32_t end = f.first_inst + f.inst_count;
-  if (next < end) copy_run_from_cache(l, next, end - 1, c, at, size, relocs, reloc_start, fn_code, fn_relocs);
+  run.code_end = at.code_end[fn], run.reloc_end = at.reloc_end[fn];
+  if (run.first < f.first_inst + f.inst_count) copy_run_from_cache(l, run, c, reloc_start, fn_code, fn_relocs);
 }
 
 // A worker's call-site tables (CallSiteTables), back to back.
@@ -268,7 +273,7 @@ struct StampScratch {
   std::vector<uint8_t> lsda_typed_fn;
   std::vector<CallSiteBuffer> call_sites;  // per worker
   std::vector<EncodeCache> caches;  // per worker
-  std::vector<uint32_t> code_at, reloc_at, jump_at, jump_count, fn_worker, special_begin, special_end;
+  std::vector<uint32_t> fn_worker, code_begin, code_end, reloc_begin, reloc_end, special_begin, special_end;
 };
 template <class T>
 T* at_least(std::vector<T>& v, size_t n) {
@@ -500,9 +505,9 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
 
   StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
   const bool cached = form == StampForm::per_function;
-  const CachedInsts at{at_least(scratch.code_at, N),    at_least(scratch.reloc_at, N),
-                       at_least(scratch.jump_at, N),    at_least(scratch.jump_count, N),
-                       at_least(scratch.fn_worker, F),  at_least(scratch.special_begin, F),
+  const CachedInsts at{at_least(scratch.fn_worker, F),  at_least(scratch.code_begin, F),
+                       at_least(scratch.code_end, F),   at_least(scratch.reloc_begin, F),
+                       at_least(scratch.reloc_end, F),  at_least(scratch.special_begin, F),
                        at_least(scratch.special_end, F)};
   // This thread's caches, named here: in a worker's body `scratch` would be the worker
   // thread's own (thread_local), as the other arrays are passed as pointers.
@@ -514,8 +519,10 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
       EncodeCache& c = caches[worker];
       at.fn_worker[fn] = worker;
       at.special_begin[fn] = static_cast<uint32_t>(c.special.size());
-      measure_function_into_cache(m, layout, fn, c, size, relocs, call_begin, call_end, at);
+      at.code_begin[fn] = c.code_used, at.reloc_begin[fn] = c.relocs_used;
+      measure_function_into_cache(m, layout, fn, c, size, relocs, call_begin, call_end);
       at.special_end[fn] = static_cast<uint32_t>(c.special.size());
+      at.code_end[fn] = c.code_used, at.reloc_end[fn] = c.relocs_used;
     });
   } else {
     stage_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
