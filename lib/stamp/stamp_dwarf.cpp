@@ -842,17 +842,35 @@ class DwarfBuilder {
     if (site_code_.size() < d_.inline_sites.size() + 1) site_code_.resize(d_.inline_sites.size() + 1);
     const FlatFunction& f = flat_.functions[fn];
     const uint32_t end = f.first_inst + f.inst_count;
+    // A run of instructions of one site is one range of code: its chain of sites is
+    // walked once per run, not once per instruction.
+    uint32_t run_site = 0, run_at = 0, run_end = 0;
     for (uint32_t i = f.first_inst; i < end; ++i) {
       const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_.code_size[fn];
       if (next == at) continue;
-      for (uint32_t s = d_.locations[i].inline_site; s; s = d_.inline_sites[s - 1].parent) {
-        auto& list = site_code_[s];
-        if (list.empty()) used_sites_.push_back(s);
-        if (!list.empty() && list.back().second == at) list.back().second = next;
-        else list.push_back({at, next});
+      const uint32_t site = d_.locations[i].inline_site;
+      if (site == run_site && at == run_end) {
+        run_end = next;
+        continue;
       }
+      add_site_code(run_site, run_at, run_end);
+      run_site = site, run_at = at, run_end = next;
     }
+    add_site_code(run_site, run_at, run_end);
     std::sort(used_sites_.begin(), used_sites_.end());
+  }
+  // Code [at, end) to site s's list and its enclosing sites'.
+  void add_site_code(uint32_t s, uint32_t at, uint32_t end) {
+    for (; s; s = d_.inline_sites[s - 1].parent) {
+      CodeList& list = site_code_[s];
+      if (list.empty()) used_sites_.push_back(s);
+      add_code(list, at, end);
+    }
+  }
+  // Code [at, end) to a list of ranges, merged with the last where they touch.
+  static void add_code(CodeList& list, uint32_t at, uint32_t end) {
+    if (!list.empty() && list.back().second == at) list.back().second = end;
+    else list.push_back({at, end});
   }
 
   // An inlined call's DIE up to its contents: where its code is, its callee, its call.
@@ -995,11 +1013,20 @@ class DwarfBuilder {
     const uint32_t end = f.first_inst + f.inst_count;
     targets_.clear();  // the block lists of the last location's scope
     ScopeKey last = ~0ull;
+    // As in site_ranges: a run of one scope's instructions is one range.
+    uint32_t run_at = 0, run_end = 0;
     for (uint32_t i = f.first_inst; i < end; ++i) {
       const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_.code_size[fn];
       const FlatDebugLocation& loc = d_.locations[i];
       if (next == at || loc.file == 0) continue;
-      if (ScopeKey key = scope_key(loc.inline_site, loc.block); key != last) {
+      const ScopeKey key = scope_key(loc.inline_site, loc.block);
+      if (key == last && at == run_end) {
+        run_end = next;
+        continue;
+      }
+      for (uint32_t scope : targets_) add_code(block_code_[scope], run_at, run_end);
+      run_at = at, run_end = next;
+      if (key != last) {
         last = key, targets_.clear();
         for (uint32_t site = loc.inline_site, block = loc.block;;) {
           for (uint32_t k = block; k; k = d_.blocks[k - 1].parent)
@@ -1008,12 +1035,8 @@ class DwarfBuilder {
           block = d_.inline_sites[site - 1].block, site = d_.inline_sites[site - 1].parent;
         }
       }
-      for (uint32_t slot : targets_) {
-        auto& list = block_code_[slot];
-        if (!list.empty() && list.back().second == at) list.back().second = next;
-        else list.push_back({at, next});
-      }
     }
+    for (uint32_t scope : targets_) add_code(block_code_[scope], run_at, run_end);
   }
 
   // Marks the blocks that hold (site, block): its block chain at its site, then the
