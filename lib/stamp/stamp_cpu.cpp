@@ -68,10 +68,12 @@ constexpr uint32_t kCacheJumpRoom = 256;  // jumps to blocks free before each in
 constexpr uint32_t kCacheLimit = uint32_t(256) << 20;
 
 // Per function, which worker's cache holds its instructions (relocation offsets there
-// are the cache's), where its code and relocations begin and end there, and its special
-// instructions in that cache's `special` from special_begin to special_end.
+// are the cache's), where its code (from its prologue, if kept: prologue_kept) and
+// relocations begin and end there, and its special instructions in that cache's
+// `special` from special_begin to special_end.
 struct CachedInsts {
   uint32_t *fn_worker, *code_begin, *code_end, *reloc_begin, *reloc_end, *special_begin, *special_end;
+  uint8_t* prologue_kept;
 };
 
 template <class T>
@@ -98,13 +100,19 @@ bool has_no_code(const FlatInst& in, uint8_t home) {
 // positions are made instruction-relative. The templates write only distances
 // between positions (but a jump's, which is made again), so the bytes are those of an
 // Emitter that starts at 0.
-void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, EncodeCache& c,
-                                 uint32_t* size, uint32_t* relocs, uint32_t* call_begin, uint32_t* call_end) {
+// The function's prologue comes first, its size into prologue_size[fn]: it depends on
+// the frame alone (no relocations, no jumps to blocks), so the encode stage copies it.
+// True where it is kept (it fits as an instruction must), else it is encoded again.
+bool measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, EncodeCache& c,
+                                 uint32_t* prologue_size, uint32_t* size, uint32_t* relocs, uint32_t* call_begin,
+                                 uint32_t* call_end) {
   const FlatFunction& f = m.functions[fn];
   const uint32_t end = f.first_inst + f.inst_count;
+  // An argument's move into its slot takes less than kPrologueArgRoom bytes.
+  constexpr uint32_t kPrologueArgRoom = 32;
+  make_room(c.code, c.code_used, kCacheRoom + kPrologueArgRoom * f.arg_count);
   Emitter e{c.code.data(), c.code_used, c.relocs.data(), c.relocs_used};
   e.jumps = c.jumps.data(), e.jump_count = c.jumps_used;
-  e.frame_bias = frame_bias(l.frame_size[fn]);
   // What a kept instruction may reach (the cache's room and kCacheLimit), set with the room.
   uint32_t code_end = 0, relocs_end = 0;
   auto set_room = [&] {
@@ -114,6 +122,10 @@ void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
     code_end = std::min(e.code_room, kCacheLimit), relocs_end = std::min(e.reloc_room, kCacheLimit);
   };
   set_room();
+  encode_prologue(e, m, l, fn);  // sets e.frame_bias, the function's
+  prologue_size[fn] = e.pos - c.code_used;
+  const bool prologue_kept = e.pos <= code_end;
+  if (!prologue_kept) e.pos = c.code_used;
   const uint8_t* home = l.home;
   for (uint32_t i = f.first_inst; i < end; ++i) {
     const uint32_t code_used = e.pos, relocs_used = e.reloc_count, jumps_used = e.jump_count;
@@ -145,6 +157,7 @@ void measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
     for (uint32_t k = jumps_used; k < e.jump_count; ++k) e.jumps[k].pos -= code_used;
   }
   c.code_used = e.pos, c.relocs_used = e.reloc_count, c.jumps_used = e.jump_count;
+  return prologue_kept;
 }
 
 // The bytes by which a kept jump of an instruction at long_at in the long layout comes
@@ -227,16 +240,24 @@ void copy_run_from_cache(const StampLayout& l, const CachedRun& run, const Encod
   }
 }
 
-// Stage 4 (stamp_encode) for function fn's instructions: each run of kept instructions
-// without jumps (those between its special ones) copied at once, those with jumps
-// made from the cache, the others encoded.
+// Stage 4 (stamp_encode) for function fn: its prologue and each run of kept
+// instructions without jumps (those between its special ones) copied at once, those
+// with jumps made from the cache, the others (and a prologue not kept) encoded.
 void encode_function_from_cache(const FlatModuleView& m, const StampLayout& l, uint32_t fn, const EncodeCache& c,
-                                const CachedInsts& at, const uint32_t* size, const uint32_t* relocs,
-                                const uint32_t* reloc_start, uint8_t* fn_code, StampReloc* fn_relocs) {
+                                const CachedInsts& at, const uint32_t* prologue_size, const uint32_t* size,
+                                const uint32_t* relocs, const uint32_t* reloc_start, uint8_t* fn_code,
+                                StampReloc* fn_relocs) {
   const FlatFunction& f = m.functions[fn];
+  uint32_t code_at = at.code_begin[fn];
+  if (at.prologue_kept[fn]) {  // right before the first instruction, as in the function's code
+    std::memcpy(fn_code, c.code.data() + code_at, prologue_size[fn]);
+    code_at += prologue_size[fn];
+  } else {
+    stamp_encode_prologue(m, l, fn, fn_code);
+  }
   // The run not placed yet: from the function's first instruction, then from each
   // special one's next.
-  CachedRun run{f.first_inst, at.code_begin[fn], 0, at.reloc_begin[fn], 0};
+  CachedRun run{f.first_inst, code_at, 0, at.reloc_begin[fn], 0};
   for (uint32_t k = at.special_begin[fn]; k < at.special_end[fn]; ++k) {
     const SpecialInst& special = c.special[k];
     const uint32_t i = special.inst;
@@ -274,6 +295,7 @@ struct StampScratch {
   std::vector<CallSiteBuffer> call_sites;  // per worker
   std::vector<EncodeCache> caches;  // per worker
   std::vector<uint32_t> fn_worker, code_begin, code_end, reloc_begin, reloc_end, special_begin, special_end;
+  std::vector<uint8_t> prologue_kept;
 };
 template <class T>
 T* at_least(std::vector<T>& v, size_t n) {
@@ -505,10 +527,10 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
 
   StampLayout layout{inst_slot, alloca_mem, arg_slot, frame_size, nullptr, nullptr, home};
   const bool cached = form == StampForm::per_function;
-  const CachedInsts at{at_least(scratch.fn_worker, F),  at_least(scratch.code_begin, F),
-                       at_least(scratch.code_end, F),   at_least(scratch.reloc_begin, F),
-                       at_least(scratch.reloc_end, F),  at_least(scratch.special_begin, F),
-                       at_least(scratch.special_end, F)};
+  const CachedInsts at{at_least(scratch.fn_worker, F),   at_least(scratch.code_begin, F),
+                       at_least(scratch.code_end, F),    at_least(scratch.reloc_begin, F),
+                       at_least(scratch.reloc_end, F),   at_least(scratch.special_begin, F),
+                       at_least(scratch.special_end, F), at_least(scratch.prologue_kept, F)};
   // This thread's caches, named here: in a worker's body `scratch` would be the worker
   // thread's own (thread_local), as the other arrays are passed as pointers.
   std::vector<EncodeCache>& caches = scratch.caches;
@@ -520,14 +542,15 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
       at.fn_worker[fn] = worker;
       at.special_begin[fn] = static_cast<uint32_t>(c.special.size());
       at.code_begin[fn] = c.code_used, at.reloc_begin[fn] = c.relocs_used;
-      measure_function_into_cache(m, layout, fn, c, size, relocs, call_begin, call_end);
+      at.prologue_kept[fn] =
+          measure_function_into_cache(m, layout, fn, c, prologue_size, size, relocs, call_begin, call_end);
       at.special_end[fn] = static_cast<uint32_t>(c.special.size());
       at.code_end[fn] = c.code_used, at.reloc_end[fn] = c.relocs_used;
     });
   } else {
     stage_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
+    stage_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size); });
   }
-  stage_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size); });
   check_code_size(m, prologue_size, size, relocs);
   out.measure = clock.lap();
 
@@ -581,7 +604,7 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   // Instructions find their function through their block.
   if (cached) {
     stage_for(F, threads, [&](uint32_t fn) {
-      encode_function_from_cache(m, layout, fn, caches[at.fn_worker[fn]], at, size, relocs, reloc_start,
+      encode_function_from_cache(m, layout, fn, caches[at.fn_worker[fn]], at, prologue_size, size, relocs, reloc_start,
                                  out.code.data() + out.code_start[fn], out.relocs.data() + out.reloc_start[fn]);
     });
   } else {
@@ -590,9 +613,9 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
       stamp_encode(m, layout, i, out.code.data() + out.code_start[fn], out.relocs.data() + out.reloc_start[fn],
                    reloc_start);
     });
+    stage_for(F, threads,
+              [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
   }
-  stage_for(F, threads,
-            [&](uint32_t fn) { stamp_encode_prologue(m, layout, fn, out.code.data() + out.code_start[fn]); });
   out.encode = clock.lap();
 
   write_exception_tables(m, scratch, form, threads, inst_offset, block_offset, call_begin, call_end, out);
