@@ -235,7 +235,7 @@ class Supervisor {
       worker_main(sv[1], job_, label_);
     }
     ::close(sv[1]);
-    procs_[k] = Proc{pid, sv[0], {}, -1};
+    procs_[k] = Proc{pid, sv[0], {}, -1, {}};
     if (g_running_worker) *g_running_worker = pid;
   }
 
