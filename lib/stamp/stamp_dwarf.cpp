@@ -366,6 +366,9 @@ class DwarfBuilder {
   uint64_t type_dies_ = 0;   // type DIEs written so far
   uint32_t type_depth_ = 0;  // write_type_die's nesting now
   std::vector<uint32_t> type_offset_;
+  // Per type: type_written's answer, asked once, not at every reference (where it read
+  // the type named, and its class's).
+  std::vector<uint8_t> written_;
   std::vector<std::pair<uint32_t, uint32_t>> type_fixups_;  // (where, type)
   // Variables: where each function's start in d_.variables, and for the function being
   // written, per (inline site, block): its variables, and the code of the blocks that
@@ -760,7 +763,7 @@ class DwarfBuilder {
   void write_global_die(uint32_t w) {
     std::string& b = s_[kInfo].bytes;
     const FlatDebugGlobal& g = d_.globals[globals_[w]];
-    const bool typed = g.type && type_written(d_.types[g.type - 1]);
+    const bool typed = g.type && written_[g.type - 1];
     const bool declared = g.file && g.line, aligned = g.align_bits / 8 != 0;
     Abbreviation a{kTagVariable, false, {}};
     if (!g.name.empty()) a.attributes.push_back({kAtName, kFormStrp});
@@ -812,7 +815,7 @@ class DwarfBuilder {
     return language == 0x01 || language == 0x02 || language == 0x0c || language == 0x10 || language == 0x1d ||
         language == 0x2c;
   }
-  bool has_return_type(const FlatDebugFunction& sp) const { return sp.type && type_written(d_.types[sp.type - 1]); }
+  bool has_return_type(const FlatDebugFunction& sp) const { return sp.type && written_[sp.type - 1]; }
   void add_subprogram_attributes(Abbreviation& a, const FlatDebugFunction& sp) const {
     if (linkage_differs(sp)) a.attributes.push_back({kAtLinkageName, kFormStrp});
     a.attributes.push_back({kAtName, kFormStrp});
@@ -1195,26 +1198,36 @@ class DwarfBuilder {
     return true;
   }
 
+  // A variable's attribute list follows from which attributes it has: its abbreviation
+  // code is kept by those bits (variable_codes_), not looked up by its list for each
+  // variable (most of a unit's DIEs).
   void write_variable_die(const FlatDebugVariable& v) {
     std::string location;
     DieValues die;
-    if (variable_location(v, location)) die.add(kAtLocation, kFormExprloc, 0, location);
-    if (!v.name.empty()) die.add(kAtName, kFormStrp, 0, v.name);
-    if (v.file) die.add(kAtDeclFile, kFormUdata, v.file), die.add(kAtDeclLine, kFormUdata, v.line);
-    add_type(die, kAtType, v.type);
-    if (v.flags & kDebugTypeArtificial) die.add(kAtArtificial, kFormFlagPresent);
-    put_die(v.arg ? kTagFormalParameter : kTagVariable, false, die);
+    uint32_t shape = v.arg ? 1 : 0;
+    if (variable_location(v, location)) die.add(kAtLocation, kFormExprloc, 0, location), shape |= 2;
+    if (!v.name.empty()) die.add(kAtName, kFormStrp, 0, v.name), shape |= 4;
+    if (v.file) die.add(kAtDeclFile, kFormUdata, v.file), die.add(kAtDeclLine, kFormUdata, v.line), shape |= 8;
+    if (v.type && written_[v.type - 1]) die.add(kAtType, kFormRef4, v.type), shape |= 16;
+    if (v.flags & kDebugTypeArtificial) die.add(kAtArtificial, kFormFlagPresent), shape |= 32;
+    uint32_t& code = variable_codes_[shape];
+    if (!code) code = die_abbreviation(v.arg ? kTagFormalParameter : kTagVariable, false, die);
+    put_die_values(code, die);
   }
+  std::array<uint32_t, 64> variable_codes_{};  // by write_variable_die's shape; 0: not yet known
 
   // ---- types ------------------------------------------------------------------
 
   // The DIE's bytes are made in a buffer and appended once (a push_back per byte was
   // a tenth of the writer); relocations and references note where they land.
   void put_die(uint16_t tag, bool children, const DieValues& die) {
+    put_die_values(die_abbreviation(tag, children, die), die);
+  }
+  void put_die_values(uint32_t code, const DieValues& die) {
     std::string& b = s_[kInfo].bytes;
     constexpr size_t kLongExpression = 64;  // longer ones go straight to the section
     ByteBuffer<16 * (kLongExpression + 10) + 10> buf;
-    buf.uleb(die_abbreviation(tag, children, die));
+    buf.uleb(code);
     for (uint8_t k = 0; k < die.count; ++k) {
       const DieValue& v = die.values[k];
       const uint32_t at = static_cast<uint32_t>(b.size() + buf.n);
@@ -1246,7 +1259,7 @@ class DwarfBuilder {
   // for 0, for an element, which has no DIE of its own (DW_AT_discr names one inside its
   // owner), and for a type not written (type_written).
   void add_type(DieValues& die, uint16_t attribute, uint32_t t) {
-    if (t && (attribute == kAtDiscr || type_written(d_.types[t - 1]))) die.add(attribute, kFormRef4, t);
+    if (t && (attribute == kAtDiscr || written_[t - 1])) die.add(attribute, kFormRef4, t);
   }
 
   // Whether a type has a DIE among its scope's: not an element, nor a pointer to member
@@ -1398,9 +1411,10 @@ class DwarfBuilder {
   void plan_types() {
     type_children_ = debug_type_children(d_.types);
     type_offset_.assign(d_.types.size(), 0);
-    scope_types_.build(d_.scopes.size() + 1, static_cast<uint32_t>(d_.types.size()), [&](uint32_t t) {
-      return !d_.types[t].parent_type && type_written(d_.types[t]) ? d_.types[t].scope : ~0u;
-    });
+    written_.resize(d_.types.size());
+    for (size_t t = 0; t < d_.types.size(); ++t) written_[t] = type_written(d_.types[t]);
+    scope_types_.build(d_.scopes.size() + 1, static_cast<uint32_t>(d_.types.size()),
+                       [&](uint32_t t) { return !d_.types[t].parent_type && written_[t] ? d_.types[t].scope : ~0u; });
     first_variable_.assign(flat_.functions.size() + 1, 0);
     for (const FlatDebugVariable& v : d_.variables) ++first_variable_[v.function + 1];
     for (size_t fn = 0; fn < flat_.functions.size(); ++fn) first_variable_[fn + 1] += first_variable_[fn];
