@@ -128,11 +128,56 @@ constexpr uint8_t kStandardOpcodeLengths[kOpcodeBase - 1] = {0, 1, 1, 1, 1, 0, 0
 // The sections, by their index in StampDwarf::sections.
 enum DebugSection : uint32_t { kAbbrev, kInfo, kStr, kLine, kRanges, kDebugSectionCount };
 
+// A section's bytes while they are written: room is made ahead in steps (zeroed once)
+// and each write is a store or a copy and a count, where std::string's push_back and
+// append, kept out of line, were a call with its checks for every write. take() gives
+// them to the section.
+class Bytes {
+ public:
+  size_t size() const { return size_; }
+  char* data() { return s_.data(); }
+  const char* data() const { return s_.data(); }
+  void reserve(size_t n) { s_.reserve(n); }
+  void push_back(char c) {
+    if (size_ == s_.size()) [[unlikely]]
+      grow(1);
+    s_[size_++] = c;
+  }
+  void append(const char* p, size_t n) {
+    if (n > s_.size() - size_) [[unlikely]]
+      grow(n);
+    std::memcpy(s_.data() + size_, p, n);
+    size_ += n;
+  }
+  void append(std::string_view v) { append(v.data(), v.size()); }
+  std::string take() {
+    s_.resize(size_);
+    return std::move(s_);
+  }
+
+ private:
+  // Zeroed a step at a time within what was reserved, so that room reserved and never
+  // written is not touched; past it, doubled.
+  void grow(size_t n) {
+    constexpr size_t kStep = 64 * 1024;
+    const size_t want = size_ + n;
+    size_t to = std::max(want, s_.size() + kStep);
+    if (to > s_.capacity()) to = want <= s_.capacity() ? s_.capacity() : std::max(want, 2 * s_.capacity());
+    s_.resize(to);
+  }
+  std::string s_;
+  size_t size_ = 0;  // written; s_ is zeroed past it
+};
+
 // The encoders build their bytes aside and append them once: a push_back per byte was a
-// tenth of the writer's time on a module with its types.
-void put_u8(std::string& s, uint8_t v) { s.push_back(static_cast<char>(v)); }
-template <class T>
-void put_le(std::string& s, T v) {
+// tenth of the writer's time on a module with its types. (For a section's Bytes, and
+// for a std::string: a variable's location expression.)
+template <class Out>
+void put_u8(Out& s, uint8_t v) {
+  s.push_back(static_cast<char>(v));
+}
+template <class T, class Out>
+void put_le(Out& s, T v) {
   char bytes[sizeof(T)];
   for (size_t i = 0; i < sizeof(T); ++i) bytes[i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
   s.append(bytes, sizeof(T));
@@ -160,29 +205,34 @@ struct ByteBuffer {
   }
   void zero4() { std::memset(bytes + n, 0, 4), n += 4; }
   void append(std::string_view v) { std::memcpy(bytes + n, v.data(), v.size()), n += v.size(); }
-  void flush_to(std::string& s) { s.append(bytes, n), n = 0; }
+  template <class Out>
+  void flush_to(Out& s) {
+    s.append(bytes, n), n = 0;
+  }
 };
 
 // One LEB128 number straight to a section (ByteBuffer's encoders, no copy of them).
-void put_uleb(std::string& s, uint64_t v) {
+template <class Out>
+void put_uleb(Out& s, uint64_t v) {
   if (v < 0x80) return put_u8(s, static_cast<uint8_t>(v));
   ByteBuffer<10> b;
   b.uleb(v);
   b.flush_to(s);
 }
-void put_sleb(std::string& s, int64_t v) {
+template <class Out>
+void put_sleb(Out& s, int64_t v) {
   ByteBuffer<10> b;
   b.sleb(v);
   b.flush_to(s);
 }
 
-void put_cstring(std::string& s, std::string_view v) {
+void put_cstring(Bytes& s, std::string_view v) {
   s.append(v);
   s.push_back('\0');
 }
 // The bytes made aside and copied in one store: a store per byte through operator[]
 // was most of patching the references to types, which are one per variable and member.
-void patch_u32(std::string& s, size_t at, uint32_t v) {
+void patch_u32(Bytes& s, size_t at, uint32_t v) {
   const char bytes[4] = {static_cast<char>(v), static_cast<char>(v >> 8), static_cast<char>(v >> 16),
                          static_cast<char>(v >> 24)};
   std::memcpy(s.data() + at, bytes, 4);
@@ -290,6 +340,7 @@ class DwarfBuilder {
     write_info();
     finish_ranges();
     write_abbreviations();
+    for (uint32_t k = 0; k < kDebugSectionCount; ++k) s_[k].bytes = out_[k].take();
     out.sections = std::move(s_);
     return out;
   }
@@ -302,6 +353,7 @@ class DwarfBuilder {
   const std::string& source_;
   const unsigned version_;
   std::vector<DwarfSection> s_;
+  Bytes out_[kDebugSectionCount];  // s_'s bytes until build() gives them
   static constexpr uint32_t kNoString = ~0u;
   // A slot holds no view of its text: the text is compared where .debug_str holds it,
   // so that a slot is 16 bytes, not 32. The table is sized by the module's DIEs and
@@ -437,12 +489,12 @@ class DwarfBuilder {
   void reserve_sections() {
     const size_t types = d_.types.size(), vars = d_.variables.size(), fns = d_.functions.size(),
                  sites = d_.inline_sites.size(), blocks = d_.blocks.size(), inlined = d_.inlined.size();
-    s_[kInfo].bytes.reserve(1024 + 48 * types + 32 * vars + 96 * fns + 48 * sites + 24 * blocks + 64 * inlined);
+    out_[kInfo].reserve(1024 + 48 * types + 32 * vars + 96 * fns + 48 * sites + 24 * blocks + 64 * inlined);
     s_[kInfo].relocs.reserve(16 + types + vars + 4 * fns + 2 * sites + blocks + 2 * inlined);
-    s_[kStr].bytes.reserve(1024 + 32 * types + 16 * vars + 128 * (fns + inlined));
-    s_[kLine].bytes.reserve(1024 + 6 * d_.locations.size() + 64 * fns + 64 * d_.files.size());
+    out_[kStr].reserve(1024 + 32 * types + 16 * vars + 128 * (fns + inlined));
+    out_[kLine].reserve(1024 + 6 * d_.locations.size() + 64 * fns + 64 * d_.files.size());
     s_[kLine].relocs.reserve(fns + 1);
-    s_[kRanges].bytes.reserve(1024 + 32 * fns + 24 * (sites + blocks));
+    out_[kRanges].reserve(1024 + 32 * fns + 24 * (sites + blocks));
   }
 
   [[noreturn]] void offsets_out_of_order(uint32_t fn) const {
@@ -457,13 +509,13 @@ class DwarfBuilder {
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       StringSlot& slot = string_slots_[i];
       if (slot.offset == kNoString) {
-        slot = {h, static_cast<uint32_t>(s_[kStr].bytes.size()), static_cast<uint32_t>(s.size())};
-        put_cstring(s_[kStr].bytes, s);
+        slot = {h, static_cast<uint32_t>(out_[kStr].size()), static_cast<uint32_t>(s.size())};
+        put_cstring(out_[kStr], s);
         ++string_count_;
         return slot.offset;
       }
       if (slot.hash == h && slot.size == s.size() &&
-          (s.empty() || std::memcmp(s_[kStr].bytes.data() + slot.offset, s.data(), s.size()) == 0))
+          (s.empty() || std::memcmp(out_[kStr].data() + slot.offset, s.data(), s.size()) == 0))
         return slot.offset;
     }
   }
@@ -482,14 +534,14 @@ class DwarfBuilder {
   }
   // A 4-byte offset into another debug section, relocated against its start.
   void put_section_offset(DebugSection in, DebugSection to, uint32_t offset) {
-    std::string& b = s_[in].bytes;
+    Bytes& b = out_[in];
     s_[in].relocs.push_back({static_cast<uint32_t>(b.size()), kReloc32, kDwarfSectionTarget + to, offset});
     put_le<uint32_t>(b, 0);
   }
   void put_strp(DebugSection in, std::string_view s) { put_section_offset(in, kStr, string(s)); }
   // An 8-byte address: function `fn`'s start plus `addend`.
   void put_address(DebugSection in, uint32_t fn, int64_t addend) {
-    std::string& b = s_[in].bytes;
+    Bytes& b = out_[in];
     s_[in].relocs.push_back({static_cast<uint32_t>(b.size()), kReloc64, fn, addend});
     put_le<uint64_t>(b, 0);
   }
@@ -513,7 +565,7 @@ class DwarfBuilder {
 
   // The header's directory and file tables. Files are numbered as flat_debug.h numbers
   // them (from 1); version 5's file 0 is the unit's own source file.
-  void write_line_files(std::string& b) const {
+  void write_line_files(Bytes& b) const {
     std::vector<uint32_t> file_directory;
     std::vector<std::string_view> dirs = line_directories(file_directory);
     if (version_ >= 5) {
@@ -535,7 +587,7 @@ class DwarfBuilder {
   }
 
   void write_line_table() {
-    std::string& b = s_[kLine].bytes;
+    Bytes& b = out_[kLine];
     put_le<uint32_t>(b, 0);  // unit_length, patched below
     put_le<uint16_t>(b, static_cast<uint16_t>(version_));
     if (version_ >= 5) put_u8(b, 8), put_u8(b, 0);  // address and segment selector sizes
@@ -581,7 +633,7 @@ class DwarfBuilder {
       special = uint64_t(line_step - kLineBase) + kOpcodeBase;
     }
     b.u8(static_cast<uint8_t>(special));
-    b.flush_to(s_[kLine].bytes);
+    b.flush_to(out_[kLine]);
     st.address = address, st.line = loc.line;
   }
 
@@ -589,7 +641,7 @@ class DwarfBuilder {
   // LLVM's prologue has), then a row wherever the location of the instruction whose
   // code starts there changes; instructions without code or location add none.
   void write_line_sequence(uint32_t fn) {
-    std::string& b = s_[kLine].bytes;
+    Bytes& b = out_[kLine];
     const FlatFunction& f = flat_.functions[fn];
     const FlatDebugFunction& sp = d_.functions[fn];
     put_u8(b, 0), put_uleb(b, 9), put_u8(b, kLneSetAddress);
@@ -627,7 +679,7 @@ class DwarfBuilder {
   // ---- the unit's code ranges ----------------------------------------------------
 
   void write_unit_ranges() {
-    std::string& b = s_[kRanges].bytes;
+    Bytes& b = out_[kRanges];
     if (version_ >= 5) {
       put_le<uint32_t>(b, 0);  // unit_length, patched below
       put_le<uint16_t>(b, 5);
@@ -647,19 +699,19 @@ class DwarfBuilder {
   }
 
   void end_range_list() {
-    std::string& b = s_[kRanges].bytes;
+    Bytes& b = out_[kRanges];
     if (version_ >= 5) put_u8(b, kRleEndOfList);
     else put_le<uint64_t>(b, 0), put_le<uint64_t>(b, 0);
   }
 
   // Version 5's lists share one header, whose length counts them all.
   void finish_ranges() {
-    if (version_ >= 5) patch_u32(s_[kRanges].bytes, 0, static_cast<uint32_t>(s_[kRanges].bytes.size() - 4));
+    if (version_ >= 5) patch_u32(out_[kRanges], 0, static_cast<uint32_t>(out_[kRanges].size() - 4));
   }
 
   // A list of code ranges of function `fn`; returns where it starts.
   uint32_t range_list(uint32_t fn, const std::vector<std::pair<uint32_t, uint32_t>>& ranges) {
-    std::string& b = s_[kRanges].bytes;
+    Bytes& b = out_[kRanges];
     const uint32_t at = static_cast<uint32_t>(b.size());
     for (auto [begin, end] : ranges) {
       if (version_ >= 5) put_u8(b, kRleStartLength), put_address(kRanges, fn, begin), put_uleb(b, end - begin);
@@ -725,7 +777,7 @@ class DwarfBuilder {
   }
 
   void write_unit_die() {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     Abbreviation a{kTagCompileUnit, true, {{kAtProducer, kFormStrp}}};
     if (d_.language) a.attributes.push_back({kAtLanguage, kFormData2});
     a.attributes.insert(a.attributes.end(), {{kAtName, kFormStrp},
@@ -761,7 +813,7 @@ class DwarfBuilder {
   // (DW_OP_const8u, relocated DTPOFF64) and the debugger's TLS lookup
   // (DW_OP_GNU_push_tls_address), as LLVM writes it for gdb on Linux.
   void write_global_die(uint32_t w) {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     const FlatDebugGlobal& g = d_.globals[globals_[w]];
     const bool typed = g.type && written_[g.type - 1];
     const bool declared = g.file && g.line, aligned = g.align_bits / 8 != 0;
@@ -789,7 +841,7 @@ class DwarfBuilder {
 
   // The abstract subprogram of an inlined callee, which its inlined calls point to.
   void write_abstract_die(uint32_t k) {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     const FlatDebugFunction& sp = d_.inlined[k];
     abstract_offset_[k] = static_cast<uint32_t>(b.size());
     Abbreviation a{kTagSubprogram, false, {}};
@@ -826,7 +878,7 @@ class DwarfBuilder {
     if (sp.main_subprogram) a.attributes.push_back({kAtMainSubprogram, kFormFlagPresent});
   }
   void put_subprogram_values(const FlatDebugFunction& sp) {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     if (linkage_differs(sp)) put_strp(kInfo, sp.linkage_name);
     put_strp(kInfo, sp.name);
     if (sp.file) put_uleb(b, sp.file), put_uleb(b, sp.line);
@@ -879,7 +931,7 @@ class DwarfBuilder {
   // An inlined call's DIE up to its contents: where its code is, its callee, its call.
   // Returns whether it has contents (write_scope_contents writes them, then its end).
   bool write_site_header(uint32_t fn, uint32_t s, uint32_t body) {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     const FlatDebugInlineSite& site = d_.inline_sites[s - 1];
     const auto& code = site_code_[s];
     const bool inner = has_contents(body);
@@ -899,7 +951,7 @@ class DwarfBuilder {
 
   // low_pc and high_pc for one range, else a range list (the abbreviation says which).
   void put_code_ranges(uint32_t fn, const std::vector<std::pair<uint32_t, uint32_t>>& code) {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     if (code.size() == 1) put_address(kInfo, fn, code[0].first), put_le<uint32_t>(b, code[0].second - code[0].first);
     else put_section_offset(kInfo, kRanges, range_list(fn, code));
   }
@@ -907,7 +959,7 @@ class DwarfBuilder {
   // A namespace, or a declaration of the type a method belongs to: what a debugger
   // qualifies the subprograms inside it with.
   void write_scope_die(uint32_t s) {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     const FlatDebugScope& scope = d_.scopes[s - 1];
     Abbreviation a{scope.tag, true, {}};
     if (!scope.name.empty()) a.attributes.push_back({kAtName, kFormStrp});
@@ -919,7 +971,7 @@ class DwarfBuilder {
   }
 
   void write_subprogram_die(uint32_t fn) {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     const FlatDebugFunction& sp = d_.functions[fn];
     site_ranges(fn);
     scope_plan(fn);
@@ -1145,7 +1197,7 @@ class DwarfBuilder {
       } else {
         const bool ends_die = f.ends_die;
         contents_walk_.pop_back();
-        if (ends_die) put_u8(s_[kInfo].bytes, 0);
+        if (ends_die) put_u8(out_[kInfo], 0);
       }
     }
   }
@@ -1172,7 +1224,7 @@ class DwarfBuilder {
     Abbreviation a{kTagLexicalBlock, true, {}};
     if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
     else a.attributes.push_back({kAtRanges, kFormSecOffset});
-    put_uleb(s_[kInfo].bytes, abbreviation(std::move(a)));
+    put_uleb(out_[kInfo], abbreviation(std::move(a)));
     put_code_ranges(fn, code);
   }
 
@@ -1224,7 +1276,7 @@ class DwarfBuilder {
     put_die_values(die_abbreviation(tag, children, die), die);
   }
   void put_die_values(uint32_t code, const DieValues& die) {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     constexpr size_t kLongExpression = 64;  // longer ones go straight to the section
     ByteBuffer<16 * (kLongExpression + 10) + 10> buf;
     buf.uleb(code);
@@ -1317,7 +1369,7 @@ class DwarfBuilder {
 
   // A type's DIE and, inside it, the DIEs it contains (debug_type_children).
   void write_type_die(uint32_t t) {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     const FlatDebugType& ty = d_.types[t];
     // As debug_type_nesting_defect bounds a flat file's types: a type that contains
     // itself would recurse without end, and shared elements could multiply the DIEs.
@@ -1327,7 +1379,7 @@ class DwarfBuilder {
     write_type_die_at(t, ty, b);
     --type_depth_;
   }
-  void write_type_die_at(uint32_t t, const FlatDebugType& ty, std::string& b) {
+  void write_type_die_at(uint32_t t, const FlatDebugType& ty, Bytes& b) {
     if (!type_offset_[t]) type_offset_[t] = static_cast<uint32_t>(b.size());
     DieValues die;
     switch (ty.tag) {
@@ -1383,7 +1435,7 @@ class DwarfBuilder {
   // A variant part: its discriminator member, then each member in a DW_TAG_variant
   // with its discriminant value (none: the default variant), as LLVM writes Rust's enums.
   void write_variants(uint32_t t) {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     const FlatDebugType& part = d_.types[t];
     const bool is_unsigned = discriminant_unsigned(part.discriminator);
     for (const uint32_t* it = type_children_.begin(t); it != type_children_.end(t); ++it) {
@@ -1434,7 +1486,7 @@ class DwarfBuilder {
   }
 
   void write_info() {
-    std::string& b = s_[kInfo].bytes;
+    Bytes& b = out_[kInfo];
     // Room for what the types and variables will need, found once rather than by
     // growing (a DIE takes some 12 bytes and a string relocation or two).
     const size_t dies =
@@ -1482,7 +1534,7 @@ class DwarfBuilder {
   }
 
   void write_abbreviations() {
-    std::string& b = s_[kAbbrev].bytes;
+    Bytes& b = out_[kAbbrev];
     for (size_t i = 0; i < abbreviations_.size(); ++i) {
       const Abbreviation& a = abbreviations_[i];
       put_uleb(b, i + 1), put_uleb(b, a.tag), put_u8(b, a.children ? 1 : 0);
