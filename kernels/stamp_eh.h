@@ -83,13 +83,15 @@ KILN_HD inline bool joins_run(uint32_t previous_end, uint32_t previous_pad, uint
 // `cursor` is where the previous run ended (0: none).
 KILN_HD inline uint32_t run_call_sites(uint32_t begin, uint32_t end, uint32_t pad, uint32_t action, uint32_t cursor,
                                        uint32_t last_call, LsdaWriter& w) {
-  uint32_t size = call_site_size(begin, end - begin, pad, action);
   const bool gap = last_call > cursor;
-  if (gap) size += call_site_size(cursor, begin - cursor, 0, 0);
-  if (w.out) {
+  if (w.out) {  // the size is what is written
+    const uint32_t at = w.pos;
     if (gap) put_call_site(w, cursor, begin - cursor, 0, 0);
     put_call_site(w, begin, end - begin, pad, action);
+    return w.pos - at;
   }
+  uint32_t size = call_site_size(begin, end - begin, pad, action);
+  if (gap) size += call_site_size(cursor, begin - cursor, 0, 0);
   return size;
 }
 

@@ -1548,18 +1548,23 @@ KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const Stamp
     e.u32(8 * p.stack_slot);
   }
   place = SysvArgs{};
+  const bool one_each = in_registers && all.ints == count - 1;  // one register each, in order: no i128
   for (uint32_t a = 1; a < count; ++a) {
     const FlatOperand& op = ops[a];
-    const bool is_float = op.flags & kOperandFloat, wide = op.width == kWideBits;
-    const ArgPlace p = place.next(is_float, wide);
-    if (!p.in_register || is_float) continue;
-    if (wide) {
-      load_wide(e, l, op, argument_register(p.reg), argument_register(p.reg + 1));
-      continue;
+    uint32_t reg = one_each ? argument_register(a - 1) : 0;
+    if (!one_each) {
+      const bool is_float = op.flags & kOperandFloat, wide = op.width == kWideBits;
+      const ArgPlace p = place.next(is_float, wide);
+      if (!p.in_register || is_float) continue;
+      if (wide) {
+        load_wide(e, l, op, argument_register(p.reg), argument_register(p.reg + 1));
+        continue;
+      }
+      reg = argument_register(p.reg);
     }
-    if (static_cast<int>(a) == held) mov_rr(e, argument_register(p.reg), RAX);
-    else load_operand(e, l, op, argument_register(p.reg));
-    if (op.flags & kOperandSignExt) sign_extend(e, argument_register(p.reg), op.width);
+    if (static_cast<int>(a) == held) mov_rr(e, reg, RAX);
+    else load_operand(e, l, op, reg);
+    if (op.flags & kOperandSignExt) sign_extend(e, reg, op.width);
   }
   if (ops[0].kind != kOperandSymbol) load_operand(e, l, ops[0], R11);
   if ((in.aux & kCallVarargs) && all.floats) e.byte(0xB8), e.u32(all.floats);  // mov eax, n: vector registers used

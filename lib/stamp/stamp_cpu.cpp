@@ -55,6 +55,9 @@ struct EncodeCache {
   std::vector<StampReloc> relocs;
   std::vector<StampJumpSite> jumps;
   uint32_t code_used = 0, relocs_used = 0, jumps_used = 0;
+  // The bytes and relocations measured, kept or not, prologues included: what
+  // check_code_size sums.
+  uint64_t code_measured = 0, relocs_measured = 0;
   // The special instructions, in order: relax and encode walk these and copy the runs
   // between them, not every instruction; the other instructions' places in the cache
   // need not be kept (a run lies from the end of one special to the next's start).
@@ -124,6 +127,7 @@ bool measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
   set_room();
   encode_prologue(e, m, l, fn);  // sets e.frame_bias, the function's
   prologue_size[fn] = e.pos - c.code_used;
+  uint64_t code_measured = prologue_size[fn], relocs_measured = 0;
   const bool prologue_kept = e.pos <= code_end;
   if (!prologue_kept) e.pos = c.code_used;
   const uint8_t* home = l.home;
@@ -147,6 +151,7 @@ bool measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
     const uint32_t n = e.pos - code_used, r = e.reloc_count - relocs_used, k_jumps = e.jump_count - jumps_used;
     size[i] = n;
     relocs[i] = r;
+    code_measured += n, relocs_measured += r;
     call_begin[i] = e.call_begin - code_used;  // instruction-relative, as in stamp_measure
     call_end[i] = e.call_end - code_used;
     const bool keep = e.pos <= code_end && e.reloc_count <= relocs_end && e.jump_count <= e.jump_room;
@@ -157,6 +162,7 @@ bool measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
     for (uint32_t k = jumps_used; k < e.jump_count; ++k) e.jumps[k].pos -= code_used;
   }
   c.code_used = e.pos, c.relocs_used = e.reloc_count, c.jumps_used = e.jump_count;
+  c.code_measured += code_measured, c.relocs_measured += relocs_measured;
   return prologue_kept;
 }
 
@@ -478,6 +484,11 @@ void write_exception_tables(const FlatModuleView& m, StampScratch& scratch, Stam
 // aggregate of 4 GB in one instruction asks for that).
 static constexpr uint64_t kMaxModuleCode = uint64_t(256) << 20;
 
+static void check_code_size(uint64_t code, uint64_t reloc_total) {
+  if (code > kMaxModuleCode || reloc_total > kMaxModuleCode)
+    throw KilnError(kExitBadInput, "", "its code would take more than 256 MiB (" + std::to_string(code) + " bytes)");
+}
+// The sums of the measured sizes, where the encode caches did not count them.
 static void check_code_size(const FlatModuleView& m, const uint32_t* prologue_size, const uint32_t* size,
                             const uint32_t* relocs) {
   uint64_t code = 0, reloc_total = 0;
@@ -486,8 +497,7 @@ static void check_code_size(const FlatModuleView& m, const uint32_t* prologue_si
     code += size[i];
     reloc_total += relocs[i];
   }
-  if (code > kMaxModuleCode || reloc_total > kMaxModuleCode)
-    throw KilnError(kExitBadInput, "", "its code would take more than 256 MiB (" + std::to_string(code) + " bytes)");
+  check_code_size(code, reloc_total);
 }
 
 StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm form) {
@@ -536,7 +546,8 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
   std::vector<EncodeCache>& caches = scratch.caches;
   if (cached) {
     caches.resize(std::max<size_t>(caches.size(), std::max(1u, threads)));
-    for (EncodeCache& c : caches) c.code_used = c.relocs_used = c.jumps_used = 0, c.special.clear();
+    for (EncodeCache& c : caches)
+      c.code_used = c.relocs_used = c.jumps_used = 0, c.code_measured = c.relocs_measured = 0, c.special.clear();
     stage_for_workers(F, threads, [&](uint32_t fn, unsigned worker) {
       EncodeCache& c = caches[worker];
       at.fn_worker[fn] = worker;
@@ -551,7 +562,13 @@ StampOutput run_stamp_cpu(const FlatModuleView& m, unsigned threads, StampForm f
     stage_for(N, threads, [&](uint32_t i) { stamp_measure(m, layout, i, size, relocs, call_begin, call_end); });
     stage_for(F, threads, [&](uint32_t fn) { stamp_measure_prologue(m, layout, fn, prologue_size); });
   }
-  check_code_size(m, prologue_size, size, relocs);
+  if (cached) {
+    uint64_t code = 0, reloc_total = 0;
+    for (const EncodeCache& c : caches) code += c.code_measured, reloc_total += c.relocs_measured;
+    check_code_size(code, reloc_total);
+  } else {
+    check_code_size(m, prologue_size, size, relocs);
+  }
   out.measure = clock.lap();
 
   // Offsets twice: of the long layout (every jump rel32), then, with the jumps measured
