@@ -764,6 +764,15 @@ class DwarfBuilder {
     return abbreviation(std::move(a));
   }
 
+  // The DIEs whose attribute list follows from their kind and a few bits of their
+  // fields (variables, subprograms, inlined calls, blocks: most of a unit's DIEs) keep
+  // their abbreviation code by those bits, where the list was made and looked up for
+  // every DIE. 0: not known yet.
+  enum ShapeKind { kShapeVariable, kShapeSubprogram, kShapeAbstract, kShapeSite, kShapeBlock, kShapeKinds };
+  static constexpr uint32_t kShapeBits = 7;
+  std::array<std::array<uint32_t, 1u << kShapeBits>, kShapeKinds> shape_codes_{};
+  uint32_t& shaped_code(ShapeKind kind, uint32_t bits) { return shape_codes_[kind][bits]; }
+
   void grow_abbreviations() {
     std::vector<std::pair<uint64_t, uint32_t>> old(std::max<size_t>(64, 2 * abbreviation_slots_.size()));
     old.swap(abbreviation_slots_);
@@ -844,10 +853,14 @@ class DwarfBuilder {
     Bytes& b = out_[kInfo];
     const FlatDebugFunction& sp = d_.inlined[k];
     abstract_offset_[k] = static_cast<uint32_t>(b.size());
-    Abbreviation a{kTagSubprogram, false, {}};
-    add_subprogram_attributes(a, sp);
-    a.attributes.push_back({kAtInline, kFormData1});
-    put_uleb(b, abbreviation(std::move(a)));
+    uint32_t& code = shaped_code(kShapeAbstract, subprogram_shape(sp));
+    if (!code) {
+      Abbreviation a{kTagSubprogram, false, {}};
+      add_subprogram_attributes(a, sp);
+      a.attributes.push_back({kAtInline, kFormData1});
+      code = abbreviation(std::move(a));
+    }
+    put_uleb(b, code);
     put_subprogram_values(sp);
     put_u8(b, kInlineInlined);
   }
@@ -868,6 +881,11 @@ class DwarfBuilder {
         language == 0x2c;
   }
   bool has_return_type(const FlatDebugFunction& sp) const { return sp.type && written_[sp.type - 1]; }
+  // Which of add_subprogram_attributes' optional attributes a subprogram has.
+  uint32_t subprogram_shape(const FlatDebugFunction& sp) const {
+    return (linkage_differs(sp) ? 1 : 0) | (sp.file ? 2 : 0) | (prototyped_in_unit(sp) ? 4 : 0) |
+        (has_return_type(sp) ? 8 : 0) | (!sp.local_to_unit ? 16 : 0) | (sp.main_subprogram ? 32 : 0);
+  }
   void add_subprogram_attributes(Abbreviation& a, const FlatDebugFunction& sp) const {
     if (linkage_differs(sp)) a.attributes.push_back({kAtLinkageName, kFormStrp});
     a.attributes.push_back({kAtName, kFormStrp});
@@ -935,13 +953,18 @@ class DwarfBuilder {
     const FlatDebugInlineSite& site = d_.inline_sites[s - 1];
     const auto& code = site_code_[s];
     const bool inner = has_contents(body);
-    Abbreviation a{kTagInlinedSubroutine, inner, {{kAtAbstractOrigin, kFormRef4}}};
-    if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
-    else a.attributes.push_back({kAtRanges, kFormSecOffset});
-    if (site.call_file)
-      a.attributes.insert(a.attributes.end(),
-                          {{kAtCallFile, kFormUdata}, {kAtCallLine, kFormUdata}, {kAtCallColumn, kFormUdata}});
-    put_uleb(b, abbreviation(std::move(a)));
+    uint32_t& abbreviation_code =
+        shaped_code(kShapeSite, (inner ? 1 : 0) | (code.size() == 1 ? 2 : 0) | (site.call_file ? 4 : 0));
+    if (!abbreviation_code) {
+      Abbreviation a{kTagInlinedSubroutine, inner, {{kAtAbstractOrigin, kFormRef4}}};
+      if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
+      else a.attributes.push_back({kAtRanges, kFormSecOffset});
+      if (site.call_file)
+        a.attributes.insert(a.attributes.end(),
+                            {{kAtCallFile, kFormUdata}, {kAtCallLine, kFormUdata}, {kAtCallColumn, kFormUdata}});
+      abbreviation_code = abbreviation(std::move(a));
+    }
+    put_uleb(b, abbreviation_code);
     origin_fixups_.push_back({static_cast<uint32_t>(b.size()), site.callee - 1});
     put_le<uint32_t>(b, 0);
     put_code_ranges(fn, code);
@@ -978,9 +1001,15 @@ class DwarfBuilder {
     const bool contents = has_contents(kFunctionBody);
     const uint32_t *statics = function_globals_.begin(fn + 1), *statics_end = function_globals_.end(fn + 1);
     const bool children = contents || statics != statics_end;
-    Abbreviation a{kTagSubprogram, children, {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
-    add_subprogram_attributes(a, sp);
-    put_uleb(b, abbreviation(std::move(a)));
+    uint32_t& code = shaped_code(kShapeSubprogram, subprogram_shape(sp) | (children ? 64 : 0));
+    if (!code) {
+      Abbreviation a{kTagSubprogram,
+                     children,
+                     {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}, {kAtFrameBase, kFormExprloc}}};
+      add_subprogram_attributes(a, sp);
+      code = abbreviation(std::move(a));
+    }
+    put_uleb(b, code);
     put_address(kInfo, fn, 0);
     put_le<uint32_t>(b, code_.code_size[fn]);
     put_uleb(b, 1), put_u8(b, kOpReg6);
@@ -1221,10 +1250,14 @@ class DwarfBuilder {
   // A lexical block's DIE up to its contents (write_scope_contents writes them).
   void write_block_header(uint32_t fn, uint32_t scope) {
     const auto& code = block_code_[scope];
-    Abbreviation a{kTagLexicalBlock, true, {}};
-    if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
-    else a.attributes.push_back({kAtRanges, kFormSecOffset});
-    put_uleb(out_[kInfo], abbreviation(std::move(a)));
+    uint32_t& abbreviation_code = shaped_code(kShapeBlock, code.size() == 1 ? 1 : 0);
+    if (!abbreviation_code) {
+      Abbreviation a{kTagLexicalBlock, true, {}};
+      if (code.size() == 1) a.attributes.insert(a.attributes.end(), {{kAtLowPc, kFormAddr}, {kAtHighPc, kFormData4}});
+      else a.attributes.push_back({kAtRanges, kFormSecOffset});
+      abbreviation_code = abbreviation(std::move(a));
+    }
+    put_uleb(out_[kInfo], abbreviation_code);
     put_code_ranges(fn, code);
   }
 
@@ -1250,9 +1283,7 @@ class DwarfBuilder {
     return true;
   }
 
-  // A variable's attribute list follows from which attributes it has: its abbreviation
-  // code is kept by those bits (variable_codes_), not looked up by its list for each
-  // variable (most of a unit's DIEs).
+  // A variable's attribute list follows from which attributes it has (shaped_code).
   void write_variable_die(const FlatDebugVariable& v) {
     std::string location;
     DieValues die;
@@ -1262,11 +1293,10 @@ class DwarfBuilder {
     if (v.file) die.add(kAtDeclFile, kFormUdata, v.file), die.add(kAtDeclLine, kFormUdata, v.line), shape |= 8;
     if (v.type && written_[v.type - 1]) die.add(kAtType, kFormRef4, v.type), shape |= 16;
     if (v.flags & kDebugTypeArtificial) die.add(kAtArtificial, kFormFlagPresent), shape |= 32;
-    uint32_t& code = variable_codes_[shape];
+    uint32_t& code = shaped_code(kShapeVariable, shape);
     if (!code) code = die_abbreviation(v.arg ? kTagFormalParameter : kTagVariable, false, die);
     put_die_values(code, die);
   }
-  std::array<uint32_t, 64> variable_codes_{};  // by write_variable_die's shape; 0: not yet known
 
   // ---- types ------------------------------------------------------------------
 
