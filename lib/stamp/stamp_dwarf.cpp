@@ -156,13 +156,12 @@ class Bytes {
   }
 
  private:
-  // Zeroed a step at a time within what was reserved, so that room reserved and never
-  // written is not touched; past it, doubled.
+  // Zeroed as it fills, twice what is written at a time (within what was reserved),
+  // so that room reserved and never written is not touched.
   void grow(size_t n) {
-    constexpr size_t kStep = 64 * 1024;
     const size_t want = size_ + n;
-    size_t to = std::max(want, s_.size() + kStep);
-    if (to > s_.capacity()) to = want <= s_.capacity() ? s_.capacity() : std::max(want, 2 * s_.capacity());
+    size_t to = std::max({want, 2 * s_.size(), size_t(256)});
+    if (to > s_.capacity() && want <= s_.capacity()) to = s_.capacity();
     s_.resize(to);
   }
   std::string s_;
