@@ -289,12 +289,59 @@ struct DieValue {
 [[noreturn]] [[gnu::cold]] void too_many_attributes() {
   throw KilnError(kExitInternal, "", "a DIE with more than 16 attributes");
 }
+// The (attribute, form) pairs a type's DIE may have, a bit each in DieValues::pairs:
+// where one place adds the attributes, always in one order, which pairs a DIE of a
+// given tag has fixes its list (type_abbreviation). A switch, which the compiler folds
+// where add() is given constants.
+constexpr uint64_t kOtherPair = uint64_t(1) << 63;  // a pair not listed: looked up by its list
+constexpr uint64_t pair_bit(uint16_t attribute, uint8_t form) {
+  auto bit = [form](uint8_t expected, int k) { return form == expected ? uint64_t(1) << k : kOtherPair; };
+  switch (attribute) {
+    case kAtType:
+      return bit(kFormRef4, 0);
+    case kAtName:
+      return bit(kFormStrp, 1);
+    case kAtDeclFile:
+      return bit(kFormUdata, 2);
+    case kAtDeclLine:
+      return bit(kFormUdata, 3);
+    case kAtBitSize:
+      return bit(kFormUdata, 4);
+    case kAtDataBitOffset:
+      return bit(kFormUdata, 5);
+    case kAtDataMemberLocation:
+      return bit(kFormUdata, 6);
+    case kAtAlignment:
+      return bit(kFormUdata, 7);
+    case kAtCount:
+      return bit(kFormUdata, 8);
+    case kAtConstValue:
+      return form == kFormSdata ? uint64_t(1) << 9 : bit(kFormUdata, 10);
+    case kAtDiscr:
+      return bit(kFormRef4, 11);
+    case kAtByteSize:
+      return bit(kFormUdata, 12);
+    case kAtEncoding:
+      return bit(kFormData1, 13);
+    case kAtContainingType:
+      return bit(kFormRef4, 14);
+    case kAtDeclaration:
+      return bit(kFormFlagPresent, 15);
+    case kAtArtificial:
+      return bit(kFormFlagPresent, 16);
+    default:
+      return kOtherPair;
+  }
+}
 struct DieValues {
   DieValue values[16];
   uint8_t count = 0;
-  void add(uint16_t attribute, uint8_t form, uint64_t number = 0, std::string_view text = {}) {
+  uint64_t pairs = 0;  // pair_bit of each value
+  // Inline, so that pair_bit folds to a constant.
+  [[gnu::always_inline]] void add(uint16_t attribute, uint8_t form, uint64_t number = 0, std::string_view text = {}) {
     if (count == std::size(values)) [[unlikely]] too_many_attributes();
     values[count++] = {attribute, form, number, text.data(), text.size()};
+    pairs |= pair_bit(attribute, form);
   }
 };
 
@@ -771,6 +818,47 @@ class DwarfBuilder {
   static constexpr uint32_t kShapeBits = 7;
   std::array<std::array<uint32_t, 1u << kShapeBits>, kShapeKinds> shape_codes_{};
   uint32_t& shaped_code(ShapeKind kind, uint32_t bits) { return shape_codes_[kind][bits]; }
+
+  // A type's DIE's code, kept by its tag, children flag and pairs (write_type_die_at
+  // adds each kind of type's attributes in one order): most types' lists were hashed
+  // and compared with their shape's.
+  struct TypeShapeSlot {
+    uint64_t pairs;
+    uint32_t tag_children, code;  // tag_children: the count, tag and children flag; code 0: free
+  };
+  std::vector<TypeShapeSlot> type_shapes_;
+  size_t type_shape_count_ = 0;
+  uint32_t type_abbreviation(uint16_t tag, bool children, const DieValues& die) {
+    if (die.pairs & kOtherPair) [[unlikely]]
+      return die_abbreviation(tag, children, die);
+    if (2 * (type_shape_count_ + 1) > type_shapes_.size()) grow_type_shapes();
+    // (The count too: a pair added twice would not show in the pairs.)
+    const uint32_t tag_children = uint32_t(die.count) << 17 | uint32_t(tag) << 1 | children;
+    const size_t mask = type_shapes_.size() - 1;
+    for (size_t i = type_shape_hash(die.pairs, tag_children) & mask;; i = (i + 1) & mask) {
+      TypeShapeSlot& slot = type_shapes_[i];
+      if (slot.code == 0) {
+        ++type_shape_count_;
+        slot = {die.pairs, tag_children, die_abbreviation(tag, children, die)};
+        return slot.code;
+      }
+      if (slot.pairs == die.pairs && slot.tag_children == tag_children) return slot.code;
+    }
+  }
+  static size_t type_shape_hash(uint64_t pairs, uint32_t tag_children) {
+    return hash_fold(pairs ^ 0x9e3779b97f4a7c15ull, tag_children);
+  }
+  void grow_type_shapes() {
+    std::vector<TypeShapeSlot> old(std::max<size_t>(64, 2 * type_shapes_.size()), TypeShapeSlot{0, 0, 0});
+    old.swap(type_shapes_);
+    const size_t mask = type_shapes_.size() - 1;
+    for (const TypeShapeSlot& slot : old) {
+      if (!slot.code) continue;
+      size_t i = type_shape_hash(slot.pairs, slot.tag_children) & mask;
+      while (type_shapes_[i].code) i = (i + 1) & mask;
+      type_shapes_[i] = slot;
+    }
+  }
 
   void grow_abbreviations() {
     std::vector<std::pair<uint64_t, uint32_t>> old(std::max<size_t>(64, 2 * abbreviation_slots_.size()));
@@ -1437,7 +1525,7 @@ class DwarfBuilder {
     }
     if (ty.flags & kDebugTypeArtificial) die.add(kAtArtificial, kFormFlagPresent);
     const bool children = type_children_.count(t) || (ty.tag == kTagSubroutineType && !ty.elements.empty());
-    put_die(ty.tag, children, die);
+    put_die_values(type_abbreviation(ty.tag, children, die), die);
     if (!children) return;
     if (ty.tag == kTagSubroutineType) {
       write_parameter_types(ty);
