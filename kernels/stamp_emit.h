@@ -1504,7 +1504,8 @@ KILN_HD inline void load_rax(Emitter& e, const FlatModuleView& m, const StampLay
 }
 
 // A call's arguments, the call itself and its result; `count` operands (callee + args).
-KILN_HD inline void encode_call(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i, uint32_t count) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_call(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i,
+                                                  uint32_t count) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
@@ -1617,7 +1618,8 @@ KILN_HD inline bool operand_in_frame(const StampLayout& l, const FlatOperand& op
 
 // A binary operation: the left operand in rax, the right one an immediate, a memory
 // operand (operand_in_frame) or in rcx.
-KILN_HD inline void encode_binary_op(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_binary_op(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                       uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t at = 0;
@@ -1923,7 +1925,8 @@ KILN_HD inline void on_r11(Emitter& e, uint32_t w, bool lock, bool two_byte, uin
 // atomicrmw: the old value comes back in rax (normalised). xchg and add (sub as add
 // of the negation) are single locked instructions; and, or, xor and nand loop on
 // lock cmpxchg until no other thread changed the value in between.
-KILN_HD inline void encode_atomic_rmw(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_atomic_rmw(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                        uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   uint32_t w = ops[1].width;
@@ -1964,7 +1967,8 @@ KILN_HD inline void encode_atomic_rmw(Emitter& e, const FlatModuleView& m, const
 
 // cmpxchg: {old, success}. lock cmpxchg compares rax with [r11]: equal, it stores rcx
 // (ZF set; rax keeps the old value, which was rax); else it loads the old value into rax.
-KILN_HD inline void encode_cmpxchg(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_cmpxchg(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                     uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   uint32_t w = ops[1].width;
@@ -1980,7 +1984,8 @@ KILN_HD inline void encode_cmpxchg(Emitter& e, const FlatModuleView& m, const St
 }
 
 // load: from a frame address directly, else through the address in rax.
-KILN_HD inline void encode_load(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_load(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                  uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
@@ -2026,7 +2031,8 @@ KILN_HD inline void encode_load(Emitter& e, const FlatModuleView& m, const Stamp
 }
 
 // getelementptr: the base plus each index times its stride, plus the constant offset.
-KILN_HD inline void encode_gep(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_gep(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                 uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
@@ -2056,7 +2062,8 @@ KILN_HD inline void encode_gep(Emitter& e, const FlatModuleView& m, const StampL
 }
 
 // extractvalue: a field of an aggregate in the frame (0 from undef, poison or zero).
-KILN_HD inline void encode_extract(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_extract(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                     uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
@@ -2081,7 +2088,8 @@ KILN_HD inline void encode_extract(Emitter& e, const FlatModuleView& m, const St
 }
 
 // insertvalue: the aggregate copied (or zeroed) into the slot, then the field stored.
-KILN_HD inline void encode_insert(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_insert(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                    uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
@@ -2102,7 +2110,8 @@ KILN_HD inline void encode_insert(Emitter& e, const FlatModuleView& m, const Sta
 
 // icmp: cmp rax, rcx (sign-extended for signed predicates), then setcc into the slot,
 // or nothing more when the conditional branch right after jumps on the flags.
-KILN_HD inline void encode_icmp(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_icmp(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                  uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   const bool feeds_select = compare_feeds_select(m, l, i);
@@ -2171,7 +2180,8 @@ KILN_HD inline bool compare_flags_reach(const FlatModuleView& m, const StampLayo
 }
 
 // Conditional branch: phi copies, then a jump on the flags or on bit 0 of the condition.
-KILN_HD inline void encode_cond_br(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_cond_br(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                     uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   const FlatOperand rax = phi_copies(e, m, l, i);
@@ -2208,7 +2218,8 @@ KILN_HD inline void encode_switch_wide(Emitter& e, const StampLayout& l, const F
 }
 
 // switch: phi copies, then a compare and je per case, then a jump to the default.
-KILN_HD inline void encode_switch(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_switch(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                    uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   const FlatOperand rax = phi_copies(e, m, l, i);
@@ -2229,7 +2240,8 @@ KILN_HD inline void encode_switch(Emitter& e, const FlatModuleView& m, const Sta
 }
 
 // ret: the value in rax (rax and rdx for a pair; the sret pointer in rax), then leave; ret.
-KILN_HD inline void encode_ret(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_ret(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                 uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   const FlatFunction& f = m.functions[m.blocks[in.block].function];
@@ -2426,7 +2438,8 @@ KILN_HD inline void encode_wide_from_float_sat(Emitter& e, const StampLayout& l,
   store_wide(e, dst, RAX, RDX);
 }
 
-KILN_HD inline void encode_wide(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_wide(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                  uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   int32_t dst = slot_disp(l, i);
@@ -2686,7 +2699,8 @@ KILN_HD inline void encode_float_arithmetic(Emitter& e, const FlatModuleView& m,
 // Negation and absolute value flip or clear the sign bit in rax, as LLVM's fneg and
 // fabs do to any value, NaN included. Out-of-range fptosi/fptoui are poison in LLVM:
 // whatever the conversion gives will do.
-KILN_HD inline void encode_float(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_float(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                   uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   uint32_t w = in.width, from = ops[0].width;
@@ -2761,7 +2775,7 @@ KILN_HD inline void encode_float(Emitter& e, const FlatModuleView& m, const Stam
 // A phi: its shadow to its slot, through r11 or rcx: a landing pad's rax and rdx must
 // survive. An aggregate's shadow is the second half of its slot; an i128's the second
 // 16 bytes. A phi with kPhiDirect has no shadow and no code.
-KILN_HD inline void encode_phi(Emitter& e, const FlatInst& in, int32_t dst) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_phi(Emitter& e, const FlatInst& in, int32_t dst) {
   if (in.aux & kPhiDirect) return;
   if (in.width == 0) return copy_frame(e, dst, dst + static_cast<int32_t>((in.aux32 + 7) / 8 * 8), in.aux32);
   if (in.width == kWideBits) return copy_frame(e, dst, dst + 16, 16);
@@ -2916,7 +2930,8 @@ KILN_HD inline void encode_vector_packed(Emitter& e, const FlatModuleView& m, co
   if (in.aux == kVecMaskToInt) store64(e, dst, RAX);
 }
 
-KILN_HD inline void encode_vector(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_vector(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                    uint32_t i) {
   if (vector_is_packed(m.insts[i])) return encode_vector_packed(e, m, l, i);
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
@@ -3015,7 +3030,8 @@ KILN_HD inline void encode_vector(Emitter& e, const FlatModuleView& m, const Sta
 // the x86-64 TLS ABI fixes, so that linkers recognise and relax them: data16 lea rdi,
 // [rip + var@tlsgd]; data16 data16 rex.W call __tls_get_addr@plt. The address comes
 // back in rax.
-KILN_HD inline void encode_tls_address(Emitter& e, const StampLayout& l, uint32_t i, const FlatOperand* ops) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_tls_address(Emitter& e, const StampLayout& l, uint32_t i,
+                                                         const FlatOperand* ops) {
   e.byte(0x66), e.byte(0x48), e.byte(0x8D), e.byte(0x3D);
   e.reloc(kRelocTlsGd, ops[0].index, -4);
   e.u32(0);
@@ -3027,7 +3043,8 @@ KILN_HD inline void encode_tls_address(Emitter& e, const StampLayout& l, uint32_
 
 // select: an aggregate's or an i128's, on the flags of the compare right before it
 // (compare_feeds_select: its values are in rdx and rsi), or on bit 0 of the condition.
-KILN_HD inline void encode_select(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+KILN_HD KILN_CPU_NOINLINE inline void encode_select(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                    uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
   if (in.width == 0) return encode_select_aggregate(e, m, l, i);
@@ -3063,22 +3080,105 @@ KILN_HD inline void encode_select(Emitter& e, const FlatModuleView& m, const Sta
   store_result(e, l, i);
 }
 
-KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+// The templates encode_inst dispatches to that are not functions of their own above.
+KILN_HD KILN_CPU_NOINLINE inline void encode_cast(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                  uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  load_rax(e, m, l, i, m.operands[in.first_operand]);
+  if (in.op == kOpSext) sign_extend(e, RAX, in.aux);
+  if (in.op != kOpCopy && !(in.op == kOpTrunc && in.width == 1 && only_bit0_read(m, l, i))) normalize(e, RAX, in.width);
+  store_result(e, l, i);
+}
+KILN_HD KILN_CPU_NOINLINE inline void encode_alloca(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                    uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
+  e.byte(0x48), e.byte(0x8D);                       // lea rax, [rbp + disp], or over-aligned: [rbp + disp + align - 1]
+  mem_operand(e, RAX, RBP, -l.alloca_mem[i] + (in.imm > 16 ? static_cast<int32_t>(in.imm - 1) : 0));
+  if (in.imm > 16) {  // then rounded down: & -align
+    if (in.imm <= 128) {
+      e.byte(0x48), e.byte(0x83), e.byte(0xE0), e.byte(static_cast<uint32_t>(-static_cast<int32_t>(in.imm)) & 0xff);
+    } else {
+      e.byte(0x48), e.byte(0x25);
+      e.u32(static_cast<uint32_t>(-static_cast<int32_t>(in.imm)));
+    }
+  }
+  store_result(e, l, i);
+}
+KILN_HD KILN_CPU_NOINLINE inline void encode_store_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                        uint32_t i) {
+  encode_store(e, m, l, i);
+  if (m.insts[i].aux & kStoreSeqCst) e.byte(0x0F), e.byte(0xAE), e.byte(0xF0);  // mfence
+}
+KILN_HD KILN_CPU_NOINLINE inline void encode_overflow_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                           uint32_t i) {
   const FlatInst& in = m.insts[i];
   const FlatOperand* ops = m.operands + in.first_operand;
-  int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
+  const int32_t dst = in.slot_size ? slot_disp(l, i) : 0;
+  const uint32_t w = ops[0].width;
+  load_operand(e, l, ops[0], RAX);
+  load_operand(e, l, ops[1], RCX);
+  encode_overflow(e, in, w);
+  normalize(e, RAX, w);
+  store64(e, dst, RAX);  // field 0 (the slot is at least 8 bytes); field 1 after it
+  store_narrow(e, dst + static_cast<int32_t>(in.imm), RCX, 1);
+}
+KILN_HD KILN_CPU_NOINLINE inline void encode_invoke(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                    uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  const FlatOperand& normal = ops[in.operand_count - 2];
+  const FlatOperand& unwind = ops[in.operand_count - 1];
+  // The unwind edge leaves from inside the call: its phis get their values first.
+  FlatOperand before_call{}, after_call{};  // what rax holds: unknown at each
+  phi_copies_for(e, m, l, in.block, unwind.index, &before_call);
+  encode_call(e, m, l, i, in.operand_count - 2);
+  phi_copies_for(e, m, l, in.block, normal.index, &after_call);
+  jump_to_block(e, l, in.block, normal.index);
+}
+KILN_HD KILN_CPU_NOINLINE inline void encode_bit_op_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                         uint32_t i) {
+  const FlatInst& in = m.insts[i];
+  const FlatOperand* ops = m.operands + in.first_operand;
+  if (in.aux == kBitFshl || in.aux == kBitFshr) return encode_funnel(e, m, l, i);
+  load_rax(e, m, l, i, ops[0]);
+  if (in.operand_count > 1) load_operand(e, l, ops[1], RCX);
+  encode_bit_op(e, in.aux, ops[0].width);
+  normalize(e, RAX, in.width);
+  store_result(e, l, i);
+}
+KILN_HD KILN_CPU_NOINLINE inline void encode_landing_pad(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                         uint32_t i) {
+  // The personality hands over the exception in rax and its selector in edx.
+  const int32_t dst = m.insts[i].slot_size ? slot_disp(l, i) : 0;
+  store64(e, dst, RAX);
+  store_narrow(e, dst + 8, RDX, 4);
+}
+KILN_HD KILN_CPU_NOINLINE inline void encode_resume(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                                    uint32_t i) {
+  const FlatOperand* ops = m.operands + m.insts[i].first_operand;
+  load64(e, RDI, slot_disp(l, ops[0].index));
+  e.byte(0xE8);
+  e.reloc(kRelocPlt32, ops[1].index, -4);  // op1: the _Unwind_Resume symbol
+  e.u32(0);
+  e.byte(0x0F), e.byte(0x0B);  // ud2: _Unwind_Resume does not return
+}
+KILN_HD KILN_CPU_NOINLINE inline void encode_br(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  phi_copies(e, m, l, i);
+  jump_to_block(e, l, m.insts[i].block, m.operands[m.insts[i].first_operand].index);
+}
+
+// One instruction's template. Only a dispatch: each case a call of its own, so that
+// what one template keeps in registers is saved and restored in it alone.
+KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t i) {
+  const FlatInst& in = m.insts[i];
   switch (in.op) {
     case kOpNop:
       return;
     case kOpCopy:
     case kOpTrunc:
     case kOpSext:
-      load_rax(e, m, l, i, ops[0]);
-      if (in.op == kOpSext) sign_extend(e, RAX, in.aux);
-      if (in.op != kOpCopy && !(in.op == kOpTrunc && in.width == 1 && only_bit0_read(m, l, i)))
-        normalize(e, RAX, in.width);
-      store_result(e, l, i);
-      return;
+      return encode_cast(e, m, l, i);
     case kOpAdd:
     case kOpSub:
     case kOpMul:
@@ -3094,74 +3194,31 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpSrem:
       return encode_binary_op(e, m, l, i);
     case kOpIcmp:
-      encode_icmp(e, m, l, i);
-      return;
+      return encode_icmp(e, m, l, i);
     case kOpSelect:
       return encode_select(e, m, l, i);
     case kOpAlloca:
-      if (is_frame_shape(m, value_operand(i))) return;  // every use recomputes or addresses it
-      e.byte(0x48), e.byte(0x8D);  // lea rax, [rbp + disp], or over-aligned: [rbp + disp + align - 1]
-      mem_operand(e, RAX, RBP, -l.alloca_mem[i] + (in.imm > 16 ? static_cast<int32_t>(in.imm - 1) : 0));
-      if (in.imm > 16) {  // then rounded down: & -align
-        if (in.imm <= 128) {
-          e.byte(0x48), e.byte(0x83), e.byte(0xE0), e.byte(static_cast<uint32_t>(-static_cast<int32_t>(in.imm)) & 0xff);
-        } else {
-          e.byte(0x48), e.byte(0x25);
-          e.u32(static_cast<uint32_t>(-static_cast<int32_t>(in.imm)));
-        }
-      }
-      store_result(e, l, i);
-      return;
+      return encode_alloca(e, m, l, i);
     case kOpLoad:
-      encode_load(e, m, l, i);
-      return;
+      return encode_load(e, m, l, i);
     case kOpStore:
-      encode_store(e, m, l, i);
-      if (in.aux & kStoreSeqCst) e.byte(0x0F), e.byte(0xAE), e.byte(0xF0);  // mfence
-      return;
+      return encode_store_inst(e, m, l, i);
     case kOpGep:
-      encode_gep(e, m, l, i);
-      return;
+      return encode_gep(e, m, l, i);
     case kOpExtract:
-      encode_extract(e, m, l, i);
-      return;
+      return encode_extract(e, m, l, i);
     case kOpInsert:
-      encode_insert(e, m, l, i);
-      return;
+      return encode_insert(e, m, l, i);
     case kOpPhi:
-      return encode_phi(e, in, dst);
-    case kOpOverflow: {
-      uint32_t w = ops[0].width;
-      load_operand(e, l, ops[0], RAX);
-      load_operand(e, l, ops[1], RCX);
-      encode_overflow(e, in, w);
-      normalize(e, RAX, w);
-      store64(e, dst, RAX);  // field 0 (the slot is at least 8 bytes); field 1 after it
-      store_narrow(e, dst + static_cast<int32_t>(in.imm), RCX, 1);
-      return;
-    }
+      return encode_phi(e, in, in.slot_size ? slot_disp(l, i) : 0);
+    case kOpOverflow:
+      return encode_overflow_inst(e, m, l, i);
     case kOpCall:
-      encode_call(e, m, l, i, in.operand_count);
-      return;
-    case kOpInvoke: {
-      const FlatOperand& normal = ops[in.operand_count - 2];
-      const FlatOperand& unwind = ops[in.operand_count - 1];
-      // The unwind edge leaves from inside the call: its phis get their values first.
-      FlatOperand before_call{}, after_call{};  // what rax holds: unknown at each
-      phi_copies_for(e, m, l, in.block, unwind.index, &before_call);
-      encode_call(e, m, l, i, in.operand_count - 2);
-      phi_copies_for(e, m, l, in.block, normal.index, &after_call);
-      jump_to_block(e, l, in.block, normal.index);
-      return;
-    }
+      return encode_call(e, m, l, i, in.operand_count);
+    case kOpInvoke:
+      return encode_invoke(e, m, l, i);
     case kOpBitOp:
-      if (in.aux == kBitFshl || in.aux == kBitFshr) return encode_funnel(e, m, l, i);
-      load_rax(e, m, l, i, ops[0]);
-      if (in.operand_count > 1) load_operand(e, l, ops[1], RCX);
-      encode_bit_op(e, in.aux, ops[0].width);
-      normalize(e, RAX, in.width);
-      store_result(e, l, i);
-      return;
+      return encode_bit_op_inst(e, m, l, i);
     case kOpAtomicRmw:
       return encode_atomic_rmw(e, m, l, i);
     case kOpCmpXchg:
@@ -3174,33 +3231,21 @@ KILN_HD inline void encode_inst(Emitter& e, const FlatModuleView& m, const Stamp
     case kOpFloat:
       return encode_float(e, m, l, i);
     case kOpTlsAddress:
-      return encode_tls_address(e, l, i, ops);
+      return encode_tls_address(e, l, i, m.operands + in.first_operand);
     case kOpVector:
       return encode_vector(e, m, l, i);
-    case kOpLandingPad:  // the personality hands over the exception in rax and its selector in edx
-      store64(e, dst, RAX);
-      store_narrow(e, dst + 8, RDX, 4);
-      return;
+    case kOpLandingPad:
+      return encode_landing_pad(e, m, l, i);
     case kOpResume:
-      load64(e, RDI, slot_disp(l, ops[0].index));
-      e.byte(0xE8);
-      e.reloc(kRelocPlt32, ops[1].index, -4);  // op1: the _Unwind_Resume symbol
-      e.u32(0);
-      e.byte(0x0F), e.byte(0x0B);  // ud2: _Unwind_Resume does not return
-      return;
+      return encode_resume(e, m, l, i);
     case kOpBr:
-      phi_copies(e, m, l, i);
-      jump_to_block(e, l, in.block, ops[0].index);
-      return;
+      return encode_br(e, m, l, i);
     case kOpCondBr:
-      encode_cond_br(e, m, l, i);
-      return;
+      return encode_cond_br(e, m, l, i);
     case kOpSwitch:
-      encode_switch(e, m, l, i);
-      return;
+      return encode_switch(e, m, l, i);
     case kOpRet:
-      encode_ret(e, m, l, i);
-      return;
+      return encode_ret(e, m, l, i);
     default:  // kOpUnreachable: ud2, unless a call that does not return comes right before
       if (!(in.aux & kUnreachableAfterNoreturn)) e.byte(0x0F), e.byte(0x0B);
       return;
