@@ -811,6 +811,20 @@ struct ExportScratch {
   std::vector<BcDebugLoc> flat_locs;  // per flat instruction of the function, with debug information
 };
 
+// The flat symbol of global `gi` (lib/flat_export.cpp's symbol_index): the index its
+// first reference took, else the next one. `index` is per global (kNone: none yet).
+uint32_t intern_symbol(uint32_t gi, std::vector<uint32_t>& index, std::vector<uint32_t>& values,
+                       std::vector<std::string>& fixed_names) {
+  if (gi >= index.size()) index.resize(gi + 1, kNone);
+  uint32_t& k = index[gi];
+  if (k == kNone) {
+    k = static_cast<uint32_t>(values.size());
+    values.push_back(gi);
+    fixed_names.resize(values.size());
+  }
+  return k;
+}
+
 class FunctionExporter {
  public:
   // symbol_index: per global (ModuleContext::globals), its flat symbol or kNone.
@@ -954,16 +968,7 @@ class FunctionExporter {
     if (std::find(reasons.begin(), reasons.end(), r) == reasons.end()) reasons.push_back(r);
   }
 
-  uint32_t symbol(uint32_t global) {
-    if (global >= symbol_index_.size()) symbol_index_.resize(global + 1, kNone);
-    uint32_t& index = symbol_index_[global];
-    if (index == kNone) {
-      index = static_cast<uint32_t>(symbol_values_.size());
-      symbol_values_.push_back(global);
-      fixed_names_.resize(symbol_values_.size());
-    }
-    return index;
-  }
+  uint32_t symbol(uint32_t global) { return intern_symbol(global, symbol_index_, symbol_values_, fixed_names_); }
 
   uint32_t return_type() const { return ctx_.type(g_.value_type).elements.at(0); }
   uint32_t param_type(uint32_t a) const { return ctx_.type(g_.value_type).elements.at(1 + a); }
@@ -3201,17 +3206,7 @@ class ModuleExporter {
     out.directory = d.directory;
   }
 
-  // The flat symbol of global `gi`, as a function's reference names it (FunctionExporter::symbol).
-  uint32_t symbol_of(uint32_t gi) {
-    if (gi >= symbol_index_.size()) symbol_index_.resize(gi + 1, kNone);
-    uint32_t& index = symbol_index_[gi];
-    if (index == kNone) {
-      index = static_cast<uint32_t>(symbol_values_.size());
-      symbol_values_.push_back(gi);
-      fixed_names_.resize(symbol_values_.size());
-    }
-    return index;
-  }
+  uint32_t symbol_of(uint32_t gi) { return intern_symbol(gi, symbol_index_, symbol_values_, fixed_names_); }
 
   // Function declarations (and definitions without a body, which the reader refuses)
   // up to global `end`: not stamp's, in module order.
