@@ -12,16 +12,18 @@
 
 namespace kiln {
 
-double cmd_timeout_from_environment() {
-  const char* text = std::getenv("KILN_CMD_TIMEOUT");
-  if (!text || !*text) return kDefaultCmdTimeout;
+double seconds_from_environment(const char* name, double fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
   char* end = nullptr;
   double v = std::strtod(text, &end);
   if (*end != '\0' || !std::isfinite(v) || v < 0)
     throw KilnError(kExitUsage, "",
-                    std::string("KILN_CMD_TIMEOUT must be a number of seconds (0: none), not '") + text + "'");
+                    std::string(name) + " must be a number of seconds (0: none), not '" + text + "'");
   return v;
 }
+
+double cmd_timeout_from_environment() { return seconds_from_environment("KILN_CMD_TIMEOUT", kDefaultCmdTimeout); }
 
 namespace {
 

@@ -13,6 +13,9 @@ inline constexpr double kDefaultCmdTimeout = 600;
 // KILN_CMD_TIMEOUT as seconds: unset or empty gives the default, "0" no timeout;
 // anything but a non-negative number is KilnError(kExitUsage) naming the variable.
 double cmd_timeout_from_environment();
+// Environment variable `name` as a number of seconds (0: none), `fallback` when unset or
+// empty; anything else is a KilnError(kExitUsage) naming it (KILN_CMD_TIMEOUT, KILN_ITEM_TIMEOUT).
+double seconds_from_environment(const char* name, double fallback);
 
 // Why `object` is not a complete, well-formed x86-64 relocatable ELF object: the
 // header (ELFCLASS64, little-endian, ET_REL, EM_X86_64, version, sizes) and the

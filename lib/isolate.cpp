@@ -28,6 +28,7 @@
 
 #include "error.h"
 #include "fs.h"
+#include "backend_cmd.h"  // seconds_from_environment
 #include "process.h"
 
 namespace kiln {
@@ -389,16 +390,7 @@ void install_llvm_fatal_handlers() {
   llvm::install_bad_alloc_error_handler(on_llvm_fatal);
 }
 
-double item_timeout_from_environment() {
-  const char* text = std::getenv("KILN_ITEM_TIMEOUT");
-  if (!text || !*text) return kDefaultItemTimeout;
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  if (*end != '\0' || !std::isfinite(v) || v < 0)
-    throw KilnError(kExitUsage, "",
-                    std::string("KILN_ITEM_TIMEOUT must be a number of seconds (0: none), not '") + text + "'");
-  return v;
-}
+double item_timeout_from_environment() { return seconds_from_environment("KILN_ITEM_TIMEOUT", kDefaultItemTimeout); }
 
 void run_isolated(size_t count, unsigned workers, const IsolatedJob& job, const IsolatedDone& done,
                   const IsolatedLabel& label) {
