@@ -92,7 +92,8 @@ class FunctionReader {
         f_(m.functions[fn]),
         context_(context),
         rec_(context.buffers ? context.buffers->record : own_.record),
-        scratch_(context.buffers ? context.buffers->operands : own_.operands) {}
+        scratch_(context.buffers ? context.buffers->operands : own_.operands),
+        lookups_(context.buffers ? context.buffers->types : own_.types) {}
 
   void read();
 
@@ -112,6 +113,8 @@ class FunctionReader {
   bool is_fp_or_fp_vector(uint32_t t) const;
   bool is_fp_math(uint32_t t) const;
   uint32_t find_type(TypeKind kind, uint32_t address_space = 0) const;
+  void look_up_types();
+  uint32_t pointer_type(uint32_t address_space) const;
   uint32_t need(uint32_t t, const char* what) const;
   uint32_t void_type() const { return need(void_, "void"); }
   uint32_t i1_type() const { return need(i1_, "i1"); }
@@ -195,6 +198,7 @@ class FunctionReader {
     scratch_.clear();
     return scratch_;
   }
+  TypeLookups& lookups_;
   uint32_t void_ = kNone, i1_ = kNone;  // looked up once: many instructions need them
   int64_t default_alloca_as_ = -1;       // the data layout's alloca address space, once asked
   BcDebugLoc last_loc_;                 // DEBUG_LOC_AGAIN's
@@ -240,6 +244,21 @@ uint32_t FunctionReader::find_type(TypeKind kind, uint32_t address_space) const 
     if (m_.types[i].kind == kind && (kind != TypeKind::kPointer || m_.types[i].address_space == address_space))
       return i;
   return kNone;
+}
+
+void FunctionReader::look_up_types() {
+  if (lookups_.table_size == m_.types.size()) return;
+  lookups_.table_size = m_.types.size();
+  lookups_.void_type = find_type(TypeKind::kVoid);
+  lookups_.i1_type = m_.find_integer_type(1);
+  lookups_.pointers.clear();
+  for (uint32_t i = 0; i < m_.types.size(); ++i)
+    if (m_.types[i].kind == TypeKind::kPointer) lookups_.pointers.emplace(m_.types[i].address_space, i);
+}
+
+uint32_t FunctionReader::pointer_type(uint32_t address_space) const {
+  auto it = lookups_.pointers.find(address_space);
+  return it == lookups_.pointers.end() ? kNone : it->second;
 }
 
 // A result type no record names must be in the table (LLVM enumerates every value's
@@ -332,7 +351,10 @@ void FunctionReader::commit(Inst inst, const uint32_t* operands, size_t count, b
   inst.block = block_;
   inst.first_operand = uint32_t(f_.operands.size());
   inst.operand_count = uint32_t(count);
-  f_.operands.insert(f_.operands.end(), operands, operands + count);
+  // Appended by hand: vector::insert's general path cost more than the rest of commit().
+  std::vector<uint32_t>& all = f_.operands;
+  if (all.capacity() - all.size() < count) all.reserve(std::max(2 * all.capacity(), all.size() + count));
+  for (size_t i = 0; i < count; ++i) all.push_back(operands[i]);
   if (inst.opcode == Opcode::kAlloca) inst.static_alloca_candidate = block_ == 0;
   if (type(inst.type).kind != TypeKind::kVoid) {
     if (next_id_ >= kMetadataOperand) cursor_.fail("too many values");
@@ -693,7 +715,7 @@ void FunctionReader::alloca_inst() {
   if (rec_.size() != 5 && default_alloca_as_ < 0) default_alloca_as_ = alloca_address_space(m_.data_layout);
   uint32_t as = rec_.size() == 5 ? uint32_t(rec_[4]) : uint32_t(default_alloca_as_);
   if (rec_.size() == 5 && rec_[4] > 0xFFFFFF) cursor_.fail("invalid alloca address space");
-  Inst inst = start(Opcode::kAlloca, need(find_type(TypeKind::kPointer, as), "alloca's pointer"));
+  Inst inst = start(Opcode::kAlloca, need(pointer_type(as), "alloca's pointer"));
   inst.source_type = allocated;
   inst.aux = size;
   inst.align = alignment((packed & 31) | (((packed >> 8) & 7) << 5));
@@ -1023,8 +1045,9 @@ void FunctionReader::read() {
   uint32_t fnty = m_.globals[f_.global].value_type;
   if (fnty >= m_.types.size() || type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
     cursor_.fail("function body of a non-function type");
-  void_ = find_type(TypeKind::kVoid);
-  i1_ = m_.find_integer_type(1);
+  look_up_types();
+  void_ = lookups_.void_type;
+  i1_ = lookups_.i1_type;
   // The arguments are the first of the function's values.
   f_.first_arg_value = next_id_ = m_.module_value_count;
   f_.arg_count = uint32_t(type(fnty).elements.size() - 1);

@@ -3,6 +3,7 @@
 // sync scopes, operand bundle tags) calls bitcode_function.cpp for each FUNCTION_BLOCK.
 #pragma once
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "bitcode_ir.h"
@@ -36,11 +37,20 @@ enum BlockId : uint32_t {
 class DebugMetadata;  // bitcode_debug.h
 
 // What the module half learned that function bodies need.
+// The types a body finds by their shape rather than by an id: found once per type
+// table, not by a scan of the table in each body (and for each alloca).
+struct TypeLookups {
+  size_t table_size = ~size_t(0);  // the size of the table they were found in
+  uint32_t void_type = kNone, i1_type = kNone;
+  std::unordered_map<uint32_t, uint32_t> pointers;  // address space -> its first pointer type
+};
+
 // A body's record and operand buffers, kept from body to body so that each body does
-// not grow them from nothing again.
+// not grow them from nothing again, and the types looked up.
 struct BodyBuffers {
   std::vector<uint64_t> record;
   std::vector<uint32_t> operands;
+  TypeLookups types;
 };
 
 struct ReaderContext {
