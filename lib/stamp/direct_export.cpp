@@ -2722,51 +2722,102 @@ class Materializer {
 
   Materialized run(uint32_t fn) {
     const BcFunction& f = ctx_.m.functions[fn];
+    mark_values(f);
     Materialized mat;  // `before` is sized at the first load: most bodies have none
     for (uint32_t i = 0; i < f.insts.size(); ++i) {
       const Inst& in = f.insts[i];
       if (in.opcode == Opcode::kLandingPad || in.opcode == Opcode::kSwitch) continue;
-      const bool keeps = keeps_constants(fn, in);
+      // Whether an intrinsic call keeps its constants is asked at its first candidate
+      // operand; an invalid callee is still declined here, as always.
+      int keeps = -1;
+      if ((in.opcode == Opcode::kCall || in.opcode == Opcode::kInvoke) && invalid_callee(f, in))
+        keeps = keeps_constants(fn, in);
       // A shufflevector's mask is a third operand in the reader's IR, not in LLVM's.
       const uint32_t count = in.opcode == Opcode::kShuffleVector ? std::min(in.operand_count, 2u) : in.operand_count;
       for (uint32_t k = 0; k < count; ++k) {
         uint32_t id = f.operands[in.first_operand + k];
         if (id == kMetadataOperand || (id & kBlockTag)) continue;
-        // Only aggregate and data records, and i128 integers that no immediate holds,
-        // can be the constants it materializes.
-        const ValueRef& r = ctx_.ref(fn, id);
-        if (r.kind != ValueKind::kConstant) continue;
-        const Constant& constant = ctx_.m.constants[r.index];
-        uint32_t t = ctx_.type_of(fn, id);
-        const bool wide = constant.kind == ConstKind::kInteger && ctx_.is_i128(t) &&
-                          !wide_immediate_fits(constant.words.size() > 1 ? constant.words[1] : 0);
-        if (!wide) {
-          if (keeps) continue;
-          if (constant.kind != ConstKind::kAggregate && constant.kind != ConstKind::kData) continue;
-          Class c = ctx_.klass(fn, id);
-          if (!(c == Class::kStruct || c == Class::kArray || c == Class::kDataSeq || c == Class::kVector)) continue;
-          if (!ctx_.is_plain_aggregate(t)) continue;
-        }
-        uint32_t global = pooled(fn, id, t);
-        // A phi's value must be ready at the end of its incoming block.
-        uint32_t where = i;
-        if (in.opcode == Opcode::kPhi) {
-          uint32_t block = f.operands.at(in.first_operand + k + 1) & ~kBlockTag;
-          if (block >= f.block_count) throw Decline{"reader: phi block out of range"};
-          uint32_t end = block + 1 < f.block_count ? f.block_first[block + 1] : static_cast<uint32_t>(f.insts.size());
-          if (end == 0 || end <= f.block_first[block]) throw Decline{"reader: empty block"};
-          where = end - 1;
-        }
-        mat.replaced[{i, k}] = static_cast<uint32_t>(mat.loads.size());
-        if (mat.before.empty()) mat.before.resize(f.insts.size());
-        mat.before[where].push_back(static_cast<uint32_t>(mat.loads.size()));
-        mat.loads.push_back({t, global});
+        if (!(mark(id) & (kCandidate | kInvalid))) continue;
+        if (keeps < 0) keeps = keeps_constants(fn, in);
+        operand(fn, f, in, i, k, keeps, mat);
       }
     }
     return mat;
   }
 
  private:
+  // What a value id is to run(): a constant that may become a load (or whose type must
+  // be checked on the way), or an id the context declines (so that run() declines it at
+  // the same operand as before). Others are passed over without a look-up.
+  static constexpr uint8_t kCandidate = 1, kInvalid = 2;
+  uint8_t value_mark(const ValueRef& r) const {
+    if (r.kind == ValueKind::kForward) return kInvalid;
+    if (r.kind != ValueKind::kConstant) return 0;
+    const Constant& c = ctx_.m.constants[r.index];
+    const bool unchecked_type = c.kind == ConstKind::kInteger && r.type >= ctx_.m.types.size();
+    return may_materialize(c) || unchecked_type ? kCandidate : 0;
+  }
+  // The marks of the module's values (once: all are read before the first body) and of
+  // body f's own.
+  void mark_values(const BcFunction& f) {
+    const BcModule& m = ctx_.m;
+    if (module_marks_.size() != m.module_value_count) {
+      module_marks_.resize(m.module_value_count);
+      for (uint32_t id = 0; id < m.module_value_count; ++id)
+        module_marks_[id] = id < m.values.size() ? value_mark(m.values[id]) : kInvalid;
+    }
+    local_marks_.resize(f.values.size());
+    for (size_t i = 0; i < f.values.size(); ++i) local_marks_[i] = value_mark(f.values[i]);
+  }
+  uint8_t mark(uint32_t id) const {
+    if (id < module_marks_.size()) return module_marks_[id];
+    const uint32_t local = id - static_cast<uint32_t>(module_marks_.size());
+    return local < local_marks_.size() ? local_marks_[local] : kInvalid;
+  }
+  // keeps_constants would decline the call (its callee is no value, or out of range).
+  bool invalid_callee(const BcFunction& f, const Inst& in) const {
+    const size_t at = size_t(in.first_operand) + in.operand_count - (in.opcode == Opcode::kInvoke ? 3 : 1);
+    if (at >= f.operands.size()) return true;
+    const uint32_t callee = f.operands[at];
+    return callee != kMetadataOperand && !(callee & kBlockTag) && (mark(callee) & kInvalid);
+  }
+
+  // Operand k of instruction i, a candidate: a load of a pooled constant global when
+  // materialize_aggregate_constants makes it one.
+  void operand(uint32_t fn, const BcFunction& f, const Inst& in, uint32_t i, uint32_t k, bool keeps,
+               Materialized& mat) {
+    const uint32_t id = f.operands[in.first_operand + k];
+    // Only aggregate and data records, and i128 integers that no immediate holds,
+    // can be the constants it materializes.
+    const ValueRef& r = ctx_.ref(fn, id);
+    if (r.kind != ValueKind::kConstant) return;
+    const Constant& constant = ctx_.m.constants[r.index];
+    uint32_t t = ctx_.type_of(fn, id);
+    const bool wide = constant.kind == ConstKind::kInteger && ctx_.is_i128(t) &&
+        !wide_immediate_fits(constant.words.size() > 1 ? constant.words[1] : 0);
+    if (!wide) {
+      if (keeps) return;
+      if (constant.kind != ConstKind::kAggregate && constant.kind != ConstKind::kData) return;
+      Class c = ctx_.klass(fn, id);
+      if (!(c == Class::kStruct || c == Class::kArray || c == Class::kDataSeq || c == Class::kVector)) return;
+      if (!ctx_.is_plain_aggregate(t)) return;
+    }
+    uint32_t global = pooled(fn, id, t);
+    // A phi's value must be ready at the end of its incoming block.
+    uint32_t where = i;
+    if (in.opcode == Opcode::kPhi) {
+      uint32_t block = f.operands.at(in.first_operand + k + 1) & ~kBlockTag;
+      if (block >= f.block_count) throw Decline{"reader: phi block out of range"};
+      uint32_t end = block + 1 < f.block_count ? f.block_first[block + 1] : static_cast<uint32_t>(f.insts.size());
+      if (end == 0 || end <= f.block_first[block]) throw Decline{"reader: empty block"};
+      where = end - 1;
+    }
+    mat.replaced[{i, k}] = static_cast<uint32_t>(mat.loads.size());
+    if (mat.before.empty()) mat.before.resize(f.insts.size());
+    mat.before[where].push_back(static_cast<uint32_t>(mat.loads.size()));
+    mat.loads.push_back({t, global});
+  }
+
   // An intrinsic call keeps its constant operands, but i128 ones wider than an
   // immediate and pshufb's vectors (materialize_aggregate_constants).
   bool keeps_constants(uint32_t fn, const Inst& in) const {
@@ -2800,6 +2851,7 @@ class Materializer {
   ModuleContext& ctx_;
   std::unordered_map<std::string, uint32_t> pool_;
   unsigned last_unique_ = 0;
+  std::vector<uint8_t> module_marks_, local_marks_;  // mark() of each module value, each of the body's
 };
 
 // pinned_to_llvm: functions an alias or ifunc needs defined in the llvm half.
