@@ -436,45 +436,72 @@ inline void stamp_frame(const FlatModuleView& m, uint32_t fn, const uint32_t* us
   const FlatFunction& f = m.functions[fn];
   const uint32_t first = f.first_inst, end = f.first_inst + f.inst_count;
   const uint32_t args = stamp_frame_args(m, fn, arg_slot);
-  // Each alloca's accesses, counted in its own key's place, then the keys.
-  for (uint32_t i = first; i < end; ++i) {
-    keys[i] = 0;
-    alloca_mem[i] = 0;
-    inst_slot[i] = home[i] == kHomePool ? pool_slot(args, i - first) : 0;
-  }
-  // Only a frame address addresses an alloca (addressed_alloca): the alloca or
-  // getelementptr that first_home gave kHomeNone.
-  for (uint32_t i = first; i < end; ++i)
-    if (home[i] == kHomeNone) keys[addressed_alloca(m, i)] += use_count[i];
+  // Each alloca's accesses are counted in its alloca_mem (which placing it overwrites;
+  // a value that is no alloca keeps 0 there), so that keys need no clearing and its back
+  // is free for the fix-ups below. Only a frame address addresses an alloca
+  // (addressed_alloca): the alloca or getelementptr that first_home gave kHomeNone.
   // The items' keys go to the front of the function's range; a value with a slot that
-  // is not its own is marked (lent_slot_mark), its lender asked once.
-  uint32_t items = first;
+  // is not its own is marked (lent_slot_mark), its lender asked once. The values whose
+  // place comes from others' (marked ones, frame addresses but allocas, folded loads and
+  // fields) go to the back, for the last loop to visit them alone: an instruction is at
+  // most one of the two, so the front never reaches the back. One walk does all three;
+  // an alloca's key waits for its accesses (a frame address after it adds to them), its
+  // index alone standing in for it (a key's high half is never 0: frame_key).
+  std::fill(alloca_mem + first, alloca_mem + end, 0);
+  uint32_t items = first, fixups = end;
+  bool allocas = false;
   for (uint32_t i = first; i < end; ++i) {
     const FlatInst& in = m.insts[i];
-    const bool is_alloca = in.op == kOpAlloca, slot = in.slot_size && home[i] == kHomeSlot;
-    if (!is_alloca && !slot) continue;  // the common case, quickly
-    // An alloca's address takes no other's slot (writes_in_place, may_take_phi_slot).
-    const uint32_t lender = is_alloca ? ~0u : slot_lender(m, i, use_count, home);
-    if (lender != ~0u) {
-      inst_slot[i] = lent_slot_mark(lender);
+    const uint8_t h = home[i];
+    inst_slot[i] = h == kHomePool ? pool_slot(args, i - first) : 0;
+    if (h == kHomeNone) {
+      int32_t& accesses = alloca_mem[addressed_alloca(m, i)];
+      accesses = static_cast<int32_t>(static_cast<uint32_t>(accesses) + use_count[i]);
+    }
+    const bool is_alloca = in.op == kOpAlloca, slot = in.slot_size && h == kHomeSlot;
+    if (is_alloca) {
+      keys[items++] = i;
+      allocas = true;
       continue;
     }
-    const uint64_t key = frame_key(in, i, slot, use_count[i], static_cast<uint32_t>(keys[i]));
-    if (key != ~0ull) keys[items++] = key;
+    if (!slot) {  // the common case, quickly
+      if (h == kHomeNone || read_in_place(h)) keys[--fixups] = i;
+      continue;
+    }
+    const uint32_t lender = slot_lender(m, i, use_count, home);
+    if (lender != ~0u) {
+      inst_slot[i] = lent_slot_mark(lender);
+      keys[--fixups] = i;
+      continue;
+    }
+    keys[items++] = frame_key(in, i, true, use_count[i], 0);  // a slot's key is never ~0 (frame_key)
+  }
+  for (uint32_t k = first; k < items && allocas; ++k) {
+    if (keys[k] >> 32) continue;
+    const uint32_t i = static_cast<uint32_t>(keys[k]);
+    const bool own = m.insts[i].slot_size && home[i] == kHomeSlot;
+    keys[k] = frame_key(m.insts[i], i, own, use_count[i], static_cast<uint32_t>(alloca_mem[i]));
   }
   std::sort(keys + first, keys + items);
   int64_t off = args + kPoolBytes;
   for (uint32_t k = first; k < items; ++k) {
     const uint32_t i = static_cast<uint32_t>(keys[k]);
     // A value is an item only with a slot of its own (frame_key): only an alloca is asked.
-    const bool own = m.insts[i].op != kOpAlloca || (m.insts[i].slot_size && home[i] == kHomeSlot);
+    const bool is_alloca = m.insts[i].op == kOpAlloca;
+    const bool own = !is_alloca || (m.insts[i].slot_size && home[i] == kHomeSlot);
     off = apply_step(frame_step(m.insts[i], own), off);
     frame_place(m, i, own, off, inst_slot, alloca_mem);
+    // An alloca that is a frame address (kHomeNone: frame_shape, at offset 0) is addressed
+    // where its memory is.
+    if (is_alloca && home[i] == kHomeNone) inst_slot[i] = alloca_mem[i];
   }
   // The marked values take their lenders' slots; frame addresses, the memory of folded
   // loads and folded fields their displacement, where a slot's would be (slot_disp).
   // After every slot is placed: a folded field's aggregate may come later in layout.
-  for (uint32_t i = first; i < end; ++i) {
+  // Each depends only on placed slots (placed_slot follows marks to one), so the order
+  // of the visits does not matter.
+  for (uint32_t k = fixups; k < end; ++k) {
+    const uint32_t i = static_cast<uint32_t>(keys[k]);
     uint32_t alloca_inst = 0;
     int64_t offset = 0;
     const FlatInst& in = m.insts[i];
