@@ -101,7 +101,7 @@ struct GlobalInfo {
 };
 
 bool local_linkage(Linkage l) { return l == Linkage::kInternal || l == Linkage::kPrivate; }
-bool reserved_name(const std::string& n) { return n.compare(0, 5, "llvm.") == 0; }
+bool reserved_name(const std::string& n) { return n.size() >= 5 && std::memcmp(n.data(), "llvm.", 5) == 0; }
 
 SymbolBinding binding_of(const GlobalInfo& g) {
   if (local_linkage(g.linkage)) return SymbolBinding::local;
@@ -530,8 +530,30 @@ class ModuleContext {
     return false;
   }
 
-  // is_scalar_pair of lib/flat_export.cpp.
+  // is_scalar_pair of lib/flat_export.cpp, once per type: a call's return type is asked
+  // at every call of it.
   bool is_scalar_pair(uint32_t t, unsigned* w0, unsigned* w1, uint64_t* off1, unsigned* float_leaves) const {
+    if (scalar_pairs_.size() != m.types.size()) scalar_pairs_.assign(m.types.size(), ScalarPair{});
+    if (t >= scalar_pairs_.size()) return compute_scalar_pair(t, w0, w1, off1, float_leaves);
+    ScalarPair& p = scalar_pairs_[t];
+    if (p.known == 0) {
+      unsigned a = 0, b = 0, floats = 0;
+      uint64_t offset = 0;
+      p.pair = compute_scalar_pair(t, &a, &b, &offset, &floats);
+      p = {1, p.pair, static_cast<uint8_t>(a), static_cast<uint8_t>(b), static_cast<uint8_t>(floats), offset};
+    }
+    if (!p.pair) return false;
+    *w0 = p.w0, *w1 = p.w1, *off1 = p.off1, *float_leaves = p.floats;
+    return true;
+  }
+  struct ScalarPair {
+    uint8_t known = 0;
+    bool pair = false;
+    uint8_t w0 = 0, w1 = 0, floats = 0;
+    uint64_t off1 = 0;
+  };
+  mutable std::vector<ScalarPair> scalar_pairs_;  // per type id
+  bool compute_scalar_pair(uint32_t t, unsigned* w0, unsigned* w1, uint64_t* off1, unsigned* float_leaves) const {
     if (!is_plain_aggregate(t)) return false;
     std::vector<std::pair<unsigned, uint64_t>> leaves;
     unsigned floats = 0;
@@ -809,6 +831,9 @@ struct Materialized {
 struct ExportScratch {
   std::vector<uint32_t> inst_flat, load_flat;
   std::vector<BcDebugLoc> flat_locs;  // per flat instruction of the function, with debug information
+  // library_symbol's answers by the address of the name asked: every name it is given
+  // is a string of static storage, and a call asks for a few of them over and over.
+  std::vector<std::pair<const char*, uint32_t>> library_by_address;
 };
 
 // The flat symbol of global `gi` (lib/flat_export.cpp's symbol_index): the index its
@@ -846,6 +871,7 @@ class FunctionExporter {
         inst_flat_(scratch.inst_flat),
         load_flat_(scratch.load_flat),
         flat_locs_(scratch.flat_locs),
+        library_by_address_(scratch.library_by_address),
         insts_(out.insts),
         operands_(out.operands),
         blocks_(out.blocks) {}
@@ -1685,6 +1711,7 @@ class FunctionExporter {
 
   // The lane width of a vector type kOpVector computes on, or 0.
   uint32_t vector_lane_width(uint32_t t) const {
+    if (ctx_.kind(t) != TypeKind::kFixedVector) return 0;  // most types, without a look at the Type
     const Type& v = ctx_.type(t);
     if (v.kind != TypeKind::kFixedVector || v.count == 0 || v.count > kMaxVectorLanes || v.elements.empty()) return 0;
     const Type& e = ctx_.type(v.elements[0]);
@@ -2626,6 +2653,13 @@ class FunctionExporter {
   }
 
   uint32_t library_symbol(const char* name) {
+    for (const auto& [address, index] : library_by_address_)
+      if (address == name) return index;
+    const uint32_t index = library_symbol_by_name(name);
+    library_by_address_.emplace_back(name, index);
+    return index;
+  }
+  uint32_t library_symbol_by_name(const char* name) {
     if (auto it = ctx_.library_functions.find(name); it != ctx_.library_functions.end()) return symbol(it->second);
     auto [it, inserted] = library_index_.emplace(name, static_cast<uint32_t>(symbol_values_.size()));
     if (inserted) {
@@ -2653,6 +2687,7 @@ class FunctionExporter {
   bool vectors_ = true, wide_ = true;
   std::vector<uint32_t>&inst_flat_, &load_flat_;
   std::vector<BcDebugLoc>& flat_locs_;
+  std::vector<std::pair<const char*, uint32_t>>& library_by_address_;
   std::vector<FlatInst>& insts_;
   std::vector<FlatOperand>& operands_;
   std::vector<FlatBlock>& blocks_;
