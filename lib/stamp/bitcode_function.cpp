@@ -101,15 +101,27 @@ class FunctionReader {
   // --- The record being decoded, field by field.
   bool at_end() const { return pos_ >= rec_.size(); }
   size_t left() const { return rec_.size() - pos_; }
-  uint64_t field();
+  // Inline, with their failures out of line: every record reads its fields through them.
+  uint64_t field() {
+    if (at_end()) [[unlikely]]
+      too_short();
+    return rec_[pos_++];
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void too_short() const;
   void expect_end(const char* what);
 
   // --- Types.
   const Type& type(uint32_t id) const {
-    if (id >= m_.types.size()) cursor_.fail("type id " + std::to_string(id) + " out of range");
+    if (id >= m_.types.size()) [[unlikely]]
+      bad_type(id);
     return m_.types[id];
   }
-  uint32_t type_ref(uint64_t id);
+  uint32_t type_ref(uint64_t id) {
+    if (id >= m_.types.size()) [[unlikely]]
+      bad_type(id);
+    return uint32_t(id);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_type(uint64_t id) const;
   bool is_fp_or_fp_vector(uint32_t t) const;
   bool is_fp_math(uint32_t t) const;
   uint32_t find_type(TypeKind kind, uint32_t address_space = 0) const;
@@ -205,19 +217,13 @@ class FunctionReader {
   bool has_last_loc_ = false;
 };
 
-uint64_t FunctionReader::field() {
-  if (at_end()) cursor_.fail("function record " + std::to_string(code_) + " is too short");
-  return rec_[pos_++];
-}
+void FunctionReader::too_short() const { cursor_.fail("function record " + std::to_string(code_) + " is too short"); }
 
 void FunctionReader::expect_end(const char* what) {
   if (!at_end()) cursor_.fail(std::string("invalid ") + what + " record: extra fields");
 }
 
-uint32_t FunctionReader::type_ref(uint64_t id) {
-  if (id >= m_.types.size()) cursor_.fail("type id " + std::to_string(id) + " out of range");
-  return uint32_t(id);
-}
+void FunctionReader::bad_type(uint64_t id) const { cursor_.fail("type id " + std::to_string(id) + " out of range"); }
 
 bool FunctionReader::is_fp_or_fp_vector(uint32_t t) const {
   const Type& ty = type(t);
