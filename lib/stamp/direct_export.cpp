@@ -449,15 +449,22 @@ class ModuleContext {
     if (t >= m.types.size()) throw Decline{"reader: type out of range"};
     return m.types[t];
   }
+  // One comparison on the way: a type once read does not change, so the facts of the
+  // first facts_count_ types hold while the table grows.
   [[gnu::always_inline]] const TypeFacts& facts(uint32_t t) const {
-    if (facts_.size() != m.types.size()) [[unlikely]]
-      compute_facts();
-    if (t >= facts_.size()) [[unlikely]]
-      type_out_of_range();
+    if (t >= facts_count_) [[unlikely]]
+      return facts_slow(t);
+    return facts_[t];
+  }
+  [[gnu::noinline]] const TypeFacts& facts_slow(uint32_t t) const {
+    if (facts_.size() != m.types.size()) compute_facts();
+    if (t >= facts_.size()) type_out_of_range();
     return facts_[t];
   }
   [[noreturn, gnu::noinline]] static void type_out_of_range() { throw Decline{"reader: type out of range"}; }
+  mutable uint32_t facts_count_ = 0;
   [[gnu::noinline]] void compute_facts() const {
+    facts_count_ = 0;
     facts_.resize(m.types.size());
     for (uint32_t i = 0; i < m.types.size(); ++i) {
       const Type& ty = m.types[i];
@@ -465,6 +472,7 @@ class ModuleContext {
       bool wide = ty.kind == TypeKind::kInteger && ty.width == kWideBits;
       facts_[i] = {ty.kind, static_cast<uint8_t>(w), static_cast<uint8_t>(wide ? kWideBits : w)};
     }
+    facts_count_ = static_cast<uint32_t>(facts_.size());
   }
   TypeKind kind(uint32_t t) const { return facts(t).kind; }
   bool is_float(uint32_t t) const { return is_floating_point(kind(t)); }
@@ -834,6 +842,10 @@ struct ExportScratch {
   // library_symbol's answers by the address of the name asked: every name it is given
   // is a string of static storage, and a call asks for a few of them over and over.
   std::vector<std::pair<const char*, uint32_t>> library_by_address;
+  // FunctionExporter::known_operand's, by value id: the module's values kept for the
+  // module, the body's own cleared for each body.
+  std::vector<uint8_t> known;
+  std::vector<FlatOperand> known_operands;
 };
 
 // The flat symbol of global `gi` (lib/flat_export.cpp's symbol_index): the index its
@@ -872,6 +884,8 @@ class FunctionExporter {
         load_flat_(scratch.load_flat),
         flat_locs_(scratch.flat_locs),
         library_by_address_(scratch.library_by_address),
+        known_(scratch.known),
+        known_operands_(scratch.known_operands),
         insts_(out.insts),
         operands_(out.operands),
         blocks_(out.blocks) {}
@@ -892,6 +906,11 @@ class FunctionExporter {
     base_arg_ = static_cast<uint32_t>(out_.arg_widths.size());
     fn_index_ = static_cast<uint32_t>(out_.functions.size());
     flat_locs_.clear();
+    const size_t module_values = m_.module_value_count, values = module_values + f_.values.size();
+    if (known_.size() < module_values) known_.resize(module_values, 0);
+    known_.resize(values);
+    std::fill(known_.begin() + static_cast<ptrdiff_t>(module_values), known_.end(), 0);
+    known_operands_.resize(values);
     check_function();
     number_instructions();
     for (uint32_t b = 0; b < f_.block_count; ++b) {
@@ -991,6 +1010,7 @@ class FunctionExporter {
   }
 
   void reason(const std::string& r) {
+    ++reason_calls_;
     if (std::find(reasons.begin(), reasons.end(), r) == reasons.end()) reasons.push_back(r);
   }
 
@@ -1138,6 +1158,23 @@ class FunctionExporter {
       }
       return op;
     }
+    return known_operand(id, t, op);
+  }
+
+  // A constant's or a global's operand is the same wherever the module or the body reads
+  // it: kept by value id once made, unless making it gave a reason (which each function
+  // must give again).
+  FlatOperand known_operand(uint32_t id, uint32_t t, FlatOperand op) {
+    const bool keep = id < known_.size();
+    if (keep && known_[id]) return known_operands_[id];
+    const size_t reasons_before = reason_calls_;
+    constant_operand(id, t, op);
+    if (keep && reason_calls_ == reasons_before) known_[id] = 1, known_operands_[id] = op;
+    return op;
+  }
+
+  void constant_operand(uint32_t id, uint32_t t, FlatOperand& op) {
+    const uint32_t fn = fn_index_in_module_;
     int vid = -1;
     switch (ctx_.klass(fn, id, &vid)) {
       case Class::kInstruction:
@@ -1183,7 +1220,6 @@ class FunctionExporter {
       case Class::kMetadata:
         throw Decline{"reader: metadata as an operand"};
     }
-    return op;
   }
 
   void scalar_constant(uint32_t fn, uint32_t id, FlatOperand& op) {
@@ -2688,6 +2724,9 @@ class FunctionExporter {
   std::vector<uint32_t>&inst_flat_, &load_flat_;
   std::vector<BcDebugLoc>& flat_locs_;
   std::vector<std::pair<const char*, uint32_t>>& library_by_address_;
+  std::vector<uint8_t>& known_;
+  std::vector<FlatOperand>& known_operands_;
+  size_t reason_calls_ = 0;  // reason() calls: known_operand keeps what gave none
   std::vector<FlatInst>& insts_;
   std::vector<FlatOperand>& operands_;
   std::vector<FlatBlock>& blocks_;
