@@ -93,7 +93,8 @@ class FunctionReader {
         context_(context),
         rec_(context.buffers ? context.buffers->record : own_.record),
         scratch_(context.buffers ? context.buffers->operands : own_.operands),
-        lookups_(context.buffers ? context.buffers->types : own_.types) {}
+        buffers_(context.buffers ? *context.buffers : own_),
+        lookups_(buffers_.types) {}
 
   void read();
 
@@ -125,7 +126,6 @@ class FunctionReader {
   bool is_fp_or_fp_vector(uint32_t t) const;
   bool is_fp_math(uint32_t t) const;
   uint32_t find_type(TypeKind kind, uint32_t address_space = 0) const;
-  void look_up_types();
   uint32_t pointer_type(uint32_t address_space) const;
   uint32_t need(uint32_t t, const char* what) const;
   uint32_t void_type() const { return need(void_, "void"); }
@@ -210,6 +210,7 @@ class FunctionReader {
     scratch_.clear();
     return scratch_;
   }
+  BodyBuffers& buffers_;
   TypeLookups& lookups_;
   uint32_t void_ = kNone, i1_ = kNone;  // looked up once: many instructions need them
   int64_t default_alloca_as_ = -1;       // the data layout's alloca address space, once asked
@@ -250,16 +251,6 @@ uint32_t FunctionReader::find_type(TypeKind kind, uint32_t address_space) const 
     if (m_.types[i].kind == kind && (kind != TypeKind::kPointer || m_.types[i].address_space == address_space))
       return i;
   return kNone;
-}
-
-void FunctionReader::look_up_types() {
-  if (lookups_.table_size == m_.types.size()) return;
-  lookups_.table_size = m_.types.size();
-  lookups_.void_type = find_type(TypeKind::kVoid);
-  lookups_.i1_type = m_.find_integer_type(1);
-  lookups_.pointers.clear();
-  for (uint32_t i = 0; i < m_.types.size(); ++i)
-    if (m_.types[i].kind == TypeKind::kPointer) lookups_.pointers.emplace(m_.types[i].address_space, i);
 }
 
 uint32_t FunctionReader::pointer_type(uint32_t address_space) const {
@@ -993,7 +984,7 @@ void FunctionReader::read_record(uint32_t abbrev_id) {
 // element (the function's first argument), not of the first constant.
 void FunctionReader::read_constants() {
   uint32_t first = next_id_;
-  read_constants_block(cursor_, m_, f_.values, m_.module_value_count);
+  read_constants_block(cursor_, m_, f_.values, m_.module_value_count, buffers_);
   if (f_.values.size() >= kMetadataOperand - m_.module_value_count) cursor_.fail("too many values");
   next_id_ = m_.module_value_count + uint32_t(f_.values.size());
   for (auto it = forward_.lower_bound(first); it != forward_.end() && it->first < next_id_;) {
@@ -1051,7 +1042,7 @@ void FunctionReader::read() {
   uint32_t fnty = m_.globals[f_.global].value_type;
   if (fnty >= m_.types.size() || type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
     cursor_.fail("function body of a non-function type");
-  look_up_types();
+  look_up_types(m_, lookups_);
   void_ = lookups_.void_type;
   i1_ = lookups_.i1_type;
   // The arguments are the first of the function's values.
@@ -1078,6 +1069,19 @@ void FunctionReader::read() {
 }
 
 }  // namespace
+
+void look_up_types(const BcModule& m, TypeLookups& types) {
+  if (types.table_size == m.types.size()) return;
+  types.table_size = m.types.size();
+  types.void_type = kNone;
+  for (uint32_t i = 0; i < m.types.size() && types.void_type == kNone; ++i)
+    if (m.types[i].kind == TypeKind::kVoid) types.void_type = i;
+  types.i1_type = m.find_integer_type(1);
+  types.i32_type = m.find_integer_type(32);
+  types.pointers.clear();
+  for (uint32_t i = 0; i < m.types.size(); ++i)
+    if (m.types[i].kind == TypeKind::kPointer) types.pointers.emplace(m.types[i].address_space, i);
+}
 
 void read_function_block(BitstreamCursor& cursor, BcModule& m, uint32_t fn, const ReaderContext& context) {
   if (fn >= m.functions.size()) cursor.fail("function body of no function");

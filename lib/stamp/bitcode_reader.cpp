@@ -515,8 +515,9 @@ class ConstantsReader {
  public:
   static constexpr uint32_t kMaxConstantWidth = 1024;
 
-  ConstantsReader(BitstreamCursor& c, BcModule& m, std::vector<ValueRef>& values, uint32_t first_id)
-      : c_(c), m_(m), values_(values), first_id_(first_id), type_(m.find_integer_type(32)) {}
+  ConstantsReader(BitstreamCursor& c, BcModule& m, std::vector<ValueRef>& values, uint32_t first_id,
+                  detail::BodyBuffers& buffers)
+      : c_(c), m_(m), values_(values), first_id_(first_id), type_(i32_type(m, buffers.types)), ops_(buffers.record) {}
 
   void read() {
     for_each_record(c_, ops_, "a constants block", [&](uint32_t code) {
@@ -545,6 +546,10 @@ class ConstantsReader {
   }
 
  private:
+  static uint32_t i32_type(const BcModule& m, detail::TypeLookups& types) {
+    detail::look_up_types(m, types);
+    return types.i32_type;
+  }
   const Type& type() const { return m_.types[type_]; }
   uint32_t value_type(uint32_t id) const { return id < first_id_ ? m_.values[id].type : values_[id - first_id_].type; }
   const Type& scalar() const { return is_vector_kind(type().kind) ? m_.types[type().elements[0]] : type(); }
@@ -925,14 +930,14 @@ class ConstantsReader {
   uint32_t first_id_;
   uint32_t type_;
   size_t first_constant_ = m_.constants.size();
-  std::vector<uint64_t> ops_;
+  std::vector<uint64_t>& ops_;
 };
 
 }  // namespace
 
 void detail::read_constants_block(BitstreamCursor& cursor, BcModule& m, std::vector<ValueRef>& values,
-                                  uint32_t first_id) {
-  ConstantsReader(cursor, m, values, first_id).read();
+                                  uint32_t first_id, BodyBuffers& buffers) {
+  ConstantsReader(cursor, m, values, first_id, buffers).read();
 }
 
 namespace {
@@ -1036,7 +1041,7 @@ class ModuleReader {
         break;
       case detail::kConstantsBlock:
         if (bodies_ > 0) c_.fail("module constants after a function body");
-        detail::read_constants_block(c_, m_, m_.values, 0);
+        detail::read_constants_block(c_, m_, m_.values, 0, buffers_);
         break;
       case detail::kSyncScopeNamesBlock:
         sync_scopes();
@@ -1075,6 +1080,7 @@ class ModuleReader {
         break;
       case 3:
         m_.data_layout = chars(ops_);
+        program_address_space_ = program_address_space(m_.data_layout);
         break;
       case 4:
         m_.module_asm = true;
@@ -1260,7 +1266,7 @@ class ModuleReader {
     if (ops_.size() > 13) prefix_or_prologue(g, ops_[13]);
     if (ops_.size() > 14) g.personality = value_plus_one(ops_[14]);
     if (ops_.size() > 15) g.dso_local = ops_[15] == 1;
-    g.address_space = program_address_space(m_.data_layout);
+    g.address_space = program_address_space_;
     if (ops_.size() > 16) {
       if (ops_[16] > 0xFFFFFF) c_.fail("address space over 24 bits");
       g.address_space = uint32_t(ops_[16]);
@@ -1368,6 +1374,7 @@ class ModuleReader {
   std::unordered_map<uint32_t, uint32_t> pointer_types_;  // address space -> type id
   size_t pointer_types_for_ = ~size_t(0);                 // the table size it was made for
   uint32_t bodies_ = 0;
+  uint32_t program_address_space_ = 0;  // the data layout's, found when it is read (that of none is 0)
 };
 
 // IDENTIFICATION: the producer string, and the epoch, which must be LLVM's current 0.

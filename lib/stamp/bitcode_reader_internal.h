@@ -41,9 +41,11 @@ class DebugMetadata;  // bitcode_debug.h
 // table, not by a scan of the table in each body (and for each alloca).
 struct TypeLookups {
   size_t table_size = ~size_t(0);  // the size of the table they were found in
-  uint32_t void_type = kNone, i1_type = kNone;
+  uint32_t void_type = kNone, i1_type = kNone, i32_type = kNone;
   std::unordered_map<uint32_t, uint32_t> pointers;  // address space -> its first pointer type
 };
+// Finds them again when the table is not the one they were found in.
+void look_up_types(const BcModule& m, TypeLookups& types);
 
 // A body's record and operand buffers, kept from body to body so that each body does
 // not grow them from nothing again, and the types looked up.
@@ -64,7 +66,10 @@ struct ReaderContext {
 // its END_BLOCK, appending each constant to m.constants and its ValueRef to `values`,
 // whose first element has value id `first_id` (0 for the module's list, or
 // module_value_count for a function's). Unknown constant records become ConstKind::kOther.
-void read_constants_block(BitstreamCursor& cursor, BcModule& m, std::vector<ValueRef>& values, uint32_t first_id);
+// Its records are read into buffers.record (a block of each body would grow its own
+// from nothing), and SETTYPE's default, i32, is buffers.types'.
+void read_constants_block(BitstreamCursor& cursor, BcModule& m, std::vector<ValueRef>& values, uint32_t first_id,
+                          BodyBuffers& buffers);
 
 // A FUNCTION_BLOCK just entered: decodes the body of m.functions[fn] to its END_BLOCK
 // (arguments, constants, instructions; with context.debug, its metadata, its
