@@ -2996,17 +2996,26 @@ void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
   auto ends_in_suffix = [&](const std::string& n) {
     return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  std::unordered_set<std::string> names;
+  // The names are distinct (ModuleExporter::finish), so that a new name can only be
+  // taken when a name ends in the suffix already or an anonymous one's could be a
+  // local's: without either, no set of names is needed.
+  bool may_collide = false;
   for (const GlobalInfo& g : ctx.globals)
-    if (ends_in_suffix(g.name)) names.insert(g.name);
+    may_collide = may_collide || ends_in_suffix(g.name) || g.name.compare(0, 12, "__kiln_anon.") == 0;
+  std::unordered_set<std::string> names;
+  if (may_collide)
+    for (const GlobalInfo& g : ctx.globals)
+      if (ends_in_suffix(g.name)) names.insert(g.name);
   size_t anonymous = 0;
   for (uint32_t gi : global_values_order(ctx)) {
     GlobalInfo& g = ctx.globals[gi];
     if (!local_linkage(g.linkage) || g.declaration || reserved_name(g.name)) continue;
-    std::string wanted = g.name.empty() ? "__kiln_anon." + std::to_string(anonymous++) + suffix : g.name + suffix;
-    if (!names.insert(wanted).second) throw Decline{"reader: renamed symbol " + wanted + " taken"};
-    names.erase(g.name);
-    g.name = wanted;
+    if (g.name.empty()) g.name = "__kiln_anon." + std::to_string(anonymous++);
+    g.name += suffix;
+    if (may_collide) {
+      if (!names.insert(g.name).second) throw Decline{"reader: renamed symbol " + g.name + " taken"};
+      names.erase(g.name.substr(0, g.name.size() - suffix.size()));
+    }
     g.linkage = Linkage::kExternal;
     g.visibility = Visibility::kHidden;
   }
