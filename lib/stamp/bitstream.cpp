@@ -428,11 +428,12 @@ struct BitstreamCursor::FieldReader {
     c.pos_ = pos;
     c.literal_budget_ = budget;
   }
-  [[noreturn]] void fail(const std::string& why) {
+  // Inline like the rest: a call given this reader would keep its fields in memory.
+  [[noreturn, gnu::always_inline]] void fail(const std::string& why) {
     sync();
     c.fail(why);
   }
-  uint64_t slow(const AbbrevOp& op) {
+  [[gnu::always_inline]] uint64_t slow(const AbbrevOp& op) {
     sync();
     uint64_t value = c.read_scalar(op);
     pos = c.pos_;
