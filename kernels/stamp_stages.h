@@ -214,7 +214,11 @@ KILN_HD inline void stamp_uses(const FlatModuleView& m, uint32_t fn, uint32_t* u
   // their homes.
   for (uint32_t i = f.first_inst; i < end; ++i) {
     const FlatInst& in = m.insts[i];
-    uint8_t h = may_leave_slot(in.op) ? first_home(m, i, use_count) : uint8_t{kHomeSlot};
+    // first_home, its frame addresses' case here: most of its calls were for those, and
+    // the call cost more than the question.
+    uint8_t h = kHomeSlot;
+    if (in.op == kOpAlloca || in.op == kOpGep) h = is_frame_shape(m, value_operand(i)) ? kHomeNone : kHomeSlot;
+    else if (may_leave_slot(in.op)) h = first_home(m, i, use_count);
     if (h != kHomeSlot) {
       home[i] = h;
       continue;
