@@ -250,7 +250,7 @@ KILN_HD inline uint32_t piece_size(uint32_t left) { return left >= 8 ? 8 : left 
 
 // Loads `bytes` (1 to 8) little-endian into reg, zero-extended; odd sizes (3, 5, 6, 7,
 // for i24 to i56) are put together from pieces through r10.
-KILN_HD inline void load_bytes(Emitter& e, uint32_t reg, uint32_t base, int32_t disp, uint32_t bytes) {
+KILN_HD inline void load_pieces(Emitter& e, uint32_t reg, uint32_t base, int32_t disp, uint32_t bytes) {
   uint32_t first = piece_size(bytes);
   piece(e, true, reg, base, disp, first);
   for (uint32_t done = first; done < bytes;) {
@@ -261,8 +261,7 @@ KILN_HD inline void load_bytes(Emitter& e, uint32_t reg, uint32_t base, int32_t 
     done += n;
   }
 }
-// Stores the low `bytes` (1 to 8) of reg; reg is left unchanged.
-KILN_HD inline void store_bytes(Emitter& e, uint32_t base, int32_t disp, uint32_t reg, uint32_t bytes) {
+KILN_HD inline void store_pieces(Emitter& e, uint32_t base, int32_t disp, uint32_t reg, uint32_t bytes) {
   for (uint32_t done = 0; done < bytes;) {
     uint32_t n = piece_size(bytes - done);
     if (done == 0) {
@@ -274,6 +273,18 @@ KILN_HD inline void store_bytes(Emitter& e, uint32_t base, int32_t disp, uint32_
     }
     done += n;
   }
+}
+// The two above where `bytes` is 1, 2, 4 or 8, most loads and stores: one piece, inlined
+// (the calls of the loops cost more than their one piece, and reg and base are mostly
+// constants here). What they emit is the loops' first piece, all there is then.
+KILN_HD KILN_ALWAYS_INLINE void load_bytes(Emitter& e, uint32_t reg, uint32_t base, int32_t disp, uint32_t bytes) {
+  if (bytes - 1 < 8 && (bytes & (bytes - 1)) == 0) return piece(e, true, reg, base, disp, bytes);
+  load_pieces(e, reg, base, disp, bytes);
+}
+// Stores the low `bytes` (1 to 8) of reg; reg is left unchanged.
+KILN_HD KILN_ALWAYS_INLINE void store_bytes(Emitter& e, uint32_t base, int32_t disp, uint32_t reg, uint32_t bytes) {
+  if (bytes - 1 < 8 && (bytes & (bytes - 1)) == 0) return piece(e, false, reg, base, disp, bytes);
+  store_pieces(e, base, disp, reg, bytes);
 }
 // Frame forms of the above (rbp-relative).
 KILN_HD inline void store_narrow(Emitter& e, int32_t disp, uint32_t reg, uint32_t bytes) {
