@@ -907,6 +907,10 @@ class FunctionExporter {
     fn_index_ = static_cast<uint32_t>(out_.functions.size());
     flat_locs_.clear();
     const size_t module_values = m_.module_value_count, values = module_values + f_.values.size();
+    // operand()'s own values: only where no id of them can carry a tag.
+    module_values_ = m_.module_value_count;
+    own_values_ = f_.values.data();
+    own_value_count_ = values < kLoadTag ? static_cast<uint32_t>(f_.values.size()) : 0;
     if (known_.size() < module_values) known_.resize(module_values, 0);
     known_.resize(values);
     std::fill(known_.begin() + static_cast<ptrdiff_t>(module_values), known_.end(), 0);
@@ -1120,7 +1124,30 @@ class FunctionExporter {
   }
   bool is_materialized(uint32_t id) const { return id != kMetadataOperand && !(id & kBlockTag) && (id & kLoadTag); }
 
-  FlatOperand operand(uint32_t id) {
+  // Most operands are a block, or a scalar result of the body's own instructions: those
+  // are made here, the rest (and anything operand_slow declines) out of line.
+  [[gnu::always_inline]] FlatOperand operand(uint32_t id) {
+    FlatOperand op{};
+    if (id & kBlockTag) {  // kMetadataOperand has no kBlockTag
+      if (const uint32_t b = id & ~kBlockTag; b < f_.block_count) {
+        op.kind = kOperandBlock;
+        op.index = base_block_ + b;
+        return op;
+      }
+    } else if (const uint32_t local = id - module_values_; local < own_value_count_) {
+      const ValueRef& r = own_values_[local];
+      if (r.kind == ValueKind::kInstruction && r.index < inst_flat_.size()) {
+        op.width = ctx_.facts(r.type).operand_width;
+        if (op.width) {
+          op.kind = kOperandValue;
+          op.index = inst_flat_[r.index];
+          return op;
+        }
+      }
+    }
+    return operand_slow(id);
+  }
+  [[gnu::noinline]] FlatOperand operand_slow(uint32_t id) {
     const uint32_t fn = fn_index_in_module_;
     FlatOperand op{};
     if (id != kMetadataOperand && (id & kBlockTag)) {
@@ -2727,6 +2754,8 @@ class FunctionExporter {
   std::vector<uint8_t>& known_;
   std::vector<FlatOperand>& known_operands_;
   size_t reason_calls_ = 0;  // reason() calls: known_operand keeps what gave none
+  uint32_t module_values_ = 0, own_value_count_ = 0;  // operand()'s view of the body's values
+  const ValueRef* own_values_ = nullptr;
   std::vector<FlatInst>& insts_;
   std::vector<FlatOperand>& operands_;
   std::vector<FlatBlock>& blocks_;
