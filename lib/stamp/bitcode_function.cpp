@@ -138,8 +138,10 @@ class FunctionReader {
   uint32_t value_and_type(uint32_t* type_out = nullptr);
   uint32_t value_of_type(uint32_t t);
   uint32_t typed_id(uint32_t id, uint32_t t);
+  [[noreturn, gnu::cold, gnu::noinline]] void wrong_type(uint32_t id) const;
   void forward(uint32_t id, uint32_t t);
   uint32_t block_ref(uint64_t b);
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_block(uint64_t b) const;
 
   // --- Instructions.
   Inst start(Opcode op, uint32_t t);
@@ -188,6 +190,7 @@ class FunctionReader {
   uint32_t token_type() const { return need(find_type(TypeKind::kToken), "token"); }
 
   uint64_t alignment(uint64_t exponent);
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_alignment(uint64_t exponent) const;
   Ordering ordering(uint64_t v) const;
   bool single_thread(uint64_t ssid) const;
 
@@ -273,29 +276,36 @@ uint32_t FunctionReader::bool_like(uint32_t operand_type) {
   return need(m_.find_vector_type(i1, ty.count, ty.kind == TypeKind::kScalableVector), "vector of i1");
 }
 
-uint32_t FunctionReader::type_of(uint32_t id) const {
+// The value ids of most operands go through these: inline, their failures and forward
+// references out of line.
+inline uint32_t FunctionReader::type_of(uint32_t id) const {
   return id < m_.module_value_count ? m_.values[id].type : f_.values[id - m_.module_value_count].type;
 }
 
 // A use of value `id` whose type the context fixes (LLVM's getValue): a defined value
 // must have that type, an undefined one becomes a forward reference of it.
-uint32_t FunctionReader::typed_id(uint32_t id, uint32_t t) {
+inline uint32_t FunctionReader::typed_id(uint32_t id, uint32_t t) {
   if (id < next_id_) {
-    if (type_of(id) != t) cursor_.fail("value " + std::to_string(id) + " has the wrong type");
+    if (type_of(id) != t) [[unlikely]]
+      wrong_type(id);
   } else {
     forward(id, t);
   }
   return id;
 }
 
-void FunctionReader::forward(uint32_t id, uint32_t t) {
+void FunctionReader::wrong_type(uint32_t id) const {
+  cursor_.fail("value " + std::to_string(id) + " has the wrong type");
+}
+
+[[gnu::noinline]] void FunctionReader::forward(uint32_t id, uint32_t t) {
   if (id >= kMetadataOperand) cursor_.fail("value id " + std::to_string(id) + " out of range");
   auto [it, inserted] = forward_.emplace(id, t);
   if (!inserted && it->second != t) cursor_.fail("forward reference " + std::to_string(id) + " used with two types");
 }
 
 // LLVM's getValueTypePair: a relative id, and after a forward one its type.
-uint32_t FunctionReader::value_and_type(uint32_t* type_out) {
+inline uint32_t FunctionReader::value_and_type(uint32_t* type_out) {
   uint32_t id = relative(field());
   uint32_t t;
   if (id < next_id_) {
@@ -308,16 +318,24 @@ uint32_t FunctionReader::value_and_type(uint32_t* type_out) {
   return id;
 }
 
-uint32_t FunctionReader::value_of_type(uint32_t t) { return typed_id(relative(field()), t); }
+inline uint32_t FunctionReader::value_of_type(uint32_t t) { return typed_id(relative(field()), t); }
 
-uint32_t FunctionReader::block_ref(uint64_t b) {
-  if (!blocks_declared_ || b >= f_.block_count) cursor_.fail("block id " + std::to_string(b) + " out of range");
+inline uint32_t FunctionReader::block_ref(uint64_t b) {
+  if (!blocks_declared_ || b >= f_.block_count) [[unlikely]]
+    bad_block(b);
   return kBlockTag | uint32_t(b);
 }
 
-uint64_t FunctionReader::alignment(uint64_t exponent) {
-  if (exponent > kMaxAlignExponent) cursor_.fail("invalid alignment exponent " + std::to_string(exponent));
+void FunctionReader::bad_block(uint64_t b) const { cursor_.fail("block id " + std::to_string(b) + " out of range"); }
+
+inline uint64_t FunctionReader::alignment(uint64_t exponent) {
+  if (exponent > kMaxAlignExponent) [[unlikely]]
+    bad_alignment(exponent);
   return exponent == 0 ? 0 : uint64_t(1) << (exponent - 1);
+}
+
+void FunctionReader::bad_alignment(uint64_t exponent) const {
+  cursor_.fail("invalid alignment exponent " + std::to_string(exponent));
 }
 
 // LLVM maps an unknown ordering to seq_cst.
