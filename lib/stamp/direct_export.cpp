@@ -2827,6 +2827,7 @@ class Materializer {
     const BcFunction& f = ctx_.m.functions[fn];
     mark_values(f);
     Materialized mat;  // `before` is sized at the first load: most bodies have none
+    if (!needs_scan(f)) return mat;
     for (uint32_t i = 0; i < f.insts.size(); ++i) {
       const Inst& in = f.insts[i];
       if (in.opcode == Opcode::kLandingPad || in.opcode == Opcode::kSwitch) continue;
@@ -2876,6 +2877,18 @@ class Materializer {
     if (id < module_marks_.size()) return module_marks_[id];
     const uint32_t local = id - static_cast<uint32_t>(module_marks_.size());
     return local < local_marks_.size() ? local_marks_[local] : kInvalid;
+  }
+  // Whether the scan below can find anything: an operand anywhere in the body that is a
+  // candidate or declined, or a call whose callee is out of the operands. Most bodies
+  // have none, and one pass over their operands says so.
+  bool needs_scan(const BcFunction& f) const {
+    for (uint32_t id : f.operands)
+      if (!(id & kBlockTag) && id != kMetadataOperand && mark(id)) return true;
+    for (const Inst& in : f.insts)
+      if ((in.opcode == Opcode::kCall || in.opcode == Opcode::kInvoke) &&
+          size_t(in.first_operand) + in.operand_count - (in.opcode == Opcode::kInvoke ? 3 : 1) >= f.operands.size())
+        return true;
+    return false;
   }
   // keeps_constants would decline the call (its callee is no value, or out of range).
   bool invalid_callee(const BcFunction& f, const Inst& in) const {
