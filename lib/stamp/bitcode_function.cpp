@@ -145,14 +145,14 @@ class FunctionReader {
 
   // --- Instructions.
   Inst start(Opcode op, uint32_t t);
-  void commit(Inst inst, const std::vector<uint32_t>& operands, bool terminator = false) {
+  void commit(const Inst& inst, const std::vector<uint32_t>& operands, bool terminator = false) {
     commit(inst, operands.data(), operands.size(), terminator);
   }
   // The fixed-size records' operands, without a vector per instruction.
-  void commit(Inst inst, std::initializer_list<uint32_t> operands, bool terminator = false) {
+  void commit(const Inst& inst, std::initializer_list<uint32_t> operands, bool terminator = false) {
     commit(inst, operands.begin(), operands.size(), terminator);
   }
-  void commit(Inst inst, const uint32_t* operands, size_t count, bool terminator);
+  void commit(const Inst& inst, const uint32_t* operands, size_t count, bool terminator);
   void read_record(uint32_t abbrev_id);
   void read_constants();
   void debug_loc(uint32_t code);
@@ -357,10 +357,13 @@ Inst FunctionReader::start(Opcode op, uint32_t t) {
 
 // Appends `inst` to the current block; a value-producing one takes the next value id
 // (filling a forward reference to it), a terminator moves on to the next block.
-void FunctionReader::commit(Inst inst, const uint32_t* operands, size_t count, bool terminator) {
+void FunctionReader::commit(const Inst& made, const uint32_t* operands, size_t count, bool terminator) {
   if (!blocks_declared_ || block_ >= f_.block_count) cursor_.fail("instruction outside any declared block");
-  bool takes_bundles = inst.opcode == Opcode::kCall || inst.opcode == Opcode::kInvoke || inst.opcode == Opcode::kCallBr;
+  bool takes_bundles = made.opcode == Opcode::kCall || made.opcode == Opcode::kInvoke || made.opcode == Opcode::kCallBr;
   if (bundles_pending_ && !takes_bundles) cursor_.fail("operand bundles found with no consumer");
+  // Completed where it is kept: each copy of an instruction on its way there showed.
+  const uint32_t index = uint32_t(f_.insts.size());
+  Inst& inst = f_.insts.emplace_back(made);
   inst.has_bundles = takes_bundles && bundles_pending_;
   bundles_pending_ = false;
   inst.block = block_;
@@ -374,14 +377,13 @@ void FunctionReader::commit(Inst inst, const uint32_t* operands, size_t count, b
   if (type(inst.type).kind != TypeKind::kVoid) {
     if (next_id_ >= kMetadataOperand) cursor_.fail("too many values");
     inst.value = next_id_++;
-    f_.values.push_back({ValueKind::kInstruction, inst.type, uint32_t(f_.insts.size())});
+    f_.values.push_back({ValueKind::kInstruction, inst.type, index});
     if (auto it = forward_.empty() ? forward_.end() : forward_.find(inst.value); it != forward_.end()) {
       if (it->second != inst.type) cursor_.fail("value " + std::to_string(inst.value) + " defined with another type");
       forward_.erase(it);
     }
   }
-  f_.insts.push_back(inst);
-  if (terminator && ++block_ < f_.block_count) f_.block_first.push_back(uint32_t(f_.insts.size()));
+  if (terminator && ++block_ < f_.block_count) f_.block_first.push_back(index + 1);
 }
 
 // BINOP [lhs (value, type), rhs, opcode, flags?] and UNOP [op (value, type), opcode, flags?].
