@@ -647,8 +647,8 @@ KILN_HD inline bool same_operand(const StampLayout& l, const FlatOperand& a, con
 // copy goes through rax, and *rax says what rax holds (kind 0: unknown): a value that
 // rax holds already is not loaded again. That value is the one from before the copies
 // began, which is what each copy must read in any case.
-KILN_HD inline void phi_copies_for(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t from_block,
-                                   uint32_t to_block, FlatOperand* rax) {
+KILN_HD inline void phi_copies_into(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t from_block,
+                                    uint32_t to_block, FlatOperand* rax) {
   const FlatBlock& b = m.blocks[to_block];
   for (uint32_t i = b.first_inst; i < b.first_inst + b.inst_count && m.insts[i].op == kOpPhi; ++i) {
     const FlatInst& phi = m.insts[i];
@@ -676,6 +676,13 @@ KILN_HD inline void phi_copies_for(Emitter& e, const FlatModuleView& m, const St
       break;
     }
   }
+}
+
+// Most successors have no phis: asked here, inlined, before the call.
+KILN_HD KILN_ALWAYS_INLINE void phi_copies_for(Emitter& e, const FlatModuleView& m, const StampLayout& l,
+                                               uint32_t from_block, uint32_t to_block, FlatOperand* rax) {
+  const FlatBlock& b = m.blocks[to_block];
+  if (b.inst_count && m.insts[b.first_inst].op == kOpPhi) phi_copies_into(e, m, l, from_block, to_block, rax);
 }
 
 // The setcc opcode (second byte) of a predicate; jcc rel32's is the same minus 0x10.
@@ -2161,6 +2168,9 @@ KILN_HD KILN_CPU_NOINLINE inline void encode_icmp(Emitter& e, const FlatModuleVi
 KILN_HD inline FlatOperand phi_copies(Emitter& e, const FlatModuleView& m, const StampLayout& l, uint32_t t) {
   const FlatInst& term = m.insts[t];
   FlatOperand rax{};
+  // Most terminators have none, and their callers read what rax holds only where they
+  // do (has_phi_copies): no question about it asked for nothing.
+  if (!has_phi_copies(m, term)) return rax;
   const uint32_t before = prev_with_code(m, t);
   if (before < t && m.insts[before].block == term.block && !(l.home && l.home[before] == kHomeRax) &&
       rax_holds(m, l.home, t, value_operand(before)))
