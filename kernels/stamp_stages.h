@@ -178,7 +178,12 @@ KILN_HD inline int32_t pool_slot(uint32_t args_bytes, uint32_t at) {
 }
 
 // Whether the one use of instruction i's value (use_count 1, result_in_rax) is the
-// next instruction with code in its block, which takes it first, from rax.
+// next instruction with code in its block, which takes it first, from rax. For an i
+// that stamp_uses has given kHomeSlot so far, that is all rax_holds(m, home, next, that
+// operand) asks, so it is not asked: i comes at most kQuietWindow + 1 before next in
+// its block (next_with_code), it is not read in place (kHomeSlot) nor a frame address
+// (first_home gave those kHomeNone; no other opcode is one), its template ends with
+// it in rax (result_in_rax), and what lies between emits nothing (next_with_code).
 KILN_HD inline bool stays_in_rax(const FlatModuleView& m, const uint8_t* home, uint32_t i) {
   const uint32_t next = next_with_code(m, i);
   const FlatBlock& b = m.blocks[m.insts[i].block];
@@ -186,7 +191,7 @@ KILN_HD inline bool stays_in_rax(const FlatModuleView& m, const uint8_t* home, u
   const int k = rax_operand(m, home, next);
   if (k < 0) return false;
   const FlatOperand& op = m.operands[m.insts[next].first_operand + static_cast<uint32_t>(k)];
-  return op.kind == kOperandValue && op.index == i && rax_holds(m, home, next, op);
+  return op.kind == kOperandValue && op.index == i;
 }
 
 // Stage 0: where each result lives (ResultHome). A frame address (frame_shape) needs
