@@ -124,21 +124,12 @@ KILN_HD inline uint8_t first_home(const FlatModuleView& m, uint32_t i, const uin
 
 // Whether an instruction's result may share its slot with another value (a pooled one,
 // a phi's): the templates of all others but these write a scalar result once, after
-// reading every operand (a phi is written by copies; these others piecewise).
-KILN_HD inline bool result_may_share_slot(uint16_t op) {
-  switch (op) {
-    case kOpPhi:
-    case kOpVector:
-    case kOpOverflow:
-    case kOpCmpXchg:
-    case kOpLandingPad:
-    case kOpWide:
-    case kOpInsert:
-      return false;
-    default:
-      return true;
-  }
-}
+// reading every operand (a phi is written by copies; these others piecewise). These,
+// a bit each: one question, where a switch took a few.
+constexpr uint64_t kOwnSlotOps = 1ull << kOpPhi | 1ull << kOpVector | 1ull << kOpOverflow | 1ull << kOpCmpXchg |
+    1ull << kOpLandingPad | 1ull << kOpWide | 1ull << kOpInsert;
+static_assert(kOpCount <= 64, "kOwnSlotOps holds a bit per opcode");
+KILN_HD inline bool result_may_share_slot(uint16_t op) { return op >= 64 || !((kOwnSlotOps >> op) & 1); }
 
 // A value lives in the pool (kHomePool) when it is a scalar of up to 64 bits (not a
 // vector, an aggregate or an i128) that would have a slot of its own and every use of
@@ -152,8 +143,8 @@ KILN_HD inline bool result_may_share_slot(uint16_t op) {
 // are there when the count equals use_count.
 KILN_HD inline bool pooled(const FlatModuleView& m, uint32_t i, const uint32_t* use_count) {
   const FlatInst& in = m.insts[i];
-  if (!result_may_share_slot(in.op)) return false;
   if (in.width == 0 || in.width > 64 || in.slot_size == 0 || in.slot_size > 8) return false;
+  if (!result_may_share_slot(in.op)) return false;
   const uint32_t uses = use_count[i];
   const FlatBlock& b = m.blocks[in.block];
   const uint32_t end = b.first_inst + b.inst_count;
