@@ -1124,8 +1124,10 @@ class FunctionExporter {
   }
   bool is_materialized(uint32_t id) const { return id != kMetadataOperand && !(id & kBlockTag) && (id & kLoadTag); }
 
-  // Most operands are a block, or a scalar result of the body's own instructions: those
-  // are made here, the rest (and anything operand_slow declines) out of line.
+  // Most operands are a block, a scalar result of the body's own instructions, or a
+  // constant or global made before (known_operand; one of width 0 goes the long way,
+  // which gives its type's reason again): those are made here, the rest (and anything
+  // operand_slow declines) out of line.
   [[gnu::always_inline]] FlatOperand operand(uint32_t id) {
     FlatOperand op{};
     if (id & kBlockTag) {  // kMetadataOperand has no kBlockTag
@@ -1134,6 +1136,8 @@ class FunctionExporter {
         op.index = base_block_ + b;
         return op;
       }
+    } else if (id < known_.size() && known_[id] && known_operands_[id].width) {
+      return known_operands_[id];
     } else if (const uint32_t local = id - module_values_; local < own_value_count_) {
       const ValueRef& r = own_values_[local];
       if (r.kind == ValueKind::kInstruction && r.index < inst_flat_.size()) {
@@ -1658,11 +1662,7 @@ class FunctionExporter {
     if (in.operand_count < (invoke ? 3u : 1u)) throw Decline{"reader: call operands"};
     const uint32_t arg_count = in.operand_count - (invoke ? 3 : 1);
     const uint32_t callee = op_id(in, arg_count);
-    if (!is_materialized(callee) && callee != kMetadataOperand && !(callee & kBlockTag)) {
-      int vid = -1;
-      if (ctx_.klass(fn_index_in_module_, callee, &vid) == Class::kOtherConstant && vid == kValueIdInlineAsm)
-        return refuse(in, "i128 inline asm");
-    }
+    if (is_inline_asm(callee)) return refuse(in, "i128 inline asm");
     const uint32_t callee_fn = called_function(in, callee);
     if (callee_fn != kNone && reserved_name(ctx_.globals[callee_fn].name))
       return export_wide_intrinsic(in, ctx_.intrinsic(callee_fn), invoke, arg_count);
@@ -2439,13 +2439,19 @@ class FunctionExporter {
     const bool invoke = in.opcode == Opcode::kInvoke;
     if ((in.opcode != Opcode::kCall && !invoke) || in.operand_count < (invoke ? 3u : 1u)) return false;
     const uint32_t callee = op_id(in, in.operand_count - (invoke ? 3 : 1));
-    if (!is_materialized(callee) && callee != kMetadataOperand && !(callee & kBlockTag)) {
-      int vid = -1;
-      if (ctx_.klass(fn_index_in_module_, callee, &vid) == Class::kOtherConstant && vid == kValueIdInlineAsm)
-        return false;
-    }
+    if (is_inline_asm(callee)) return false;
     const uint32_t callee_fn = called_function(in, callee);
     return callee_fn == kNone || !reserved_name(ctx_.globals[callee_fn].name);
+  }
+
+  // A callee that is an inline asm constant. klass() is asked of constants only (as of
+  // anything else it would say what ref() says).
+  bool is_inline_asm(uint32_t callee) const {
+    if (is_materialized(callee) || callee == kMetadataOperand || (callee & kBlockTag)) return false;
+    const uint32_t fn = fn_index_in_module_;
+    if (ctx_.ref(fn, callee).kind != ValueKind::kConstant) return false;
+    int vid = -1;
+    return ctx_.klass(fn, callee, &vid) == Class::kOtherConstant && vid == kValueIdInlineAsm;
   }
 
   uint32_t called_function(const Inst& in, uint32_t callee) const {
@@ -2487,11 +2493,7 @@ class FunctionExporter {
     const uint32_t arg_count = in.operand_count - (invoke ? 3 : 1);
     if (in.operand_count < (invoke ? 3u : 1u)) throw Decline{"reader: call operands"};
     const uint32_t callee = op_id(in, arg_count);
-    if (!is_materialized(callee) && callee != kMetadataOperand && !(callee & kBlockTag)) {
-      int vid = -1;
-      if (ctx_.klass(fn_index_in_module_, callee, &vid) == Class::kOtherConstant && vid == kValueIdInlineAsm)
-        return export_inline_asm(in, ctx_.constant(fn_index_in_module_, callee));
-    }
+    if (is_inline_asm(callee)) return export_inline_asm(in, ctx_.constant(fn_index_in_module_, callee));
     const uint32_t callee_fn = called_function(in, callee);
     if (callee_fn != kNone && reserved_name(ctx_.globals[callee_fn].name)) {
       if (invoke) return refuse(in, "invoke of intrinsic " + ctx_.globals[callee_fn].name);
