@@ -920,6 +920,8 @@ void FunctionReader::read_record(uint32_t abbrev_id) {
         cursor_.fail("invalid declareblocks record");
       blocks_declared_ = true;
       f_.block_count = uint32_t(rec_[0]);
+      // Each block ends in a terminator of two bits at least.
+      f_.block_first.reserve(std::min<uint64_t>(rec_[0], cursor_.bits_left() / 2));
       f_.block_first.push_back(0);
       return;
     case kBinop:
@@ -1068,6 +1070,10 @@ void FunctionReader::read() {
   // The arguments are the first of the function's values.
   f_.first_arg_value = next_id_ = m_.module_value_count;
   f_.arg_count = uint32_t(type(fnty).elements.size() - 1);
+  // A body has about a value (argument, constant or result) per 50 bits at debuginfo 0:
+  // room for one per 64 bits spares most of the array's regrowth, and takes at most
+  // 1.5 bytes per byte of the block.
+  f_.values.reserve(f_.arg_count + cursor_.bits_left() / 64);
   for (uint32_t i = 0; i < f_.arg_count; ++i)
     f_.values.push_back({ValueKind::kArgument, type(fnty).elements[i + 1], i});
   next_id_ += f_.arg_count;

@@ -75,6 +75,9 @@ class BitstreamCursor {
   void skip_block();
 
   uint64_t bit_offset() const { return pos_; }
+  // What is left of the innermost block (of the stream at the top level), in bits: what
+  // bounds the room a reader may reserve from a count the stream gives.
+  uint64_t bits_left() const { return limit_ - pos_; }
 
   // --- Records found by position: a block that carries an index of its own records
   // (LLVM's METADATA_INDEX) is read where the index points, not record by record.
