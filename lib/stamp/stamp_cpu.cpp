@@ -136,7 +136,7 @@ bool measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
     // A third of the instructions, which encode_inst would return from at once, are not
     // asked (nor is the room checked for them): a kept instruction of no code.
     if (has_no_code(m.insts[i], home[i])) {
-      size[i] = relocs[i] = call_begin[i] = call_end[i] = 0;
+      size[i] = relocs[i] = 0;
       continue;
     }
     if (e.code_room - code_used < kCacheRoom || e.reloc_room - relocs_used < kCacheRelocRoom ||
@@ -146,14 +146,17 @@ bool measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
       make_room(c.jumps, jumps_used, kCacheJumpRoom);
       set_room();
     }
-    e.call_begin = code_used, e.call_end = code_used;  // 0 for an instruction without a call
     encode_inst(e, m, l, i);
     const uint32_t n = e.pos - code_used, r = e.reloc_count - relocs_used, k_jumps = e.jump_count - jumps_used;
     size[i] = n;
     relocs[i] = r;
     code_measured += n, relocs_measured += r;
-    call_begin[i] = e.call_begin - code_used;  // instruction-relative, as in stamp_measure
-    call_end[i] = e.call_end - code_used;
+    // Only an invoke's call is asked for (its LSDA entry, function_call_sites), and its
+    // template sets where it is (encode_call): the others' are left as they are.
+    if (m.insts[i].op == kOpInvoke) {
+      call_begin[i] = e.call_begin - code_used;  // instruction-relative, as in stamp_measure
+      call_end[i] = e.call_end - code_used;
+    }
     const bool keep = e.pos <= code_end && e.reloc_count <= relocs_end && e.jump_count <= e.jump_room;
     if (keep && !k_jumps) continue;  // most instructions: in a run
     if (!keep) e.pos = code_used, e.reloc_count = relocs_used, e.jump_count = jumps_used;
@@ -195,6 +198,10 @@ void relax_function_from_cache(const FlatModuleView& m, const StampLayout& l, ui
     }
     const StampJumpSite* s = c.jumps.data() + special.jump_at;
     const uint32_t n = special.jump_count, long_at = l.long_inst_offset[i];
+    if (m.insts[i].op != kOpInvoke) {  // no call there that is asked for (measure_function_into_cache)
+      for (uint32_t k = 0; k < n; ++k) size[i] -= bytes_saved(l, s[k], long_at);
+      continue;
+    }
     // What bytes_saved_before gives for call_begin, call_end (positions of the long
     // layout until then) and the whole instruction, in one walk over the jumps: each
     // jump asked once, where three walks asked each up to three times. The jumps lie
