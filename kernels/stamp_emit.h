@@ -1532,11 +1532,17 @@ KILN_HD KILN_CPU_NOINLINE inline void encode_call(Emitter& e, const FlatModuleVi
   // the area's size), then the stack's and the xmm registers' (through rax and rcx),
   // then the integer registers', which nothing loads through afterwards. Most calls
   // have only the last: every argument in an integer register (`in_registers`).
-  const SysvArgs all = call_arg_places(ops, count);
+  // The places (call_arg_places) and the argument rax holds (rax_held_argument, the
+  // first one), in one walk over the arguments; call_rax_argument's with the places at
+  // hand: the held argument is kept only where it may be.
+  SysvArgs all;
+  uint32_t rax_held = 0;
+  for (uint32_t a = 1; a < count; ++a) {
+    all.next(ops[a].flags & kOperandFloat, ops[a].width == kWideBits);
+    if (!rax_held && ops[a].width != kWideBits && rax_holds(m, l.home, i, ops[a])) rax_held = a;
+  }
   const bool in_registers = !all.stacked && !all.floats;
-  // call_rax_argument, with the places at hand: a held argument is looked for only
-  // where it may be kept.
-  const uint32_t rax_held = in_registers ? rax_held_argument(m, l.home, i, count) : 0;
+  if (!in_registers) rax_held = 0;
   const int held = rax_held && rax_argument_kept(m, in, all) ? static_cast<int>(rax_held) : -1;
   uint32_t reserve = (all.stacked * 8 + 15) / 16 * 16;
   if (reserve) alu_imm(e, RSP, 5, static_cast<int32_t>(reserve));  // sub rsp, reserve
