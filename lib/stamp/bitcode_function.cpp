@@ -628,7 +628,9 @@ void FunctionReader::invoke() {
   uint32_t callee = value_and_type();
   std::vector<uint32_t>& ops = scratch();
   call_args(fnty, false, ops);
-  ops.insert(ops.end(), {callee, normal, unwind});
+  ops.push_back(callee);
+  ops.push_back(normal);
+  ops.push_back(unwind);
   Inst inst = start(Opcode::kInvoke, type(fnty).elements[0]);
   inst.source_type = fnty;
   inst.attributes = attrs;

@@ -619,7 +619,7 @@ uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>&
   // advance() found the abbreviation; none is defined between it and here.
   uint32_t code = abbrev_id == kUnabbrevRecordId ? read_unabbreviated(ops, wanted)
                                                  : read_abbreviated(*pending_abbrev_, ops, blob, wanted);
-  if (scopes_.back().block_id == kBlockInfoId && code == kSetBid) {
+  if (code == kSetBid && scopes_.back().block_id == kBlockInfoId) {
     if (ops.empty() || ops[0] >= kNoBlock) fail("SETBID without a 32-bit block id");
     block_info_target_ = uint32_t(ops[0]);
   }
