@@ -513,6 +513,8 @@ class ModuleContext {
   // is_plain_aggregate of lib/flat_export.cpp (wide_leaves: i128 leaves too).
   bool is_plain_aggregate(uint32_t t, bool wide_leaves = false) const {
     std::vector<int8_t>& cache = wide_leaves ? plain_wide_ : plain_;
+    // A type once read does not change: an answer kept holds while the table grows.
+    if (t < cache.size() && cache[t] >= 0) return cache[t] > 0;
     if (cache.size() != m.types.size()) cache.assign(m.types.size(), -1);
     if (t >= cache.size()) throw Decline{"reader: type out of range"};
     if (cache[t] < 0) {
@@ -605,8 +607,9 @@ class ModuleContext {
   // --- Values in the scope of function `fn` (kNone: module scope).
   [[gnu::always_inline]] const ValueRef& ref(uint32_t fn, uint32_t id) const {
     // The body being exported asks most: its values without the functions' array.
-    if (fn == current_fn_ && id >= m.module_value_count && id - m.module_value_count < current_values_size_) {
-      const ValueRef& r = current_values_[id - m.module_value_count];
+    // Below the body's first id, `local` wraps past every count.
+    if (const uint32_t local = id - current_first_id_; fn == current_fn_ && local < current_values_size_) {
+      const ValueRef& r = current_values_[local];
       if (r.kind != ValueKind::kForward) [[likely]]
         return r;
     }
@@ -617,10 +620,13 @@ class ModuleContext {
     current_fn_ = fn;
     current_values_ = fn == kNone ? nullptr : m.functions[fn].values.data();
     current_values_size_ = fn == kNone ? 0 : m.functions[fn].values.size();
+    current_first_id_ = m.module_value_count;
+    if (current_first_id_ + uint64_t(current_values_size_) > UINT32_MAX) current_values_size_ = 0;  // ids are 32-bit
   }
   uint32_t current_fn_ = kNone;
   const ValueRef* current_values_ = nullptr;
   size_t current_values_size_ = 0;
+  uint32_t current_first_id_ = 0;  // the body's first value id (module_value_count)
   const ValueRef& ref_slow(uint32_t fn, uint32_t id) const {
     const ValueRef* r = nullptr;
     if (id < m.module_value_count) r = &m.values[id];
