@@ -191,7 +191,7 @@ namespace {
   undefined_abbrev(*this, abbrev_id, scope.info_abbrevs + scope.local.size());
 }
 
-BitstreamEntry BitstreamCursor::advance() {
+BitstreamEntry BitstreamCursor::advance_slow() {
   if (pending_record_) read_record(pending_record_, dropped_);
   for (;;) {
     if (scopes_.empty()) {

@@ -59,7 +59,24 @@ class BitstreamCursor {
   BitstreamCursor(std::string_view file, std::string path);
   BitstreamCursor(std::string&& file, std::string path) = delete;  // it would not outlive the cursor
 
-  BitstreamEntry advance();
+  BitstreamEntry advance() {
+    // Records are most entries: one of a defined abbreviation (or none) whose id is in the
+    // load is announced here, inline; everything else, errors included, by advance_slow().
+    if (!pending_record_ && !scopes_.empty() && can_peek()) [[likely]] {
+      const Scope& scope = scopes_.back();
+      const uint32_t id = uint32_t(peek(bytes_.data(), pos_) & ((uint64_t(1) << scope.abbrev_width) - 1));
+      const uint64_t index = uint64_t(id) - kFirstAbbrev;
+      if (id == kUnabbrevRecord || (id > kUnabbrevRecord && index < scope.info_abbrevs + scope.local.size())) {
+        pos_ += scope.abbrev_width;
+        pending_abbrev_ = id == kUnabbrevRecord ? nullptr
+            : index < scope.info_abbrevs        ? &(*scope.info)[index]
+                                                : &scope.local[index - scope.info_abbrevs];
+        pending_record_ = id;
+        return {BitstreamEntry::kRecord, id};
+      }
+    }
+    return advance_slow();
+  }
   // The record advance() just announced, whose abbreviation id it gave: returns its
   // code; its operands replace `ops`. A blob is returned in `blob` (a view into the
   // file) or, with no `blob`, appended to `ops` byte by byte, as LLVM's reader does.
@@ -154,6 +171,8 @@ class BitstreamCursor {
     return read_vbr_slow(width);
   }
   uint64_t read_slow(unsigned width);
+  BitstreamEntry advance_slow();
+  static constexpr uint32_t kUnabbrevRecord = 3, kFirstAbbrev = 4;  // UNABBREV_RECORD, the first defined id
   uint64_t read_vbr_slow(unsigned width);
   void align32();
   uint64_t limit() const { return limit_; }
