@@ -1124,6 +1124,11 @@ class FunctionExporter {
     return f_.operands[in.first_operand + k];
   }
   uint32_t operand_type(uint32_t id) const {
+    // The body's own values first, as operand() takes them (no id with a tag is among them).
+    if (const uint32_t local = id - module_values_; local < own_value_count_) {
+      const ValueRef& r = own_values_[local];
+      if (r.kind != ValueKind::kForward) return r.type;
+    }
     if (id != kMetadataOperand && (id & kBlockTag)) throw Decline{"reader: block used as a value"};
     if (id != kMetadataOperand && (id & kLoadTag) && id >= kLoadTag) return mat_.loads.at(id & ~kLoadTag).type;
     return ctx_.type_of(fn_index_in_module_, id);
