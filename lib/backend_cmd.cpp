@@ -100,6 +100,9 @@ static std::string replace_all(std::string text, const std::string& from, const 
 
 EmitResult CommandBackend::emit(std::string_view bitcode, const std::string& label) {
   EmitResult result;
+  // A stop signal from here on is reported once the scratch directory is gone, not
+  // with it left behind in TMPDIR (declared first: it ends last).
+  DeferredSignals deferred;
   std::string dir = make_temp_dir("kiln-cmd");
   struct Cleanup {
     std::string d;
@@ -128,6 +131,7 @@ EmitResult CommandBackend::emit(std::string_view bitcode, const std::string& lab
   result.stages.read = clock.lap();
   std::string problem = relocatable_object_problem(result.object);
   if (!problem.empty()) throw KilnError(kExitFailed, label, "back end command wrote a broken object: " + problem);
+  throw_if_interrupted();
   return result;
 }
 

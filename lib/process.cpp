@@ -299,6 +299,9 @@ std::array<std::atomic<pid_t>, 256> g_groups{};
 // The last forwarded signal; once set, run_shell_supervised starts nothing more.
 std::atomic<int> g_interrupt{0};
 std::once_flag g_handlers_installed;
+// How many DeferredSignals scopes are open (any thread): while one is, a stop signal
+// with no group to forward to is remembered instead of acting at once.
+std::atomic<int> g_deferring{0};
 
 extern "C" void forward_to_groups(int sig) {
   int saved_errno = errno;
@@ -310,8 +313,8 @@ extern "C" void forward_to_groups(int sig) {
       running = true;
     }
   }
-  if (running) {
-    g_interrupt.store(sig);  // the running commands' callers report it
+  if (running || g_deferring.load() > 0) {
+    g_interrupt.store(sig);  // the running commands' callers, or the deferring scope, report it
   } else {
     // Nothing running to stop: the signal's usual effect, once this handler returns.
     ::signal(sig, SIG_DFL);
@@ -349,6 +352,10 @@ std::atomic<pid_t>* register_group(pid_t group) {
     if (slot.compare_exchange_strong(expected, group)) return &slot;
   }
   return nullptr;  // more than 256 at once: this one is not forwarded to, only timed
+}
+
+bool any_group_running() {
+  return std::any_of(g_groups.begin(), g_groups.end(), [](const std::atomic<pid_t>& g) { return g.load() > 0; });
 }
 
 // Hands the terminal's foreground from group `from` to `to` (with SIGTTOU blocked, as
@@ -533,6 +540,13 @@ int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_cl
     while (!killed && ::kill(-pid, 0) == 0 && seconds_since(start) < timeout_seconds + kKillGraceSeconds)
       ::usleep(5000);
     ::kill(-pid, SIGKILL);
+  } else if (g_interrupt.load()) {
+    // The same after a forwarded stop signal: the shell that led the group may end
+    // before the command it ran (a cmd: back end's llc, still removing its output),
+    // which would otherwise go on writing into a scratch directory being removed.
+    const auto ended = std::chrono::steady_clock::now();
+    while (!killed && ::kill(-pid, 0) == 0 && seconds_since(ended) < kKillGraceSeconds) ::usleep(5000);
+    ::kill(-pid, SIGKILL);
   }
   if (pidfd >= 0) ::close(pidfd);
   return status;
@@ -569,10 +583,34 @@ ProcessResult run_build_group(const std::vector<std::string>& argv, const Proces
 
 int interrupt_signal() { return g_interrupt.load(); }
 
-ProcessResult run_shell_supervised(const std::string& command, const ProcessOptions& options, double timeout_seconds) {
-  if (options.capture_stdout) throw KilnError(kExitInternal, "", "run_shell_supervised cannot capture stdout");
+// install_handlers at each scope, not once: a signal that had a handler of someone
+// else's at the first install (a test framework's) and has its default action now
+// gets the forwarding; a handler kiln did not install is never replaced.
+DeferredSignals::DeferredSignals() : uncaught_(std::uncaught_exceptions()) {
+  install_handlers();
+  g_deferring.fetch_add(1);
+}
+
+// A signal that arrived in the scope and that nothing reported (no supervised run
+// threw for it) takes its usual effect now, once what the scope made is gone; not
+// while an exception unwinds (it is reported by whoever catches it), nor while another
+// scope or a forwarded-to group still runs (they report it).
+DeferredSignals::~DeferredSignals() {
+  if (g_deferring.fetch_sub(1) != 1 || std::uncaught_exceptions() != uncaught_ || any_group_running()) return;
+  if (int sig = g_interrupt.load()) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
+
+void throw_if_interrupted() {
   if (int sig = g_interrupt.load())
     throw KilnError(static_cast<ExitCode>(128 + sig), "", std::string("interrupted by ") + signal_name(sig));
+}
+
+ProcessResult run_shell_supervised(const std::string& command, const ProcessOptions& options, double timeout_seconds) {
+  if (options.capture_stdout) throw KilnError(kExitInternal, "", "run_shell_supervised cannot capture stdout");
+  throw_if_interrupted();
   const std::vector<std::string> argv = {"/bin/sh", "-c", command};  // the image points into it
   ExecImage image = exec_image(argv, options);
   GroupRun run;

@@ -90,4 +90,25 @@ ProcessResult run_shell_supervised(const std::string& command, const ProcessOpti
 // the caller is to stop, not to try something else.
 int interrupt_signal();
 
+// A scope in which SIGINT, SIGTERM and SIGHUP do not end kiln at once, so that what it
+// made on disk (a cmd: back end's scratch directory) is removed first: a signal that
+// arrives with no command running to forward it to is remembered, as a forwarded one
+// is (the next run_shell_supervised, or throw_if_interrupted, throws KilnError 128 +
+// the signal), and one nothing reported by the scope's end takes its usual effect
+// there. Signals kiln was told to ignore stay ignored.
+class DeferredSignals {
+ public:
+  DeferredSignals();
+  ~DeferredSignals();
+  DeferredSignals(const DeferredSignals&) = delete;
+  DeferredSignals& operator=(const DeferredSignals&) = delete;
+
+ private:
+  int uncaught_;
+};
+
+// Throws KilnError(128 + the signal, "interrupted by SIGTERM") once a stop signal has
+// been forwarded or deferred.
+void throw_if_interrupted();
+
 }  // namespace kiln

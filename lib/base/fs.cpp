@@ -668,8 +668,14 @@ std::string make_sibling_dir(const std::string& path, const std::string& suffix)
 }
 
 void remove_tree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
+  // remove_all stops at the first entry that vanished while it walked (a command's
+  // output that the command itself removed as it was stopped) and leaves the rest:
+  // walked again, the tree goes.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    if (!ec) return;
+  }
 }
 
 }  // namespace kiln

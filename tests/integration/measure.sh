@@ -71,11 +71,24 @@ TMPDIR="$T/nested-tmp" expect_error 1 'timed out' kiln-measure build --runs 1 --
 sleep 0.3
 nested=$(cat "$T/nested.pid")
 check "the back end of a kiln-emit inside a timed-out build is stopped too (pid $nested)" \
-  bash -c "! kill -0 $nested 2>/dev/null || grep -q '^State:.*Z' /proc/$nested/status"
+  bash -c "[[ -n '$nested' ]] && { ! kill -0 $nested 2>/dev/null || grep -q '^State:.*Z' /proc/$nested/status; }"
 # ... and that kiln-emit, given the grace to finish, removed its scratch directory.
 check "the kiln-emit inside a timed-out build removed its kiln-cmd-* directory" \
   bash -c "! ls -d '$T/nested-tmp'/kiln-cmd-* 2>/dev/null"
 KILN_CMD_TIMEOUT=soon expect_error 2 'KILN_CMD_TIMEOUT' kiln-emit "$T/inc.bc" -o "$T/x.o" --backend "cmd:$llc {out}"
+# SIGTERM at any moment of a cmd: emission, also before the command has started (when
+# there is no group to pass it to), leaves no kiln-cmd-* directory behind: 30 tries at
+# random moments (before the fix, about one in seven left one).
+mkdir "$T/term-tmp"
+for _ in $(seq 30); do
+  TMPDIR="$T/term-tmp" kiln-emit "$T/inc.bc" -o "$T/term.o" --backend "cmd:sleep 0.01; $llc {out}" >/dev/null 2>&1 &
+  emitter=$!
+  sleep "0.0$((RANDOM % 60))"
+  kill -TERM "$emitter" 2>/dev/null
+  wait "$emitter" 2>/dev/null
+done
+check "kiln-emit told to stop at random moments of a cmd: emission left no kiln-cmd-* directory" \
+  bash -c "! ls -d '$T/term-tmp'/kiln-cmd-* 2>/dev/null"
 
 cargo build -q
 cp target/debug/kiln-example "$T/native"

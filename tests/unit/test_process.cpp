@@ -6,6 +6,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <set>
@@ -124,4 +128,88 @@ TEST_CASE("a quiet child gets /dev/null as stdout and stderr and no other descri
     CHECK(contains(read_file(listing), "2\n"));                         // the test sees /dev/null through find
     CHECK(listed_above_2(read_file(listing)) == inherited_dev_null());  // one more: the /dev/null 1 and 2 copy
   }
+}
+
+// A stop signal inside a DeferredSignals scope (kiln-emit's cmd: back end between making
+// its scratch directory and starting the command) no longer ends kiln at once with the
+// directory left in TMPDIR: it is remembered and reported once the scope's files are
+// removed. Each case runs in a child process, which the signal may end.
+namespace {
+
+// Runs `body` in a child and returns its wait status.
+int in_child(const std::function<int()>& body) {
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::signal(SIGTERM, SIG_DFL);  // Catch's handler, which kiln's tools do not have
+    int code = 99;
+    try {
+      code = body();
+    } catch (...) {
+      code = 98;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  return status;
+}
+
+}  // namespace
+
+TEST_CASE("a stop signal in a DeferredSignals scope is reported after the scope's cleanup", "[process][signals]") {
+  ScratchDir dir;
+  const std::string made = dir.path + "/scratch", alive = dir.path + "/alive";
+  int status = in_child([&] {
+    if (interrupt_signal() != 0) return 90;
+    try {
+      DeferredSignals deferred;
+      write_file_atomic(made, "x");
+      ::raise(SIGTERM);
+      write_file_atomic(alive, "still running after SIGTERM");
+      throw_if_interrupted();
+      return 91;
+    } catch (const KilnError& e) {
+      // The scope is gone: its destructor did not end the process while the error unwound.
+      remove_tree(made);
+      return e.code() == 128 + SIGTERM && std::string(e.what()).find("interrupted by SIGTERM") != std::string::npos
+          ? 43
+          : 92;
+    }
+  });
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 43);
+  CHECK(path_exists(alive));
+  CHECK(!path_exists(made));
+}
+
+TEST_CASE("a stop signal nothing reported takes its usual effect at the scope's end", "[process][signals]") {
+  ScratchDir dir;
+  const std::string alive = dir.path + "/alive", after = dir.path + "/after";
+  int status = in_child([&] {
+    {
+      DeferredSignals deferred;
+      ::raise(SIGTERM);
+      write_file_atomic(alive, "x");
+    }
+    write_file_atomic(after, "the scope's end should not be passed");
+    return 0;
+  });
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  CHECK(path_exists(alive));
+  CHECK(!path_exists(after));
+}
+
+TEST_CASE("a signal kiln was told to ignore stays ignored in a DeferredSignals scope", "[process][signals]") {
+  int status = in_child([] {
+    ::signal(SIGHUP, SIG_IGN);  // nohup
+    {
+      DeferredSignals deferred;
+      ::raise(SIGHUP);
+    }
+    return interrupt_signal() == 0 ? 0 : 1;
+  });
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
