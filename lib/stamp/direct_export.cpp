@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -86,14 +87,18 @@ const char* binop_name(uint32_t code, bool fp) {
 // One global value as the exporter sees it: the module's, then the constant globals
 // materialize_aggregate_constants adds; names, linkage and visibility change when
 // local symbols are exposed.
+// Its name and section are views: of the reader's strings (BcModule::globals, which no
+// global is added to after the first body) until renamed or made by the exporter, then
+// of ModuleContext::names. Copying every global's name cost more than the rest of the
+// module's setup.
 struct GlobalInfo {
   GlobalKind kind;
-  std::string name;
+  std::string_view name;
   Linkage linkage;
   Visibility visibility;
   bool declaration, constant, thread_local_, has_comdat;
   uint32_t value_type;
-  std::string section;
+  std::string_view section;
   uint64_t align;
   uint32_t init_fn = kNone, init = kNone;  // initializer: value id in function init_fn's scope
   uint32_t body = kNone;
@@ -101,7 +106,7 @@ struct GlobalInfo {
 };
 
 bool local_linkage(Linkage l) { return l == Linkage::kInternal || l == Linkage::kPrivate; }
-bool reserved_name(const std::string& n) { return n.size() >= 5 && std::memcmp(n.data(), "llvm.", 5) == 0; }
+bool reserved_name(std::string_view n) { return n.size() >= 5 && std::memcmp(n.data(), "llvm.", 5) == 0; }
 
 SymbolBinding binding_of(const GlobalInfo& g) {
   if (local_linkage(g.linkage)) return SymbolBinding::local;
@@ -416,6 +421,10 @@ class ModuleContext {
   const BcModule& m;
   const Layout& dl;
   std::vector<GlobalInfo> globals;
+  // The names (and sections) of globals that the reader's strings do not hold: renamed
+  // ones and materialized constants (a deque: its strings stay where they are).
+  std::deque<std::string> names;
+  std::string_view keep(std::string s) { return names.emplace_back(std::move(s)); }
   // The module's functions named like the C library functions stamp calls (memcpy,
   // memmove, memset, _Unwind_Resume): LLVM's exporter calls the module's when there is one.
   std::unordered_map<std::string, uint32_t> library_functions;
@@ -2507,7 +2516,7 @@ class FunctionExporter {
     if (is_inline_asm(callee)) return export_inline_asm(in, ctx_.constant(fn_index_in_module_, callee));
     const uint32_t callee_fn = called_function(in, callee);
     if (callee_fn != kNone && reserved_name(ctx_.globals[callee_fn].name)) {
-      if (invoke) return refuse(in, "invoke of intrinsic " + ctx_.globals[callee_fn].name);
+      if (invoke) return refuse(in, "invoke of intrinsic " + std::string(ctx_.globals[callee_fn].name));
       return export_intrinsic(in, callee_fn, arg_count);
     }
     if (!stamp_calling_convention(in.calling_conv)) reason("call with calling convention " + std::to_string(in.calling_conv));
@@ -2577,7 +2586,8 @@ class FunctionExporter {
   }
 
   void export_intrinsic(const Inst& in, uint32_t callee_fn, uint32_t arg_count) {
-    const std::string& name = ctx_.globals[callee_fn].name;
+    // The reader's string (an intrinsic is a declaration the reader read, never renamed).
+    const std::string& name = ctx_.m.globals[ctx_.globals[callee_fn].source].name;
     auto arg = [&](uint32_t a) {
       if (a >= arg_count) throw Decline{"reader: intrinsic arguments"};
       return op_id(in, a);
@@ -2833,7 +2843,7 @@ class Materializer {
   // like those already would get other names (rare: declined).
   explicit Materializer(ModuleContext& ctx) : ctx_(ctx) {
     for (const GlobalInfo& g : ctx.globals)
-      if (g.name.compare(0, 12, "__kiln_const") == 0) throw Decline{"reader: a global named " + g.name};
+      if (g.name.compare(0, 12, "__kiln_const") == 0) throw Decline{"reader: a global named " + std::string(g.name)};
   }
 
   Materialized run(uint32_t fn) {
@@ -2968,7 +2978,7 @@ class Materializer {
     if (it != pool_.end()) return it->second;
     GlobalInfo g{
         GlobalKind::kVariable, "", Linkage::kPrivate, Visibility::kDefault, false, true, false, false, t, "", 0};
-    g.name = pool_.empty() ? "__kiln_const" : "__kiln_const." + std::to_string(++last_unique_);
+    g.name = ctx_.keep(pool_.empty() ? "__kiln_const" : "__kiln_const." + std::to_string(++last_unique_));
     g.init_fn = id < ctx_.m.module_value_count ? kNone : fn;
     g.init = id;
     uint32_t index = static_cast<uint32_t>(ctx_.globals.size());
@@ -3048,7 +3058,7 @@ std::vector<uint32_t> global_values_order(const ModuleContext& ctx) {
 void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
   // A renamed symbol ends in ".kiln.TAG": only names that end so can be taken.
   const std::string suffix = ".kiln." + tag;
-  auto ends_in_suffix = [&](const std::string& n) {
+  auto ends_in_suffix = [&](std::string_view n) {
     return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   // The names are distinct (ModuleExporter::finish), so that a new name can only be
@@ -3057,7 +3067,7 @@ void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
   bool may_collide = false;
   for (const GlobalInfo& g : ctx.globals)
     may_collide = may_collide || ends_in_suffix(g.name) || g.name.compare(0, 12, "__kiln_anon.") == 0;
-  std::unordered_set<std::string> names;
+  std::unordered_set<std::string_view> names;  // views of stable strings (GlobalInfo)
   if (may_collide)
     for (const GlobalInfo& g : ctx.globals)
       if (ends_in_suffix(g.name)) names.insert(g.name);
@@ -3065,10 +3075,9 @@ void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
   for (uint32_t gi : global_values_order(ctx)) {
     GlobalInfo& g = ctx.globals[gi];
     if (!local_linkage(g.linkage) || g.declaration || reserved_name(g.name)) continue;
-    if (g.name.empty()) g.name = "__kiln_anon." + std::to_string(anonymous++);
-    g.name += suffix;
+    g.name = ctx.keep((g.name.empty() ? "__kiln_anon." + std::to_string(anonymous++) : std::string(g.name)) + suffix);
     if (may_collide) {
-      if (!names.insert(g.name).second) throw Decline{"reader: renamed symbol " + g.name + " taken"};
+      if (!names.insert(g.name).second) throw Decline{"reader: renamed symbol " + std::string(g.name) + " taken"};
       names.erase(g.name.substr(0, g.name.size() - suffix.size()));
     }
     g.linkage = Linkage::kExternal;
@@ -3158,7 +3167,7 @@ std::string lower_constant(const ModuleContext& ctx, uint32_t fn, uint32_t id, s
     if (store != 8) return "global initializer: address narrower than 64 bits";
     if (const GlobalInfo& g = ctx.globals[ctx.ref(fn, base).index]; g.kind == GlobalKind::kVariable && g.thread_local_)
       return "global initializer: address of a thread-local variable";
-    relocs.push_back({static_cast<uint32_t>(offset), kReloc64, ctx.globals[ctx.ref(fn, base).index].name,
+    relocs.push_back({static_cast<uint32_t>(offset), kReloc64, std::string(ctx.globals[ctx.ref(fn, base).index].name),
                       static_cast<int64_t>(delta)});
     return "";
   }
@@ -3180,9 +3189,9 @@ std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, bool re
   const BcModule& m = ctx.m;
   if (g.linkage == Linkage::kAppending) {
     if (g.name == "llvm.used" || g.name == "llvm.compiler.used") return "";
-    return "global " + g.name + " (appending linkage)";
+    return "global " + std::string(g.name) + " (appending linkage)";
   }
-  if (reserved_name(g.name)) return "global " + g.name;
+  if (reserved_name(g.name)) return "global " + std::string(g.name);
   if (g.has_comdat) return "global in a comdat";
   if (g.linkage == Linkage::kCommon) return "common symbol";
   StampData d;
@@ -3220,7 +3229,7 @@ std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, bool re
       : d.writable         ? ".data."
       : d.relocations.empty() ? ".rodata."
                               : ".data.rel.ro.";
-  d.section = !g.section.empty() ? g.section : kind + d.name;
+  d.section = !g.section.empty() ? std::string(g.section) : kind + d.name;
   if (!g.section.empty()) d.writable = d.writable || !d.relocations.empty();
   if (!d.relocations.empty()) d.writable = true;
   out.push_back(std::move(d));
@@ -3254,7 +3263,7 @@ class ModuleExporter {
       : m_(m), tag_(tag), out_(out), selected_(selected), dl_(Layout::x86_64_text()), ctx_(m, dl_) {
     ctx_.globals = global_infos(m);
     for (uint32_t g = 0; g < ctx_.globals.size(); ++g) {
-      const std::string& n = ctx_.globals[g].name;
+      const std::string_view n = ctx_.globals[g].name;
       if (ctx_.globals[g].kind == GlobalKind::kFunction &&
           (n == "memcpy" || n == "memmove" || n == "memset" || n == "_Unwind_Resume" || n == "__tls_get_addr" ||
            is_libm_function(n) ||
@@ -3332,7 +3341,7 @@ class ModuleExporter {
       const GlobalInfo& g = ctx_.globals[gi];
       out_.flat.bindings.push_back(binding_of(g));
       out_.flat.visibilities.push_back(visibility_of(g));
-      out_.flat.sections.push_back(g.section);
+      out_.flat.sections.emplace_back(g.section);
       out_.stamp_function_count++;
     }
     out_.emitted_by_stamp.push_back(stamp);
@@ -3358,13 +3367,14 @@ class ModuleExporter {
       if (!declaration || (g.linkage != Linkage::kExternalWeak && g.visibility == Visibility::kDefault) ||
           g.name.empty() || reserved_name(g.name))
         continue;
-      out_.flat.undefined.push_back({g.name, binding_of(g), visibility_of(g)});
+      out_.flat.undefined.push_back({std::string(g.name), binding_of(g), visibility_of(g)});
     }
     if (out_.stamp_function_count) expose_local_symbols(ctx_, tag_);
     // resolve_symbol_names.
     out_.flat.symbols.clear();
     for (size_t i = 0; i < symbol_values_.size(); ++i)
-      out_.flat.symbols.push_back(symbol_values_[i] != kNone ? ctx_.globals[symbol_values_[i]].name : fixed_names_[i]);
+      out_.flat.symbols.push_back(symbol_values_[i] != kNone ? std::string(ctx_.globals[symbol_values_[i]].name)
+                                                             : fixed_names_[i]);
     for (size_t fn = 0; fn < out_.flat.functions.size(); ++fn) {
       const GlobalInfo& g = ctx_.globals[symbol_values_.at(out_.flat.functions[fn].symbol)];
       out_.flat.bindings[fn] = binding_of(g);
