@@ -84,7 +84,7 @@ class DebugMetadata {
   // that name them are not read): a DEBUG_RECORD_DECLARE's operands (metadata ids) are
   // kept as the body is read, and made f.debug_vars when it ends (bitcode_debug_types.cpp).
   bool wants_variables() const { return full_; }
-  void declare(BitstreamCursor& c, const std::vector<uint64_t>& record);
+  void declare(BitstreamCursor& c, const RecordOps& record);
   void variables(BitstreamCursor& c, BcFunction& f);
   void end_function();
 

@@ -221,7 +221,7 @@ DebugMetadata::Entry DebugMetadata::expression_record(BitstreamCursor& c) {
 
 // DEBUG_RECORD_DECLARE [location, variable, expression, address]: metadata ids, looked
 // at when the body ends (its metadata may come after it).
-void DebugMetadata::declare(BitstreamCursor& c, const std::vector<uint64_t>& record) {
+void DebugMetadata::declare(BitstreamCursor& c, const RecordOps& record) {
   if (record.size() < 4) c.fail("invalid #dbg_declare record");
   for (size_t i = 0; i < 4; ++i)
     if (record[i] >= kMaxIds) c.fail("#dbg_declare operand " + std::to_string(record[i]) + " out of range");

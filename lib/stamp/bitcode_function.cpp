@@ -91,7 +91,7 @@ class FunctionReader {
         m_(m),
         f_(m.functions[fn]),
         context_(context),
-        rec_(context.buffers ? context.buffers->record : own_.record),
+        rec_(context.buffers ? context.buffers->body_record : own_.body_record),
         scratch_(context.buffers ? context.buffers->operands : own_.operands),
         buffers_(context.buffers ? *context.buffers : own_),
         lookups_(buffers_.types) {}
@@ -199,7 +199,7 @@ class FunctionReader {
   BcFunction& f_;
   const ReaderContext& context_;
   BodyBuffers own_;
-  std::vector<uint64_t>& rec_;
+  RecordOps& rec_;
   size_t pos_ = 0;
   uint32_t code_ = 0;
   uint32_t next_id_ = 0;  // LLVM's NextValueNo: the id the next value gets

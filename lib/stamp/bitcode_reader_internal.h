@@ -51,6 +51,7 @@ void look_up_types(const BcModule& m, TypeLookups& types);
 // not grow them from nothing again, and the types looked up.
 struct BodyBuffers {
   std::vector<uint64_t> record;
+  RecordOps body_record;  // the body's own records (its constants' go to `record`)
   std::vector<uint32_t> operands;
   TypeLookups types;
 };

@@ -1,5 +1,6 @@
 #include "bitstream.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <utility>
@@ -36,7 +37,35 @@ constexpr char kChar6Alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS
 // The fewest bits one operand of this encoding can take: what bounds an array's count.
 unsigned min_bits(const AbbrevOp& op) { return op.kind == AbbrevOp::kChar6 ? 6 : unsigned(op.value); }
 
+// Where a record's operands go: room(n) before a run of n (a count checked against the
+// bits left, or an abbreviation's scalars), then put() for each. A vector is appended to
+// operand by operand, as it always was; a RecordOps is made room in once per run and
+// written through a pointer kept in a register.
+template <class Ops>
+struct OpsWriter;
+template <>
+struct OpsWriter<std::vector<uint64_t>> {
+  std::vector<uint64_t>& ops;
+  void room(size_t) {}
+  void put(uint64_t value) { ops.push_back(value); }
+};
+template <>
+struct OpsWriter<RecordOps> {
+  RecordOps& ops;
+  uint64_t* at = nullptr;
+  void room(size_t n) { at = ops.extend(n); }
+  void put(uint64_t value) { *at++ = value; }
+};
+
 }  // namespace
+
+void RecordOps::grow(size_t n) {
+  size_t capacity = std::max({2 * capacity_, size_ + n, size_t(16)});
+  std::unique_ptr<uint64_t[]> data(new uint64_t[capacity]);
+  if (size_) std::memcpy(data.get(), data_.get(), size_ * sizeof(uint64_t));
+  data_ = std::move(data);
+  capacity_ = capacity;
+}
 
 std::string_view unwrap_bitcode(std::string_view file, const std::string& path) {
   if (file.size() >= 4 && le32(file, 0) == kWrapperMagic) {
@@ -399,7 +428,8 @@ uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {
   }
 }
 
-void BitstreamCursor::read_blob(std::vector<uint64_t>& ops, std::string_view* blob) {
+template <class Ops>
+void BitstreamCursor::read_blob(Ops& ops, std::string_view* blob) {
   uint64_t size = read_vbr(6);
   align32();
   if (size > (limit() - pos_) / 8) fail("blob of " + std::to_string(size) + " bytes runs past the end of the block");
@@ -410,8 +440,9 @@ void BitstreamCursor::read_blob(std::vector<uint64_t>& ops, std::string_view* bl
     *blob = bytes;
     return;
   }
-  ops.reserve(ops.size() + size);
-  for (char c : bytes) ops.push_back(uint8_t(c));
+  OpsWriter<Ops> out{ops};
+  out.room(size);
+  for (char c : bytes) out.put(uint8_t(c));
 }
 
 // Fields of an abbreviation, read with the position, the limit and the literal budget
@@ -481,8 +512,8 @@ struct BitstreamCursor::FieldReader {
   }
 };
 
-uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob,
-                                           CodeFilter wanted) {
+template <class Ops>
+uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, Ops& ops, std::string_view* blob, CodeFilter wanted) {
   // define_abbrev() allows an array only second to last and a blob only last: the
   // scalars come first, the code among them.
   const AbbrevOp* first = a.data();
@@ -500,7 +531,9 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
     // Operands are appended to the caller's vector, whose capacity outlives the record:
     // nothing is allocated once it has grown, and nothing is reserved from a count in the
     // file, so a record that fails part way has taken only what it decoded.
-    for (const AbbrevOp* op = first + 1; op != tail; ++op) ops.push_back(r.scalar(*op));
+    OpsWriter<Ops> out{ops};
+    out.room(size_t(tail - first - 1));
+    for (const AbbrevOp* op = first + 1; op != tail; ++op) out.put(r.scalar(*op));
   }
   if (tail == end) {
     r.sync();
@@ -527,22 +560,25 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, std::vector<uint64_t
     return uint32_t(code);
   }
   // One loop per element encoding: char6 strings and fixed-width arrays are most of them.
+  OpsWriter<Ops> out{ops};
+  out.room(count);
   switch (element.kind) {
     case AbbrevOp::kFixed:
-      for (uint64_t i = 0; i < count; ++i) ops.push_back(r.fixed(element));
+      for (uint64_t i = 0; i < count; ++i) out.put(r.fixed(element));
       break;
     case AbbrevOp::kVbr:
-      for (uint64_t i = 0; i < count; ++i) ops.push_back(r.vbr(element));
+      for (uint64_t i = 0; i < count; ++i) out.put(r.vbr(element));
       break;
     default:  // char6, the only other element define_abbrev() allows
-      for (uint64_t i = 0; i < count; ++i) ops.push_back(r.char6(element));
+      for (uint64_t i = 0; i < count; ++i) out.put(r.char6(element));
       break;
   }
   r.sync();
   return uint32_t(code);
 }
 
-uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops, CodeFilter wanted) {
+template <class Ops>
+uint32_t BitstreamCursor::read_unabbreviated(Ops& ops, CodeFilter wanted) {
   // Code, count and operands are VBR6 fields, most of a function block at debug info 2
   // (DEBUG_LOC and debug records): decoded with the position in a register, which
   // stores to `ops` would otherwise make the compiler reload.
@@ -571,7 +607,9 @@ uint32_t BitstreamCursor::read_unabbreviated(std::vector<uint64_t>& ops, CodeFil
     skip_vbr6(count);
     return uint32_t(raw_code);
   }
-  for (uint64_t i = 0; i < count; ++i) ops.push_back(vbr6());  // appended, as in read_abbreviated()
+  OpsWriter<Ops> out{ops};
+  out.room(count);
+  for (uint64_t i = 0; i < count; ++i) out.put(vbr6());  // appended, as in read_abbreviated()
   pos_ = pos;
   return uint32_t(raw_code);
 }
@@ -605,11 +643,20 @@ void BitstreamCursor::skip_vbr6(uint64_t count) {
 }
 
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob) {
-  return read_record(abbrev_id, ops, blob, nullptr);
+  return read_record_into(abbrev_id, ops, blob, nullptr);
 }
 
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob,
                                       CodeFilter wanted) {
+  return read_record_into(abbrev_id, ops, blob, wanted);
+}
+
+uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, RecordOps& ops) {
+  return read_record_into(abbrev_id, ops, nullptr, nullptr);
+}
+
+template <class Ops>
+uint32_t BitstreamCursor::read_record_into(uint32_t abbrev_id, Ops& ops, std::string_view* blob, CodeFilter wanted) {
   if (abbrev_id != pending_record_)
     throw KilnError(kExitInternal, path_,
                     "read_record of abbreviation id " + std::to_string(abbrev_id) + ", not the record announced");

@@ -34,6 +34,35 @@ struct AbbrevOp {
 };
 using Abbrev = std::vector<AbbrevOp>;
 
+// A record's operands as BitstreamCursor reads them for a reader of many records (a
+// function body's): an array filled in place, where a std::vector tests its capacity at
+// each operand. Room is made for each run of operands before it is read: the scalars of
+// an abbreviation, or a count read from the stream and checked against the bits left,
+// so that memory is bounded by the stream as it is with a vector.
+class RecordOps {
+ public:
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const uint64_t& operator[](size_t i) const { return data_[i]; }
+  const uint64_t* begin() const { return data_.get(); }
+  const uint64_t* end() const { return data_.get() + size_; }
+  uint64_t back() const { return data_[size_ - 1]; }
+  void clear() { size_ = 0; }
+  // Room for `n` more operands, written through the pointer returned.
+  uint64_t* extend(size_t n) {
+    if (capacity_ - size_ < n) [[unlikely]]
+      grow(n);
+    uint64_t* at = data_.get() + size_;
+    size_ += n;
+    return at;
+  }
+
+ private:
+  void grow(size_t n);
+  std::unique_ptr<uint64_t[]> data_;
+  size_t size_ = 0, capacity_ = 0;
+};
+
 // Reads a stream entry by entry. advance() enters blocks, leaves them and defines
 // abbreviations itself; a record it announces is read with read_record(), or else read
 // and dropped by the next advance(). BLOCKINFO (block 0) is read like any block, its
@@ -86,6 +115,8 @@ class BitstreamCursor {
   // (`ops` and `blob` are then left empty).
   using CodeFilter = bool (*)(uint32_t code);
   uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob, CodeFilter wanted);
+  // The same into a RecordOps (a blob appended byte by byte).
+  uint32_t read_record(uint32_t abbrev_id, RecordOps& ops);
   // Leaves the innermost open block, decoding nothing more of it: jumps past its
   // END_BLOCK by the length its header gave. Right after advance() returned kEnterBlock,
   // that skips the whole block.
@@ -184,11 +215,17 @@ class BitstreamCursor {
   AbbrevOp read_abbrev_op();
   const Abbrev& abbrev(uint32_t abbrev_id) const;
   uint64_t read_scalar(const AbbrevOp& op);
-  uint32_t read_unabbreviated(std::vector<uint64_t>& ops, CodeFilter wanted);
+  // Over std::vector<uint64_t> and RecordOps (bitstream.cpp's OpsWriter).
+  template <class Ops>
+  uint32_t read_record_into(uint32_t abbrev_id, Ops& ops, std::string_view* blob, CodeFilter wanted);
+  template <class Ops>
+  uint32_t read_unabbreviated(Ops& ops, CodeFilter wanted);
   void skip_vbr6(uint64_t count);
   struct FieldReader;
-  void read_blob(std::vector<uint64_t>& ops, std::string_view* blob);
-  uint32_t read_abbreviated(const Abbrev& a, std::vector<uint64_t>& ops, std::string_view* blob, CodeFilter wanted);
+  template <class Ops>
+  void read_blob(Ops& ops, std::string_view* blob);
+  template <class Ops>
+  uint32_t read_abbreviated(const Abbrev& a, Ops& ops, std::string_view* blob, CodeFilter wanted);
 
   std::string_view bytes_;  // the stream, magic included; a whole number of 32-bit words
   std::string path_;
