@@ -3054,6 +3054,27 @@ std::vector<uint32_t> global_values_order(const ModuleContext& ctx) {
   return order;
 }
 
+// Whether two globals share a name (empty names aside): open addressing over the
+// globals' indices, which allocates once, where a set of names allocated a node per name.
+bool names_repeat(const std::vector<GlobalInfo>& globals) {
+  unsigned bits = 4;
+  while ((size_t(1) << bits) < 2 * globals.size()) ++bits;
+  std::vector<uint32_t> slots(size_t(1) << bits, 0);  // 1 + a global's index, 0 for none
+  const size_t mask = slots.size() - 1;
+  for (uint32_t g = 0; g < globals.size(); ++g) {
+    const std::string_view n = globals[g].name;
+    if (n.empty()) continue;
+    for (size_t i = std::hash<std::string_view>{}(n) & mask;; i = (i + 1) & mask) {
+      if (!slots[i]) {
+        slots[i] = g + 1;
+        break;
+      }
+      if (globals[slots[i] - 1].name == n) return true;
+    }
+  }
+  return false;
+}
+
 // expose_local_symbols: local definitions become hidden globals with the tag appended.
 void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
   // A renamed symbol ends in ".kiln.TAG": only names that end so can be taken.
@@ -3353,9 +3374,7 @@ class ModuleExporter {
   void finish() {
     // A module names each global once; a malformed one may not, and LLVM's parser then
     // renames the second (NAME.1), which the reader does not: LLVM's route takes it.
-    std::unordered_set<std::string_view> names;
-    for (const GlobalInfo& g : ctx_.globals)
-      if (!g.name.empty() && !names.insert(g.name).second) throw Decline{"reader: two globals of one name"};
+    if (names_repeat(ctx_.globals)) throw Decline{"reader: two globals of one name"};
     declarations_before(static_cast<uint32_t>(m_.globals.size()));
     // The global variables' debug information, after every function (flat_debug.h).
     if (out_.flat.debug.emission == DebugEmission::full)
@@ -3372,6 +3391,7 @@ class ModuleExporter {
     if (out_.stamp_function_count) expose_local_symbols(ctx_, tag_);
     // resolve_symbol_names.
     out_.flat.symbols.clear();
+    out_.flat.symbols.reserve(symbol_values_.size());
     for (size_t i = 0; i < symbol_values_.size(); ++i)
       out_.flat.symbols.push_back(symbol_values_[i] != kNone ? std::string(ctx_.globals[symbol_values_[i]].name)
                                                              : fixed_names_[i]);
