@@ -344,12 +344,14 @@ struct WriterTables {
                     &debug_index, &debug_rela_index})
       t->clear();
     for (auto* t : {&frame_biased, &defined}) t->clear();
-    for (auto* t : {&lsda_bytes, &eh_frame, &strtab}) t->clear();
+    for (auto* t : {&lsda_bytes, &eh_frame}) t->clear();  // strtab: see strtab_room
     names.clear(), undefined_of.clear(), personality_of.clear(), sections.clear(), symbols.clear();
   }
   // Whether to keep the tables for the next object: not those of a huge one, whose
   // memory the thread would hold for good.
-  bool worth_keeping() const { return names.capacity() <= (1u << 16) && sections.capacity() <= (1u << 17); }
+  bool worth_keeping() const {
+    return names.capacity() <= (1u << 16) && sections.capacity() <= (1u << 17) && strtab.size() <= (1u << 22);
+  }
 };
 
 // One write_stamp_object call: its input, the tables each phase leaves for the next,
@@ -366,6 +368,7 @@ struct ObjectWriter : WriterTables {
   bool need_shndx = false;
   uint32_t lsda_symbol = 0;
   size_t strtab_bound = 0;  // what name_sections reserved for .strtab
+  size_t strtab_size = 0;   // .strtab's bytes written
   // lay_out_contents and after
   std::string out;
 
@@ -608,6 +611,22 @@ struct ObjectWriter : WriterTables {
     }
   }
 
+  // .strtab is sized ahead and written through a cursor (strtab_size): appends to the
+  // std::string, each with its capacity check and a terminator stored, were half of
+  // naming the sections. Its size is kept from one object to the next (what is past
+  // the cursor is stale), so that it is not zeroed again for each.
+  char* strtab_room(size_t n) {
+    if (n > strtab.size() - strtab_size) [[unlikely]]
+      strtab.resize(std::max(2 * strtab.size(), strtab_size + n), '\0');
+    char* at = strtab.data() + strtab_size;
+    strtab_size += n;
+    return at;
+  }
+  void strtab_put(std::string_view s) {
+    if (!s.empty()) std::memcpy(strtab_room(s.size()), s.data(), s.size());
+  }
+  void strtab_end_name() { *strtab_room(1) = '\0'; }
+
   // Appends section i's name (without ".rela") to .strtab.
   void append_name(size_t i) {
     const SectionOwner& owner = sections[i].owner;
@@ -615,40 +634,40 @@ struct ObjectWriter : WriterTables {
     switch (owner.kind()) {
       case Kind::function: {
         const std::string& sec = v.section[owner.index()];
-        if (sec.empty()) strtab += ".text."sv, strtab += v.names[v.function_name[owner.index()]];
-        else strtab += sec;
+        if (sec.empty()) strtab_put(".text."sv), strtab_put(v.names[v.function_name[owner.index()]]);
+        else strtab_put(sec);
         return;
       }
       case Kind::data:
-        strtab += data[owner.index()].section;
+        strtab_put(data[owner.index()].section);
         return;
       case Kind::dwref:
-        strtab += ".data.DW.ref."sv;
-        strtab += names[personalities[owner.index()]];
+        strtab_put(".data.DW.ref."sv);
+        strtab_put(names[personalities[owner.index()]]);
         return;
       case Kind::dwref_group:
-        strtab += ".group"sv;
+        strtab_put(".group"sv);
         return;
       case Kind::eh_frame:
-        strtab += ".eh_frame"sv;
+        strtab_put(".eh_frame"sv);
         return;
       case Kind::lsda_table:
-        strtab += ".gcc_except_table"sv;
+        strtab_put(".gcc_except_table"sv);
         return;
       case Kind::note:
-        strtab += ".note.GNU-stack"sv;
+        strtab_put(".note.GNU-stack"sv);
         return;
       case Kind::debug:
-        strtab += v.dwarf->sections[owner.index()].name;
+        strtab_put(v.dwarf->sections[owner.index()].name);
         return;
       case Kind::symtab:
-        strtab += ".symtab"sv;
+        strtab_put(".symtab"sv);
         return;
       case Kind::symtab_shndx:
-        strtab += ".symtab_shndx"sv;
+        strtab_put(".symtab_shndx"sv);
         return;
       case Kind::strtab:
-        strtab += ".strtab"sv;
+        strtab_put(".strtab"sv);
         return;
       case Kind::none:
       case Kind::relocations:
@@ -664,24 +683,25 @@ struct ObjectWriter : WriterTables {
     size_t name_bytes = source_file_name.size() + 64 + 24 * sections.size();
     for (std::string_view n : names) name_bytes += n.size() + 1;
     for (const StampData& d : data) name_bytes += d.name.size() + d.section.size() + 1;
-    strtab.assign(1, '\0');
-    strtab.reserve(name_bytes);
+    if (strtab.size() < name_bytes) strtab.resize(name_bytes);
+    strtab[0] = '\0';
+    strtab_size = 1;
     strtab_bound = name_bytes;
     for (size_t i = 1; i < sections.size(); ++i) {
       Elf64_Shdr& h = sections[i].header;
       if (h.sh_type != SHT_RELA) continue;
-      h.sh_name = static_cast<uint32_t>(strtab.size());
-      strtab += ".rela"sv;
+      h.sh_name = static_cast<uint32_t>(strtab_size);
+      strtab_put(".rela"sv);
       append_name(h.sh_info);
-      strtab.push_back('\0');
+      strtab_end_name();
       sections[h.sh_info].header.sh_name = h.sh_name + 5;
     }
     for (size_t i = 1; i < sections.size(); ++i) {
       Elf64_Shdr& h = sections[i].header;
       if (h.sh_name != 0) continue;
-      h.sh_name = static_cast<uint32_t>(strtab.size());
+      h.sh_name = static_cast<uint32_t>(strtab_size);
       append_name(i);
-      strtab.push_back('\0');
+      strtab_end_name();
     }
   }
 
@@ -695,9 +715,9 @@ struct ObjectWriter : WriterTables {
       if (section_name.size() >= name.size() && section_name.substr(section_name.size() - name.size()) == name)
         return at + static_cast<uint32_t>(section_name.size() - name.size());
     }
-    const uint32_t at = static_cast<uint32_t>(strtab.size());
-    strtab.append(name.data(), name.size());
-    strtab.push_back('\0');
+    const uint32_t at = static_cast<uint32_t>(strtab_size);
+    strtab_put(name);
+    strtab_end_name();
     return at;
   }
 
@@ -802,7 +822,7 @@ struct ObjectWriter : WriterTables {
       h.sh_offset = pos;
       if (h.sh_type != SHT_NOBITS) pos += h.sh_size;
     }
-    out.reserve(pos + 8 + symbol_bound() * (sizeof(Elf64_Sym) + 4) + 4 + std::max(strtab.size(), strtab_bound) + 8 +
+    out.reserve(pos + 8 + symbol_bound() * (sizeof(Elf64_Sym) + 4) + 4 + std::max(strtab_size, strtab_bound) + 8 +
                 sections.size() * sizeof(Elf64_Shdr));
     // Appended in offset order, zeros only where nothing is copied (padding, and the
     // sections written in place later): zero-filling the whole object first was a
@@ -914,7 +934,7 @@ struct ObjectWriter : WriterTables {
                    static_cast<uint32_t>(strtab_index));
     if (need_shndx)
       append_section(shndx_index, shndx_words.data(), shndx_words.size() * 4, 4, static_cast<uint32_t>(symtab_index));
-    append_section(strtab_index, strtab.data(), strtab.size(), 0, 0);
+    append_section(strtab_index, strtab.data(), strtab_size, 0, 0);
     for (size_t i = 1; i < sections.size(); ++i)
       if (sections[i].header.sh_link == 0 &&
           (sections[i].header.sh_type == SHT_RELA || sections[i].header.sh_type == SHT_GROUP))
