@@ -615,14 +615,14 @@ struct ObjectWriter : WriterTables {
   // std::string, each with its capacity check and a terminator stored, were half of
   // naming the sections. Its size is kept from one object to the next (what is past
   // the cursor is stale), so that it is not zeroed again for each.
-  char* strtab_room(size_t n) {
+  [[gnu::always_inline]] char* strtab_room(size_t n) {
     if (n > strtab.size() - strtab_size) [[unlikely]]
       strtab.resize(std::max(2 * strtab.size(), strtab_size + n), '\0');
     char* at = strtab.data() + strtab_size;
     strtab_size += n;
     return at;
   }
-  void strtab_put(std::string_view s) {
+  [[gnu::always_inline]] void strtab_put(std::string_view s) {
     if (!s.empty()) std::memcpy(strtab_room(s.size()), s.data(), s.size());
   }
   void strtab_end_name() { *strtab_room(1) = '\0'; }
