@@ -410,11 +410,15 @@ uint64_t Layout::field_offset(const BcModule& m, uint32_t type, uint32_t index) 
 // the larger of it and the ABI alignment; a defined global over 128 bits without an
 // explicit alignment gets at least 16.
 uint64_t Layout::global_preferred_align(const BcModule& m, const Global& g) const {
-  if (g.align && !g.section.empty()) return g.align;
-  uint64_t align = pref_align(m, g.value_type);
-  if (g.align) align = g.align >= align ? g.align : std::max(g.align, abi_align(m, g.value_type));
-  bool has_initializer = !g.declaration;
-  if (has_initializer && !g.align && align < 16 && size_in_bits(m, g.value_type) > 128) align = 16;
+  return global_preferred_align(m, g.value_type, g.align, !g.section.empty(), !g.declaration);
+}
+
+uint64_t Layout::global_preferred_align(const BcModule& m, uint32_t value_type, uint64_t given, bool has_section,
+                                        bool has_initializer) const {
+  if (given && has_section) return given;
+  uint64_t align = pref_align(m, value_type);
+  if (given) align = given >= align ? given : std::max(given, abi_align(m, value_type));
+  if (has_initializer && !given && align < 16 && size_in_bits(m, value_type) > 128) align = 16;
   return align;
 }
 

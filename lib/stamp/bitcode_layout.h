@@ -36,6 +36,10 @@ class Layout {
   uint64_t field_offset(const BcModule& m, uint32_t type, uint32_t index) const;
   // DataLayout::getPreferredAlign(GlobalVariable*) for global `g`.
   uint64_t global_preferred_align(const BcModule& m, const Global& g) const;
+  // The same for a global variable of `value_type` with alignment `align` (0: none),
+  // a section or not, defined or not, without a Global to describe it.
+  uint64_t global_preferred_align(const BcModule& m, uint32_t value_type, uint64_t align, bool has_section,
+                                  bool has_initializer) const;
 
  private:
   struct StructLayout {

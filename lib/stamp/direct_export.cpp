@@ -3096,7 +3096,15 @@ void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
   for (uint32_t gi : global_values_order(ctx)) {
     GlobalInfo& g = ctx.globals[gi];
     if (!local_linkage(g.linkage) || g.declaration || reserved_name(g.name)) continue;
-    g.name = ctx.keep((g.name.empty() ? "__kiln_anon." + std::to_string(anonymous++) : std::string(g.name)) + suffix);
+    std::string renamed;
+    if (g.name.empty()) {
+      renamed = "__kiln_anon." + std::to_string(anonymous++);
+    } else {
+      renamed.reserve(g.name.size() + suffix.size());  // a copy grown by the suffix allocated twice
+      renamed = g.name;
+    }
+    renamed += suffix;
+    g.name = ctx.keep(std::move(renamed));
     if (may_collide) {
       if (!names.insert(g.name).second) throw Decline{"reader: renamed symbol " + std::string(g.name) + " taken"};
       names.erase(g.name.substr(0, g.name.size() - suffix.size()));
@@ -3228,14 +3236,7 @@ std::string export_global(const ModuleContext& ctx, const GlobalInfo& g, bool re
   d.was_private = g.source == kNone || m.globals.at(g.source).linkage == Linkage::kPrivate;
   d.retain = retain;
   d.size = ctx.dl.alloc_size(m, g.value_type);
-  Global as_global;
-  as_global.kind = GlobalKind::kVariable;
-  as_global.value_type = g.value_type;
-  as_global.align = g.align;
-  as_global.section = g.section;
-  as_global.declaration = false;
-  as_global.linkage = g.linkage;
-  d.align = static_cast<uint32_t>(ctx.dl.global_preferred_align(m, as_global));
+  d.align = static_cast<uint32_t>(ctx.dl.global_preferred_align(m, g.value_type, g.align, !g.section.empty(), true));
   d.zero = !g.constant && ctx.is_null_value(g.init_fn, g.init) && (g.section.empty() || is_bss_section_name(g.section));
   if (!d.zero) {
     d.bytes.assign(d.size, 0);
@@ -3265,6 +3266,10 @@ std::string export_globals(const ModuleContext& ctx, std::vector<StampData>& out
   for (const GlobalInfo& g : ctx.globals)
     if (g.kind == GlobalKind::kIFunc) return "ifuncs";
   const std::unordered_set<uint32_t> retained = retained_globals(ctx);
+  // Sized once: growing moved each StampData's strings and arrays.
+  out.reserve(out.size() + std::count_if(ctx.globals.begin(), ctx.globals.end(), [](const GlobalInfo& g) {
+                return g.kind == GlobalKind::kVariable && !g.declaration;
+              }));
   for (uint32_t gi = 0; gi < ctx.globals.size(); ++gi) {
     const GlobalInfo& g = ctx.globals[gi];
     if (g.kind != GlobalKind::kVariable || g.declaration) continue;
