@@ -642,21 +642,10 @@ void BitstreamCursor::skip_vbr6(uint64_t count) {
   }
 }
 
-uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob) {
-  return read_record_into(abbrev_id, ops, blob, nullptr);
-}
-
-uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob,
-                                      CodeFilter wanted) {
-  return read_record_into(abbrev_id, ops, blob, wanted);
-}
-
-uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, RecordOps& ops) {
-  return read_record_into(abbrev_id, ops, nullptr, nullptr);
-}
-
+// Inline in each read_record(), whose constant arguments drop the tests of a blob and a filter.
 template <class Ops>
-uint32_t BitstreamCursor::read_record_into(uint32_t abbrev_id, Ops& ops, std::string_view* blob, CodeFilter wanted) {
+[[gnu::always_inline]] inline uint32_t BitstreamCursor::read_record_into(uint32_t abbrev_id, Ops& ops,
+                                                                         std::string_view* blob, CodeFilter wanted) {
   if (abbrev_id != pending_record_)
     throw KilnError(kExitInternal, path_,
                     "read_record of abbreviation id " + std::to_string(abbrev_id) + ", not the record announced");
@@ -671,6 +660,19 @@ uint32_t BitstreamCursor::read_record_into(uint32_t abbrev_id, Ops& ops, std::st
     block_info_target_ = uint32_t(ops[0]);
   }
   return code;
+}
+
+uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob) {
+  return read_record_into(abbrev_id, ops, blob, nullptr);
+}
+
+uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob,
+                                      CodeFilter wanted) {
+  return read_record_into(abbrev_id, ops, blob, wanted);
+}
+
+uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, RecordOps& ops) {
+  return read_record_into(abbrev_id, ops, nullptr, nullptr);
 }
 
 std::map<uint32_t, BitstreamBlockStats> bitstream_statistics(std::string_view file, const std::string& path) {
