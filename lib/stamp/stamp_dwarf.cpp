@@ -665,7 +665,8 @@ class DwarfBuilder {
 
   // A row at `address` for `loc`: the registers that changed, then a special opcode
   // when the step fits one, else DW_LNS_copy.
-  void put_row(LineState& st, uint32_t address, const FlatDebugLocation& loc, bool prologue_end, bool is_stmt) {
+  [[gnu::always_inline]] void put_row(LineState& st, uint32_t address, const FlatDebugLocation& loc, bool prologue_end,
+                                      bool is_stmt) {
     ByteBuffer<64> b;
     if (is_stmt != st.is_stmt) b.u8(kLnsNegateStmt), st.is_stmt = is_stmt;
     if (loc.file != st.file) b.u8(kLnsSetFile), b.uleb(loc.file), st.file = loc.file;
