@@ -609,7 +609,26 @@ uint32_t BitstreamCursor::read_unabbreviated(Ops& ops, CodeFilter wanted) {
   }
   OpsWriter<Ops> out{ops};
   out.room(count);
-  for (uint64_t i = 0; i < count; ++i) out.put(vbr6());  // appended, as in read_abbreviated()
+  for (uint64_t left = count; left > 0;) {
+    // The operands that end within one load's 57 bits are taken from it one after
+    // another (the bits past them read as zeros, so a field is taken only when it ends
+    // within them); one the load does not hold goes through vbr6().
+    unsigned used = 0;
+    if (limit - pos >= 64) [[likely]] {
+      uint64_t word = peek(bytes, pos), value;
+      for (unsigned n; vbr_in_word<6>(word, value, n) && used + n <= 57;) {
+        out.put(value);
+        word >>= n;
+        used += n;
+        if (--left == 0) break;
+      }
+      pos += used;
+    }
+    if (used == 0) {
+      out.put(vbr6());  // appended, as in read_abbreviated()
+      --left;
+    }
+  }
   pos_ = pos;
   return uint32_t(raw_code);
 }
