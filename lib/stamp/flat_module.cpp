@@ -654,18 +654,37 @@ struct FunctionEdges {
   RowRange pred(uint32_t b) const { return {preds.begin(b), preds.end(b)}; }
 };
 
-void function_edges(const FlatModuleData& flat, const FlatFunction& fn, FunctionEdges& g) {
+// A reader of a phi: instruction `inst`'s operand `operand` reads the phi at `row` (its
+// place in the function). Sorted by phi, then in the order they come.
+struct PhiUse {
+  uint32_t row, inst, operand;
+  bool operator<(const PhiUse& o) const {
+    return row != o.row ? row < o.row : inst != o.inst ? inst < o.inst : operand < o.operand;
+  }
+};
+
+// The function's edges and, in the same pass over its operands, the readers of its
+// phis (unsorted). Its blocks tile its instructions (check_function checks it before
+// check_phis asks; the exporters make them so).
+void function_edges(const FlatModuleData& flat, const FlatFunction& fn, FunctionEdges& g, std::vector<PhiUse>& uses) {
   g.entered_by_branches.assign(fn.block_count, 1);
   g.last_from.assign(fn.block_count, ~0u);  // a block named twice is one edge
   g.edges.clear();
+  uses.clear();
+  const uint64_t inst_end = uint64_t(fn.first_inst) + fn.inst_count;
   for (uint32_t b = 0; b < fn.block_count; ++b) {
     const FlatBlock& blk = flat.blocks[fn.first_block + b];
     for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i) {
       const FlatInst& in = flat.insts[i];
-      if (in.op == kOpPhi) continue;
+      const bool phi = in.op == kOpPhi;  // its blocks are incoming ones, not edges
       for (uint32_t k = 0; k < in.operand_count; ++k) {
         const FlatOperand& op = flat.operands[in.first_operand + k];
-        if (op.kind != kOperandBlock || op.index < fn.first_block || op.index - fn.first_block >= fn.block_count)
+        if (op.kind == kOperandValue) {
+          if (op.index >= fn.first_inst && op.index < inst_end && flat.insts[op.index].op == kOpPhi)
+            uses.push_back({op.index - fn.first_inst, i, k});
+          continue;
+        }
+        if (phi || op.kind != kOperandBlock || op.index < fn.first_block || op.index - fn.first_block >= fn.block_count)
           continue;
         const uint32_t t = op.index - fn.first_block;
         if (in.op != kOpBr && in.op != kOpCondBr) g.entered_by_branches[t] = 0;  // a switch's or an invoke's edge
@@ -691,13 +710,9 @@ struct PhiLiveness {
   const FlatModuleData& flat;
   const FlatFunction* fn = nullptr;
   FunctionEdges g;
-  // Each phi's readers as (instruction, operand), kept as two rows of the same shape.
-  struct Use {
-    uint32_t row, inst, operand;
-  };
-  std::vector<Use> uses;
-  std::vector<std::pair<uint32_t, uint32_t>> pairs;
-  Rows use_inst, use_operand;
+  // The phis' readers, sorted: few, where rows over every instruction cost a pass
+  // over them all.
+  std::vector<PhiUse> uses;
   std::vector<uint32_t> live_mark, pred_mark, work;  // live_mark[b] == walk: live on entry
   uint32_t walk = 0;
   uint64_t steps = 0;
@@ -706,26 +721,10 @@ struct PhiLiveness {
 
   // Prepares the walks of `function`'s phis: its edges, and the readers of each of its
   // instructions that is a phi (row: the instruction's place in the function).
-  void start(const FlatFunction& function, uint64_t inst_end) {
+  void start(const FlatFunction& function) {
     fn = &function;
-    function_edges(flat, function, g);
-    uses.clear();
-    for (uint64_t u = function.first_inst; u < inst_end; ++u) {
-      const FlatInst& in = flat.insts[u];
-      for (uint32_t k = 0; k < in.operand_count; ++k) {
-        const FlatOperand& op = flat.operands[in.first_operand + k];
-        if (op.kind == kOperandValue && op.index >= function.first_inst && op.index < inst_end &&
-            flat.insts[op.index].op == kOpPhi)
-          uses.push_back({op.index - function.first_inst, static_cast<uint32_t>(u), k});
-      }
-    }
-    // The readers of a phi in the order they come, as (instruction, operand) rows.
-    pairs.clear();
-    for (const Use& use : uses) pairs.emplace_back(use.row, use.inst);
-    use_inst.make(function.inst_count, pairs);
-    pairs.clear();
-    for (const Use& use : uses) pairs.emplace_back(use.row, use.operand);
-    use_operand.make(function.inst_count, pairs);
+    function_edges(flat, function, g, uses);
+    std::sort(uses.begin(), uses.end());
     // The marks compare with `walk`, which only grows: stale marks of an earlier
     // function are below it, so they need no clearing, only room.
     if (live_mark.size() < function.block_count) live_mark.resize(function.block_count, 0);
@@ -747,9 +746,9 @@ struct PhiLiveness {
       if (b != home && live_mark[b] != walk) live_mark[b] = walk, work.push_back(b);
     };
     const uint32_t row = x - fn->first_inst;
-    const uint32_t* ks = use_operand.begin(row);
-    for (const uint32_t *u_at = use_inst.begin(row), *u_end = use_inst.end(row); u_at != u_end; ++u_at, ++ks) {
-      const uint32_t u = *u_at, k = *ks;
+    auto use = std::lower_bound(uses.begin(), uses.end(), PhiUse{row, 0, 0});
+    for (; use != uses.end() && use->row == row; ++use) {
+      const uint32_t u = use->inst, k = use->operand;
       const FlatInst& in = flat.insts[u];
       const uint32_t at = in.block - fn->first_block;
       if (in.op != kOpPhi) {
@@ -795,7 +794,7 @@ std::vector<uint8_t> phis_written_directly(const FlatModuleData& flat) {
     bool has_phi = false;
     for (uint64_t i = fn.first_inst; i < inst_end && !has_phi; ++i) has_phi = flat.insts[i].op == kOpPhi;
     if (!has_phi) continue;
-    liveness.start(fn, inst_end);
+    liveness.start(fn);
     for (uint64_t x = fn.first_inst; x < inst_end; ++x) {
       const FlatInst& phi = flat.insts[x];
       if (phi.op != kOpPhi || phi.block < fn.first_block || phi.block >= block_end) continue;
