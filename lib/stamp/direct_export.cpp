@@ -330,9 +330,13 @@ class DebugInterner {
   // its parent site, the callee, the call's file, its block, then the site itself, one
   // per pair of nodes (each a reader number; a body's own are new numbers in each body).
   uint32_t site(uint32_t callee, uint32_t call, FlatDebugInfo& out) {
-    const uint64_t key = uint64_t(callee) << 32 | call;
-    if (auto it = sites_.find(key); it != sites_.end()) return it->second;
     const bc::BcInlineCall& c = in_.calls.at(call - 1);
+    if (call_sites_.size() < in_.calls.size()) call_sites_.resize(in_.calls.size());
+    CallSite& first = call_sites_[call - 1];
+    if (first.flat && first.callee == callee) return first.flat;
+    const uint64_t key = uint64_t(callee) << 32 | call;
+    if (first.flat)
+      if (auto it = sites_.find(key); it != sites_.end()) return it->second;
     FlatDebugInlineSite s;
     if (c.outer) s.parent = site(c.caller, c.outer, out);
     s.callee = inlined(callee, out);
@@ -342,8 +346,17 @@ class DebugInterner {
     s.block = block(c.block, out);
     out.inline_sites.push_back(s);
     const uint32_t flat = uint32_t(out.inline_sites.size());
-    sites_.emplace(key, flat);
+    if (!first_site(call, callee, flat)) sites_.emplace(key, flat);
     return flat;
+  }
+
+  // Keeps `flat` as the first site at `call` (its callee `callee`) unless there is one:
+  // false then. The slot is found again: making the site may have grown call_sites_.
+  bool first_site(uint32_t call, uint32_t callee, uint32_t flat) {
+    CallSite& first = call_sites_[call - 1];
+    if (first.flat) return false;
+    first = {callee, flat};
+    return true;
   }
 
   uint32_t inlined(uint32_t reader, FlatDebugInfo& out) {
@@ -406,7 +419,14 @@ class DebugInterner {
   std::unordered_map<uint32_t, uint32_t> function_of_subprogram_;
   // Per reader number - 1: the flat one, 0 for none yet.
   std::vector<uint32_t> files_, scopes_, inlined_, blocks_, types_;
-  std::unordered_map<uint64_t, uint32_t> sites_;  // (callee, call) -> flat site
+  // Per call (reader number - 1): the first callee's flat site there, 0 for none yet; a
+  // call seldom has another, which sites_ keeps (a hash lookup per location cost more
+  // than the rest of the site).
+  struct CallSite {
+    uint32_t callee = 0, flat = 0;
+  };
+  std::vector<CallSite> call_sites_;
+  std::unordered_map<uint64_t, uint32_t> sites_;  // (callee, call) -> flat site, after the first
   std::vector<uint32_t> type_queue_;              // per flat type: its reader number
   size_t types_filled_ = 0;
   SeenKeys seen_;  // a function's (variable, flat site) pairs
