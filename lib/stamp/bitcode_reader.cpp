@@ -59,8 +59,8 @@ namespace {
 // Every record of the block just entered, to its END_BLOCK (blocks nested in it
 // skipped): `record(code)`, with the operands in `ops`. `where` names the block in the
 // error of a stream that ends inside it.
-template <typename F>
-void for_each_record(BitstreamCursor& c, std::vector<uint64_t>& ops, const char* where, F&& record) {
+template <typename Ops, typename F>
+void for_each_record(BitstreamCursor& c, Ops& ops, const char* where, F&& record) {
   for (;;) {
     BitstreamEntry e = c.advance();
     if (e.kind == BitstreamEntry::kEndBlock) return;
@@ -78,7 +78,8 @@ void decline(BcModule& m, const std::string& why) {
 }
 
 // LLVM's convertToString: each operand from `from` on is one char.
-std::string chars(const std::vector<uint64_t>& ops, size_t from = 0) {
+template <typename Ops>
+std::string chars(const Ops& ops, size_t from = 0) {
   std::string s;
   for (size_t i = from; i < ops.size(); ++i) s.push_back(char(ops[i]));
   return s;
@@ -1123,7 +1124,7 @@ class ModuleReader {
     if (ops_.size() < 2) c_.fail("record too short for its name");
     uint64_t offset = ops_[0], size = ops_[1];
     if (offset > strtab_.size() || size > strtab_.size() - offset) c_.fail("name outside the string table");
-    ops_.erase(ops_.begin(), ops_.begin() + 2);
+    ops_.drop_front(2);
     return std::string(strtab_.substr(offset, size));
   }
 
@@ -1368,7 +1369,7 @@ class ModuleReader {
   detail::DebugMetadata debug_{m_};
   detail::BodyBuffers buffers_;
   detail::ReaderContext context_;
-  std::vector<uint64_t> ops_;
+  RecordOps ops_;  // filled in place: its GLOBALVAR and FUNCTION records are long
   std::vector<std::string> sections_, gc_names_;
   std::vector<uint32_t> data_values_;                     // prefix and prologue data
   std::unordered_map<uint32_t, uint32_t> pointer_types_;  // address space -> type id

@@ -48,6 +48,11 @@ class RecordOps {
   const uint64_t* end() const { return data_.get() + size_; }
   uint64_t back() const { return data_[size_ - 1]; }
   void clear() { size_ = 0; }
+  // Drops the first `n` operands (at most size()).
+  void drop_front(size_t n) {
+    if (n) std::memmove(data_.get(), data_.get() + n, (size_ - n) * sizeof(uint64_t));
+    size_ -= n;
+  }
   // Room for `n` more operands, written through the pointer returned.
   uint64_t* extend(size_t n) {
     if (capacity_ - size_ < n) [[unlikely]]
