@@ -784,37 +784,47 @@ struct PhiLiveness {
 
 }  // namespace
 
-std::vector<uint8_t> phis_written_directly(const FlatModuleData& flat) {
-  std::vector<uint8_t> direct(flat.insts.size(), 0);
+namespace {
+
+// Each phi that may be written directly, by its instruction index, in order.
+template <class Found>
+void for_each_direct_phi(const FlatModuleData& flat, Found&& found) {
   PhiLiveness liveness(flat);
   for (const FlatFunction& fn : flat.functions) {
     const uint64_t block_end = uint64_t(fn.first_block) + fn.block_count;
     const uint64_t inst_end = uint64_t(fn.first_inst) + fn.inst_count;
     if (block_end > flat.blocks.size() || inst_end > flat.insts.size()) continue;  // check_tables refuses it
-    bool has_phi = false;
-    for (uint64_t i = fn.first_inst; i < inst_end && !has_phi; ++i) has_phi = flat.insts[i].op == kOpPhi;
-    if (!has_phi) continue;
+    uint64_t x = fn.first_inst;  // the first phi: none before it has to be asked about
+    while (x < inst_end && flat.insts[x].op != kOpPhi) ++x;
+    if (x == inst_end) continue;
     liveness.start(fn);
-    for (uint64_t x = fn.first_inst; x < inst_end; ++x) {
+    for (; x < inst_end; ++x) {
       const FlatInst& phi = flat.insts[x];
       if (phi.op != kOpPhi || phi.block < fn.first_block || phi.block >= block_end) continue;
-      direct[x] = liveness.may_be_direct(static_cast<uint32_t>(x), phi.block - fn.first_block);
+      if (liveness.may_be_direct(static_cast<uint32_t>(x), phi.block - fn.first_block)) found(x);
     }
   }
+}
+
+}  // namespace
+
+std::vector<uint8_t> phis_written_directly(const FlatModuleData& flat) {
+  std::vector<uint8_t> direct(flat.insts.size(), 0);
+  for_each_direct_phi(flat, [&](uint64_t x) { direct[x] = 1; });
   return direct;
 }
 
 uint32_t write_phis_directly(FlatModuleData& flat) {
-  const std::vector<uint8_t> direct = phis_written_directly(flat);
-  uint32_t marked = 0;
-  for (size_t i = 0; i < flat.insts.size(); ++i) {
-    if (!direct[i]) continue;
+  // The phis are marked after the walks, which read the instructions; a list of the
+  // few found, where an array of a byte per instruction was made and scanned.
+  std::vector<uint32_t> direct;
+  for_each_direct_phi(flat, [&](uint64_t x) { direct.push_back(static_cast<uint32_t>(x)); });
+  for (uint32_t i : direct) {
     FlatInst& phi = flat.insts[i];
     phi.aux |= kPhiDirect;
     phi.slot_size /= 2;  // the value without its shadow (the exporters make both halves the same size)
-    ++marked;
   }
-  return marked;
+  return static_cast<uint32_t>(direct.size());
 }
 
 const char* check_debug_nesting(const FlatDebugInfo& debug) { return debug_nesting_defect(debug, true); }
