@@ -133,20 +133,43 @@ uint32_t round8(uint64_t n) { return static_cast<uint32_t>((n + 7) / 8 * 8); }
 // index) through a hash of each record: a body's own metadata is read again for each
 // body, so its callees, scopes and sites come back to be interned once per function,
 // and a scan of all the module's records each time would grow with their square.
+// Open addressing over (hash, number) pairs: a multimap's node per record cost an
+// allocation and a free. Records are never equal to one another, so the first equal one
+// found is the one.
 template <class T, class Hash>
 class HashedRecords {
  public:
   uint32_t intern(std::vector<T>& records, T&& r) {
     const size_t h = Hash{}(r);
-    for (auto [it, end] = index_.equal_range(h); it != end; ++it)
-      if (records[it->second - 1] == r) return it->second;
+    if (2 * (count_ + 1) > slots_.size()) grow();
+    const size_t mask = slots_.size() - 1;
+    size_t i = h & mask;
+    for (; slots_[i].number; i = (i + 1) & mask)
+      if (slots_[i].hash == h && records[slots_[i].number - 1] == r) return slots_[i].number;
     records.push_back(std::move(r));
-    index_.emplace(h, uint32_t(records.size()));
+    slots_[i] = {h, uint32_t(records.size())};
+    ++count_;
     return uint32_t(records.size());
   }
 
  private:
-  std::unordered_multimap<size_t, uint32_t> index_;
+  struct Slot {
+    size_t hash = 0;
+    uint32_t number = 0;  // 1 + the record's index, 0 for an empty slot
+  };
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 64 : 2 * old.size(), Slot{});
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (!s.number) continue;
+      size_t i = s.hash & mask;
+      while (slots_[i].number) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
 };
 
 inline size_t hash_mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
