@@ -3570,12 +3570,15 @@ namespace {
 // The module's flat arrays are appended to function by function; grown from nothing
 // they were copied a dozen times over (a tenth of the direct read at debuginfo 0).
 // A bitcode instruction takes about 19 bytes of the file with its share of the string
-// table and the rest over regex's test corpus at debuginfo 0 (more with debug
-// information), so these guesses are near the need there and above it with debug
-// information or large data; what is left unused is given back at the end.
-void reserve_flat_arrays(size_t bitcode_bytes, FlatModuleData& flat) {
-  flat.insts.reserve(bitcode_bytes / 16);
-  flat.operands.reserve(bitcode_bytes / 8);
+// table and the rest over regex's test corpus at debuginfo 0, many more with debug
+// information. Reserved when the first body comes, when the module's debug information
+// is known: without it, a guess of one instruction per 12 bytes (one per 16 left 28 of
+// 300 modules to outgrow their arrays, each growth a copy of all); with it, one per 16,
+// above the need (a larger guess is given back at the end, which copies too).
+void reserve_flat_arrays(size_t bitcode_bytes, bool debug_info, FlatModuleData& flat) {
+  const size_t bytes_per_inst = debug_info ? 16 : 12;
+  flat.insts.reserve(bitcode_bytes / bytes_per_inst);
+  flat.operands.reserve(bitcode_bytes / (bytes_per_inst / 2));
   flat.blocks.reserve(bitcode_bytes / 64);
 }
 
@@ -3607,7 +3610,10 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     if (!why.empty()) return;
     Stopwatch lap;
     try {
-      if (!exporter) exporter.emplace(m, tag, out, selected);
+      if (!exporter) {
+        reserve_flat_arrays(bitcode.size(), m.debug.dwarf_version != 0, out.flat);
+        exporter.emplace(m, tag, out, selected);
+      }
       exporter->function(fn);
     } catch (const Decline& d) {
       why = d.why;
@@ -3636,7 +3642,6 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     f.subprogram = {};
     export_seconds += lap.seconds();
   };
-  reserve_flat_arrays(bitcode.size(), out.flat);
   bc::BcModule m = bc::read_bitcode(bitcode, path, on_body);
   out.source_filename = m.source_filename;
   out.triple = m.triple;
