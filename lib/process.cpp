@@ -540,13 +540,6 @@ int wait_with_deadline(pid_t pid, double timeout_seconds, std::chrono::steady_cl
     while (!killed && ::kill(-pid, 0) == 0 && seconds_since(start) < timeout_seconds + kKillGraceSeconds)
       ::usleep(5000);
     ::kill(-pid, SIGKILL);
-  } else if (g_interrupt.load()) {
-    // The same after a forwarded stop signal: the shell that led the group may end
-    // before the command it ran (a cmd: back end's llc, still removing its output),
-    // which would otherwise go on writing into a scratch directory being removed.
-    const auto ended = std::chrono::steady_clock::now();
-    while (!killed && ::kill(-pid, 0) == 0 && seconds_since(ended) < kKillGraceSeconds) ::usleep(5000);
-    ::kill(-pid, SIGKILL);
   }
   if (pidfd >= 0) ::close(pidfd);
   return status;
