@@ -560,15 +560,49 @@ const char* signal_name(int sig) {
   }
 }
 
+// How long a stopped build's other processes get to end after its first process did,
+// before SIGKILL: more than a cmd: back end's grace (kKillGraceSeconds), which a kiln
+// compiler wrapper waits out before it removes its bitcode.
+constexpr double kBuildDrainSeconds = 5;
+
+// After a stop signal ended the build's first process (make, a shell), the rest of its
+// group may still be stopping: a kiln compiler wrapper removes the bitcode it left at
+// the object path only once its back end's command has stopped. Waits for the group
+// to empty, so that once kiln-capture has exited nothing of the build runs and no
+// bitcode waits at an object path; what is left at the deadline gets SIGKILL. kiln is
+// the build's subreaper (run_build_group), so the group's orphans are its children and
+// it reaps them here: a zombie nobody reaps (a container's init may not, promptly)
+// would still count as a member of the group.
+void drain_stopped_build(pid_t group) {
+  const auto start = std::chrono::steady_clock::now();
+  bool killed = false;
+  for (;;) {
+    siginfo_t info{};
+    while (::waitid(P_PGID, static_cast<id_t>(group), &info, WEXITED | WNOHANG) == 0 && info.si_pid != 0) info = {};
+    if (::kill(-group, 0) != 0 && errno == ESRCH) return;
+    if (!killed && seconds_since(start) >= kBuildDrainSeconds) {
+      ::kill(-group, SIGKILL);
+      killed = true;
+    }
+    if (seconds_since(start) >= kBuildDrainSeconds + 1) return;  // members that are not ours to reap
+    ::usleep(5000);
+  }
+}
+
 ProcessResult run_build_group(const std::vector<std::string>& argv, const ProcessOptions& options,
                               int& received_signal) {
   ExecImage image = exec_image(argv, options);
+  // The build's orphans become kiln's children (drain_stopped_build reaps them).
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   GroupRun run;
   start_group(image, options, GroupChild::build, run);
   struct rusage usage {};
   int status = wait_for_build(run.pid, argv[0], usage);
   give_terminal(run.pid, ::getpgrp());
   received_signal = g_interrupt.load();
+  const bool stopped =
+      WIFSIGNALED(status) && (WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGTERM || WTERMSIG(status) == SIGHUP);
+  if (received_signal || stopped) drain_stopped_build(run.pid);
   ProcessResult result;
   record_end(result, status, usage, seconds_since(run.start));
   return result;

@@ -145,6 +145,39 @@ sleep 5
 check "the build was stopped (its marker never appeared)" test ! -e marker
 check "no temporary directory is left in TMPDIR" bash -c "[[ -z \$(ls -A '$T/tmp-sig') ]]"
 
+# kiln-capture exits only once the whole stopped build has: here a process of the build
+# takes a second to clean up after SIGTERM (as a wrapper does while its back end stops)
+# after the build's first process has ended. One that does not end within 5 seconds
+# gets SIGKILL.
+mkdir "$T/drain"
+cd "$T/drain"
+cat > build.sh <<'EOF'
+( trap "sleep ${CLEANUP_SECONDS:-1}; touch cleaned; exit 0" TERM; touch ready; while :; do sleep 0.1; done ) &
+wait
+EOF
+kiln-capture -o "$T/D" -- sh build.sh &
+pid=$!
+for _ in $(seq 300); do [[ -e ready ]] && break; sleep 0.1; done
+sleep 0.2
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+check "a stopped build's process that cleans up for a second: done before kiln-capture exits (status $rc)" \
+  bash -c "[[ $rc -eq 143 && -e cleaned ]]"
+rm -f ready cleaned
+CLEANUP_SECONDS=30 kiln-capture -o "$T/D" -- sh build.sh &
+pid=$!
+for _ in $(seq 300); do [[ -e ready ]] && break; sleep 0.1; done
+sleep 0.2
+start=$SECONDS
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+took=$((SECONDS - start))
+sleep 0.5
+check "one that takes 30 seconds: kiln-capture exits after about 5 (took $took, status $rc), the process killed" \
+  bash -c "[[ $rc -eq 143 && $took -ge 4 && $took -le 15 && ! -e cleaned ]] && ! pgrep -f 'slee[p] 30' > /dev/null"
+
 # SIGTERM while a back end emits: the wrapper removes the bitcode at the object path
 # (no make here to delete the target), and the back end's scratch directory goes too.
 cd "$T/c"
