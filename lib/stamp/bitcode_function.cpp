@@ -92,6 +92,8 @@ class FunctionReader {
         f_(m.functions[fn]),
         context_(context),
         rec_(context.buffers ? context.buffers->body_record : own_.body_record),
+        types_(m.types.data()),
+        type_count_(m.types.size()),
         scratch_(context.buffers ? context.buffers->operands : own_.operands),
         buffers_(context.buffers ? *context.buffers : own_),
         lookups_(buffers_.types) {}
@@ -100,25 +102,25 @@ class FunctionReader {
 
  private:
   // --- The record being decoded, field by field.
-  bool at_end() const { return pos_ >= rec_.size(); }
-  size_t left() const { return rec_.size() - pos_; }
+  bool at_end() const { return at_ == end_; }
+  size_t left() const { return size_t(end_ - at_); }
   // Inline, with their failures out of line: every record reads its fields through them.
   uint64_t field() {
     if (at_end()) [[unlikely]]
       too_short();
-    return rec_[pos_++];
+    return *at_++;
   }
   [[noreturn, gnu::cold, gnu::noinline]] void too_short() const;
   void expect_end(const char* what);
 
   // --- Types.
   const Type& type(uint32_t id) const {
-    if (id >= m_.types.size()) [[unlikely]]
+    if (id >= type_count_) [[unlikely]]
       bad_type(id);
-    return m_.types[id];
+    return types_[id];
   }
   uint32_t type_ref(uint64_t id) {
-    if (id >= m_.types.size()) [[unlikely]]
+    if (id >= type_count_) [[unlikely]]
       bad_type(id);
     return uint32_t(id);
   }
@@ -127,7 +129,12 @@ class FunctionReader {
   bool is_fp_math(uint32_t t) const;
   uint32_t find_type(TypeKind kind, uint32_t address_space = 0) const;
   uint32_t pointer_type(uint32_t address_space) const;
-  uint32_t need(uint32_t t, const char* what) const;
+  uint32_t need(uint32_t t, const char* what) const {
+    if (t == kNone) [[unlikely]]
+      missing_type(what);
+    return t;
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void missing_type(const char* what) const;
   uint32_t void_type() const { return need(void_, "void"); }
   uint32_t i1_type() const { return need(i1_, "i1"); }
   uint32_t bool_like(uint32_t operand_type);
@@ -144,15 +151,22 @@ class FunctionReader {
   [[noreturn, gnu::cold, gnu::noinline]] void bad_block(uint64_t b) const;
 
   // --- Instructions.
-  Inst start(Opcode op, uint32_t t);
-  void commit(const Inst& inst, const std::vector<uint32_t>& operands, bool terminator = false) {
-    commit(inst, operands.data(), operands.size(), terminator);
+  // commit() makes the instruction where it is kept and returns it for the fields its
+  // record sets beyond these (computed before, so that a record that fails has added
+  // nothing). Inline in each record's function of fixed operands, whose constants (a
+  // terminator, the operand count, an opcode that takes no bundles) drop most of its
+  // tests; the records of a vector of operands share one copy.
+  Inst& commit(Opcode op, uint32_t t, const std::vector<uint32_t>& operands, bool terminator = false) {
+    return commit(op, t, operands.data(), operands.size(), terminator);
   }
   // The fixed-size records' operands, without a vector per instruction.
-  void commit(const Inst& inst, std::initializer_list<uint32_t> operands, bool terminator = false) {
-    commit(inst, operands.begin(), operands.size(), terminator);
+  [[gnu::always_inline]] Inst& commit(Opcode op, uint32_t t, std::initializer_list<uint32_t> operands,
+                                      bool terminator = false) {
+    return commit(op, t, operands.begin(), operands.size(), terminator);
   }
-  void commit(const Inst& inst, const uint32_t* operands, size_t count, bool terminator);
+  [[gnu::always_inline]] Inst& commit(Opcode op, uint32_t t, const uint32_t* operands, size_t count, bool terminator);
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_commit() const;
+  [[gnu::noinline]] void define_forward(uint32_t value, uint32_t t);
   void read_record(uint32_t abbrev_id);
   void read_constants();
   void debug_loc(uint32_t code);
@@ -200,7 +214,14 @@ class FunctionReader {
   const ReaderContext& context_;
   BodyBuffers own_;
   RecordOps& rec_;
-  size_t pos_ = 0;
+  // The fields of rec_ not yet read, and its end: pointers kept apart from rec_, which
+  // the compiler would otherwise load through at every field.
+  const uint64_t* at_ = nullptr;
+  const uint64_t* end_ = nullptr;
+  // m_.types, which no record of a body adds to, as pointer and count: a type's kind is
+  // asked several times an instruction.
+  const Type* types_;
+  size_t type_count_;
   uint32_t code_ = 0;
   uint32_t next_id_ = 0;  // LLVM's NextValueNo: the id the next value gets
   uint32_t block_ = 0;    // the block instructions go to
@@ -263,9 +284,8 @@ uint32_t FunctionReader::pointer_type(uint32_t address_space) const {
 
 // A result type no record names must be in the table (LLVM enumerates every value's
 // type); when it is not, the function is declined rather than given a wrong one.
-uint32_t FunctionReader::need(uint32_t t, const char* what) const {
-  if (t == kNone) throw Decline{std::string("reader: no ") + what + " type in the type table"};
-  return t;
+void FunctionReader::missing_type(const char* what) const {
+  throw Decline{std::string("reader: no ") + what + " type in the type table"};
 }
 
 // i1, or a vector of i1 as wide as `operand_type`: a comparison's result.
@@ -348,23 +368,22 @@ bool FunctionReader::single_thread(uint64_t ssid) const {
   return ssid < context_.sync_scope_names.size() && context_.sync_scope_names[ssid] == "singlethread";
 }
 
-Inst FunctionReader::start(Opcode op, uint32_t t) {
-  Inst inst;
+// Appends an instruction to the current block; a value-producing one takes the next
+// value id (filling a forward reference to it), a terminator moves on to the next block.
+// Its failures, in the order they are tested: no block to append to, bundles before an
+// instruction that takes none, a result type out of range, too many values.
+inline Inst& FunctionReader::commit(Opcode op, uint32_t t, const uint32_t* operands, size_t count, bool terminator) {
+  const bool takes_bundles = op == Opcode::kCall || op == Opcode::kInvoke || op == Opcode::kCallBr;
+  if (!blocks_declared_ || block_ >= f_.block_count || (bundles_pending_ && !takes_bundles)) [[unlikely]]
+    bad_commit();
+  const bool has_value = type(t).kind != TypeKind::kVoid;
+  if (has_value && next_id_ >= kMetadataOperand) [[unlikely]]
+    cursor_.fail("too many values");
+  const uint32_t index = uint32_t(f_.insts.size());
+  Inst& inst = f_.insts.emplace_back();
   inst.opcode = op;
   inst.type = t;
-  return inst;
-}
-
-// Appends `inst` to the current block; a value-producing one takes the next value id
-// (filling a forward reference to it), a terminator moves on to the next block.
-void FunctionReader::commit(const Inst& made, const uint32_t* operands, size_t count, bool terminator) {
-  if (!blocks_declared_ || block_ >= f_.block_count) cursor_.fail("instruction outside any declared block");
-  bool takes_bundles = made.opcode == Opcode::kCall || made.opcode == Opcode::kInvoke || made.opcode == Opcode::kCallBr;
-  if (bundles_pending_ && !takes_bundles) cursor_.fail("operand bundles found with no consumer");
-  // Completed where it is kept: each copy of an instruction on its way there showed.
-  const uint32_t index = uint32_t(f_.insts.size());
-  Inst& inst = f_.insts.emplace_back(made);
-  inst.has_bundles = takes_bundles && bundles_pending_;
+  if (takes_bundles) inst.has_bundles = bundles_pending_;
   bundles_pending_ = false;
   inst.block = block_;
   inst.first_operand = uint32_t(f_.operands.size());
@@ -373,17 +392,28 @@ void FunctionReader::commit(const Inst& made, const uint32_t* operands, size_t c
   std::vector<uint32_t>& all = f_.operands;
   if (all.capacity() - all.size() < count) all.reserve(std::max(2 * all.capacity(), all.size() + count));
   for (size_t i = 0; i < count; ++i) all.push_back(operands[i]);
-  if (inst.opcode == Opcode::kAlloca) inst.static_alloca_candidate = block_ == 0;
-  if (type(inst.type).kind != TypeKind::kVoid) {
-    if (next_id_ >= kMetadataOperand) cursor_.fail("too many values");
+  if (op == Opcode::kAlloca) inst.static_alloca_candidate = block_ == 0;
+  if (has_value) {
     inst.value = next_id_++;
-    f_.values.push_back({ValueKind::kInstruction, inst.type, index});
-    if (auto it = forward_.empty() ? forward_.end() : forward_.find(inst.value); it != forward_.end()) {
-      if (it->second != inst.type) cursor_.fail("value " + std::to_string(inst.value) + " defined with another type");
-      forward_.erase(it);
-    }
+    f_.values.push_back({ValueKind::kInstruction, t, index});
+    if (!forward_.empty()) [[unlikely]]
+      define_forward(inst.value, t);
   }
   if (terminator && ++block_ < f_.block_count) f_.block_first.push_back(index + 1);
+  return inst;
+}
+
+void FunctionReader::bad_commit() const {
+  if (!blocks_declared_ || block_ >= f_.block_count) cursor_.fail("instruction outside any declared block");
+  cursor_.fail("operand bundles found with no consumer");  // commit()'s other test
+}
+
+// The value just defined fills the forward reference to it, if there is one.
+void FunctionReader::define_forward(uint32_t value, uint32_t t) {
+  if (auto it = forward_.find(value); it != forward_.end()) {
+    if (it->second != t) cursor_.fail("value " + std::to_string(value) + " defined with another type");
+    forward_.erase(it);
+  }
 }
 
 // BINOP [lhs (value, type), rhs, opcode, flags?] and UNOP [op (value, type), opcode, flags?].
@@ -395,7 +425,7 @@ void FunctionReader::arithmetic(uint32_t code) {
   if (code == kBinop) ops.push_back(value_of_type(t));
   uint64_t opc = field();
   bool fp = is_fp_or_fp_vector(t);
-  if (pos_ + 1 < rec_.size()) cursor_.fail("invalid arithmetic record: extra fields");
+  if (left() > 1) cursor_.fail("invalid arithmetic record: extra fields");
   Opcode op;
   if (code == kUnop) {
     if (opc != 0 || !fp) cursor_.fail("invalid unary operator");
@@ -412,7 +442,7 @@ void FunctionReader::arithmetic(uint32_t code) {
       cursor_.fail("invalid binary operator " + std::to_string(opc));
     op = fp ? Opcode(kFp[opc]) : kInt[opc];
   }
-  commit(start(op, t), ops);
+  commit(op, t, ops);
 }
 
 // CAST [op (value, type), destination type, opcode, flags?].
@@ -432,7 +462,7 @@ void FunctionReader::cast() {
   if (kCasts[opc] == Opcode::kBitCast && type(from).kind == TypeKind::kPointer && type(to).kind == TypeKind::kPointer &&
       type(from).address_space != type(to).address_space)
     throw Decline{"reader: bitcast between address spaces"};
-  commit(start(kCasts[opc], to), ops);
+  commit(kCasts[opc], to, ops);
 }
 
 // GEP [flags, source type, base (value, type), indices (value, type)...]. The result is
@@ -451,11 +481,11 @@ void FunctionReader::gep() {
     if (!is_vector(type(base_type).kind) && is_vector(ty.kind))
       result = need(m_.find_vector_type(base_type, ty.count, ty.kind == TypeKind::kScalableVector), "vector of ptr");
   }
-  Inst inst = start(Opcode::kGetElementPtr, result);
+  const bool vector_gep = is_vector(type(result).kind);
+  Inst& inst = commit(Opcode::kGetElementPtr, result, ops);
   inst.source_type = source;
   inst.inbounds = flags & 1;
-  inst.vector_gep = is_vector(type(result).kind);
-  commit(inst, ops);
+  inst.vector_gep = vector_gep;
 }
 
 // EXTRACTELT [vector, index], INSERTELT [vector, element, index], SHUFFLEVEC [v1, v2,
@@ -486,7 +516,7 @@ void FunctionReader::vector_op(uint32_t code) {
                   "shufflevector result");
   }
   expect_end("vector operation");
-  commit(start(op, result), ops);
+  commit(op, result, ops);
 }
 
 // VSELECT [true (value, type), false, condition (value, type), flags?]; the old SELECT
@@ -497,7 +527,7 @@ void FunctionReader::select(uint32_t code) {
   uint32_t if_false = value_of_type(t);
   uint32_t cond = code == kVSelect ? value_and_type() : value_of_type(i1_type());
   if (left() > (code == kVSelect ? 1 : 0)) cursor_.fail("invalid select record: extra fields");
-  commit(start(Opcode::kSelect, t), {cond, if_true, if_false});
+  commit(Opcode::kSelect, t, {cond, if_true, if_false});
 }
 
 // CMP/CMP2 [lhs (value, type), rhs, predicate, flags?]: fcmp for floating point
@@ -511,29 +541,34 @@ void FunctionReader::compare() {
   if (left() > 1) cursor_.fail("invalid comparison record: extra fields");
   bool fp = is_fp_or_fp_vector(t);
   if (fp ? pred > 15 : (pred < 32 || pred > 41)) cursor_.fail("invalid comparison predicate " + std::to_string(pred));
-  Inst inst = start(fp ? Opcode::kFCmp : Opcode::kICmp, bool_like(t));
-  inst.aux = uint32_t(pred);
-  commit(inst, ops);
+  commit(fp ? Opcode::kFCmp : Opcode::kICmp, bool_like(t), ops).aux = uint32_t(pred);
 }
 
 // RET [] or [value (value, type)]; BR [block] or [true block, false block, condition];
 // UNREACHABLE [].
 void FunctionReader::ret_br_unreachable(uint32_t code) {
   uint32_t void_t = void_type();
-  if (code == kUnreachable) return commit(start(Opcode::kUnreachable, void_t), {}, true);
+  if (code == kUnreachable) {
+    commit(Opcode::kUnreachable, void_t, {}, true);
+    return;
+  }
   if (code == kRet) {
     std::vector<uint32_t>& ops = scratch();
     if (!at_end()) ops.push_back(value_and_type());
     expect_end("ret");
-    return commit(start(Opcode::kRet, void_t), ops, true);
+    commit(Opcode::kRet, void_t, ops, true);
+    return;
   }
   if (rec_.size() != 1 && rec_.size() != 3) cursor_.fail("invalid br record");
   uint32_t if_true = block_ref(rec_[0]);
-  if (rec_.size() == 1) return commit(start(Opcode::kBr, void_t), {if_true}, true);
+  if (rec_.size() == 1) {
+    commit(Opcode::kBr, void_t, {if_true}, true);
+    return;
+  }
   uint32_t if_false = block_ref(rec_[1]);
-  pos_ = 2;
+  at_ = rec_.begin() + 2;
   uint32_t cond = value_of_type(i1_type());
-  commit(start(Opcode::kBr, void_t), {cond, if_true, if_false}, true);
+  commit(Opcode::kBr, void_t, {cond, if_true, if_false}, true);
 }
 
 // SWITCH [type, condition, default block, (case value, block)...]. Case values are
@@ -555,7 +590,7 @@ void FunctionReader::switch_inst() {
     ops.push_back(uint32_t(id));
     ops.push_back(block_ref(rec_[i + 1]));
   }
-  commit(start(Opcode::kSwitch, void_type()), ops, true);
+  commit(Opcode::kSwitch, void_type(), ops, true);
 }
 
 // INDIRECTBR [type, address, blocks...].
@@ -565,7 +600,7 @@ void FunctionReader::indirect_br() {
   std::vector<uint32_t>& ops = scratch();
   ops.push_back(value_of_type(t));
   for (size_t i = 2; i < rec_.size(); ++i) ops.push_back(block_ref(rec_[i]));
-  commit(start(Opcode::kIndirectBr, void_type()), ops, true);
+  commit(Opcode::kIndirectBr, void_type(), ops, true);
 }
 
 // A call's arguments: one per fixed parameter of `fnty` (a relative id of the
@@ -608,12 +643,11 @@ void FunctionReader::call() {
   std::vector<uint32_t>& ops = scratch();
   call_args(fnty, true, ops);
   ops.push_back(callee);
-  Inst inst = start(Opcode::kCall, type(fnty).elements[0]);
+  Inst& inst = commit(Opcode::kCall, type(fnty).elements[0], ops);
   inst.source_type = fnty;
   inst.attributes = attrs;
   inst.calling_conv = uint32_t((cc & 0x7ff) >> 1);
   inst.musttail = (cc & kCallMustTail) && !(cc & kCallNoTail);
-  commit(inst, ops);
 }
 
 // INVOKE [attributes, cc, normal block, unwind block, function type, callee, arguments...].
@@ -631,11 +665,10 @@ void FunctionReader::invoke() {
   ops.push_back(callee);
   ops.push_back(normal);
   ops.push_back(unwind);
-  Inst inst = start(Opcode::kInvoke, type(fnty).elements[0]);
+  Inst& inst = commit(Opcode::kInvoke, type(fnty).elements[0], ops, true);
   inst.source_type = fnty;
   inst.attributes = attrs;
   inst.calling_conv = uint32_t(cc & kMaxCallingConv);
-  commit(inst, ops, true);
 }
 
 // CALLBR [attributes, cc, default block, indirect count, indirect blocks..., function
@@ -665,11 +698,10 @@ void FunctionReader::callbr() {
     }
   ops.push_back(callee);
   ops.insert(ops.end(), blocks.begin(), blocks.end());
-  Inst inst = start(Opcode::kCallBr, type(fnty).elements[0]);
+  Inst& inst = commit(Opcode::kCallBr, type(fnty).elements[0], ops, true);
   inst.source_type = fnty;
   inst.attributes = attrs;
   inst.calling_conv = uint32_t((cc & 0x7ff) >> 1);
-  commit(inst, ops, true);
 }
 
 // PHI [type, (value as a signed relative id, block)..., flags?]: a value may be a
@@ -686,7 +718,7 @@ void FunctionReader::phi() {
     ops.push_back(typed_id(uint32_t(next_id_ - uint32_t(delta)), t));
     ops.push_back(block_ref(field()));
   }
-  commit(start(Opcode::kPhi, t), ops);
+  commit(Opcode::kPhi, t, ops);
 }
 
 // LANDINGPAD [type, cleanup, clause count, (catch 0 / filter 1, value (value, type))...].
@@ -702,9 +734,7 @@ void FunctionReader::landing_pad() {
     ops.push_back(value_and_type());
   }
   expect_end("landingpad");
-  Inst inst = start(Opcode::kLandingPad, t);
-  inst.cleanup = cleanup;
-  commit(inst, ops);
+  commit(Opcode::kLandingPad, t, ops).cleanup = cleanup;
   // clause_filter is indexed like operands: its entries for this instruction's operands.
   f_.clause_filter.resize(f_.operands.size());
   std::copy(filters.begin(), filters.end(), f_.clause_filter.end() - filters.size());
@@ -734,13 +764,14 @@ void FunctionReader::alloca_inst() {
   if (rec_.size() != 5 && default_alloca_as_ < 0) default_alloca_as_ = alloca_address_space(m_.data_layout);
   uint32_t as = rec_.size() == 5 ? uint32_t(rec_[4]) : uint32_t(default_alloca_as_);
   if (rec_.size() == 5 && rec_[4] > 0xFFFFFF) cursor_.fail("invalid alloca address space");
-  Inst inst = start(Opcode::kAlloca, need(pointer_type(as), "alloca's pointer"));
+  const uint32_t result = need(pointer_type(as), "alloca's pointer");
+  const uint64_t align = alignment((packed & 31) | (((packed >> 8) & 7) << 5));
+  Inst& inst = commit(Opcode::kAlloca, result, {size});
   inst.source_type = allocated;
   inst.aux = size;
-  inst.align = alignment((packed & 31) | (((packed >> 8) & 7) << 5));
-  commit(inst, {size});
+  inst.align = align;
   // LLVM's isStaticAlloca is false for an inalloca one, wherever it is.
-  if (packed & (1u << 5)) f_.insts.back().static_alloca_candidate = false;
+  if (packed & (1u << 5)) inst.static_alloca_candidate = false;
 }
 
 // LOAD [pointer (value, type), type, align, volatile]; LOADATOMIC adds ordering and sync scope.
@@ -750,14 +781,20 @@ void FunctionReader::load(uint32_t code) {
   if (left() == want - 1 || (code == kLoadAtomic && left() == want + 1))
     throw Decline{"reader: load without explicit type"};
   if (left() != want) cursor_.fail("invalid load record");
-  Inst inst = start(Opcode::kLoad, type_ref(field()));
-  inst.align = alignment(field());
-  inst.is_volatile = field() != 0;
+  const uint32_t t = type_ref(field());
+  const uint64_t align = alignment(field());
+  const bool is_volatile = field() != 0;
+  Ordering order = Ordering::kNotAtomic;
+  bool one_thread = false;
   if (code == kLoadAtomic) {
-    inst.ordering = ordering(field());
-    inst.single_thread = single_thread(field());
+    order = ordering(field());
+    one_thread = single_thread(field());
   }
-  commit(inst, {ptr});
+  Inst& inst = commit(Opcode::kLoad, t, {ptr});
+  inst.align = align;
+  inst.is_volatile = is_volatile;
+  inst.ordering = order;
+  inst.single_thread = one_thread;
 }
 
 // STORE [pointer (value, type), value (value, type), align, volatile]; STOREATOMIC adds
@@ -766,14 +803,20 @@ void FunctionReader::store(uint32_t code) {
   uint32_t ptr = value_and_type();
   uint32_t value = value_and_type();
   if (left() != (code == kStore ? 2u : 4u)) cursor_.fail("invalid store record");
-  Inst inst = start(Opcode::kStore, void_type());
-  inst.align = alignment(field());
-  inst.is_volatile = field() != 0;
+  const uint32_t t = void_type();
+  const uint64_t align = alignment(field());
+  const bool is_volatile = field() != 0;
+  Ordering order = Ordering::kNotAtomic;
+  bool one_thread = false;
   if (code == kStoreAtomic) {
-    inst.ordering = ordering(field());
-    inst.single_thread = single_thread(field());
+    order = ordering(field());
+    one_thread = single_thread(field());
   }
-  commit(inst, {value, ptr});
+  Inst& inst = commit(Opcode::kStore, t, {value, ptr});
+  inst.align = align;
+  inst.is_volatile = is_volatile;
+  inst.ordering = order;
+  inst.single_thread = one_thread;
 }
 
 // CMPXCHG [pointer, compare (value, type), new, volatile, success ordering, sync scope,
@@ -785,14 +828,18 @@ void FunctionReader::cmpxchg() {
   uint32_t value = value_of_type(t);
   if (left() != 5 && left() != 6) cursor_.fail("invalid cmpxchg record");
   uint32_t i1 = i1_type();
-  Inst inst = start(Opcode::kAtomicCmpXchg, need(m_.find_struct_type({t, i1}, false), "cmpxchg result"));
-  inst.is_volatile = field() != 0;
-  inst.ordering = ordering(field());
-  inst.single_thread = single_thread(field());
+  const uint32_t result = need(m_.find_struct_type({t, i1}, false), "cmpxchg result");
+  const bool is_volatile = field() != 0;
+  const Ordering order = ordering(field());
+  const bool one_thread = single_thread(field());
   field();  // failure ordering
   field();  // weak
-  if (!at_end()) inst.align = alignment(field());
-  commit(inst, {ptr, cmp, value});
+  const uint64_t align = at_end() ? 0 : alignment(field());
+  Inst& inst = commit(Opcode::kAtomicCmpXchg, result, {ptr, cmp, value});
+  inst.is_volatile = is_volatile;
+  inst.ordering = order;
+  inst.single_thread = one_thread;
+  inst.align = align;
 }
 
 // ATOMICRMW [pointer, value (value, type), operation, volatile, ordering, sync scope, align?].
@@ -803,22 +850,27 @@ void FunctionReader::atomic_rmw() {
   if (left() != 4 && left() != 5) cursor_.fail("invalid atomicrmw record");
   uint64_t op = field();
   if (op > 20) cursor_.fail("invalid atomicrmw operation " + std::to_string(op));
-  Inst inst = start(Opcode::kAtomicRmw, t);
+  const bool is_volatile = field() != 0;
+  const Ordering order = ordering(field());
+  const bool one_thread = single_thread(field());
+  const uint64_t align = at_end() ? 0 : alignment(field());
+  Inst& inst = commit(Opcode::kAtomicRmw, t, {ptr, value});
   inst.aux = uint32_t(op);  // the bitcode's RMW_* code: RMW_XCHG..RMW_UMIN are RmwOp's order
-  inst.is_volatile = field() != 0;
-  inst.ordering = ordering(field());
-  inst.single_thread = single_thread(field());
-  if (!at_end()) inst.align = alignment(field());
-  commit(inst, {ptr, value});
+  inst.is_volatile = is_volatile;
+  inst.ordering = order;
+  inst.single_thread = one_thread;
+  inst.align = align;
 }
 
 // FENCE [ordering, sync scope].
 void FunctionReader::fence() {
   if (rec_.size() != 2) cursor_.fail("invalid fence record");
-  Inst inst = start(Opcode::kFence, void_type());
-  inst.ordering = ordering(rec_[0]);
-  inst.single_thread = single_thread(rec_[1]);
-  commit(inst, {});
+  const uint32_t t = void_type();
+  const Ordering order = ordering(rec_[0]);
+  const bool one_thread = single_thread(rec_[1]);
+  Inst& inst = commit(Opcode::kFence, t, {});
+  inst.ordering = order;
+  inst.single_thread = one_thread;
 }
 
 // EXTRACTVAL [aggregate (value, type), indices...]; INSERTVAL [aggregate, value (value,
@@ -830,8 +882,7 @@ void FunctionReader::aggregate(uint32_t code) {
   uint32_t inserted_type = kNone;
   if (code == kInsertVal) ops.push_back(value_and_type(&inserted_type));
   if (at_end()) cursor_.fail("extractvalue/insertvalue without indices");
-  Inst inst = start(code == kExtractVal ? Opcode::kExtractValue : Opcode::kInsertValue, agg_type);
-  inst.first_index = uint32_t(f_.indices.size());
+  const uint32_t first_index = uint32_t(f_.indices.size());
   uint32_t t = agg_type;
   while (!at_end()) {
     uint64_t index = field();
@@ -842,10 +893,11 @@ void FunctionReader::aggregate(uint32_t code) {
     t = ty.kind == TypeKind::kStruct ? ty.elements[index] : ty.elements[0];
     f_.indices.push_back(uint32_t(index));
   }
-  inst.index_count = uint32_t(f_.indices.size()) - inst.first_index;
-  if (code == kExtractVal) inst.type = t;
   if (code == kInsertVal && t != inserted_type) cursor_.fail("inserted value type does not match the aggregate");
-  commit(inst, ops);
+  Inst& inst = commit(code == kExtractVal ? Opcode::kExtractValue : Opcode::kInsertValue,
+                      code == kExtractVal ? t : agg_type, ops);
+  inst.first_index = first_index;
+  inst.index_count = uint32_t(f_.indices.size()) - first_index;
 }
 
 // VAARG [va_list type, va_list, result type]; FREEZE [value (value, type)]; RESUME [value (value, type)].
@@ -854,13 +906,17 @@ void FunctionReader::va_arg_freeze_resume(uint32_t code) {
     if (rec_.size() < 3) cursor_.fail("invalid va_arg record");
     uint32_t list_type = type_ref(field());
     uint32_t list = value_of_type(list_type);
-    return commit(start(Opcode::kVAArg, type_ref(field())), {list});
+    commit(Opcode::kVAArg, type_ref(field()), {list});
+    return;
   }
   uint32_t t;
   uint32_t value = value_and_type(&t);
   expect_end(code == kFreeze ? "freeze" : "resume");
-  if (code == kFreeze) return commit(start(Opcode::kFreeze, t), {value});
-  commit(start(Opcode::kResume, void_type()), {value}, true);
+  if (code == kFreeze) {
+    commit(Opcode::kFreeze, t, {value});
+    return;
+  }
+  commit(Opcode::kResume, void_type(), {value}, true);
 }
 
 // OPERAND_BUNDLE [tag, (value (value, type) | OB_METADATA, metadata id)...]: the next
@@ -868,8 +924,8 @@ void FunctionReader::va_arg_freeze_resume(uint32_t code) {
 void FunctionReader::operand_bundle() {
   field();  // the tag
   while (!at_end()) {
-    if (rec_[pos_] == kOperandBundleMetadata) {
-      pos_++;
+    if (*at_ == kOperandBundleMetadata) {
+      ++at_;
       field();
     } else {
       value_and_type();
@@ -889,7 +945,7 @@ void FunctionReader::funclet_pad(uint32_t code) {
   for (uint64_t i = 0; i < count; ++i) ops.push_back(value_and_type());
   expect_end("catchpad/cleanuppad");
   ops.push_back(parent);
-  commit(start(code == kCatchPad ? Opcode::kCatchPad : Opcode::kCleanupPad, token), ops);
+  commit(code == kCatchPad ? Opcode::kCatchPad : Opcode::kCleanupPad, token, ops);
 }
 
 // CLEANUPRET [pad, unwind block?]; CATCHRET [pad, block]; CATCHSWITCH [parent pad,
@@ -902,20 +958,21 @@ void FunctionReader::funclet_exit(uint32_t code) {
   if (code == kCleanupRet || code == kCatchRet) {
     if (code == kCatchRet || !at_end()) ops.push_back(block_ref(field()));
     expect_end(code == kCatchRet ? "catchret" : "cleanupret");
-    return commit(start(code == kCatchRet ? Opcode::kCatchRet : Opcode::kCleanupRet, void_type()), ops, true);
+    commit(code == kCatchRet ? Opcode::kCatchRet : Opcode::kCleanupRet, void_type(), ops, true);
+    return;
   }
   uint64_t handlers = field();
   if (handlers > left() || left() - handlers > 1) cursor_.fail("invalid catchswitch record");
-  Inst inst = start(Opcode::kCatchSwitch, token);
-  inst.aux = left() > handlers ? 1 : 0;
-  if (inst.aux) ops.push_back(block_ref(rec_.back()));
+  const uint32_t unwind = left() > handlers ? 1 : 0;
+  if (unwind) ops.push_back(block_ref(rec_.back()));
   for (uint64_t i = 0; i < handlers; ++i) ops.push_back(block_ref(field()));
-  commit(inst, ops, true);
+  commit(Opcode::kCatchSwitch, token, ops, true).aux = unwind;
 }
 
 void FunctionReader::read_record(uint32_t abbrev_id) {
   code_ = cursor_.read_record(abbrev_id, rec_);
-  pos_ = 0;
+  at_ = rec_.begin();
+  end_ = rec_.end();
   switch (code_) {
     case kDeclareBlocks:
       if (blocks_declared_ || rec_.empty() || rec_[0] == 0 || rec_[0] > 0xFFFFFFFFu)
