@@ -94,7 +94,6 @@ class FunctionReader {
         rec_(context.buffers ? context.buffers->body_record : own_.body_record),
         types_(m.types.data()),
         type_count_(m.types.size()),
-        scratch_(context.buffers ? context.buffers->operands : own_.operands),
         buffers_(context.buffers ? *context.buffers : own_),
         lookups_(buffers_.types) {}
 
@@ -151,20 +150,18 @@ class FunctionReader {
   [[noreturn, gnu::cold, gnu::noinline]] void bad_block(uint64_t b) const;
 
   // --- Instructions.
-  // commit() makes the instruction where it is kept and returns it for the fields its
-  // record sets beyond these (computed before, so that a record that fails has added
-  // nothing). Inline in each record's function of fixed operands, whose constants (a
-  // terminator, the operand count, an opcode that takes no bundles) drop most of its
-  // tests; the records of a vector of operands share one copy.
-  Inst& commit(Opcode op, uint32_t t, const std::vector<uint32_t>& operands, bool terminator = false) {
-    return commit(op, t, operands.data(), operands.size(), terminator);
+  // commit() and commit_from() make the instruction where it is kept and return it for
+  // the fields its record sets beyond these (computed before, so that a record that
+  // fails has added no instruction). Inline in each record's function, whose constants
+  // (a terminator, the operand count, an opcode that takes no bundles) drop most of
+  // place()'s tests. commit_from(): the operands the record appended (see operands()).
+  [[gnu::always_inline]] Inst& commit_from(Opcode op, uint32_t t, uint32_t first, bool terminator = false) {
+    return place(op, t, first, f_.operands.size() - first, terminator);
   }
-  // The fixed-size records' operands, without a vector per instruction.
+  // commit(): a fixed-size record's operands, appended here.
   [[gnu::always_inline]] Inst& commit(Opcode op, uint32_t t, std::initializer_list<uint32_t> operands,
-                                      bool terminator = false) {
-    return commit(op, t, operands.begin(), operands.size(), terminator);
-  }
-  [[gnu::always_inline]] Inst& commit(Opcode op, uint32_t t, const uint32_t* operands, size_t count, bool terminator);
+                                      bool terminator = false);
+  [[gnu::always_inline]] Inst& place(Opcode op, uint32_t t, uint32_t first, size_t count, bool terminator);
   [[noreturn, gnu::cold, gnu::noinline]] void bad_commit() const;
   [[gnu::noinline]] void define_forward(uint32_t value, uint32_t t);
   void read_record(uint32_t abbrev_id);
@@ -228,11 +225,13 @@ class FunctionReader {
   bool blocks_declared_ = false;
   bool bundles_pending_ = false;
   std::map<uint32_t, uint32_t> forward_;  // value id used before its definition -> its type
-  // One record's operands, reused from record to record (no allocation per instruction).
-  std::vector<uint32_t>& scratch_;
-  std::vector<uint32_t>& scratch() {
-    scratch_.clear();
-    return scratch_;
+  // A record of many operands appends them to the body's operands as it reads them,
+  // from `first` on, and commit_from() makes them the instruction's: they are not
+  // gathered apart and copied. A record declined part way leaves its own there, which
+  // read_function_block drops.
+  std::vector<uint32_t>& operands(uint32_t& first) {
+    first = uint32_t(f_.operands.size());
+    return f_.operands;
   }
   BodyBuffers& buffers_;
   TypeLookups& lookups_;
@@ -368,11 +367,12 @@ bool FunctionReader::single_thread(uint64_t ssid) const {
   return ssid < context_.sync_scope_names.size() && context_.sync_scope_names[ssid] == "singlethread";
 }
 
-// Appends an instruction to the current block; a value-producing one takes the next
-// value id (filling a forward reference to it), a terminator moves on to the next block.
-// Its failures, in the order they are tested: no block to append to, bundles before an
-// instruction that takes none, a result type out of range, too many values.
-inline Inst& FunctionReader::commit(Opcode op, uint32_t t, const uint32_t* operands, size_t count, bool terminator) {
+// Appends an instruction to the current block, its operands the `count` from `first`
+// on; a value-producing one takes the next value id (filling a forward reference to
+// it), a terminator moves on to the next block. Its failures, in the order they are
+// tested: no block to append to, bundles before an instruction that takes none, a result
+// type out of range, too many values.
+inline Inst& FunctionReader::place(Opcode op, uint32_t t, uint32_t first, size_t count, bool terminator) {
   const bool takes_bundles = op == Opcode::kCall || op == Opcode::kInvoke || op == Opcode::kCallBr;
   if (!blocks_declared_ || block_ >= f_.block_count || (bundles_pending_ && !takes_bundles)) [[unlikely]]
     bad_commit();
@@ -386,12 +386,8 @@ inline Inst& FunctionReader::commit(Opcode op, uint32_t t, const uint32_t* opera
   if (takes_bundles) inst.has_bundles = bundles_pending_;
   bundles_pending_ = false;
   inst.block = block_;
-  inst.first_operand = uint32_t(f_.operands.size());
+  inst.first_operand = first;
   inst.operand_count = uint32_t(count);
-  // Appended by hand: vector::insert's general path cost more than the rest of commit().
-  std::vector<uint32_t>& all = f_.operands;
-  if (all.capacity() - all.size() < count) all.reserve(std::max(2 * all.capacity(), all.size() + count));
-  for (size_t i = 0; i < count; ++i) all.push_back(operands[i]);
   if (op == Opcode::kAlloca) inst.static_alloca_candidate = block_ == 0;
   if (has_value) {
     inst.value = next_id_++;
@@ -401,6 +397,16 @@ inline Inst& FunctionReader::commit(Opcode op, uint32_t t, const uint32_t* opera
   }
   if (terminator && ++block_ < f_.block_count) f_.block_first.push_back(index + 1);
   return inst;
+}
+
+inline Inst& FunctionReader::commit(Opcode op, uint32_t t, std::initializer_list<uint32_t> operands, bool terminator) {
+  // Appended by hand: vector::insert's general path cost more than the rest of commit().
+  std::vector<uint32_t>& all = f_.operands;
+  const uint32_t first = uint32_t(all.size());
+  if (all.capacity() - all.size() < operands.size())
+    all.reserve(std::max(2 * all.capacity(), all.size() + operands.size()));
+  for (uint32_t id : operands) all.push_back(id);
+  return place(op, t, first, operands.size(), terminator);
 }
 
 void FunctionReader::bad_commit() const {
@@ -420,7 +426,8 @@ void FunctionReader::define_forward(uint32_t value, uint32_t t) {
 // The bitcode opcode is one for integers and floating point; the operand type picks.
 void FunctionReader::arithmetic(uint32_t code) {
   uint32_t t;
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   ops.push_back(value_and_type(&t));
   if (code == kBinop) ops.push_back(value_of_type(t));
   uint64_t opc = field();
@@ -442,13 +449,14 @@ void FunctionReader::arithmetic(uint32_t code) {
       cursor_.fail("invalid binary operator " + std::to_string(opc));
     op = fp ? Opcode(kFp[opc]) : kInt[opc];
   }
-  commit(op, t, ops);
+  commit_from(op, t, first);
 }
 
 // CAST [op (value, type), destination type, opcode, flags?].
 void FunctionReader::cast() {
   uint32_t from;
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   ops.push_back(value_and_type(&from));
   uint32_t to = type_ref(field());
   uint64_t opc = field();
@@ -462,7 +470,7 @@ void FunctionReader::cast() {
   if (kCasts[opc] == Opcode::kBitCast && type(from).kind == TypeKind::kPointer && type(to).kind == TypeKind::kPointer &&
       type(from).address_space != type(to).address_space)
     throw Decline{"reader: bitcast between address spaces"};
-  commit(kCasts[opc], to, ops);
+  commit_from(kCasts[opc], to, first);
 }
 
 // GEP [flags, source type, base (value, type), indices (value, type)...]. The result is
@@ -471,7 +479,8 @@ void FunctionReader::gep() {
   uint64_t flags = field();
   uint32_t source = type_ref(field());
   uint32_t base_type;
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   ops.push_back(value_and_type(&base_type));
   uint32_t result = base_type;
   while (!at_end()) {
@@ -482,7 +491,7 @@ void FunctionReader::gep() {
       result = need(m_.find_vector_type(base_type, ty.count, ty.kind == TypeKind::kScalableVector), "vector of ptr");
   }
   const bool vector_gep = is_vector(type(result).kind);
-  Inst& inst = commit(Opcode::kGetElementPtr, result, ops);
+  Inst& inst = commit_from(Opcode::kGetElementPtr, result, first);
   inst.source_type = source;
   inst.inbounds = flags & 1;
   inst.vector_gep = vector_gep;
@@ -492,7 +501,8 @@ void FunctionReader::gep() {
 // mask]. The mask, which LLVM keeps apart from the operands, is a third operand here.
 void FunctionReader::vector_op(uint32_t code) {
   uint32_t vt;
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   ops.push_back(value_and_type(&vt));
   const Type& vec = type(vt);
   if (!is_vector(vec.kind) || vec.elements.empty()) cursor_.fail("vector operation on a non-vector");
@@ -516,7 +526,7 @@ void FunctionReader::vector_op(uint32_t code) {
                   "shufflevector result");
   }
   expect_end("vector operation");
-  commit(op, result, ops);
+  commit_from(op, result, first);
 }
 
 // VSELECT [true (value, type), false, condition (value, type), flags?]; the old SELECT
@@ -534,14 +544,15 @@ void FunctionReader::select(uint32_t code) {
 // operands (predicates 0-15), icmp otherwise (32-41).
 void FunctionReader::compare() {
   uint32_t t;
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   ops.push_back(value_and_type(&t));
   ops.push_back(value_of_type(t));
   uint64_t pred = field();
   if (left() > 1) cursor_.fail("invalid comparison record: extra fields");
   bool fp = is_fp_or_fp_vector(t);
   if (fp ? pred > 15 : (pred < 32 || pred > 41)) cursor_.fail("invalid comparison predicate " + std::to_string(pred));
-  commit(fp ? Opcode::kFCmp : Opcode::kICmp, bool_like(t), ops).aux = uint32_t(pred);
+  commit_from(fp ? Opcode::kFCmp : Opcode::kICmp, bool_like(t), first).aux = uint32_t(pred);
 }
 
 // RET [] or [value (value, type)]; BR [block] or [true block, false block, condition];
@@ -553,10 +564,11 @@ void FunctionReader::ret_br_unreachable(uint32_t code) {
     return;
   }
   if (code == kRet) {
-    std::vector<uint32_t>& ops = scratch();
+    uint32_t first;
+    std::vector<uint32_t>& ops = operands(first);
     if (!at_end()) ops.push_back(value_and_type());
     expect_end("ret");
-    commit(Opcode::kRet, void_t, ops, true);
+    commit_from(Opcode::kRet, void_t, first, true);
     return;
   }
   if (rec_.size() != 1 && rec_.size() != 3) cursor_.fail("invalid br record");
@@ -577,7 +589,8 @@ void FunctionReader::switch_inst() {
   if (!rec_.empty() && (rec_[0] >> 16) == kSwitchMagic) throw Decline{"reader: switch with case ranges"};
   if (rec_.size() < 3 || rec_.size() % 2 == 0) cursor_.fail("invalid switch record");
   uint32_t t = type_ref(field());
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   ops.push_back(value_of_type(t));
   ops.push_back(block_ref(rec_[2]));
   for (size_t i = 3; i < rec_.size(); i += 2) {
@@ -590,17 +603,18 @@ void FunctionReader::switch_inst() {
     ops.push_back(uint32_t(id));
     ops.push_back(block_ref(rec_[i + 1]));
   }
-  commit(Opcode::kSwitch, void_type(), ops, true);
+  commit_from(Opcode::kSwitch, void_type(), first, true);
 }
 
 // INDIRECTBR [type, address, blocks...].
 void FunctionReader::indirect_br() {
   if (rec_.size() < 2) cursor_.fail("invalid indirectbr record");
   uint32_t t = type_ref(field());
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   ops.push_back(value_of_type(t));
   for (size_t i = 2; i < rec_.size(); ++i) ops.push_back(block_ref(rec_[i]));
-  commit(Opcode::kIndirectBr, void_type(), ops, true);
+  commit_from(Opcode::kIndirectBr, void_type(), first, true);
 }
 
 // A call's arguments: one per fixed parameter of `fnty` (a relative id of the
@@ -640,10 +654,11 @@ void FunctionReader::call() {
   if (type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
     cursor_.fail("call of a non-function type");
   uint32_t callee = value_and_type();
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   call_args(fnty, true, ops);
   ops.push_back(callee);
-  Inst& inst = commit(Opcode::kCall, type(fnty).elements[0], ops);
+  Inst& inst = commit_from(Opcode::kCall, type(fnty).elements[0], first);
   inst.source_type = fnty;
   inst.attributes = attrs;
   inst.calling_conv = uint32_t((cc & 0x7ff) >> 1);
@@ -660,12 +675,13 @@ void FunctionReader::invoke() {
   if (type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
     cursor_.fail("invoke of a non-function type");
   uint32_t callee = value_and_type();
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   call_args(fnty, false, ops);
   ops.push_back(callee);
   ops.push_back(normal);
   ops.push_back(unwind);
-  Inst& inst = commit(Opcode::kInvoke, type(fnty).elements[0], ops, true);
+  Inst& inst = commit_from(Opcode::kInvoke, type(fnty).elements[0], first, true);
   inst.source_type = fnty;
   inst.attributes = attrs;
   inst.calling_conv = uint32_t(cc & kMaxCallingConv);
@@ -685,12 +701,13 @@ void FunctionReader::callbr() {
   if (type(fnty).kind != TypeKind::kFunction || type(fnty).elements.empty())
     cursor_.fail("callbr of a non-function type");
   uint32_t callee = value_and_type();
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   call_args(fnty, true, ops);
   // Old bitcode passed the indirect targets as blockaddress arguments, which LLVM
   // rewrites into label constraints; such a call is declined rather than rewritten.
-  for (uint32_t id : ops)
-    if (id < next_id_ && id != kMetadataOperand && !(id & kBlockTag)) {
+  for (size_t i = first; i < ops.size(); ++i)
+    if (const uint32_t id = ops[i]; id < next_id_ && id != kMetadataOperand && !(id & kBlockTag)) {
       const ValueRef& v = id < m_.module_value_count ? m_.values[id] : f_.values[id - m_.module_value_count];
       if (v.kind == ValueKind::kConstant && v.index < m_.constants.size() &&
           m_.constants[v.index].kind == ConstKind::kBlockAddress)
@@ -698,7 +715,7 @@ void FunctionReader::callbr() {
     }
   ops.push_back(callee);
   ops.insert(ops.end(), blocks.begin(), blocks.end());
-  Inst& inst = commit(Opcode::kCallBr, type(fnty).elements[0], ops, true);
+  Inst& inst = commit_from(Opcode::kCallBr, type(fnty).elements[0], first, true);
   inst.source_type = fnty;
   inst.attributes = attrs;
   inst.calling_conv = uint32_t((cc & 0x7ff) >> 1);
@@ -710,7 +727,8 @@ void FunctionReader::phi() {
   uint32_t t = type_ref(field());
   size_t pairs = left() / 2;
   if (left() % 2 == 1 && !is_fp_math(t)) cursor_.fail("invalid phi record");
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   for (size_t i = 0; i < pairs; ++i) {
     uint64_t v = field();
     // LLVM's decodeSignRotatedValue: the sign in bit 0.
@@ -718,7 +736,7 @@ void FunctionReader::phi() {
     ops.push_back(typed_id(uint32_t(next_id_ - uint32_t(delta)), t));
     ops.push_back(block_ref(field()));
   }
-  commit(Opcode::kPhi, t, ops);
+  commit_from(Opcode::kPhi, t, first);
 }
 
 // LANDINGPAD [type, cleanup, clause count, (catch 0 / filter 1, value (value, type))...].
@@ -727,14 +745,15 @@ void FunctionReader::landing_pad() {
   bool cleanup = field() != 0;
   uint64_t clauses = field();
   if (clauses > left() / 2) cursor_.fail("invalid landingpad clause count");
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   std::vector<uint8_t> filters;
   for (uint64_t i = 0; i < clauses; ++i) {
     filters.push_back(field() == 1 ? 1 : 0);
     ops.push_back(value_and_type());
   }
   expect_end("landingpad");
-  commit(Opcode::kLandingPad, t, ops).cleanup = cleanup;
+  commit_from(Opcode::kLandingPad, t, first).cleanup = cleanup;
   // clause_filter is indexed like operands: its entries for this instruction's operands.
   f_.clause_filter.resize(f_.operands.size());
   std::copy(filters.begin(), filters.end(), f_.clause_filter.end() - filters.size());
@@ -877,7 +896,8 @@ void FunctionReader::fence() {
 // type), indices...]. The indices walk struct fields and array elements.
 void FunctionReader::aggregate(uint32_t code) {
   uint32_t agg_type;
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   ops.push_back(value_and_type(&agg_type));
   uint32_t inserted_type = kNone;
   if (code == kInsertVal) ops.push_back(value_and_type(&inserted_type));
@@ -894,8 +914,8 @@ void FunctionReader::aggregate(uint32_t code) {
     f_.indices.push_back(uint32_t(index));
   }
   if (code == kInsertVal && t != inserted_type) cursor_.fail("inserted value type does not match the aggregate");
-  Inst& inst = commit(code == kExtractVal ? Opcode::kExtractValue : Opcode::kInsertValue,
-                      code == kExtractVal ? t : agg_type, ops);
+  Inst& inst = commit_from(code == kExtractVal ? Opcode::kExtractValue : Opcode::kInsertValue,
+                           code == kExtractVal ? t : agg_type, first);
   inst.first_index = first_index;
   inst.index_count = uint32_t(f_.indices.size()) - first_index;
 }
@@ -941,11 +961,12 @@ void FunctionReader::funclet_pad(uint32_t code) {
   uint32_t parent = value_of_type(token);
   uint64_t count = field();
   if (count > left()) cursor_.fail("invalid catchpad/cleanuppad argument count");
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   for (uint64_t i = 0; i < count; ++i) ops.push_back(value_and_type());
   expect_end("catchpad/cleanuppad");
   ops.push_back(parent);
-  commit(code == kCatchPad ? Opcode::kCatchPad : Opcode::kCleanupPad, token, ops);
+  commit_from(code == kCatchPad ? Opcode::kCatchPad : Opcode::kCleanupPad, token, first);
 }
 
 // CLEANUPRET [pad, unwind block?]; CATCHRET [pad, block]; CATCHSWITCH [parent pad,
@@ -953,12 +974,13 @@ void FunctionReader::funclet_pad(uint32_t code) {
 // parent, the unwind block when aux is 1, handlers).
 void FunctionReader::funclet_exit(uint32_t code) {
   uint32_t token = token_type();
-  std::vector<uint32_t>& ops = scratch();
+  uint32_t first;
+  std::vector<uint32_t>& ops = operands(first);
   ops.push_back(value_of_type(token));
   if (code == kCleanupRet || code == kCatchRet) {
     if (code == kCatchRet || !at_end()) ops.push_back(block_ref(field()));
     expect_end(code == kCatchRet ? "catchret" : "cleanupret");
-    commit(code == kCatchRet ? Opcode::kCatchRet : Opcode::kCleanupRet, void_type(), ops, true);
+    commit_from(code == kCatchRet ? Opcode::kCatchRet : Opcode::kCleanupRet, void_type(), first, true);
     return;
   }
   uint64_t handlers = field();
@@ -966,7 +988,7 @@ void FunctionReader::funclet_exit(uint32_t code) {
   const uint32_t unwind = left() > handlers ? 1 : 0;
   if (unwind) ops.push_back(block_ref(rec_.back()));
   for (uint64_t i = 0; i < handlers; ++i) ops.push_back(block_ref(field()));
-  commit(Opcode::kCatchSwitch, token, ops, true).aux = unwind;
+  commit_from(Opcode::kCatchSwitch, token, first, true).aux = unwind;
 }
 
 void FunctionReader::read_record(uint32_t abbrev_id) {
@@ -1188,6 +1210,8 @@ void read_function_block(BitstreamCursor& cursor, BcModule& m, uint32_t fn, cons
   } catch (const Decline& d) {
     // Leave the function block (a decline comes from one of its own records).
     f.declined = d.why;
+    // A record declined part way may have appended operands: only instructions keep them.
+    f.operands.resize(f.insts.empty() ? 0 : f.insts.back().first_operand + f.insts.back().operand_count);
     if (cursor.depth() == depth) cursor.skip_block();
   }
   if (context.debug) context.debug->end_function();
