@@ -56,6 +56,43 @@ struct OpsWriter<RecordOps> {
   void room(size_t n) { at = ops.extend(n); }
   void put(uint64_t value) { *at++ = value; }
 };
+// An OperandBytes's record goes to its bytes, `width` of them an operand, or to its
+// operands, eight bytes each (the host is little-endian like the stream): start_record()
+// chose where when the code was read.
+template <>
+struct OpsWriter<OperandBytes> {
+  OperandBytes& ops;
+  const unsigned width = ops.in_bytes ? ops.width : 8;
+  uint8_t* at = nullptr;
+  void room(size_t n) {
+    if (!ops.in_bytes) {
+      at = reinterpret_cast<uint8_t*>(ops.ops.extend(n));
+      return;
+    }
+    // n was checked against the bits left (or is an abbreviation's scalars): at most
+    // 64 bytes a bit, as for operands.
+    const size_t size = ops.bytes.size();
+    ops.bytes.resize(size + n * width);
+    at = ops.bytes.data() + size;
+  }
+  void put(uint64_t value) {
+    if (width == 8) {
+      std::memcpy(at, &value, 8);
+    } else if (width == 1) {
+      *at = uint8_t(value);
+    } else if (width == 2) {
+      std::memcpy(at, &value, 2);
+    } else {  // 4, as read_record() checked
+      std::memcpy(at, &value, 4);
+    }
+    at += width;
+  }
+};
+
+// Once a record's code is read, before its operands: an OperandBytes chooses where they go.
+template <class Ops>
+void start_record(Ops&, uint64_t) {}
+void start_record(OperandBytes& ops, uint64_t code) { ops.in_bytes = code < 64 && (ops.codes >> code & 1); }
 
 }  // namespace
 
@@ -525,6 +562,7 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, Ops& ops, std::strin
   uint64_t code = r.scalar(*first);
   if (code >= kNoBlock) r.fail("record code " + std::to_string(code) + " over 32 bits");
   const bool keep = !wanted || wanted(uint32_t(code));
+  start_record(ops, code);
   if (!keep) {
     for (const AbbrevOp* op = first + 1; op != tail; ++op) r.scalar(*op);
   } else {
@@ -607,6 +645,7 @@ uint32_t BitstreamCursor::read_unabbreviated(Ops& ops, CodeFilter wanted) {
     skip_vbr6(count);
     return uint32_t(raw_code);
   }
+  start_record(ops, raw_code);
   OpsWriter<Ops> out{ops};
   out.room(count);
   for (uint64_t left = count; left > 0;) {
@@ -691,6 +730,12 @@ uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>&
 }
 
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, RecordOps& ops) {
+  return read_record_into(abbrev_id, ops, nullptr, nullptr);
+}
+
+uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, OperandBytes& ops) {
+  if (ops.width != 1 && ops.width != 2 && ops.width != 4 && ops.width != 8)
+    throw KilnError(kExitInternal, path_, "operands as bytes " + std::to_string(ops.width) + " wide");
   return read_record_into(abbrev_id, ops, nullptr, nullptr);
 }
 

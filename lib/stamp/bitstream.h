@@ -68,6 +68,29 @@ class RecordOps {
   size_t size_ = 0, capacity_ = 0;
 };
 
+// A record's operands for a reader that wants those of some records as bytes (a
+// constants block's data, where include_bytes!'s megabytes would take eight bytes an
+// operand): the code is read first, and a record whose code (below 64) has its bit in
+// `codes` has each operand's low `width` bytes (1, 2, 4 or 8) written to `bytes`,
+// little-endian, one after another, with `ops` left empty; any other record's operands
+// go to `ops`. The room made is bounded by the stream as for operands (a count is
+// checked against the bits left first).
+struct OperandBytes {
+  RecordOps& ops;
+  std::vector<uint8_t>& bytes;
+  uint64_t codes = 0;
+  unsigned width = 1;
+  bool in_bytes = false;  // the record just read went to `bytes`
+
+  void clear() {
+    ops.clear();
+    bytes.clear();
+    in_bytes = false;
+  }
+  bool empty() const { return ops.empty(); }
+  uint64_t operator[](size_t i) const { return ops[i]; }
+};
+
 // Reads a stream entry by entry. advance() enters blocks, leaves them and defines
 // abbreviations itself; a record it announces is read with read_record(), or else read
 // and dropped by the next advance(). BLOCKINFO (block 0) is read like any block, its
@@ -122,6 +145,9 @@ class BitstreamCursor {
   uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob, CodeFilter wanted);
   // The same into a RecordOps (a blob appended byte by byte).
   uint32_t read_record(uint32_t abbrev_id, RecordOps& ops);
+  // The same into `ops.ops`, or `ops.bytes` for a record whose code `ops.codes` names
+  // (a blob's bytes are operands there too); sets ops.in_bytes.
+  uint32_t read_record(uint32_t abbrev_id, OperandBytes& ops);
   // Leaves the innermost open block, decoding nothing more of it: jumps past its
   // END_BLOCK by the length its header gave. Right after advance() returned kEnterBlock,
   // that skips the whole block.

@@ -231,6 +231,82 @@ TEST_CASE("bitstream: blobs are views of the file, or bytes among the operands",
   require_entry(c, BitstreamEntry::kEndBlock, 9);
 }
 
+// A constants block's data records are read into bytes of their element width; the
+// code, read first, says which records those are.
+TEST_CASE("bitstream: chosen records' operands come as bytes of a width, the others as operands", "[bitstream]") {
+  BitWriter w;
+  w.enter(11, 3);
+  w.define_abbrev({{true, 0, 22}, fixed_op(16), kArray, vbr_op(6)});  // a scalar, then an array
+  w.define_abbrev({{true, 0, 8}, kBlob});
+  w.define_abbrev({{true, 0, 22}, kArray, fixed_op(8)});
+  w.unabbrev(22, {0x1234, 0xFFFF, 0x123456789});  // each operand's low bytes
+  w.abbrev_id(4);
+  w.fixed(0xBEEF, 16);
+  w.vbr(2, 6);
+  w.vbr(1, 6);
+  w.vbr(0x10000, 6);
+  w.abbrev_id(5);
+  w.blob("hi");
+  w.unabbrev(4, {5, 6});  // a code not chosen
+  w.abbrev_id(6);
+  w.vbr(0, 6);  // an empty array
+  w.end();
+  const std::string bytes = w.bytes();
+  BitstreamCursor c(bytes, "t.bc");
+  require_entry(c, BitstreamEntry::kEnterBlock, 11);
+  RecordOps ops;
+  ops.extend(1)[0] = 99;
+  std::vector<uint8_t> data = {99};
+  OperandBytes record{ops, data, uint64_t(1) << 22 | uint64_t(1) << 8, 2};
+  auto next = [&] {
+    BitstreamEntry e = c.advance();
+    REQUIRE(e.kind == BitstreamEntry::kRecord);
+    return c.read_record(e.id, record);
+  };
+  REQUIRE(next() == 22);
+  CHECK((record.in_bytes && ops.empty() && data == std::vector<uint8_t>{0x34, 0x12, 0xFF, 0xFF, 0x89, 0x67}));
+  REQUIRE(next() == 22);
+  CHECK((record.in_bytes && data == std::vector<uint8_t>{0xEF, 0xBE, 1, 0, 0, 0}));
+  record.width = 1;
+  REQUIRE(next() == 8);
+  CHECK((record.in_bytes && data == std::vector<uint8_t>{'h', 'i'}));
+  REQUIRE(next() == 4);
+  CHECK((!record.in_bytes && data.empty() &&
+         std::vector<uint64_t>(ops.begin(), ops.end()) == std::vector<uint64_t>{5, 6}));
+  record.width = 8;
+  REQUIRE(next() == 22);
+  CHECK((record.in_bytes && data.empty() && ops.empty()));
+  require_entry(c, BitstreamEntry::kEndBlock, 11);
+}
+
+// An array's count is checked against the bits left before room is made for it, in
+// bytes as in operands.
+TEST_CASE("bitstream: a hostile array count read as bytes is refused before room is made", "[bitstream][hostile]") {
+  BitWriter w;
+  w.enter(11, 3);
+  w.define_abbrev({{true, 0, 22}, kArray, fixed_op(8)});
+  w.abbrev_id(4);
+  w.vbr(uint64_t(1) << 40, 6);
+  w.fixed(1, 8);
+  w.end();
+  const std::string bytes = w.bytes();
+  BitstreamCursor c(bytes, "t.bc");
+  require_entry(c, BitstreamEntry::kEnterBlock, 11);
+  RecordOps ops;
+  std::vector<uint8_t> data;
+  OperandBytes record{ops, data, uint64_t(1) << 22, 8};
+  BitstreamEntry e = c.advance();
+  REQUIRE(e.kind == BitstreamEntry::kRecord);
+  try {
+    c.read_record(e.id, record);
+    FAIL("read an array longer than its block");
+  } catch (const KilnError& error) {
+    CHECK(error.code() == kExitBadInput);
+    CHECK(std::string(error.what()).find("runs past the end of the block") != std::string::npos);
+  }
+  CHECK(data.capacity() < 64);
+}
+
 // BLOCKINFO defines abbreviation 4 for block 8 (and, after a second SETBID, one for
 // block 10); a block 8 then numbers its own abbreviations from 5.
 std::string block_info_stream() {
