@@ -13,6 +13,7 @@
 // KilnError(kExitBadInput) through BitstreamCursor::fail (block and bit offset named).
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -121,7 +122,7 @@ enum class ConstKind : uint8_t {
   kInteger,    // words: the value, little-endian 64-bit words (INTEGER, WIDE_INTEGER)
   kFloat,      // words: the bits (FLOAT)
   kAggregate,  // operands: element values (AGGREGATE: ConstantStruct, ConstantArray, ConstantVector)
-  kData,       // words: elements (DATA, STRING, CSTRING: ConstantDataArray/Vector)
+  kData,       // bytes: elements (DATA, STRING, CSTRING: ConstantDataArray/Vector)
   kCast,       // opcode: bitcode cast code; operands[0]
   kBinary,     // opcode: bitcode binop code; flags; operands[0..1]
   kGep,        // source_type; flags (inbounds...); operands: base then indices
@@ -141,8 +142,20 @@ struct Constant {
   uint32_t flags = 0;
   uint32_t source_type = kNone;  // kGep
   bool string = false;           // kData from STRING/CSTRING (element type i8)
+  uint8_t element_bytes = 0;     // kData: each element's width in `bytes` (1, 2, 4 or 8)
   std::vector<uint64_t> words;
+  // kData: the elements, each element_bytes wide, little-endian: what memory holds. A
+  // word each would take eight times the bytes of include_bytes!'s megabytes.
+  std::vector<uint8_t> bytes;
   std::vector<uint32_t> operands;  // value ids
+
+  // kData's elements, each zero-extended to 64 bits.
+  size_t element_count() const { return element_bytes ? bytes.size() / element_bytes : 0; }
+  uint64_t element(size_t i) const {
+    uint64_t value = 0;  // the low bytes, little-endian like the elements
+    std::memcpy(&value, bytes.data() + i * element_bytes, element_bytes);
+    return value;
+  }
 };
 
 // --- Global values (MODULE_CODE_GLOBALVAR, FUNCTION, ALIAS, IFUNC), in record order.

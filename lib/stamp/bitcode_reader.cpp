@@ -518,10 +518,17 @@ class ConstantsReader {
 
   ConstantsReader(BitstreamCursor& c, BcModule& m, std::vector<ValueRef>& values, uint32_t first_id,
                   detail::BodyBuffers& buffers)
-      : c_(c), m_(m), values_(values), first_id_(first_id), type_(i32_type(m, buffers.types)), ops_(buffers.record) {}
+      : c_(c),
+        m_(m),
+        values_(values),
+        first_id_(first_id),
+        type_(i32_type(m, buffers.types)),
+        ops_(buffers.record),
+        bytes_(buffers.record_bytes),
+        record_{ops_, bytes_} {}
 
   void read() {
-    for_each_record(c_, ops_, "a constants block", [&](uint32_t code) {
+    for_each_record(c_, record_, "a constants block", [&](uint32_t code) {
       if (code == 1) return set_type();
       if (type_ == kNone) c_.fail("constant before SETTYPE, with no i32 in the type table");
       Constant k;
@@ -555,8 +562,10 @@ class ConstantsReader {
   uint32_t value_type(uint32_t id) const { return id < first_id_ ? m_.values[id].type : values_[id - first_id_].type; }
   const Type& scalar() const { return is_vector_kind(type().kind) ? m_.types[type().elements[0]] : type(); }
 
+  // The record's operands: its elements when it was read as bytes.
+  size_t operand_count() const { return record_.in_bytes ? bytes_.size() / record_.width : ops_.size(); }
   void need(size_t n, const char* what) {
-    if (ops_.size() < n) c_.fail(std::string("short ") + what + " constant record");
+    if (operand_count() < n) c_.fail(std::string("short ") + what + " constant record");
   }
   uint32_t value_id(uint64_t id) {
     if (id >= kMetadataOperand) c_.fail("constant operand " + std::to_string(id) + " is no value");
@@ -571,6 +580,34 @@ class ConstantsReader {
     if (ops_.empty()) c_.fail("empty SETTYPE record");
     type_ = type_id(ops_[0]);
     if (type().kind == TypeKind::kVoid) c_.fail("constant of void type");
+    choose_bytes();
+  }
+
+  // The data records of the current type are read as bytes of their element width:
+  // DATA of an array or vector of 8-, 16-, 32- or 64-bit elements, STRING and CSTRING of
+  // an i8 array. Those of other types come as operands, and are refused as they always
+  // were. (SETTYPE's default, i32, has none.)
+  void choose_bytes() {
+    record_.codes = 0;
+    const Type& t = type();
+    if (t.kind != TypeKind::kArray && !is_vector_kind(t.kind)) return;
+    const Type& e = m_.types[t.elements[0]];
+    const unsigned bits = data_bits(e);
+    if (bits == 0) return;
+    record_.width = bits / 8;
+    record_.codes = uint64_t(1) << kDataCode;
+    if (t.kind == TypeKind::kArray && e.kind == TypeKind::kInteger && bits == 8)
+      record_.codes |= uint64_t(1) << kStringCode | uint64_t(1) << kCStringCode;
+  }
+  static constexpr unsigned kStringCode = 8, kCStringCode = 9, kDataCode = 22;
+  // The width of a DATA record's elements of type `e`; 0 for a type that has none.
+  static unsigned data_bits(const Type& e) {
+    unsigned bits = e.kind == TypeKind::kInteger                   ? e.width
+        : e.kind == TypeKind::kHalf || e.kind == TypeKind::kBFloat ? 16
+        : e.kind == TypeKind::kFloat                               ? 32
+        : e.kind == TypeKind::kDouble                              ? 64
+                                                                   : 0;
+    return bits == 8 || bits == 16 || bits == 32 || bits == 64 ? bits : 0;
   }
 
   void record(uint32_t code, Constant& k) {
@@ -726,44 +763,37 @@ class ConstantsReader {
     if (t.kind != TypeKind::kArray || m_.types[t.elements[0]].kind != TypeKind::kInteger ||
         m_.types[t.elements[0]].width != 8)
       c_.fail("string constant of a type other than an i8 array");
-    if (t.count != ops_.size() + c_string) c_.fail("string constant of the wrong length");
+    if (t.count != operand_count() + c_string) c_.fail("string constant of the wrong length");
     k.kind = ConstKind::kData;
     k.string = true;
-    take_words(k, 0xFF);
-    if (c_string) k.words.push_back(0);
+    take_bytes(k);
+    if (c_string) k.bytes.push_back(0);
   }
 
-  // The record's operands masked to `mask` become the constant's words. A large array
-  // (include_bytes!'s data: megabytes of one byte a word) takes the record's own
-  // vector rather than a copy grown beside it, which held three times its size at
-  // once; a small one is copied, so the record's vector keeps its room.
-  void take_words(Constant& k, uint64_t mask) {
-    if (mask != ~uint64_t(0))
-      for (uint64_t& op : ops_) op &= mask;
-    if (ops_.size() < kOwnWords) {
-      k.words.assign(ops_.begin(), ops_.end());
+  // The record's bytes become the constant's. A large array (include_bytes!'s data)
+  // takes the record's own buffer rather than a copy beside it, which would hold it
+  // twice at once; a small one is copied, so that the buffer keeps its room.
+  void take_bytes(Constant& k) {
+    // choose_bytes() has every record of a type these accept read as bytes.
+    if (!record_.in_bytes) throw KilnError(kExitInternal, "", "data constant not read as bytes");
+    k.element_bytes = uint8_t(record_.width);
+    if (bytes_.size() < kOwnBytes) {
+      k.bytes.assign(bytes_.begin(), bytes_.end());
       return;
     }
-    k.words.swap(ops_);
-    ops_.clear();
+    k.bytes.swap(bytes_);
+    bytes_.clear();
   }
-  static constexpr size_t kOwnWords = 4096;
+  static constexpr size_t kOwnBytes = 32768;
 
   // DATA: elements of an array or vector of i8/i16/i32/i64 or half/bfloat/float/double.
   void data(Constant& k) {
     need(1, "data");
-    if (element_count("data") != ops_.size()) c_.fail("data constant of the wrong element count");
+    if (element_count("data") != operand_count()) c_.fail("data constant of the wrong element count");
     if (type().kind == TypeKind::kStruct) c_.fail("data constant of a struct type");
-    const Type& e = m_.types[type().elements[0]];
-    unsigned bits = e.kind == TypeKind::kInteger                   ? e.width
-        : e.kind == TypeKind::kHalf || e.kind == TypeKind::kBFloat ? 16
-        : e.kind == TypeKind::kFloat                               ? 32
-        : e.kind == TypeKind::kDouble                              ? 64
-                                                                   : 0;
-    if ((bits != 8 && bits != 16 && bits != 32 && bits != 64))
-      c_.fail("data constant of an element type that has none");
+    if (data_bits(m_.types[type().elements[0]]) == 0) c_.fail("data constant of an element type that has none");
     k.kind = ConstKind::kData;
-    take_words(k, bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1);
+    take_bytes(k);
   }
 
   // CE_BINOP [opcode, lhs, rhs, (flags)]: opcodes LLVM does not know for the type read
@@ -931,7 +961,9 @@ class ConstantsReader {
   uint32_t first_id_;
   uint32_t type_;
   size_t first_constant_ = m_.constants.size();
-  std::vector<uint64_t>& ops_;
+  RecordOps& ops_;
+  std::vector<uint8_t>& bytes_;
+  OperandBytes record_;  // ops_, or bytes_ for the data records choose_bytes() names
 };
 
 }  // namespace

@@ -50,7 +50,8 @@ void look_up_types(const BcModule& m, TypeLookups& types);
 // A body's record and operand buffers, kept from body to body so that each body does
 // not grow them from nothing again, and the types looked up.
 struct BodyBuffers {
-  std::vector<uint64_t> record;
+  RecordOps record;                   // a constants block's records
+  std::vector<uint8_t> record_bytes;  // and its data records' elements (OperandBytes)
   RecordOps body_record;  // the body's own records (its constants' go to `record`)
   std::vector<uint32_t> operands;
   TypeLookups types;

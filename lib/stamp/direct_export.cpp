@@ -731,7 +731,7 @@ class ModuleContext {
         if (!is_float(c.type)) throw Decline{"reader: vector splat floating-point constant"};
         return Class::kFP;
       case ConstKind::kData: {
-        bool zero = std::all_of(c.words.begin(), c.words.end(), [](uint64_t w) { return w == 0; });
+        bool zero = std::all_of(c.bytes.begin(), c.bytes.end(), [](uint8_t b) { return b == 0; });
         return zero ? Class::kZero : Class::kDataSeq;
       }
       case ConstKind::kAggregate: {
@@ -869,6 +869,8 @@ class ModuleContext {
         std::to_string(int(c.kind)) + ":" + std::to_string(c.opcode) + ":" + std::to_string(c.flags) + ":" +
         std::to_string(c.source_type);
     for (uint64_t w : c.words) key += "," + std::to_string(w);
+    // A data constant's bytes as they are: as many as its type gives, so the key stays unique.
+    if (!c.bytes.empty()) key.append(1, ',').append(reinterpret_cast<const char*>(c.bytes.data()), c.bytes.size());
     key += "|";
     for (uint32_t o : c.operands) key += constant_key(fn, o, depth + 1) + ",";
     return key + ")";
@@ -1956,7 +1958,8 @@ class FunctionExporter {
     const Constant& k = ctx_.constant(fn, id);
     std::vector<int64_t> mask;
     if (c == Class::kDataSeq) {
-      for (uint64_t w : k.words) mask.push_back(static_cast<int64_t>(static_cast<uint32_t>(w)));
+      for (size_t i = 0; i < k.element_count(); ++i)
+        mask.push_back(static_cast<int64_t>(static_cast<uint32_t>(k.element(i))));
     } else if (c == Class::kVector) {
       for (uint32_t e : k.operands) {
         Class ec = ctx_.klass(fn, e);
@@ -3191,10 +3194,10 @@ std::string lower_constant(const ModuleContext& ctx, uint32_t fn, uint32_t id, s
   if (k == Class::kDataSeq) {
     uint32_t e = ctx.type(t).elements.at(0);
     uint64_t esize = ctx.dl.store_size(m, e);
-    if (esize != 1 && esize != 2 && esize != 4 && esize != 8) throw Decline{"reader: data element size"};
-    if (c->words.size() * esize > bytes.size() - offset) return "global initializer: constant outside its global";
-    for (size_t i = 0; i < c->words.size(); ++i)
-      for (uint64_t b = 0; b < esize; ++b) bytes[offset + i * esize + b] = static_cast<uint8_t>(c->words[i] >> (8 * b));
+    if (esize != c->element_bytes) throw Decline{"reader: data element size"};
+    if (c->bytes.size() > bytes.size() - offset) return "global initializer: constant outside its global";
+    // The reader keeps the elements as memory holds them.
+    std::copy(c->bytes.begin(), c->bytes.end(), bytes.begin() + static_cast<ptrdiff_t>(offset));
     return "";
   }
   if (k == Class::kStruct) {

@@ -296,11 +296,16 @@ struct Comparer {
       for (unsigned w = 0; w < a.getNumWords(); ++w)
         AGREE(k.words[w] == a.getRawData()[w], "word " << w << " of float constant " << id);
     } else if (auto* d = llvm::dyn_cast<llvm::ConstantDataSequential>(c)) {
-      AGREE(k.kind == CK::kData && k.words.size() == d->getNumElements(), "constant " << id << " not the data");
+      AGREE(k.kind == CK::kData && k.element_count() == d->getNumElements() &&
+                k.element_bytes == d->getElementByteSize(),
+            "constant " << id << " not the data");
+      // The bytes are what LLVM's ConstantDataSequential holds, element by element.
+      AGREE(k.bytes == std::vector<uint8_t>(d->getRawDataValues().begin(), d->getRawDataValues().end()),
+            "bytes of data constant " << id);
       for (unsigned e = 0; e < d->getNumElements(); ++e) {
         uint64_t bits = d->getElementType()->isIntegerTy() ? d->getElementAsInteger(e)
                                                            : d->getElementAsAPFloat(e).bitcastToAPInt().getZExtValue();
-        AGREE(k.words[e] == bits, "element " << e << " of data constant " << id);
+        AGREE(k.element(e) == bits, "element " << e << " of data constant " << id);
       }
     } else if (llvm::isa<llvm::ConstantAggregate>(c)) {
       AGREE(k.kind == CK::kAggregate && k.operands.size() == c->getNumOperands(), "constant " << id << " aggregate");
@@ -683,8 +688,13 @@ TEST_CASE("bitcode reader: constants", "[bitcode-reader]") {
   CHECK(initializer(m, "i7").words == std::vector<uint64_t>{0x7D});
   CHECK(initializer(m, "i1v").words == std::vector<uint64_t>{1});
   const bc::Constant& str = initializer(m, "str");
-  CHECK((str.kind == bc::ConstKind::kData && str.string && str.words.size() == 6 && str.words[5] == 0));
-  CHECK(initializer(m, "d16").words == std::vector<uint64_t>{1, 2, 0xFFFF});
+  CHECK((str.kind == bc::ConstKind::kData && str.string && str.element_bytes == 1 &&
+         str.bytes == std::vector<uint8_t>{'h', 'e', 'l', 'l', 'o', 0} && str.words.empty()));
+  const bc::Constant& d16 = initializer(m, "d16");
+  CHECK((d16.element_bytes == 2 && d16.bytes == std::vector<uint8_t>{1, 0, 2, 0, 0xFF, 0xFF}));
+  CHECK((d16.element_count() == 3 && d16.element(2) == 0xFFFF));
+  const bc::Constant& df = initializer(m, "df");
+  CHECK((df.element_bytes == 8 && df.element_count() == 2 && df.element(1) == 0x4004000000000000u));
   CHECK(initializer(m, "f").words == std::vector<uint64_t>{0xBF000000u});
   CHECK(initializer(m, "h").words == std::vector<uint64_t>{0x3E00});
   CHECK(initializer(m, "x").words.size() == 2);
@@ -787,6 +797,70 @@ TEST_CASE("bitcode reader: hand-built modules read", "[bitcode-reader]") {
   CHECK(m.module_value_count == 3);
   CHECK(m.constants.at(0).words == std::vector<uint64_t>{5});
   CHECK(m.values[m.globals[0].initializer].kind == bc::ValueKind::kConstant);
+}
+
+TEST_CASE("bitcode reader: data constants keep their elements as the bytes memory holds", "[bitcode-reader]") {
+  // Types 3 on: i8, i16, i64, i24, [4 x i8], [2 x i16], <2 x i32>, [2 x i64], [2 x i24],
+  // [2 x double].
+  Records types = kBasicTypes;
+  for (const auto& t : Records{{7, {8}},
+                               {7, {16}},
+                               {7, {64}},
+                               {7, {24}},
+                               {11, {4, 3}},
+                               {11, {2, 4}},
+                               {12, {2, 0}},
+                               {11, {2, 5}},
+                               {11, {2, 6}},
+                               {4, {}},
+                               {11, {2, 12}}})
+    types.push_back(t);
+  bc::BcModule m = bc::read_bitcode(hand_module(types,
+                                                {{kConstants, {}},
+                                                 {1, {7}},
+                                                 {8, {'a', 'b', 'c', 0x1FF}},
+                                                 {9, {'x', 'y', 'z'}},
+                                                 {22, {1, 2, 3, 0x104}},
+                                                 {1, {8}},
+                                                 {22, {1, 0x1FFFF}},
+                                                 {1, {9}},
+                                                 {22, {0xFFFFFFFF, 7}},
+                                                 {1, {10}},
+                                                 {22, {~uint64_t(0), 5}},
+                                                 {1, {13}},
+                                                 {22, {0x3FF0000000000000u, 0}},
+                                                 {kEnd, {}}}),
+                                    "data.bc");
+  REQUIRE(m.declined.empty());
+  REQUIRE(m.constants.size() == 7);
+  using Bytes = std::vector<uint8_t>;
+  // A STRING operand keeps its low byte, as LLVM keeps it.
+  CHECK((m.constants[0].string && m.constants[0].bytes == Bytes{'a', 'b', 'c', 0xFF}));
+  CHECK((m.constants[1].string && m.constants[1].bytes == Bytes{'x', 'y', 'z', 0}));
+  CHECK((!m.constants[2].string && m.constants[2].bytes == Bytes{1, 2, 3, 4}));
+  CHECK((m.constants[3].element_bytes == 2 && m.constants[3].bytes == Bytes{1, 0, 0xFF, 0xFF}));
+  CHECK((m.constants[4].element_bytes == 4 && m.constants[4].bytes == Bytes{0xFF, 0xFF, 0xFF, 0xFF, 7, 0, 0, 0}));
+  CHECK((m.constants[5].element_count() == 2 && m.constants[5].element(0) == ~uint64_t(0) &&
+         m.constants[5].element(1) == 5));
+  CHECK((m.constants[6].element_bytes == 8 && m.constants[6].element(0) == 0x3FF0000000000000u));
+  for (const bc::Constant& k : m.constants) CHECK((k.kind == bc::ConstKind::kData && k.words.empty()));
+
+  // Each count is checked as it was when the elements were words.
+  auto bad = [&](const Records& body, const std::string& why) {
+    Records all = {{kConstants, {}}};
+    all.insert(all.end(), body.begin(), body.end());
+    all.push_back({kEnd, {}});
+    expect_bad(hand_module(types, all), why);
+  };
+  bad({{1, {8}}, {22, {1}}}, "data constant of the wrong element count");
+  bad({{1, {8}}, {22, {1, 2, 3}}}, "data constant of the wrong element count");
+  bad({{1, {8}}, {22, {}}}, "short data constant record");
+  bad({{1, {11}}, {22, {1, 2}}}, "data constant of an element type that has none");
+  bad({{1, {7}}, {8, {'a'}}}, "string constant of the wrong length");
+  bad({{1, {7}}, {9, {'a', 'b', 'c', 'd'}}}, "string constant of the wrong length");
+  bad({{1, {8}}, {8, {'a', 'b'}}}, "string constant of a type other than an i8 array");
+  bad({{1, {9}}, {9, {'a'}}}, "string constant of a type other than an i8 array");
+  bad({{1, {3}}, {22, {1}}}, "data constant of a non-aggregate type");
 }
 
 TEST_CASE("bitcode reader: what it does not model declines", "[bitcode-reader]") {
