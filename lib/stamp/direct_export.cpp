@@ -3576,13 +3576,18 @@ namespace {
 // table and the rest over regex's test corpus at debuginfo 0, many more with debug
 // information. Reserved when the first body comes, when the module's debug information
 // is known: without it, a guess of one instruction per 12 bytes (one per 16 left 28 of
-// 300 modules to outgrow their arrays, each growth a copy of all); with it, one per 16,
-// above the need (a larger guess is given back at the end, which copies too).
+// 300 modules to outgrow their arrays, each growth a copy of all); with it, one per 32.
+// Debug information takes from 22 to over 1,000 bytes per instruction (regex's test
+// corpus at debuginfo 2, 1st to 95th percentile), so no guess fits all: one per 16
+// reserved 3.7 times the need over that corpus, and on its largest module (8.4 MB)
+// 34 MB of room for 11 MB of arrays, more than the reader's memory bound allows
+// (2x the bitcode plus the flat arrays); one per 32, 68 of 1,402 modules outgrow it,
+// and that module's room is 17 MB.
 void reserve_flat_arrays(size_t bitcode_bytes, bool debug_info, FlatModuleData& flat) {
-  const size_t bytes_per_inst = debug_info ? 16 : 12;
+  const size_t bytes_per_inst = debug_info ? 32 : 12;
   flat.insts.reserve(bitcode_bytes / bytes_per_inst);
   flat.operands.reserve(bitcode_bytes / (bytes_per_inst / 2));
-  flat.blocks.reserve(bitcode_bytes / 64);
+  flat.blocks.reserve(bitcode_bytes / (debug_info ? 128 : 64));
 }
 
 // A module's flat arrays outlive its export (kiln-replay keeps every module's): room
@@ -3636,6 +3641,11 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
       if (next.clause_filter.empty()) next.clause_filter.swap(f.clause_filter);
       if (next.debug_locs.empty()) next.debug_locs.swap(f.debug_locs);
     }
+    // Its values stay (constants the global data may name), room reserved for them from
+    // the block's size apart: with debug information most of a body's bits are not
+    // values, and that room, kept for every body, was a tenth of the reader's peak on
+    // regex's largest module at debuginfo 2.
+    if (f.values.capacity() > 2 * f.values.size() + 64) f.values.shrink_to_fit();
     std::vector<bc::Inst>().swap(f.insts);
     std::vector<uint32_t>().swap(f.operands);
     std::vector<uint32_t>().swap(f.indices);
