@@ -3,6 +3,7 @@
 #include "bitcode_debug.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "bitcode_reader_internal.h"
 #include "codegen_requests.h"
@@ -13,39 +14,40 @@ namespace {
 
 using namespace md;
 
+// Sets of record codes, one bit per code: codes past 63 are in none of them.
+constexpr uint64_t codes(std::initializer_list<uint32_t> list) {
+  uint64_t bits = 0;
+  for (uint32_t code : list) bits |= uint64_t(1) << code;
+  return bits;
+}
+constexpr bool in(uint64_t set, uint32_t code) { return code < 64 && (set >> code) & 1; }
+
 // The records that define the next metadata id: every one parseOneMetadata gives
 // NextMetadataNo to. METADATA_STRINGS defines one per string; NAME, KIND, NAMED_NODE,
 // GLOBAL_DECL_ATTACHMENT, the index records and unknown codes define none (LLVM
 // ignores what it does not know).
-bool defines_id(uint32_t code) {
-  return (code >= 1 && code <= 34 && code != kName && code != kKind && code != kNamedNode && code != kAttachment) ||
-      code == 37 || code == 40 || code == 41 || (code >= 44 && code <= 49);
-}
+constexpr uint64_t kDefinesId = (((uint64_t(1) << 35) - 2) & ~codes({kName, kKind, kNamedNode, kAttachment})) |
+    codes({37, 40, 41, 44, 45, 46, 47, 48, 49});
+bool defines_id(uint32_t code) { return in(kDefinesId, code); }
 
 // The records whose fields stamp reads; the others are counted, their operands passed
 // over. Tuples and values matter only as module flags; locations, namespaces and
 // composite types as inlined calls and the scopes subprograms are declared in.
-bool read_in_function(uint32_t code) {
-  return code == kStrings || code == kName || code == kKind || code == kFile || code == kSubprogram ||
-      code == kLexicalBlock || code == kLexicalBlockFile || code == kLocation || code == kNamespace ||
-      code == kCompositeType;
-}
+constexpr uint64_t kReadInFunction = codes({kStrings, kName, kKind, kFile, kSubprogram, kLexicalBlock,
+                                            kLexicalBlockFile, kLocation, kNamespace, kCompositeType});
 // At full emission, a body's variables and the types and values they name too.
-bool read_types(uint32_t code) {
-  return code == kSubrange || code == kEnumerator || code == kBasicType || code == kDerivedType ||
-      code == kSubroutineType || code == kTemplateType || code == kLocalVar || code == kExpression ||
-      code == kStringType || code == kSubrangeType || code == kFixedPointType;
-}
-bool read_in_function_full(uint32_t code) {
-  return read_in_function(code) || read_types(code) || code == kNode || code == kDistinctNode || code == kValue;
-}
+constexpr uint64_t kReadTypes = codes({kSubrange, kEnumerator, kBasicType, kDerivedType, kSubroutineType, kTemplateType,
+                                       kLocalVar, kExpression, kStringType, kSubrangeType, kFixedPointType});
+constexpr uint64_t kReadInFunctionFull = kReadInFunction | kReadTypes | codes({kNode, kDistinctNode, kValue});
 // The module's records are read in order only when it has no index (small modules):
 // its types are then kept whatever the emission, which is not known yet.
-bool read_in_module(uint32_t code) {
-  return read_in_function(code) || read_types(code) || code == kCompileUnit || code == kNode || code == kDistinctNode ||
-      code == kValue || code == kIndexOffset || code == kGlobalVar || code == kGlobalVarExpr ||
-      code == kGlobalDeclAttachment;
-}
+constexpr uint64_t kReadInModule = kReadInFunction | kReadTypes |
+    codes({kCompileUnit, kNode, kDistinctNode, kValue, kIndexOffset, kGlobalVar, kGlobalVarExpr,
+           kGlobalDeclAttachment});
+// The same sets as the cursor's filters.
+bool read_in_function(uint32_t code) { return in(kReadInFunction, code); }
+bool read_in_function_full(uint32_t code) { return in(kReadInFunctionFull, code); }
+bool read_in_module(uint32_t code) { return in(kReadInModule, code); }
 
 constexpr size_t kMaxIds = 0xFFFFFFF0u;                  // ids are 32-bit in LLVM
 constexpr uint64_t kLangVersioned = 1ull << 63;          // COMPILE_UNIT's language: a versioned name
@@ -131,8 +133,9 @@ bool DebugMetadata::read_block(BitstreamCursor& c, bool module_level, uint64_t u
       continue;
     }
     std::string_view blob;
-    const auto read = module_level ? read_in_module : full_ ? read_in_function_full : read_in_function;
-    uint32_t code = c.read_record(e.id, ops_, &blob, read);
+    const uint64_t read = module_level ? kReadInModule : full_ ? kReadInFunctionFull : kReadInFunction;
+    const auto filter = module_level ? read_in_module : full_ ? read_in_function_full : read_in_function;
+    uint32_t code = c.read_record(e.id, ops_, &blob, filter);
     switch (code) {
       case kStrings:
         strings(c, blob);
@@ -152,7 +155,7 @@ bool DebugMetadata::read_block(BitstreamCursor& c, bool module_level, uint64_t u
       default:
         if (!defines_id(code)) break;
         if (entries_.size() >= kMaxIds) c.fail("more metadata than 32-bit ids number");
-        entries_.push_back(read(code) ? decode(c, code) : Entry{Kind::kOther, 0});
+        entries_.push_back(in(read, code) ? decode(c, code) : Entry{Kind::kOther, 0});
         break;
     }
   }
@@ -347,8 +350,9 @@ DebugMetadata::Entry DebugMetadata::node(BitstreamCursor& c) {
   return e;
 }
 
-// Metadata `id`, read from the module block first if the index left it unread.
-DebugMetadata::Entry DebugMetadata::entry(BitstreamCursor& c, uint64_t id) {
+// Metadata `id` not read yet: from the body's block, or from the module block where the
+// index left it.
+DebugMetadata::Entry DebugMetadata::entry_slow(BitstreamCursor& c, uint64_t id) {
   if (id >= entries_.size()) read_deferred(c, id);
   if (id >= entries_.size()) c.fail("metadata id " + std::to_string(id) + " is never defined");
   if (entries_[id].kind != Kind::kUnread) return entries_[id];

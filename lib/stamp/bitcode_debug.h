@@ -215,7 +215,14 @@ class DebugMetadata {
   bool valid_global_variable(BitstreamCursor& c, const GlobalVar& v);
   void composite_type(BitstreamCursor& c);
 
-  Entry entry(BitstreamCursor& c, uint64_t id);
+  // Metadata `id`, read first if it is not yet: inline, as most are read already and
+  // the reader asks for ids several times each.
+  Entry entry(BitstreamCursor& c, uint64_t id) {
+    if (id < entries_.size() && entries_[id].kind != Kind::kUnread) [[likely]]
+      return entries_[id];
+    return entry_slow(c, id);
+  }
+  Entry entry_slow(BitstreamCursor& c, uint64_t id);
   std::string string(BitstreamCursor& c, uint32_t id_plus_one);
   uint32_t next_end(BitstreamCursor& c, Strings& s);
   uint32_t reader_file(BitstreamCursor& c, uint32_t id_plus_one);
