@@ -192,10 +192,15 @@ template <unsigned kWidth>
     used = kWidth;
     return true;
   }
+  uint64_t v = (word & kPayload) | ((word >> 1) & (kPayload << (kWidth - 1)));
+  if (!(word & kMore << kWidth)) [[likely]] {  // two chunks: most relative value ids and type ids
+    value = v;
+    used = 2 * kWidth;
+    return true;
+  }
   uint64_t last = ~word & kContinues;
   if (!last) return false;
   unsigned end = unsigned(std::countr_zero(last)) + 1;
-  uint64_t v = (word & kPayload) | ((word >> 1) & (kPayload << (kWidth - 1)));
   // Chunks 2 on, unrolled: each is taken while it ends within the field, and the fold
   // stops at the first that does not.
   static_assert(57 / kWidth == 9, "the chunks below are VBR6's nine");
@@ -422,12 +427,52 @@ AbbrevOp BitstreamCursor::read_abbrev_op() {
   return {AbbrevOp::Kind(kind), width};
 }
 
+namespace {
+
+// A fixed or VBR operand as one of Abbrev::field; 0 for any other.
+uint8_t as_field(const AbbrevOp& op) {
+  // define_abbrev() allows widths of 1 to 32 bits (2 on for a VBR): 7 bits hold them.
+  if (op.kind == AbbrevOp::kFixed) return uint8_t(op.value);
+  if (op.kind == AbbrevOp::kVbr) return uint8_t(op.value) | Abbrev::kVbrField;
+  return 0;
+}
+
+// Sets `a.fast` and the fields read_fast() reads for an abbreviation of a literal code
+// (one that passes the 32-bit check), fixed and VBR fields, and perhaps an array of fixed
+// or VBR elements: all a function block's abbreviations, from clang and rustc alike.
+void compile(Abbrev& a) {
+  const std::vector<AbbrevOp>& ops = a.ops;
+  if (ops[0].kind != AbbrevOp::kLiteral || ops[0].value >= BitstreamCursor::kNoBlock) return;
+  size_t end = ops.size();
+  uint8_t element = 0;
+  if (end >= 3 && ops[end - 2].kind == AbbrevOp::kArray) {
+    element = as_field(ops[end - 1]);
+    if (!element) return;
+    end -= 2;
+  }
+  if (end - 1 > Abbrev::kMaxFastFields) return;
+  for (size_t i = 1; i < end; ++i) {
+    a.field[i - 1] = as_field(ops[i]);
+    if (!a.field[i - 1]) return;
+  }
+  a.fields = uint8_t(end - 1);
+  // A field read from a load takes 57 bits at most: with this many bits left, each one
+  // has 64 left where it starts (and so does the array's count after them).
+  a.fit_bits = uint16_t(64 + 57 * a.fields);
+  a.element = element;
+  a.code = uint32_t(ops[0].value);
+  a.fast = true;
+}
+
+}  // namespace
+
 void BitstreamCursor::define_abbrev() {
   uint64_t count = read_vbr(5);
   // An operand takes at least 4 bits (a literal takes 9).
   if (count == 0 || count > (limit() - pos_) / 4)
     fail("abbreviation of " + std::to_string(count) + " operands runs past the end of the block");
-  Abbrev ops;
+  Abbrev a;
+  std::vector<AbbrevOp>& ops = a.ops;
   ops.reserve(count);
   for (uint64_t i = 0; i < count; ++i) {
     AbbrevOp op = read_abbrev_op();
@@ -440,12 +485,13 @@ void BitstreamCursor::define_abbrev() {
     ops.push_back(op);
   }
   ++abbrevs_defined_;
+  compile(a);
   if (scopes_.back().block_id != kBlockInfoId) {
-    scopes_.back().local.push_back(std::move(ops));
+    scopes_.back().local.push_back(std::move(a));
     return;
   }
   if (block_info_target_ == kNoBlock) fail("DEFINE_ABBREV in BLOCKINFO before SETBID");
-  (*block_info_)[block_info_target_].push_back(std::move(ops));
+  (*block_info_)[block_info_target_].push_back(std::move(a));
 }
 
 uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {
@@ -533,6 +579,11 @@ struct BitstreamCursor::FieldReader {
     pos += 6;
     return value;
   }
+  // One of Abbrev::field.
+  [[gnu::always_inline]] uint64_t field(uint8_t f) {
+    return f & Abbrev::kVbrField ? vbr(AbbrevOp{AbbrevOp::kVbr, uint64_t(f & ~Abbrev::kVbrField)})
+                                 : fixed(AbbrevOp{AbbrevOp::kFixed, f});
+  }
   [[gnu::always_inline]] uint64_t scalar(const AbbrevOp& op) {
     switch (op.kind) {
       case AbbrevOp::kLiteral:
@@ -549,15 +600,18 @@ struct BitstreamCursor::FieldReader {
   }
 };
 
+// Out of line: the records of compiled abbreviations and unabbreviated ones, most of
+// them, are read inline in read_record() (read_fast() and read_unabbreviated()).
 template <class Ops>
-uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, Ops& ops, std::string_view* blob, CodeFilter wanted) {
+[[gnu::noinline]] uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, Ops& ops, std::string_view* blob,
+                                                             CodeFilter wanted) {
   // define_abbrev() allows an array only second to last and a blob only last: the
   // scalars come first, the code among them.
-  const AbbrevOp* first = a.data();
-  const AbbrevOp* end = first + a.size();
-  const AbbrevOp* tail = end[-1].kind == AbbrevOp::kBlob  ? end - 1
-      : a.size() >= 2 && end[-2].kind == AbbrevOp::kArray ? end - 2
-                                                          : end;
+  const AbbrevOp* first = a.ops.data();
+  const AbbrevOp* end = first + a.ops.size();
+  const AbbrevOp* tail = end[-1].kind == AbbrevOp::kBlob      ? end - 1
+      : a.ops.size() >= 2 && end[-2].kind == AbbrevOp::kArray ? end - 2
+                                                              : end;
   FieldReader r{*this};
   uint64_t code = r.scalar(*first);
   if (code >= kNoBlock) r.fail("record code " + std::to_string(code) + " over 32 bits");
@@ -615,8 +669,60 @@ uint32_t BitstreamCursor::read_abbreviated(const Abbrev& a, Ops& ops, std::strin
   return uint32_t(code);
 }
 
+// A record of a compiled abbreviation (Abbrev::fast), kept whole: what read_abbreviated()
+// reads of it, read in the same order with the same checks, failures and slow paths.
 template <class Ops>
-uint32_t BitstreamCursor::read_unabbreviated(Ops& ops, CodeFilter wanted) {
+[[gnu::always_inline]] inline uint32_t BitstreamCursor::read_fast(const Abbrev& a, Ops& ops) {
+  FieldReader r{*this};
+  // The code, a literal, takes one of the budget as in read_scalar().
+  if (r.budget == 0) r.fail("more literal operands than a stream of this size may expand to");
+  --r.budget;
+  start_record(ops, a.code);
+  OpsWriter<Ops> out{ops};
+  out.room(a.fields);
+  const uint8_t* f = a.field;
+  const uint8_t* const fields_end = f + a.fields;
+  // With fit_bits left, no field needs a test of its own. A VBR longer than its load
+  // goes to the tested loop after, with the fields that follow it.
+  if (r.limit - r.pos >= a.fit_bits) [[likely]] {
+    for (; f != fields_end; ++f) {
+      const uint64_t word = peek(r.bytes, r.pos);
+      uint64_t value;
+      if (*f & Abbrev::kVbrField) {
+        const unsigned width = *f & ~Abbrev::kVbrField;
+        unsigned used;
+        if (!(width == 6 ? vbr_in_word<6>(word, value, used) : vbr_in_word(word, width, value, used))) break;
+        r.pos += used;
+      } else {
+        value = word & ((uint64_t(1) << *f) - 1);
+        r.pos += *f;
+      }
+      out.put(value);
+    }
+  }
+  for (; f != fields_end; ++f) out.put(r.field(*f));
+  if (a.element) {
+    uint64_t count = r.vbr(AbbrevOp{AbbrevOp::kVbr, 6});
+    // An element takes its width at least (a VBR's first chunk).
+    if (count > (r.limit - r.pos) / (a.element & ~Abbrev::kVbrField))
+      r.fail("array of " + std::to_string(count) + " elements runs past the end of the block");
+    out.room(count);
+    const AbbrevOp element{a.element & Abbrev::kVbrField ? AbbrevOp::kVbr : AbbrevOp::kFixed,
+                           uint64_t(a.element & ~Abbrev::kVbrField)};
+    if (a.element == (6 | Abbrev::kVbrField)) {  // a GEP's indices
+      for (uint64_t i = 0; i < count; ++i) out.put(r.vbr(AbbrevOp{AbbrevOp::kVbr, 6}));
+    } else if (element.kind == AbbrevOp::kVbr) {
+      for (uint64_t i = 0; i < count; ++i) out.put(r.vbr(element));
+    } else {
+      for (uint64_t i = 0; i < count; ++i) out.put(r.fixed(element));
+    }
+  }
+  r.sync();
+  return a.code;
+}
+
+template <class Ops>
+[[gnu::always_inline]] inline uint32_t BitstreamCursor::read_unabbreviated(Ops& ops, CodeFilter wanted) {
   // Code, count and operands are VBR6 fields, most of a function block at debug info 2
   // (DEBUG_LOC and debug records): decoded with the position in a register, which
   // stores to `ops` would otherwise make the compiler reload.
@@ -712,6 +818,7 @@ template <class Ops>
   if (blob) *blob = {};
   // advance() found the abbreviation; none is defined between it and here.
   uint32_t code = abbrev_id == kUnabbrevRecordId ? read_unabbreviated(ops, wanted)
+      : pending_abbrev_->fast && !wanted         ? read_fast(*pending_abbrev_, ops)
                                                  : read_abbreviated(*pending_abbrev_, ops, blob, wanted);
   if (code == kSetBid && scopes_.back().block_id == kBlockInfoId) {
     if (ops.empty() || ops[0] >= kNoBlock) fail("SETBID without a 32-bit block id");

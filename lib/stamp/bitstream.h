@@ -32,7 +32,22 @@ struct AbbrevOp {
   Kind kind;
   uint64_t value;  // the literal's value, or the width of kFixed and kVbr
 };
-using Abbrev = std::vector<AbbrevOp>;
+// An abbreviation as defined, and for the shapes function blocks use (a literal code,
+// then fixed and VBR fields, then perhaps an array of fixed or VBR elements) the same
+// compiled when it is defined, so that a record of it is read by a loop over its fields'
+// widths with no test of each operand's kind.
+struct Abbrev {
+  static constexpr unsigned kMaxFastFields = 15;
+  static constexpr uint8_t kVbrField = 0x80;  // with a field's width in `field`: a VBR field
+
+  std::vector<AbbrevOp> ops;
+  bool fast = false;    // the shape above; the rest is set only then
+  uint8_t fields = 0;   // fixed and VBR fields after the code, at most kMaxFastFields
+  uint8_t element = 0;  // the array's element as a field (0: no array)
+  uint8_t field[kMaxFastFields] = {};
+  uint16_t fit_bits = 0;  // bits left with which every field may be read from a load untested
+  uint32_t code = 0;      // the literal code (below 2^32 - 1)
+};
 
 // A record's operands as BitstreamCursor reads them for a reader of many records (a
 // function body's): an array filled in place, where a std::vector tests its capacity at
@@ -251,6 +266,8 @@ class BitstreamCursor {
   uint32_t read_record_into(uint32_t abbrev_id, Ops& ops, std::string_view* blob, CodeFilter wanted);
   template <class Ops>
   uint32_t read_unabbreviated(Ops& ops, CodeFilter wanted);
+  template <class Ops>
+  uint32_t read_fast(const Abbrev& a, Ops& ops);
   void skip_vbr6(uint64_t count);
   struct FieldReader;
   template <class Ops>

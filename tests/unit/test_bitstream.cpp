@@ -203,6 +203,124 @@ TEST_CASE("bitstream: VBR and fixed fields of every length read alike far from a
   }
 }
 
+// Every record of a stream as "code:operands" lines, or the refusal at the end: read into
+// a RecordOps, which takes the compiled abbreviations' path (Abbrev::fast), or into a
+// vector with a filter that keeps every record, which takes the general one.
+static std::string transcript(const std::string& bytes, bool general) {
+  std::string out;
+  try {
+    BitstreamCursor c(bytes, "t.bc");
+    RecordOps record;
+    std::vector<uint64_t> ops;
+    for (BitstreamEntry e = c.advance(); e.kind != BitstreamEntry::kEndOfStream; e = c.advance()) {
+      if (e.kind != BitstreamEntry::kRecord) continue;
+      uint32_t code;
+      if (general) {
+        code = c.read_record(e.id, ops, nullptr, [](uint32_t) { return true; });
+      } else {
+        code = c.read_record(e.id, record);
+        ops.assign(record.begin(), record.end());
+      }
+      out += std::to_string(code) + ":";
+      for (uint64_t v : ops) out += " " + std::to_string(v);
+      out += "\n";
+    }
+  } catch (const KilnError& e) {
+    REQUIRE(e.code() == kExitBadInput);
+    out += std::string("refused: ") + e.what();
+  }
+  return out;
+}
+
+// The shapes read_fast() takes (a literal code, fixed and VBR fields, perhaps an array of
+// fixed or VBR elements), defined in BLOCKINFO and in the block, with fields of every
+// width, long VBRs and records at the block's end; and shapes it leaves to the general
+// path (a literal or char6 field after the code, 16 fields). Both paths read the same
+// operands, and refuse a corrupted stream with the same message at the same bit.
+TEST_CASE("bitstream: compiled abbreviations read what the general path reads, and refuse alike", "[bitstream]") {
+  std::mt19937_64 rng(11);
+  auto value = [&](unsigned bits) { return bits == 0 ? 0 : rng() >> (64 - bits); };
+  for (int round = 0; round < 60; ++round) {
+    struct Shape {
+      std::vector<BitWriter::Op> ops;
+      size_t fields;  // ops[1..fields] are scalars; an array follows if ops.size() > fields + 1
+    };
+    std::vector<Shape> shapes;
+    for (int i = 0; i < 4; ++i) {
+      Shape s{{{true, 0, uint64_t(1 + rng() % 60)}}, 0};
+      const size_t fields = i == 3 && round % 4 == 0 ? 16 : rng() % 16;
+      for (size_t f = 0; f < fields; ++f) {
+        unsigned kind = unsigned(rng() % 8);
+        if (round % 3 == 0 && kind == 7) s.ops.push_back(kChar6);
+        else if (round % 5 == 0 && kind == 6) s.ops.push_back({true, 0, rng() % 300});
+        else s.ops.push_back(kind % 2 ? vbr_op(2 + unsigned(rng() % 31)) : fixed_op(1 + unsigned(rng() % 32)));
+      }
+      s.fields = fields;
+      if (rng() % 2) {
+        s.ops.push_back(kArray);
+        s.ops.push_back(rng() % 3 == 0 ? fixed_op(1 + unsigned(rng() % 32))
+                                       : vbr_op(rng() % 2 ? 6 : 2 + unsigned(rng() % 31)));
+      }
+      shapes.push_back(s);
+    }
+    BitWriter w;
+    w.enter(0, 2);
+    w.unabbrev(1, {12});  // SETBID 12: the first shape is BLOCKINFO's, id 4
+    w.define_abbrev(shapes[0].ops);
+    w.end();
+    w.enter(12, 4);
+    for (size_t i = 1; i < shapes.size(); ++i) w.define_abbrev(shapes[i].ops);
+    // Each operand as written, so that the stream is checked against it too.
+    std::string expected = "1: 12\n";
+    auto put = [&](const BitWriter::Op& op) {
+      uint64_t v = op.literal ? op.value
+          : op.encoding == 4  ? uint64_t("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"[rng() % 64])
+          : op.encoding == 1  ? value(unsigned(op.value))
+                              : value(unsigned(rng() % 65));
+      if (op.encoding == 1 && !op.literal) w.fixed(v, unsigned(op.value));
+      if (op.encoding == 2 && !op.literal) w.vbr(v, unsigned(op.value));
+      if (op.encoding == 4 && !op.literal) w.char6(char(v));
+      expected += " " + std::to_string(v);
+    };
+    for (int r = 0, records = 1 + int(rng() % 40); r < records; ++r) {
+      if (rng() % 4 == 0) {
+        std::vector<uint64_t> ops(rng() % 6);
+        for (uint64_t& v : ops) v = value(unsigned(rng() % 65));
+        w.unabbrev(5, ops);
+        expected += "5:";
+        for (uint64_t v : ops) expected += " " + std::to_string(v);
+        expected += "\n";
+        continue;
+      }
+      const size_t which = rng() % shapes.size();
+      const Shape& s = shapes[which];
+      w.abbrev_id(4 + which);
+      expected += std::to_string(s.ops[0].value) + ":";
+      for (size_t f = 1; f <= s.fields; ++f) put(s.ops[f]);
+      if (s.ops.size() > s.fields + 1) {
+        size_t n = rng() % 6;
+        w.vbr(n, 6);
+        for (size_t i = 0; i < n; ++i) put(s.ops.back());
+      }
+      expected += "\n";
+    }
+    w.end();
+    const std::string bytes = w.bytes();
+    REQUIRE(transcript(bytes, false) == expected);
+    REQUIRE(transcript(bytes, true) == expected);
+    for (int corruption = 0; corruption < 100; ++corruption) {
+      std::string bad = bytes;
+      if (corruption % 4 == 0) {
+        bad.resize(bad.size() - 4 * (1 + rng() % (bad.size() / 4 - 1)));
+      } else {
+        for (int flips = 1 + int(rng() % 3); flips > 0; --flips)
+          bad[4 + rng() % (bad.size() - 4)] ^= char(1 << (rng() % 8));
+      }
+      REQUIRE(transcript(bad, false) == transcript(bad, true));
+    }
+  }
+}
+
 TEST_CASE("bitstream: blobs are views of the file, or bytes among the operands", "[bitstream]") {
   BitWriter w;
   w.enter(9, 3);
