@@ -57,11 +57,6 @@ constexpr uint64_t kSpFlagMainSubprogram = 1u << 8;      // DISubprogram::SPFlag
 constexpr uint64_t kFlagPrototyped = 1u << 8;            // DINode::FlagPrototyped, of SUBPROGRAM's DIFlags
 constexpr uint64_t kDebugMetadataVersion = 3;            // llvm::DEBUG_METADATA_VERSION
 constexpr uint16_t kTagNamespace = 0x39;                 // DW_TAG_namespace
-// How deep scope chains and inlined calls may nest: real code stays at a few dozen. A
-// deeper chain, or a loop (which LLVM's exporter would follow without end), declines
-// the module rather than have the reader guess where an exporter cuts it.
-constexpr unsigned kMaxNesting = 256;
-constexpr uint32_t kResolving = ~0u;     // a reader_* cache while its entry is being made
 constexpr uint32_t kMaxColumn = 0xFFFF;  // DILocation keeps 16 bits of column; more is unknown (0)
 
 }  // namespace
@@ -124,6 +119,8 @@ void DebugMetadata::read_deferred(BitstreamCursor& c, uint64_t id) {
 
 // Reads records to the block's END_BLOCK (true), or until id `until` is defined.
 bool DebugMetadata::read_block(BitstreamCursor& c, bool module_level, uint64_t until) {
+  const uint64_t read = module_level ? kReadInModule : full_ ? kReadInFunctionFull : kReadInFunction;
+  const auto filter = module_level ? read_in_module : full_ ? read_in_function_full : read_in_function;
   while (entries_.size() <= until) {
     BitstreamEntry e = c.advance();
     if (e.kind == BitstreamEntry::kEndBlock) return true;
@@ -133,8 +130,6 @@ bool DebugMetadata::read_block(BitstreamCursor& c, bool module_level, uint64_t u
       continue;
     }
     std::string_view blob;
-    const uint64_t read = module_level ? kReadInModule : full_ ? kReadInFunctionFull : kReadInFunction;
-    const auto filter = module_level ? read_in_module : full_ ? read_in_function_full : read_in_function;
     uint32_t code = c.read_record(e.id, ops_, &blob, filter);
     switch (code) {
       case kStrings:
@@ -400,15 +395,13 @@ uint32_t DebugMetadata::next_end(BitstreamCursor& c, Strings& s) {
   return uint32_t(end);
 }
 
-// A scope's or subprogram's file (id + 1) as a BcDebug::files number, 0 for none.
-uint32_t DebugMetadata::reader_file(BitstreamCursor& c, uint32_t id_plus_one) {
-  if (id_plus_one == 0) return 0;
-  Entry e = entry(c, id_plus_one - 1);
+// A scope's or subprogram's file, metadata `e`, as a BcDebug::files number: made when
+// reader_file() first meets it.
+uint32_t DebugMetadata::make_file(BitstreamCursor& c, Entry e) {
   if (e.kind != Kind::kFile) {
     decline("a debug scope's file that is no DIFile");
     return 0;
   }
-  if (files_[e.index].reader_file) return files_[e.index].reader_file;
   const File f = files_[e.index];  // the strings below may read records into files_
   FlatDebugFile named{string(c, f.directory), string(c, f.name)};
   m_.debug.files.push_back(std::move(named));
@@ -738,10 +731,8 @@ uint32_t DebugMetadata::subprogram_of(BitstreamCursor& c, uint32_t scope_plus_on
   return kNone;
 }
 
-// subprograms_[sp] as a BcDebug::subprograms number (0 for kNone), made once.
-uint32_t DebugMetadata::reader_subprogram(BitstreamCursor& c, uint32_t sp) {
-  if (sp == kNone) return 0;
-  if (subprograms_[sp].reader_subprogram) return subprograms_[sp].reader_subprogram;
+// subprograms_[sp]'s BcDebug::subprograms entry, when reader_subprogram() first meets it.
+uint32_t DebugMetadata::make_subprogram(BitstreamCursor& c, uint32_t sp) {
   BcSubprogram out = describe(c, subprograms_[sp]);
   m_.debug.subprograms.push_back(std::move(out));
   return subprograms_[sp].reader_subprogram = uint32_t(m_.debug.subprograms.size());
@@ -757,10 +748,10 @@ uint32_t DebugMetadata::scope_file(BitstreamCursor& c, uint32_t scope_plus_one) 
   return 0;
 }
 
-// An inlinedAt (id + 1) as a BcDebug::calls number, made once, with the call it is
-// itself inlined in and that one's caller: the parent site the exporter will make.
-uint32_t DebugMetadata::reader_call(BitstreamCursor& c, uint32_t id_plus_one, unsigned depth) {
-  Entry e = entry(c, id_plus_one - 1);
+// An inlinedAt, metadata `e`, as a BcDebug::calls number, made once, with the call it
+// is itself inlined in and that one's caller: the parent site the exporter will make.
+// reader_call() returns one made before without it.
+uint32_t DebugMetadata::make_call(BitstreamCursor& c, Entry e, unsigned depth) {
   if (e.kind != Kind::kLocation) {
     decline("an inlinedAt that is no location");
     return 0;

@@ -191,6 +191,12 @@ class DebugMetadata {
     uint64_t language, emission;
     uint32_t file, producer;
   };
+  // How deep scope chains and inlined calls may nest: real code stays at a few dozen. A
+  // deeper chain, or a loop (which LLVM's exporter would follow without end), declines
+  // the module rather than have the reader guess where an exporter cuts it.
+  static constexpr unsigned kMaxNesting = 256;
+  static constexpr uint32_t kResolving = ~0u;  // a reader_* cache while its entry is being made
+
   bool read_block(BitstreamCursor& c, bool module_level, uint64_t until = ~uint64_t(0));
   void read_deferred(BitstreamCursor& c, uint64_t id);
   void strings(BitstreamCursor& c, std::string_view blob);
@@ -225,20 +231,61 @@ class DebugMetadata {
   Entry entry_slow(BitstreamCursor& c, uint64_t id);
   std::string string(BitstreamCursor& c, uint32_t id_plus_one);
   uint32_t next_end(BitstreamCursor& c, Strings& s);
-  uint32_t reader_file(BitstreamCursor& c, uint32_t id_plus_one);
+  // A file (id + 1) as a BcDebug::files number: most are made already, which is
+  // looked at inline; make_file() makes one, or declines.
+  uint32_t reader_file(BitstreamCursor& c, uint32_t id_plus_one) {
+    if (id_plus_one == 0) return 0;
+    const Entry e = entry(c, id_plus_one - 1);
+    if (e.kind == Kind::kFile && files_[e.index].reader_file) [[likely]]
+      return files_[e.index].reader_file;
+    return make_file(c, e);
+  }
+  uint32_t make_file(BitstreamCursor& c, Entry e);
   uint32_t reader_scope(BitstreamCursor& c, uint32_t id_plus_one, unsigned depth = 1);
   void nested_too_deep();
   BcSubprogram describe(BitstreamCursor& c, Subprogram s);
   uint32_t return_type(BitstreamCursor& c, uint32_t routine_plus_one);
   uint32_t subprogram_of(BitstreamCursor& c, uint32_t scope_plus_one);
-  uint32_t reader_subprogram(BitstreamCursor& c, uint32_t subprogram);
+  // subprograms_[sp] as a BcDebug::subprograms number (0 for kNone), made once by
+  // make_subprogram().
+  uint32_t reader_subprogram(BitstreamCursor& c, uint32_t sp) {
+    if (sp == kNone) return 0;
+    if (subprograms_[sp].reader_subprogram) [[likely]]
+      return subprograms_[sp].reader_subprogram;
+    return make_subprogram(c, sp);
+  }
+  uint32_t make_subprogram(BitstreamCursor& c, uint32_t sp);
   uint32_t scope_file(BitstreamCursor& c, uint32_t scope_plus_one);
-  uint32_t reader_call(BitstreamCursor& c, uint32_t id_plus_one, unsigned depth = 1);
+  // An inlinedAt (id + 1) as a BcDebug::calls number: most are made already, which is
+  // looked at inline; make_call() makes one, or declines.
+  uint32_t reader_call(BitstreamCursor& c, uint32_t id_plus_one, unsigned depth = 1) {
+    const Entry e = entry(c, id_plus_one - 1);
+    if (e.kind == Kind::kLocation && locations_[e.index].reader_call && locations_[e.index].reader_call != kResolving &&
+        depth <= kMaxNesting) [[likely]]
+      return locations_[e.index].reader_call;
+    return make_call(c, e, depth);
+  }
+  uint32_t make_call(BitstreamCursor& c, Entry e, unsigned depth);
   uint32_t reader_block(BitstreamCursor& c, uint32_t scope_plus_one, unsigned depth, unsigned& length);
   // bitcode_debug_types.cpp: a declare record's variable, and the types it reaches.
   bool variable(BitstreamCursor& c, const Declare& d, const BcFunction& f, BcDebugVariable& v);
   bool storage(BitstreamCursor& c, uint32_t address, const BcFunction& f, BcDebugVariable& v);
-  uint32_t reader_type(BitstreamCursor& c, uint32_t id_plus_one, bool must_be_type);
+  // A type node (id + 1) as a BcDebug::types number: one made already is looked at
+  // inline; make_type() has the rules.
+  uint32_t reader_type(BitstreamCursor& c, uint32_t id_plus_one, bool must_be_type) {
+    if (!id_plus_one) return 0;
+    const Entry e = entry(c, id_plus_one - 1);
+    const uint32_t rec = e.kind == Kind::kType ? e.index : e.kind == Kind::kScope ? scopes_[e.index].type : kNone;
+    if (rec != kNone && types_[rec].reader_type && (!must_be_type || is_di_type(types_[rec].code))) [[likely]]
+      return types_[rec].reader_type;
+    return make_type(c, e, must_be_type);
+  }
+  uint32_t make_type(BitstreamCursor& c, Entry e, bool must_be_type);
+  // The records that make a DIType (the other type records kept are parts of one).
+  static bool is_di_type(uint32_t code) {
+    return code == md::kBasicType || code == md::kDerivedType || code == md::kCompositeType ||
+        code == md::kSubroutineType;
+  }
   void fill_types(BitstreamCursor& c);
   void fill_type(BitstreamCursor& c, const TypeRecord& r, FlatDebugType& t);
   void fill_scoped(BitstreamCursor& c, const TypeRecord& r, FlatDebugType& t);

@@ -45,11 +45,6 @@ uint32_t type_flags(uint32_t di_flags) {
       (di_flags & kFlagFwdDecl ? kDebugTypeDeclaration : 0) | (di_flags & kFlagBitField ? kDebugTypeBitField : 0);
 }
 
-// The records that make a DIType (the others kept are parts of one).
-bool is_di_type(uint32_t code) {
-  return code == kBasicType || code == kDerivedType || code == kCompositeType || code == kSubroutineType;
-}
-
 }  // namespace
 
 // --- Records, as the body's or the module's metadata is read.
@@ -238,8 +233,8 @@ void DebugMetadata::variables(BitstreamCursor& c, BcFunction& f) {
   f.debug_vars.clear();
   if (!f.subprogram.present) return declares_.clear();
   for (size_t i = 0; i < declares_.size(); ++i) {
-    BcDebugVariable v;
-    if (variable(c, declares_[i], f, v)) f.debug_vars.push_back(std::move(v));
+    // Made where it is kept (most are), not moved there; one passed over is dropped.
+    if (!variable(c, declares_[i], f, f.debug_vars.emplace_back())) f.debug_vars.pop_back();
   }
   declares_.clear();
 }
@@ -314,13 +309,11 @@ bool DebugMetadata::storage(BitstreamCursor& c, uint32_t address, const BcFuncti
 // --- Types: one BcDebug::types entry per node, made when first reached and filled from
 // the queue.
 
-// A reference (id + 1) to a type node as a BcDebug::types number: 0 for none and for the
-// kinds flat_debug.h leaves out. A type named by its identifier (an MDString, before
-// LLVM 3.9) declines, as does where the verifier wants a DIType (`must_be_type`) another
-// node.
-uint32_t DebugMetadata::reader_type(BitstreamCursor& c, uint32_t id_plus_one, bool must_be_type) {
-  if (!id_plus_one) return 0;
-  const Entry e = entry(c, id_plus_one - 1);
+// A reference to a type node, metadata `e`, as a BcDebug::types number: 0 for the kinds
+// flat_debug.h leaves out. A type named by its identifier (an MDString, before LLVM 3.9)
+// declines, as does where the verifier wants a DIType (`must_be_type`) another node.
+// reader_type() returns one made before without it.
+uint32_t DebugMetadata::make_type(BitstreamCursor& c, Entry e, bool must_be_type) {
   if (e.kind == Kind::kString) {
     decline("a debug type named by its identifier (debug information before LLVM 3.9)");
     return 0;
