@@ -485,7 +485,7 @@ void BitstreamCursor::define_abbrev() {
     ops.push_back(op);
   }
   ++abbrevs_defined_;
-  compile(a);
+  if (compile_abbrevs_) compile(a);
   if (scopes_.back().block_id != kBlockInfoId) {
     scopes_.back().local.push_back(std::move(a));
     return;
@@ -816,10 +816,13 @@ template <class Ops>
   pending_record_ = 0;
   ops.clear();
   if (blob) *blob = {};
-  // advance() found the abbreviation; none is defined between it and here.
+  // advance() found the abbreviation; none is defined between it and here. A compiled
+  // one's code is known before it is read: a record the filter refuses is passed over by
+  // the general path (which asks the filter again: a filter is a function of the code).
   uint32_t code = abbrev_id == kUnabbrevRecordId ? read_unabbreviated(ops, wanted)
-      : pending_abbrev_->fast && !wanted         ? read_fast(*pending_abbrev_, ops)
-                                                 : read_abbreviated(*pending_abbrev_, ops, blob, wanted);
+      : pending_abbrev_->fast && (!wanted || wanted(pending_abbrev_->code))
+      ? read_fast(*pending_abbrev_, ops)
+      : read_abbreviated(*pending_abbrev_, ops, blob, wanted);
   if (code == kSetBid && scopes_.back().block_id == kBlockInfoId) {
     if (ops.empty() || ops[0] >= kNoBlock) fail("SETBID without a 32-bit block id");
     block_info_target_ = uint32_t(ops[0]);

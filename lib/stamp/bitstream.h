@@ -155,7 +155,7 @@ class BitstreamCursor {
   uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob = nullptr);
   // The same for a reader that wants few of a block's records: the code is read first,
   // and the operands of a record whose code `wanted` refuses are passed over, not kept
-  // (`ops` and `blob` are then left empty).
+  // (`ops` and `blob` are then left empty). `wanted` may be asked twice of a record.
   using CodeFilter = bool (*)(uint32_t code);
   uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob, CodeFilter wanted);
   // The same into a RecordOps (a blob appended byte by byte).
@@ -201,6 +201,10 @@ class BitstreamCursor {
   // skipped must define no abbreviation that follows). Fails for a bit behind the cursor
   // or past the block's end; no record may be announced and not read.
   void skip_to(uint64_t at);
+
+  // For tests, which compare the two: abbreviations defined from now on are read by the
+  // general path, not compiled (Abbrev::fast).
+  void compile_abbrevs(bool on) { compile_abbrevs_ = on; }
 
   size_t depth() const { return scopes_.size(); }
   // How many DEFINE_ABBREVs advance() has read so far, in all blocks.
@@ -291,6 +295,7 @@ class BitstreamCursor {
   // stream expand into a huge one; they are limited to a few per bit of the stream.
   uint64_t literal_budget_ = 0;
   uint64_t abbrevs_defined_ = 0;
+  bool compile_abbrevs_ = true;
   uint32_t pending_record_ = 0;             // the abbreviation id of a record announced and not read; 0: none
   const Abbrev* pending_abbrev_ = nullptr;  // its abbreviation, found by advance(); null for UNABBREV_RECORD
   std::vector<uint64_t> dropped_;
