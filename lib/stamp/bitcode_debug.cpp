@@ -44,9 +44,8 @@ constexpr uint64_t kReadInFunctionFull = kReadInFunction | kReadTypes | codes({k
 constexpr uint64_t kReadInModule = kReadInFunction | kReadTypes |
     codes({kCompileUnit, kNode, kDistinctNode, kValue, kIndexOffset, kGlobalVar, kGlobalVarExpr,
            kGlobalDeclAttachment});
-// The same sets as the cursor's filters.
+// The cursor's filters (none at full emission in a body, where nearly all are read).
 bool read_in_function(uint32_t code) { return in(kReadInFunction, code); }
-bool read_in_function_full(uint32_t code) { return in(kReadInFunctionFull, code); }
 bool read_in_module(uint32_t code) { return in(kReadInModule, code); }
 
 constexpr size_t kMaxIds = 0xFFFFFFF0u;                  // ids are 32-bit in LLVM
@@ -120,7 +119,9 @@ void DebugMetadata::read_deferred(BitstreamCursor& c, uint64_t id) {
 // Reads records to the block's END_BLOCK (true), or until id `until` is defined.
 bool DebugMetadata::read_block(BitstreamCursor& c, bool module_level, uint64_t until) {
   const uint64_t read = module_level ? kReadInModule : full_ ? kReadInFunctionFull : kReadInFunction;
-  const auto filter = module_level ? read_in_module : full_ ? read_in_function_full : read_in_function;
+  // At full emission a body's records are nearly all read: with no filter, the cursor
+  // reads those of a compiled abbreviation (its locations) by its fast path.
+  const BitstreamCursor::CodeFilter filter = module_level ? read_in_module : full_ ? nullptr : read_in_function;
   while (entries_.size() <= until) {
     BitstreamEntry e = c.advance();
     if (e.kind == BitstreamEntry::kEndBlock) return true;
