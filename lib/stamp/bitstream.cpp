@@ -258,8 +258,8 @@ namespace {
   const Scope& scope = scopes_.back();
   size_t index = abbrev_id - kFirstAbbrevId;
   if (index < scope.info_abbrevs) return (*scope.info)[index];
-  if (index - scope.info_abbrevs < scope.local.size()) return scope.local[index - scope.info_abbrevs];
-  undefined_abbrev(*this, abbrev_id, scope.info_abbrevs + scope.local.size());
+  if (index < scope.abbrevs) return scope.local[index - scope.info_abbrevs];
+  undefined_abbrev(*this, abbrev_id, scope.abbrevs);
 }
 
 BitstreamEntry BitstreamCursor::advance_slow() {
@@ -305,7 +305,7 @@ void BitstreamCursor::enter_block() {
   if (words * 32 > limit() - pos_)
     fail("block " + std::to_string(block_id) + " of " + std::to_string(words) + " words runs past the end of the " +
          (scopes_.empty() ? "stream" : "block around it"));
-  Scope scope{uint32_t(block_id), unsigned(width), pos_, pos_ + words * 32, nullptr, 0, {}};
+  Scope scope{uint32_t(block_id), unsigned(width), pos_, pos_ + words * 32, nullptr, 0, {}, 0};
   if (scope.block_id == kBlockInfoId) {
     block_info_target_ = kNoBlock;
     if (!block_info_->empty()) {
@@ -315,7 +315,7 @@ void BitstreamCursor::enter_block() {
   }
   if (auto it = block_info_->find(scope.block_id); it != block_info_->end()) {
     scope.info = &it->second;
-    scope.info_abbrevs = it->second.size();
+    scope.info_abbrevs = scope.abbrevs = it->second.size();
   }
   limit_ = scope.end;
   scopes_.push_back(std::move(scope));
@@ -359,7 +359,7 @@ uint32_t BitstreamCursor::read_record_at(BlockMark& block, uint64_t at, std::vec
   const uint64_t resume = pos_;
   Scope& scope =
       scopes_.emplace_back(block.scope_.block_id, block.scope_.abbrev_width, block.scope_.begin, block.scope_.end,
-                           block.scope_.info, block.scope_.info_abbrevs, std::vector<Abbrev>{});
+                           block.scope_.info, block.scope_.info_abbrevs, std::vector<Abbrev>{}, block.scope_.abbrevs);
   scope.local.swap(block.scope_.local);
   struct Restore {
     BitstreamCursor& c;
@@ -488,6 +488,7 @@ void BitstreamCursor::define_abbrev() {
   if (compile_abbrevs_) compile(a);
   if (scopes_.back().block_id != kBlockInfoId) {
     scopes_.back().local.push_back(std::move(a));
+    ++scopes_.back().abbrevs;
     return;
   }
   if (block_info_target_ == kNoBlock) fail("DEFINE_ABBREV in BLOCKINFO before SETBID");

@@ -124,6 +124,7 @@ class BitstreamCursor {
     const std::vector<Abbrev>* info = nullptr;  // BLOCKINFO's abbreviations for the block (ids 4 on)
     size_t info_abbrevs = 0;                    // how many of them it sees: those defined before it
     std::vector<Abbrev> local;                  // the block's own, after those
+    size_t abbrevs = 0;                         // info_abbrevs + local.size(), kept for advance()'s test
   };
 
  public:
@@ -138,7 +139,7 @@ class BitstreamCursor {
       const Scope& scope = scopes_.back();
       const uint32_t id = uint32_t(peek(bytes_.data(), pos_) & ((uint64_t(1) << scope.abbrev_width) - 1));
       const uint64_t index = uint64_t(id) - kFirstAbbrev;
-      if (id == kUnabbrevRecord || (id > kUnabbrevRecord && index < scope.info_abbrevs + scope.local.size())) {
+      if (id == kUnabbrevRecord || (id > kUnabbrevRecord && index < scope.abbrevs)) {
         pos_ += scope.abbrev_width;
         pending_abbrev_ = id == kUnabbrevRecord ? nullptr
             : index < scope.info_abbrevs        ? &(*scope.info)[index]
