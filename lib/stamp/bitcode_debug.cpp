@@ -821,7 +821,10 @@ BcDebugLoc DebugMetadata::location(BitstreamCursor& c, uint64_t line, uint64_t c
     located_scope_ = scope_plus_one;
     located_callee_ = 0;
     unsigned length = 0;
-    located_block_ = located_file_ ? reader_block(c, uint32_t(scope_plus_one), 1, length) : 0;
+    // A subprogram's own locations (most scopes) are in no block: reader_block() would
+    // find none at once.
+    const bool block = located_file_ && entry(c, scope_plus_one - 1).kind == Kind::kBlock;
+    located_block_ = block ? reader_block(c, uint32_t(scope_plus_one), 1, length) : 0;
   }
   if (!located_file_) return {};  // LLVM's exporter keeps no site or block either
   const uint32_t col = uint32_t(column);
