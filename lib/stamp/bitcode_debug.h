@@ -302,7 +302,7 @@ class DebugMetadata {
   void decline(const std::string& why);
 
   BcModule& m_;
-  std::vector<uint64_t> ops_;
+  RecordOps ops_;               // the record just read, filled in place (no push_back per operand)
   std::vector<Entry> entries_;  // by metadata id
   std::vector<Strings> strings_;
   std::vector<File> files_;

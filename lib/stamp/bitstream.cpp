@@ -348,8 +348,9 @@ BitstreamCursor::BlockMark BitstreamCursor::mark_block() const {
   return mark;
 }
 
-uint32_t BitstreamCursor::read_record_at(BlockMark& block, uint64_t at, std::vector<uint64_t>& ops,
-                                         std::string_view* blob) {
+// Over std::vector<uint64_t> and RecordOps, as read_record().
+template <class Ops>
+uint32_t BitstreamCursor::read_record_at_into(BlockMark& block, uint64_t at, Ops& ops, std::string_view* blob) {
   if (pending_record_) throw KilnError(kExitInternal, path_, "read_record_at with a record announced and not read");
   if (at < block.scope_.begin || at >= block.scope_.end)
     fail("record index entry " + std::to_string(at) + " outside its block (bits " + std::to_string(block.scope_.begin) +
@@ -378,7 +379,16 @@ uint32_t BitstreamCursor::read_record_at(BlockMark& block, uint64_t at, std::vec
   if (id < kUnabbrevRecordId) fail("record index entry " + std::to_string(at) + " is no record");
   pending_abbrev_ = id == kUnabbrevRecordId ? nullptr : &abbrev(id);
   pending_record_ = id;
-  return read_record(id, ops, blob);
+  return read_record(id, ops, blob, nullptr);
+}
+
+uint32_t BitstreamCursor::read_record_at(BlockMark& block, uint64_t at, std::vector<uint64_t>& ops,
+                                         std::string_view* blob) {
+  return read_record_at_into(block, at, ops, blob);
+}
+
+uint32_t BitstreamCursor::read_record_at(BlockMark& block, uint64_t at, RecordOps& ops, std::string_view* blob) {
+  return read_record_at_into(block, at, ops, blob);
 }
 
 void BitstreamCursor::resume_block(BlockMark& block, uint64_t at) {
@@ -842,6 +852,10 @@ uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, std::vector<uint64_t>&
 
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, RecordOps& ops) {
   return read_record_into(abbrev_id, ops, nullptr, nullptr);
+}
+
+uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, RecordOps& ops, std::string_view* blob, CodeFilter wanted) {
+  return read_record_into(abbrev_id, ops, blob, wanted);
 }
 
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, OperandBytes& ops) {

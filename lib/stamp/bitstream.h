@@ -161,6 +161,9 @@ class BitstreamCursor {
   uint32_t read_record(uint32_t abbrev_id, std::vector<uint64_t>& ops, std::string_view* blob, CodeFilter wanted);
   // The same into a RecordOps (a blob appended byte by byte).
   uint32_t read_record(uint32_t abbrev_id, RecordOps& ops);
+  // The same into a RecordOps with a blob and a filter, as the vector form above: a
+  // reader that keeps one buffer for all its records (the debug metadata reader).
+  uint32_t read_record(uint32_t abbrev_id, RecordOps& ops, std::string_view* blob, CodeFilter wanted);
   // The same into `ops.ops`, or `ops.bytes` for a record whose code `ops.codes` names
   // (a blob's bytes are operands there too); sets ops.in_bytes.
   uint32_t read_record(uint32_t abbrev_id, OperandBytes& ops);
@@ -198,6 +201,7 @@ class BitstreamCursor {
   // comes back to where the cursor was; no record may be announced and not read. Fails
   // unless a record starts there (not a block, an END_BLOCK or an abbreviation).
   uint32_t read_record_at(BlockMark& block, uint64_t at, std::vector<uint64_t>& ops, std::string_view* blob = nullptr);
+  uint32_t read_record_at(BlockMark& block, uint64_t at, RecordOps& ops, std::string_view* blob = nullptr);
   // Moves forward to bit `at` of the innermost block, decoding nothing between (what is
   // skipped must define no abbreviation that follows). Fails for a bit behind the cursor
   // or past the block's end; no record may be announced and not read.
@@ -277,6 +281,8 @@ class BitstreamCursor {
   struct FieldReader;
   template <class Ops>
   void read_blob(Ops& ops, std::string_view* blob);
+  template <class Ops>
+  uint32_t read_record_at_into(BlockMark& block, uint64_t at, Ops& ops, std::string_view* blob);
   template <class Ops>
   uint32_t read_abbreviated(const Abbrev& a, Ops& ops, std::string_view* blob, CodeFilter wanted);
 

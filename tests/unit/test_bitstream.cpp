@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -207,8 +209,8 @@ TEST_CASE("bitstream: VBR and fixed fields of every length read alike far from a
 // a RecordOps through the compiled abbreviations (Abbrev::fast) or, with `general`, with
 // none compiled. With `even`, into a vector with a filter that keeps the records of even
 // codes and BLOCKINFO's SETBID (and the operands of the others are left out of the lines,
-// as the filter leaves them out of the vector).
-enum class Path { kCompiled, kGeneral, kEven };
+// as the filter leaves them out of the vector); with `even_ops`, the same into a RecordOps.
+enum class Path { kCompiled, kGeneral, kEven, kEvenOps };
 static bool even(uint32_t code) { return code % 2 == 0 || code == 1; }
 static std::string transcript(const std::string& bytes, Path path, bool drop_odd = false) {
   std::string out;
@@ -222,6 +224,9 @@ static std::string transcript(const std::string& bytes, Path path, bool drop_odd
       uint32_t code;
       if (path == Path::kEven) {
         code = c.read_record(e.id, ops, nullptr, even);
+      } else if (path == Path::kEvenOps) {
+        code = c.read_record(e.id, record, nullptr, even);
+        ops.assign(record.begin(), record.end());
       } else {
         code = c.read_record(e.id, record);
         ops.assign(record.begin(), record.end());
@@ -315,6 +320,7 @@ TEST_CASE("bitstream: compiled abbreviations read what the general path reads, a
     REQUIRE(transcript(bytes, Path::kCompiled) == expected);
     REQUIRE(transcript(bytes, Path::kGeneral) == expected);
     REQUIRE(transcript(bytes, Path::kEven) == transcript(bytes, Path::kCompiled, true));
+    REQUIRE(transcript(bytes, Path::kEvenOps) == transcript(bytes, Path::kEven));
     for (int corruption = 0; corruption < 100; ++corruption) {
       std::string bad = bytes;
       if (corruption % 4 == 0) {
@@ -325,6 +331,7 @@ TEST_CASE("bitstream: compiled abbreviations read what the general path reads, a
       }
       REQUIRE(transcript(bad, Path::kCompiled) == transcript(bad, Path::kGeneral));
       REQUIRE(transcript(bad, Path::kEven) == transcript(bad, Path::kCompiled, true));
+      REQUIRE(transcript(bad, Path::kEvenOps) == transcript(bad, Path::kEven));
     }
   }
 }
@@ -355,6 +362,127 @@ TEST_CASE("bitstream: blobs are views of the file, or bytes among the operands",
   REQUIRE(next_record(c, ops) == 3);
   REQUIRE(ops == std::vector<uint64_t>{1});
   require_entry(c, BitstreamEntry::kEndBlock, 9);
+}
+
+// A block of a record of each kind (unabbreviated, with a blob, with an array, of an odd
+// code) and, last, an unabbreviated one whose count is far past the block's end.
+static std::string records_stream() {
+  BitWriter w;
+  w.enter(9, 3);
+  w.define_abbrev({kCode7, vbr_op(6), kBlob});
+  w.define_abbrev({{true, 0, 8}, kArray, fixed_op(8)});
+  w.unabbrev(4, {5, 6, 1234567});
+  w.abbrev_id(4);
+  w.vbr(42, 6);
+  w.blob("hello");
+  w.abbrev_id(5);
+  w.vbr(3, 6);
+  for (uint64_t v : {1, 2, 255}) w.fixed(v, 8);
+  w.unabbrev(10, {1});
+  w.abbrev_id(3);  // UNABBREV_RECORD 4 with 2^40 operands, one written
+  w.vbr(4, 6);
+  w.vbr(uint64_t(1) << 40, 6);
+  w.vbr(1, 6);
+  w.end();
+  return w.bytes();
+}
+
+// One record as "code: operands [blob]", or the refusal; `Ops` is a vector or a RecordOps.
+template <class Ops>
+static std::string record_line(const std::function<uint32_t(Ops&, std::string_view*)>& read, bool with_blob) {
+  Ops ops;
+  std::string_view blob = "stale";
+  try {
+    uint32_t code = read(ops, with_blob ? &blob : nullptr);
+    std::string line = std::to_string(code) + ":";
+    for (uint64_t v : ops) line += " " + std::to_string(v);
+    if (with_blob) line += " [" + std::string(blob) + "]";
+    return line;
+  } catch (const KilnError& e) {
+    REQUIRE(e.code() == kExitBadInput);
+    return std::string("refused: ") + e.what();
+  }
+}
+
+// A RecordOps read with a blob and a filter gets what a vector gets: the same operands,
+// blob and refusals. The hostile count is refused before room is made for it: room for
+// 2^40 operands could not be had, and the read would fail otherwise than with exit 3.
+TEST_CASE("bitstream: records read into a RecordOps with a blob and a filter as into a vector",
+          "[bitstream][hostile]") {
+  const std::string bytes = records_stream();
+  for (BitstreamCursor::CodeFilter filter : {BitstreamCursor::CodeFilter(nullptr), even}) {
+    for (bool with_blob : {false, true}) {
+      BitstreamCursor a(bytes, "t.bc"), b(bytes, "t.bc");
+      require_entry(a, BitstreamEntry::kEnterBlock, 9);
+      require_entry(b, BitstreamEntry::kEnterBlock, 9);
+      std::vector<std::string> lines;
+      for (int r = 0; r < 5; ++r) {
+        BitstreamEntry ea = a.advance(), eb = b.advance();
+        REQUIRE(ea.kind == BitstreamEntry::kRecord);
+        REQUIRE(eb.kind == BitstreamEntry::kRecord);
+        std::string va = record_line<std::vector<uint64_t>>(
+            [&](std::vector<uint64_t>& ops, std::string_view* blob) { return a.read_record(ea.id, ops, blob, filter); },
+            with_blob);
+        std::string vb = record_line<RecordOps>(
+            [&](RecordOps& ops, std::string_view* blob) { return b.read_record(eb.id, ops, blob, filter); }, with_blob);
+        REQUIRE(va == vb);
+        lines.push_back(va);
+      }
+      const std::string blob = with_blob ? " [hello]" : filter ? "" : " 104 101 108 108 111";
+      CHECK(lines[0] == "4: 5 6 1234567" + std::string(with_blob ? " []" : ""));
+      CHECK(lines[1] == (filter ? "7:" + std::string(with_blob ? " []" : "") : "7: 42" + blob));
+      CHECK(lines[2] == "8: 1 2 255" + std::string(with_blob ? " []" : ""));
+      CHECK(lines[3] == "10: 1" + std::string(with_blob ? " []" : ""));
+      CHECK(lines[4].find("refused: ") == 0);
+      CHECK(lines[4].find("record of 1099511627776 operands runs past the end of the block") != std::string::npos);
+    }
+  }
+}
+
+// read_record_at into a RecordOps reads what it reads into a vector, after the block is
+// left, and refuses alike: a position outside the block, one that is no record, and the
+// hostile count (before room is made).
+TEST_CASE("bitstream: records found by position read into a RecordOps as into a vector", "[bitstream][hostile]") {
+  const std::string bytes = records_stream();
+  BitstreamCursor c(bytes, "t.bc");
+  require_entry(c, BitstreamEntry::kEnterBlock, 9);
+  std::vector<uint64_t> at;
+  std::optional<BitstreamCursor::BlockMark> mark;
+  std::vector<uint64_t> ops;
+  for (;;) {
+    BitstreamEntry e = c.advance();
+    REQUIRE(e.kind == BitstreamEntry::kRecord);
+    at.push_back(c.bit_offset() - 3);  // the record's abbreviation id, 3 bits wide, just read
+    if (at.size() == 5) break;         // the hostile one, not read here
+    c.read_record(e.id, ops);
+    if (!mark) mark = c.mark_block();  // after the abbreviations, which came first
+  }
+  const uint64_t end = c.bit_offset();
+  c.skip_block();
+  at.push_back(BitstreamCursor::block_begin(*mark));  // a DEFINE_ABBREV: no record
+  at.push_back(end + 100000);                         // past the block
+  std::vector<std::string> lines;
+  for (uint64_t where : at) {
+    for (bool with_blob : {false, true}) {
+      std::string va = record_line<std::vector<uint64_t>>(
+          [&](std::vector<uint64_t>& v, std::string_view* blob) { return c.read_record_at(*mark, where, v, blob); },
+          with_blob);
+      std::string vb = record_line<RecordOps>(
+          [&](RecordOps& v, std::string_view* blob) { return c.read_record_at(*mark, where, v, blob); }, with_blob);
+      REQUIRE(va == vb);
+      lines.push_back(va);
+      REQUIRE(c.depth() == 0);
+    }
+  }
+  CHECK(lines[0] == "4: 5 6 1234567");
+  CHECK(lines[2] == "7: 42 104 101 108 108 111");
+  CHECK(lines[3] == "7: 42 [hello]");
+  CHECK(lines[4] == "8: 1 2 255");
+  CHECK(lines[6] == "10: 1");
+  CHECK(lines[8].find("record of 1099511627776 operands runs past the end of the block") != std::string::npos);
+  CHECK(lines[10].find("is no record") != std::string::npos);
+  CHECK(lines[12].find("outside its block") != std::string::npos);
+  require_entry(c, BitstreamEntry::kEndOfStream);
 }
 
 // A constants block's data records are read into bytes of their element width; the
