@@ -306,6 +306,8 @@ class StampService {
   bool others_active(const std::string& client, std::chrono::steady_clock::time_point now) const;
   // Totals for the summary, under mutex_.
   unsigned executors_at_stop_ = 0;  // executors that ran until the service stopped: all of them
+  uint64_t sent_ = 0;               // tests (die_after): answers numbered up to die_after that went out
+  std::condition_variable sent_all_;
   uint64_t requests_ = 0, answered_ = 0, failed_ = 0, batches_ = 0, mixed_batches_ = 0, modules_ = 0,
            instructions_ = 0;
   double busy_ = 0;
@@ -467,15 +469,32 @@ void StampService::connection(int fd) {
     finished_.wait(lock, [&] { return job->done; });
     error = job->error;
   }
-  answer(fd, error.empty() ? job.get() : nullptr, error);
-  ::close(fd);
+  // Each answer takes its number before it is sent. Tests (die_after): the service dies
+  // once exactly die_after answers have gone out, as a crash mid-build would; answers
+  // go out on several threads at once, so one numbered past it is never sent (its
+  // thread waits for the death), and the last one waits for those before it to be sent
+  // in full. (Counted after sending, two answers could go out before the death.)
   uint64_t answered;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     answered = ++answered_;
     failed_ += !error.empty();
   }
-  if (o_.die_after && answered >= o_.die_after) ::raise(SIGKILL);  // tests: a crash mid-build
+  if (o_.die_after && answered > o_.die_after) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    sent_all_.wait(lock, [] { return false; });  // until answer die_after's thread ends the service
+  }
+  answer(fd, error.empty() ? job.get() : nullptr, error);
+  ::close(fd);
+  if (o_.die_after && answered <= o_.die_after) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++sent_;
+    sent_all_.notify_all();
+    if (answered == o_.die_after) {
+      sent_all_.wait(lock, [&] { return sent_ == o_.die_after; });
+      ::raise(SIGKILL);
+    }
+  }
   // Notified under the lock: once the count is 0, serve() may return and the service
   // be destroyed, so this thread touches nothing of it after unlocking.
   std::lock_guard<std::mutex> lock(mutex_);

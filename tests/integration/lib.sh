@@ -16,6 +16,9 @@ check() {  # check "description" command...
   local what=$1; shift
   if "$@"; then pass "$what"; else fail "$what"; fi
 }
+# quiet command...: the command without its standard output, for a check whose command
+# prints (jq -e): a redirection after `check ...` would swallow the check's own line.
+quiet() { "$@" > /dev/null; }
 # expect_error CODE PATTERN command...: exit code CODE, and stderr is one line matching PATTERN.
 expect_error() {
   local code=$1 pattern=$2; shift 2

@@ -46,14 +46,14 @@ echo "service: $summary"
 # llvm whole, without stages, unless it has globals for stamp's object), and every output
 # equals the CPU executor's.
 served=$(jq -s '[.[] | select(.service.device != null)] | length' "$T/S/receipts.jsonl")
-check "every stamp module went through the service ($served), each output equal to the CPU executor's" jq -se '
+check "every stamp module went through the service ($served), each output equal to the CPU executor's" quiet jq -se '
   [.[] | select(.backend == "stamp" and .functions.stamp > 0)] as $stamp | ($stamp | length) > 0 and
   all($stamp[]; .service.check == "equal") and all(.[]; .service.lost == null and .service.check != "differs")' \
-  "$T/S/receipts.jsonl" > /dev/null
+  "$T/S/receipts.jsonl"
 check "the service counted as many requests, none failed" \
-  jq -e --argjson n "$served" '.summary and .requests == $n and .failed == 0' <<< "$summary" > /dev/null
-check "some batches hold modules of several crates" jq -e '.batches_from_several_clients > 0' <<< "$summary" > /dev/null
-check "its receipts name the stand-in, never a GPU" jq -e '.device | test("stand-in")' <<< "$summary" > /dev/null
+  quiet jq -e --argjson n "$served" '.summary and .requests == $n and .failed == 0' <<< "$summary"
+check "some batches hold modules of several crates" quiet jq -e '.batches_from_several_clients > 0' <<< "$summary"
+check "its receipts name the stand-in, never a GPU" quiet jq -e '.device | test("stand-in")' <<< "$summary"
 check "nothing of the service is left after the build" none_left
 
 # Every object equals the one the same build writes without the service.
@@ -68,9 +68,9 @@ check "cargo test passed with the service killed mid-build" test $? -eq 0
 check "the same tests passed as with plain cargo" diff <(tests_of "$T/plain.out") <(tests_of "$T/died.out")
 check "kiln-capture said the service died" grep -q "the stamp service on .* died during the build" "$T/died.err"
 check "the wrappers said they went on without it" grep -q "the stamp service is lost" "$T/died.err"
-check "receipts: 15 modules from the service, the rest on the CPU with the reason" jq -se '
+check "receipts: 15 modules from the service, the rest on the CPU with the reason" quiet jq -se '
   ([.[] | select(.service.device != null)] | length) == 15 and
-  ([.[] | select(.service.lost != null)] | length) > 0' "$T/D/receipts.jsonl" > /dev/null
+  ([.[] | select(.service.lost != null)] | length) > 0' "$T/D/receipts.jsonl"
 check "the same objects as without the service" diff -r "$T/D/objects" "$T/N/objects"
 check "nothing of the service is left" none_left
 
@@ -109,7 +109,7 @@ check "nothing of either service is left" none_left
 (cd "$T/crate" && KILN_STAMP_SERVICE="$T/P1-gone.sock" kiln-capture -o "$T/NS" --backend stamp -- cargo build -q \
   > /dev/null 2>&1)
 check "without --device no module went to a service" \
-  jq -se 'length > 0 and all(.[]; .service == null)' "$T/NS/receipts.jsonl"
+  quiet jq -se 'length > 0 and all(.[]; .service == null)' "$T/NS/receipts.jsonl"
 
 # ---- the example script --------------------------------------------------------------
 check "examples/capture-service.sh" bash -c "KILN_BIN='$KILN_BIN' '$KILN_SOURCE/examples/capture-service.sh' '$T/ex' \
