@@ -531,12 +531,14 @@ class ConstantsReader {
     for_each_record(c_, record_, "a constants block", [&](uint32_t code) {
       if (code == 1) return set_type();
       if (type_ == kNone) c_.fail("constant before SETTYPE, with no i32 in the type table");
-      Constant k;
+      // Made where it is kept, not moved there: a record that fails throws out of the
+      // reader, with the module, so a constant left half made is never seen.
+      const uint32_t index = uint32_t(m_.constants.size());
+      Constant& k = m_.constants.emplace_back();
       k.type = type_;
       record(code, k);
       if (values_.size() + uint64_t(first_id_) >= kMetadataOperand) c_.fail("too many values");
-      values_.push_back({ValueKind::kConstant, type_, uint32_t(m_.constants.size())});
-      m_.constants.push_back(std::move(k));
+      values_.push_back({ValueKind::kConstant, type_, index});
     });
     // Operands may refer forward within the block: checked once all are known, and an
     // aggregate's elements must have its element types (what its users will assume).
@@ -1151,13 +1153,14 @@ class ModuleReader {
     }
   }
 
-  // The name a v2 record begins with: [strtab offset, size]; the record loses both.
-  std::string name() {
+  // The name a v2 record begins with: [strtab offset, size], assigned to `out`; the
+  // record loses both.
+  void name(std::string& out) {
     if (ops_.size() < 2) c_.fail("record too short for its name");
     uint64_t offset = ops_[0], size = ops_[1];
     if (offset > strtab_.size() || size > strtab_.size() - offset) c_.fail("name outside the string table");
     ops_.drop_front(2);
-    return std::string(strtab_.substr(offset, size));
+    out.assign(strtab_.data() + offset, size);
   }
 
   uint32_t type_id(uint64_t id) {
@@ -1170,8 +1173,11 @@ class ModuleReader {
     return encoded ? uint64_t(1) << (encoded - 1) : 0;
   }
 
-  std::string section(uint64_t index) {
-    if (index == 0) return {};
+  // A reference, copied by the caller: most globals have no section, an empty string
+  // that costs next to nothing to copy.
+  const std::string& section(uint64_t index) {
+    static const std::string none;
+    if (index == 0) return none;
     if (index - 1 >= sections_.size()) c_.fail("section index " + std::to_string(index) + " out of range");
     return sections_[index - 1];
   }
@@ -1199,7 +1205,7 @@ class ModuleReader {
   void comdat() {
     if (context_.module_version < 2) return;  // declined already
     Comdat c;
-    c.name = name();
+    name(c.name);
     if (ops_.empty()) c_.fail("COMDAT record without a selection kind");
     c.selection = ops_[0] >= 1 && ops_[0] <= 5 ? uint32_t(ops_[0]) : 1;  // unknown ones read as any, as in LLVM
     m_.comdats.push_back(std::move(c));
@@ -1218,8 +1224,19 @@ class ModuleReader {
     return it == pointer_types_.end() ? kNone : it->second;
   }
 
-  // A module value's entry: the pointer type of its address space (LLVM enumerates it).
-  void add_value(Global&& g) {
+  // A global value's record is decoded into the element it will be, not moved there: a
+  // record that fails throws out of the reader, with the module, so a global left half
+  // made is never seen. Its index is m_.globals.size() - 1.
+  Global& new_global(GlobalKind kind) {
+    Global& g = m_.globals.emplace_back();
+    g.kind = kind;
+    if (context_.module_version >= 2) name(g.name);
+    return g;
+  }
+
+  // A module value's entry, once its record is decoded into `g` (new_global()): the
+  // pointer type of its address space (LLVM enumerates it).
+  void add_value(Global& g) {
     // Function values are numbered after the module's: none may come after a body.
     if (bodies_ > 0) c_.fail("a global value after a function body");
     uint32_t type = pointer_type(g.address_space);
@@ -1227,17 +1244,14 @@ class ModuleReader {
     if (m_.values.size() >= kMetadataOperand) c_.fail("too many values");
     if (g.visibility != Visibility::kDefault && g.linkage != Linkage::kExternalWeak) g.dso_local = true;
     if (is_local(g.linkage)) g.dso_local = true;
-    m_.values.push_back({ValueKind::kGlobal, type, uint32_t(m_.globals.size())});
-    m_.globals.push_back(std::move(g));
+    m_.values.push_back({ValueKind::kGlobal, type, uint32_t(m_.globals.size() - 1)});
   }
 
   // GLOBALVAR [strtab, type, flags (constant | explicit type << 1 | addrspace << 2),
   // init + 1, linkage, align, section, visibility, tls, unnamed_addr, ext init, dll,
   // comdat, attributes, dso_local, partition...]
   void global_var() {
-    Global g;
-    g.kind = GlobalKind::kVariable;
-    if (context_.module_version >= 2) g.name = name();
+    Global& g = new_global(GlobalKind::kVariable);
     if (ops_.size() < 6) c_.fail("short GLOBALVAR record");
     g.value_type = type_id(ops_[0]);
     if (bad_element(m_.types[g.value_type].kind)) c_.fail("global variable of a type no value has");
@@ -1257,7 +1271,7 @@ class ModuleReader {
     else if (implicit_comdat(ops_[3])) decline(m_, "implicit comdat of an old linkage");
     if (ops_.size() > 12) attribute_list(ops_[12]);  // checked; variables' attributes are not kept
     if (ops_.size() > 13) g.dso_local = ops_[13] == 1;
-    add_value(std::move(g));
+    add_value(g);
   }
 
   static Visibility visibility(uint64_t v) {
@@ -1268,9 +1282,7 @@ class ModuleReader {
   // gc, unnamed_addr, prologue + 1, dll, comdat, prefix + 1, personality + 1, dso_local,
   // addrspace, partition...]
   void function() {
-    Global g;
-    g.kind = GlobalKind::kFunction;
-    if (context_.module_version >= 2) g.name = name();
+    Global& g = new_global(GlobalKind::kFunction);
     if (ops_.size() < 8) c_.fail("short FUNCTION record");
     g.value_type = type_id(ops_[0]);
     const Type& fn_type = m_.types[g.value_type];
@@ -1306,12 +1318,12 @@ class ModuleReader {
     }
     if (!proto) {
       BcFunction f;
-      f.global = uint32_t(m_.globals.size());
+      f.global = uint32_t(m_.globals.size() - 1);
       f.arg_count = fn_type.kind == TypeKind::kFunction ? uint32_t(fn_type.elements.size() - 1) : 0;
       g.body = uint32_t(m_.functions.size());
       m_.functions.push_back(std::move(f));
     }
-    add_value(std::move(g));
+    add_value(g);
   }
 
   // Prefix and prologue data are flagged, not kept; their value ids are checked at the end.
@@ -1325,9 +1337,7 @@ class ModuleReader {
   // ALIAS and IFUNC [strtab, value type, addrspace, target, linkage, visibility, (alias:
   // dll, tls, unnamed_addr), dso_local, partition...]; ALIAS_OLD has no address space.
   void indirect(GlobalKind kind, bool old) {
-    Global g;
-    g.kind = kind;
-    if (context_.module_version >= 2) g.name = name();
+    Global& g = new_global(kind);
     size_t i = 0;
     if (ops_.size() < (old ? 3u : 4u)) c_.fail("short alias or ifunc record");
     g.value_type = type_id(ops_[i++]);
@@ -1348,7 +1358,7 @@ class ModuleReader {
       if (i < ops_.size()) g.unnamed_addr = unnamed_addr(ops_[i++]);
     }
     if (i < ops_.size()) g.dso_local = ops_[i++] == 1;
-    add_value(std::move(g));
+    add_value(g);
   }
 
   void sync_scopes() {
