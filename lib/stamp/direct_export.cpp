@@ -890,8 +890,14 @@ struct MaterializedLoad {
 // What materialize_aggregate_constants did to one function.
 struct Materialized {
   std::vector<MaterializedLoad> loads;
-  std::vector<std::vector<uint32_t>> before;                   // per instruction, the loads inserted just before it
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> replaced;  // (inst, operand position) -> load
+  std::vector<std::vector<uint32_t>> before;  // per instruction, the loads inserted just before it
+  // The operands loads replace, in the order of their instructions, then of their
+  // positions: the exporter finds an instruction's once, where a map's look-up for each
+  // operand cost more than the operand.
+  struct Replaced {
+    uint32_t inst, operand, load;
+  };
+  std::vector<Replaced> replaced;
 };
 
 // A function's arrays while it is exported, kept from function to function so that
@@ -992,6 +998,7 @@ class FunctionExporter {
           locate({});  // kiln's loads have no location
         }
         current_ = i;
+        if (!mat_.replaced.empty()) find_replaced(i);
         export_inst(f_.insts[i]);
         if (!f_.debug_locs.empty()) locate(f_.debug_locs.at(i));
       }
@@ -1170,12 +1177,24 @@ class FunctionExporter {
   }
 
   // The operands of the instruction being exported, materialized loads in place.
-  uint32_t op_id(const Inst& in, uint32_t k) const {
-    if (!mat_.replaced.empty()) {
-      auto it = mat_.replaced.find({current_, k});
-      if (it != mat_.replaced.end()) return kLoadTag | it->second;
-    }
+  [[gnu::always_inline]] uint32_t op_id(const Inst& in, uint32_t k) const {
+    if (replaced_ != replaced_end_) [[unlikely]]
+      return replaced_op_id(in, k);
     return f_.operands[in.first_operand + k];
+  }
+  uint32_t replaced_op_id(const Inst& in, uint32_t k) const {
+    for (const Materialized::Replaced* r = replaced_; r != replaced_end_; ++r)
+      if (r->operand == k) return kLoadTag | r->load;
+    return f_.operands[in.first_operand + k];
+  }
+  // The operands of instruction i that loads replace (replaced_ to replaced_end_).
+  void find_replaced(uint32_t i) {
+    auto [first, last] = std::equal_range(mat_.replaced.begin(), mat_.replaced.end(), Materialized::Replaced{i, 0, 0},
+                                          [](const Materialized::Replaced& a, const Materialized::Replaced& b) {
+                                            return a.inst < b.inst;
+                                          });
+    replaced_ = mat_.replaced.data() + (first - mat_.replaced.begin());
+    replaced_end_ = mat_.replaced.data() + (last - mat_.replaced.begin());
   }
   uint32_t operand_type(uint32_t id) const {
     // The body's own values first, as operand() takes them (no id with a tag is among them).
@@ -2814,6 +2833,8 @@ class FunctionExporter {
   const GlobalInfo& g_;
   const Materialized& mat_;
   uint32_t current_ = 0;
+  // The entries of mat_.replaced for instruction current_ (op_id's).
+  const Materialized::Replaced *replaced_ = nullptr, *replaced_end_ = nullptr;
   // Whether an operand of the body can be a vector, or an i128 (a value of the body or
   // of the module is one): without, export_inst does not look at every operand's type.
   bool vectors_ = true, wide_ = true;
@@ -2997,7 +3018,7 @@ class Materializer {
       if (end == 0 || end <= f.block_first[block]) throw Decline{"reader: empty block"};
       where = end - 1;
     }
-    mat.replaced[{i, k}] = static_cast<uint32_t>(mat.loads.size());
+    mat.replaced.push_back({i, k, static_cast<uint32_t>(mat.loads.size())});
     if (mat.before.empty()) mat.before.resize(f.insts.size());
     mat.before[where].push_back(static_cast<uint32_t>(mat.loads.size()));
     mat.loads.push_back({t, global});
