@@ -526,7 +526,7 @@ class ModuleContext {
     }
     facts_count_ = static_cast<uint32_t>(facts_.size());
   }
-  TypeKind kind(uint32_t t) const { return facts(t).kind; }
+  [[gnu::always_inline]] TypeKind kind(uint32_t t) const { return facts(t).kind; }
   bool is_float(uint32_t t) const { return is_floating_point(kind(t)); }
   // is_float_or_double of lib/flat_export.cpp: the types stamp computes on.
   bool is_float_or_double(uint32_t t) const {
@@ -1135,7 +1135,7 @@ class FunctionExporter {
     uint32_t xmm = 0;  // the vector registers the arguments so far take
     for (uint32_t i = 0; i < f_.arg_count; ++i) {
       uint32_t t = param_type(i);
-      const uint32_t vector_bytes = vector_arg_bytes(vector_lane_width(t), vector_lanes_or_0(t), avx_);
+      const uint32_t vector_bytes = vector_arg_bytes_of(t);
       if (ctx_.is_float_or_double(t) && i >= kMaxFloatArgs) reason("floating-point argument after the 16th");
       else if (ctx_.is_float_or_double(t)) float_args_ |= static_cast<uint16_t>(1u << i), ++xmm;
       else if (vector_bytes && (i >= kMaxFloatArgs || xmm >= kVectorArgRegisters))
@@ -1158,7 +1158,7 @@ class FunctionExporter {
     uint32_t r = return_type();
     if (!ctx_.is_void(r)) {
       unsigned w0 = 0, w1 = 0;
-      const uint32_t vector_bytes = vector_arg_bytes(vector_lane_width(r), vector_lanes_or_0(r), avx_);
+      const uint32_t vector_bytes = vector_arg_bytes_of(r);
       if (ctx_.is_float_or_double(r)) fn_flags_ |= kFnRetFloat;  // in xmm0
       else if (vector_bytes) fn_flags_ |= vector_bytes == 32 ? kFnRetVector256 : kFnRetVector;  // in xmm0 or ymm0
       else if (ctx_.is_i128(r)) {
@@ -1903,6 +1903,12 @@ class FunctionExporter {
   }
 
   uint64_t vector_lanes_or_0(uint32_t t) const { return vector_lane_width(t) ? vector_lanes(t) : 0; }
+  // vector_arg_bytes of a value of type t: most types are no vector, which their facts
+  // say without a look at the Type (asked of every call's result and arguments).
+  [[gnu::always_inline]] uint32_t vector_arg_bytes_of(uint32_t t) const {
+    if (ctx_.kind(t) != TypeKind::kFixedVector) return 0;
+    return vector_arg_bytes(vector_lane_width(t), vector_lanes_or_0(t), avx_);
+  }
   uint32_t vector_arg_of(uint32_t a) const { return a < vector_arg_of_.size() ? vector_arg_of_[a] : kNone; }
   // The kVecArgument copy of each vector argument, at the start of the entry block
   // (export_vector_args of lib/flat_export.cpp).
@@ -2134,8 +2140,7 @@ class FunctionExporter {
     if (!vectors_) return;  // no value the body uses can be a vector
     if (in.opcode == Opcode::kLoad || in.opcode == Opcode::kStore || in.opcode == Opcode::kPhi) return;
     if (calls_a_function(in)) {  // export_call takes or refuses each vector argument itself
-      if (ctx_.is_vector(in.type) && !vector_arg_bytes(vector_lane_width(in.type), vector_lanes_or_0(in.type), avx_))
-        reason("vectors");
+      if (ctx_.is_vector(in.type) && !vector_arg_bytes_of(in.type)) reason("vectors");
       return;
     }
     if (in.opcode == Opcode::kRet && (fn_flags_ & (kFnRetVector | kFnRetVector256))) return;  // in xmm0 or ymm0
@@ -2592,7 +2597,7 @@ class FunctionExporter {
     bool pair = false;
     unsigned w0 = 0, w1 = 0, floats = 0;
     uint64_t off1 = 0;
-    const uint32_t ret_vector = vector_arg_bytes(vector_lane_width(r), vector_lanes_or_0(r), avx_);
+    const uint32_t ret_vector = vector_arg_bytes_of(r);
     if (!ctx_.is_void(r) && !ctx_.is_int_like(r) && !ctx_.is_i128(r) && !ctx_.is_float_or_double(r) && !ret_vector) {
       if (ctx_.is_scalar_pair(r, &w0, &w1, &off1, &floats)) pair = true;
       else reason("call returning " + ctx_.type_name(r));
@@ -2613,7 +2618,7 @@ class FunctionExporter {
       uint32_t v = op_id(in, a);
       if (v == kMetadataOperand) throw Decline{"reader: metadata argument"};
       uint32_t t = operand_type(v);
-      const uint32_t vector_bytes = vector_arg_bytes(vector_lane_width(t), vector_lanes_or_0(t), avx_);
+      const uint32_t vector_bytes = vector_arg_bytes_of(t);
       if (vector_bytes && xmm >= kVectorArgRegisters) reason("vector call argument past xmm7");
       else if (!vector_bytes && !ctx_.is_int_like(t) && !ctx_.is_float_or_double(t) && !ctx_.is_i128(t))
         reason("call argument type " + ctx_.type_name(t));
