@@ -992,7 +992,7 @@ class FunctionExporter {
         export_vector_args();
         locate({});  // the copies have no location
       }
-      for (uint32_t i = block_begin(b); i < block_end(b); ++i) {
+      for (uint32_t i = block_begin(b), end = block_end(b); i < end; ++i) {
         if (!mat_.before.empty() && !mat_.before[i].empty()) {
           for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
           locate({});  // kiln's loads have no location
@@ -1399,20 +1399,28 @@ class FunctionExporter {
   }
 
   // A flat instruction of the current block with result type `t`.
-  FlatInst& emit_typed(uint32_t block, uint32_t t, uint16_t op, std::initializer_list<FlatOperand> ops = {}) {
-    FlatInst fi{};
-    fi.op = op;
-    fi.block = base_block_ + block;
-    fi.first_operand = static_cast<uint32_t>(operands_.size());
-    fi.operand_count = static_cast<uint32_t>(ops.size());
+  // Made in place, its result slot found first (a failure there declines the function,
+  // whose arrays are then cut back).
+  [[gnu::always_inline]] FlatInst& emit_typed(uint32_t block, uint32_t t, uint16_t op,
+                                              std::initializer_list<FlatOperand> ops = {}) {
+    const uint8_t width = static_cast<uint8_t>(ctx_.scalar_width(t));
+    const uint32_t slot_size = width ? 8 : result_slot_size(t);
+    const uint32_t first_operand = static_cast<uint32_t>(operands_.size());
     for (const auto& o : ops) operands_.push_back(o);
-    fi.width = static_cast<uint8_t>(ctx_.scalar_width(t));
-    if (fi.width) fi.slot_size = 8;
-    else if (!ctx_.is_void(t)) fi.slot_size = round8(sized(t, &Layout::alloc_size));
-    insts_.push_back(fi);
-    return insts_.back();
+    FlatInst& fi = insts_.emplace_back();
+    fi.op = op;
+    fi.width = width;
+    fi.block = base_block_ + block;
+    fi.first_operand = first_operand;
+    fi.operand_count = static_cast<uint32_t>(ops.size());
+    fi.slot_size = slot_size;
+    return fi;
   }
-  FlatInst& emit(const Inst& in, uint16_t op, std::initializer_list<FlatOperand> ops = {}) {
+  // The slot of a result that is no scalar (none for void).
+  [[gnu::noinline]] uint32_t result_slot_size(uint32_t t) const {
+    return ctx_.is_void(t) ? 0 : round8(sized(t, &Layout::alloc_size));
+  }
+  [[gnu::always_inline]] FlatInst& emit(const Inst& in, uint16_t op, std::initializer_list<FlatOperand> ops = {}) {
     return emit_typed(in.block, in.type, op, ops);
   }
   // A size of a sized type; an unsized one is beyond what the reader reproduces.
@@ -2557,14 +2565,13 @@ class FunctionExporter {
     return r.index;
   }
 
-  // CallBase::paramHasAttr for every kind at once: the call site's attributes, then the
-  // called function's (an attribute in either counts).
-  AttrSet param_attrs(const Inst& in, uint32_t callee_fn, uint32_t arg) const {
+  // CallBase::paramHasAttr for every kind at once: the call site's attributes (`call`,
+  // attrs(in.attributes)), then the called function's (`callee`; an attribute in
+  // either counts).
+  static AttrSet param_attrs(const AttrList* call, const AttrList* callee, uint32_t arg) {
     AttrSet set;
-    if (const AttrList* a = attrs(in.attributes); a && arg < a->params.size()) set.add(a->params[arg]);
-    if (callee_fn == kNone) return set;
-    if (const AttrList* fa = attrs(m_.globals[ctx_.globals[callee_fn].source].attributes); fa && arg < fa->params.size())
-      set.add(fa->params[arg]);
+    if (call && arg < call->params.size()) set.add(call->params[arg]);
+    if (callee && arg < callee->params.size()) set.add(callee->params[arg]);
     return set;
   }
 
@@ -2614,6 +2621,9 @@ class FunctionExporter {
     if (ctx_.is_float_or_double(r)) insts_[at].aux |= kCallRetFloat;  // in xmm0
     if (ret_vector) insts_[at].aux |= ret_vector == 32 ? kCallRetVector256 : kCallRetVector;  // in xmm0 or ymm0
     uint32_t xmm = 0;  // the vector registers the arguments so far take
+    // The call's and the callee's attribute lists, found at the first argument (where
+    // one out of range is declined) and kept for the others.
+    const AttrList *call_attrs = nullptr, *callee_attrs = nullptr;
     for (uint32_t a = 0; a < arg_count; ++a) {
       uint32_t v = op_id(in, a);
       if (v == kMetadataOperand) throw Decline{"reader: metadata argument"};
@@ -2623,7 +2633,11 @@ class FunctionExporter {
       else if (!vector_bytes && !ctx_.is_int_like(t) && !ctx_.is_float_or_double(t) && !ctx_.is_i128(t))
         reason("call argument type " + ctx_.type_name(t));
       xmm += vector_bytes || ctx_.is_float_or_double(t);
-      const AttrSet pa = param_attrs(in, callee_fn, a);
+      if (a == 0) {
+        call_attrs = attrs(in.attributes);
+        if (callee_fn != kNone) callee_attrs = attrs(m_.globals[ctx_.globals[callee_fn].source].attributes);
+      }
+      const AttrSet pa = param_attrs(call_attrs, callee_attrs, a);
       if (pa.has(kAttrByVal) || pa.has(kAttrInAlloca) || pa.has(kAttrPreallocated))
         reason("byval, inalloca or preallocated call argument");
       // A vector's value or zero (its flags name its register class and size).
