@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "error.h"
@@ -38,9 +39,10 @@ constexpr char kChar6Alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS
 unsigned min_bits(const AbbrevOp& op) { return op.kind == AbbrevOp::kChar6 ? 6 : unsigned(op.value); }
 
 // Where a record's operands go: room(n) before a run of n (a count checked against the
-// bits left, or an abbreviation's scalars), then put() for each. A vector is appended to
-// operand by operand, as it always was; a RecordOps is made room in once per run and
-// written through a pointer kept in a register.
+// bits left, or an abbreviation's scalars), then put() for each, or put_each(n, next)
+// for an array's n, next() giving each in turn. A vector is appended to operand by
+// operand, as it always was; a RecordOps is made room in once per run and written
+// through a pointer kept in a register.
 template <class Ops>
 struct OpsWriter;
 template <>
@@ -48,6 +50,10 @@ struct OpsWriter<std::vector<uint64_t>> {
   std::vector<uint64_t>& ops;
   void room(size_t) {}
   void put(uint64_t value) { ops.push_back(value); }
+  template <class Next>
+  [[gnu::always_inline]] void put_each(uint64_t n, Next&& next) {
+    for (uint64_t i = 0; i < n; ++i) put(next());
+  }
 };
 template <>
 struct OpsWriter<RecordOps> {
@@ -55,6 +61,10 @@ struct OpsWriter<RecordOps> {
   uint64_t* at = nullptr;
   void room(size_t n) { at = ops.extend(n); }
   void put(uint64_t value) { *at++ = value; }
+  template <class Next>
+  [[gnu::always_inline]] void put_each(uint64_t n, Next&& next) {
+    for (uint64_t i = 0; i < n; ++i) put(next());
+  }
 };
 // An OperandBytes's record goes to its bytes, `width` of them an operand, or to its
 // operands, eight bytes each (the host is little-endian like the stream): start_record()
@@ -86,6 +96,53 @@ struct OpsWriter<OperandBytes> {
       std::memcpy(at, &value, 4);
     }
     at += width;
+  }
+  // An array's elements (a string's characters, a data record's), the width chosen once
+  // for all of them rather than at each as put() does.
+  template <class Next>
+  [[gnu::always_inline]] void put_each(uint64_t n, Next&& next) {
+    switch (width) {
+      case 1:
+        for (uint64_t i = 0; i < n; ++i) *at++ = uint8_t(next());
+        break;
+      case 2:
+        put_each_le<uint16_t>(n, next);
+        break;
+      case 4:
+        put_each_le<uint32_t>(n, next);
+        break;
+      default:  // 8, as read_record() checked
+        put_each_le<uint64_t>(n, next);
+        break;
+    }
+  }
+  // `n` 8-bit fields from bit `pos` of `stream` into bytes (a string's characters; 64
+  // bits of the stream at least follow them): eight a step, each load's bytes shifted
+  // into place, as the fields need not start on a byte.
+  void put_bytes(const char* stream, uint64_t pos, uint64_t n) {
+    const char* from = stream + (pos >> 3);
+    const unsigned shift = pos & 7;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t word;
+      std::memcpy(&word, from + i, 8);
+      word >>= shift;
+      if (shift) word |= uint64_t(uint8_t(from[i + 8])) << (64 - shift);
+      std::memcpy(at + i, &word, 8);
+    }
+    for (; i < n; ++i) {
+      uint16_t pair;
+      std::memcpy(&pair, from + i, 2);
+      at[i] = uint8_t(pair >> shift);
+    }
+    at += n;
+  }
+  template <class Word, class Next>
+  [[gnu::always_inline]] void put_each_le(uint64_t n, Next& next) {
+    for (uint64_t i = 0; i < n; ++i, at += sizeof(Word)) {
+      const Word value = Word(next());
+      std::memcpy(at, &value, sizeof(Word));
+    }
   }
 };
 
@@ -590,6 +647,44 @@ struct BitstreamCursor::FieldReader {
     pos += 6;
     return value;
   }
+  // An array of `count` fixed-width or char6 elements, `count` checked against the bits
+  // left (count * width <= limit - pos, width 6 for char6): with 64 bits more after
+  // them, no element needs the test of its own that fixed() and char6() make, so each
+  // is read from its load untested (a fixed field's mask made once). Else each is read
+  // as they read it. Neither can fail: the elements lie within the limit.
+  template <class Ops>
+  [[gnu::always_inline]] void fixed_array(OpsWriter<Ops>& out, uint64_t count, const AbbrevOp& element) {
+    const uint64_t width = element.value;
+    if (limit - pos - count * width >= 64) [[likely]] {
+      if constexpr (std::is_same_v<Ops, OperandBytes>) {
+        if (width == 8 && out.width == 1) {
+          out.put_bytes(bytes, pos, count);
+          pos += 8 * count;
+          return;
+        }
+      }
+      const uint64_t mask = (uint64_t(1) << width) - 1;
+      out.put_each(count, [&] {
+        const uint64_t value = peek(bytes, pos) & mask;
+        pos += width;
+        return value;
+      });
+    } else {
+      out.put_each(count, [&] { return fixed(element); });
+    }
+  }
+  template <class Ops>
+  [[gnu::always_inline]] void char6_array(OpsWriter<Ops>& out, uint64_t count, const AbbrevOp& element) {
+    if (limit - pos - count * 6 >= 64) [[likely]] {
+      out.put_each(count, [&] {
+        const uint64_t value = uint64_t(kChar6Alphabet[peek(bytes, pos) & 63]);
+        pos += 6;
+        return value;
+      });
+    } else {
+      out.put_each(count, [&] { return char6(element); });
+    }
+  }
   // One of Abbrev::field.
   [[gnu::always_inline]] uint64_t field(uint8_t f) {
     return f & Abbrev::kVbrField ? vbr(AbbrevOp{AbbrevOp::kVbr, uint64_t(f & ~Abbrev::kVbrField)})
@@ -667,13 +762,13 @@ template <class Ops>
   out.room(count);
   switch (element.kind) {
     case AbbrevOp::kFixed:
-      for (uint64_t i = 0; i < count; ++i) out.put(r.fixed(element));
+      r.fixed_array(out, count, element);
       break;
     case AbbrevOp::kVbr:
       for (uint64_t i = 0; i < count; ++i) out.put(r.vbr(element));
       break;
     default:  // char6, the only other element define_abbrev() allows
-      for (uint64_t i = 0; i < count; ++i) out.put(r.char6(element));
+      r.char6_array(out, count, element);
       break;
   }
   r.sync();
@@ -725,7 +820,7 @@ template <class Ops>
     } else if (element.kind == AbbrevOp::kVbr) {
       for (uint64_t i = 0; i < count; ++i) out.put(r.vbr(element));
     } else {
-      for (uint64_t i = 0; i < count; ++i) out.put(r.fixed(element));
+      r.fixed_array(out, count, element);
     }
   }
   r.sync();
