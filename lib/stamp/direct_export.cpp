@@ -2970,29 +2970,29 @@ class Materializer {
     const bool unchecked_type = c.kind == ConstKind::kInteger && r.type >= ctx_.m.types.size();
     return may_materialize(c) || unchecked_type ? kCandidate : 0;
   }
-  // The marks of the module's values (once: all are read before the first body) and of
-  // body f's own.
+  // The marks of the module's values (once: all are read before the first body), then
+  // of body f's own, by value id.
   void mark_values(const BcFunction& f) {
     const BcModule& m = ctx_.m;
-    if (module_marks_.size() != m.module_value_count) {
-      module_marks_.resize(m.module_value_count);
+    if (module_marked_ != m.module_value_count) {
+      marks_.resize(m.module_value_count);
       for (uint32_t id = 0; id < m.module_value_count; ++id)
-        module_marks_[id] = id < m.values.size() ? value_mark(m.values[id]) : kInvalid;
+        marks_[id] = id < m.values.size() ? value_mark(m.values[id]) : kInvalid;
+      module_marked_ = m.module_value_count;
     }
-    local_marks_.resize(f.values.size());
-    for (size_t i = 0; i < f.values.size(); ++i) local_marks_[i] = value_mark(f.values[i]);
+    marks_.resize(module_marked_ + f.values.size());
+    uint8_t* local = marks_.data() + module_marked_;
+    for (size_t i = 0; i < f.values.size(); ++i) local[i] = value_mark(f.values[i]);
   }
-  uint8_t mark(uint32_t id) const {
-    if (id < module_marks_.size()) return module_marks_[id];
-    const uint32_t local = id - static_cast<uint32_t>(module_marks_.size());
-    return local < local_marks_.size() ? local_marks_[local] : kInvalid;
-  }
+  uint8_t mark(uint32_t id) const { return id < marks_.size() ? marks_[id] : kInvalid; }
   // Whether the scan below can find anything: an operand anywhere in the body that is a
   // candidate or declined, or a call whose callee is out of the operands. Most bodies
   // have none, and one pass over their operands says so.
   bool needs_scan(const BcFunction& f) const {
-    for (uint32_t id : f.operands)
-      if (!(id & kBlockTag) && id != kMetadataOperand && mark(id)) return true;
+    const uint8_t* marks = marks_.data();
+    const size_t marked = marks_.size();
+    for (uint32_t id : f.operands)  // mark() in line: kInvalid past the marked ids
+      if (!(id & kBlockTag) && id != kMetadataOperand && (id >= marked || marks[id])) return true;
     for (const Inst& in : f.insts)
       if ((in.opcode == Opcode::kCall || in.opcode == Opcode::kInvoke) &&
           size_t(in.first_operand) + in.operand_count - (in.opcode == Opcode::kInvoke ? 3 : 1) >= f.operands.size())
@@ -3076,7 +3076,9 @@ class Materializer {
   ModuleContext& ctx_;
   std::unordered_map<std::string, uint32_t> pool_;
   unsigned last_unique_ = 0;
-  std::vector<uint8_t> module_marks_, local_marks_;  // mark() of each module value, each of the body's
+  // mark() of each module value, then of each of the body's: by value id.
+  std::vector<uint8_t> marks_;
+  uint32_t module_marked_ = 0;  // the module values marks_ begins with
 };
 
 // pinned_to_llvm: functions an alias or ifunc needs defined in the llvm half.
