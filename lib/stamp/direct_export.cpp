@@ -787,24 +787,36 @@ class ModuleContext {
     }
   }
 
+  // The constant `id` when klass(fn, id) is kInt, else null; it fails where klass does.
+  // Most are integer records, told without klass's other questions (the indices of
+  // every getelementptr, the count of every alloca).
+  const Constant* int_constant(uint32_t fn, uint32_t id) const {
+    if (id == kMetadataOperand) return nullptr;
+    const ValueRef& r = ref(fn, id);
+    if (r.kind != ValueKind::kConstant) return nullptr;
+    const Constant& c = m.constants.at(r.index);
+    if (c.kind == ConstKind::kInteger && is_integer(c.type)) return &c;
+    return klass(fn, id) == Class::kInt ? &c : nullptr;
+  }
+
   // A scalar integer constant's bits, zero-extended (width at most 64).
-  uint64_t int_value(uint32_t fn, uint32_t id) const {
-    const Constant& c = constant(fn, id);
+  uint64_t int_value(uint32_t fn, uint32_t id) const { return int_value(constant(fn, id)); }
+  uint64_t int_value(const Constant& c) const {
     uint64_t v = c.words.empty() ? 0 : c.words[0];
     unsigned w = type(c.type).width;
     if (w < 64) v &= (uint64_t(1) << w) - 1;
     return v;
   }
-  int64_t int_sext(uint32_t fn, uint32_t id) const {
-    uint64_t v = int_value(fn, id);
-    unsigned w = type(constant(fn, id).type).width;
+  int64_t int_sext(uint32_t fn, uint32_t id) const { return int_sext(constant(fn, id)); }
+  int64_t int_sext(const Constant& c) const {
+    uint64_t v = int_value(c);
+    unsigned w = type(c.type).width;
     if (w < 64 && w > 0 && (v >> (w - 1)) & 1) v |= ~uint64_t(0) << w;
     return static_cast<int64_t>(v);
   }
   unsigned int_width(uint32_t fn, uint32_t id) const { return type(type_of(fn, id)).width; }
   // APInt::getActiveBits of a ConstantInt.
-  unsigned active_bits(uint32_t fn, uint32_t id) const {
-    const Constant& c = constant(fn, id);
+  unsigned active_bits(const Constant& c) const {
     unsigned w = type(c.type).width;
     for (size_t i = c.words.size(); i-- > 0;) {
       uint64_t word = c.words[i];
@@ -841,9 +853,10 @@ class ModuleContext {
   bool accumulate_offset(uint32_t fn, uint32_t source, const uint32_t* indices, size_t count, uint64_t& offset) const {
     uint32_t cur = source;
     for (size_t k = 0; k < count; ++k) {
-      if (klass(fn, indices[k]) != Class::kInt) return false;
+      const Constant* index = int_constant(fn, indices[k]);
+      if (!index) return false;
       if (k > 0 && type(cur).kind == TypeKind::kStruct) {
-        uint64_t field = int_value(fn, indices[k]);
+        uint64_t field = int_value(*index);
         if (field >= type(cur).elements.size()) throw Decline{"reader: struct index out of range"};
         offset += dl.field_offset(m, cur, static_cast<uint32_t>(field));
         cur = type(cur).elements[field];
@@ -853,7 +866,7 @@ class ModuleContext {
         if (type(cur).kind != TypeKind::kArray) throw Decline{"reader: getelementptr into a vector"};
         cur = type(cur).elements.at(0);
       }
-      offset += static_cast<uint64_t>(int_sext(fn, indices[k])) * dl.alloc_size(m, cur);
+      offset += static_cast<uint64_t>(int_sext(*index)) * dl.alloc_size(m, cur);
     }
     return true;
   }
@@ -1225,15 +1238,30 @@ class FunctionExporter {
     } else if (const uint32_t local = id - module_values_; local < own_value_count_) {
       const ValueRef& r = own_values_[local];
       if (r.kind == ValueKind::kInstruction && r.index < inst_flat_.size()) {
-        op.width = ctx_.facts(r.type).operand_width;
-        if (op.width) {
+        const ModuleContext::TypeFacts& facts = ctx_.facts(r.type);
+        op.width = facts.operand_width;
+        // An aggregate result (extractvalue's, insertvalue's) as operand_slow takes it
+        // when its type gives no reason.
+        if (op.width ||
+            (facts.kind != TypeKind::kLabel && facts.kind != TypeKind::kVoid &&
+             ctx_.is_plain_aggregate(r.type, true))) {
           op.kind = kOperandValue;
           op.index = inst_flat_[r.index];
           return op;
         }
+      } else if (r.kind == ValueKind::kArgument) {
+        op.width = ctx_.facts(r.type).operand_width;
+        if (op.width) return argument_operand(r.index, op);
       }
     }
     return operand_slow(id);
+  }
+  FlatOperand argument_operand(uint32_t a, FlatOperand op) const {
+    if (!vector_arg_operand(a, op)) {
+      op.kind = kOperandArg;
+      op.index = base_arg_ + a;
+    }
+    return op;
   }
   [[gnu::noinline]] FlatOperand operand_slow(uint32_t id) {
     const uint32_t fn = fn_index_in_module_;
@@ -1266,13 +1294,7 @@ class FunctionExporter {
       op.index = inst_flat_.at(r.index);
       return op;
     }
-    if (r.kind == ValueKind::kArgument) {
-      if (!vector_arg_operand(r.index, op)) {
-        op.kind = kOperandArg;
-        op.index = base_arg_ + r.index;
-      }
-      return op;
-    }
+    if (r.kind == ValueKind::kArgument) return argument_operand(r.index, op);
     return known_operand(id, t, op);
   }
 
@@ -2167,13 +2189,11 @@ class FunctionExporter {
 
   void export_alloca(const Inst& in) {
     const uint32_t fn = fn_index_in_module_;
-    bool constant_count = in.aux != kNone && ctx_.klass(fn, in.aux) == Class::kInt;
-    if (!in.static_alloca_candidate || !constant_count) reason("dynamic alloca");
+    const Constant* count = in.aux != kNone ? ctx_.int_constant(fn, in.aux) : nullptr;
+    if (!in.static_alloca_candidate || !count) reason("dynamic alloca");
     if (in.align > 4096) reason("alloca aligned beyond 4096 bytes");
     FlatInst& fi = emit(in, kOpAlloca);
-    uint64_t elems = !constant_count         ? 1
-        : ctx_.active_bits(fn, in.aux) <= 31 ? ctx_.int_value(fn, in.aux)
-                                             : (1ull << 31);
+    uint64_t elems = !count ? 1 : ctx_.active_bits(*count) <= 31 ? ctx_.int_value(*count) : (1ull << 31);
     uint64_t elem_size = sized(in.source_type, &Layout::alloc_size);
     uint64_t size = elem_size > (1ull << 31) ? (1ull << 31) : elem_size * elems;
     if (size > (1u << 30)) reason("alloca larger than 1 GiB");
@@ -2218,8 +2238,9 @@ class FunctionExporter {
     for (uint32_t k = 1; k < in.operand_count; ++k) {
       uint32_t idx = op_id(in, k);
       if (k > 1 && ctx_.type(cur).kind == TypeKind::kStruct) {
-        if (is_materialized(idx) || ctx_.klass(fn, idx) != Class::kInt) throw Decline{"reader: struct index"};
-        uint64_t field = ctx_.int_value(fn, idx);
+        const Constant* index = is_materialized(idx) ? nullptr : ctx_.int_constant(fn, idx);
+        if (!index) throw Decline{"reader: struct index"};
+        uint64_t field = ctx_.int_value(*index);
         if (field >= ctx_.type(cur).elements.size()) throw Decline{"reader: struct index out of range"};
         constant += static_cast<int64_t>(ctx_.dl.field_offset(m_, cur, static_cast<uint32_t>(field)));
         cur = ctx_.type(cur).elements[field];
@@ -2230,10 +2251,10 @@ class FunctionExporter {
         cur = ctx_.type(cur).elements.at(0);
       }
       int64_t stride = static_cast<int64_t>(sized(cur, &Layout::alloc_size));
-      if (!is_materialized(idx) && ctx_.klass(fn, idx) == Class::kInt) {
+      if (const Constant* index = is_materialized(idx) ? nullptr : ctx_.int_constant(fn, idx)) {
         int64_t term = 0;
         if (ctx_.int_width(fn, idx) > 64) reason("getelementptr index wider than 64 bits");
-        else if (__builtin_mul_overflow(ctx_.int_sext(fn, idx), stride, &term) ||
+        else if (__builtin_mul_overflow(ctx_.int_sext(*index), stride, &term) ||
                  __builtin_add_overflow(constant, term, &constant))
           reason("getelementptr offset beyond 2 GiB");
         continue;
