@@ -553,13 +553,16 @@ void BitstreamCursor::define_abbrev() {
   }
   ++abbrevs_defined_;
   if (compile_abbrevs_) compile(a);
-  if (scopes_.back().block_id != kBlockInfoId) {
-    scopes_.back().local.push_back(std::move(a));
-    ++scopes_.back().abbrevs;
-    return;
-  }
-  if (block_info_target_ == kNoBlock) fail("DEFINE_ABBREV in BLOCKINFO before SETBID");
-  (*block_info_)[block_info_target_].push_back(std::move(a));
+  Scope& scope = scopes_.back();
+  const bool local = scope.block_id != kBlockInfoId;
+  if (!local && block_info_target_ == kNoBlock) fail("DEFINE_ABBREV in BLOCKINFO before SETBID");
+  std::vector<Abbrev>& list = local ? scope.local : (*block_info_)[block_info_target_];
+  // A block defines a few (BLOCKINFO a few for each block id): room for 8 at the first
+  // spares the regrowth of 1, 2 and 4, each a copy and a free. A definition takes 10
+  // bits at least: some 40 bytes a bit, within the 64 a record's operands may take.
+  if (list.empty()) list.reserve(8);
+  list.push_back(std::move(a));
+  if (local) ++scope.abbrevs;
 }
 
 uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {
