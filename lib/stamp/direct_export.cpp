@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -996,6 +997,11 @@ class FunctionExporter {
     known_operands_.resize(values);
     check_function();
     number_instructions();
+    // The body's arrays, asked once rather than at each instruction (as far as the
+    // compiler knows, exporting one could change them).
+    const Inst* insts = f_.insts.data();
+    const std::vector<uint32_t>* before = mat_.before.empty() ? nullptr : mat_.before.data();
+    const bool replaced = !mat_.replaced.empty(), located = !f_.debug_locs.empty();
     for (uint32_t b = 0; b < f_.block_count; ++b) {
       FlatBlock fb{static_cast<uint32_t>(insts_.size()), 0, fn_index_};
       // LLVM's exporter asks BasicBlock::hasAddressTaken before the block's instructions.
@@ -1006,14 +1012,14 @@ class FunctionExporter {
         locate({});  // the copies have no location
       }
       for (uint32_t i = block_begin(b), end = block_end(b); i < end; ++i) {
-        if (!mat_.before.empty() && !mat_.before[i].empty()) {
-          for (uint32_t load : mat_.before[i]) export_materialized_load(b, load);
+        if (before && !before[i].empty()) {
+          for (uint32_t load : before[i]) export_materialized_load(b, load);
           locate({});  // kiln's loads have no location
         }
         current_ = i;
-        if (!mat_.replaced.empty()) find_replaced(i);
-        export_inst(f_.insts[i]);
-        if (!f_.debug_locs.empty()) locate(f_.debug_locs.at(i));
+        if (replaced) find_replaced(i);
+        export_inst(insts[i]);
+        if (located) locate(f_.debug_locs.at(i));
       }
       fb.inst_count = static_cast<uint32_t>(insts_.size()) - fb.first_inst;
       blocks_.push_back(fb);
@@ -1046,9 +1052,14 @@ class FunctionExporter {
   // Flat instruction indices in export order: each instruction after the loads
   // materialized before it.
   void number_instructions() {
-    inst_flat_.assign(f_.insts.size(), 0);
     load_flat_.assign(mat_.loads.size(), 0);
     uint32_t n = base_inst_ + static_cast<uint32_t>(vector_args_.size());  // the vector arguments' copies first
+    if (mat_.before.empty()) {  // most bodies: no loads among the instructions
+      inst_flat_.resize(f_.insts.size());
+      std::iota(inst_flat_.begin(), inst_flat_.end(), n);
+      return;
+    }
+    inst_flat_.assign(f_.insts.size(), 0);
     for (uint32_t i = 0; i < f_.insts.size(); ++i) {
       if (!mat_.before.empty())
         for (uint32_t load : mat_.before[i]) load_flat_[load] = n++;
