@@ -221,8 +221,14 @@ namespace {
 // decoded here can pass 64 bits: the slow path's check is not needed.
 [[gnu::always_inline]] inline bool vbr_in_word(uint64_t word, unsigned width, uint64_t& value, unsigned& used) {
   const uint64_t more = uint64_t(1) << (width - 1);
-  uint64_t v = 0;
-  for (unsigned end = width, shift = 0; end <= 57; end += width, shift += width - 1, word >>= width) {
+  if (!(word & more)) [[likely]] {  // one chunk (a width is at most 32): most fields, tested first
+    value = word & (more - 1);
+    used = width;
+    return true;
+  }
+  uint64_t v = word & (more - 1);
+  word >>= width;
+  for (unsigned end = 2 * width, shift = width - 1; end <= 57; end += width, shift += width - 1, word >>= width) {
     v |= (word & (more - 1)) << shift;
     if (!(word & more)) {
       value = v;
