@@ -280,15 +280,19 @@ template <unsigned kWidth>
 }  // namespace
 
 uint64_t BitstreamCursor::read_vbr_slow(unsigned width) {
-  if (can_peek()) {
+  // Near a block's end (its limit, not the stream's), the load is still within the
+  // stream: a field that ends within it and within the block is taken from it, as most
+  // of a small block's are.
+  if (end_ - pos_ >= 64) {
     uint64_t value;
     unsigned used;
-    if (vbr_in_word(peek(bytes_.data(), pos_), width, value, used)) {
+    if (vbr_in_word(peek(bytes_.data(), pos_), width, value, used) && used <= limit_ - pos_) {
       pos_ += used;
       return value;
     }
   }
-  // Near the limit, or over 57 bits: chunk by chunk, each read checked.
+  // Near the stream's end or the block's, or over 57 bits: chunk by chunk, each read
+  // checked (a field the block cannot hold fails where its chunk does).
   const uint64_t more = uint64_t(1) << (width - 1);
   uint64_t piece = read(width);
   uint64_t value = piece & (more - 1);
