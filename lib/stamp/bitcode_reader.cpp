@@ -238,6 +238,8 @@ class TypeTableReader {
     Type t;
     t.kind = TypeKind::kFunction;
     t.vararg = ops_[0] != 0;
+    // Room for all at once (as many as the record's operands), not regrown at 1, 2, 4...
+    t.elements.reserve(ops_.size() - first_type);
     for (size_t i = first_type; i < ops_.size(); ++i) t.elements.push_back(type_id(ops_[i]));
     return t;
   }
@@ -258,6 +260,7 @@ class TypeTableReader {
     Type t;
     t.kind = TypeKind::kStruct;
     t.packed = ops_[0] != 0;
+    t.elements.reserve(ops_.size() - 1);  // as function()'s
     for (size_t i = 1; i < ops_.size(); ++i) t.elements.push_back(type_id(ops_[i]));
     return t;
   }
