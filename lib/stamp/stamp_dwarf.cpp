@@ -150,6 +150,16 @@ class Bytes {
     size_ += n;
   }
   void append(std::string_view v) { append(v.data(), v.size()); }
+  // An encoder's bytes written straight into the section (ByteCursor): room for `most`
+  // of them made first, with one check, and those written counted after (advance).
+  // Made aside and appended, each DIE and line-table row was a copy by a call to
+  // memcpy of a variable size.
+  char* room(size_t most) {
+    if (most > s_.size() - size_) [[unlikely]]
+      grow(most);
+    return s_.data() + size_;
+  }
+  void advance(size_t n) { size_ += n; }
   std::string take() {
     s_.resize(size_);
     return std::move(s_);
@@ -181,10 +191,10 @@ void put_le(Out& s, T v) {
   for (size_t i = 0; i < sizeof(T); ++i) bytes[i] = static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff);
   s.append(bytes, sizeof(T));
 }
-// Bytes made on the stack and appended to a section once (see put_le).
-template <size_t N>
-struct ByteBuffer {
-  char bytes[N];
+// Encoders of bytes at `bytes`, n of them so far: into a section's room (Bytes::room),
+// or a ByteBuffer's.
+struct ByteCursor {
+  char* bytes;
   size_t n = 0;
   void u8(uint8_t v) { bytes[n++] = static_cast<char>(v); }
   void uleb(uint64_t v) {
@@ -204,13 +214,31 @@ struct ByteBuffer {
   }
   void zero4() { std::memset(bytes + n, 0, 4), n += 4; }
   void append(std::string_view v) { std::memcpy(bytes + n, v.data(), v.size()), n += v.size(); }
+};
+// A section's cursor at its end, with room for `most` bytes; Bytes::advance counts them.
+ByteCursor cursor(Bytes& s, size_t most) { return ByteCursor{s.room(most)}; }
+void advance(Bytes& s, ByteCursor& c) { s.advance(c.n), c.n = 0; }
+
+// Bytes made on the stack and appended to a std::string once (see put_le).
+template <size_t N>
+struct ByteBuffer : ByteCursor {
+  char storage[N];
+  ByteBuffer() : ByteCursor{storage} {}
+  ByteBuffer(const ByteBuffer&) = delete;  // its cursor points into itself
   template <class Out>
   void flush_to(Out& s) {
-    s.append(bytes, n), n = 0;
+    s.append(storage, n), n = 0;
   }
 };
 
-// One LEB128 number straight to a section (ByteBuffer's encoders, no copy of them).
+// One LEB128 number straight to a section (ByteCursor's encoders, no copy of them),
+// or to a std::string (a variable's location expression).
+void put_uleb(Bytes& s, uint64_t v) {
+  if (v < 0x80) return put_u8(s, static_cast<uint8_t>(v));
+  ByteCursor c = cursor(s, 10);
+  c.uleb(v);
+  advance(s, c);
+}
 template <class Out>
 void put_uleb(Out& s, uint64_t v) {
   if (v < 0x80) return put_u8(s, static_cast<uint8_t>(v));
@@ -667,7 +695,7 @@ class DwarfBuilder {
   // when the step fits one, else DW_LNS_copy.
   [[gnu::always_inline]] void put_row(LineState& st, uint32_t address, const FlatDebugLocation& loc, bool prologue_end,
                                       bool is_stmt) {
-    ByteBuffer<64> b;
+    ByteCursor b = cursor(out_[kLine], 64);
     if (is_stmt != st.is_stmt) b.u8(kLnsNegateStmt), st.is_stmt = is_stmt;
     if (loc.file != st.file) b.u8(kLnsSetFile), b.uleb(loc.file), st.file = loc.file;
     if (loc.column != st.column) b.u8(kLnsSetColumn), b.uleb(loc.column), st.column = loc.column;
@@ -684,7 +712,7 @@ class DwarfBuilder {
       special = uint64_t(line_step - kLineBase) + kOpcodeBase;
     }
     b.u8(static_cast<uint8_t>(special));
-    b.flush_to(out_[kLine]);
+    advance(out_[kLine], b);
     st.address = address, st.line = loc.line;
   }
 
@@ -1399,8 +1427,9 @@ class DwarfBuilder {
   }
   void put_die_values(uint32_t code, const DieValues& die) {
     Bytes& b = out_[kInfo];
-    constexpr size_t kLongExpression = 64;  // longer ones go straight to the section
-    ByteBuffer<16 * (kLongExpression + 10) + 10> buf;
+    constexpr size_t kLongExpression = 64;  // longer ones are appended on their own
+    constexpr size_t kMostBytes = 16 * (kLongExpression + 10) + 10;
+    ByteCursor buf = cursor(b, kMostBytes);  // out_[kStr] grows below, not b
     buf.uleb(code);
     for (uint8_t k = 0; k < die.count; ++k) {
       const DieValue& v = die.values[k];
@@ -1417,8 +1446,9 @@ class DwarfBuilder {
         case kFormRef4: type_fixups_.push_back({at, static_cast<uint32_t>(v.number - 1)}), buf.zero4(); break;
         case kFormExprloc:
           if (v.text_size > kLongExpression) {
-            buf.flush_to(b);
+            advance(b, buf);
             put_uleb(b, v.text_size), b.append(v.text());
+            buf = cursor(b, kMostBytes);
           } else {
             buf.uleb(v.text_size), buf.append(v.text());
           }
@@ -1426,7 +1456,7 @@ class DwarfBuilder {
         default: fail("a DIE value of form " + std::to_string(v.form));
       }
     }
-    buf.flush_to(b);
+    advance(b, buf);
   }
 
   // DW_AT_type (or DW_AT_discr, DW_AT_containing_type) naming type `t` (1-based): none
