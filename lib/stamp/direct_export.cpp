@@ -515,6 +515,11 @@ class ModuleContext {
     return facts_[t];
   }
   [[noreturn, gnu::noinline]] static void type_out_of_range() { throw Decline{"reader: type out of range"}; }
+  // The facts of every type in the table, for a loop that reads them in place.
+  const TypeFacts* all_facts() const {
+    if (facts_count_ != m.types.size()) compute_facts();
+    return facts_.data();
+  }
   mutable uint32_t facts_count_ = 0;
   [[gnu::noinline]] void compute_facts() const {
     facts_count_ = 0;
@@ -978,8 +983,9 @@ class FunctionExporter {
     vectors_ = ctx_.has_vector_types &&
         (ctx_.module_vector_values ||
          ctx_.any_value_type(f_.values.data(), f_.values.size(), ModuleContext::vector_facts));
-    wide_ = ctx_.module_wide_values ||
-        ctx_.any_value_type(f_.values.data(), f_.values.size(), ModuleContext::wide_facts);
+    wide_ = ctx_.module_wide_values
+        ? may_touch_i128()
+        : ctx_.any_value_type(f_.values.data(), f_.values.size(), ModuleContext::wide_facts);
     base_inst_ = static_cast<uint32_t>(out_.insts.size());
     base_block_ = static_cast<uint32_t>(out_.blocks.size());
     base_operand_ = static_cast<uint32_t>(out_.operands.size());
@@ -1490,10 +1496,13 @@ class FunctionExporter {
   }
 
   // --- One instruction (export_inst of lib/flat_export.cpp).
+  // A dispatch to each kind's export, every one out of line ([[gnu::noinline]]): so
+  // this needs no frame of its own, where the ones it took in cost each instruction
+  // a frame's saves and restores.
   void export_inst(const Inst& in) {
-    if (vectors_ && computes_on_vectors(in)) return export_vector(in);
-    check_vector_use(in);
-    if (touches_i128(in)) return export_wide(in);
+    // Most bodies use no vector and no i128 (vectors_ and wide_ say so): then the
+    // questions of export_vector_or_wide are not asked.
+    if ((vectors_ || wide_) && export_vector_or_wide(in)) return;
     switch (in.opcode) {
       case Opcode::kAlloca:
         return export_alloca(in);
@@ -1533,7 +1542,7 @@ class FunctionExporter {
       case Opcode::kFPToUI:
         return export_float(in);
       case Opcode::kFRem:
-        return export_libm_call(in, "instruction frem", "frem", in.operand_count);
+        return export_frem(in);
       case Opcode::kSelect:
         return export_select(in);
       case Opcode::kZExt:
@@ -1558,14 +1567,9 @@ class FunctionExporter {
       case Opcode::kSwitch:
         return export_switch(in);
       case Opcode::kRet:
-        if (in.operand_count) emit(in, kOpRet, {operand(op_id(in, 0))});
-        else emit(in, kOpRet);
-        return;
+        return export_ret(in);
       case Opcode::kUnreachable:
-        emit(in, kOpUnreachable);
-        if (current_ > block_begin(in.block) && call_does_not_return(f_.insts[current_ - 1]))
-          insts_.back().aux = kUnreachableAfterNoreturn;
-        return;
+        return export_unreachable(in);
       case Opcode::kLandingPad:
         return export_landing_pad(in);
       case Opcode::kResume:
@@ -1575,19 +1579,52 @@ class FunctionExporter {
       case Opcode::kCatchSwitch:
       case Opcode::kCleanupRet:
       case Opcode::kCatchRet:
-        return refuse(in, "exceptions: " + std::string(opcode_name(in.opcode)));
+        return refuse_funclet(in);
       case Opcode::kAtomicRmw:
         return export_atomic_rmw(in);
       case Opcode::kAtomicCmpXchg:
         return export_cmpxchg(in);
-      case Opcode::kFence: {
-        FlatInst& fi = emit(in, kOpFence);
-        fi.aux = in.ordering == Ordering::kSeqCst && !in.single_thread;
-        return;
-      }
+      case Opcode::kFence:
+        return export_fence(in);
       default:
-        return refuse(in, std::string("instruction ") + opcode_name(in.opcode));
+        return refuse_instruction(in);
     }
+  }
+  // What export_inst asks first where a body may use vectors or i128s: true when
+  // export_vector or export_wide took the instruction.
+  [[gnu::noinline]] bool export_vector_or_wide(const Inst& in) {
+    if (vectors_ && computes_on_vectors(in)) {
+      export_vector(in);
+      return true;
+    }
+    check_vector_use(in);
+    if (touches_i128(in)) {
+      export_wide(in);
+      return true;
+    }
+    return false;
+  }
+  [[gnu::noinline]] void export_frem(const Inst& in) {
+    export_libm_call(in, "instruction frem", "frem", in.operand_count);
+  }
+  [[gnu::noinline]] void export_ret(const Inst& in) {
+    if (in.operand_count) emit(in, kOpRet, {operand(op_id(in, 0))});
+    else emit(in, kOpRet);
+  }
+  [[gnu::noinline]] void export_unreachable(const Inst& in) {
+    emit(in, kOpUnreachable);
+    if (current_ > block_begin(in.block) && call_does_not_return(f_.insts[current_ - 1]))
+      insts_.back().aux = kUnreachableAfterNoreturn;
+  }
+  [[gnu::noinline]] void refuse_funclet(const Inst& in) {
+    refuse(in, "exceptions: " + std::string(opcode_name(in.opcode)));
+  }
+  [[gnu::noinline]] void export_fence(const Inst& in) {
+    FlatInst& fi = emit(in, kOpFence);
+    fi.aux = in.ordering == Ordering::kSeqCst && !in.single_thread;
+  }
+  [[gnu::noinline]] void refuse_instruction(const Inst& in) {
+    refuse(in, std::string("instruction ") + opcode_name(in.opcode));
   }
 
   static const char* opcode_name(Opcode op) {
@@ -1657,13 +1694,49 @@ class FunctionExporter {
     if (in.opcode == Opcode::kAlloca) return false;
     if (!wide_) return false;  // no value the body uses is an i128, its own result included
     if (ctx_.is_i128(in.type)) return true;
-    uint32_t count = in.opcode == Opcode::kCall     ? (in.operand_count ? in.operand_count - 1 : 0)
-        : in.opcode == Opcode::kInvoke              ? (in.operand_count >= 3 ? in.operand_count - 3 : 0)
-                                                    : in.operand_count;
+    const uint32_t count = i128_operand_count(in);
     for (uint32_t k = 0; k < count; ++k) {
       uint32_t id = op_id(in, k);
       if (id == kMetadataOperand || (!is_materialized(id) && (id & kBlockTag))) continue;
       if (ctx_.is_i128(operand_type(id))) return true;
+    }
+    return false;
+  }
+
+  // The operands touches_i128 looks at: a call's arguments, any other instruction's all.
+  static uint32_t i128_operand_count(const Inst& in) {
+    return in.opcode == Opcode::kCall  ? (in.operand_count ? in.operand_count - 1 : 0)
+        : in.opcode == Opcode::kInvoke ? (in.operand_count >= 3 ? in.operand_count - 3 : 0)
+                                       : in.operand_count;
+  }
+  // In a module with an i128 among its values, whether touches_i128 can say yes for
+  // one of the body's instructions: only where its type or an operand's is an i128, or
+  // where it would fail (an id or a type out of range), which these cheaper questions
+  // leave to it. Most bodies of such a module name none, and export_inst then asks
+  // nothing of their operands' types. A replaced operand's load has the type of the
+  // value it replaces (Materializer::operand), which is the one asked here.
+  bool may_touch_i128() const {
+    // The arrays in locals: the loop reads them once per operand.
+    const ModuleContext::TypeFacts* facts = ctx_.all_facts();
+    const size_t types = m_.types.size();
+    auto wide_or_odd = [&](uint32_t t) { return t >= types || facts[t].operand_width == kWideBits; };
+    const uint32_t* operands = f_.operands.data();
+    const ValueRef *module_refs = m_.values.data(), *own_refs = f_.values.data();
+    const uint32_t module_values = m_.module_value_count;
+    const size_t module_refs_count = m_.values.size(), own_refs_count = f_.values.size();
+    for (const Inst& in : f_.insts) {
+      if (in.opcode == Opcode::kAlloca) continue;
+      if (wide_or_odd(in.type)) return true;
+      const uint32_t count = i128_operand_count(in);
+      for (uint32_t k = 0; k < count; ++k) {
+        const uint32_t id = operands[in.first_operand + k];
+        if (id == kMetadataOperand || (id & kBlockTag)) continue;
+        if (id >= kLoadTag) return true;  // operand_type would take it for a load
+        const ValueRef* r = id < module_values    ? (id < module_refs_count ? &module_refs[id] : nullptr)
+            : id - module_values < own_refs_count ? &own_refs[id - module_values]
+                                                  : nullptr;
+        if (!r || r->kind == ValueKind::kForward || wide_or_odd(r->type)) return true;
+      }
     }
     return false;
   }
@@ -2198,7 +2271,7 @@ class FunctionExporter {
 
   // --- Memory.
 
-  void export_alloca(const Inst& in) {
+  [[gnu::noinline]] void export_alloca(const Inst& in) {
     const uint32_t fn = fn_index_in_module_;
     const Constant* count = in.aux != kNone ? ctx_.int_constant(fn, in.aux) : nullptr;
     if (!in.static_alloca_candidate || !count) reason("dynamic alloca");
@@ -2218,7 +2291,7 @@ class FunctionExporter {
     return ctx_.is_pointer(t) && ctx_.type(t).address_space != 0;
   }
 
-  void export_load(const Inst& in) {
+  [[gnu::noinline]] void export_load(const Inst& in) {
     if (in.ordering != Ordering::kNotAtomic) check_atomic_access(in.type, in.align);
     uint32_t ptr = op_id(in, 0);
     if (pointer_in_other_space(ptr)) reason("address spaces");
@@ -2227,7 +2300,7 @@ class FunctionExporter {
     (void)fi;
   }
 
-  void export_store(const Inst& in) {
+  [[gnu::noinline]] void export_store(const Inst& in) {
     uint32_t value = op_id(in, 0), ptr = op_id(in, 1);
     uint32_t vt = operand_type(value);
     if (in.ordering != Ordering::kNotAtomic) check_atomic_access(vt, in.align);
@@ -2239,7 +2312,7 @@ class FunctionExporter {
     if (!ctx_.scalar_width(vt)) fi.aux32 = static_cast<uint32_t>(sized(vt, &Layout::store_size));
   }
 
-  void export_gep(const Inst& in) {
+  [[gnu::noinline]] void export_gep(const Inst& in) {
     if (in.vector_gep || ctx_.is_vector(in.type)) return refuse(in, "vector getelementptr");
     const uint32_t fn = fn_index_in_module_;
     emit(in, kOpGep, {operand(op_id(in, 0))});
@@ -2281,7 +2354,7 @@ class FunctionExporter {
 
   // --- Arithmetic, compares, selects, casts.
 
-  void export_binary(const Inst& in) {
+  [[gnu::noinline]] void export_binary(const Inst& in) {
     static const std::map<Opcode, uint16_t> kOps = {{Opcode::kAdd, kOpAdd},   {Opcode::kSub, kOpSub},
                                                     {Opcode::kMul, kOpMul},   {Opcode::kAnd, kOpAnd},
                                                     {Opcode::kOr, kOpOr},     {Opcode::kXor, kOpXor},
@@ -2301,7 +2374,7 @@ class FunctionExporter {
     if (in.aux < 32 || in.aux > 41) throw Decline{"reader: icmp predicate " + std::to_string(in.aux)};
     return kPred[in.aux - 32];
   }
-  void export_icmp(const Inst& in) {
+  [[gnu::noinline]] void export_icmp(const Inst& in) {
     uint8_t predicate = icmp_predicate(in);
     FlatOperand a = operand(op_id(in, 0));
     FlatOperand b = operand(op_id(in, 1));
@@ -2324,7 +2397,7 @@ class FunctionExporter {
   }
 
   // Floating point (export_float of lib/flat_export.cpp).
-  void export_float(const Inst& in) {
+  [[gnu::noinline]] void export_float(const Inst& in) {
     static const std::map<Opcode, uint8_t> kKinds = {
         {Opcode::kFAdd, kFloatAdd},          {Opcode::kFSub, kFloatSub},         {Opcode::kFMul, kFloatMul},
         {Opcode::kFDiv, kFloatDiv},          {Opcode::kFNeg, kFloatNeg},         {Opcode::kFCmp, kFloatCmp},
@@ -2367,7 +2440,7 @@ class FunctionExporter {
     }
   }
 
-  void export_select(const Inst& in) {
+  [[gnu::noinline]] void export_select(const Inst& in) {
     TypeKind k = ctx_.type(in.type).kind;
     bool aggregate = (k == TypeKind::kStruct || k == TypeKind::kArray) && ctx_.is_plain_aggregate(in.type);
     if (!ctx_.scalar_width(in.type) && !aggregate) reason("select of " + ctx_.type_name(in.type));
@@ -2378,7 +2451,7 @@ class FunctionExporter {
     if (aggregate) fi.aux32 = static_cast<uint32_t>(sized(in.type, &Layout::alloc_size));
   }
 
-  void export_cast(const Inst& in) {
+  [[gnu::noinline]] void export_cast(const Inst& in) {
     uint32_t src = op_id(in, 0);
     switch (in.opcode) {
       case Opcode::kBitCast: {
@@ -2428,7 +2501,7 @@ class FunctionExporter {
     return offset;
   }
 
-  void export_extract_value(const Inst& in) {
+  [[gnu::noinline]] void export_extract_value(const Inst& in) {
     uint32_t agg = op_id(in, 0);
     uint32_t field = kNone;
     uint64_t offset = aggregate_offset(operand_type(agg), in, &field);
@@ -2437,7 +2510,7 @@ class FunctionExporter {
     if (!fi.width) fi.aux32 = static_cast<uint32_t>(sized(field, &Layout::alloc_size));
   }
 
-  void export_insert_value(const Inst& in) {
+  [[gnu::noinline]] void export_insert_value(const Inst& in) {
     uint32_t field = kNone;
     uint64_t offset = aggregate_offset(in.type, in, &field);
     FlatOperand a = operand(op_id(in, 0));
@@ -2447,7 +2520,7 @@ class FunctionExporter {
     if (!ctx_.scalar_width(field)) fi.aux32 = static_cast<uint32_t>(sized(field, &Layout::alloc_size));
   }
 
-  void export_phi(const Inst& in) {
+  [[gnu::noinline]] void export_phi(const Inst& in) {
     emit(in, kOpPhi);
     size_t at = insts_.size() - 1;
     if (ctx_.scalar_width(in.type)) {
@@ -2471,7 +2544,7 @@ class FunctionExporter {
 
   // --- Control flow.
 
-  void export_br(const Inst& in) {
+  [[gnu::noinline]] void export_br(const Inst& in) {
     if (in.operand_count == 1) {
       emit(in, kOpBr, {operand(op_id(in, 0))});
       return;
@@ -2482,7 +2555,7 @@ class FunctionExporter {
     emit(in, kOpCondBr, {c, t, f});
   }
 
-  void export_switch(const Inst& in) {
+  [[gnu::noinline]] void export_switch(const Inst& in) {
     FlatOperand c = operand(op_id(in, 0));
     FlatOperand d = operand(op_id(in, 1));
     emit(in, kOpSwitch, {c, d});
@@ -2494,7 +2567,7 @@ class FunctionExporter {
     }
   }
 
-  void export_landing_pad(const Inst& in) {
+  [[gnu::noinline]] void export_landing_pad(const Inst& in) {
     const Type& st = ctx_.type(in.type);
     if (st.kind != TypeKind::kStruct || st.elements.size() != 2 || !ctx_.is_pointer(st.elements[0]) ||
         !(ctx_.is_integer(st.elements[1]) && ctx_.type(st.elements[1]).width == 32))
@@ -2518,7 +2591,7 @@ class FunctionExporter {
     fi.slot_size = 16;
   }
 
-  void export_resume(const Inst& in) {
+  [[gnu::noinline]] void export_resume(const Inst& in) {
     FlatOperand resume{};
     resume.kind = kOperandSymbol;
     resume.width = 64;
@@ -2530,7 +2603,7 @@ class FunctionExporter {
 
   // --- Atomics.
 
-  void export_atomic_rmw(const Inst& in) {
+  [[gnu::noinline]] void export_atomic_rmw(const Inst& in) {
     uint32_t ptr = op_id(in, 0), val = op_id(in, 1);
     check_atomic_access(operand_type(val), in.align);
     if (pointer_in_other_space(ptr)) reason("address spaces");
@@ -2548,7 +2621,7 @@ class FunctionExporter {
     else throw Decline{"reader: atomicrmw operation " + std::to_string(in.aux)};
   }
 
-  void export_cmpxchg(const Inst& in) {
+  [[gnu::noinline]] void export_cmpxchg(const Inst& in) {
     uint32_t ptr = op_id(in, 0), cmp = op_id(in, 1), nv = op_id(in, 2);
     check_atomic_access(operand_type(cmp), in.align);
     if (pointer_in_other_space(ptr)) reason("address spaces");
@@ -2617,7 +2690,7 @@ class FunctionExporter {
     return fa && fa->function.has(kAttrNoReturn);
   }
 
-  void export_call(const Inst& in) {
+  [[gnu::noinline]] void export_call(const Inst& in) {
     const bool invoke = in.opcode == Opcode::kInvoke;
     const uint32_t arg_count = in.operand_count - (invoke ? 3 : 1);
     if (in.operand_count < (invoke ? 3u : 1u)) throw Decline{"reader: call operands"};
