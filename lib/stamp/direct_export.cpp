@@ -231,10 +231,17 @@ class DebugInterner {
     if (sp.present && sp.node) function_of_subprogram_.emplace(sp.node, fn + 1);
     // No reserve() here: reserving each function's exact need would move the module's
     // locations once per function (quadratic); push_back's doubling does not.
-    uint32_t reader = 0, flat = 0;  // the last file: a body's locations mostly share one
+    // The last file, inlined site and block, each asked again only when a location's
+    // differs: a body's locations mostly share them with the one before, and once an
+    // entry is interned, asking for it again returns the same number and changes nothing.
+    uint32_t reader = 0, flat = 0;
+    uint32_t callee = 0, call = 0, site = 0;
+    uint32_t reader_block = 0, flat_block = 0;  // block(0) is 0
     for (const BcDebugLoc& l : locs) {
       if (l.file != reader) reader = l.file, flat = file(l.file, out);
-      out.locations.push_back({flat, l.line, l.column, l.call ? call_site(l, out) : 0, block(l.block, out)});
+      if (l.call && (l.call != call || l.callee != callee)) call = l.call, callee = l.callee, site = call_site(l, out);
+      if (l.block != reader_block) reader_block = l.block, flat_block = block(l.block, out);
+      out.locations.push_back({flat, l.line, l.column, l.call ? site : 0, flat_block});
     }
     if (out.emission == DebugEmission::full && sp.present) variables(f, inst_flat, fn, out);
   }
@@ -1100,7 +1107,8 @@ class FunctionExporter {
   // The flat instructions emitted since the last call come from an instruction at `loc`.
   void locate(const BcDebugLoc& loc) {
     if (!m_.debug.dwarf_version) return;
-    while (flat_locs_.size() < insts_.size() - base_inst_) flat_locs_.push_back(loc);
+    const size_t flat = insts_.size() - base_inst_;  // most often one more than located
+    for (size_t located = flat_locs_.size(); located < flat; ++located) flat_locs_.push_back(loc);
   }
 
   // The function's subprogram and its instructions' locations, only for a function that
