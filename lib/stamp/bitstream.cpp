@@ -66,6 +66,21 @@ struct OpsWriter<RecordOps> {
     for (uint64_t i = 0; i < n; ++i) put(next());
   }
 };
+// A RecordOps for a reader whose unabbreviated records' fields are often three VBR6
+// chunks long (the debug metadata's: line numbers, metadata ids in the thousands):
+// they are tested for a third chunk before the general path. For a function block's
+// records (relative ids and type ids, most two chunks at most) that test cost more than
+// it spared, in registers as much as in instructions, at debug info 2 as well.
+struct LongFieldOps {
+  RecordOps& ops;
+  void clear() { ops.clear(); }
+  bool empty() const { return ops.empty(); }
+  uint64_t operator[](size_t i) const { return ops[i]; }
+};
+template <>
+struct OpsWriter<LongFieldOps> : OpsWriter<RecordOps> {
+  explicit OpsWriter(LongFieldOps& o) : OpsWriter<RecordOps>{o.ops} {}
+};
 // An OperandBytes's record goes to its bytes, `width` of them an operand, or to its
 // operands, eight bytes each (the host is little-endian like the stream): start_record()
 // chose where when the code was read.
@@ -242,7 +257,9 @@ namespace {
 // The same for a width known at compile time (VBR6: unabbreviated records, array
 // counts and most abbreviated fields). The first continuation bit that is clear gives
 // the field's length; chunk i's payload then moves right by i bits into the value.
-template <unsigned kWidth>
+// kThree: a third chunk is tested for before the general path, for records whose fields
+// are often that long (see LongFieldOps).
+template <unsigned kWidth, bool kThree = false>
 [[gnu::always_inline]] inline bool vbr_in_word(uint64_t word, uint64_t& value, unsigned& used) {
   constexpr uint64_t kMore = uint64_t(1) << (kWidth - 1), kPayload = kMore - 1;
   constexpr uint64_t kContinues = [] {
@@ -261,17 +278,26 @@ template <unsigned kWidth>
     used = 2 * kWidth;
     return true;
   }
+  if constexpr (kThree) {
+    v |= (word >> 2) & (kPayload << 2 * (kWidth - 1));
+    if (!(word & kMore << 2 * kWidth)) [[likely]] {
+      value = v;
+      used = 3 * kWidth;
+      return true;
+    }
+  }
   uint64_t last = ~word & kContinues;
   if (!last) return false;
   unsigned end = unsigned(std::countr_zero(last)) + 1;
-  // Chunks 2 on, unrolled: each is taken while it ends within the field, and the fold
-  // stops at the first that does not.
+  // The chunks after those taken, unrolled: each is taken while it ends within the
+  // field, and the fold stops at the first that does not.
   static_assert(57 / kWidth == 9, "the chunks below are VBR6's nine");
   auto gather = [&]<unsigned... kChunk>(std::integer_sequence<unsigned, kChunk...>) {
     (void)(((kChunk + 1) * kWidth <= end && (v |= (word >> kChunk) & (kPayload << kChunk * (kWidth - 1)), true)) &&
            ...);
   };
-  gather(std::integer_sequence<unsigned, 2, 3, 4, 5, 6, 7, 8>{});
+  if constexpr (kThree) gather(std::integer_sequence<unsigned, 3, 4, 5, 6, 7, 8>{});
+  else gather(std::integer_sequence<unsigned, 2, 3, 4, 5, 6, 7, 8>{});
   value = v;
   used = end;
   return true;
@@ -848,10 +874,11 @@ template <class Ops>
   const char* bytes = bytes_.data();
   const uint64_t limit = limit_;
   uint64_t pos = pos_;
+  constexpr bool kThree = std::is_same_v<Ops, LongFieldOps>;
   auto vbr6 = [&] {
     uint64_t value;
     unsigned used;
-    if (limit - pos >= 64 && vbr_in_word<6>(peek(bytes, pos), value, used)) [[likely]] {
+    if (limit - pos >= 64 && vbr_in_word<6, kThree>(peek(bytes, pos), value, used)) [[likely]] {
       pos += used;
       return value;
     }
@@ -880,7 +907,7 @@ template <class Ops>
     unsigned used = 0;
     if (limit - pos >= 64) [[likely]] {
       uint64_t word = peek(bytes, pos), value;
-      for (unsigned n; vbr_in_word<6>(word, value, n) && used + n <= 57;) {
+      for (unsigned n; vbr_in_word<6, kThree>(word, value, n) && used + n <= 57;) {
         out.put(value);
         word >>= n;
         used += n;
@@ -963,7 +990,8 @@ uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, RecordOps& ops) {
 }
 
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, RecordOps& ops, std::string_view* blob, CodeFilter wanted) {
-  return read_record_into(abbrev_id, ops, blob, wanted);
+  LongFieldOps long_fields{ops};  // the debug metadata reader's records
+  return read_record_into(abbrev_id, long_fields, blob, wanted);
 }
 
 uint32_t BitstreamCursor::read_record(uint32_t abbrev_id, OperandBytes& ops) {
