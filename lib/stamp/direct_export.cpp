@@ -522,6 +522,22 @@ class ModuleContext {
     return facts_[t];
   }
   [[noreturn, gnu::noinline]] static void type_out_of_range() { throw Decline{"reader: type out of range"}; }
+  // Per module value id: whether it is an i128, or one that touches_i128 would fail on
+  // (none, forward, a type out of range); made once per module (its values are all
+  // read before the first body).
+  const uint8_t* module_i128() const {
+    if (module_i128_.size() != m.module_value_count) {
+      const TypeFacts* f = all_facts();
+      module_i128_.resize(m.module_value_count);
+      for (uint32_t id = 0; id < m.module_value_count; ++id) {
+        const ValueRef* r = id < m.values.size() ? &m.values[id] : nullptr;
+        module_i128_[id] =
+            !r || r->kind == ValueKind::kForward || r->type >= m.types.size() || f[r->type].operand_width == kWideBits;
+      }
+    }
+    return module_i128_.data();
+  }
+  mutable std::vector<uint8_t> module_i128_;
   // The facts of every type in the table, for a loop that reads them in place.
   const TypeFacts* all_facts() const {
     if (facts_count_ != m.types.size()) compute_facts();
@@ -1719,32 +1735,29 @@ class FunctionExporter {
   }
   // In a module with an i128 among its values, whether touches_i128 can say yes for
   // one of the body's instructions: only where its type or an operand's is an i128, or
-  // where it would fail (an id or a type out of range), which these cheaper questions
-  // leave to it. Most bodies of such a module name none, and export_inst then asks
-  // nothing of their operands' types. A replaced operand's load has the type of the
-  // value it replaces (Materializer::operand), which is the one asked here.
+  // where it would fail (an id or a type out of range, a forward value), which these
+  // cheaper questions leave to it. Most bodies of such a module name none, and
+  // export_inst then asks nothing of their operands' types. It looks at every operand,
+  // the callees' and the invokes' blocks too (more than touches_i128 asks, never less);
+  // a replaced operand's load has the type of the value it replaces
+  // (Materializer::operand), which is the one asked here.
   bool may_touch_i128() const {
-    // The arrays in locals: the loop reads them once per operand.
+    const uint8_t* module_i128 = ctx_.module_i128();
     const ModuleContext::TypeFacts* facts = ctx_.all_facts();
     const size_t types = m_.types.size();
     auto wide_or_odd = [&](uint32_t t) { return t >= types || facts[t].operand_width == kWideBits; };
-    const uint32_t* operands = f_.operands.data();
-    const ValueRef *module_refs = m_.values.data(), *own_refs = f_.values.data();
+    // The body's own values: with none an i128 (nor forward), an operand among them
+    // needs no more look.
+    for (const ValueRef& r : f_.values)
+      if (r.kind == ValueKind::kForward || wide_or_odd(r.type)) return true;
+    for (const Inst& in : f_.insts)
+      if (in.opcode != Opcode::kAlloca && wide_or_odd(in.type)) return true;
     const uint32_t module_values = m_.module_value_count;
-    const size_t module_refs_count = m_.values.size(), own_refs_count = f_.values.size();
-    for (const Inst& in : f_.insts) {
-      if (in.opcode == Opcode::kAlloca) continue;
-      if (wide_or_odd(in.type)) return true;
-      const uint32_t count = i128_operand_count(in);
-      for (uint32_t k = 0; k < count; ++k) {
-        const uint32_t id = operands[in.first_operand + k];
-        if (id == kMetadataOperand || (id & kBlockTag)) continue;
-        if (id >= kLoadTag) return true;  // operand_type would take it for a load
-        const ValueRef* r = id < module_values    ? (id < module_refs_count ? &module_refs[id] : nullptr)
-            : id - module_values < own_refs_count ? &own_refs[id - module_values]
-                                                  : nullptr;
-        if (!r || r->kind == ValueKind::kForward || wide_or_odd(r->type)) return true;
-      }
+    const size_t own = f_.values.size();
+    for (const uint32_t id : f_.operands) {
+      if (id == kMetadataOperand || (id & kBlockTag)) continue;
+      // operand_type takes an id with kLoadTag for a load's
+      if (id < module_values ? module_i128[id] : id >= kLoadTag || id - module_values >= own) return true;
     }
     return false;
   }
