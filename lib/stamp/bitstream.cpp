@@ -66,11 +66,12 @@ struct OpsWriter<RecordOps> {
     for (uint64_t i = 0; i < n; ++i) put(next());
   }
 };
-// A RecordOps for a reader whose unabbreviated records' fields are often three VBR6
-// chunks long (the debug metadata's: line numbers, metadata ids in the thousands):
-// they are tested for a third chunk before the general path. For a function block's
-// records (relative ids and type ids, most two chunks at most) that test cost more than
-// it spared, in registers as much as in instructions, at debug info 2 as well.
+// A RecordOps for a reader whose records' VBR6 fields are often three chunks long (the
+// debug metadata's: line numbers, metadata ids in the thousands): in unabbreviated
+// records and compiled abbreviations alike, they are tested for a third chunk before
+// the general path. For a function block's records (relative ids and type ids, most two
+// chunks at most) that test cost more than it spared, in registers as much as in
+// instructions, at debug info 2 as well.
 struct LongFieldOps {
   RecordOps& ops;
   void clear() { ops.clear(); }
@@ -836,7 +837,9 @@ template <class Ops>
       if (*f & Abbrev::kVbrField) {
         const unsigned width = *f & ~Abbrev::kVbrField;
         unsigned used;
-        if (!(width == 6 ? vbr_in_word<6>(word, value, used) : vbr_in_word(word, width, value, used))) break;
+        if (!(width == 6 ? vbr_in_word<6, std::is_same_v<Ops, LongFieldOps>>(word, value, used)
+                         : vbr_in_word(word, width, value, used)))
+          break;
         r.pos += used;
       } else {
         value = word & ((uint64_t(1) << *f) - 1);
