@@ -569,8 +569,13 @@ class ConstantsReader {
 
   // The record's operands: its elements when it was read as bytes.
   size_t operand_count() const { return record_.in_bytes ? bytes_.size() / record_.width : ops_.size(); }
+  // Inline, its failure out of line: most constants' records go through it.
   void need(size_t n, const char* what) {
-    if (operand_count() < n) c_.fail(std::string("short ") + what + " constant record");
+    if (operand_count() < n) [[unlikely]]
+      short_record(what);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void short_record(const char* what) const {
+    c_.fail(std::string("short ") + what + " constant record");
   }
   uint32_t value_id(uint64_t id) {
     if (id >= kMetadataOperand) c_.fail("constant operand " + std::to_string(id) + " is no value");
