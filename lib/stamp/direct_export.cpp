@@ -954,6 +954,9 @@ struct ExportScratch {
   // module, the body's own cleared for each body.
   std::vector<uint8_t> known;
   std::vector<FlatOperand> known_operands;
+  // FunctionExporter::alloc_size_of's and store_size_of's, by type id (kUnknownSize:
+  // not yet asked, or failed).
+  std::vector<uint64_t> alloc_sizes, store_sizes;
 };
 
 // The flat symbol of global `gi` (lib/flat_export.cpp's symbol_index): the index its
@@ -994,6 +997,8 @@ class FunctionExporter {
         library_by_address_(scratch.library_by_address),
         known_(scratch.known),
         known_operands_(scratch.known_operands),
+        alloc_sizes_(scratch.alloc_sizes),
+        store_sizes_(scratch.store_sizes),
         insts_(out.insts),
         operands_(out.operands),
         blocks_(out.blocks) {}
@@ -1481,7 +1486,7 @@ class FunctionExporter {
   }
   // The slot of a result that is no scalar (none for void).
   [[gnu::noinline]] uint32_t result_slot_size(uint32_t t) const {
-    return ctx_.is_void(t) ? 0 : round8(sized(t, &Layout::alloc_size));
+    return ctx_.is_void(t) ? 0 : round8(alloc_size_of(t));
   }
   [[gnu::always_inline]] FlatInst& emit(const Inst& in, uint16_t op, std::initializer_list<FlatOperand> ops = {}) {
     return emit_typed(in.block, in.type, op, ops);
@@ -1503,6 +1508,20 @@ class FunctionExporter {
         return (ctx_.dl.*fn)(m_, t);
     }
   }
+  // sized(t, &Layout::alloc_size) and sized(t, &Layout::store_size), kept per type id
+  // for the module: asked at every aggregate result, getelementptr index, alloca, and
+  // load or store of an aggregate. A size that fails is not kept (it fails again).
+  uint64_t alloc_size_of(uint32_t t) const { return size_of(t, alloc_sizes_, &Layout::alloc_size); }
+  uint64_t store_size_of(uint32_t t) const { return size_of(t, store_sizes_, &Layout::store_size); }
+  static constexpr uint64_t kUnknownSize = ~uint64_t(0);
+  uint64_t size_of(uint32_t t, std::vector<uint64_t>& known,
+                   uint64_t (Layout::*fn)(const BcModule&, uint32_t) const) const {
+    if (t < known.size() && known[t] != kUnknownSize) return known[t];
+    const uint64_t size = sized(t, fn);
+    if (known.size() < m_.types.size()) known.resize(m_.types.size(), kUnknownSize);
+    if (t < known.size()) known[t] = size;
+    return size;
+  }
   void add_operand(FlatInst& fi, const FlatOperand& o) {
     operands_.push_back(o);
     fi.operand_count++;
@@ -1515,7 +1534,7 @@ class FunctionExporter {
     ptr.width = 64;
     ptr.index = symbol(l.global);
     FlatInst& fi = emit_typed(block, l.type, kOpLoad, {ptr});
-    if (!fi.width) fi.aux32 = static_cast<uint32_t>(sized(l.type, &Layout::store_size));
+    if (!fi.width) fi.aux32 = static_cast<uint32_t>(store_size_of(l.type));
     if (ctx_.is_i128(l.type)) fi.width = kWideBits;  // a wide constant's load, as export_wide's
   }
 
@@ -2262,9 +2281,9 @@ class FunctionExporter {
       return;
     }
     const uint32_t to = vector_lane_width(t);
-    if (lane >= 8 && to >= 8 && sized(from, &Layout::alloc_size) == sized(t, &Layout::alloc_size)) {
+    if (lane >= 8 && to >= 8 && alloc_size_of(from) == alloc_size_of(t)) {
       FlatInst& fi = emit(in, kOpExtract, {vector_operand(op_id(in, 0))});
-      fi.aux32 = static_cast<uint32_t>(sized(t, &Layout::alloc_size));
+      fi.aux32 = static_cast<uint32_t>(alloc_size_of(t));
       return;
     }
     reason("vectors");
@@ -2299,7 +2318,7 @@ class FunctionExporter {
     if (in.align > 4096) reason("alloca aligned beyond 4096 bytes");
     FlatInst& fi = emit(in, kOpAlloca);
     uint64_t elems = !count ? 1 : ctx_.active_bits(*count) <= 31 ? ctx_.int_value(*count) : (1ull << 31);
-    uint64_t elem_size = sized(in.source_type, &Layout::alloc_size);
+    uint64_t elem_size = alloc_size_of(in.source_type);
     uint64_t size = elem_size > (1ull << 31) ? (1ull << 31) : elem_size * elems;
     if (size > (1u << 30)) reason("alloca larger than 1 GiB");
     insts_.back().aux32 = static_cast<uint32_t>(size);
@@ -2317,7 +2336,7 @@ class FunctionExporter {
     uint32_t ptr = op_id(in, 0);
     if (pointer_in_other_space(ptr)) reason("address spaces");
     FlatInst& fi = emit(in, kOpLoad, {operand(ptr)});
-    if (!insts_.back().width) insts_.back().aux32 = static_cast<uint32_t>(sized(in.type, &Layout::store_size));
+    if (!insts_.back().width) insts_.back().aux32 = static_cast<uint32_t>(store_size_of(in.type));
     (void)fi;
   }
 
@@ -2330,7 +2349,7 @@ class FunctionExporter {
     FlatOperand p = operand(ptr);
     FlatInst& fi = emit(in, kOpStore, {v, p});
     if (in.ordering == Ordering::kSeqCst && !in.single_thread) fi.aux = kStoreSeqCst;
-    if (!ctx_.scalar_width(vt)) fi.aux32 = static_cast<uint32_t>(sized(vt, &Layout::store_size));
+    if (!ctx_.scalar_width(vt)) fi.aux32 = static_cast<uint32_t>(store_size_of(vt));
   }
 
   [[gnu::noinline]] void export_gep(const Inst& in) {
@@ -2355,7 +2374,7 @@ class FunctionExporter {
         if (ctx_.type(cur).kind != TypeKind::kArray) throw Decline{"reader: getelementptr into a vector"};
         cur = ctx_.type(cur).elements.at(0);
       }
-      int64_t stride = static_cast<int64_t>(sized(cur, &Layout::alloc_size));
+      int64_t stride = static_cast<int64_t>(alloc_size_of(cur));
       if (const Constant* index = is_materialized(idx) ? nullptr : ctx_.int_constant(fn, idx)) {
         int64_t term = 0;
         if (ctx_.int_width(fn, idx) > 64) reason("getelementptr index wider than 64 bits");
@@ -2469,7 +2488,7 @@ class FunctionExporter {
     FlatOperand t = operand(op_id(in, 1));
     FlatOperand f = operand(op_id(in, 2));
     FlatInst& fi = emit(in, kOpSelect, {c, t, f});
-    if (aggregate) fi.aux32 = static_cast<uint32_t>(sized(in.type, &Layout::alloc_size));
+    if (aggregate) fi.aux32 = static_cast<uint32_t>(alloc_size_of(in.type));
   }
 
   [[gnu::noinline]] void export_cast(const Inst& in) {
@@ -2513,7 +2532,7 @@ class FunctionExporter {
         t = ty.elements[idx];
       } else if (ty.kind == TypeKind::kArray) {
         t = ty.elements.at(0);
-        offset += sized(t, &Layout::alloc_size) * idx;
+        offset += alloc_size_of(t) * idx;
       } else {
         throw Decline{"reader: aggregate index into " + ctx_.type_name(t)};
       }
@@ -2528,7 +2547,7 @@ class FunctionExporter {
     uint64_t offset = aggregate_offset(operand_type(agg), in, &field);
     FlatInst& fi = emit(in, kOpExtract, {operand(agg)});
     fi.imm = static_cast<int64_t>(offset);
-    if (!fi.width) fi.aux32 = static_cast<uint32_t>(sized(field, &Layout::alloc_size));
+    if (!fi.width) fi.aux32 = static_cast<uint32_t>(alloc_size_of(field));
   }
 
   [[gnu::noinline]] void export_insert_value(const Inst& in) {
@@ -2538,7 +2557,7 @@ class FunctionExporter {
     FlatOperand v = operand(op_id(in, 1));
     FlatInst& fi = emit(in, kOpInsert, {a, v});
     fi.imm = static_cast<int64_t>(offset);
-    if (!ctx_.scalar_width(field)) fi.aux32 = static_cast<uint32_t>(sized(field, &Layout::alloc_size));
+    if (!ctx_.scalar_width(field)) fi.aux32 = static_cast<uint32_t>(alloc_size_of(field));
   }
 
   [[gnu::noinline]] void export_phi(const Inst& in) {
@@ -2551,7 +2570,7 @@ class FunctionExporter {
       insts_[at].aux32 = 16;
       insts_[at].slot_size = 32;
     } else {
-      uint32_t bytes = static_cast<uint32_t>(sized(in.type, &Layout::alloc_size));
+      uint32_t bytes = static_cast<uint32_t>(alloc_size_of(in.type));
       insts_[at].aux32 = bytes;
       insts_[at].slot_size = 2 * round8(bytes);
     }
@@ -2988,6 +3007,7 @@ class FunctionExporter {
   std::vector<std::pair<const char*, uint32_t>>& library_by_address_;
   std::vector<uint8_t>& known_;
   std::vector<FlatOperand>& known_operands_;
+  std::vector<uint64_t>&alloc_sizes_, &store_sizes_;
   size_t reason_calls_ = 0;  // reason() calls: known_operand keeps what gave none
   uint32_t module_values_ = 0, own_value_count_ = 0;  // operand()'s view of the body's values
   const ValueRef* own_values_ = nullptr;
