@@ -1279,9 +1279,8 @@ class FunctionExporter {
         op.index = base_block_ + b;
         return op;
       }
-    } else if (id < known_.size() && known_[id] && known_operands_[id].width) {
-      return known_operands_[id];
     } else if (const uint32_t local = id - module_values_; local < own_value_count_) {
+      // The body's instructions and arguments first, the most operands (never known_'s).
       const ValueRef& r = own_values_[local];
       if (r.kind == ValueKind::kInstruction && r.index < inst_flat_.size()) {
         const ModuleContext::TypeFacts& facts = ctx_.facts(r.type);
@@ -1300,6 +1299,7 @@ class FunctionExporter {
         if (op.width) return argument_operand(r.index, op);
       }
     }
+    if (!(id & kBlockTag) && id < known_.size() && known_[id] && known_operands_[id].width) return known_operands_[id];
     return operand_slow(id);
   }
   FlatOperand argument_operand(uint32_t a, FlatOperand op) const {
