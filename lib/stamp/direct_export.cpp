@@ -3083,8 +3083,13 @@ class Materializer {
     mark_values(f);
     Materialized mat;  // `before` is sized at the first load: most bodies have none
     if (!needs_scan(f)) return mat;
-    for (uint32_t i = 0; i < f.insts.size(); ++i) {
-      const Inst& in = f.insts[i];
+    // The arrays in locals: as far as the compiler knows, making a load could move them.
+    const Inst* insts = f.insts.data();
+    const uint32_t* operands = f.operands.data();
+    const uint8_t* marks = marks_.data();
+    const size_t inst_count = f.insts.size(), marked = marks_.size();
+    for (uint32_t i = 0; i < inst_count; ++i) {
+      const Inst& in = insts[i];
       if (in.opcode == Opcode::kLandingPad || in.opcode == Opcode::kSwitch) continue;
       // Whether an intrinsic call keeps its constants is asked at its first candidate
       // operand; an invalid callee is still declined here, as always.
@@ -3094,9 +3099,9 @@ class Materializer {
       // A shufflevector's mask is a third operand in the reader's IR, not in LLVM's.
       const uint32_t count = in.opcode == Opcode::kShuffleVector ? std::min(in.operand_count, 2u) : in.operand_count;
       for (uint32_t k = 0; k < count; ++k) {
-        uint32_t id = f.operands[in.first_operand + k];
+        uint32_t id = operands[in.first_operand + k];
         if (id == kMetadataOperand || (id & kBlockTag)) continue;
-        if (!(mark(id) & (kCandidate | kInvalid))) continue;
+        if (id < marked && !(marks[id] & (kCandidate | kInvalid))) continue;  // mark(id), kInvalid past them
         if (keeps < 0) keeps = keeps_constants(fn, in);
         operand(fn, f, in, i, k, keeps, mat);
       }
@@ -3126,9 +3131,12 @@ class Materializer {
         marks_[id] = id < m.values.size() ? value_mark(m.values[id]) : kInvalid;
       module_marked_ = m.module_value_count;
     }
-    marks_.resize(module_marked_ + f.values.size());
+    // The values in locals: a mark's store could be to them, as far as the compiler knows.
+    const ValueRef* values = f.values.data();
+    const size_t count = f.values.size();
+    marks_.resize(module_marked_ + count);
     uint8_t* local = marks_.data() + module_marked_;
-    for (size_t i = 0; i < f.values.size(); ++i) local[i] = value_mark(f.values[i]);
+    for (size_t i = 0; i < count; ++i) local[i] = value_mark(values[i]);
   }
   uint8_t mark(uint32_t id) const { return id < marks_.size() ? marks_[id] : kInvalid; }
   // Whether the scan below can find anything: an operand anywhere in the body that is a
