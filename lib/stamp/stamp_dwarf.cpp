@@ -1175,11 +1175,15 @@ class DwarfBuilder {
       scope_variables_.push_back({scope_key(var.inline_site, var.block), v});
       want_blocks(var.inline_site, var.block);
     }
-    // Parameters by number first, then the other variables in order.
-    std::stable_sort(scope_variables_.begin(), scope_variables_.end(), [&](const auto& x, const auto& y) {
+    // Parameters by number first, then the other variables in order. The variables were
+    // pushed in order, so with the index as the last key std::sort gives what a stable
+    // sort by (scope, parameter number) gives, without the buffer std::stable_sort
+    // allocated at every call (a few variables a function).
+    auto arg_rank = [&](uint32_t v) { return d_.variables[v].arg ? uint64_t(d_.variables[v].arg) : uint64_t(1) << 32; };
+    std::sort(scope_variables_.begin(), scope_variables_.end(), [&](const ScopeEntry& x, const ScopeEntry& y) {
       if (x.first != y.first) return x.first < y.first;
-      const uint32_t ax = d_.variables[x.second].arg, ay = d_.variables[y.second].arg;
-      return ax && (!ay || ax < ay);
+      const uint64_t rx = arg_rank(x.second), ry = arg_rank(y.second);
+      return rx != ry ? rx < ry : x.second < y.second;
     });
     for (uint32_t s : used_sites_) want_blocks(d_.inline_sites[s - 1].parent, d_.inline_sites[s - 1].block);
     if (scope_keys_.size() == bodies && scope_variables_.empty()) return;
