@@ -1255,12 +1255,15 @@ class FunctionExporter {
     replaced_ = mat_.replaced.data() + (first - mat_.replaced.begin());
     replaced_end_ = mat_.replaced.data() + (last - mat_.replaced.begin());
   }
-  uint32_t operand_type(uint32_t id) const {
+  [[gnu::always_inline]] uint32_t operand_type(uint32_t id) const {
     // The body's own values first, as operand() takes them (no id with a tag is among them).
     if (const uint32_t local = id - module_values_; local < own_value_count_) {
       const ValueRef& r = own_values_[local];
       if (r.kind != ValueKind::kForward) return r.type;
     }
+    return operand_type_slow(id);
+  }
+  [[gnu::noinline]] uint32_t operand_type_slow(uint32_t id) const {
     if (id != kMetadataOperand && (id & kBlockTag)) throw Decline{"reader: block used as a value"};
     if (id != kMetadataOperand && (id & kLoadTag) && id >= kLoadTag) return mat_.loads.at(id & ~kLoadTag).type;
     return ctx_.type_of(fn_index_in_module_, id);
@@ -2782,12 +2785,16 @@ class FunctionExporter {
         call_attrs = attrs(in.attributes);
         if (callee_fn != kNone) callee_attrs = attrs(m_.globals[ctx_.globals[callee_fn].source].attributes);
       }
-      const AttrSet pa = param_attrs(call_attrs, callee_attrs, a);
-      if (pa.has(kAttrByVal) || pa.has(kAttrInAlloca) || pa.has(kAttrPreallocated))
-        reason("byval, inalloca or preallocated call argument");
+      bool sign_extended = false;
+      if (call_attrs || callee_attrs) {  // without either list, no attribute to ask of
+        const AttrSet pa = param_attrs(call_attrs, callee_attrs, a);
+        if (pa.has(kAttrByVal) || pa.has(kAttrInAlloca) || pa.has(kAttrPreallocated))
+          reason("byval, inalloca or preallocated call argument");
+        sign_extended = pa.has(kAttrSExt);
+      }
       // A vector's value or zero (its flags name its register class and size).
       FlatOperand o = vector_bytes ? vector_operand(v) : operand(v);
-      if (pa.has(kAttrSExt)) o.flags |= kOperandSignExt;
+      if (sign_extended) o.flags |= kOperandSignExt;
       if (ctx_.is_float_or_double(t)) o.flags |= kOperandFloat;
       if (vector_bytes) o.flags = kOperandFloat | (vector_bytes == 32 ? kOperandVector256 : kOperandVector);
       add_operand(insts_[at], o);
