@@ -1361,6 +1361,12 @@ class FunctionExporter {
 
   void constant_operand(uint32_t id, uint32_t t, FlatOperand& op) {
     const uint32_t fn = fn_index_in_module_;
+    // An integer record, the commonest (a body's own constants come anew in each body),
+    // without klass's other questions: klass says kInt of it.
+    if (id != kMetadataOperand && ctx_.ref(fn, id).kind == ValueKind::kConstant) {
+      const Constant& c = ctx_.constant(fn, id);
+      if (c.kind == ConstKind::kInteger && ctx_.is_integer(c.type)) return scalar_constant(c, op);
+    }
     int vid = -1;
     switch (ctx_.klass(fn, id, &vid)) {
       case Class::kInstruction:
@@ -1368,7 +1374,7 @@ class FunctionExporter {
         break;  // taken above
       case Class::kInt:
       case Class::kFP:
-        scalar_constant(fn, id, op);
+        scalar_constant(ctx_.constant(fn, id), op);
         break;
       case Class::kNullPtr:
         op.kind = kOperandConst;
@@ -1408,13 +1414,12 @@ class FunctionExporter {
     }
   }
 
-  void scalar_constant(uint32_t fn, uint32_t id, FlatOperand& op) {
+  void scalar_constant(const Constant& c, FlatOperand& op) {
     op.kind = kOperandConst;
-    const Constant& c = ctx_.constant(fn, id);
     if (ctx_.is_integer(c.type)) {
       if (ctx_.type(c.type).width == kWideBits) return wide_constant(c, op);
       if (ctx_.type(c.type).width > 64) return reason("integer constant wider than 64 bits");
-      op.imm = static_cast<int64_t>(ctx_.int_value(fn, id));
+      op.imm = static_cast<int64_t>(ctx_.int_value(c));
       return;
     }
     TypeKind k = ctx_.type(c.type).kind;
