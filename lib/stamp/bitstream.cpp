@@ -570,12 +570,61 @@ void compile(Abbrev& a) {
 
 }  // namespace
 
+// A definition whose bits are those of one read lately is a copy of that one, not read
+// again: a body's own blocks define the abbreviations the last body's did (its metadata
+// block, at debug info 2, most of all). The bits decide the definition, and with
+// 128 bits left in the block none of the checks made reading it can fail, as they did
+// not before: its operands lie within its 114 bits at most, and their count (4 bits an
+// operand at least, after 5 of its own) is below a quarter of the bits left after it.
+// Its bits are compared as two loads' 57 (the second empty for a short one). Only the
+// definitions of blocks nested kRecallDepth deep are kept and recalled: in LLVM's
+// layout those are a body's own blocks, which come again in every body, where BLOCKINFO
+// and the module's blocks come once, their definitions all different.
+namespace {
+constexpr unsigned kLoadBits = 57;
+constexpr size_t kRecallDepth = 3;
+uint64_t low_bits(uint64_t word, uint64_t n) { return n >= 64 ? word : word & ((uint64_t(1) << n) - 1); }
+}  // namespace
+
+bool BitstreamCursor::recall_abbrev(Abbrev& a) {
+  if (limit_ - pos_ < 128) return false;
+  const uint64_t first = peek(bytes_.data(), pos_), second = peek(bytes_.data(), pos_ + kLoadBits);
+  for (const KnownAbbrev& known : known_abbrevs_) {
+    if (known.length == 0 || known.compiled != compile_abbrevs_ ||
+        low_bits(first, std::min<uint64_t>(known.length, kLoadBits)) != known.bits[0] ||
+        (known.length > kLoadBits && low_bits(second, known.length - kLoadBits) != known.bits[1]))
+      continue;
+    a = known.abbrev;
+    pos_ += known.length;
+    return true;
+  }
+  return false;
+}
+
 void BitstreamCursor::define_abbrev() {
+  Abbrev a;
+  if (scopes_.size() < kRecallDepth || !recall_abbrev(a)) read_abbrev_definition(a);
+  ++abbrevs_defined_;
+  Scope& scope = scopes_.back();
+  const bool local = scope.block_id != kBlockInfoId;
+  if (!local && block_info_target_ == kNoBlock) fail("DEFINE_ABBREV in BLOCKINFO before SETBID");
+  std::vector<Abbrev>& list = local ? scope.local : (*block_info_)[block_info_target_];
+  // A block defines a few (BLOCKINFO a few for each block id): room for 8 at the first
+  // spares the regrowth of 1, 2 and 4, each a copy and a free. A definition takes 10
+  // bits at least: some 40 bytes a bit, within the 64 a record's operands may take.
+  if (list.empty()) list.reserve(8);
+  list.push_back(std::move(a));
+  if (local) ++scope.abbrevs;
+}
+
+// The definition at the cursor read into `a` (compiled as compile_abbrevs_ says), and
+// kept for recall_abbrev() when that may recall it.
+[[gnu::always_inline]] inline void BitstreamCursor::read_abbrev_definition(Abbrev& a) {
+  const uint64_t start = pos_;
   uint64_t count = read_vbr(5);
   // An operand takes at least 4 bits (a literal takes 9).
   if (count == 0 || count > (limit() - pos_) / 4)
     fail("abbreviation of " + std::to_string(count) + " operands runs past the end of the block");
-  Abbrev a;
   std::vector<AbbrevOp>& ops = a.ops;
   ops.reserve(count);
   for (uint64_t i = 0; i < count; ++i) {
@@ -588,18 +637,15 @@ void BitstreamCursor::define_abbrev() {
       fail("array element that is not a fixed, VBR or char6 field");
     ops.push_back(op);
   }
-  ++abbrevs_defined_;
   if (compile_abbrevs_) compile(a);
-  Scope& scope = scopes_.back();
-  const bool local = scope.block_id != kBlockInfoId;
-  if (!local && block_info_target_ == kNoBlock) fail("DEFINE_ABBREV in BLOCKINFO before SETBID");
-  std::vector<Abbrev>& list = local ? scope.local : (*block_info_)[block_info_target_];
-  // A block defines a few (BLOCKINFO a few for each block id): room for 8 at the first
-  // spares the regrowth of 1, 2 and 4, each a copy and a free. A definition takes 10
-  // bits at least: some 40 bytes a bit, within the 64 a record's operands may take.
-  if (list.empty()) list.reserve(8);
-  list.push_back(std::move(a));
-  if (local) ++scope.abbrevs;
+  const uint64_t length = pos_ - start;
+  if (scopes_.size() < kRecallDepth || limit_ - start < 128 || length > 2 * kLoadBits) return;
+  KnownAbbrev& known = known_abbrevs_[next_known_++ % known_abbrevs_.size()];
+  known.bits[0] = low_bits(peek(bytes_.data(), start), std::min<uint64_t>(length, kLoadBits));
+  known.bits[1] = length > kLoadBits ? low_bits(peek(bytes_.data(), start + kLoadBits), length - kLoadBits) : 0;
+  known.length = unsigned(length);
+  known.compiled = compile_abbrevs_;
+  known.abbrev = a;  // into the room of the one it replaces
 }
 
 uint64_t BitstreamCursor::read_scalar(const AbbrevOp& op) {

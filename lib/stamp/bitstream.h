@@ -5,6 +5,7 @@
 // looped over, and a corrupt stream throws KilnError(kExitBadInput) naming the block
 // and the bit offset.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -267,6 +268,8 @@ class BitstreamCursor {
   void enter_block();
   void end_block();
   void define_abbrev();
+  bool recall_abbrev(Abbrev& a);
+  void read_abbrev_definition(Abbrev& a);
   AbbrevOp read_abbrev_op();
   const Abbrev& abbrev(uint32_t abbrev_id) const;
   uint64_t read_scalar(const AbbrevOp& op);
@@ -303,6 +306,15 @@ class BitstreamCursor {
   uint64_t literal_budget_ = 0;
   uint64_t abbrevs_defined_ = 0;
   bool compile_abbrevs_ = true;
+  // Definitions read lately, each of 114 bits at most, recalled by their bits (recall_abbrev()).
+  struct KnownAbbrev {
+    uint64_t bits[2] = {};  // its first 57 bits, and those after
+    unsigned length = 0;    // how many; 0: none yet
+    bool compiled = false;  // compile_abbrevs_ when it was read
+    Abbrev abbrev;
+  };
+  std::array<KnownAbbrev, 4> known_abbrevs_;
+  unsigned next_known_ = 0;
   uint32_t pending_record_ = 0;             // the abbreviation id of a record announced and not read; 0: none
   const Abbrev* pending_abbrev_ = nullptr;  // its abbreviation, found by advance(); null for UNABBREV_RECORD
   std::vector<uint64_t> dropped_;
