@@ -133,6 +133,9 @@ bool measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
   const uint8_t* home = l.home;
   for (uint32_t i = f.first_inst; i < end; ++i) {
     const uint32_t code_used = e.pos, relocs_used = e.reloc_count, jumps_used = e.jump_count;
+    // Read before encode_inst: after the call, for all the compiler knows, it may have
+    // changed, and it was read again.
+    const bool invoke = m.insts[i].op == kOpInvoke;
     // A third of the instructions, which encode_inst would return from at once, are not
     // asked (nor is the room checked for them): a kept instruction of no code.
     if (has_no_code(m.insts[i], home[i])) {
@@ -153,12 +156,14 @@ bool measure_function_into_cache(const FlatModuleView& m, const StampLayout& l, 
     code_measured += n, relocs_measured += r;
     // Only an invoke's call is asked for (its LSDA entry, function_call_sites), and its
     // template sets where it is (encode_call): the others' are left as they are.
-    if (m.insts[i].op == kOpInvoke) {
+    if (invoke) {
       call_begin[i] = e.call_begin - code_used;  // instruction-relative, as in stamp_measure
       call_end[i] = e.call_end - code_used;
     }
+    // Most instructions: kept, in a run. Without jumps the jumps' room holds as it did
+    // before the instruction (the room check above), so it is not asked.
+    if (!k_jumps && e.pos <= code_end && e.reloc_count <= relocs_end) continue;
     const bool keep = e.pos <= code_end && e.reloc_count <= relocs_end && e.jump_count <= e.jump_room;
-    if (keep && !k_jumps) continue;  // most instructions: in a run
     if (!keep) e.pos = code_used, e.reloc_count = relocs_used, e.jump_count = jumps_used;
     c.special.push_back(
         SpecialInst{i, keep, code_used, e.pos, relocs_used, e.reloc_count, jumps_used, keep ? k_jumps : 0});
