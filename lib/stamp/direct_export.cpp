@@ -3302,6 +3302,7 @@ std::unordered_set<uint32_t> retained_globals(const ModuleContext& ctx) {
 // The order of Module::global_values(): functions, variables, aliases, ifuncs.
 std::vector<uint32_t> global_values_order(const ModuleContext& ctx) {
   std::vector<uint32_t> order;
+  order.reserve(ctx.globals.size());
   for (GlobalKind kind : {GlobalKind::kFunction, GlobalKind::kVariable, GlobalKind::kAlias, GlobalKind::kIFunc})
     for (uint32_t g = 0; g < ctx.globals.size(); ++g)
       if (ctx.globals[g].kind == kind) order.push_back(g);
@@ -3330,7 +3331,8 @@ bool names_repeat(const std::vector<GlobalInfo>& globals) {
 }
 
 // expose_local_symbols: local definitions become hidden globals with the tag appended.
-void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
+// `order`: global_values_order(ctx).
+void expose_local_symbols(ModuleContext& ctx, const std::string& tag, const std::vector<uint32_t>& order) {
   // A renamed symbol ends in ".kiln.TAG": only names that end so can be taken.
   const std::string suffix = ".kiln." + tag;
   auto ends_in_suffix = [&](std::string_view n) {
@@ -3347,7 +3349,7 @@ void expose_local_symbols(ModuleContext& ctx, const std::string& tag) {
     for (const GlobalInfo& g : ctx.globals)
       if (ends_in_suffix(g.name)) names.insert(g.name);
   size_t anonymous = 0;
-  for (uint32_t gi : global_values_order(ctx)) {
+  for (uint32_t gi : order) {
     GlobalInfo& g = ctx.globals[gi];
     if (!local_linkage(g.linkage) || g.declaration || reserved_name(g.name)) continue;
     std::string renamed;
@@ -3639,7 +3641,10 @@ class ModuleExporter {
     if (out_.flat.debug.emission == DebugEmission::full)
       for (const bc::BcDebugGlobal& g : m_.debug.globals)
         if (ctx_.debug.keeps(g)) ctx_.debug.global(g, symbol_of(g.global), out_.flat.debug);
-    for (uint32_t gi : global_values_order(ctx_)) {
+    // Made once for the undefined symbols and the renaming (neither adds a global or
+    // changes one's kind).
+    const std::vector<uint32_t> order = global_values_order(ctx_);
+    for (uint32_t gi : order) {
       const GlobalInfo& g = ctx_.globals[gi];
       bool declaration = g.declaration && (g.kind == GlobalKind::kFunction || g.kind == GlobalKind::kVariable);
       if (!declaration || (g.linkage != Linkage::kExternalWeak && g.visibility == Visibility::kDefault) ||
@@ -3647,7 +3652,7 @@ class ModuleExporter {
         continue;
       out_.flat.undefined.push_back({std::string(g.name), binding_of(g), visibility_of(g)});
     }
-    if (out_.stamp_function_count) expose_local_symbols(ctx_, tag_);
+    if (out_.stamp_function_count) expose_local_symbols(ctx_, tag_, order);
     // resolve_symbol_names.
     out_.flat.symbols.clear();
     out_.flat.symbols.reserve(symbol_values_.size());
