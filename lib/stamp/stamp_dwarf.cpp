@@ -180,9 +180,9 @@ class Bytes {
   size_t size_ = 0;  // written; s_ is zeroed past it
 };
 
-// The encoders build their bytes aside and append them once: a push_back per byte was a
-// tenth of the writer's time on a module with its types. (For a section's Bytes, and
-// for a std::string: a variable's location expression.)
+// The encoders build their bytes aside and append them once, or write them in a
+// section's room (ByteCursor): a push_back per byte was a tenth of the writer's time
+// on a module with its types.
 template <class Out>
 void put_u8(Out& s, uint8_t v) {
   s.push_back(static_cast<char>(v));
@@ -194,7 +194,7 @@ void put_le(Out& s, T v) {
   s.append(bytes, sizeof(T));
 }
 // Encoders of bytes at `bytes`, n of them so far: into a section's room (Bytes::room),
-// or a ByteBuffer's.
+// or a variable's location (write_variable_die).
 struct ByteCursor {
   char* bytes;
   size_t n = 0;
@@ -221,38 +221,12 @@ struct ByteCursor {
 ByteCursor cursor(Bytes& s, size_t most) { return ByteCursor{s.room(most)}; }
 void advance(Bytes& s, ByteCursor& c) { s.advance(c.n), c.n = 0; }
 
-// Bytes made on the stack and appended to a std::string once (see put_le).
-template <size_t N>
-struct ByteBuffer : ByteCursor {
-  char storage[N];
-  ByteBuffer() : ByteCursor{storage} {}
-  ByteBuffer(const ByteBuffer&) = delete;  // its cursor points into itself
-  template <class Out>
-  void flush_to(Out& s) {
-    s.append(storage, n), n = 0;
-  }
-};
-
-// One LEB128 number straight to a section (ByteCursor's encoders, no copy of them),
-// or to a std::string (a variable's location expression).
+// One LEB128 number straight to a section (ByteCursor's encoders, no copy of them).
 void put_uleb(Bytes& s, uint64_t v) {
   if (v < 0x80) return put_u8(s, static_cast<uint8_t>(v));
   ByteCursor c = cursor(s, 10);
   c.uleb(v);
   advance(s, c);
-}
-template <class Out>
-void put_uleb(Out& s, uint64_t v) {
-  if (v < 0x80) return put_u8(s, static_cast<uint8_t>(v));
-  ByteBuffer<10> b;
-  b.uleb(v);
-  b.flush_to(s);
-}
-template <class Out>
-void put_sleb(Out& s, int64_t v) {
-  ByteBuffer<10> b;
-  b.sleb(v);
-  b.flush_to(s);
 }
 
 void put_cstring(Bytes& s, std::string_view v) {
@@ -532,6 +506,7 @@ class DwarfBuilder {
   std::vector<CodeList>& block_code_ = lists_.block_code;  // per scope: a wanted block's code
   std::vector<int8_t> contents_;                           // per scope: has_contents' answer, -1 not asked yet
   std::vector<uint32_t> targets_;   // block_ranges' scratch
+  std::string location_;            // write_variable_die's scratch
   std::vector<int32_t> alloca_mem_, arg_slot_;  // stamp_frame's, per instruction and argument
   // The frame layout variables are placed by: the executor's (StampOutput), else the
   // one laid out again here per function (alloca_mem_, arg_slot_, frame_.frame_size).
@@ -1391,7 +1366,9 @@ class DwarfBuilder {
   // both at fixed distances below the frame's top, which is the function's frame_bias
   // above rbp (the frame base); then the record's expression.
   // An alloca aligned beyond 16 is aligned at run time: no fixed place, no location.
-  bool variable_location(const FlatDebugVariable& v, std::string& e) const {
+  // Written at `e`, at most location_bound(v) bytes.
+  static size_t location_bound(const FlatDebugVariable& v) { return 12 + 11 * v.expression.size(); }
+  bool variable_location(const FlatDebugVariable& v, ByteCursor& e) const {
     int64_t offset = 0;
     const int64_t bias = frame_bias(frame_size_at_[v.function]);  // stamp_frame's, for this function
     if (v.storage_kind == kDebugStorageAlloca) {
@@ -1400,21 +1377,25 @@ class DwarfBuilder {
     } else {
       offset = bias - int64_t(arg_slot_at_[flat_.functions[v.function].first_arg + v.storage]);
     }
-    put_u8(e, kOpFbreg), put_sleb(e, offset);
-    if (v.storage_kind == kDebugStorageArgument) put_u8(e, static_cast<uint8_t>(kDwarfOpDeref));
+    e.u8(kOpFbreg), e.sleb(offset);
+    if (v.storage_kind == kDebugStorageArgument) e.u8(static_cast<uint8_t>(kDwarfOpDeref));
     for (size_t k = 0; k < v.expression.size(); ++k) {
-      put_u8(e, static_cast<uint8_t>(v.expression[k]));
-      if (v.expression[k] == kDwarfOpPlusUconst) put_uleb(e, v.expression[++k]);
+      e.u8(static_cast<uint8_t>(v.expression[k]));
+      if (v.expression[k] == kDwarfOpPlusUconst) e.uleb(v.expression[++k]);
     }
     return true;
   }
 
   // A variable's attribute list follows from which attributes it has (shaped_code).
+  // Its location is made in location_, which only grows: a std::string made for each
+  // variable and appended to byte by byte cost a tenth of its DIE.
   void write_variable_die(const FlatDebugVariable& v) {
-    std::string location;
+    if (location_.size() < location_bound(v)) location_.resize(location_bound(v));
+    ByteCursor location{location_.data()};
     DieValues die;
     uint32_t shape = v.arg ? 1 : 0;
-    if (variable_location(v, location)) die.add(kAtLocation, kFormExprloc, 0, location), shape |= 2;
+    if (variable_location(v, location))
+      die.add(kAtLocation, kFormExprloc, 0, std::string_view(location_.data(), location.n)), shape |= 2;
     if (!v.name.empty()) die.add(kAtName, kFormStrp, 0, v.name), shape |= 4;
     if (v.file) die.add(kAtDeclFile, kFormUdata, v.file), die.add(kAtDeclLine, kFormUdata, v.line), shape |= 8;
     if (v.type && written_[v.type - 1]) die.add(kAtType, kFormRef4, v.type), shape |= 16;
