@@ -617,18 +617,21 @@ uint32_t drop_dead_values(FlatModuleData& flat) {
 
 namespace {
 
-// Lists in one array (compressed rows): row r is items[first[r] .. first[r + 1]),
-// made from (row, item) pairs in the order given, so that the analysis below
-// allocates once per module rather than once per block or per phi.
+// Lists in one array (compressed rows): row r is items[first[r] .. first[r + 1]), so
+// that the analysis below allocates once per module rather than once per block or per
+// phi.
 struct Rows {
   std::vector<uint32_t> first, items;
-  void make(uint32_t rows, const std::vector<std::pair<uint32_t, uint32_t>>& pairs) {
-    first.assign(rows + 1, 0);
-    for (const auto& [r, item] : pairs) ++first[r + 1];
+  // Row r of the result lists each row of `rows` that names r, in their order.
+  void transpose(uint32_t n, const Rows& rows) {
+    first.assign(n + 1, 0);
+    for (uint32_t r : rows.items) ++first[r + 1];
     for (size_t r = 1; r < first.size(); ++r) first[r] += first[r - 1];
-    items.resize(pairs.size());
-    for (const auto& [r, item] : pairs) items[first[r]++] = item;  // first[r] ends at row r + 1's start
-    for (size_t r = rows; r > 0; --r) first[r] = first[r - 1];
+    items.resize(rows.items.size());
+    for (uint32_t from = 0; from < n; ++from)
+      for (const uint32_t* r = rows.begin(from); r != rows.end(from); ++r)
+        items[first[*r]++] = from;  // first[r] ends at row r + 1's start
+    for (size_t r = n; r > 0; --r) first[r] = first[r - 1];
     first[0] = 0;
   }
   const uint32_t* begin(uint32_t r) const { return items.data() + first[r]; }
@@ -649,7 +652,6 @@ struct FunctionEdges {
   Rows succs, preds;
   std::vector<uint8_t> entered_by_branches;
   std::vector<uint32_t> last_from;
-  std::vector<std::pair<uint32_t, uint32_t>> edges;  // (from, to), then (to, from)
   RowRange succ(uint32_t b) const { return {succs.begin(b), succs.end(b)}; }
   RowRange pred(uint32_t b) const { return {preds.begin(b), preds.end(b)}; }
 };
@@ -664,39 +666,46 @@ struct PhiUse {
 };
 
 // The function's edges and, in the same pass over its operands, the readers of its
-// phis (unsorted). Its blocks tile its instructions (check_function checks it before
-// check_phis asks; the exporters make them so).
-void function_edges(const FlatModuleData& flat, const FlatFunction& fn, FunctionEdges& g, std::vector<PhiUse>& uses) {
+// phis (unsorted), which lie in instructions first_phi .. last_phi. Its blocks tile its
+// instructions (check_function checks it before check_phis asks; the exporters make
+// them so). The successors come in block order, so they are written as rows directly.
+void function_edges(const FlatModuleData& flat, const FlatFunction& fn, uint32_t first_phi, uint32_t last_phi,
+                    FunctionEdges& g, std::vector<PhiUse>& uses) {
   g.entered_by_branches.assign(fn.block_count, 1);
   g.last_from.assign(fn.block_count, ~0u);  // a block named twice is one edge
-  g.edges.clear();
+  g.succs.first.resize(fn.block_count + 1);
+  g.succs.items.clear();
   uses.clear();
-  const uint64_t inst_end = uint64_t(fn.first_inst) + fn.inst_count;
-  for (uint32_t b = 0; b < fn.block_count; ++b) {
-    const FlatBlock& blk = flat.blocks[fn.first_block + b];
-    for (uint32_t i = blk.first_inst; i < blk.first_inst + blk.inst_count; ++i) {
-      const FlatInst& in = flat.insts[i];
+  // Locals, as the pushes below could write anything the compiler would read again.
+  const uint32_t first_block = fn.first_block, block_count = fn.block_count, phi_span = last_phi - first_phi;
+  const FlatInst* insts = flat.insts.data();
+  for (uint32_t b = 0; b < block_count; ++b) {
+    g.succs.first[b] = static_cast<uint32_t>(g.succs.items.size());
+    const FlatBlock& blk = flat.blocks[first_block + b];
+    for (uint32_t i = blk.first_inst, end = blk.first_inst + blk.inst_count; i < end; ++i) {
+      const FlatInst& in = insts[i];
       const bool phi = in.op == kOpPhi;  // its blocks are incoming ones, not edges
-      for (uint32_t k = 0; k < in.operand_count; ++k) {
-        const FlatOperand& op = flat.operands[in.first_operand + k];
+      const FlatOperand* ops = flat.operands.data() + in.first_operand;
+      for (uint32_t k = 0, n = in.operand_count; k < n; ++k) {
+        const FlatOperand& op = ops[k];
         if (op.kind == kOperandValue) {
-          if (op.index >= fn.first_inst && op.index < inst_end && flat.insts[op.index].op == kOpPhi)
+          // The span first (inside the function): most values are no phi's, and spare the load.
+          if (op.index - first_phi <= phi_span && insts[op.index].op == kOpPhi)
             uses.push_back({op.index - fn.first_inst, i, k});
           continue;
         }
-        if (phi || op.kind != kOperandBlock || op.index < fn.first_block || op.index - fn.first_block >= fn.block_count)
-          continue;
-        const uint32_t t = op.index - fn.first_block;
+        if (phi || op.kind != kOperandBlock || op.index - first_block >= block_count)
+          continue;  // below first_block: wraps
+        const uint32_t t = op.index - first_block;
         if (in.op != kOpBr && in.op != kOpCondBr) g.entered_by_branches[t] = 0;  // a switch's or an invoke's edge
         if (g.last_from[t] == b) continue;
         g.last_from[t] = b;
-        g.edges.emplace_back(b, t);
+        g.succs.items.push_back(t);
       }
     }
   }
-  g.succs.make(fn.block_count, g.edges);
-  for (auto& [from, to] : g.edges) std::swap(from, to);
-  g.preds.make(fn.block_count, g.edges);
+  g.succs.first[fn.block_count] = static_cast<uint32_t>(g.succs.items.size());
+  g.preds.transpose(fn.block_count, g.succs);
 }
 
 // Blocks visited, over all of a function's phis, before the rest count as not direct:
@@ -719,11 +728,12 @@ struct PhiLiveness {
 
   explicit PhiLiveness(const FlatModuleData& f) : flat(f) {}
 
-  // Prepares the walks of `function`'s phis: its edges, and the readers of each of its
-  // instructions that is a phi (row: the instruction's place in the function).
-  void start(const FlatFunction& function) {
+  // Prepares the walks of `function`'s phis, all in instructions first_phi .. last_phi:
+  // its edges, and the readers of each of its instructions that is a phi (row: the
+  // instruction's place in the function).
+  void start(const FlatFunction& function, uint32_t first_phi, uint32_t last_phi) {
     fn = &function;
-    function_edges(flat, function, g, uses);
+    function_edges(flat, function, first_phi, last_phi, g, uses);
     std::sort(uses.begin(), uses.end());
     // The marks compare with `walk`, which only grows: stale marks of an earlier
     // function are below it, so they need no clearing, only room.
@@ -790,19 +800,26 @@ namespace {
 template <class Found>
 void for_each_direct_phi(const FlatModuleData& flat, Found&& found) {
   PhiLiveness liveness(flat);
+  std::vector<uint32_t> phis;
   for (const FlatFunction& fn : flat.functions) {
     const uint64_t block_end = uint64_t(fn.first_block) + fn.block_count;
     const uint64_t inst_end = uint64_t(fn.first_inst) + fn.inst_count;
     if (block_end > flat.blocks.size() || inst_end > flat.insts.size()) continue;  // check_tables refuses it
-    uint64_t x = fn.first_inst;  // the first phi: none before it has to be asked about
-    while (x < inst_end && flat.insts[x].op != kOpPhi) ++x;
-    if (x == inst_end) continue;
-    liveness.start(fn);
-    for (; x < inst_end; ++x) {
+    // The function's phis in their blocks (few), and the span of instructions all its
+    // phis lie in.
+    phis.clear();
+    uint64_t first_phi = inst_end, last_phi = 0;
+    for (uint64_t x = fn.first_inst; x < inst_end; ++x) {
       const FlatInst& phi = flat.insts[x];
-      if (phi.op != kOpPhi || phi.block < fn.first_block || phi.block >= block_end) continue;
-      if (liveness.may_be_direct(static_cast<uint32_t>(x), phi.block - fn.first_block)) found(x);
+      if (phi.op != kOpPhi) continue;
+      if (first_phi == inst_end) first_phi = x;
+      last_phi = x;
+      if (phi.block >= fn.first_block && phi.block < block_end) phis.push_back(static_cast<uint32_t>(x));
     }
+    if (first_phi == inst_end) continue;
+    liveness.start(fn, static_cast<uint32_t>(first_phi), static_cast<uint32_t>(last_phi));
+    for (uint32_t x : phis)
+      if (liveness.may_be_direct(x, flat.insts[x].block - fn.first_block)) found(x);
   }
 }
 
