@@ -12,9 +12,12 @@
 // declined, each a short named reason ("reader: ..."). Corrupt input throws
 // KilnError(kExitBadInput) through BitstreamCursor::fail (block and bit offset named).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,6 +118,102 @@ struct AttrList {
 };
 
 // --- Constants (CONSTANTS_BLOCK_ID 11), module-wide or function-local.
+// A constant's 64-bit words, in place for up to two (every integer to i128, every
+// float): most constants of a module are integers, and a heap array each cost a
+// malloc and a free per constant. Wider integers and inline asm's characters go to
+// the heap, growing as std::vector does. A subset of std::vector's interface.
+class ConstWords {
+ public:
+  ConstWords() = default;
+  ConstWords(const ConstWords& other) { append(other.begin(), other.end()); }
+  ConstWords(ConstWords&& other) noexcept { take(other); }
+  ConstWords& operator=(const ConstWords& other) {
+    if (this != &other) assign(other.begin(), other.end());
+    return *this;
+  }
+  ConstWords& operator=(ConstWords&& other) noexcept {
+    if (this != &other) {
+      release();
+      take(other);
+    }
+    return *this;
+  }
+  ConstWords& operator=(std::initializer_list<uint64_t> words) {
+    assign(words.begin(), words.end());
+    return *this;
+  }
+  ~ConstWords() { release(); }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const uint64_t* data() const { return capacity_ > kInline ? heap_ : inline_; }
+  uint64_t* data() { return capacity_ > kInline ? heap_ : inline_; }
+  const uint64_t* begin() const { return data(); }
+  const uint64_t* end() const { return data() + size_; }
+  uint64_t operator[](size_t i) const { return data()[i]; }
+  uint64_t& operator[](size_t i) { return data()[i]; }
+  uint64_t& back() { return data()[size_ - 1]; }
+
+  void push_back(uint64_t word) {
+    if (size_ == capacity_) grow(size_ + 1);
+    data()[size_++] = word;
+  }
+  template <typename It>
+  void assign(It first, It last) {
+    size_ = 0;
+    append(first, last);
+  }
+  template <typename It>
+  void append(It first, It last) {
+    const size_t count = static_cast<size_t>(last - first);
+    // A count is 32 bits: more words (a record of 2^32 operands) are as far past memory.
+    if (count > UINT32_MAX - size_) throw std::length_error("constant of over 2^32 words");
+    if (count > capacity_ - size_) grow(size_ + count);
+    std::copy(first, last, data() + size_);
+    size_ += static_cast<uint32_t>(count);
+  }
+
+  friend bool operator==(const ConstWords& a, const ConstWords& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+  friend bool operator==(const ConstWords& a, const std::vector<uint64_t>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  static constexpr uint32_t kInline = 2;
+
+  // Room for `needed` words at least: std::vector's doubling, so a word at a time stays linear.
+  void grow(size_t needed) {
+    const size_t capacity = std::max<size_t>(needed, size_t{capacity_} * 2);
+    uint64_t* heap = new uint64_t[capacity];
+    std::copy(begin(), end(), heap);
+    release();
+    heap_ = heap;
+    capacity_ = static_cast<uint32_t>(capacity);
+  }
+  void release() {
+    if (capacity_ > kInline) delete[] heap_;
+    capacity_ = kInline;
+  }
+  // Takes `other`'s words and leaves it empty (it owns nothing then).
+  void take(ConstWords& other) {
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    if (capacity_ > kInline) heap_ = other.heap_;
+    else std::copy(other.inline_, other.inline_ + size_, inline_);
+    other.size_ = 0;
+    other.capacity_ = kInline;
+  }
+
+  union {
+    uint64_t inline_[kInline];
+    uint64_t* heap_;
+  };
+  uint32_t size_ = 0;
+  uint32_t capacity_ = kInline;  // above kInline: heap_ holds the words
+};
+
 enum class ConstKind : uint8_t {
   kNull,       // CST_CODE_NULL: zero of its type (ConstantInt 0, +0.0, null, or an aggregate zero)
   kUndef,      // CST_CODE_UNDEF
@@ -143,7 +242,7 @@ struct Constant {
   uint32_t source_type = kNone;  // kGep
   bool string = false;           // kData from STRING/CSTRING (element type i8)
   uint8_t element_bytes = 0;     // kData: each element's width in `bytes` (1, 2, 4 or 8)
-  std::vector<uint64_t> words;
+  ConstWords words;
   // kData: the elements, each element_bytes wide, little-endian: what memory holds. A
   // word each would take eight times the bytes of include_bytes!'s megabytes.
   std::vector<uint8_t> bytes;

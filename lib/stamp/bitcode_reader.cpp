@@ -889,7 +889,7 @@ class ConstantsReader {
     i += asm_size;
     uint64_t constraint_size = ops_[i++];
     if (constraint_size > ops_.size() - i) c_.fail("inline asm constraints run past their record");
-    k.words.insert(k.words.end(), ops_.begin() + static_cast<ptrdiff_t>(i),
+    k.words.append(ops_.begin() + static_cast<ptrdiff_t>(i),
                    ops_.begin() + static_cast<ptrdiff_t>(i + constraint_size));
     k.flags = static_cast<uint32_t>(asm_size);
     k.kind = ConstKind::kInlineAsm;

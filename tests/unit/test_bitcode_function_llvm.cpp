@@ -251,7 +251,7 @@ std::string our_constant(const bc::BcModule& m, const bc::Constant& c) {
       return "poison " + ty;
     case bc::ConstKind::kInteger: {
       uint32_t width = c.type < m.types.size() ? m.types[c.type].width : 64;
-      std::vector<uint64_t> w = c.words;
+      std::vector<uint64_t> w(c.words.begin(), c.words.end());
       w.resize((width + 63) / 64);
       if (width % 64) w.back() &= (uint64_t(1) << (width % 64)) - 1;
       return "int " + ty + " " + hex_words(w.data(), w.size());
