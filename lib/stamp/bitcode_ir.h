@@ -17,6 +17,7 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -276,7 +277,7 @@ enum class GlobalKind : uint8_t { kVariable, kFunction, kAlias, kIFunc };
 
 struct Global {
   GlobalKind kind = GlobalKind::kVariable;
-  std::string name;             // from the string table; empty when unnamed
+  std::string_view name;        // in BcModule::strtab; empty when unnamed
   uint32_t value_type = kNone;  // variable: its type; function: its function type
   Linkage linkage = Linkage::kExternal;
   Visibility visibility = Visibility::kDefault;
@@ -530,6 +531,10 @@ struct Comdat {
 };
 
 struct BcModule {
+  // The module's string table (STRTAB), copied: the globals' names are ranges of it, not a
+  // string each (a malloc and a free per global of a name over 15 characters). Moving the
+  // module keeps the bytes where they are; copying it is not allowed.
+  std::unique_ptr<char[]> strtab;
   std::string triple, data_layout, source_filename;
   bool module_asm = false;  // module-level inline asm present
   // A "cf-protection-branch" or "cf-protection-return" module flag: LLVM gives such a

@@ -5,6 +5,8 @@
 // before use, nothing is reserved from a count the file gives, and a file LLVM would
 // refuse fails here with KilnError(kExitBadInput) through BitstreamCursor::fail.
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -1161,14 +1163,14 @@ class ModuleReader {
     }
   }
 
-  // The name a v2 record begins with: [strtab offset, size], assigned to `out`; the
-  // record loses both.
-  void name(std::string& out) {
+  // The name a v2 record begins with: [strtab offset, size], a range of the module's
+  // copy of the string table; the record loses both.
+  std::string_view name() {
     if (ops_.size() < 2) c_.fail("record too short for its name");
     uint64_t offset = ops_[0], size = ops_[1];
     if (offset > strtab_.size() || size > strtab_.size() - offset) c_.fail("name outside the string table");
     ops_.drop_front(2);
-    out.assign(strtab_.data() + offset, size);
+    return strtab_.substr(offset, size);
   }
 
   uint32_t type_id(uint64_t id) {
@@ -1213,7 +1215,7 @@ class ModuleReader {
   void comdat() {
     if (context_.module_version < 2) return;  // declined already
     Comdat c;
-    name(c.name);
+    c.name = name();
     if (ops_.empty()) c_.fail("COMDAT record without a selection kind");
     c.selection = ops_[0] >= 1 && ops_[0] <= 5 ? uint32_t(ops_[0]) : 1;  // unknown ones read as any, as in LLVM
     m_.comdats.push_back(std::move(c));
@@ -1238,7 +1240,7 @@ class ModuleReader {
   Global& new_global(GlobalKind kind) {
     Global& g = m_.globals.emplace_back();
     g.kind = kind;
-    if (context_.module_version >= 2) name(g.name);
+    if (context_.module_version >= 2) g.name = name();
     return g;
   }
 
@@ -1400,11 +1402,11 @@ class ModuleReader {
     if (bodies_ == 0) module_values_known();
     for (const Global& g : m_.globals) {
       if (g.initializer != kNone && g.initializer >= m_.module_value_count)
-        c_.fail("initializer or target of @" + g.name + " is no module value");
+        c_.fail("initializer or target of @" + std::string(g.name) + " is no module value");
       if (g.kind == GlobalKind::kVariable && g.initializer != kNone && m_.values[g.initializer].type != g.value_type)
-        c_.fail("initializer of @" + g.name + " is of another type");
+        c_.fail("initializer of @" + std::string(g.name) + " is of another type");
       if (g.personality != kNone && g.personality >= m_.module_value_count)
-        c_.fail("personality of @" + g.name + " is no module value");
+        c_.fail("personality of @" + std::string(g.name) + " is no module value");
     }
     for (uint32_t id : data_values_)
       if (id >= m_.module_value_count) c_.fail("prefix or prologue data " + std::to_string(id) + " is no module value");
@@ -1479,6 +1481,11 @@ BcModule read_bitcode(std::string_view file, const std::string& path, const Body
   std::string_view strtab = find_strtab(file, path);
   BitstreamCursor c(file, path);
   BcModule m;
+  if (!strtab.empty()) {
+    m.strtab = std::make_unique_for_overwrite<char[]>(strtab.size());
+    std::memcpy(m.strtab.get(), strtab.data(), strtab.size());
+    strtab = {m.strtab.get(), strtab.size()};
+  }
   for (;;) {
     BitstreamEntry e = c.advance();
     if (e.kind == BitstreamEntry::kEndOfStream) c.fail("no module block");

@@ -2828,7 +2828,7 @@ class FunctionExporter {
 
   void export_intrinsic(const Inst& in, uint32_t callee_fn, uint32_t arg_count) {
     // The reader's string (an intrinsic is a declaration the reader read, never renamed).
-    const std::string& name = ctx_.m.globals[ctx_.globals[callee_fn].source].name;
+    const std::string_view name = ctx_.m.globals[ctx_.globals[callee_fn].source].name;
     auto arg = [&](uint32_t a) {
       if (a >= arg_count) throw Decline{"reader: intrinsic arguments"};
       return op_id(in, a);
@@ -2880,7 +2880,7 @@ class FunctionExporter {
       case Intrinsic::kSqrt:
       case Intrinsic::kMinnum:
       case Intrinsic::kMaxnum: {  // export_float_intrinsic of lib/flat_export.cpp
-        if (!ctx_.is_float_or_double(in.type)) reason("intrinsic " + name);
+        if (!ctx_.is_float_or_double(in.type)) reason("intrinsic " + std::string(name));
         const uint8_t kind = id == Intrinsic::kFabs ? kFloatAbs
                              : id == Intrinsic::kSqrt ? kFloatSqrt
                              : id == Intrinsic::kMinnum ? kFloatMin
@@ -2891,8 +2891,8 @@ class FunctionExporter {
         return;
       }
       case Intrinsic::kFmuladd: {  // export_fmuladd of lib/flat_export.cpp
-        if (!ctx_.is_float_or_double(in.type)) reason("intrinsic " + name);
-        if (may_fuse_) reason("intrinsic " + name + " on a target that may fuse it");
+        if (!ctx_.is_float_or_double(in.type)) reason("intrinsic " + std::string(name));
+        if (may_fuse_) reason("intrinsic " + std::string(name) + " on a target that may fuse it");
         FlatInst& fi = emit(in, kOpFloat, {operand(arg(0)), operand(arg(1)), operand(arg(2))});
         fi.aux = kFloatMulAdd;
         return;
@@ -2900,16 +2900,16 @@ class FunctionExporter {
       case Intrinsic::kFptosiSat:
       case Intrinsic::kFptouiSat: {  // export_saturating_conversion of lib/flat_export.cpp
         if (!ctx_.is_float_or_double(operand_type(arg(0))) || !ctx_.is_integer(in.type) || !ctx_.scalar_width(in.type))
-          reason("intrinsic " + name);
+          reason("intrinsic " + std::string(name));
         FlatInst& fi = emit(in, kOpFloat, {operand(arg(0))});
         fi.aux = id == Intrinsic::kFptosiSat ? kFloatToSignedSat : kFloatToUnsignedSat;
         return;
       }
       case Intrinsic::kLibmCall:
-        return export_libm_call(in, "intrinsic " + name, intrinsic_base(name), arg_count);
+        return export_libm_call(in, "intrinsic " + std::string(name), intrinsic_base(name), arg_count);
       case Intrinsic::kNotIntrinsic:
       case Intrinsic::kUnknownIntrinsic:
-        return refuse(in, "intrinsic " + name);
+        return refuse(in, "intrinsic " + std::string(name));
       default:
         return export_bit_intrinsic(in, id, name, arg_count);
     }
@@ -2933,7 +2933,7 @@ class FunctionExporter {
     if (fi.slot_size < 8) fi.slot_size = 8;
   }
 
-  void export_bit_intrinsic(const Inst& in, Intrinsic id, const std::string& name, uint32_t arg_count) {
+  void export_bit_intrinsic(const Inst& in, Intrinsic id, std::string_view name, uint32_t arg_count) {
     static const std::map<Intrinsic, uint8_t> kKinds = {
         {Intrinsic::kCtpop, kBitCtpop},     {Intrinsic::kCtlz, kBitCtlz},       {Intrinsic::kCttz, kBitCttz},
         {Intrinsic::kBswap, kBitBswap},     {Intrinsic::kAbs, kBitAbs},         {Intrinsic::kUmin, kBitUmin},
@@ -2942,11 +2942,11 @@ class FunctionExporter {
         {Intrinsic::kScmp, kBitScmp},       {Intrinsic::kSaddSat, kBitSaddSat}, {Intrinsic::kSsubSat, kBitSsubSat},
         {Intrinsic::kFshl, kBitFshl},       {Intrinsic::kFshr, kBitFshr},       {Intrinsic::kBitreverse, kBitBitreverse}};
     auto it = kKinds.find(id);
-    if (it == kKinds.end()) throw Decline{"reader: intrinsic " + name};
+    if (it == kKinds.end()) throw Decline{"reader: intrinsic " + std::string(name)};
     uint8_t kind = it->second;
     if (arg_count < bit_op_operands(kind)) throw Decline{"reader: intrinsic arguments"};
     uint32_t t = operand_type(op_id(in, 0));
-    if (!ctx_.is_integer(t) || !bit_op_width(kind, ctx_.scalar_width(t))) reason("intrinsic " + name);
+    if (!ctx_.is_integer(t) || !bit_op_width(kind, ctx_.scalar_width(t))) reason("intrinsic " + std::string(name));
     FlatInst& fi = emit(in, kOpBitOp, {operand(op_id(in, 0))});
     fi.aux = kind;
     size_t at = insts_.size() - 1;
@@ -2954,13 +2954,13 @@ class FunctionExporter {
   }
 
   // export_tls_address of lib/flat_export.cpp.
-  void export_tls_address(const Inst& in, uint32_t var, const std::string& name) {
+  void export_tls_address(const Inst& in, uint32_t var, std::string_view name) {
     const uint32_t fn = fn_index_in_module_;
     const bool global =
         !is_materialized(var) && var != kMetadataOperand && !(var & kBlockTag) && ctx_.klass(fn, var) == Class::kGlobal;
     const uint32_t g = global ? ctx_.ref(fn, var).index : kNone;
     if (g == kNone || ctx_.globals[g].kind != GlobalKind::kVariable || !ctx_.globals[g].thread_local_)
-      return refuse(in, "intrinsic " + name);
+      return refuse(in, "intrinsic " + std::string(name));
     FlatOperand address{}, get_addr{};
     address.kind = get_addr.kind = kOperandSymbol;
     address.width = get_addr.width = 64;

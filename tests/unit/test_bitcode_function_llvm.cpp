@@ -312,7 +312,7 @@ std::string our_operand(const bc::BcModule& m, const bc::BcFunction& f, uint32_t
     case bc::ValueKind::kInstruction:
       return "inst " + std::to_string(v->index);
     case bc::ValueKind::kGlobal:
-      return v->index < m.globals.size() ? "@" + m.globals[v->index].name : "bad global";
+      return v->index < m.globals.size() ? "@" + std::string(m.globals[v->index].name) : "bad global";
     case bc::ValueKind::kConstant:
       return v->index < m.constants.size() ? our_constant(m, m.constants[v->index]) : "bad constant";
     case bc::ValueKind::kForward:
@@ -506,7 +506,7 @@ void compare_module(const std::string& bytes, const std::string& name, Tally& ta
   bc::BcModule ours = bc::read_bitcode(bytes, name);
   ++tally.modules;
   std::unordered_map<std::string, const bc::BcFunction*> by_name;
-  for (const bc::BcFunction& f : ours.functions) by_name[ours.globals.at(f.global).name] = &f;
+  for (const bc::BcFunction& f : ours.functions) by_name[std::string(ours.globals.at(f.global).name)] = &f;
   for (const llvm::Function& fn : *theirs) {
     if (fn.isDeclaration()) continue;
     ++tally.functions;
