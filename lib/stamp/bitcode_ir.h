@@ -15,12 +15,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "flat_debug.h"
@@ -288,7 +290,7 @@ struct Global {
   uint8_t unnamed_addr = 0;  // 0 none, 1 unnamed_addr, 2 local_unnamed_addr
   uint32_t address_space = 0;
   uint64_t align = 0;            // explicit alignment in bytes; 0: none
-  std::string section;           // empty: none
+  std::string_view section;      // in BcModule::sections; empty: none
   uint32_t comdat = kNone;       // index into BcModule::comdats
   uint32_t initializer = kNone;  // variable: value id; alias/ifunc: aliasee/resolver
   // Functions.
@@ -299,6 +301,7 @@ struct Global {
   bool gc = false;
   uint32_t body = kNone;  // index into BcModule::functions for a definition
 };
+static_assert(std::is_trivially_copyable_v<Global>, "globals grow by memmove (BcModule::sections)");
 
 // --- Function bodies (FUNCTION_BLOCK_ID 12).
 // LLVM's instruction opcodes by name (not LLVM's numbering): what an Inst is.
@@ -542,6 +545,10 @@ struct BcModule {
   bool cf_protection = false;
   std::vector<Type> types;
   std::vector<AttrList> attribute_lists;
+  // The SECTIONNAME records, which Global::section views: a deque, so that a name keeps
+  // its place as more are read. Views, the globals are trivially copyable, and the array
+  // of them grows by memmove.
+  std::deque<std::string> sections;
   std::vector<Global> globals;
   std::vector<Comdat> comdats;
   std::vector<Constant> constants;  // module-wide and every function's, appended

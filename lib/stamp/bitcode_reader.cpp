@@ -1131,7 +1131,7 @@ class ModuleReader {
         m_.module_asm = true;
         break;
       case 5:
-        sections_.push_back(chars(ops_));
+        m_.sections.push_back(chars(ops_));
         break;
       case 11:
         gc_names_.push_back(chars(ops_));
@@ -1183,13 +1183,10 @@ class ModuleReader {
     return encoded ? uint64_t(1) << (encoded - 1) : 0;
   }
 
-  // A reference, copied by the caller: most globals have no section, an empty string
-  // that costs next to nothing to copy.
-  const std::string& section(uint64_t index) {
-    static const std::string none;
-    if (index == 0) return none;
-    if (index - 1 >= sections_.size()) c_.fail("section index " + std::to_string(index) + " out of range");
-    return sections_[index - 1];
+  std::string_view section(uint64_t index) {
+    if (index == 0) return {};
+    if (index - 1 >= m_.sections.size()) c_.fail("section index " + std::to_string(index) + " out of range");
+    return m_.sections[index - 1];
   }
 
   uint32_t comdat_index(uint64_t id) {
@@ -1422,7 +1419,7 @@ class ModuleReader {
   detail::BodyBuffers buffers_;
   detail::ReaderContext context_;
   RecordOps ops_;  // filled in place: its GLOBALVAR and FUNCTION records are long
-  std::vector<std::string> sections_, gc_names_;
+  std::vector<std::string> gc_names_;
   std::vector<uint32_t> data_values_;                     // prefix and prologue data
   std::unordered_map<uint32_t, uint32_t> pointer_types_;  // address space -> type id
   size_t pointer_types_for_ = ~size_t(0);                 // the table size it was made for
