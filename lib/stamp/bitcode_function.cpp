@@ -747,16 +747,15 @@ void FunctionReader::landing_pad() {
   if (clauses > left() / 2) cursor_.fail("invalid landingpad clause count");
   uint32_t first;
   std::vector<uint32_t>& ops = operands(first);
-  std::vector<uint8_t> filters;
+  // clause_filter is indexed like operands: its entries for this instruction's operands
+  // go where those go, as they are read (not gathered apart, a malloc per landing pad).
+  f_.clause_filter.resize(first);
   for (uint64_t i = 0; i < clauses; ++i) {
-    filters.push_back(field() == 1 ? 1 : 0);
+    f_.clause_filter.push_back(field() == 1 ? 1 : 0);
     ops.push_back(value_and_type());
   }
   expect_end("landingpad");
   commit_from(Opcode::kLandingPad, t, first).cleanup = cleanup;
-  // clause_filter is indexed like operands: its entries for this instruction's operands.
-  f_.clause_filter.resize(f_.operands.size());
-  std::copy(filters.begin(), filters.end(), f_.clause_filter.end() - filters.size());
 }
 
 // The address space of allocas when the record does not give one: the data layout's "A<n>".
@@ -1212,6 +1211,7 @@ void read_function_block(BitstreamCursor& cursor, BcModule& m, uint32_t fn, cons
     f.declined = d.why;
     // A record declined part way may have appended operands: only instructions keep them.
     f.operands.resize(f.insts.empty() ? 0 : f.insts.back().first_operand + f.insts.back().operand_count);
+    f.clause_filter.resize(std::min(f.clause_filter.size(), f.operands.size()));
     if (cursor.depth() == depth) cursor.skip_block();
   }
   if (context.debug) context.debug->end_function();
