@@ -575,7 +575,7 @@ struct BcModule {
 //
 // `on_body`, when given, is called after each function body is decoded, in the order
 // of the bodies (that of their FUNCTION records), with every module value known: it
-// may export the body and release its instruction arrays (insts, operands, indices,
+// may export the body and release its instruction arrays (insts, block_first, operands, indices,
 // clause_filter), keeping `values`, which later bodies and the global data may name.
 using BodyHandler = std::function<void(BcModule& m, uint32_t function)>;
 BcModule read_bitcode(std::string_view file, const std::string& path, const BodyHandler& on_body = {});

@@ -3848,7 +3848,9 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     if (fn + 1 < m.functions.size()) {
       bc::BcFunction& next = m.functions[fn + 1];
       f.insts.clear(), f.operands.clear(), f.indices.clear(), f.clause_filter.clear(), f.debug_locs.clear();
+      f.block_first.clear();
       if (next.insts.empty()) next.insts.swap(f.insts);
+      if (next.block_first.empty()) next.block_first.swap(f.block_first);
       if (next.operands.empty()) next.operands.swap(f.operands);
       if (next.indices.empty()) next.indices.swap(f.indices);
       if (next.clause_filter.empty()) next.clause_filter.swap(f.clause_filter);
@@ -3860,6 +3862,7 @@ DirectExport export_direct(std::string_view bitcode, const std::string& path, co
     // regex's largest module at debuginfo 2.
     if (f.values.capacity() > 2 * f.values.size() + 64) f.values.shrink_to_fit();
     std::vector<bc::Inst>().swap(f.insts);
+    std::vector<uint32_t>().swap(f.block_first);
     std::vector<uint32_t>().swap(f.operands);
     std::vector<uint32_t>().swap(f.indices);
     std::vector<uint8_t>().swap(f.clause_filter);
