@@ -186,9 +186,10 @@ class ConstWords {
  private:
   static constexpr uint32_t kInline = 2;
 
-  // Room for `needed` words at least: std::vector's doubling, so a word at a time stays linear.
+  // Room for `needed` words at least: std::vector's doubling, so a word at a time stays linear;
+  // never past 2^32 - 1 words (append refuses more), or the doubled capacity would wrap.
   void grow(size_t needed) {
-    const size_t capacity = std::max<size_t>(needed, size_t{capacity_} * 2);
+    const size_t capacity = std::min<size_t>(UINT32_MAX, std::max<size_t>(needed, size_t{capacity_} * 2));
     uint64_t* heap = new uint64_t[capacity];
     std::copy(begin(), end(), heap);
     release();
