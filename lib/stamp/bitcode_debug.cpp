@@ -3,7 +3,9 @@
 #include "bitcode_debug.h"
 
 #include <algorithm>
+#include <cstring>
 #include <initializer_list>
+#include <memory>
 
 #include "bitcode_reader_internal.h"
 #include "codegen_requests.h"
@@ -59,6 +61,34 @@ constexpr uint16_t kTagNamespace = 0x39;                 // DW_TAG_namespace
 constexpr uint32_t kMaxColumn = 0xFFFF;  // DILocation keeps 16 bits of column; more is unknown (0)
 
 }  // namespace
+
+}  // namespace kiln::bc::detail
+
+namespace kiln::bc {
+
+// A long name gets a block of its own, so that the block being filled stays in use.
+std::string_view BcNames::add(std::string_view name) {
+  if (name.empty()) return {};
+  if (name.size() > left_) {
+    if (name.size() > kBlock / 4) {
+      blocks_.push_back(std::make_unique_for_overwrite<char[]>(name.size()));
+      std::memcpy(blocks_.back().get(), name.data(), name.size());
+      return {blocks_.back().get(), name.size()};
+    }
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
+    free_ = blocks_.back().get();
+    left_ = kBlock;
+  }
+  std::memcpy(free_, name.data(), name.size());
+  const std::string_view kept(free_, name.size());
+  free_ += name.size();
+  left_ -= name.size();
+  return kept;
+}
+
+}  // namespace kiln::bc
+
+namespace kiln::bc::detail {
 
 void DebugMetadata::decline(const std::string& why) {
   if (m_.declined.empty()) m_.declined = "reader: " + why;
@@ -361,8 +391,9 @@ DebugMetadata::Entry DebugMetadata::entry_slow(BitstreamCursor& c, uint64_t id) 
   return e;
 }
 
-// The string of a name field (id + 1); "" for none, as LLVM's getStringOperand gives.
-std::string DebugMetadata::string(BitstreamCursor& c, uint32_t id_plus_one) {
+// The string of a name field (id + 1); "" for none, as LLVM's getStringOperand gives:
+// a view of the stream's bytes.
+std::string_view DebugMetadata::chars(BitstreamCursor& c, uint32_t id_plus_one) {
   if (id_plus_one == 0) return {};
   Entry e = entry(c, id_plus_one - 1);
   if (e.kind != Kind::kString) {
@@ -373,7 +404,7 @@ std::string DebugMetadata::string(BitstreamCursor& c, uint32_t id_plus_one) {
   const uint32_t i = id_plus_one - 1 - s.first_id;
   while (s.ends.size() <= i) s.ends.push_back(next_end(c, s));
   uint32_t begin = i ? s.ends[i - 1] : 0;
-  return std::string(s.chars.substr(begin, s.ends[i] - begin));
+  return s.chars.substr(begin, s.ends[i] - begin);
 }
 
 // Where the next string of `s` ends in its bytes: its length is the next VBR6 field of
@@ -429,7 +460,7 @@ bool DebugMetadata::flag(BitstreamCursor& c, std::string_view key, Entry& value)
     if (b.kind != Kind::kValue || !integer_value(b.index, behaviour) || behaviour < kFirstBehaviour ||
         behaviour > kLastBehaviour)
       continue;
-    if (ops[1] == 0 || entry(c, ops[1] - 1).kind != Kind::kString || string(c, ops[1]) != key) continue;
+    if (ops[1] == 0 || entry(c, ops[1] - 1).kind != Kind::kString || chars(c, ops[1]) != key) continue;
     value = ops[2] ? entry(c, ops[2] - 1) : Entry{Kind::kOther, 0};
     return true;
   }
@@ -663,8 +694,8 @@ BcSubprogram DebugMetadata::describe(BitstreamCursor& c, Subprogram s) {
   out.file = reader_file(c, s.file);
   out.line = s.line;
   out.scope_line = s.scope_line;
-  out.name = string(c, s.name);
-  out.linkage_name = string(c, s.linkage_name);
+  out.name = name(c, s.name);
+  out.linkage_name = name(c, s.linkage_name);
   out.prototyped = s.prototyped;
   if (full_) out.type = return_type(c, s.type);
   return out;
@@ -708,7 +739,7 @@ uint32_t DebugMetadata::reader_scope(BitstreamCursor& c, uint32_t id_plus_one, u
   // Counted through scopes made before, which depth does not see.
   const uint16_t height = uint16_t(1 + (parent ? scope_heights_[parent - 1] : 0));
   if (height > kMaxNesting) return nested_too_deep(), 0;
-  m_.debug.scopes.push_back({parent, s.tag, string(c, s.name)});
+  m_.debug.scopes.push_back({parent, s.tag, name(c, s.name)});
   scope_heights_.push_back(height);
   return scopes_[i].reader_scope = uint32_t(m_.debug.scopes.size());
 }

@@ -229,7 +229,10 @@ class DebugMetadata {
     return entry_slow(c, id);
   }
   Entry entry_slow(BitstreamCursor& c, uint64_t id);
-  std::string string(BitstreamCursor& c, uint32_t id_plus_one);
+  std::string_view chars(BitstreamCursor& c, uint32_t id_plus_one);
+  std::string string(BitstreamCursor& c, uint32_t id_plus_one) { return std::string(chars(c, id_plus_one)); }
+  // For BcDebug's names: a copy in BcDebug::names.
+  std::string_view name(BitstreamCursor& c, uint32_t id_plus_one) { return m_.debug.names.add(chars(c, id_plus_one)); }
   uint32_t next_end(BitstreamCursor& c, Strings& s);
   // A file (id + 1) as a BcDebug::files number: most are made already, which is
   // looked at inline; make_file() makes one, or declines.

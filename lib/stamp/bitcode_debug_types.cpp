@@ -271,7 +271,7 @@ bool DebugMetadata::variable(BitstreamCursor& c, const Declare& d, const BcFunct
   v.line = fields.line;
   v.arg = fields.arg;
   v.flags = fields.flags & kFlagArtificial ? kDebugTypeArtificial : 0;
-  v.name = string(c, fields.name);
+  v.name = name(c, fields.name);
   v.expression.assign(expr_ops_.begin() + e.first, expr_ops_.begin() + e.first + e.count);
   v.type = reader_type(c, fields.type, true);
   fill_types(c);

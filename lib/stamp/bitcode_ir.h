@@ -432,6 +432,22 @@ struct ValueRef {
 // --- Debug information (METADATA_BLOCK 15, METADATA_KIND_BLOCK 22, METADATA_ATTACHMENT 16
 // and the bodies' DEBUG_LOC records): only what stamp's line table, subprogram and
 // inlined-call entries need (flat_debug.h). Everything is in the reader's own numbering,
+// Names of the debug information (BcSubprogram's, BcDebugScope's, BcDebugVariable's),
+// which those view: copied into blocks that stay where they are as more are added and
+// as the module moves, where a std::string each cost a malloc and a free per name over
+// 15 characters (most of them linkage names). A name is copied per entry, as the
+// std::strings were, so memory is bounded by the stream as it was.
+class BcNames {
+ public:
+  std::string_view add(std::string_view name);
+
+ private:
+  static constexpr size_t kBlock = 16 << 10;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  char* free_ = nullptr;  // in the last block of kBlock
+  size_t left_ = 0;
+};
+
 // 1 + an index into a BcDebug array, 0 for none: one entry per metadata record the
 // locations and subprograms reach (a body's own records are read again by the next
 // body), so equal entries may come twice; the exporter interns them in flat order.
@@ -448,7 +464,7 @@ struct BcSubprogram {
   bool main_subprogram = false;
   uint32_t scope = 0;  // BcDebug::scopes: the innermost namespace or composite type it is declared in
   uint32_t file = 0, line = 0, scope_line = 0;
-  std::string name, linkage_name;
+  std::string_view name, linkage_name;  // in BcDebug::names
   bool prototyped = false;  // DIFlagPrototyped
   uint32_t type = 0;        // BcDebug::types: its return type, read at full emission only; 0: void or none
   uint32_t node = 0;        // a function's own: 1 + its DISubprogram's record (one per node); else 0
@@ -457,7 +473,7 @@ struct BcSubprogram {
 struct BcDebugScope {
   uint32_t parent = 0;  // BcDebug::scopes; 0: the chain ends there
   uint16_t tag = 0;
-  std::string name;
+  std::string_view name;  // in BcDebug::names
 };
 // An inlinedAt DILocation: the call an inlined location sits in.
 struct BcInlineCall {
@@ -481,7 +497,7 @@ struct BcDebugVariable {
   uint32_t type = 0;                                           // BcDebug::types
   uint32_t storage = 0;      // the alloca's index in the body's instructions, or the argument's number
   uint8_t storage_kind = 0;  // kDebugStorage*
-  std::string name;
+  std::string_view name;     // in BcDebug::names
   std::vector<uint64_t> expression;  // as FlatDebugVariable's
 };
 // A global variable's DIGlobalVariable as flat_debug.h keeps it (FlatDebugGlobal), at
@@ -508,6 +524,7 @@ struct BcDebug {
   // in the reader's numbering, BcDebug::scopes, files and types. Filled when made.
   std::vector<FlatDebugType> types;
   std::vector<BcDebugGlobal> globals;  // in module order of their globals, each's in attachment order
+  BcNames names;
 };
 
 struct BcFunction {

@@ -422,7 +422,8 @@ class DebugInterner {
     if (uint32_t flat = slot(scopes_, reader, in_.scopes.size())) return flat;
     const bc::BcDebugScope& s = in_.scopes[reader - 1];
     const uint32_t parent = scope(s.parent, out);
-    return slot(scopes_, reader, in_.scopes.size()) = scopes_index_.intern(out.scopes, {parent, s.tag, s.name});
+    return slot(scopes_, reader, in_.scopes.size()) =
+               scopes_index_.intern(out.scopes, {parent, s.tag, std::string(s.name)});
   }
 
   uint32_t file(uint32_t reader, FlatDebugInfo& out) {
