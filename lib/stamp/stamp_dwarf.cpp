@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -128,25 +130,31 @@ constexpr uint8_t kStandardOpcodeLengths[kOpcodeBase - 1] = {0, 1, 1, 1, 1, 0, 0
 // The sections, by their index in StampDwarf::sections.
 enum DebugSection : uint32_t { kAbbrev, kInfo, kStr, kLine, kRanges, kDebugSectionCount };
 
-// A section's bytes while they are written: room is made ahead in steps (zeroed once)
-// and each write is a store or a copy and a count, where std::string's push_back and
-// append, kept out of line, were a call with its checks for every write. take() gives
-// them to the section.
+// A section's bytes while they are written: room is made ahead (never zeroed, grown
+// by realloc) and each write is a store or a copy and a count, where std::string's
+// push_back and append, kept out of line, were a call with its checks for every
+// write. take() gives them to the section.
 class Bytes {
  public:
+  Bytes() = default;
+  Bytes(const Bytes&) = delete;
+  Bytes& operator=(const Bytes&) = delete;
+  ~Bytes() { std::free(s_); }
   size_t size() const { return size_; }
-  char* data() { return s_.data(); }
-  const char* data() const { return s_.data(); }
-  void reserve(size_t n) { s_.reserve(n); }
+  char* data() { return s_; }
+  const char* data() const { return s_; }
+  void reserve(size_t n) {
+    if (n > capacity_) resize_to(n);
+  }
   void push_back(char c) {
-    if (size_ == s_.size()) [[unlikely]]
+    if (size_ == capacity_) [[unlikely]]
       grow(1);
     s_[size_++] = c;
   }
   void append(const char* p, size_t n) {
-    if (n > s_.size() - size_) [[unlikely]]
+    if (n > capacity_ - size_) [[unlikely]]
       grow(n);
-    std::memcpy(s_.data() + size_, p, n);
+    if (n) std::memcpy(s_ + size_, p, n);
     size_ += n;
   }
   void append(std::string_view v) { append(v.data(), v.size()); }
@@ -155,29 +163,28 @@ class Bytes {
   // Made aside and appended, each DIE and line-table row was a copy by a call to
   // memcpy of a variable size.
   char* room(size_t most) {
-    if (most > s_.size() - size_) [[unlikely]]
+    if (most > capacity_ - size_) [[unlikely]]
       grow(most);
-    return s_.data() + size_;
+    return s_ + size_;
   }
   void advance(size_t n) { size_ += n; }
-  std::string take() {
-    s_.resize(size_);
-    return std::move(s_);
+  DwarfBytes take() {
+    DwarfBytes out(std::exchange(s_, nullptr), size_);
+    size_ = capacity_ = 0;
+    return out;
   }
 
  private:
-  // Zeroed as it fills, a thirty-second more than is written at a time (1 KiB at
-  // least), within what was reserved, so that room reserved and never written is not
-  // touched: zeroed to twice what was written (doubling), a section's bytes were
-  // stored about twice over before their own were.
-  void grow(size_t n) {
-    const size_t want = size_ + n;
-    size_t to = std::max(want, s_.size() + std::max(s_.size() / 32, size_t(1024)));
-    if (to > s_.capacity() && want <= s_.capacity()) to = s_.capacity();
-    s_.resize(to);
+  // Doubled: the sections are reserved ahead from the counts they grow with, so that
+  // this is rare, and realloc moves a large block's pages rather than its bytes.
+  [[gnu::noinline]] void grow(size_t n) { resize_to(std::max(size_ + n, 2 * capacity_)); }
+  void resize_to(size_t n) {
+    char* p = static_cast<char*>(std::realloc(s_, n));
+    if (!p) throw std::bad_alloc();
+    s_ = p, capacity_ = n;
   }
-  std::string s_;
-  size_t size_ = 0;  // written; s_ is zeroed past it
+  char* s_ = nullptr;
+  size_t size_ = 0, capacity_ = 0;  // written, and room for
 };
 
 // The encoders build their bytes aside and append them once, or write them in a

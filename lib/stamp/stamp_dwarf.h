@@ -7,7 +7,10 @@
 // every section depends on that function alone, so they are laid end to end.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "flat_module.h"
@@ -30,9 +33,33 @@ struct DwarfReloc {
   int64_t addend = 0;
 };
 
+// A section's bytes, in memory from malloc that is grown by realloc and never zeroed:
+// a std::string's room is zeroed before it is written (resize), which was a tenth of
+// the instructions of writing the sections, and its growth past what was reserved a copy.
+class DwarfBytes {
+ public:
+  DwarfBytes() = default;
+  // Takes `bytes` (from malloc, `size` of them written), which it frees.
+  DwarfBytes(char* bytes, size_t size) : bytes_(bytes), size_(size) {}
+  DwarfBytes(DwarfBytes&& o) noexcept : bytes_(std::exchange(o.bytes_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  DwarfBytes& operator=(DwarfBytes&& o) noexcept {
+    std::swap(bytes_, o.bytes_), std::swap(size_, o.size_);
+    return *this;
+  }
+  ~DwarfBytes() { std::free(bytes_); }
+  const char* data() const { return bytes_; }
+  size_t size() const { return size_; }
+  std::string_view view() const { return {bytes_, size_}; }
+  bool operator==(const DwarfBytes& o) const { return view() == o.view(); }
+
+ private:
+  char* bytes_ = nullptr;
+  size_t size_ = 0;
+};
+
 struct DwarfSection {
   const char* name = "";
-  std::string bytes;
+  DwarfBytes bytes;
   std::vector<DwarfReloc> relocs;
   bool strings = false;  // .debug_str: SHF_MERGE | SHF_STRINGS
 };
