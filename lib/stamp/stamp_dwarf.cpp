@@ -201,7 +201,7 @@ void put_le(Out& s, T v) {
   s.append(bytes, sizeof(T));
 }
 // Encoders of bytes at `bytes`, n of them so far: into a section's room (Bytes::room),
-// or a variable's location (write_variable_die).
+// or a variable's location within it (put_location).
 struct ByteCursor {
   char* bytes;
   size_t n = 0;
@@ -222,7 +222,6 @@ struct ByteCursor {
     }
   }
   void zero4() { std::memset(bytes + n, 0, 4), n += 4; }
-  void append(std::string_view v) { std::memcpy(bytes + n, v.data(), v.size()), n += v.size(); }
 };
 // A section's cursor at its end, with room for `most` bytes; Bytes::advance counts them.
 ByteCursor cursor(Bytes& s, size_t most) { return ByteCursor{s.room(most)}; }
@@ -292,7 +291,7 @@ struct DieValue {
   uint16_t attribute;
   uint8_t form;
   uint64_t number;        // udata, sdata (two's complement), data1; ref4: 1 + the type's index
-  const char* text_data;  // strp; exprloc's bytes
+  const char* text_data;  // strp's
   size_t text_size;
   std::string_view text() const { return {text_data, text_size}; }
 };
@@ -512,8 +511,7 @@ class DwarfBuilder {
   std::vector<ScopeSpans> spans_;
   std::vector<CodeList>& block_code_ = lists_.block_code;  // per scope: a wanted block's code
   std::vector<int8_t> contents_;                           // per scope: has_contents' answer, -1 not asked yet
-  std::vector<uint32_t> targets_;   // block_ranges' scratch
-  std::string location_;            // write_variable_die's scratch
+  std::vector<uint32_t> targets_;                          // block_ranges' scratch
   std::vector<int32_t> alloca_mem_, arg_slot_;  // stamp_frame's, per instruction and argument
   // The frame layout variables are placed by: the executor's (StampOutput), else the
   // one laid out again here per function (alloca_mem_, arg_slot_, frame_.frame_size).
@@ -1373,43 +1371,68 @@ class DwarfBuilder {
   // both at fixed distances below the frame's top, which is the function's frame_bias
   // above rbp (the frame base); then the record's expression.
   // An alloca aligned beyond 16 is aligned at run time: no fixed place, no location.
-  // Written at `e`, at most location_bound(v) bytes.
+  bool has_location(const FlatDebugVariable& v) const {
+    return v.storage_kind != kDebugStorageAlloca || flat_.insts[v.storage].imm <= 16;
+  }
+  // The location's length, then its expression (at most location_bound(v) bytes): the
+  // expression is encoded after room for the longest length the bound allows, and moved
+  // down where its length took fewer bytes (an expression of 11 operations or more).
   static size_t location_bound(const FlatDebugVariable& v) { return 12 + 11 * v.expression.size(); }
-  bool variable_location(const FlatDebugVariable& v, ByteCursor& e) const {
-    int64_t offset = 0;
+  void put_location(const FlatDebugVariable& v, ByteCursor& c) const {
+    size_t length_room = 1;
+    while (location_bound(v) >> (7 * length_room)) ++length_room;
+    ByteCursor e{c.bytes + c.n + length_room};
     const int64_t bias = frame_bias(frame_size_at_[v.function]);  // stamp_frame's, for this function
     if (v.storage_kind == kDebugStorageAlloca) {
-      if (flat_.insts[v.storage].imm > 16) return false;
-      offset = bias - int64_t(alloca_mem_at_[v.storage]);
+      e.u8(kOpFbreg), e.sleb(bias - int64_t(alloca_mem_at_[v.storage]));
     } else {
-      offset = bias - int64_t(arg_slot_at_[flat_.functions[v.function].first_arg + v.storage]);
+      e.u8(kOpFbreg), e.sleb(bias - int64_t(arg_slot_at_[flat_.functions[v.function].first_arg + v.storage]));
+      e.u8(static_cast<uint8_t>(kDwarfOpDeref));
     }
-    e.u8(kOpFbreg), e.sleb(offset);
-    if (v.storage_kind == kDebugStorageArgument) e.u8(static_cast<uint8_t>(kDwarfOpDeref));
     for (size_t k = 0; k < v.expression.size(); ++k) {
       e.u8(static_cast<uint8_t>(v.expression[k]));
       if (v.expression[k] == kDwarfOpPlusUconst) e.uleb(v.expression[++k]);
     }
-    return true;
+    const size_t length_at = c.n;
+    c.uleb(e.n);
+    if (c.n - length_at < length_room) std::memmove(c.bytes + c.n, e.bytes, e.n);
+    c.n += e.n;
   }
 
-  // A variable's attribute list follows from which attributes it has (shaped_code).
-  // Its location is made in location_, which only grows: a std::string made for each
-  // variable and appended to byte by byte cost a tenth of its DIE.
+  // A variable's DIE, encoded straight into .debug_info: its attribute list follows
+  // from which attributes it has (shaped_code). Made as DieValues and then encoded, its
+  // values were stored twice and dispatched on their forms.
+  static constexpr uint32_t kVarParameter = 1, kVarLocated = 2, kVarNamed = 4, kVarDeclared = 8, kVarTyped = 16,
+                            kVarArtificial = 32;
   void write_variable_die(const FlatDebugVariable& v) {
-    if (location_.size() < location_bound(v)) location_.resize(location_bound(v));
-    ByteCursor location{location_.data()};
-    DieValues die;
-    uint32_t shape = v.arg ? 1 : 0;
-    if (variable_location(v, location))
-      die.add(kAtLocation, kFormExprloc, 0, std::string_view(location_.data(), location.n)), shape |= 2;
-    if (!v.name.empty()) die.add(kAtName, kFormStrp, 0, v.name), shape |= 4;
-    if (v.file) die.add(kAtDeclFile, kFormUdata, v.file), die.add(kAtDeclLine, kFormUdata, v.line), shape |= 8;
-    if (v.type && written_[v.type - 1]) die.add(kAtType, kFormRef4, v.type), shape |= 16;
-    if (v.flags & kDebugTypeArtificial) die.add(kAtArtificial, kFormFlagPresent), shape |= 32;
+    const uint32_t shape = (v.arg ? kVarParameter : 0) | (has_location(v) ? kVarLocated : 0) |
+        (!v.name.empty() ? kVarNamed : 0) | (v.file ? kVarDeclared : 0) |
+        (v.type && written_[v.type - 1] ? kVarTyped : 0) | (v.flags & kDebugTypeArtificial ? kVarArtificial : 0);
     uint32_t& code = shaped_code(kShapeVariable, shape);
-    if (!code) code = die_abbreviation(v.arg ? kTagFormalParameter : kTagVariable, false, die);
-    put_die_values(code, die);
+    if (!code) code = variable_abbreviation(shape);
+    Bytes& b = out_[kInfo];
+    ByteCursor c = cursor(b, 5 + 5 + location_bound(v) + 4 + 20 + 4);  // code, location, name, file and line, type
+    c.uleb(code);
+    if (shape & kVarLocated) put_location(v, c);
+    if (shape & kVarNamed) {
+      // (.debug_str grows, not .debug_info: the cursor stays valid.)
+      add_reloc(s_[kInfo].relocs,
+                {static_cast<uint32_t>(b.size() + c.n), kReloc32, kDwarfSectionTarget + kStr, string(v.name)});
+      c.zero4();
+    }
+    if (shape & kVarDeclared) c.uleb(v.file), c.uleb(v.line);
+    if (shape & kVarTyped) type_fixups_.push_back({static_cast<uint32_t>(b.size() + c.n), v.type - 1}), c.zero4();
+    advance(b, c);
+  }
+  uint32_t variable_abbreviation(uint32_t shape) {
+    Abbreviation a{(shape & kVarParameter) ? kTagFormalParameter : kTagVariable, false, {}};
+    if (shape & kVarLocated) a.attributes.push_back({kAtLocation, kFormExprloc});
+    if (shape & kVarNamed) a.attributes.push_back({kAtName, kFormStrp});
+    if (shape & kVarDeclared)
+      a.attributes.insert(a.attributes.end(), {{kAtDeclFile, kFormUdata}, {kAtDeclLine, kFormUdata}});
+    if (shape & kVarTyped) a.attributes.push_back({kAtType, kFormRef4});
+    if (shape & kVarArtificial) a.attributes.push_back({kAtArtificial, kFormFlagPresent});
+    return abbreviation(std::move(a));
   }
 
   // ---- types ------------------------------------------------------------------
@@ -1421,9 +1444,7 @@ class DwarfBuilder {
   }
   void put_die_values(uint32_t code, const DieValues& die) {
     Bytes& b = out_[kInfo];
-    constexpr size_t kLongExpression = 64;  // longer ones are appended on their own
-    constexpr size_t kMostBytes = 16 * (kLongExpression + 10) + 10;
-    ByteCursor buf = cursor(b, kMostBytes);  // out_[kStr] grows below, not b
+    ByteCursor buf = cursor(b, 16 * 10 + 10);  // out_[kStr] grows below, not b
     buf.uleb(code);
     for (uint8_t k = 0; k < die.count; ++k) {
       const DieValue& v = die.values[k];
@@ -1437,15 +1458,8 @@ class DwarfBuilder {
         case kFormSdata: buf.sleb(static_cast<int64_t>(v.number)); break;
         case kFormData1: buf.u8(static_cast<uint8_t>(v.number)); break;
         case kFormFlagPresent: break;
-        case kFormRef4: type_fixups_.push_back({at, static_cast<uint32_t>(v.number - 1)}), buf.zero4(); break;
-        case kFormExprloc:
-          if (v.text_size > kLongExpression) {
-            advance(b, buf);
-            put_uleb(b, v.text_size), b.append(v.text());
-            buf = cursor(b, kMostBytes);
-          } else {
-            buf.uleb(v.text_size), buf.append(v.text());
-          }
+        case kFormRef4:
+          type_fixups_.push_back({at, static_cast<uint32_t>(v.number - 1)}), buf.zero4();
           break;
         default: fail("a DIE value of form " + std::to_string(v.form));
       }
