@@ -455,9 +455,16 @@ class DwarfBuilder {
   // they are the thread's, kept from one module to the next (CodeLists), because
   // allocating them anew for every module was most of the writer's allocations.
   using CodeList = std::vector<std::pair<uint32_t, uint32_t>>;
+  // A run of a function's instructions with code, one after another, of one inline
+  // site and block, with a location (a file) or without.
+  struct CodeRun {
+    uint32_t site, block, at, end;
+    bool located;
+  };
   struct CodeLists {
     std::vector<CodeList> site_code, block_code;
     std::vector<uint32_t> used_sites;
+    std::vector<CodeRun> runs;
   };
   static CodeLists& thread_code_lists() {
     thread_local CodeLists lists;
@@ -466,6 +473,11 @@ class DwarfBuilder {
   CodeLists& lists_ = thread_code_lists();
   std::vector<CodeList>& site_code_ = lists_.site_code;  // site_ranges's, per inline site
   std::vector<uint32_t>& used_sites_ = lists_.used_sites;  // the sites of site_code_ in use
+  // The runs of the functions' code (write_line_sequence), function fn's at
+  // [first_run_[fn], first_run_[fn + 1]): site_ranges and block_ranges read them, where
+  // each walked the function's instructions again.
+  std::vector<CodeRun>& runs_ = lists_.runs;
+  std::vector<uint32_t> first_run_;
   // Types: per scope, the types written in it; per type, the DIE of its first copy
   // (0: none yet); the DW_AT_type and DW_AT_discr references to patch at the end.
   ScopeLists scope_types_;
@@ -662,8 +674,11 @@ class DwarfBuilder {
     b.append(reinterpret_cast<const char*>(kStandardOpcodeLengths), sizeof kStandardOpcodeLengths);
     write_line_files(b);
     patch_u32(b, header_length_at, static_cast<uint32_t>(b.size() - header_length_at - 4));
-    for (uint32_t fn = 0; fn < flat_.functions.size(); ++fn)
+    runs_.clear(), first_run_.assign(flat_.functions.size() + 1, 0);
+    for (uint32_t fn = 0; fn < flat_.functions.size(); ++fn) {
       if (d_.functions[fn].has_subprogram) write_line_sequence(fn);
+      first_run_[fn + 1] = static_cast<uint32_t>(runs_.size());
+    }
     patch_u32(b, 0, static_cast<uint32_t>(b.size() - 4));
   }
 
@@ -700,7 +715,8 @@ class DwarfBuilder {
 
   // One sequence per function: a row at its start for the subprogram's scope line (as
   // LLVM's prologue has), then a row wherever the location of the instruction whose
-  // code starts there changes; instructions without code or location add none.
+  // code starts there changes; instructions without code or location add none. The
+  // function's runs of code (runs_) are noted on the way.
   void write_line_sequence(uint32_t fn) {
     Bytes& b = out_[kLine];
     const FlatFunction& f = flat_.functions[fn];
@@ -719,12 +735,20 @@ class DwarfBuilder {
     bool first = true, in_prologue = true;
     const uint32_t end = f.first_inst + f.inst_count, code_size = code_.code_size[fn];
     if (f.inst_count && code_.inst_offset[f.first_inst] > code_size) offsets_out_of_order(fn);
+    CodeRun run{0, 0, 0, 0, false};
     for (uint32_t i = f.first_inst; i < end; ++i) {
       const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_size;
       if (next < at || next > code_size) offsets_out_of_order(fn);
+      if (next == at) continue;
       const FlatDebugLocation& loc = d_.locations[i];
-      if (next == at || loc.file == 0) continue;
-      if (!first && loc == current) continue;
+      const bool located = loc.file != 0;
+      if (loc.inline_site == run.site && loc.block == run.block && located == run.located && at == run.end) {
+        run.end = next;
+      } else {
+        if (run.end) runs_.push_back(run);
+        run = {loc.inline_site, loc.block, at, next, located};
+      }
+      if (!located || (!first && loc == current)) continue;
       const bool prologue_end = in_prologue && loc.line != 0;
       // A statement starts where the line changes, as LLVM marks its rows: a row that
       // changes the column only is no place for a breakpoint by line (gdb would stop at
@@ -733,6 +757,7 @@ class DwarfBuilder {
       current = loc, first = false;
       if (prologue_end) in_prologue = false;
     }
+    if (run.end) runs_.push_back(run);
     if (code_size > st.address) put_u8(b, kLnsAdvancePc), put_uleb(b, code_size - st.address);
     put_u8(b, 0), put_uleb(b, 1), put_u8(b, kLneEndSequence);
   }
@@ -1015,21 +1040,16 @@ class DwarfBuilder {
     for (uint32_t s : used_sites_) site_code_[s].clear();
     used_sites_.clear();
     if (site_code_.size() < d_.inline_sites.size() + 1) site_code_.resize(d_.inline_sites.size() + 1);
-    const FlatFunction& f = flat_.functions[fn];
-    const uint32_t end = f.first_inst + f.inst_count;
-    // A run of instructions of one site is one range of code: its chain of sites is
-    // walked once per run, not once per instruction.
+    // A run of code of one site is one range of code: its chain of sites is walked once
+    // per run, not once per instruction.
     uint32_t run_site = 0, run_at = 0, run_end = 0;
-    for (uint32_t i = f.first_inst; i < end; ++i) {
-      const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_.code_size[fn];
-      if (next == at) continue;
-      const uint32_t site = d_.locations[i].inline_site;
-      if (site == run_site && at == run_end) {
-        run_end = next;
+    for (const CodeRun *r = runs_.data() + first_run_[fn], *end = runs_.data() + first_run_[fn + 1]; r != end; ++r) {
+      if (r->site == run_site && r->at == run_end) {
+        run_end = r->end;
         continue;
       }
       add_site_code(run_site, run_at, run_end);
-      run_site = site, run_at = at, run_end = next;
+      run_site = r->site, run_at = r->at, run_end = r->end;
     }
     add_site_code(run_site, run_at, run_end);
     std::sort(used_sites_.begin(), used_sites_.end());
@@ -1199,26 +1219,22 @@ class DwarfBuilder {
 
   // The code of each wanted block, from the instructions' locations.
   void block_ranges(uint32_t fn) {
-    const FlatFunction& f = flat_.functions[fn];
-    const uint32_t end = f.first_inst + f.inst_count;
     targets_.clear();  // the block lists of the last location's scope
     ScopeKey last = ~0ull;
-    // As in site_ranges: a run of one scope's instructions is one range.
+    // As in site_ranges: a run of one scope's code is one range.
     uint32_t run_at = 0, run_end = 0;
-    for (uint32_t i = f.first_inst; i < end; ++i) {
-      const uint32_t at = code_.inst_offset[i], next = i + 1 < end ? code_.inst_offset[i + 1] : code_.code_size[fn];
-      const FlatDebugLocation& loc = d_.locations[i];
-      if (next == at || loc.file == 0) continue;
-      const ScopeKey key = scope_key(loc.inline_site, loc.block);
-      if (key == last && at == run_end) {
-        run_end = next;
+    for (const CodeRun *r = runs_.data() + first_run_[fn], *end = runs_.data() + first_run_[fn + 1]; r != end; ++r) {
+      if (!r->located) continue;
+      const ScopeKey key = scope_key(r->site, r->block);
+      if (key == last && r->at == run_end) {
+        run_end = r->end;
         continue;
       }
       for (uint32_t scope : targets_) add_code(block_code_[scope], run_at, run_end);
-      run_at = at, run_end = next;
+      run_at = r->at, run_end = r->end;
       if (key != last) {
         last = key, targets_.clear();
-        for (uint32_t site = loc.inline_site, block = loc.block;;) {
+        for (uint32_t site = r->site, block = r->block;;) {
           for (uint32_t k = block; k; k = d_.blocks[k - 1].parent)
             if (uint32_t scope = find_scope(scope_key(site, k)); scope != kNoScope) targets_.push_back(scope);
           if (!site) break;
