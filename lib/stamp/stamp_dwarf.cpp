@@ -283,19 +283,6 @@ struct Abbreviation {
   AttributeList attributes;
 };
 
-// A DIE's attributes with their values, for the DIEs whose attributes depend on which
-// fields are set (types and variables): the abbreviation follows from the list.
-// A plain struct with no constructor (text as pointer and size, not a string_view), so
-// that a DieValues' unused entries cost nothing to make.
-struct DieValue {
-  uint16_t attribute;
-  uint8_t form;
-  uint64_t number;        // udata, sdata (two's complement), data1; ref4: 1 + the type's index
-  const char* text_data;  // strp's
-  size_t text_size;
-  std::string_view text() const { return {text_data, text_size}; }
-};
-// Left uninitialized past `count`: one is made per DIE.
 [[noreturn]] [[gnu::cold]] void too_many_attributes() {
   throw KilnError(kExitInternal, "", "a DIE with more than 16 attributes");
 }
@@ -343,15 +330,55 @@ constexpr uint64_t pair_bit(uint16_t attribute, uint8_t form) {
       return kOtherPair;
   }
 }
+// A DIE's attributes, for the DIEs whose attributes depend on which fields are set
+// (types): the abbreviation follows from the list. The values are encoded as they are
+// added, and the 4-byte fields of strings and references noted (fixups), so that
+// put_die_values copies them in one piece once the abbreviation is known: held as
+// values (32 bytes each) and encoded by a switch on their forms, they were stored and
+// read back. Left uninitialized past the counts: one is made per DIE.
 struct DieValues {
-  DieValue values[16];
-  uint8_t count = 0;
+  static constexpr uint8_t kMost = 16;
+  AttributeList::Pair list[kMost];
+  uint8_t count = 0, fixup_count = 0, size = 0;
   uint64_t pairs = 0;  // pair_bit of each value
-  // Inline, so that pair_bit folds to a constant.
-  [[gnu::always_inline]] void add(uint16_t attribute, uint8_t form, uint64_t number = 0, std::string_view text = {}) {
-    if (count == std::size(values)) [[unlikely]] too_many_attributes();
-    values[count++] = {attribute, form, number, text.data(), text.size()};
+  char bytes[kMost * 10];  // the values: 10 bytes at most each
+  struct Fixup {
+    uint8_t at;  // in bytes
+    bool strp;   // .debug_str's offset `value`, relocated; else type `value` (1-based)
+    uint32_t value;
+  } fixups[kMost];
+  // Inline, so that pair_bit and the form's switch fold to constants. Numbers: udata,
+  // sdata (two's complement), data1; ref4: 1 + the type's index; strp: the string's offset.
+  [[gnu::always_inline]] void add(uint16_t attribute, uint8_t form, uint64_t number = 0) {
+    if (count == kMost) [[unlikely]]
+      too_many_attributes();
+    list[count++] = {attribute, form};
     pairs |= pair_bit(attribute, form);
+    ByteCursor c{bytes, size};
+    switch (form) {
+      case kFormUdata:
+        c.uleb(number);
+        break;
+      case kFormSdata:
+        c.sleb(static_cast<int64_t>(number));
+        break;
+      case kFormData1:
+        c.u8(static_cast<uint8_t>(number));
+        break;
+      case kFormFlagPresent:
+        break;
+      case kFormStrp:
+      case kFormRef4:
+        fixups[fixup_count++] = {size, form == kFormStrp, static_cast<uint32_t>(number)};
+        c.zero4();
+        break;
+      default:
+        unknown_form(form);
+    }
+    size = static_cast<uint8_t>(c.n);
+  }
+  [[noreturn]] [[gnu::cold]] static void unknown_form(uint8_t form) {
+    throw KilnError(kExitInternal, "", "a DIE value of form " + std::to_string(form));
   }
 };
 
@@ -832,7 +859,7 @@ class DwarfBuilder {
   uint32_t die_abbreviation(uint16_t tag, bool children, const DieValues& die) {
     uint64_t h = tag * 2 + children;
     for (uint8_t k = 0; k < die.count; ++k)
-      h = (h * 0x100000001b3ull) ^ (uint64_t(die.values[k].attribute) << 8 | die.values[k].form);
+      h = (h * 0x100000001b3ull) ^ (uint64_t(die.list[k].attribute) << 8 | die.list[k].form);
     if (!abbreviation_slots_.empty()) {
       const size_t mask = abbreviation_slots_.size() - 1;
       for (size_t i = h & mask; abbreviation_slots_[i].second; i = (i + 1) & mask) {
@@ -840,13 +867,12 @@ class DwarfBuilder {
         const Abbreviation& a = abbreviations_[abbreviation_slots_[i].second - 1];
         if (a.tag != tag || a.children != children || a.attributes.end() - a.attributes.begin() != die.count) continue;
         bool same = true;
-        for (uint8_t k = 0; same && k < die.count; ++k)
-          same = a.attributes.begin()[k] == AttributeList::Pair{die.values[k].attribute, die.values[k].form};
+        for (uint8_t k = 0; same && k < die.count; ++k) same = a.attributes.begin()[k] == die.list[k];
         if (same) return abbreviation_slots_[i].second;
       }
     }
     Abbreviation a{tag, children, {}};
-    for (uint8_t k = 0; k < die.count; ++k) a.attributes.push_back({die.values[k].attribute, die.values[k].form});
+    for (uint8_t k = 0; k < die.count; ++k) a.attributes.push_back(die.list[k]);
     return abbreviation(std::move(a));
   }
 
@@ -1453,34 +1479,25 @@ class DwarfBuilder {
 
   // ---- types ------------------------------------------------------------------
 
-  // The DIE's bytes are made in a buffer and appended once (a push_back per byte was
-  // a tenth of the writer); relocations and references note where they land.
+  // The DIE's code, then its values (encoded as they were added) in one copy;
+  // relocations and references note where their fields land.
   void put_die(uint16_t tag, bool children, const DieValues& die) {
     put_die_values(die_abbreviation(tag, children, die), die);
   }
   void put_die_values(uint32_t code, const DieValues& die) {
     Bytes& b = out_[kInfo];
-    ByteCursor buf = cursor(b, 16 * 10 + 10);  // out_[kStr] grows below, not b
-    buf.uleb(code);
-    for (uint8_t k = 0; k < die.count; ++k) {
-      const DieValue& v = die.values[k];
-      const uint32_t at = static_cast<uint32_t>(b.size() + buf.n);
-      switch (v.form) {
-        case kFormStrp:
-          add_reloc(s_[kInfo].relocs, {at, kReloc32, kDwarfSectionTarget + kStr, string(v.text())});
-          buf.zero4();
-          break;
-        case kFormUdata: buf.uleb(v.number); break;
-        case kFormSdata: buf.sleb(static_cast<int64_t>(v.number)); break;
-        case kFormData1: buf.u8(static_cast<uint8_t>(v.number)); break;
-        case kFormFlagPresent: break;
-        case kFormRef4:
-          type_fixups_.push_back({at, static_cast<uint32_t>(v.number - 1)}), buf.zero4();
-          break;
-        default: fail("a DIE value of form " + std::to_string(v.form));
-      }
+    ByteCursor c = cursor(b, 5 + sizeof die.bytes);
+    c.uleb(code);
+    std::memcpy(c.bytes + c.n, die.bytes, die.size);
+    const size_t values_at = b.size() + c.n;
+    for (uint8_t k = 0; k < die.fixup_count; ++k) {
+      const DieValues::Fixup& f = die.fixups[k];
+      const uint32_t at = static_cast<uint32_t>(values_at + f.at);
+      if (f.strp) add_reloc(s_[kInfo].relocs, {at, kReloc32, kDwarfSectionTarget + kStr, f.value});
+      else type_fixups_.push_back({at, f.value - 1});
     }
-    advance(b, buf);
+    c.n += die.size;
+    advance(b, c);
   }
 
   // DW_AT_type (or DW_AT_discr, DW_AT_containing_type) naming type `t` (1-based): none
@@ -1504,7 +1521,7 @@ class DwarfBuilder {
   }
 
   void add_name_and_line(DieValues& die, const FlatDebugType& t) {
-    if (!t.name.empty()) die.add(kAtName, kFormStrp, 0, t.name);
+    if (!t.name.empty()) die.add(kAtName, kFormStrp, string(t.name));
     if (t.file && !(t.flags & kDebugTypeDeclaration))
       die.add(kAtDeclFile, kFormUdata, t.file), die.add(kAtDeclLine, kFormUdata, t.line);
   }
@@ -1572,12 +1589,12 @@ class DwarfBuilder {
         if ((ty.flags & kDebugTypeHasValue) && ty.value >= 0) die.add(kAtCount, kFormUdata, ty.value);
         break;
       case kTagEnumerator:
-        die.add(kAtName, kFormStrp, 0, ty.name);
+        die.add(kAtName, kFormStrp, string(ty.name));
         die.add(kAtConstValue, (ty.flags & kDebugTypeUnsigned) ? kFormUdata : kFormSdata, ty.value);
         break;
       case kTagTemplateTypeParameter:
         add_type(die, kAtType, ty.type);
-        if (!ty.name.empty()) die.add(kAtName, kFormStrp, 0, ty.name);
+        if (!ty.name.empty()) die.add(kAtName, kFormStrp, string(ty.name));
         break;
       case kTagVariantPart: add_type(die, kAtDiscr, ty.discriminator); break;
       default: add_type_attributes(die, ty);
