@@ -222,6 +222,10 @@ struct ByteCursor {
     }
   }
   void zero4() { std::memset(bytes + n, 0, 4), n += 4; }
+  void zero8() { std::memset(bytes + n, 0, 8), n += 8; }
+  void u32(uint32_t v) {
+    for (int k = 0; k < 4; ++k) bytes[n++] = static_cast<char>(v >> (8 * k));
+  }
 };
 // A section's cursor at its end, with room for `most` bytes; Bytes::advance counts them.
 ByteCursor cursor(Bytes& s, size_t most) { return ByteCursor{s.room(most)}; }
@@ -826,9 +830,20 @@ class DwarfBuilder {
   uint32_t range_list(uint32_t fn, const std::vector<std::pair<uint32_t, uint32_t>>& ranges) {
     Bytes& b = out_[kRanges];
     const uint32_t at = static_cast<uint32_t>(b.size());
+    // Each entry encoded at once in the section's room (its addresses relocated), where
+    // each of its fields was a write of its own, with its check for room.
+    std::vector<DwarfReloc>& relocs = s_[kRanges].relocs;
     for (auto [begin, end] : ranges) {
-      if (version_ >= 5) put_u8(b, kRleStartLength), put_address(kRanges, fn, begin), put_uleb(b, end - begin);
-      else put_address(kRanges, fn, begin), put_address(kRanges, fn, end);
+      ByteCursor c = cursor(b, 16);
+      const uint32_t entry = static_cast<uint32_t>(b.size());
+      if (version_ >= 5) {
+        add_reloc(relocs, {entry + 1, kReloc64, fn, begin});
+        c.u8(kRleStartLength), c.zero8(), c.uleb(end - begin);
+      } else {
+        add_reloc(relocs, {entry, kReloc64, fn, begin}), add_reloc(relocs, {entry + 8, kReloc64, fn, end});
+        c.zero8(), c.zero8();
+      }
+      advance(b, c);
     }
     end_range_list();
     return at;
@@ -1123,8 +1138,11 @@ class DwarfBuilder {
   // low_pc and high_pc for one range, else a range list (the abbreviation says which).
   void put_code_ranges(uint32_t fn, const std::vector<std::pair<uint32_t, uint32_t>>& code) {
     Bytes& b = out_[kInfo];
-    if (code.size() == 1) put_address(kInfo, fn, code[0].first), put_le<uint32_t>(b, code[0].second - code[0].first);
-    else put_section_offset(kInfo, kRanges, range_list(fn, code));
+    if (code.size() != 1) return put_section_offset(kInfo, kRanges, range_list(fn, code));
+    add_reloc(s_[kInfo].relocs, {static_cast<uint32_t>(b.size()), kReloc64, fn, code[0].first});
+    ByteCursor c = cursor(b, 12);
+    c.zero8(), c.u32(code[0].second - code[0].first);
+    advance(b, c);
   }
 
   // A namespace, or a declaration of the type a method belongs to: what a debugger
