@@ -243,6 +243,19 @@ void put_cstring(Bytes& s, std::string_view v) {
   s.append(v);
   s.push_back('\0');
 }
+// Whether n bytes at a and b are equal: up to 16 by two loads of 8 (4) bytes each,
+// which may overlap, where a call to memcmp was most of looking a short name up.
+bool same_bytes(const char* a, const char* b, size_t n) {
+  auto load = [](const char* p, auto word) {
+    std::memcpy(&word, p, sizeof word);
+    return word;
+  };
+  if (n >= 8 && n <= 16)
+    return load(a, uint64_t()) == load(b, uint64_t()) && load(a + n - 8, uint64_t()) == load(b + n - 8, uint64_t());
+  if (n >= 4 && n < 8)
+    return load(a, uint32_t()) == load(b, uint32_t()) && load(a + n - 4, uint32_t()) == load(b + n - 4, uint32_t());
+  return n == 0 || std::memcmp(a, b, n) == 0;
+}
 // The bytes made aside and copied in one store: a store per byte through operator[]
 // was most of patching the references to types, which are one per variable and member.
 void patch_u32(Bytes& s, size_t at, uint32_t v) {
@@ -613,8 +626,7 @@ class DwarfBuilder {
         ++string_count_;
         return slot.offset;
       }
-      if (slot.hash == h && slot.size == s.size() &&
-          (s.empty() || std::memcmp(out_[kStr].data() + slot.offset, s.data(), s.size()) == 0))
+      if (slot.hash == h && slot.size == s.size() && same_bytes(out_[kStr].data() + slot.offset, s.data(), s.size()))
         return slot.offset;
     }
   }
