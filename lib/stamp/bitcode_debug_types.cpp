@@ -431,6 +431,7 @@ void DebugMetadata::fill_composite(BitstreamCursor& c, const TypeRecord& r, Flat
   for (uint32_t list : {r.list, r.list2}) {
     const uint32_t n = tuple(c, list, "a composite type's elements or template parameters");
     if (n == kNone) continue;
+    t.elements.reserve(t.elements.size() + node_ops_[n]);  // the operands are read already
     for (uint32_t k = 0, count = node_ops_[n]; k < count; ++k)
       if (uint32_t e = reader_type(c, node_ops_[n + 1 + k], false)) t.elements.push_back(e);
   }
@@ -442,6 +443,7 @@ void DebugMetadata::fill_subroutine(BitstreamCursor& c, const TypeRecord& r, Fla
   t.flags = r.flags & kFlagArtificial ? kDebugTypeArtificial : 0;
   const uint32_t n = tuple(c, r.list, "a subroutine type's types");
   if (n == kNone) return;
+  if (node_ops_[n] > 1) t.elements.reserve(node_ops_[n] - 1);
   for (uint32_t k = 0, count = node_ops_[n]; k < count; ++k) {
     const uint32_t type = reader_type(c, node_ops_[n + 1 + k], true);
     if (k == 0) t.type = type;

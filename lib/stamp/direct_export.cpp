@@ -219,7 +219,7 @@ class SeenKeys {
 // is kept, and what it interned is not walked again.
 class DebugInterner {
  public:
-  explicit DebugInterner(const bc::BcDebug& in) : in_(in) {}
+  explicit DebugInterner(bc::BcDebug& in) : in_(in) {}
 
   // A stamp function's subprogram, then its flat instructions' locations (each its file,
   // site and block, in that order), then its variables. `inst_flat`: the flat index of
@@ -312,10 +312,12 @@ class DebugInterner {
 
   // The queue's entries filled in index order, each interning its scope (or the type
   // it is declared in), its file, its type, a pointer to member's class, its
-  // discriminator, then its elements.
+  // discriminator, then its elements. A reader entry is filled into one flat entry, the
+  // only one it has: it gives its name and its elements up, renumbered in place, where
+  // copying them cost an allocation each.
   void fill_types(FlatDebugInfo& out) {
     while (types_filled_ < out.types.size()) {
-      const FlatDebugType& in = in_.types[type_queue_[types_filled_] - 1];
+      FlatDebugType& in = in_.types[type_queue_[types_filled_] - 1];
       FlatDebugType t;  // filled aside: filling appends to out.types
       t.tag = in.tag;
       t.encoding = in.encoding;
@@ -325,15 +327,15 @@ class DebugInterner {
       t.size_bits = in.size_bits;
       t.offset_bits = in.offset_bits;
       t.value = in.value;
-      t.name = in.name;
+      t.name = std::move(in.name);
       if (in.parent_type) t.parent_type = type(in.parent_type, out);
       else t.scope = scope(in.scope, out);
       t.file = file(in.file, out);
       t.type = type(in.type, out);
       t.containing_type = type(in.containing_type, out);
       t.discriminator = type(in.discriminator, out);
-      t.elements.reserve(in.elements.size());
-      for (uint32_t e : in.elements) t.elements.push_back(type(e, out));
+      t.elements = std::move(in.elements);
+      for (uint32_t& e : t.elements) e = type(e, out);
       out.types[types_filled_++] = std::move(t);
     }
   }
@@ -446,7 +448,7 @@ class DebugInterner {
     return it == function_of_subprogram_.end() ? 0 : it->second;
   }
 
-  const bc::BcDebug& in_;
+  bc::BcDebug& in_;  // its types' names and elements are moved out as they are filled
   // Per stamp function's subprogram (BcSubprogram::node): 1 + its flat function.
   std::unordered_map<uint32_t, uint32_t> function_of_subprogram_;
   // Per reader number - 1: the flat one, 0 for none yet.
@@ -469,7 +471,8 @@ class DebugInterner {
 // The module with the exporter's questions about types and constants.
 class ModuleContext {
  public:
-  ModuleContext(const BcModule& m, const Layout& dl) : m(m), dl(dl), debug(m.debug) {}
+  // `reader_debug` is m's, whose types the interner moves from (DebugInterner::fill_types).
+  ModuleContext(const BcModule& m, bc::BcDebug& reader_debug, const Layout& dl) : m(m), dl(dl), debug(reader_debug) {}
   const BcModule& m;
   const Layout& dl;
   std::vector<GlobalInfo> globals;
@@ -3542,8 +3545,8 @@ std::string export_globals(const ModuleContext& ctx, std::vector<StampData>& out
 // module's symbols, renaming and global data at the end.
 class ModuleExporter {
  public:
-  ModuleExporter(const BcModule& m, const std::string& tag, DirectExport& out, const FunctionFilter& selected)
-      : m_(m), tag_(tag), out_(out), selected_(selected), dl_(Layout::x86_64_text()), ctx_(m, dl_) {
+  ModuleExporter(BcModule& m, const std::string& tag, DirectExport& out, const FunctionFilter& selected)
+      : m_(m), tag_(tag), out_(out), selected_(selected), dl_(Layout::x86_64_text()), ctx_(m, m.debug, dl_) {
     ctx_.globals = global_infos(m);
     for (uint32_t g = 0; g < ctx_.globals.size(); ++g) {
       const std::string_view n = ctx_.globals[g].name;
