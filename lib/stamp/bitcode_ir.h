@@ -429,9 +429,6 @@ struct ValueRef {
   uint32_t index = kNone;  // into globals, constants, the function's arguments or insts
 };
 
-// --- Debug information (METADATA_BLOCK 15, METADATA_KIND_BLOCK 22, METADATA_ATTACHMENT 16
-// and the bodies' DEBUG_LOC records): only what stamp's line table, subprogram and
-// inlined-call entries need (flat_debug.h). Everything is in the reader's own numbering,
 // Names of the debug information (BcSubprogram's, BcDebugScope's, BcDebugVariable's),
 // which those view: copied into blocks that stay where they are as more are added and
 // as the module moves, where a std::string each cost a malloc and a free per name over
@@ -448,6 +445,9 @@ class BcNames {
   size_t left_ = 0;
 };
 
+// --- Debug information (METADATA_BLOCK 15, METADATA_KIND_BLOCK 22, METADATA_ATTACHMENT 16
+// and the bodies' DEBUG_LOC records): only what stamp's line table, subprogram and
+// inlined-call entries need (flat_debug.h). Everything is in the reader's own numbering,
 // 1 + an index into a BcDebug array, 0 for none: one entry per metadata record the
 // locations and subprograms reach (a body's own records are read again by the next
 // body), so equal entries may come twice; the exporter interns them in flat order.
